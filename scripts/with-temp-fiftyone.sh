@@ -7,7 +7,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/iaa-fiftyone.XXXXXX")
 cleanup() {
     # stop the mongod this run started, then remove its files
     pkill -f -- "--dbpath $tmp/db" 2>/dev/null || true
-    rm -rf "$tmp"
+    for _ in $(seq 50); do
+        pgrep -f -- "--dbpath $tmp/db" >/dev/null 2>&1 || break
+        sleep 0.2
+    done
+    rm -rf "$tmp" 2>/dev/null || true
 }
 trap cleanup EXIT
 export FIFTYONE_DATABASE_DIR="$tmp/db"

@@ -1,0 +1,373 @@
+"""Reading multi-rater annotations from a FiftyOne dataset or view, in bulk.
+
+Two layouts, both first-class:
+
+* ``fields``: one label field per rater (``fields=["r1", "r2", ...]``); the
+  rater is named after the field. ``None`` in a rater's field is implicit
+  absence (not assigned); an empty ``Detections()`` is explicit absence.
+* ``attribute``: one label field (``field="ground_truth"``) whose labels carry
+  the rater in an attribute (``rater_attr``, default ``"annotator"``).
+  Assignment comes from the optional sample-level list field ``raters_field``
+  (the raters assigned to each sample). Without it, a sample whose field is
+  ``None`` is assigned to nobody, and a sample whose field holds a (possibly
+  empty) label list is assumed to be assigned to every rater seen in the view
+  (a fully crossed design); this assumption is reported in ``layout``.
+
+Supported label types: ``Detections`` (boxes), ``Polylines`` (polygons; the box
+is the polygon's bounding box). Boxes are validated (see
+:mod:`agreement.validation`): NaN/infinite/negative-size boxes are errors that
+name the sample, the field and the label; boxes past the image border are
+clipped and reported (``box_policy="clip"``) or rejected (``"error"``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+import fiftyone.core.fields as fof
+import fiftyone.core.labels as fol
+
+from agreement.data import MultiRaterAnnotations
+from agreement.validation import AnnotationError, RepairReport, validate_boxes
+
+__all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES"]
+
+LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines"}
+
+
+@dataclass
+class ReadResult:
+    """What :func:`read_annotations` returns.
+
+    Attributes:
+        annotations: the corpus, with FiftyOne sample ids and label ids.
+        layout: how it was read (layout, fields, rater attribute, label type,
+            assignment rule), stored with runs so they can be reproduced.
+        repairs: repairs made to the input (clipped boxes), for the report.
+        label_field_of_rater: the label field holding each rater's labels,
+            for writing per-label results back.
+    """
+
+    annotations: MultiRaterAnnotations
+    layout: dict
+    repairs: RepairReport
+    label_field_of_rater: dict[str, str] = field(default_factory=dict)
+
+
+def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
+    """Names of the sample fields of ``samples`` holding one of ``types``."""
+    schema = samples.get_field_schema(embedded_doc_type=tuple(types))
+    return sorted(schema)
+
+
+def _label_type(samples, name: str) -> type:
+    schema = samples.get_field_schema()
+    if name not in schema:
+        raise AnnotationError(
+            f"field {name!r} does not exist on dataset {samples._dataset.name!r}; "
+            f"label fields are: {label_fields(samples) or 'none'}"
+        )
+    f = schema[name]
+    doc_type = getattr(f, "document_type", None) if isinstance(f, fof.EmbeddedDocumentField) else None
+    if doc_type not in LABEL_TYPES:
+        what = doc_type.__name__ if doc_type is not None else type(f).__name__
+        raise AnnotationError(
+            f"field {name!r} is a {what}, not a label field of a supported type "
+            f"({', '.join(t.__name__ for t in LABEL_TYPES)})"
+        )
+    return doc_type
+
+
+def _sample_label(sample_id: str, filepath: str) -> str:
+    return f"sample {os.path.basename(filepath)!r} (id {sample_id})"
+
+
+def detect_raters(samples, field: str, rater_attr: str = "annotator") -> list[str]:
+    """The distinct values of ``rater_attr`` on the labels of ``field``, sorted."""
+    list_field = LABEL_TYPES[_label_type(samples, field)]
+    values = samples.distinct(f"{field}.{list_field}.{rater_attr}")
+    return sorted(str(v) for v in values if v is not None)
+
+
+def _boxes_from_polylines(points_per_label: list) -> tuple[np.ndarray, list]:
+    boxes = np.zeros((len(points_per_label), 4))
+    polygons = []
+    for i, rings in enumerate(points_per_label):
+        arrs = [np.asarray(r, dtype=np.float64).reshape(-1, 2) for r in (rings or []) if len(r)]
+        polygons.append(arrs)
+        if arrs:
+            pts = np.concatenate(arrs)
+            lo, hi = pts.min(axis=0), pts.max(axis=0)
+            boxes[i] = [lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]]
+        else:
+            boxes[i] = np.nan
+    return boxes, polygons
+
+
+def read_annotations(
+    samples,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    box_policy: str = "clip",
+    min_raters: int = 2,
+    image_sizes: bool = False,
+) -> ReadResult:
+    """Reads every rater's annotations on ``samples`` with bulk ``values()`` calls.
+
+    Args:
+        samples: a FiftyOne dataset or view.
+        fields: one label field per rater (the ``fields`` layout), or
+        field: the one label field whose labels carry ``rater_attr``.
+        rater_attr: the label attribute naming the rater (``attribute`` layout).
+        raters_field: optional sample-level list field of the raters assigned
+            to each sample (``attribute`` layout).
+        box_policy: ``"clip"`` or ``"error"`` for boxes past the image border.
+        min_raters: fewer raters than this is an error.
+        image_sizes: also read ``metadata.width``/``height`` (NaN when missing).
+
+    Raises:
+        AnnotationError: naming the sample and field, for every bad input.
+    """
+    if (fields is None) == (field is None):
+        raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
+    if len(samples) == 0:
+        raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
+    if fields is not None:
+        fields = list(dict.fromkeys(fields))
+        if len(fields) < min_raters:
+            raise AnnotationError(
+                f"agreement needs at least {min_raters} raters; got the field(s) {fields}. "
+                "Give one label field per rater, or one field with a rater attribute"
+            )
+        types = {f: _label_type(samples, f) for f in fields}
+        if len(set(types.values())) > 1:
+            raise AnnotationError(
+                "all rater fields must hold the same label type; got "
+                + ", ".join(f"{f}: {t.__name__}" for f, t in types.items())
+            )
+        return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes)
+    ltype = _label_type(samples, field)
+    return _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes)
+
+
+def _base_paths(image_sizes: bool) -> list[str]:
+    paths = ["id", "filepath"]
+    if image_sizes:
+        paths += ["metadata.width", "metadata.height"]
+    return paths
+
+
+def _sizes(values: list, image_sizes: bool, n: int) -> np.ndarray | None:
+    if not image_sizes:
+        return None
+    w = np.array([np.nan if v is None else v for v in values[2]], dtype=np.float64)
+    h = np.array([np.nan if v is None else v for v in values[3]], dtype=np.float64)
+    return np.stack([w, h], axis=1).reshape(n, 2)
+
+
+def _geometry_paths(field: str, ltype: type) -> list[str]:
+    lf = LABEL_TYPES[ltype]
+    geo = "bounding_box" if ltype is fol.Detections else "points"
+    return [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"]
+
+
+def _flatten(per_sample: list, counts: np.ndarray) -> list:
+    return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
+
+
+def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes) -> ReadResult:
+    paths = _base_paths(image_sizes)
+    for f in fields:
+        paths += _geometry_paths(f, ltype)
+    values = samples.values(paths)
+    sample_ids, filepaths = values[0], values[1]
+    nb = len(_base_paths(image_sizes))
+    S, R = len(sample_ids), len(fields)
+    raters = tuple(sorted(fields))
+    order = [fields.index(r) for r in raters]
+    assigned = np.zeros((S, R), dtype=bool)
+    counts = np.zeros((S, R), dtype=np.intp)
+    geo_cols, label_cols, id_cols = [], [], []
+    for r, fi in enumerate(order):
+        geo, labs, ids = values[nb + 3 * fi: nb + 3 * fi + 3]
+        assigned[:, r] = [g is not None for g in geo]
+        counts[:, r] = [len(g) if g is not None else 0 for g in geo]
+        geo_cols.append(geo)
+        label_cols.append(labs)
+        id_cols.append(ids)
+    # rows sorted by (sample, rater): interleave per sample
+    cells_geo, cells_lab, cells_id = [], [], []
+    for s in range(S):
+        for r in range(R):
+            if counts[s, r]:
+                cells_geo.append(geo_cols[r][s])
+                cells_lab.append(label_cols[r][s])
+                cells_id.append(id_cols[r][s])
+    flat_geo = list(chain.from_iterable(cells_geo))
+    labels = np.array(list(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
+    ids = np.array(list(chain.from_iterable(cells_id)) + [None], dtype=object)[:-1]
+    flat_counts = counts.reshape(-1)
+    s_idx = np.repeat(np.repeat(np.arange(S), R), flat_counts)
+    r_idx = np.repeat(np.tile(np.arange(R), S), flat_counts)
+    field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
+    boxes, polygons = _geometry(flat_geo, ltype)
+    repairs = RepairReport()
+    boxes = _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
+    ann = MultiRaterAnnotations(
+        sample_ids=np.asarray(sample_ids, dtype=object),
+        raters=raters,
+        assigned=assigned,
+        boxes=boxes,
+        labels=labels,
+        label_ids=ids,
+        sample_index=s_idx,
+        rater_index=r_idx,
+        image_sizes=_sizes(values, image_sizes, S),
+        polygons=polygons,
+        sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
+    )
+    layout = {
+        "layout": "fields",
+        "fields": list(fields),
+        "label_type": ltype.__name__,
+        "assignment": "a rater is assigned to a sample where its field is not None",
+    }
+    return ReadResult(ann, layout, repairs, {r: r for r in raters})
+
+
+def _geometry(flat_geo: list, ltype: type) -> tuple[np.ndarray, list | None]:
+    if ltype is fol.Detections:
+        boxes = np.array(flat_geo, dtype=np.float64).reshape(-1, 4) if flat_geo else np.zeros((0, 4))
+        return boxes, None
+    return _boxes_from_polylines(flat_geo)
+
+
+def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy, repairs, raters_of_row):
+    """Validates boxes, building location strings only for boxes that need a message."""
+    missing_label = np.array([lab is None for lab in labels], dtype=bool)
+    if missing_label.any():
+        i = int(np.flatnonzero(missing_label)[0])
+        s = s_idx[i]
+        raise AnnotationError(
+            f"{_sample_label(sample_ids[s], filepaths[s])}, field {field_of_row[i]!r}: a label has no class name"
+        )
+    if not len(boxes):
+        return boxes
+    ok = np.isfinite(boxes).all(axis=1) & (boxes[:, 2] >= 0) & (boxes[:, 3] >= 0)
+    ok &= (boxes[:, 0] >= -1e-6) & (boxes[:, 1] >= -1e-6)
+    ok &= (boxes[:, 0] + boxes[:, 2] <= 1 + 1e-6) & (boxes[:, 1] + boxes[:, 3] <= 1 + 1e-6)
+    if ok.all():
+        return boxes
+    bad = np.flatnonzero(~ok)
+    where = []
+    for i in bad:
+        s = s_idx[i]
+        rater = f" (rater {raters_of_row[i]!r})" if raters_of_row is not None else ""
+        where.append(
+            f"{_sample_label(sample_ids[s], filepaths[s])}, field {field_of_row[i]!r}{rater}, "
+            f"label {labels[i]!r}"
+        )
+    fixed = validate_boxes(boxes[bad], where, policy=policy, report=repairs)
+    boxes = boxes.copy()
+    boxes[bad] = fixed
+    return boxes
+
+
+def _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes):
+    lf = LABEL_TYPES[ltype]
+    paths = _base_paths(image_sizes) + _geometry_paths(field, ltype) + [f"{field}.{lf}.{rater_attr}"]
+    if raters_field is not None:
+        schema = samples.get_field_schema()
+        if raters_field not in schema:
+            raise AnnotationError(f"raters_field {raters_field!r} does not exist on dataset {samples._dataset.name!r}")
+        if not isinstance(schema[raters_field], fof.ListField):
+            raise AnnotationError(
+                f"raters_field {raters_field!r} is a {type(schema[raters_field]).__name__}, "
+                "not a list field of rater names"
+            )
+        paths.append(raters_field)
+    values = samples.values(paths)
+    nb = len(_base_paths(image_sizes))
+    sample_ids, filepaths = values[0], values[1]
+    geo, labs, ids, who = values[nb: nb + 4]
+    listed = values[nb + 4] if raters_field is not None else None
+    S = len(sample_ids)
+    counts = np.array([len(g) if g is not None else 0 for g in geo], dtype=np.intp)
+    flat_who = np.array(_flatten(who, counts) + [None], dtype=object)[:-1]
+    s_rows = np.repeat(np.arange(S), counts)
+    if len(flat_who) and any(w is None for w in flat_who):
+        i = next(i for i, w in enumerate(flat_who) if w is None)
+        s = s_rows[i]
+        raise AnnotationError(
+            f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label has no "
+            f"{rater_attr!r} attribute, so its rater is unknown (set `rater_attr` or use one field per rater)"
+        )
+    flat_who = np.array([str(w) for w in flat_who] + [None], dtype=object)[:-1]
+    seen = set(flat_who.tolist())
+    if listed is not None:
+        for s, lst in enumerate(listed):
+            if lst is not None:
+                seen.update(str(x) for x in lst)
+    raters = tuple(sorted(seen))
+    if len(raters) < min_raters:
+        raise AnnotationError(
+            f"agreement needs at least {min_raters} raters; field {field!r} has labels by "
+            f"{list(raters) or 'nobody'} in attribute {rater_attr!r}"
+        )
+    rindex = {r: i for i, r in enumerate(raters)}
+    R = len(raters)
+    r_rows = np.array([rindex[w] for w in flat_who], dtype=np.intp)
+    assigned = np.zeros((S, R), dtype=bool)
+    if listed is not None:
+        for s, lst in enumerate(listed):
+            if lst:
+                assigned[s, [rindex[str(x)] for x in lst]] = True
+        if len(r_rows) and not assigned[s_rows, r_rows].all():
+            i = int(np.flatnonzero(~assigned[s_rows, r_rows])[0])
+            s = s_rows[i]
+            raise AnnotationError(
+                f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
+                f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
+            )
+        rule = f"the raters listed in {raters_field!r}"
+    else:
+        assigned[np.array([g is not None for g in geo], dtype=bool)] = True
+        rule = (
+            f"no raters_field: every rater seen in {field!r} is assumed assigned to every sample "
+            "whose field is not None"
+        )
+    labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
+    label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
+    boxes, polygons = _geometry(_flatten(geo, counts), ltype)
+    repairs = RepairReport()
+    field_of_row = np.full(len(boxes), field, dtype=object)
+    boxes = _validated(boxes, labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
+    ann = MultiRaterAnnotations(
+        sample_ids=np.asarray(sample_ids, dtype=object),
+        raters=raters,
+        assigned=assigned,
+        boxes=boxes,
+        labels=labels,
+        label_ids=label_ids,
+        sample_index=s_rows,
+        rater_index=r_rows,
+        image_sizes=_sizes(values, image_sizes, S),
+        polygons=polygons,
+        sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
+    )
+    layout = {
+        "layout": "attribute",
+        "field": field,
+        "rater_attr": rater_attr,
+        "raters_field": raters_field,
+        "label_type": ltype.__name__,
+        "assignment": rule,
+    }
+    return ReadResult(ann, layout, repairs, {r: field for r in raters})

@@ -1,0 +1,350 @@
+"""Agreement runs on a FiftyOne dataset: register, list, load, rename, delete.
+
+Every computation is a named run (``key``) registered with FiftyOne's runs API
+as a plain :class:`fiftyone.core.runs.RunConfig` carrying a method marker
+(``method="iaa.<name>"``) and ``plugin="@iaa/agreement"``. The config records
+exactly what the run wrote:
+
+* ``sample_fields``: per-sample result fields, always named ``{key}_<suffix>``;
+* ``label_attrs``: per-label attributes, as ``[label field, attribute]`` pairs,
+  the attribute always named ``{key}_<suffix>``.
+
+A run never writes a field it does not own: :func:`prepare_run` refuses a key
+whose fields already exist unless they belong to an agreement run with the same
+key and ``overwrite=True`` is given, in which case that run is deleted first.
+Deleting a run removes exactly the fields and attributes it recorded, then the
+run itself. Renaming a run renames its fields and attributes.
+
+Results (the run's headline numbers and full, JSON-serialisable detail) are
+saved with the run and load back with ``dataset.load_run_results(key)``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+import fiftyone.core.runs as fors
+
+from agreement.fo.reading import LABEL_TYPES
+
+__all__ = [
+    "PLUGIN_NAME",
+    "RUN_FORMAT_VERSION",
+    "RunPlan",
+    "prepare_run",
+    "write_sample_values",
+    "write_label_values",
+    "register_run",
+    "list_agreement_runs",
+    "get_agreement_run_info",
+    "load_agreement_results",
+    "rename_agreement_run",
+    "delete_agreement_run",
+    "to_json",
+]
+
+PLUGIN_NAME = "@iaa/agreement"
+RUN_FORMAT_VERSION = 1
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RunError(ValueError):
+    """A run cannot be created, found, renamed or deleted as asked."""
+
+
+def validate_key(key: str) -> str:
+    """A run key must be usable as a field-name prefix: ``[A-Za-z_][A-Za-z0-9_]*``."""
+    if not isinstance(key, str) or not _KEY_RE.match(key):
+        raise RunError(
+            f"invalid run key {key!r}: use letters, digits and underscores, not starting with a digit"
+        )
+    return key
+
+
+def _dataset(samples):
+    return samples._root_dataset
+
+
+def _is_agreement_run(dataset, key: str) -> bool:
+    if key not in dataset.list_runs():
+        return False
+    cfg = dataset.get_run_info(key).config
+    return getattr(cfg, "plugin", None) == PLUGIN_NAME
+
+
+def list_agreement_runs(samples, method: str | None = None) -> list[str]:
+    """Keys of this plugin's runs on the dataset, optionally of one method."""
+    dataset = _dataset(samples)
+    keys = []
+    for key in dataset.list_runs():
+        cfg = dataset.get_run_info(key).config
+        if getattr(cfg, "plugin", None) != PLUGIN_NAME:
+            continue
+        if method is not None and cfg.method not in (method, f"iaa.{method}"):
+            continue
+        keys.append(key)
+    return sorted(keys)
+
+
+def _require_run(dataset, key: str):
+    if not _is_agreement_run(dataset, key):
+        runs = list_agreement_runs(dataset)
+        raise RunError(
+            f"dataset {dataset.name!r} has no agreement run {key!r}; its agreement runs are: {runs or 'none'}"
+        )
+    return dataset.get_run_info(key)
+
+
+def get_agreement_run_info(samples, key: str) -> dict:
+    """What a run is: method, parameters, input layout, fields written, timestamp, format version."""
+    dataset = _dataset(samples)
+    info = _require_run(dataset, key)
+    cfg = info.config
+    return {
+        "key": key,
+        "method": cfg.method,
+        "timestamp": str(info.timestamp),
+        "format_version": getattr(cfg, "format_version", None),
+        "params": dict(getattr(cfg, "params", {}) or {}),
+        "input": dict(getattr(cfg, "input", {}) or {}),
+        "sample_fields": list(getattr(cfg, "sample_fields", []) or []),
+        "label_attrs": [list(x) for x in (getattr(cfg, "label_attrs", []) or [])],
+    }
+
+
+def load_agreement_results(samples, key: str) -> dict:
+    """The results saved with a run, as a plain dict (``summary``, ``detail``, ...)."""
+    dataset = _dataset(samples)
+    _require_run(dataset, key)
+    results = dataset.load_run_results(key, cache=False)
+    if results is None:
+        return {}
+    return {k: v for k, v in vars(results).items() if not k.startswith("_")}
+
+
+def _label_path(dataset, label_field: str, attr: str) -> str:
+    doc_type = dataset.get_field(label_field).document_type
+    return f"{label_field}.{LABEL_TYPES[doc_type]}.{attr}"
+
+
+def _existing_label_attr(dataset, label_field: str, attr: str) -> bool:
+    if label_field not in dataset.get_field_schema():
+        return False
+    path = _label_path(dataset, label_field, attr)
+    return dataset.get_field(path) is not None or dataset.count(path) > 0
+
+
+@dataclass
+class RunPlan:
+    """The fields a run is about to write, checked against what exists."""
+
+    key: str
+    method: str
+    sample_fields: list[str] = field(default_factory=list)
+    label_attrs: list[list[str]] = field(default_factory=list)
+
+    def sample_field(self, suffix: str) -> str:
+        return f"{self.key}_{suffix}"
+
+    def label_attr(self, suffix: str) -> str:
+        return f"{self.key}_{suffix}"
+
+
+def prepare_run(
+    samples,
+    key: str,
+    method: str,
+    sample_suffixes: Iterable[str],
+    label_fields: Iterable[str] = (),
+    label_suffixes: Iterable[str] = (),
+    overwrite: bool = False,
+) -> RunPlan:
+    """Checks that ``key`` can be used and frees it if ``overwrite`` allows.
+
+    Raises:
+        RunError: if the key is invalid, is taken by another run (of this
+            plugin without ``overwrite``, or of something else), or if a field
+            the run would write already exists and is not owned by it.
+    """
+    validate_key(key)
+    dataset = _dataset(samples)
+    plan = RunPlan(
+        key=key,
+        method=method,
+        sample_fields=[f"{key}_{s}" for s in sample_suffixes],
+        label_attrs=[[lf, f"{key}_{s}"] for lf in dict.fromkeys(label_fields) for s in label_suffixes],
+    )
+    if key in dataset.list_runs():
+        if not _is_agreement_run(dataset, key):
+            raise RunError(f"run key {key!r} is used by another (non-agreement) run on dataset {dataset.name!r}")
+        if not overwrite:
+            raise RunError(
+                f"dataset {dataset.name!r} already has an agreement run {key!r}; pass overwrite=True "
+                "to replace it, or choose another key"
+            )
+        delete_agreement_run(dataset, key)
+    schema = dataset.get_field_schema()
+    for name in plan.sample_fields:
+        if name in schema:
+            raise RunError(
+                f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to an "
+                f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
+            )
+    for lf, attr in plan.label_attrs:
+        if _existing_label_attr(dataset, lf, attr):
+            raise RunError(
+                f"label attribute {attr!r} already exists on field {lf!r} of dataset {dataset.name!r} and "
+                f"does not belong to an agreement run {key!r}; choose another key"
+            )
+    return plan
+
+
+def write_sample_values(samples, plan: RunPlan, suffix: str, values: dict[str, Any]) -> None:
+    """Writes ``{sample_id: value}`` into the plan's field ``{key}_{suffix}`` in one bulk call.
+
+    NaN floats are stored as ``None`` so that FiftyOne's filters and sorting
+    treat them as missing; the reason lives in the run results.
+    """
+    name = plan.sample_field(suffix)
+    if name not in plan.sample_fields:
+        raise RunError(f"field {name!r} was not planned for run {plan.key!r}")
+    clean = {sid: _db_value(v) for sid, v in values.items()}
+    samples.set_values(name, clean, key_field="id")
+
+
+def write_label_values(
+    samples, plan: RunPlan, label_field: str, suffix: str, values: list[tuple[str, str, Any]]
+) -> None:
+    """Writes per-label values ``(sample_id, label_id, value)`` as attribute ``{key}_{suffix}``."""
+    attr = plan.label_attr(suffix)
+    if [label_field, attr] not in plan.label_attrs:
+        raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
+    if not values:
+        return
+    dataset = _dataset(samples)
+    path = _label_path(dataset, label_field, attr)
+    dataset.set_label_values(
+        path,
+        [{"sample_id": s, "label_id": lid, "value": _db_value(v)} for s, lid, v in values],
+        dynamic=True,
+    )
+
+
+def _db_value(v: Any) -> Any:
+    if isinstance(v, (np.floating, float)):
+        v = float(v)
+        return None if math.isnan(v) else v
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def to_json(obj: Any) -> Any:
+    """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None)."""
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_json(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: dict) -> None:
+    """Registers the run with its config (what it wrote) and its results.
+
+    Args:
+        samples: the dataset or view the run was computed on (FiftyOne stores
+            the view with the run).
+        plan: from :func:`prepare_run`; its fields must have been written.
+        params: the method parameters, as given by the user.
+        inputs: the input layout from :func:`agreement.fo.reading.read_annotations`.
+        results: JSON-serialisable results; ``summary`` should hold the headline
+            numbers.
+    """
+    dataset = _dataset(samples)
+    config = fors.RunConfig(
+        method=plan.method,
+        plugin=PLUGIN_NAME,
+        format_version=RUN_FORMAT_VERSION,
+        params=to_json(params),
+        input=to_json(inputs),
+        sample_fields=list(plan.sample_fields),
+        label_attrs=[list(x) for x in plan.label_attrs],
+    )
+    samples.register_run(plan.key, config, overwrite=False)
+    run_results = fors.RunResults(samples, config, plan.key, **to_json(results))
+    dataset.save_run_results(plan.key, run_results, overwrite=True, cache=False)
+
+
+def delete_agreement_run(samples, key: str) -> dict:
+    """Deletes exactly the fields and label attributes the run wrote, then the run.
+
+    Returns:
+        ``{"deleted_sample_fields": [...], "deleted_label_attrs": [...]}``
+    """
+    dataset = _dataset(samples)
+    info = _require_run(dataset, key)
+    cfg = info.config
+    schema = dataset.get_field_schema()
+    deleted_fields = [f for f in (getattr(cfg, "sample_fields", []) or []) if f in schema]
+    if deleted_fields:
+        dataset.delete_sample_fields(deleted_fields)
+    deleted_attrs = []
+    for lf, attr in getattr(cfg, "label_attrs", []) or []:
+        if lf not in schema:
+            continue
+        path = _label_path(dataset, lf, attr)
+        if dataset.get_field(path) is not None:
+            dataset.delete_sample_field(path)
+            deleted_attrs.append([lf, attr])
+    dataset.delete_run(key)
+    return {"deleted_sample_fields": deleted_fields, "deleted_label_attrs": deleted_attrs}
+
+
+def rename_agreement_run(samples, key: str, new_key: str) -> dict:
+    """Renames a run and the fields/attributes it wrote (``{key}_x`` -> ``{new_key}_x``)."""
+    dataset = _dataset(samples)
+    validate_key(new_key)
+    info = _require_run(dataset, key)
+    if new_key in dataset.list_runs():
+        raise RunError(f"dataset {dataset.name!r} already has a run {new_key!r}")
+    cfg = info.config
+    schema = dataset.get_field_schema()
+    renames = {}
+    for f in getattr(cfg, "sample_fields", []) or []:
+        new = new_key + f[len(key):]
+        if new in schema:
+            raise RunError(f"cannot rename run {key!r} to {new_key!r}: field {new!r} already exists")
+        renames[f] = new
+    attr_renames = []
+    for lf, attr in getattr(cfg, "label_attrs", []) or []:
+        new = new_key + attr[len(key):]
+        if lf in schema and _existing_label_attr(dataset, lf, new):
+            raise RunError(f"cannot rename run {key!r}: attribute {new!r} already exists on {lf!r}")
+        attr_renames.append((lf, attr, new))
+    present = {f: n for f, n in renames.items() if f in schema}
+    if present:
+        dataset.rename_sample_fields(present)
+    for lf, attr, new in attr_renames:
+        if lf in schema and dataset.get_field(_label_path(dataset, lf, attr)) is not None:
+            dataset.rename_sample_field(_label_path(dataset, lf, attr), _label_path(dataset, lf, new))
+    cfg.sample_fields = [renames.get(f, f) for f in cfg.sample_fields]
+    cfg.label_attrs = [[lf, new] for lf, _, new in attr_renames]
+    dataset.update_run_config(key, cfg)
+    dataset.rename_run(key, new_key)
+    return {"renamed_sample_fields": renames, "renamed_label_attrs": [[lf, a, n] for lf, a, n in attr_renames]}

@@ -1,0 +1,13 @@
+"""The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
+
+from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
+from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, RenameAgreementRun
+
+OPERATORS = [
+    ImportMultiRaterCoco,
+    ExportMultiRaterCoco,
+    ListAgreementRuns,
+    GetAgreementRunInfo,
+    RenameAgreementRun,
+    DeleteAgreementRun,
+]

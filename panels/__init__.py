@@ -1,0 +1,3 @@
+"""App panels of the plugin (thin: they read run results through the bridge)."""
+
+PANELS = []
