@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 .PHONY: demo test bench app setup setup-test clean
 
 demo: $(VENV)/.runtime
-	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.demo $(DEMO_ARGS)
+	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
 
 test: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_ARGS)
@@ -18,7 +18,7 @@ bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
 
 app: $(VENV)/.runtime
-	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.demo --app-only
+	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo --app
 
 setup: $(VENV)/.runtime
 setup-test: $(VENV)/.test

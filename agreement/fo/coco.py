@@ -153,7 +153,7 @@ def import_multi_rater_coco(
         dataset.add_sample_field(fname, fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
         if polygons == "polylines":
             dataset.add_sample_field(f"{fname}_polygons", fo.EmbeddedDocumentField, embedded_doc_type=fo.Polylines)
-    dataset.add_samples(samples, dynamic=True, progress=False)
+    dataset.add_samples(samples, dynamic=True, validate=False, progress=False)
     dataset.info[INFO_KEY] = {
         "source": os.path.basename(os.fspath(coco_path)),
         "layout": layout,

@@ -401,8 +401,8 @@ def pairwise_giou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
         np.divide(o, v, out=o)  # IoU
         np.divide(v, u, out=v)  # |A ∪ B| / |C|, <= 1 up to rounding
         np.minimum(v, 1.0, out=v)
-        o -= 1.0
-        o += v
+        np.subtract(1.0, v, out=v)  # penalty |C \ (A ∪ B)| / |C|, in [0, 1]
+        o -= v  # in [-1, 1] and <= IoU also after rounding
         if zero is not None:
             o[cells] = np.where(zero[1], 1.0, -1.0)
     return out

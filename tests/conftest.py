@@ -1,0 +1,61 @@
+"""Test set-up: a private FiftyOne database per run, the repository as plugins dir.
+
+``make test`` already sets these through ``scripts/with-temp-fiftyone.sh``; a
+bare ``pytest`` gets the same here, before any test imports FiftyOne. Tests of
+the pure library never import FiftyOne.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+LVIS_PATH = SHARED_DATA / "lvis_v1.0_val_doubly_annos_subset200.json"
+
+if "FIFTYONE_DATABASE_DIR" not in os.environ:
+    _tmp = tempfile.mkdtemp(prefix="iaa-tests-")
+    os.environ["FIFTYONE_DATABASE_DIR"] = os.path.join(_tmp, "db")
+    os.environ.setdefault("FIFTYONE_DEFAULT_DATASET_DIR", os.path.join(_tmp, "datasets"))
+    atexit.register(shutil.rmtree, _tmp, True)
+os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
+os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
+os.environ["FIFTYONE_PLUGINS_DIR"] = str(REPO)
+
+
+@pytest.fixture(scope="session")
+def fo():
+    """FiftyOne, backed by the embedded MongoDB of this test run."""
+    return pytest.importorskip("fiftyone")
+
+
+@pytest.fixture
+def lvis_path() -> Path:
+    """The shared LVIS double-annotation subset (skips when absent)."""
+    if not LVIS_PATH.exists():
+        pytest.skip(f"shared data not found: {LVIS_PATH.name} is expected in ../shared/data beside the repository")
+    return LVIS_PATH
+
+
+@pytest.fixture
+def make_dataset(fo):
+    """Creates throw-away datasets and deletes them after the test."""
+    made = []
+
+    def _make(samples=(), name=None):
+        ds = fo.Dataset(name)
+        if samples:
+            ds.add_samples(list(samples), dynamic=True, progress=False)
+        made.append(ds)
+        return ds
+
+    yield _make
+    for ds in made:
+        if not ds.deleted:
+            ds.delete()

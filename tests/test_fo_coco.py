@@ -1,0 +1,114 @@
+"""Import and export of the multi-rater COCO layout through FiftyOne and the operators."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+
+@pytest.fixture
+def operators(fo):
+    import fiftyone.operators as foo
+
+    return foo
+
+
+def _check_round_trip(src_path, out_path, polygons=True):
+    src = json.loads(src_path.read_text())
+    out = json.loads(out_path.read_text())
+    a0 = {a["id"]: a for a in src["annotations"]}
+    a1 = {a["id"]: a for a in out["annotations"]}
+    assert a0.keys() == a1.keys()
+    for k, a in a0.items():
+        b = a1[k]
+        img = next(i for i in src["images"] if i["id"] == a["image_id"])
+        scale = np.array([img["width"], img["height"]] * 2, dtype=float)
+        np.testing.assert_allclose(np.array(b["bbox"]) / scale, np.array(a["bbox"]) / scale, atol=1e-6)
+        assert (b["category_id"], b["rater_id"], b["image_id"]) == (a["category_id"], a["rater_id"], a["image_id"])
+        if polygons:
+            assert len(b["segmentation"]) == len(a["segmentation"])
+            for r0, r1 in zip(a["segmentation"], b["segmentation"]):
+                np.testing.assert_allclose(r1, r0, atol=1e-6 * max(img["width"], img["height"]))
+    assert {i["id"]: i["rater_list"] for i in src["images"]} == {i["id"]: i["rater_list"] for i in out["images"]}
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("layout", ["fields", "attribute"])
+def test_lvis_import_counts_absence_and_lossless_export(fo, operators, lvis_path, tmp_path, layout):
+    from agreement.fo.reading import read_annotations
+
+    name = f"lvis_{layout}"
+    result = operators.execute_operator(
+        "@iaa/agreement/import_multi_rater_coco",
+        ctx=dict(params=dict(coco_path=str(lvis_path), dataset_name=name, layout=layout, persistent=False)),
+    ).result
+    assert result["num_samples"] == 200 and result["num_labels"] == 3521
+    assert result["per_rater"]["r1"]["annotations"] == 1751 and result["per_rater"]["r2"]["annotations"] == 1770
+    ds = fo.load_dataset(name)
+    try:
+        if layout == "fields":
+            a = read_annotations(ds, fields=["r1", "r2"]).annotations
+            assert ds.count("r1.detections") == 1751 and ds.count("r2.detections") == 1770
+        else:
+            a = read_annotations(ds, field="ground_truth", raters_field="raters").annotations
+            assert ds.count_values("ground_truth.detections.annotator") == {"r1": 1751, "r2": 1770}
+        counts = a.counts()
+        neither = counts.sum(axis=1) == 0
+        assert neither.sum() == 14
+        assert a.assigned[neither].all()  # explicit absence for both raters, not missing
+        for s in np.flatnonzero(neither):
+            assert len(a.get(s, "r1")) == 0 and len(a.get(s, "r2")) == 0
+        out = tmp_path / "export.json"
+        summary = operators.execute_operator(
+            "@iaa/agreement/export_multi_rater_coco", ctx=dict(view=ds.view(), params=dict(coco_path=str(out)))
+        ).result
+        assert summary["annotations"] == 3521
+        _check_round_trip(lvis_path, out)
+    finally:
+        ds.delete()
+
+
+def test_import_bad_file_names_the_image(fo, operators, tmp_path):
+    from fiftyone.operators.executor import ExecutionError
+
+    bad = {"images": [{"id": 5, "file_name": "x.jpg", "width": 10, "height": 10, "rater_list": ["a", "b"]}],
+           "categories": [{"id": 1, "name": "c"}],
+           "annotations": [{"id": 1, "image_id": 6, "category_id": 1, "bbox": [0, 0, 1, 1], "rater_id": "a"}]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ExecutionError, match="annotation 1 refers to unknown image id 6"):
+        operators.execute_operator("@iaa/agreement/import_multi_rater_coco",
+                                   ctx=dict(params=dict(coco_path=str(path), dataset_name="bad")))
+    assert not fo.dataset_exists("bad")
+
+
+def test_masks_import_rasterises_polygons(fo, tmp_path):
+    from agreement.fo.coco import import_multi_rater_coco
+
+    data = {"images": [{"id": 1, "file_name": "m.jpg", "width": 100, "height": 100, "rater_list": [1, 2]}],
+            "categories": [{"id": 1, "name": "sq"}],
+            "annotations": [
+                {"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20], "rater_id": 1,
+                 "segmentation": [[10, 10, 30, 10, 30, 30, 10, 30]]},
+                {"id": 2, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 10], "rater_id": 2,
+                 "segmentation": [[10, 10, 30, 10, 10, 20]]}]}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(data))
+    ds = import_multi_rater_coco(path, dataset_name="masks", polygons="masks")
+    try:
+        # integer rater ids become valid field names, and export restores them
+        assert set(ds.info["iaa_coco"]["rater_fields"].values()) == {"rater_1", "rater_2"}
+        m1 = ds.first()["rater_1"].detections[0].mask
+        m2 = ds.first()["rater_2"].detections[0].mask
+        assert m1.shape == (20, 20) and m1.mean() > 0.9
+        assert m2.shape == (10, 20) and 0.35 < m2.mean() < 0.65  # a triangle fills about half its box
+        from agreement.fo.coco import export_multi_rater_coco
+
+        export_multi_rater_coco(ds, tmp_path / "out.json")
+        out = json.loads((tmp_path / "out.json").read_text())
+        assert sorted(a["rater_id"] for a in out["annotations"]) == [1, 2]
+        assert out["images"][0]["rater_list"] == [1, 2]
+    finally:
+        ds.delete()
