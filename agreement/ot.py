@@ -684,8 +684,8 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
                 P_na.append(n); P_nb.append(m); P_k.append(len(rows))
                 pa = np.full(n, -1, np.intp); pb = np.full(m, -1, np.intp)
                 paid_a = np.full(n, float(beta)); paid_b = np.full(m, float(beta))
-                pa[rows] = ra.start + cols
-                pb[cols] = rb.start + rows
+                pa[rows] = rb.start + cols
+                pb[cols] = ra.start + rows
                 paid_a[rows] = c[rows, cols]
                 paid_b[cols] = c[rows, cols]
                 E_pair.append(np.full(n + m, npair, np.intp))

@@ -20,26 +20,26 @@ Degenerate cases
 Every function returns a defined number for every pair of valid boxes: no
 ``NaN``, no division ``0 / 0``. Below, "identical" means equal corner
 coordinates, and a *zero-area* box is one with ``w == 0`` or ``h == 0``
-(a segment or a point).
+(a segment or a point; also a box so thin that ``x + w`` rounds to ``x``).
 
-========================================  =======  ==============  ===========
-pair                                      IoU      GIoU            distance
-========================================  =======  ==============  ===========
-identical boxes (any area, even zero)     1        1               0
-zero-area box vs a different box          0        as formula [1]  as formula
-both zero-area and not identical          0        -1 [2]          as formula
-touching along a whole common edge       0        0 [3]           as formula
-touching otherwise (corner, part of edge) 0        < 0 (formula)   as formula
-disjoint, far apart                       0        -> -1 [4]       as formula
-========================================  =======  ==============  ===========
+=============================================  =====  ==============  ==========
+pair                                           IoU    GIoU            distance
+=============================================  =====  ==============  ==========
+identical boxes (any area, even zero)          1      1               0
+zero-area box vs a box of positive area        0      formula [1]     formula
+two different zero-area boxes                  0      -1 [2]          formula
+touching along a whole common edge             0      0 [3]           formula
+touching at a corner or along part of an edge  0      < 0 [3]         formula
+disjoint, far apart                            0      -> -1 [4]       formula
+=============================================  =====  ==============  ==========
 
 [1] With ``|A| = 0`` the intersection is empty, so IoU = 0 and
     GIoU = ``|A ∪ B| / |C| - 1``, which lies in ``[-1, 0]``.
 [2] Here ``|A ∪ B| = 0``. When the enclosing box ``C`` has positive area
     the formula gives exactly -1; when ``C`` is degenerate too (two distinct
     points, or segments on one line) the formula is ``0 / 0`` and GIoU is
-    *defined* as -1, the limit value of the formula for non-identical
-    zero-area boxes (nothing is shared). Identical zero-area boxes get
+    *defined* as -1, the value the formula gives for every other pair of
+    different zero-area boxes (nothing is shared). Identical zero-area boxes get
     IoU = GIoU = 1 by the first row.
 [3] Touching boxes have no overlapping area. Side by side along a whole
     common edge the enclosing box is the union, so GIoU = 0; boxes that touch
@@ -177,7 +177,7 @@ class _Corners:
     exactly 1.
     """
 
-    __slots__ = ("xyxy", "x1", "y1", "x2", "y2", "area", "zero")
+    __slots__ = ("xyxy", "x1", "y1", "x2", "y2", "area", "zero", "zero_xyxy")
 
     def __init__(self, boxes: np.ndarray, column: bool) -> None:
         xyxy = boxes.copy()
@@ -189,6 +189,7 @@ class _Corners:
         # Indices of zero-area boxes (sorted): the only ones that can give a
         # zero union or a zero enclosing area.
         self.zero = np.flatnonzero(self.area.reshape(-1) == 0)
+        self.zero_xyxy = xyxy[self.zero]
 
 
 def _row_blocks(n: int, m: int) -> Iterator[tuple[int, int]]:
@@ -216,7 +217,7 @@ def _zero_pairs(ca: _Corners, cb: _Corners, start: int, stop: int) -> tuple[np.n
     if lo == hi:
         return None
     za = ca.zero[lo:hi]
-    identical = np.all(ca.xyxy[za][:, None, :] == cb.xyxy[cb.zero][None, :, :], axis=-1)
+    identical = np.all(ca.xyxy[za][:, None, :] == cb.zero_xyxy[None, :, :], axis=-1)
     return za - start, identical
 
 

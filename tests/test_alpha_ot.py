@@ -1,0 +1,206 @@
+"""αOT: a hand-computed corpus, a plain-loop reference, Monte-Carlo behaviour,
+determinism and order invariance, and undefined cases."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from agreement.alpha_ot import alpha_ot, canonical_sample_order
+from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.ot import ot_score
+
+
+def _set(boxes, labels, prefix="x"):
+    boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
+    return AnnotationSet(boxes, labels, [f"{prefix}{k}" for k in range(len(boxes))])
+
+
+def _random_corpus(seed, S=7, raters=("r1", "r2", "r3"), p_assign=0.75, max_boxes=4, noise=0.03):
+    """Raters annotate a shared scene per sample with jitter, misses and label flips."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for s in range(S):
+        k = int(rng.integers(0, max_boxes + 1))
+        xy = rng.uniform(0, 0.7, size=(k, 2))
+        wh = rng.uniform(0.05, 0.3, size=(k, 2))
+        truth = np.hstack([xy, wh])
+        labels = rng.choice(["cat", "dog", "car"], size=k)
+        mapping = {}
+        for r in raters:
+            if rng.random() > p_assign:
+                continue
+            keep = rng.random(k) > 0.15
+            bx = truth[keep] + rng.normal(0, noise, size=(keep.sum(), 4)) * [1, 1, 0.5, 0.5]
+            bx[:, 2:] = np.abs(bx[:, 2:]) + 0.01
+            lb = [l if rng.random() > 0.1 else "bird" for l in labels[keep]]
+            mapping[r] = _set(bx, lb, f"{s}{r}")
+        sets.append(mapping)
+    return MultiRaterAnnotations.from_sets([f"img{s:02d}" for s in range(S)], list(raters), sets)
+
+
+def reference_alpha(data, lam, beta, norm="paper"):
+    """Plain loops over ot_score: D_o over (sample, rater pair), D_e over cross pairs."""
+    obs, exp = [], []
+    R = data.num_raters
+    for a, b in itertools.combinations(range(R), 2):
+        for i in range(data.num_samples):
+            for j in range(data.num_samples):
+                if not (data.assigned[i, a] and data.assigned[j, b]):
+                    continue
+                A, B = data.get(i, a), data.get(j, b)
+                c = 1 - ot_score(A.boxes, A.labels, B.boxes, B.labels, lam, beta, norm)
+                (obs if i == j else exp).append(c)
+    return 1 - np.mean(obs) / np.mean(exp), np.mean(obs), np.mean(exp), len(obs), len(exp)
+
+
+def test_hand_computed_two_samples():
+    # Two samples, two raters. Sample 0: identical single boxes (cost 0).
+    # Sample 1: both raters drew nothing (cost 0). Cross pairs: (r1 on s0, r2 on s1)
+    # and (r1 on s1, r2 on s0): one box against nothing, cost beta each.
+    box = [[0.1, 0.1, 0.2, 0.2]]
+    sets = [
+        {"r1": _set(box, ["cat"]), "r2": _set(box, ["cat"])},
+        {"r1": AnnotationSet.empty(), "r2": AnnotationSet.empty()},
+    ]
+    data = MultiRaterAnnotations.from_sets(["s0", "s1"], ["r1", "r2"], sets)
+    res = alpha_ot(data, beta=0.4)
+    assert res.observed == 0.0 and res.expected == pytest.approx(0.4)
+    assert res.alpha == pytest.approx(1.0)
+    assert (res.n_observed, res.n_cross_pairs, res.n_expected) == (2, 2, 2)
+    assert res.exact and res.expected_se == 0.0 and res.reason == ""
+    # Now rater 2 misses the box on sample 0: D_o = (0.4 + 0) / 2, D_e = (0.4 + 0) / 2.
+    sets[0]["r2"] = AnnotationSet.empty()
+    res2 = alpha_ot(MultiRaterAnnotations.from_sets(["s0", "s1"], ["r1", "r2"], sets), beta=0.4)
+    assert res2.observed == pytest.approx(0.2) and res2.expected == pytest.approx(0.2)
+    assert res2.alpha == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("norm", ["paper", "oc_cost"])
+def test_exact_equals_plain_loop(norm):
+    data = _random_corpus(1)
+    lam, beta = 0.5, 0.45
+    res = alpha_ot(data, lam, beta, norm, max_pairs=10**6)
+    alpha, d_o, d_e, n_o, n_e = reference_alpha(data, lam, beta, norm)
+    assert res.exact
+    assert res.observed == pytest.approx(d_o, abs=1e-12)
+    assert res.expected == pytest.approx(d_e, abs=1e-12)
+    assert res.alpha == pytest.approx(alpha, abs=1e-12)
+    assert (res.n_observed, res.n_cross_pairs, res.n_expected) == (n_o, n_e, n_e)
+    # Per rater pair.
+    for p in res.per_pair:
+        sub = data
+        a, b = data.raters.index(p.rater_a), data.raters.index(p.rater_b)
+        obs = [1 - ot_score(*_ab(sub, i, i, a, b), lam, beta, norm)
+               for i in range(sub.num_samples) if sub.assigned[i, a] and sub.assigned[i, b]]
+        exp = [1 - ot_score(*_ab(sub, i, j, a, b), lam, beta, norm)
+               for i in range(sub.num_samples) for j in range(sub.num_samples)
+               if i != j and sub.assigned[i, a] and sub.assigned[j, b]]
+        assert p.alpha == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
+        assert p.n_cross_pairs == len(exp) and p.n_observed == len(obs)
+    m = res.pair_matrix()
+    assert m.shape == (3, 3) and np.isnan(m[0, 0]) and m[0, 1] == m[1, 0]
+
+
+def _ab(data, i, j, a, b):
+    A, B = data.get(i, a), data.get(j, b)
+    return A.boxes, A.labels, B.boxes, B.labels
+
+
+def test_monte_carlo_estimate_se_and_determinism():
+    data = _random_corpus(2, S=14)
+    exact = alpha_ot(data, max_pairs=10**6)
+    mc = alpha_ot(data, max_pairs=150, seed=3)
+    assert exact.exact and not mc.exact
+    assert mc.n_cross_pairs == exact.n_cross_pairs > 150
+    assert 150 <= mc.n_expected <= 150 + len(mc.per_pair)
+    assert mc.expected_se > 0 and mc.alpha_se > 0
+    assert abs(mc.expected - exact.expected) < 5 * mc.expected_se
+    assert mc.observed == pytest.approx(exact.observed)  # D_o is always exact
+    again = alpha_ot(data, max_pairs=150, seed=3)
+    assert again == mc
+    other_seed = alpha_ot(data, max_pairs=150, seed=4)
+    assert other_seed.expected != mc.expected
+
+
+def _permuted(data, rng, rename=None):
+    """The same corpus with samples, raters' names order and boxes shuffled."""
+    order = rng.permutation(data.num_samples)
+    sets = []
+    for s in order:
+        mapping = {}
+        for r, aset in data.sets(s).items():
+            p = rng.permutation(len(aset))
+            mapping[rename.get(r, r) if rename else r] = AnnotationSet(aset.boxes[p], aset.labels[p], aset.ids[p])
+        sets.append(mapping)
+    raters = [rename.get(r, r) if rename else r for r in data.raters][::-1]
+    return MultiRaterAnnotations.from_sets(data.sample_ids[order], raters, sets)
+
+
+@pytest.mark.parametrize("max_pairs", [10**6, 120])
+def test_invariant_to_sample_rater_and_label_order(max_pairs):
+    data = _random_corpus(3, S=12)
+    rng = np.random.default_rng(0)
+    base = alpha_ot(data, max_pairs=max_pairs, seed=1)
+    shuffled = alpha_ot(_permuted(data, rng), max_pairs=max_pairs, seed=1)
+    assert shuffled.alpha == pytest.approx(base.alpha, abs=1e-12)
+    assert shuffled.expected == pytest.approx(base.expected, abs=1e-12)
+    assert shuffled.exact == base.exact
+
+
+def test_canonical_sample_order():
+    assert canonical_sample_order(np.array(["b", "a", "c"], dtype=object)).tolist() == [1, 0, 2]
+
+
+def test_perfect_agreement_is_one_and_rater_pair_without_shared_sample():
+    rng = np.random.default_rng(9)
+    sets = []
+    for s in range(5):
+        k = int(rng.integers(1, 4))
+        bx = np.hstack([rng.uniform(0, 0.6, (k, 2)), rng.uniform(0.1, 0.3, (k, 2))])
+        lb = list(rng.choice(["a", "b"], k))
+        sets.append({"r1": _set(bx, lb), "r2": _set(bx, lb)})
+    # r3 only labels a sixth sample, with r1.
+    sets.append({"r1": _set([[0.1, 0.1, 0.1, 0.1]], ["a"]), "r3": _set([[0.1, 0.1, 0.1, 0.1]], ["a"])})
+    data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(6)], ["r1", "r2", "r3"], sets)
+    res = alpha_ot(data)
+    assert res.alpha == pytest.approx(1.0)
+    by = {(p.rater_a, p.rater_b): p for p in res.per_pair}
+    assert by[("r1", "r2")].alpha == pytest.approx(1.0)
+    assert np.isnan(by[("r2", "r3")].alpha) and "share no sample" in by[("r2", "r3")].reason
+    assert by[("r2", "r3")].n_cross_pairs == 5  # cross pairs still exist
+
+
+def test_undefined_cases():
+    box = [[0.1, 0.1, 0.2, 0.2]]
+    # A single sample: no cross pair.
+    one = MultiRaterAnnotations.from_sets(["s"], ["a", "b"], [{"a": _set(box, ["x"]), "b": _set(box, ["x"])}])
+    r = alpha_ot(one)
+    assert np.isnan(r.alpha) and "cross" in r.reason and r.observed == 0.0
+    # No sample with two raters.
+    solo = MultiRaterAnnotations.from_sets(["s", "t"], ["a", "b"], [{"a": _set(box, ["x"])}, {"b": _set(box, ["x"])}])
+    r = alpha_ot(solo)
+    assert np.isnan(r.alpha) and "D_o undefined" in r.reason
+    # Every set empty: D_e = 0.
+    empty = MultiRaterAnnotations.from_sets(
+        ["s", "t"], ["a", "b"], [{"a": AnnotationSet.empty(), "b": AnnotationSet.empty()}] * 2)
+    r = alpha_ot(empty)
+    assert np.isnan(r.alpha) and "D_e = 0" in r.reason
+    # A single rater.
+    single = MultiRaterAnnotations.from_sets(["s", "t"], ["a"], [{"a": _set(box, ["x"])}] * 2)
+    r = alpha_ot(single)
+    assert np.isnan(r.alpha) and "fewer than two raters" in r.reason and r.per_pair == ()
+
+
+def test_bad_parameters():
+    data = _random_corpus(4, S=3)
+    with pytest.raises(ValueError):
+        alpha_ot(data, lam=1.2)
+    with pytest.raises(ValueError):
+        alpha_ot(data, beta=0)
+    with pytest.raises(ValueError):
+        alpha_ot(data, normalization="emd")
+    with pytest.raises(ValueError):
+        alpha_ot(data, max_pairs=0)
