@@ -20,7 +20,7 @@ chance. Undefined (NaN, with a reason) when no sample has two raters
 Chance baseline. When the number of cross pairs is at most ``max_pairs`` they
 are all evaluated (exact). Otherwise ``D_e`` is a stratified Monte-Carlo
 estimate: each rater pair ``{a, b}`` is a stratum with ``N_ab`` cross pairs and
-gets ``n_ab = ceil(max_pairs N_ab / N)`` draws (exact when ``n_ab >= N_ab``);
+gets ``n_ab = max(2, ceil(max_pairs N_ab / N))`` draws (exact when ``n_ab >= N_ab``);
 draws are uniform with replacement, ``D_e = sum_ab (N_ab / N) mean_ab`` and
 ``SE(D_e)^2 = sum_ab (N_ab / N)^2 s_ab^2 / n_ab``; the standard error of αOT is
 the delta-method ``D_o / D_e^2 SE(D_e)`` (``D_o`` is exact).
@@ -30,8 +30,9 @@ sample id) and rater pairs in name order; a stratum's draws come from
 ``numpy.random.default_rng(SeedSequence([seed, crc32(a), crc32(b)]))`` and are
 positions in the canonically ordered product ``S_a x S_b`` (draws with
 ``i == j`` are rejected and redrawn). The numbers therefore do not depend on
-the order of samples, raters or labels, and a rater pair's draws do not
-change when other raters are added.
+the order of samples, raters or labels (up to float rounding in the order
+of a set's boxes), and a rater pair's random stream does not depend on the
+other raters (its number of draws does, through ``N``).
 
 Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
 Detection with Optimal Transport" (αOT); the chance correction follows
@@ -235,7 +236,7 @@ def alpha_ot(
         if Nab == 0:
             d_e, se_e, n_eval, exact = float("nan"), float("nan"), 0, True
         else:
-            n_alloc = Nab if exact_all else math.ceil(max_pairs * Nab / N_tot)
+            n_alloc = Nab if exact_all else max(2, math.ceil(max_pairs * Nab / N_tot))
             if n_alloc >= Nab:
                 ii = np.repeat(Sa, len(Sb))
                 jj = np.tile(Sb, len(Sa))

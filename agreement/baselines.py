@@ -85,7 +85,7 @@ def _boxes(boxes, name: str) -> np.ndarray:
     return arr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ThresholdMatching:
     """A one-to-one matching of two box sets at an IoU threshold.
 
@@ -244,7 +244,7 @@ class RaterPairAlpha:
     result: AlphaResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ThresholdBaselines:
     """Threshold baselines of a corpus.
 

@@ -169,7 +169,7 @@ def _cost(a: np.ndarray, la: np.ndarray, b: np.ndarray, lb: np.ndarray, lam: flo
     return c
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OTMatching:
     """The optimal matching between two box sets and its cost.
 
@@ -248,11 +248,7 @@ def ot_from_cost_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "
     (OC-cost).
     """
     check_ot_params(0.5, beta, normalization)
-    c = np.asarray(c, dtype=np.float64)
-    if c.ndim != 2:
-        raise ValueError(f"cost matrix must be 2-D, got shape {c.shape}")
-    if c.size and not np.all(np.isfinite(c)):
-        raise ValueError("cost matrix contains NaN or infinite values")
+    c = _check_cost_matrix(c)
     n, m = c.shape
     total, cost, rows, cols = _solve(c, float(beta), normalization)
     match_a = np.full(n, -1, np.intp)
@@ -273,7 +269,16 @@ def ot_from_cost_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "
 def ot_cost_from_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "paper") -> float:
     """The normalised OT cost of :func:`ot_from_cost_matrix` only (no matching arrays)."""
     check_ot_params(0.5, beta, normalization)
-    return _solve(np.asarray(c, dtype=np.float64).reshape(np.shape(c)), float(beta), normalization)[1]
+    return _solve(_check_cost_matrix(c), float(beta), normalization)[1]
+
+
+def _check_cost_matrix(c) -> np.ndarray:
+    c = np.asarray(c, dtype=np.float64)
+    if c.ndim != 2:
+        raise ValueError(f"cost matrix must be 2-D, got shape {c.shape}")
+    if c.size and not np.all(np.isfinite(c)):
+        raise ValueError("cost matrix contains NaN or infinite values")
+    return c
 
 
 def ot_match(
@@ -448,13 +453,17 @@ class _CorpusCosts:
         e = cnt[pk]
         gain = np.where(e == 1, one[pk], 0.0)
         k = (e >= 1).astype(np.intp)
-        for t in np.flatnonzero(e >= 2):
-            blk = s[loc_a[li[t]]:loc_a[li[t] + 1], loc_b[lj[t]]:loc_b[lj[t] + 1]]
-            rr, qq = linear_sum_assignment(np.minimum(blk, 0.0))
-            v = blk[rr, qq]
-            v = v[v < 0.0]
-            gain[t] = v.sum()
-            k[t] = len(v)
+        hard = np.flatnonzero(e >= 2)
+        if hard.size:
+            # Python scalars: this loop is the hot path when many pairs are eligible.
+            la_, lb_ = loc_a.tolist(), loc_b.tolist()
+            for t, i0, j0 in zip(hard.tolist(), li[hard].tolist(), lj[hard].tolist()):
+                blk = s[la_[i0]:la_[i0 + 1], lb_[j0]:lb_[j0 + 1]]
+                rr, qq = linear_sum_assignment(np.minimum(blk, 0.0))
+                v = blk[rr, qq]
+                v = v[v < 0.0]
+                gain[t] = v.sum()
+                k[t] = v.size
         total = beta * N + gain
         denom = N if norm == "paper" else N - k
         out[sel] = total / denom
@@ -525,7 +534,7 @@ def set_pair_costs(
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OTSampleScores:
     """OT agreement of every sample over every pair of its assigned raters.
 

@@ -10,7 +10,7 @@ import pytest
 
 from agreement.alpha_ot import alpha_ot, canonical_sample_order
 from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.ot import ot_score
+from agreement.ot import ot_score, sample_ot_scores
 
 
 def _set(boxes, labels, prefix="x"):
@@ -100,6 +100,9 @@ def test_exact_equals_plain_loop(norm):
                if i != j and sub.assigned[i, a] and sub.assigned[j, b]]
         assert p.alpha == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
         assert p.n_cross_pairs == len(exp) and p.n_observed == len(obs)
+    # D_o is the mean of the per-sample pair costs.
+    scores = sample_ot_scores(data, lam, beta, norm)
+    assert res.observed == pytest.approx(scores.pair_cost.mean(), abs=1e-12)
     m = res.pair_matrix()
     assert m.shape == (3, 3) and np.isnan(m[0, 0]) and m[0, 1] == m[1, 0]
 

@@ -212,6 +212,8 @@ def test_oracle_pot_emd(normalization):
         ours = ot_match(a, la, b, lb, lam, beta, normalization)
         assert ours.cost == pytest.approx(pot_cost(c, beta, normalization), abs=1e-9)
         assert ours.cost == pytest.approx(augmented_assignment(c, beta, normalization), abs=1e-9)
+        # Symmetric in the two raters (continuous random costs: no ties).
+        assert ot_match(b, lb, a, la, lam, beta, normalization).cost == pytest.approx(ours.cost, abs=1e-12)
 
 
 @pytest.mark.parametrize("normalization", ["paper", "oc_cost"])

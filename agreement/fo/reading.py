@@ -22,7 +22,9 @@ clipped and reported (``box_policy="clip"``) or rejected (``"error"``).
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Sequence
@@ -109,6 +111,23 @@ def _boxes_from_polylines(points_per_label: list) -> tuple[np.ndarray, list]:
     return boxes, polygons
 
 
+@contextmanager
+def _gc_paused():
+    """Pauses the cyclic garbage collector while bulk-converting values.
+
+    ``values()`` returns hundreds of thousands of small lists; converting them
+    allocates as many again, and every generation-2 pass would rescan them all.
+    None of them form cycles, so reference counting frees them anyway.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def read_annotations(
     samples,
     fields: Sequence[str] | None = None,
@@ -152,9 +171,11 @@ def read_annotations(
                 "all rater fields must hold the same label type; got "
                 + ", ".join(f"{f}: {t.__name__}" for f, t in types.items())
             )
-        return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes)
+        with _gc_paused():
+            return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes)
     ltype = _label_type(samples, field)
-    return _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes)
+    with _gc_paused():
+        return _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes)
 
 
 def _base_paths(image_sizes: bool) -> list[str]:
