@@ -73,18 +73,26 @@ def bench_read(args) -> dict:
     paths = ["id", "filepath"]
     for r in raters:
         paths += [f"{r}.detections.bounding_box", f"{r}.detections.label", f"{r}.detections.id"]
-    ds.values(paths)  # warm the database cache once, then alternate the two reads
-    bare = bridge = float("inf")
+    import gc
+
+    ds.values(paths)  # warm the database cache once, then alternate the reads
+    bare = bare_nogc = bridge = float("inf")
     for _ in range(args.repeat):
         t = time.perf_counter()
         ds.values(paths)
         bare = min(bare, time.perf_counter() - t)
+        gc.disable()  # the bridge pauses the cyclic GC; give the bare read the same advantage
+        t = time.perf_counter()
+        ds.values(paths)
+        bare_nogc = min(bare_nogc, time.perf_counter() - t)
+        gc.enable()
         t = time.perf_counter()
         read = read_annotations(ds, fields=raters)
         bridge = min(bridge, time.perf_counter() - t)
     assert len(read.annotations) == args.samples * args.raters * args.boxes
     ds.delete()
-    return {"bare_values_s": bare, "bridge_read_s": bridge, "ratio": bridge / bare}
+    return {"bare_values_s": bare, "bare_values_nogc_s": bare_nogc, "bridge_read_s": bridge,
+            "ratio": bridge / bare, "ratio_nogc": bridge / bare_nogc}
 
 
 def naive_giou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -172,9 +180,11 @@ def main(argv=None) -> int:
         r = bench_read(args)
         print(f"\nBridge read, {args.samples} samples x {args.raters} raters x {args.boxes} boxes")
         print(f"  bare values() read     {r['bare_values_s']:9.3f} s")
+        print(f"  bare, GC paused        {r['bare_values_nogc_s']:9.3f} s")
         print(f"  read_annotations       {r['bridge_read_s']:9.3f} s")
-        verdict = "meets" if r["ratio"] <= 1.5 else "MISSES"
-        print(f"  ratio bridge / bare    {r['ratio']:9.2f} x   ({verdict} the 1.5x target)")
+        print(f"  ratio bridge / bare    {r['ratio']:9.2f} x")
+        verdict = "meets" if r["ratio_nogc"] <= 1.5 else "MISSES"
+        print(f"  ratio vs GC-paused     {r['ratio_nogc']:9.2f} x   ({verdict} the 1.5x target, judged on the stricter ratio)")
     return 0
 
 

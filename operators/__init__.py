@@ -1,10 +1,12 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
+from .ot import ComputeOTAgreement
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, RenameAgreementRun
 
 OPERATORS = [
     ImportMultiRaterCoco,
+    ComputeOTAgreement,
     ExportMultiRaterCoco,
     ListAgreementRuns,
     GetAgreementRunInfo,

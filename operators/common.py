@@ -72,3 +72,62 @@ def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str
         choices.add_choice(k, label=k)
     inputs.enum(name, keys, required=True, label=label, view=choices, default=keys[0])
     return keys
+
+
+def rater_layout_inputs(inputs: types.Object, ctx) -> None:
+    """Form fragment: choose the rater layout and its fields, with the raters found."""
+    from agreement.fo.reading import detect_raters, label_fields
+
+    dataset = ctx.dataset
+    choices = label_fields(dataset) if dataset is not None else []
+    if not choices:
+        inputs.view("no_fields", types.Warning(
+            label="No label fields",
+            description="This dataset has no Detections or Polylines fields to compare: import or add annotations first.",
+        ))
+        return
+    layout = types.RadioGroup()
+    layout.add_choice("fields", label="One label field per rater")
+    layout.add_choice("attribute", label="One label field, rater in a label attribute")
+    # SDK users may give `field` without `layout`: infer it
+    chosen = ctx.params.get("layout") or (
+        "attribute" if ctx.params.get("field") and not ctx.params.get("fields") else "fields"
+    )
+    inputs.enum("layout", ["fields", "attribute"], default=chosen, label="Rater layout", view=layout)
+    if chosen == "fields":
+        dropdown = types.DropdownView(multiple=True)
+        for name in choices:
+            dropdown.add_choice(name, label=name)
+        inputs.list("fields", types.String(), required=True, label="Rater fields",
+                    description="One label field per rater (two or more)", view=dropdown)
+        return
+    dropdown = types.DropdownView()
+    for name in choices:
+        dropdown.add_choice(name, label=name)
+    inputs.enum("field", choices, required=True, label="Label field", view=dropdown)
+    inputs.str("rater_attr", default="annotator", label="Rater attribute",
+               description="The label attribute that names the rater")
+    field = ctx.params.get("field")
+    if field:
+        try:
+            found = detect_raters(ctx.view, field, ctx.params.get("rater_attr") or "annotator")
+        except Exception:  # a bad field choice is reported on execution
+            found = []
+        inputs.view("raters_found", types.Notice(
+            label=f"Raters found: {', '.join(found)}" if found else "No labels carry this attribute"
+        ))
+    schema = dataset.get_field_schema()
+    list_fields = sorted(k for k, v in schema.items() if type(v).__name__ == "ListField")
+    if list_fields:
+        inputs.enum("raters_field", list_fields, required=False, label="Assigned-raters field",
+                    description="Optional sample-level list of the raters assigned to each sample")
+
+
+def run_inputs(inputs: types.Object, ctx) -> None:
+    """Form fragment: key, overwrite."""
+    from agreement.fo.runs import list_agreement_runs
+
+    run_key_input(inputs, ctx)
+    key = ctx.params.get("key")
+    if key and ctx.dataset is not None and key in list_agreement_runs(ctx.dataset):
+        inputs.bool("overwrite", default=False, label=f"Replace the existing run {key!r}")

@@ -1,0 +1,201 @@
+"""OT agreement on a FiftyOne dataset or view: compute, write back, register the run.
+
+For every sample, every pair of raters assigned to it is scored with the
+optimal-transport agreement of :mod:`agreement.ot` (Prokhorov & Kalinin), the
+corpus gets the chance-corrected αOT of :mod:`agreement.alpha_ot` (overall and
+per rater pair), and the threshold baselines of :mod:`agreement.baselines`
+(F1@IoU, mean IoU, Krippendorff's α over threshold matching) are computed in
+the same run for comparison.
+
+Written to the dataset (``key`` is the run key):
+
+==========================  =======================================================
+``{key}_ot``                per sample: mean OT score over its rater pairs
+``{key}_ot_min``            per sample: the lowest rater-pair OT score
+``{key}_ot_position``       per sample: where the score sits in its feasible range
+                            (0 = the worst score possible for these box counts,
+                            1 = the best)
+``{key}_f1``                per sample: mean F1@IoU over its rater pairs
+``{key}_mean_iou``          per sample: mean IoU of threshold-matched pairs
+label ``{key}_cost``        per label: the cost it paid (``c_ij`` when matched,
+                            ``beta`` for the dummy), mean over its rater pairs
+label ``{key}_match``       per label: the id of the label it matched (its
+                            cheapest match over rater pairs), or ``None``
+==========================  =======================================================
+
+Samples with fewer than two assigned raters are not scored: their fields
+are ``None`` and the run results list them with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from agreement.alpha_ot import alpha_ot
+from agreement.baselines import threshold_baselines
+from agreement.fo import runs
+from agreement.fo.reading import read_annotations
+from agreement.ot import check_ot_params, sample_ot_scores
+
+__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES"]
+
+METHOD = "iaa.ot_agreement"
+SAMPLE_SUFFIXES = ("ot", "ot_min", "ot_position", "f1", "mean_iou")
+LABEL_SUFFIXES = ("cost", "match")
+MAX_LISTED_UNDEFINED = 1000
+
+Progress = Callable[[float, str], None]
+
+
+def _nan_to_none(x: float):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def compute_ot_agreement(
+    samples,
+    key: str,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    lam: float = 0.5,
+    beta: float = 0.5,
+    normalization: str = "paper",
+    max_pairs: int = 100_000,
+    seed: int = 0,
+    iou_threshold: float = 0.5,
+    box_policy: str = "clip",
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> dict:
+    """Computes OT agreement on ``samples`` and stores it as run ``key``.
+
+    Args:
+        samples: a dataset or view (only its samples are scored and written).
+        key: the run key; fields are named ``{key}_...``.
+        fields / field, rater_attr, raters_field: the rater layout (see
+            :func:`agreement.fo.reading.read_annotations`).
+        lam: λ in [0, 1], weight of localisation ``(1 - GIoU)/2`` against label
+            mismatch in the pair cost.
+        beta: β in (0, 1], the cost of leaving a box unmatched.
+        normalization: ``"paper"`` (default) or ``"oc_cost"``.
+        max_pairs: the chance budget of αOT: cross-sample pairs evaluated
+            exactly up to this many, else a fixed-seed Monte-Carlo estimate
+            with a standard error.
+        seed: seed of that estimate.
+        iou_threshold: IoU threshold of the F1 / threshold-α baselines.
+        box_policy: ``"clip"`` or ``"error"`` for boxes past the image border.
+        overwrite: replace an existing agreement run with this key.
+        progress: optional ``callback(fraction, label)``.
+
+    Returns:
+        The headline numbers as a flat dict: ``alpha_ot``, ``alpha_ot_se``,
+        ``alpha_ot_exact``, ``observed_cost`` (D_o), ``expected_cost`` (D_e),
+        ``mean_ot``, ``n_samples``, ``n_scored``, ``n_undefined``,
+        ``alpha_ot_reason``, ``f1``, ``mean_iou``, ``threshold_alpha``,
+        ``clipped_boxes``.
+
+    Raises:
+        ValueError: for parameters out of range, before anything is read.
+        agreement.validation.AnnotationError: for bad input (names the sample
+            and field).
+        agreement.fo.runs.RunError: when the key cannot be used.
+    """
+    def report(fraction: float, label: str) -> None:
+        if progress is not None:
+            progress(fraction, label)
+
+    check_ot_params(lam, beta, normalization)
+    if not 0 < iou_threshold <= 1:
+        raise ValueError(f"iou_threshold must be in (0, 1], got {iou_threshold!r}")
+    if int(max_pairs) < 1:
+        raise ValueError(f"max_pairs must be a positive number of cross-sample pairs, got {max_pairs!r}")
+    runs.validate_key(key)
+    report(0.0, "reading annotations")
+    read = read_annotations(
+        samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field, box_policy=box_policy
+    )
+    corpus = read.annotations
+    label_fields = sorted(set(read.label_field_of_rater.values()))
+    plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
+
+    report(0.1, "per-sample OT scores")
+    scores = sample_ot_scores(corpus, lam=lam, beta=beta, normalization=normalization)
+    report(0.4, "alpha-OT chance baseline")
+    alpha = alpha_ot(corpus, lam=lam, beta=beta, normalization=normalization, max_pairs=int(max_pairs), seed=int(seed))
+    report(0.7, "threshold baselines")
+    base = threshold_baselines(corpus, iou_threshold=iou_threshold)
+
+    report(0.8, "writing results")
+    sid = corpus.sample_ids
+    for suffix, values in (
+        ("ot", scores.mean), ("ot_min", scores.min), ("ot_position", scores.position),
+        ("f1", base.sample_f1), ("mean_iou", base.sample_mean_iou),
+    ):
+        runs.write_sample_values(samples, plan, suffix, dict(zip(sid, values)))
+    for lf in label_fields:
+        raters_here = [r for r, f in read.label_field_of_rater.items() if f == lf]
+        r_idx = [corpus.raters.index(r) for r in raters_here]
+        rows = np.flatnonzero(np.isin(corpus.rater_index, r_idx))
+        owner = sid[corpus.sample_index[rows]]
+        lids = corpus.label_ids[rows]
+        matched = scores.row_matched_row[rows]
+        match_ids = [corpus.label_ids[m] if m >= 0 else None for m in matched]
+        runs.write_label_values(samples, plan, lf, "cost", list(zip(owner, lids, scores.row_paid[rows])))
+        runs.write_label_values(samples, plan, lf, "match", list(zip(owner, lids, match_ids)))
+
+    undefined = {str(s): r for s, r in zip(sid, scores.reasons) if r}
+    summary = {
+        "alpha_ot": alpha.alpha,
+        "alpha_ot_se": alpha.alpha_se,
+        "alpha_ot_exact": bool(alpha.exact),
+        "alpha_ot_reason": alpha.reason,
+        "observed_cost": alpha.observed,
+        "expected_cost": alpha.expected,
+        "expected_cost_se": alpha.expected_se,
+        "n_cross_pairs": alpha.n_cross_pairs,
+        "n_cross_pairs_evaluated": alpha.n_expected,
+        "mean_ot": scores.mean_score,
+        "n_samples": corpus.num_samples,
+        "n_scored": scores.n_scored,
+        "n_undefined": len(undefined),
+        "f1": base.f1_micro,
+        "f1_macro": base.f1_macro,
+        "mean_iou": base.mean_iou,
+        "threshold_alpha": base.alpha.alpha,
+        "threshold_alpha_reason": base.alpha.reason,
+        "clipped_boxes": read.repairs.clipped_boxes,
+    }
+    params = {
+        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
+        "iou_threshold": iou_threshold, "box_policy": box_policy,
+    }
+    detail = {
+        "raters": list(corpus.raters),
+        "rater_pair_mean_ot": scores.rater_pair_mean,
+        "rater_pair_shared_samples": scores.rater_pair_count,
+        "rater_pair_alpha_ot": alpha.pair_matrix("alpha"),
+        "per_rater_pair": [
+            {
+                "rater_a": p.rater_a, "rater_b": p.rater_b, "alpha_ot": p.alpha, "alpha_ot_se": p.alpha_se,
+                "observed_cost": p.observed, "expected_cost": p.expected, "exact": p.exact,
+                "n_shared_samples": p.n_observed, "reason": p.reason,
+            }
+            for p in alpha.per_pair
+        ],
+        "baselines_per_rater_pair": [
+            {"rater_a": p.rater_a, "rater_b": p.rater_b, "threshold_alpha": p.result.alpha, "reason": p.result.reason}
+            for p in base.alpha_per_pair
+        ],
+        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
+        "repairs": read.repairs.as_dict(),
+        "score_distribution": {
+            "bins": np.linspace(1 - beta, 1, 21),
+            "counts": np.histogram(scores.mean[np.isfinite(scores.mean)], bins=np.linspace(1 - beta, 1, 21))[0],
+        },
+    }
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    report(1.0, "done")
+    return {k: (_nan_to_none(v) if isinstance(v, float) else v) for k, v in summary.items()}

@@ -1,0 +1,160 @@
+"""compute_ot_agreement through execute_operator on a real dataset, both layouts."""
+
+import math
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+OP = "@iaa/agreement/compute_ot_agreement"
+
+
+def _det(fo, label, box, **kw):
+    return fo.Detection(label=label, bounding_box=box, **kw)
+
+
+@pytest.fixture
+def ot_ds(fo, make_dataset):
+    """4 samples, raters a/b/c; c is not assigned to s3 (only a, b); s2: a found nothing."""
+    D = fo.Detections
+    rng = np.random.default_rng(0)
+    samples = []
+    for i in range(4):
+        boxes = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))]
+        kw = {}
+        for r, shift in (("a", 0.0), ("b", 0.01), ("c", 0.05)):
+            dets = [_det(fo, "cat" if k else "dog", [b[0] + shift, b[1], b[2], b[3]]) for k, b in enumerate(boxes)]
+            kw[r] = D(detections=dets)
+        if i == 2:
+            kw["a"] = D()
+        if i == 3:
+            kw["c"] = None
+        samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
+    samples.append(fo.Sample(filepath="/data/lonely.jpg", a=D(detections=[_det(fo, "cat", [0.1, 0.1, 0.1, 0.1])]),
+                             b=None, c=None))
+    return make_dataset(samples)
+
+
+def _attribute_copy(fo, ds, make_dataset):
+    out = []
+    for s in ds.iter_samples():
+        dets, raters = [], []
+        for r in ("a", "b", "c"):
+            if s[r] is None:
+                continue
+            raters.append(r)
+            dets += [_det(fo, d.label, d.bounding_box, annotator=r) for d in s[r].detections]
+        out.append(fo.Sample(filepath=s.filepath, gt=fo.Detections(detections=dets), raters=raters))
+    return make_dataset(out)
+
+
+def _run(ds, **params):
+    import fiftyone.operators as foo
+
+    return foo.execute_operator(OP, ctx=dict(view=ds.view(), params=params)).result
+
+
+def test_fields_and_attribute_layouts_give_the_same_run(fo, ot_ds, make_dataset):
+    r1 = _run(ot_ds, fields=["a", "b", "c"], key="ot", max_pairs=10_000)
+    attr = _attribute_copy(fo, ot_ds, make_dataset)
+    r2 = _run(attr, field="gt", rater_attr="annotator", raters_field="raters", key="ot", max_pairs=10_000)
+    for k in ("alpha_ot", "mean_ot", "observed_cost", "expected_cost", "f1", "threshold_alpha", "n_scored"):
+        assert r1[k] == pytest.approx(r2[k], abs=1e-12), k
+    assert r1["n_samples"] == 5 and r1["n_scored"] == 4 and r1["n_undefined"] == 1
+    assert 0 < r1["alpha_ot"] <= 1 and r1["alpha_ot_exact"]
+    np.testing.assert_allclose(
+        np.array(ot_ds.values("ot_ot"), dtype=float), np.array(attr.values("ot_ot"), dtype=float), atol=1e-12
+    )
+
+
+def test_fields_labels_and_results_are_written(fo, ot_ds):
+    from agreement.fo.runs import get_agreement_run_info, load_agreement_results
+
+    _run(ot_ds, fields=["a", "b", "c"], key="ot", lam=0.5, beta=0.5)
+    scores = ot_ds.values("ot_ot")
+    assert scores[-1] is None  # one rater only: not scored, not 1.0
+    assert all(0.5 <= s <= 1 for s in scores[:-1])
+    mins = ot_ds.values("ot_ot_min")
+    assert all(m <= s + 1e-12 for m, s in zip(mins[:-1], scores[:-1]))
+    positions = ot_ds.values("ot_ot_position")
+    assert all(p is None or 0 <= p <= 1 for p in positions)
+    # s2: rater a found nothing, so b and c's boxes paid beta against a, and matched each other
+    costs_b = ot_ds.values("b.detections.ot_cost")
+    assert costs_b[-1] is None  # b not assigned to the lonely sample
+    assert all(c is not None and 0 <= c <= 0.5 for cs in costs_b[:-1] for c in cs)
+    match_a = ot_ds.values("a.detections.ot_match")
+    ids_b = set(ot_ds.values("b.detections.id", unwind=True))
+    ids_c = set(ot_ds.values("c.detections.id", unwind=True))
+    assert all(m in ids_b | ids_c for m in match_a[0])
+    # the lonely label has no pair: cost and match are None
+    assert ot_ds.values("a.detections.ot_cost")[-1] == [None] and ot_ds.values("a.detections.ot_match")[-1] == [None]
+    res = load_agreement_results(ot_ds, "ot")
+    assert "only one rater assigned" in next(iter(res["detail"]["undefined_samples"].values()))
+    assert res["detail"]["raters"] == ["a", "b", "c"]
+    assert len(res["detail"]["per_rater_pair"]) == 3
+    m = np.array(res["detail"]["rater_pair_mean_ot"], dtype=float)
+    assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True)
+    info = get_agreement_run_info(ot_ds, "ot")
+    assert info["params"]["beta"] == 0.5 and info["method"] == "iaa.ot_agreement"
+    assert set(info["sample_fields"]) == {"ot_ot", "ot_ot_min", "ot_ot_position", "ot_f1", "ot_mean_iou"}
+
+
+def test_overwrite_and_delete_touch_only_the_run(fo, ot_ds):
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionError
+
+    before = set(ot_ds.get_field_schema(flat=True))
+    _run(ot_ds, fields=["a", "b", "c"], key="k")
+    with pytest.raises(ExecutionError, match="overwrite=True"):
+        _run(ot_ds, fields=["a", "b", "c"], key="k")
+    r = _run(ot_ds, fields=["a", "b", "c"], key="k", beta=0.8, overwrite=True)
+    assert r["mean_ot"] >= 0.2
+    foo.execute_operator("@iaa/agreement/delete_agreement_run", ctx=dict(view=ot_ds.view(), params={"key": "k"}))
+    assert set(ot_ds.get_field_schema(flat=True)) == before
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"lam": 1.5}, "lam"),
+        ({"beta": 0.0}, "beta"),
+        ({"beta": 1.2}, "beta"),
+        ({"normalization": "nope"}, "normalization"),
+        ({"max_pairs": 0}, "max_pairs"),
+    ],
+)
+def test_bad_parameters_are_refused_before_anything_is_written(fo, ot_ds, params, message):
+    from fiftyone.operators.executor import ExecutionError
+
+    before = set(ot_ds.get_field_schema(flat=True))
+    with pytest.raises(ExecutionError, match=message):
+        _run(ot_ds, fields=["a", "b"], key="bad", **params)
+    assert set(ot_ds.get_field_schema(flat=True)) == before and ot_ds.list_runs() == []
+
+
+def test_single_sample_gives_undefined_alpha_with_reason(fo, ot_ds):
+    r = _run(ot_ds.limit(1), fields=["a", "b"], key="one")
+    assert r["alpha_ot"] is None and r["alpha_ot_reason"]
+    assert r["mean_ot"] is not None and not math.isnan(r["mean_ot"])
+
+
+@pytest.mark.shared_data
+def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
+    from agreement.alpha_ot import alpha_ot
+    from agreement.coco import read_multi_rater_coco
+    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.ot import sample_ot_scores
+
+    ds = import_multi_rater_coco(lvis_path, dataset_name="lvis_ot", polygons="none")
+    try:
+        r = _run(ds, fields=["r1", "r2"], key="ot", lam=0.5, beta=0.6)
+        corpus = read_multi_rater_coco(lvis_path).annotations
+        pure = sample_ot_scores(corpus, lam=0.5, beta=0.6)
+        by_id = dict(zip(corpus.sample_ids, pure.mean))
+        got = dict(zip(ds.values("coco_id"), ds.values("ot_ot")))
+        assert max(abs(got[k] - by_id[k]) for k in by_id) < 1e-9
+        assert r["alpha_ot"] == pytest.approx(alpha_ot(corpus, lam=0.5, beta=0.6).alpha, abs=1e-9)
+        assert r["alpha_ot_exact"] and r["n_cross_pairs"] == 39_800
+    finally:
+        ds.delete()
