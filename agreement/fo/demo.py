@@ -93,6 +93,38 @@ def _rater_table(dataset) -> str:
     return "\n".join(rows)
 
 
+def _fmt(x, digits: int = 3) -> str:
+    return "undefined" if x is None else f"{x:.{digits}f}"
+
+
+def _ot_report(dataset, ot: dict) -> str:
+    from agreement.fo.runs import load_agreement_results
+
+    detail = load_agreement_results(dataset, "ot")["detail"]
+    raters = detail["raters"]
+    lines = [
+        "\n  OT agreement (run 'ot', lam=0.5, beta=0.5; score in [0.5, 1]):",
+        f"    alpha-OT {_fmt(ot['alpha_ot'])} (1 perfect, 0 chance; D_o {_fmt(ot['observed_cost'])}, "
+        f"D_e {_fmt(ot['expected_cost'])}, {'exact' if ot['alpha_ot_exact'] else 'estimated'} over "
+        f"{ot['n_cross_pairs_evaluated']} cross-sample pairs"
+        + ("" if ot["alpha_ot_exact"] else f", se {_fmt(ot['alpha_ot_se'], 4)}") + ")",
+        f"    mean OT score {_fmt(ot['mean_ot'])} over {ot['n_scored']} samples; baselines: "
+        f"F1@0.5 {_fmt(ot['f1'])}, mean IoU {_fmt(ot['mean_iou'])}, threshold alpha {_fmt(ot['threshold_alpha'])}",
+        "    alpha-OT per rater pair (who agrees with whom):",
+    ]
+    width = max(len(r) for r in raters)
+    lines.append("      " + " " * width + "  " + "  ".join(f"{r[:8]:>8}" for r in raters))
+    matrix = detail["rater_pair_alpha_ot"]
+    for i, r in enumerate(raters):
+        cells = ["       -" if i == j else f"{_fmt(matrix[i][j]):>8}" for j in range(len(raters))]
+        lines.append(f"      {r:<{width}}  " + "  ".join(cells))
+    worst = dataset.exists("ot_ot").sort_by("ot_ot").limit(3)
+    lines.append("    lowest-scoring samples: " + ", ".join(
+        f"{os.path.basename(p)} ({v:.3f})" for p, v in zip(*worst.values(["filepath", "ot_ot"]))
+    ))
+    return "\n".join(lines)
+
+
 def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> dict:
     """Builds the dataset, runs every computation through the operators, prints a report."""
     _say(f"[1/3] building the demo dataset {name!r}")
@@ -108,6 +140,8 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
             layout="attribute", polygons="none", image_dir=os.path.dirname(dataset.first().filepath),
             overwrite=True, persistent=True,
         )
+    fields = dataset.info["iaa_demo"]["rater_fields"]
+    report["ot"] = _run("compute_ot_agreement", dataset, fields=fields, key="ot", lam=0.5, beta=0.5, overwrite=True)
     report["runs"] = _run("list_agreement_runs", dataset)
     _say("[3/3] report")
     _say(f"\nDataset {name!r}: {len(dataset)} images, raters {', '.join(dataset.info['iaa_demo']['rater_fields'])}")
@@ -120,7 +154,8 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         f"\n  COCO round trip: exported {report['export']['annotations']} boxes of {report['export']['images']} images, "
         f"re-imported as {imp['dataset_name']!r} (attribute layout): {imp['num_labels']} labels"
     )
-    _say(f"  agreement runs on {name!r}: {report['runs']['keys'] or 'none yet'}")
+    _say(_ot_report(dataset, report["ot"]))
+    _say(f"\n  agreement runs on {name!r}: {report['runs']['keys'] or 'none yet'}")
     _say(
         "\nOpen the App on the demo dataset with:\n"
         "    make app\n"
