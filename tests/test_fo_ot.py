@@ -158,3 +158,31 @@ def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
         assert r["alpha_ot_exact"] and r["n_cross_pairs"] == 39_800
     finally:
         ds.delete()
+
+
+def _resolve(ds, params):
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    op = foo.get_operator(OP)
+    ctx = ExecutionContext(request_params={"dataset_name": ds.name, "view": ds.view()._serialize(), "params": params})
+    return op.resolve_input(ctx).type.properties
+
+
+def test_form_lists_fitting_fields_and_detects_raters(fo, ot_ds, make_dataset):
+    props = _resolve(ot_ds, {})
+    assert props["layout"].default == "fields"
+    assert {c.value for c in props["fields"].view.choices} == {"a", "b", "c"}
+    assert {"lam", "beta", "normalization", "max_pairs", "seed", "key"} <= set(props)
+    assert "overwrite" not in props
+    attr = _attribute_copy(fo, ot_ds, make_dataset)
+    props = _resolve(attr, {"field": "gt"})
+    assert props["layout"].default == "attribute"
+    assert props["raters_found"].view.label == "Raters found: a, b, c"
+    assert "raters" in props["raters_field"].type.values
+    # an existing key offers overwrite
+    _run(attr, field="gt", key="old")
+    assert "overwrite" in _resolve(attr, {"field": "gt", "key": "old"})
+    # a dataset without label fields explains what to do
+    empty = make_dataset([fo.Sample(filepath="/data/none.jpg")])
+    assert "no_fields" in _resolve(empty, {})
