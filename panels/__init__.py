@@ -1,3 +1,5 @@
 """App panels of the plugin (thin: they read run results through the bridge)."""
 
-PANELS = []
+from .agreement_panel import AgreementPanel
+
+PANELS = [AgreementPanel]

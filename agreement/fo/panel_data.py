@@ -1,0 +1,156 @@
+"""What the App panel shows, computed from run results any SDK user can load.
+
+Every function here returns plain dicts and lists (plotly traces, cards), so
+the panel stays thin and a notebook user gets the same figures with
+``run_panel_data(dataset, key)``. Methods plug in through ``METHOD_VIEWS``:
+which sample field is the per-sample score, which summary keys are headline
+numbers, where the rater-pair matrix lives.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fiftyone import ViewField as F
+
+from agreement.fo import runs
+
+__all__ = ["METHOD_VIEWS", "run_panel_data", "score_histogram", "bin_view", "lowest_first_view", "PanelDataError"]
+
+
+class PanelDataError(ValueError):
+    """The run cannot be shown; the message says why and what to do."""
+
+
+# per method: the per-sample score field suffix, headline cards (summary key,
+# label, optional se / interval keys), and where the optional plots come from
+METHOD_VIEWS: dict[str, dict[str, Any]] = {
+    "iaa.ot_agreement": {
+        "title": "OT agreement",
+        "score_suffix": "ot",
+        "score_label": "OT score (mean over rater pairs)",
+        "score_range": lambda params: (1 - float(params.get("beta", 0.5)), 1.0),
+        "cards": [
+            {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "reason": "alpha_ot_reason"},
+            {"key": "mean_ot", "label": "mean OT score"},
+            {"key": "f1", "label": "F1@IoU (baseline)"},
+            {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
+            {"key": "n_undefined", "label": "samples not scored", "integer": True},
+        ],
+        "pair_matrix": ("rater_pair_alpha_ot", "αOT per rater pair"),
+    },
+}
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _card(summary: dict, spec: dict) -> dict:
+    value = summary.get(spec["key"])
+    card = {"label": spec["label"], "value": value}
+    if not _finite(value):
+        reason = summary.get(spec.get("reason", ""), "") or "undefined"
+        card["text"] = f"undefined: {reason}"
+        return card
+    if spec.get("integer"):
+        card["text"] = f"{int(value)}"
+        return card
+    text = f"{value:.3f}"
+    se = summary.get(spec.get("se", ""))
+    if _finite(se) and se > 0:
+        text += f" ± {1.96 * se:.3f}"
+    lo, hi = summary.get(spec.get("lo", "")), summary.get(spec.get("hi", ""))
+    if _finite(lo) and _finite(hi):
+        text += f" [{lo:.3f}, {hi:.3f}]"
+    card["text"] = text
+    return card
+
+
+def _method_view(info: dict) -> dict:
+    view = METHOD_VIEWS.get(info["method"])
+    if view is None:
+        raise PanelDataError(
+            f"run {info['key']!r} has method {info['method']!r}, which this version of the panel cannot show; "
+            "its results are still loadable with dataset.load_run_results()"
+        )
+    if info.get("format_version") != runs.RUN_FORMAT_VERSION:
+        raise PanelDataError(
+            f"run {info['key']!r} was written in result format {info.get('format_version')!r}, this plugin reads "
+            f"format {runs.RUN_FORMAT_VERSION}: re-run it (same key, overwrite) to see it here"
+        )
+    return view
+
+
+def score_field(info: dict) -> str:
+    return f"{info['key']}_{_method_view(info)['score_suffix']}"
+
+
+def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -> dict:
+    """Counts of the per-sample score over ``bins`` equal bins of ``[lo, hi]``
+    in ``samples`` (samples without a score are counted apart)."""
+    values = np.array([v for v in samples.values(field) if v is not None], dtype=float)
+    edges = np.linspace(lo, hi, bins + 1)
+    counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
+    return {
+        "edges": edges.tolist(),
+        "counts": counts.tolist(),
+        "n_scored": int(values.size),
+        "n_missing": int(len(samples) - values.size),
+    }
+
+
+def bin_view(samples, field: str, lo: float, hi: float, last: bool):
+    """The samples whose score falls in ``[lo, hi)`` (``[lo, hi]`` for the last bin)."""
+    upper = F(field) <= hi if last else F(field) < hi
+    return samples.match((F(field) >= lo) & upper)
+
+
+def lowest_first_view(samples, field: str):
+    """The scored samples, lowest agreement first."""
+    return samples.exists(field).sort_by(field)
+
+
+def run_panel_data(samples, key: str) -> dict:
+    """Everything the panel shows for run ``key`` on ``samples`` (the current view).
+
+    Returns:
+        ``{"title", "cards", "histogram": {...}, "score_field", "score_label",
+        "pair_matrix": {"raters", "z", "title"} or None, "bars": [...],
+        "curves": [...]}``
+
+    Raises:
+        PanelDataError: for a run of an unknown method or older format.
+        agreement.fo.runs.RunError: for a run that does not exist (anymore).
+    """
+    info = runs.get_agreement_run_info(samples, key)
+    view = _method_view(info)
+    results = runs.load_agreement_results(samples, key)
+    summary = results.get("summary", {})
+    detail = results.get("detail", {})
+    field = score_field(info)
+    lo, hi = view["score_range"](info["params"])
+    data = {
+        "title": f"{view['title']} — run {key!r}",
+        "method": info["method"],
+        "cards": [_card(summary, spec) for spec in view["cards"]],
+        "score_field": field,
+        "score_label": view["score_label"],
+        "score_range": [lo, hi],
+        "histogram": score_histogram(samples, field, lo, hi) if len(samples) else None,
+        "pair_matrix": None,
+        "bars": [],
+        "curves": [],
+    }
+    if view.get("pair_matrix") and detail.get("raters"):
+        name, title = view["pair_matrix"]
+        z = np.array(detail[name], dtype=float)
+        order = detail.get("rater_order") or list(range(len(detail["raters"])))
+        raters = [detail["raters"][i] for i in order]
+        z = z[np.ix_(order, order)]
+        data["pair_matrix"] = {"raters": raters, "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
+                               "title": title}
+    return data
