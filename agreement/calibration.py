@@ -34,7 +34,7 @@ Conventions (and how they relate to the reference package ``kalos``):
   stochastically smaller (no agreement beyond chance). This is ``kalos``'s
   ``calculate_ks_statistic`` (max of ``cdf_do - cdf_de`` over the pooled
   values). **Two-sided**: :math:`D = \sup_x |F_{D_o} - F_{D_e}|`
-  (``scipy.stats.ks_2samp`` default), also reported; it is the larger of
+  (``scipy.stats.ks_2samp``'s default statistic), also reported; it is the larger of
   :math:`D^+` and :math:`D^-` and can be large for below-chance agreement.
   No p-values are reported: the values of ``D_o`` are not independent
   (every pair is counted from both sides, annotations share images), so the
@@ -100,11 +100,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from agreement.alpha_ot import canonical_sample_order
 from agreement.data import MultiRaterAnnotations
-from agreement.geometry.boxes import giou_to_similarity, pairwise_centroid_closeness, pairwise_giou, pairwise_iou
+from agreement.similarity import SIMILARITIES, check_similarity, similarity_matrix
 
 __all__ = [
     "DEFAULT_DISTANCES",
@@ -122,7 +123,7 @@ __all__ = [
 ]
 
 DEFAULT_DISTANCES = ("iou", "giou", "centroid")
-KNOWN_DISTANCES = ("iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks")
+KNOWN_DISTANCES = SIMILARITIES
 
 _BINNED_KDE_ABOVE = 50_000
 _KDE_BINS = 16_384
@@ -195,71 +196,82 @@ def _plan(data: MultiRaterAnnotations, seed: int) -> _Plan:
     return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, E)
 
 
-def _box_similarity_matrix(
-    name: str, data: MultiRaterAnnotations, rows_a: np.ndarray, rows_b: np.ndarray
-) -> np.ndarray:
-    """Interim adapter with the signature of ``agreement.similarity.similarity_matrix``
-    (box similarities only)."""
-    a, b = data.boxes[rows_a], data.boxes[rows_b]
-    if name == "iou":
-        return pairwise_iou(a, b)
-    if name == "giou":
-        return giou_to_similarity(pairwise_giou(a, b))
-    if name == "centroid":
-        size = data.image_sizes[data.sample_index[rows_a[0]]] if len(rows_a) else None
-        ok = size is not None and np.all(np.isfinite(size)) and np.all(size > 0)
-        return pairwise_centroid_closeness(a, b, tuple(size) if ok else None)
-    raise ValueError(f"distance {name!r} needs agreement.similarity, which is not available yet")
+def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas) -> np.ndarray:
+    """``1 - similarity`` of two row ranges (non-finite values are caught by
+    :func:`_finish`, once, rather than per matrix)."""
+    ra, rb = np.arange(rows_a.start, rows_a.stop), np.arange(rows_b.start, rows_b.stop)
+    sim = np.asarray(similarity_matrix(name, data, ra, rb, sigmas=sigmas), dtype=np.float64)
+    if sim.shape != (len(ra), len(rb)):
+        raise ValueError(f"similarity {name!r} returned shape {sim.shape}, expected {(len(ra), len(rb))}")
+    return np.subtract(1.0, sim)
 
 
-_similarity = _box_similarity_matrix  # to be: from agreement.similarity import similarity_matrix as _similarity
-
-
-def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    sim = np.asarray(_similarity(name, data, rows_a, rows_b), dtype=np.float64)
-    if sim.shape != (len(rows_a), len(rows_b)):
-        raise ValueError(f"similarity {name!r} returned shape {sim.shape}, expected {(len(rows_a), len(rows_b))}")
-    if not np.all(np.isfinite(sim)):
-        s = data.sample_index[rows_a[0]]
+def _finish(name: str, data: MultiRaterAnnotations, chunks: list, samples: list) -> np.ndarray:
+    """Concatenates the chunks; raises naming the first sample with a non-finite
+    distance; clips rounding to ``[0, 1]`` (similarities are in ``[0, 1]``)."""
+    if not chunks:
+        return np.zeros(0)
+    out = np.concatenate(chunks)
+    if not np.all(np.isfinite(out)):
+        bad = next(s for c, s in zip(chunks, samples) if not np.all(np.isfinite(c)))
         raise ValueError(
-            f"similarity {name!r} is not finite on sample {data.sample_names[s]!r}: check its annotations "
+            f"similarity {name!r} is not finite on sample {data.sample_names[bad]!r}: check its annotations "
             "(agreement.validation repairs or rejects bad geometry)"
         )
-    d = np.subtract(1.0, sim, out=sim)
-    np.clip(d, 0.0, 1.0, out=d)  # rounding only: similarities are in [0, 1]
-    return d
+    np.clip(out, 0.0, 1.0, out=out)
+    return out
 
 
-def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan) -> np.ndarray:
-    chunks = []
-    for s, a, b in plan.observed:
-        ra, rb = data.rows(s, a), data.rows(s, b)
-        na, nb = ra.stop - ra.start, rb.stop - rb.start
-        if nb == 0:
-            chunks.append(np.ones(na))  # b's explicit absence: a's annotations unmatched
-        elif na == 0:
-            chunks.append(np.ones(nb))
-        else:
-            d = _distance_matrix(distance, data, np.arange(ra.start, ra.stop), np.arange(rb.start, rb.stop))
-            chunks.append(d.min(axis=1))
-            chunks.append(d.min(axis=0))
-    return np.concatenate(chunks) if chunks else np.zeros(0)
+def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+    # Triples (s, a, b) come grouped by (s, a) with b increasing; rater b's rows
+    # follow a's on the sample, so a's rows against the rows of every later
+    # rater are one matrix (the upper triangle of rater pairs, each cross pair
+    # computed once), split by column ranges.
+    chunks, samples = [], []
+    triples = plan.observed
+    i = 0
+    while i < len(triples):
+        s, a, _ = triples[i]
+        j = i
+        while j < len(triples) and triples[j][0] == s and triples[j][1] == a:
+            j += 1
+        later = [t[2] for t in triples[i:j]]
+        ra = data.rows(s, a)
+        na = ra.stop - ra.start
+        first, last = data.rows(s, later[0]), data.rows(s, later[-1])
+        block = slice(first.start, last.stop)  # rows of raters later[0]..later[-1] on s
+        d = _distance_matrix(distance, data, ra, block, sigmas) if na and block.stop > block.start else None
+        for b in later:
+            rb = data.rows(s, b)
+            nb = rb.stop - rb.start
+            if nb == 0:
+                chunks.append(np.ones(na))  # b's explicit absence: a's annotations unmatched
+            elif na == 0:
+                chunks.append(np.ones(nb))
+            else:
+                sub = d[:, rb.start - block.start:rb.stop - block.start]
+                chunks.append(sub.min(axis=1))
+                samples.append(s)
+                chunks.append(sub.min(axis=0))
+            samples.append(s)
+        i = j
+    return _finish(distance, data, chunks, samples)
 
 
-def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan) -> np.ndarray:
-    chunks = []
+def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+    chunks, samples = [], []
     for s, r, s2, r2 in zip(plan.ref_sample, plan.ref_rater, plan.draw_sample, plan.draw_rater):
         ra, rb = data.rows(s, r), data.rows(s2, r2)
         if rb.stop == rb.start:
             chunks.append(np.ones(ra.stop - ra.start))
         else:
-            d = _distance_matrix(distance, data, np.arange(ra.start, ra.stop), np.arange(rb.start, rb.stop))
-            chunks.append(d.min(axis=1))
-    return np.concatenate(chunks) if chunks else np.zeros(0)
+            chunks.append(_distance_matrix(distance, data, ra, rb, sigmas).min(axis=1))
+        samples.append(s)
+    return _finish(distance, data, chunks, samples)
 
 
 def disagreement_samples(
-    data: MultiRaterAnnotations, distance: str, seed: int = 0
+    data: MultiRaterAnnotations, distance: str, seed: int = 0, *, sigmas: ArrayLike | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Observed and expected disagreement samples of one distance.
 
@@ -289,6 +301,8 @@ def disagreement_samples(
     seed : int, default=0
         Seed of the ``D_e`` draws (``numpy.random.default_rng(seed)``; the draws
         do not depend on the distance).
+    sigmas : array-like of shape (K,), optional
+        Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
 
     Returns
     -------
@@ -304,8 +318,10 @@ def disagreement_samples(
     Raises
     ------
     ValueError
-        Unknown distance, a negative or non-integer seed, or a similarity that
-        is not finite (the message names the sample).
+        Unknown distance, a negative or non-integer seed, annotations lacking
+        the geometry the distance needs (from
+        :func:`agreement.similarity.check_similarity`, which names them), or a
+        similarity that is not finite (the message names the sample).
 
     References
     ----------
@@ -314,7 +330,8 @@ def disagreement_samples(
     """
     _check_distance(distance)
     plan = _plan(data, _check_seed(seed))
-    return _observed(data, distance, plan), _expected(data, distance, plan)
+    check_similarity(distance, data, sigmas=sigmas)
+    return _observed(data, distance, plan, sigmas), _expected(data, distance, plan, sigmas)
 
 
 # --------------------------------------------------------------------------
@@ -382,7 +399,9 @@ def ks_two_sided(d_observed: Sequence[float] | np.ndarray, d_expected: Sequence[
 
     .. math:: D = \sup_x \bigl|F_{o}(x) - F_{e}(x)\bigr| = \max(D^+, D^-)
 
-    computed by ``scipy.stats.ks_2samp`` (its ``statistic``).
+    over the pooled sample values; equal to ``scipy.stats.ks_2samp(d_observed,
+    d_expected).statistic`` (tested as an oracle), computed here from the same
+    ECDF difference as :func:`ks_one_sided`, without scipy's p-value.
 
     Parameters
     ----------
@@ -407,7 +426,8 @@ def ks_two_sided(d_observed: Sequence[float] | np.ndarray, d_expected: Sequence[
     """
     d_o = _as_sample(d_observed, "d_observed")
     d_e = _as_sample(d_expected, "d_expected")
-    return float(stats.ks_2samp(d_o, d_e).statistic)
+    _, diff = _ecdf_difference(d_o, d_e)
+    return float(np.abs(diff).max())
 
 
 def _ks_max_point(d_o: np.ndarray, d_e: np.ndarray) -> tuple[float, float]:
@@ -677,7 +697,7 @@ class DistanceCalibration:
     Attributes:
         distance: the similarity name (distance = 1 - similarity).
         d_observed, d_expected: the samples of :func:`disagreement_samples`.
-        observed_summary, observed_summary: ``n``, ``mean``, ``std``, ``median``,
+        observed_summary, expected_summary: ``n``, ``mean``, ``std``, ``median``,
             quantiles ``q05``..``q95``, ``share_zero``, ``share_one`` (share at
             distance 1: no overlap or an empty other set).
         ks_one_sided: :math:`D^+ = \\sup (F_o - F_e)` (KαLOS), NaN when undefined.
@@ -689,6 +709,9 @@ class DistanceCalibration:
             :class:`TauSelection`.
         plot: :class:`CalibrationPlot`.
         reason: ``""`` when the statistics are defined, otherwise why not.
+        repaired_polygons: polygon annotations repaired before computing a
+            polygon or mask distance (see
+            :func:`agreement.similarity.check_similarity`; 0 otherwise).
     """
 
     distance: str
@@ -707,6 +730,7 @@ class DistanceCalibration:
     mode_expected: float
     plot: CalibrationPlot
     reason: str = ""
+    repaired_polygons: int = 0
 
     def to_dict(self, include_samples: bool = False) -> dict[str, Any]:
         """JSON-ready dict (NaN as ``None``); the raw samples only on request."""
@@ -725,6 +749,7 @@ class DistanceCalibration:
             "mode_expected": _num(self.mode_expected),
             "plot": self.plot.to_dict(),
             "reason": self.reason,
+            "repaired_polygons": self.repaired_polygons,
         }
         if include_samples:
             out["d_observed"] = _list(self.d_observed)
@@ -811,7 +836,7 @@ def _histogram(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, grid_size: int,
-                   bins: int) -> DistanceCalibration:
+                   bins: int, repaired_polygons: int = 0) -> DistanceCalibration:
     edges = np.linspace(0.0, 1.0, bins + 1)
     sel = select_tau(d_o, d_e, grid_size)
     reason = ""
@@ -836,6 +861,7 @@ def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, 
         ks_one_sided=ks1, ks_two_sided=ks2, ks_location=loc, tau=tau,
         similarity_threshold=1.0 - tau, tau_method=tau_method, tau_fallback=tau_fallback,
         mode_observed=sel.mode_observed, mode_expected=sel.mode_expected, plot=plot, reason=reason,
+        repaired_polygons=repaired_polygons,
     )
 
 
@@ -846,6 +872,7 @@ def calibrate(
     *,
     grid_size: int = 1000,
     bins: int = 50,
+    sigmas: ArrayLike | None = None,
 ) -> CalibrationResult:
     r"""Calibrates the distance function, τ* and the OT β* on a corpus.
 
@@ -868,6 +895,8 @@ def calibrate(
         Density grid on ``[0, 1]``.
     bins : int, default=50
         Histogram bins on ``[0, 1]`` for the plot data.
+    sigmas : array-like of shape (K,), optional
+        Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
 
     Returns
     -------
@@ -879,7 +908,10 @@ def calibrate(
     Raises
     ------
     ValueError
-        Unknown or repeated distance, no distance, bad seed, ``bins < 1``.
+        Unknown or repeated distance, no distance, bad seed, ``bins < 1``,
+        ``grid_size < 3``, or annotations lacking the geometry of a distance
+        (checked for every distance before any is computed; the message names
+        them).
 
     References
     ----------
@@ -895,14 +927,18 @@ def calibrate(
     if len(set(distances)) != len(distances):
         raise ValueError(f"distances must not repeat: {list(distances)}")
     seed = _check_seed(seed)
-    bins = int(bins)
+    bins, grid_size = int(bins), int(grid_size)
     if bins < 1:
         raise ValueError(f"bins must be at least 1, got {bins}")
+    if grid_size < 3:
+        raise ValueError(f"grid_size must be at least 3, got {grid_size}")
+    reports = {name: check_similarity(name, data, sigmas=sigmas) for name in distances}
     plan = _plan(data, seed)
     per = {}
     for name in distances:
-        d_o, d_e = _observed(data, name, plan), _expected(data, name, plan)
-        per[name] = _calibrate_one(name, d_o, d_e, data.num_samples, grid_size, bins)
+        d_o, d_e = _observed(data, name, plan, sigmas), _expected(data, name, plan, sigmas)
+        per[name] = _calibrate_one(name, d_o, d_e, data.num_samples, grid_size, bins,
+                                   int(reports[name].get("repaired_polygons", 0)))
     defined = [n for n in distances if math.isfinite(per[n].ks_one_sided)]
     if defined:
         best = max(defined, key=lambda n: per[n].ks_one_sided)  # first on ties

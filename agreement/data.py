@@ -15,7 +15,10 @@ Annotations are stored columnar (one row per annotation, sorted by sample then
 rater) so that pairwise work can be vectorised. Boxes are relative
 ``[x, y, w, h]`` in ``[0, 1]`` (FiftyOne's convention: top-left corner, width,
 height, relative to the image). Polygons, when present, are lists of rings in
-relative ``(x, y)`` coordinates.
+relative ``(x, y)`` coordinates. Instance masks, when present, are 2-D boolean
+arrays spanning their annotation's box (FiftyOne's ``Detection.mask``).
+Keypoints, when present, are ``(K, 2)`` relative ``(x, y)`` points per
+annotation with NaN for a point that is not labelled.
 
 This module does not import FiftyOne.
 """
@@ -43,12 +46,18 @@ class AnnotationSet:
             to write per-label results back.
         polygons: ``None`` or a length-``n`` list; entry ``i`` is ``None`` or a
             list of ``(k, 2)`` relative point arrays (rings) of annotation ``i``.
+        masks: ``None`` or a length-``n`` list; entry ``i`` is ``None`` or a 2-D
+            boolean instance mask spanning box ``i``.
+        keypoints: ``None`` or an ``(n, K, 2)`` float64 array of relative
+            ``(x, y)`` points, NaN where a point is not labelled.
     """
 
     boxes: np.ndarray
     labels: np.ndarray
     ids: np.ndarray
     polygons: list | None = None
+    masks: list | None = None
+    keypoints: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         boxes = np.asarray(self.boxes, dtype=np.float64).reshape(-1, 4)
@@ -60,6 +69,10 @@ class AnnotationSet:
         object.__setattr__(self, "ids", ids)
         if self.polygons is not None and len(self.polygons) != n:
             raise ValueError(f"polygons has {len(self.polygons)} entries for {n} boxes")
+        if self.masks is not None and len(self.masks) != n:
+            raise ValueError(f"masks has {len(self.masks)} entries for {n} boxes")
+        if self.keypoints is not None:
+            object.__setattr__(self, "keypoints", _keypoint_array(self.keypoints, n))
 
     def __len__(self) -> int:
         return len(self.boxes)
@@ -68,6 +81,16 @@ class AnnotationSet:
     def empty(cls) -> "AnnotationSet":
         """An explicit "no object" set."""
         return cls(np.zeros((0, 4)), np.zeros(0, dtype=object), np.zeros(0, dtype=object))
+
+
+def _keypoint_array(values, n: int) -> np.ndarray:
+    """``values`` as an ``(n, K, 2)`` float64 array (``K = 0`` allowed when ``n = 0``)."""
+    kps = np.asarray(values, dtype=np.float64)
+    if n == 0 and kps.size == 0:
+        return kps.reshape(0, kps.shape[1] if kps.ndim == 3 else 0, 2)
+    if kps.ndim != 3 or kps.shape[0] != n or kps.shape[2] != 2:
+        raise ValueError(f"keypoints must have shape ({n}, K, 2); got {kps.shape}")
+    return kps
 
 
 def _object_array(values: Sequence | np.ndarray, n: int, name: str) -> np.ndarray:
@@ -97,6 +120,10 @@ class MultiRaterAnnotations:
         polygons: ``None`` or a length-N list (see :class:`AnnotationSet`).
         sample_names: optional ``(S,)`` human-readable names (file names) used
             in error messages; defaults to ``sample_ids``.
+        masks: ``None`` or a length-N list of ``None`` or 2-D boolean instance
+            masks spanning their boxes (see :class:`AnnotationSet`).
+        keypoints: ``None`` or ``(N, K, 2)`` float64 relative points, NaN where
+            not labelled.
 
     Rows are sorted by ``(sample_index, rater_index)`` (stable: the input order
     of a rater's annotations on a sample is kept), and ``offsets`` gives, for
@@ -114,6 +141,8 @@ class MultiRaterAnnotations:
     image_sizes: np.ndarray | None = None
     polygons: list | None = None
     sample_names: np.ndarray | None = None
+    masks: list | None = None
+    keypoints: np.ndarray | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -130,6 +159,10 @@ class MultiRaterAnnotations:
             raise ValueError("boxes, labels, label_ids, sample_index and rater_index must have equal lengths")
         if self.polygons is not None and len(self.polygons) != N:
             raise ValueError("polygons must have one entry per annotation")
+        if self.masks is not None and len(self.masks) != N:
+            raise ValueError("masks must have one entry per annotation")
+        if self.keypoints is not None:
+            object.__setattr__(self, "keypoints", _keypoint_array(self.keypoints, N))
         if len(set(self.raters)) != R:
             raise ValueError(f"rater names must be unique: {list(self.raters)}")
         if N and (s_idx.min() < 0 or s_idx.max() >= S or r_idx.min() < 0 or r_idx.max() >= R):
@@ -148,6 +181,10 @@ class MultiRaterAnnotations:
             )
             polygons = [self.polygons[i] for i in order] if self.polygons is not None else None
             object.__setattr__(self, "polygons", polygons)
+            if self.masks is not None:
+                object.__setattr__(self, "masks", [self.masks[i] for i in order])
+            if self.keypoints is not None:
+                object.__setattr__(self, "keypoints", self.keypoints[order])
         sizes = self.image_sizes
         if sizes is None:
             sizes = np.full((S, 2), np.nan)
@@ -192,7 +229,9 @@ class MultiRaterAnnotations:
             return None
         sl = self.rows(s, r)
         polys = self.polygons[sl] if self.polygons is not None else None
-        return AnnotationSet(self.boxes[sl], self.labels[sl], self.label_ids[sl], polys)
+        masks = self.masks[sl] if self.masks is not None else None
+        kps = self.keypoints[sl] if self.keypoints is not None else None
+        return AnnotationSet(self.boxes[sl], self.labels[sl], self.label_ids[sl], polys, masks, kps)
 
     def sets(self, s: int) -> dict[str, AnnotationSet]:
         """The sets of the raters assigned to sample ``s``, by rater name."""
@@ -226,8 +265,18 @@ class MultiRaterAnnotations:
         if len(sets) != S:
             raise ValueError(f"got {len(sets)} rater mappings for {S} samples")
         assigned = np.zeros((S, len(raters)), dtype=bool)
-        boxes, labels, ids, s_idx, r_idx, polys = [], [], [], [], [], []
+        boxes, labels, ids, s_idx, r_idx, polys, masks, kps = [], [], [], [], [], [], [], []
         any_polys = any(v is not None and v.polygons is not None for m in sets for v in m.values())
+        any_masks = any(v is not None and v.masks is not None for m in sets for v in m.values())
+        num_kps = {
+            v.keypoints.shape[1]
+            for m in sets for v in m.values()
+            if v is not None and v.keypoints is not None and len(v)
+        }
+        if len(num_kps) > 1:
+            raise ValueError(f"keypoint annotations have different numbers of points: {sorted(num_kps)}")
+        any_kps = any(v is not None and v.keypoints is not None for m in sets for v in m.values())
+        K = num_kps.pop() if num_kps else 0
         for s, mapping in enumerate(sets):
             for rater, aset in mapping.items():
                 if rater not in rindex:
@@ -244,6 +293,10 @@ class MultiRaterAnnotations:
                 r_idx.extend([r] * n)
                 if any_polys:
                     polys.extend(aset.polygons if aset.polygons is not None else [None] * n)
+                if any_masks:
+                    masks.extend(aset.masks if aset.masks is not None else [None] * n)
+                if any_kps and n:
+                    kps.append(aset.keypoints if aset.keypoints is not None else np.full((n, K, 2), np.nan))
         return cls(
             sample_ids=np.asarray(list(sample_ids), dtype=object),
             raters=raters,
@@ -256,6 +309,8 @@ class MultiRaterAnnotations:
             image_sizes=image_sizes,
             polygons=polys if any_polys else None,
             sample_names=sample_names,
+            masks=masks if any_masks else None,
+            keypoints=(np.concatenate(kps) if kps else np.zeros((0, K, 2))) if any_kps else None,
         )
 
     def select_samples(self, keep: np.ndarray) -> "MultiRaterAnnotations":
@@ -277,6 +332,8 @@ class MultiRaterAnnotations:
             image_sizes=self.image_sizes[idx],
             polygons=[self.polygons[i] for i in rows] if self.polygons is not None else None,
             sample_names=self.sample_names[idx],
+            masks=[self.masks[i] for i in rows] if self.masks is not None else None,
+            keypoints=self.keypoints[rows] if self.keypoints is not None else None,
         )
 
     def summary(self) -> dict:

@@ -180,7 +180,7 @@ def validate_polygons(
             pts = pts[keep]
             if len(pts) > 1 and np.all(pts[0] == pts[-1]):
                 pts = pts[:-1]
-            if len(np.unique(pts, axis=0)) < 3:
+            if len(pts) < 3:  # repeated points further apart: no area, dropped below
                 repaired[i] = True
                 continue
             coords.append(pts)
@@ -203,16 +203,18 @@ def validate_polygons(
             repaired[ring_ann[empty]] = True
             rings, ring_ann = rings[~empty], ring_ann[~empty]
         # Union of the rings of each annotation; most annotations have one ring.
-        starts = np.flatnonzero(np.r_[True, ring_ann[1:] != ring_ann[:-1]])
+        starts = np.flatnonzero(np.r_[True, ring_ann[1:] != ring_ann[:-1]]) if len(ring_ann) else ring_ann
         sizes = np.diff(np.r_[starts, len(ring_ann)])
         single = sizes == 1
         out[ring_ann[starts[single]]] = rings[starts[single]]
         for s, k in zip(starts[~single], sizes[~single]):
             out[ring_ann[s]] = shapely.union_all(rings[s: s + k])
-    for i in np.flatnonzero(has):
-        g = out[i]
-        if g is None or shapely.is_empty(g) or g.area <= 0.0:
-            raise AnnotationError(
+    idx = np.flatnonzero(has)
+    areas = shapely.area(out[idx])  # NaN where None
+    bad = idx[~(areas > 0.0)]
+    if len(bad):
+        i = int(bad[0])
+        raise AnnotationError(
                 f"{_where(where, int(i))}: the polygon encloses no area (every ring has fewer than "
                 "three distinct points or collinear points)"
             )
@@ -291,45 +293,32 @@ def _iou_parts(ga: np.ndarray, gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return iou, union
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + k)`` for every ``(s, k)``."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.intp)
-    ends = np.cumsum(lengths)
-    return np.arange(total) - np.repeat(ends - lengths - starts, lengths)
-
-
-# Points per block of pairs in _hull_areas (2**20 points = 16 MiB of float64).
-_HULL_BLOCK_POINTS = 1 << 20
+# Pairs per block in _hull_areas, to bound the temporary object arrays.
+_HULL_BLOCK_PAIRS = 1 << 16
 
 
 def _hull_areas(ga: np.ndarray, gb: np.ndarray) -> np.ndarray:
     """``(n, m)`` areas of the convex hull of ``ga[i] ∪ gb[j]``.
 
-    The hull of a union is the hull of the vertices of both hulls, so only
-    hull vertices are combined: one multipoint per pair, built and hulled by
-    vectorised shapely calls over blocks of rows.
+    The hull of a union is the hull of both hulls, so each pair's enclosing
+    shape is the hull of a two-member collection of hulls: built and hulled
+    by vectorised shapely calls over blocks of rows (no polygon overlay).
     """
     n, m = len(ga), len(gb)
     out = np.zeros((n, m))
     if n == 0 or m == 0:
         return out
-    ca, ia = shapely.get_coordinates(shapely.convex_hull(ga), return_index=True)
-    cb, ib = shapely.get_coordinates(shapely.convex_hull(gb), return_index=True)
-    ka, kb = np.bincount(ia, minlength=n), np.bincount(ib, minlength=m)
-    sa, sb = np.cumsum(ka) - ka, np.cumsum(kb) - kb
-    rows = max(1, min(n, _HULL_BLOCK_POINTS // max(1, int(ka.max()) * m + int(kb.sum()))))
+    ha, hb = shapely.convex_hull(ga), shapely.convex_hull(gb)
+    rows = max(1, _HULL_BLOCK_PAIRS // m)
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        pi = np.repeat(np.arange(start, stop), m)
-        pj = np.tile(np.arange(m), stop - start)
-        pair = np.arange(len(pi))
-        idx_a, idx_b = _ranges(sa[pi], ka[pi]), _ranges(sb[pj], kb[pj])
-        pts = np.concatenate([ca[idx_a], cb[idx_b]])
-        owner = np.concatenate([np.repeat(pair, ka[pi]), np.repeat(pair, kb[pj])])
-        order = np.argsort(owner, kind="stable")
-        hulls = shapely.convex_hull(shapely.multipoints(pts[order], indices=owner[order]))
+        k = (stop - start) * m
+        pairs = np.empty((k, 2), dtype=object)
+        pairs[:, 0] = np.repeat(ha[start:stop], m)
+        pairs[:, 1] = np.tile(hb, stop - start)
+        hulls = shapely.convex_hull(
+            shapely.geometrycollections(pairs.reshape(-1), indices=np.repeat(np.arange(k), 2))
+        )
         out[start:stop] = shapely.area(hulls).reshape(stop - start, m)
     return out
 
@@ -399,11 +388,18 @@ def pairwise_polygon_giou(
             - \frac{|C \setminus (A \cup B)|}{|C|},
         \qquad C = \operatorname{conv}(A \cup B)
 
-    the GIoU of Rezatofighi et al. (2019) with the smallest enclosing
-    *convex* shape, the convex hull of both regions, in place of the
-    enclosing box (the choice of the KαLOS reference tool). For axis-aligned
-    rectangles this is *not* the box GIoU: the convex hull of two boxes is
-    smaller than their enclosing box unless they are aligned.
+    the GIoU of Rezatofighi et al. (2019) with their general enclosing
+    shape, the smallest *convex* shape containing both regions (their convex
+    hull), in place of the enclosing box; the KαLOS reference tool computes
+    the same. For axis-aligned rectangles this is *not* the box GIoU: the
+    convex hull of two boxes is smaller than their enclosing box unless they
+    are aligned (so polygon GIoU >= box GIoU).
+
+    **Non-convex regions**: the penalty also counts the concavities of the
+    union, so two *identical* non-convex regions get
+    :math:`\mathrm{GIoU}(A, A) = |A| / |\operatorname{conv} A| < 1`, not 1.
+    This follows the definition (and the reference tool); use
+    :func:`pairwise_polygon_iou` when identical shapes must score 1.
 
     Parameters
     ----------
@@ -416,10 +412,11 @@ def pairwise_polygon_giou(
     Returns
     -------
     giou : ndarray of shape (n, m), float64
-        In ``(-1, 1]``, never above the IoU: 1 for equal regions, 0 for two
-        convex regions that touch along an edge and fill their hull, tending to -1 as the
-        regions move apart. Map it to ``[0, 1]`` with
-        :func:`agreement.geometry.boxes.giou_to_similarity`.
+        In ``(-1, 1]``, never above the IoU: 1 for equal convex regions
+        (:math:`|A| / |\operatorname{conv} A|` for equal non-convex ones), 0
+        for two convex regions that touch along an edge and fill their hull,
+        tending to -1 as the regions move apart. Symmetric. Map it to
+        ``[0, 1]`` with :func:`agreement.geometry.boxes.giou_to_similarity`.
 
     Raises
     ------

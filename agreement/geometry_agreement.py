@@ -1,0 +1,1026 @@
+r"""Chance-corrected geometry agreement: σ, distance α and KS against a chance
+baseline, with separate detection and classification agreement.
+
+After Braylan, Alonso & Lease (2022), as documented by the Potato annotation
+tool. Three separate questions get three separate, chance-corrected answers:
+
+* **where** (localisation): are matched annotations of different raters on the
+  same sample closer than annotations of different raters on different
+  samples? (σ, distance α, KS);
+* **whether** (detection): did the raters find the same objects?
+  (detection α);
+* **what** (classification): do they give matched objects the same class?
+  (classification α).
+
+The one procedure
+-----------------
+Everything is built from one comparison of two *sets*: rater ``a``'s
+annotations ``A`` and rater ``b``'s annotations ``B`` (``a != b``), compared by
+the **threshold matching** of :func:`agreement.baselines.threshold_match`
+generalised to any similarity ``s in [0, 1]``: pairs with ``s >= t`` are
+eligible, and among one-to-one matchings of eligible pairs the one of maximum
+cardinality and, among those, of maximum total similarity is taken (Hungarian
+algorithm on ``K + s``, ``K = min(|A|, |B|) + 1``). The matching is
+class-agnostic ("localisation first"), so a label disagreement on a
+well-placed object is a label disagreement, not two missed objects. A matched
+pair has the distance ``d = 1 - s`` in ``[0, 1 - t]``.
+
+* **Within-item** set pairs: ``A`` and ``B`` on the *same* sample, for every
+  sample and every pair of raters both assigned to it (an empty set is an
+  explicit "no object" and takes part; an unassigned rater does not).
+* **Between-item** set pairs (the chance baseline): ``A`` on sample ``i`` and
+  ``B`` on a *different* sample ``j != i``, for every unordered rater pair
+  ``{a, b}`` and every ordered sample pair ``(i, j)`` with ``a`` assigned to
+  ``i`` and ``b`` to ``j``.
+
+Both go through exactly the same matching, threshold included, so the two
+distance distributions are comparable: both live in ``[0, 1 - t]``. (A peer
+tool keeps only within-item pairs above its IoU threshold but draws its
+baseline pairs without one; its within-item distances are then all below
+``1 - t`` and most baseline distances above, so its KS is 1 by construction.
+That is not done here.) The localisation statistics therefore answer "given
+that two annotations were matched, how much closer are they than chance
+matches"; whether they were matched at all is the detection question.
+
+Localisation: σ, distance α, KS
+-------------------------------
+With ``W`` the within-item matched distances and ``B`` the between-item matched
+distances (each a multiset; bootstrap weights below):
+
+* **σ** (Braylan et al. 2022, their "σ" at ``p = 0.05``): the share of
+  within-item distances that fall below the ``p``-th percentile of the
+  between-item distribution,
+
+  .. math:: \sigma = \frac{1}{|W|} \#\{w \in W : w < q_p(B)\}
+
+  Estimator: ``q_p(B)`` is the empirical quantile of Hyndman & Fan's type 7
+  (numpy's default ``"linear"`` method: with ``B`` sorted,
+  ``h = (|B| - 1) p``, ``q = B_(floor h) + (h - floor h) (B_(floor h + 1) -
+  B_(floor h))``, 0-based), and the inequality is strict. This is
+  ``numpy.mean(W < numpy.quantile(B, p))``, the estimator of the Human Protocol
+  SDK's ``sigma``. Range ``[0, 1]``: 1 when every within-item distance is
+  below the chance 5th percentile, about ``p`` (0.05, *not* 0) when raters
+  agree no better than chance, below ``p`` when worse.
+* **distance α** (Krippendorff's ``1 - D_o / D_e`` with the distance as the
+  difference function; the form a peer tool reports under the name σ):
+
+  .. math:: \alpha_d = 1 - \frac{\operatorname{mean}(W)}{\operatorname{mean}(B)}
+
+  Range at most 1: 1 when matched annotations coincide, 0 at chance, negative
+  below chance.
+* **KS**: two-sample Kolmogorov-Smirnov statistics between the empirical
+  CDFs ``F_W`` and ``F_B``: two-sided ``D = sup |F_W - F_B|``, and one-sided
+  ``D+ = sup (F_W - F_B)`` (``ks_greater``: large when within-item distances
+  are *smaller* than chance, the direction of agreement; scipy's
+  ``alternative="greater"`` with ``W`` first) and ``D- = sup (F_B - F_W)``
+  (``ks_less``). Each in ``[0, 1]``. The p-values (scipy's ``ks_2samp``)
+  assume independent draws, which distances sharing annotations are not:
+  read them as descriptive.
+
+Detection α
+-----------
+For a set pair with ``|M|`` matched pairs, ``u = |A| + |B| - 2 |M|``
+annotations are unmatched. Pooling set pairs,
+
+.. math::
+
+    U_o = \frac{\sum_{\text{within}} u}{\sum_{\text{within}} (|A| + |B|)}, \qquad
+    U_e = \frac{\sum_{\text{between}} u}{\sum_{\text{between}} (|A| + |B|)}, \qquad
+    \alpha_{det} = 1 - \frac{U_o}{U_e}
+
+Equivalently, with the pooled matching F1 (Dice) ``F = 1 - U``,
+``alpha_det = (F_o - F_e) / (1 - F_e)``: a kappa over the share of matched
+annotations, with chance measured by the same matching between samples. Range
+at most 1. **1** exactly when every within-item set pair matches completely
+(every rater finds every object, ``U_o = 0``) and chance does not
+(``U_e > 0``); **about 0** when raters draw on unrelated samples (within-item
+set pairs are then distributed like between-item ones, ``E U_o = U_e``);
+negative below chance. Undefined (NaN) when within-item sets hold no
+annotation, or ``U_e = 0`` (every chance set pair matches completely, so
+finding the objects cannot be told apart from chance).
+
+(Krippendorff's α over present/absent per matched cluster is *not* used: no
+cluster ever records "absent for all raters", so with two raters and ``M``
+shared and ``k`` unshared objects it equals ``(1 - k) / (2M + k)``, never
+positive once an object is missed.)
+
+Classification α
+----------------
+Nominal Krippendorff's α (:mod:`agreement.krippendorff`) over the labels of
+matched within-item pairs only: every matched pair is a unit with two values.
+With ``P`` matched pairs of which ``D`` disagree and ``n_c`` the number of
+values of class ``c`` (``n = 2P``):
+``alpha_cls = 1 - (D / P) / ((n^2 - sum_c n_c^2) / (n (n - 1)))``.
+
+Bootstrap, chance sample, budget, determinism
+---------------------------------------------
+* **Bootstrap** (percentile intervals) resamples *samples* with replacement,
+  never instances. A sample drawn ``w_i`` times weighs ``w_i`` in every
+  within-item sum; a between-item set pair ``(i, j)`` weighs ``w_i w_j``, so
+  two draws of the same sample never form a between-item pair (they would be
+  within-item). Matchings are computed once; a resample only reweighs
+  per-sample and per-set-pair statistics. The interval of a statistic uses
+  the resamples where it is defined (``Estimate.n_resamples``).
+* **Chance sample**: when the between-item population costs at most
+  ``max_pairs`` comparisons every between-item set pair is measured (exact);
+  otherwise set pairs are drawn uniformly with replacement from a fixed-seed
+  stream until the next draw would exceed ``max_pairs`` comparisons
+  (duplicates are measured once and weighted by multiplicity).
+* **Pair budget** (hard): comparing sets of ``n`` and ``m`` annotations costs
+  ``max(1, n m)`` comparisons. Samples are visited in a fixed-seed order (a
+  hash of the seed and the sample id) and a sample is measured whole when its
+  within-item cost fits in what remains of ``max_pairs``, else skipped whole
+  (never half-measured); the result says ``truncated`` and how many samples
+  were measured. The chance baseline is drawn from measured samples and has
+  its own ``max_pairs`` comparisons, so at most ``2 max_pairs`` comparisons
+  are made.
+* **Determinism**: sample order, draws and resamples are defined on sample
+  ids (sorted by ``str``, or hashed with the seed), so identical data gives
+  identical numbers after a restart, whatever the order of samples (up to
+  float rounding of sums).
+
+References
+----------
+A. Braylan, O. Alonso and M. Lease, "Measuring Annotator Agreement Generally
+across Complex Structured, Multi-object, and Free-text Annotation Tasks",
+The Web Conference (WWW) 2022, 1720-1730 (σ, distance-based α, KS).
+K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+B. Efron and R. Tibshirani, "An Introduction to the Bootstrap", 1993
+(percentile intervals). R. J. Hyndman and Y. Fan, "Sample Quantiles in
+Statistical Packages", The American Statistician 50(4), 1996 (type 7).
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse, stats
+from scipy.optimize import linear_sum_assignment
+
+from agreement.alpha_ot import canonical_sample_order
+from agreement.geometry.boxes import (
+    giou_to_similarity,
+    pairwise_centroid_closeness,
+    pairwise_giou,
+    pairwise_iou,
+)
+from agreement.krippendorff import encode_values
+from agreement.validation import AnnotationError
+
+__all__ = [
+    "DISTANCES",
+    "Estimate",
+    "GeometryAgreementResult",
+    "geometry_agreement",
+]
+
+#: Distances offered: ``d = 1 - s`` for the similarity ``s`` of that name.
+DISTANCES = ("giou", "iou", "centroid")
+
+_TAG_BETWEEN = 0x6E0B
+_TAG_BOOT = 0xB007
+_DRAW_CHUNK = 65_536
+_MAX_BLOCK = 4_000_000  # entries of one similarity block / one bootstrap chunk
+
+
+# --------------------------------------------------------------------------
+# Similarity adapter (switch to agreement.similarity.similarity_matrix here)
+# --------------------------------------------------------------------------
+
+
+def _box_similarity(name: str, data, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """``(len(rows_a), len(rows_b))`` similarities in ``[0, 1]`` of box rows."""
+    a, b = data.boxes[rows_a], data.boxes[rows_b]
+    if name == "iou":
+        return pairwise_iou(a, b)
+    if name == "giou":
+        return giou_to_similarity(pairwise_giou(a, b))
+    if name == "centroid":
+        size = None
+        if len(rows_a):
+            wh = data.image_sizes[data.sample_index[rows_a[0]]]
+            size = tuple(wh) if np.all(np.isfinite(wh)) and np.all(wh > 0) else None
+        return pairwise_centroid_closeness(a, b, size)
+    raise ValueError(f"unknown similarity {name!r}")
+
+
+_similarity = _box_similarity
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic with its bootstrap percentile interval.
+
+    Attributes:
+        value: the point estimate; NaN when undefined.
+        ci_low, ci_high: the percentile interval at the run's ``confidence``
+            (NaN without bootstrap or when fewer than two resamples define it).
+        reason: ``""`` or why ``value`` (or else the interval) is NaN.
+        n_resamples: bootstrap resamples in which the statistic is defined.
+    """
+
+    value: float
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    reason: str = ""
+    n_resamples: int = 0
+
+    @property
+    def defined(self) -> bool:
+        return not np.isnan(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class GeometryAgreementResult:
+    """Chance-corrected geometry agreement of a corpus (module docstring).
+
+    Headline statistics (each an :class:`Estimate` with a percentile interval):
+
+    Attributes:
+        sigma: Braylan's σ, share of within-item distances below the ``sigma_p``
+            quantile of the between-item distances, in ``[0, 1]`` (about
+            ``sigma_p`` at chance).
+        distance_alpha: ``1 - mean(within) / mean(between)``, at most 1
+            (0 at chance).
+        ks: two-sided KS statistic ``sup |F_W - F_B|`` in ``[0, 1]``.
+        ks_greater: one-sided ``sup (F_W - F_B)``: within-item distances
+            smaller than chance.
+        ks_less: one-sided ``sup (F_B - F_W)``.
+        detection_alpha: ``1 - U_o / U_e`` over unmatched shares, at most 1
+            (1 all raters find all objects, 0 chance).
+        classification_alpha: nominal α over the labels of matched pairs.
+
+    Parts of the statistics:
+
+    Attributes:
+        mean_within, mean_between: mean matched distance within / between.
+        between_quantile: ``q_p(B)``, the σ cut-off.
+        ks_pvalue, ks_greater_pvalue: scipy ``ks_2samp`` p-values
+            (descriptive: distances are not independent).
+        unmatched_within, unmatched_between: ``U_o`` and ``U_e``.
+        n_within: number of within-item matched pairs (``|W|``).
+        n_between: number of between-item matched pairs, multiplicity
+            included (``|B|``).
+        n_within_set_pairs, n_between_set_pairs: set pairs measured
+            (between: distinct set pairs; ``between_draws`` counts draws).
+        n_between_population: between-item set pairs in the population.
+        between_exact: whether every between-item set pair was measured.
+        n_comparisons, n_between_comparisons: similarity evaluations spent.
+
+    Budget:
+
+    Attributes:
+        truncated: some sample was skipped whole for the pair budget.
+        n_samples: samples in the corpus.
+        n_samples_measured: samples measured with at least one within-item
+            set pair.
+        n_samples_skipped: samples skipped for the budget.
+
+    Per sample (``S``, NaN / 0 where not measured):
+
+    Attributes:
+        sample_distance: mean within-item matched distance.
+        sample_n_matched: matched within-item pairs.
+        sample_n_annotations: ``sum (|A| + |B|)`` over its within set pairs.
+        sample_n_unmatched: ``sum u`` over its within set pairs.
+        sample_matched_fraction: ``1 - unmatched / annotations`` (pooled F1).
+        sample_measured: bool, measured within the budget.
+        sample_reasons: why ``sample_distance`` is NaN (``""`` if defined).
+
+    Per annotation row of ``data`` (``N``):
+
+    Attributes:
+        row_distance: mean distance to its matched partners (one per other
+            rater at most); NaN when unmatched or not measured.
+        row_n_matched: number of raters whose annotation it was matched to.
+
+    Matched pairs and distributions:
+
+    Attributes:
+        pair_rows: ``(K, 2)`` rows of ``data`` of every within-item matched pair.
+        pair_distance: ``(K,)`` their distances (``W``).
+        between_distances: ``(L,)`` distinct-draw between-item matched distances.
+        between_weights: ``(L,)`` their multiplicities (``B`` is the
+            weighted multiset).
+
+    Parameters: ``distance``, ``threshold``, ``bootstrap``, ``max_pairs``,
+    ``seed``, ``confidence``, ``sigma_p``.
+    """
+
+    sigma: Estimate
+    distance_alpha: Estimate
+    ks: Estimate
+    ks_greater: Estimate
+    ks_less: Estimate
+    detection_alpha: Estimate
+    classification_alpha: Estimate
+    mean_within: float
+    mean_between: float
+    between_quantile: float
+    ks_pvalue: float
+    ks_greater_pvalue: float
+    unmatched_within: float
+    unmatched_between: float
+    n_within: int
+    n_between: int
+    n_within_set_pairs: int
+    n_between_set_pairs: int
+    between_draws: int
+    n_between_population: int
+    between_exact: bool
+    n_comparisons: int
+    n_between_comparisons: int
+    truncated: bool
+    n_samples: int
+    n_samples_measured: int
+    n_samples_skipped: int
+    sample_distance: np.ndarray = field(repr=False)
+    sample_n_matched: np.ndarray = field(repr=False)
+    sample_n_annotations: np.ndarray = field(repr=False)
+    sample_n_unmatched: np.ndarray = field(repr=False)
+    sample_matched_fraction: np.ndarray = field(repr=False)
+    sample_measured: np.ndarray = field(repr=False)
+    sample_reasons: tuple = field(repr=False)
+    row_distance: np.ndarray = field(repr=False)
+    row_n_matched: np.ndarray = field(repr=False)
+    pair_rows: np.ndarray = field(repr=False)
+    pair_distance: np.ndarray = field(repr=False)
+    between_distances: np.ndarray = field(repr=False)
+    between_weights: np.ndarray = field(repr=False)
+    distance: str = "giou"
+    threshold: float = 0.5
+    bootstrap: int | None = 1000
+    max_pairs: int = 200_000
+    seed: int = 0
+    confidence: float = 0.95
+    sigma_p: float = 0.05
+
+    _STATS = ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less", "detection_alpha", "classification_alpha")
+
+    def headline(self) -> dict:
+        """A flat dict of the headline numbers, their intervals and reasons
+        (``{name}``, ``{name}_ci_low``, ``{name}_ci_high``, ``{name}_reason``),
+        plus the budget (``truncated``, ``n_samples_measured``, ...)."""
+        out: dict = {}
+        for name in self._STATS:
+            e: Estimate = getattr(self, name)
+            out[name] = e.value
+            out[f"{name}_ci_low"] = e.ci_low
+            out[f"{name}_ci_high"] = e.ci_high
+            out[f"{name}_reason"] = e.reason
+        out.update(
+            mean_within=self.mean_within, mean_between=self.mean_between,
+            between_quantile=self.between_quantile, ks_pvalue=self.ks_pvalue,
+            ks_greater_pvalue=self.ks_greater_pvalue, unmatched_within=self.unmatched_within,
+            unmatched_between=self.unmatched_between, n_within=self.n_within, n_between=self.n_between,
+            between_exact=self.between_exact, truncated=self.truncated, n_samples=self.n_samples,
+            n_samples_measured=self.n_samples_measured, n_samples_skipped=self.n_samples_skipped,
+            distance=self.distance, threshold=self.threshold, bootstrap=self.bootstrap,
+            max_pairs=self.max_pairs, seed=self.seed, confidence=self.confidence,
+        )
+        return out
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+def _check_params(distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p):
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
+    t = float(threshold)
+    if not (np.isfinite(t) and 0.0 <= t <= 1.0):
+        raise ValueError(f"threshold (the matching threshold on similarity) must be in [0, 1], got {threshold!r}")
+    if bootstrap is not None:
+        if isinstance(bootstrap, bool) or int(bootstrap) != bootstrap or int(bootstrap) < 2:
+            raise ValueError(
+                f"bootstrap must be a number of resamples >= 2 (or None for no intervals), got {bootstrap!r}"
+            )
+        bootstrap = int(bootstrap)
+    if isinstance(max_pairs, bool) or int(max_pairs) != max_pairs or int(max_pairs) < 1:
+        raise ValueError(f"max_pairs (the pair budget) must be a positive number of comparisons, got {max_pairs!r}")
+    c = float(confidence)
+    if not (0.0 < c < 1.0):
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    p = float(sigma_p)
+    if not (0.0 < p < 1.0):
+        raise ValueError(f"sigma_p (the chance percentile of σ) must be in (0, 1), got {sigma_p!r}")
+    return t, bootstrap, int(max_pairs), int(seed), c, p
+
+
+def _check_data(data) -> None:
+    boxes = data.boxes
+    bad = ~np.isfinite(boxes).all(axis=1) | (boxes[:, 2] < 0) | (boxes[:, 3] < 0) if len(boxes) else np.zeros(0, bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        s, r = int(data.sample_index[i]), int(data.rater_index[i])
+        k = i - data.rows(s, r).start
+        raise AnnotationError(
+            f"sample {data.sample_names[s]!r}, rater {data.raters[r]!r}, annotation {k}: box "
+            f"{boxes[i].tolist()} has NaN or infinite coordinates or a negative width or height"
+        )
+
+
+# --------------------------------------------------------------------------
+# Matching of eligible entries
+# --------------------------------------------------------------------------
+
+
+def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarray, n_rows: int) -> np.ndarray:
+    """Which eligible entries the threshold matching keeps, for many set pairs.
+
+    ``pair[e]`` is the set pair of entry ``e`` (rows ``i[e]`` of side A and
+    ``j[e]`` of side B, similarity ``sim[e] >= t``). Set pairs whose eligible
+    entries already form a matching (no row or column with two) keep them
+    all; the others are solved by the Hungarian algorithm on ``K + sim``
+    (maximum cardinality, then maximum total similarity).
+    """
+    E = len(pair)
+    matched = np.zeros(E, dtype=bool)
+    if E == 0:
+        return matched
+    base = np.int64(n_rows + 1)
+    ki = pair.astype(np.int64) * base + i
+    kj = pair.astype(np.int64) * base + j
+    _, inv_i, cnt_i = np.unique(ki, return_inverse=True, return_counts=True)
+    _, inv_j, cnt_j = np.unique(kj, return_inverse=True, return_counts=True)
+    conflict = (cnt_i[inv_i] > 1) | (cnt_j[inv_j] > 1)
+    bad_pairs = np.unique(pair[conflict])
+    is_bad = np.isin(pair, bad_pairs)
+    matched[~is_bad] = True
+    if len(bad_pairs):
+        idx = np.flatnonzero(is_bad)
+        idx = idx[np.argsort(pair[idx], kind="stable")]
+        p_sorted = pair[idx]
+        bounds = np.searchsorted(p_sorted, bad_pairs, side="left")
+        ends = np.searchsorted(p_sorted, bad_pairs, side="right")
+        for lo, hi in zip(bounds.tolist(), ends.tolist()):
+            e = idx[lo:hi]
+            ui, li = np.unique(i[e], return_inverse=True)
+            uj, lj = np.unique(j[e], return_inverse=True)
+            w = np.zeros((len(ui), len(uj)))
+            w[li, lj] = (min(len(ui), len(uj)) + 1.0) + sim[e]
+            r, c = linear_sum_assignment(w, maximize=True)
+            chosen = np.zeros_like(w, dtype=bool)
+            chosen[r, c] = True
+            matched[e] = chosen[li, lj]
+    return matched
+
+
+# --------------------------------------------------------------------------
+# Statistics over weighted distributions (point estimate = unit weights)
+# --------------------------------------------------------------------------
+
+
+class _Engine:
+    """Per-sample and per-set-pair sufficient statistics, reweighed by a
+    ``(c, S_m)`` matrix of sample weights (ones for the point estimate,
+    draw counts for a bootstrap resample)."""
+
+    def __init__(self, S_m, dw, sw, db, sa, sb, mb, U_s, A_s, pa_, pb_, pm, U_k, A_k,
+                 P_s, D_s, Nsc, p):
+        ow = np.argsort(dw, kind="stable")
+        self.dw, self.sw = dw[ow], sw[ow]
+        ob = np.argsort(db, kind="stable")
+        self.db, self.sa, self.sb, self.mb = db[ob], sa[ob], sb[ob], mb[ob]
+        self.S_m, self.p = S_m, p
+        pooled = np.unique(np.concatenate([self.dw, self.db]))
+        self.iw = np.searchsorted(self.dw, pooled, side="right")
+        self.ib = np.searchsorted(self.db, pooled, side="right")
+        self.U_s, self.A_s = U_s, A_s
+        self.pu_a, self.pu_b, self.pm, self.U_k, self.A_k = pa_, pb_, pm, U_k, A_k
+        self.P_s, self.D_s, self.Nsc = P_s, D_s, Nsc  # Nsc: sparse (S_m, C)
+        self.width = len(self.dw) + len(self.db) + len(pooled) + len(U_k) + 1
+
+    def chunk_rows(self) -> int:
+        return max(1, min(256, _MAX_BLOCK // max(self.width, 1)))
+
+    def compute(self, W: np.ndarray) -> dict[str, np.ndarray]:
+        c = len(W)
+        nan = np.full(c, np.nan)
+        out = {k: nan.copy() for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less",
+                                      "detection_alpha", "classification_alpha", "mean_within",
+                                      "mean_between", "q", "U_o", "U_e")}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # Localisation.
+            if len(self.dw) and len(self.db):
+                ww = W[:, self.sw]
+                wb = W[:, self.sa] * W[:, self.sb] * self.mb
+                cw = np.cumsum(ww, axis=1)
+                cb = np.cumsum(wb, axis=1)
+                tw, tb = cw[:, -1], cb[:, -1]
+                mw = (ww @ self.dw) / tw
+                mbt = (wb @ self.db) / tb
+                out["mean_within"], out["mean_between"] = mw, mbt
+                out["distance_alpha"] = np.where((tw > 0) & (tb > 0) & (mbt > 0), 1.0 - mw / mbt, np.nan)
+                q = np.full(c, np.nan)
+                sig = np.full(c, np.nan)
+                for r in range(c):
+                    M = tb[r]
+                    if not (M >= 1 and tw[r] > 0):
+                        continue
+                    h = (M - 1.0) * self.p
+                    lo = np.floor(h)
+                    k = np.searchsorted(cb[r], [lo, min(lo + 1.0, M - 1.0)], side="right")
+                    v0, v1 = self.db[k[0]], self.db[k[1]]
+                    q[r] = v0 + (h - lo) * (v1 - v0)
+                    pos = int(np.searchsorted(self.dw, q[r], side="left"))
+                    sig[r] = (cw[r, pos - 1] / tw[r]) if pos > 0 else 0.0
+                out["q"], out["sigma"] = q, sig
+                zero = np.zeros((c, 1))
+                Fw = np.concatenate([zero, cw], axis=1)[:, self.iw] / tw[:, None]
+                Fb = np.concatenate([zero, cb], axis=1)[:, self.ib] / tb[:, None]
+                diff = Fw - Fb
+                ok = (tw > 0) & (tb > 0)
+                dplus = np.maximum(diff.max(axis=1), 0.0)
+                dminus = np.maximum((-diff).max(axis=1), 0.0)
+                out["ks_greater"] = np.where(ok, dplus, np.nan)
+                out["ks_less"] = np.where(ok, dminus, np.nan)
+                out["ks"] = np.where(ok, np.maximum(dplus, dminus), np.nan)
+            # Detection.
+            Uo = (W @ self.U_s) / (W @ self.A_s)
+            if len(self.U_k):
+                wk = W[:, self.pu_a] * W[:, self.pu_b] * self.pm
+                Ue = (wk @ self.U_k) / (wk @ self.A_k)
+            else:
+                Ue = nan
+            out["U_o"], out["U_e"] = Uo, Ue
+            out["detection_alpha"] = np.where(np.isfinite(Uo) & (Ue > 0), 1.0 - Uo / Ue, np.nan)
+            # Classification.
+            P = W @ self.P_s
+            D = W @ self.D_s
+            n = 2.0 * P
+            if self.Nsc.shape[1]:
+                Nc = np.asarray((self.Nsc.T @ W.T).T)
+                sq = (Nc * Nc).sum(axis=1)
+            else:
+                sq = np.zeros(c)
+            De = (n * n - sq) / (n * (n - 1.0))
+            out["classification_alpha"] = np.where((n >= 2) & (De > 1e-15), 1.0 - (D / P) / De, np.nan)
+        return out
+
+
+# --------------------------------------------------------------------------
+# The corpus computation
+# --------------------------------------------------------------------------
+
+
+def _budget_order(sample_ids: np.ndarray, seed: int) -> np.ndarray:
+    """Sample indices ordered by a hash of ``(seed, str(sample_id))``."""
+    keys = []
+    for x in sample_ids:
+        h = hashlib.blake2b(f"{seed}\x1f{x}".encode(), digest_size=8).digest()
+        keys.append((int.from_bytes(h, "big"), str(x)))
+    return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp)
+
+
+def _within_set_pairs(assigned: np.ndarray, counts: np.ndarray):
+    """Every (sample, rater a < rater b) with both assigned, sorted by (s, a, b)."""
+    S, R = assigned.shape
+    ss, aa, bb = [], [], []
+    for a in range(R):
+        for b in range(a + 1, R):
+            s = np.flatnonzero(assigned[:, a] & assigned[:, b])
+            ss.append(s)
+            aa.append(np.full(len(s), a, np.intp))
+            bb.append(np.full(len(s), b, np.intp))
+    s = np.concatenate(ss) if ss else np.zeros(0, np.intp)
+    a = np.concatenate(aa) if aa else np.zeros(0, np.intp)
+    b = np.concatenate(bb) if bb else np.zeros(0, np.intp)
+    order = np.lexsort((b, a, s))
+    s, a, b = s[order], a[order], b[order]
+    n, m = counts[s, a], counts[s, b]
+    return s, a, b, n.astype(np.int64), m.astype(np.int64)
+
+
+def geometry_agreement(
+    data,
+    distance: str = "giou",
+    threshold: float = 0.5,
+    bootstrap: int | None = 1000,
+    max_pairs: int = 200_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    sigma_p: float = 0.05,
+) -> GeometryAgreementResult:
+    r"""Chance-corrected localisation, detection and classification agreement.
+
+    Within-item set pairs (same sample, two raters) and between-item set pairs
+    (different samples, two raters) are compared by the same threshold
+    matching on similarity ``s`` (``s >= threshold``; matched distance
+    ``d = 1 - s``), and the statistics of the module docstring are reported
+    with bootstrap percentile intervals over samples:
+
+    * ``sigma = #{w in W : w < q_p(B)} / |W|`` (Braylan et al.; ``q_p`` the
+      type-7 quantile at ``p = sigma_p``), in ``[0, 1]``, about ``p`` at chance;
+    * ``distance_alpha = 1 - mean(W) / mean(B)``, at most 1, 0 at chance;
+    * KS ``sup |F_W - F_B|`` and one-sided ``sup (F_W - F_B)``,
+      ``sup (F_B - F_W)``, in ``[0, 1]``;
+    * ``detection_alpha = 1 - U_o / U_e`` over the shares of unmatched
+      annotations within / between, at most 1 (1 when every rater finds every
+      object, about 0 for unrelated samples);
+    * ``classification_alpha``: nominal α over the labels of matched pairs.
+
+    Distances (``distance``): ``"giou"`` ``d = (1 - GIoU) / 2`` (so the
+    default ``threshold = 0.5`` matches boxes with ``GIoU >= 0``), ``"iou"``
+    ``d = 1 - IoU``, ``"centroid"`` the distance between box centres over the
+    image diagonal (:func:`agreement.geometry.boxes.pairwise_centroid_distance`;
+    the first set's image size is used for a between-item pair).
+
+    Args:
+        data: a :class:`agreement.data.MultiRaterAnnotations`.
+        distance: one of :data:`DISTANCES`.
+        threshold: matching threshold on the similarity, in ``[0, 1]``
+            (0 matches as many pairs as possible whatever their similarity).
+        bootstrap: number of resamples (``>= 2``), or ``None`` for no
+            intervals.
+        max_pairs: the hard pair budget, in comparisons (module docstring).
+        seed: seed of the budget order, the chance draws and the resamples.
+        confidence: level of the percentile intervals, in ``(0, 1)``.
+        sigma_p: the chance percentile of σ (Braylan et al.: 0.05).
+
+    Returns:
+        :class:`GeometryAgreementResult`; undefined values are NaN with a
+        reason.
+
+    Raises:
+        ValueError: bad parameters (e.g. ``bootstrap < 2``), or
+            :class:`agreement.validation.AnnotationError` naming the sample and
+            rater of a box with NaN/infinite coordinates or a negative size.
+
+    References:
+        Braylan, Alonso & Lease, WWW 2022 (σ, distance α, KS); Krippendorff
+        2011 (α); Efron & Tibshirani 1993 (percentile bootstrap).
+    """
+    t, bootstrap, max_pairs, seed, confidence, p = _check_params(
+        distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
+    _check_data(data)
+    S, R, N = data.num_samples, data.num_raters, len(data)
+    assigned = data.assigned
+    counts = data.counts().astype(np.int64)
+    offsets = data.offsets
+    rater_of_row = data.rater_index
+
+    # ---- within-item set pairs and the budget ------------------------------
+    ws, wa, wb, wn, wm = _within_set_pairs(assigned, counts)
+    wcost = np.maximum(1, wn * wm)
+    cost_s = np.bincount(ws, weights=wcost, minlength=S).astype(np.int64)
+    if int(cost_s.sum()) <= max_pairs:
+        keep = np.ones(S, dtype=bool)
+    else:
+        keep = np.zeros(S, dtype=bool)
+        remaining = max_pairs
+        order = _budget_order(data.sample_ids, seed)
+        cl = cost_s.tolist()
+        for s in order.tolist():
+            c = cl[s]
+            if c <= remaining:
+                keep[s] = True
+                remaining -= c
+    skipped = ~keep & (cost_s > 0)
+    sel = keep[ws]
+    ws, wa, wb, wn, wm, wcost = ws[sel], wa[sel], wb[sel], wn[sel], wm[sel], wcost[sel]
+    n_within_pairs = len(ws)
+    n_comparisons = int(wcost.sum())
+    # Set-pair id of (s, a, b): first id of s plus the lexicographic rank of
+    # (a, b) among the raters assigned to s.
+    first = np.searchsorted(ws, np.arange(S), side="left")
+    rank = np.cumsum(assigned, axis=1) - 1
+    k_s = assigned.sum(axis=1)
+
+    ent_p, ent_i, ent_j, ent_s = [], [], [], []
+    for s in np.unique(ws).tolist():
+        lo, hi = int(offsets[s * R]), int(offsets[(s + 1) * R])
+        if hi - lo < 2:
+            continue
+        rr = rater_of_row[lo:hi]
+        if rr[0] == rr[-1]:
+            continue
+        rows = np.arange(lo, hi)
+        if (hi - lo) ** 2 <= _MAX_BLOCK:
+            M = _similarity(distance, data, rows, rows)
+            ii, jj = np.nonzero((rr[:, None] < rr[None, :]) & (M >= t))
+            sim = M[ii, jj]
+            gi, gj = ii + lo, jj + lo
+        else:  # large sample: one block per rater against the later raters
+            gi, gj, sim = [], [], []
+            for a in np.unique(rr)[:-1].tolist():
+                ra = np.flatnonzero(rr == a) + lo
+                rb = np.flatnonzero(rr > a) + lo
+                M = _similarity(distance, data, ra, rb)
+                ii, jj = np.nonzero(M >= t)
+                gi.append(ra[ii]); gj.append(rb[jj]); sim.append(M[ii, jj])
+            gi, gj, sim = np.concatenate(gi), np.concatenate(gj), np.concatenate(sim)
+        ra_, rb_ = rater_of_row[gi], rater_of_row[gj]
+        x, y = rank[s, ra_], rank[s, rb_]
+        k = k_s[s]
+        pid = first[s] + x * k - (x * (x + 1)) // 2 + (y - x - 1)
+        ent_p.append(pid); ent_i.append(gi); ent_j.append(gj); ent_s.append(sim)
+    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+    ent_p, ent_i, ent_j = cat(ent_p, np.int64), cat(ent_i, np.intp), cat(ent_j, np.intp)
+    ent_s = cat(ent_s, np.float64)
+    mk = _match_entries(ent_p, ent_i, ent_j, ent_s, N)
+    pair_rows = np.stack([ent_i[mk], ent_j[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
+    pair_pid = ent_p[mk]
+    pair_distance = np.clip(1.0 - ent_s[mk], 0.0, 1.0)
+    o = np.lexsort((pair_rows[:, 1], pair_rows[:, 0])) if len(pair_rows) else np.zeros(0, np.intp)
+    pair_rows, pair_pid, pair_distance = pair_rows[o], pair_pid[o], pair_distance[o]
+    pair_sample = ws[pair_pid] if len(pair_pid) else np.zeros(0, np.intp)
+    matched_per_wp = np.bincount(pair_pid, minlength=n_within_pairs).astype(np.int64)
+    u_wp = wn + wm - 2 * matched_per_wp
+
+    # ---- per sample / per row outputs --------------------------------------
+    s_dsum = np.bincount(pair_sample, weights=pair_distance, minlength=S)
+    s_nm = np.bincount(pair_sample, minlength=S).astype(np.int64)
+    s_ann = np.bincount(ws, weights=wn + wm, minlength=S).astype(np.int64)
+    s_un = np.bincount(ws, weights=u_wp, minlength=S).astype(np.int64)
+    has_pairs = np.bincount(ws, minlength=S) > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sample_distance = np.where(s_nm > 0, s_dsum / np.maximum(s_nm, 1), np.nan)
+        sample_matched = np.where(has_pairs & (s_ann > 0), 1.0 - s_un / np.maximum(s_ann, 1), np.nan)
+    reasons = []
+    n_assigned = assigned.sum(axis=1)
+    for s in range(S):
+        if s_nm[s] > 0:
+            reasons.append("")
+        elif n_assigned[s] < 2:
+            reasons.append(f"fewer than two raters assigned ({int(n_assigned[s])}): nothing to compare")
+        elif skipped[s]:
+            reasons.append(
+                f"skipped whole: its {int(cost_s[s])} comparisons did not fit in the pair budget "
+                f"(max_pairs = {max_pairs})")
+        elif s_ann[s] == 0:
+            reasons.append("every assigned rater drew nothing (explicit absence): no annotation to match")
+        else:
+            reasons.append(f"no two raters' annotations match at similarity >= {t:g}")
+    rd = np.zeros(N)
+    rn = np.zeros(N, dtype=np.int64)
+    if len(pair_rows):
+        np.add.at(rd, pair_rows[:, 0], pair_distance)
+        np.add.at(rd, pair_rows[:, 1], pair_distance)
+        rn = np.bincount(pair_rows.ravel(), minlength=N).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row_distance = np.where(rn > 0, rd / np.maximum(rn, 1), np.nan)
+
+    # ---- between-item set pairs (chance baseline) --------------------------
+    canon = canonical_sample_order(data.sample_ids)
+    canon_kept = canon[keep[canon]]
+    cidx = np.full(S, -1, dtype=np.intp)
+    cidx[canon_kept] = np.arange(len(canon_kept))
+    names = list(data.raters)
+    rorder = sorted(range(R), key=names.__getitem__)
+    strata = [(a, b) for x, a in enumerate(rorder) for b in rorder[x + 1:]]
+    SA, SB, st_size, st_pop, st_cost = [], [], [], [], []
+    for a, b in strata:
+        Sa = canon_kept[assigned[canon_kept, a]]
+        Sb = canon_kept[assigned[canon_kept, b]]
+        na, nb = counts[Sa, a], counts[Sb, b]
+        common = canon_kept[assigned[canon_kept, a] & assigned[canon_kept, b]]
+        tot = int(na.sum()) * int(nb.sum())
+        zero_pairs = len(Sa) * len(Sb) - int((na > 0).sum()) * int((nb > 0).sum())
+        diag = int(np.maximum(1, counts[common, a] * counts[common, b]).sum())
+        SA.append(Sa); SB.append(Sb)
+        st_size.append(len(Sa) * len(Sb))
+        st_pop.append(len(Sa) * len(Sb) - len(common))
+        st_cost.append(tot + zero_pairs - diag)
+    n_pop = int(sum(st_pop))
+    pop_cost = int(sum(st_cost))
+    between_exact = pop_cost <= max_pairs
+    bi, bj, bst = [], [], []
+    draws = 0
+    if n_pop == 0:
+        pass
+    elif between_exact:
+        for x, (a, b) in enumerate(strata):
+            Sa, Sb = SA[x], SB[x]
+            ii = np.repeat(Sa, len(Sb)); jj = np.tile(Sb, len(Sa))
+            ok = ii != jj
+            bi.append(ii[ok]); bj.append(jj[ok]); bst.append(np.full(int(ok.sum()), x, np.intp))
+        draws = n_pop
+    else:
+        rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BETWEEN]))
+        size = np.asarray(st_size, dtype=np.int64)
+        cum_end = np.cumsum(size)
+        cum_start = cum_end - size
+        offA = np.concatenate([[0], np.cumsum([len(v) for v in SA])])[:-1]
+        offB = np.concatenate([[0], np.cumsum([len(v) for v in SB])])[:-1]
+        SA_all = np.concatenate(SA)
+        SB_all = np.concatenate(SB)
+        lenB = np.asarray([len(v) for v in SB], dtype=np.int64)
+        A_of = np.asarray([a for a, _ in strata], np.intp)
+        B_of = np.asarray([b for _, b in strata], np.intp)
+        remaining = max_pairs
+        while remaining > 0:
+            u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
+            x = np.searchsorted(cum_end, u, side="right")
+            loc = u - cum_start[x]
+            ii = SA_all[offA[x] + loc // lenB[x]]
+            jj = SB_all[offB[x] + loc % lenB[x]]
+            ok = ii != jj
+            ii, jj, x = ii[ok], jj[ok], x[ok]
+            c = np.maximum(1, counts[ii, A_of[x]] * counts[jj, B_of[x]])
+            cc = np.cumsum(c)
+            take = int(np.searchsorted(cc, remaining, side="right"))
+            bi.append(ii[:take]); bj.append(jj[:take]); bst.append(x[:take])
+            draws += take
+            if take < len(c):
+                break
+            remaining -= int(cc[-1]) if len(cc) else 0
+    bi, bj, bst = cat(bi, np.intp), cat(bj, np.intp), cat(bst, np.intp)
+    # Distinct set pairs with multiplicities.
+    if len(bi):
+        key = (bst.astype(np.int64) * S + bi) * S + bj
+        uk, mult = np.unique(key, return_counts=True)
+        bj = (uk % S).astype(np.intp)
+        bi = ((uk // S) % S).astype(np.intp)
+        bst = (uk // (S * S)).astype(np.intp)
+    else:
+        mult = np.zeros(0, np.int64)
+    K = len(bi)
+    ba = np.asarray([strata[x][0] for x in range(len(strata))], np.intp)[bst] if K else np.zeros(0, np.intp)
+    bb = np.asarray([strata[x][1] for x in range(len(strata))], np.intp)[bst] if K else np.zeros(0, np.intp)
+    bn = counts[bi, ba] if K else np.zeros(0, np.int64)
+    bm = counts[bj, bb] if K else np.zeros(0, np.int64)
+    n_between_comparisons = int(np.maximum(1, bn * bm).sum()) if K else 0
+
+    # Between entries, one similarity block per (sample i, rater a).
+    bent_p, bent_i, bent_j, bent_s = [], [], [], []
+    if K:
+        go = np.lexsort((bj, ba, bi))
+        gkey = bi[go].astype(np.int64) * R + ba[go]
+        starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]])
+        ends = np.r_[starts[1:], len(go)]
+        for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
+            ks = go[lo_g:hi_g]
+            i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
+            n0 = int(counts[i0, a0])
+            if n0 == 0:
+                continue
+            ks = ks[bm[ks] > 0]
+            if not len(ks):
+                continue
+            cstart = offsets[bj[ks] * R + bb[ks]]
+            clen = bm[ks]
+            cend = np.cumsum(clen)
+            colstart = cend - clen
+            rows_b = np.repeat(cstart - colstart, clen) + np.arange(int(cend[-1]))
+            ra = data.rows(i0, a0)
+            rows_a = np.arange(ra.start, ra.stop)
+            M = _similarity(distance, data, rows_a, rows_b)
+            ii, cc = np.nonzero(M >= t)
+            which = np.searchsorted(cend, cc, side="right")
+            bent_p.append(ks[which]); bent_i.append(rows_a[ii]); bent_j.append(rows_b[cc])
+            bent_s.append(M[ii, cc])
+    bent_p, bent_i, bent_j = cat(bent_p, np.int64), cat(bent_i, np.intp), cat(bent_j, np.intp)
+    bent_s = cat(bent_s, np.float64)
+    bmk = _match_entries(bent_p, bent_i, bent_j, bent_s, N)
+    b_pid = bent_p[bmk]
+    b_dist = np.clip(1.0 - bent_s[bmk], 0.0, 1.0)
+    b_matched = np.bincount(b_pid, minlength=K).astype(np.int64)
+    u_k = bn + bm - 2 * b_matched
+
+    # ---- statistics ----------------------------------------------------------
+    S_m = len(canon_kept)
+    codes, cats = encode_values(data.labels, missing=())
+    if len(pair_rows):
+        la, lb = codes[pair_rows[:, 0]], codes[pair_rows[:, 1]]
+        ps = cidx[pair_sample]
+        P_s = np.bincount(ps, minlength=S_m).astype(np.float64)
+        D_s = np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S_m)
+        Nsc = sparse.coo_matrix(
+            (np.ones(2 * len(ps)), (np.r_[ps, ps], np.r_[la, lb])), shape=(S_m, len(cats))).tocsr()
+    else:
+        P_s, D_s = np.zeros(S_m), np.zeros(S_m)
+        Nsc = sparse.csr_matrix((S_m, len(cats)))
+    wsm = cidx[ws]
+    engine = _Engine(
+        S_m=S_m,
+        dw=pair_distance, sw=cidx[pair_sample] if len(pair_sample) else np.zeros(0, np.intp),
+        db=b_dist, sa=cidx[bi[b_pid]] if len(b_pid) else np.zeros(0, np.intp),
+        sb=cidx[bj[b_pid]] if len(b_pid) else np.zeros(0, np.intp),
+        mb=mult[b_pid].astype(np.float64) if len(b_pid) else np.zeros(0),
+        U_s=np.bincount(wsm, weights=u_wp, minlength=S_m) if S_m else np.zeros(0),
+        A_s=np.bincount(wsm, weights=wn + wm, minlength=S_m) if S_m else np.zeros(0),
+        pa_=cidx[bi] if K else np.zeros(0, np.intp), pb_=cidx[bj] if K else np.zeros(0, np.intp),
+        pm=mult.astype(np.float64), U_k=u_k.astype(np.float64), A_k=(bn + bm).astype(np.float64),
+        P_s=P_s, D_s=D_s, Nsc=Nsc, p=p,
+    )
+    point = engine.compute(np.ones((1, S_m)))
+    pv = {k: float(v[0]) for k, v in point.items()}
+
+    # Reasons for undefined point estimates.
+    n_w, n_b = len(pair_distance), int(mult[b_pid].sum()) if len(b_pid) else 0
+    why: dict[str, str] = {}
+    if R < 2:
+        base = f"fewer than two raters ({R}): nothing to compare"
+        for k in GeometryAgreementResult._STATS:
+            why[k] = base
+    else:
+        loc = ""
+        if not n_within_pairs:
+            loc = "no sample has two raters assigned (and measured within the budget): no within-item set pair"
+        elif n_w == 0:
+            loc = f"no within-item matched pair: no two raters' annotations on a sample match at similarity >= {t:g}"
+        elif n_pop == 0:
+            loc = "no between-item set pair: a chance baseline needs two measured samples with different raters"
+        elif n_b == 0:
+            loc = (f"no between-item matched pair: annotations of different samples never match at similarity "
+                   f">= {t:g}, so there is no chance distribution of matched distances at this threshold")
+        for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less"):
+            why[k] = loc
+        if not loc and not pv["mean_between"] > 0:
+            why["distance_alpha"] = ("every between-item matched pair has distance 0 (identical across samples): "
+                                     "no variation to correct against")
+        det = ""
+        if not n_within_pairs:
+            det = "no sample has two raters assigned (and measured within the budget): no within-item set pair"
+        elif not np.nansum(engine.A_s) > 0:
+            det = "no annotation in any within-item set pair: every assigned rater drew nothing"
+        elif K == 0:
+            det = "no between-item set pair: a chance baseline needs two measured samples with different raters"
+        elif not (pv["U_e"] > 0):
+            det = ("every between-item set pair matches completely at this threshold: finding these objects "
+                   "cannot be told apart from chance (no variation to correct against)")
+        why["detection_alpha"] = det
+        cls = ""
+        if n_w == 0:
+            cls = "no within-item matched pair: no labels to compare"
+        elif not np.isfinite(pv["classification_alpha"]):
+            cls = ("no variation: every label of a matched pair is the same class (D_e = 0)"
+                   if n_w >= 1 else "fewer than 2 pairable values")
+        why["classification_alpha"] = cls
+
+    # ---- bootstrap -------------------------------------------------------------
+    boot: dict[str, np.ndarray] = {}
+    if bootstrap is not None and S_m > 0:
+        vals = {k: np.empty(bootstrap) for k in GeometryAgreementResult._STATS}
+        ch = engine.chunk_rows()
+        for b0 in range(0, bootstrap, ch):
+            b1 = min(bootstrap, b0 + ch)
+            Wc = np.empty((b1 - b0, S_m))
+            for r in range(b0, b1):
+                rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BOOT, r]))
+                Wc[r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
+            res = engine.compute(Wc)
+            for k in vals:
+                vals[k][b0:b1] = res[k]
+        boot = vals
+    lo_q, hi_q = (1.0 - confidence) / 2.0, 1.0 - (1.0 - confidence) / 2.0
+
+    def estimate(name: str) -> Estimate:
+        v = pv[name]
+        reason = why.get(name, "")
+        if not np.isfinite(v):
+            return Estimate(float("nan"), float("nan"), float("nan"), reason or "undefined", 0)
+        if bootstrap is None:
+            return Estimate(v, float("nan"), float("nan"), "", 0)
+        if S_m == 0:
+            return Estimate(v, float("nan"), float("nan"), "no measured sample to resample", 0)
+        x = boot[name]
+        x = x[np.isfinite(x)]
+        if len(x) < 2:
+            return Estimate(v, float("nan"), float("nan"),
+                            f"interval undefined: the statistic is defined in {len(x)} of {bootstrap} resamples", len(x))
+        q = np.quantile(x, [lo_q, hi_q])
+        return Estimate(v, float(q[0]), float(q[1]), "", int(len(x)))
+
+    # ---- KS p-values (descriptive) ----------------------------------------------
+    ks_p = ks_gp = float("nan")
+    if n_w and n_b:
+        Bfull = np.repeat(b_dist, mult[b_pid])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # exact -> asymptotic switch
+            ks_p = float(stats.ks_2samp(pair_distance, Bfull, alternative="two-sided").pvalue)
+            ks_gp = float(stats.ks_2samp(pair_distance, Bfull, alternative="greater").pvalue)
+
+    measured_with_pairs = has_pairs & keep
+    return GeometryAgreementResult(
+        sigma=estimate("sigma"), distance_alpha=estimate("distance_alpha"), ks=estimate("ks"),
+        ks_greater=estimate("ks_greater"), ks_less=estimate("ks_less"),
+        detection_alpha=estimate("detection_alpha"), classification_alpha=estimate("classification_alpha"),
+        mean_within=pv["mean_within"], mean_between=pv["mean_between"], between_quantile=pv["q"],
+        ks_pvalue=ks_p, ks_greater_pvalue=ks_gp, unmatched_within=pv["U_o"], unmatched_between=pv["U_e"],
+        n_within=n_w, n_between=n_b, n_within_set_pairs=n_within_pairs, n_between_set_pairs=K,
+        between_draws=int(draws), n_between_population=n_pop, between_exact=bool(between_exact),
+        n_comparisons=n_comparisons, n_between_comparisons=n_between_comparisons,
+        truncated=bool(skipped.any()), n_samples=S, n_samples_measured=int(measured_with_pairs.sum()),
+        n_samples_skipped=int(skipped.sum()),
+        sample_distance=sample_distance, sample_n_matched=s_nm, sample_n_annotations=s_ann,
+        sample_n_unmatched=s_un, sample_matched_fraction=sample_matched, sample_measured=measured_with_pairs,
+        sample_reasons=tuple(reasons), row_distance=row_distance, row_n_matched=rn,
+        pair_rows=pair_rows, pair_distance=pair_distance,
+        between_distances=b_dist, between_weights=mult[b_pid] if len(b_pid) else np.zeros(0, np.int64),
+        distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
+        confidence=confidence, sigma_p=p,
+    )
