@@ -173,7 +173,7 @@ def _paired_iou(data: MultiRaterAnnotations, i: np.ndarray, j: np.ndarray, corne
 _PAIRED = {"iou": _paired_iou}
 
 # Pairs per chunk of the vectorised path (bounds memory: ~100 bytes a pair).
-_PAIR_CHUNK = 1 << 18
+_PAIR_CHUNK = 1 << 15
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from .ot import ComputeOTAgreement
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
-from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, RenameAgreementRun
+from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
 OPERATORS = [
     ImportMultiRaterCoco,
@@ -12,4 +12,5 @@ OPERATORS = [
     GetAgreementRunInfo,
     RenameAgreementRun,
     DeleteAgreementRun,
+    LoadAgreementView,
 ]

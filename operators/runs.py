@@ -121,3 +121,52 @@ class DeleteAgreementRun(foo.Operator):
         out = fo_runs.delete_agreement_run(ctx.dataset, key)
         ctx.trigger("reload_dataset")
         return {"key": key, **out}
+
+
+class LoadAgreementView(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="load_agreement_view",
+            label="Annotator Agreement: load disagreements",
+            description="Loads (and optionally saves) a run's lowest-scoring samples, or one rater pair's disagreements",
+            dynamic=True,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        keys = existing_run_choice(inputs, ctx)
+        if not keys:
+            return types.Property(inputs, view=types.View(label="Load agreement view"))
+        mode = types.RadioGroup()
+        mode.add_choice("lowest", label="Lowest-scoring samples")
+        mode.add_choice("pair", label="One rater pair's disagreements")
+        inputs.enum("mode", ["lowest", "pair"], default="lowest", label="Show", view=mode)
+        if ctx.params.get("mode") == "pair" and ctx.params.get("key") in keys:
+            raters = fo_runs.load_agreement_results(ctx.dataset, ctx.params["key"]).get("detail", {}).get("raters", [])
+            inputs.enum("rater_a", raters, required=True, label="Rater A")
+            inputs.enum("rater_b", raters, required=True, label="Rater B")
+        inputs.int("limit", default=50, min=1, label="At most this many samples")
+        inputs.float("max_score", required=False, label="Only scores up to", description="Optional score threshold")
+        inputs.str("save_as", required=False, label="Save as view",
+                   description="Optional name to save the view under on the dataset")
+        inputs.bool("overwrite", default=False, label="Replace a saved view of that name")
+        return types.Property(inputs, view=types.View(label="Load agreement view"))
+
+    def execute(self, ctx):
+        from agreement.fo.views import lowest_scoring_view, rater_pair_view, save_agreement_view
+
+        p = ctx.params
+        key = require(p, "key", "the run whose disagreements to show")
+        limit = p.get("limit", 50)
+        max_score = p.get("max_score")
+        if (p.get("mode") or "lowest") == "pair":
+            view = rater_pair_view(ctx.view, key, require(p, "rater_a", "the first rater"),
+                                   require(p, "rater_b", "the second rater"), max_score=max_score, limit=limit)
+        else:
+            view = lowest_scoring_view(ctx.view, key, limit=limit, max_score=max_score)
+        name = p.get("save_as") or None
+        if name:
+            save_agreement_view(ctx.view, name, view, overwrite=bool(p.get("overwrite", False)))
+        ctx.ops.set_view(view=view)
+        return {"key": key, "count": len(view), "saved_view": name, "sample_ids": view.values("id")}

@@ -186,3 +186,30 @@ def test_form_lists_fitting_fields_and_detects_raters(fo, ot_ds, make_dataset):
     # a dataset without label fields explains what to do
     empty = make_dataset([fo.Sample(filepath="/data/none.jpg")])
     assert "no_fields" in _resolve(empty, {})
+
+
+def test_load_agreement_view_lowest_and_rater_pair(fo, ot_ds):
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionError
+
+    _run(ot_ds, fields=["a", "b", "c"], key="ot")
+
+    def load(**params):
+        return foo.execute_operator("@iaa/agreement/load_agreement_view",
+                                    ctx=dict(view=ot_ds.view(), params=dict(key="ot", **params))).result
+
+    out = load(limit=3, save_as="worst")
+    scores = [s for s in ot_ds.values("ot_ot") if s is not None]
+    assert out["count"] == 3 and ot_ds.has_saved_view("worst")
+    saved = ot_ds.load_saved_view("worst").values("ot_ot")
+    assert saved == sorted(scores)[:3]
+    with pytest.raises(ExecutionError, match="already has a saved view 'worst'"):
+        load(limit=3, save_as="worst")
+    pair = load(mode="pair", rater_a="c", rater_b="a", limit=10)
+    from agreement.fo.runs import load_agreement_results
+
+    ac = load_agreement_results(ot_ds, "ot")["detail"]["pair_sample_scores"]["a|c"]
+    assert pair["sample_ids"] == [sid for _, sid in sorted((v, k) for k, v in ac.items())]
+    assert "lonely" not in str(ot_ds.select(pair["sample_ids"]).values("filepath"))
+    with pytest.raises(ExecutionError, match="rater_b"):  # the form only offers the run's raters
+        load(mode="pair", rater_a="a", rater_b="zz")

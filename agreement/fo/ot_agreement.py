@@ -147,6 +147,9 @@ def compute_ot_agreement(
         runs.write_label_values(samples, plan, lf, "match", list(zip(owner, lids, match_ids)))
 
     undefined = {str(s): r for s, r in zip(sid, scores.reasons) if r}
+    pair_scores: dict[str, dict[str, float]] = {}
+    for s_i, a_i, b_i, score in zip(scores.pair_sample, scores.pair_rater_a, scores.pair_rater_b, scores.pair_score):
+        pair_scores.setdefault(f"{corpus.raters[a_i]}|{corpus.raters[b_i]}", {})[str(sid[s_i])] = float(score)
     summary = {
         "alpha_ot": alpha.alpha,
         "alpha_ot_se": alpha.alpha_se,
@@ -190,6 +193,7 @@ def compute_ot_agreement(
             for p in base.alpha_per_pair
         ],
         "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
+        "pair_sample_scores": pair_scores,
         "repairs": read.repairs.as_dict(),
         "score_distribution": {
             "bins": np.linspace(1 - beta, 1, 21),

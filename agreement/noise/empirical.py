@@ -38,7 +38,10 @@ fitted rate times ``n``):
    fitted at IoU 0.5 reproduces at ``λ = 1`` the residuals it was fitted on;
    at ``λ > 1`` shifted boxes can leave that region and stop matching.
 
-At ``λ = 0`` every simulated rater is an exact copy of the reference.
+At ``λ = 0`` every simulated rater is an exact copy of the reference. The
+generator acts on boxes and labels only (polygons, masks and keypoints of the
+reference are not carried over); a derived box keeps the ``label_id`` of its
+source reference box (``None`` for a false positive).
 
 **Cannibalisation.** A stage whose sampled errors exceed the clean boxes it
 can use (no clean box left to fragment, no clean box with a clean same-class

@@ -42,7 +42,9 @@ other samples. Implicit absence (the reference rater not assigned a sample) is
 kept; explicit absence (an empty set) stays empty.
 
 Perturbed boxes keep the ``label_ids`` of the reference boxes they come from,
-so each can be traced back to its source.
+so each can be traced back to its source. The perturbations act on boxes and
+labels only: polygons, masks and keypoints of the reference are not carried
+over to the simulated rater.
 
 Reference: A. Prokhorov and D. Kalinin, "Quantifying Annotation Agreement in
 Object Detection with Optimal Transport", Section 4.1 (controlled
