@@ -74,6 +74,7 @@ from scipy.sparse import csr_matrix
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
 from agreement.data import MultiRaterAnnotations
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
+from agreement.similarity import check_similarity, similarity_matrix
 
 __all__ = [
     "NO_OBJECT",
@@ -101,42 +102,8 @@ SimilarityFn = Callable[[MultiRaterAnnotations, np.ndarray, np.ndarray], np.ndar
 
 
 def _registry_similarity(name: str, data: MultiRaterAnnotations) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``f(rows_a, rows_b)`` for a named similarity of :mod:`agreement.similarity`.
-
-    Until that registry exists, an interim adapter over the box and polygon
-    geometry functions with the same signature is used.
-    """
-    try:
-        from agreement.similarity import similarity_matrix
-    except ImportError:
-        similarity_matrix = _interim_similarity_matrix
+    """``f(rows_a, rows_b)`` for a named similarity of :mod:`agreement.similarity`."""
     return lambda rows_a, rows_b: similarity_matrix(name, data, rows_a, rows_b)
-
-
-def _interim_similarity_matrix(name: str, data: MultiRaterAnnotations, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    from agreement.geometry.boxes import giou_to_similarity, pairwise_centroid_closeness, pairwise_giou, pairwise_iou
-
-    if name == "iou":
-        return pairwise_iou(data.boxes[rows_a], data.boxes[rows_b])
-    if name == "giou":
-        return giou_to_similarity(pairwise_giou(data.boxes[rows_a], data.boxes[rows_b]))
-    if name == "centroid":
-        size = data.image_sizes[data.sample_index[rows_a[0]]] if len(rows_a) else np.full(2, np.nan)
-        ok = bool(np.all(np.isfinite(size)) and np.all(size > 0))
-        return pairwise_centroid_closeness(data.boxes[rows_a], data.boxes[rows_b], tuple(size) if ok else None)
-    if name in ("polygon_iou", "polygon_giou"):
-        from agreement.geometry.polygons import pairwise_polygon_giou, pairwise_polygon_iou
-
-        if data.polygons is None:
-            raise ValueError(f"similarity {name!r} needs polygons, and these annotations have none")
-        pa = [data.polygons[i] for i in rows_a]
-        pb = [data.polygons[i] for i in rows_b]
-        if name == "polygon_iou":
-            return pairwise_polygon_iou(pa, pb)
-        return giou_to_similarity(pairwise_polygon_giou(pa, pb))
-    raise ValueError(
-        f"unknown similarity {name!r}; choose one of 'iou', 'giou', 'centroid', 'polygon_iou', 'polygon_giou'"
-    )
 
 
 def _box_corners(boxes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -467,6 +434,13 @@ class KalosResult:
     n_defined, n_undefined : int
         Samples with defined / undefined ``alpha``.
     similarity, tau, solver, cost : the configuration.
+    empty_unit : ndarray (U,) of bool
+        Columns that are the unanimous ``no_object`` unit of a sample where
+        every assigned rater drew nothing.
+    repaired_polygons : int
+        Polygon annotations repaired (rings dropped, self-intersections
+        resolved) by the similarity's validation
+        (:func:`agreement.similarity.check_similarity`); 0 for boxes.
     """
 
     alpha: np.ndarray
@@ -493,7 +467,8 @@ class KalosResult:
     tau: float
     solver: str
     cost: str
-    empty_unit: np.ndarray = field(repr=False, default=None)  # (U,) bool: the unit of an all-empty sample
+    empty_unit: np.ndarray = field(repr=False, default=None)
+    repaired_polygons: int = 0
 
     def sample_columns(self, s: int) -> slice:
         """The columns of ``reliability`` that belong to sample ``s``."""
@@ -518,6 +493,7 @@ class KalosResult:
             "tau": float(self.tau),
             "solver": self.solver,
             "cost": self.cost,
+            "repaired_polygons": int(self.repaired_polygons),
         }
 
 
@@ -567,6 +543,7 @@ class _Prepared:
     codes: np.ndarray  # (N,) class code of each row
     categories: tuple  # class names, then no_object
     cand: _Candidates
+    repaired: int  # polygon annotations repaired by the similarity's validation
 
 
 def _encode_classes(data: MultiRaterAnnotations, no_object: str) -> tuple[np.ndarray, tuple]:
@@ -602,7 +579,10 @@ def _check_data(data: MultiRaterAnnotations) -> None:
 def _prepare(data, similarity, tau_min, no_object) -> _Prepared:
     _check_data(data)
     codes, categories = _encode_classes(data, no_object)
-    return _Prepared(codes, categories, _candidates(data, similarity, tau_min))
+    repaired = 0
+    if isinstance(similarity, str):
+        repaired = int(check_similarity(similarity, data).get("repaired_polygons", 0))
+    return _Prepared(codes, categories, _candidates(data, similarity, tau_min), repaired)
 
 
 def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
@@ -656,7 +636,7 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
         global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
         global_expected=float(glob.expected), mean_alpha=mean, n_defined=n_def,
         n_undefined=int(undefined.sum()), similarity=_similarity_name(similarity), tau=float(tau),
-        solver=solver, cost=cost, empty_unit=empty_unit,
+        solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired,
     )
 
 

@@ -1,12 +1,14 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
 from .ot import ComputeOTAgreement
+from .simulate import SimulateRaters
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
 OPERATORS = [
     ImportMultiRaterCoco,
     ComputeOTAgreement,
+    SimulateRaters,
     ExportMultiRaterCoco,
     ListAgreementRuns,
     GetAgreementRunInfo,

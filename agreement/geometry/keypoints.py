@@ -68,7 +68,6 @@ References
 
 from __future__ import annotations
 
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike

@@ -62,7 +62,6 @@ from typing import Sequence
 
 import numpy as np
 import shapely
-from numpy.typing import ArrayLike
 
 from agreement.validation import AnnotationError
 

@@ -1,0 +1,146 @@
+"""Simulated raters on a FiftyOne dataset, from a reference label field.
+
+The reference field is read, never modified; the simulated raters are written
+to new fields owned by a run (method ``iaa.simulate_raters``), so deleting that
+run removes exactly them:
+
+* ``layout="fields"``: one ``Detections`` field per simulated rater,
+  ``{key}_r1 ... {key}_rK``;
+* ``layout="attribute"``: one field ``{key}_labels`` whose labels carry the
+  rater (``r1 ... rK``) in ``rater_attr``, and ``{key}_raters`` listing the
+  raters assigned to each sample.
+
+A sample whose reference is ``None`` (not annotated) gets ``None`` for every
+simulated rater; an empty reference stays explicit absence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from agreement.fo import runs
+from agreement.fo.build import corpus_label_fields
+from agreement.fo.reading import read_annotations
+from agreement.noise.empirical import School, load_profile, simulate
+from agreement.noise.perturbations import perturbation_series
+from agreement.validation import AnnotationError
+
+__all__ = ["simulate_raters", "NOISE_MODELS", "METHOD"]
+
+METHOD = "iaa.simulate_raters"
+NOISE_MODELS = ("empirical", "drop", "shift", "swap")
+
+
+def simulate_raters(
+    samples,
+    field: str,
+    key: str,
+    num_raters: int = 3,
+    magnitude: float = 1.0,
+    profile: str = "lvis",
+    noise: str = "empirical",
+    seed: int = 0,
+    layout: str = "fields",
+    rater_attr: str = "annotator",
+    school_size: int = 0,
+    school_offset: tuple[float, float, float, float] = (0.05, 0.05, 0.0, 0.0),
+    overwrite: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """Adds ``num_raters`` simulated raters derived from the reference ``field``.
+
+    Args:
+        samples: dataset or view; only its samples get simulated labels.
+        field: the reference ``Detections`` field (read only).
+        key: the run key owning the new fields.
+        num_raters: K >= 1.
+        magnitude: λ >= 0 for ``noise="empirical"`` (scales every rate and
+            residual of the profile); γ for the perturbations (fraction
+            dropped or swapped in [0, 1], centre shift relative to box size).
+        profile: ``"lvis"`` (shipped, fitted on the shared LVIS pairs) or a
+            JSON profile file (``python -m agreement.noise.fit``).
+        noise: ``"empirical"`` (KαLOS generator) or the OT paper's ``"drop"``,
+            ``"shift"``, ``"swap"``.
+        seed: seed of every random draw.
+        layout: ``"fields"`` or ``"attribute"``.
+        school_size: the first ``school_size`` raters form a "school" sharing
+            a systematic box offset ``school_offset`` (empirical noise only).
+
+    Returns:
+        ``{"key", "fields", "raters", "school", "labels", "cannibalised"}``.
+    """
+    if noise not in NOISE_MODELS:
+        raise ValueError(f"noise must be one of {NOISE_MODELS}, got {noise!r}")
+    if isinstance(num_raters, bool) or int(num_raters) != num_raters or num_raters < 1:
+        raise ValueError(f"num_raters must be an integer >= 1, got {num_raters!r}")
+    num_raters = int(num_raters)
+    if not isinstance(magnitude, (int, float)) or not math.isfinite(magnitude) or magnitude < 0:
+        raise ValueError(f"magnitude must be a finite number >= 0, got {magnitude!r}")
+    if layout not in ("fields", "attribute"):
+        raise ValueError(f"layout must be 'fields' or 'attribute', got {layout!r}")
+    if not 0 <= int(school_size) <= num_raters:
+        raise ValueError(f"school_size must be between 0 and num_raters ({num_raters}), got {school_size!r}")
+    if school_size and noise != "empirical":
+        raise ValueError("a school needs noise='empirical'")
+    if noise == "empirical":
+        load_profile(profile)  # validates the profile before anything is read or written
+    runs.validate_key(key)
+    names = [f"r{j + 1}" for j in range(num_raters)]
+    suffixes = names if layout == "fields" else ["labels", "raters"]
+    if progress:
+        progress(0.0, "reading the reference")
+    read = read_annotations(samples, fields=[field], min_raters=1)
+    reference = read.annotations
+    if len(reference) == 0:
+        raise AnnotationError(f"reference field {field!r} has no labels on any sample of this view")
+    plan = runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite)
+    if progress:
+        progress(0.2, "simulating")
+    cannibalised = {}
+    if noise == "empirical":
+        school = (
+            School(name="school", size=int(school_size), offset=tuple(school_offset)) if school_size else None
+        )
+        sim = simulate(reference, profile=profile, magnitude=float(magnitude), num_raters=num_raters, seed=int(seed),
+                       school=school, rater=field, names=names)
+        corpus = sim.annotations
+        cannibalised = dict(getattr(sim.report, "cannibalised", {}) or {})
+    else:
+        corpus = perturbation_series(reference, noise, [float(magnitude)], seed=int(seed), rater=field,
+                                     num_raters=num_raters, names=names)
+    if progress:
+        progress(0.7, "writing the simulated raters")
+    sample_ids = list(corpus.sample_ids)
+    if layout == "fields":
+        per_sample = corpus_label_fields(corpus, "fields", field_names={r: plan.sample_field(r) for r in names})
+        for r in names:
+            name = plan.sample_field(r)
+            runs.write_sample_values(samples, plan, r, {sid: v[name] for sid, v in zip(sample_ids, per_sample)})
+        written = [plan.sample_field(r) for r in names]
+    else:
+        name = plan.sample_field("labels")
+        per_sample = corpus_label_fields(corpus, "attribute", field=name, rater_attr=rater_attr)
+        runs.write_sample_values(samples, plan, "labels", {sid: v[name] for sid, v in zip(sample_ids, per_sample)})
+        runs.write_sample_values(samples, plan, "raters", {
+            sid: [corpus.raters[r] for r in range(corpus.num_raters) if corpus.assigned[s, r]]
+            for s, sid in enumerate(sample_ids)
+        })
+        written = [plan.sample_field("labels"), plan.sample_field("raters")]
+    summary = {
+        "key": key,
+        "fields": written,
+        "raters": names,
+        "school": names[: int(school_size)],
+        "labels": len(corpus),
+        "cannibalised": {str(k): int(v) for k, v in cannibalised.items()},
+    }
+    params = {
+        "field": field, "num_raters": num_raters, "magnitude": float(magnitude), "profile": str(profile),
+        "noise": noise, "seed": int(seed), "layout": layout, "rater_attr": rater_attr,
+        "school_size": int(school_size), "school_offset": list(school_offset),
+    }
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary})
+    if progress:
+        progress(1.0, "done")
+    return summary

@@ -1,0 +1,75 @@
+"""Operator: simulated raters from a reference field (noise models of the OT paper and KaLOS)."""
+
+from __future__ import annotations
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+from agreement.fo.reading import label_fields
+from agreement.fo.simulate import NOISE_MODELS, simulate_raters
+
+from .common import require, run_inputs
+
+
+class SimulateRaters(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="simulate_raters",
+            label="Annotator Agreement: simulate raters",
+            description="Adds simulated raters derived from a reference field (never modifies existing fields)",
+            dynamic=True,
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        inputs = types.Object()
+        choices = label_fields(ctx.dataset) if ctx.dataset is not None else []
+        if not choices:
+            inputs.view("no_fields", types.Warning(label="No label fields",
+                                                   description="Simulation needs a reference Detections field."))
+            return types.Property(inputs)
+        inputs.enum("field", choices, required=True, label="Reference field",
+                    description="The annotations the simulated raters start from (read only)")
+        inputs.int("num_raters", default=3, min=1, label="Number of raters (K)")
+        noise = types.RadioGroup()
+        noise.add_choice("empirical", label="empirical (KaLOS: misses, false positives, splits/merges, class mistakes, shifts)")
+        noise.add_choice("drop", label="drop a fraction γ of boxes")
+        noise.add_choice("shift", label="shift centres by γ × box size")
+        noise.add_choice("swap", label="swap labels of a fraction γ of boxes")
+        inputs.enum("noise", list(NOISE_MODELS), default="empirical", label="Noise model", view=noise)
+        inputs.float("magnitude", default=1.0, min=0.0, label="Magnitude (λ or γ)",
+                     description="empirical: λ scales every error rate and residual (1 = as fitted); perturbations: γ")
+        if (ctx.params.get("noise") or "empirical") == "empirical":
+            inputs.str("profile", default="lvis", label="Noise profile",
+                       description="'lvis' (shipped) or a JSON file from `python -m agreement.noise.fit`")
+            inputs.int("school_size", default=0, min=0, label="School size",
+                       description="The first raters share a systematic box offset (0: no school)")
+        inputs.int("seed", default=0, label="Seed")
+        layout = types.RadioGroup()
+        layout.add_choice("fields", label="One field per simulated rater")
+        layout.add_choice("attribute", label="One field, rater in a label attribute")
+        inputs.enum("layout", ["fields", "attribute"], default="fields", label="Write as", view=layout)
+        run_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Simulate raters"))
+
+    def execute(self, ctx):
+        p = ctx.params
+        result = simulate_raters(
+            ctx.view,
+            field=require(p, "field", "the reference label field"),
+            key=require(p, "key", "a name for the simulated raters' run"),
+            num_raters=p.get("num_raters", 3),
+            magnitude=float(p.get("magnitude", 1.0)),
+            profile=p.get("profile") or "lvis",
+            noise=p.get("noise") or "empirical",
+            seed=int(p.get("seed", 0)),
+            layout=p.get("layout") or "fields",
+            school_size=int(p.get("school_size", 0) or 0),
+            overwrite=bool(p.get("overwrite", False)),
+            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+        )
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
+        return result
