@@ -225,7 +225,8 @@ def canonical_rank(
     if raters is not None:
         cols.append(np.asarray(raters).reshape(-1))
     if keys is not None:
-        k = np.asarray(keys, dtype=np.float64).reshape(n, -1)
+        k = np.asarray(keys, dtype=np.float64)
+        k = k.reshape(n, -1) if k.size or n else k.reshape(0, 1)
         cols.extend(k[:, c] for c in range(k.shape[1] - 1, -1, -1))
     cols.append(np.asarray(classes).reshape(-1))
     cols.append(group)
@@ -317,7 +318,10 @@ def solve_units(
     if n and np.any(np.diff(group) < 0):
         raise ValueError("group must be non-decreasing (annotations sorted by sample)")
     if keys is not None:
-        keys = np.asarray(keys, dtype=np.float64).reshape(n, -1)
+        keys = np.asarray(keys, dtype=np.float64)
+        keys = keys.reshape(n, -1) if keys.size or n else keys.reshape(0, 1)
+        if len(keys) != n:
+            raise ValueError(f"keys has {len(keys)} rows for {n} annotations")
     pi = np.asarray(pairs_i, dtype=np.int64).reshape(-1)
     pj = np.asarray(pairs_j, dtype=np.int64).reshape(-1)
     sim = np.asarray(similarity, dtype=np.float64).reshape(-1)

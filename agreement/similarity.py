@@ -14,7 +14,7 @@ name              similarity :math:`s(A, B)`                                  ne
 ``giou``          :math:`(1 + \mathrm{GIoU}) / 2` of boxes                    boxes
 ``centroid``      :math:`1 - {}` box-centre distance over the image diagonal  boxes
 ``polygon_iou``   polygon IoU (shapely)                                       polygons
-``polygon_giou``  :math:`(1 + \mathrm{GIoU}) / 2`, convex-hull enclosure       polygons
+``polygon_giou``  :math:`(1 + \mathrm{GIoU}) / 2`, convex-hull enclosure      polygons
 ``mask_iou``      pixel IoU of instance masks                                 masks or polygons
 ``oks``           symmetric object keypoint similarity (COCO σ)               keypoints
 ================  ==========================================================  =================
@@ -69,6 +69,7 @@ References
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import OrderedDict
 
@@ -260,29 +261,30 @@ def check_similarity(
 
 
 def _rows(data: MultiRaterAnnotations, rows: ArrayLike, which: str) -> np.ndarray:
-    idx = np.asarray(rows)
-    if idx.dtype == bool or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise ValueError(f"{which} must be integer row indices into the corpus arrays; got dtype {idx.dtype}")
-    idx = idx.astype(np.intp, copy=False).reshape(-1)
+    idx = rows if isinstance(rows, np.ndarray) else np.asarray(rows)
+    if idx.dtype.kind not in "iu":
+        if idx.size or idx.dtype == bool:
+            raise ValueError(f"{which} must be integer row indices into the corpus arrays; got dtype {idx.dtype}")
+        return np.zeros(0, dtype=np.intp)
+    idx = idx.reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= len(data)):
         raise ValueError(f"{which} has row indices outside [0, {len(data)})")
     return idx
 
 
-def _frame(data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray) -> tuple[float, float] | None:
-    """The image size of ``ra``'s sample, or None when unknown."""
-    ref = ra if len(ra) else rb
-    samples = data.sample_index[ref]
-    s = int(samples[0])
-    if np.any(samples != s):
+def _frame(data: MultiRaterAnnotations, ra: np.ndarray) -> tuple[float, float] | None:
+    """The image size of the sample of rows ``ra`` (non-empty), or None when unknown."""
+    samples = data.sample_index[ra]
+    s = samples[0]
+    if len(samples) > 1 and (samples != s).any():
         raise ValueError(
             "rows_a must all belong to one sample; got rows of samples "
             f"{sorted({str(data.sample_names[k]) for k in samples})[:_MAX_NAMED]}"
         )
-    size = data.image_sizes[s]
-    if not np.all(np.isfinite(size)) or not np.all(size > 0):
+    w, h = data.image_sizes[s].tolist()
+    if not (math.isfinite(w) and math.isfinite(h) and w > 0 and h > 0):
         return None
-    return float(size[0]), float(size[1])
+    return w, h
 
 
 def _polygon_geoms(data: MultiRaterAnnotations, rows: np.ndarray, name: str) -> np.ndarray:
@@ -422,11 +424,9 @@ def similarity_matrix(
     _check_name(name)
     ra, rb = _rows(data, rows_a, "rows_a"), _rows(data, rows_b, "rows_b")
     n, m = len(ra), len(rb)
-    if n == 0 and m == 0:
-        return np.zeros((0, 0))
-    size = _frame(data, ra, rb)
     if n == 0 or m == 0:
         return np.zeros((n, m))
+    size = _frame(data, ra)
     if name == "iou":
         return pairwise_iou(data.boxes[ra], data.boxes[rb])
     if name == "giou":

@@ -1,6 +1,6 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
-from .ot import ComputeOTAgreement
+from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
@@ -8,6 +8,7 @@ from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, Lo
 OPERATORS = [
     ImportMultiRaterCoco,
     ComputeOTAgreement,
+    CalibrateAgreement,
     SimulateRaters,
     ExportMultiRaterCoco,
     ListAgreementRuns,

@@ -77,3 +77,46 @@ class ComputeOTAgreement(foo.Operator):
         outputs.int("n_scored", label="Samples scored")
         outputs.int("n_undefined", label="Samples not scored")
         return types.Property(outputs)
+
+
+class CalibrateAgreement(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="calibrate_agreement",
+            label="Annotator Agreement: calibrate distance and τ",
+            description="Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*",
+            dynamic=True,
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.fo.calibrate import DEFAULT_DISTANCES
+        from agreement.similarity import SIMILARITIES
+
+        inputs = types.Object()
+        rater_layout_inputs(inputs, ctx)
+        dropdown = types.DropdownView(multiple=True)
+        for name in SIMILARITIES:
+            dropdown.add_choice(name, label=name)
+        inputs.list("distances", types.String(), default=list(DEFAULT_DISTANCES), label="Candidate distances",
+                    description="1 − similarity; polygon/mask distances need polygon/mask labels", view=dropdown)
+        inputs.int("seed", default=0, label="Seed", description="Seed of the chance (other-sample) draws")
+        run_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Calibrate agreement"))
+
+    def execute(self, ctx):
+        from agreement.fo.calibrate import calibrate_agreement
+
+        p = ctx.params
+        result = calibrate_agreement(
+            ctx.view,
+            require(p, "key", "a name for this run"),
+            **rater_layout_kwargs(p),
+            distances=p.get("distances") or None,
+            seed=int(p.get("seed", 0)),
+            overwrite=bool(p.get("overwrite", False)),
+            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+        )
+        return {"key": p["key"], **result}

@@ -111,14 +111,18 @@ class AgreementPanel(foo.Panel):
         state.cards = data["cards"]
         state.score_field = data["score_field"]
         hist = data["histogram"]
-        state.hist_edges = hist["edges"]
-        centers = [(a + b) / 2 for a, b in zip(hist["edges"][:-1], hist["edges"][1:])]
-        ctx.panel.data.histogram = [{
-            "type": "bar", "x": centers, "y": hist["counts"], "name": data["score_label"],
-            "width": (hist["edges"][1] - hist["edges"][0]) * 0.95,
-            "hovertemplate": "score %{x:.3f}: %{y} samples<extra></extra>",
-        }]
-        state.n_missing = hist["n_missing"]
+        if hist is not None:
+            state.hist_edges = hist["edges"]
+            centers = [(a + b) / 2 for a, b in zip(hist["edges"][:-1], hist["edges"][1:])]
+            ctx.panel.data.histogram = [{
+                "type": "bar", "x": centers, "y": hist["counts"], "name": data["score_label"],
+                "width": (hist["edges"][1] - hist["edges"][0]) * 0.95,
+                "hovertemplate": "score %{x:.3f}: %{y} samples<extra></extra>",
+            }]
+            state.n_missing = hist["n_missing"]
+        else:
+            state.hist_edges = None
+            state.n_missing = 0
         pm = data["pair_matrix"]
         state.pair_title = pm["title"] if pm else None
         ctx.panel.data.pair_matrix = [{
@@ -128,7 +132,7 @@ class AgreementPanel(foo.Panel):
         for i, bar in enumerate(data["bars"]):
             ctx.panel.data.set(f"bars_{i}", [bar["trace"]])
         for i, curve in enumerate(data["curves"]):
-            ctx.panel.data.set(f"curve_{i}", [curve["trace"]])
+            ctx.panel.data.set(f"curve_{i}", curve["traces"])
         state.bar_titles = [b["title"] for b in data["bars"]]
         state.curve_titles = [c["title"] for c in data["curves"]]
 
@@ -160,6 +164,7 @@ class AgreementPanel(foo.Panel):
             row = panel.h_stack("cards", gap=2)
             for i, card in enumerate(cards):
                 row.md(f"**{card['label']}**\n\n{card['text']}", name=f"card_{i}")
+        if cards and state.score_field:
             panel.plot(
                 "histogram",
                 layout={"title": "Per-sample agreement (click a bar to see its samples)", "bargap": 0.05,
@@ -170,6 +175,7 @@ class AgreementPanel(foo.Panel):
                 panel.md(f"{state.n_missing} samples of this view have no score (see the run's undefined reasons).",
                          name="missing")
             panel.btn("sort_lowest", label="Show samples, lowest agreement first", on_click=self.on_sort_lowest)
+        if cards:
             if state.pair_title:
                 panel.plot("pair_matrix", layout={"title": state.pair_title, "height": 380})
             for i, title in enumerate(state.bar_titles or []):

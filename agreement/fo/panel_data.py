@@ -42,7 +42,43 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "pair_matrix": ("rater_pair_alpha_ot", "αOT per rater pair"),
     },
+    "iaa.calibration": {
+        "title": "Calibration",
+        "score_suffix": None,
+        "cards": [
+            {"key": "best_distance", "label": "best-separating distance", "reason": "reason"},
+            {"key": "ks", "label": "KS (one-sided)", "reason": "reason"},
+            {"key": "tau_star", "label": "τ* (distance)", "reason": "reason"},
+            {"key": "similarity_threshold", "label": "τ for KαLOS (similarity)", "reason": "reason"},
+            {"key": "beta_star", "label": "β* for OT (λ = 1)", "reason": "beta_reason"},
+        ],
+        "curves": lambda detail: _calibration_curves(detail),
+    },
 }
+
+
+def _calibration_curves(detail: dict) -> list[dict]:
+    """Observed vs expected disagreement densities per distance, with τ*."""
+    curves = []
+    for name, d in (detail.get("per_distance") or {}).items():
+        plot = d.get("plot") or {}
+        if not plot.get("grid"):
+            continue
+        traces = [
+            {"type": "scatter", "mode": "lines", "x": plot["grid"], "y": plot["density_observed"],
+             "name": "observed (same sample)"},
+            {"type": "scatter", "mode": "lines", "x": plot["grid"], "y": plot["density_expected"],
+             "name": "expected (other sample)"},
+        ]
+        tau = plot.get("tau")
+        if tau is not None:
+            top = max([v for v in plot["density_observed"] + plot["density_expected"] if v is not None] or [1.0])
+            traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [0, top],
+                           "name": f"τ* = {tau:.3f}", "line": {"dash": "dash"}})
+        ks = d.get("ks_one_sided")
+        title = f"{name}: KS {ks:.3f}" if ks is not None else f"{name}: {d.get('reason') or 'undefined'}"
+        curves.append({"title": title, "traces": traces})
+    return curves
 
 
 def _finite(x) -> bool:
@@ -52,6 +88,9 @@ def _finite(x) -> bool:
 def _card(summary: dict, spec: dict) -> dict:
     value = summary.get(spec["key"])
     card = {"label": spec["label"], "value": value}
+    if isinstance(value, str) and value:
+        card["text"] = value
+        return card
     if not _finite(value):
         reason = summary.get(spec.get("reason", ""), "") or "undefined"
         card["text"] = f"undefined: {reason}"
@@ -85,8 +124,10 @@ def _method_view(info: dict) -> dict:
     return view
 
 
-def score_field(info: dict) -> str:
-    return f"{info['key']}_{_method_view(info)['score_suffix']}"
+def score_field(info: dict) -> str | None:
+    """The run's per-sample score field, or ``None`` for runs without one."""
+    suffix = _method_view(info)["score_suffix"]
+    return f"{info['key']}_{suffix}" if suffix else None
 
 
 def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -> dict:
@@ -132,15 +173,15 @@ def run_panel_data(samples, key: str) -> dict:
     summary = results.get("summary", {})
     detail = results.get("detail", {})
     field = score_field(info)
-    lo, hi = view["score_range"](info["params"])
+    lo, hi = view["score_range"](info["params"]) if field else (None, None)
     data = {
         "title": f"{view['title']} — run {key!r}",
         "method": info["method"],
         "cards": [_card(summary, spec) for spec in view["cards"]],
         "score_field": field,
-        "score_label": view["score_label"],
+        "score_label": view.get("score_label"),
         "score_range": [lo, hi],
-        "histogram": score_histogram(samples, field, lo, hi) if len(samples) else None,
+        "histogram": score_histogram(samples, field, lo, hi) if field and len(samples) else None,
         "pair_matrix": None,
         "bars": [],
         "curves": [],
@@ -153,4 +194,6 @@ def run_panel_data(samples, key: str) -> dict:
         z = z[np.ix_(order, order)]
         data["pair_matrix"] = {"raters": raters, "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
                                "title": title}
+    if view.get("curves"):
+        data["curves"] = view["curves"](detail)
     return data

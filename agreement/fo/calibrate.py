@@ -1,0 +1,64 @@
+"""Calibration of the distance function and of τ on a FiftyOne dataset or view.
+
+Wraps :func:`agreement.calibration.calibrate` (KαLOS's data-driven choice:
+observed vs expected disagreement, Kolmogorov–Smirnov separation, τ* at the
+first density crossing above the observed mode, and the matching OT β*). The
+run writes no fields: its results hold the headline numbers and, per
+distance, both distributions as plot data.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from agreement.calibration import calibrate
+from agreement.fo import runs
+from agreement.fo.reading import read_annotations
+from agreement.similarity import SIMILARITIES
+
+__all__ = ["calibrate_agreement", "METHOD", "DEFAULT_DISTANCES"]
+
+METHOD = "iaa.calibration"
+DEFAULT_DISTANCES = ("iou", "giou", "centroid")
+
+
+def calibrate_agreement(
+    samples,
+    key: str,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    distances: Sequence[str] = DEFAULT_DISTANCES,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """Calibrates ``distances`` on ``samples`` and stores the result as run ``key``.
+
+    Returns the flat summary of :meth:`agreement.calibration.CalibrationResult.summary`
+    (``best_distance``, ``ks``, ``tau_star``, ``similarity_threshold`` (the τ
+    to give KαLOS), ``beta_star``, ``beta_star_oc_cost``, and per distance
+    ``ks_<d>``, ``ks2_<d>``, ``tau_<d>``) with NaN as ``None``.
+    """
+    distances = list(dict.fromkeys(distances or DEFAULT_DISTANCES))
+    unknown = [d for d in distances if d not in SIMILARITIES]
+    if unknown:
+        raise ValueError(f"unknown distance(s) {unknown}; choose from {list(SIMILARITIES)}")
+    runs.validate_key(key)
+    if progress:
+        progress(0.0, "reading annotations")
+    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
+                            image_sizes=True)
+    plan = runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite)
+    if progress:
+        progress(0.2, "observed and expected disagreement")
+    result = calibrate(read.annotations, distances=tuple(distances), seed=int(seed))
+    summary = {k: (v if not isinstance(v, float) or v == v else None) for k, v in result.summary().items()}
+    detail = result.to_dict(include_samples=False)
+    detail["repairs"] = read.repairs.as_dict()
+    runs.register_run(samples, plan, {"distances": distances, "seed": int(seed)}, read.layout,
+                      {"summary": summary, "detail": detail})
+    if progress:
+        progress(1.0, "done")
+    return summary

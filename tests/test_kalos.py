@@ -1,0 +1,528 @@
+"""KαLOS α: the reference package as an oracle on the shared LVIS data, the
+`krippendorff` package as an oracle for α, the reliability-matrix conventions,
+invariance, properties, validation and the τ sensitivity curve."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agreement.coco import read_multi_rater_coco
+from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.geometry.boxes import pairwise_iou
+from agreement.kalos import (
+    DEFAULT_TAUS,
+    NO_OBJECT,
+    _candidates,
+    _paired_iou,
+    _box_corners,
+    grouped_alpha,
+    kalos_alpha,
+    reliability_alpha,
+    sensitivity_curve,
+)
+from agreement.krippendorff import nominal_alpha
+
+
+def aset(boxes, labels, ids=None):
+    boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
+    return AnnotationSet(boxes, list(labels), ids if ids is not None else [None] * len(boxes))
+
+
+def corpus(samples, raters=("a", "b")):
+    """``samples``: list of {rater: (boxes, labels) or None (not assigned)}; missing raters unassigned."""
+    sets = []
+    for m in samples:
+        sets.append({r: (None if v is None else aset(*v)) for r, v in m.items()})
+    return MultiRaterAnnotations.from_sets([f"s{i}" for i in range(len(samples))], list(raters), sets)
+
+
+A = [0.1, 0.1, 0.2, 0.2]
+B = [0.6, 0.6, 0.2, 0.2]
+A2 = [0.11, 0.1, 0.2, 0.2]  # IoU with A about 0.9
+
+
+# --------------------------------------------------------------------------
+# Oracle: the kalos reference package on the shared LVIS data
+# --------------------------------------------------------------------------
+
+
+def run_reference(path, threshold_func: str, tau: float, monkeypatch):
+    """Runs kalos' own pipeline (calculate_iaa, greedy, category_lenient) on the
+    COCO file and records the clusters and reliability matrix of every image."""
+    ca = pytest.importorskip("kalos.correspondence.correspondence_algorithms")
+    core = pytest.importorskip("kalos.iaa.core")
+    from kalos.utils.data_loading import load_and_preprocess_data
+
+    pkg = load_and_preprocess_data(path, "coco-json")
+    processed = pkg["processed_data"]
+    by_identity = {id(img): img_id for img_id, img in processed.items()}
+    clusters, matrices = {}, {}
+
+    def recording(image_data, pairwise_scores, cost_func, similarity_threshold):
+        out = ca.match_greedy(image_data, pairwise_scores, cost_func, similarity_threshold)
+        img_id = by_identity[id(image_data)]
+        clusters[img_id] = out
+        matrices[img_id] = core.build_reliability_matrix(image_data, out)
+        return out
+
+    monkeypatch.setitem(ca.MATCHING_FUNCTIONS, "greedy_recording", recording)
+    mean_alpha, global_alpha, *_rest = core.calculate_iaa(
+        processed, pkg["categories"], "greedy_recording", threshold_func, "category_lenient", tau,
+        False, False, False, pkg["all_raters"],
+    )
+    image_alphas = _rest[4]
+    return image_alphas, global_alpha, mean_alpha, clusters, matrices
+
+
+def reference_convention(matrix: np.ndarray) -> bool:
+    """Whether the reference's vision_alpha returns 1.0 by convention (not by computation)."""
+    vals = matrix[~np.isnan(matrix)]
+    if matrix.size == 0 or vals.size == 0 or np.all(vals == vals[0]):
+        return True
+    pairable = (~np.isnan(matrix)).sum(axis=0) >= 2
+    return not pairable.any()
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    "similarity, threshold_func, tau",
+    [("iou", "bbox_iou_similarity", 0.5), ("iou", "bbox_iou_similarity", 0.25),
+     ("polygon_iou", "segm_iou_similarity", 0.5)],
+)
+def test_oracle_greedy_soft_on_lvis_equals_the_kalos_package(lvis_path, monkeypatch, similarity, threshold_func, tau):
+    data = read_multi_rater_coco(lvis_path).annotations
+    ours = kalos_alpha(data, similarity=similarity, tau=tau, solver="greedy", cost="soft")
+    ref_alpha, ref_global, ref_mean, ref_clusters, ref_matrices = run_reference(lvis_path, threshold_func, tau,
+                                                                                monkeypatch)
+    assert set(ref_alpha) == set(data.sample_ids.tolist())
+    n_conv = 0
+    for s, sid in enumerate(data.sample_ids.tolist()):
+        rows = np.flatnonzero(data.sample_index == s)
+        mine: dict[int, set] = {}
+        for i in rows.tolist():
+            mine.setdefault(int(ours.unit[i]), set()).add(data.label_ids[i])
+        # The units of every sample.
+        assert {frozenset(v) for v in mine.values()} == {frozenset(c) for c in ref_clusters[sid]}, sid
+        assert ours.n_units[s] == len(ref_clusters[sid])
+        conv = reference_convention(ref_matrices[sid])
+        if conv:
+            # The reference's 1.0 convention: NaN with a reason here.
+            n_conv += 1
+            assert ref_alpha[sid] == 1.0
+            assert np.isnan(ours.alpha[s]) and ours.reason[s], sid
+        else:
+            assert ours.alpha[s] == pytest.approx(ref_alpha[sid], abs=1e-9), sid
+            assert ours.reason[s] == ""
+    assert n_conv == ours.n_undefined > 0
+    assert ours.global_alpha == pytest.approx(ref_global, abs=1e-9)
+    # The reference's mean includes its 1.0s; ours is over defined samples only.
+    ref_vals = np.array([ref_alpha[sid] for sid in data.sample_ids.tolist()])
+    defined = ~np.isnan(ours.alpha)
+    assert ref_mean == pytest.approx(ref_vals.mean(), abs=1e-12)
+    assert ours.mean_alpha == pytest.approx(ref_vals[defined].mean(), abs=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Oracle: the krippendorff package
+# --------------------------------------------------------------------------
+
+
+def random_matrix(rng, R, U, C, p_missing):
+    m = rng.integers(0, C, (R, U)).astype(np.int64)
+    m[rng.random((R, U)) < p_missing] = -1
+    return m
+
+
+def package_alpha(m):
+    kp = pytest.importorskip("krippendorff")
+    x = np.where(m < 0, np.nan, m.astype(float))
+    return kp.alpha(reliability_data=x, level_of_measurement="nominal")
+
+
+def test_alpha_equals_the_krippendorff_package_on_random_matrices():
+    rng = np.random.default_rng(0)
+    checked = 0
+    for trial in range(200):
+        R, U, C = rng.integers(2, 7), rng.integers(2, 40), rng.integers(2, 6)
+        m = random_matrix(rng, R, U, C, rng.uniform(0, 0.6))
+        ours = reliability_alpha(m)
+        if not ours.defined:
+            continue
+        expected = package_alpha(m)
+        assert ours.alpha == pytest.approx(expected, abs=1e-12)
+        assert ours.alpha == pytest.approx(nominal_alpha(m).alpha, abs=1e-12)
+        # Grouped: each group equals the package on its columns.
+        G = int(rng.integers(1, 4))
+        groups = np.sort(rng.integers(0, G, m.shape[1]))
+        a, d_o, d_e, n = grouped_alpha(m, groups, G)
+        for g in range(G):
+            sub = m[:, groups == g]
+            ref = nominal_alpha(sub) if sub.shape[1] else None
+            if ref is None or not ref.defined:
+                assert np.isnan(a[g])
+                continue
+            assert a[g] == pytest.approx(package_alpha(sub), abs=1e-12)
+            assert d_o[g] == pytest.approx(ref.observed, abs=1e-12)
+            assert d_e[g] == pytest.approx(ref.expected, abs=1e-12)
+        checked += 1
+    assert checked > 150
+
+
+def test_alpha_undefined_cases_have_reasons():
+    assert np.isnan(reliability_alpha(np.array([[0, 0], [0, 0]])).alpha)
+    assert "no variation" in reliability_alpha(np.array([[0, 0], [0, 0]])).reason
+    assert "fewer than 2" in reliability_alpha(np.array([[0, -1], [-1, 1]])).reason
+    assert "fewer than 2" in reliability_alpha(np.zeros((2, 0), dtype=np.int64)).reason
+
+
+# --------------------------------------------------------------------------
+# Reliability matrix conventions
+# --------------------------------------------------------------------------
+
+
+def test_reliability_matrix_no_object_missing_and_empty_samples():
+    data = corpus(
+        [
+            {"a": ([A, B], ["cat", "dog"]), "b": ([A2], ["cat"]), "c": None},  # b misses the dog; c not assigned
+            {"a": ([], []), "b": ([], []), "c": ([], [])},  # everybody looked, nothing there
+            {"a": ([A], ["cat"]), "b": None, "c": None},  # one rater only
+            {"a": None, "b": None, "c": None},  # nobody assigned
+        ],
+        raters=("a", "b", "c"),
+    )
+    res = kalos_alpha(data)
+    cat, dog, no = (res.categories.index(x) for x in ("cat", "dog", NO_OBJECT))
+    assert res.categories[-1] == NO_OBJECT and res.no_object_code == no
+    assert res.n_units.tolist() == [2, 0, 1, 0]
+    assert res.unit_sample.tolist() == [0, 0, 1, 2]
+    assert res.reliability.tolist() == [
+        [cat, dog, no, cat],
+        [cat, no, no, -1],
+        [-1, -1, no, -1],
+    ]
+    assert res.empty_unit.tolist() == [False, False, True, False]
+    assert res.unit.tolist() == [0, 1, 0, 0]
+    assert res.unit_column.tolist() == [0, 1, 0, 3]
+    # Per-sample: sample 0 defined; the others NaN with a reason.
+    assert not np.isnan(res.alpha[0])
+    assert "nothing" in res.reason[1] and "reference tool reports 1.0" in res.reason[1]
+    assert "only one rater" in res.reason[2]
+    assert "no rater" in res.reason[3]
+    assert res.n_undefined == 3 and res.n_defined == 1 and res.mean_alpha == res.alpha[0]
+    assert res.sample_columns(1) == slice(2, 3)
+    assert sum(res.undefined_reasons().values()) == 3
+    # Global alpha equals nominal alpha of the pooled matrix.
+    assert res.global_alpha == pytest.approx(nominal_alpha(res.reliability).alpha, abs=1e-12)
+    assert res.summary()["n_undefined"] == 3
+
+
+def test_single_class_perfect_agreement_is_nan_not_one():
+    data = corpus([{"a": ([A, B], ["cat", "cat"]), "b": ([A2, B], ["cat", "cat"])},
+                   {"a": ([A, B], ["cat", "dog"]), "b": ([A2, B], ["cat", "dog"])}])
+    res = kalos_alpha(data)
+    assert np.isnan(res.alpha[0]) and "no variation" in res.reason[0] and "'cat'" in res.reason[0]
+    assert res.alpha[1] == 1.0  # perfect agreement with variation is a computed 1
+    assert res.global_alpha == 1.0
+
+
+def test_implicit_and_explicit_absence_differ():
+    explicit = corpus([{"a": ([A, B], ["cat", "dog"]), "b": ([A], ["cat"])},
+                       {"a": ([B], ["dog"]), "b": ([], [])}])
+    implicit = corpus([{"a": ([A, B], ["cat", "dog"]), "b": ([A], ["cat"])},
+                       {"a": ([B], ["dog"]), "b": None}])
+    e, i = kalos_alpha(explicit), kalos_alpha(implicit)
+    assert e.reliability[1, -1] == e.no_object_code
+    assert i.reliability[1, -1] == -1
+    assert e.global_alpha < i.global_alpha
+
+
+def test_sample_order_does_not_change_per_sample_results():
+    rng = np.random.default_rng(5)
+    data = random_corpus(rng, 30, 3)
+    res = kalos_alpha(data)
+    perm = rng.permutation(data.num_samples)
+    res_p = kalos_alpha(data.select_samples(perm))
+    np.testing.assert_array_equal(res_p.alpha, res.alpha[perm])
+    assert res_p.global_alpha == pytest.approx(res.global_alpha, abs=1e-12)
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+def test_bad_parameters_are_clear_errors():
+    data = corpus([{"a": ([A], ["cat"]), "b": ([A2], ["cat"])}])
+    for tau in (0, -1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="tau"):
+            kalos_alpha(data, tau=tau)
+    with pytest.raises(ValueError, match="greedy.*hungarian.*agglomerative.*mgm"):
+        kalos_alpha(data, solver="optimal")
+    with pytest.raises(ValueError, match="soft.*plain"):
+        kalos_alpha(data, cost="lenient")
+    with pytest.raises(ValueError, match="unknown similarity"):
+        kalos_alpha(data, similarity="dice")
+    with pytest.raises(ValueError, match="polygons"):
+        kalos_alpha(data, similarity="polygon_iou")
+    with pytest.raises(ValueError, match="tau"):
+        sensitivity_curve(data, taus=[0.5, 0])
+    with pytest.raises(TypeError, match="MultiRaterAnnotations"):
+        kalos_alpha({"a": 1})
+
+
+def test_class_named_like_no_object_is_a_clear_error():
+    data = corpus([{"a": ([A], ["no_object"]), "b": ([A2], ["cat"])}])
+    with pytest.raises(ValueError, match="no_object.*rename"):
+        kalos_alpha(data)
+    res = kalos_alpha(data, no_object="<none>")
+    assert res.categories[-1] == "<none>" and "no_object" in res.categories
+
+
+def test_single_rater_and_missing_class_are_errors():
+    one = corpus([{"a": ([A], ["cat"])}], raters=("a",))
+    with pytest.raises(ValueError, match="at least two"):
+        kalos_alpha(one)
+    nolabel = corpus([{"a": ([A], [None]), "b": ([A2], ["cat"])}])
+    with pytest.raises(ValueError, match="no class label.*s0"):
+        kalos_alpha(nolabel)
+
+
+def test_non_finite_box_names_the_sample():
+    data = corpus([{"a": ([[np.nan, 0.1, 0.2, 0.2]], ["cat"]), "b": ([A2], ["cat"])}])
+    with pytest.raises(ValueError, match="s0"):
+        kalos_alpha(data)
+
+
+# --------------------------------------------------------------------------
+# Vectorised IoU path = the registry
+# --------------------------------------------------------------------------
+
+
+def test_paired_iou_is_bit_identical_to_pairwise_iou():
+    rng = np.random.default_rng(1)
+    boxes = np.abs(rng.normal(0.3, 0.2, (60, 4)))
+    boxes[:5, 2] = 0.0  # zero-area boxes
+    boxes[5] = boxes[0]  # identical zero-area pair
+    boxes[6, 3] = 0.0
+    data = MultiRaterAnnotations(
+        sample_ids=["s"], raters=("a", "b"), assigned=[[True, True]], boxes=boxes, labels=["x"] * 60,
+        label_ids=[None] * 60, sample_index=np.zeros(60, int), rater_index=np.r_[np.zeros(30, int), np.ones(30, int)],
+    )
+    i, j = np.meshgrid(np.arange(60), np.arange(60), indexing="ij")
+    got = _paired_iou(data, i.ravel(), j.ravel(), _box_corners(data.boxes)).reshape(60, 60)
+    np.testing.assert_array_equal(got, pairwise_iou(data.boxes, data.boxes))
+
+
+def test_vectorised_candidates_equal_the_similarity_registry():
+    rng = np.random.default_rng(2)
+    data = random_corpus(rng, 40, 4)
+    fast = _candidates(data, "iou", 0.3)
+    from agreement.similarity import similarity_matrix
+
+    slow = _candidates(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
+    key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), c.s.tolist()))  # noqa: E731
+    assert key(fast) == key(slow)
+    r_fast = kalos_alpha(data, "iou", 0.3)
+    r_slow = kalos_alpha(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
+    np.testing.assert_array_equal(r_fast.unit, r_slow.unit)
+    np.testing.assert_array_equal(r_fast.alpha, r_slow.alpha)
+
+
+@pytest.mark.parametrize("similarity", ["giou", "centroid"])
+def test_other_box_similarities_run_through_the_registry(similarity):
+    data = random_corpus(np.random.default_rng(3), 20, 3)
+    res = kalos_alpha(data, similarity=similarity, tau=0.6)
+    assert res.similarity == similarity and len(res.alpha) == 20
+
+
+# --------------------------------------------------------------------------
+# Invariance
+# --------------------------------------------------------------------------
+
+
+def random_corpus(rng, S, R, p_unassigned=0.05):
+    sets = []
+    raters = [f"r{k}" for k in range(R)]
+    for s in range(S):
+        k = int(rng.integers(0, 5))
+        wh = rng.uniform(0.05, 0.3, (k, 2))
+        xy = rng.uniform(0, 1, (k, 2)) * (1 - wh)
+        cls = rng.integers(0, 3, k)
+        m = {}
+        for r in raters:
+            if rng.random() < p_unassigned:
+                continue
+            keep = rng.random(k) > 0.15
+            b = np.c_[xy[keep] + rng.normal(0, 0.02, (keep.sum(), 2)), wh[keep]]
+            c = np.where(rng.random(keep.sum()) < 0.2, rng.integers(0, 3, keep.sum()), cls[keep])
+            if rng.random() < 0.3:
+                b = np.vstack([b, np.r_[rng.uniform(0, 0.7, 2), rng.uniform(0.05, 0.3, 2)]])
+                c = np.r_[c, rng.integers(0, 3)]
+            m[r] = aset(np.abs(b), [f"c{v}" for v in c], [f"{s}-{r}-{t}" for t in range(len(c))])
+        sets.append(m)
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(S)], raters, sets)
+
+
+def permute(data, rng):
+    """Raters renamed (so their sorted order changes) and every cell's rows shuffled."""
+    R = data.num_raters
+    perm = rng.permutation(R)
+    new_names = [f"q{int(perm[r])}" for r in range(R)]
+    order = np.lexsort((rng.random(len(data)), data.sample_index))
+    return MultiRaterAnnotations(
+        sample_ids=data.sample_ids, raters=tuple(sorted(new_names)), assigned=data.assigned[:, np.argsort(perm)],
+        boxes=data.boxes[order], labels=data.labels[order], label_ids=data.label_ids[order],
+        sample_index=data.sample_index[order], rater_index=perm[data.rater_index[order]],
+    )
+
+
+def units_by_id(data, res):
+    out = set()
+    for s in range(data.num_samples):
+        rows = np.flatnonzero(data.sample_index == s)
+        groups: dict[int, set] = {}
+        for i in rows.tolist():
+            groups.setdefault(int(res.unit[i]), set()).add(data.label_ids[i])
+        out |= {(s, frozenset(v)) for v in groups.values()}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_greedy_units_and_alpha_are_invariant_to_permuting_raters_and_annotations(seed):
+    rng = np.random.default_rng(seed)
+    data = random_corpus(rng, 60, 4)
+    res = kalos_alpha(data)
+    for _ in range(3):
+        p = permute(data, rng)
+        res_p = kalos_alpha(p)
+        assert units_by_id(p, res_p) == units_by_id(data, res)
+        np.testing.assert_allclose(res_p.alpha, res.alpha, rtol=0, atol=1e-12)
+        assert res_p.global_alpha == pytest.approx(res.global_alpha, abs=1e-12)
+        assert res_p.n_units.tolist() == res.n_units.tolist()
+
+
+# --------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def scenes(draw, max_samples=12, max_raters=4):
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    S = draw(st.integers(1, max_samples))
+    R = draw(st.integers(2, max_raters))
+    objects = []
+    for _ in range(S):
+        k = int(rng.integers(0, 5))
+        # Non-overlapping grid cells, so that units are unambiguous.
+        cells = rng.choice(16, k, replace=False)
+        boxes = np.c_[(cells % 4) * 0.25 + 0.02, (cells // 4) * 0.25 + 0.02, np.full(k, 0.2), np.full(k, 0.2)]
+        objects.append((boxes, rng.integers(0, 4, k)))
+    return rng, R, objects
+
+
+def build(objects, R, labels_of):
+    """Each rater draws every object's box, with the class ``labels_of(r, s, true_classes)``."""
+    raters = [f"r{k}" for k in range(R)]
+    sets = [{r: aset(b, [f"c{v}" for v in labels_of(k, s, c)]) for k, r in enumerate(raters)}
+            for s, (b, c) in enumerate(objects)]
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(len(objects))], raters, sets)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenes())
+def test_identical_raters_agree_perfectly(scene):
+    rng, R, objects = scene
+    res = kalos_alpha(build(objects, R, lambda r, s, c: c))
+    defined = ~np.isnan(res.alpha)
+    assert np.all(res.alpha[defined] == 1.0)
+    # Undefined only by convention: nothing drawn, or one class only.
+    for s in np.flatnonzero(~defined):
+        assert len(np.unique(objects[s][1])) <= 1
+    if np.isnan(res.global_alpha):
+        assert "no variation" in res.global_reason
+    else:
+        assert res.global_alpha == pytest.approx(1.0, abs=1e-12)
+
+
+def test_raters_drawing_from_unrelated_samples_agree_at_chance_level():
+    # Same boxes (localisation agreed), but every rater's classes are drawn
+    # independently from the class distribution: alpha about 0.
+    rng = np.random.default_rng(11)
+    objects = []
+    for _ in range(400):
+        k = int(rng.integers(1, 6))
+        cells = rng.choice(16, k, replace=False)
+        objects.append((np.c_[(cells % 4) * 0.25, (cells // 4) * 0.25, np.full(k, 0.2), np.full(k, 0.2)],
+                        rng.integers(0, 4, k)))
+    res = kalos_alpha(build(objects, 3, lambda r, s, c: rng.integers(0, 4, len(c))))
+    assert abs(res.global_alpha) < 0.05
+    assert abs(res.mean_alpha) < 0.1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenes(max_samples=10))
+def test_systematic_disagreement_is_below_zero(scene):
+    rng, R, objects = scene
+    # Two raters; the second always names the next class (a systematic swap).
+    data = build(objects, 2, lambda r, s, c: c if r == 0 else (c + 1) % 4)
+    res = kalos_alpha(data)
+    if np.isnan(res.global_alpha):
+        return
+    assert res.global_alpha < 0
+    defined = ~np.isnan(res.alpha)
+    assert np.all(res.alpha[defined] < 0)
+
+
+def test_disjoint_boxes_are_systematic_disagreement():
+    data = corpus([{"a": ([A], ["cat"]), "b": ([B], ["cat"])}] * 5)
+    res = kalos_alpha(data)
+    assert res.global_alpha < 0
+    assert np.all(res.n_units == 2)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenes(max_samples=8), st.sampled_from(["greedy", "hungarian", "agglomerative"]))
+def test_per_sample_alpha_is_nominal_alpha_of_the_sample_columns(scene, solver):
+    rng, R, objects = scene
+    data = build(objects, R, lambda r, s, c: np.where(rng.random(len(c)) < 0.3, rng.integers(0, 4, len(c)), c))
+    res = kalos_alpha(data, solver=solver)
+    for s in range(data.num_samples):
+        ref = nominal_alpha(res.reliability[:, res.sample_columns(s)])
+        if ref.defined:
+            assert res.alpha[s] == pytest.approx(ref.alpha, abs=1e-12)
+        else:
+            assert np.isnan(res.alpha[s])
+    assert (res.alpha[~np.isnan(res.alpha)] <= 1 + 1e-12).all()
+
+
+# --------------------------------------------------------------------------
+# Sensitivity curve
+# --------------------------------------------------------------------------
+
+
+def test_sensitivity_curve_equals_kalos_alpha_at_each_tau():
+    data = random_corpus(np.random.default_rng(4), 50, 3)
+    curve = sensitivity_curve(data)
+    assert curve.taus.tolist() == sorted(DEFAULT_TAUS)
+    for k, t in enumerate(curve.taus):
+        res = kalos_alpha(data, tau=float(t))
+        assert curve.global_alpha[k] == pytest.approx(res.global_alpha, abs=1e-12)
+        assert curve.mean_alpha[k] == pytest.approx(res.mean_alpha, abs=1e-12)
+        assert curve.n_undefined[k] == res.n_undefined
+        assert curve.n_units[k] == res.reliability.shape[1]
+    # A stricter tau matches fewer boxes: never fewer units.
+    assert np.all(np.diff(curve.n_units) >= 0)
+    assert json.dumps(curve.as_dict())
+
+
+def test_sensitivity_curve_with_another_solver_and_similarity():
+    data = random_corpus(np.random.default_rng(6), 20, 3)
+    curve = sensitivity_curve(data, taus=(0.7, 0.3), similarity="giou", solver="hungarian", cost="plain")
+    assert curve.taus.tolist() == [0.3, 0.7] and curve.solver == "hungarian" and curve.similarity == "giou"
