@@ -103,6 +103,7 @@ class CalibrateAgreement(foo.Operator):
         inputs.list("distances", types.String(), default=list(DEFAULT_DISTANCES), label="Candidate distances",
                     description="1 − similarity; polygon/mask distances need polygon/mask labels", view=dropdown)
         inputs.int("seed", default=0, label="Seed", description="Seed of the chance (other-sample) draws")
+        inputs.str("plot_path", required=False, label="Save a PNG plot to", description="Optional file path")
         run_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Calibrate agreement"))
 
@@ -117,6 +118,7 @@ class CalibrateAgreement(foo.Operator):
             distances=p.get("distances") or None,
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
+            plot_path=p.get("plot_path") or None,
             progress=lambda f, label: ctx.set_progress(progress=f, label=label),
         )
         return {"key": p["key"], **result}

@@ -32,6 +32,7 @@ def calibrate_agreement(
     distances: Sequence[str] = DEFAULT_DISTANCES,
     seed: int = 0,
     overwrite: bool = False,
+    plot_path: str | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> dict:
     """Calibrates ``distances`` on ``samples`` and stores the result as run ``key``.
@@ -39,7 +40,8 @@ def calibrate_agreement(
     Returns the flat summary of :meth:`agreement.calibration.CalibrationResult.summary`
     (``best_distance``, ``ks``, ``tau_star``, ``similarity_threshold`` (the τ
     to give KαLOS), ``beta_star``, ``beta_star_oc_cost``, and per distance
-    ``ks_<d>``, ``ks2_<d>``, ``tau_<d>``) with NaN as ``None``.
+    ``ks_<d>``, ``ks2_<d>``, ``tau_<d>``) with NaN as ``None``; with
+    ``plot_path``, also writes the two distributions per distance as a PNG there.
     """
     distances = list(dict.fromkeys(distances or DEFAULT_DISTANCES))
     unknown = [d for d in distances if d not in SIMILARITIES]
@@ -57,6 +59,10 @@ def calibrate_agreement(
     summary = {k: (v if not isinstance(v, float) or v == v else None) for k, v in result.summary().items()}
     detail = result.to_dict(include_samples=False)
     detail["repairs"] = read.repairs.as_dict()
+    if plot_path:
+        from agreement.calibration import plot_calibration_png
+
+        summary["plot_path"] = plot_calibration_png(result, plot_path)
     runs.register_run(samples, plan, {"distances": distances, "seed": int(seed)}, read.layout,
                       {"summary": summary, "detail": detail})
     if progress:

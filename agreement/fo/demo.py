@@ -142,6 +142,17 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         )
     fields = dataset.info["iaa_demo"]["rater_fields"]
     report["ot"] = _run("compute_ot_agreement", dataset, fields=fields, key="ot", lam=0.5, beta=0.5, overwrite=True)
+    out_dir = os.path.join(fo.config.default_dataset_dir, name)
+    report["calibration"] = _run(
+        "calibrate_agreement", dataset, fields=fields, key="calibration", distances=["iou", "giou", "centroid"],
+        plot_path=os.path.join(out_dir, "calibration.png"), overwrite=True,
+    )
+    report["simulation"] = _run(
+        "simulate_raters", dataset, field="truth", key="sim", num_raters=4, noise="empirical", magnitude=2.0,
+        school_size=2, seed=seed, overwrite=True,
+    )
+    report["ot_sim"] = _run("compute_ot_agreement", dataset, fields=report["simulation"]["fields"], key="ot_sim",
+                            overwrite=True)
     report["runs"] = _run("list_agreement_runs", dataset)
     _say("[3/3] report")
     _say(f"\nDataset {name!r}: {len(dataset)} images, raters {', '.join(dataset.info['iaa_demo']['rater_fields'])}")
@@ -155,6 +166,20 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         f"re-imported as {imp['dataset_name']!r} (attribute layout): {imp['num_labels']} labels"
     )
     _say(_ot_report(dataset, report["ot"]))
+    cal = report["calibration"]
+    _say(
+        "\n  Calibration (run 'calibration'): KS one-sided "
+        + ", ".join(f"{d} {_fmt(cal.get('ks_' + d))}" for d in ("iou", "giou", "centroid"))
+        + f"; best distance {cal['best_distance']}, tau* {_fmt(cal['tau_star'])} "
+        f"(KaLOS tau = similarity {_fmt(cal['similarity_threshold'])}), OT beta* {_fmt(cal['beta_star'])}"
+        f"\n    densities plotted to {cal.get('plot_path')}"
+    )
+    sim = report["simulation"]
+    _say(
+        f"\n  Simulated raters (run 'sim', KaLOS empirical noise fitted on LVIS, magnitude 2, from 'truth'): "
+        f"{', '.join(sim['fields'])}; school sharing a box offset: {', '.join(sim['school']) or 'none'}"
+        f"\n    their alpha-OT: {_fmt(report['ot_sim']['alpha_ot'])}, mean OT score {_fmt(report['ot_sim']['mean_ot'])}"
+    )
     _say(f"\n  agreement runs on {name!r}: {report['runs']['keys'] or 'none yet'}")
     _say(
         "\nOpen the App on the demo dataset with:\n"
