@@ -212,3 +212,35 @@ def test_run_on_a_view_writes_only_its_samples(per_rater_ds):
     assert per_rater_ds.values("v_score") == [0.0, 0.1, None]
     assert len(per_rater_ds.load_run_view("v")) == 2
     runs.delete_agreement_run(per_rater_ds, "v")
+
+
+def test_masks_and_keypoints_are_read(fo, make_dataset):
+    from agreement.fo.reading import read_annotations
+    from agreement.validation import AnnotationError
+
+    m = np.zeros((4, 6), dtype=bool)
+    m[1:3, 2:5] = True
+    D, K, nan = fo.Detections, fo.Keypoints, float("nan")
+    ds = make_dataset([fo.Sample(
+        filepath="/data/m.jpg",
+        a=D(detections=[fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.3, 0.2], mask=m)]),
+        b=D(detections=[fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.3, 0.2])]),
+        ka=K(keypoints=[fo.Keypoint(label="p", points=[[0.1, 0.2], [nan, nan], [0.3, 0.5]])]),
+        kb=K(keypoints=[fo.Keypoint(label="p", points=[[0.12, 0.2], [0.2, 0.3], [0.3, 0.45]])]),
+    )])
+    a = read_annotations(ds, fields=["a", "b"], masks=True).annotations
+    assert a.masks[0].dtype == bool and a.masks[0].tolist() == m.tolist() and a.masks[1] is None
+    assert read_annotations(ds, fields=["a", "b"]).annotations.masks is None
+    k = read_annotations(ds, fields=["ka", "kb"]).annotations
+    assert k.keypoints.shape == (2, 3, 2) and np.isnan(k.keypoints[0, 1]).all()
+    np.testing.assert_allclose(k.boxes[0], [0.1, 0.2, 0.2, 0.3])  # bounds of the labelled points
+    bad = make_dataset([fo.Sample(filepath="/data/k.jpg",
+                                  ka=K(keypoints=[fo.Keypoint(label="p", points=[[nan, nan], [nan, nan]])]),
+                                  kb=K(keypoints=[fo.Keypoint(label="p", points=[[0.1, 0.1], [0.2, 0.2]])]))])
+    with pytest.raises(AnnotationError, match="k.jpg.*field 'ka'.*no labelled point"):
+        read_annotations(bad, fields=["ka", "kb"])
+    odd = make_dataset([fo.Sample(filepath="/data/o.jpg",
+                                  ka=K(keypoints=[fo.Keypoint(label="p", points=[[0.1, 0.1]])]),
+                                  kb=K(keypoints=[fo.Keypoint(label="p", points=[[0.1, 0.1], [0.2, 0.2]])]))])
+    with pytest.raises(AnnotationError, match="different numbers of points"):
+        read_annotations(odd, fields=["ka", "kb"])

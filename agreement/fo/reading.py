@@ -13,8 +13,10 @@ Two layouts, both first-class:
   empty) label list is assumed to be assigned to every rater seen in the view
   (a fully crossed design); this assumption is reported in ``layout``.
 
-Supported label types: ``Detections`` (boxes), ``Polylines`` (polygons; the box
-is the polygon's bounding box). Boxes are validated (see
+Supported label types: ``Detections`` (boxes, and their instance masks with
+``masks=True``), ``Polylines`` (polygons; the box is the polygon's bounding
+box), ``Keypoints`` (points, NaN where missing; the box is the bounding box of
+the labelled points, used as the object scale of OKS). Boxes are validated (see
 :mod:`agreement.validation`): NaN/infinite/negative-size boxes are errors that
 name the sample, the field and the label; boxes past the image border are
 clipped and reported (``box_policy="clip"``) or rejected (``"error"``).
@@ -39,7 +41,7 @@ from agreement.validation import AnnotationError, RepairReport, validate_boxes
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES"]
 
-LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines"}
+LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
 
 @dataclass
@@ -128,6 +130,28 @@ def _gc_paused():
             gc.enable()
 
 
+def _boxes_from_keypoints(points_per_label: list, where: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    if not points_per_label:
+        return np.zeros((0, 4)), np.zeros((0, 0, 2))
+    sizes = {len(p or []) for p in points_per_label}
+    if len(sizes) > 1:
+        raise AnnotationError(
+            f"keypoint labels have different numbers of points ({sorted(sizes)}); every label of a skeleton "
+            f"must list the same K points (use NaN for missing ones), e.g. {where[0]}"
+        )
+    kps = np.array([[[np.nan, np.nan] if pt is None else pt for pt in (p or [])] for p in points_per_label],
+                   dtype=np.float64).reshape(len(points_per_label), -1, 2)
+    labelled = np.isfinite(kps).all(axis=2)
+    empty = ~labelled.any(axis=1)
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise AnnotationError(f"{where[i]}: a keypoint label has no labelled point (all are missing)")
+    lo = np.where(labelled[..., None], kps, np.inf).min(axis=1)
+    hi = np.where(labelled[..., None], kps, -np.inf).max(axis=1)
+    boxes = np.concatenate([lo, hi - lo], axis=1)
+    return boxes, kps
+
+
 def read_annotations(
     samples,
     fields: Sequence[str] | None = None,
@@ -137,6 +161,7 @@ def read_annotations(
     box_policy: str = "clip",
     min_raters: int = 2,
     image_sizes: bool = False,
+    masks: bool = False,
 ) -> ReadResult:
     """Reads every rater's annotations on ``samples`` with bulk ``values()`` calls.
 
@@ -150,6 +175,8 @@ def read_annotations(
         box_policy: ``"clip"`` or ``"error"`` for boxes past the image border.
         min_raters: fewer raters than this is an error.
         image_sizes: also read ``metadata.width``/``height`` (NaN when missing).
+        masks: also read the instance masks of ``Detections`` (``None`` where
+            a detection has none).
 
     Raises:
         AnnotationError: naming the sample and field, for every bad input.
@@ -172,10 +199,12 @@ def read_annotations(
                 + ", ".join(f"{f}: {t.__name__}" for f, t in types.items())
             )
         with _gc_paused():
-            return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes)
+            return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes, masks)
     ltype = _label_type(samples, field)
     with _gc_paused():
-        return _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes)
+        return _read_attribute_layout(
+            samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, masks
+        )
 
 
 def _base_paths(image_sizes: bool) -> list[str]:
@@ -193,20 +222,25 @@ def _sizes(values: list, image_sizes: bool, n: int) -> np.ndarray | None:
     return np.stack([w, h], axis=1).reshape(n, 2)
 
 
-def _geometry_paths(field: str, ltype: type) -> list[str]:
+def _geometry_paths(field: str, ltype: type, masks: bool = False) -> list[str]:
+    """Paths read per label field: geometry, label, id (and mask)."""
     lf = LABEL_TYPES[ltype]
     geo = "bounding_box" if ltype is fol.Detections else "points"
-    return [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"]
+    paths = [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"]
+    if masks and ltype is fol.Detections:
+        paths.append(f"{field}.{lf}.mask")
+    return paths
 
 
 def _flatten(per_sample: list, counts: np.ndarray) -> list:
     return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
 
 
-def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes) -> ReadResult:
+def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=False) -> ReadResult:
     paths = _base_paths(image_sizes)
+    width = len(_geometry_paths(fields[0], ltype, masks))
     for f in fields:
-        paths += _geometry_paths(f, ltype)
+        paths += _geometry_paths(f, ltype, masks)
     values = samples.values(paths)
     sample_ids, filepaths = values[0], values[1]
     nb = len(_base_paths(image_sizes))
@@ -215,30 +249,36 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes) -> Read
     order = [fields.index(r) for r in raters]
     assigned = np.zeros((S, R), dtype=bool)
     counts = np.zeros((S, R), dtype=np.intp)
-    geo_cols, label_cols, id_cols = [], [], []
+    geo_cols, label_cols, id_cols, mask_cols = [], [], [], []
     for r, fi in enumerate(order):
-        geo, labs, ids = values[nb + 3 * fi: nb + 3 * fi + 3]
+        block = values[nb + width * fi: nb + width * fi + width]
+        geo, labs, ids = block[:3]
         assigned[:, r] = [g is not None for g in geo]
         counts[:, r] = [len(g) if g is not None else 0 for g in geo]
         geo_cols.append(geo)
         label_cols.append(labs)
         id_cols.append(ids)
+        mask_cols.append(block[3] if width > 3 else None)
     # rows sorted by (sample, rater): interleave per sample
-    cells_geo, cells_lab, cells_id = [], [], []
+    cells_geo, cells_lab, cells_id, cells_mask = [], [], [], []
     for s in range(S):
         for r in range(R):
             if counts[s, r]:
                 cells_geo.append(geo_cols[r][s])
                 cells_lab.append(label_cols[r][s])
                 cells_id.append(id_cols[r][s])
+                if width > 3:
+                    cells_mask.append(mask_cols[r][s])
     flat_geo = list(chain.from_iterable(cells_geo))
+    flat_masks = list(chain.from_iterable(cells_mask)) if width > 3 else None
     labels = np.array(list(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
     ids = np.array(list(chain.from_iterable(cells_id)) + [None], dtype=object)[:-1]
     flat_counts = counts.reshape(-1)
     s_idx = np.repeat(np.repeat(np.arange(S), R), flat_counts)
     r_idx = np.repeat(np.tile(np.arange(R), S), flat_counts)
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
-    boxes, polygons = _geometry(flat_geo, ltype)
+    where = _Where(s_idx, field_of_row, sample_ids, filepaths, None)
+    boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
     repairs = RepairReport()
     boxes = _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
     ann = MultiRaterAnnotations(
@@ -253,6 +293,8 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes) -> Read
         image_sizes=_sizes(values, image_sizes, S),
         polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
+        masks=_masks(flat_masks, labels),
+        keypoints=keypoints,
     )
     layout = {
         "layout": "fields",
@@ -263,11 +305,34 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes) -> Read
     return ReadResult(ann, layout, repairs, {r: r for r in raters})
 
 
-def _geometry(flat_geo: list, ltype: type) -> tuple[np.ndarray, list | None]:
+class _Where:
+    """Lazily builds "sample ..., field ..." locations for error messages."""
+
+    def __init__(self, s_idx, field_of_row, sample_ids, filepaths, raters_of_row):
+        self.s_idx, self.field_of_row = s_idx, field_of_row
+        self.sample_ids, self.filepaths, self.raters_of_row = sample_ids, filepaths, raters_of_row
+
+    def __getitem__(self, i: int) -> str:
+        s = self.s_idx[i]
+        rater = f" (rater {self.raters_of_row[i]!r})" if self.raters_of_row is not None else ""
+        return f"{_sample_label(self.sample_ids[s], self.filepaths[s])}, field {self.field_of_row[i]!r}{rater}"
+
+
+def _geometry(flat_geo: list, ltype: type, where) -> tuple[np.ndarray, list | None, np.ndarray | None]:
     if ltype is fol.Detections:
         boxes = np.array(flat_geo, dtype=np.float64).reshape(-1, 4) if flat_geo else np.zeros((0, 4))
-        return boxes, None
-    return _boxes_from_polylines(flat_geo)
+        return boxes, None, None
+    if ltype is fol.Keypoints:
+        boxes, kps = _boxes_from_keypoints(flat_geo, where)
+        return boxes, None, kps
+    boxes, polygons = _boxes_from_polylines(flat_geo)
+    return boxes, polygons, None
+
+
+def _masks(flat_masks: list | None, labels: np.ndarray) -> list | None:
+    if flat_masks is None or not any(m is not None for m in flat_masks):
+        return None
+    return [None if m is None else np.asarray(m).astype(bool) for m in flat_masks]
 
 
 def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy, repairs, raters_of_row):
@@ -301,9 +366,12 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
     return boxes
 
 
-def _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes):
+def _read_attribute_layout(
+    samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, masks=False
+):
     lf = LABEL_TYPES[ltype]
-    paths = _base_paths(image_sizes) + _geometry_paths(field, ltype) + [f"{field}.{lf}.{rater_attr}"]
+    gpaths = _geometry_paths(field, ltype, masks)
+    paths = _base_paths(image_sizes) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
         schema = samples.get_field_schema()
         if raters_field not in schema:
@@ -317,8 +385,10 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_
     values = samples.values(paths)
     nb = len(_base_paths(image_sizes))
     sample_ids, filepaths = values[0], values[1]
-    geo, labs, ids, who = values[nb: nb + 4]
-    listed = values[nb + 4] if raters_field is not None else None
+    geo, labs, ids = values[nb: nb + 3]
+    mask_col = values[nb + 3] if len(gpaths) > 3 else None
+    who = values[nb + len(gpaths)]
+    listed = values[nb + len(gpaths) + 1] if raters_field is not None else None
     S = len(sample_ids)
     counts = np.array([len(g) if g is not None else 0 for g in geo], dtype=np.intp)
     flat_who = np.array(_flatten(who, counts) + [None], dtype=object)[:-1]
@@ -366,9 +436,11 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_
         )
     labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
     label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
-    boxes, polygons = _geometry(_flatten(geo, counts), ltype)
+    field_of_row = np.full(int(counts.sum()), field, dtype=object)
+    boxes, polygons, keypoints = _geometry(
+        _flatten(geo, counts), ltype, _Where(s_rows, field_of_row, sample_ids, filepaths, flat_who)
+    )
     repairs = RepairReport()
-    field_of_row = np.full(len(boxes), field, dtype=object)
     boxes = _validated(boxes, labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
     ann = MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
@@ -382,6 +454,8 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, raters_field, box_
         image_sizes=_sizes(values, image_sizes, S),
         polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
+        masks=_masks(_flatten(mask_col, counts) if mask_col is not None else None, labels),
+        keypoints=keypoints,
     )
     layout = {
         "layout": "attribute",
