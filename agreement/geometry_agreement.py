@@ -121,19 +121,20 @@ Bootstrap, chance sample, budget, determinism
   within-item). Matchings are computed once; a resample only reweighs
   per-sample and per-set-pair statistics. The interval of a statistic uses
   the resamples where it is defined (``Estimate.n_resamples``).
-* **Chance sample**: when the between-item population costs at most
-  ``max_pairs`` comparisons every between-item set pair is measured (exact);
-  otherwise set pairs are drawn uniformly with replacement from a fixed-seed
-  stream until the next draw would exceed ``max_pairs`` comparisons
-  (duplicates are measured once and weighted by multiplicity).
 * **Pair budget** (hard): comparing sets of ``n`` and ``m`` annotations costs
-  ``max(1, n m)`` comparisons. Samples are visited in a fixed-seed order (a
-  hash of the seed and the sample id) and a sample is measured whole when its
-  within-item cost fits in what remains of ``max_pairs``, else skipped whole
-  (never half-measured); the result says ``truncated`` and how many samples
-  were measured. The chance baseline is drawn from measured samples and has
-  its own ``max_pairs`` comparisons, so at most ``2 max_pairs`` comparisons
-  are made.
+  ``max(1, n m)`` comparisons, and at most ``max_pairs`` comparisons are made
+  in all. The within-item measurement may use up to half of it
+  (``ceil(max_pairs / 2)``): samples are visited in a fixed-seed order (a
+  hash of the seed and the sample id, so that a truncated run measures a
+  random subset) and a sample is measured whole when its within-item cost
+  fits in what remains, else skipped whole (never half-measured); the result
+  says ``truncated`` and how many samples were measured.
+* **Chance sample**: the chance baseline is drawn from the measured samples
+  and gets the rest of the budget (at least ``floor(max_pairs / 2)``). When
+  the between-item population costs no more, every between-item set pair is
+  measured (``between_exact``); otherwise set pairs are drawn uniformly with
+  replacement from a fixed-seed stream until the next draw would exceed it
+  (duplicates are measured once and weighted by their multiplicity).
 * **Determinism**: sample order, draws and resamples are defined on sample
   ids (sorted by ``str``, or hashed with the seed), so identical data gives
   identical numbers after a restart, whatever the order of samples (up to
@@ -676,11 +677,12 @@ def geometry_agreement(
     ws, wa, wb, wn, wm = _within_set_pairs(assigned, counts)
     wcost = np.maximum(1, wn * wm)
     cost_s = np.bincount(ws, weights=wcost, minlength=S).astype(np.int64)
-    if int(cost_s.sum()) <= max_pairs:
+    within_budget = (max_pairs + 1) // 2
+    if int(cost_s.sum()) <= within_budget:
         keep = np.ones(S, dtype=bool)
     else:
         keep = np.zeros(S, dtype=bool)
-        remaining = max_pairs
+        remaining = within_budget
         order = _budget_order(data.sample_ids, seed)
         cl = cost_s.tolist()
         for s in order.tolist():
@@ -693,6 +695,7 @@ def geometry_agreement(
     ws, wa, wb, wn, wm, wcost = ws[sel], wa[sel], wb[sel], wn[sel], wm[sel], wcost[sel]
     n_within_pairs = len(ws)
     n_comparisons = int(wcost.sum())
+    chance_budget = max_pairs - n_comparisons  # >= max_pairs // 2
     # Set-pair id of (s, a, b): first id of s plus the lexicographic rank of
     # (a, b) among the raters assigned to s.
     first = np.searchsorted(ws, np.arange(S), side="left")
@@ -758,8 +761,8 @@ def geometry_agreement(
             reasons.append(f"fewer than two raters assigned ({int(n_assigned[s])}): nothing to compare")
         elif skipped[s]:
             reasons.append(
-                f"skipped whole: its {int(cost_s[s])} comparisons did not fit in the pair budget "
-                f"(max_pairs = {max_pairs})")
+                f"skipped whole: its {int(cost_s[s])} comparisons did not fit in what remained of the "
+                f"within-item half of the pair budget (max_pairs = {max_pairs})")
         elif s_ann[s] == 0:
             reasons.append("every assigned rater drew nothing (explicit absence): no annotation to match")
         else:
@@ -796,7 +799,7 @@ def geometry_agreement(
         st_cost.append(tot + zero_pairs - diag)
     n_pop = int(sum(st_pop))
     pop_cost = int(sum(st_cost))
-    between_exact = pop_cost <= max_pairs
+    between_exact = pop_cost <= chance_budget
     bi, bj, bst = [], [], []
     draws = 0
     if n_pop == 0:
@@ -820,7 +823,7 @@ def geometry_agreement(
         lenB = np.asarray([len(v) for v in SB], dtype=np.int64)
         A_of = np.asarray([a for a, _ in strata], np.intp)
         B_of = np.asarray([b for _, b in strata], np.intp)
-        remaining = max_pairs
+        remaining = chance_budget
         while remaining > 0:
             u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
             x = np.searchsorted(cum_end, u, side="right")

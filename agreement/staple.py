@@ -346,7 +346,10 @@ def staple(
     q = np.where(missing, np.nan, q)
     reason = None
     if missing.any():
-        reason = f"raters {np.flatnonzero(missing).tolist()} have no mask: their performance is undefined"
+        reason = (
+            f"raters {np.flatnonzero(missing).tolist()} have no mask (or no observed pixel): "
+            "their performance is undefined"
+        )
     elif np.isnan(p).any() or np.isnan(q).any():
         reason = "some raters labelled only pixels of one class: their other rate is undefined"
     return StapleResult(
@@ -444,7 +447,7 @@ def majority_vote(masks: ArrayLike | Sequence[ArrayLike | None]) -> np.ndarray:
     [True, True, False]
     """
     D, obs, shape = _stack(masks, None)
-    n = obs[:, 0].sum()
+    n = int(obs.any(axis=1).sum())  # raters with a mask
     return (2 * D.sum(axis=0) > n).reshape(shape)
 
 
