@@ -2,6 +2,7 @@
 
 from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
+from .consensus import ComputeMaskConsensus
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
@@ -10,6 +11,7 @@ OPERATORS = [
     ComputeOTAgreement,
     CalibrateAgreement,
     SimulateRaters,
+    ComputeMaskConsensus,
     ExportMultiRaterCoco,
     ListAgreementRuns,
     GetAgreementRunInfo,

@@ -130,7 +130,7 @@ class AgreementPanel(foo.Panel):
             "zmin": -0.2, "zmax": 1.0, "hovertemplate": "%{y} vs %{x}: %{z:.3f}<extra></extra>",
         }] if pm else []
         for i, bar in enumerate(data["bars"]):
-            ctx.panel.data.set(f"bars_{i}", [bar["trace"]])
+            ctx.panel.data.set(f"bars_{i}", bar["traces"])
         for i, curve in enumerate(data["curves"]):
             ctx.panel.data.set(f"curve_{i}", curve["traces"])
         state.bar_titles = [b["title"] for b in data["bars"]]
@@ -179,7 +179,7 @@ class AgreementPanel(foo.Panel):
             if state.pair_title:
                 panel.plot("pair_matrix", layout={"title": state.pair_title, "height": 380})
             for i, title in enumerate(state.bar_titles or []):
-                panel.plot(f"bars_{i}", layout={"title": title, "height": 300})
+                panel.plot(f"bars_{i}", layout={"title": title, "height": 300, "barmode": "group"})
             for i, title in enumerate(state.curve_titles or []):
                 panel.plot(f"curve_{i}", layout={"title": title, "height": 300})
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))

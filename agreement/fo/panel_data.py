@@ -42,6 +42,21 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "pair_matrix": ("rater_pair_alpha_ot", "αOT per rater pair"),
     },
+    "iaa.mask_consensus": {
+        "title": "STAPLE mask consensus",
+        "score_suffix": "sensitivity",
+        "score_label": "mean rater sensitivity on the sample",
+        "score_range": lambda params: (0.0, 1.0),
+        "cards": [
+            {"key": "mean_sensitivity", "label": "mean sensitivity"},
+            {"key": "mean_specificity", "label": "mean specificity"},
+            {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
+            {"key": "n_skipped", "label": "samples skipped", "integer": True},
+        ],
+        "bars": lambda detail: _rater_bars(detail, [("rater_sensitivity", "sensitivity"),
+                                                    ("rater_specificity", "specificity")],
+                                           "Each rater's sensitivity and specificity (STAPLE)"),
+    },
     "iaa.calibration": {
         "title": "Calibration",
         "score_suffix": None,
@@ -55,6 +70,16 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         "curves": lambda detail: _calibration_curves(detail),
     },
 }
+
+
+def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str) -> list[dict]:
+    """One grouped bar chart of per-rater values."""
+    raters = detail.get("raters") or []
+    traces = [
+        {"type": "bar", "x": raters, "y": [None if v is None else float(v) for v in (detail.get(k) or [])], "name": name}
+        for k, name in series if detail.get(k) is not None
+    ]
+    return [{"title": title, "traces": traces}] if raters and traces else []
 
 
 def _calibration_curves(detail: dict) -> list[dict]:
@@ -196,4 +221,6 @@ def run_panel_data(samples, key: str) -> dict:
                                "title": title}
     if view.get("curves"):
         data["curves"] = view["curves"](detail)
+    if view.get("bars"):
+        data["bars"] = view["bars"](detail)
     return data
