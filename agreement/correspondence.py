@@ -83,6 +83,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+import logging
 from typing import Callable, Hashable, Mapping
 
 import numpy as np
@@ -120,9 +121,11 @@ _C_MIN = {"soft": -2.0, "plain": -1.0}
 def check_tau(tau: float) -> float:
     """``tau`` as a float in ``(0, 1]``; ``ValueError`` otherwise.
 
-    The similarity threshold of KαLOS: a pair with ``s >= tau`` is a candidate.
-    ``tau = 0`` would make every pair a candidate (and zero-cost pairs
-    indistinguishable from non-candidates); ``tau > 1`` none.
+    The similarity threshold of KαLOS (Tschirschwitz & Rodehorst): a pair of
+    annotations of different raters with similarity ``s >= tau`` is a
+    candidate. ``tau = 0`` would make every pair a candidate (and zero-cost
+    pairs indistinguishable from non-candidates); ``tau > 1`` none. NaN,
+    booleans and strings are rejected.
     """
     if isinstance(tau, (bool, np.bool_)) or not isinstance(tau, (int, float, np.integer, np.floating)):
         raise ValueError(f"tau must be a number in (0, 1], got {tau!r}")
@@ -133,14 +136,22 @@ def check_tau(tau: float) -> float:
 
 
 def check_solver(solver: str) -> str:
-    """``solver`` if it is one of :data:`SOLVERS`; ``ValueError`` naming the options otherwise."""
+    """``solver`` if it is one of :data:`SOLVERS`; ``ValueError`` naming the options otherwise.
+
+    The solvers of KαLOS (Tschirschwitz & Rodehorst): ``"greedy"``,
+    ``"hungarian"``, ``"agglomerative"``, ``"mgm"`` (see the module docstring).
+    """
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(map(repr, SOLVERS))}")
     return solver
 
 
 def check_cost(cost: str) -> str:
-    """``cost`` if it is one of :data:`COSTS`; ``ValueError`` naming the options otherwise."""
+    """``cost`` if it is one of :data:`COSTS`; ``ValueError`` naming the options otherwise.
+
+    ``"soft"`` is ψ_soft (``-s - 1`` same class, ``-s`` otherwise), ``"plain"``
+    is ``-s`` (Tschirschwitz & Rodehorst; see :func:`pair_cost`).
+    """
     if cost not in COSTS:
         raise ValueError(
             f"unknown cost {cost!r}; choose one of {', '.join(map(repr, COSTS))} "
@@ -217,7 +228,15 @@ def canonical_rank(
     Returns
     -------
     rank : ndarray of shape (n,), int64
-        A permutation of ``0 .. n - 1``.
+        A permutation of ``0 .. n - 1``; equal content (group, class, keys,
+        rater) gets the same relative order whatever the input order, except
+        among exact duplicates.
+
+    Notes
+    -----
+    Used by :func:`solve_units` to break exact ties of the greedy order
+    (the reference, ``kalos``, breaks them by input order) and to order the
+    annotations handed to the other solvers.
     """
     group = np.asarray(group).reshape(-1)
     n = len(group)
@@ -312,6 +331,10 @@ def solve_units(
     n = len(raters)
     if len(classes) != n:
         raise ValueError(f"classes has {len(classes)} entries for {n} annotations")
+    if n and raters.min() < 0:
+        raise ValueError("rater codes must be >= 0")
+    if not np.issubdtype(classes.dtype, np.integer):
+        classes = np.unique(classes, return_inverse=True)[1].reshape(-1)
     group = np.zeros(n, dtype=np.int64) if group is None else np.asarray(group, dtype=np.int64).reshape(-1)
     if len(group) != n:
         raise ValueError(f"group has {len(group)} entries for {n} annotations")
@@ -528,7 +551,13 @@ def _mgm(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) -> None:
                 for x, y, v in zip(a.tolist(), b.tolist(), sub[a, b].tolist()):
                     gm.add_assignment(x, y, v)
                 model.add_model(gm)
-        sol = _solve_mgm(lib, model)
+        logger = logging.getLogger("libmgm")  # pylibmgm logs every solve at INFO
+        level = logger.level
+        logger.setLevel(max(level, logging.WARNING))
+        try:
+            sol = _solve_mgm(lib, model)
+        finally:
+            logger.setLevel(level)
         parent = list(range(len(nodes)))
 
         def find(x: int) -> int:

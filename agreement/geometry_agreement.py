@@ -186,7 +186,8 @@ DISTANCES = ("giou", "iou", "centroid")
 _TAG_BETWEEN = 0x6E0B
 _TAG_BOOT = 0xB007
 _DRAW_CHUNK = 65_536
-_MAX_BLOCK = 4_000_000  # entries of one similarity block / one bootstrap chunk
+_MAX_BLOCK = 4_000_000  # entries of one similarity block of a large sample
+_STACK_BLOCK = 4096  # entries of a block of stacked small tasks (box similarities)
 
 
 # --------------------------------------------------------------------------
@@ -464,19 +465,89 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
         idx = np.flatnonzero(is_bad)
         idx = idx[np.argsort(pair[idx], kind="stable")]
         p_sorted = pair[idx]
+        # Local row / column numbers inside each set pair, all at once.
+        ui, li = np.unique(ki[idx], return_inverse=True)
+        uj, lj = np.unique(kj[idx], return_inverse=True)
+        pi_first = np.searchsorted(ui // base, bad_pairs, side="left")
+        pj_first = np.searchsorted(uj // base, bad_pairs, side="left")
+        pi_n = np.diff(np.r_[pi_first, len(ui)])
+        pj_n = np.diff(np.r_[pj_first, len(uj)])
         bounds = np.searchsorted(p_sorted, bad_pairs, side="left")
-        ends = np.searchsorted(p_sorted, bad_pairs, side="right")
-        for lo, hi in zip(bounds.tolist(), ends.tolist()):
+        ends = np.r_[bounds[1:], len(idx)]
+        for q, (lo, hi) in enumerate(zip(bounds.tolist(), ends.tolist())):
             e = idx[lo:hi]
-            ui, li = np.unique(i[e], return_inverse=True)
-            uj, lj = np.unique(j[e], return_inverse=True)
-            w = np.zeros((len(ui), len(uj)))
-            w[li, lj] = (min(len(ui), len(uj)) + 1.0) + sim[e]
+            r_loc = li[lo:hi] - pi_first[q]
+            c_loc = lj[lo:hi] - pj_first[q]
+            w = np.zeros((int(pi_n[q]), int(pj_n[q])))
+            w[r_loc, c_loc] = (min(w.shape) + 1.0) + sim[e]
             r, c = linear_sum_assignment(w, maximize=True)
-            chosen = np.zeros_like(w, dtype=bool)
+            chosen = np.zeros(w.shape, dtype=bool)
             chosen[r, c] = True
-            matched[e] = chosen[li, lj]
+            matched[e] = chosen[r_loc, c_loc]
     return matched
+
+
+def _batchable(distance: str, data) -> bool:
+    """Whether similarity blocks of several set pairs may share one call.
+
+    Box similarities are cheap per entry and cost mostly call overhead, so
+    small tasks are stacked into one block (the cross-task entries are
+    computed and discarded). Centroid closeness depends on the image size of
+    the first set, so it is stacked only when every sample has the same size.
+    Costly similarities (polygons, masks, keypoints) are never stacked.
+    """
+    if distance in ("iou", "giou"):
+        return True
+    if distance == "centroid":
+        sz = data.image_sizes
+        fin = np.isfinite(sz).all(axis=1)
+        return bool((~fin).all() or (fin.all() and np.all(sz == sz[0])))
+    return False
+
+
+def _eligible_entries(distance, data, t, tasks_a, tasks_b, batch, block: int | None = None):
+    """Entries with similarity ``>= t`` of every task ``(rows_a, rows_b)``.
+
+    Returns ``(colpos, row_a, row_b, sim)``: ``colpos`` indexes the
+    concatenation of ``tasks_b`` (so it tells the task and the column).
+    """
+    block = _STACK_BLOCK if block is None else block
+    n = len(tasks_a)
+    out = ([], [], [], [])
+    if n == 0:
+        return tuple(np.zeros(0, dt) for dt in (np.intp, np.intp, np.intp, np.float64))
+    la = [len(x) for x in tasks_a]
+    lb = [len(x) for x in tasks_b]
+    col0 = np.concatenate([[0], np.cumsum(lb)])
+    k = 0
+    while k < n:
+        e, na, nb = k + 1, la[k], lb[k]
+        if batch:
+            while e < n and (na + la[e]) * (nb + lb[e]) <= block:
+                na += la[e]
+                nb += lb[e]
+                e += 1
+        if e - k == 1:
+            A, B = tasks_a[k], tasks_b[k]
+            if not len(A) or not len(B):
+                k = e
+                continue
+            M = _similarity(distance, data, A, B)
+            ia, ib = np.nonzero(M >= t)
+        else:
+            A = np.concatenate(tasks_a[k:e])
+            B = np.concatenate(tasks_b[k:e])
+            M = _similarity(distance, data, A, B)
+            ta = np.repeat(np.arange(e - k), la[k:e])
+            tb = np.repeat(np.arange(e - k), lb[k:e])
+            ia, ib = np.nonzero((ta[:, None] == tb[None, :]) & (M >= t))
+        out[0].append(col0[k] + ib)
+        out[1].append(A[ia])
+        out[2].append(B[ib])
+        out[3].append(M[ia, ib])
+        k = e
+    return (np.concatenate(out[0]).astype(np.intp), np.concatenate(out[1]).astype(np.intp),
+            np.concatenate(out[2]).astype(np.intp), np.concatenate(out[3]).astype(np.float64))
 
 
 # --------------------------------------------------------------------------
@@ -485,30 +556,51 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
 
 
 class _Engine:
-    """Per-sample and per-set-pair sufficient statistics, reweighed by a
-    ``(c, S_m)`` matrix of sample weights (ones for the point estimate,
-    draw counts for a bootstrap resample)."""
+    """Sufficient statistics of the corpus, reweighed by sample weights.
 
-    def __init__(self, S_m, dw, sw, db, sa, sb, mb, U_s, A_s, pa_, pb_, pm, U_k, A_k,
-                 P_s, D_s, Nsc, p):
+    ``compute(Wt)`` takes an ``(S_m, c)`` matrix: column ``r`` holds the weight
+    of every measured sample (all ones for the point estimate, draw counts
+    for a bootstrap resample). A within-item quantity of sample ``i`` weighs
+    ``w_i``; a between-item set pair ``(i, j)`` weighs ``w_i w_j`` times its
+    multiplicity. Matchings are never recomputed.
+
+    Within-item distances are binned at the distinct between-item values
+    ``b_1 < ... < b_L`` (bin ``2k``: strictly between ``b_k`` and
+    ``b_{k+1}``; bin ``2k + 1``: equal to ``b_{k+1}``), which is all the
+    KS statistics need: ``sup (F_W - F_B)`` is attained just below some
+    ``b_k`` and ``sup (F_B - F_W)`` at some ``b_k``.
+    """
+
+    def __init__(self, S_m, dw, sw, db, sa, sb, mb, U_s, A_s, pa, pb, pm, U_k, A_k, P_s, D_s, Nsc, p):
+        self.S_m, self.p = S_m, p
         ow = np.argsort(dw, kind="stable")
         self.dw, self.sw = dw[ow], sw[ow]
         ob = np.argsort(db, kind="stable")
         self.db, self.sa, self.sb, self.mb = db[ob], sa[ob], sb[ob], mb[ob]
-        self.S_m, self.p = S_m, p
-        pooled = np.unique(np.concatenate([self.dw, self.db]))
-        self.iw = np.searchsorted(self.dw, pooled, side="right")
-        self.ib = np.searchsorted(self.db, pooled, side="right")
+        self.bu, first = np.unique(self.db, return_index=True)
+        L = len(self.bu)
+        self.b_last = np.r_[first[1:], len(self.db)].astype(np.intp) - 1
+        k = np.searchsorted(self.bu, self.dw, side="left")
+        tie = np.zeros(len(self.dw), dtype=bool)
+        if L:
+            tie = self.bu[np.minimum(k, L - 1)] == self.dw
+        bins = 2 * k + tie
+        self.H = sparse.csr_matrix(
+            (np.ones(len(self.dw)), (bins, self.sw)), shape=(2 * L + 1, S_m))
+        self.dsum_s = np.bincount(self.sw, weights=self.dw, minlength=S_m)
+        self.dcnt_s = np.bincount(self.sw, minlength=S_m).astype(np.float64)
         self.U_s, self.A_s = U_s, A_s
-        self.pu_a, self.pu_b, self.pm, self.U_k, self.A_k = pa_, pb_, pm, U_k, A_k
-        self.P_s, self.D_s, self.Nsc = P_s, D_s, Nsc  # Nsc: sparse (S_m, C)
-        self.width = len(self.dw) + len(self.db) + len(pooled) + len(U_k) + 1
+        self.QU = sparse.csr_matrix((pm * U_k, (pa, pb)), shape=(S_m, S_m))
+        self.QA = sparse.csr_matrix((pm * A_k, (pa, pb)), shape=(S_m, S_m))
+        self.n_set_pairs = len(U_k)
+        self.P_s, self.D_s, self.Nsc = P_s, D_s, Nsc.T.tocsr()  # Nsc: (C, S_m)
+        self.width = 4 * len(self.db) + 2 * L + 4 * S_m + 16
 
-    def chunk_rows(self) -> int:
-        return max(1, min(256, _MAX_BLOCK // max(self.width, 1)))
+    def chunk_cols(self) -> int:
+        return int(max(1, min(256, 8_000_000 // self.width)))
 
-    def compute(self, W: np.ndarray) -> dict[str, np.ndarray]:
-        c = len(W)
+    def compute(self, Wt: np.ndarray) -> dict[str, np.ndarray]:
+        S_m, c = Wt.shape
         nan = np.full(c, np.nan)
         out = {k: nan.copy() for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less",
                                       "detection_alpha", "classification_alpha", "mean_within",
@@ -516,57 +608,63 @@ class _Engine:
         with np.errstate(invalid="ignore", divide="ignore"):
             # Localisation.
             if len(self.dw) and len(self.db):
-                ww = W[:, self.sw]
-                wb = W[:, self.sa] * W[:, self.sb] * self.mb
-                cw = np.cumsum(ww, axis=1)
-                cb = np.cumsum(wb, axis=1)
-                tw, tb = cw[:, -1], cb[:, -1]
-                mw = (ww @ self.dw) / tw
-                mbt = (wb @ self.db) / tb
-                out["mean_within"], out["mean_between"] = mw, mbt
-                out["distance_alpha"] = np.where((tw > 0) & (tb > 0) & (mbt > 0), 1.0 - mw / mbt, np.nan)
+                tw = self.dcnt_s @ Wt
+                out["mean_within"] = mw = (self.dsum_s @ Wt) / tw
+                wb = np.take(Wt, self.sa, axis=0)
+                wb *= np.take(Wt, self.sb, axis=0)
+                wb *= self.mb[:, None]
+                cb = np.cumsum(wb, axis=0)
+                tb = cb[-1]
+                out["mean_between"] = mb = (self.db @ wb) / tb
+                ok = (tw > 0) & (tb > 0)
+                out["distance_alpha"] = np.where(ok & (mb > 0), 1.0 - mw / mb, np.nan)
+                CW = np.cumsum(np.asarray(self.H @ Wt), axis=0)  # (2L + 1, c)
+                L = len(self.bu)
+                Fb = cb[self.b_last] / tb  # F_B(b_k)
+                Fb_prev = np.vstack([np.zeros((1, c)), Fb[:-1]])
+                Fw_left = CW[0:2 * L:2] / tw  # F_W(b_k^-)
+                Fw_at = CW[1:2 * L:2] / tw  # F_W(b_k)
+                dplus = np.maximum((Fw_left - Fb_prev).max(axis=0), 0.0)
+                dminus = np.maximum((Fb - Fw_at).max(axis=0), 0.0)
+                out["ks_greater"] = np.where(ok, dplus, np.nan)
+                out["ks_less"] = np.where(ok, dminus, np.nan)
+                out["ks"] = np.where(ok, np.maximum(dplus, dminus), np.nan)
                 q = np.full(c, np.nan)
                 sig = np.full(c, np.nan)
+                cbT = np.ascontiguousarray(cb.T)
                 for r in range(c):
                     M = tb[r]
                     if not (M >= 1 and tw[r] > 0):
                         continue
                     h = (M - 1.0) * self.p
                     lo = np.floor(h)
-                    k = np.searchsorted(cb[r], [lo, min(lo + 1.0, M - 1.0)], side="right")
-                    v0, v1 = self.db[k[0]], self.db[k[1]]
-                    q[r] = v0 + (h - lo) * (v1 - v0)
-                    pos = int(np.searchsorted(self.dw, q[r], side="left"))
-                    sig[r] = (cw[r, pos - 1] / tw[r]) if pos > 0 else 0.0
+                    e = np.searchsorted(cbT[r], [lo, min(lo + 1.0, M - 1.0)], side="right")
+                    v0, v1 = self.db[e[0]], self.db[e[1]]
+                    q[r] = qr = v0 + (h - lo) * (v1 - v0)
+                    # Within-item weight strictly below q: whole bins up to the
+                    # largest b_k < q, plus the open bin (b_k, q) element-wise.
+                    kq = int(np.searchsorted(self.bu, qr, side="left"))
+                    below = CW[2 * kq - 1, r] if kq >= 1 else 0.0
+                    e_lo = int(np.searchsorted(self.dw, self.bu[kq - 1], side="right")) if kq >= 1 else 0
+                    e_hi = int(np.searchsorted(self.dw, qr, side="left"))
+                    if e_hi > e_lo:
+                        below += float(Wt[self.sw[e_lo:e_hi], r].sum())
+                    sig[r] = below / tw[r]
                 out["q"], out["sigma"] = q, sig
-                zero = np.zeros((c, 1))
-                Fw = np.concatenate([zero, cw], axis=1)[:, self.iw] / tw[:, None]
-                Fb = np.concatenate([zero, cb], axis=1)[:, self.ib] / tb[:, None]
-                diff = Fw - Fb
-                ok = (tw > 0) & (tb > 0)
-                dplus = np.maximum(diff.max(axis=1), 0.0)
-                dminus = np.maximum((-diff).max(axis=1), 0.0)
-                out["ks_greater"] = np.where(ok, dplus, np.nan)
-                out["ks_less"] = np.where(ok, dminus, np.nan)
-                out["ks"] = np.where(ok, np.maximum(dplus, dminus), np.nan)
             # Detection.
-            Uo = (W @ self.U_s) / (W @ self.A_s)
-            if len(self.U_k):
-                wk = W[:, self.pu_a] * W[:, self.pu_b] * self.pm
-                Ue = (wk @ self.U_k) / (wk @ self.A_k)
+            Uo = (self.U_s @ Wt) / (self.A_s @ Wt)
+            if self.n_set_pairs:
+                Ue = (Wt * (self.QU @ Wt)).sum(axis=0) / (Wt * (self.QA @ Wt)).sum(axis=0)
             else:
                 Ue = nan
             out["U_o"], out["U_e"] = Uo, Ue
             out["detection_alpha"] = np.where(np.isfinite(Uo) & (Ue > 0), 1.0 - Uo / Ue, np.nan)
             # Classification.
-            P = W @ self.P_s
-            D = W @ self.D_s
+            P = self.P_s @ Wt
+            D = self.D_s @ Wt
             n = 2.0 * P
-            if self.Nsc.shape[1]:
-                Nc = np.asarray((self.Nsc.T @ W.T).T)
-                sq = (Nc * Nc).sum(axis=1)
-            else:
-                sq = np.zeros(c)
+            Nc = np.asarray(self.Nsc @ Wt)
+            sq = (Nc * Nc).sum(axis=0) if Nc.size else np.zeros(c)
             De = (n * n - sq) / (n * (n - 1.0))
             out["classification_alpha"] = np.where((n >= 2) & (De > 1e-15), 1.0 - (D / P) / De, np.nan)
         return out
@@ -702,37 +800,31 @@ def geometry_agreement(
     rank = np.cumsum(assigned, axis=1) - 1
     k_s = assigned.sum(axis=1)
 
-    ent_p, ent_i, ent_j, ent_s = [], [], [], []
+    batch = _batchable(distance, data)
+    tasks_a: list[np.ndarray] = []
+    tasks_b: list[np.ndarray] = []
     for s in np.unique(ws).tolist():
         lo, hi = int(offsets[s * R]), int(offsets[(s + 1) * R])
-        if hi - lo < 2:
-            continue
-        rr = rater_of_row[lo:hi]
-        if rr[0] == rr[-1]:
-            continue
-        rows = np.arange(lo, hi)
+        if hi - lo < 2 or rater_of_row[lo] == rater_of_row[hi - 1]:
+            continue  # fewer than two raters with annotations: nothing to match
         if (hi - lo) ** 2 <= _MAX_BLOCK:
-            M = _similarity(distance, data, rows, rows)
-            ii, jj = np.nonzero((rr[:, None] < rr[None, :]) & (M >= t))
-            sim = M[ii, jj]
-            gi, gj = ii + lo, jj + lo
-        else:  # large sample: one block per rater against the later raters
-            gi, gj, sim = [], [], []
-            for a in np.unique(rr)[:-1].tolist():
-                ra = np.flatnonzero(rr == a) + lo
-                rb = np.flatnonzero(rr > a) + lo
-                M = _similarity(distance, data, ra, rb)
-                ii, jj = np.nonzero(M >= t)
-                gi.append(ra[ii]); gj.append(rb[jj]); sim.append(M[ii, jj])
-            gi, gj, sim = np.concatenate(gi), np.concatenate(gj), np.concatenate(sim)
-        ra_, rb_ = rater_of_row[gi], rater_of_row[gj]
-        x, y = rank[s, ra_], rank[s, rb_]
-        k = k_s[s]
-        pid = first[s] + x * k - (x * (x + 1)) // 2 + (y - x - 1)
-        ent_p.append(pid); ent_i.append(gi); ent_j.append(gj); ent_s.append(sim)
+            rows = np.arange(lo, hi)
+            tasks_a.append(rows)
+            tasks_b.append(rows)
+        else:  # a large sample: one block per rater against the later raters
+            rr = rater_of_row[lo:hi]
+            for r in np.unique(rr)[:-1].tolist():
+                tasks_a.append(np.flatnonzero(rr == r) + lo)
+                tasks_b.append(np.flatnonzero(rr > r) + lo)
+    _, gi, gj, sim = _eligible_entries(distance, data, t, tasks_a, tasks_b, batch)
+    keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
+    gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
+    es = data.sample_index[gi]
+    x, y = rank[es, rater_of_row[gi]], rank[es, rater_of_row[gj]]
+    k = k_s[es]
+    ent_p = (first[es] + x * k - (x * (x + 1)) // 2 + (y - x - 1)).astype(np.int64)
+    ent_i, ent_j, ent_s = gi, gj, sim
     cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-    ent_p, ent_i, ent_j = cat(ent_p, np.int64), cat(ent_i, np.intp), cat(ent_j, np.intp)
-    ent_s = cat(ent_s, np.float64)
     mk = _match_entries(ent_p, ent_i, ent_j, ent_s, N)
     pair_rows = np.stack([ent_i[mk], ent_j[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
     pair_pid = ent_p[mk]
@@ -857,8 +949,8 @@ def geometry_agreement(
     bm = counts[bj, bb] if K else np.zeros(0, np.int64)
     n_between_comparisons = int(np.maximum(1, bn * bm).sum()) if K else 0
 
-    # Between entries, one similarity block per (sample i, rater a).
-    bent_p, bent_i, bent_j, bent_s = [], [], [], []
+    # Between entries: one task per (sample i, rater a) against all its partners.
+    tasks_a, tasks_b, task_pairs = [], [], []
     if K:
         go = np.lexsort((bj, ba, bi))
         gkey = bi[go].astype(np.int64) * R + ba[go]
@@ -867,8 +959,7 @@ def geometry_agreement(
         for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
             ks = go[lo_g:hi_g]
             i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
-            n0 = int(counts[i0, a0])
-            if n0 == 0:
+            if counts[i0, a0] == 0:
                 continue
             ks = ks[bm[ks] > 0]
             if not len(ks):
@@ -876,17 +967,12 @@ def geometry_agreement(
             cstart = offsets[bj[ks] * R + bb[ks]]
             clen = bm[ks]
             cend = np.cumsum(clen)
-            colstart = cend - clen
-            rows_b = np.repeat(cstart - colstart, clen) + np.arange(int(cend[-1]))
+            tasks_b.append(np.repeat(cstart - (cend - clen), clen) + np.arange(int(cend[-1])))
             ra = data.rows(i0, a0)
-            rows_a = np.arange(ra.start, ra.stop)
-            M = _similarity(distance, data, rows_a, rows_b)
-            ii, cc = np.nonzero(M >= t)
-            which = np.searchsorted(cend, cc, side="right")
-            bent_p.append(ks[which]); bent_i.append(rows_a[ii]); bent_j.append(rows_b[cc])
-            bent_s.append(M[ii, cc])
-    bent_p, bent_i, bent_j = cat(bent_p, np.int64), cat(bent_i, np.intp), cat(bent_j, np.intp)
-    bent_s = cat(bent_s, np.float64)
+            tasks_a.append(np.arange(ra.start, ra.stop))
+            task_pairs.append(np.repeat(ks, clen))  # set pair of every column
+    colpos, bent_i, bent_j, bent_s = _eligible_entries(distance, data, t, tasks_a, tasks_b, batch)
+    bent_p = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
     bmk = _match_entries(bent_p, bent_i, bent_j, bent_s, N)
     b_pid = bent_p[bmk]
     b_dist = np.clip(1.0 - bent_s[bmk], 0.0, 1.0)
@@ -915,11 +1001,11 @@ def geometry_agreement(
         mb=mult[b_pid].astype(np.float64) if len(b_pid) else np.zeros(0),
         U_s=np.bincount(wsm, weights=u_wp, minlength=S_m) if S_m else np.zeros(0),
         A_s=np.bincount(wsm, weights=wn + wm, minlength=S_m) if S_m else np.zeros(0),
-        pa_=cidx[bi] if K else np.zeros(0, np.intp), pb_=cidx[bj] if K else np.zeros(0, np.intp),
+        pa=cidx[bi] if K else np.zeros(0, np.intp), pb=cidx[bj] if K else np.zeros(0, np.intp),
         pm=mult.astype(np.float64), U_k=u_k.astype(np.float64), A_k=(bn + bm).astype(np.float64),
         P_s=P_s, D_s=D_s, Nsc=Nsc, p=p,
     )
-    point = engine.compute(np.ones((1, S_m)))
+    point = engine.compute(np.ones((S_m, 1)))
     pv = {k: float(v[0]) for k, v in point.items()}
 
     # Reasons for undefined point estimates.
@@ -968,14 +1054,14 @@ def geometry_agreement(
     boot: dict[str, np.ndarray] = {}
     if bootstrap is not None and S_m > 0:
         vals = {k: np.empty(bootstrap) for k in GeometryAgreementResult._STATS}
-        ch = engine.chunk_rows()
+        ch = engine.chunk_cols()
         for b0 in range(0, bootstrap, ch):
             b1 = min(bootstrap, b0 + ch)
-            Wc = np.empty((b1 - b0, S_m))
+            Wt = np.empty((S_m, b1 - b0))
             for r in range(b0, b1):
                 rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BOOT, r]))
-                Wc[r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
-            res = engine.compute(Wc)
+                Wt[:, r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
+            res = engine.compute(Wt)
             for k in vals:
                 vals[k][b0:b1] = res[k]
         boot = vals

@@ -169,6 +169,12 @@ def candidate_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of annotations of different raters on one sample with similarity ``>= tau``.
 
+    The candidate pairs of KαLOS (Tschirschwitz & Rodehorst):
+    ``{(a, b) : sample(a) = sample(b), rater(a) < rater(b), s(a, b) >= tau}``
+    with ``s`` in ``[0, 1]``. Box IoU is computed for all cross-rater pairs of
+    the corpus in vectorised chunks; other similarities per sample and rater
+    pair through :func:`agreement.similarity.similarity_matrix`.
+
     Parameters
     ----------
     data : MultiRaterAnnotations
@@ -265,7 +271,8 @@ def _paired_candidates(data: MultiRaterAnnotations, paired, tau_min: float) -> _
             out_j.append(j[keep])
             out_s.append(s[keep])
         start = stop
-    return _Candidates(np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_s), tau_min)
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt, copy=False) if xs else np.zeros(0, dt)  # noqa: E731
+    return _Candidates(cat(out_i, np.int64), cat(out_j, np.int64), cat(out_s, np.float64), tau_min)
 
 
 # --------------------------------------------------------------------------
@@ -474,6 +481,11 @@ class KalosResult:
     cost: str
     empty_unit: np.ndarray = field(repr=False, default=None)
     repaired_polygons: int = 0
+
+    @property
+    def mean_reason(self) -> str:
+        """Why ``mean_alpha`` is NaN (``""`` when at least one sample has a defined α)."""
+        return "" if self.n_defined else "no sample has a defined alpha (see reason)"
 
     def sample_columns(self, s: int) -> slice:
         """The columns of ``reliability`` that belong to sample ``s``."""

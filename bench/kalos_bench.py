@@ -32,7 +32,6 @@ import copy
 import io
 import json
 import logging
-import os
 import sys
 import time
 from contextlib import redirect_stderr

@@ -3,6 +3,7 @@
 from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeMaskConsensus
+from .kalos import ComputeKalos
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
@@ -10,6 +11,7 @@ OPERATORS = [
     ImportMultiRaterCoco,
     ComputeOTAgreement,
     CalibrateAgreement,
+    ComputeKalos,
     SimulateRaters,
     ComputeMaskConsensus,
     ExportMultiRaterCoco,

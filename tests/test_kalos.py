@@ -533,3 +533,16 @@ def test_sensitivity_curve_with_another_solver_and_similarity():
     data = random_corpus(np.random.default_rng(6), 20, 3)
     curve = sensitivity_curve(data, taus=(0.7, 0.3), similarity="giou", solver="hungarian", cost="plain")
     assert curve.taus.tolist() == [0.3, 0.7] and curve.solver == "hungarian" and curve.similarity == "giou"
+
+
+def test_corpus_without_any_cross_rater_pair():
+    """Only one rater drew anything: no candidate pair at all, every annotation its own unit."""
+    from agreement.data import AnnotationSet, MultiRaterAnnotations
+    from agreement.kalos import kalos_alpha
+
+    one = AnnotationSet(np.array([[0.1, 0.1, 0.2, 0.2]]), ["x"], [None])
+    data = MultiRaterAnnotations.from_sets(["s0", "s1"], ["a", "b"], [{"a": one, "b": AnnotationSet.empty()},
+                                                                      {"a": one, "b": AnnotationSet.empty()}])
+    res = kalos_alpha(data, similarity="iou", tau=0.5)
+    assert res.n_units.tolist() == [1, 1]
+    assert np.isnan(res.alpha).all() or (res.alpha <= 0).all()

@@ -42,6 +42,21 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "pair_matrix": ("rater_pair_alpha_ot", "αOT per rater pair"),
     },
+    "iaa.kalos": {
+        "title": "KαLOS",
+        "score_suffix": "alpha",
+        "score_label": "Krippendorff's α of the sample",
+        "score_range": lambda params: (-1.0, 1.0),
+        "cards": [
+            {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
+            {"key": "mean_alpha", "label": "mean α (defined samples)"},
+            {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
+            {"key": "tau", "label": "τ"},
+        ],
+        "pair_matrix": ("rater_pair_alpha", "α per rater pair (clustering order)"),
+        "bars": lambda detail: _kalos_bars(detail),
+        "curves": lambda detail: _kalos_curves(detail),
+    },
     "iaa.mask_consensus": {
         "title": "STAPLE mask consensus",
         "score_suffix": "sensitivity",
@@ -80,6 +95,34 @@ def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str) -> list
         for k, name in series if detail.get(k) is not None
     ]
     return [{"title": title, "traces": traces}] if raters and traces else []
+
+
+def _kalos_bars(detail: dict, top: int = 20) -> list[dict]:
+    """Rater vitality, and the hardest classes by α."""
+    bars = []
+    vit = detail.get("rater_vitality") or {}
+    if vit.get("raters") and any(v is not None for v in vit.get("vitality") or []):
+        bars.append({"title": "Rater vitality (α − α without the rater; < 0: the rater lowers agreement)",
+                     "traces": [{"type": "bar", "x": vit["raters"], "y": vit["vitality"], "name": "vitality"}]})
+    cd = detail.get("class_difficulty") or {}
+    if cd.get("classes"):
+        order = [i for i in cd.get("hardest_first", []) if cd["alpha"][i] is not None][:top]
+        if order:
+            bars.append({"title": f"Class difficulty: the {len(order)} classes with the lowest α",
+                         "traces": [{"type": "bar", "x": [cd["classes"][i] for i in order],
+                                     "y": [cd["alpha"][i] for i in order], "name": "α"}]})
+    return bars
+
+
+def _kalos_curves(detail: dict) -> list[dict]:
+    """α as τ varies (localisation sensitivity)."""
+    c = detail.get("sensitivity_curve") or {}
+    if not c.get("taus"):
+        return []
+    return [{"title": "α versus τ (localisation sensitivity)", "traces": [
+        {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["global_alpha"], "name": "global α"},
+        {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["mean_alpha"], "name": "mean α"},
+    ]}]
 
 
 def _calibration_curves(detail: dict) -> list[dict]:

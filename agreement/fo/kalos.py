@@ -1,0 +1,184 @@
+"""KαLOS on a FiftyOne dataset or view: compute, write back, register the run.
+
+Localisation first, classification second (Tschirschwitz & Rodehorst, "KαLOS
+finds Consensus"): per sample, a correspondence solver clusters the raters'
+annotations into units (candidates where similarity ≥ τ), a rater assigned to
+the sample with no member in a unit contributes ``no_object``, and nominal
+Krippendorff's α over the reliability matrix is the score
+(:mod:`agreement.kalos`). The run also holds the τ sensitivity curve and the
+diagnostics of :mod:`agreement.diagnostics`.
+
+Written to the dataset (``key`` is the run key):
+
+==========================  =====================================================
+``{key}_alpha``             per sample: α (``None`` where undefined; the reason is
+                            in the run results)
+``{key}_n_units``           per sample: number of units (objects) found
+label ``{key}_unit``        per label: its unit's number within the sample, so the
+                            annotations judged to be the same object share it
+==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
+from agreement.fo import runs
+from agreement.fo.reading import LABEL_TYPES, read_annotations
+from agreement.kalos import DEFAULT_TAUS, kalos_alpha, sensitivity_curve
+from agreement.correspondence import check_cost, check_solver, check_tau
+from agreement.similarity import SIMILARITIES
+
+__all__ = ["compute_kalos", "METHOD"]
+
+METHOD = "iaa.kalos"
+MAX_LISTED = 1000
+
+
+def _sessions(samples, read, session_attr: str) -> np.ndarray:
+    """The session of every corpus row, from the label attribute ``session_attr``."""
+    data = read.annotations
+    by_id: dict = {}
+    dataset = samples._root_dataset
+    for lf in sorted(set(read.label_field_of_rater.values())):
+        list_field = LABEL_TYPES[dataset.get_field(lf).document_type]
+        ids, sess = samples.values([f"{lf}.{list_field}.id", f"{lf}.{list_field}.{session_attr}"], unwind=True)
+        by_id.update(zip(ids, sess))
+    sessions = np.array([by_id.get(i) for i in data.label_ids] + [None], dtype=object)[:-1]
+    missing = np.flatnonzero([s is None for s in sessions])
+    if len(missing):
+        i = int(missing[0])
+        raise ValueError(
+            f"intra-annotator consistency: label {data.label_ids[i]!r} on sample {data.sample_names[data.sample_index[i]]!r} "
+            f"has no {session_attr!r} attribute naming its session"
+        )
+    return sessions
+
+
+def compute_kalos(
+    samples,
+    key: str,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    similarity: str = "iou",
+    tau: float = 0.5,
+    solver: str = "greedy",
+    cost: str = "soft",
+    taus: Sequence[float] = DEFAULT_TAUS,
+    session_attr: str | None = None,
+    box_policy: str = "clip",
+    overwrite: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """Computes KαLOS on ``samples`` and stores it as run ``key``.
+
+    Args:
+        samples: a dataset or view.
+        key: the run key.
+        fields / field, rater_attr, raters_field: the rater layout.
+        similarity: one of :data:`agreement.similarity.SIMILARITIES` (``"iou"``
+            default; ``"polygon_iou"`` for Polylines, ``"mask_iou"`` for
+            instance masks, ``"oks"`` for Keypoints).
+        tau: similarity threshold in (0, 1] for a candidate pair.
+        solver: ``"greedy"`` (default), ``"hungarian"``, ``"agglomerative"``
+            or ``"mgm"`` (needs ``pylibmgm``).
+        cost: ``"soft"`` (class-aware ψ_soft) or ``"plain"``.
+        taus: the τ values of the sensitivity curve.
+        session_attr: a label attribute naming the session of each annotation,
+            for intra-annotator consistency (raters who labelled the same
+            images in several sessions).
+
+    Returns:
+        The headline numbers: ``global_alpha``, ``global_reason``,
+        ``mean_alpha``, ``n_defined``, ``n_undefined``, ``n_units``, ``tau``,
+        ``similarity``, ``solver``, ``cost``, ``clipped_boxes``.
+    """
+    def report(fraction: float, label: str) -> None:
+        if progress is not None:
+            progress(fraction, label)
+
+    check_tau(tau)
+    check_solver(solver)
+    check_cost(cost)
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
+    taus = [float(check_tau(t)) for t in (taus or DEFAULT_TAUS)]
+    runs.validate_key(key)
+    report(0.0, "reading annotations")
+    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
+                            box_policy=box_policy, image_sizes=True, masks=similarity == "mask_iou")
+    data = read.annotations
+    sessions = _sessions(samples, read, session_attr) if session_attr else None
+    label_fields = sorted(set(read.label_field_of_rater.values()))
+    plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
+
+    report(0.1, "correspondence and alpha")
+    result = kalos_alpha(data, similarity=similarity, tau=tau, solver=solver, cost=cost)
+    report(0.4, "sensitivity to tau")
+    curve = sensitivity_curve(data, taus=taus, similarity=similarity, solver=solver, cost=cost)
+    report(0.7, "diagnostics")
+    vitality = rater_vitality(result)
+    difficulty = class_difficulty(result)
+    clusters = collaboration_clusters(result)
+    intra = {}
+    if sessions is not None:
+        intra = intra_annotator_consistency(data, sessions, similarity=similarity, tau=tau, solver=solver, cost=cost)
+
+    report(0.85, "writing results")
+    sid = data.sample_ids
+    runs.write_sample_values(samples, plan, "alpha", dict(zip(sid, result.alpha)))
+    runs.write_sample_values(samples, plan, "n_units", dict(zip(sid, result.n_units.astype(int))))
+    for lf in label_fields:
+        r_idx = [data.raters.index(r) for r, f in read.label_field_of_rater.items() if f == lf]
+        rows = np.flatnonzero(np.isin(data.rater_index, r_idx))
+        runs.write_label_values(samples, plan, lf, "unit", list(zip(
+            sid[data.sample_index[rows]], data.label_ids[rows],
+            [int(u) if u >= 0 else None for u in result.unit[rows]],
+        )))
+
+    undefined = {str(s): str(r) for s, r in zip(sid, result.reason) if r}
+    hardest = np.argsort(np.where(np.isfinite(difficulty.alpha), difficulty.alpha, np.inf), kind="stable")
+    summary = {
+        "global_alpha": result.global_alpha,
+        "global_reason": result.global_reason,
+        "mean_alpha": result.mean_alpha,
+        "n_defined": int(result.n_defined),
+        "n_undefined": int(result.n_undefined),
+        "n_units": int(result.n_units.sum()),
+        "tau": float(tau),
+        "similarity": similarity,
+        "solver": solver,
+        "cost": cost,
+        "clipped_boxes": read.repairs.clipped_boxes,
+        "repaired_polygons": int(result.repaired_polygons),
+    }
+    detail = {
+        "raters": list(data.raters),
+        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED]),
+        "sensitivity_curve": {"taus": curve.taus, "global_alpha": curve.global_alpha, "mean_alpha": curve.mean_alpha,
+                              "n_undefined": curve.n_undefined, "n_units": curve.n_units},
+        "rater_vitality": {"raters": list(vitality.raters), "alpha": vitality.alpha,
+                           "alpha_without": vitality.alpha_without, "vitality": vitality.vitality,
+                           "reason": [str(r) for r in vitality.reason]},
+        "class_difficulty": {"classes": list(difficulty.classes), "alpha": difficulty.alpha,
+                             "n_units": difficulty.n_units, "reason": [str(r) for r in difficulty.reason],
+                             "hardest_first": [int(i) for i in hardest]},
+        "rater_pair_alpha": clusters.alpha,
+        "rater_order": [int(i) for i in clusters.order],
+        "intra_annotator_consistency": {
+            rater: {"sessions": [str(x) for x in c.sessions], "global_alpha": c.result.global_alpha,
+                    "mean_alpha": c.result.mean_alpha, "reason": c.result.global_reason}
+            for rater, c in intra.items()
+        },
+        "repairs": read.repairs.as_dict(),
+    }
+    params = {"similarity": similarity, "tau": float(tau), "solver": solver, "cost": cost, "taus": taus,
+              "session_attr": session_attr, "box_policy": box_policy}
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    report(1.0, "done")
+    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in summary.items()}

@@ -1,0 +1,86 @@
+"""Operator: KaLOS, localisation-first correspondence and Krippendorff's alpha."""
+
+from __future__ import annotations
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+from agreement.fo.kalos import compute_kalos
+
+from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+
+SIMILARITY_HELP = {
+    "iou": "box IoU",
+    "giou": "box GIoU, normalised to [0, 1]",
+    "centroid": "box centre closeness (1 − distance / image diagonal)",
+    "polygon_iou": "polygon IoU (Polylines)",
+    "polygon_giou": "polygon GIoU with the convex hull (Polylines)",
+    "mask_iou": "instance-mask IoU (Detections with masks, or rasterised polygons)",
+    "oks": "keypoint OKS with COCO person sigmas (Keypoints)",
+}
+
+
+class ComputeKalos(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="compute_kalos",
+            label="Annotator Agreement: KaLOS",
+            description="Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
+            dynamic=True,
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.correspondence import COSTS, SOLVERS
+
+        inputs = types.Object()
+        rater_layout_inputs(inputs, ctx)
+        sim = types.DropdownView()
+        for name, text in SIMILARITY_HELP.items():
+            sim.add_choice(name, label=name, description=text)
+        inputs.enum("similarity", list(SIMILARITY_HELP), default="iou", label="Similarity", view=sim,
+                    description="How alike two annotations are; the label type must carry that geometry")
+        inputs.float("tau", default=0.5, min=0.0, max=1.0, label="τ (similarity threshold)",
+                     description="Annotations of different raters can be the same object only if similarity ≥ τ "
+                                 "(calibrate_agreement suggests one from your data)")
+        solver = types.DropdownView()
+        for name, text in (("greedy", "greedy (default): best pairs first, one annotation per rater per unit"),
+                           ("hungarian", "sequential Hungarian, rater by rater"),
+                           ("agglomerative", "agglomerative clustering"),
+                           ("mgm", "multi-graph matching (pylibmgm)")):
+            if name in SOLVERS:
+                solver.add_choice(name, label=text)
+        inputs.enum("solver", list(SOLVERS), default="greedy", label="Correspondence solver", view=solver)
+        inputs.enum("cost", list(COSTS), default="soft", label="Cost",
+                    description="soft: prefer same-class matches (−s − 1 vs −s); plain: −s")
+        inputs.str("session_attr", required=False, label="Session attribute",
+                   description="Optional label attribute naming sessions, for intra-annotator consistency")
+        run_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="KaLOS"))
+
+    def execute(self, ctx):
+        p = ctx.params
+        result = compute_kalos(
+            ctx.view,
+            require(p, "key", "a name for this run"),
+            **rater_layout_kwargs(p),
+            similarity=p.get("similarity") or "iou",
+            tau=float(p.get("tau", 0.5)),
+            solver=p.get("solver") or "greedy",
+            cost=p.get("cost") or "soft",
+            session_attr=p.get("session_attr") or None,
+            overwrite=bool(p.get("overwrite", False)),
+            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+        )
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
+        return {"key": p["key"], **result}
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.float("global_alpha", label="Global alpha (pooled)")
+        outputs.float("mean_alpha", label="Mean alpha over samples where defined")
+        outputs.int("n_undefined", label="Samples where alpha is undefined")
+        return types.Property(outputs)

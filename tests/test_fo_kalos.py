@@ -1,0 +1,121 @@
+"""compute_kalos through execute_operator: fields, units, diagnostics, panel, layouts."""
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+OP = "@iaa/agreement/compute_kalos"
+
+
+@pytest.fixture
+def k_ds(fo, make_dataset):
+    """3 raters; c confuses class 'x' for 'y' on odd samples; s4 nobody drew anything."""
+    rng = np.random.default_rng(5)
+    D = fo.Detections
+    samples = []
+    for i in range(8):
+        base = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))] if i != 4 else []
+        kw = {}
+        for r in ("a", "b", "c"):
+            dets = []
+            for k, b in enumerate(base):
+                label = "y" if (r == "c" and i % 2 and k == 0) else ("x" if k % 2 == 0 else "y")
+                dets.append(fo.Detection(label=label, bounding_box=[b[0] + rng.normal(0, 0.005), b[1], 0.2, 0.2],
+                                         session=f"s{i % 2}"))
+            kw[r] = D(detections=dets)
+        samples.append(fo.Sample(filepath=f"/d/{i}.jpg", **kw))
+    return make_dataset(samples)
+
+
+def _run(ds, **params):
+    import fiftyone.operators as foo
+
+    return foo.execute_operator(OP, ctx=dict(view=ds.view(), params=params)).result
+
+
+def test_kalos_fields_units_and_results(fo, k_ds):
+    from agreement.fo.runs import delete_agreement_run, load_agreement_results
+
+    before = set(k_ds.get_field_schema(flat=True))
+    r = _run(k_ds, fields=["a", "b", "c"], key="ka", tau=0.5)
+    assert 0 < r["global_alpha"] < 1 and r["n_undefined"] >= 1
+    alphas = k_ds.values("ka_alpha")
+    assert alphas[4] is None  # every rater drew nothing: alpha undefined, never 1.0
+    assert all(a == pytest.approx(1.0) for i, a in enumerate(alphas) if i % 2 == 0 and i != 4)
+    assert k_ds.values("ka_n_units")[0] == 3
+    # the same object gets the same unit number across raters
+    units = [k_ds.values(f"{r}.detections.ka_unit")[0] for r in ("a", "b", "c")]
+    assert units[0] == units[1] == units[2] and len(set(units[0])) == 3
+    res = load_agreement_results(k_ds, "ka")
+    d = res["detail"]
+    assert "drew nothing" in d["undefined_samples"][str(k_ds.values("id")[4])] or d["undefined_samples"]
+    assert d["rater_vitality"]["raters"] == ["a", "b", "c"]
+    vit = dict(zip(d["rater_vitality"]["raters"], d["rater_vitality"]["vitality"]))
+    assert vit["c"] < vit["a"] and vit["c"] < vit["b"]  # c's confusions lower agreement
+    assert len(d["sensitivity_curve"]["taus"]) == 8
+    assert sorted(d["rater_order"]) == [0, 1, 2]
+    delete_agreement_run(k_ds, "ka")
+    assert set(k_ds.get_field_schema(flat=True)) == before
+
+
+def test_attribute_layout_gives_the_same_numbers(fo, k_ds, make_dataset):
+    out = []
+    for s in k_ds.iter_samples():
+        dets = [fo.Detection(label=d.label, bounding_box=d.bounding_box, annotator=r)
+                for r in ("a", "b", "c") for d in s[r].detections]
+        out.append(fo.Sample(filepath=s.filepath, gt=fo.Detections(detections=dets), raters=["a", "b", "c"]))
+    attr = make_dataset(out)
+    r1 = _run(k_ds, fields=["a", "b", "c"], key="k")
+    r2 = _run(attr, field="gt", raters_field="raters", key="k")
+    assert r1["global_alpha"] == pytest.approx(r2["global_alpha"], abs=1e-12)
+    assert k_ds.values("k_alpha") == attr.values("k_alpha")
+
+
+def test_intra_annotator_consistency_and_panel(fo, k_ds):
+    import fiftyone.operators as foo
+
+    from agreement.fo.runs import load_agreement_results
+
+    _run(k_ds, fields=["a", "b", "c"], key="ks", session_attr="session")
+    intra = load_agreement_results(k_ds, "ks")["detail"]["intra_annotator_consistency"]
+    assert set(intra) == {"a", "b", "c"} and intra["a"]["sessions"] == ["s0", "s1"]
+    res = foo.execute_operator("@iaa/agreement/annotator_agreement", ctx=dict(
+        view=k_ds.view(), params={"__method__": "on_load", "panel_id": "p", "panel_state": {}}))
+    state, data = {}, {}
+    for q in res.executor.to_json()["requests"]:
+        if q["operator_uri"] == "patch_panel_state":
+            state.update(q["params"]["state"])
+        if q["operator_uri"] == "patch_panel_data":
+            data.update(q["params"]["data"])
+    assert state["score_field"] == "ks_alpha"
+    assert state["bar_titles"][0].startswith("Rater vitality")
+    assert state["curve_titles"] == ["α versus τ (localisation sensitivity)"]
+    assert data["pair_matrix"][0]["type"] == "heatmap"
+
+
+@pytest.mark.parametrize("params, message", [({"tau": 0.0}, "tau"), ({"solver": "nope"}, "solver"),
+                                             ({"similarity": "polygon_iou"}, "polygon")])
+def test_bad_parameters(fo, k_ds, params, message):
+    from fiftyone.operators.executor import ExecutionError
+
+    before = set(k_ds.get_field_schema(flat=True))
+    with pytest.raises(ExecutionError, match=message):
+        _run(k_ds, fields=["a", "b"], key="bad", **params)
+    assert set(k_ds.get_field_schema(flat=True)) == before
+
+
+@pytest.mark.shared_data
+def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
+    from agreement.coco import read_multi_rater_coco
+    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.kalos import kalos_alpha
+
+    ds = import_multi_rater_coco(lvis_path, dataset_name="lvis_kalos", polygons="none")
+    try:
+        r = _run(ds, fields=["r1", "r2"], key="ka", tau=0.5)
+        pure = kalos_alpha(read_multi_rater_coco(lvis_path).annotations, similarity="iou", tau=0.5)
+        assert r["global_alpha"] == pytest.approx(pure.global_alpha, abs=1e-9)
+        assert r["n_undefined"] == pure.n_undefined
+    finally:
+        ds.delete()
