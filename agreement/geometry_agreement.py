@@ -171,6 +171,7 @@ from agreement.geometry.boxes import (
     pairwise_iou,
 )
 from agreement.krippendorff import encode_values
+from agreement.similarity import SIMILARITIES, check_similarity, similarity_matrix
 from agreement.validation import AnnotationError
 
 __all__ = [
@@ -180,38 +181,54 @@ __all__ = [
     "geometry_agreement",
 ]
 
-#: Distances offered: ``d = 1 - s`` for the similarity ``s`` of that name.
-DISTANCES = ("giou", "iou", "centroid")
+#: Distances offered: ``d = 1 - s`` for the similarity ``s`` of that name in
+#: :func:`agreement.similarity.similarity_matrix`.
+DISTANCES: tuple[str, ...] = tuple(SIMILARITIES)
 
 _TAG_BETWEEN = 0x6E0B
 _TAG_BOOT = 0xB007
 _DRAW_CHUNK = 65_536
 _MAX_BLOCK = 4_000_000  # entries of one similarity block of a large sample
-_STACK_BLOCK = 4096  # entries of a block of stacked small tasks (box similarities)
+_STACK_BLOCK = 8_192  # entries of a block of stacked small tasks (box similarities)
 
 
 # --------------------------------------------------------------------------
-# Similarity adapter (switch to agreement.similarity.similarity_matrix here)
+# Similarities: agreement.similarity, with stacked blocks for boxes
 # --------------------------------------------------------------------------
 
 
-def _box_similarity(name: str, data, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    """``(len(rows_a), len(rows_b))`` similarities in ``[0, 1]`` of box rows."""
+def _stacked_box_similarity(name: str, data, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """The box similarities of :func:`agreement.similarity.similarity_matrix`
+    (same formulas) for ``rows_a`` spanning several samples: used only to
+    stack many small blocks into one call (see :func:`_stacker`)."""
     a, b = data.boxes[rows_a], data.boxes[rows_b]
     if name == "iou":
         return pairwise_iou(a, b)
     if name == "giou":
-        return giou_to_similarity(pairwise_giou(a, b))
-    if name == "centroid":
-        size = None
-        if len(rows_a):
-            wh = data.image_sizes[data.sample_index[rows_a[0]]]
-            size = tuple(wh) if np.all(np.isfinite(wh)) and np.all(wh > 0) else None
-        return pairwise_centroid_closeness(a, b, size)
-    raise ValueError(f"unknown similarity {name!r}")
+        return np.clip(giou_to_similarity(pairwise_giou(a, b)), 0.0, 1.0)
+    wh = data.image_sizes[0]  # centroid: every sample has this size (or none is known)
+    size = tuple(wh.tolist()) if np.all(np.isfinite(wh)) and np.all(wh > 0) else None
+    return pairwise_centroid_closeness(a, b, size)
 
 
-_similarity = _box_similarity
+def _stacker(distance: str, data):
+    """A function computing blocks whose ``rows_a`` span several samples, or None.
+
+    Box similarities are cheap per entry and cost mostly call overhead, so
+    small blocks are stacked into one call (the cross-block entries are
+    computed and discarded). Centroid closeness depends on the image size of
+    ``rows_a``'s sample, so it is stacked only when every sample has the same
+    size (or none is known). Costly similarities (polygons, masks, keypoints)
+    are never stacked.
+    """
+    if distance == "centroid":
+        sz = data.image_sizes
+        fin = np.isfinite(sz).all(axis=1)
+        if not ((~fin).all() or (fin.all() and np.all(sz == sz[0]))):
+            return None
+    elif distance not in ("iou", "giou"):
+        return None
+    return lambda rows_a, rows_b: _stacked_box_similarity(distance, data, rows_a, rows_b)
 
 
 # --------------------------------------------------------------------------
@@ -316,7 +333,8 @@ class GeometryAgreementResult:
             weighted multiset).
 
     Parameters: ``distance``, ``threshold``, ``bootstrap``, ``max_pairs``,
-    ``seed``, ``confidence``, ``sigma_p``.
+    ``seed``, ``confidence``, ``sigma_p``, and ``similarity_report`` (from
+    :func:`agreement.similarity.check_similarity`: e.g. repaired polygons).
     """
 
     sigma: Estimate
@@ -366,6 +384,7 @@ class GeometryAgreementResult:
     seed: int = 0
     confidence: float = 0.95
     sigma_p: float = 0.05
+    similarity_report: dict = field(default_factory=dict)
 
     _STATS = ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less", "detection_alpha", "classification_alpha")
 
@@ -389,6 +408,7 @@ class GeometryAgreementResult:
             n_samples_measured=self.n_samples_measured, n_samples_skipped=self.n_samples_skipped,
             distance=self.distance, threshold=self.threshold, bootstrap=self.bootstrap,
             max_pairs=self.max_pairs, seed=self.seed, confidence=self.confidence,
+            sigma_p=self.sigma_p,
         )
         return out
 
@@ -487,26 +507,13 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
     return matched
 
 
-def _batchable(distance: str, data) -> bool:
-    """Whether similarity blocks of several set pairs may share one call.
-
-    Box similarities are cheap per entry and cost mostly call overhead, so
-    small tasks are stacked into one block (the cross-task entries are
-    computed and discarded). Centroid closeness depends on the image size of
-    the first set, so it is stacked only when every sample has the same size.
-    Costly similarities (polygons, masks, keypoints) are never stacked.
-    """
-    if distance in ("iou", "giou"):
-        return True
-    if distance == "centroid":
-        sz = data.image_sizes
-        fin = np.isfinite(sz).all(axis=1)
-        return bool((~fin).all() or (fin.all() and np.all(sz == sz[0])))
-    return False
-
-
-def _eligible_entries(distance, data, t, tasks_a, tasks_b, batch, block: int | None = None):
+def _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b, block: int | None = None):
     """Entries with similarity ``>= t`` of every task ``(rows_a, rows_b)``.
+
+    ``sim_fn(rows_a, rows_b)`` computes one task's block (``rows_a`` of one
+    sample); ``stack_fn``, when not None, computes blocks whose ``rows_a``
+    span several samples, and consecutive small tasks are then stacked into
+    blocks of at most ``block`` entries.
 
     Returns ``(colpos, row_a, row_b, sim)``: ``colpos`` indexes the
     concatenation of ``tasks_b`` (so it tells the task and the column).
@@ -522,7 +529,7 @@ def _eligible_entries(distance, data, t, tasks_a, tasks_b, batch, block: int | N
     k = 0
     while k < n:
         e, na, nb = k + 1, la[k], lb[k]
-        if batch:
+        if stack_fn is not None:
             while e < n and (na + la[e]) * (nb + lb[e]) <= block:
                 na += la[e]
                 nb += lb[e]
@@ -532,12 +539,12 @@ def _eligible_entries(distance, data, t, tasks_a, tasks_b, batch, block: int | N
             if not len(A) or not len(B):
                 k = e
                 continue
-            M = _similarity(distance, data, A, B)
+            M = sim_fn(A, B)
             ia, ib = np.nonzero(M >= t)
         else:
             A = np.concatenate(tasks_a[k:e])
             B = np.concatenate(tasks_b[k:e])
-            M = _similarity(distance, data, A, B)
+            M = stack_fn(A, B)
             ta = np.repeat(np.arange(e - k), la[k:e])
             tb = np.repeat(np.arange(e - k), lb[k:e])
             ia, ib = np.nonzero((ta[:, None] == tb[None, :]) & (M >= t))
@@ -712,6 +719,8 @@ def geometry_agreement(
     seed: int = 0,
     confidence: float = 0.95,
     sigma_p: float = 0.05,
+    sigmas: np.ndarray | None = None,
+    stack: bool = True,
 ) -> GeometryAgreementResult:
     r"""Chance-corrected localisation, detection and classification agreement.
 
@@ -731,11 +740,20 @@ def geometry_agreement(
       object, about 0 for unrelated samples);
     * ``classification_alpha``: nominal α over the labels of matched pairs.
 
-    Distances (``distance``): ``"giou"`` ``d = (1 - GIoU) / 2`` (so the
-    default ``threshold = 0.5`` matches boxes with ``GIoU >= 0``), ``"iou"``
-    ``d = 1 - IoU``, ``"centroid"`` the distance between box centres over the
-    image diagonal (:func:`agreement.geometry.boxes.pairwise_centroid_distance`;
-    the first set's image size is used for a between-item pair).
+    Distances (``distance``), ``d = 1 - s`` for the similarity ``s`` of
+    :func:`agreement.similarity.similarity_matrix`:
+
+    * ``"giou"`` (default): ``d = (1 - GIoU) / 2`` of the boxes, so the
+      default ``threshold = 0.5`` matches boxes with ``GIoU >= 0``;
+    * ``"iou"``: ``d = 1 - IoU`` of the boxes;
+    * ``"centroid"``: box-centre distance over the image diagonal;
+    * ``"polygon_iou"``, ``"polygon_giou"``: the same on polygons;
+    * ``"mask_iou"``: ``1 -`` pixel IoU of instance masks (or rasterised
+      polygons);
+    * ``"oks"``: ``1 -`` symmetric object keypoint similarity (``sigmas``).
+
+    For a between-item pair the image frame is that of the first set's
+    sample (the convention of :mod:`agreement.similarity`).
 
     Args:
         data: a :class:`agreement.data.MultiRaterAnnotations`.
@@ -748,6 +766,10 @@ def geometry_agreement(
         seed: seed of the budget order, the chance draws and the resamples.
         confidence: level of the percentile intervals, in ``(0, 1)``.
         sigma_p: the chance percentile of σ (Braylan et al.: 0.05).
+        sigmas: per-keypoint σ for ``"oks"`` (default: COCO's 17 person
+            keypoints).
+        stack: compute many small box-similarity blocks in one call (same
+            numbers, faster); ``False`` calls ``similarity_matrix`` per block.
 
     Returns:
         :class:`GeometryAgreementResult`; undefined values are NaN with a
@@ -765,6 +787,7 @@ def geometry_agreement(
     t, bootstrap, max_pairs, seed, confidence, p = _check_params(
         distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
     _check_data(data)
+    similarity_report = check_similarity(distance, data, sigmas=sigmas)
     S, R, N = data.num_samples, data.num_raters, len(data)
     assigned = data.assigned
     counts = data.counts().astype(np.int64)
@@ -800,7 +823,10 @@ def geometry_agreement(
     rank = np.cumsum(assigned, axis=1) - 1
     k_s = assigned.sum(axis=1)
 
-    batch = _batchable(distance, data)
+    def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
+
+    stack_fn = _stacker(distance, data) if stack else None
     tasks_a: list[np.ndarray] = []
     tasks_b: list[np.ndarray] = []
     for s in np.unique(ws).tolist():
@@ -816,7 +842,7 @@ def geometry_agreement(
             for r in np.unique(rr)[:-1].tolist():
                 tasks_a.append(np.flatnonzero(rr == r) + lo)
                 tasks_b.append(np.flatnonzero(rr > r) + lo)
-    _, gi, gj, sim = _eligible_entries(distance, data, t, tasks_a, tasks_b, batch)
+    _, gi, gj, sim = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
     gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
     es = data.sample_index[gi]
@@ -971,7 +997,7 @@ def geometry_agreement(
             ra = data.rows(i0, a0)
             tasks_a.append(np.arange(ra.start, ra.stop))
             task_pairs.append(np.repeat(ks, clen))  # set pair of every column
-    colpos, bent_i, bent_j, bent_s = _eligible_entries(distance, data, t, tasks_a, tasks_b, batch)
+    colpos, bent_i, bent_j, bent_s = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     bent_p = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
     bmk = _match_entries(bent_p, bent_i, bent_j, bent_s, N)
     b_pid = bent_p[bmk]
@@ -1111,5 +1137,5 @@ def geometry_agreement(
         pair_rows=pair_rows, pair_distance=pair_distance,
         between_distances=b_dist, between_weights=mult[b_pid] if len(b_pid) else np.zeros(0, np.int64),
         distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
-        confidence=confidence, sigma_p=p,
+        confidence=confidence, sigma_p=p, similarity_report=similarity_report,
     )

@@ -91,9 +91,10 @@ class AgreementPanel(foo.Panel):
             return
         key = state.run_key
         if key not in keys:
+            newest = max(keys, key=lambda k: dataset.get_run_info(k).timestamp)
             if key is not None:
-                state.error = f"Run {key!r} no longer exists (deleted or renamed); showing {keys[0]!r} instead."
-            key = keys[0]
+                state.error = f"Run {key!r} no longer exists (deleted or renamed); showing {newest!r} instead."
+            key = newest
             state.run_key = key
         if len(ctx.view) == 0:
             state.error = "The current view has no samples: clear the filters or stages to see this run."

@@ -60,7 +60,8 @@ def _view_of(ds, requests):
 
 def test_on_load_shows_cards_histogram_and_matrix(scored):
     state, data, requests = _panel(scored, "on_load")
-    assert state["runs"] == ["ot", "ot_ab"] and state["run_key"] == "ot"
+    assert state["runs"] == ["ot", "ot_ab"] and state["run_key"] == "ot_ab"  # the newest run first
+    state, data, requests = _panel(scored, "on_change_run", state, value="ot")
     labels = [c["label"] for c in state["cards"]]
     assert labels[0] == "αOT" and "mean OT score" in labels
     assert state["cards"][0]["text"].startswith(f"{state['cards'][0]['value']:.3f}")
@@ -87,7 +88,8 @@ def test_run_change_and_histogram_click_load_matching_samples(scored):
 def test_sort_button_loads_lowest_first(scored):
     state, _, _ = _panel(scored, "on_load")
     state, _, requests = _panel(scored, "on_sort_lowest", state)
-    values = _view_of(scored, requests).values("ot_ot")
+    field = state["score_field"]
+    values = _view_of(scored, requests).values(field)
     assert values == sorted(values) and len(values) == len(scored)
 
 
@@ -106,7 +108,7 @@ def test_deleted_run_and_empty_states(fo, scored, make_dataset):
     state, _, _ = _panel(scored, "on_change_run", state, value="ot_ab")
     delete_agreement_run(scored, "ot_ab")
     state, _, requests = _panel(scored, "on_change_view", state)
-    assert "no longer exists" in state["error"] and state["run_key"] == "ot"
+    assert "no longer exists" in state["error"] and state["run_key"] == "ot"  # the newest remaining run
     empty = make_dataset([fo.Sample(filepath="/d/x.jpg", a=fo.Detections())])
     state, _, requests = _panel(empty, "on_load")
     assert state["runs"] == [] and state["has_label_fields"] is True
