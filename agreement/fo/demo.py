@@ -125,6 +125,26 @@ def _ot_report(dataset, ot: dict) -> str:
     return "\n".join(lines)
 
 
+def _kalos_report(dataset, k: dict) -> str:
+    from agreement.fo.runs import load_agreement_results
+
+    d = load_agreement_results(dataset, "kalos")["detail"]
+    vit = d["rater_vitality"]
+    cd = d["class_difficulty"]
+    curve = d["sensitivity_curve"]
+    hardest = [i for i in cd["hardest_first"] if cd["alpha"][i] is not None][:3]
+    lines = [
+        "\n  KaLOS (run 'kalos', box IoU, tau = 0.5, greedy, soft cost):",
+        f"    global alpha {_fmt(k['global_alpha'])}, mean alpha {_fmt(k['mean_alpha'])} over {k['n_defined']} samples "
+        f"({k['n_undefined']} undefined, e.g. nobody drew anything; the reference tool would count those as 1.0)",
+        "    rater vitality (alpha - alpha without the rater): "
+        + ", ".join(f"{r} {_fmt(v, 3)}" for r, v in zip(vit["raters"], vit["vitality"])),
+        "    hardest classes: " + ", ".join(f"{cd['classes'][i]} ({_fmt(cd['alpha'][i])})" for i in hardest),
+        "    alpha vs tau: " + ", ".join(f"{t:g}: {_fmt(a)}" for t, a in zip(curve["taus"], curve["global_alpha"])),
+    ]
+    return "\n".join(lines)
+
+
 def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> dict:
     """Builds the dataset, runs every computation through the operators, prints a report."""
     _say(f"[1/3] building the demo dataset {name!r}")
@@ -142,6 +162,8 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         )
     fields = dataset.info["iaa_demo"]["rater_fields"]
     report["ot"] = _run("compute_ot_agreement", dataset, fields=fields, key="ot", lam=0.5, beta=0.5, overwrite=True)
+    report["kalos"] = _run("compute_kalos", dataset, fields=fields, key="kalos", similarity="iou", tau=0.5,
+                           overwrite=True)
     out_dir = os.path.join(fo.config.default_dataset_dir, name)
     report["calibration"] = _run(
         "calibrate_agreement", dataset, fields=fields, key="calibration", distances=["iou", "giou", "centroid"],
@@ -166,6 +188,7 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         f"re-imported as {imp['dataset_name']!r} (attribute layout): {imp['num_labels']} labels"
     )
     _say(_ot_report(dataset, report["ot"]))
+    _say(_kalos_report(dataset, report["kalos"]))
     cal = report["calibration"]
     _say(
         "\n  Calibration (run 'calibration'): KS one-sided "
