@@ -124,6 +124,10 @@ class MultiRaterAnnotations:
             masks spanning their boxes (see :class:`AnnotationSet`).
         keypoints: ``None`` or ``(N, K, 2)`` float64 relative points, NaN where
             not labelled.
+        cuboids: ``None`` or ``(N, 9)`` float64 3D boxes ``[x, y, z, dx, dy,
+            dz, rx, ry, rz]`` (FiftyOne's ``location``, ``dimensions`` and XYZ
+            Euler ``rotation``, scene units). 3D rows have no 2D box: their
+            ``boxes`` are NaN, so 2D measures refuse them.
 
     Rows are sorted by ``(sample_index, rater_index)`` (stable: the input order
     of a rater's annotations on a sample is kept), and ``offsets`` gives, for
@@ -143,6 +147,7 @@ class MultiRaterAnnotations:
     sample_names: np.ndarray | None = None
     masks: list | None = None
     keypoints: np.ndarray | None = None
+    cuboids: np.ndarray | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -163,6 +168,11 @@ class MultiRaterAnnotations:
             raise ValueError("masks must have one entry per annotation")
         if self.keypoints is not None:
             object.__setattr__(self, "keypoints", _keypoint_array(self.keypoints, N))
+        if self.cuboids is not None:
+            cub = np.asarray(self.cuboids, dtype=np.float64)
+            if cub.shape != (N, 9):
+                raise ValueError(f"cuboids must have shape ({N}, 9); got {cub.shape}")
+            object.__setattr__(self, "cuboids", cub)
         if len(set(self.raters)) != R:
             raise ValueError(f"rater names must be unique: {list(self.raters)}")
         if N and (s_idx.min() < 0 or s_idx.max() >= S or r_idx.min() < 0 or r_idx.max() >= R):
@@ -185,6 +195,8 @@ class MultiRaterAnnotations:
                 object.__setattr__(self, "masks", [self.masks[i] for i in order])
             if self.keypoints is not None:
                 object.__setattr__(self, "keypoints", self.keypoints[order])
+            if self.cuboids is not None:
+                object.__setattr__(self, "cuboids", self.cuboids[order])
         sizes = self.image_sizes
         if sizes is None:
             sizes = np.full((S, 2), np.nan)
@@ -334,6 +346,7 @@ class MultiRaterAnnotations:
             sample_names=self.sample_names[idx],
             masks=[self.masks[i] for i in rows] if self.masks is not None else None,
             keypoints=self.keypoints[rows] if self.keypoints is not None else None,
+            cuboids=self.cuboids[rows] if self.cuboids is not None else None,
         )
 
     def summary(self) -> dict:

@@ -92,7 +92,9 @@ __all__ = [
 ]
 
 #: The names accepted by :func:`similarity_matrix`.
-SIMILARITIES: tuple[str, ...] = ("iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks")
+SIMILARITIES: tuple[str, ...] = (
+    "iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou",
+)
 
 #: Raster size (width, height) for ``mask_iou`` of polygons on samples of
 #: unknown image size.
@@ -212,6 +214,18 @@ def check_similarity(
     report = {"similarity": name, "repaired_polygons": 0}
     N = len(data)
     if name in _BOX:
+        bad = np.flatnonzero(~np.isfinite(data.boxes).all(axis=1))
+        if len(bad):
+            what = "a 2D box (3D labels: use 'cuboid_iou')" if data.cuboids is not None else "a finite 2D box"
+            raise _lacking(data, bad, what, name)
+        return report
+    if name == "cuboid_iou":
+        if data.cuboids is None:
+            raise ValueError("similarity 'cuboid_iou' needs 3D cuboids (location, dimensions, rotation), "
+                             "and the annotations have none")
+        from agreement.geometry.cuboids import validate_cuboids
+
+        validate_cuboids(data.cuboids, where="3D labels")
         return report
     if name in _POLYGON:
         if data.polygons is None:
@@ -426,6 +440,12 @@ def similarity_matrix(
     n, m = len(ra), len(rb)
     if n == 0 or m == 0:
         return np.zeros((n, m))
+    if name == "cuboid_iou":
+        from agreement.geometry.cuboids import pairwise_cuboid_iou
+
+        if data.cuboids is None:
+            raise ValueError("similarity 'cuboid_iou' needs 3D cuboids, and the annotations have none")
+        return np.clip(pairwise_cuboid_iou(data.cuboids[ra], data.cuboids[rb]), 0.0, 1.0)
     size = _frame(data, ra)
     if name == "iou":
         return pairwise_iou(data.boxes[ra], data.boxes[rb])

@@ -17,6 +17,7 @@ SIMILARITY_HELP = {
     "polygon_giou": "polygon GIoU with the convex hull (Polylines)",
     "mask_iou": "instance-mask IoU (Detections with masks, or rasterised polygons)",
     "oks": "keypoint OKS with COCO person sigmas (Keypoints)",
+    "cuboid_iou": "3D cuboid IoU, exact volume under any rotation (3D Detections)",
 }
 
 

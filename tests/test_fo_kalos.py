@@ -119,3 +119,36 @@ def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
         assert r["n_undefined"] == pure.n_undefined
     finally:
         ds.delete()
+
+
+def test_3d_cuboids_are_read_and_compared_exactly(fo, make_dataset, tmp_path):
+    from fiftyone.operators.executor import ExecutionError
+
+    from agreement.fo.reading import read_annotations
+    from agreement.validation import AnnotationError
+
+    scene_path = str(tmp_path / "scene.fo3d")
+    fo.Scene().write(scene_path)
+
+    def det(loc, rot=(0.0, 0.0, 0.0), dims=(4.0, 2.0, 1.5)):
+        return fo.Detection(label="car", location=list(loc), dimensions=list(dims), rotation=list(rot))
+
+    D = fo.Detections
+    ds = make_dataset([fo.Sample(filepath=scene_path, a=D(detections=[det((0, 0, 0)), det((10, 0, 0))]),
+                                 b=D(detections=[det((0, 0, 0), (0, 0, np.pi / 4)), det((10, 0, 5))]))])
+    read = read_annotations(ds, fields=["a", "b"])
+    assert read.annotations.cuboids.shape == (4, 9) and np.isnan(read.annotations.boxes).all()
+    r = _run(ds, fields=["a", "b"], key="k3", similarity="cuboid_iou", tau=0.3)
+    units = [ds.values(f"{f}.detections.k3_unit")[0] for f in ("a", "b")]
+    assert units[0][0] == units[1][0]  # the rotated car is the same object (IoU > 0.3)
+    assert units[0][1] != units[1][1]  # vertically separated boxes never match
+    assert r["n_units"] == 3
+    with pytest.raises(ExecutionError, match="3D detections"):
+        import fiftyone.operators as foo
+
+        foo.execute_operator("@iaa/agreement/compute_ot_agreement",
+                             ctx=dict(view=ds.view(), params=dict(fields=["a", "b"], key="ot3")))
+    bad = make_dataset([fo.Sample(filepath=scene_path, a=D(detections=[det((0, 0, 0), dims=(4, 0, 1))]),
+                                  b=D(detections=[det((0, 0, 0))]))])
+    with pytest.raises(AnnotationError, match="field 'a'"):
+        read_annotations(bad, fields=["a", "b"])

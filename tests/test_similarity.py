@@ -76,9 +76,19 @@ def sample_rows(data, s):
     return np.arange(lo, hi)
 
 
+def with_cuboids(d: MultiRaterAnnotations) -> MultiRaterAnnotations:
+    """The same corpus with 3D cuboids derived from the 2D boxes (for 'cuboid_iou')."""
+    b = d.boxes
+    cub = np.c_[b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2, np.zeros(len(b)), b[:, 2], b[:, 3],
+                np.full(len(b), 0.5), np.zeros((len(b), 2)), b[:, 0]]
+    return MultiRaterAnnotations(d.sample_ids, d.raters, d.assigned, d.boxes, d.labels, d.label_ids,
+                                 d.sample_index, d.rater_index, d.image_sizes, d.polygons, d.sample_names,
+                                 d.masks, d.keypoints, cub)
+
+
 @pytest.fixture(scope="module")
 def data():
-    return corpus()
+    return with_cuboids(corpus())
 
 
 def test_doctests():
@@ -86,7 +96,9 @@ def test_doctests():
 
 
 def test_registry_names():
-    assert SIMILARITIES == ("iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks")
+    assert SIMILARITIES == (
+        "iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou",
+    )
 
 
 @pytest.mark.parametrize("name", SIMILARITIES)

@@ -118,6 +118,11 @@ def compute_ot_agreement(
         samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field, box_policy=box_policy
     )
     corpus = read.annotations
+    if corpus.cuboids is not None:
+        raise ValueError(
+            "OT agreement is defined on 2D boxes and these are 3D detections: use compute_kalos with "
+            "similarity='cuboid_iou', or compute_geometry_agreement with distance='cuboid_iou'"
+        )
     label_fields = sorted(set(read.label_field_of_rater.values()))
     plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
 

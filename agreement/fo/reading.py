@@ -162,6 +162,7 @@ def read_annotations(
     min_raters: int = 2,
     image_sizes: bool = False,
     masks: bool = False,
+    cuboids: bool | None = None,
 ) -> ReadResult:
     """Reads every rater's annotations on ``samples`` with bulk ``values()`` calls.
 
@@ -177,6 +178,9 @@ def read_annotations(
         image_sizes: also read ``metadata.width``/``height`` (NaN when missing).
         masks: also read the instance masks of ``Detections`` (``None`` where
             a detection has none).
+        cuboids: read ``Detections`` as 3D cuboids (``location``,
+            ``dimensions``, ``rotation``); default: when the field declares
+            ``location``. 3D rows get NaN 2D boxes.
 
     Raises:
         AnnotationError: naming the sample and field, for every bad input.
@@ -198,12 +202,19 @@ def read_annotations(
                 "all rater fields must hold the same label type; got "
                 + ", ".join(f"{f}: {t.__name__}" for f, t in types.items())
             )
+        ltype = types[fields[0]]
+        three_d = bool(cuboids) if cuboids is not None else (
+            ltype is fol.Detections and all(_is_3d(samples, f) for f in fields)
+        )
         with _gc_paused():
-            return _read_fields_layout(samples, fields, types[fields[0]], box_policy, image_sizes, masks)
+            return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
+                                       _extras(ltype, masks, three_d))
     ltype = _label_type(samples, field)
+    three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with _gc_paused():
         return _read_attribute_layout(
-            samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, masks
+            samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes,
+            _extras(ltype, masks, three_d),
         )
 
 
@@ -222,25 +233,62 @@ def _sizes(values: list, image_sizes: bool, n: int) -> np.ndarray | None:
     return np.stack([w, h], axis=1).reshape(n, 2)
 
 
-def _geometry_paths(field: str, ltype: type, masks: bool = False) -> list[str]:
-    """Paths read per label field: geometry, label, id (and mask)."""
+CUBOID_ATTRS = ("location", "dimensions", "rotation")
+
+
+def _extras(ltype: type, masks: bool, three_d: bool) -> list[str]:
+    """Per-label attributes read besides geometry, label and id."""
+    if ltype is not fol.Detections:
+        return []
+    return (["mask"] if masks else []) + (list(CUBOID_ATTRS) if three_d else [])
+
+
+def _geometry_paths(field: str, ltype: type, extras: Sequence[str] = ()) -> list[str]:
+    """Paths read per label field: geometry, label, id, then ``extras``."""
     lf = LABEL_TYPES[ltype]
     geo = "bounding_box" if ltype is fol.Detections else "points"
-    paths = [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"]
-    if masks and ltype is fol.Detections:
-        paths.append(f"{field}.{lf}.mask")
-    return paths
+    return [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"] + [f"{field}.{lf}.{e}" for e in extras]
+
+
+def _is_3d(samples, field: str) -> bool:
+    """Whether the Detections of ``field`` are 3D (declared ``location`` attribute)."""
+    try:
+        return samples.get_field(f"{field}.detections.location") is not None
+    except Exception:  # noqa: BLE001 - an undeclared path
+        return False
+
+
+def _cuboids(extra: dict, where, n: int) -> np.ndarray | None:
+    """``(N, 9)`` cuboids from the location/dimensions/rotation columns, validated."""
+    if "location" not in extra:
+        return None
+    from agreement.geometry.cuboids import validate_cuboids
+
+    out = np.zeros((n, 9))
+    for k, (name, width) in enumerate((("location", 3), ("dimensions", 3), ("rotation", 3))):
+        for i, v in enumerate(extra[name]):
+            if v is None:
+                if name == "rotation":
+                    continue  # no rotation: axis-aligned
+                raise AnnotationError(f"{where[i]}: a 3D detection has no {name!r}")
+            vals = np.asarray(v, dtype=np.float64).reshape(-1)
+            if vals.size != width:
+                raise AnnotationError(f"{where[i]}: {name!r} must have 3 numbers, got {list(vals)}")
+            out[i, 3 * k: 3 * k + 3] = vals
+    if n:
+        validate_cuboids(out, [where[i] for i in range(n)])
+    return out
 
 
 def _flatten(per_sample: list, counts: np.ndarray) -> list:
     return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
 
 
-def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=False) -> ReadResult:
+def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=()) -> ReadResult:
     paths = _base_paths(image_sizes)
-    width = len(_geometry_paths(fields[0], ltype, masks))
+    width = 3 + len(extras)
     for f in fields:
-        paths += _geometry_paths(f, ltype, masks)
+        paths += _geometry_paths(f, ltype, extras)
     values = samples.values(paths)
     sample_ids, filepaths = values[0], values[1]
     nb = len(_base_paths(image_sizes))
@@ -249,7 +297,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=F
     order = [fields.index(r) for r in raters]
     assigned = np.zeros((S, R), dtype=bool)
     counts = np.zeros((S, R), dtype=np.intp)
-    geo_cols, label_cols, id_cols, mask_cols = [], [], [], []
+    geo_cols, label_cols, id_cols, extra_cols = [], [], [], []
     for r, fi in enumerate(order):
         block = values[nb + width * fi: nb + width * fi + width]
         geo, labs, ids = block[:3]
@@ -258,19 +306,20 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=F
         geo_cols.append(geo)
         label_cols.append(labs)
         id_cols.append(ids)
-        mask_cols.append(block[3] if width > 3 else None)
+        extra_cols.append(block[3:])
     # rows sorted by (sample, rater): interleave per sample
-    cells_geo, cells_lab, cells_id, cells_mask = [], [], [], []
+    cells_geo, cells_lab, cells_id = [], [], []
+    cells_extra = [[] for _ in extras]
     for s in range(S):
         for r in range(R):
             if counts[s, r]:
                 cells_geo.append(geo_cols[r][s])
                 cells_lab.append(label_cols[r][s])
                 cells_id.append(id_cols[r][s])
-                if width > 3:
-                    cells_mask.append(mask_cols[r][s])
+                for e in range(len(extras)):
+                    cells_extra[e].append(extra_cols[r][e][s])
     flat_geo = list(chain.from_iterable(cells_geo))
-    flat_masks = list(chain.from_iterable(cells_mask)) if width > 3 else None
+    extra = {name: list(chain.from_iterable(col)) for name, col in zip(extras, cells_extra)}
     labels = np.array(list(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
     ids = np.array(list(chain.from_iterable(cells_id)) + [None], dtype=object)[:-1]
     flat_counts = counts.reshape(-1)
@@ -279,8 +328,13 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=F
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
     where = _Where(s_idx, field_of_row, sample_ids, filepaths, None)
     boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
+    cuboids = _cuboids(extra, where, len(boxes))
     repairs = RepairReport()
-    boxes = _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
+    if cuboids is None:
+        boxes = _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
+    else:
+        _validated(np.zeros((0, 4)), labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
+        boxes = np.full_like(boxes, np.nan)
     ann = MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
         raters=raters,
@@ -293,8 +347,9 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, masks=F
         image_sizes=_sizes(values, image_sizes, S),
         polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=_masks(flat_masks, labels),
+        masks=_masks(extra.get("mask"), labels),
         keypoints=keypoints,
+        cuboids=cuboids,
     )
     layout = {
         "layout": "fields",
@@ -320,6 +375,8 @@ class _Where:
 
 def _geometry(flat_geo: list, ltype: type, where) -> tuple[np.ndarray, list | None, np.ndarray | None]:
     if ltype is fol.Detections:
+        if any(b is None or len(b) != 4 for b in flat_geo):  # 3D detections carry no 2D box
+            flat_geo = [[np.nan] * 4 if b is None or len(b) != 4 else b for b in flat_geo]
         boxes = np.array(flat_geo, dtype=np.float64).reshape(-1, 4) if flat_geo else np.zeros((0, 4))
         return boxes, None, None
     if ltype is fol.Keypoints:
@@ -367,10 +424,10 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
 
 
 def _read_attribute_layout(
-    samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, masks=False
+    samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, extras=()
 ):
     lf = LABEL_TYPES[ltype]
-    gpaths = _geometry_paths(field, ltype, masks)
+    gpaths = _geometry_paths(field, ltype, extras)
     paths = _base_paths(image_sizes) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
         schema = samples.get_field_schema()
@@ -386,7 +443,7 @@ def _read_attribute_layout(
     nb = len(_base_paths(image_sizes))
     sample_ids, filepaths = values[0], values[1]
     geo, labs, ids = values[nb: nb + 3]
-    mask_col = values[nb + 3] if len(gpaths) > 3 else None
+    extra_cols = dict(zip(extras, values[nb + 3: nb + len(gpaths)]))
     who = values[nb + len(gpaths)]
     listed = values[nb + len(gpaths) + 1] if raters_field is not None else None
     S = len(sample_ids)
@@ -437,11 +494,16 @@ def _read_attribute_layout(
     labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
     label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
     field_of_row = np.full(int(counts.sum()), field, dtype=object)
-    boxes, polygons, keypoints = _geometry(
-        _flatten(geo, counts), ltype, _Where(s_rows, field_of_row, sample_ids, filepaths, flat_who)
-    )
+    where = _Where(s_rows, field_of_row, sample_ids, filepaths, flat_who)
+    boxes, polygons, keypoints = _geometry(_flatten(geo, counts), ltype, where)
+    extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
+    cuboids = _cuboids(extra, where, len(boxes))
     repairs = RepairReport()
-    boxes = _validated(boxes, labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
+    if cuboids is None:
+        boxes = _validated(boxes, labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
+    else:
+        _validated(np.zeros((0, 4)), labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
+        boxes = np.full_like(boxes, np.nan)
     ann = MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
         raters=raters,
@@ -454,8 +516,9 @@ def _read_attribute_layout(
         image_sizes=_sizes(values, image_sizes, S),
         polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=_masks(_flatten(mask_col, counts) if mask_col is not None else None, labels),
+        masks=_masks(extra.get("mask"), labels),
         keypoints=keypoints,
+        cuboids=cuboids,
     )
     layout = {
         "layout": "attribute",
