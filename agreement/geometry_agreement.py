@@ -129,8 +129,10 @@ Bootstrap, chance sample, budget, determinism
   random subset) and a sample is measured whole when its within-item cost
   fits in what remains, else skipped whole (never half-measured); the result
   says ``truncated`` and how many samples were measured.
-* **Chance sample**: the chance baseline is drawn from the measured samples
-  and gets the rest of the budget (at least ``floor(max_pairs / 2)``). When
+* **Chance sample**: the chance baseline is drawn from the samples not
+  skipped for the budget (a sample with a single assigned rater takes part:
+  its set still pairs with other raters' sets on other samples) and gets the
+  rest of the budget (at least ``floor(max_pairs / 2)``). When
   the between-item population costs no more, every between-item set pair is
   measured (``between_exact``); otherwise set pairs are drawn uniformly with
   replacement from a fixed-seed stream until the next draw would exceed it
@@ -786,7 +788,9 @@ def geometry_agreement(
         reason.
 
     Raises:
-        ValueError: bad parameters (e.g. ``bootstrap < 2``), or
+        ValueError: bad parameters (e.g. ``bootstrap < 2``); annotations
+            lacking the geometry of ``distance`` (named, by
+            :func:`agreement.similarity.check_similarity`); or
             :class:`agreement.validation.AnnotationError` naming the sample and
             rater of a box with NaN/infinite coordinates or a negative size.
 
@@ -860,7 +864,6 @@ def geometry_agreement(
     k = k_s[es]
     ent_p = (first[es] + x * k - (x * (x + 1)) // 2 + (y - x - 1)).astype(np.int64)
     ent_i, ent_j, ent_s = gi, gj, sim
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
     mk = _match_entries(ent_p, ent_i, ent_j, ent_s, N)
     pair_rows = np.stack([ent_i[mk], ent_j[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
     pair_pid = ent_p[mk]
@@ -968,7 +971,7 @@ def geometry_agreement(
             if take < len(c):
                 break
             remaining -= int(cc[-1]) if len(cc) else 0
-    bi, bj, bst = cat(bi, np.intp), cat(bj, np.intp), cat(bst, np.intp)
+    bi, bj, bst = (np.concatenate(v).astype(np.intp) if v else np.zeros(0, np.intp) for v in (bi, bj, bst))
     # Distinct set pairs with multiplicities.
     if len(bi):
         key = (bst.astype(np.int64) * S + bi) * S + bj
@@ -1052,9 +1055,13 @@ def geometry_agreement(
         for k in GeometryAgreementResult._STATS:
             why[k] = base
     else:
+        no_pairs = (
+            f"no sample fits the pair budget (max_pairs = {max_pairs}; half of it is for within-item "
+            f"comparisons): every sample with two raters was skipped whole" if skipped.any()
+            else "no sample has two raters assigned: no within-item set pair")
         loc = ""
         if not n_within_pairs:
-            loc = "no sample has two raters assigned (and measured within the budget): no within-item set pair"
+            loc = no_pairs
         elif n_w == 0:
             loc = f"no within-item matched pair: no two raters' annotations on a sample match at similarity >= {t:g}"
         elif n_pop == 0:
@@ -1069,7 +1076,7 @@ def geometry_agreement(
                                      "no variation to correct against")
         det = ""
         if not n_within_pairs:
-            det = "no sample has two raters assigned (and measured within the budget): no within-item set pair"
+            det = no_pairs
         elif not np.nansum(engine.A_s) > 0:
             det = "no annotation in any within-item set pair: every assigned rater drew nothing"
         elif K == 0:
@@ -1082,8 +1089,7 @@ def geometry_agreement(
         if n_w == 0:
             cls = "no within-item matched pair: no labels to compare"
         elif not np.isfinite(pv["classification_alpha"]):
-            cls = ("no variation: every label of a matched pair is the same class (D_e = 0)"
-                   if n_w >= 1 else "fewer than 2 pairable values")
+            cls = "no variation: every label of a matched pair is the same class (D_e = 0)"
         why["classification_alpha"] = cls
 
     # ---- bootstrap -------------------------------------------------------------

@@ -34,10 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # scripts run as ``python experiments/x.py``
     sys.path.insert(0, str(REPO))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")  # no display: PNG files only
-
 from scipy.stats import kendalltau  # noqa: E402
 
 from agreement.alpha_ot import alpha_ot  # noqa: E402
@@ -391,13 +387,21 @@ def write_text(path: Path, text: str) -> Path:
     return path
 
 
-def savefig(fig, path: Path, dpi: int = 90) -> Path:
-    """Saves a figure as a small PNG (deterministic metadata) and closes it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+def pyplot():
+    """matplotlib's pyplot on the Agg canvas (no display; imported only when plotting)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.close(fig)
+    return plt
+
+
+def savefig(fig, path: Path, dpi: int = 90) -> Path:
+    """Saves a figure as a small PNG (no software/date metadata) and closes it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    pyplot().close(fig)
     return path
 
 
@@ -426,6 +430,3 @@ def timed(label: str) -> Callable:
 
     return deco
 
-
-def mapping_rows(d: Mapping) -> list:
-    return [[k, v] for k, v in d.items()]

@@ -4,6 +4,7 @@ from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeMaskConsensus
 from .kalos import ComputeKalos
+from .geometry import ComputeGeometryAgreement
 from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
@@ -12,6 +13,7 @@ OPERATORS = [
     ComputeOTAgreement,
     CalibrateAgreement,
     ComputeKalos,
+    ComputeGeometryAgreement,
     SimulateRaters,
     ComputeMaskConsensus,
     ExportMultiRaterCoco,

@@ -71,7 +71,9 @@ class AgreementPanel(foo.Panel):
         field = ctx.panel.state.score_field
         if field is None:
             return
-        self._load(ctx, lowest_first_view(ctx.view, field), f"samples sorted by {field}, lowest first")
+        descending = bool(ctx.panel.state.worst_first_descending)
+        self._load(ctx, lowest_first_view(ctx.view, field, descending),
+                   f"samples sorted by {field}, lowest agreement first")
 
     # ----------------------------------------------------------------- helpers
     def _load(self, ctx, view, description):
@@ -111,6 +113,7 @@ class AgreementPanel(foo.Panel):
         state.title = data["title"]
         state.cards = data["cards"]
         state.score_field = data["score_field"]
+        state.worst_first_descending = data["worst_first_descending"]
         hist = data["histogram"]
         if hist is not None:
             state.hist_edges = hist["edges"]

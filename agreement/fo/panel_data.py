@@ -57,6 +57,24 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         "bars": lambda detail: _kalos_bars(detail),
         "curves": lambda detail: _kalos_curves(detail),
     },
+    "iaa.geometry_agreement": {
+        "title": "Geometry agreement",
+        "score_suffix": "distance",
+        "higher_is_better": False,
+        "score_label": "mean matched distance on the sample (0 = identical)",
+        "score_range": lambda params: (0.0, 1.0 - float(params.get("threshold", 0.5))),
+        "cards": [
+            {"key": "sigma", "label": "σ (Braylan)", "lo": "sigma_ci_low", "hi": "sigma_ci_high", "reason": "sigma_reason"},
+            {"key": "distance_alpha", "label": "distance α", "lo": "distance_alpha_ci_low",
+             "hi": "distance_alpha_ci_high", "reason": "distance_alpha_reason"},
+            {"key": "ks", "label": "KS", "lo": "ks_ci_low", "hi": "ks_ci_high", "reason": "ks_reason"},
+            {"key": "detection_alpha", "label": "detection agreement", "lo": "detection_alpha_ci_low",
+             "hi": "detection_alpha_ci_high", "reason": "detection_alpha_reason"},
+            {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
+             "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
+        ],
+        "curves": lambda detail: _distance_curves(detail),
+    },
     "iaa.mask_consensus": {
         "title": "STAPLE mask consensus",
         "score_suffix": "sensitivity",
@@ -122,6 +140,18 @@ def _kalos_curves(detail: dict) -> list[dict]:
     return [{"title": "α versus τ (localisation sensitivity)", "traces": [
         {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["global_alpha"], "name": "global α"},
         {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["mean_alpha"], "name": "mean α"},
+    ]}]
+
+
+def _distance_curves(detail: dict) -> list[dict]:
+    """Within-item vs between-item (chance) distance densities."""
+    d = detail.get("distributions") or {}
+    if not d.get("edges"):
+        return []
+    centers = [(a + b) / 2 for a, b in zip(d["edges"][:-1], d["edges"][1:])]
+    return [{"title": "Matched distances: same sample vs other samples (chance)", "traces": [
+        {"type": "scatter", "mode": "lines", "x": centers, "y": d["within_density"], "name": "within (same sample)"},
+        {"type": "scatter", "mode": "lines", "x": centers, "y": d["between_density"], "name": "between (chance)"},
     ]}]
 
 
@@ -198,6 +228,11 @@ def score_field(info: dict) -> str | None:
     return f"{info['key']}_{suffix}" if suffix else None
 
 
+def higher_is_better(info: dict) -> bool:
+    """Whether a larger per-sample score means more agreement (False for distances)."""
+    return _method_view(info).get("higher_is_better", True)
+
+
 def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -> dict:
     """Counts of the per-sample score over ``bins`` equal bins of ``[lo, hi]``
     in ``samples`` (samples without a score are counted apart)."""
@@ -218,9 +253,9 @@ def bin_view(samples, field: str, lo: float, hi: float, last: bool):
     return samples.match((F(field) >= lo) & upper)
 
 
-def lowest_first_view(samples, field: str):
-    """The scored samples, lowest agreement first."""
-    return samples.exists(field).sort_by(field)
+def lowest_first_view(samples, field: str, descending: bool = False):
+    """The scored samples, lowest agreement first (``descending`` for distances)."""
+    return samples.exists(field).sort_by(field, reverse=descending)
 
 
 def run_panel_data(samples, key: str) -> dict:
@@ -247,6 +282,7 @@ def run_panel_data(samples, key: str) -> dict:
         "method": info["method"],
         "cards": [_card(summary, spec) for spec in view["cards"]],
         "score_field": field,
+        "worst_first_descending": not view.get("higher_is_better", True),
         "score_label": view.get("score_label"),
         "score_range": [lo, hi],
         "histogram": score_histogram(samples, field, lo, hi) if field and len(samples) else None,

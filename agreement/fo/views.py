@@ -10,7 +10,7 @@ from __future__ import annotations
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
-from agreement.fo.panel_data import score_field
+from agreement.fo.panel_data import higher_is_better, score_field
 
 __all__ = ["lowest_scoring_view", "rater_pair_view", "save_agreement_view", "ViewError"]
 
@@ -24,10 +24,13 @@ def lowest_scoring_view(samples, key: str, limit: int | None = 50, max_score: fl
     most ``limit`` of them and only those with score ``<= max_score``."""
     info = runs.get_agreement_run_info(samples, key)
     field = score_field(info)
+    if field is None:
+        raise ViewError(f"run {key!r} ({info['method']}) has no per-sample score to sort by")
+    better_high = higher_is_better(info)
     view = samples.exists(field)
-    if max_score is not None:
-        view = view.match(F(field) <= float(max_score))
-    view = view.sort_by(field)
+    if max_score is not None:  # a threshold on agreement: for distances, "at least this far apart"
+        view = view.match(F(field) <= float(max_score) if better_high else F(field) >= float(max_score))
+    view = view.sort_by(field, reverse=not better_high)
     if limit is not None:
         if int(limit) < 1:
             raise ViewError(f"limit must be a positive number of samples, got {limit!r}")

@@ -1,0 +1,135 @@
+"""Chance-corrected geometry agreement on a FiftyOne dataset or view.
+
+Wraps :func:`agreement.geometry_agreement.geometry_agreement` (Braylan, Alonso
+& Lease 2022, as documented by the Potato annotation tool): the within-item
+distances of matched annotations on the same sample against the between-item
+distances of the same matching across samples, σ, distance α, KS, detection
+agreement and classification agreement, each with a bootstrap interval over
+samples, and a hard pair budget.
+
+Written to the dataset (``key`` is the run key):
+
+===============================  ===================================================
+``{key}_distance``               per sample: mean distance of matched annotations
+                                 of different raters (0 = identical)
+``{key}_matched_fraction``       per sample: share of annotations matched
+label ``{key}_distance``         per label: mean distance to its matched partners
+                                 (``None`` when unmatched)
+===============================  ===================================================
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from agreement.fo import runs
+from agreement.fo.reading import read_annotations
+from agreement.geometry_agreement import DISTANCES, geometry_agreement
+
+__all__ = ["compute_geometry_agreement", "METHOD"]
+
+METHOD = "iaa.geometry_agreement"
+MAX_LISTED = 1000
+
+
+def _clean(v):
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def compute_geometry_agreement(
+    samples,
+    key: str,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    distance: str = "giou",
+    threshold: float = 0.5,
+    bootstrap: int | None = 1000,
+    max_pairs: int = 200_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    overwrite: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """Computes geometry agreement on ``samples`` and stores it as run ``key``.
+
+    Args:
+        distance: one of :data:`agreement.geometry_agreement.DISTANCES`
+            (``"giou"`` default; ``"cuboid_iou"`` for 3D detections; ``"oks"``
+            and ``"cuboid_iou"`` usually need a low ``threshold``).
+        threshold: the similarity a pair needs to be matched (both within and
+            between samples, so the chance baseline is comparable).
+        bootstrap: resamples of samples for the percentile intervals (>= 2),
+            or ``None`` for no intervals.
+        max_pairs: the hard budget of pairwise comparisons; a sample over it
+            is skipped whole and the result says ``truncated``.
+
+    Returns:
+        The headline numbers: ``sigma``, ``distance_alpha``, ``ks``,
+        ``ks_greater``, ``ks_less``, ``detection_alpha``,
+        ``classification_alpha``, each with ``_ci_low``, ``_ci_high`` and
+        ``_reason``, and ``truncated``, ``n_samples_measured``, ...
+    """
+    if distance not in DISTANCES:
+        raise ValueError(f"unknown distance {distance!r}; choose from {list(DISTANCES)}")
+    if bootstrap is not None and (isinstance(bootstrap, bool) or int(bootstrap) != bootstrap or bootstrap < 2):
+        raise ValueError(f"bootstrap must be an integer >= 2 (or None for no intervals), got {bootstrap!r}")
+    if not 0 <= float(threshold) <= 1:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    if int(max_pairs) < 1:
+        raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
+    runs.validate_key(key)
+    if progress:
+        progress(0.0, "reading annotations")
+    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
+                            image_sizes=True, masks=distance == "mask_iou")
+    data = read.annotations
+    label_fields = sorted(set(read.label_field_of_rater.values()))
+    plan = runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
+                            overwrite=overwrite)
+    if progress:
+        progress(0.1, "matching within and between samples")
+    res = geometry_agreement(data, distance=distance, threshold=float(threshold),
+                             bootstrap=None if bootstrap is None else int(bootstrap), max_pairs=int(max_pairs),
+                             seed=int(seed), confidence=float(confidence))
+    if progress:
+        progress(0.8, "writing results")
+    sid = data.sample_ids
+    runs.write_sample_values(samples, plan, "distance", dict(zip(sid, res.sample_distance)))
+    runs.write_sample_values(samples, plan, "matched_fraction", dict(zip(sid, res.sample_matched_fraction)))
+    for lf in label_fields:
+        r_idx = [data.raters.index(r) for r, f in read.label_field_of_rater.items() if f == lf]
+        rows = np.flatnonzero(np.isin(data.rater_index, r_idx))
+        runs.write_label_values(samples, plan, lf, "distance", list(zip(
+            sid[data.sample_index[rows]], data.label_ids[rows], res.row_distance[rows])))
+    summary = {k: _clean(v) for k, v in res.headline().items()}
+    summary["clipped_boxes"] = read.repairs.clipped_boxes
+    edges = np.linspace(0.0, 1.0, 41)
+    within = np.histogram(res.pair_distance, bins=edges)[0]
+    between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
+    detail = {
+        "raters": list(data.raters),
+        "distributions": {
+            "edges": edges,
+            "within_density": within / max(within.sum(), 1) / np.diff(edges),
+            "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
+        },
+        "undefined_samples": dict(list({str(s): r for s, r in zip(sid, res.sample_reasons) if r}.items())[:MAX_LISTED]),
+        "repairs": read.repairs.as_dict(),
+        "similarity_report": res.similarity_report,
+    }
+    params = {"distance": distance, "threshold": float(threshold), "bootstrap": bootstrap, "max_pairs": int(max_pairs),
+              "seed": int(seed), "confidence": float(confidence)}
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    if progress:
+        progress(1.0, "done")
+    return summary

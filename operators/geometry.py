@@ -1,0 +1,60 @@
+"""Operator: chance-corrected geometry agreement (sigma, distance alpha, KS, detection and classification)."""
+
+from __future__ import annotations
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+from agreement.fo.geometry import compute_geometry_agreement
+
+from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+
+
+class ComputeGeometryAgreement(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(
+            name="compute_geometry_agreement",
+            label="Annotator Agreement: geometry agreement (σ, KS)",
+            description="Do raters find the same objects, agree what they are, and where? Each chance-corrected",
+            dynamic=True,
+            allow_immediate_execution=True,
+            allow_delegated_execution=True,
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.geometry_agreement import DISTANCES
+
+        inputs = types.Object()
+        rater_layout_inputs(inputs, ctx)
+        inputs.enum("distance", list(DISTANCES), default="giou", label="Distance",
+                    description="1 − similarity: giou (default), iou, centroid, polygon_*, mask_iou, oks, cuboid_iou (3D)")
+        inputs.float("threshold", default=0.5, min=0.0, max=1.0, label="Matching threshold",
+                     description="Similarity a pair needs to be matched, within and across samples alike")
+        inputs.bool("intervals", default=True, label="Bootstrap intervals (resampling samples)")
+        if ctx.params.get("intervals", True):
+            inputs.int("bootstrap", default=1000, min=2, label="Bootstrap resamples")
+        inputs.int("max_pairs", default=200_000, min=1, label="Pair budget",
+                   description="At most this many comparisons; a sample over budget is skipped whole")
+        inputs.int("seed", default=0, label="Seed")
+        run_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Geometry agreement"))
+
+    def execute(self, ctx):
+        p = ctx.params
+        bootstrap = int(p.get("bootstrap", 1000)) if p.get("intervals", True) else None
+        result = compute_geometry_agreement(
+            ctx.view,
+            require(p, "key", "a name for this run"),
+            **rater_layout_kwargs(p),
+            distance=p.get("distance") or "giou",
+            threshold=float(p.get("threshold", 0.5)),
+            bootstrap=bootstrap,
+            max_pairs=int(p.get("max_pairs", 200_000)),
+            seed=int(p.get("seed", 0)),
+            overwrite=bool(p.get("overwrite", False)),
+            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+        )
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
+        return {"key": p["key"], **result}
