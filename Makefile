@@ -16,6 +16,8 @@ test: $(VENV)/.test
 
 bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
+	$(PY) bench/kalos_bench.py
+	$(PY) bench/geometry_bench.py
 
 app: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo --app
