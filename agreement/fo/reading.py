@@ -326,31 +326,9 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     s_idx = np.repeat(np.repeat(np.arange(S), R), flat_counts)
     r_idx = np.repeat(np.tile(np.arange(R), S), flat_counts)
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
-    where = _Where(s_idx, field_of_row, sample_ids, filepaths, None)
-    boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
-    cuboids = _cuboids(extra, where, len(boxes))
     repairs = RepairReport()
-    if cuboids is None:
-        boxes = _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
-    else:
-        _validated(np.zeros((0, 4)), labels, s_idx, field_of_row, sample_ids, filepaths, box_policy, repairs, None)
-        boxes = np.full_like(boxes, np.nan)
-    ann = MultiRaterAnnotations(
-        sample_ids=np.asarray(sample_ids, dtype=object),
-        raters=raters,
-        assigned=assigned,
-        boxes=boxes,
-        labels=labels,
-        label_ids=ids,
-        sample_index=s_idx,
-        rater_index=r_idx,
-        image_sizes=_sizes(values, image_sizes, S),
-        polygons=polygons,
-        sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=_masks(extra.get("mask"), labels),
-        keypoints=keypoints,
-        cuboids=cuboids,
-    )
+    ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
+                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs)
     layout = {
         "layout": "fields",
         "fields": list(fields),
@@ -421,6 +399,33 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
     boxes = boxes.copy()
     boxes[bad] = fixed
     return boxes
+
+
+def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
+            s_idx, r_idx, field_of_row, raters_of_row, ltype, box_policy, repairs) -> MultiRaterAnnotations:
+    """Geometry, validation and the corpus, shared by both layouts (rows already in corpus order)."""
+    where = _Where(s_idx, field_of_row, sample_ids, filepaths, raters_of_row)
+    boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
+    cuboids = _cuboids(extra, where, len(boxes))
+    checked = _validated(boxes if cuboids is None else np.zeros((0, 4)), labels, s_idx, field_of_row, sample_ids,
+                         filepaths, box_policy, repairs, raters_of_row)
+    boxes = checked if cuboids is None else np.full_like(boxes, np.nan)  # 3D rows have no 2D box
+    return MultiRaterAnnotations(
+        sample_ids=np.asarray(sample_ids, dtype=object),
+        raters=raters,
+        assigned=assigned,
+        boxes=boxes,
+        labels=labels,
+        label_ids=ids,
+        sample_index=s_idx,
+        rater_index=r_idx,
+        image_sizes=_sizes(values, image_sizes, len(sample_ids)),
+        polygons=polygons,
+        sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
+        masks=_masks(extra.get("mask"), labels),
+        keypoints=keypoints,
+        cuboids=cuboids,
+    )
 
 
 def _read_attribute_layout(
@@ -494,32 +499,10 @@ def _read_attribute_layout(
     labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
     label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
     field_of_row = np.full(int(counts.sum()), field, dtype=object)
-    where = _Where(s_rows, field_of_row, sample_ids, filepaths, flat_who)
-    boxes, polygons, keypoints = _geometry(_flatten(geo, counts), ltype, where)
     extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
-    cuboids = _cuboids(extra, where, len(boxes))
     repairs = RepairReport()
-    if cuboids is None:
-        boxes = _validated(boxes, labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
-    else:
-        _validated(np.zeros((0, 4)), labels, s_rows, field_of_row, sample_ids, filepaths, box_policy, repairs, flat_who)
-        boxes = np.full_like(boxes, np.nan)
-    ann = MultiRaterAnnotations(
-        sample_ids=np.asarray(sample_ids, dtype=object),
-        raters=raters,
-        assigned=assigned,
-        boxes=boxes,
-        labels=labels,
-        label_ids=label_ids,
-        sample_index=s_rows,
-        rater_index=r_rows,
-        image_sizes=_sizes(values, image_sizes, S),
-        polygons=polygons,
-        sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=_masks(extra.get("mask"), labels),
-        keypoints=keypoints,
-        cuboids=cuboids,
-    )
+    ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, _flatten(geo, counts), labels,
+                  label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs)
     layout = {
         "layout": "attribute",
         "field": field,
