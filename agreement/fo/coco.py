@@ -208,7 +208,7 @@ def export_multi_rater_coco(
             raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
         )
         ann = read.annotations
-    box_fields = sorted(set(read.label_field_of_rater.values()))
+    box_fields = read.label_fields
     extra_keys = ("coco_id", "area", "iscrowd")
     per_label: dict[str, dict[str, Any]] = {}
     polygons_by_label: dict[str, list] = {}

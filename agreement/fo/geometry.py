@@ -93,7 +93,7 @@ def compute_geometry_agreement(
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
                             image_sizes=True, masks=distance == "mask_iou")
     data = read.annotations
-    label_fields = sorted(set(read.label_field_of_rater.values()))
+    label_fields = read.label_fields
     plan = runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
                             overwrite=overwrite)
     if progress:
@@ -107,8 +107,7 @@ def compute_geometry_agreement(
     runs.write_sample_values(samples, plan, "distance", dict(zip(sid, res.sample_distance)))
     runs.write_sample_values(samples, plan, "matched_fraction", dict(zip(sid, res.sample_matched_fraction)))
     for lf in label_fields:
-        r_idx = [data.raters.index(r) for r, f in read.label_field_of_rater.items() if f == lf]
-        rows = np.flatnonzero(np.isin(data.rater_index, r_idx))
+        rows = read.rows_of_field(lf)
         runs.write_label_values(samples, plan, lf, "distance", list(zip(
             sid[data.sample_index[rows]], data.label_ids[rows], res.row_distance[rows])))
     summary = {k: _clean(v) for k, v in res.headline().items()}

@@ -43,7 +43,7 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
     data = read.annotations
     by_id: dict = {}
     dataset = samples._root_dataset
-    for lf in sorted(set(read.label_field_of_rater.values())):
+    for lf in read.label_fields:
         list_field = LABEL_TYPES[dataset.get_field(lf).document_type]
         ids, sess = samples.values([f"{lf}.{list_field}.id", f"{lf}.{list_field}.{session_attr}"], unwind=True)
         by_id.update(zip(ids, sess))
@@ -114,7 +114,7 @@ def compute_kalos(
                             box_policy=box_policy, image_sizes=True, masks=similarity == "mask_iou")
     data = read.annotations
     sessions = _sessions(samples, read, session_attr) if session_attr else None
-    label_fields = sorted(set(read.label_field_of_rater.values()))
+    label_fields = read.label_fields
     plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
 
     report(0.1, "correspondence and alpha")
@@ -134,8 +134,7 @@ def compute_kalos(
     runs.write_sample_values(samples, plan, "alpha", dict(zip(sid, result.alpha)))
     runs.write_sample_values(samples, plan, "n_units", dict(zip(sid, result.n_units.astype(int))))
     for lf in label_fields:
-        r_idx = [data.raters.index(r) for r, f in read.label_field_of_rater.items() if f == lf]
-        rows = np.flatnonzero(np.isin(data.rater_index, r_idx))
+        rows = read.rows_of_field(lf)
         runs.write_label_values(samples, plan, lf, "unit", list(zip(
             sid[data.sample_index[rows]], data.label_ids[rows],
             [int(u) if u >= 0 else None for u in result.unit[rows]],

@@ -123,7 +123,7 @@ def compute_ot_agreement(
             "OT agreement is defined on 2D boxes and these are 3D detections: use compute_kalos with "
             "similarity='cuboid_iou', or compute_geometry_agreement with distance='cuboid_iou'"
         )
-    label_fields = sorted(set(read.label_field_of_rater.values()))
+    label_fields = read.label_fields
     plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
 
     report(0.1, "per-sample OT scores")
@@ -141,9 +141,7 @@ def compute_ot_agreement(
     ):
         runs.write_sample_values(samples, plan, suffix, dict(zip(sid, values)))
     for lf in label_fields:
-        raters_here = [r for r, f in read.label_field_of_rater.items() if f == lf]
-        r_idx = [corpus.raters.index(r) for r in raters_here]
-        rows = np.flatnonzero(np.isin(corpus.rater_index, r_idx))
+        rows = read.rows_of_field(lf)
         owner = sid[corpus.sample_index[rows]]
         lids = corpus.label_ids[rows]
         matched = scores.row_matched_row[rows]

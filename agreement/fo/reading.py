@@ -62,6 +62,17 @@ class ReadResult:
     repairs: RepairReport
     label_field_of_rater: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def label_fields(self) -> list[str]:
+        """The label fields read, sorted."""
+        return sorted(set(self.label_field_of_rater.values()))
+
+    def rows_of_field(self, label_field: str) -> np.ndarray:
+        """Corpus rows whose labels live in ``label_field`` (for writing per-label results)."""
+        data = self.annotations
+        raters = [data.raters.index(r) for r, f in self.label_field_of_rater.items() if f == label_field]
+        return np.flatnonzero(np.isin(data.rater_index, raters))
+
 
 def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
     """Names of the sample fields of ``samples`` holding one of ``types``."""
