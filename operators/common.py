@@ -43,8 +43,10 @@ def rater_layout_kwargs(params: dict) -> dict:
 
 def run_key_input(inputs: types.Object, ctx, label: str = "Run key") -> None:
     """A run key field that shows the existing runs in its description."""
+    from agreement.fo.runs import RunError, validate_key
+
     existing = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
-    inputs.str(
+    prop = inputs.str(
         "key",
         required=True,
         label=label,
@@ -53,6 +55,13 @@ def run_key_input(inputs: types.Object, ctx, label: str = "Run key") -> None:
             + (f"existing runs: {', '.join(existing)}" if existing else "this dataset has no agreement runs yet")
         ),
     )
+    key = ctx.params.get("key")
+    if key:
+        try:
+            validate_key(key)
+        except RunError as e:
+            prop.invalid = True
+            prop.error_message = str(e)
 
 
 def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str = "Run") -> list[str]:
@@ -74,15 +83,16 @@ def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str
     return keys
 
 
-def rater_layout_inputs(inputs: types.Object, ctx) -> None:
-    """Form fragment: choose the rater layout and its fields, with the raters found."""
-    from agreement.fo.reading import detect_raters, label_fields
+def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
+    """Form fragment: choose the rater layout and its fields (only of ``label_types``), with the raters found."""
+    from agreement.fo.reading import LABEL_TYPES, detect_raters, label_fields
 
     dataset = ctx.dataset
-    choices = label_fields(dataset) if dataset is not None else []
+    choices = label_fields(dataset, label_types or tuple(LABEL_TYPES)) if dataset is not None else []
     if not choices:
+        kinds = ", ".join(t.__name__ for t in (label_types or tuple(LABEL_TYPES)))
         inputs.view("no_fields", types.Warning(
-            label="No label fields",
+            label=f"No label fields of a fitting type ({kinds})",
             description="This dataset has no Detections or Polylines fields to compare: import or add annotations first.",
         ))
         return

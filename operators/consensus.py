@@ -23,8 +23,10 @@ class ComputeMaskConsensus(foo.Operator):
         )
 
     def resolve_input(self, ctx):
+        import fiftyone.core.labels as fol
+
         inputs = types.Object()
-        rater_layout_inputs(inputs, ctx)
+        rater_layout_inputs(inputs, ctx, (fol.Detections, fol.Polylines))
         inputs.float("threshold", default=0.5, min=0.0, max=1.0, label="Consensus threshold",
                      description="A pixel is in the consensus when its STAPLE probability reaches this")
         inputs.int("max_iter", default=10_000, min=1, label="Maximum EM iterations")

@@ -23,8 +23,10 @@ class ComputeOTAgreement(foo.Operator):
         )
 
     def resolve_input(self, ctx):
+        import fiftyone.core.labels as fol
+
         inputs = types.Object()
-        rater_layout_inputs(inputs, ctx)
+        rater_layout_inputs(inputs, ctx, (fol.Detections,))
         inputs.float("lam", default=0.5, min=0.0, max=1.0, label="λ (localisation weight)",
                      description="Pair cost = λ·(1−GIoU)/2 + (1−λ)·[labels differ]; 1 ignores labels, 0 ignores boxes")
         inputs.float("beta", default=0.5, min=0.0, max=1.0, label="β (cost of an unmatched box)",

@@ -213,3 +213,11 @@ def test_load_agreement_view_lowest_and_rater_pair(fo, ot_ds):
     assert "lonely" not in str(ot_ds.select(pair["sample_ids"]).values("filepath"))
     with pytest.raises(ExecutionError, match="rater_b"):  # the form only offers the run's raters
         load(mode="pair", rater_a="a", rater_b="zz")
+
+
+def test_form_offers_only_detections_and_checks_the_key(fo, ot_ds):
+    ot_ds.add_sample_field("kps", fo.EmbeddedDocumentField, embedded_doc_type=fo.Keypoints)
+    props = _resolve(ot_ds, {"key": "1 bad"})
+    assert "kps" not in {c.value for c in props["fields"].view.choices}  # OT compares boxes only
+    assert props["key"].invalid and "invalid run key" in props["key"].error_message
+    assert not _resolve(ot_ds, {"key": "good_key"})["key"].invalid
