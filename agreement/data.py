@@ -128,6 +128,12 @@ class MultiRaterAnnotations:
             dz, rx, ry, rz]`` (FiftyOne's ``location``, ``dimensions`` and XYZ
             Euler ``rotation``, scene units). 3D rows have no 2D box: their
             ``boxes`` are NaN, so 2D measures refuse them.
+        points3d: ``None`` or ``(N, 3)`` 3D point annotations (scene units).
+        polylines3d: ``None`` or a length-N list of lists of ``(k, 3)`` 3D
+            polylines (one annotation may hold several lines).
+        segments: ``None`` or a length-N list of int arrays: the point-cloud
+            indices an annotation covers; ``num_points`` gives, per sample,
+            the size of its point cloud (for range checks and Jaccard).
 
     Rows are sorted by ``(sample_index, rater_index)`` (stable: the input order
     of a rater's annotations on a sample is kept), and ``offsets`` gives, for
@@ -148,6 +154,10 @@ class MultiRaterAnnotations:
     masks: list | None = None
     keypoints: np.ndarray | None = None
     cuboids: np.ndarray | None = None
+    points3d: np.ndarray | None = None
+    polylines3d: list | None = None
+    segments: list | None = None
+    num_points: np.ndarray | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -173,6 +183,17 @@ class MultiRaterAnnotations:
             if cub.shape != (N, 9):
                 raise ValueError(f"cuboids must have shape ({N}, 9); got {cub.shape}")
             object.__setattr__(self, "cuboids", cub)
+        if self.points3d is not None:
+            pts = np.asarray(self.points3d, dtype=np.float64)
+            if pts.shape != (N, 3):
+                raise ValueError(f"points3d must have shape ({N}, 3); got {pts.shape}")
+            object.__setattr__(self, "points3d", pts)
+        for name in ("polylines3d", "segments"):
+            value = getattr(self, name)
+            if value is not None and len(value) != N:
+                raise ValueError(f"{name} must have one entry per annotation")
+        if self.num_points is not None:
+            object.__setattr__(self, "num_points", np.asarray(self.num_points, dtype=np.int64).reshape(S))
         if len(set(self.raters)) != R:
             raise ValueError(f"rater names must be unique: {list(self.raters)}")
         if N and (s_idx.min() < 0 or s_idx.max() >= S or r_idx.min() < 0 or r_idx.max() >= R):
@@ -195,8 +216,12 @@ class MultiRaterAnnotations:
                 object.__setattr__(self, "masks", [self.masks[i] for i in order])
             if self.keypoints is not None:
                 object.__setattr__(self, "keypoints", self.keypoints[order])
-            if self.cuboids is not None:
-                object.__setattr__(self, "cuboids", self.cuboids[order])
+            for name in ("cuboids", "points3d"):
+                if getattr(self, name) is not None:
+                    object.__setattr__(self, name, getattr(self, name)[order])
+            for name in ("polylines3d", "segments"):
+                if getattr(self, name) is not None:
+                    object.__setattr__(self, name, [getattr(self, name)[i] for i in order])
         sizes = self.image_sizes
         if sizes is None:
             sizes = np.full((S, 2), np.nan)
@@ -347,6 +372,10 @@ class MultiRaterAnnotations:
             masks=[self.masks[i] for i in rows] if self.masks is not None else None,
             keypoints=self.keypoints[rows] if self.keypoints is not None else None,
             cuboids=self.cuboids[rows] if self.cuboids is not None else None,
+            points3d=self.points3d[rows] if self.points3d is not None else None,
+            polylines3d=[self.polylines3d[i] for i in rows] if self.polylines3d is not None else None,
+            segments=[self.segments[i] for i in rows] if self.segments is not None else None,
+            num_points=self.num_points[idx] if self.num_points is not None else None,
         )
 
     def summary(self) -> dict:

@@ -187,7 +187,8 @@ __all__ = [
 #: :func:`agreement.similarity.similarity_matrix`. Each is listed only once a
 #: test shows the ordering property on it (noisier annotations score lower).
 DISTANCES: tuple[str, ...] = tuple(
-    d for d in ("giou", "iou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou")
+    d for d in ("giou", "iou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou",
+                "point3d", "polyline3d_f1", "segment_jaccard")
     if d in SIMILARITIES
 )
 

@@ -94,7 +94,13 @@ __all__ = [
 #: The names accepted by :func:`similarity_matrix`.
 SIMILARITIES: tuple[str, ...] = (
     "iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou",
+    "point3d", "polyline3d_f1", "segment_jaccard",
 )
+
+#: default scale (scene units, e.g. metres) of the 3D point similarity exp(-d² / (2 scale²))
+POINT3D_SCALE = 2.0
+#: default tolerance (scene units) of the 3D polyline boundary F1
+POLYLINE3D_TOLERANCE = 0.5
 
 #: Raster size (width, height) for ``mask_iou`` of polygons on samples of
 #: unknown image size.
@@ -218,6 +224,20 @@ def check_similarity(
         if len(bad):
             what = "a 2D box (3D labels: use 'cuboid_iou')" if data.cuboids is not None else "a finite 2D box"
             raise _lacking(data, bad, what, name)
+        return report
+    if name in ("point3d", "polyline3d_f1", "segment_jaccard"):
+        needs = {"point3d": "points3d", "polyline3d_f1": "polylines3d", "segment_jaccard": "segments"}[name]
+        if getattr(data, needs) is None:
+            raise ValueError(f"similarity {name!r} needs {needs}, and the annotations have none")
+        if name == "segment_jaccard":
+            from agreement.geometry.cuboids import validate_segment_indices
+
+            if data.num_points is None:
+                raise ValueError("similarity 'segment_jaccard' needs the number of points of each sample's cloud")
+            for i, seg in enumerate(data.segments):
+                s_i = data.sample_index[i]
+                validate_segment_indices(seg, int(data.num_points[s_i]),
+                                         where=f"sample {data.sample_names[s_i]!r}, label {data.label_ids[i]!r}")
         return report
     if name == "cuboid_iou":
         if data.cuboids is None:
@@ -440,6 +460,20 @@ def similarity_matrix(
     n, m = len(ra), len(rb)
     if n == 0 or m == 0:
         return np.zeros((n, m))
+    if name == "point3d":
+        from agreement.geometry.cuboids import pairwise_point_similarity
+
+        return pairwise_point_similarity(data.points3d[ra], data.points3d[rb], scale=POINT3D_SCALE)
+    if name == "polyline3d_f1":
+        from agreement.geometry.cuboids import pairwise_polyline_boundary_f1
+
+        return pairwise_polyline_boundary_f1([data.polylines3d[i] for i in ra], [data.polylines3d[i] for i in rb],
+                                             tolerance=POLYLINE3D_TOLERANCE)
+    if name == "segment_jaccard":
+        from agreement.geometry.cuboids import pairwise_segment_jaccard
+
+        n_points = int(data.num_points[data.sample_index[np.r_[ra, rb]]].max())  # rows_b may span samples
+        return pairwise_segment_jaccard([data.segments[i] for i in ra], [data.segments[i] for i in rb], n_points)
     if name == "cuboid_iou":
         from agreement.geometry.cuboids import pairwise_cuboid_iou
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -151,6 +151,8 @@ METRICS: tuple[Metric, ...] = (
     _m("ot_0.2", "OT score (β=0.2)", "ot_0.2", True, ALL, 0.8, "mean of per-sample OT scores"),
     _m("ot_0.5", "OT score (β=0.5)", "ot_0.5", True, ALL, 0.5, "mean of per-sample OT scores"),
     _m("ot_0.8", "OT score (β=0.8)", "ot_0.8", True, ALL, 0.2, "mean of per-sample OT scores"),
+    _m("ot_oc_0.5", "OT score (OC-cost norm., β=0.5)", "ot_oc_0.5", True, ALL, 0.0,
+       "mean of per-sample OT scores"),
     _m("alpha_ot", "αOT (β=0.5)", "alpha_ot", False, ALL, 0.0, "αOT = 1 − D_o/D_e"),
     _m("kalos", "KαLOS α", "kalos", True, ALL, 0.0, "global (pooled) α"),
     _m("sigma", "σ (Braylan)", "geometry", True, ("shift",), 0.05, "σ"),
@@ -170,6 +172,8 @@ RESPONSE_NOTES: dict[str, str] = {
     "ot_0.2": "GIoU and label terms in the pair cost, dummy cost for unmatched boxes: responds to all three.",
     "ot_0.5": "as above.",
     "ot_0.8": "as above.",
+    "ot_oc_0.5": "the OC-cost normalisation of the same transport (a matched pair paid once, divided by "
+                 "the number of transport entries): responds to all three.",
     "alpha_ot": "chance-corrected OT cost: responds to all three.",
     "kalos": "units by IoU ≥ τ, then classes with no_object: a dropped box is a no_object value, "
              "a swapped label a class disagreement, a box shifted below τ splits into two units.",
@@ -242,7 +246,8 @@ def evaluate(data: MultiRaterAnnotations, metrics: Iterable[str] | None = None,
              kalos_solver: str = "greedy", seed: int = 0) -> Scores:
     """Computes the chosen metrics (default: all of :data:`METRICS`) on a corpus.
 
-    Each engine runs once: OT per β (λ = :data:`LAM`), αOT (β = 0.5, exact
+    Each engine runs once: OT per β (λ = :data:`LAM`; also the OC-cost
+    normalisation at β = 0.5), αOT (β = 0.5, exact
     chance baseline for 200 samples), KαLOS (box IoU, τ = 0.5, ψ_soft,
     ``kalos_solver``), threshold baselines (IoU 0.5, class-aware F1/mean IoU,
     class-agnostic α) and geometry agreement (GIoU distance, threshold 0.5,
@@ -266,6 +271,10 @@ def evaluate(data: MultiRaterAnnotations, metrics: Iterable[str] | None = None,
             r = sample_ot_scores(data, lam=LAM, beta=beta, normalization="paper")
             out.per_sample[e] = np.asarray(r.mean, np.float64)
             out.corpus[e] = r.mean_score
+    if "ot_oc_0.5" in engines:
+        r = sample_ot_scores(data, lam=LAM, beta=0.5, normalization="oc_cost")
+        out.per_sample["ot_oc_0.5"] = np.asarray(r.mean, np.float64)
+        out.corpus["ot_oc_0.5"] = r.mean_score
     if "alpha_ot" in engines:
         r = alpha_ot(data, lam=LAM, beta=0.5, max_pairs=ALPHA_OT_MAX_PAIRS, seed=seed)
         out.corpus["alpha_ot"] = float(r.alpha)
@@ -297,13 +306,6 @@ def evaluate(data: MultiRaterAnnotations, metrics: Iterable[str] | None = None,
     out.corpus = {k: v for k, v in out.corpus.items() if k in keys}
     out.sample_mean = {k: _nanmean(v) for k, v in out.per_sample.items()}
     return out
-
-
-def headline(scores: Scores, key: str, prefer: str = "corpus") -> float:
-    """The value plotted for a metric: its corpus value, or the mean of its per-sample values."""
-    if prefer == "sample" and key in scores.sample_mean:
-        return scores.sample_mean[key]
-    return scores.corpus.get(key, float("nan"))
 
 
 # --------------------------------------------------------------------------
@@ -351,6 +353,66 @@ def per_sample_adjacent(matrix: np.ndarray) -> tuple[int, int, int]:
         k, t, r = adjacent_order(matrix[:, s])
         kept, tie, rev = kept + k, tie + t, rev + r
     return kept, tie, rev
+
+
+# --------------------------------------------------------------------------
+# The suite's monotonicity check (tests/test_monotonicity.py, run_all.py)
+# --------------------------------------------------------------------------
+
+#: Noise levels of the monotonicity check (few, so that the test stays fast).
+MONO_LEVELS = (0.0, 0.1, 0.25, 0.5)
+#: Largest tolerated rise of a score's mean between two adjacent levels.
+MONO_TOL = 0.01
+#: Smallest fall from γ = 0 to the largest γ of a score meant to respond.
+MONO_MIN_DROP = 0.02
+#: Known failures of the check, with the reason (reported, never hidden).
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("mean_iou", "shift"): (
+        "mean IoU averages matched pairs only: at large shifts the worst pairs fall below IoU 0.5, "
+        "leave the average, and the mean rises again (survivorship)"
+    ),
+}
+
+
+def monotonicity_curves(data: MultiRaterAnnotations, levels: Sequence[float] = MONO_LEVELS,
+                        seed: int = 0) -> dict:
+    """``{(kind, "corpus" | "sample_mean"): {metric: values over levels}}`` on ``r1`` vs perturbed."""
+    out: dict = {}
+    for kind in NOISE_KINDS:
+        corpus = {m.key: [] for m in METRICS}
+        smean = {m.key: [] for m in METRICS if m.per_sample}
+        for g in levels:
+            sc = evaluate(noisy_pair(data, kind, g, seed=seed))
+            for k in corpus:
+                corpus[k].append(sc.corpus[k])
+            for k in smean:
+                smean[k].append(sc.sample_mean[k])
+        out[(kind, "corpus")] = {k: np.asarray(v) for k, v in corpus.items()}
+        out[(kind, "sample_mean")] = {k: np.asarray(v) for k, v in smean.items()}
+    return out
+
+
+def monotonicity_verdict(key: str, kind: str, y: np.ndarray, levels: Sequence[float] = MONO_LEVELS,
+                         tol: float = MONO_TOL, min_drop: float = MONO_MIN_DROP) -> tuple[bool, str]:
+    """Whether a score's curve over the noise levels passes the check, and why not.
+
+    Passes when the value is defined at every level, never rises by more than
+    ``tol`` between adjacent levels, and (when the score is meant to respond
+    to ``kind``) falls by at least ``min_drop`` from the first to the last level.
+    """
+    m = METRIC[key]
+    y = np.asarray(y, np.float64)
+    if np.isnan(y).any():
+        return False, f"{m.label} undefined at some level under {kind}: {np.round(y, 4).tolist()}"
+    rises = np.diff(y)
+    w = int(np.argmax(rises))
+    if rises[w] > tol:
+        return False, (f"{m.label} rises by {rises[w]:.4f} from γ={levels[w]:g} to γ={levels[w + 1]:g} "
+                       f"under {kind}: {np.round(y, 4).tolist()}")
+    if kind in m.responds and y[0] - y[-1] < min_drop:
+        return False, (f"{m.label} is meant to respond to {kind} but falls only by {y[0] - y[-1]:.4f}: "
+                       f"{np.round(y, 4).tolist()}")
+    return True, ""
 
 
 # --------------------------------------------------------------------------
@@ -411,22 +473,3 @@ def rel(path: Path) -> str:
         return str(Path(path).resolve().relative_to(REPO))
     except ValueError:
         return str(path)
-
-
-def timed(label: str) -> Callable:
-    """A decorator printing how long a ``main`` took."""
-    import functools
-    import time
-
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*a, **k):
-            t = time.perf_counter()
-            res = fn(*a, **k)
-            print(f"[{label}] {time.perf_counter() - t:.1f} s")
-            return res
-
-        return wrapper
-
-    return deco
-

@@ -58,6 +58,15 @@ def _interp_lambda(mags, curve, value) -> float:
     return float("nan")
 
 
+def strict_and_loose(pair) -> tuple[float, float]:
+    """Share of boxes matched at IoU ≥ 0.5 (class-agnostic F1) and at GIoU ≥ 0 (geometry matching)."""
+    from agreement.baselines import threshold_baselines
+
+    strict = threshold_baselines(pair, 0.5, class_aware=False).f1_micro
+    loose = 1.0 - C._geometry(pair).unmatched_within
+    return float(strict), float(loose)
+
+
 def run(data, mags, seeds) -> dict:
     cor = {m.key: np.full((len(seeds), len(mags)), np.nan) for m in C.METRICS}
     cannibal = np.zeros((len(seeds), len(mags)))
@@ -68,8 +77,14 @@ def run(data, mags, seeds) -> dict:
             sc = C.evaluate(pair)
             for k, v in sc.corpus.items():
                 cor[k][i, j] = v
-    real = C.evaluate(C.select_raters(data, [C.REFERENCE, "r2"])).corpus
-    return {"corpus": cor, "real": real, "cannibalised": cannibal}
+    real_pair = C.select_raters(data, [C.REFERENCE, "r2"])
+    real = C.evaluate(real_pair).corpus
+    # Matched share at a strict (IoU 0.5) and a loose (GIoU 0) threshold: real vs λ = 1.
+    match = {"real": strict_and_loose(real_pair)}
+    if 1.0 in mags:
+        sl = np.array([strict_and_loose(simulated_pair(data, 1.0, seed)[0]) for seed in seeds])
+        match["sim"] = tuple(sl.mean(axis=0))
+    return {"corpus": cor, "real": real, "cannibalised": cannibal, "match": match}
 
 
 def summarise(res: dict, mags) -> dict:
@@ -103,7 +118,7 @@ def plot(summary: dict, mags, path):
     plt = C.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
     groups = (
-        ("scores in [0, 1]", ("ot_0.2", "ot_0.5", "ot_0.8", "f1", "mean_iou", "sigma")),
+        ("scores in [0, 1]", ("ot_0.2", "ot_0.5", "ot_0.8", "ot_oc_0.5", "f1", "mean_iou", "sigma")),
         ("chance-corrected (0 = chance)", ("alpha_ot", "kalos", "threshold_alpha", "distance_alpha",
                                            "ks", "detection_alpha", "classification_alpha")),
     )
@@ -115,11 +130,11 @@ def plot(summary: dict, mags, path):
             ax.fill_between(mags, s["mean"] - s["sd"], s["mean"] + s["sd"], color=line.get_color(), alpha=0.15)
         ax.axvline(1.0, color="0.5", lw=0.8, ls="--")
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("magnitude λ (empirical LVIS profile; dashed: λ = 1, the fitted profile)")
+        ax.set_xlabel("magnitude λ (dashed: λ = 1, the fitted profile)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper right")
-    axes[0].set_ylabel("corpus score, r1 vs simulated (mean ± sd over seeds)")
-    fig.suptitle("Full range: LVIS r1 against a simulated rater, λ from 0 to 5", fontsize=11)
+    axes[0].set_ylabel("corpus score (mean ± sd over seeds)")
+    fig.suptitle("Full range: LVIS r1 against a rater simulated with the LVIS profile, λ from 0 to 5", fontsize=11)
     return C.savefig(fig, path)
 
 
@@ -150,11 +165,11 @@ def report(summary, res, mags, seeds, elapsed, png) -> str:
         + ", ".join(f"λ={x:g}: {c:.0f}" for x, c in zip(mags, cann)) + ".\n"
     )
     L.append(f"![full range]({png.name})\n")
-    L.append(_findings(summary, mags))
+    L.append(_findings(summary, mags, res["match"]))
     return "\n".join(L)
 
 
-def _findings(summary, mags) -> str:
+def _findings(summary, mags, match) -> str:
     keys = [m.key for m in C.METRICS]
     by_range = sorted(keys, key=lambda k: -summary[k]["range_used"])
     by_slope = sorted(keys, key=lambda k: summary[k]["slope_norm"])
@@ -176,9 +191,29 @@ def _findings(summary, mags) -> str:
     L.append("* **Not monotone in λ** (some λ step raises the corpus score in some seed): "
              + (", ".join(nonmono) if nonmono else "none") + ".")
     L.append("* **λ at which the simulation matches the real r1–r2 score**: " + (", ".join(near1) or "none")
-             + ". A value well away from 1 means the generator, fitted at IoU 0.5, reproduces that "
-             "score's view of the real disagreement poorly (e.g. false positives placed uniformly, "
-             "residuals truncated at the fit's IoU threshold).\n")
+             + ". A value near 1 means the generator, fitted on the real pairs matched at IoU 0.5, "
+             "reproduces that score's view of the real disagreement.")
+    if "sim" in match:
+        (rs, rl), (ss, sl) = match["real"], match["sim"]
+        loose = [summary[k]["lambda_real"] for k in ("ot_0.2", "ot_0.5", "ot_0.8", "ot_oc_0.5", "alpha_ot",
+                                                     "detection_alpha")]
+        L.append(
+            f"* **Why OT and detection α match at λ ≈ {np.nanmin(loose):.2f}–{np.nanmax(loose):.2f}, not 1.** "
+            "Share of boxes matched "
+            f"(class-agnostic) at IoU ≥ 0.5 / at GIoU ≥ 0: real r1–r2 {rs:.3f} / {rl:.3f}, simulated "
+            f"at λ = 1 {ss:.3f} / {sl:.3f}. The generator reproduces the strict matching it was fitted "
+            f"at, but in the real data a further {rl - rs:.3f} of all boxes miss IoU 0.5 yet still "
+            f"overlap a counterpart (a loose, GIoU ≥ 0 match), against {sl - ss:.3f} in the simulation, where most "
+            "unmatched boxes are removed boxes or false positives placed uniformly in the image. Scores "
+            "that give partial credit to loose overlaps (OT's GIoU cost, detection α's GIoU ≥ 0 "
+            "matching) therefore see the simulation at λ = 1 as worse than the real raters; scores "
+            "that match at IoU 0.5 (F1, KαLOS α, threshold α) see it as equal. σ and KS, which "
+            "compare distributions of matched distances, match at λ > 1. This is a limit of the "
+            "noise profile (no \"near miss\" error type), not of the scores."
+        )
+    over = [C.METRIC[k].label for k in keys if summary[k]["range_used"] > 1.0]
+    L.append("* **Range used over 100 %** means the score goes below its floor (below chance) by "
+             "λ = 5: " + (", ".join(over) if over else "none") + ".\n")
     return "\n".join(L)
 
 
@@ -195,7 +230,7 @@ def main(argv=None) -> dict:
     elapsed = time.perf_counter() - t0
     path = C.write_text(C.RESULTS / "full_range.md", report(summary, res, MAGNITUDES, seeds, elapsed, png))
     print(f"wrote {C.rel(path)} and {C.rel(png)} ({elapsed:.1f} s)")
-    return {"summary": summary, "path": path, "mags": MAGNITUDES}
+    return {"summary": summary, "path": path, "mags": MAGNITUDES, "match": res["match"]}
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ def plot_schools(rows, path):
     ax.set_ylabel("KαLOS α (greedy; mean over seeds)")
     ax.set_title("Experiment 6: schools of thought sharing a systematic bias", fontsize=10)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return C.savefig(fig, path)
 
 

@@ -162,7 +162,7 @@ def plot(kind: str, stats: dict, levels, path):
     plt = C.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
     groups = (
-        ("scores in [0, 1]", ("ot_0.2", "ot_0.5", "ot_0.8", "f1", "mean_iou", "sigma")),
+        ("scores in [0, 1]", ("ot_0.2", "ot_0.5", "ot_0.8", "ot_oc_0.5", "f1", "mean_iou", "sigma")),
         ("chance-corrected (0 = chance)", ("alpha_ot", "kalos", "threshold_alpha", "distance_alpha",
                                            "ks", "detection_alpha", "classification_alpha")),
     )

@@ -18,6 +18,9 @@ SIMILARITY_HELP = {
     "mask_iou": "instance-mask IoU (Detections with masks, or rasterised polygons)",
     "oks": "keypoint OKS with COCO person sigmas (Keypoints)",
     "cuboid_iou": "3D cuboid IoU, exact volume under any rotation (3D Detections)",
+    "point3d": "3D points: exp(-d²/(2·2²)), d in scene units (3D Detections with a location only)",
+    "polyline3d_f1": "3D polylines: boundary F1 within 0.5 scene units (Polylines with points3d)",
+    "segment_jaccard": "point-cloud segments: Jaccard of point indices (label attribute point_indices)",
 }
 
 

@@ -152,3 +152,53 @@ def test_3d_cuboids_are_read_and_compared_exactly(fo, make_dataset, tmp_path):
                                   b=D(detections=[det((0, 0, 0))]))])
     with pytest.raises(AnnotationError, match="field 'a'"):
         read_annotations(bad, fields=["a", "b"])
+
+
+def test_3d_points_polylines_and_segments_through_the_operators(fo, make_dataset, tmp_path):
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionError
+
+    from agreement.fo.reading import read_annotations
+
+    scene_path = str(tmp_path / "cloud.fo3d")
+    fo.Scene().write(scene_path)
+    rng = np.random.default_rng(2)
+    D, P = fo.Detections, fo.Polylines
+    samples = []
+    for i in range(6):
+        centres = rng.uniform(0, 30, (3, 3))
+        kw = {"num_points": 500}
+        for r, noise in (("a", 0.02), ("b", 0.05)):
+            kw[f"pts_{r}"] = D(detections=[fo.Detection(label="pole", location=(c + rng.normal(0, noise, 3)).tolist())
+                                           for c in centres])
+            kw[f"line_{r}"] = P(polylines=[fo.Polyline(label="lane", points3d=[
+                (c + np.array([[0, 0, 0], [4, 0, 0]]) + rng.normal(0, noise, (2, 3))).tolist()]) for c in centres])
+            kw[f"seg_{r}"] = D(detections=[fo.Detection(label="car", point_indices=list(range(k * 150 + i * 15, k * 150 + i * 15 + 60 + r.count("b") * 5)))
+                                           for k in range(3)])
+        samples.append(fo.Sample(filepath=scene_path, **kw))
+    ds = make_dataset(samples)
+    a = read_annotations(ds, fields=["pts_a", "pts_b"]).annotations
+    assert a.points3d.shape == (36, 3) and a.cuboids is None
+    assert len(read_annotations(ds, fields=["line_a", "line_b"]).annotations.polylines3d) == 36
+    assert read_annotations(ds, fields=["seg_a", "seg_b"]).annotations.num_points.tolist() == [500] * 6
+
+    def run(op, **params):
+        return foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=ds.view(), params=params)).result
+
+    for fields, sim in ((["pts_a", "pts_b"], "point3d"), (["line_a", "line_b"], "polyline3d_f1"),
+                        (["seg_a", "seg_b"], "segment_jaccard")):
+        k = run("compute_kalos", fields=fields, key=f"k_{sim}", similarity=sim, tau=0.3)
+        assert k["n_units"] == 18, sim  # every object found by both raters is one unit
+        # lines of different scenes never overlap: their chance baseline exists only at threshold 0, where
+        # everything matches and detection agreement is undefined (with a reason)
+        t = 0.0 if sim == "polyline3d_f1" else 0.05
+        g = run("compute_geometry_agreement", fields=fields, key=f"g_{sim}", distance=sim, threshold=t,
+                intervals=False)
+        assert g["distance_alpha"] is not None and g["distance_alpha"] > 0.5, (sim, g)
+        if sim == "polyline3d_f1":
+            assert g["detection_alpha"] is None and g["detection_alpha_reason"]
+        else:
+            assert g["detection_alpha"] > 0.5, (sim, g)
+    ds.set_values("num_points", [50] * 6)  # now the indices run past the cloud
+    with pytest.raises(ExecutionError, match="range"):
+        run("compute_kalos", fields=["seg_a", "seg_b"], key="bad", similarity="segment_jaccard", tau=0.3)

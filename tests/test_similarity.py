@@ -81,9 +81,13 @@ def with_cuboids(d: MultiRaterAnnotations) -> MultiRaterAnnotations:
     b = d.boxes
     cub = np.c_[b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2, np.zeros(len(b)), b[:, 2], b[:, 3],
                 np.full(len(b), 0.5), np.zeros((len(b), 2)), b[:, 0]]
+    centres = cub[:, :3] * 10.0  # metres
+    lines = [[np.array([[x0, y0, 0.0], [x0 + w, y0, 0.0], [x0 + w, y0 + h, 0.5]]) * 10.0]
+             for x0, y0, w, h in b]
+    segments = [np.arange(int(x0 * 100), int((x0 + w) * 100) + 1) for x0, _, w, _ in b]
     return MultiRaterAnnotations(d.sample_ids, d.raters, d.assigned, d.boxes, d.labels, d.label_ids,
                                  d.sample_index, d.rater_index, d.image_sizes, d.polygons, d.sample_names,
-                                 d.masks, d.keypoints, cub)
+                                 d.masks, d.keypoints, cub, centres, lines, segments, np.full(d.num_samples, 101))
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +102,7 @@ def test_doctests():
 def test_registry_names():
     assert SIMILARITIES == (
         "iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou", "oks", "cuboid_iou",
+        "point3d", "polyline3d_f1", "segment_jaccard",
     )
 
 

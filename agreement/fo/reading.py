@@ -219,13 +219,13 @@ def read_annotations(
         )
         with _gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
-                                       _extras(ltype, masks, three_d))
+                                       _extras(samples, fields, ltype, masks, three_d))
     ltype = _label_type(samples, field)
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with _gc_paused():
         return _read_attribute_layout(
             samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes,
-            _extras(ltype, masks, three_d),
+            _extras(samples, [field], ltype, masks, three_d),
         )
 
 
@@ -247,11 +247,29 @@ def _sizes(values: list, image_sizes: bool, n: int) -> np.ndarray | None:
 CUBOID_ATTRS = ("location", "dimensions", "rotation")
 
 
-def _extras(ltype: type, masks: bool, three_d: bool) -> list[str]:
-    """Per-label attributes read besides geometry, label and id."""
+def _declared(samples, path: str) -> bool:
+    try:
+        return samples.get_field(path) is not None
+    except Exception:  # noqa: BLE001 - an undeclared path
+        return False
+
+
+def _extras(samples, fields: Sequence[str], ltype: type, masks: bool, three_d: bool) -> list[str]:
+    """Per-label attributes read besides geometry, label and id.
+
+    ``Detections``: ``mask`` (on request), ``location``/``dimensions``/
+    ``rotation`` (3D cuboids, or 3D points when no label has dimensions),
+    ``point_indices`` (point-cloud segments, when declared). ``Polylines``:
+    ``points3d`` (3D polylines, when declared).
+    """
+    if ltype is fol.Polylines:
+        return ["points3d"] if all(_declared(samples, f"{f}.polylines.points3d") for f in fields) else []
     if ltype is not fol.Detections:
         return []
-    return (["mask"] if masks else []) + (list(CUBOID_ATTRS) if three_d else [])
+    extras = (["mask"] if masks else []) + (list(CUBOID_ATTRS) if three_d else [])
+    if all(_declared(samples, f"{f}.detections.point_indices") for f in fields):
+        extras.append("point_indices")
+    return extras
 
 
 def _geometry_paths(field: str, ltype: type, extras: Sequence[str] = ()) -> list[str]:
@@ -269,10 +287,26 @@ def _is_3d(samples, field: str) -> bool:
         return False
 
 
-def _cuboids(extra: dict, where, n: int) -> np.ndarray | None:
-    """``(N, 9)`` cuboids from the location/dimensions/rotation columns, validated."""
+def _three_d(extra: dict, where, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(cuboids, points3d)`` from the location/dimensions/rotation columns, validated.
+
+    Labels with a ``location`` and no ``dimensions`` at all are 3D points.
+    """
     if "location" not in extra:
-        return None
+        return None, None
+    if n and all(d is None for d in extra["dimensions"]):
+        pts = np.zeros((n, 3))
+        for i, v in enumerate(extra["location"]):
+            vals = np.asarray(v if v is not None else [np.nan] * 3, dtype=np.float64).reshape(-1)
+            if vals.size != 3 or not np.isfinite(vals).all():
+                raise AnnotationError(f"{where[i]}: a 3D point needs a finite 'location' of 3 numbers, got {v!r}")
+            pts[i] = vals
+        return None, pts
+    return _cuboids(extra, where, n), None
+
+
+def _cuboids(extra: dict, where, n: int) -> np.ndarray:
+    """``(N, 9)`` cuboids from the location/dimensions/rotation columns, validated."""
     from agreement.geometry.cuboids import validate_cuboids
 
     out = np.zeros((n, 9))
@@ -339,7 +373,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
     repairs = RepairReport()
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
-                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs)
+                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs, _num_points(samples, extra))
     layout = {
         "layout": "fields",
         "fields": list(fields),
@@ -413,14 +447,32 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
 
 
 def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
-            s_idx, r_idx, field_of_row, raters_of_row, ltype, box_policy, repairs) -> MultiRaterAnnotations:
+            s_idx, r_idx, field_of_row, raters_of_row, ltype, box_policy, repairs,
+            num_points=None) -> MultiRaterAnnotations:
     """Geometry, validation and the corpus, shared by both layouts (rows already in corpus order)."""
     where = _Where(s_idx, field_of_row, sample_ids, filepaths, raters_of_row)
+    n = len(labels)
+    polylines3d = None
+    if "points3d" in extra and any(p for p in extra["points3d"]):
+        polylines3d = [[np.asarray(line, dtype=np.float64).reshape(-1, 3) for line in (p or [])]
+                       for p in extra["points3d"]]
+        empty = [i for i, p in enumerate(polylines3d) if not p or not any(len(line) for line in p)]
+        if empty:
+            raise AnnotationError(f"{where[empty[0]]}: a 3D polyline has no points")
+        flat_geo = [[] for _ in range(n)]
+    segments = None
+    if "point_indices" in extra and any(v is not None for v in extra["point_indices"]):
+        segments = [np.asarray(v if v is not None else [], dtype=np.int64).reshape(-1) for v in extra["point_indices"]]
     boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
-    cuboids = _cuboids(extra, where, len(boxes))
-    checked = _validated(boxes if cuboids is None else np.zeros((0, 4)), labels, s_idx, field_of_row, sample_ids,
+    cuboids, points3d = _three_d(extra, where, len(boxes))
+    no_2d = cuboids is not None or points3d is not None or polylines3d is not None or (
+        segments is not None and not np.isfinite(boxes).all()  # point-cloud segments without a 2D box
+    )
+    if polylines3d is not None:
+        boxes, polygons = np.full((n, 4), np.nan), None
+    checked = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
                          filepaths, box_policy, repairs, raters_of_row)
-    boxes = checked if cuboids is None else np.full_like(boxes, np.nan)  # 3D rows have no 2D box
+    boxes = np.full_like(boxes, np.nan) if no_2d else checked  # 3D rows have no 2D box
     return MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
         raters=raters,
@@ -436,7 +488,22 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         masks=_masks(extra.get("mask"), labels),
         keypoints=keypoints,
         cuboids=cuboids,
+        points3d=points3d,
+        polylines3d=polylines3d,
+        segments=segments,
+        num_points=num_points,
     )
+
+
+def _num_points(samples, extra: dict) -> list | None:
+    """The ``num_points`` sample field (point-cloud sizes), read when segments are."""
+    if "point_indices" not in extra:
+        return None
+    if "num_points" not in samples.get_field_schema():
+        raise AnnotationError(
+            "point-index segments need the sample field 'num_points' (the size of each sample's point cloud)"
+        )
+    return [-1 if v is None else int(v) for v in samples.values("num_points")]
 
 
 def _read_attribute_layout(
@@ -513,7 +580,8 @@ def _read_attribute_layout(
     extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
     repairs = RepairReport()
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, _flatten(geo, counts), labels,
-                  label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs)
+                  label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs,
+                  _num_points(samples, extra))
     layout = {
         "layout": "attribute",
         "field": field,

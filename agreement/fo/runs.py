@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
 from agreement.fo.reading import LABEL_TYPES
@@ -214,6 +215,9 @@ def write_sample_values(samples, plan: RunPlan, suffix: str, values: dict[str, A
     if name not in plan.sample_fields:
         raise RunError(f"field {name!r} was not planned for run {plan.key!r}")
     clean = {sid: _db_value(v) for sid, v in values.items()}
+    if all(v is None for v in clean.values()) and name not in samples.get_field_schema():
+        # every value undefined (e.g. alpha with no variation): declare the numeric field so it exists
+        samples._root_dataset.add_sample_field(name, fof.FloatField)
     samples.set_values(name, clean, key_field="id")
 
 
@@ -224,8 +228,8 @@ def write_label_values(
     attr = plan.label_attr(suffix)
     if [label_field, attr] not in plan.label_attrs:
         raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
-    if not values:
-        return
+    if not values or all(_db_value(v) is None for _, _, v in values):
+        return  # nothing defined to write: an absent attribute reads as None
     dataset = _dataset(samples)
     path = _label_path(dataset, label_field, attr)
     dataset.set_label_values(
