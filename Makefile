@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: demo test bench app setup setup-test clean
+.PHONY: demo test bench experiments app setup setup-test clean
 
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
@@ -18,6 +18,9 @@ bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/kalos_bench.py
 	$(PY) bench/geometry_bench.py
+
+experiments: $(VENV)/.test
+	$(PY) experiments/run_all.py
 
 app: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo --app

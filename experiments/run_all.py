@@ -2,7 +2,7 @@
 
 One command, from the repository root::
 
-    .venv/bin/python experiments/run_all.py          # about 5 minutes on 2 cores
+    .venv/bin/python experiments/run_all.py          # about 4 minutes on 2 cores
     .venv/bin/python experiments/run_all.py --quick  # fewer seeds and levels, for a smoke run
 
 Runs, in order: the OT paper's controlled-noise experiment

@@ -1,0 +1,1 @@
+"""Validation experiments (run with ``make experiments``); ``common`` is shared with the test suite."""
