@@ -11,6 +11,10 @@ Rules (relative ``[x, y, w, h]`` boxes, FiftyOne's convention):
   (clipping would leave nothing of it).
 * Zero-area boxes (``w == 0`` or ``h == 0``) are valid; geometry defines their
   IoU and GIoU.
+* Instance masks: FiftyOne stretches a mask over its box, so a mask whose
+  shape differs from the box's pixel extent is resized to it (nearest
+  neighbour) when placed; the bridge counts these as ``resized_masks``. A mask
+  that is not two-dimensional is an error.
 
 Every error names the sample, the field (or rater) and the annotation.
 """
@@ -37,6 +41,7 @@ class RepairReport:
     clipped_boxes: int = 0
     examples: list[str] = field(default_factory=list)
     max_examples: int = 5
+    resized_masks: int = 0
 
     def add(self, message: str, count: int = 1) -> None:
         self.clipped_boxes += count
@@ -44,10 +49,11 @@ class RepairReport:
             self.examples.append(message)
 
     def as_dict(self) -> dict:
-        return {"clipped_boxes": self.clipped_boxes, "examples": list(self.examples)}
+        return {"clipped_boxes": self.clipped_boxes, "resized_masks": self.resized_masks,
+                "examples": list(self.examples)}
 
     def __bool__(self) -> bool:
-        return self.clipped_boxes > 0
+        return self.clipped_boxes > 0 or self.resized_masks > 0
 
 
 def validate_boxes(

@@ -228,8 +228,14 @@ def test_masks_and_keypoints_are_read(fo, make_dataset):
         ka=K(keypoints=[fo.Keypoint(label="p", points=[[0.1, 0.2], [nan, nan], [0.3, 0.5]])]),
         kb=K(keypoints=[fo.Keypoint(label="p", points=[[0.12, 0.2], [0.2, 0.3], [0.3, 0.45]])]),
     )])
-    a = read_annotations(ds, fields=["a", "b"], masks=True).annotations
+    read = read_annotations(ds, fields=["a", "b"], masks=True)
+    a = read.annotations
     assert a.masks[0].dtype == bool and a.masks[0].tolist() == m.tolist() and a.masks[1] is None
+    assert read.repairs.resized_masks == 0  # no image size: nothing to compare the mask with
+    ds.set_values("metadata", [fo.ImageMetadata(width=100, height=100)])
+    sized = read_annotations(ds, fields=["a", "b"], masks=True, image_sizes=True)
+    assert sized.repairs.resized_masks == 1  # a 4 x 6 mask on a 20 x 30 pixel box is stretched, and reported
+    assert "stretched" in sized.repairs.examples[0]
     assert read_annotations(ds, fields=["a", "b"]).annotations.masks is None
     k = read_annotations(ds, fields=["ka", "kb"]).annotations
     assert k.keypoints.shape == (2, 3, 2) and np.isnan(k.keypoints[0, 1]).all()

@@ -161,6 +161,7 @@ def compute_mask_consensus(
         "mean_sensitivity": float(np.nanmean(mean_sens)) if np.isfinite(mean_sens).any() else None,
         "mean_specificity": float(np.nanmean(mean_spec)) if np.isfinite(mean_spec).any() else None,
         "staple_vs_majority_dice": float(np.mean(dice_staple_vs_majority)) if dice_staple_vs_majority else None,
+        "resized_masks": read.repairs.resized_masks,
     }
     detail = {
         "raters": list(data.raters),
@@ -169,6 +170,7 @@ def compute_mask_consensus(
         "rater_n_estimates": n_est,
         "skipped_samples": dict(list(skipped.items())[:MAX_LISTED]),
         "per_sample": dict(list(per_sample.items())[:MAX_LISTED]),
+        "repairs": read.repairs.as_dict(),
     }
     runs.register_run(samples, plan, {"threshold": threshold, "max_iter": int(max_iter)}, read.layout,
                       {"summary": summary, "detail": detail})

@@ -154,6 +154,7 @@ def compute_kalos(
         "solver": solver,
         "cost": cost,
         "clipped_boxes": read.repairs.clipped_boxes,
+        "resized_masks": read.repairs.resized_masks,
         "repaired_polygons": int(result.repaired_polygons),
     }
     detail = {

@@ -473,6 +473,9 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
     checked = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
                          filepaths, box_policy, repairs, raters_of_row)
     boxes = np.full_like(boxes, np.nan) if no_2d else checked  # 3D rows have no 2D box
+    masks = _masks(extra.get("mask"), labels)
+    if masks is not None:
+        _check_masks(masks, boxes, s_idx, _sizes(values, image_sizes, len(sample_ids)), where, repairs)
     return MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
         raters=raters,
@@ -485,7 +488,7 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         image_sizes=_sizes(values, image_sizes, len(sample_ids)),
         polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=_masks(extra.get("mask"), labels),
+        masks=masks,
         keypoints=keypoints,
         cuboids=cuboids,
         points3d=points3d,
@@ -493,6 +496,27 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         segments=segments,
         num_points=num_points,
     )
+
+
+def _check_masks(masks, boxes, s_idx, sizes, where, repairs: RepairReport) -> None:
+    """Masks must be 2-D; those whose shape differs from their box's pixel extent are counted
+    (they are stretched to the box when placed, as FiftyOne draws them)."""
+    from agreement.geometry.masks import box_pixel_extent
+
+    for i, m in enumerate(masks):
+        if m is None:
+            continue
+        if m.ndim != 2:
+            raise AnnotationError(f"{where[i]}: an instance mask must be 2-D, got shape {m.shape}")
+        if sizes is None or not np.isfinite(sizes[s_idx[i]]).all():
+            continue
+        c0, r0, c1, r1 = box_pixel_extent(boxes[i:i + 1], tuple(sizes[s_idx[i]]))[0]
+        if m.shape != (max(r1 - r0, 1), max(c1 - c0, 1)):
+            repairs.resized_masks += 1
+            if len(repairs.examples) < repairs.max_examples:
+                repairs.examples.append(
+                    f"{where[i]}: mask of shape {m.shape} stretched to its box ({r1 - r0} x {c1 - c0} pixels)"
+                )
 
 
 def _num_points(samples, extra: dict) -> list | None:
