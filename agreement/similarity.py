@@ -73,6 +73,9 @@ import math
 import weakref
 from collections import OrderedDict
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -101,6 +104,32 @@ SIMILARITIES: tuple[str, ...] = (
 POINT3D_SCALE = 2.0
 #: default tolerance (scene units) of the 3D polyline boundary F1
 POLYLINE3D_TOLERANCE = 0.5
+
+_OPTIONS: ContextVar[dict] = ContextVar("similarity_options", default={})
+
+
+@contextmanager
+def similarity_options(point3d_scale: float | None = None, polyline3d_tolerance: float | None = None):
+    """Sets the 3D similarity parameters for the computations inside the ``with`` block.
+
+    ``point3d_scale`` (default :data:`POINT3D_SCALE`) is the falloff scale of
+    ``"point3d"``; ``polyline3d_tolerance`` (default
+    :data:`POLYLINE3D_TOLERANCE`) the distance within which ``"polyline3d_f1"``
+    counts a point as matched. Both in scene units, > 0. Scoped to the current
+    thread/context, so concurrent computations do not see each other's values.
+    """
+    opts = dict(_OPTIONS.get())
+    for name, value in (("point3d_scale", point3d_scale), ("polyline3d_tolerance", polyline3d_tolerance)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        opts[name] = float(value)
+    token = _OPTIONS.set(opts)
+    try:
+        yield opts
+    finally:
+        _OPTIONS.reset(token)
 
 #: Raster size (width, height) for ``mask_iou`` of polygons on samples of
 #: unknown image size.
@@ -463,12 +492,13 @@ def similarity_matrix(
     if name == "point3d":
         from agreement.geometry.cuboids import pairwise_point_similarity
 
-        return pairwise_point_similarity(data.points3d[ra], data.points3d[rb], scale=POINT3D_SCALE)
+        return pairwise_point_similarity(data.points3d[ra], data.points3d[rb],
+                                         scale=_OPTIONS.get().get("point3d_scale", POINT3D_SCALE))
     if name == "polyline3d_f1":
         from agreement.geometry.cuboids import pairwise_polyline_boundary_f1
 
         return pairwise_polyline_boundary_f1([data.polylines3d[i] for i in ra], [data.polylines3d[i] for i in rb],
-                                             tolerance=POLYLINE3D_TOLERANCE)
+                                             tolerance=_OPTIONS.get().get("polyline3d_tolerance", POLYLINE3D_TOLERANCE))
     if name == "segment_jaccard":
         from agreement.geometry.cuboids import pairwise_segment_jaccard
 

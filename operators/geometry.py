@@ -37,6 +37,12 @@ class ComputeGeometryAgreement(foo.Operator):
         inputs.int("max_pairs", default=200_000, min=1, label="Pair budget",
                    description="At most this many comparisons; a sample over budget is skipped whole")
         inputs.int("seed", default=0, label="Seed")
+        if ctx.params.get("distance") == "point3d":
+            inputs.float("point3d_scale", default=2.0, min=0.0, label="3D point falloff scale (scene units)",
+                         description="Similarity exp(−d²/(2·scale²)): at d = scale it is 0.61")
+        if ctx.params.get("distance") == "polyline3d_f1":
+            inputs.float("polyline3d_tolerance", default=0.5, min=0.0, label="3D polyline tolerance (scene units)",
+                         description="A point of one line counts as matched within this distance of the other")
         run_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Geometry agreement"))
 
@@ -53,6 +59,8 @@ class ComputeGeometryAgreement(foo.Operator):
             max_pairs=int(p.get("max_pairs", 200_000)),
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
+            point3d_scale=float(p.get("point3d_scale", 2.0)),
+            polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
             progress=lambda f, label: ctx.set_progress(progress=f, label=label),
         )
         if not ctx.delegated:

@@ -61,6 +61,12 @@ class ComputeKalos(foo.Operator):
                     description="soft: prefer same-class matches (−s − 1 vs −s); plain: −s")
         inputs.str("session_attr", required=False, label="Session attribute",
                    description="Optional label attribute naming sessions, for intra-annotator consistency")
+        if ctx.params.get("similarity") == "point3d":
+            inputs.float("point3d_scale", default=2.0, min=0.0, label="3D point falloff scale (scene units)",
+                         description="Similarity exp(−d²/(2·scale²)): at d = scale it is 0.61")
+        if ctx.params.get("similarity") == "polyline3d_f1":
+            inputs.float("polyline3d_tolerance", default=0.5, min=0.0, label="3D polyline tolerance (scene units)",
+                         description="A point of one line counts as matched within this distance of the other")
         run_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="KaLOS"))
 
@@ -76,6 +82,8 @@ class ComputeKalos(foo.Operator):
             cost=p.get("cost") or "soft",
             session_attr=p.get("session_attr") or None,
             overwrite=bool(p.get("overwrite", False)),
+            point3d_scale=float(p.get("point3d_scale", 2.0)),
+            polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
             progress=lambda f, label: ctx.set_progress(progress=f, label=label),
         )
         if not ctx.delegated:

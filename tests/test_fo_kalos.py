@@ -199,6 +199,14 @@ def test_3d_points_polylines_and_segments_through_the_operators(fo, make_dataset
             assert g["detection_alpha"] is None and g["detection_alpha_reason"]
         else:
             assert g["detection_alpha"] > 0.5, (sim, g)
+    from agreement.fo.runs import get_agreement_run_info
+
+    run("compute_geometry_agreement", fields=["pts_a", "pts_b"], key="g_wide", distance="point3d",
+        threshold=0.05, intervals=False, point3d_scale=5.0)
+    assert get_agreement_run_info(ds, "g_wide")["params"]["point3d_scale"] == 5.0
+    with pytest.raises(ExecutionError, match="point3d_scale"):
+        run("compute_geometry_agreement", fields=["pts_a", "pts_b"], key="bad_scale", distance="point3d",
+            point3d_scale=0.0, intervals=False)
     ds.set_values("num_points", [50] * 6)  # now the indices run past the cloud
     with pytest.raises(ExecutionError, match="range"):
         run("compute_kalos", fields=["seg_a", "seg_b"], key="bad", similarity="segment_jaccard", tau=0.3)

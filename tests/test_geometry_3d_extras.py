@@ -70,3 +70,18 @@ def test_missing_3d_geometry_is_named():
     data = _corpus("point3d", 0.1)
     with pytest.raises(ValueError, match="needs polylines3d"):
         check_similarity("polyline3d_f1", data)
+
+
+def test_3d_parameters_are_scoped_and_validated():
+    from agreement.similarity import similarity_matrix, similarity_options
+
+    data = _corpus("point3d", 0.3)
+    rows = np.arange(6)
+    default = similarity_matrix("point3d", data, rows[:3], rows[3:6])
+    with similarity_options(point3d_scale=20.0):
+        wide = similarity_matrix("point3d", data, rows[:3], rows[3:6])
+    assert np.all(wide >= default) and np.any(wide > default)
+    np.testing.assert_allclose(similarity_matrix("point3d", data, rows[:3], rows[3:6]), default)  # restored
+    with pytest.raises(ValueError, match="point3d_scale"):
+        with similarity_options(point3d_scale=0.0):
+            pass

@@ -27,6 +27,7 @@ import numpy as np
 from agreement.fo import runs
 from agreement.fo.reading import read_annotations
 from agreement.geometry_agreement import DISTANCES, geometry_agreement
+from agreement.similarity import similarity_options
 
 __all__ = ["compute_geometry_agreement", "METHOD"]
 
@@ -59,6 +60,8 @@ def compute_geometry_agreement(
     confidence: float = 0.95,
     overwrite: bool = False,
     progress: Callable[[float, str], None] | None = None,
+    point3d_scale: float = 2.0,
+    polyline3d_tolerance: float = 0.5,
 ) -> dict:
     """Computes geometry agreement on ``samples`` and stores it as run ``key``.
 
@@ -72,6 +75,8 @@ def compute_geometry_agreement(
             or ``None`` for no intervals.
         max_pairs: the hard budget of pairwise comparisons; a sample over it
             is skipped whole and the result says ``truncated``.
+        point3d_scale, polyline3d_tolerance: scene-unit parameters of the
+            ``"point3d"`` and ``"polyline3d_f1"`` distances.
 
     Returns:
         The headline numbers: ``sigma``, ``distance_alpha``, ``ks``,
@@ -81,6 +86,8 @@ def compute_geometry_agreement(
     """
     if distance not in DISTANCES:
         raise ValueError(f"unknown distance {distance!r}; choose from {list(DISTANCES)}")
+    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
+        pass  # validates both before anything is read
     if bootstrap is not None and (isinstance(bootstrap, bool) or int(bootstrap) != bootstrap or bootstrap < 2):
         raise ValueError(f"bootstrap must be an integer >= 2 (or None for no intervals), got {bootstrap!r}")
     if not 0 <= float(threshold) <= 1:
@@ -98,9 +105,10 @@ def compute_geometry_agreement(
                             overwrite=overwrite)
     if progress:
         progress(0.1, "matching within and between samples")
-    res = geometry_agreement(data, distance=distance, threshold=float(threshold),
-                             bootstrap=None if bootstrap is None else int(bootstrap), max_pairs=int(max_pairs),
-                             seed=int(seed), confidence=float(confidence))
+    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
+        res = geometry_agreement(data, distance=distance, threshold=float(threshold),
+                                 bootstrap=None if bootstrap is None else int(bootstrap), max_pairs=int(max_pairs),
+                                 seed=int(seed), confidence=float(confidence))
     if progress:
         progress(0.8, "writing results")
     sid = data.sample_ids
@@ -127,7 +135,8 @@ def compute_geometry_agreement(
         "similarity_report": res.similarity_report,
     }
     params = {"distance": distance, "threshold": float(threshold), "bootstrap": bootstrap, "max_pairs": int(max_pairs),
-              "seed": int(seed), "confidence": float(confidence)}
+              "seed": int(seed), "confidence": float(confidence), "point3d_scale": point3d_scale,
+              "polyline3d_tolerance": polyline3d_tolerance}
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     if progress:
         progress(1.0, "done")

@@ -30,7 +30,7 @@ from agreement.fo import runs
 from agreement.fo.reading import LABEL_TYPES, read_annotations
 from agreement.kalos import DEFAULT_TAUS, kalos_alpha, sensitivity_curve
 from agreement.correspondence import check_cost, check_solver, check_tau
-from agreement.similarity import SIMILARITIES
+from agreement.similarity import SIMILARITIES, similarity_options
 
 __all__ = ["compute_kalos", "METHOD"]
 
@@ -74,6 +74,8 @@ def compute_kalos(
     box_policy: str = "clip",
     overwrite: bool = False,
     progress: Callable[[float, str], None] | None = None,
+    point3d_scale: float = 2.0,
+    polyline3d_tolerance: float = 0.5,
 ) -> dict:
     """Computes KαLOS on ``samples`` and stores it as run ``key``.
 
@@ -92,6 +94,8 @@ def compute_kalos(
         session_attr: a label attribute naming the session of each annotation,
             for intra-annotator consistency (raters who labelled the same
             images in several sessions).
+        point3d_scale, polyline3d_tolerance: scene-unit parameters of the
+            ``"point3d"`` and ``"polyline3d_f1"`` similarities.
 
     Returns:
         The headline numbers: ``global_alpha``, ``global_reason``,
@@ -102,6 +106,8 @@ def compute_kalos(
         if progress is not None:
             progress(fraction, label)
 
+    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
+        pass  # validates both before anything is read
     check_tau(tau)
     check_solver(solver)
     check_cost(cost)
@@ -117,17 +123,19 @@ def compute_kalos(
     label_fields = read.label_fields
     plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
 
-    report(0.1, "correspondence and alpha")
-    result = kalos_alpha(data, similarity=similarity, tau=tau, solver=solver, cost=cost)
-    report(0.4, "sensitivity to tau")
-    curve = sensitivity_curve(data, taus=taus, similarity=similarity, solver=solver, cost=cost)
-    report(0.7, "diagnostics")
-    vitality = rater_vitality(result)
-    difficulty = class_difficulty(result)
-    clusters = collaboration_clusters(result)
-    intra = {}
-    if sessions is not None:
-        intra = intra_annotator_consistency(data, sessions, similarity=similarity, tau=tau, solver=solver, cost=cost)
+    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
+        report(0.1, "correspondence and alpha")
+        result = kalos_alpha(data, similarity=similarity, tau=tau, solver=solver, cost=cost)
+        report(0.4, "sensitivity to tau")
+        curve = sensitivity_curve(data, taus=taus, similarity=similarity, solver=solver, cost=cost)
+        report(0.7, "diagnostics")
+        vitality = rater_vitality(result)
+        difficulty = class_difficulty(result)
+        clusters = collaboration_clusters(result)
+        intra = {}
+        if sessions is not None:
+            intra = intra_annotator_consistency(data, sessions, similarity=similarity, tau=tau, solver=solver,
+                                                cost=cost)
 
     report(0.85, "writing results")
     sid = data.sample_ids
@@ -178,7 +186,8 @@ def compute_kalos(
         "repairs": read.repairs.as_dict(),
     }
     params = {"similarity": similarity, "tau": float(tau), "solver": solver, "cost": cost, "taus": taus,
-              "session_attr": session_attr, "box_policy": box_policy}
+              "session_attr": session_attr, "box_policy": box_policy, "point3d_scale": point3d_scale,
+              "polyline3d_tolerance": polyline3d_tolerance}
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in summary.items()}
