@@ -210,3 +210,18 @@ def test_3d_points_polylines_and_segments_through_the_operators(fo, make_dataset
     ds.set_values("num_points", [50] * 6)  # now the indices run past the cloud
     with pytest.raises(ExecutionError, match="range"):
         run("compute_kalos", fields=["seg_a", "seg_b"], key="bad", similarity="segment_jaccard", tau=0.3)
+
+
+def test_a_failed_overwrite_keeps_the_previous_run(fo, k_ds):
+    from fiftyone.operators.executor import ExecutionError
+
+    from agreement.fo.runs import list_agreement_runs
+
+    _run(k_ds, fields=["a", "b", "c"], key="keep")
+    before = k_ds.values("keep_alpha")
+    sample = k_ds.first()
+    sample["a"].detections[0].label = "no_object"  # collides with KaLOS's no_object code
+    sample.save()
+    with pytest.raises(ExecutionError, match="no_object"):
+        _run(k_ds, fields=["a", "b", "c"], key="keep", overwrite=True)
+    assert list_agreement_runs(k_ds) == ["keep"] and k_ds.values("keep_alpha") == before

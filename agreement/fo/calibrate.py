@@ -52,13 +52,14 @@ def calibrate_agreement(
         progress(0.0, "reading annotations")
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
                             image_sizes=True)
-    plan = runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite, check_only=True)
     if progress:
         progress(0.2, "observed and expected disagreement")
     result = calibrate(read.annotations, distances=tuple(distances), seed=int(seed))
     summary = {k: (v if not isinstance(v, float) or v == v else None) for k, v in result.summary().items()}
     detail = result.to_dict(include_samples=False)
     detail["repairs"] = read.repairs.as_dict()
+    plan = runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite)
     if plot_path:
         from agreement.calibration import plot_calibration_png
 

@@ -76,7 +76,7 @@ def compute_mask_consensus(
             "mask consensus needs instance masks (Detections with masks) or polygons (Polylines); "
             f"the rater labels of {read.layout.get('fields') or read.layout.get('field')!r} have neither"
         )
-    plan = runs.prepare_run(samples, key, METHOD, ["consensus", "sensitivity"], overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, ["consensus", "sensitivity"], overwrite=overwrite, check_only=True)
     R = data.num_raters
     sens_sum, spec_sum, n_est = np.zeros(R), np.zeros(R), np.zeros(R)
     consensus_values, sample_sens = {}, {}
@@ -149,6 +149,7 @@ def compute_mask_consensus(
         per_sample[str(sid)] = sample_rows
     if progress:
         progress(0.92, "writing the consensus")
+    plan = runs.prepare_run(samples, key, METHOD, ["consensus", "sensitivity"], overwrite=overwrite)
     runs.write_sample_values(samples, plan, "consensus", consensus_values)
     runs.write_sample_values(samples, plan, "sensitivity", sample_sens)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -101,8 +101,8 @@ def compute_geometry_agreement(
                             image_sizes=True, masks=distance == "mask_iou")
     data = read.annotations
     label_fields = read.label_fields
-    plan = runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
-                            overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
+                     overwrite=overwrite, check_only=True)
     if progress:
         progress(0.1, "matching within and between samples")
     with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
@@ -111,6 +111,8 @@ def compute_geometry_agreement(
                                  seed=int(seed), confidence=float(confidence))
     if progress:
         progress(0.8, "writing results")
+    plan = runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
+                            overwrite=overwrite)
     sid = data.sample_ids
     runs.write_sample_values(samples, plan, "distance", dict(zip(sid, res.sample_distance)))
     runs.write_sample_values(samples, plan, "matched_fraction", dict(zip(sid, res.sample_matched_fraction)))

@@ -121,7 +121,8 @@ def compute_kalos(
     data = read.annotations
     sessions = _sessions(samples, read, session_attr) if session_attr else None
     label_fields = read.label_fields
-    plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite,
+                     check_only=True)
 
     with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
         report(0.1, "correspondence and alpha")
@@ -138,6 +139,7 @@ def compute_kalos(
                                                 cost=cost)
 
     report(0.85, "writing results")
+    plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
     sid = data.sample_ids
     runs.write_sample_values(samples, plan, "alpha", dict(zip(sid, result.alpha)))
     runs.write_sample_values(samples, plan, "n_units", dict(zip(sid, result.n_units.astype(int))))

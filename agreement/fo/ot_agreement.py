@@ -124,7 +124,8 @@ def compute_ot_agreement(
             "similarity='cuboid_iou', or compute_geometry_agreement with distance='cuboid_iou'"
         )
     label_fields = read.label_fields
-    plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite,
+                     check_only=True)
 
     report(0.1, "per-sample OT scores")
     scores = sample_ot_scores(corpus, lam=lam, beta=beta, normalization=normalization)
@@ -134,6 +135,7 @@ def compute_ot_agreement(
     base = threshold_baselines(corpus, iou_threshold=iou_threshold)
 
     report(0.8, "writing results")
+    plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
     sid = corpus.sample_ids
     for suffix, values in (
         ("ot", scores.mean), ("ot_min", scores.min), ("ot_position", scores.position),

@@ -164,8 +164,13 @@ def prepare_run(
     label_fields: Iterable[str] = (),
     label_suffixes: Iterable[str] = (),
     overwrite: bool = False,
+    check_only: bool = False,
 ) -> RunPlan:
     """Checks that ``key`` can be used and frees it if ``overwrite`` allows.
+
+    With ``check_only``, nothing is deleted: computations call it first to
+    fail fast, compute, then call it again to free the key just before they
+    write, so a failed computation never costs the user their previous run.
 
     Raises:
         RunError: if the key is invalid, is taken by another run (of this
@@ -180,6 +185,8 @@ def prepare_run(
         sample_fields=[f"{key}_{s}" for s in sample_suffixes],
         label_attrs=[[lf, f"{key}_{s}"] for lf in dict.fromkeys(label_fields) for s in label_suffixes],
     )
+    owned_fields: set = set()
+    owned_attrs: set = set()
     if key in dataset.list_runs():
         if not _is_agreement_run(dataset, key):
             raise RunError(f"run key {key!r} is used by another (non-agreement) run on dataset {dataset.name!r}")
@@ -188,16 +195,21 @@ def prepare_run(
                 f"dataset {dataset.name!r} already has an agreement run {key!r}; pass overwrite=True "
                 "to replace it, or choose another key"
             )
-        delete_agreement_run(dataset, key)
+        if check_only:
+            info = get_agreement_run_info(dataset, key)
+            owned_fields = set(info["sample_fields"])
+            owned_attrs = {tuple(x) for x in info["label_attrs"]}
+        else:
+            delete_agreement_run(dataset, key)
     schema = dataset.get_field_schema()
     for name in plan.sample_fields:
-        if name in schema:
+        if name in schema and name not in owned_fields:
             raise RunError(
                 f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to an "
                 f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
             )
     for lf, attr in plan.label_attrs:
-        if _existing_label_attr(dataset, lf, attr):
+        if (lf, attr) not in owned_attrs and _existing_label_attr(dataset, lf, attr):
             raise RunError(
                 f"label attribute {attr!r} already exists on field {lf!r} of dataset {dataset.name!r} and "
                 f"does not belong to an agreement run {key!r}; choose another key"

@@ -94,7 +94,7 @@ def simulate_raters(
     reference = read.annotations
     if len(reference) == 0:
         raise AnnotationError(f"reference field {field!r} has no labels on any sample of this view")
-    plan = runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite)
+    runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite, check_only=True)
     if progress:
         progress(0.2, "simulating")
     cannibalised = {}
@@ -111,6 +111,7 @@ def simulate_raters(
                                      num_raters=num_raters, names=names)
     if progress:
         progress(0.7, "writing the simulated raters")
+    plan = runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite)
     sample_ids = list(corpus.sample_ids)
     if layout == "fields":
         per_sample = corpus_label_fields(corpus, "fields", field_names={r: plan.sample_field(r) for r in names})
