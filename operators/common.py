@@ -11,6 +11,31 @@ import fiftyone.operators.types as types
 from agreement.fo.runs import list_agreement_runs
 
 
+def compute_config(name: str, label: str, description: str):
+    """The config of a compute operator: dynamic form, immediate or delegated execution."""
+    import fiftyone.operators as foo
+
+    return foo.OperatorConfig(
+        name=name,
+        label=label,
+        description=description,
+        dynamic=True,
+        allow_immediate_execution=True,
+        allow_delegated_execution=True,
+    )
+
+
+def progress_reporter(ctx):
+    """A ``callback(fraction, label)`` that reports progress to the App (or the delegated run)."""
+    return lambda fraction, label: ctx.set_progress(progress=fraction, label=label)
+
+
+def refresh_app(ctx) -> None:
+    """Reloads the App's dataset after new fields were written (not for delegated runs)."""
+    if not ctx.delegated:
+        ctx.trigger("reload_dataset")
+
+
 class OperatorInputError(ValueError):
     """A parameter is missing or invalid; the message says which and why."""
 

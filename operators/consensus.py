@@ -7,20 +7,21 @@ import fiftyone.operators.types as types
 
 from agreement.fo.consensus import compute_mask_consensus
 
-from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+from .common import (
+    compute_config,
+    progress_reporter,
+    rater_layout_inputs,
+    rater_layout_kwargs,
+    refresh_app,
+    require,
+    run_inputs,
+)
 
 
 class ComputeMaskConsensus(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="compute_mask_consensus",
-            label="Annotator Agreement: STAPLE mask consensus",
-            description="Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("compute_mask_consensus", "Annotator Agreement: STAPLE mask consensus", "Consensus masks per class and each rater's sensitivity and specificity (STAPLE)")
 
     def resolve_input(self, ctx):
         import fiftyone.core.labels as fol
@@ -42,8 +43,7 @@ class ComputeMaskConsensus(foo.Operator):
             threshold=float(p.get("threshold", 0.5)),
             max_iter=int(p.get("max_iter", 10_000)),
             overwrite=bool(p.get("overwrite", False)),
-            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+            progress=progress_reporter(ctx),
         )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
+        refresh_app(ctx)
         return {"key": p["key"], **result}

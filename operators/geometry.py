@@ -7,20 +7,21 @@ import fiftyone.operators.types as types
 
 from agreement.fo.geometry import compute_geometry_agreement
 
-from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+from .common import (
+    compute_config,
+    progress_reporter,
+    rater_layout_inputs,
+    rater_layout_kwargs,
+    refresh_app,
+    require,
+    run_inputs,
+)
 
 
 class ComputeGeometryAgreement(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="compute_geometry_agreement",
-            label="Annotator Agreement: geometry agreement (σ, KS)",
-            description="Do raters find the same objects, agree what they are, and where? Each chance-corrected",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("compute_geometry_agreement", "Annotator Agreement: geometry agreement (σ, KS)", "Do raters find the same objects, agree what they are, and where? Each chance-corrected")
 
     def resolve_input(self, ctx):
         from agreement.geometry_agreement import DISTANCES
@@ -61,8 +62,7 @@ class ComputeGeometryAgreement(foo.Operator):
             overwrite=bool(p.get("overwrite", False)),
             point3d_scale=float(p.get("point3d_scale", 2.0)),
             polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
-            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+            progress=progress_reporter(ctx),
         )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
+        refresh_app(ctx)
         return {"key": p["key"], **result}

@@ -8,20 +8,13 @@ import fiftyone.operators.types as types
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
 from agreement.fo.reading import read_annotations
 
-from .common import require
+from .common import compute_config, require
 
 
 class ImportMultiRaterCoco(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="import_multi_rater_coco",
-            label="Annotator Agreement: import multi-rater COCO",
-            description="Builds a dataset from a COCO file whose annotations carry rater_id and images rater_list",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("import_multi_rater_coco", "Annotator Agreement: import multi-rater COCO", "Builds a dataset from a COCO file whose annotations carry rater_id and images rater_list")
 
     def resolve_input(self, ctx):
         inputs = types.Object()

@@ -7,7 +7,15 @@ import fiftyone.operators.types as types
 
 from agreement.fo.kalos import compute_kalos
 
-from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+from .common import (
+    compute_config,
+    progress_reporter,
+    rater_layout_inputs,
+    rater_layout_kwargs,
+    refresh_app,
+    require,
+    run_inputs,
+)
 
 SIMILARITY_HELP = {
     "iou": "box IoU",
@@ -27,14 +35,7 @@ SIMILARITY_HELP = {
 class ComputeKalos(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="compute_kalos",
-            label="Annotator Agreement: KaLOS",
-            description="Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("compute_kalos", "Annotator Agreement: KaLOS", "Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics")
 
     def resolve_input(self, ctx):
         from agreement.correspondence import COSTS, SOLVERS
@@ -84,10 +85,9 @@ class ComputeKalos(foo.Operator):
             overwrite=bool(p.get("overwrite", False)),
             point3d_scale=float(p.get("point3d_scale", 2.0)),
             polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
-            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+            progress=progress_reporter(ctx),
         )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
+        refresh_app(ctx)
         return {"key": p["key"], **result}
 
     def resolve_output(self, ctx):

@@ -7,20 +7,21 @@ import fiftyone.operators.types as types
 
 from agreement.fo.ot_agreement import compute_ot_agreement
 
-from .common import rater_layout_inputs, rater_layout_kwargs, require, run_inputs
+from .common import (
+    compute_config,
+    progress_reporter,
+    rater_layout_inputs,
+    rater_layout_kwargs,
+    refresh_app,
+    require,
+    run_inputs,
+)
 
 
 class ComputeOTAgreement(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="compute_ot_agreement",
-            label="Annotator Agreement: OT agreement",
-            description="Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("compute_ot_agreement", "Annotator Agreement: OT agreement", "Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus")
 
     def resolve_input(self, ctx):
         import fiftyone.core.labels as fol
@@ -66,8 +67,7 @@ class ComputeOTAgreement(foo.Operator):
             overwrite=bool(p.get("overwrite", False)),
             progress=progress,
         )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
+        refresh_app(ctx)
         return {"key": key, **result}
 
     def resolve_output(self, ctx):
@@ -84,14 +84,7 @@ class ComputeOTAgreement(foo.Operator):
 class CalibrateAgreement(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="calibrate_agreement",
-            label="Annotator Agreement: calibrate distance and τ",
-            description="Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("calibrate_agreement", "Annotator Agreement: calibrate distance and τ", "Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*")
 
     def resolve_input(self, ctx):
         from agreement.fo.calibrate import DEFAULT_DISTANCES
@@ -121,6 +114,6 @@ class CalibrateAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
             plot_path=p.get("plot_path") or None,
-            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+            progress=progress_reporter(ctx),
         )
         return {"key": p["key"], **result}

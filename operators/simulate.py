@@ -8,20 +8,13 @@ import fiftyone.operators.types as types
 from agreement.fo.reading import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
-from .common import require, run_inputs
+from .common import compute_config, progress_reporter, refresh_app, require, run_inputs
 
 
 class SimulateRaters(foo.Operator):
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="simulate_raters",
-            label="Annotator Agreement: simulate raters",
-            description="Adds simulated raters derived from a reference field (never modifies existing fields)",
-            dynamic=True,
-            allow_immediate_execution=True,
-            allow_delegated_execution=True,
-        )
+        return compute_config("simulate_raters", "Annotator Agreement: simulate raters", "Adds simulated raters derived from a reference field (never modifies existing fields)")
 
     def resolve_input(self, ctx):
         inputs = types.Object()
@@ -68,8 +61,7 @@ class SimulateRaters(foo.Operator):
             layout=p.get("layout") or "fields",
             school_size=int(p.get("school_size", 0) or 0),
             overwrite=bool(p.get("overwrite", False)),
-            progress=lambda f, label: ctx.set_progress(progress=f, label=label),
+            progress=progress_reporter(ctx),
         )
-        if not ctx.delegated:
-            ctx.trigger("reload_dataset")
+        refresh_app(ctx)
         return result
