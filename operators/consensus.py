@@ -21,7 +21,11 @@ from .common import (
 class ComputeMaskConsensus(foo.Operator):
     @property
     def config(self):
-        return compute_config("compute_mask_consensus", "Annotator Agreement: STAPLE mask consensus", "Consensus masks per class and each rater's sensitivity and specificity (STAPLE)")
+        return compute_config(
+            "compute_mask_consensus",
+            "Annotator Agreement: STAPLE mask consensus",
+            "Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
+        )
 
     def resolve_input(self, ctx):
         import fiftyone.core.labels as fol

@@ -15,13 +15,19 @@ from .common import (
     refresh_app,
     require,
     run_inputs,
+    similarity_3d_inputs,
+    similarity_3d_kwargs,
 )
 
 
 class ComputeGeometryAgreement(foo.Operator):
     @property
     def config(self):
-        return compute_config("compute_geometry_agreement", "Annotator Agreement: geometry agreement (σ, KS)", "Do raters find the same objects, agree what they are, and where? Each chance-corrected")
+        return compute_config(
+            "compute_geometry_agreement",
+            "Annotator Agreement: geometry agreement (σ, KS)",
+            "Do raters find the same objects, agree what they are, and where? Each chance-corrected",
+        )
 
     def resolve_input(self, ctx):
         from agreement.geometry_agreement import DISTANCES
@@ -38,12 +44,7 @@ class ComputeGeometryAgreement(foo.Operator):
         inputs.int("max_pairs", default=200_000, min=1, label="Pair budget",
                    description="At most this many comparisons; a sample over budget is skipped whole")
         inputs.int("seed", default=0, label="Seed")
-        if ctx.params.get("distance") == "point3d":
-            inputs.float("point3d_scale", default=2.0, min=0.0, label="3D point falloff scale (scene units)",
-                         description="Similarity exp(−d²/(2·scale²)): at d = scale it is 0.61")
-        if ctx.params.get("distance") == "polyline3d_f1":
-            inputs.float("polyline3d_tolerance", default=0.5, min=0.0, label="3D polyline tolerance (scene units)",
-                         description="A point of one line counts as matched within this distance of the other")
+        similarity_3d_inputs(inputs, ctx, "distance")
         run_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Geometry agreement"))
 
@@ -60,8 +61,7 @@ class ComputeGeometryAgreement(foo.Operator):
             max_pairs=int(p.get("max_pairs", 200_000)),
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
-            point3d_scale=float(p.get("point3d_scale", 2.0)),
-            polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
+            **similarity_3d_kwargs(p),
             progress=progress_reporter(ctx),
         )
         refresh_app(ctx)

@@ -14,7 +14,11 @@ from .common import compute_config, require
 class ImportMultiRaterCoco(foo.Operator):
     @property
     def config(self):
-        return compute_config("import_multi_rater_coco", "Annotator Agreement: import multi-rater COCO", "Builds a dataset from a COCO file whose annotations carry rater_id and images rater_list")
+        return compute_config(
+            "import_multi_rater_coco",
+            "Annotator Agreement: import multi-rater COCO",
+            "Builds a dataset from a COCO file whose annotations carry rater_id and images rater_list",
+        )
 
     def resolve_input(self, ctx):
         inputs = types.Object()

@@ -15,6 +15,8 @@ from .common import (
     refresh_app,
     require,
     run_inputs,
+    similarity_3d_inputs,
+    similarity_3d_kwargs,
 )
 
 SIMILARITY_HELP = {
@@ -35,7 +37,11 @@ SIMILARITY_HELP = {
 class ComputeKalos(foo.Operator):
     @property
     def config(self):
-        return compute_config("compute_kalos", "Annotator Agreement: KaLOS", "Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics")
+        return compute_config(
+            "compute_kalos",
+            "Annotator Agreement: KaLOS",
+            "Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
+        )
 
     def resolve_input(self, ctx):
         from agreement.correspondence import COSTS, SOLVERS
@@ -62,12 +68,7 @@ class ComputeKalos(foo.Operator):
                     description="soft: prefer same-class matches (−s − 1 vs −s); plain: −s")
         inputs.str("session_attr", required=False, label="Session attribute",
                    description="Optional label attribute naming sessions, for intra-annotator consistency")
-        if ctx.params.get("similarity") == "point3d":
-            inputs.float("point3d_scale", default=2.0, min=0.0, label="3D point falloff scale (scene units)",
-                         description="Similarity exp(−d²/(2·scale²)): at d = scale it is 0.61")
-        if ctx.params.get("similarity") == "polyline3d_f1":
-            inputs.float("polyline3d_tolerance", default=0.5, min=0.0, label="3D polyline tolerance (scene units)",
-                         description="A point of one line counts as matched within this distance of the other")
+        similarity_3d_inputs(inputs, ctx, "similarity")
         run_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="KaLOS"))
 
@@ -83,8 +84,7 @@ class ComputeKalos(foo.Operator):
             cost=p.get("cost") or "soft",
             session_attr=p.get("session_attr") or None,
             overwrite=bool(p.get("overwrite", False)),
-            point3d_scale=float(p.get("point3d_scale", 2.0)),
-            polyline3d_tolerance=float(p.get("polyline3d_tolerance", 0.5)),
+            **similarity_3d_kwargs(p),
             progress=progress_reporter(ctx),
         )
         refresh_app(ctx)

@@ -21,7 +21,11 @@ from .common import (
 class ComputeOTAgreement(foo.Operator):
     @property
     def config(self):
-        return compute_config("compute_ot_agreement", "Annotator Agreement: OT agreement", "Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus")
+        return compute_config(
+            "compute_ot_agreement",
+            "Annotator Agreement: OT agreement",
+            "Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus",
+        )
 
     def resolve_input(self, ctx):
         import fiftyone.core.labels as fol
@@ -84,7 +88,11 @@ class ComputeOTAgreement(foo.Operator):
 class CalibrateAgreement(foo.Operator):
     @property
     def config(self):
-        return compute_config("calibrate_agreement", "Annotator Agreement: calibrate distance and τ", "Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*")
+        return compute_config(
+            "calibrate_agreement",
+            "Annotator Agreement: calibrate distance and τ",
+            "Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*",
+        )
 
     def resolve_input(self, ctx):
         from agreement.fo.calibrate import DEFAULT_DISTANCES

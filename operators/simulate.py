@@ -14,7 +14,11 @@ from .common import compute_config, progress_reporter, refresh_app, require, run
 class SimulateRaters(foo.Operator):
     @property
     def config(self):
-        return compute_config("simulate_raters", "Annotator Agreement: simulate raters", "Adds simulated raters derived from a reference field (never modifies existing fields)")
+        return compute_config(
+            "simulate_raters",
+            "Annotator Agreement: simulate raters",
+            "Adds simulated raters derived from a reference field (never modifies existing fields)",
+        )
 
     def resolve_input(self, ctx):
         inputs = types.Object()

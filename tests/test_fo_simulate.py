@@ -68,6 +68,7 @@ def test_attribute_layout_and_perturbations(fo, ref_ds):
         ({"num_raters": 0}, "num_raters"),
         ({"noise": "nope"}, "noise"),
         ({"profile": "/no/such/profile.json"}, "profile"),
+        ({"noise": "drop", "magnitude": 0.2, "profile": "mine.json"}, "profile"),  # never silently ignored
     ],
 )
 def test_bad_input_writes_nothing(fo, ref_ds, params, message):

@@ -200,10 +200,6 @@ def compute_ot_agreement(
         "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
         "pair_sample_scores": pair_scores,
         "repairs": read.repairs.as_dict(),
-        "score_distribution": {
-            "bins": np.linspace(1 - beta, 1, 21),
-            "counts": np.histogram(scores.mean[np.isfinite(scores.mean)], bins=np.linspace(1 - beta, 1, 21))[0],
-        },
     }
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     report(1.0, "done")

@@ -409,7 +409,7 @@ def _geometry(flat_geo: list, ltype: type, where) -> tuple[np.ndarray, list | No
     return boxes, polygons, None
 
 
-def _masks(flat_masks: list | None, labels: np.ndarray) -> list | None:
+def _masks(flat_masks: list | None) -> list | None:
     if flat_masks is None or not any(m is not None for m in flat_masks):
         return None
     return [None if m is None else np.asarray(m).astype(bool) for m in flat_masks]
@@ -473,7 +473,7 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
     checked = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
                          filepaths, box_policy, repairs, raters_of_row)
     boxes = np.full_like(boxes, np.nan) if no_2d else checked  # 3D rows have no 2D box
-    masks = _masks(extra.get("mask"), labels)
+    masks = _masks(extra.get("mask"))
     if masks is not None:
         _check_masks(masks, boxes, s_idx, _sizes(values, image_sizes, len(sample_ids)), where, repairs)
     return MultiRaterAnnotations(

@@ -83,6 +83,8 @@ def simulate_raters(
         raise ValueError(f"school_size must be between 0 and num_raters ({num_raters}), got {school_size!r}")
     if school_size and noise != "empirical":
         raise ValueError("a school needs noise='empirical'")
+    if noise != "empirical" and profile != "lvis":
+        raise ValueError(f"a noise profile applies to noise='empirical' only; noise={noise!r} uses `magnitude` as γ")
     if noise == "empirical":
         load_profile(profile)  # validates the profile before anything is read or written
     runs.validate_key(key)
