@@ -48,20 +48,32 @@ def require(params: dict, name: str, what: str):
 
 
 def rater_layout_kwargs(params: dict) -> dict:
-    """``fields`` (one label field per rater) or ``field`` + ``rater_attr`` + ``raters_field``."""
+    """How the raters' labels are read, from the shared parameter names.
+
+    ``fields`` (one label field per rater) or ``field`` + ``rater_attr`` +
+    ``raters_field`` (default: the assignment recorded on the dataset) +
+    ``assume_crossed``; and ``box_policy`` (``"clip"``, ``"drop"``, ``"error"``).
+    """
+    from agreement.validation import BOX_POLICIES
+
     fields = params.get("fields")
     field = params.get("field")
+    box_policy = params.get("box_policy") or "clip"
+    if box_policy not in BOX_POLICIES:
+        raise OperatorInputError(f"box_policy must be one of {', '.join(BOX_POLICIES)}, got {box_policy!r}")
     if fields and field:
         raise OperatorInputError("give either `fields` (one label field per rater) or `field` with `rater_attr`, not both")
     if fields:
         if isinstance(fields, str):
             fields = [f.strip() for f in fields.split(",") if f.strip()]
-        return {"fields": list(fields)}
+        return {"fields": list(fields), "box_policy": box_policy}
     if field:
         return {
             "field": field,
             "rater_attr": params.get("rater_attr") or "annotator",
             "raters_field": params.get("raters_field") or None,
+            "assume_crossed": bool(params.get("assume_crossed", False)),
+            "box_policy": box_policy,
         }
     raise OperatorInputError("give `fields` (one label field per rater) or `field` with `rater_attr`")
 
@@ -109,7 +121,14 @@ def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str
 
 
 def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
-    """Form fragment: choose the rater layout and its fields (only of ``label_types``), with the raters found."""
+    """Form fragment: the rater layout and its fields (only of ``label_types``), the raters found, the
+    assignment (preselected from the dataset) and the box policy."""
+    _rater_layout_inputs(inputs, ctx, label_types)
+    if ctx.dataset is not None:
+        box_policy_input(inputs)
+
+
+def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
     from agreement.fo.reading import LABEL_TYPES, detect_raters, label_fields
 
     dataset = ctx.dataset
@@ -124,9 +143,11 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
     layout = types.RadioGroup()
     layout.add_choice("fields", label="One label field per rater")
     layout.add_choice("attribute", label="One label field, rater in a label attribute")
-    # SDK users may give `field` without `layout`: infer it
+    # SDK users may give `field` without `layout`: infer it; else the layout recorded at import
+    imported = (dataset.info or {}).get("iaa_coco") or {}
     chosen = ctx.params.get("layout") or (
-        "attribute" if ctx.params.get("field") and not ctx.params.get("fields") else "fields"
+        "attribute" if ctx.params.get("field") and not ctx.params.get("fields") else
+        imported.get("layout") if imported.get("layout") in ("fields", "attribute") else "fields"
     )
     inputs.enum("layout", ["fields", "attribute"], default=chosen, label="Rater layout", view=layout)
     if chosen == "fields":
@@ -139,10 +160,11 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
     dropdown = types.DropdownView()
     for name in choices:
         dropdown.add_choice(name, label=name)
-    inputs.enum("field", choices, required=True, label="Label field", view=dropdown)
+    recorded_field = imported.get("field") if imported.get("field") in choices else None
+    inputs.enum("field", choices, required=True, label="Label field", view=dropdown, default=recorded_field)
     inputs.str("rater_attr", default="annotator", label="Rater attribute",
                description="The label attribute that names the rater")
-    field = ctx.params.get("field")
+    field = ctx.params.get("field") or recorded_field
     if field:
         try:
             found = detect_raters(ctx.view, field, ctx.params.get("rater_attr") or "annotator")
@@ -151,11 +173,40 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
         inputs.view("raters_found", types.Notice(
             label=f"Raters found: {', '.join(found)}" if found else "No labels carry this attribute"
         ))
+    _assignment_inputs(inputs, ctx, field)
+
+
+def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
+    """Form fragment: the assigned-raters field, preselected from what the dataset records."""
+    from agreement.fo.reading import recorded_assignment
+
+    dataset = ctx.dataset
     schema = dataset.get_field_schema()
     list_fields = sorted(k for k, v in schema.items() if type(v).__name__ == "ListField")
+    recorded = recorded_assignment(dataset, field).raters_field if field else None
     if list_fields:
-        inputs.enum("raters_field", list_fields, required=False, label="Assigned-raters field",
-                    description="Optional sample-level list of the raters assigned to each sample")
+        inputs.enum(
+            "raters_field", list_fields, required=False, default=recorded, label="Assigned-raters field",
+            description=(f"Recorded on this dataset: {recorded!r} (used unless you choose another)" if recorded else
+                         "Sample-level list of the raters assigned to each sample; without it every rater is "
+                         "assumed to have looked at every sample"),
+        )
+    if not recorded and not ctx.params.get("raters_field"):
+        inputs.bool(
+            "assume_crossed", default=False, label="Every rater looked at every sample (fully crossed)",
+            description="Without an assigned-raters field, runs on sparse data (each sample labelled by a few of "
+                        "many raters) are refused; tick this only if every rater really saw every sample",
+        )
+
+
+def box_policy_input(inputs: types.Object) -> None:
+    """Form fragment: what to do with boxes past the image border."""
+    choice = types.RadioGroup()
+    choice.add_choice("clip", label="clip to the image (a box entirely outside becomes a zero-area box on the border)")
+    choice.add_choice("drop", label="drop them")
+    choice.add_choice("error", label="refuse the run")
+    inputs.enum("box_policy", ["clip", "drop", "error"], default="clip", label="Boxes past the image border",
+                view=choice, description="Every repair is counted per rater in the run results")
 
 
 def run_inputs(inputs: types.Object, ctx) -> None:

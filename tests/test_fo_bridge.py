@@ -76,7 +76,6 @@ def test_attribute_layout_without_raters_field_assumes_fully_crossed(fo, per_rat
         ([float("nan"), 0.1, 0.2, 0.2], "NaN or infinite"),
         ([0.1, 0.1, -0.2, 0.2], "negative width"),
         ([float("inf"), 0.1, 0.2, 0.2], "NaN or infinite"),
-        ([2.0, 2.0, 0.1, 0.1], "entirely outside"),
     ],
 )
 def test_bad_boxes_name_sample_and_field(fo, make_dataset, box, message):
@@ -120,7 +119,7 @@ def test_bad_layouts_are_clear_errors(fo, per_rater_ds, make_dataset):
     # labels missing the rater attribute
     ds = make_dataset([fo.Sample(filepath="/data/anon.jpg", gt=fo.Detections(detections=[
         _det(fo, "x", [0.1, 0.1, 0.1, 0.1], annotator="u1"), _det(fo, "x", [0.1, 0.1, 0.1, 0.1])]))])
-    with pytest.raises(AnnotationError, match="anon.jpg.*field 'gt'.*no 'annotator' attribute"):
+    with pytest.raises(AnnotationError, match="field 'gt': 1 label.*on 1 sample.*no 'annotator' attribute.*anon.jpg"):
         read_annotations(ds, field="gt")
     # a single rater in the attribute layout
     ds1 = make_dataset([fo.Sample(filepath="/data/one.jpg", gt=fo.Detections(detections=[

@@ -29,6 +29,8 @@ def calibrate_agreement(
     field: str | None = None,
     rater_attr: str = "annotator",
     raters_field: str | None = None,
+    box_policy: str = "clip",
+    assume_crossed: bool = False,
     distances: Sequence[str] = DEFAULT_DISTANCES,
     seed: int = 0,
     overwrite: bool = False,
@@ -51,7 +53,7 @@ def calibrate_agreement(
     if progress:
         progress(0.0, "reading annotations")
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            image_sizes=True)
+                            image_sizes=True, box_policy=box_policy, assume_crossed=assume_crossed)
     runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite, check_only=True)
     if progress:
         progress(0.2, "observed and expected disagreement")
@@ -59,6 +61,7 @@ def calibrate_agreement(
     summary = {k: (v if not isinstance(v, float) or v == v else None) for k, v in result.summary().items()}
     detail = result.to_dict(include_samples=False)
     detail["repairs"] = read.repairs.as_dict()
+    summary.update(read.repairs.counts())
     plan = runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite)
     if plot_path:
         from agreement.calibration import plot_calibration_png

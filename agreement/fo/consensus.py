@@ -50,6 +50,8 @@ def compute_mask_consensus(
     field: str | None = None,
     rater_attr: str = "annotator",
     raters_field: str | None = None,
+    box_policy: str = "clip",
+    assume_crossed: bool = False,
     threshold: float = 0.5,
     max_iter: int = 10_000,
     overwrite: bool = False,
@@ -69,7 +71,7 @@ def compute_mask_consensus(
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
     runs.validate_key(key)
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            image_sizes=True, masks=True)
+                            image_sizes=True, masks=True, box_policy=box_policy, assume_crossed=assume_crossed)
     data = read.annotations
     if data.masks is None and data.polygons is None:
         raise ValueError(
@@ -162,7 +164,7 @@ def compute_mask_consensus(
         "mean_sensitivity": float(np.nanmean(mean_sens)) if np.isfinite(mean_sens).any() else None,
         "mean_specificity": float(np.nanmean(mean_spec)) if np.isfinite(mean_spec).any() else None,
         "staple_vs_majority_dice": float(np.mean(dice_staple_vs_majority)) if dice_staple_vs_majority else None,
-        "resized_masks": read.repairs.resized_masks,
+        **read.repairs.counts(),
     }
     detail = {
         "raters": list(data.raters),

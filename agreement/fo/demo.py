@@ -33,6 +33,7 @@ import fiftyone as fo
 import fiftyone.operators as foo
 
 from agreement.fo.build import add_corpus_fields, samples_from_corpus
+from agreement.fo.reading import declare_raters_field
 from agreement.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
 from agreement.synthetic.demo_extras import (
     CUBOID_PROFILES,
@@ -89,6 +90,7 @@ def build_demo_dataset(name: str = DATASET_NAME, num_images: int = 300, seed: in
         "mask_images": MASK_IMAGES,
     }
     dataset.save()
+    declare_raters_field(dataset, "annotations", "raters", raters=raters.raters)
     _say(f"  dataset {name!r}: {len(dataset)} samples ({time.time() - t:.1f} s)")
     return dataset
 

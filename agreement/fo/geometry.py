@@ -52,6 +52,8 @@ def compute_geometry_agreement(
     field: str | None = None,
     rater_attr: str = "annotator",
     raters_field: str | None = None,
+    box_policy: str = "clip",
+    assume_crossed: bool = False,
     distance: str = "giou",
     threshold: float = 0.5,
     bootstrap: int | None = 1000,
@@ -98,7 +100,8 @@ def compute_geometry_agreement(
     if progress:
         progress(0.0, "reading annotations")
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            image_sizes=True, masks=distance == "mask_iou")
+                            image_sizes=True, masks=distance == "mask_iou", box_policy=box_policy,
+                            assume_crossed=assume_crossed)
     data = read.annotations
     label_fields = read.label_fields
     runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
@@ -121,7 +124,7 @@ def compute_geometry_agreement(
         runs.write_label_values(samples, plan, lf, "distance", list(zip(
             sid[data.sample_index[rows]], data.label_ids[rows], res.row_distance[rows])))
     summary = {k: _clean(v) for k, v in res.headline().items()}
-    summary["clipped_boxes"] = read.repairs.clipped_boxes
+    summary.update(read.repairs.counts())
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
     between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]

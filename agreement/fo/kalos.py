@@ -72,6 +72,7 @@ def compute_kalos(
     taus: Sequence[float] = DEFAULT_TAUS,
     session_attr: str | None = None,
     box_policy: str = "clip",
+    assume_crossed: bool = False,
     overwrite: bool = False,
     progress: Callable[[float, str], None] | None = None,
     point3d_scale: float = 2.0,
@@ -117,7 +118,8 @@ def compute_kalos(
     runs.validate_key(key)
     report(0.0, "reading annotations")
     read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            box_policy=box_policy, image_sizes=True, masks=similarity == "mask_iou")
+                            box_policy=box_policy, image_sizes=True, masks=similarity == "mask_iou",
+                            assume_crossed=assume_crossed)
     data = read.annotations
     sessions = _sessions(samples, read, session_attr) if session_attr else None
     label_fields = read.label_fields
@@ -163,8 +165,7 @@ def compute_kalos(
         "similarity": similarity,
         "solver": solver,
         "cost": cost,
-        "clipped_boxes": read.repairs.clipped_boxes,
-        "resized_masks": read.repairs.resized_masks,
+        **read.repairs.counts(),
         "repaired_polygons": int(result.repaired_polygons),
     }
     detail = {

@@ -67,6 +67,7 @@ def compute_ot_agreement(
     seed: int = 0,
     iou_threshold: float = 0.5,
     box_policy: str = "clip",
+    assume_crossed: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
 ) -> dict:
@@ -115,7 +116,8 @@ def compute_ot_agreement(
     runs.validate_key(key)
     report(0.0, "reading annotations")
     read = read_annotations(
-        samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field, box_policy=box_policy
+        samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field, box_policy=box_policy,
+        assume_crossed=assume_crossed,
     )
     corpus = read.annotations
     if corpus.cuboids is not None:
@@ -174,7 +176,7 @@ def compute_ot_agreement(
         "mean_iou": base.mean_iou,
         "threshold_alpha": base.alpha.alpha,
         "threshold_alpha_reason": base.alpha.reason,
-        "clipped_boxes": read.repairs.clipped_boxes,
+        **read.repairs.counts(),
     }
     params = {
         "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),

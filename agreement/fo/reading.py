@@ -7,11 +7,14 @@ Two layouts, both first-class:
   absence (not assigned); an empty ``Detections()`` is explicit absence.
 * ``attribute``: one label field (``field="ground_truth"``) whose labels carry
   the rater in an attribute (``rater_attr``, default ``"annotator"``).
-  Assignment comes from the optional sample-level list field ``raters_field``
-  (the raters assigned to each sample). Without it, a sample whose field is
-  ``None`` is assigned to nobody, and a sample whose field holds a (possibly
-  empty) label list is assumed to be assigned to every rater seen in the view
-  (a fully crossed design); this assumption is reported in ``layout``.
+  Assignment comes from the sample-level list field ``raters_field`` (the
+  raters assigned to each sample): given, or recorded on the dataset
+  (:func:`declare_raters_field`, or the importer's ``raters`` field). With
+  none, a sample whose field is ``None`` is assigned to nobody, and a sample
+  whose field holds a (possibly empty) label list is assumed to be assigned to
+  every rater seen in the view (a fully crossed design): refused where the
+  data make it implausible (:func:`crossed_evidence`) unless
+  ``assume_crossed=True``; reported in ``layout`` either way.
 
 Supported label types: ``Detections`` (boxes, and their instance masks with
 ``masks=True``), ``Polylines`` (polygons; the box is the polygon's bounding
@@ -19,7 +22,8 @@ box), ``Keypoints`` (points, NaN where missing; the box is the bounding box of
 the labelled points, used as the object scale of OKS). Boxes are validated (see
 :mod:`agreement.validation`): NaN/infinite/negative-size boxes are errors that
 name the sample, the field and the label; boxes past the image border are
-clipped and reported (``box_policy="clip"``) or rejected (``"error"``).
+clipped (``box_policy="clip"``), dropped (``"drop"``) or rejected
+(``"error"``), and every repair is counted per rater.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ import fiftyone.core.fields as fof
 import fiftyone.core.labels as fol
 
 from agreement.data import MultiRaterAnnotations
-from agreement.validation import AnnotationError, RepairReport, validate_boxes
+from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
-__all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES"]
+__all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
+           "recorded_assignment", "crossed_evidence"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -174,6 +179,7 @@ def read_annotations(
     image_sizes: bool = False,
     masks: bool = False,
     cuboids: bool | None = None,
+    assume_crossed: bool = False,
 ) -> ReadResult:
     """Reads every rater's annotations on ``samples`` with bulk ``values()`` calls.
 
@@ -182,9 +188,11 @@ def read_annotations(
         fields: one label field per rater (the ``fields`` layout), or
         field: the one label field whose labels carry ``rater_attr``.
         rater_attr: the label attribute naming the rater (``attribute`` layout).
-        raters_field: optional sample-level list field of the raters assigned
-            to each sample (``attribute`` layout).
-        box_policy: ``"clip"`` or ``"error"`` for boxes past the image border.
+        raters_field: sample-level list field of the raters assigned to each
+            sample (``attribute`` layout); default: the one recorded on the
+            dataset (see :func:`recorded_assignment`).
+        box_policy: ``"clip"``, ``"drop"`` or ``"error"`` for boxes past the
+            image border (see :mod:`agreement.validation`).
         min_raters: fewer raters than this is an error.
         image_sizes: also read ``metadata.width``/``height`` (NaN when missing).
         masks: also read the instance masks of ``Detections`` (``None`` where
@@ -198,6 +206,8 @@ def read_annotations(
     """
     if (fields is None) == (field is None):
         raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
+    if box_policy not in BOX_POLICIES:
+        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {box_policy!r}")
     if len(samples) == 0:
         raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
     if fields is not None:
@@ -224,8 +234,8 @@ def read_annotations(
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with _gc_paused():
         return _read_attribute_layout(
-            samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes,
-            _extras(samples, [field], ltype, masks, three_d),
+            samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
+            min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed,
         )
 
 
@@ -379,6 +389,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         "fields": list(fields),
         "label_type": ltype.__name__,
         "assignment": "a rater is assigned to a sample where its field is not None",
+        "box_policy": box_policy,
     }
     return ReadResult(ann, layout, repairs, {r: r for r in raters})
 
@@ -416,7 +427,10 @@ def _masks(flat_masks: list | None) -> list | None:
 
 
 def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy, repairs, raters_of_row):
-    """Validates boxes, building location strings only for boxes that need a message."""
+    """Validates boxes, building location strings only for boxes that need a message.
+
+    Returns ``(boxes, keep)`` (see :func:`agreement.validation.check_boxes`).
+    """
     missing_label = np.array([lab is None for lab in labels], dtype=bool)
     if missing_label.any():
         i = int(np.flatnonzero(missing_label)[0])
@@ -424,13 +438,14 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
         raise AnnotationError(
             f"{_sample_label(sample_ids[s], filepaths[s])}, field {field_of_row[i]!r}: a label has no class name"
         )
+    keep = np.ones(len(boxes), dtype=bool)
     if not len(boxes):
-        return boxes
+        return boxes, keep
     ok = np.isfinite(boxes).all(axis=1) & (boxes[:, 2] >= 0) & (boxes[:, 3] >= 0)
     ok &= (boxes[:, 0] >= -1e-6) & (boxes[:, 1] >= -1e-6)
     ok &= (boxes[:, 0] + boxes[:, 2] <= 1 + 1e-6) & (boxes[:, 1] + boxes[:, 3] <= 1 + 1e-6)
     if ok.all():
-        return boxes
+        return boxes, keep
     bad = np.flatnonzero(~ok)
     where = []
     for i in bad:
@@ -440,10 +455,26 @@ def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy
             f"{_sample_label(sample_ids[s], filepaths[s])}, field {field_of_row[i]!r}{rater}, "
             f"label {labels[i]!r}"
         )
-    fixed = validate_boxes(boxes[bad], where, policy=policy, report=repairs)
+    rater_names = (raters_of_row if raters_of_row is not None else field_of_row)[bad]
+    fixed, kept = check_boxes(boxes[bad], where, policy=policy, report=repairs, raters=rater_names)
     boxes = boxes.copy()
     boxes[bad] = fixed
-    return boxes
+    keep[bad] = kept
+    return boxes, keep
+
+
+def _drop_rows(keep: np.ndarray, rows: dict) -> dict:
+    """``rows`` (per-annotation arrays and lists, ``None`` allowed) restricted to ``keep``."""
+    idx = np.flatnonzero(keep)
+    out = {}
+    for name, value in rows.items():
+        if value is None:
+            out[name] = None
+        elif isinstance(value, np.ndarray):
+            out[name] = value[idx]
+        else:
+            out[name] = [value[i] for i in idx]
+    return out
 
 
 def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
@@ -470,31 +501,28 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
     )
     if polylines3d is not None:
         boxes, polygons = np.full((n, 4), np.nan), None
-    checked = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
-                         filepaths, box_policy, repairs, raters_of_row)
+    checked, keep = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
+                               filepaths, box_policy, repairs, raters_of_row)
     boxes = np.full_like(boxes, np.nan) if no_2d else checked  # 3D rows have no 2D box
-    masks = _masks(extra.get("mask"))
-    if masks is not None:
-        _check_masks(masks, boxes, s_idx, _sizes(values, image_sizes, len(sample_ids)), where, repairs)
+    rows = dict(boxes=boxes, labels=labels, label_ids=ids, sample_index=s_idx, rater_index=r_idx,
+                polygons=polygons, masks=extra.get("mask"), keypoints=keypoints, cuboids=cuboids,
+                points3d=points3d, polylines3d=polylines3d, segments=segments)
+    if not no_2d and not keep.all():  # box_policy="drop"
+        rows = _drop_rows(keep, rows)
+        where = _Where(rows["sample_index"], field_of_row[keep],  sample_ids, filepaths,
+                       raters_of_row[keep] if raters_of_row is not None else None)
+    rows["masks"] = _masks(rows["masks"])
+    if rows["masks"] is not None:
+        _check_masks(rows["masks"], rows["boxes"], rows["sample_index"],
+                     _sizes(values, image_sizes, len(sample_ids)), where, repairs)
     return MultiRaterAnnotations(
         sample_ids=np.asarray(sample_ids, dtype=object),
         raters=raters,
         assigned=assigned,
-        boxes=boxes,
-        labels=labels,
-        label_ids=ids,
-        sample_index=s_idx,
-        rater_index=r_idx,
         image_sizes=_sizes(values, image_sizes, len(sample_ids)),
-        polygons=polygons,
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
-        masks=masks,
-        keypoints=keypoints,
-        cuboids=cuboids,
-        points3d=points3d,
-        polylines3d=polylines3d,
-        segments=segments,
         num_points=num_points,
+        **rows,
     )
 
 
@@ -530,21 +558,14 @@ def _num_points(samples, extra: dict) -> list | None:
     return [-1 if v is None else int(v) for v in samples.values("num_points")]
 
 
-def _read_attribute_layout(
-    samples, field, ltype, rater_attr, raters_field, box_policy, min_raters, image_sizes, extras=()
-):
+def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_policy, min_raters, image_sizes,
+                           extras=(), assume_crossed=False):
     lf = LABEL_TYPES[ltype]
     gpaths = _geometry_paths(field, ltype, extras)
+    raters_field = assignment.raters_field
     paths = _base_paths(image_sizes) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
-        schema = samples.get_field_schema()
-        if raters_field not in schema:
-            raise AnnotationError(f"raters_field {raters_field!r} does not exist on dataset {samples._dataset.name!r}")
-        if not isinstance(schema[raters_field], fof.ListField):
-            raise AnnotationError(
-                f"raters_field {raters_field!r} is a {type(schema[raters_field]).__name__}, "
-                "not a list field of rater names"
-            )
+        _check_raters_field_type(samples, raters_field)
         paths.append(raters_field)
     values = samples.values(paths)
     nb = len(_base_paths(image_sizes))
@@ -555,22 +576,14 @@ def _read_attribute_layout(
     listed = values[nb + len(gpaths) + 1] if raters_field is not None else None
     S = len(sample_ids)
     counts = np.array([len(g) if g is not None else 0 for g in geo], dtype=np.intp)
-    flat_who = np.array(_flatten(who, counts) + [None], dtype=object)[:-1]
     s_rows = np.repeat(np.arange(S), counts)
-    if len(flat_who) and any(w is None for w in flat_who):
-        i = next(i for i, w in enumerate(flat_who) if w is None)
-        s = s_rows[i]
-        raise AnnotationError(
-            f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label has no "
-            f"{rater_attr!r} attribute, so its rater is unknown (set `rater_attr` or use one field per rater)"
-        )
-    flat_who = np.array([str(w) for w in flat_who] + [None], dtype=object)[:-1]
-    seen = set(flat_who.tolist())
+    flat_who = _rater_of_labels(_flatten(who, counts), s_rows, sample_ids, filepaths, field, rater_attr)
+    named = sorted(set(flat_who.tolist()))
     if listed is not None:
-        for s, lst in enumerate(listed):
-            if lst is not None:
-                seen.update(str(x) for x in lst)
-    raters = tuple(sorted(seen))
+        listed = _checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field, rater_attr, assignment)
+        raters = tuple(sorted(set(named).union(*[set(x) for x in listed if x])))
+    else:
+        raters = tuple(named)
     if len(raters) < min_raters:
         raise AnnotationError(
             f"agreement needs at least {min_raters} raters; field {field!r} has labels by "
@@ -583,7 +596,7 @@ def _read_attribute_layout(
     if listed is not None:
         for s, lst in enumerate(listed):
             if lst:
-                assigned[s, [rindex[str(x)] for x in lst]] = True
+                assigned[s, [rindex[x] for x in lst]] = True
         if len(r_rows) and not assigned[s_rows, r_rows].all():
             i = int(np.flatnonzero(~assigned[s_rows, r_rows])[0])
             s = s_rows[i]
@@ -591,12 +604,19 @@ def _read_attribute_layout(
                 f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
                 f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
             )
-        rule = f"the raters listed in {raters_field!r}"
+        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr, assignment)
+        rule = f"the raters listed in {raters_field!r} ({assignment.source})"
+        evidence = None
     else:
-        assigned[np.array([g is not None for g in geo], dtype=bool)] = True
+        has_field = np.array([g is not None for g in geo], dtype=bool)
+        evidence = crossed_evidence(counts, s_rows, r_rows, R)
+        if not assume_crossed and evidence["implausible"]:
+            raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+        assigned[has_field] = True
         rule = (
             f"no raters_field: every rater seen in {field!r} is assumed assigned to every sample "
-            "whose field is not None"
+            "whose field is not None (fully crossed" + (", accepted with assume_crossed=True)" if assume_crossed
+                                                       else ")")
         )
     labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
     label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
@@ -611,7 +631,209 @@ def _read_attribute_layout(
         "field": field,
         "rater_attr": rater_attr,
         "raters_field": raters_field,
+        "raters_field_source": assignment.source,
+        "assumed_crossed": listed is None,
         "label_type": ltype.__name__,
         "assignment": rule,
+        "box_policy": box_policy,
     }
+    if evidence is not None:
+        layout["crossed_evidence"] = {k: v for k, v in evidence.items() if k != "implausible"}
     return ReadResult(ann, layout, repairs, {r: field for r in raters})
+
+
+def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, field: str,
+                     rater_attr: str) -> np.ndarray:
+    """The rater name of every label, as strings; labels without one are an error naming the count."""
+    missing = np.array([w is None for w in flat_who], dtype=bool)
+    if missing.any():
+        where = sorted(set(s_rows[missing].tolist()))
+        first = ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
+        raise AnnotationError(
+            f"field {field!r}: {int(missing.sum())} label(s) on {len(where)} sample(s) have no {rater_attr!r} "
+            f"attribute, so their rater is unknown (first: {first}). Set the attribute on every label, give the "
+            "attribute that does name the rater as `rater_attr`, or use one label field per rater"
+        )
+    return np.array([str(w) for w in flat_who] + [None], dtype=object)[:-1]
+
+
+def _check_raters_field_type(samples, raters_field: str) -> None:
+    schema = samples.get_field_schema()
+    if raters_field not in schema:
+        lists = _list_fields(samples)
+        raise AnnotationError(
+            f"raters_field {raters_field!r} does not exist on dataset {samples._dataset.name!r}"
+            + (f"; its list fields are: {', '.join(lists)}" if lists else "; it has no list fields")
+        )
+    if not isinstance(schema[raters_field], fof.ListField):
+        raise AnnotationError(
+            f"raters_field {raters_field!r} is a {type(schema[raters_field]).__name__}, "
+            "not a list field of rater names"
+        )
+
+
+def _list_fields(samples) -> list[str]:
+    return sorted(k for k, v in samples.get_field_schema().items() if isinstance(v, fof.ListField))
+
+
+def _checked_assignment(listed: list, geo: list, named: list[str], samples, sample_ids, filepaths, field: str,
+                        rater_attr: str, assignment: "Assignment") -> list:
+    """The per-sample rater lists as lists of str, after checking them.
+
+    Errors (each naming the first samples): a sample with labels in ``field``
+    whose list is missing; a list that is not a list of strings; names no label
+    of the dataset carries and no declaration lists (likely typos).
+    """
+    rf = assignment.raters_field
+
+    def first(where: list[int]) -> str:
+        return ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
+
+    missing = [s for s, (lst, g) in enumerate(zip(listed, geo)) if lst is None and g is not None]
+    if missing:
+        raise AnnotationError(
+            f"raters_field {rf!r} is missing (None) on {len(missing)} sample(s) whose field {field!r} is set, "
+            f"so their assignment is unknown: {first(missing)}. Set it on every sample (an empty list "
+            "means nobody was assigned)"
+        )
+    bad = [s for s, lst in enumerate(listed) if lst is not None and (
+        not isinstance(lst, (list, tuple)) or not all(isinstance(x, str) for x in lst))]
+    if bad:
+        s = bad[0]
+        raise AnnotationError(
+            f"raters_field {rf!r} must hold a list of rater names (strings) on every sample; "
+            f"{len(bad)} sample(s) hold something else, e.g. {listed[s]!r} on {first(bad)}"
+        )
+    return [list(lst) if lst is not None else None for lst in listed]
+
+
+def _check_listed_raters_known(listed: list, named: list[str], samples, sample_ids, filepaths, field: str,
+                               rater_attr: str, assignment: "Assignment") -> None:
+    """A name in the assignment that no label of the dataset carries and no declaration lists is an error (a typo)."""
+    rf = assignment.raters_field
+    known = set(named) | set(assignment.known_raters) | set(
+        str(v) for v in samples._dataset.distinct(f"{field}.{LABEL_TYPES[_label_type(samples, field)]}.{rater_attr}")
+        if v is not None)
+    unknown: dict[str, list[int]] = {}
+    for s, lst in enumerate(listed):
+        for x in lst or ():
+            if x not in known:
+                unknown.setdefault(x, []).append(s)
+    if unknown:
+        names = sorted(unknown)
+        where = ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in unknown[names[0]][:3])
+        raise AnnotationError(
+            f"raters_field {rf!r} names {len(names)} rater(s) that no label of field {field!r} carries in "
+            f"{rater_attr!r}: {names[:5]} (e.g. on {where}). Check the spelling; a rater who "
+            "truly drew nothing anywhere must be declared with "
+            f"agreement.fo.reading.declare_raters_field(dataset, {field!r}, {rf!r}, raters=[...])"
+        )
+
+
+CROSSED_MIN_MEDIAN_COVERAGE = 0.5
+
+
+def crossed_evidence(counts: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray, num_raters: int) -> dict:
+    """How plausible the fully crossed assumption is, from who drew on which non-empty samples.
+
+    For each rater r, coverage_r = #{non-empty samples with a label by r} /
+    #{non-empty samples}, in [0, 1]. Under a fully crossed design a rater
+    misses a sample with objects only by overlooking all of them, so coverage
+    is high; in a sparse design (each sample given to a few of many raters)
+    it is about the share of samples a rater was given. The assumption is
+    implausible when the median coverage is below
+    ``CROSSED_MIN_MEDIAN_COVERAGE`` (0.5).
+
+    Returns:
+        ``n_nonempty``, ``median_coverage``, ``n_raters_below_half`` and
+        ``implausible``.
+    """
+    nonempty = int((counts > 0).sum())
+    if nonempty == 0 or num_raters == 0:
+        return {"n_nonempty": nonempty, "median_coverage": float("nan"), "n_raters_below_half": 0,
+                "implausible": False}
+    pairs = np.unique(s_rows.astype(np.int64) * num_raters + r_rows)
+    per_rater = np.bincount(pairs % num_raters, minlength=num_raters)
+    coverage = per_rater / nonempty
+    median = float(np.median(coverage))
+    return {
+        "n_nonempty": nonempty,
+        "median_coverage": median,
+        "median_samples": float(np.median(per_rater)),
+        "n_raters_below_half": int((coverage < 0.5).sum()),
+        "implausible": median < CROSSED_MIN_MEDIAN_COVERAGE,
+    }
+
+
+def _crossed_refusal(samples, field: str, raters, evidence: dict) -> str:
+    lists = _list_fields(samples)
+    choice = f" (list fields on this dataset: {', '.join(lists)})" if lists else ""
+    return (
+        f"field {field!r} records no rater assignment (no raters_field), so every one of the {len(raters)} raters "
+        f"would be assumed to have looked at every sample with labels (a fully crossed design), and a rater "
+        f"who was never given a sample would count as having found nothing there. That is implausible here: of "
+        f"{evidence['n_nonempty']} samples with labels, the median rater labelled "
+        f"{evidence['median_coverage']:.1%} ({evidence['median_samples']:g}), and {evidence['n_raters_below_half']} "
+        f"of {len(raters)} raters labelled fewer than half. Either give the sample-level list of assigned raters "
+        f"with raters_field='...'{choice} (or declare it once: agreement.fo.reading.declare_raters_field(dataset, "
+        f"{field!r}, '<list field>')), or, if every rater really looked at every sample, pass assume_crossed=True"
+    )
+
+
+ASSIGNMENT_INFO_KEY = "iaa_assignment"
+
+
+@dataclass
+class Assignment:
+    """Where the rater assignment of an ``attribute``-layout field comes from.
+
+    Attributes:
+        raters_field: the sample-level list field of assigned raters, or ``None``.
+        source: ``"given"`` (a parameter), ``"declared"`` (:func:`declare_raters_field`),
+            ``"recorded by the importer"``, or ``"none"``.
+        known_raters: raters declared with the field (may have drawn nothing).
+    """
+
+    raters_field: str | None
+    source: str
+    known_raters: tuple[str, ...] = ()
+
+
+def declare_raters_field(dataset, field: str, raters_field: str, raters: Sequence[str] = ()) -> None:
+    """Records, once per dataset, that ``raters_field`` lists the raters assigned to each sample for ``field``.
+
+    Every compute operator then uses it when called with ``field`` (and
+    without ``raters_field``). ``raters`` optionally names raters who may
+    have drawn nothing anywhere (so that naming them is not taken for a typo).
+    Stored in ``dataset.info["iaa_assignment"]``.
+    """
+    _check_raters_field_type(dataset, raters_field)
+    info = dict(dataset.info.get(ASSIGNMENT_INFO_KEY) or {})
+    info[field] = {"raters_field": raters_field, "raters": sorted(str(r) for r in raters)}
+    dataset.info[ASSIGNMENT_INFO_KEY] = info
+    dataset.save()
+
+
+def recorded_assignment(samples, field: str, raters_field: str | None = None) -> Assignment:
+    """The assignment to use for ``field``: the given ``raters_field``, else the one recorded on the dataset.
+
+    Recorded means declared with :func:`declare_raters_field`, or written by
+    this plugin's importer (``dataset.info["iaa_coco"]``: the ``raters`` field
+    of an ``attribute``-layout import, with the raters of the file).
+    """
+    info = samples._dataset.info or {}
+    declared = (info.get(ASSIGNMENT_INFO_KEY) or {}).get(field)
+    coco = info.get("iaa_coco") or {}
+    imported = coco.get("layout") == "attribute" and coco.get("field") == field
+    known: tuple[str, ...] = ()
+    if declared:
+        known = tuple(declared.get("raters") or ())
+    elif imported:
+        known = tuple(str(r) for r in (coco.get("rater_ids") or {}))
+    if raters_field is not None:
+        return Assignment(raters_field, "given", known)
+    if declared:
+        return Assignment(declared["raters_field"], "declared", known)
+    if imported and "raters" in samples.get_field_schema():
+        return Assignment("raters", "recorded by the importer", known)
+    return Assignment(None, "none")
