@@ -1,0 +1,152 @@
+"""Per-rater-pair results, stored sparsely: only the pairs that share samples.
+
+A crowd of R raters has R(R − 1)/2 possible pairs, but with k raters assigned
+per sample only the pairs that were given a sample together have anything to
+compare. A dense ``(R, R)`` matrix would be mostly empty (and, for R = 500,
+125,000 entries per statistic). :class:`RaterPairTable` keeps one row per pair
+``a < b`` (rater indices) that shares at least one sample, with the number of
+shared samples and any per-pair values; a pair that is absent is **no data**,
+never 0 or a NaN that looks like a result.
+
+In run results the table is stored as a list of records
+(:meth:`RaterPairTable.to_records`): ``{"rater_a", "rater_b",
+"n_shared_samples", <value names>...}``, NaN as ``None``.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["RaterPairTable", "shared_sample_pairs", "records_to_matrix"]
+
+
+def shared_sample_pairs(assigned: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every (sample, rater a, rater b) with both raters assigned, ``a < b``, and the pair counts.
+
+    Work and memory grow with the number of (sample, assigned pair) triples,
+    Σ_s k_s(k_s − 1)/2 for k_s raters assigned to sample s, never with R².
+
+    Args:
+        assigned: ``(S, R)`` bool assignment matrix.
+
+    Returns:
+        ``(sample, a, b, pair_id)``: int arrays over the triples, sorted by
+        sample then ``(a, b)``; ``pair_id`` indexes the distinct pairs in
+        ``(a, b)`` order (``np.unique`` of ``a * R + b``).
+    """
+    assigned = np.asarray(assigned, dtype=bool)
+    S, R = assigned.shape
+    ss, rr = np.nonzero(assigned)  # row-major: by sample, then rater
+    k = np.bincount(ss, minlength=S)
+    start = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.intp)
+    parts_s, parts_a, parts_b = [], [], []
+    for kk in np.unique(k[k >= 2]):  # samples with the same number of raters share one triangle
+        samples = np.flatnonzero(k == kk)
+        iu, ju = np.triu_indices(int(kk), 1)
+        base = start[samples][:, None]
+        parts_s.append(np.repeat(samples, len(iu)))
+        parts_a.append(rr[base + iu].reshape(-1))
+        parts_b.append(rr[base + ju].reshape(-1))
+    if not parts_s:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty, empty, empty
+    sample, a, b = (np.concatenate(x).astype(np.intp) for x in (parts_s, parts_a, parts_b))
+    order = np.lexsort((b, a, sample))
+    sample, a, b = sample[order], a[order], b[order]
+    _, pair_id = np.unique(a.astype(np.int64) * R + b, return_inverse=True)
+    return sample, a, b, pair_id.reshape(-1).astype(np.intp)
+
+
+@dataclass
+class RaterPairTable:
+    """Sparse per-rater-pair statistics: one entry per pair that shares samples.
+
+    Attributes:
+        raters: the rater names (indices refer to them).
+        a, b: ``(P,)`` rater indices of each pair, ``a < b``, sorted.
+        n_shared: ``(P,)`` number of samples both were assigned.
+        values: name → ``(P,)`` float array (NaN where undefined for that pair).
+        reasons: optional name → ``(P,)`` object array of reasons for NaN values.
+    """
+
+    raters: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    n_shared: np.ndarray
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    reasons: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def from_assignment(cls, raters: Sequence[str], assigned: np.ndarray) -> "RaterPairTable":
+        """The pairs that share at least one sample, with their counts."""
+        _, a, b, pair_id = shared_sample_pairs(assigned)
+        R = len(raters)
+        codes = np.unique(a.astype(np.int64) * R + b)
+        counts = np.bincount(pair_id, minlength=len(codes))
+        return cls(tuple(raters), (codes // R).astype(np.intp), (codes % R).astype(np.intp), counts.astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def index(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Row of each pair ``(a, b)`` (order-free); ``-1`` where the pair shares no sample."""
+        a, b = np.minimum(a, b), np.maximum(a, b)
+        R = len(self.raters)
+        codes = self.a.astype(np.int64) * R + self.b
+        q = np.asarray(a, dtype=np.int64) * R + np.asarray(b)
+        pos = np.searchsorted(codes, q)
+        pos = np.clip(pos, 0, max(len(codes) - 1, 0))
+        found = (len(codes) > 0) & (codes[pos] == q) if len(codes) else np.zeros(np.shape(q), dtype=bool)
+        return np.where(found, pos, -1)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per pair: ``rater_a``, ``rater_b``, ``n_shared_samples``, values (NaN as ``None``), reasons."""
+        out = []
+        for p in range(len(self)):
+            rec: dict[str, Any] = {
+                "rater_a": self.raters[self.a[p]], "rater_b": self.raters[self.b[p]],
+                "n_shared_samples": int(self.n_shared[p]),
+            }
+            for name, vals in self.values.items():
+                v = float(vals[p])
+                rec[name] = v if np.isfinite(v) else None
+            for name, why in self.reasons.items():
+                if why[p]:
+                    rec[f"{name}_reason"] = str(why[p])
+            out.append(rec)
+        return out
+
+
+def records_to_matrix(records: Sequence[Mapping[str, Any]], value: str,
+                      raters: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A dense symmetric view of rater-pair records, for display of a few raters.
+
+    Args:
+        records: as written by :meth:`RaterPairTable.to_records`.
+        value: the value to place in the matrix.
+        raters: the raters to show, in order (default: every rater in a record, sorted).
+
+    Returns:
+        ``(raters, matrix, shared)``: ``matrix[i, j]`` the value (NaN where
+        undefined *or* no data) and ``shared[i, j]`` the shared-sample count
+        (0 = no data: the pair never shared a sample).
+    """
+    if raters is None:
+        raters = sorted({r["rater_a"] for r in records} | {r["rater_b"] for r in records})
+    pos = {r: i for i, r in enumerate(raters)}
+    n = len(raters)
+    m = np.full((n, n), np.nan)
+    shared = np.zeros((n, n), dtype=np.int64)
+    for rec in records:
+        i, j = pos.get(rec["rater_a"]), pos.get(rec["rater_b"])
+        if i is None or j is None:
+            continue
+        v = rec.get(value)
+        m[i, j] = m[j, i] = np.nan if v is None else float(v)
+        shared[i, j] = shared[j, i] = int(rec.get("n_shared_samples", 0))
+    return list(raters), m, shared
