@@ -173,6 +173,7 @@ from agreement.geometry.boxes import (
     pairwise_iou,
 )
 from agreement.krippendorff import encode_values
+from agreement.rater_pairs import shared_sample_pairs
 from agreement.similarity import SIMILARITIES, check_similarity, similarity_matrix
 from agreement.validation import AnnotationError
 
@@ -687,8 +688,59 @@ class _Engine:
 
 
 # --------------------------------------------------------------------------
-# The corpus computation
+# The corpus computation, in stages
 # --------------------------------------------------------------------------
+#
+# Every stage works on the (sample, assigned rater pair) triples, on the rater
+# pairs that share a measured sample, or on the drawn chance sample: never on
+# all R (R - 1) / 2 rater pairs, so that a crowd of R = 500 raters with 10
+# assigned per sample costs what 10 raters on every sample cost.
+
+
+@dataclass(frozen=True)
+class _SetPairs:
+    """Within-item set pairs: one entry per (sample ``s``, rater ``a`` < rater
+    ``b``) with both assigned, sorted by ``(s, a, b)``, with the set sizes
+    ``n = |A|``, ``m = |B|`` and the cost ``max(1, n m)`` in comparisons."""
+
+    s: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    n: np.ndarray
+    m: np.ndarray
+    cost: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def select(self, sel: np.ndarray) -> "_SetPairs":
+        return _SetPairs(self.s[sel], self.a[sel], self.b[sel], self.n[sel], self.m[sel], self.cost[sel])
+
+    def index(self, s: np.ndarray, a: np.ndarray, b: np.ndarray, R: int) -> np.ndarray:
+        """Position of each ``(s, a, b)`` (``a < b``, present) in this list."""
+        key = (self.s.astype(np.int64) * R + self.a) * R + self.b
+        return np.searchsorted(key, (s.astype(np.int64) * R + a) * R + b)
+
+
+def _within_set_pairs(data, counts: np.ndarray) -> _SetPairs:
+    """Every (sample, rater a < rater b) with both assigned, via
+    :func:`agreement.rater_pairs.shared_sample_pairs` (work grows with the
+    triples, not with ``R^2``)."""
+    s, a, b, _ = shared_sample_pairs(data.assigned)
+    n, m = counts[s, a].astype(np.int64), counts[s, b].astype(np.int64)
+    return _SetPairs(s, a, b, n, m, np.maximum(1, n * m))
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """Which samples are measured (``keep``), which were skipped for the
+    budget, what each sample's within-item measurement costs, and the budget
+    left for the chance sample."""
+
+    keep: np.ndarray
+    skipped: np.ndarray
+    cost_s: np.ndarray
+    chance_budget: int
 
 
 def _budget_order(sample_ids: np.ndarray, seed: int) -> np.ndarray:
@@ -700,23 +752,411 @@ def _budget_order(sample_ids: np.ndarray, seed: int) -> np.ndarray:
     return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp)
 
 
-def _within_set_pairs(assigned: np.ndarray, counts: np.ndarray):
-    """Every (sample, rater a < rater b) with both assigned, sorted by (s, a, b)."""
-    S, R = assigned.shape
-    ss, aa, bb = [], [], []
-    for a in range(R):
-        for b in range(a + 1, R):
-            s = np.flatnonzero(assigned[:, a] & assigned[:, b])
-            ss.append(s)
-            aa.append(np.full(len(s), a, np.intp))
-            bb.append(np.full(len(s), b, np.intp))
-    s = np.concatenate(ss) if ss else np.zeros(0, np.intp)
-    a = np.concatenate(aa) if aa else np.zeros(0, np.intp)
-    b = np.concatenate(bb) if bb else np.zeros(0, np.intp)
-    order = np.lexsort((b, a, s))
-    s, a, b = s[order], a[order], b[order]
-    n, m = counts[s, a], counts[s, b]
-    return s, a, b, n.astype(np.int64), m.astype(np.int64)
+def _plan_budget(data, pairs: _SetPairs, max_pairs: int, seed: int) -> _Budget:
+    """The within-item half of the budget, samples in a seeded hash order."""
+    S = data.num_samples
+    cost_s = np.bincount(pairs.s, weights=pairs.cost, minlength=S).astype(np.int64)
+    within_budget = (max_pairs + 1) // 2
+    if int(cost_s.sum()) <= within_budget:
+        keep = np.ones(S, dtype=bool)
+    else:
+        keep = np.zeros(S, dtype=bool)
+        remaining = within_budget
+        cl = cost_s.tolist()
+        for s in _budget_order(data.sample_ids, seed).tolist():
+            if cl[s] <= remaining:
+                keep[s] = True
+                remaining -= cl[s]
+    used = int(cost_s[keep].sum())
+    return _Budget(keep, ~keep & (cost_s > 0), cost_s, max_pairs - used)
+
+
+@dataclass(frozen=True)
+class _WithinMatch:
+    """The threshold matching of every within-item set pair: matched rows,
+    their set pair, distance and sample, and the unmatched count ``u`` per
+    set pair."""
+
+    rows: np.ndarray
+    pid: np.ndarray
+    distance: np.ndarray
+    sample: np.ndarray
+    unmatched: np.ndarray
+
+
+def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _WithinMatch:
+    """Matches every within-item set pair: one similarity block per sample
+    (all its rows against all its rows; one block per rater against the later
+    raters for a large sample), entries of a rater with itself dropped."""
+    R, N = data.num_raters, len(data)
+    offsets, rater_of_row = data.offsets, data.rater_index
+    tasks_a: list[np.ndarray] = []
+    tasks_b: list[np.ndarray] = []
+    for s in np.unique(pairs.s).tolist():
+        lo, hi = int(offsets[s * R]), int(offsets[(s + 1) * R])
+        if hi - lo < 2 or rater_of_row[lo] == rater_of_row[hi - 1]:
+            continue  # fewer than two raters with annotations: nothing to match
+        if (hi - lo) ** 2 <= _MAX_BLOCK:
+            rows = np.arange(lo, hi)
+            tasks_a.append(rows)
+            tasks_b.append(rows)
+        else:  # a large sample: one block per rater against the later raters
+            rr = rater_of_row[lo:hi]
+            for r in np.unique(rr)[:-1].tolist():
+                tasks_a.append(np.flatnonzero(rr == r) + lo)
+                tasks_b.append(np.flatnonzero(rr > r) + lo)
+    _, gi, gj, sim = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
+    keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
+    gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
+    ent_p = pairs.index(data.sample_index[gi], rater_of_row[gi], rater_of_row[gj], R).astype(np.int64)
+    mk = _match_entries(ent_p, gi, gj, sim, N)
+    rows = np.stack([gi[mk], gj[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
+    pid, distance = ent_p[mk], np.clip(1.0 - sim[mk], 0.0, 1.0)
+    o = np.lexsort((rows[:, 1], rows[:, 0])) if len(rows) else np.zeros(0, np.intp)
+    rows, pid, distance = rows[o], pid[o], distance[o]
+    sample = pairs.s[pid] if len(pid) else np.zeros(0, np.intp)
+    matched = np.bincount(pid, minlength=len(pairs)).astype(np.int64)
+    return _WithinMatch(rows, pid, distance, sample, pairs.n + pairs.m - 2 * matched)
+
+
+def _per_sample_outputs(data, pairs: _SetPairs, match: _WithinMatch, budget: _Budget,
+                        max_pairs: int, t: float) -> dict:
+    """Per-sample and per-row results of the within-item matching, with a
+    reason for every sample whose distance is NaN."""
+    S, N = data.num_samples, len(data)
+    s_dsum = np.bincount(match.sample, weights=match.distance, minlength=S)
+    s_nm = np.bincount(match.sample, minlength=S).astype(np.int64)
+    s_ann = np.bincount(pairs.s, weights=pairs.n + pairs.m, minlength=S).astype(np.int64)
+    s_un = np.bincount(pairs.s, weights=match.unmatched, minlength=S).astype(np.int64)
+    has_pairs = np.bincount(pairs.s, minlength=S) > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sample_distance = np.where(s_nm > 0, s_dsum / np.maximum(s_nm, 1), np.nan)
+        sample_matched = np.where(has_pairs & (s_ann > 0), 1.0 - s_un / np.maximum(s_ann, 1), np.nan)
+    n_assigned = data.assigned.sum(axis=1)
+    reasons = []
+    for s in range(S):
+        if s_nm[s] > 0:
+            reasons.append("")
+        elif n_assigned[s] < 2:
+            reasons.append(f"fewer than two raters assigned ({int(n_assigned[s])}): nothing to compare")
+        elif budget.skipped[s]:
+            reasons.append(
+                f"skipped whole: its {int(budget.cost_s[s])} comparisons did not fit in what remained of the "
+                f"within-item half of the pair budget (max_pairs = {max_pairs})")
+        elif s_ann[s] == 0:
+            reasons.append("every assigned rater drew nothing (explicit absence): no annotation to match")
+        else:
+            reasons.append(f"no two raters' annotations match at similarity >= {t:g}")
+    rd = np.zeros(N)
+    rn = np.zeros(N, dtype=np.int64)
+    if len(match.rows):
+        np.add.at(rd, match.rows[:, 0], match.distance)
+        np.add.at(rd, match.rows[:, 1], match.distance)
+        rn = np.bincount(match.rows.ravel(), minlength=N).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row_distance = np.where(rn > 0, rd / np.maximum(rn, 1), np.nan)
+    return dict(sample_distance=sample_distance, sample_n_matched=s_nm, sample_n_annotations=s_ann,
+                sample_n_unmatched=s_un, sample_matched_fraction=sample_matched,
+                sample_measured=has_pairs & budget.keep, sample_reasons=tuple(reasons),
+                row_distance=row_distance, row_n_matched=rn)
+
+
+@dataclass(frozen=True)
+class _Strata:
+    """The chance population, one stratum per rater pair that shares a
+    measured sample, ordered by rater names: ``first`` (rater a, the first set)
+    and ``second`` (rater b). Stratum ``x`` holds every ``(i, j)`` with ``i``
+    in ``first``'s measured samples and ``j`` in ``second``'s, canonical
+    sample order (``size`` of them, ``pop`` with ``i != j``, costing ``cost``
+    comparisons). ``rater_samples[rater_ptr[r]:rater_ptr[r + 1]]`` lists rater
+    ``r``'s measured samples in canonical order."""
+
+    first: np.ndarray
+    second: np.ndarray
+    size: np.ndarray
+    pop: np.ndarray
+    cost: np.ndarray
+    rater_ptr: np.ndarray
+    rater_samples: np.ndarray
+
+    def locate(self, x: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Samples ``(i, j)`` of position ``loc`` (``i``-major) of stratum ``x``."""
+        nb = self.rater_ptr[self.second[x] + 1] - self.rater_ptr[self.second[x]]
+        i = self.rater_samples[self.rater_ptr[self.first[x]] + loc // nb]
+        j = self.rater_samples[self.rater_ptr[self.second[x]] + loc % nb]
+        return i, j
+
+
+def _chance_strata(data, counts: np.ndarray, pairs: _SetPairs, canon_kept: np.ndarray) -> _Strata:
+    """Sizes and costs of the strata, from per-rater sums and the triples.
+
+    For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
+    their shared samples ``C``: ``size = |S_a| |S_b|``, ``pop = size - |C|``
+    and ``cost = sum_{i in S_a, j in S_b, i != j} max(1, n_ia n_jb)``
+    ``= (sum n_a)(sum n_b) + #{n_ia n_jb = 0} - sum_{C} max(1, n_ia n_ib)``.
+    """
+    R = data.num_raters
+    names = list(data.raters)
+    nrank = np.empty(R, dtype=np.int64)
+    nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
+    # Each rater's measured samples, canonical order (CSR by rater).
+    pos, rr = np.nonzero(data.assigned[canon_kept])
+    o = np.lexsort((pos, rr))
+    rsamp, rr = canon_kept[pos[o]].astype(np.intp), rr[o]
+    ptr = np.searchsorted(rr, np.arange(R + 1)).astype(np.intp)
+    nS = np.diff(ptr).astype(np.int64)
+    n_cell = counts[rsamp, rr].astype(np.int64)
+    tot = np.bincount(rr, weights=n_cell, minlength=R).astype(np.int64)
+    nz = np.bincount(rr, weights=n_cell > 0, minlength=R).astype(np.int64)
+    # Strata: the distinct rater pairs of the measured triples, by names.
+    swap = nrank[pairs.a] > nrank[pairs.b]
+    fa, fb = np.where(swap, pairs.b, pairs.a), np.where(swap, pairs.a, pairs.b)
+    code, inv, common = np.unique(nrank[fa] * R + nrank[fb], return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    diag = np.bincount(inv, weights=pairs.cost, minlength=len(code)).astype(np.int64)
+    first = np.zeros(len(code), np.intp)
+    second = np.zeros(len(code), np.intp)
+    first[inv], second[inv] = fa, fb
+    size = nS[first] * nS[second]
+    cost = tot[first] * tot[second] + (size - nz[first] * nz[second]) - diag
+    return _Strata(first, second, size, size - common, cost, ptr, rsamp)
+
+
+@dataclass(frozen=True)
+class _ChanceSample:
+    """Distinct between-item set pairs ``(i, first[x])`` vs ``(j, second[x])``
+    of stratum ``x``, with their multiplicity, sorted by ``(x, i, j)``."""
+
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    mult: np.ndarray
+    draws: int
+    exact: bool
+    n_population: int
+
+
+def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: int) -> _ChanceSample:
+    """Every between-item set pair when their cost fits in ``budget``;
+    otherwise uniform draws with replacement over the strata (a draw with
+    ``i == j`` is rejected) until the next one would exceed it."""
+    n_pop, pop_cost = int(strata.pop.sum()), int(strata.cost.sum())
+    exact = pop_cost <= budget
+    cum_end = np.cumsum(strata.size)
+    cum_start = cum_end - strata.size
+    bi, bj, bx, draws = [], [], [], 0
+    if n_pop and exact:
+        x = np.repeat(np.arange(len(strata.size)), strata.size)
+        i, j = strata.locate(x, np.arange(int(cum_end[-1]), dtype=np.int64) - cum_start[x])
+        ok = i != j
+        bi, bj, bx, draws = [i[ok]], [j[ok]], [x[ok]], n_pop
+    elif n_pop:
+        rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BETWEEN]))
+        remaining = budget
+        while remaining > 0:
+            u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
+            x = np.searchsorted(cum_end, u, side="right")
+            i, j = strata.locate(x, u - cum_start[x])
+            ok = i != j
+            i, j, x = i[ok], j[ok], x[ok]
+            cc = np.cumsum(np.maximum(1, counts[i, strata.first[x]] * counts[j, strata.second[x]]))
+            take = int(np.searchsorted(cc, remaining, side="right"))
+            bi.append(i[:take]); bj.append(j[:take]); bx.append(x[:take])
+            draws += take
+            if take < len(cc):
+                break
+            remaining -= int(cc[-1]) if len(cc) else 0
+    i, j, x = (np.concatenate(v).astype(np.intp) if v else np.zeros(0, np.intp) for v in (bi, bj, bx))
+    mult = np.zeros(0, np.int64)
+    if len(i):  # distinct set pairs, sorted by (x, i, j), with multiplicities
+        o = np.lexsort((j, i, x))
+        i, j, x = i[o], j[o], x[o]
+        new = np.r_[True, (x[1:] != x[:-1]) | (i[1:] != i[:-1]) | (j[1:] != j[:-1])]
+        start = np.flatnonzero(new)
+        mult = np.diff(np.r_[start, len(i)]).astype(np.int64)
+        i, j, x = i[start], j[start], x[start]
+    return _ChanceSample(i, j, strata.first[x], strata.second[x], mult, int(draws), bool(exact), n_pop)
+
+
+@dataclass(frozen=True)
+class _BetweenMatch:
+    """The threshold matching of the chance sample: per matched pair its set
+    pair (``pid``) and distance; per set pair its sizes and unmatched count;
+    and the comparisons spent."""
+
+    pid: np.ndarray
+    distance: np.ndarray
+    n: np.ndarray
+    m: np.ndarray
+    unmatched: np.ndarray
+    comparisons: int
+
+
+def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stack_fn, t: float) -> _BetweenMatch:
+    """Matches every drawn set pair: one similarity block per (sample ``i``,
+    rater ``a``) against the sets of all its partners."""
+    R, N = data.num_raters, len(data)
+    bi, bj, ba, bb = chance.i, chance.j, chance.a, chance.b
+    K = len(bi)
+    bn = counts[bi, ba].astype(np.int64) if K else np.zeros(0, np.int64)
+    bm = counts[bj, bb].astype(np.int64) if K else np.zeros(0, np.int64)
+    tasks_a, tasks_b, task_pairs = [], [], []
+    if K:
+        go = np.lexsort((bj, ba, bi))
+        gkey = bi[go].astype(np.int64) * R + ba[go]
+        starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]])
+        ends = np.r_[starts[1:], len(go)]
+        for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
+            ks = go[lo_g:hi_g]
+            i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
+            if counts[i0, a0] == 0:
+                continue
+            ks = ks[bm[ks] > 0]
+            if not len(ks):
+                continue
+            cstart = data.offsets[bj[ks] * R + bb[ks]]
+            clen = bm[ks]
+            cend = np.cumsum(clen)
+            tasks_b.append(np.repeat(cstart - (cend - clen), clen) + np.arange(int(cend[-1])))
+            ra = data.rows(i0, a0)
+            tasks_a.append(np.arange(ra.start, ra.stop))
+            task_pairs.append(np.repeat(ks, clen))  # set pair of every column
+    colpos, ei, ej, es = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
+    ep = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
+    mk = _match_entries(ep, ei, ej, es, N)
+    pid = ep[mk]
+    matched = np.bincount(pid, minlength=K).astype(np.int64)
+    return _BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,
+                         int(np.maximum(1, bn * bm).sum()) if K else 0)
+
+
+def _make_engine(data, pairs: _SetPairs, within: _WithinMatch, chance: _ChanceSample,
+                 between: _BetweenMatch, cidx: np.ndarray, S_m: int, p: float) -> _Engine:
+    """The sufficient statistics on the measured samples (``cidx``: their
+    position in canonical order)."""
+    codes, cats = encode_values(data.labels, missing=())
+    if len(within.rows):
+        la, lb = codes[within.rows[:, 0]], codes[within.rows[:, 1]]
+        ps = cidx[within.sample]
+        P_s = np.bincount(ps, minlength=S_m).astype(np.float64)
+        D_s = np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S_m)
+        Nsc = sparse.coo_matrix(
+            (np.ones(2 * len(ps)), (np.r_[ps, ps], np.r_[la, lb])), shape=(S_m, len(cats))).tocsr()
+    else:
+        P_s, D_s = np.zeros(S_m), np.zeros(S_m)
+        Nsc = sparse.csr_matrix((S_m, len(cats)))
+    wsm = cidx[pairs.s]
+    none = np.zeros(0, np.intp)
+    pid = between.pid
+    K = len(chance.i)
+    return _Engine(
+        S_m=S_m,
+        dw=within.distance, sw=cidx[within.sample] if len(within.sample) else none,
+        db=between.distance, sa=cidx[chance.i[pid]] if len(pid) else none,
+        sb=cidx[chance.j[pid]] if len(pid) else none,
+        mb=chance.mult[pid].astype(np.float64) if len(pid) else np.zeros(0),
+        U_s=np.bincount(wsm, weights=within.unmatched, minlength=S_m) if S_m else np.zeros(0),
+        A_s=np.bincount(wsm, weights=pairs.n + pairs.m, minlength=S_m) if S_m else np.zeros(0),
+        pa=cidx[chance.i] if K else none, pb=cidx[chance.j] if K else none,
+        pm=chance.mult.astype(np.float64), U_k=between.unmatched.astype(np.float64),
+        A_k=(between.n + between.m).astype(np.float64),
+        P_s=P_s, D_s=D_s, Nsc=Nsc, p=p,
+    )
+
+
+def _undefined_reasons(R: int, pv: dict, engine: _Engine, n_within_pairs: int, n_w: int, n_b: int,
+                       chance: _ChanceSample, any_skipped: bool, max_pairs: int, t: float) -> dict[str, str]:
+    """Why each headline statistic is NaN (``""`` where it is defined)."""
+    if R < 2:
+        return {k: f"fewer than two raters ({R}): nothing to compare" for k in GeometryAgreementResult._STATS}
+    why: dict[str, str] = {}
+    no_pairs = (
+        f"no sample fits the pair budget (max_pairs = {max_pairs}; half of it is for within-item "
+        f"comparisons): every sample with two raters was skipped whole" if any_skipped
+        else "no sample has two raters assigned: no within-item set pair")
+    no_chance = "no between-item set pair: a chance baseline needs two measured samples with different raters"
+    loc = ""
+    if not n_within_pairs:
+        loc = no_pairs
+    elif n_w == 0:
+        loc = f"no within-item matched pair: no two raters' annotations on a sample match at similarity >= {t:g}"
+    elif chance.n_population == 0:
+        loc = no_chance
+    elif n_b == 0:
+        loc = (f"no between-item matched pair: annotations of different samples never match at similarity "
+               f">= {t:g}, so there is no chance distribution of matched distances at this threshold")
+    for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less"):
+        why[k] = loc
+    if not loc and not pv["mean_between"] > 0:
+        why["distance_alpha"] = ("every between-item matched pair has distance 0 (identical across samples): "
+                                 "no variation to correct against")
+    det = ""
+    if not n_within_pairs:
+        det = no_pairs
+    elif not np.nansum(engine.A_s) > 0:
+        det = "no annotation in any within-item set pair: every assigned rater drew nothing"
+    elif len(chance.i) == 0:
+        det = no_chance
+    elif not (pv["U_e"] > 0):
+        det = ("every between-item set pair matches completely at this threshold: finding these objects "
+               "cannot be told apart from chance (no variation to correct against)")
+    why["detection_alpha"] = det
+    cls = ""
+    if n_w == 0:
+        cls = "no within-item matched pair: no labels to compare"
+    elif not np.isfinite(pv["classification_alpha"]):
+        cls = "no variation: every label of a matched pair is the same class (D_e = 0)"
+    why["classification_alpha"] = cls
+    return why
+
+
+def _bootstrap_values(engine: _Engine, bootstrap: int | None, seed: int, S_m: int) -> dict[str, np.ndarray]:
+    """Every statistic on ``bootstrap`` resamples of the measured samples
+    (resample ``r`` from the seed sequence ``(seed, _TAG_BOOT, r)``)."""
+    if bootstrap is None or S_m == 0:
+        return {}
+    vals = {k: np.empty(bootstrap) for k in GeometryAgreementResult._STATS}
+    ch = engine.chunk_cols()
+    for b0 in range(0, bootstrap, ch):
+        b1 = min(bootstrap, b0 + ch)
+        Wt = np.empty((S_m, b1 - b0))
+        for r in range(b0, b1):
+            rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BOOT, r]))
+            Wt[:, r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
+        res = engine.compute(Wt)
+        for k in vals:
+            vals[k][b0:b1] = res[k]
+    return vals
+
+
+def _estimate(v: float, reason: str, boot: np.ndarray | None, bootstrap: int | None, S_m: int,
+              confidence: float) -> Estimate:
+    """The point estimate ``v`` with its percentile interval from ``boot``."""
+    if not np.isfinite(v):
+        return Estimate(float("nan"), float("nan"), float("nan"), reason or "undefined", 0)
+    if bootstrap is None:
+        return Estimate(v, float("nan"), float("nan"), "", 0)
+    if S_m == 0:
+        return Estimate(v, float("nan"), float("nan"), "no measured sample to resample", 0)
+    x = boot[np.isfinite(boot)]
+    if len(x) < 2:
+        return Estimate(v, float("nan"), float("nan"),
+                        f"interval undefined: the statistic is defined in {len(x)} of {bootstrap} resamples", len(x))
+    lo_q, hi_q = (1.0 - confidence) / 2.0, 1.0 - (1.0 - confidence) / 2.0
+    q = np.quantile(x, [lo_q, hi_q])
+    return Estimate(v, float(q[0]), float(q[1]), "", int(len(x)))
+
+
+def _ks_pvalues(w: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """scipy's ``ks_2samp`` p-values, two-sided and ``"greater"`` (descriptive)."""
+    if not (len(w) and len(b)):
+        return float("nan"), float("nan")
+    full = np.repeat(b, weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # exact -> asymptotic switch
+        return (float(stats.ks_2samp(w, full, alternative="two-sided").pvalue),
+                float(stats.ks_2samp(w, full, alternative="greater").pvalue))
 
 
 def geometry_agreement(
@@ -803,356 +1243,52 @@ def geometry_agreement(
         distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
     _check_data(data, distance)
     similarity_report = check_similarity(distance, data, sigmas=sigmas)
-    S, R, N = data.num_samples, data.num_raters, len(data)
-    assigned = data.assigned
+    S, R = data.num_samples, data.num_raters
     counts = data.counts().astype(np.int64)
-    offsets = data.offsets
-    rater_of_row = data.rater_index
-
-    # ---- within-item set pairs and the budget ------------------------------
-    ws, wa, wb, wn, wm = _within_set_pairs(assigned, counts)
-    wcost = np.maximum(1, wn * wm)
-    cost_s = np.bincount(ws, weights=wcost, minlength=S).astype(np.int64)
-    within_budget = (max_pairs + 1) // 2
-    if int(cost_s.sum()) <= within_budget:
-        keep = np.ones(S, dtype=bool)
-    else:
-        keep = np.zeros(S, dtype=bool)
-        remaining = within_budget
-        order = _budget_order(data.sample_ids, seed)
-        cl = cost_s.tolist()
-        for s in order.tolist():
-            c = cl[s]
-            if c <= remaining:
-                keep[s] = True
-                remaining -= c
-    skipped = ~keep & (cost_s > 0)
-    sel = keep[ws]
-    ws, wa, wb, wn, wm, wcost = ws[sel], wa[sel], wb[sel], wn[sel], wm[sel], wcost[sel]
-    n_within_pairs = len(ws)
-    n_comparisons = int(wcost.sum())
-    chance_budget = max_pairs - n_comparisons  # >= max_pairs // 2
-    # Set-pair id of (s, a, b): first id of s plus the lexicographic rank of
-    # (a, b) among the raters assigned to s.
-    first = np.searchsorted(ws, np.arange(S), side="left")
-    rank = np.cumsum(assigned, axis=1) - 1
-    k_s = assigned.sum(axis=1)
 
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
     stack_fn = _stacker(distance, data) if stack else None
-    tasks_a: list[np.ndarray] = []
-    tasks_b: list[np.ndarray] = []
-    for s in np.unique(ws).tolist():
-        lo, hi = int(offsets[s * R]), int(offsets[(s + 1) * R])
-        if hi - lo < 2 or rater_of_row[lo] == rater_of_row[hi - 1]:
-            continue  # fewer than two raters with annotations: nothing to match
-        if (hi - lo) ** 2 <= _MAX_BLOCK:
-            rows = np.arange(lo, hi)
-            tasks_a.append(rows)
-            tasks_b.append(rows)
-        else:  # a large sample: one block per rater against the later raters
-            rr = rater_of_row[lo:hi]
-            for r in np.unique(rr)[:-1].tolist():
-                tasks_a.append(np.flatnonzero(rr == r) + lo)
-                tasks_b.append(np.flatnonzero(rr > r) + lo)
-    _, gi, gj, sim = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
-    keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
-    gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
-    es = data.sample_index[gi]
-    x, y = rank[es, rater_of_row[gi]], rank[es, rater_of_row[gj]]
-    k = k_s[es]
-    ent_p = (first[es] + x * k - (x * (x + 1)) // 2 + (y - x - 1)).astype(np.int64)
-    ent_i, ent_j, ent_s = gi, gj, sim
-    mk = _match_entries(ent_p, ent_i, ent_j, ent_s, N)
-    pair_rows = np.stack([ent_i[mk], ent_j[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
-    pair_pid = ent_p[mk]
-    pair_distance = np.clip(1.0 - ent_s[mk], 0.0, 1.0)
-    o = np.lexsort((pair_rows[:, 1], pair_rows[:, 0])) if len(pair_rows) else np.zeros(0, np.intp)
-    pair_rows, pair_pid, pair_distance = pair_rows[o], pair_pid[o], pair_distance[o]
-    pair_sample = ws[pair_pid] if len(pair_pid) else np.zeros(0, np.intp)
-    matched_per_wp = np.bincount(pair_pid, minlength=n_within_pairs).astype(np.int64)
-    u_wp = wn + wm - 2 * matched_per_wp
 
-    # ---- per sample / per row outputs --------------------------------------
-    s_dsum = np.bincount(pair_sample, weights=pair_distance, minlength=S)
-    s_nm = np.bincount(pair_sample, minlength=S).astype(np.int64)
-    s_ann = np.bincount(ws, weights=wn + wm, minlength=S).astype(np.int64)
-    s_un = np.bincount(ws, weights=u_wp, minlength=S).astype(np.int64)
-    has_pairs = np.bincount(ws, minlength=S) > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sample_distance = np.where(s_nm > 0, s_dsum / np.maximum(s_nm, 1), np.nan)
-        sample_matched = np.where(has_pairs & (s_ann > 0), 1.0 - s_un / np.maximum(s_ann, 1), np.nan)
-    reasons = []
-    n_assigned = assigned.sum(axis=1)
-    for s in range(S):
-        if s_nm[s] > 0:
-            reasons.append("")
-        elif n_assigned[s] < 2:
-            reasons.append(f"fewer than two raters assigned ({int(n_assigned[s])}): nothing to compare")
-        elif skipped[s]:
-            reasons.append(
-                f"skipped whole: its {int(cost_s[s])} comparisons did not fit in what remained of the "
-                f"within-item half of the pair budget (max_pairs = {max_pairs})")
-        elif s_ann[s] == 0:
-            reasons.append("every assigned rater drew nothing (explicit absence): no annotation to match")
-        else:
-            reasons.append(f"no two raters' annotations match at similarity >= {t:g}")
-    rd = np.zeros(N)
-    rn = np.zeros(N, dtype=np.int64)
-    if len(pair_rows):
-        np.add.at(rd, pair_rows[:, 0], pair_distance)
-        np.add.at(rd, pair_rows[:, 1], pair_distance)
-        rn = np.bincount(pair_rows.ravel(), minlength=N).astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        row_distance = np.where(rn > 0, rd / np.maximum(rn, 1), np.nan)
+    # Within-item: set pairs, budget, matching, per-sample and per-row outputs.
+    all_pairs = _within_set_pairs(data, counts)
+    budget = _plan_budget(data, all_pairs, max_pairs, seed)
+    pairs = all_pairs.select(budget.keep[all_pairs.s])
+    within = _match_within(data, pairs, sim_fn, stack_fn, t)
+    outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
 
-    # ---- between-item set pairs (chance baseline) --------------------------
+    # Between-item: the chance sample and its matching.
     canon = canonical_sample_order(data.sample_ids)
-    canon_kept = canon[keep[canon]]
+    canon_kept = canon[budget.keep[canon]]
     cidx = np.full(S, -1, dtype=np.intp)
     cidx[canon_kept] = np.arange(len(canon_kept))
-    names = list(data.raters)
-    rorder = sorted(range(R), key=names.__getitem__)
-    strata = [(a, b) for x, a in enumerate(rorder) for b in rorder[x + 1:]]
-    SA, SB, st_size, st_pop, st_cost = [], [], [], [], []
-    for a, b in strata:
-        Sa = canon_kept[assigned[canon_kept, a]]
-        Sb = canon_kept[assigned[canon_kept, b]]
-        na, nb = counts[Sa, a], counts[Sb, b]
-        common = canon_kept[assigned[canon_kept, a] & assigned[canon_kept, b]]
-        tot = int(na.sum()) * int(nb.sum())
-        zero_pairs = len(Sa) * len(Sb) - int((na > 0).sum()) * int((nb > 0).sum())
-        diag = int(np.maximum(1, counts[common, a] * counts[common, b]).sum())
-        SA.append(Sa); SB.append(Sb)
-        st_size.append(len(Sa) * len(Sb))
-        st_pop.append(len(Sa) * len(Sb) - len(common))
-        st_cost.append(tot + zero_pairs - diag)
-    n_pop = int(sum(st_pop))
-    pop_cost = int(sum(st_cost))
-    between_exact = pop_cost <= chance_budget
-    bi, bj, bst = [], [], []
-    draws = 0
-    if n_pop == 0:
-        pass
-    elif between_exact:
-        for x, (a, b) in enumerate(strata):
-            Sa, Sb = SA[x], SB[x]
-            ii = np.repeat(Sa, len(Sb)); jj = np.tile(Sb, len(Sa))
-            ok = ii != jj
-            bi.append(ii[ok]); bj.append(jj[ok]); bst.append(np.full(int(ok.sum()), x, np.intp))
-        draws = n_pop
-    else:
-        rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BETWEEN]))
-        size = np.asarray(st_size, dtype=np.int64)
-        cum_end = np.cumsum(size)
-        cum_start = cum_end - size
-        offA = np.concatenate([[0], np.cumsum([len(v) for v in SA])])[:-1]
-        offB = np.concatenate([[0], np.cumsum([len(v) for v in SB])])[:-1]
-        SA_all = np.concatenate(SA)
-        SB_all = np.concatenate(SB)
-        lenB = np.asarray([len(v) for v in SB], dtype=np.int64)
-        A_of = np.asarray([a for a, _ in strata], np.intp)
-        B_of = np.asarray([b for _, b in strata], np.intp)
-        remaining = chance_budget
-        while remaining > 0:
-            u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
-            x = np.searchsorted(cum_end, u, side="right")
-            loc = u - cum_start[x]
-            ii = SA_all[offA[x] + loc // lenB[x]]
-            jj = SB_all[offB[x] + loc % lenB[x]]
-            ok = ii != jj
-            ii, jj, x = ii[ok], jj[ok], x[ok]
-            c = np.maximum(1, counts[ii, A_of[x]] * counts[jj, B_of[x]])
-            cc = np.cumsum(c)
-            take = int(np.searchsorted(cc, remaining, side="right"))
-            bi.append(ii[:take]); bj.append(jj[:take]); bst.append(x[:take])
-            draws += take
-            if take < len(c):
-                break
-            remaining -= int(cc[-1]) if len(cc) else 0
-    bi, bj, bst = (np.concatenate(v).astype(np.intp) if v else np.zeros(0, np.intp) for v in (bi, bj, bst))
-    # Distinct set pairs with multiplicities.
-    if len(bi):
-        key = (bst.astype(np.int64) * S + bi) * S + bj
-        uk, mult = np.unique(key, return_counts=True)
-        bj = (uk % S).astype(np.intp)
-        bi = ((uk // S) % S).astype(np.intp)
-        bst = (uk // (S * S)).astype(np.intp)
-    else:
-        mult = np.zeros(0, np.int64)
-    K = len(bi)
-    ba = np.asarray([strata[x][0] for x in range(len(strata))], np.intp)[bst] if K else np.zeros(0, np.intp)
-    bb = np.asarray([strata[x][1] for x in range(len(strata))], np.intp)[bst] if K else np.zeros(0, np.intp)
-    bn = counts[bi, ba] if K else np.zeros(0, np.int64)
-    bm = counts[bj, bb] if K else np.zeros(0, np.int64)
-    n_between_comparisons = int(np.maximum(1, bn * bm).sum()) if K else 0
+    strata = _chance_strata(data, counts, pairs, canon_kept)
+    chance = _chance_set_pairs(strata, counts, budget.chance_budget, seed)
+    between = _match_between(data, counts, chance, sim_fn, stack_fn, t)
 
-    # Between entries: one task per (sample i, rater a) against all its partners.
-    tasks_a, tasks_b, task_pairs = [], [], []
-    if K:
-        go = np.lexsort((bj, ba, bi))
-        gkey = bi[go].astype(np.int64) * R + ba[go]
-        starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]])
-        ends = np.r_[starts[1:], len(go)]
-        for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
-            ks = go[lo_g:hi_g]
-            i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
-            if counts[i0, a0] == 0:
-                continue
-            ks = ks[bm[ks] > 0]
-            if not len(ks):
-                continue
-            cstart = offsets[bj[ks] * R + bb[ks]]
-            clen = bm[ks]
-            cend = np.cumsum(clen)
-            tasks_b.append(np.repeat(cstart - (cend - clen), clen) + np.arange(int(cend[-1])))
-            ra = data.rows(i0, a0)
-            tasks_a.append(np.arange(ra.start, ra.stop))
-            task_pairs.append(np.repeat(ks, clen))  # set pair of every column
-    colpos, bent_i, bent_j, bent_s = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
-    bent_p = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
-    bmk = _match_entries(bent_p, bent_i, bent_j, bent_s, N)
-    b_pid = bent_p[bmk]
-    b_dist = np.clip(1.0 - bent_s[bmk], 0.0, 1.0)
-    b_matched = np.bincount(b_pid, minlength=K).astype(np.int64)
-    u_k = bn + bm - 2 * b_matched
-
-    # ---- statistics ----------------------------------------------------------
+    # Statistics, reasons, intervals.
     S_m = len(canon_kept)
-    codes, cats = encode_values(data.labels, missing=())
-    if len(pair_rows):
-        la, lb = codes[pair_rows[:, 0]], codes[pair_rows[:, 1]]
-        ps = cidx[pair_sample]
-        P_s = np.bincount(ps, minlength=S_m).astype(np.float64)
-        D_s = np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S_m)
-        Nsc = sparse.coo_matrix(
-            (np.ones(2 * len(ps)), (np.r_[ps, ps], np.r_[la, lb])), shape=(S_m, len(cats))).tocsr()
-    else:
-        P_s, D_s = np.zeros(S_m), np.zeros(S_m)
-        Nsc = sparse.csr_matrix((S_m, len(cats)))
-    wsm = cidx[ws]
-    engine = _Engine(
-        S_m=S_m,
-        dw=pair_distance, sw=cidx[pair_sample] if len(pair_sample) else np.zeros(0, np.intp),
-        db=b_dist, sa=cidx[bi[b_pid]] if len(b_pid) else np.zeros(0, np.intp),
-        sb=cidx[bj[b_pid]] if len(b_pid) else np.zeros(0, np.intp),
-        mb=mult[b_pid].astype(np.float64) if len(b_pid) else np.zeros(0),
-        U_s=np.bincount(wsm, weights=u_wp, minlength=S_m) if S_m else np.zeros(0),
-        A_s=np.bincount(wsm, weights=wn + wm, minlength=S_m) if S_m else np.zeros(0),
-        pa=cidx[bi] if K else np.zeros(0, np.intp), pb=cidx[bj] if K else np.zeros(0, np.intp),
-        pm=mult.astype(np.float64), U_k=u_k.astype(np.float64), A_k=(bn + bm).astype(np.float64),
-        P_s=P_s, D_s=D_s, Nsc=Nsc, p=p,
-    )
-    point = engine.compute(np.ones((S_m, 1)))
-    pv = {k: float(v[0]) for k, v in point.items()}
-
-    # Reasons for undefined point estimates.
-    n_w, n_b = len(pair_distance), int(mult[b_pid].sum()) if len(b_pid) else 0
-    why: dict[str, str] = {}
-    if R < 2:
-        base = f"fewer than two raters ({R}): nothing to compare"
-        for k in GeometryAgreementResult._STATS:
-            why[k] = base
-    else:
-        no_pairs = (
-            f"no sample fits the pair budget (max_pairs = {max_pairs}; half of it is for within-item "
-            f"comparisons): every sample with two raters was skipped whole" if skipped.any()
-            else "no sample has two raters assigned: no within-item set pair")
-        loc = ""
-        if not n_within_pairs:
-            loc = no_pairs
-        elif n_w == 0:
-            loc = f"no within-item matched pair: no two raters' annotations on a sample match at similarity >= {t:g}"
-        elif n_pop == 0:
-            loc = "no between-item set pair: a chance baseline needs two measured samples with different raters"
-        elif n_b == 0:
-            loc = (f"no between-item matched pair: annotations of different samples never match at similarity "
-                   f">= {t:g}, so there is no chance distribution of matched distances at this threshold")
-        for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less"):
-            why[k] = loc
-        if not loc and not pv["mean_between"] > 0:
-            why["distance_alpha"] = ("every between-item matched pair has distance 0 (identical across samples): "
-                                     "no variation to correct against")
-        det = ""
-        if not n_within_pairs:
-            det = no_pairs
-        elif not np.nansum(engine.A_s) > 0:
-            det = "no annotation in any within-item set pair: every assigned rater drew nothing"
-        elif K == 0:
-            det = "no between-item set pair: a chance baseline needs two measured samples with different raters"
-        elif not (pv["U_e"] > 0):
-            det = ("every between-item set pair matches completely at this threshold: finding these objects "
-                   "cannot be told apart from chance (no variation to correct against)")
-        why["detection_alpha"] = det
-        cls = ""
-        if n_w == 0:
-            cls = "no within-item matched pair: no labels to compare"
-        elif not np.isfinite(pv["classification_alpha"]):
-            cls = "no variation: every label of a matched pair is the same class (D_e = 0)"
-        why["classification_alpha"] = cls
-
-    # ---- bootstrap -------------------------------------------------------------
-    boot: dict[str, np.ndarray] = {}
-    if bootstrap is not None and S_m > 0:
-        vals = {k: np.empty(bootstrap) for k in GeometryAgreementResult._STATS}
-        ch = engine.chunk_cols()
-        for b0 in range(0, bootstrap, ch):
-            b1 = min(bootstrap, b0 + ch)
-            Wt = np.empty((S_m, b1 - b0))
-            for r in range(b0, b1):
-                rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BOOT, r]))
-                Wt[:, r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
-            res = engine.compute(Wt)
-            for k in vals:
-                vals[k][b0:b1] = res[k]
-        boot = vals
-    lo_q, hi_q = (1.0 - confidence) / 2.0, 1.0 - (1.0 - confidence) / 2.0
-
-    def estimate(name: str) -> Estimate:
-        v = pv[name]
-        reason = why.get(name, "")
-        if not np.isfinite(v):
-            return Estimate(float("nan"), float("nan"), float("nan"), reason or "undefined", 0)
-        if bootstrap is None:
-            return Estimate(v, float("nan"), float("nan"), "", 0)
-        if S_m == 0:
-            return Estimate(v, float("nan"), float("nan"), "no measured sample to resample", 0)
-        x = boot[name]
-        x = x[np.isfinite(x)]
-        if len(x) < 2:
-            return Estimate(v, float("nan"), float("nan"),
-                            f"interval undefined: the statistic is defined in {len(x)} of {bootstrap} resamples", len(x))
-        q = np.quantile(x, [lo_q, hi_q])
-        return Estimate(v, float(q[0]), float(q[1]), "", int(len(x)))
-
-    # ---- KS p-values (descriptive) ----------------------------------------------
-    ks_p = ks_gp = float("nan")
-    if n_w and n_b:
-        Bfull = np.repeat(b_dist, mult[b_pid])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # exact -> asymptotic switch
-            ks_p = float(stats.ks_2samp(pair_distance, Bfull, alternative="two-sided").pvalue)
-            ks_gp = float(stats.ks_2samp(pair_distance, Bfull, alternative="greater").pvalue)
-
-    measured_with_pairs = has_pairs & keep
+    engine = _make_engine(data, pairs, within, chance, between, cidx, S_m, p)
+    pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
+    b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
+    n_w, n_b = len(within.distance), int(b_weights.sum())
+    why = _undefined_reasons(R, pv, engine, len(pairs), n_w, n_b, chance, bool(budget.skipped.any()), max_pairs, t)
+    boot = _bootstrap_values(engine, bootstrap, seed, S_m)
+    est = {k: _estimate(pv[k], why.get(k, ""), boot.get(k), bootstrap, S_m, confidence)
+           for k in GeometryAgreementResult._STATS}
+    ks_p, ks_gp = _ks_pvalues(within.distance, between.distance, b_weights)
     return GeometryAgreementResult(
-        sigma=estimate("sigma"), distance_alpha=estimate("distance_alpha"), ks=estimate("ks"),
-        ks_greater=estimate("ks_greater"), ks_less=estimate("ks_less"),
-        detection_alpha=estimate("detection_alpha"), classification_alpha=estimate("classification_alpha"),
+        **est,
         mean_within=pv["mean_within"], mean_between=pv["mean_between"], between_quantile=pv["q"],
         ks_pvalue=ks_p, ks_greater_pvalue=ks_gp, unmatched_within=pv["U_o"], unmatched_between=pv["U_e"],
-        n_within=n_w, n_between=n_b, n_within_set_pairs=n_within_pairs, n_between_set_pairs=K,
-        between_draws=int(draws), n_between_population=n_pop, between_exact=bool(between_exact),
-        n_comparisons=n_comparisons, n_between_comparisons=n_between_comparisons,
-        truncated=bool(skipped.any()), n_samples=S, n_samples_measured=int(measured_with_pairs.sum()),
-        n_samples_skipped=int(skipped.sum()),
-        sample_distance=sample_distance, sample_n_matched=s_nm, sample_n_annotations=s_ann,
-        sample_n_unmatched=s_un, sample_matched_fraction=sample_matched, sample_measured=measured_with_pairs,
-        sample_reasons=tuple(reasons), row_distance=row_distance, row_n_matched=rn,
-        pair_rows=pair_rows, pair_distance=pair_distance,
-        between_distances=b_dist, between_weights=mult[b_pid] if len(b_pid) else np.zeros(0, np.int64),
+        n_within=n_w, n_between=n_b, n_within_set_pairs=len(pairs), n_between_set_pairs=len(chance.i),
+        between_draws=chance.draws, n_between_population=chance.n_population, between_exact=chance.exact,
+        n_comparisons=int(pairs.cost.sum()), n_between_comparisons=between.comparisons,
+        truncated=bool(budget.skipped.any()), n_samples=S,
+        n_samples_measured=int(outputs["sample_measured"].sum()), n_samples_skipped=int(budget.skipped.sum()),
+        **outputs, pair_rows=within.rows, pair_distance=within.distance,
+        between_distances=between.distance, between_weights=b_weights,
         distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
         confidence=confidence, sigma_p=p, similarity_report=similarity_report,
     )
