@@ -112,3 +112,172 @@ def test_masks_import_rasterises_polygons(fo, tmp_path):
         assert out["images"][0]["rater_list"] == [1, 2]
     finally:
         ds.delete()
+
+
+# --- strict reading through the bridge: nothing is half-imported, a failed overwrite keeps the old dataset
+
+
+def _small(**changes):
+    data = {"images": [{"id": 1, "file_name": "a.jpg", "width": 100, "height": 50, "rater_list": ["u1", "u2"]},
+                       {"id": 2, "file_name": "b.jpg", "width": 200, "height": 100, "rater_list": ["u1"]}],
+            "categories": [{"id": 7, "name": "cat"}, {"id": 9, "name": "dog"}],
+            "annotations": [
+                {"id": 10, "image_id": 1, "category_id": 7, "bbox": [10, 5, 20, 10], "rater_id": "u1",
+                 "segmentation": [[10, 5, 30, 5, 30, 15]]},
+                {"id": 11, "image_id": 1, "category_id": 9, "bbox": [12, 6, 20, 10], "rater_id": "u2"},
+                {"id": 12, "image_id": 2, "category_id": 9, "bbox": [0, 0, 200, 100], "rater_id": "u1"}]}
+    data.update(changes)
+    return data
+
+
+def _write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _bad_files(tmp_path):
+    """Malformed files, each failing a different stage of the checks."""
+    good = _small()
+    dup = _small()
+    dup["annotations"][2]["id"] = 10
+    rater = _small()
+    rater["annotations"][2]["rater_id"] = "u2"
+    return {
+        "top level": _write(tmp_path, "top.json", [good]),
+        "duplicate id": _write(tmp_path, "dup.json", dup),
+        "unknown rater": _write(tmp_path, "rater.json", rater),
+        "reserved key": _write(tmp_path, "key.json", _small(annotations=[{**good["annotations"][0], "label": "x"}])),
+    }
+
+
+def _snapshot(ds):
+    return (len(ds), ds.values("coco_id"), ds.values("u1.detections.label"), ds.values("u2.detections.coco_id"),
+            ds.values("u1_polygons.polylines.points"), dict(ds.info["iaa_coco"]["rater_fields"]))
+
+
+@pytest.fixture
+def old_dataset(fo, tmp_path):
+    """A dataset named ``keep`` imported from a different file (three images)."""
+    from agreement.fo.coco import import_multi_rater_coco
+
+    data = _small()
+    data["images"].append({"id": 3, "file_name": "c.jpg", "width": 10, "height": 10, "rater_list": ["u1", "u2"]})
+    data["annotations"].append({"id": 13, "image_id": 3, "category_id": 7, "bbox": [1, 1, 2, 2], "rater_id": "u2"})
+    ds = import_multi_rater_coco(_write(tmp_path, "old.json", data), dataset_name="keep")
+    yield ds
+    if fo.dataset_exists("keep"):
+        fo.delete_dataset("keep")
+
+
+def test_failed_import_leaves_no_dataset(fo, tmp_path):
+    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.validation import AnnotationError
+
+    before = fo.list_datasets()
+    for case, path in _bad_files(tmp_path).items():
+        with pytest.raises(AnnotationError, match=str(path)):
+            import_multi_rater_coco(path, dataset_name="fresh")
+        assert fo.list_datasets() == before, case
+
+
+def test_reserved_extra_key_names_the_annotation(fo, tmp_path):
+    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.validation import AnnotationError
+
+    path = _bad_files(tmp_path)["reserved key"]
+    with pytest.raises(AnnotationError, match=r"annotation 10 on image 1 \(a.jpg\) has the key\(s\) \['label'\]"):
+        import_multi_rater_coco(path, dataset_name="fresh")
+
+
+@pytest.fixture
+def failing_add_samples(fo, monkeypatch):
+    """Makes ``add_samples`` write every sample, then fail: a half-written dataset."""
+    original = fo.Dataset.add_samples
+
+    def add_then_fail(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        assert len(self) > 0
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(fo.Dataset, "add_samples", add_then_fail)
+
+
+def test_failure_after_the_dataset_was_created_leaves_nothing(fo, tmp_path, failing_add_samples):
+    from agreement.fo.coco import import_multi_rater_coco
+
+    before = fo.list_datasets()
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="fresh", persistent=True)
+    assert fo.list_datasets() == before
+
+
+def test_failed_overwrite_keeps_the_previous_dataset(fo, tmp_path, old_dataset):
+    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.validation import AnnotationError
+
+    before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
+    for case, path in _bad_files(tmp_path).items():
+        with pytest.raises(AnnotationError):
+            import_multi_rater_coco(path, dataset_name="keep", overwrite=True)
+        assert fo.list_datasets() == before, case
+        assert _snapshot(fo.load_dataset("keep")) == snapshot, case
+
+
+def test_overwrite_failing_while_writing_keeps_the_previous_dataset(fo, tmp_path, old_dataset, failing_add_samples):
+    from agreement.fo.coco import import_multi_rater_coco
+
+    before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="keep", overwrite=True)
+    assert fo.list_datasets() == before
+    assert _snapshot(fo.load_dataset("keep")) == snapshot and len(old_dataset) == 3
+
+
+def test_overwrite_failing_during_the_swap_restores_the_previous_dataset(fo, tmp_path, old_dataset, monkeypatch):
+    import agreement.fo.coco as bridge
+
+    before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
+    renames = []
+    original = bridge._rename
+
+    def rename(dataset, name):  # the old one is renamed aside, then renaming the new one in fails
+        renames.append(name)
+        if len(renames) == 2:
+            raise RuntimeError("rename failed")
+        original(dataset, name)
+
+    monkeypatch.setattr(bridge, "_rename", rename)
+    with pytest.raises(RuntimeError, match="rename failed"):
+        bridge.import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="keep", overwrite=True)
+    assert renames[1] == "keep" and renames[2] == "keep"
+    assert fo.list_datasets() == before
+    assert _snapshot(fo.load_dataset("keep")) == snapshot
+
+
+def test_successful_overwrite_replaces_and_leaves_no_temporary_dataset(fo, tmp_path, old_dataset):
+    from agreement.fo.coco import import_multi_rater_coco
+
+    before = fo.list_datasets()
+    ds = import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="keep", overwrite=True,
+                                 persistent=True)
+    assert fo.list_datasets() == before and ds.name == "keep" and ds.persistent
+    assert len(fo.load_dataset("keep")) == 2 and old_dataset.deleted
+    assert ds.values("u1.detections.label") == [["cat"], ["dog"]]
+    with pytest.raises(ValueError, match="already exists"):
+        import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="keep")
+
+
+def test_operator_failure_leaves_no_dataset_and_keeps_the_old_one(fo, operators, tmp_path, old_dataset):
+    from fiftyone.operators.executor import ExecutionError
+
+    before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
+    path = _bad_files(tmp_path)["duplicate id"]
+    for name, overwrite in (("fresh", False), ("keep", True)):
+        with pytest.raises(ExecutionError, match=r"repeats the annotation id 10 of annotation 10 on image 1 \(a.jpg\)"):
+            operators.execute_operator(
+                "@iaa/agreement/import_multi_rater_coco",
+                ctx=dict(params=dict(coco_path=str(path), dataset_name=name, overwrite=overwrite)),
+            )
+        assert fo.list_datasets() == before
+    assert _snapshot(fo.load_dataset("keep")) == snapshot

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
+import warnings
 from typing import Any, Sequence
 
 import cv2
@@ -74,6 +76,17 @@ def import_multi_rater_coco(
 ) -> fo.Dataset:
     """Builds a FiftyOne dataset from a multi-rater COCO file.
 
+    Nothing is half-imported. The file is parsed and fully checked first
+    (:func:`agreement.coco.parse_multi_rater_coco` lists the checks: types,
+    unique ids, dangling references), the samples are built in memory, then
+    written to a new non-persistent dataset under a temporary name. Only once
+    that dataset is complete does it take ``dataset_name``: an existing
+    dataset of that name (``overwrite=True``) is renamed aside, the new one
+    renamed in, and the old one deleted last. A failure at any stage deletes
+    the temporary dataset and, if the swap had begun, gives the old dataset
+    its name back, so a failed import leaves no dataset behind and a failed
+    overwrite leaves the previous dataset as it was.
+
     Args:
         coco_path: the JSON file.
         dataset_name: name of the new dataset (default: the file's stem).
@@ -83,35 +96,85 @@ def import_multi_rater_coco(
         rater_attr: the rater attribute of the ``attribute`` layout.
         image_dir: where the images are (default: the file's folder); the
             files need not exist.
-        overwrite: replace an existing dataset of that name.
+        overwrite: replace an existing dataset of that name (only once the
+            new one is complete).
         persistent: keep the dataset after the process exits.
 
     Raises:
-        AnnotationError: for bad input, naming the image or annotation.
-        ValueError: for an unknown layout or polygon mode, or an existing
-            dataset without ``overwrite``.
+        AnnotationError: for bad input, naming the file, the image and the
+            annotation; or rater ids whose field names clash.
+        ValueError: for an unknown layout or polygon mode, an invalid
+            ``field`` name, or an existing dataset without ``overwrite``.
     """
+    _check_options(layout, polygons, field)
+    name = dataset_name or os.path.splitext(os.path.basename(os.fspath(coco_path)))[0]
+    if fo.dataset_exists(name) and not overwrite:
+        raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
+    coco = read_multi_rater_coco(coco_path)
+    _check_extra_keys(coco, {rater_attr} if layout == "attribute" else set(), os.fspath(coco_path))
+    rater_fields = _rater_fields(coco.annotations.raters, layout, field, polygons)
+    image_dir = os.fspath(image_dir) if image_dir is not None else os.path.dirname(os.path.abspath(coco_path))
+    samples = _build_samples(coco, rater_fields, layout, polygons, rater_attr, image_dir)
+    info = {
+        "source": os.path.basename(os.fspath(coco_path)),
+        "layout": layout,
+        "polygons": polygons,
+        "field": field if layout == "attribute" else None,
+        "rater_attr": rater_attr if layout == "attribute" else None,
+        "rater_fields": rater_fields,
+        "rater_ids": dict(coco.rater_ids),
+        "categories": coco.categories,
+        "info": coco.info,
+    }
+    dataset = _write_temporary(name, samples, rater_fields, polygons, info)
+    return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
+
+
+def _check_options(layout: str, polygons: str, field: str) -> None:
+    """The options, before the file is read."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if polygons not in POLYGON_MODES:
         raise ValueError(f"polygons must be one of {POLYGON_MODES}, got {polygons!r}")
-    coco = read_multi_rater_coco(coco_path)
-    name = dataset_name or os.path.splitext(os.path.basename(os.fspath(coco_path)))[0]
-    if fo.dataset_exists(name):
-        if not overwrite:
-            raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
-        fo.delete_dataset(name)
-    image_dir = os.fspath(image_dir) if image_dir is not None else os.path.dirname(os.path.abspath(coco_path))
-    ann = coco.annotations
-    if layout == "fields":
-        rater_fields = {r: rater_field_name(r) for r in ann.raters}
-        if len(set(rater_fields.values())) != len(rater_fields):
-            raise AnnotationError(f"rater ids {list(ann.raters)} map to clashing field names {rater_fields}")
-    else:
-        if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field) or field in _RESERVED:
-            raise ValueError(f"invalid label field name {field!r}")
-        rater_fields = {r: field for r in ann.raters}
+    if layout == "attribute" and (not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field) or field in _RESERVED):
+        raise ValueError(f"invalid label field name {field!r}")
 
+
+def _check_extra_keys(coco: MultiRaterCoco, also_reserved: set[str], source: str) -> None:
+    """An annotation's extra keys become label attributes: none may be a field
+    FiftyOne's ``Detection``/``Polyline`` define, nor one this import writes
+    (``coco_id``, the rater attribute), which would crash or be overwritten."""
+    reserved = {*fo.Detection._fields_ordered, *fo.Polyline._fields_ordered, "_id", "coco_id", *also_reserved}
+    ann = coco.annotations
+    for i, aid in enumerate(ann.label_ids):
+        clash = sorted(reserved.intersection(coco.annotation_extras.get(aid, {})))
+        if clash:
+            img = coco.images[ann.sample_index[i]]
+            raise AnnotationError(
+                f"{source}: annotation {aid!r} on image {img['id']!r} ({img.get('file_name', 'no file_name')}) "
+                f"has the key(s) {clash}, which the FiftyOne label it becomes already defines or this import writes: "
+                "expected other names for extra annotation keys"
+            )
+
+
+def _rater_fields(raters: Sequence[str], layout: str, field: str, polygons: str) -> dict[str, str]:
+    """The label field of each rater; rater ids whose fields (or ``_polygons`` fields) clash are an error."""
+    if layout == "attribute":
+        return {r: field for r in raters}
+    rater_fields = {r: rater_field_name(r) for r in raters}
+    names = list(rater_fields.values())
+    if polygons == "polylines":
+        names += [f"{f}_polygons" for f in rater_fields.values()]
+    if len(set(names)) != len(names):
+        raise AnnotationError(f"rater ids {list(raters)} map to clashing field names {rater_fields}")
+    return rater_fields
+
+
+def _build_samples(
+    coco: MultiRaterCoco, rater_fields: dict[str, str], layout: str, polygons: str, rater_attr: str, image_dir: str
+) -> list[fo.Sample]:
+    """One in-memory sample per image (nothing is written)."""
+    ann = coco.annotations
     samples = []
     for s, img in enumerate(coco.images):
         W, H = ann.image_sizes[s]
@@ -121,52 +184,104 @@ def import_multi_rater_coco(
             coco_id=img["id"],
             raters=[str(r) for r in img["rater_list"]],
         )
-        fields_of_sample: dict[str, tuple[list, list]] = {}
+        per_field: dict[str, tuple[list, list]] = {}
         for r in np.flatnonzero(ann.assigned[s]):
             rater = ann.raters[r]
-            fname = rater_fields[rater]
-            dets, polys = fields_of_sample.setdefault(fname, ([], []))
+            dets, polys = per_field.setdefault(rater_fields[rater], ([], []))
             for i in range(*ann.rows(s, r).indices(len(ann))):
-                extra = coco.annotation_extras.get(ann.label_ids[i], {})
-                attrs = {"coco_id": ann.label_ids[i], **extra}
-                if layout == "attribute":
-                    attrs[rater_attr] = rater
-                rings = ann.polygons[i] if ann.polygons is not None else None
-                det = fo.Detection(label=ann.labels[i], bounding_box=ann.boxes[i].tolist(), **attrs)
-                if rings and polygons == "masks":
-                    det.mask = _mask(rings, ann.boxes[i], W, H)
+                det, poly = _labels(coco, i, rater if layout == "attribute" else None, rater_attr, polygons, W, H)
                 dets.append(det)
-                if rings and polygons == "polylines":
-                    polys.append(
-                        fo.Polyline(label=ann.labels[i], points=[r_.tolist() for r_ in rings], closed=True, filled=True, **attrs)
-                    )
-        for fname, (dets, polys) in fields_of_sample.items():
+                if poly is not None:
+                    polys.append(poly)
+        for fname, (dets, polys) in per_field.items():
             sample[fname] = fo.Detections(detections=dets)
             if polygons == "polylines":
                 sample[f"{fname}_polygons"] = fo.Polylines(polylines=polys)
         samples.append(sample)
+    return samples
 
-    dataset = fo.Dataset(name, persistent=persistent)
-    # declare every rater field up front so that a rater absent from the first
-    # samples still gets a typed (None-valued) field
-    for fname in dict.fromkeys(rater_fields.values()):
-        dataset.add_sample_field(fname, fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
-        if polygons == "polylines":
-            dataset.add_sample_field(f"{fname}_polygons", fo.EmbeddedDocumentField, embedded_doc_type=fo.Polylines)
-    dataset.add_samples(samples, dynamic=True, validate=False, progress=False)
-    dataset.info[INFO_KEY] = {
-        "source": os.path.basename(os.fspath(coco_path)),
-        "layout": layout,
-        "polygons": polygons,
-        "field": field if layout == "attribute" else None,
-        "rater_attr": rater_attr if layout == "attribute" else None,
-        "rater_fields": rater_fields,
-        "rater_ids": {k: v for k, v in coco.rater_ids.items()},
-        "categories": coco.categories,
-        "info": coco.info,
-    }
-    dataset.save()
+
+def _labels(
+    coco: MultiRaterCoco, i: int, rater: str | None, rater_attr: str, polygons: str, W: float, H: float
+) -> tuple[fo.Detection, fo.Polyline | None]:
+    """The detection of annotation row ``i`` and, in ``polylines`` mode, its polyline."""
+    ann = coco.annotations
+    attrs = {"coco_id": ann.label_ids[i], **coco.annotation_extras.get(ann.label_ids[i], {})}
+    if rater is not None:
+        attrs[rater_attr] = rater
+    rings = ann.polygons[i] if ann.polygons is not None else None
+    det = fo.Detection(label=ann.labels[i], bounding_box=ann.boxes[i].tolist(), **attrs)
+    if rings and polygons == "masks":
+        det.mask = _mask(rings, ann.boxes[i], W, H)
+    poly = None
+    if rings and polygons == "polylines":
+        poly = fo.Polyline(label=ann.labels[i], points=[r_.tolist() for r_ in rings], closed=True, filled=True, **attrs)
+    return det, poly
+
+
+def _temporary_name(name: str, purpose: str) -> str:
+    return f"{name}-iaa-{purpose}-{uuid.uuid4().hex[:12]}"
+
+
+def _write_temporary(
+    name: str, samples: list[fo.Sample], rater_fields: dict[str, str], polygons: str, info: dict
+) -> fo.Dataset:
+    """A complete, non-persistent dataset under a temporary name; deleted again if writing fails."""
+    dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
+    try:
+        # declare every rater field up front so that a rater absent from the
+        # first samples still gets a typed (None-valued) field
+        for fname in dict.fromkeys(rater_fields.values()):
+            dataset.add_sample_field(fname, fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
+            if polygons == "polylines":
+                dataset.add_sample_field(f"{fname}_polygons", fo.EmbeddedDocumentField, embedded_doc_type=fo.Polylines)
+        dataset.add_samples(samples, dynamic=True, validate=False, progress=False)
+        dataset.info[INFO_KEY] = info
+        dataset.save()
+    except BaseException:
+        _discard(dataset)
+        raise
     return dataset
+
+
+def _swap_in(dataset: fo.Dataset, name: str, overwrite: bool, persistent: bool) -> fo.Dataset:
+    """Gives the complete ``dataset`` its final name; the old dataset of that
+    name is renamed aside first and deleted only after the swap succeeded."""
+    old = None
+    try:
+        if fo.dataset_exists(name):
+            if not overwrite:  # created by someone else while we imported
+                raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
+            old = fo.load_dataset(name)
+            _rename(old, _temporary_name(name, "replaced"))
+        _rename(dataset, name)
+        dataset.persistent = persistent
+    except BaseException:
+        _discard(dataset)
+        if old is not None:
+            _rename(old, name)
+        raise
+    if old is not None:
+        try:
+            old.delete()
+        except Exception as e:  # the import itself succeeded
+            warnings.warn(f"dataset {name!r} was replaced, but the previous one could not be deleted "
+                          f"and remains as {old.name!r}: {e}")
+    return dataset
+
+
+def _rename(dataset: fo.Dataset, name: str) -> None:
+    """FiftyOne renames a dataset by assigning its name (a no-op when unchanged)."""
+    dataset.name = name
+
+
+def _discard(dataset: fo.Dataset) -> None:
+    """Deletes a partly built dataset; a failure to do so is a warning, not a new error."""
+    try:
+        if not dataset.deleted:
+            dataset.delete()
+    except Exception as e:  # the original error matters more; the dataset is non-persistent anyway
+        warnings.warn(f"could not delete the incomplete dataset {dataset.name!r}: {e}")
 
 
 def export_multi_rater_coco(
