@@ -49,7 +49,9 @@ from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
 from agreement.data import MultiRaterAnnotations
-from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, grouped_alpha, kalos_alpha, reliability_alpha
+from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha, reliability_alpha
+from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
+from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha, leave_one_rater_out
 
 __all__ = [
     "RaterVitality",
@@ -86,10 +88,11 @@ class RaterVitality:
         ``alpha - alpha_without``; NaN where either is undefined.
     reason : ndarray (R,) of str
         Why ``vitality`` is NaN (``""`` where defined).
-    sample_vitality : ndarray (S, R)
+    sample_vitality : (S, R) array-like, stored sparsely
         Per sample: the sample's α minus its α without the rater (NaN where
         undefined, e.g. a sample with fewer than three assigned raters or
-        one the rater was not assigned).
+        one the rater was not assigned); ``.sample``, ``.rater``, ``.value``
+        hold the (sample, assigned rater) entries, ``np.asarray`` the dense array.
     mean_vitality : ndarray (R,)
         Mean of ``sample_vitality`` over the samples where it is defined.
     n_samples : ndarray (R,) of int
@@ -101,7 +104,7 @@ class RaterVitality:
     alpha_without: np.ndarray
     vitality: np.ndarray
     reason: np.ndarray
-    sample_vitality: np.ndarray
+    sample_vitality: "_SampleVitality"
     mean_vitality: np.ndarray
     n_samples: np.ndarray
 
@@ -143,44 +146,62 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
     T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (annotator
     vitality; the reference's global vitality drops the row in the same way).
     """
-    rel = result.reliability
-    R = rel.shape[0]
+    values = result.values
+    R = values.n_raters
     S = len(result.alpha)
     alpha_without = np.full(R, np.nan)
     reason = np.full(R, "", dtype=object)
-    sample_v = np.full((S, R), np.nan)
     if R < 3:
         reason[:] = (
             f"vitality needs at least three raters (got {R}): without one of two raters no pair of raters is left"
         )
         return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, np.full(R, np.nan), reason,
-                             sample_v, np.full(R, np.nan), np.zeros(R, dtype=np.int64))
-    keep = np.ones(R, dtype=bool)
-    for r in range(R):
-        keep[:] = True
-        keep[r] = False
-        sub = rel[keep]
-        res = reliability_alpha(sub)
-        alpha_without[r] = res.alpha
+                             _SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
+    # global: one group; a rater without any value keeps the full alpha
+    _, g_rater, g_res = leave_one_rater_out(values, np.zeros(values.n_columns, dtype=np.int64), 1)
+    alpha_without[:] = result.global_alpha
+    alpha_without[g_rater] = g_res.alpha
+    why = g_res.reasons()
+    for k, r in enumerate(g_rater.tolist()):
         if np.isnan(result.global_alpha):
             reason[r] = f"the global alpha is undefined: {result.global_reason}"
-        elif np.isnan(res.alpha):
-            reason[r] = f"alpha without rater {result.raters[r]!r} is undefined: {res.reason}"
-        a_s, _, _, _ = grouped_alpha(sub, result.unit_sample, S)
-        sample_v[:, r] = result.alpha - a_s
-    # A rater not assigned to a sample has no vitality there.
-    assigned = np.zeros((S, R), dtype=bool)
-    cols_present = rel >= 0
-    for r in range(R):
-        assigned[:, r] = np.bincount(result.unit_sample, weights=cols_present[r], minlength=S) > 0
-    sample_v[~assigned] = np.nan
+        elif np.isnan(g_res.alpha[k]):
+            reason[r] = f"alpha without rater {result.raters[r]!r} is undefined: {why[k]}"
+    if np.isnan(result.global_alpha):
+        reason[:] = f"the global alpha is undefined: {result.global_reason}"
+    # per sample: only where the rater was assigned (has values)
+    s_idx, s_rater, s_res = leave_one_rater_out(values, result.unit_sample, S)
+    sample_v = _SampleVitality(S, R, s_idx, s_rater, result.alpha[s_idx] - s_res.alpha)
     vitality = result.global_alpha - alpha_without
-    defined = ~np.isnan(sample_v)
-    n = defined.sum(axis=0)
+    defined = ~np.isnan(sample_v.value)
+    n = np.bincount(sample_v.rater[defined], minlength=R)
+    total = np.bincount(sample_v.rater[defined], weights=sample_v.value[defined], minlength=R)
     with np.errstate(invalid="ignore"):
-        mean_v = np.where(n > 0, np.nansum(sample_v, axis=0) / np.maximum(n, 1), np.nan)
+        mean_v = np.where(n > 0, total / np.maximum(n, 1), np.nan)
     return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, vitality, reason, sample_v,
                          mean_v, n.astype(np.int64))
+
+
+class _SampleVitality:
+    """Per-sample vitality, kept sparse: one value per (sample, assigned rater).
+
+    Indexing ``sv[s, r]`` gives the value (NaN where undefined or the rater
+    was not assigned); ``np.asarray(sv)`` the dense ``(S, R)`` array.
+    """
+
+    def __init__(self, S: int, R: int, sample=None, rater=None, value=None):
+        self.shape = (S, R)
+        self.sample = np.zeros(0, np.int64) if sample is None else np.asarray(sample, np.int64)
+        self.rater = np.zeros(0, np.int64) if rater is None else np.asarray(rater, np.int64)
+        self.value = np.zeros(0) if value is None else np.asarray(value, np.float64)
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.full(self.shape, np.nan)
+        out[self.sample, self.rater] = self.value
+        return out if dtype is None else out.astype(dtype)
+
+    def __getitem__(self, index):
+        return np.asarray(self)[index]
 
 
 # --------------------------------------------------------------------------
@@ -246,15 +267,20 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
     T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (class
     recognition difficulty).
     """
-    rel = result.reliability
+    values = result.values
     K = len(result.categories) - 1
-    is_cls = (rel >= 0) & (rel != result.no_object_code)
-    r_idx, u_idx = np.nonzero(is_cls)
-    codes = rel[r_idx, u_idx]
+    is_cls = values.code != result.no_object_code
+    codes = values.code[is_cls]
     n_ann = np.bincount(codes, minlength=K).astype(np.int64)
-    pairs = np.unique(u_idx.astype(np.int64) * max(K, 1) + codes)
+    pairs = np.unique(values.column[is_cls] * max(K, 1) + codes)
     cols, grp = pairs // max(K, 1), pairs % max(K, 1)
-    alpha, d_o, d_e, n = grouped_alpha(rel[:, cols], grp, K)
+    # every value of each (column, class) pair's column, the pair as the new column
+    bounds = values.column_bounds()
+    lo, hi = bounds[cols], bounds[cols + 1]
+    reps = hi - lo
+    member = concat_ranges(lo, reps)
+    res = grouped_values_alpha(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K)
+    alpha, n = res.alpha, res.n
     n_units = np.bincount(grp, minlength=K).astype(np.int64)
     reason = np.full(K, "", dtype=object)
     for k in np.flatnonzero(np.isnan(alpha)).tolist():
@@ -279,28 +305,44 @@ class CollaborationClusters:
     Attributes
     ----------
     raters : tuple of str
-    alpha : ndarray (R, R)
-        Symmetric pairwise α (:func:`pair_reliability`); NaN on the diagonal
-        and where undefined.
-    n_units : ndarray (R, R) of int
-        Pairable units behind each pairwise α.
-    reason : ndarray (R, R) of str
-        Why an off-diagonal α is NaN.
+    pairs : RaterPairTable
+        The rater pairs that share at least one sample (a pair that never
+        did is absent: no data), with ``values["alpha"]`` (pairwise α,
+        :func:`pair_reliability`), ``values["n_units"]`` (pairable units
+        behind it) and ``reasons["alpha"]``.
     distance : ndarray (R, R)
-        ``1 - alpha`` clipped to ``[0, 2]``, 1 (chance) where α is undefined, 0 on the diagonal.
+        ``1 - alpha`` clipped to ``[0, 2]``, 1 (chance) where α is undefined
+        or the pair shares no sample, 0 on the diagonal.
     linkage : ndarray (R - 1, 4)
         :func:`scipy.cluster.hierarchy.linkage` of ``distance``.
     order : ndarray (R,) of int
-        Rater indices in dendrogram leaf order (optimal leaf ordering), for a heatmap.
+        Rater indices in dendrogram leaf order (optimal leaf ordering up to
+        ``OPTIMAL_ORDER_MAX_RATERS`` raters), for a heatmap.
     """
 
     raters: tuple
-    alpha: np.ndarray
-    n_units: np.ndarray
-    reason: np.ndarray
+    pairs: RaterPairTable
     distance: np.ndarray
     linkage: np.ndarray
     order: np.ndarray
+
+    def _dense(self, name: str, fill, dtype=np.float64) -> np.ndarray:
+        R = len(self.raters)
+        out = np.full((R, R), fill, dtype=dtype)
+        src = self.pairs.values[name] if name in self.pairs.values else self.pairs.reasons[name]
+        out[self.pairs.a, self.pairs.b] = src
+        out[self.pairs.b, self.pairs.a] = src
+        return out
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """Dense symmetric ``(R, R)`` pairwise α, NaN on the diagonal, where undefined and where no data."""
+        return self._dense("alpha", np.nan)
+
+    @property
+    def n_units(self) -> np.ndarray:
+        """Dense ``(R, R)`` pairable units (0 where no data)."""
+        return self._dense("n_units", 0).astype(np.int64)
 
     def clusters(self, max_distance: float = 1.0) -> np.ndarray:
         """Flat cluster label of each rater, cutting the dendrogram at ``max_distance`` (``1 - alpha``)."""
@@ -311,40 +353,88 @@ class CollaborationClusters:
         return fcluster(self.linkage, t=max_distance, criterion="distance").astype(np.int64)
 
 
+#: Above this many raters the leaf order is linkage order (optimal leaf ordering costs O(R^3)).
+OPTIMAL_ORDER_MAX_RATERS = 300
+
+
+def _assigned_from_values(result: KalosResult) -> np.ndarray:
+    """``(S, R)`` bool: the raters with a value in some unit of each sample (i.e. assigned)."""
+    v = result.values
+    out = np.zeros((len(result.alpha), v.n_raters), dtype=bool)
+    out[result.unit_sample[v.column], v.rater] = True
+    return out
+
+
+def _pair_units(result: KalosResult, sample: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """The two-rater units of every (sample, a, b): ``(triple, code_a, code_b)`` per unit.
+
+    A unit of the sample counts when a or b drew an object in it; a triple
+    with no such unit gets one unanimous ``no_object`` unit (both looked at
+    the sample and agree it is empty for them).
+    """
+    v, no = result.values, result.no_object_code
+    starts = np.searchsorted(result.unit_sample, np.arange(len(result.alpha) + 1))
+    per = np.diff(starts)
+    t = np.repeat(np.arange(len(sample)), per[sample])
+    col = concat_ranges(starts[sample], per[sample])
+    ca, cb = v.value_of(a[t], col), v.value_of(b[t], col)
+    drew = (ca != no) | (cb != no)
+    t, ca, cb = t[drew], ca[drew], cb[drew]
+    empty = np.flatnonzero(np.bincount(t, minlength=len(sample)) == 0)
+    t = np.concatenate([t, empty])
+    ca = np.concatenate([ca, np.full(len(empty), no)])
+    cb = np.concatenate([cb, np.full(len(empty), no)])
+    order = np.argsort(t, kind="stable")
+    return t[order], ca[order], cb[order]
+
+
 def pair_reliability(result: KalosResult, a: int, b: int) -> np.ndarray:
     """The two-rater reliability matrix of raters ``a`` and ``b`` taken from a KαLOS result.
 
-    Rows ``a`` and ``b`` of the pooled matrix, restricted to the units in
-    which at least one of them drew an object, plus one unanimous
-    ``no_object`` unit for every sample both were assigned where neither drew
+    Their values in the units of the samples both were assigned, restricted
+    to the units in which at least one of them drew an object, plus one
+    unanimous ``no_object`` unit for every such sample where neither drew
     anything (the reference tool adds the same unit for a rater pair that
     agrees an image is empty). Units drawn only by other raters are left
-    out: to these two raters they do not exist. Units are not re-matched.
+    out: to these two raters they do not exist. Units on samples only one of
+    them was assigned hold one value each, are not pairable, and are left
+    out. Units are not re-matched.
 
     Returns
     -------
     ndarray of int64, shape (2, units)
-        Codes as in ``result.reliability`` (``-1`` missing).
+        Codes as in ``result.reliability``.
     """
-    rel = result.reliability
-    S = len(result.alpha)
-    no = result.no_object_code
-    two = rel[[a, b]]
-    obj = (two >= 0) & (two != no)
-    cols = obj.any(axis=0)
-    drew = np.stack([np.bincount(result.unit_sample, weights=obj[k], minlength=S) > 0 for k in range(2)])
-    assigned = np.stack([np.bincount(result.unit_sample, weights=two[k] >= 0, minlength=S) > 0 for k in range(2)])
-    empty_both = int((assigned.all(axis=0) & ~drew.any(axis=0)).sum())
-    return np.concatenate([two[:, cols], np.full((2, empty_both), no, dtype=np.int64)], axis=1)
+    assigned = _assigned_from_values(result)
+    both = np.flatnonzero(assigned[:, a] & assigned[:, b])
+    _, ca, cb = _pair_units(result, both, np.full(len(both), a), np.full(len(both), b))
+    return np.stack([ca, cb]).astype(np.int64)
+
+
+def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
+    """α of :func:`pair_reliability` for every rater pair that shares a sample, in one grouped pass."""
+    assigned = _assigned_from_values(result)
+    table = RaterPairTable.from_assignment(result.raters, assigned)
+    sample, a, b, pair_id = shared_sample_pairs(assigned)
+    t, ca, cb = _pair_units(result, sample, a, b)
+    units = np.arange(len(t))
+    res = grouped_values_alpha(np.repeat(units, 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
+                               pair_id[t], len(table))
+    table.values["alpha"] = res.alpha
+    table.values["n_units"] = res.n_units.astype(np.float64)
+    table.reasons["alpha"] = res.reasons()
+    return table
 
 
 def collaboration_clusters(result: KalosResult, method: str = "average") -> CollaborationClusters:
     r"""Pairwise rater agreement and a hierarchical clustering of raters.
 
-    For every two raters ``a, b``: :math:`\alpha_{ab}` is nominal α of
-    :func:`pair_reliability` (their rows, over the units either of them
-    drew). Raters are then clustered on :math:`d_{ab} = 1 - \alpha_{ab}`
-    (in ``[0, 2]``; 1, chance, where α is undefined) with
+    For every two raters ``a, b`` that share a sample: :math:`\alpha_{ab}` is
+    nominal α of :func:`pair_reliability` (their values, over the units
+    either of them drew on the samples both were given). Work grows with
+    the (sample, assigned pair) count, not with R². Raters are then
+    clustered on :math:`d_{ab} = 1 - \alpha_{ab}` (in ``[0, 2]``; 1, chance,
+    where α is undefined or the pair never shared a sample) with
     :func:`scipy.cluster.hierarchy.linkage` (``method``, default average
     linkage) and ordered by :func:`~scipy.cluster.hierarchy.optimal_leaf_ordering`,
     so that raters who agree with each other sit next to each other.
@@ -368,29 +458,23 @@ def collaboration_clusters(result: KalosResult, method: str = "average") -> Coll
     """
     if method not in ("average", "complete", "single", "weighted"):
         raise ValueError(f"unknown linkage method {method!r}; choose 'average', 'complete', 'single' or 'weighted'")
-    R = result.reliability.shape[0]
-    alpha = np.full((R, R), np.nan)
-    n_units = np.zeros((R, R), dtype=np.int64)
-    reason = np.full((R, R), "", dtype=object)
-    for a in range(R):
-        reason[a, a] = "a rater with themself"
-        for b in range(a + 1, R):
-            res = reliability_alpha(pair_reliability(result, a, b))
-            alpha[a, b] = alpha[b, a] = res.alpha
-            n_units[a, b] = n_units[b, a] = res.n_units
-            reason[a, b] = reason[b, a] = res.reason
-    dist = np.where(np.isnan(alpha), 1.0, np.clip(1.0 - alpha, 0.0, 2.0))
+    R = result.values.n_raters
+    pairs = _pairwise_alpha(result)
+    dist = np.ones((R, R))
+    alpha = pairs.values["alpha"]
+    d = np.where(np.isnan(alpha), 1.0, np.clip(1.0 - alpha, 0.0, 2.0))
+    dist[pairs.a, pairs.b] = dist[pairs.b, pairs.a] = d
     np.fill_diagonal(dist, 0.0)
     if R >= 2:
         condensed = squareform(dist, checks=False)
         z = linkage(condensed, method=method)
-        if R >= 3:
+        if 3 <= R <= OPTIMAL_ORDER_MAX_RATERS:
             z = optimal_leaf_ordering(z, condensed)
         order = leaves_list(z).astype(np.int64)
     else:  # pragma: no cover - KαLOS needs two raters
         z = np.zeros((0, 4))
         order = np.arange(R, dtype=np.int64)
-    return CollaborationClusters(tuple(result.raters), alpha, n_units, reason, dist, z, order)
+    return CollaborationClusters(tuple(result.raters), pairs, dist, z, order)
 
 
 # --------------------------------------------------------------------------

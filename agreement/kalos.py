@@ -79,6 +79,7 @@ from scipy.sparse import csr_matrix
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
 from agreement.data import MultiRaterAnnotations
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
+from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha
 from agreement.similarity import check_similarity, similarity_matrix
 
 __all__ = [
@@ -280,29 +281,26 @@ def _paired_candidates(data: MultiRaterAnnotations, paired, tau_min: float) -> _
 # --------------------------------------------------------------------------
 
 
-def _unit_value_counts(rel: np.ndarray):
+def _as_values(rel) -> SparseReliability:
+    return rel if isinstance(rel, SparseReliability) else SparseReliability.from_dense(rel)
+
+
+def _unit_value_counts(rel):
     """Pairable columns and their ``(column, code, count)`` triples.
 
     Returns ``cols`` (pairable column indices), ``m`` (values per pairable
     column), ``uc`` (position in ``cols``), ``code`` and ``cnt`` (``n_uc``) of
     every category present in a pairable column, and ``C`` (codes ``< C``).
+    ``rel`` is a dense ``(raters, units)`` matrix (``-1`` missing) or a
+    :class:`~agreement.reliability.SparseReliability`.
     """
-    rel = np.asarray(rel)
-    if rel.ndim != 2:
-        raise ValueError(f"reliability must be a 2-D raters x units array, got shape {rel.shape}")
-    if not np.issubdtype(rel.dtype, np.integer):
-        raise TypeError("reliability must hold integer codes (-1 for missing)")
-    if rel.size and rel.min() < -1:
-        raise ValueError("reliability codes must be >= 0, or -1 for missing")
-    present = rel >= 0
-    m_all = present.sum(axis=0)
+    v = _as_values(rel)
+    m_all = np.bincount(v.column, minlength=v.n_columns)
     cols = np.flatnonzero(m_all >= 2)
-    C = int(rel.max()) + 1 if rel.size and rel.max() >= 0 else 0
-    sub = rel[:, cols]
-    pres = sub >= 0
-    _, col_of = np.nonzero(pres)
-    vals = sub[pres].astype(np.int64)
-    key = col_of.astype(np.int64) * max(C, 1) + vals
+    C = v.n_codes
+    pairable = m_all[v.column] >= 2
+    col_pos = np.searchsorted(cols, v.column[pairable])
+    key = col_pos.astype(np.int64) * max(C, 1) + v.code[pairable]
     uk, cnt = np.unique(key, return_counts=True)
     return cols, m_all[cols].astype(np.float64), uk // max(C, 1), uk % max(C, 1), cnt.astype(np.float64), C
 
@@ -321,7 +319,7 @@ def reliability_alpha(reliability: np.ndarray) -> AlphaResult:
 
     Parameters
     ----------
-    reliability : ndarray of int, shape (raters, units)
+    reliability : ndarray of int, shape (raters, units), or SparseReliability
         Category codes ``>= 0``; ``-1`` is a missing value.
 
     Returns
@@ -363,7 +361,7 @@ def grouped_alpha(
 
     Parameters
     ----------
-    reliability : ndarray of int, shape (raters, units)
+    reliability : ndarray of int, shape (raters, units), or SparseReliability
         Codes ``>= 0``, ``-1`` missing.
     column_group : ndarray of int, shape (units,)
         Group of each column, in ``0 .. n_groups - 1``.
@@ -376,25 +374,12 @@ def grouped_alpha(
         :func:`~agreement.krippendorff.alpha_from_coincidence`), ``D_o``,
         ``D_e`` (NaN where ``n < 2``) and ``n``.
     """
+    v = _as_values(reliability)
     column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
-    cols, m, uc, code, cnt, C = _unit_value_counts(reliability)
-    if len(column_group) != np.asarray(reliability).shape[1]:
+    if len(column_group) != v.n_columns:
         raise ValueError("column_group must have one entry per column")
-    g_col = column_group[cols]
-    n = np.bincount(g_col, weights=m, minlength=n_groups)
-    g_val = g_col[uc]
-    O = np.bincount(g_val, weights=cnt * (cnt - 1.0) / (m[uc] - 1.0), minlength=n_groups)
-    gk = g_val * max(C, 1) + code
-    ugk, inv = np.unique(gk, return_inverse=True)
-    n_gc = np.bincount(inv.reshape(-1), weights=cnt, minlength=len(ugk))
-    Q = np.bincount(ugk // max(C, 1), weights=n_gc * n_gc, minlength=n_groups)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = n >= 2
-        d_o = np.where(ok, np.maximum((n - O) / n, 0.0), np.nan)
-        d_e = np.where(ok, (n * n - Q) / (n * (n - 1.0)), np.nan)
-        alpha = np.where(ok & (d_e > 1e-15), 1.0 - d_o / d_e, np.nan)
-    d_e = np.where(ok & (d_e <= 1e-15), 0.0, d_e)
-    return alpha, d_o, d_e, n
+    res = grouped_values_alpha(v.column, v.code, v.n_columns, column_group, n_groups)
+    return res.alpha, res.observed, res.expected, res.n
 
 
 # --------------------------------------------------------------------------
@@ -424,11 +409,14 @@ class KalosResult:
         (annotations with one id are judged to be the same object).
     unit_column : ndarray (N,) of int
         Column of each annotation row's unit in ``reliability``.
-    reliability : ndarray (R, U) of int64
-        The pooled reliability matrix: raters × units of the whole corpus,
-        ordered by sample, codes into ``categories``, ``-1`` missing (rater
-        not assigned). Includes one unanimous ``no_object`` unit per sample
-        where every assigned rater drew nothing.
+    values : SparseReliability
+        The pooled reliability matrix, raters × units of the whole corpus,
+        ordered by sample, as its present values (codes into ``categories``;
+        a rater not assigned to a sample has no value in its units): memory
+        in the number of (unit, assigned rater) values, not raters × units.
+        Includes one unanimous ``no_object`` unit per sample where every
+        assigned rater drew nothing. ``reliability`` is the dense
+        ``(R, U)`` view (``-1`` missing), for small corpora.
     unit_sample : ndarray (U,) of int
         Sample index of each column.
     categories : tuple of str
@@ -462,7 +450,7 @@ class KalosResult:
     n_units: np.ndarray
     unit: np.ndarray
     unit_column: np.ndarray
-    reliability: np.ndarray
+    values: SparseReliability
     unit_sample: np.ndarray
     categories: tuple
     no_object_code: int
@@ -481,6 +469,16 @@ class KalosResult:
     cost: str
     empty_unit: np.ndarray = field(repr=False, default=None)
     repaired_polygons: int = 0
+
+    @property
+    def reliability(self) -> np.ndarray:
+        """The dense ``(R, U)`` pooled reliability matrix, ``-1`` missing (R × U memory: small corpora)."""
+        return self.values.dense()
+
+    @property
+    def n_columns(self) -> int:
+        """Units (columns) of the pooled matrix."""
+        return self.values.n_columns
 
     @property
     def mean_reason(self) -> str:
@@ -505,7 +503,7 @@ class KalosResult:
             "n_defined": int(self.n_defined),
             "n_undefined": int(self.n_undefined),
             "n_samples": int(len(self.alpha)),
-            "n_units": int(self.reliability.shape[1]),
+            "n_units": int(self.n_columns),
             "similarity": self.similarity,
             "tau": float(self.tau),
             "solver": self.solver,
@@ -622,13 +620,50 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
     unit_sample = np.repeat(np.arange(S), per)
     empty_unit = np.repeat(empty, per)
     unit_column = col_start[data.sample_index] + unit
-    rel = np.where(data.assigned[unit_sample].T, no_obj, -1).astype(np.int64)
-    rel[data.rater_index, unit_column] = prep.codes
-    alpha, d_o, d_e, _ = grouped_alpha(rel, unit_sample, S)
-
-    reason = np.full(S, "", dtype=object)
+    values = _pooled_values(data, prep.codes, per, col_start, unit_column, no_obj)
+    alpha, d_o, d_e, _ = grouped_alpha(values, unit_sample, S)
+    reason = _undefined_reasons(alpha, n_assigned, n_units, values, col_start, prep.categories)
+    glob = reliability_alpha(values)
     undefined = np.isnan(alpha)
-    for s in np.flatnonzero(undefined).tolist():
+    n_def = int((~undefined).sum())
+    mean = float(np.mean(alpha[~undefined])) if n_def else float("nan")
+    return KalosResult(
+        alpha=alpha, reason=reason, observed=d_o, expected=d_e, n_units=n_units, unit=unit,
+        unit_column=unit_column, values=values, unit_sample=unit_sample, categories=prep.categories,
+        no_object_code=no_obj, raters=tuple(data.raters), sample_ids=data.sample_ids,
+        global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
+        global_expected=float(glob.expected), mean_alpha=mean, n_defined=n_def,
+        n_undefined=int(undefined.sum()), similarity=_similarity_name(similarity), tau=float(tau),
+        solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired,
+    )
+
+
+def _pooled_values(data: MultiRaterAnnotations, codes: np.ndarray, per: np.ndarray, col_start: np.ndarray,
+                   unit_column: np.ndarray, no_obj: int) -> SparseReliability:
+    """The pooled reliability values: every assigned rater × every unit of its sample.
+
+    ``no_object`` by default; the rater's class where it has an annotation in
+    the unit. Size Σ_s k_s · units_s for k_s raters assigned to sample s.
+    """
+    S, R = data.num_samples, data.num_raters
+    ss, rr = np.nonzero(data.assigned)  # by sample, then rater
+    reps = per[ss]
+    v_rater = np.repeat(rr, reps)
+    v_col = concat_ranges(col_start[ss], reps)
+    v_code = np.full(len(v_col), no_obj, dtype=np.int64)
+    values = SparseReliability.build(v_rater, v_col, v_code, R, int(per.sum()))
+    if len(unit_column):
+        key = values.column * R + values.rater
+        pos = np.searchsorted(key, unit_column.astype(np.int64) * R + data.rater_index)
+        values.code[pos] = codes
+    return values
+
+
+def _undefined_reasons(alpha, n_assigned, n_units, values: SparseReliability, col_start, categories) -> np.ndarray:
+    """Why each undefined per-sample α is undefined."""
+    reason = np.full(len(alpha), "", dtype=object)
+    first_value = np.searchsorted(values.column, col_start)
+    for s in np.flatnonzero(np.isnan(alpha)).tolist():
         if n_assigned[s] == 0:
             reason[s] = "no rater is assigned to this sample"
         elif n_assigned[s] == 1:
@@ -636,25 +671,12 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
         elif n_units[s] == 0:
             reason[s] = "no annotations: every assigned rater drew nothing (the reference tool reports 1.0)"
         else:
-            cols = slice(col_start[s], col_start[s] + per[s])
-            v = rel[:, cols]
-            cat = prep.categories[int(v[v >= 0][0])]
+            cat = categories[int(values.code[first_value[s]])]
             reason[s] = (
                 f"no variation: every assigned rater drew the same {n_units[s]} object(s), all of class "
                 f"{cat!r}, so D_e = 0 and alpha = 0/0 (the reference tool reports 1.0)"
             )
-    glob = reliability_alpha(rel)
-    n_def = int((~undefined).sum())
-    mean = float(np.mean(alpha[~undefined])) if n_def else float("nan")
-    return KalosResult(
-        alpha=alpha, reason=reason, observed=d_o, expected=d_e, n_units=n_units, unit=unit,
-        unit_column=unit_column, reliability=rel, unit_sample=unit_sample, categories=prep.categories,
-        no_object_code=no_obj, raters=tuple(data.raters), sample_ids=data.sample_ids,
-        global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
-        global_expected=float(glob.expected), mean_alpha=mean, n_defined=n_def,
-        n_undefined=int(undefined.sum()), similarity=_similarity_name(similarity), tau=float(tau),
-        solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired,
-    )
+    return reason
 
 
 def kalos_alpha(
@@ -774,7 +796,7 @@ def sensitivity_curve(
         global_alpha=np.array([r.global_alpha for r in res]),
         mean_alpha=np.array([r.mean_alpha for r in res]),
         n_undefined=np.array([r.n_undefined for r in res], dtype=np.int64),
-        n_units=np.array([r.reliability.shape[1] for r in res], dtype=np.int64),
+        n_units=np.array([r.n_columns for r in res], dtype=np.int64),
         similarity=_similarity_name(similarity),
         solver=solver,
         cost=cost,

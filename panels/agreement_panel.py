@@ -131,7 +131,8 @@ class AgreementPanel(foo.Panel):
         state.pair_title = pm["title"] if pm else None
         ctx.panel.data.pair_matrix = [{
             "type": "heatmap", "x": pm["raters"], "y": pm["raters"], "z": pm["z"], "colorscale": "Viridis",
-            "zmin": -0.2, "zmax": 1.0, "hovertemplate": "%{y} vs %{x}: %{z:.3f}<extra></extra>",
+            "zmin": -0.2, "zmax": 1.0, "customdata": pm["shared"],
+            "hovertemplate": "%{y} vs %{x}: %{z:.3f} (%{customdata} shared samples)<extra></extra>",
         }] if pm else []
         for i, bar in enumerate(data["bars"]):
             ctx.panel.data.set(f"bars_{i}", bar["traces"])

@@ -34,6 +34,7 @@ import fiftyone.operators as foo
 
 from agreement.fo.build import add_corpus_fields, samples_from_corpus
 from agreement.fo.reading import declare_raters_field
+from agreement.rater_pairs import records_to_matrix
 from agreement.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
 from agreement.synthetic.demo_extras import (
     CUBOID_PROFILES,
@@ -159,9 +160,9 @@ def _ot_report(dataset, ot: dict) -> str:
     ]
     width = max(len(r) for r in raters)
     lines.append("      " + " " * width + "  " + "  ".join(f"{r[:8]:>8}" for r in raters))
-    matrix = detail["rater_pair_alpha_ot"]
+    _, matrix, _ = records_to_matrix(detail["rater_pairs"], "alpha_ot", raters)
     for i, r in enumerate(raters):
-        cells = ["       -" if i == j else f"{_fmt(matrix[i][j]):>8}" for j in range(len(raters))]
+        cells = ["       -" if i == j else f"{_fmt(None if np.isnan(matrix[i][j]) else matrix[i][j]):>8}" for j in range(len(raters))]
         lines.append(f"      {r:<{width}}  " + "  ".join(cells))
     worst = dataset.exists("ot_ot").sort_by("ot_ot").limit(3)
     lines.append("    lowest-scoring samples: " + ", ".join(

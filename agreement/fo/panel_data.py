@@ -40,7 +40,7 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
             {"key": "n_undefined", "label": "samples not scored", "integer": True},
         ],
-        "pair_matrix": ("rater_pair_alpha_ot", "αOT per rater pair"),
+        "pair_matrix": ("alpha_ot", "αOT per rater pair"),
     },
     "iaa.kalos": {
         "title": "KαLOS",
@@ -53,7 +53,7 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
             {"key": "tau", "label": "τ"},
         ],
-        "pair_matrix": ("rater_pair_alpha", "α per rater pair (clustering order)"),
+        "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
         "bars": lambda detail: _kalos_bars(detail),
         "curves": lambda detail: _kalos_curves(detail),
     },
@@ -207,6 +207,71 @@ def _card(summary: dict, spec: dict) -> dict:
     return card
 
 
+MAX_HEATMAP_RATERS = 30
+
+
+def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS) -> dict | None:
+    """The rater-pair heatmap from the sparse ``detail["rater_pairs"]`` records.
+
+    Raters in ``detail["rater_order"]`` (clustering order) when given, else as
+    listed. With more than ``max_raters`` raters, the ``max_raters`` who share
+    the most samples with others are shown, and the title says so. A cell of
+    two raters who never shared a sample is empty ("no data"), not 0.
+
+    Returns:
+        ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
+        or no data; ``shared`` the shared-sample counts), or ``None``.
+    """
+    from agreement.rater_pairs import records_to_matrix
+
+    raters = list(detail["raters"])
+    records = detail.get("rater_pairs") or []
+    order = detail.get("rater_order") or list(range(len(raters)))
+    ordered = [raters[i] for i in order]
+    if len(ordered) > max_raters:
+        weight: dict[str, int] = {}
+        for rec in records:
+            for r in (rec["rater_a"], rec["rater_b"]):
+                weight[r] = weight.get(r, 0) + int(rec.get("n_shared_samples", 0))
+        top = set(sorted(ordered, key=lambda r: (-weight.get(r, 0), r))[:max_raters])
+        title = f"{title}: the {max_raters} of {len(ordered)} raters who share the most samples"
+        ordered = [r for r in ordered if r in top]
+    if not ordered:
+        return None
+    names, z, shared = records_to_matrix(records, value, ordered)
+    return {
+        "raters": names,
+        "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
+        "shared": shared.tolist(),
+        "title": title,
+    }
+
+
+def input_cards(info: dict, summary: dict) -> list[dict]:
+    """Cards that say what the run assumed about its input: the rater assignment and the box repairs."""
+    layout = info.get("input") or {}
+    cards = []
+    if layout.get("layout") == "attribute":
+        if layout.get("raters_field"):
+            source = layout.get("raters_field_source") or "given"
+            text = f"listed in {layout['raters_field']!r} ({source})"
+        else:
+            text = "assumed fully crossed: every rater looked at every sample with labels"
+        cards.append({"label": "rater assignment", "value": text, "text": text})
+    elif layout.get("layout") == "fields":
+        text = "a rater is assigned where its field is set (None = not assigned)"
+        cards.append({"label": "rater assignment", "value": text, "text": text})
+    repaired = {k: int(summary.get(k) or 0) for k in ("clipped_boxes", "outside_boxes", "dropped_boxes")}
+    if any(repaired.values()):
+        policy = layout.get("box_policy") or info.get("params", {}).get("box_policy") or "clip"
+        parts = [f"{n} {what}" for what, n in (("clipped", repaired["clipped_boxes"]),
+                                             ("outside the image, kept as zero-area", repaired["outside_boxes"]),
+                                             ("dropped", repaired["dropped_boxes"])) if n]
+        text = f"{', '.join(parts)} (box_policy={policy!r}; per rater in the run's repairs)"
+        cards.append({"label": "boxes past the border", "value": text, "text": text})
+    return cards
+
+
 def _method_view(info: dict) -> dict:
     view = METHOD_VIEWS.get(info["method"])
     if view is None:
@@ -290,14 +355,10 @@ def run_panel_data(samples, key: str) -> dict:
         "bars": [],
         "curves": [],
     }
-    if view.get("pair_matrix") and detail.get("raters"):
+    data["cards"] += input_cards(info, summary)
+    if view.get("pair_matrix") and detail.get("raters") and detail.get("rater_pairs") is not None:
         name, title = view["pair_matrix"]
-        z = np.array(detail[name], dtype=float)
-        order = detail.get("rater_order") or list(range(len(detail["raters"])))
-        raters = [detail["raters"][i] for i in order]
-        z = z[np.ix_(order, order)]
-        data["pair_matrix"] = {"raters": raters, "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
-                               "title": title}
+        data["pair_matrix"] = pair_matrix(detail, name, title)
     if view.get("curves"):
         data["curves"] = view["curves"](detail)
     if view.get("bars"):
