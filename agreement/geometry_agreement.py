@@ -30,8 +30,13 @@ pair has the distance ``d = 1 - s`` in ``[0, 1 - t]``.
   explicit "no object" and takes part; an unassigned rater does not).
 * **Between-item** set pairs (the chance baseline): ``A`` on sample ``i`` and
   ``B`` on a *different* sample ``j != i``, for every unordered rater pair
-  ``{a, b}`` and every ordered sample pair ``(i, j)`` with ``a`` assigned to
-  ``i`` and ``b`` to ``j``.
+  ``{a, b}`` that shares at least one measured sample (the rater pairs that
+  make within-item set pairs; a crowd of ``R`` raters with ``k`` assigned per
+  sample has far fewer than ``R (R - 1) / 2`` of them) and every ordered
+  sample pair ``(i, j)`` with ``a`` assigned to ``i`` and ``b`` to ``j``
+  (``a`` the rater whose name sorts first). The population is stratified by
+  rater pair: stratum ``{a, b}`` holds ``|S_a| |S_b| - |S_a & S_b|`` set
+  pairs, ``S_a`` the measured samples of ``a``.
 
 Both go through exactly the same matching, threshold included, so the two
 distance distributions are comparable: both live in ``[0, 1 - t]``. (A peer
@@ -121,26 +126,37 @@ Bootstrap, chance sample, budget, determinism
   within-item). Matchings are computed once; a resample only reweighs
   per-sample and per-set-pair statistics. The interval of a statistic uses
   the resamples where it is defined (``Estimate.n_resamples``).
-* **Pair budget** (hard): comparing sets of ``n`` and ``m`` annotations costs
-  ``max(1, n m)`` comparisons, and at most ``max_pairs`` comparisons are made
-  in all. The within-item measurement may use up to half of it
-  (``ceil(max_pairs / 2)``): samples are visited in a fixed-seed order (a
-  hash of the seed and the sample id, so that a truncated run measures a
-  random subset) and a sample is measured whole when its within-item cost
-  fits in what remains, else skipped whole (never half-measured); the result
-  says ``truncated`` and how many samples were measured.
-* **Chance sample**: the chance baseline is drawn from the samples not
-  skipped for the budget (a sample with a single assigned rater takes part:
-  its set still pairs with other raters' sets on other samples) and gets the
-  rest of the budget (at least ``floor(max_pairs / 2)``). When
-  the between-item population costs no more, every between-item set pair is
-  measured (``between_exact``); otherwise set pairs are drawn uniformly with
-  replacement from a fixed-seed stream until the next draw would exceed it
-  (duplicates are measured once and weighted by their multiplicity).
+* **Pair budget** (``max_pairs``, in comparisons; comparing sets of ``n``
+  and ``m`` annotations costs ``max(1, n m)``) bounds the **chance sample**:
+  at most ``max_pairs`` between-item comparisons are made. Within-item work
+  grows with the data (one comparison per pair of annotations of two raters
+  on a sample) and is not cut to fit a total: every sample is measured
+  except a sample whose within-item measurement *alone* needs more than
+  ``max_pairs`` comparisons (``sum max(1, n m)`` over its rater pairs). Such
+  a sample is skipped whole (never half-measured), left out of the chance
+  sample and the bootstrap too, and listed (``skipped_samples``: sample id,
+  the comparisons it would need, its raters and annotations);
+  ``truncated`` means exactly that some sample was skipped. Whether a
+  sample is skipped depends on that sample only: not on the seed, the order
+  or the number of the other samples. A dataset of a few hundred ordinary
+  images is measured whole at the default budget (200,000).
+* **Chance sample**: the chance baseline is drawn from the measured samples
+  (a sample with a single assigned rater takes part: its set still pairs
+  with other raters' sets on other samples). When the between-item
+  population costs at most ``max_pairs`` comparisons, every between-item set
+  pair is measured (``between_exact``); otherwise set pairs are drawn
+  uniformly with replacement over the population (a draw picks a stratum
+  with probability proportional to its size, then a sample of each rater;
+  ``i == j`` is rejected) from a fixed-seed stream until the next draw would
+  exceed the budget (duplicates are measured once and weighted by their
+  multiplicity).
+* **Cost**: every stage works on the (sample, assigned rater pair) triples,
+  on the rater pairs that share a sample, or on the chance sample; nothing
+  loops over all ``R (R - 1) / 2`` rater pairs.
 * **Determinism**: sample order, draws and resamples are defined on sample
-  ids (sorted by ``str``, or hashed with the seed), so identical data gives
-  identical numbers after a restart, whatever the order of samples (up to
-  float rounding of sums).
+  ids (sorted by ``str``) and rater names, so identical data gives identical
+  numbers after a restart, whatever the order of samples (up to float
+  rounding of sums).
 
 References
 ----------
@@ -157,7 +173,6 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from dataclasses import dataclass, field
 
@@ -304,14 +319,21 @@ class GeometryAgreementResult:
         between_exact: whether every between-item set pair was measured.
         n_comparisons, n_between_comparisons: similarity evaluations spent.
 
-    Budget:
+    Budget (module docstring: ``max_pairs`` bounds the chance sample; a
+    sample is skipped only when its own within-item measurement needs more
+    than ``max_pairs`` comparisons):
 
     Attributes:
-        truncated: some sample was skipped whole for the pair budget.
+        truncated: some sample was skipped whole for the pair budget
+            (``n_samples_skipped > 0``), and nothing else.
         n_samples: samples in the corpus.
         n_samples_measured: samples measured with at least one within-item
             set pair.
         n_samples_skipped: samples skipped for the budget.
+        skipped_samples: one dict per skipped sample, in ``str(sample_id)``
+            order: ``sample_id``, ``comparisons`` (its within-item
+            comparisons, ``> max_pairs``), ``raters`` (assigned) and
+            ``annotations``.
 
     Per sample (``S``, NaN / 0 where not measured):
 
@@ -323,6 +345,9 @@ class GeometryAgreementResult:
         sample_matched_fraction: ``1 - unmatched / annotations`` (pooled F1).
         sample_measured: bool, measured within the budget.
         sample_reasons: why ``sample_distance`` is NaN (``""`` if defined).
+        sample_comparisons: within-item comparisons the sample needs,
+            ``sum max(1, n m)`` over its set pairs (measured or not).
+        sample_skipped: bool, skipped for the budget.
 
     Per annotation row of ``data`` (``N``):
 
@@ -379,6 +404,9 @@ class GeometryAgreementResult:
     sample_matched_fraction: np.ndarray = field(repr=False)
     sample_measured: np.ndarray = field(repr=False)
     sample_reasons: tuple = field(repr=False)
+    sample_comparisons: np.ndarray = field(repr=False)
+    sample_skipped: np.ndarray = field(repr=False)
+    skipped_samples: tuple = field(repr=False)
     row_distance: np.ndarray = field(repr=False)
     row_n_matched: np.ndarray = field(repr=False)
     pair_rows: np.ndarray = field(repr=False)
@@ -733,9 +761,10 @@ def _within_set_pairs(data, counts: np.ndarray) -> _SetPairs:
 
 @dataclass(frozen=True)
 class _Budget:
-    """Which samples are measured (``keep``), which were skipped for the
-    budget, what each sample's within-item measurement costs, and the budget
-    left for the chance sample."""
+    """Which samples are measured (``keep``) and which are skipped
+    (``skipped``: a sample whose within-item measurement alone needs more than
+    ``max_pairs`` comparisons), what each sample's within-item measurement
+    costs (``cost_s``), and the budget of the chance sample."""
 
     keep: np.ndarray
     skipped: np.ndarray
@@ -743,32 +772,30 @@ class _Budget:
     chance_budget: int
 
 
-def _budget_order(sample_ids: np.ndarray, seed: int) -> np.ndarray:
-    """Sample indices ordered by a hash of ``(seed, str(sample_id))``."""
-    keys = []
-    for x in sample_ids:
-        h = hashlib.blake2b(f"{seed}\x1f{x}".encode(), digest_size=8).digest()
-        keys.append((int.from_bytes(h, "big"), str(x)))
-    return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp)
+def _plan_budget(data, pairs: _SetPairs, max_pairs: int) -> _Budget:
+    """The pair budget: a sample is skipped whole when its own within-item
+    cost ``sum max(1, n m)`` over its set pairs exceeds ``max_pairs``; every
+    other sample is measured; the chance sample gets all of ``max_pairs``.
+
+    A property of each sample alone, so the measured samples depend neither
+    on the seed nor on the order or number of the other samples."""
+    cost_s = np.bincount(pairs.s, weights=pairs.cost, minlength=data.num_samples).astype(np.int64)
+    skipped = cost_s > max_pairs
+    return _Budget(~skipped, skipped, cost_s, max_pairs)
 
 
-def _plan_budget(data, pairs: _SetPairs, max_pairs: int, seed: int) -> _Budget:
-    """The within-item half of the budget, samples in a seeded hash order."""
-    S = data.num_samples
-    cost_s = np.bincount(pairs.s, weights=pairs.cost, minlength=S).astype(np.int64)
-    within_budget = (max_pairs + 1) // 2
-    if int(cost_s.sum()) <= within_budget:
-        keep = np.ones(S, dtype=bool)
-    else:
-        keep = np.zeros(S, dtype=bool)
-        remaining = within_budget
-        cl = cost_s.tolist()
-        for s in _budget_order(data.sample_ids, seed).tolist():
-            if cl[s] <= remaining:
-                keep[s] = True
-                remaining -= cl[s]
-    used = int(cost_s[keep].sum())
-    return _Budget(keep, ~keep & (cost_s > 0), cost_s, max_pairs - used)
+def _skipped_records(data, budget: _Budget, counts: np.ndarray) -> tuple[dict, ...]:
+    """One record per skipped sample, in canonical sample order: ``sample_id``,
+    ``comparisons`` (what its within-item measurement needs), ``raters``
+    (assigned) and ``annotations``."""
+    idx = np.flatnonzero(budget.skipped)
+    if not len(idx):
+        return ()
+    idx = idx[canonical_sample_order(data.sample_ids[idx])]
+    raters = data.assigned[idx].sum(axis=1)
+    anns = counts[idx].sum(axis=1)
+    return tuple({"sample_id": data.sample_ids[s], "comparisons": int(budget.cost_s[s]), "raters": int(k),
+                  "annotations": int(n)} for s, k, n in zip(idx.tolist(), raters.tolist(), anns.tolist()))
 
 
 @dataclass(frozen=True)
@@ -841,8 +868,8 @@ def _per_sample_outputs(data, pairs: _SetPairs, match: _WithinMatch, budget: _Bu
             reasons.append(f"fewer than two raters assigned ({int(n_assigned[s])}): nothing to compare")
         elif budget.skipped[s]:
             reasons.append(
-                f"skipped whole: its {int(budget.cost_s[s])} comparisons did not fit in what remained of the "
-                f"within-item half of the pair budget (max_pairs = {max_pairs})")
+                f"skipped whole: its within-item measurement alone needs {int(budget.cost_s[s])} comparisons "
+                f"({int(n_assigned[s])} raters), more than the pair budget (max_pairs = {max_pairs})")
         elif s_ann[s] == 0:
             reasons.append("every assigned rater drew nothing (explicit absence): no annotation to match")
         else:
@@ -1072,8 +1099,8 @@ def _undefined_reasons(R: int, pv: dict, engine: _Engine, n_within_pairs: int, n
         return {k: f"fewer than two raters ({R}): nothing to compare" for k in GeometryAgreementResult._STATS}
     why: dict[str, str] = {}
     no_pairs = (
-        f"no sample fits the pair budget (max_pairs = {max_pairs}; half of it is for within-item "
-        f"comparisons): every sample with two raters was skipped whole" if any_skipped
+        f"every sample with two raters needs more within-item comparisons than the pair budget "
+        f"(max_pairs = {max_pairs}) and was skipped whole" if any_skipped
         else "no sample has two raters assigned: no within-item set pair")
     no_chance = "no between-item set pair: a chance baseline needs two measured samples with different raters"
     loc = ""
@@ -1215,8 +1242,13 @@ def geometry_agreement(
             (0 matches as many pairs as possible whatever their similarity).
         bootstrap: number of resamples (``>= 2``), or ``None`` for no
             intervals.
-        max_pairs: the hard pair budget, in comparisons (module docstring).
-        seed: seed of the budget order, the chance draws and the resamples.
+        max_pairs: the pair budget, in comparisons (``max(1, n m)`` for sets
+            of ``n`` and ``m`` annotations): at most this many between-item
+            comparisons for the chance sample (exact when the population
+            costs no more); a sample whose within-item measurement alone
+            needs more is skipped whole and listed in ``skipped_samples``
+            (module docstring). Positive integer.
+        seed: seed of the chance draws and the resamples.
         confidence: level of the percentile intervals, in ``(0, 1)``.
         sigma_p: the chance percentile of σ (Braylan et al.: 0.05).
         sigmas: per-keypoint σ for ``"oks"`` (default: COCO's 17 person
@@ -1253,7 +1285,7 @@ def geometry_agreement(
 
     # Within-item: set pairs, budget, matching, per-sample and per-row outputs.
     all_pairs = _within_set_pairs(data, counts)
-    budget = _plan_budget(data, all_pairs, max_pairs, seed)
+    budget = _plan_budget(data, all_pairs, max_pairs)
     pairs = all_pairs.select(budget.keep[all_pairs.s])
     within = _match_within(data, pairs, sim_fn, stack_fn, t)
     outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
@@ -1287,7 +1319,8 @@ def geometry_agreement(
         n_comparisons=int(pairs.cost.sum()), n_between_comparisons=between.comparisons,
         truncated=bool(budget.skipped.any()), n_samples=S,
         n_samples_measured=int(outputs["sample_measured"].sum()), n_samples_skipped=int(budget.skipped.sum()),
-        **outputs, pair_rows=within.rows, pair_distance=within.distance,
+        skipped_samples=_skipped_records(data, budget, counts), sample_comparisons=budget.cost_s,
+        sample_skipped=budget.skipped, **outputs, pair_rows=within.rows, pair_distance=within.distance,
         between_distances=between.distance, between_weights=b_weights,
         distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
         confidence=confidence, sigma_p=p, similarity_report=similarity_report,

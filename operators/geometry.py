@@ -41,8 +41,11 @@ class ComputeGeometryAgreement(foo.Operator):
         inputs.bool("intervals", default=True, label="Bootstrap intervals (resampling samples)")
         if ctx.params.get("intervals", True):
             inputs.int("bootstrap", default=1000, min=2, label="Bootstrap resamples")
-        inputs.int("max_pairs", default=200_000, min=1, label="Pair budget",
-                   description="At most this many comparisons; a sample over budget is skipped whole")
+        inputs.int("max_pairs", default=200_000, min=1, label="Pair budget (chance sample)",
+                   description="At most this many cross-sample comparisons for the chance baseline. "
+                               "Every sample is measured, except one whose own within-sample comparisons "
+                               "exceed this: it is skipped whole and listed in the run results "
+                               "(n_samples_skipped)")
         inputs.int("seed", default=0, label="Seed")
         similarity_3d_inputs(inputs, ctx, "distance")
         run_inputs(inputs, ctx)
@@ -66,3 +69,14 @@ class ComputeGeometryAgreement(foo.Operator):
         )
         refresh_app(ctx)
         return {"key": p["key"], **result}
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.float("sigma", label="σ (share of within distances below chance 5th percentile; ≈0.05 chance)")
+        outputs.float("distance_alpha", label="Distance α (1 identical, 0 chance)")
+        outputs.float("ks", label="KS statistic (within vs chance)")
+        outputs.float("detection_alpha", label="Detection agreement (1 all find all, 0 chance)")
+        outputs.float("classification_alpha", label="Classification α (matched pairs)")
+        outputs.int("n_samples_measured", label="Samples measured")
+        outputs.int("n_samples_skipped", label="Samples skipped: their own comparisons exceed the pair budget")
+        return types.Property(outputs)

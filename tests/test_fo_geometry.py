@@ -65,9 +65,25 @@ def test_geometry_run_fields_results_and_panel(fo, g_ds):
 
 
 def test_no_intervals_and_budget(fo, g_ds):
-    r = _run(g_ds, fields=["a", "b"], key="g0", intervals=False, max_pairs=60)
-    assert r["sigma_ci_low"] is None and r["truncated"] is True
-    assert 0 < r["n_samples_measured"] < 25
+    from agreement.fo.runs import load_agreement_results
+
+    # Nothing is skipped at the default budget.
+    r = _run(g_ds, fields=["a", "b"], key="g1", intervals=False)
+    assert r["sigma_ci_low"] is None and r["sigma"] is not None
+    assert r["truncated"] is False and r["n_samples_skipped"] == 0 and r["n_samples_measured"] == 25
+    assert load_agreement_results(g_ds, "g1")["detail"]["skipped_samples"] == []
+    # One sample of 30 x 30 boxes needs 900 comparisons: over a budget of 500 it alone is skipped and listed.
+    xy = np.random.default_rng(3).uniform(0, 0.8, (30, 2))
+    big = fo.Sample(filepath="/d/big.jpg", **{
+        r: fo.Detections(detections=[fo.Detection(label="x", bounding_box=[float(x), float(y), 0.05, 0.05])
+                                     for x, y in xy]) for r in ("a", "b")})
+    g_ds.add_sample(big)
+    r = _run(g_ds, fields=["a", "b"], key="g0", intervals=False, max_pairs=500)
+    assert r["truncated"] is True and r["n_samples_skipped"] == 1 and r["n_samples_measured"] == 25
+    detail = load_agreement_results(g_ds, "g0")["detail"]
+    assert detail["skipped_samples"] == [{"sample_id": big.id, "comparisons": 900, "raters": 2, "annotations": 60}]
+    assert "skipped whole" in detail["undefined_samples"][big.id]
+    assert g_ds[big.id]["g0_distance"] is None
 
 
 @pytest.mark.parametrize("params, message", [({"bootstrap": 1}, "bootstrap"), ({"distance": "nope"}, "distance")])

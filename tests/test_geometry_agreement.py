@@ -5,7 +5,9 @@ chance correction on an easy corpus, label flips, missed objects, both ends
 of detection agreement, brute-force oracles (threshold matching, scipy's KS,
 numpy's quantile, the ``krippendorff`` package), the bootstrap (weights,
 determinism, order invariance, resampling samples), the pair budget,
-undefined values, and the shared LVIS data.
+undefined values, and the shared LVIS data. Issue 10: the pair budget bounds
+the chance sample and skips (and lists) only a sample that alone exceeds it;
+the chance strata are the rater pairs that share a sample, never all R^2.
 """
 
 from __future__ import annotations
@@ -27,10 +29,14 @@ from agreement.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry_agreement import (
     DISTANCES,
     GeometryAgreementResult,
+    _chance_strata,
     _Engine,
+    _within_set_pairs,
     geometry_agreement,
 )
 from agreement.krippendorff import encode_values, nominal_alpha
+from agreement.rater_pairs import RaterPairTable
+from agreement.synthetic.crowd import crowd_corpus
 from agreement.validation import AnnotationError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,6 +119,21 @@ def with_rows(data, keep=None, labels=None):
         polygons=[data.polygons[i] for i in idx] if data.polygons is not None else None,
         keypoints=data.keypoints[idx] if data.keypoints is not None else None,
     )
+
+
+def with_big_sample(data, n_boxes, sample_id="huge", seed=0, raters=None):
+    """``data`` plus one sample on which every rater (or ``raters``) draws the
+    same ``n_boxes`` small boxes, jittered: a sample that costs
+    ``pairs * n_boxes^2`` within-item comparisons."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.05, 0.9, (n_boxes, 2))
+    big = {}
+    for name in data.raters if raters is None else raters:
+        boxes = np.c_[centres + rng.normal(0, 0.002, centres.shape), np.full((n_boxes, 2), 0.04)]
+        big[name] = AnnotationSet(boxes, ["a"] * n_boxes, [None] * n_boxes)
+    sets = [data.sets(s) for s in range(data.num_samples)] + [big]
+    sizes = np.vstack([data.image_sizes, data.image_sizes[:1]])
+    return MultiRaterAnnotations.from_sets([*data.sample_ids, sample_id], list(data.raters), sets, image_sizes=sizes)
 
 
 def boxes_corpus(sets_per_sample, raters=("r1", "r2"), ids=None):
@@ -271,9 +292,15 @@ def test_detection_agreement_is_about_zero_for_unrelated_samples(distance):
 
 
 def _brute_force(data, t):
-    """Every within- and between-item set pair matched by threshold_match (IoU)."""
+    """Every within- and between-item set pair matched by threshold_match (IoU).
+
+    Between-item set pairs: rater ``a`` on sample ``s`` against rater ``b``
+    on sample ``u != s``, for every rater pair that shares some sample
+    (``a`` the rater whose name sorts first; raters are sorted by name)."""
     names = list(data.raters)
     R = len(names)
+    assert names == sorted(names)
+    shares = {(a, b) for a in range(R) for b in range(a + 1, R) if (data.assigned[:, a] & data.assigned[:, b]).any()}
     W, B, Uw, Aw, Ub, Ab, la, lb = [], [], 0, 0, 0, 0, [], []
     for s in range(data.num_samples):
         for a in range(R):
@@ -287,8 +314,8 @@ def _brute_force(data, t):
                 Aw += m.n_a + m.n_b
                 la.extend(data.labels[ra][m.rows])
                 lb.extend(data.labels[rb][m.cols])
-    for a in range(R):
-        for b in range(a + 1, R):
+    for a, b in sorted(shares):
+        if True:
             for s in range(data.num_samples):
                 for u in range(data.num_samples):
                     if s == u or not (data.assigned[s, a] and data.assigned[u, b]):
@@ -356,7 +383,8 @@ def test_sampled_chance_baseline_counts_duplicate_draws():
     assert r.n_between == len(B)
     assert r.sigma.value == pytest.approx(np.mean(W < np.quantile(B, 0.05)))
     assert r.ks.value == pytest.approx(stats.ks_2samp(W, B).statistic)
-    assert r.n_comparisons + r.n_between_comparisons <= 6_000
+    # The budget bounds the chance sample; every sample is measured.
+    assert r.n_between_comparisons <= 6_000 and r.n_samples_measured == 40 and not r.truncated
 
 
 @pytest.mark.parametrize("distance", ["giou", "iou", "centroid"])
@@ -464,16 +492,19 @@ def _assert_same(a: GeometryAgreementResult, b: GeometryAgreementResult, rtol=1e
 
 
 def test_bootstrap_is_deterministic_and_invariant_to_sample_order():
-    data = _messy_corpus(40, seed=3)
+    data = with_big_sample(_messy_corpus(40, seed=3), 60)
     kw = dict(distance="giou", bootstrap=40, max_pairs=800, seed=7)
     a = geometry_agreement(data, **kw)
-    assert a.truncated and not a.between_exact  # both the budget and the chance sample are exercised
+    # both a skipped sample and a sampled chance baseline are exercised
+    assert a.truncated and a.n_samples_skipped == 1 and not a.between_exact
     _assert_same(a, geometry_agreement(data, **kw))
     perm, order = _permuted(data, 1)
     p = geometry_agreement(perm, **kw)
     _assert_same(a, p)
+    assert a.skipped_samples == p.skipped_samples and a.skipped_samples[0]["sample_id"] == "huge"
     # Per-sample results follow their samples.
     np.testing.assert_array_equal(a.sample_measured[order], p.sample_measured)
+    np.testing.assert_array_equal(a.sample_skipped[order], p.sample_skipped)
     np.testing.assert_allclose(a.sample_distance[order], p.sample_distance, rtol=1e-12)
     # Another seed: another chance sample and other resamples.
     other = geometry_agreement(data, **{**kw, "seed": 8})
@@ -553,30 +584,120 @@ def test_missing_geometry_is_a_clear_error():
 # ---------------------------------------------------------------------------
 
 
-def test_budget_skips_a_sample_whole_and_says_truncated():
+def test_budget_skips_only_a_sample_that_alone_exceeds_it_and_lists_it():
     truth = make_truth(30, per=(2, 3), seed=11)
     big = (np.random.default_rng(0).uniform(0.2, 0.8, (120, 2)), np.full((120, 2), 0.05),
            np.zeros((120, 17, 2)), np.array(["a"] * 120))
     data = make_corpus(truth + [big], 3, noise=0.03, seed=7)
     big_s = data.num_samples - 1
     full = geometry_agreement(data, bootstrap=None, max_pairs=10**7)
-    assert not full.truncated and full.n_samples_measured == 31
+    assert not full.truncated and full.n_samples_measured == 31 and full.skipped_samples == ()
+    need = 3 * 120 * 120  # three rater pairs of 120 x 120 boxes
+    assert full.sample_comparisons[big_s] == need and full.n_comparisons == full.sample_comparisons.sum()
     r = geometry_agreement(data, bootstrap=None, max_pairs=20_000)
     assert r.truncated and r.n_samples_skipped == 1 and r.n_samples_measured == 30
+    assert r.skipped_samples == ({"sample_id": data.sample_ids[big_s], "comparisons": need, "raters": 3,
+                                  "annotations": 360},)
+    assert r.sample_skipped.tolist() == [False] * 30 + [True]
     assert not r.sample_measured[big_s] and "skipped whole" in r.sample_reasons[big_s]
+    assert f"needs {need} comparisons" in r.sample_reasons[big_s]
     assert np.isnan(r.sample_distance[big_s]) and r.sample_n_annotations[big_s] == 0
     rows = data.sample_index == big_s
     assert np.isnan(r.row_distance[rows]).all() and (r.row_n_matched[rows] == 0).all()
-    # Never half-measured: a measured sample has every rater pair measured.
+    # Every other sample is measured, whole, exactly as without a budget.
     m = r.sample_measured
+    assert m.sum() == 30
     np.testing.assert_array_equal(r.sample_n_annotations[m], full.sample_n_annotations[m])
     np.testing.assert_array_equal(r.sample_n_matched[m], full.sample_n_matched[m])
-    assert r.n_comparisons <= 10_000 and r.n_comparisons + r.n_between_comparisons <= 20_000
-    # A tight budget measures a (seeded, random) subset of the small samples.
-    tight = geometry_agreement(data, bootstrap=None, max_pairs=400)
-    assert tight.truncated and 0 < tight.n_samples_measured < 30
-    assert tight.n_comparisons <= 200 and tight.n_comparisons + tight.n_between_comparisons <= 400
-    assert np.isnan(tight.sample_distance[~tight.sample_measured]).all()
+    np.testing.assert_array_equal(r.sample_distance[m], full.sample_distance[m])
+    # The budget bounds the chance sample, not the within-item work.
+    assert r.n_comparisons == full.n_comparisons - need and r.n_between_comparisons <= 20_000
+    # Exactly at the budget a sample is measured; one comparison more and it is skipped.
+    assert not geometry_agreement(data, bootstrap=None, max_pairs=need).truncated
+    assert geometry_agreement(data, bootstrap=None, max_pairs=need - 1).n_samples_skipped == 1
+    # A tight budget skips exactly the samples that alone exceed it, listed by sample id.
+    tight = geometry_agreement(data, bootstrap=None, max_pairs=12)
+    over = full.sample_comparisons > 12
+    assert 1 < over.sum() < 31
+    np.testing.assert_array_equal(tight.sample_skipped, over)
+    assert [x["sample_id"] for x in tight.skipped_samples] == sorted(data.sample_ids[over].tolist())
+    assert tight.n_samples_skipped == over.sum() and tight.n_samples_measured == 31 - over.sum()
+    assert tight.n_between_comparisons <= 12
+    assert np.isnan(tight.sample_distance[over]).all()
+
+
+def _crowd(S=300, R=150, k=10, seed=3):
+    """A crowd corpus: k of R raters per sample, about 8 boxes each."""
+    return crowd_corpus(S, R, raters_per_sample=k, min_objects=5, max_objects=13, seed=seed)[0]
+
+
+def test_crowd_corpus_is_measured_whole_at_the_default_budget():
+    data = _crowd()
+    assert 7 <= len(data) / data.assigned.sum() <= 9  # about 8 boxes per rater and sample
+    r = geometry_agreement(data, bootstrap=None)
+    assert not r.truncated and r.n_samples_skipped == 0 and r.skipped_samples == ()
+    assert r.n_samples_measured == 300 and r.sample_measured.all()
+    # Far more within-item work than the budget: all of it done; the chance sample keeps to the budget.
+    assert r.n_comparisons == r.sample_comparisons.sum() > 2 * 200_000
+    assert r.n_between_comparisons <= 200_000 and not r.between_exact
+    assert r.sigma.value > 0.8 and r.detection_alpha.value > 0.5
+
+
+def test_crowd_with_one_huge_sample_skips_and_lists_only_it():
+    data = _crowd()
+    r = geometry_agreement(data, bootstrap=None)
+    huge = with_big_sample(data, 80, sample_id="s_huge", raters=data.raters[:10])  # 45 rater pairs x 80^2 = 288,000 comparisons
+    h = geometry_agreement(huge, bootstrap=None)
+    assert h.truncated and h.n_samples_skipped == 1 and h.n_samples_measured == 300
+    assert h.skipped_samples == ({"sample_id": "s_huge", "comparisons": 45 * 80 * 80, "raters": 10,
+                                  "annotations": 800},)
+    # The other samples are measured exactly as without the huge one.
+    np.testing.assert_array_equal(h.sample_distance[:300], r.sample_distance)
+    np.testing.assert_array_equal(h.sample_matched_fraction[:300], r.sample_matched_fraction)
+    assert h.n_comparisons == r.n_comparisons
+    # ... and the chance sample never sees the skipped sample: identical statistics.
+    for name in STATS:
+        assert getattr(h, name).value == pytest.approx(getattr(r, name).value, rel=1e-12, nan_ok=True), name
+
+
+def test_chance_strata_are_the_rater_pairs_that_share_a_sample():
+    # 500 raters, 10 per sample: the strata are the pairs that met, not all 124,750.
+    data = _crowd(S=200, R=500, k=10, seed=5)
+    counts = data.counts()
+    pairs = _within_set_pairs(data, counts)
+    strata = _chance_strata(data, counts, pairs, np.arange(data.num_samples))
+    table = RaterPairTable.from_assignment(data.raters, data.assigned)
+    assert len(strata.first) == len(table) < 200 * 45
+    got = sorted(zip(np.minimum(strata.first, strata.second).tolist(), np.maximum(strata.first, strata.second).tolist()))
+    assert got == list(zip(table.a.tolist(), table.b.tolist()))
+    # sizes and populations from per-rater sums equal a direct count
+    n_s = data.assigned.sum(axis=0)
+    np.testing.assert_array_equal(strata.size, n_s[strata.first] * n_s[strata.second])
+    shared = table.n_shared[table.index(strata.first, strata.second)]
+    np.testing.assert_array_equal(strata.pop, strata.size - shared)
+    x = 7  # one stratum's cost by brute force
+    a, b = strata.first[x], strata.second[x]
+    Sa, Sb = np.flatnonzero(data.assigned[:, a]), np.flatnonzero(data.assigned[:, b])
+    assert strata.cost[x] == sum(max(1, counts[i, a] * counts[j, b]) for i in Sa for j in Sb if i != j)
+
+
+def test_chance_baseline_leaves_out_rater_pairs_that_never_share_a_sample():
+    # r1/r2 label samples 0-5, r3/r4 samples 6-11, r1/r3 samples 12-14:
+    # (r1, r4), (r2, r3), (r2, r4) never meet and form no chance stratum.
+    rng = np.random.default_rng(4)
+    truth = make_truth(15, per=(1, 4), seed=4)
+    groups = [("r1", "r2")] * 6 + [("r3", "r4")] * 6 + [("r1", "r3")] * 3
+    sets = [{name: draw(obj, 0.1, rng, miss=0.2) for name in g} for obj, g in zip(truth, groups)]
+    sets = [{k: AnnotationSet(v.boxes, v.labels, v.ids) for k, v in m.items()} for m in sets]
+    data = MultiRaterAnnotations.from_sets([f"x{i:02d}" for i in range(15)], ["r1", "r2", "r3", "r4"], sets)
+    r = geometry_agreement(data, distance="iou", threshold=0.3, bootstrap=None, max_pairs=10**7)
+    assert r.between_exact
+    W, B, Uo, Ue, _, _ = _brute_force(data, 0.3)
+    np.testing.assert_allclose(np.sort(r.pair_distance), W, atol=1e-12)
+    np.testing.assert_allclose(np.sort(np.repeat(r.between_distances, r.between_weights)), B, atol=1e-12)
+    assert r.unmatched_between == pytest.approx(Ue)
+    # |S_r1| |S_r2| - 6 + |S_r3| |S_r4| - 6 + |S_r1| |S_r3| - 3 = 9*6 - 6 + 9*6 - 6 + 9*9 - 3
+    assert r.n_between_population == 48 + 48 + 78
 
 
 # ---------------------------------------------------------------------------
@@ -730,7 +851,10 @@ def test_lvis_geometry_agreement(lvis_path):
             print(f"  mean within {r.mean_within:.4f}, mean between {r.mean_between:.4f}, "
                   f"q05(between) {r.between_quantile:.4f}, unmatched within {r.unmatched_within:.4f} "
                   f"/ between {r.unmatched_between:.4f}, KS p (two-sided) {r.ks_pvalue:.2e}")
+            # 200 images: every one measured at the default budget too, nothing skipped
             assert not r.truncated and r.n_samples_measured == 200
+            assert r.n_samples_skipped == 0 and r.skipped_samples == ()
+            assert r.n_between_comparisons <= max_pairs
             assert r.between_exact == (max_pairs > 200_000)
             assert r.sigma.value > 0.5 and r.distance_alpha.value > 0.5
             assert r.detection_alpha.value > 0.5 and r.classification_alpha.value > 0.8

@@ -5,7 +5,10 @@ Wraps :func:`agreement.geometry_agreement.geometry_agreement` (Braylan, Alonso
 distances of matched annotations on the same sample against the between-item
 distances of the same matching across samples, σ, distance α, KS, detection
 agreement and classification agreement, each with a bootstrap interval over
-samples, and a hard pair budget.
+samples. The pair budget ``max_pairs`` bounds the chance sample; a sample is
+skipped only when its own within-sample comparisons exceed it, and each
+skipped sample is listed in the run results (``detail["skipped_samples"]``)
+and counted in the summary (``n_samples_skipped``).
 
 Written to the dataset (``key`` is the run key):
 
@@ -75,8 +78,14 @@ def compute_geometry_agreement(
             between samples, so the chance baseline is comparable).
         bootstrap: resamples of samples for the percentile intervals (>= 2),
             or ``None`` for no intervals.
-        max_pairs: the hard budget of pairwise comparisons; a sample over it
-            is skipped whole and the result says ``truncated``.
+        max_pairs: the pair budget, in comparisons (``max(1, n m)`` for two
+            sets of ``n`` and ``m`` annotations): at most this many
+            between-sample comparisons for the chance baseline (all of them,
+            ``between_exact``, when they are fewer). Within-sample work is
+            not cut to fit it: a sample is skipped whole only when its own
+            within-sample comparisons exceed ``max_pairs``; it is then listed
+            in ``detail["skipped_samples"]`` and counted in
+            ``n_samples_skipped``, and ``truncated`` is true exactly then.
         point3d_scale, polyline3d_tolerance: scene-unit parameters of the
             ``"point3d"`` and ``"polyline3d_f1"`` distances.
 
@@ -84,7 +93,13 @@ def compute_geometry_agreement(
         The headline numbers: ``sigma``, ``distance_alpha``, ``ks``,
         ``ks_greater``, ``ks_less``, ``detection_alpha``,
         ``classification_alpha``, each with ``_ci_low``, ``_ci_high`` and
-        ``_reason``, and ``truncated``, ``n_samples_measured``, ...
+        ``_reason``, and ``truncated``, ``n_samples_measured``,
+        ``n_samples_skipped``, ``between_exact``, ... The run results
+        (:func:`agreement.fo.runs.load_agreement_results`) hold this summary
+        and ``detail``: ``skipped_samples`` (one ``{"sample_id",
+        "comparisons", "raters", "annotations"}`` per skipped sample),
+        ``undefined_samples`` (sample id → reason, at most ``MAX_LISTED``),
+        the distance densities, repairs and the similarity report.
     """
     if distance not in DISTANCES:
         raise ValueError(f"unknown distance {distance!r}; choose from {list(DISTANCES)}")
@@ -135,6 +150,7 @@ def compute_geometry_agreement(
             "within_density": within / max(within.sum(), 1) / np.diff(edges),
             "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
         },
+        "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
         "undefined_samples": dict(list({str(s): r for s, r in zip(sid, res.sample_reasons) if r}.items())[:MAX_LISTED]),
         "repairs": read.repairs.as_dict(),
         "similarity_report": res.similarity_report,
