@@ -7,10 +7,16 @@ Prints run times (and ratios measured in this run, never timed assertions):
    ``agreement.baselines.threshold_match`` call per set pair, the same set
    pairs);
 2. a generated 20,000-sample, 5-rater corpus of deterministic jittered boxes
-   (3 objects per image), at the default pair budget (truncated) and with a
-   budget that measures every sample, without and with 1000 resamples;
+   (3 objects per image), at the default pair budget (which bounds the chance
+   sample only: every sample is measured) and with an exact chance baseline
+   budget, without and with 1000 resamples;
 3. how the time grows with boxes per sample (10, 50, 200; 100 samples,
-   5 raters, every sample measured), and what the default budget bounds it to.
+   5 raters, every sample measured), and what the default budget does (a
+   sample whose own within-item comparisons exceed it is skipped);
+4. cost per (sample, assigned rater pair): a crowd corpus of 2,000 samples,
+   10 raters assigned per sample out of 500, about 5 boxes each, against the
+   same with 10 raters in all (both 90,000 triples), without and with the
+   default 1000 resamples; the ratio should stay near 1 (target: within 1.5x).
 
 Run from the repository root::
 
@@ -32,6 +38,7 @@ import numpy as np  # noqa: E402
 from agreement.baselines import threshold_match  # noqa: E402
 from agreement.data import MultiRaterAnnotations  # noqa: E402
 from agreement.geometry_agreement import geometry_agreement  # noqa: E402
+from agreement.synthetic.crowd import crowd_corpus  # noqa: E402
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 
@@ -121,28 +128,42 @@ def main() -> None:
     # 2. 20,000 x 5 -------------------------------------------------------------
     big, tg = timed(jittered_corpus, 20_000, 5, 3)
     print(f"\n2. Generated corpus: 20,000 samples x 5 raters x 3 boxes = {len(big):,} boxes (generated in {tg:.2f} s)")
-    r, t = timed(geometry_agreement, big, bootstrap=None)
-    print(line("default budget (200,000), no bootstrap", r, t))
-    r, t = timed(geometry_agreement, big, bootstrap=1000)
-    print(line("default budget (200,000), 1000 resamples", r, t))
-    r, t_full = timed(geometry_agreement, big, bootstrap=None, max_pairs=4_000_000)
-    print(line("every sample (max_pairs 4M), no bootstrap", r, t_full))
-    r, t_boot = timed(geometry_agreement, big, bootstrap=1000, max_pairs=4_000_000)
-    print(line("every sample (max_pairs 4M), 1000 resamples", r, t_boot))
+    r, t_full = timed(geometry_agreement, big, bootstrap=None)
+    print(line("default budget (200,000), no bootstrap", r, t_full))
+    r, t_boot = timed(geometry_agreement, big, bootstrap=1000)
+    print(line("default budget (200,000), 1000 resamples", r, t_boot))
     print(f"  1000 resamples add {t_boot - t_full:.1f} s ({(t_boot - t_full) / t_full:.1f}x a run without bootstrap)")
+    r, t = timed(geometry_agreement, big, bootstrap=None, max_pairs=4_000_000)
+    print(line("chance budget 4M, no bootstrap", r, t))
 
     # 3. boxes per sample --------------------------------------------------------
     print("\n3. Growth with boxes per sample (100 samples x 5 raters, GIoU, no bootstrap)")
     base = None
     for k in (10, 50, 200):
         d = jittered_corpus(100, 5, k, seed=1)
-        need = 2 * 100 * 10 * k * k  # within-item comparisons are at most half the budget
+        need = 100 * 10 * k * k  # every within-item comparison; the chance sample gets as many
         r, t = timed(geometry_agreement, d, bootstrap=None, max_pairs=need)
         per = t / max(r.n_comparisons + r.n_between_comparisons, 1) * 1e9
         base = base or t
         print(line(f"{k:3d} boxes/sample, every sample", r, t) + f"   {per:.0f} ns/comparison, {t / base:.1f}x k=10")
         r, t = timed(geometry_agreement, d, bootstrap=None)
         print(line(f"{k:3d} boxes/sample, default budget", r, t))
+
+    # 4. per (sample, rater pair) -------------------------------------------------
+    print("\n4. Cost per (sample, assigned rater pair): 2,000 samples, 10 raters per sample, ~5 boxes each")
+    per = {}
+    for R in (500, 10):
+        d, tg = timed(lambda: crowd_corpus(2_000, R, raters_per_sample=10, min_objects=3, max_objects=9, seed=0)[0])
+        triples = int((lambda k: (k * (k - 1) // 2).sum())(d.assigned.sum(axis=1)))
+        print(f"  R = {R}: {len(d):,} boxes, {triples:,} (sample, rater pair) triples (generated in {tg:.2f} s)")
+        for boot in (None, 1000):
+            r, t = timed(geometry_agreement, d, bootstrap=boot)
+            per[R, boot] = t / triples
+            print(line(f"R = {R}, {'no bootstrap' if boot is None else '1000 resamples'}", r, t)
+                  + f"   {t / triples * 1e6:.1f} us/triple")
+    for boot in (None, 1000):
+        print(f"  per triple, R = 500 / R = 10, {'no bootstrap' if boot is None else '1000 resamples'}: "
+              f"{per[500, boot] / per[10, boot]:.2f}x (target: within 1.5x)")
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nPeak resident memory: {peak:.0f} MB")
