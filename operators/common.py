@@ -178,11 +178,10 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
 
 def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
     """Form fragment: the assigned-raters field, preselected from what the dataset records."""
-    from agreement.fo.reading import recorded_assignment
+    from agreement.fo.reading import assignment_candidates, recorded_assignment
 
     dataset = ctx.dataset
-    schema = dataset.get_field_schema()
-    list_fields = sorted(k for k, v in schema.items() if type(v).__name__ == "ListField")
+    list_fields = assignment_candidates(dataset)
     recorded = recorded_assignment(dataset, field).raters_field if field else None
     if list_fields:
         inputs.enum(

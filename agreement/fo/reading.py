@@ -44,7 +44,7 @@ from agreement.data import MultiRaterAnnotations
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
-           "recorded_assignment", "crossed_evidence"]
+           "recorded_assignment", "crossed_evidence", "assignment_candidates"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -660,7 +660,7 @@ def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, 
 def _check_raters_field_type(samples, raters_field: str) -> None:
     schema = samples.get_field_schema()
     if raters_field not in schema:
-        lists = _list_fields(samples)
+        lists = assignment_candidates(samples)
         raise AnnotationError(
             f"raters_field {raters_field!r} does not exist on dataset {samples._dataset.name!r}"
             + (f"; its list fields are: {', '.join(lists)}" if lists else "; it has no list fields")
@@ -672,8 +672,9 @@ def _check_raters_field_type(samples, raters_field: str) -> None:
         )
 
 
-def _list_fields(samples) -> list[str]:
-    return sorted(k for k, v in samples.get_field_schema().items() if isinstance(v, fof.ListField))
+def assignment_candidates(samples) -> list[str]:
+    """Sample-level list fields that could name the assigned raters (``tags`` excluded)."""
+    return sorted(k for k, v in samples.get_field_schema().items() if isinstance(v, fof.ListField) and k != "tags")
 
 
 def _checked_assignment(listed: list, geo: list, named: list[str], samples, sample_ids, filepaths, field: str,
@@ -766,7 +767,7 @@ def crossed_evidence(counts: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray,
 
 
 def _crossed_refusal(samples, field: str, raters, evidence: dict) -> str:
-    lists = _list_fields(samples)
+    lists = assignment_candidates(samples)
     choice = f" (list fields on this dataset: {', '.join(lists)})" if lists else ""
     return (
         f"field {field!r} records no rater assignment (no raters_field), so every one of the {len(raters)} raters "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -32,6 +32,8 @@ import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
 from agreement.fo.reading import LABEL_TYPES
+from agreement.fo.writing import db_value as _db_value
+from agreement.fo.writing import write_label_columns
 
 __all__ = [
     "PLUGIN_NAME",
@@ -40,6 +42,7 @@ __all__ = [
     "prepare_run",
     "write_sample_values",
     "write_label_values",
+    "write_label_attrs",
     "register_run",
     "list_agreement_runs",
     "get_agreement_run_info",
@@ -236,30 +239,37 @@ def write_sample_values(samples, plan: RunPlan, suffix: str, values: dict[str, A
 def write_label_values(
     samples, plan: RunPlan, label_field: str, suffix: str, values: list[tuple[str, str, Any]]
 ) -> None:
-    """Writes per-label values ``(sample_id, label_id, value)`` as attribute ``{key}_{suffix}``."""
-    attr = plan.label_attr(suffix)
-    if [label_field, attr] not in plan.label_attrs:
-        raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
-    if not values or all(_db_value(v) is None for _, _, v in values):
-        return  # nothing defined to write: an absent attribute reads as None
+    """Writes per-label values ``(sample_id, label_id, value)`` as attribute ``{key}_{suffix}``.
+
+    One attribute; :func:`write_label_attrs` writes several in the same pass.
+    """
+    if not values:
+        return
+    sids, lids, vals = zip(*values)
+    write_label_attrs(samples, plan, label_field, sids, lids, {suffix: vals})
+
+
+def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequence[str],
+                      label_ids: Sequence[str], columns: dict[str, Sequence[Any]]) -> None:
+    """Writes several per-label attributes ``{key}_{suffix}`` in one bulk pass (one update per sample).
+
+    Args:
+        samples: the dataset or view.
+        plan: from :func:`prepare_run`; every ``(label_field, {key}_{suffix})`` must be planned.
+        label_field: the label field holding the labels.
+        sample_ids, label_ids: the sample and id of each label.
+        columns: ``{suffix: one value per label}``; ``None``/NaN values are not written
+            (an absent attribute reads as ``None``).
+    """
+    named = {}
+    for suffix, vals in columns.items():
+        attr = plan.label_attr(suffix)
+        if [label_field, attr] not in plan.label_attrs:
+            raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
+        named[attr] = list(vals)
     dataset = _dataset(samples)
-    path = _label_path(dataset, label_field, attr)
-    dataset.set_label_values(
-        path,
-        [{"sample_id": s, "label_id": lid, "value": _db_value(v)} for s, lid, v in values],
-        dynamic=True,
-    )
-
-
-def _db_value(v: Any) -> Any:
-    if isinstance(v, (np.floating, float)):
-        v = float(v)
-        return None if math.isnan(v) else v
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
+    list_field = LABEL_TYPES[dataset.get_field(label_field).document_type]
+    write_label_columns(dataset, label_field, list_field, list(sample_ids), list(label_ids), named)
 
 
 def to_json(obj: Any) -> Any:

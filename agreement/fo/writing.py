@@ -1,0 +1,125 @@
+"""Bulk write-back of per-label results: one database update per sample, all attributes at once.
+
+FiftyOne's ``set_label_values`` builds a document per value and costs about
+14x a bare ``values()`` read per attribute (72,000 labels: 9.7 s against
+0.7 s). Here every label attribute a run writes on one label field goes out
+in a single ``UpdateOne`` per sample: ``$set`` on
+``<field>.<list>.$[l<i>].<attr>`` with one array filter per label, matched
+by the label's ``_id``. Only the run's own attributes change; the label and
+every other attribute keep their content, and a label that was deleted or
+replaced since the read is simply not matched (no error, nothing written).
+
+The attributes are declared in the dataset schema first (float, int, bool or
+string, from the values), so that the App and ``get_field_schema`` see them;
+then in-memory samples are reloaded, so that FiftyOne reads back exactly what
+was written.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from bson import ObjectId
+from pymongo import UpdateOne
+
+import fiftyone.core.fields as fof
+
+__all__ = ["write_label_columns", "db_value"]
+
+#: Updates sent to the database per ``bulk_write`` call.
+BATCH = 1000
+
+
+def db_value(v: Any) -> Any:
+    """A value as stored: numpy scalars as Python scalars, NaN as ``None``."""
+    if isinstance(v, (np.floating, float)):
+        v = float(v)
+        return None if math.isnan(v) else v
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def _field_type(values: Sequence[Any]):
+    """The FiftyOne field class for a column of stored values (``None`` if all are ``None``)."""
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return None
+    if kinds <= {bool}:
+        return fof.BooleanField
+    if kinds <= {int}:
+        return fof.IntField
+    if kinds <= {int, float}:
+        return fof.FloatField
+    if kinds <= {str}:
+        return fof.StringField
+    if kinds <= {list}:
+        return fof.ListField
+    raise TypeError(f"cannot store label attribute values of types {sorted(k.__name__ for k in kinds)}")
+
+
+def _declare(dataset, list_path: str, columns: Mapping[str, Sequence[Any]]) -> None:
+    """Declares each attribute of ``columns`` under ``list_path`` with the type of its values."""
+    for attr, values in columns.items():
+        path = f"{list_path}.{attr}"
+        kind = _field_type(values)
+        if kind is None or dataset.get_field(path) is not None:
+            continue
+        dataset.add_sample_field(path, kind)
+
+
+def write_label_columns(
+    dataset,
+    label_field: str,
+    list_field: str,
+    sample_ids: Sequence[str],
+    label_ids: Sequence[str],
+    columns: Mapping[str, Sequence[Any]],
+) -> int:
+    """Writes per-label attributes in bulk: one update per sample carrying every attribute of its labels.
+
+    Args:
+        dataset: the (root) dataset.
+        label_field: the label field, e.g. ``"ground_truth"``.
+        list_field: its list attribute (``"detections"``, ``"polylines"``, ``"keypoints"``).
+        sample_ids: the sample of each label.
+        label_ids: the id of each label.
+        columns: attribute name -> one value per label (``None``/NaN: not written).
+
+    Returns:
+        The number of labels written.
+    """
+    n = len(label_ids)
+    if len(sample_ids) != n or any(len(v) != n for v in columns.values()):
+        raise ValueError("sample_ids, label_ids and every column must have one entry per label")
+    clean = {a: [db_value(v) for v in vals] for a, vals in columns.items()}
+    list_path = f"{label_field}.{list_field}"
+    _declare(dataset, list_path, clean)
+    per_sample: dict[str, list[int]] = {}
+    for i, s in enumerate(sample_ids):
+        per_sample.setdefault(s, []).append(i)
+    ops, written = [], 0
+    coll = dataset._sample_collection
+    for s, rows in per_sample.items():
+        sets, filters = {}, []
+        for k, i in enumerate(rows):
+            values = {a: clean[a][i] for a in clean if clean[a][i] is not None}
+            if not values:
+                continue
+            filters.append({f"l{k}._id": ObjectId(label_ids[i])})
+            for a, v in values.items():
+                sets[f"{list_path}.$[l{k}].{a}"] = v
+            written += 1
+        if sets:
+            ops.append(UpdateOne({"_id": ObjectId(s)}, {"$set": sets}, array_filters=filters))
+        if len(ops) >= BATCH:
+            coll.bulk_write(ops, ordered=False)
+            ops = []
+    if ops:
+        coll.bulk_write(ops, ordered=False)
+    dataset.reload()
+    return written

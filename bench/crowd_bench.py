@@ -1,0 +1,128 @@
+"""Crowd benchmark: every compute operator on a crowd design, against the same corpus with few raters.
+
+A generated crowd corpus (:func:`agreement.synthetic.crowd.crowd_corpus`) of
+``--samples`` samples (default 2,000) with 10 raters assigned per sample,
+once drawn from ``--crowd`` raters (default 500) and once from 10 raters in
+all (every rater on every sample). Both are loaded into FiftyOne in the
+attribute layout (one ``ground_truth`` field of boxes, one ``polygons`` field
+of the same objects as polygons, the rater in ``annotator``, the assigned
+raters in ``raters``, declared once with
+:func:`agreement.fo.reading.declare_raters_field`), and every compute
+operator runs end to end through ``execute_operator`` (read, compute, chance
+baseline, write-back, run registration) with default parameters and no
+``raters_field``: the recorded assignment is used.
+
+Printed per operator: seconds on each corpus, seconds per (sample, assigned
+rater pair) (both corpora have 2,000 × 45 such pairs), and the ratio
+crowd / few. Targets: within 1.5× per (sample, rater pair); OT no slower
+than KαLOS on the crowd. A bare ``values()`` read of the same fields is the
+baseline of each run.
+
+Run with ``make bench`` (a private, temporary FiftyOne database) or
+``scripts/with-temp-fiftyone.sh .venv/bin/python bench/crowd_bench.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+OPERATORS = [
+    ("compute_ot_agreement", {}),
+    ("compute_kalos", {}),
+    ("compute_geometry_agreement", {}),
+    ("calibrate_agreement", {"distances": ["iou", "giou"]}),
+    ("compute_mask_consensus", {"field": "polygons"}),
+]
+
+
+def load(corpus, name: str, image_size: tuple[int, int]):
+    """The corpus as a FiftyOne dataset in the attribute layout, with boxes and polygons."""
+    import fiftyone as fo
+
+    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.reading import declare_raters_field
+
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name)
+    ds.add_sample_field("ground_truth", fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
+    ds.add_sample_field("polygons", fo.EmbeddedDocumentField, embedded_doc_type=fo.Polylines)
+    paths = [f"/bench/crowd/{s:06d}.jpg" for s in range(corpus.num_samples)]
+    samples = samples_from_corpus(corpus, paths, layout="attribute", field="ground_truth", raters_field="raters")
+    W, H = image_size
+    for sample in samples:
+        sample["metadata"] = fo.ImageMetadata(width=W, height=H)
+        dets = sample["ground_truth"].detections if sample["ground_truth"] is not None else []
+        sample["polygons"] = fo.Polylines(polylines=[
+            fo.Polyline(label=d.label, closed=True, filled=True, annotator=d["annotator"], points=[[
+                (x, y), (x + w, y), (x + w, y + h), (x, y + h)]])
+            for d in dets for x, y, w, h in [d.bounding_box]
+        ])
+    ds.add_samples(samples, dynamic=True, validate=False, progress=False)
+    declare_raters_field(ds, "ground_truth", "raters")
+    declare_raters_field(ds, "polygons", "raters")
+    return ds
+
+
+def bare_read(ds) -> float:
+    t = time.perf_counter()
+    ds.values(["id", "filepath", "raters", "ground_truth.detections.bounding_box", "ground_truth.detections.label",
+               "ground_truth.detections.id", "ground_truth.detections.annotator"])
+    return time.perf_counter() - t
+
+
+def run_operators(ds) -> dict[str, float]:
+    import fiftyone.operators as foo
+
+    out = {}
+    for name, extra in OPERATORS:
+        params = {"field": "ground_truth", "rater_attr": "annotator", "key": name.split("_", 1)[1][:8], **extra}
+        t = time.perf_counter()
+        foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params))
+        out[name] = time.perf_counter() - t
+        print(f"    {name}: {out[name]:.1f} s", flush=True)
+    return out
+
+
+def main(argv=None) -> None:
+    from agreement.synthetic.crowd import crowd_corpus
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--samples", type=int, default=2000)
+    p.add_argument("--crowd", type=int, default=500, help="raters in the crowd corpus")
+    p.add_argument("--per-sample", type=int, default=10, help="raters assigned per sample")
+    p.add_argument("--image-size", type=int, nargs=2, default=(128, 96),
+                   help="image width and height (mask consensus rasterises at this size)")
+    args = p.parse_args(argv)
+    k = args.per_sample
+    pairs = args.samples * k * (k - 1) // 2
+    results = {}
+    for label, R in (("few", k), ("crowd", args.crowd)):
+        corpus, _ = crowd_corpus(args.samples, R, k, seed=0)
+        print(f"{label}: {corpus.num_samples} samples, {R} raters, {k} assigned per sample, {len(corpus)} boxes",
+              flush=True)
+        t = time.perf_counter()
+        ds = load(corpus, f"iaa-bench-crowd-{label}", tuple(args.image_size))
+        print(f"    loaded in {time.perf_counter() - t:.1f} s; bare values() read {bare_read(ds):.2f} s", flush=True)
+        results[label] = run_operators(ds)
+        ds.delete()
+    print(f"\nEnd to end per (sample, assigned rater pair): {pairs} such pairs in each corpus")
+    print(f"{'operator':<28} {'few (s)':>9} {'crowd (s)':>10} {'µs/pair few':>12} {'µs/pair crowd':>14} {'ratio':>7}")
+    for name, _ in OPERATORS:
+        few, crowd = results["few"][name], results["crowd"][name]
+        ok = "ok" if crowd <= 1.5 * few else "MISSED (target 1.5x)"
+        print(f"{name:<28} {few:>9.1f} {crowd:>10.1f} {1e6 * few / pairs:>12.1f} {1e6 * crowd / pairs:>14.1f} "
+              f"{crowd / few:>6.2f}x {ok}")
+    ot, kalos = results["crowd"]["compute_ot_agreement"], results["crowd"]["compute_kalos"]
+    print(f"\nOT vs KaLOS on the crowd: {ot:.1f} s vs {kalos:.1f} s ({ot / kalos:.2f}x; target <= 1)")
+
+
+if __name__ == "__main__":
+    main()
