@@ -184,7 +184,8 @@ def _geometry_report(title: str, g: dict, indent: str = "  ") -> str:
         f"\n{indent}{title}:\n{indent}  sigma {_interval(g, 'sigma')}, distance alpha {_interval(g, 'distance_alpha')}, "
         f"KS {_interval(g, 'ks')}\n{indent}  detection agreement {_interval(g, 'detection_alpha')}, "
         f"classification alpha {_interval(g, 'classification_alpha')}"
-        + (f"\n{indent}  (pair budget reached: {g['n_samples_measured']} samples measured)" if g.get("truncated") else "")
+        + (f"\n{indent}  ({g['n_samples_skipped']} sample(s) alone over the pair budget skipped, "
+           f"{g['n_samples_measured']} measured; see the run's skipped_samples)" if g.get("truncated") else "")
     )
 
 
