@@ -6,10 +6,13 @@ r"""αOT: chance-corrected OT agreement over a corpus.
   every (sample, pair of raters both assigned to it);
 * ``D_e`` (expected, chance disagreement): the mean OT cost between rater
   ``a``'s set on sample ``i`` and rater ``b``'s set on a different sample
-  ``j != i``, over every such *cross pair*: every unordered rater pair
-  ``{a, b}`` (``a != b``, as in ``D_o``) and every ordered sample pair
-  ``(i, j)``, ``i != j``, with ``a`` assigned to ``i`` and ``b`` to ``j``
-  (for two raters on ``S`` samples: ``S (S - 1)`` cross pairs).
+  ``j != i``, over every such *cross pair*: every rater pair ``{a, b}`` that
+  shares at least one sample (the pairs behind ``D_o``) and every ordered
+  sample pair ``(i, j)``, ``i != j``, with ``a`` assigned to ``i`` and ``b``
+  to ``j``: ``N_ab = n_a n_b - n_ab`` cross pairs for raters assigned to
+  ``n_a`` and ``n_b`` samples, ``n_ab`` of them shared (for two raters on
+  ``S`` samples: ``S (S - 1)``). Two raters who never share a sample are
+  never compared, so they add nothing to ``D_o`` and nothing to ``D_e``.
 
 Range: at most 1; 1 perfect agreement, 0 agreement at chance level (same-sample
 sets agree no better than sets of different images), below 0 worse than
@@ -17,22 +20,36 @@ chance. Undefined (NaN, with a reason) when no sample has two raters
 (no ``D_o``), when there is no cross pair (e.g. a single sample), or when
 ``D_e = 0`` (every cross pair agrees perfectly, e.g. all sets empty).
 
-Chance baseline. When the number of cross pairs is at most ``max_pairs`` they
-are all evaluated (exact). Otherwise ``D_e`` is a stratified Monte-Carlo
-estimate: each rater pair ``{a, b}`` is a stratum with ``N_ab`` cross pairs and
-gets ``n_ab = max(2, ceil(max_pairs N_ab / N))`` draws (exact when ``n_ab >= N_ab``);
-draws are uniform with replacement, ``D_e = sum_ab (N_ab / N) mean_ab`` and
+Per rater pair (:attr:`AlphaOTResult.pairs`, one row per pair that shares a
+sample): ``alpha_ab = 1 - D_o,ab / D_e,ab`` over its shared samples and its
+``N_ab`` cross pairs. Its chance baseline is defined whenever ``N_ab >= 1``
+(even for a pair sharing a single sample); a pair with ``N_ab = 0`` (both
+raters assigned to the same single sample and nothing else) has αOT NaN
+with that reason.
+
+Chance baseline. When the number of cross pairs ``N = sum_ab N_ab`` is at
+most ``max_pairs`` they are all evaluated (exact). Otherwise ``D_e`` is a
+stratified Monte-Carlo estimate: each rater pair is a stratum and gets
+``n_ab = max(2, ceil(max_pairs N_ab / N))`` draws (exact when
+``n_ab >= N_ab``); draws are uniform with replacement,
+``D_e = sum_ab (N_ab / N) mean_ab`` and
 ``SE(D_e)^2 = sum_ab (N_ab / N)^2 s_ab^2 / n_ab``; the standard error of αOT is
-the delta-method ``D_o / D_e^2 SE(D_e)`` (``D_o`` is exact).
+the delta-method ``D_o / D_e^2 SE(D_e)`` (``D_o`` is exact). The work is
+``O(max_pairs + P)`` OT evaluations for ``P`` rater pairs that share samples
+(at most the number of (sample, rater pair) triples), never ``O(R^2)``.
 
 Determinism. Samples are put in a canonical order (sorted by ``str`` of the
-sample id) and rater pairs in name order; a stratum's draws come from
-``numpy.random.default_rng(SeedSequence([seed, crc32(a), crc32(b)]))`` and are
-positions in the canonically ordered product ``S_a x S_b`` (draws with
-``i == j`` are rejected and redrawn). The numbers therefore do not depend on
-the order of samples, raters or labels (up to float rounding in the order
-of a set's boxes), and a rater pair's random stream does not depend on the
-other raters (its number of draws does, through ``N``).
+sample id) and each rater pair in name order. Draw ``k`` of the stratum
+``{a, b}`` is ``splitmix64(key_ab + (k + 1) * 0x9E3779B97F4A7C15)`` (Steele,
+Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)
+with ``key_ab = splitmix64(splitmix64(seed) xor (crc32(a) << 32 | crc32(b)))``,
+mapped to a position in the canonically ordered product ``S_a x S_b``
+(draws with ``i == j`` are rejected and the stream continues): a
+counter-based generator, so every stratum is drawn at once, vectorised. The
+numbers therefore do not depend on the order of samples, raters or labels (up
+to float rounding in the order of a set's boxes), and a rater pair's random
+stream does not depend on the other raters (its number of draws does,
+through ``N``).
 
 Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
 Detection with Optimal Transport" (αOT); the chance correction follows
@@ -43,50 +60,18 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from agreement.ot import _CorpusCosts, check_ot_params
+from agreement.ot import _pair_table, _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
+from agreement.rater_pairs import RaterPairTable
 
-__all__ = ["AlphaOTResult", "RaterPairAlphaOT", "alpha_ot", "canonical_sample_order"]
-
-
-@dataclass(frozen=True)
-class RaterPairAlphaOT:
-    """αOT of one rater pair ``{rater_a, rater_b}`` (``rater_a < rater_b``).
-
-    Attributes:
-        rater_a, rater_b: rater names.
-        alpha: ``1 - observed / expected``; NaN with ``reason`` when undefined.
-        observed: ``D_o``, mean same-sample OT cost over shared samples.
-        expected: ``D_e``, mean cross-sample OT cost (exact or estimated).
-        expected_se: standard error of ``expected`` (0 when exact).
-        alpha_se: delta-method standard error of ``alpha`` (0 when exact).
-        exact: whether every cross pair was evaluated.
-        n_observed: number of shared samples.
-        n_expected: number of cross pairs evaluated (draws when estimated).
-        n_cross_pairs: number of cross pairs in the population.
-        reason: ``""`` or why ``alpha`` is NaN.
-    """
-
-    rater_a: str
-    rater_b: str
-    alpha: float
-    observed: float
-    expected: float
-    expected_se: float
-    alpha_se: float
-    exact: bool
-    n_observed: int
-    n_expected: int
-    n_cross_pairs: int
-    reason: str = ""
+__all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AlphaOTResult:
     """Corpus αOT, its parts, and αOT per rater pair.
 
@@ -101,8 +86,13 @@ class AlphaOTResult:
         n_expected: number of cross pairs evaluated (draws when estimated).
         n_cross_pairs: number of cross pairs in the population.
         reason: ``""`` or why ``alpha`` is NaN.
-        per_pair: one :class:`RaterPairAlphaOT` per rater pair, in name order.
-        raters: the rater names (index order of :meth:`pair_matrix`).
+        pairs: :class:`agreement.rater_pairs.RaterPairTable` of the rater
+            pairs that share at least one sample (absent pair: no data), with
+            values ``alpha_ot``, ``alpha_ot_se``, ``observed_cost``,
+            ``expected_cost``, ``expected_cost_se``, ``exact`` (1.0 / 0.0),
+            ``n_cross_pairs`` and ``n_expected``, and ``reasons["alpha_ot"]``
+            for a NaN ``alpha_ot``.
+        raters: the rater names.
         lam, beta, normalization, max_pairs, seed: the parameters.
     """
 
@@ -116,7 +106,7 @@ class AlphaOTResult:
     n_expected: int
     n_cross_pairs: int
     reason: str
-    per_pair: tuple[RaterPairAlphaOT, ...]
+    pairs: RaterPairTable
     raters: tuple[str, ...]
     lam: float
     beta: float
@@ -124,16 +114,21 @@ class AlphaOTResult:
     max_pairs: int
     seed: int
 
-    def pair_matrix(self, what: str = "alpha") -> np.ndarray:
-        """``(R, R)`` symmetric matrix of a per-pair field (``"alpha"``,
-        ``"observed"``, ``"expected"``, ...); NaN on the diagonal."""
-        R = len(self.raters)
-        out = np.full((R, R), np.nan)
-        index = {r: i for i, r in enumerate(self.raters)}
-        for p in self.per_pair:
-            i, j = index[p.rater_a], index[p.rater_b]
-            out[i, j] = out[j, i] = getattr(p, what)
-        return out
+    def __eq__(self, other) -> bool:
+        """Equal numbers, parameters and per-pair values (NaN equal to NaN)."""
+        if not isinstance(other, AlphaOTResult):
+            return NotImplemented
+        scalars = ("alpha", "observed", "expected", "expected_se", "alpha_se", "exact", "n_observed",
+                   "n_expected", "n_cross_pairs", "reason", "raters", "lam", "beta", "normalization",
+                   "max_pairs", "seed")
+        same = all(_same(getattr(self, k), getattr(other, k)) for k in scalars)
+        return same and self.pairs.to_records() == other.pairs.to_records()
+
+
+def _same(x, y) -> bool:
+    if isinstance(x, float) and isinstance(y, float):
+        return x == y or (np.isnan(x) and np.isnan(y))
+    return x == y
 
 
 def canonical_sample_order(sample_ids: np.ndarray) -> np.ndarray:
@@ -143,27 +138,109 @@ def canonical_sample_order(sample_ids: np.ndarray) -> np.ndarray:
     return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp)
 
 
-def _seed_for(seed: int, a: str, b: str) -> np.random.Generator:
-    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, zlib.crc32(str(a).encode()), zlib.crc32(str(b).encode())])
-    return np.random.default_rng(ss)
+# ---------------------------------------------------------------------------
+# Counter-based random draws (splitmix64), vectorised over strata
+# ---------------------------------------------------------------------------
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
-def _draw(rng: np.random.Generator, Sa: np.ndarray, Sb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` uniform draws (with replacement) of ``(i, j)`` in ``Sa x Sb``, ``i != j``."""
-    got_i, got_j, have = [], [], 0
-    size = len(Sa) * len(Sb)
-    while have < n:
-        u = rng.integers(0, size, size=max(n - have, 16) + 16)
-        i, j = Sa[u // len(Sb)], Sb[u % len(Sb)]
-        keep = i != j
-        got_i.append(i[keep]); got_j.append(j[keep]); have += int(keep.sum())
-    return np.concatenate(got_i)[:n], np.concatenate(got_j)[:n]
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser of a uint64 array (wrapping arithmetic)."""
+    z = np.asarray(z, dtype=np.uint64)
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
 
 
-def _ratio(d_o: float, d_e: float, se_e: float) -> tuple[float, float]:
-    alpha = 1.0 - d_o / d_e
-    se = d_o / (d_e * d_e) * se_e if np.isfinite(se_e) else float("nan")
-    return alpha, se
+def _stratum_keys(seed: int, raters, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``key_ab`` of each stratum ``(first[p], second[p])`` (rater indices; module docstring)."""
+    base = _mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+    crc = np.array([zlib.crc32(str(r).encode()) for r in raters], dtype=np.uint64)
+    return _mix64((base ^ ((crc[first] << np.uint64(32)) | crc[second])) + _GOLDEN)
+
+
+def _uniform(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
+    """Uniform ``[0, 1)`` numbers: draw ``counter`` of the stream ``keys`` (53 bits)."""
+    z = _mix64(keys + (counter.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
+    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+# ---------------------------------------------------------------------------
+# αOT
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Strata:
+    """The chance strata (one per rater pair of the table): who, where, how many."""
+
+    first: np.ndarray  # rater index of the name-first rater of each pair
+    second: np.ndarray
+    start_first: np.ndarray  # position of its cells in ``cell_sample``
+    start_second: np.ndarray
+    n_first: np.ndarray  # number of samples assigned to it
+    n_second: np.ndarray
+    size: np.ndarray  # N_ab: cross pairs
+    cell_sample: np.ndarray  # the assigned cells, by rater then canonical sample order: sample
+    cell_rater: np.ndarray  # and rater
+
+
+def _strata(data, table: RaterPairTable) -> _Strata:
+    S, R = data.num_samples, data.num_raters
+    srank = np.empty(S, np.intp)
+    srank[canonical_sample_order(data.sample_ids)] = np.arange(S)
+    cs, cr = np.nonzero(data.assigned)
+    order = np.lexsort((srank[cs], cr))
+    cs, cr = cs[order], cr[order]
+    start = np.searchsorted(cr, np.arange(R + 1))
+    count = np.diff(start)
+    names = list(data.raters)
+    nrank = np.empty(R, np.intp)
+    nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
+    swap = nrank[table.a] > nrank[table.b]
+    first = np.where(swap, table.b, table.a)
+    second = np.where(swap, table.a, table.b)
+    size = count[first].astype(np.int64) * count[second] - table.n_shared
+    return _Strata(first, second, start[first], start[second], count[first], count[second], size, cs, cr)
+
+
+def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
+                 keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cross pairs evaluated, as ``(stratum, cell of the first rater, cell of the second)``
+    (cells: positions in ``st.cell_sample``): every one of an exact stratum, and
+    ``n_alloc`` draws (uniform with replacement, different samples) of each other stratum."""
+    ex = strata[exact]
+    prod = st.n_first[ex].astype(np.int64) * st.n_second[ex]
+    p = np.repeat(ex, prod)
+    u = np.arange(int(prod.sum())) - np.repeat(np.cumsum(prod) - prod, prod)
+    ci, cj = _cells(st, p, u)
+    ok = st.cell_sample[ci] != st.cell_sample[cj]
+    parts = [(p[ok], ci[ok], cj[ok])]
+    mc = strata[~exact]
+    drawn = np.zeros(len(mc), np.int64)  # counter of each stratum's stream
+    need = n_alloc[~exact].astype(np.int64)
+    while need.sum():
+        local = np.repeat(np.arange(len(mc)), need)
+        p = mc[local]
+        k = drawn[local] + (np.arange(len(p)) - np.repeat(np.cumsum(need) - need, need))
+        prod = st.n_first[p].astype(np.float64) * st.n_second[p]
+        u = np.minimum(np.floor(_uniform(keys[p], k) * prod), prod - 1).astype(np.int64)
+        ci, cj = _cells(st, p, u)
+        drawn += need
+        ok = st.cell_sample[ci] != st.cell_sample[cj]
+        parts.append((p[ok], ci[ok], cj[ok]))
+        need = np.bincount(local[~ok], minlength=len(mc)).astype(np.int64)
+    return tuple(np.concatenate([x[q] for x in parts]) for q in range(3))
+
+
+def _cells(st: _Strata, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position ``u`` of the product ``S_first x S_second`` of stratum ``p`` (row-major, both
+    sides in canonical sample order) as the two cells."""
+    ns = st.n_second[p]
+    return st.start_first[p] + u // ns, st.start_second[p] + u % ns
 
 
 def alpha_ot(
@@ -173,16 +250,18 @@ def alpha_ot(
     normalization: str = "paper",
     max_pairs: int = 100_000,
     seed: int = 0,
-    max_block: int = 4_000_000,
+    max_block: int = 1 << 17,
 ) -> AlphaOTResult:
     """Chance-corrected OT agreement ``alpha_OT = 1 - D_o / D_e`` of a corpus.
 
     ``D_o`` is the mean OT cost over every (sample, rater pair both assigned);
     ``D_e`` the mean OT cost between rater ``a``'s set on sample ``i`` and rater
-    ``b``'s set on sample ``j != i`` (``a != b``), exact when the number of
-    such cross pairs is at most ``max_pairs``, else a stratified fixed-seed
-    Monte-Carlo estimate with ``max_pairs`` draws and a standard error (module
-    docstring). Range: at most 1 (1 perfect, 0 chance, < 0 below chance).
+    ``b``'s set on sample ``j != i``, for the rater pairs that share a sample,
+    exact when the number of such cross pairs is at most ``max_pairs``, else a
+    stratified fixed-seed Monte-Carlo estimate with about ``max_pairs`` draws
+    and a standard error (module docstring). Range: at most 1 (1 perfect, 0
+    chance, < 0 below chance). Work: ``O(max_pairs + T)`` set pairs for ``T``
+    (sample, assigned rater pair) triples, never ``O(R^2)``.
 
     Args:
         data: a :class:`agreement.data.MultiRaterAnnotations`.
@@ -192,11 +271,12 @@ def alpha_ot(
         max_pairs: the chance budget: largest number of cross pairs evaluated
             exactly, and the number of Monte-Carlo draws beyond it.
         seed: seed of the Monte-Carlo draws.
-        max_block: memory cap (entries) of one pair-cost block.
+        max_block: box pairs per vectorised block.
 
     Returns:
-        :class:`AlphaOTResult`, with αOT per rater pair; NaN with a reason
-        where undefined (no sample with two raters, no cross pair, ``D_e = 0``).
+        :class:`AlphaOTResult`, with αOT per rater pair in a sparse table; NaN
+        with a reason where undefined (no sample with two raters, no cross
+        pair, ``D_e = 0``).
 
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
@@ -205,98 +285,105 @@ def alpha_ot(
     if int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
     max_pairs = int(max_pairs)
-    engine = _CorpusCosts(data, lam, beta, normalization, max_block)
-    S, R = data.num_samples, data.num_raters
-    order = canonical_sample_order(data.sample_ids)
-    names = list(data.raters)
-    rater_order = sorted(range(R), key=lambda r: names[r])
-    A = data.assigned[order]  # canonical sample order
+    pc = _PairCosts(data.boxes, data.labels, lam)
+    R = data.num_raters
+    off = data.offsets
+    s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
+    c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
+    table = _pair_table(data.raters, a, b, pid)
+    P = len(table)
+    n_shared = table.n_shared
+    obs = np.bincount(pid, c_obs, P) / np.maximum(n_shared, 1)
 
-    pairs = [(rater_order[x], rater_order[y]) for x in range(R) for y in range(x + 1, R)]
-    # Population sizes per stratum.
-    N_ab = []
-    for a, b in pairs:
-        na, nb, nab = int(A[:, a].sum()), int(A[:, b].sum()), int((A[:, a] & A[:, b]).sum())
-        N_ab.append(na * nb - nab)
-    N_tot = int(sum(N_ab))
-    exact_all = N_tot <= max_pairs
-
-    per_pair: list[RaterPairAlphaOT] = []
-    obs_costs: list[np.ndarray] = []
-    strata: list[tuple[int, float, float, int, bool]] = []  # (N_ab, mean, se, n_eval, exact)
-    for (a, b), Nab in zip(pairs, N_ab):
-        ra, rb = names[a], names[b]
-        Sa = order[A[:, a]]
-        Sb = order[A[:, b]]
-        shared = order[A[:, a] & A[:, b]]
-        c_obs = engine.costs(a, b, shared, shared)[0]
-        obs_costs.append(c_obs)
-        d_o = float(c_obs.mean()) if c_obs.size else float("nan")
-        # Chance stratum.
-        if Nab == 0:
-            d_e, se_e, n_eval, exact = float("nan"), float("nan"), 0, True
-        else:
-            n_alloc = Nab if exact_all else max(2, math.ceil(max_pairs * Nab / N_tot))
-            if n_alloc >= Nab:
-                ii = np.repeat(Sa, len(Sb))
-                jj = np.tile(Sb, len(Sa))
-                keep = ii != jj
-                ii, jj = ii[keep], jj[keep]
-                c = engine.costs(a, b, ii, jj)[0]
-                d_e, se_e, n_eval, exact = float(c.mean()), 0.0, len(c), True
-            else:
-                ii, jj = _draw(_seed_for(seed, ra, rb), Sa, Sb, n_alloc)
-                key = ii.astype(np.int64) * S + jj
-                uniq, inv = np.unique(key, return_inverse=True)
-                cu = engine.costs(a, b, uniq // S, uniq % S)[0]
-                c = cu[inv]
-                d_e = float(c.mean())
-                se_e = float(c.std(ddof=1) / np.sqrt(len(c))) if len(c) > 1 else float("nan")
-                n_eval, exact = len(c), False
-            strata.append((Nab, d_e, se_e, n_eval, exact))
-        alpha, a_se, reason = _finish(d_o, d_e, se_e, len(shared), Nab, pair=(ra, rb))
-        per_pair.append(RaterPairAlphaOT(
-            rater_a=ra, rater_b=rb, alpha=alpha, observed=d_o, expected=d_e, expected_se=se_e,
-            alpha_se=a_se, exact=exact, n_observed=len(shared), n_expected=n_eval,
-            n_cross_pairs=Nab, reason=reason,
-        ))
-
-    all_obs = np.concatenate(obs_costs) if obs_costs else np.zeros(0)
-    D_o = float(all_obs.mean()) if all_obs.size else float("nan")
-    if N_tot > 0:
-        w = np.array([s[0] for s in strata], dtype=np.float64) / N_tot
-        D_e = float(np.dot(w, [s[1] for s in strata]))
-        se2 = np.array([s[2] for s in strata]) ** 2
-        SE_e = float(np.sqrt(np.dot(w * w, se2)))
-        n_eval_tot = int(sum(s[3] for s in strata))
-        exact_tot = all(s[4] for s in strata)
+    st = _strata(data, table)
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
+    if N_tot <= max_pairs:
+        n_alloc = st.size.copy()
     else:
-        D_e, SE_e, n_eval_tot, exact_tot = float("nan"), float("nan"), 0, True
+        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
+    exact = n_alloc[strata] >= st.size[strata]
+    keys = _stratum_keys(seed, data.raters, st.first, st.second)
+    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
+    # Evaluate each distinct cross pair (pair of cells) once.
+    C = len(st.cell_sample)
+    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
+    ca = st.cell_sample[uniq // C] * R + st.cell_rater[uniq // C]
+    cb = st.cell_sample[uniq % C] * R + st.cell_rater[uniq % C]
+    cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
+                          float(beta), normalization, max_block).cost
+    c = cu[inv.reshape(-1)]
+
+    n_eval = np.bincount(sp, minlength=P).astype(np.int64)
+    mean_e = np.full(P, np.nan)
+    se_e = np.full(P, np.nan)
+    has = n_eval > 0
+    mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
+    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
+    is_exact = np.zeros(P, bool)
+    is_exact[strata[exact]] = True
+    is_exact[st.size == 0] = True
+    se_e[is_exact & has] = 0.0
+    mc = ~is_exact & (n_eval > 1)
+    se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
+
+    pair_alpha, pair_se, pair_reason = _pair_alphas(data.raters, st, obs, mean_e, se_e)
+    table.values.update({
+        "alpha_ot": pair_alpha, "alpha_ot_se": pair_se, "observed_cost": obs, "expected_cost": mean_e,
+        "expected_cost_se": se_e, "exact": is_exact.astype(np.float64),
+        "n_cross_pairs": st.size.astype(np.float64), "n_expected": n_eval.astype(np.float64),
+    })
+    table.reasons["alpha_ot"] = pair_reason
+
+    D_o = float(c_obs.mean()) if c_obs.size else float("nan")
+    if N_tot > 0:
+        w = st.size[strata].astype(np.float64) / N_tot
+        D_e = float(np.dot(w, mean_e[strata]))
+        SE_e = float(np.sqrt(np.dot(w * w, se_e[strata] ** 2)))
+    else:
+        D_e, SE_e = float("nan"), float("nan")
     if R < 2:
         alpha, a_se, reason = float("nan"), float("nan"), f"fewer than two raters ({R}): nothing to compare"
     else:
-        alpha, a_se, reason = _finish(D_o, D_e, SE_e, all_obs.size, N_tot, pair=None)
+        alpha, a_se, reason = _finish(D_o, D_e, SE_e, int(c_obs.size), N_tot)
     return AlphaOTResult(
-        alpha=alpha, observed=D_o, expected=D_e, expected_se=SE_e, alpha_se=a_se, exact=exact_tot,
-        n_observed=int(all_obs.size), n_expected=n_eval_tot, n_cross_pairs=N_tot, reason=reason,
-        per_pair=tuple(per_pair), raters=tuple(names), lam=float(lam), beta=float(beta),
+        alpha=alpha, observed=D_o, expected=D_e, expected_se=SE_e, alpha_se=a_se, exact=bool(is_exact.all()),
+        n_observed=int(c_obs.size), n_expected=int(n_eval.sum()), n_cross_pairs=N_tot, reason=reason,
+        pairs=table, raters=tuple(data.raters), lam=float(lam), beta=float(beta),
         normalization=normalization, max_pairs=max_pairs, seed=int(seed),
     )
 
 
-def _finish(d_o: float, d_e: float, se_e: float, n_obs: int, n_cross: int, pair) -> tuple[float, float, str]:
-    who = f"raters {pair[0]!r} and {pair[1]!r}" if pair else "the corpus"
+def _pair_alphas(raters, st: _Strata, obs: np.ndarray, exp: np.ndarray, se_e: np.ndarray):
+    """Per rater pair ``1 - D_o / D_e`` and its delta-method SE; NaN with a reason where undefined."""
+    P = len(obs)
+    alpha = np.full(P, np.nan)
+    se = np.full(P, np.nan)
+    reason = np.full(P, "", dtype=object)
+    ok = (st.size > 0) & (exp > 1e-15)
+    alpha[ok] = 1.0 - obs[ok] / exp[ok]
+    se[ok] = obs[ok] / (exp[ok] * exp[ok]) * se_e[ok]
+    for p in np.flatnonzero(~ok).tolist():
+        who = f"raters {raters[st.first[p]]!r} and {raters[st.second[p]]!r}"
+        reason[p] = (
+            f"D_e undefined for {who}: no cross-sample pair (both were assigned only the samples they share, "
+            "and only one)" if st.size[p] == 0 else
+            f"D_e = 0 for {who}: every cross-sample pair agrees perfectly (e.g. all sets empty); "
+            "there is no variation to correct for chance")
+    return alpha, se, reason
+
+
+def _finish(d_o: float, d_e: float, se_e: float, n_obs: int, n_cross: int) -> tuple[float, float, str]:
     if n_obs == 0:
-        return float("nan"), float("nan"), (
-            f"D_o undefined for {who}: no sample has two raters assigned"
-            if pair is None else f"D_o undefined: {who} share no sample")
+        return float("nan"), float("nan"), "D_o undefined for the corpus: no sample has two raters assigned"
     if n_cross == 0:
         return float("nan"), float("nan"), (
-            f"D_e undefined for {who}: no cross-sample pair (a single sample, or raters never "
+            "D_e undefined for the corpus: no cross-sample pair (a single sample, or raters never "
             "assigned to different samples)")
     if not d_e > 1e-15:
         return float("nan"), float("nan"), (
-            f"D_e = 0 for {who}: every cross-sample pair agrees perfectly (e.g. all sets empty); "
+            "D_e = 0 for the corpus: every cross-sample pair agrees perfectly (e.g. all sets empty); "
             "there is no variation to correct for chance")
-    alpha, se = _ratio(d_o, d_e, se_e)
+    alpha = 1.0 - d_o / d_e
+    se = d_o / (d_e * d_e) * se_e if np.isfinite(se_e) else float("nan")
     return alpha, se, ""

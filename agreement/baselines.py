@@ -52,12 +52,20 @@ from scipy.optimize import linear_sum_assignment
 
 from agreement.geometry.boxes import pairwise_iou
 from agreement.krippendorff import AlphaResult, encode_values, nominal_alpha
+from agreement.ot import (
+    _chunks_of,
+    _entries,
+    _pair_table,
+    _PairCosts,
+    assigned_pair_cells,
+    max_weight_matchings,
+)
+from agreement.rater_pairs import RaterPairTable
 
 __all__ = [
     "NO_OBJECT",
     "ThresholdMatching",
     "PairBaseline",
-    "RaterPairAlpha",
     "ThresholdBaselines",
     "threshold_match",
     "f1_at_iou",
@@ -235,15 +243,6 @@ def f1_at_iou(
     return _pair_baseline(m.n_matched, m.n_a, m.n_b, float(m.iou.sum()))
 
 
-@dataclass(frozen=True)
-class RaterPairAlpha:
-    """Krippendorff's alpha over threshold matching for one rater pair."""
-
-    rater_a: str
-    rater_b: str
-    result: AlphaResult
-
-
 @dataclass(frozen=True, eq=False)
 class ThresholdBaselines:
     """Threshold baselines of a corpus.
@@ -251,9 +250,10 @@ class ThresholdBaselines:
     Per sample (``S``): ``sample_f1`` and ``sample_mean_iou`` (means over the
     sample's rater pairs of the defined values), ``sample_reasons``.
 
-    Per rater pair on a sample (``P``): ``pair_sample``, ``pair_rater_a``,
-    ``pair_rater_b``, ``pair_f1``, ``pair_mean_iou``, ``pair_n_matched``,
-    ``pair_n_a``, ``pair_n_b``.
+    Per rater pair on a sample (``P``, sorted by sample, then ``(a, b)``):
+    ``pair_sample``, ``pair_rater_a``, ``pair_rater_b``, ``pair_f1``,
+    ``pair_mean_iou``, ``pair_n_matched``, ``pair_n_a``, ``pair_n_b``,
+    ``pair_table_row`` (the row of ``(a, b)`` in ``pairs``).
 
     Corpus:
 
@@ -263,7 +263,10 @@ class ThresholdBaselines:
         f1_macro: mean of the defined per-pair F1.
         mean_iou: mean IoU over every matched pair of the corpus.
         alpha: pooled nominal alpha over threshold-matching units.
-        alpha_per_pair: alpha for each rater pair (name order).
+        pairs: :class:`agreement.rater_pairs.RaterPairTable` of the rater pairs
+            that share at least one sample (absent pair: no data) with value
+            ``threshold_alpha`` (alpha over that pair's units) and
+            ``reasons["threshold_alpha"]`` where it is NaN.
         unit_pair: ``(U,)`` index into the pair arrays of each alpha unit.
         unit_values: ``(2, U)`` codes of each unit (rater a, rater b), indices
             into ``categories``.
@@ -282,11 +285,12 @@ class ThresholdBaselines:
     pair_n_matched: np.ndarray
     pair_n_a: np.ndarray
     pair_n_b: np.ndarray
+    pair_table_row: np.ndarray
     f1_micro: float
     f1_macro: float
     mean_iou: float
     alpha: AlphaResult
-    alpha_per_pair: tuple[RaterPairAlpha, ...]
+    pairs: RaterPairTable
     unit_pair: np.ndarray = field(repr=False)
     unit_values: np.ndarray = field(repr=False)
     categories: tuple = ()
@@ -300,6 +304,7 @@ def threshold_baselines(
     iou_threshold: float = 0.5,
     class_aware: bool = True,
     alpha_class_aware: bool = False,
+    max_block: int = 1 << 17,
 ) -> ThresholdBaselines:
     """F1@IoU, mean IoU and Krippendorff's alpha over threshold matching, for a corpus.
 
@@ -307,13 +312,18 @@ def threshold_baselines(
     threshold matching (module docstring), its F1 and mean IoU
     (``class_aware`` matching, default: a true positive needs equal labels),
     and the alpha units (``alpha_class_aware`` matching, default
-    class-agnostic) coded with class labels and ``no_object``.
+    class-agnostic) coded with class labels and ``no_object``. All set pairs
+    are matched together in vectorised blocks
+    (:func:`agreement.ot.max_weight_matchings`, cardinality first); work is
+    proportional to the box pairs of the (sample, assigned rater pair)
+    triples, never to the square of the number of raters.
 
     Args:
         data: a :class:`agreement.data.MultiRaterAnnotations`.
         iou_threshold: ``t`` in ``(0, 1]`` (default 0.5).
         class_aware: F1 / mean IoU matching requires equal labels.
         alpha_class_aware: the alpha matching requires equal labels.
+        max_block: box pairs per vectorised block.
 
     Returns:
         :class:`ThresholdBaselines`.
@@ -322,97 +332,130 @@ def threshold_baselines(
     Kalinin (the OT paper's baselines).
     """
     t = _check_threshold(iou_threshold)
-    boxes = _boxes(data.boxes, "boxes")
+    _boxes(data.boxes, "boxes")
     codes, cats = encode_values(data.labels, missing=())
     no_obj = len(cats)
-    S, R = data.num_samples, data.num_raters
-    s_f1 = np.full(S, np.nan)
-    s_iou = np.full(S, np.nan)
-    s_reason: list[str] = []
-    P = {k: [] for k in ("s", "a", "b", "f1", "iou", "tp", "n", "m")}
-    unit_pair, unit_a, unit_b = [], [], []
-    iou_all: list[np.ndarray] = []
-    tp_tot = nm_tot = 0
-    pidx = 0
-    for s in range(S):
-        assigned = np.flatnonzero(data.assigned[s])
-        if len(assigned) < 2:
-            s_reason.append("fewer than two raters assigned: no pair to compare")
-            continue
-        lo_s, hi_s = data.offsets[s * R], data.offsets[(s + 1) * R]
-        iou_s = pairwise_iou(boxes[lo_s:hi_s], boxes[lo_s:hi_s])
-        code_s = codes[lo_s:hi_s]
-        same_s = code_s[:, None] == code_s[None, :]
-        f1s, ious = [], []
-        for x, a in enumerate(assigned):
-            ra = data.rows(s, int(a))
-            for b in assigned[x + 1:]:
-                rb = data.rows(s, int(b))
-                blk = (slice(ra.start - lo_s, ra.stop - lo_s), slice(rb.start - lo_s, rb.stop - lo_s))
-                iou = iou_s[blk]
-                geo = iou >= t
-                rows, cols = _match_iou(iou, geo & same_s[blk] if class_aware else geo)
-                n, m = iou.shape
-                tp = len(rows)
-                pb = _pair_baseline(tp, n, m, float(iou[rows, cols].sum()))
-                iou_all.append(iou[rows, cols])
-                tp_tot += tp
-                nm_tot += n + m
-                for k, v in zip(("s", "a", "b", "f1", "iou", "tp", "n", "m"),
-                                (s, a, b, pb.f1, pb.mean_iou, tp, n, m)):
-                    P[k].append(v)
-                if not np.isnan(pb.f1):
-                    f1s.append(pb.f1)
-                if not np.isnan(pb.mean_iou):
-                    ious.append(pb.mean_iou)
-                # Alpha units.
-                if alpha_class_aware != class_aware:
-                    rows, cols = _match_iou(iou, geo & same_s[blk] if alpha_class_aware else geo)
-                ca = code_s[ra.start - lo_s:ra.stop - lo_s]
-                cb = code_s[rb.start - lo_s:rb.stop - lo_s]
-                un_a = np.setdiff1d(np.arange(n), rows)
-                un_b = np.setdiff1d(np.arange(m), cols)
-                k_units = len(rows) + len(un_a) + len(un_b)
-                unit_pair.append(np.full(k_units, pidx, np.intp))
-                unit_a.append(np.concatenate([ca[rows], ca[un_a], np.full(len(un_b), no_obj)]))
-                unit_b.append(np.concatenate([cb[cols], np.full(len(un_a), no_obj), cb[un_b]]))
-                pidx += 1
-        s_f1[s] = np.mean(f1s) if f1s else np.nan
-        s_iou[s] = np.mean(ious) if ious else np.nan
-        s_reason.append("" if f1s else "every rater pair has two empty sets: F1 undefined")
-
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-    u_pair = cat(unit_pair, np.intp)
-    u_vals = np.vstack([cat(unit_a, np.int64), cat(unit_b, np.int64)])
-    p_a = np.asarray(P["a"], np.intp)
-    p_b = np.asarray(P["b"], np.intp)
-    pair_f1 = np.asarray(P["f1"], np.float64)
-    alpha = nominal_alpha(u_vals)
-    per_pair = []
-    names = list(data.raters)
-    for x in sorted(range(R), key=names.__getitem__):
-        for y in sorted(range(R), key=names.__getitem__):
-            if names[y] <= names[x]:
-                continue
-            lo_r, hi_r = min(x, y), max(x, y)
-            sel = (p_a[u_pair] == lo_r) & (p_b[u_pair] == hi_r) if u_pair.size else np.zeros(0, bool)
-            if not np.any((p_a == lo_r) & (p_b == hi_r)):
-                res = AlphaResult(np.nan, np.nan, np.nan, 0.0, 0, "the two raters share no sample")
-            else:
-                res = nominal_alpha(u_vals[:, sel])
-            per_pair.append(RaterPairAlpha(names[x], names[y], res))
-    ious_flat = cat(iou_all, np.float64)
+    pc = _PairCosts(data.boxes, data.labels, 1.0)
+    s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
+    f1_hits, alpha_hits = _threshold_matchings(pc, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware,
+                                               max_block)
+    P, S = len(s), data.num_samples
+    tp = np.bincount(f1_hits[0], minlength=P).astype(np.intp)
+    iou_sum = np.bincount(f1_hits[0], f1_hits[3], minlength=P)
+    nm = (na + nb).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair_f1 = np.where(nm > 0, 2.0 * tp / nm, np.nan)
+        pair_iou = np.where(tp > 0, iou_sum / np.maximum(tp, 1), np.nan)
+    s_f1, s_iou, s_reason = _sample_means(data, s, pair_f1, pair_iou)
+    u_pair, u_vals = _alpha_units(codes, no_obj, alpha_hits, a0, na, b0, nb)
+    table = _pair_table(data.raters, a, b, pid)
+    alpha_p, reason_p = _grouped_nominal_alpha(pid[u_pair], u_vals, len(table), no_obj + 1)
+    table.values["threshold_alpha"] = alpha_p
+    table.reasons["threshold_alpha"] = reason_p
     defined_f1 = pair_f1[~np.isnan(pair_f1)]
+    n_tp, n_all = int(tp.sum()), float(nm.sum())
     return ThresholdBaselines(
         sample_f1=s_f1, sample_mean_iou=s_iou, sample_reasons=tuple(s_reason),
-        pair_sample=np.asarray(P["s"], np.intp), pair_rater_a=p_a, pair_rater_b=p_b,
-        pair_f1=pair_f1, pair_mean_iou=np.asarray(P["iou"], np.float64),
-        pair_n_matched=np.asarray(P["tp"], np.intp), pair_n_a=np.asarray(P["n"], np.intp),
-        pair_n_b=np.asarray(P["m"], np.intp),
-        f1_micro=2.0 * tp_tot / nm_tot if nm_tot else float("nan"),
+        pair_sample=s, pair_rater_a=a, pair_rater_b=b, pair_f1=pair_f1, pair_mean_iou=pair_iou,
+        pair_n_matched=tp, pair_n_a=na, pair_n_b=nb, pair_table_row=pid,
+        f1_micro=2.0 * n_tp / n_all if n_all else float("nan"),
         f1_macro=float(defined_f1.mean()) if defined_f1.size else float("nan"),
-        mean_iou=float(ious_flat.mean()) if ious_flat.size else float("nan"),
-        alpha=alpha, alpha_per_pair=tuple(per_pair), unit_pair=u_pair, unit_values=u_vals,
+        mean_iou=float(f1_hits[3].mean()) if n_tp else float("nan"),
+        alpha=nominal_alpha(u_vals), pairs=table, unit_pair=u_pair, unit_values=u_vals,
         categories=tuple(cats) + (NO_OBJECT,), iou_threshold=t, class_aware=class_aware,
         alpha_class_aware=alpha_class_aware,
     )
+
+
+def _threshold_matchings(pc: _PairCosts, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware, max_block):
+    """Matched pairs ``(set pair, A row, B row, IoU)`` of the F1 matching and of the alpha
+    matching, for every set pair, solved in vectorised blocks."""
+    out: dict[bool, list] = {class_aware: [], alpha_class_aware: []}
+    for problems in _chunks_of(na * nb, max_block):
+        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+        if len(ia) == 0:
+            continue
+        iou = pc.iou(ia, jb)
+        geo = iou >= t
+        for aware in out:
+            el = np.flatnonzero(geo & (codes[ia] == codes[jb]) if aware else geo)
+            hit = el[max_weight_matchings(an[el], bn[el], iou[el], len(ta), int(nb[problems].sum()),
+                                          cardinality_first=True)]
+            out[aware].append((ta[an[hit]], ia[hit], jb[hit], iou[hit]))
+
+    def cat(parts):
+        if not parts:
+            return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+        return tuple(np.concatenate([p[q] for p in parts]) for q in range(4))
+
+    return cat(out[class_aware]), cat(out[alpha_class_aware])
+
+
+def _sample_means(data, s, pair_f1, pair_iou):
+    """Per sample: means of the defined per-pair F1 and mean IoU, and the reasons."""
+    S = data.num_samples
+    out = []
+    for v in (pair_f1, pair_iou):
+        ok = ~np.isnan(v)
+        cnt = np.bincount(s[ok], minlength=S)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(cnt > 0, np.bincount(s[ok], v[ok], S) / np.maximum(cnt, 1), np.nan))
+    k = data.assigned.sum(axis=1)
+    reasons = np.where(k < 2, "fewer than two raters assigned: no pair to compare",
+                       np.where(np.isnan(out[0]), "every rater pair has two empty sets: F1 undefined", ""))
+    return out[0], out[1], [str(r) for r in reasons]
+
+
+def _alpha_units(codes, no_obj, hits, a0, na, b0, nb) -> tuple[np.ndarray, np.ndarray]:
+    """Units of the alpha matching: matched pairs ``(label_a, label_b)``, unmatched boxes
+    ``(label, no_object)`` / ``(no_object, label)``; with the set pair of each unit."""
+    t, ia, jb, _ = hits
+    P = len(a0)
+    parts_p, parts_a, parts_b = [t], [codes[ia]], [codes[jb]]
+    for side, (start, size, rows) in enumerate(((a0, na, ia), (b0, nb, jb))):
+        tb = np.repeat(np.arange(P), size)
+        box = start[tb] + (np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size))
+        off = np.cumsum(size) - size
+        taken = np.zeros(len(box), dtype=bool)
+        taken[off[t] + (rows - start[t])] = True
+        free = np.flatnonzero(~taken)
+        parts_p.append(tb[free])
+        lab = codes[box[free]]
+        none = np.full(len(free), no_obj, dtype=np.int64)
+        parts_a.append(lab if side == 0 else none)
+        parts_b.append(none if side == 0 else lab)
+    u_pair = np.concatenate(parts_p).astype(np.intp)
+    u_vals = np.vstack([np.concatenate(parts_a), np.concatenate(parts_b)]).astype(np.int64)
+    return u_pair, u_vals
+
+
+def _grouped_nominal_alpha(group: np.ndarray, values: np.ndarray, n_groups: int,
+                           n_categories: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nominal Krippendorff's alpha of the two-value units of each group, vectorised.
+
+    With every unit holding two values, the coincidence matrix of a group has
+    ``n = 2 U`` pairable values, ``sum_c o_cc = 2 #{units with equal values}``
+    and ``n_c`` the count of category ``c``; then ``D_o = (n - sum_c o_cc) / n``,
+    ``D_e = (n^2 - sum_c n_c^2) / (n (n - 1))`` and ``alpha = 1 - D_o / D_e``
+    (:func:`agreement.krippendorff.alpha_from_coincidence`, with the same
+    reasons where undefined).
+    """
+    U = np.bincount(group, minlength=n_groups).astype(np.float64)
+    n = 2.0 * U
+    same = np.bincount(group[values[0] == values[1]], minlength=n_groups).astype(np.float64)
+    keys = np.concatenate([group, group]).astype(np.int64) * n_categories + values.reshape(-1)
+    uk, cnt = np.unique(keys, return_counts=True)
+    sq = np.bincount(uk // n_categories, cnt.astype(np.float64) ** 2, minlength=n_groups)
+    alpha = np.full(n_groups, np.nan)
+    reason = np.full(n_groups, "", dtype=object)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d_o = np.maximum((n - 2.0 * same) / n, 0.0)
+        d_e = (n * n - sq) / (n * (n - 1.0))
+    few = n < 2
+    flat = ~few & ~(d_e > 1e-15)
+    ok = ~few & ~flat
+    alpha[ok] = 1.0 - d_o[ok] / d_e[ok]
+    for g in np.flatnonzero(few).tolist():
+        reason[g] = f"fewer than 2 pairable values (n = {n[g]:g}): no unit has two or more values"
+    reason[flat] = "no variation: every pairable value is the same category (D_e = 0)"
+    return alpha, reason

@@ -53,20 +53,29 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from agreement.geometry.boxes import pairwise_giou
 from agreement.ot_bounds import relative_position, score_bounds
+from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
 
 __all__ = [
     "NORMALIZATIONS",
+    "ROW_REASONS",
     "OTMatching",
     "OTSampleScores",
+    "assigned_pair_cells",
+    "cell_pair_costs",
     "check_ot_params",
+    "max_weight_matchings",
     "pair_cost_matrix",
     "ot_from_cost_matrix",
     "ot_cost_from_matrix",
@@ -333,8 +342,193 @@ def ot_score(
 
 
 # ---------------------------------------------------------------------------
-# Corpus level: label coding and the vectorised engine for many set pairs
+# Many small assignment problems at once
 # ---------------------------------------------------------------------------
+
+# Components whose brute-force enumeration has at most this many injections
+# are solved vectorised; larger ones go to linear_sum_assignment one by one.
+_MAX_PERMUTATIONS = 720
+# Elements of one brute-force evaluation array (components x injections x rows).
+_BRUTE_ELEMENTS = 1 << 21
+
+
+def max_weight_matchings(
+    a_node: np.ndarray,
+    b_node: np.ndarray,
+    weight: np.ndarray,
+    n_a_nodes: int,
+    n_b_nodes: int,
+    cardinality_first: bool = False,
+) -> np.ndarray:
+    r"""Exact maximum-weight one-to-one matchings of many small bipartite graphs at once.
+
+    The edges ``(a_node[e], b_node[e])`` with ``weight[e] > 0`` form a
+    bipartite graph (A nodes ``0 .. n_a_nodes - 1``, B nodes
+    ``0 .. n_b_nodes - 1``), typically the disjoint union of many small
+    problems (one per pair of box sets). Returns a matching ``M`` maximising
+
+    .. math:: \sum_{e \in M} w_e \quad (\text{or, with } cardinality\_first,
+              \text{ first } |M| \text{, then } \sum_{e \in M} w_e)
+
+    Connected components are independent, so each is solved on its own: an
+    edge alone in its component is matched; a star (one node on a side)
+    takes its heaviest edge; other components are solved exactly by a
+    vectorised enumeration of the injections of the smaller side into the
+    larger one (grouped by shape, at most ``_MAX_PERMUTATIONS`` injections)
+    or, beyond that, by :func:`scipy.optimize.linear_sum_assignment`. Ties
+    between equally good matchings are broken by edge and enumeration order
+    (deterministic for a given input).
+
+    Args:
+        a_node, b_node: ``(E,)`` int node ids of each edge's ends.
+        weight: ``(E,)`` positive weights (a pair with no edge has weight 0).
+        n_a_nodes, n_b_nodes: the sizes of the two node sets.
+        cardinality_first: maximise the number of matched edges first (for
+            weights in ``(0, 1]``: IoU matching at a threshold).
+
+    Returns:
+        ``(E,)`` bool: whether each edge is matched.
+    """
+    a_node = np.asarray(a_node, dtype=np.intp)
+    b_node = np.asarray(b_node, dtype=np.intp)
+    weight = np.asarray(weight, dtype=np.float64)
+    E = len(a_node)
+    matched = np.zeros(E, dtype=bool)
+    if E == 0:
+        return matched
+    deg_a = np.bincount(a_node, minlength=n_a_nodes)
+    deg_b = np.bincount(b_node, minlength=n_b_nodes)
+    da, db = deg_a[a_node], deg_b[b_node]
+    # A star is a node whose neighbours have no other neighbour: exactly one of
+    # its edges is matched, the heaviest (the first on ties). An edge alone is
+    # a star of one edge.
+    nb_max_a = np.zeros(n_a_nodes, np.intp)
+    np.maximum.at(nb_max_a, a_node, db)
+    nb_max_b = np.zeros(n_b_nodes, np.intp)
+    np.maximum.at(nb_max_b, b_node, da)
+    star_a = nb_max_a[a_node] == 1  # centre on side A (or a lone edge)
+    star_b = (nb_max_b[b_node] == 1) & ~star_a
+    for sel, centre, size in ((star_a, a_node, n_a_nodes), (star_b, b_node, n_b_nodes)):
+        e = np.flatnonzero(sel)
+        if e.size:
+            ce = centre[e]
+            best = np.full(size, -np.inf)
+            np.maximum.at(best, ce, weight[e])
+            top = e[weight[e] == best[ce]]
+            first = np.full(size, E, dtype=np.intp)
+            np.minimum.at(first, centre[top], top)
+            matched[first[first < E]] = True
+    hard = np.flatnonzero(~star_a & ~star_b)
+    if hard.size:
+        _match_components(a_node[hard], b_node[hard], weight[hard], hard, n_a_nodes, n_b_nodes,
+                          cardinality_first, matched)
+    return matched
+
+
+def _match_components(ra, rb, w, idx, NA, NB, cardinality_first, matched) -> None:
+    """Components with at least two nodes on each side: brute force by shape, or LSA."""
+    ua, ub = _distinct(ra, NA), _distinct(rb, NB)
+    # Compact node ids: A nodes 0 .. len(ua) - 1, then B nodes.
+    ca = np.searchsorted(ua, ra)
+    cb = np.searchsorted(ub, rb)
+    n_nodes = len(ua) + len(ub)
+    g = coo_matrix((np.ones(len(ra), np.int8), (ca, len(ua) + cb)), shape=(n_nodes, n_nodes))
+    ncomp, lab = connected_components(g, directed=False)
+    comp = lab[ca]
+    r_c = np.bincount(lab[:len(ua)], minlength=ncomp)
+    q_c = np.bincount(lab[len(ua):], minlength=ncomp)
+    rank_a = _ranks(lab[:len(ua)])[ca]  # position of a node among its component's nodes
+    rank_b = _ranks(lab[len(ua):])[cb]
+    r_e, q_e = r_c[comp], q_c[comp]
+    shape = r_e.astype(np.int64) * (n_nodes + 1) + q_e
+    order = np.argsort(shape, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, shape[order][1:] != shape[order][:-1], True])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        sel = order[lo:hi]
+        r, q = int(r_e[sel[0]]), int(q_e[sel[0]])
+        rows, cols = rank_a[sel], rank_b[sel]
+        if r > q:  # enumerate injections of the smaller side
+            rows, cols, r, q = cols, rows, q, r
+        ww = w[sel] + (min(r, q) + 1.0 if cardinality_first else 0.0)
+        cl = _dense_ids(comp[sel], ncomp)
+        if math.perm(q, r) <= _MAX_PERMUTATIONS:
+            matched[idx[sel]] = _brute_force(cl, rows, cols, ww, r, q)
+        else:
+            matched[idx[sel]] = _lsa_components(cl, rows, cols, ww, r, q)
+
+
+def _distinct(x: np.ndarray, size: int) -> np.ndarray:
+    """Sorted distinct values of ``x`` in ``[0, size)`` (a mark array: no sort)."""
+    mark = np.zeros(size, dtype=bool)
+    mark[x] = True
+    return np.flatnonzero(mark)
+
+
+def _dense_ids(x: np.ndarray, size: int) -> np.ndarray:
+    """``x`` relabelled ``0, 1, ...`` in increasing order of value."""
+    mark = np.zeros(size, dtype=bool)
+    mark[x] = True
+    return (np.cumsum(mark) - 1)[x]
+
+
+def _ranks(comp: np.ndarray) -> np.ndarray:
+    """Position of each node among the nodes of its component (nodes in id order)."""
+    order = np.argsort(comp, kind="stable")
+    c_sorted = comp[order]
+    start = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])
+    pos = np.empty(len(comp), dtype=np.intp)
+    pos[order] = np.arange(len(comp)) - np.repeat(start, np.diff(np.r_[start, len(comp)]))
+    return pos
+
+
+_PERMS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _injections(q: int, r: int) -> np.ndarray:
+    key = (q, r)
+    if key not in _PERMS:
+        _PERMS[key] = np.array(list(itertools.permutations(range(q), r)), dtype=np.intp).reshape(-1, r)
+    return _PERMS[key]
+
+
+def _brute_force(cl, rows, cols, w, r, q) -> np.ndarray:
+    """Best injection of r rows into q columns per component (vectorised), as edge flags."""
+    n_c = int(cl.max()) + 1
+    dense = np.zeros((n_c, r, q))
+    dense[cl, rows, cols] = w
+    inj = _injections(q, r)
+    best = np.empty(n_c, dtype=np.intp)
+    step = max(1, _BRUTE_ELEMENTS // (len(inj) * r))
+    ar = np.arange(r)
+    for lo in range(0, n_c, step):
+        vals = dense[lo:lo + step][:, ar, inj].sum(axis=2)  # (components, injections)
+        best[lo:lo + step] = np.argmax(vals, axis=1)
+    return inj[best[cl], rows] == cols
+
+
+def _lsa_components(cl, rows, cols, w, r, q) -> np.ndarray:
+    """linear_sum_assignment per component (large components), as edge flags."""
+    out = np.zeros(len(cl), dtype=bool)
+    order = np.argsort(cl, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, cl[order][1:] != cl[order][:-1], True])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        e = order[lo:hi]
+        dense = np.zeros((r, q))
+        dense[rows[e], cols[e]] = w[e]
+        rr, qq = linear_sum_assignment(dense, maximize=True)
+        chosen = np.zeros((r, q), dtype=bool)
+        chosen[rr, qq] = True
+        out[e] = chosen[rows[e], cols[e]]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Corpus level: pair costs of arbitrary box pairs, and many set pairs at once
+# ---------------------------------------------------------------------------
+
+
+# Box pairs per block of pair-cost arithmetic (a few 256 KiB temporaries).
+_COST_BLOCK = 1 << 15
 
 
 def _label_codes(labels: np.ndarray) -> np.ndarray:
@@ -342,145 +536,223 @@ def _label_codes(labels: np.ndarray) -> np.ndarray:
     return np.fromiter((index.setdefault(v, len(index)) for v in labels), np.int64, len(labels))
 
 
-class _CorpusCosts:
-    """Per-rater row indices of a :class:`MultiRaterAnnotations` and a
-    vectorised evaluator of OT costs for many (rater a on sample i, rater b on
-    sample j) set pairs.
+class _PairCosts:
+    """Corners and label codes of a corpus' boxes, for the pair cost of any box pairs.
 
-    For a rater pair, the pair costs of a block of A-rows against a block of
-    B-rows are computed in one :func:`pair_cost_matrix` call; per set pair the
-    sub-block is a contiguous slice. Set pairs with no eligible pair (no
-    ``c_ij`` below the matching threshold) or exactly one have closed forms;
-    the others go to ``linear_sum_assignment``.
+    :meth:`giou` and :meth:`iou` are the paired forms of
+    :func:`agreement.geometry.boxes.pairwise_giou` and ``pairwise_iou`` (the
+    same operations in the same order, so bit-identical, zero-area cases
+    included), and :meth:`cost` the paired form of :func:`pair_cost_matrix`.
     """
 
-    def __init__(self, data, lam: float, beta: float, normalization: str, max_block: int = 4_000_000):
-        check_ot_params(lam, beta, normalization)
-        _check_boxes(data.boxes, "boxes")
-        self.data = data
-        self.lam, self.beta, self.normalization = float(lam), float(beta), normalization
-        self.codes = _label_codes(data.labels)
-        self.max_block = int(max_block)
-        S = data.num_samples
-        self.rows: list[np.ndarray] = []
-        self.offsets: list[np.ndarray] = []
-        for r in range(data.num_raters):
-            rows = np.flatnonzero(data.rater_index == r)  # sorted by sample (data is sorted)
-            self.rows.append(rows)
-            self.offsets.append(np.searchsorted(data.sample_index[rows], np.arange(S + 1)))
+    def __init__(self, boxes: np.ndarray, labels: np.ndarray, lam: float):
+        boxes = _check_boxes(boxes, "boxes")
+        self.x1, self.y1 = boxes[:, 0].copy(), boxes[:, 1].copy()
+        self.x2, self.y2 = boxes[:, 2] + self.x1, boxes[:, 3] + self.y1
+        self.area = (self.x2 - self.x1) * (self.y2 - self.y1)
+        self.codes = _label_codes(labels)
+        self.lam = float(lam)
 
-    def count(self, r: int, s: np.ndarray) -> np.ndarray:
-        off = self.offsets[r]
-        return off[np.asarray(s) + 1] - off[np.asarray(s)]
+    def giou(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """GIoU of the box pairs ``(i[k], j[k])``, in ``[-1, 1]``."""
+        x1, y1, x2, y2, area = self.x1, self.y1, self.x2, self.y2, self.area
+        xa2, xb2, xa1, xb1 = x2[i], x2[j], x1[i], x1[j]
+        o = np.minimum(xa2, xb2)
+        o -= np.maximum(xa1, xb1)
+        np.maximum(o, 0.0, out=o)
+        u = np.maximum(xa2, xb2)
+        u -= np.minimum(xa1, xb1)
+        ya2, yb2, ya1, yb1 = y2[i], y2[j], y1[i], y1[j]
+        v = np.minimum(ya2, yb2)
+        v -= np.maximum(ya1, yb1)
+        np.maximum(v, 0.0, out=v)
+        o *= v  # |A ∩ B|
+        v = np.maximum(ya2, yb2)
+        v -= np.minimum(ya1, yb1)
+        u *= v  # |C|
+        v = area[i] + area[j]
+        v -= o  # |A ∪ B|
+        zero = v == 0.0  # both areas zero (an intersection is then zero too)
+        if zero.any():
+            v[zero] = 1.0
+            u[zero] = 1.0
+        np.divide(o, v, out=o)
+        np.divide(v, u, out=v)
+        np.minimum(v, 1.0, out=v)
+        np.subtract(1.0, v, out=v)
+        o -= v
+        if zero.any():
+            z = np.flatnonzero(zero)
+            same = (xa1[z] == xb1[z]) & (ya1[z] == yb1[z]) & (xa2[z] == xb2[z]) & (ya2[z] == yb2[z])
+            o[z] = np.where(same, 1.0, -1.0)
+        return o
 
-    def _gather(self, r: int, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of rater r on ``samples`` (concatenated) and local offsets."""
-        off = self.offsets[r]
-        starts, stops = off[samples], off[samples + 1]
-        lens = stops - starts
-        local = np.concatenate([[0], np.cumsum(lens)])
-        if local[-1] == 0:
-            return np.zeros(0, np.intp), local
-        idx = np.repeat(starts - local[:-1], lens) + np.arange(local[-1])
-        return self.rows[r][idx], local
+    def iou(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """IoU of the box pairs ``(i[k], j[k])``, in ``[0, 1]``: the paired form of
+        :func:`agreement.geometry.boxes.pairwise_iou` (bit-identical), in cache-sized blocks."""
+        out = np.empty(len(i))
+        x1, y1, x2, y2, area = self.x1, self.y1, self.x2, self.y2, self.area
+        for lo in range(0, len(i), _COST_BLOCK):
+            ib, jb = i[lo:lo + _COST_BLOCK], j[lo:lo + _COST_BLOCK]
+            o = np.minimum(x2[ib], x2[jb])
+            o -= np.maximum(x1[ib], x1[jb])
+            np.maximum(o, 0.0, out=o)
+            u = np.minimum(y2[ib], y2[jb])
+            u -= np.maximum(y1[ib], y1[jb])
+            np.maximum(u, 0.0, out=u)
+            o *= u
+            u = area[ib] + area[jb]
+            u -= o
+            zero = np.flatnonzero(u == 0.0)
+            u[zero] = 1.0
+            np.divide(o, u, out=out[lo:lo + _COST_BLOCK])
+            if zero.size:
+                zi, zj = ib[zero], jb[zero]
+                same = (x1[zi] == x1[zj]) & (y1[zi] == y1[zj]) & (x2[zi] == x2[zj]) & (y2[zi] == y2[zj])
+                out[lo + zero] = same.astype(np.float64)
+        return out
 
-    def costs(self, a: int, b: int, ii: np.ndarray, jj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """OT costs and matched-pair counts for set pairs (rater a on ii[t], rater b on jj[t])."""
-        ii = np.asarray(ii, dtype=np.intp)
-        jj = np.asarray(jj, dtype=np.intp)
-        P = len(ii)
-        out = np.empty(P)
-        kout = np.zeros(P, np.intp)
-        if P == 0:
-            return out, kout
-        beta, norm = self.beta, self.normalization
-        w = 2.0 if norm == "paper" else 1.0
-        thr = beta if norm == "paper" else 2.0 * beta
-        n_all = self.count(a, ii)
-        m_all = self.count(b, jj)
-        N_all = n_all + m_all
-        # Trivial pairs: one side empty.
-        trivial = (n_all == 0) | (m_all == 0)
-        out[trivial] = np.where(N_all[trivial] == 0, 0.0, beta)
-        todo = np.flatnonzero(~trivial)
-        if todo.size == 0:
-            return out, kout
-        # Column side: every B sample needed, split into column chunks.
-        J = np.unique(jj[todo])
-        col_rows_cap = max(1, int(np.sqrt(self.max_block)))
-        mJ = self.count(b, J)
-        col_chunk = _chunks(mJ, col_rows_cap)  # chunk id per J entry
-        I = np.unique(ii[todo])
-        nI = self.count(a, I)
-        # Pairs grouped by column chunk, then by row chunk: each block is built once.
-        jpos = np.searchsorted(J, jj[todo])
-        for cc in np.unique(col_chunk):
-            Jc = J[col_chunk == cc]
-            rows_b, loc_b = self._gather(b, Jc)
-            sel_c = todo[col_chunk[jpos] == cc]
-            if sel_c.size == 0:
-                continue
-            ipos_c = np.searchsorted(I, ii[sel_c])
-            Ic_all = np.unique(ipos_c)
-            row_cap = max(1, self.max_block // max(1, len(rows_b)))
-            row_chunk = _chunks(nI[Ic_all], row_cap)
-            for rc in np.unique(row_chunk):
-                Ic = I[Ic_all[row_chunk == rc]]
-                rows_a, loc_a = self._gather(a, Ic)
-                sel = sel_c[np.isin(ii[sel_c], Ic)]
-                self._block(rows_a, loc_a, Ic, rows_b, loc_b, Jc, ii[sel], jj[sel], sel, out, kout, w, thr)
-        return out, kout
+    def geometric(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The localisation term ``lam (1 - GIoU) / 2`` of the pair cost, in ``[0, lam]``."""
+        g = self.giou(i, j)
+        np.subtract(1.0, g, out=g)
+        g *= 0.5 * self.lam
+        return g
 
-    def _block(self, rows_a, loc_a, Ic, rows_b, loc_b, Jc, pi, pj, sel, out, kout, w, thr) -> None:
-        d = self.data
-        beta, norm = self.beta, self.normalization
-        c = _cost(d.boxes[rows_a], self.codes[rows_a], d.boxes[rows_b], self.codes[rows_b], self.lam)
-        s = c - thr
-        s *= w  # savings of matching a pair; eligible iff < 0
-        li = np.searchsorted(Ic, pi)
-        lj = np.searchsorted(Jc, pj)
-        grp_a = np.repeat(np.arange(len(Ic)), np.diff(loc_a))
-        grp_b = np.repeat(np.arange(len(Jc)), np.diff(loc_b))
-        r, q = np.nonzero(s < 0.0)
-        key = grp_a[r] * len(Jc) + grp_b[q]
-        ncell = len(Ic) * len(Jc)
-        cnt = np.bincount(key, minlength=ncell)
-        one = np.bincount(key, weights=s[r, q], minlength=ncell)  # exact when cnt == 1
-        pk = li * len(Jc) + lj
-        n = loc_a[li + 1] - loc_a[li]
-        m = loc_b[lj + 1] - loc_b[lj]
-        N = (n + m).astype(np.float64)
-        e = cnt[pk]
-        gain = np.where(e == 1, one[pk], 0.0)
-        k = (e >= 1).astype(np.intp)
-        hard = np.flatnonzero(e >= 2)
-        if hard.size:
-            # Python scalars: this loop is the hot path when many pairs are eligible.
-            la_, lb_ = loc_a.tolist(), loc_b.tolist()
-            for t, i0, j0 in zip(hard.tolist(), li[hard].tolist(), lj[hard].tolist()):
-                blk = s[la_[i0]:la_[i0 + 1], lb_[j0]:lb_[j0 + 1]]
-                rr, qq = linear_sum_assignment(np.minimum(blk, 0.0))
-                v = blk[rr, qq]
-                v = v[v < 0.0]
-                gain[t] = v.sum()
-                k[t] = v.size
-        total = beta * N + gain
-        denom = N if norm == "paper" else N - k
-        out[sel] = total / denom
-        kout[sel] = k
+    def cost(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``c = lam (1 - GIoU) / 2 + (1 - lam) [label_i != label_j]`` of the pairs, in ``[0, 1]``.
+
+        Computed in blocks of ``_COST_BLOCK`` pairs, whose temporaries stay in
+        the CPU cache (several times faster than whole-array operations)."""
+        out = np.empty(len(i))
+        for lo in range(0, len(i), _COST_BLOCK):
+            ib, jb = i[lo:lo + _COST_BLOCK], j[lo:lo + _COST_BLOCK]
+            c = self.geometric(ib, jb)
+            if self.lam < 1.0:
+                c += (1.0 - self.lam) * (self.codes[ib] != self.codes[jb])
+            np.clip(c, 0.0, 1.0, out=out[lo:lo + _COST_BLOCK])
+        return out
 
 
-def _chunks(sizes: np.ndarray, cap: int) -> np.ndarray:
-    """Greedy consecutive chunks of total size <= cap (a chunk holds at least one item)."""
-    ids = np.empty(len(sizes), np.intp)
-    cur, acc = 0, 0
-    for t, sz in enumerate(sizes):
-        if acc and acc + sz > cap:
-            cur += 1
-            acc = 0
-        ids[t] = cur
-        acc += sz
-    return ids
+def _entries(a0, na, b0, nb, problems):
+    """Every box pair of the set pairs ``problems`` (A rows ``a0 + [0, na)``, B rows ``b0 + [0, nb)``).
+
+    Returns ``(a_problem, ia, jb, an, bn)``: the problem of each A box of the
+    chunk (indexed by A node), and per box pair its A row, B row, A node and B
+    node (the positions of the two boxes among the chunk's A / B boxes).
+    Only repeats and additions over the box pairs (no division, no gather).
+    """
+    na_p, nb_p = na[problems], nb[problems]
+    n_a = int(na_p.sum())
+    ta = np.repeat(problems, na_p)  # problem of each A node
+    a_row = a0[ta] + (np.arange(n_a) - np.repeat(np.cumsum(na_p) - na_p, na_p))
+    cnt = nb[ta]  # box pairs of each A node
+    seg = np.cumsum(cnt) - cnt
+    b_off = np.repeat(np.cumsum(nb_p) - nb_p, na_p)  # first B node of each A node's problem
+    ar = np.arange(int(cnt.sum()))
+    ia = np.repeat(a_row, cnt)
+    an = np.repeat(np.arange(n_a), cnt)
+    jb = ar + np.repeat(b0[ta] - seg, cnt)
+    bn = ar + np.repeat(b_off - seg, cnt)
+    return ta, ia, jb, an, bn
+
+
+def _chunks_of(sizes: np.ndarray, cap: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
+    """Consecutive chunks of item indices with about ``cap`` total size; with
+    ``groups`` (sorted group ids), a group is never split."""
+    n = len(sizes)
+    if n == 0:
+        return []
+    if groups is None:
+        before = np.cumsum(sizes) - sizes
+        cid = before // max(int(cap), 1)
+    else:
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        gsize = np.add.reduceat(sizes, starts)
+        gcid = (np.cumsum(gsize) - gsize) // max(int(cap), 1)
+        cid = np.repeat(gcid, np.diff(np.r_[starts, n]))
+    bounds = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1], True])
+    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+@dataclass(frozen=True, eq=False)
+class _Solved:
+    """Results of :func:`_solve_set_pairs`: per set pair, matched pairs, nearest per row."""
+
+    cost: np.ndarray
+    n_matched: np.ndarray
+    m_problem: np.ndarray | None = None
+    m_row_a: np.ndarray | None = None
+    m_row_b: np.ndarray | None = None
+    m_cost: np.ndarray | None = None
+    nearest_row: np.ndarray | None = None
+    nearest_cost: np.ndarray | None = None
+
+
+def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization: str,
+                     max_block: int = 4_000_000, groups: np.ndarray | None = None,
+                     n_rows: int | None = None) -> _Solved:
+    """Exact OT cost of many set pairs (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
+
+    The pair costs of every box pair are computed in vectorised blocks of
+    about ``max_block`` entries; the matchings of all set pairs of a block are
+    solved together by :func:`max_weight_matchings` on the eligible pairs
+    (``c_ij`` below ``beta``, ``"paper"``, or ``2 beta``, ``"oc_cost"``) with
+    weights ``w (thr - c_ij)``; the cost is ``[w sum_M c_ij + beta (n + m - 2k)] / denom``
+    as in :func:`ot_from_cost_matrix`. With ``n_rows`` (detail mode, blocks
+    never split a ``groups`` value, so a box's pairs are all in one block) the
+    matched pairs and each box's nearest counterpart over all its set pairs
+    (lowest ``c_ij``; ties: the box it was matched to, then the lowest row)
+    are returned too.
+    """
+    a0, na, b0, nb = (np.asarray(x, dtype=np.intp) for x in (a0, na, b0, nb))
+    P = len(a0)
+    w = 2.0 if normalization == "paper" else 1.0
+    thr = beta if normalization == "paper" else 2.0 * beta
+    k = np.zeros(P, np.intp)
+    csum = np.zeros(P)
+    detail = n_rows is not None
+    parts: list[tuple] = []
+    if detail:
+        near_cost = np.full(n_rows, np.inf)
+        near_key = np.full(n_rows, np.iinfo(np.int64).max, dtype=np.int64)
+    for problems in _chunks_of(na * nb, max_block, groups):
+        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+        if len(ia) == 0:
+            continue
+        c = pc.cost(ia, jb)
+        el = np.flatnonzero(c < thr)
+        hit = el[max_weight_matchings(an[el], bn[el], w * (thr - c[el]), len(ta), int(nb[problems].sum()))]
+        t = ta[an[hit]]
+        np.add.at(k, t, 1)
+        np.add.at(csum, t, c[hit])
+        if detail:
+            parts.append((t, ia[hit], jb[hit], c[hit]))
+            _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows)
+    N = (na + nb).astype(np.float64)
+    total = w * csum + beta * (N - 2 * k)
+    denom = N if normalization == "paper" else N - k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cost = np.where(N > 0, total / np.where(denom > 0, denom, 1.0), 0.0)
+    if not detail:
+        return _Solved(cost, k)
+    cat = (lambda j, dt: np.concatenate([p[j] for p in parts]).astype(dt) if parts else np.zeros(0, dt))
+    has = np.isfinite(near_cost)
+    nearest = np.where(has, near_key % max(n_rows, 1), -1).astype(np.intp)
+    return _Solved(cost, k, cat(0, np.intp), cat(1, np.intp), cat(2, np.intp), cat(3, np.float64),
+                   nearest, np.where(has, near_cost, np.nan))
+
+
+def _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows) -> None:
+    """Lowest-cost counterpart per box over the box pairs of a block, in both directions
+    (ties: the box it was matched to, then the lowest row)."""
+    np.minimum.at(near_cost, ia, c)
+    np.minimum.at(near_cost, jb, c)
+    unmatched = np.ones(len(c), dtype=np.int64)
+    unmatched[hit] = 0
+    for rows, partner in ((ia, jb), (jb, ia)):
+        top = np.flatnonzero(c == near_cost[rows])
+        np.minimum.at(near_key, rows[top], unmatched[top] * n_rows + partner[top])
 
 
 def set_pair_costs(
@@ -497,12 +769,11 @@ def set_pair_costs(
     """OT costs between rater a's set on ``samples_a[t]`` and rater b's set on ``samples_b[t]``.
 
     The same cost as :func:`ot_match` for each set pair, computed in bulk: the
-    pair costs of all needed boxes of a against all needed boxes of b are
-    built in blocks of at most about ``max_block`` entries, and set pairs with
-    at most one eligible box pair (``c_ij`` below the matching threshold) are
-    solved in closed form. Used for same-sample (observed) and cross-sample
-    (chance) costs of :mod:`agreement.alpha_ot`. Both raters must be assigned
-    to the respective samples (implicit absence has no set).
+    pair costs of all box pairs are built in vectorised blocks of at most
+    about ``max_block`` entries and the matchings of a block are solved
+    together (:func:`max_weight_matchings`). Used for same-sample (observed)
+    and cross-sample (chance) costs of :mod:`agreement.alpha_ot`. Both raters
+    must be assigned to the respective samples (implicit absence has no set).
 
     Args:
         data: a :class:`agreement.data.MultiRaterAnnotations`.
@@ -512,11 +783,12 @@ def set_pair_costs(
         max_block: memory cap (entries) of one pair-cost block.
 
     Returns:
-        ``(len(samples_a),)`` float64 OT costs.
+        ``(len(samples_a),)`` float64 OT costs in ``[0, beta]`` (``"paper"``).
 
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
     """
+    check_ot_params(lam, beta, normalization)
     a = data.raters.index(rater_a) if isinstance(rater_a, str) else int(rater_a)
     b = data.raters.index(rater_b) if isinstance(rater_b, str) else int(rater_b)
     ii = np.asarray(samples_a, dtype=np.intp).reshape(-1)
@@ -525,13 +797,41 @@ def set_pair_costs(
         raise ValueError("samples_a and samples_b must have equal lengths")
     if len(ii) and (not data.assigned[ii, a].all() or not data.assigned[jj, b].all()):
         raise ValueError("every set pair needs both raters assigned to their samples")
-    engine = _CorpusCosts(data, lam, beta, normalization, max_block)
-    return engine.costs(a, b, ii, jj)[0]
+    return cell_pair_costs(data, ii, np.full(len(ii), a), jj, np.full(len(jj), b), lam, beta, normalization,
+                           max_block=max_block)
+
+
+def cell_pair_costs(data, samples_a, raters_a, samples_b, raters_b, lam: float = 0.5, beta: float = 0.5,
+                    normalization: str = "paper", max_block: int = 4_000_000, pair_costs=None) -> np.ndarray:
+    """OT costs of many set pairs (rater ``raters_a[t]`` on ``samples_a[t]`` vs
+    ``raters_b[t]`` on ``samples_b[t]``), raters free to differ per pair.
+
+    As :func:`set_pair_costs`, without the assignment check; work is
+    proportional to the number of box pairs of the requested set pairs.
+    ``pair_costs`` reuses a precomputed ``_PairCosts`` of ``data``.
+    """
+    check_ot_params(lam, beta, normalization)
+    pc = pair_costs if pair_costs is not None else _PairCosts(data.boxes, data.labels, lam)
+    R = data.num_raters
+    ca = np.asarray(samples_a, dtype=np.intp) * R + np.asarray(raters_a, dtype=np.intp)
+    cb = np.asarray(samples_b, dtype=np.intp) * R + np.asarray(raters_b, dtype=np.intp)
+    off = data.offsets
+    return _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
+                            float(beta), normalization, max_block).cost
 
 
 # ---------------------------------------------------------------------------
-# Per-sample scores over every pair of assigned raters
+# Per-sample scores over every pair of assigned raters, and per-label reasons
 # ---------------------------------------------------------------------------
+
+REASON_MATCHED = "matched"
+REASON_NO_COUNTERPART = "no counterpart"
+REASON_LABEL_DIFFERS = "label differs"
+REASON_TOO_FAR = "too far"
+REASON_COUNTERPART_TAKEN = "counterpart taken"
+#: Why a box was (not) matched, per box (:attr:`OTSampleScores.row_reason`).
+ROW_REASONS = (REASON_MATCHED, REASON_NO_COUNTERPART, REASON_LABEL_DIFFERS, REASON_TOO_FAR,
+               REASON_COUNTERPART_TAKEN)
 
 
 @dataclass(frozen=True, eq=False)
@@ -553,7 +853,7 @@ class OTSampleScores:
             NaN when the range is a single point).
         reasons: ``""`` or why the sample is not scored.
 
-    Per rater pair on a sample (length ``P``):
+    Per rater pair on a sample (length ``P``, sorted by sample, then ``(a, b)``):
 
     Attributes:
         pair_sample: sample index.
@@ -561,6 +861,7 @@ class OTSampleScores:
         pair_cost, pair_score: OT cost and ``1 - cost``.
         pair_n_a, pair_n_b, pair_n_matched: set sizes and matched pairs.
         pair_lower, pair_upper, pair_position: feasible score range and position.
+        pair_table_row: the row of ``(a, b)`` in :attr:`rater_pairs`.
 
     Per box of a rater pair (length ``E``: each pair contributes ``n + m`` rows):
 
@@ -570,23 +871,45 @@ class OTSampleScores:
         edge_partner_row: the row of the box it matched, ``-1`` for the dummy.
         edge_paid: the cost it paid (``c_ij`` or ``beta``).
 
-    Per box of the corpus (length ``N``):
+    Per box of the corpus (length ``N``), over the rater pairs it took part in:
 
     Attributes:
-        row_paid: mean cost the box paid over the rater pairs it took part in
-            (NaN if none: its sample has a single rater).
-        row_matched_row: the row of its cheapest match over those pairs (for
-            two raters: the box it matched), ``-1`` if it never matched.
+        row_paid: mean cost the box paid (NaN if none: its sample has a
+            single rater).
+        row_matched_row: the row of its cheapest match (for two raters: the
+            box it matched), ``-1`` if it never matched.
+        row_matched_rater: the rater index of that match, ``-1`` if none.
         row_n_matched: in how many rater pairs it was matched.
+        row_nearest_row: its nearest counterpart: the box of another assigned
+            rater on the same sample with the lowest pair cost ``c_ij`` (ties:
+            the box it was matched to, then the lowest row); ``-1`` if no
+            other assigned rater drew anything there.
+        row_nearest_rater: the rater index of that box, ``-1`` if none.
+        row_nearest_cost: ``c_ij`` to it (NaN if none).
+        row_reason: why the box was or was not matched (:data:`ROW_REASONS`),
+            with ``thr = beta`` (``"paper"``) or ``2 beta`` (``"oc_cost"``), the
+            threshold below which a pair can be matched:
+            ``"matched"`` (in at least one rater pair);
+            ``"no counterpart"`` (no other assigned rater drew anything on the
+            sample, including a sample with a single assigned rater);
+            ``"counterpart taken"`` (the nearest counterpart was eligible,
+            ``c_ij < thr``, but the optimal matching gave it to another box:
+            an unmatched box with an unmatched eligible partner is never
+            optimal);
+            ``"label differs"`` (``c_ij >= thr`` only because of the label
+            term: the nearest counterpart has another class and
+            ``lam (1 - GIoU) / 2 < thr``, so with equal labels it could match);
+            ``"too far"`` (``lam (1 - GIoU) / 2 >= thr``: geometry alone
+            rules the pair out).
 
     Corpus:
 
     Attributes:
         raters: rater names.
-        rater_pair_mean: ``(R, R)`` mean score of each rater pair over the
-            samples both were assigned (symmetric; NaN on the diagonal and for
-            pairs that share no sample).
-        rater_pair_count: ``(R, R)`` number of shared samples.
+        rater_pairs: :class:`agreement.rater_pairs.RaterPairTable` of the rater
+            pairs that share at least one sample, with value ``"mean_ot"``
+            (mean score over their shared samples). A pair that shares no
+            sample is absent (no data).
         lam, beta, normalization: the parameters.
     """
 
@@ -609,16 +932,21 @@ class OTSampleScores:
     pair_lower: np.ndarray
     pair_upper: np.ndarray
     pair_position: np.ndarray
+    pair_table_row: np.ndarray
     edge_pair: np.ndarray
     edge_row: np.ndarray
     edge_partner_row: np.ndarray
     edge_paid: np.ndarray
     row_paid: np.ndarray
     row_matched_row: np.ndarray
+    row_matched_rater: np.ndarray
     row_n_matched: np.ndarray
+    row_nearest_row: np.ndarray
+    row_nearest_rater: np.ndarray
+    row_nearest_cost: np.ndarray
+    row_reason: np.ndarray
     raters: tuple[str, ...]
-    rater_pair_mean: np.ndarray
-    rater_pair_count: np.ndarray
+    rater_pairs: RaterPairTable
     lam: float
     beta: float
     normalization: str
@@ -634,139 +962,160 @@ class OTSampleScores:
         return float(v.mean()) if v.size else float("nan")
 
 
-def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper") -> OTSampleScores:
+def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
+    """The (sample, rater a, rater b) triples with both raters assigned (``a < b``),
+    their table rows, and the row ranges of the two sets.
+
+    Returns ``(sample, a, b, pair_id, a0, na, b0, nb)``; work is proportional to
+    the number of triples (:func:`agreement.rater_pairs.shared_sample_pairs`).
+    """
+    s, a, b, pid = shared_sample_pairs(data.assigned)
+    R = data.num_raters
+    off = data.offsets
+    ca, cb = s * R + a, s * R + b
+    return s, a, b, pid, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
+
+
+def _pair_table(raters, a, b, pid) -> RaterPairTable:
+    n = int(pid.max()) + 1 if len(pid) else 0
+    ta = np.zeros(n, np.intp)
+    tb = np.zeros(n, np.intp)
+    ta[pid], tb[pid] = a, b
+    return RaterPairTable(tuple(raters), ta, tb, np.bincount(pid, minlength=n).astype(np.int64))
+
+
+def _sample_reasons(data) -> list[str]:
+    k = data.assigned.sum(axis=1)
+    out = [""] * data.num_samples
+    for s in np.flatnonzero(k < 2).tolist():
+        out[s] = ("no rater assigned" if k[s] == 0 else
+                  f"only one rater assigned ({data.raters[int(np.argmax(data.assigned[s]))]!r}): no pair to compare")
+    return out
+
+
+def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
+                     max_block: int = 4_000_000) -> OTSampleScores:
     """OT agreement per sample over every pair of raters assigned to it.
 
     For each sample and each pair of raters ``a < b`` both assigned to it
     (explicit absence, an empty set, counts; implicit absence does not), the
-    OT score ``1 - cost(A, B)`` of :func:`ot_match`; per sample the mean and
-    the minimum over its pairs. Samples with fewer than two assigned raters are
-    reported (NaN with a reason), not scored. The cost matrix of a sample is
-    computed once for all its raters.
+    OT score ``1 - cost(A, B)`` of :func:`ot_match`, in ``[1 - beta, 1]``
+    (``"paper"``); per sample the mean and the minimum over its pairs. Samples
+    with fewer than two assigned raters are reported (NaN with a reason), not
+    scored. Per box: what it paid, what it matched, its nearest counterpart
+    and why it was or was not matched (:class:`OTSampleScores`). Work is
+    proportional to the box pairs of the (sample, assigned rater pair)
+    triples, never to the square of the number of raters.
 
     Args:
         data: a :class:`agreement.data.MultiRaterAnnotations`.
         lam: localisation weight in ``[0, 1]``.
         beta: dummy cost in ``(0, 1]``.
         normalization: ``"paper"`` or ``"oc_cost"``.
+        max_block: memory cap (box pairs) of one vectorised block (a sample is
+            never split).
 
     Returns:
         :class:`OTSampleScores` (per sample, per rater pair, per box, and the
-        rater-pair matrix of mean scores).
+        sparse table of rater pairs with their mean score).
 
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
     """
     check_ot_params(lam, beta, normalization)
-    boxes = _check_boxes(data.boxes, "boxes")
-    codes = _label_codes(data.labels)
-    S, R, Nrows = data.num_samples, data.num_raters, len(data)
-    mean = np.full(S, np.nan)
-    mn = np.full(S, np.nan)
-    n_pairs = np.zeros(S, np.intp)
-    reasons: list[str] = []
-    P_s, P_a, P_b, P_cost, P_na, P_nb, P_k = [], [], [], [], [], [], []
-    E_pair, E_row, E_partner, E_paid = [], [], [], []
-    npair = 0
-    for s in range(S):
-        assigned = np.flatnonzero(data.assigned[s])
-        if len(assigned) < 2:
-            reasons.append(
-                "no rater assigned" if len(assigned) == 0 else
-                f"only one rater assigned ({data.raters[assigned[0]]!r}): no pair to compare"
-            )
-            continue
-        reasons.append("")
-        lo_s, hi_s = data.offsets[s * R], data.offsets[(s + 1) * R]
-        c_all = _cost(boxes[lo_s:hi_s], codes[lo_s:hi_s], boxes[lo_s:hi_s], codes[lo_s:hi_s], float(lam))
-        sl = {r: data.rows(s, int(r)) for r in assigned}
-        costs = []
-        for x, a in enumerate(assigned):
-            ra = sl[a]
-            for b in assigned[x + 1:]:
-                rb = sl[b]
-                c = c_all[ra.start - lo_s:ra.stop - lo_s, rb.start - lo_s:rb.stop - lo_s]
-                total, cost, rows, cols = _solve(c, float(beta), normalization)
-                n, m = c.shape
-                costs.append(cost)
-                P_s.append(s); P_a.append(a); P_b.append(b); P_cost.append(cost)
-                P_na.append(n); P_nb.append(m); P_k.append(len(rows))
-                pa = np.full(n, -1, np.intp); pb = np.full(m, -1, np.intp)
-                paid_a = np.full(n, float(beta)); paid_b = np.full(m, float(beta))
-                pa[rows] = rb.start + cols
-                pb[cols] = ra.start + rows
-                paid_a[rows] = c[rows, cols]
-                paid_b[cols] = c[rows, cols]
-                E_pair.append(np.full(n + m, npair, np.intp))
-                E_row.append(np.concatenate([np.arange(ra.start, ra.stop), np.arange(rb.start, rb.stop)]))
-                E_partner.append(np.concatenate([pa, pb]))
-                E_paid.append(np.concatenate([paid_a, paid_b]))
-                npair += 1
-        scores = 1.0 - np.asarray(costs)
-        mean[s] = scores.mean()
-        mn[s] = scores.min()
-        n_pairs[s] = len(scores)
-
-    pair_sample = np.asarray(P_s, np.intp)
-    pair_a = np.asarray(P_a, np.intp)
-    pair_b = np.asarray(P_b, np.intp)
-    pair_cost = np.asarray(P_cost, np.float64)
+    pc = _PairCosts(data.boxes, data.labels, lam)
+    S, Nrows = data.num_samples, len(data)
+    s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
+    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, groups=s, n_rows=Nrows)
+    pair_cost = solved.cost
     pair_score = 1.0 - pair_cost
-    pair_na = np.asarray(P_na, np.intp)
-    pair_nb = np.asarray(P_nb, np.intp)
-    bounds = score_bounds(pair_na, pair_nb, lam, beta, normalization)
+    n_pairs = np.bincount(s, minlength=S).astype(np.intp)
+    ok = n_pairs > 0
+    mean = np.full(S, np.nan)
+    mn = np.full(S, np.inf)
+    mean[ok] = np.bincount(s, pair_score, S)[ok] / n_pairs[ok]
+    np.minimum.at(mn, s, pair_score)
+    mn[~ok] = np.nan
+    bounds = score_bounds(na, nb, lam, beta, normalization)
     pair_lower = np.asarray(bounds.lower, np.float64).reshape(-1)
     pair_upper = np.asarray(bounds.upper, np.float64).reshape(-1)
     pair_pos = np.asarray(relative_position(pair_score, pair_lower, pair_upper), np.float64).reshape(-1)
-
     lower = np.full(S, np.nan)
     upper = np.full(S, np.nan)
-    if len(pair_sample):
-        cnt = np.bincount(pair_sample, minlength=S)
-        ok = cnt > 0
-        lower[ok] = (np.bincount(pair_sample, pair_lower, S)[ok]) / cnt[ok]
-        upper[ok] = (np.bincount(pair_sample, pair_upper, S)[ok]) / cnt[ok]
+    lower[ok] = np.bincount(s, pair_lower, S)[ok] / n_pairs[ok]
+    upper[ok] = np.bincount(s, pair_upper, S)[ok] / n_pairs[ok]
     position = np.asarray(relative_position(mean, lower, upper), np.float64).reshape(-1)
 
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-    edge_pair = cat(E_pair, np.intp)
-    edge_row = cat(E_row, np.intp)
-    edge_partner = cat(E_partner, np.intp)
-    edge_paid = cat(E_paid, np.float64)
-
-    # Per row: mean paid, matches count, cheapest match (ties: first rater pair).
-    row_cnt = np.bincount(edge_row, minlength=Nrows)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        row_paid = np.bincount(edge_row, edge_paid, minlength=Nrows) / row_cnt
-    row_paid[row_cnt == 0] = np.nan
-    matched = edge_partner >= 0
-    row_n_matched = np.bincount(edge_row[matched], minlength=Nrows).astype(np.intp)
-    row_matched = np.full(Nrows, -1, np.intp)
-    if matched.any():
-        er, ep, epaid = edge_row[matched], edge_partner[matched], edge_paid[matched]
-        order = np.lexsort((np.arange(len(er)), epaid, er))  # by row, then paid, then pair order
-        er, ep = er[order], ep[order]
-        first = np.r_[True, er[1:] != er[:-1]]
-        row_matched[er[first]] = ep[first]
-
-    # Rater-pair matrix of mean scores.
-    rp_sum = np.zeros((R, R))
-    rp_cnt = np.zeros((R, R), np.intp)
-    np.add.at(rp_sum, (pair_a, pair_b), pair_score)
-    np.add.at(rp_cnt, (pair_a, pair_b), 1)
-    rp_sum = rp_sum + rp_sum.T
-    rp_cnt = rp_cnt + rp_cnt.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rp_mean = np.where(rp_cnt > 0, rp_sum / np.maximum(rp_cnt, 1), np.nan)
-
+    edges = _box_edges(solved, a0, na, b0, nb, float(beta))
+    rows = _row_results(data, pc, solved, edges, float(beta), normalization)
+    table = _pair_table(data.raters, a, b, pid)
+    table.values["mean_ot"] = np.bincount(pid, pair_score, len(table)) / np.maximum(table.n_shared, 1)
     return OTSampleScores(
         sample_ids=data.sample_ids, mean=mean, min=mn, n_pairs=n_pairs, lower=lower, upper=upper,
-        position=position, reasons=tuple(reasons), pair_sample=pair_sample, pair_rater_a=pair_a,
-        pair_rater_b=pair_b, pair_cost=pair_cost, pair_score=pair_score, pair_n_a=pair_na,
-        pair_n_b=pair_nb, pair_n_matched=np.asarray(P_k, np.intp), pair_lower=pair_lower,
-        pair_upper=pair_upper, pair_position=pair_pos, edge_pair=edge_pair, edge_row=edge_row,
-        edge_partner_row=edge_partner, edge_paid=edge_paid, row_paid=row_paid,
-        row_matched_row=row_matched, row_n_matched=row_n_matched, raters=tuple(data.raters),
-        rater_pair_mean=rp_mean, rater_pair_count=rp_cnt, lam=float(lam), beta=float(beta),
-        normalization=normalization,
+        position=position, reasons=tuple(_sample_reasons(data)), pair_sample=s, pair_rater_a=a,
+        pair_rater_b=b, pair_cost=pair_cost, pair_score=pair_score, pair_n_a=na, pair_n_b=nb,
+        pair_n_matched=solved.n_matched, pair_lower=pair_lower, pair_upper=pair_upper,
+        pair_position=pair_pos, pair_table_row=pid, **edges, **rows, raters=tuple(data.raters),
+        rater_pairs=table, lam=float(lam), beta=float(beta), normalization=normalization,
+    )
+
+
+def _box_edges(solved: _Solved, a0, na, b0, nb, beta: float) -> dict[str, np.ndarray]:
+    """Per box of every rater pair (the pair's A boxes, then its B boxes): partner and paid cost."""
+    L = na + nb
+    eo = np.cumsum(L) - L
+    edge_pair = np.repeat(np.arange(len(L)), L)
+    # Segments: the A rows of pair 0, its B rows, the A rows of pair 1, ...
+    seg_len = np.stack([na, nb], axis=1).reshape(-1)
+    seg_start = np.stack([a0, b0], axis=1).reshape(-1)
+    seg_pos = np.stack([eo, eo + na], axis=1).reshape(-1)
+    edge_row = np.arange(int(L.sum())) + np.repeat(seg_start - seg_pos, seg_len)
+    partner = np.full(len(edge_row), -1, np.intp)
+    paid = np.full(len(edge_row), beta)
+    t = solved.m_problem
+    pos_a = eo[t] + (solved.m_row_a - a0[t])
+    pos_b = eo[t] + na[t] + (solved.m_row_b - b0[t])
+    partner[pos_a], partner[pos_b] = solved.m_row_b, solved.m_row_a
+    paid[pos_a], paid[pos_b] = solved.m_cost, solved.m_cost
+    return dict(edge_pair=edge_pair, edge_row=edge_row.astype(np.intp), edge_partner_row=partner, edge_paid=paid)
+
+
+def _row_results(data, pc: _PairCosts, solved: _Solved, edges: dict, beta: float,
+                 normalization: str) -> dict[str, np.ndarray]:
+    """Per box: mean paid, cheapest match, nearest counterpart and the reason (see :class:`OTSampleScores`)."""
+    N = len(data)
+    er, ep, paid = edges["edge_row"], edges["edge_partner_row"], edges["edge_paid"]
+    cnt = np.bincount(er, minlength=N)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row_paid = np.bincount(er, paid, minlength=N) / cnt
+    row_paid[cnt == 0] = np.nan
+    m = np.flatnonzero(ep >= 0)
+    row_n_matched = np.bincount(er[m], minlength=N).astype(np.intp)
+    # Cheapest match; ties: the first rater pair (edges are in pair order).
+    best = np.full(N, np.inf)
+    np.minimum.at(best, er[m], paid[m])
+    top = m[paid[m] == best[er[m]]]
+    first = np.full(N, len(er), np.intp)
+    np.minimum.at(first, er[top], top)
+    has_match = first < len(er)
+    row_matched = np.full(N, -1, np.intp)
+    row_matched[has_match] = ep[first[has_match]]
+
+    near = solved.nearest_row
+    near_rater = np.where(near >= 0, data.rater_index[np.maximum(near, 0)], -1).astype(np.intp)
+    thr = beta if normalization == "paper" else 2.0 * beta
+    reason = np.full(N, REASON_NO_COUNTERPART, dtype=object)
+    reason[row_n_matched > 0] = REASON_MATCHED
+    unmatched = np.flatnonzero((near >= 0) & (row_n_matched == 0))
+    cost_u = solved.nearest_cost[unmatched]
+    reason[unmatched[cost_u < thr]] = REASON_COUNTERPART_TAKEN
+    far = unmatched[cost_u >= thr]
+    geo = pc.geometric(far, near[far])
+    differs = pc.codes[far] != pc.codes[near[far]]
+    reason[far] = np.where(differs & (geo < thr), REASON_LABEL_DIFFERS, REASON_TOO_FAR)
+    return dict(
+        row_paid=row_paid, row_matched_row=row_matched,
+        row_matched_rater=np.where(row_matched >= 0, data.rater_index[np.maximum(row_matched, 0)], -1).astype(np.intp),
+        row_n_matched=row_n_matched, row_nearest_row=near, row_nearest_rater=near_rater,
+        row_nearest_cost=solved.nearest_cost, row_reason=reason,
     )

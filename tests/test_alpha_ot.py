@@ -89,22 +89,26 @@ def test_exact_equals_plain_loop(norm):
     assert res.expected == pytest.approx(d_e, abs=1e-12)
     assert res.alpha == pytest.approx(alpha, abs=1e-12)
     assert (res.n_observed, res.n_cross_pairs, res.n_expected) == (n_o, n_e, n_e)
-    # Per rater pair.
-    for p in res.per_pair:
+    # Per rater pair: one table row per pair that shares a sample.
+    t = res.pairs
+    assert len(t) == 3
+    for p in range(len(t)):
         sub = data
-        a, b = data.raters.index(p.rater_a), data.raters.index(p.rater_b)
+        a, b = int(t.a[p]), int(t.b[p])
         obs = [1 - ot_score(*_ab(sub, i, i, a, b), lam, beta, norm)
                for i in range(sub.num_samples) if sub.assigned[i, a] and sub.assigned[i, b]]
         exp = [1 - ot_score(*_ab(sub, i, j, a, b), lam, beta, norm)
                for i in range(sub.num_samples) for j in range(sub.num_samples)
                if i != j and sub.assigned[i, a] and sub.assigned[j, b]]
-        assert p.alpha == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
-        assert p.n_cross_pairs == len(exp) and p.n_observed == len(obs)
+        assert t.values["alpha_ot"][p] == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
+        assert t.values["observed_cost"][p] == pytest.approx(np.mean(obs), abs=1e-12)
+        assert t.values["expected_cost"][p] == pytest.approx(np.mean(exp), abs=1e-12)
+        assert t.values["n_cross_pairs"][p] == len(exp) and t.n_shared[p] == len(obs)
+        assert t.values["exact"][p] == 1.0 and t.values["alpha_ot_se"][p] == 0.0
     # D_o is the mean of the per-sample pair costs.
     scores = sample_ot_scores(data, lam, beta, norm)
     assert res.observed == pytest.approx(scores.pair_cost.mean(), abs=1e-12)
-    m = res.pair_matrix()
-    assert m.shape == (3, 3) and np.isnan(m[0, 0]) and m[0, 1] == m[1, 0]
+    assert t.to_records() and {"alpha_ot", "expected_cost", "exact"} <= set(t.to_records()[0])
 
 
 def _ab(data, i, j, a, b):
@@ -118,7 +122,7 @@ def test_monte_carlo_estimate_se_and_determinism():
     mc = alpha_ot(data, max_pairs=150, seed=3)
     assert exact.exact and not mc.exact
     assert mc.n_cross_pairs == exact.n_cross_pairs > 150
-    assert 150 <= mc.n_expected <= 150 + len(mc.per_pair)
+    assert 150 <= mc.n_expected <= 150 + len(mc.pairs)
     assert mc.expected_se > 0 and mc.alpha_se > 0
     assert abs(mc.expected - exact.expected) < 5 * mc.expected_se
     assert mc.observed == pytest.approx(exact.observed)  # D_o is always exact
@@ -170,10 +174,13 @@ def test_perfect_agreement_is_one_and_rater_pair_without_shared_sample():
     data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(6)], ["r1", "r2", "r3"], sets)
     res = alpha_ot(data)
     assert res.alpha == pytest.approx(1.0)
-    by = {(p.rater_a, p.rater_b): p for p in res.per_pair}
-    assert by[("r1", "r2")].alpha == pytest.approx(1.0)
-    assert np.isnan(by[("r2", "r3")].alpha) and "share no sample" in by[("r2", "r3")].reason
-    assert by[("r2", "r3")].n_cross_pairs == 5  # cross pairs still exist
+    recs = {(r["rater_a"], r["rater_b"]): r for r in res.pairs.to_records()}
+    assert recs[("r1", "r2")]["alpha_ot"] == pytest.approx(1.0)
+    # r2 and r3 never share a sample: absent (no data), not NaN or 0.
+    assert set(recs) == {("r1", "r2"), ("r1", "r3")}
+    # r1 and r3 share one sample; their chance baseline is still defined (5 cross pairs).
+    assert recs[("r1", "r3")]["n_shared_samples"] == 1 and recs[("r1", "r3")]["n_cross_pairs"] == 5
+    assert recs[("r1", "r3")]["alpha_ot"] == pytest.approx(1.0)
 
 
 def test_undefined_cases():
@@ -194,7 +201,7 @@ def test_undefined_cases():
     # A single rater.
     single = MultiRaterAnnotations.from_sets(["s", "t"], ["a"], [{"a": _set(box, ["x"])}] * 2)
     r = alpha_ot(single)
-    assert np.isnan(r.alpha) and "fewer than two raters" in r.reason and r.per_pair == ()
+    assert np.isnan(r.alpha) and "fewer than two raters" in r.reason and len(r.pairs) == 0
 
 
 def test_bad_parameters():

@@ -148,7 +148,7 @@ def test_corpus_baselines_and_alpha_coding():
     rel = np.array([[code["cat"], code["dog"], code["car"], code[NO_OBJECT]],
                     [code["cat"], code["cat"], code[NO_OBJECT], code["dog"]]])
     assert res.alpha.alpha == pytest.approx(nominal_alpha(rel).alpha)
-    assert res.alpha_per_pair[0].result.alpha == pytest.approx(res.alpha.alpha)
+    assert len(res.pairs) == 1 and res.pairs.values["threshold_alpha"][0] == pytest.approx(res.alpha.alpha)
 
 
 def test_alpha_pools_rater_pairs():
@@ -165,12 +165,13 @@ def test_alpha_pools_rater_pairs():
         sets.append(mapping)
     data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(6)], ["a", "b", "c"], sets)
     res = threshold_baselines(data)
-    assert len(res.alpha_per_pair) == 3
+    assert len(res.pairs) == 3
     assert res.alpha.alpha == pytest.approx(nominal_alpha(res.unit_values).alpha)
-    for p, pr in enumerate(res.alpha_per_pair):
-        a, b = data.raters.index(pr.rater_a), data.raters.index(pr.rater_b)
+    for p in range(len(res.pairs)):
+        a, b = res.pairs.a[p], res.pairs.b[p]
         sel = (res.pair_rater_a[res.unit_pair] == a) & (res.pair_rater_b[res.unit_pair] == b)
-        assert pr.result.alpha == pytest.approx(nominal_alpha(res.unit_values[:, sel]).alpha)
+        ref = nominal_alpha(res.unit_values[:, sel])
+        assert res.pairs.values["threshold_alpha"][p] == pytest.approx(ref.alpha, abs=1e-12)
     # Units per rater pair on a sample: n + m - k, with k the class-agnostic matching.
     for p in range(len(res.pair_sample)):
         s, a, b = res.pair_sample[p], res.pair_rater_a[p], res.pair_rater_b[p]

@@ -92,9 +92,22 @@ def test_fields_labels_and_results_are_written(fo, ot_ds):
     res = load_agreement_results(ot_ds, "ot")
     assert "only one rater assigned" in next(iter(res["detail"]["undefined_samples"].values()))
     assert res["detail"]["raters"] == ["a", "b", "c"]
-    assert len(res["detail"]["per_rater_pair"]) == 3
-    m = np.array(res["detail"]["rater_pair_mean_ot"], dtype=float)
-    assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True)
+    recs = res["detail"]["rater_pairs"]
+    assert [(r["rater_a"], r["rater_b"], r["n_shared_samples"]) for r in recs] == [
+        ("a", "b", 4), ("a", "c", 3), ("b", "c", 3)]
+    for r in recs:
+        assert {"mean_ot", "alpha_ot", "alpha_ot_se", "observed_cost", "expected_cost", "threshold_alpha",
+                "exact"} <= set(r)
+        assert 0.5 <= r["mean_ot"] <= 1 and r["exact"] == 1.0
+    assert "per_rater_pair" not in res["detail"] and "rater_pair_mean_ot" not in res["detail"]
+    from agreement.rater_pairs import records_to_matrix
+
+    raters, m, shared = records_to_matrix(recs, "alpha_ot", res["detail"]["raters"])
+    assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True) and shared[0, 1] == 4
+    # every label says why it was (not) matched
+    reasons = ot_ds.values("a.detections.ot_reason", unwind=True)
+    assert set(reasons) <= {"matched", "no counterpart", "label differs", "too far", "counterpart taken"}
+    assert ot_ds.values("a.detections.ot_reason")[-1] == ["no counterpart"]
     info = get_agreement_run_info(ot_ds, "ot")
     assert info["params"]["beta"] == 0.5 and info["method"] == "iaa.ot_agreement"
     assert set(info["sample_fields"]) == {"ot_ot", "ot_ot_min", "ot_ot_position", "ot_f1", "ot_mean_iou"}
@@ -221,3 +234,37 @@ def test_form_offers_only_detections_and_checks_the_key(fo, ot_ds):
     assert "kps" not in {c.value for c in props["fields"].view.choices}  # OT compares boxes only
     assert props["key"].invalid and "invalid run key" in props["key"].error_message
     assert not _resolve(ot_ds, {"key": "good_key"})["key"].invalid
+
+
+def test_label_reasons_nearest_counterpart_and_match_rater(fo, make_dataset):
+    """A perfectly fitting box pair with different classes costs exactly beta = 0.5 and is not matched
+    ("label differs"); a box nobody else drew has no counterpart."""
+    D = fo.Detections
+    box = [0.1, 0.1, 0.3, 0.3]
+    samples = [
+        fo.Sample(filepath="/data/fit.jpg", a=D(detections=[_det(fo, "cat", box)]),
+                  b=D(detections=[_det(fo, "dog", box)])),
+        fo.Sample(filepath="/data/same.jpg", a=D(detections=[_det(fo, "cat", box)]),
+                  b=D(detections=[_det(fo, "cat", [0.11, 0.1, 0.3, 0.3])])),
+        fo.Sample(filepath="/data/lone.jpg", a=D(detections=[_det(fo, "cat", box)]), b=D()),
+    ]
+    ds = make_dataset(samples)
+    _run(ds, fields=["a", "b"], key="ot", lam=0.5, beta=0.5)
+    get = lambda path: [x[0] if x else None for x in ds.values(path)]  # noqa: E731
+    ids_b = [x[0] if x else None for x in ds.values("b.detections.id")]
+    # s0: a different class on a perfectly fitting box
+    assert get("a.detections.ot_reason")[0] == "label differs"
+    assert get("a.detections.ot_nearest_rater")[0] == "b"
+    assert get("a.detections.ot_nearest_id")[0] == ids_b[0]
+    assert get("a.detections.ot_nearest_cost")[0] == 0.5
+    assert get("a.detections.ot_match")[0] is None and get("a.detections.ot_match_rater")[0] is None
+    assert get("b.detections.ot_reason")[0] == "label differs"
+    # s1: matched, with the matched label's id and rater
+    assert get("a.detections.ot_reason")[1] == "matched"
+    assert get("a.detections.ot_match")[1] == ids_b[1] and get("a.detections.ot_match_rater")[1] == "b"
+    assert get("a.detections.ot_nearest_id")[1] == ids_b[1]
+    # s2: b looked and drew nothing: no counterpart
+    assert get("a.detections.ot_reason")[2] == "no counterpart"
+    assert get("a.detections.ot_nearest_rater")[2] is None and get("a.detections.ot_nearest_id")[2] is None
+    assert get("a.detections.ot_nearest_cost")[2] is None
+    assert get("a.detections.ot_cost")[2] == 0.5

@@ -435,9 +435,10 @@ def test_sample_scores_explicit_vs_implicit_absence_and_matching():
     r_a1 = list(ids).index("a1")
     assert res.row_matched_row[r_a1] == -1 and res.row_paid[r_a1] == pytest.approx(0.5)
     assert np.isnan(res.row_paid[list(ids).index("a2")])
-    assert res.rater_pair_count[0, 1] == 3
-    assert res.rater_pair_mean[0, 1] == pytest.approx((1.0 + 0.5 + 1.0) / 3)
-    assert np.isnan(res.rater_pair_mean[0, 0])
+    # The sparse rater-pair table: one pair, three shared samples.
+    t = res.rater_pairs
+    assert (t.a.tolist(), t.b.tolist(), t.n_shared.tolist()) == ([0], [1], [3])
+    assert t.values["mean_ot"][0] == pytest.approx((1.0 + 0.5 + 1.0) / 3)
 
 
 @pytest.mark.parametrize("normalization", ["paper", "oc_cost"])

@@ -21,10 +21,36 @@ label ``{key}_cost``        per label: the cost it paid (``c_ij`` when matched,
                             ``beta`` for the dummy), mean over its rater pairs
 label ``{key}_match``       per label: the id of the label it matched (its
                             cheapest match over rater pairs), or ``None``
+label ``{key}_match_rater`` per label: the rater of that matched label, or ``None``
+label ``{key}_nearest_id``  per label: its nearest counterpart, the label of
+                            another assigned rater on the same sample with the
+                            lowest pair cost ``c_ij`` (``None``: nobody else drew
+                            anything there)
+label ``{key}_nearest_rater``  the rater of that label
+label ``{key}_nearest_cost``   ``c_ij`` to it
+label ``{key}_reason``      per label: ``"matched"``, or why not: ``"no
+                            counterpart"``, ``"label differs"`` (the boxes fit
+                            well enough, ``lam (1 - GIoU) / 2 < beta``, but the
+                            label term makes ``c_ij >= beta``), ``"too far"``
+                            (geometry alone gives ``c_ij >= beta``) or
+                            ``"counterpart taken"`` (eligible, ``c_ij < beta``,
+                            but the optimal matching gave the counterpart to
+                            another label); ``2 beta`` for ``"oc_cost"``
 ==========================  =======================================================
 
 Samples with fewer than two assigned raters are not scored: their fields
-are ``None`` and the run results list them with the reason.
+are ``None`` and the run results list them with the reason (their labels
+have reason ``"no counterpart"``).
+
+Run results: ``summary`` (the headline numbers) and ``detail``:
+``raters``; ``rater_pairs``, one record per rater pair that shares at least
+one sample (:meth:`agreement.rater_pairs.RaterPairTable.to_records`: a pair
+that shares no sample is absent, "no data") with ``n_shared_samples``,
+``mean_ot``, ``alpha_ot``, ``alpha_ot_se``, ``observed_cost``,
+``expected_cost``, ``expected_cost_se``, ``n_cross_pairs``, ``exact`` (1.0 or
+0.0), ``threshold_alpha`` and, where a value is undefined,
+``alpha_ot_reason`` / ``threshold_alpha_reason``; ``undefined_samples``;
+``pair_sample_scores`` (``"a|b"`` → sample id → score); ``repairs``.
 """
 
 from __future__ import annotations
@@ -38,12 +64,13 @@ from agreement.baselines import threshold_baselines
 from agreement.fo import runs
 from agreement.fo.reading import read_annotations
 from agreement.ot import check_ot_params, sample_ot_scores
+from agreement.rater_pairs import RaterPairTable
 
 __all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES"]
 
 METHOD = "iaa.ot_agreement"
 SAMPLE_SUFFIXES = ("ot", "ot_min", "ot_position", "f1", "mean_iou")
-LABEL_SUFFIXES = ("cost", "match")
+LABEL_SUFFIXES = ("cost", "match", "match_rater", "nearest_rater", "nearest_id", "nearest_cost", "reason")
 MAX_LISTED_UNDEFINED = 1000
 
 Progress = Callable[[float, str], None]
@@ -87,7 +114,9 @@ def compute_ot_agreement(
             with a standard error.
         seed: seed of that estimate.
         iou_threshold: IoU threshold of the F1 / threshold-α baselines.
-        box_policy: ``"clip"`` or ``"error"`` for boxes past the image border.
+        box_policy: ``"clip"``, ``"drop"`` or ``"error"`` for boxes past the image border.
+        assume_crossed: accept the fully crossed assumption when no assignment
+            is recorded (attribute layout).
         overwrite: replace an existing agreement run with this key.
         progress: optional ``callback(fraction, label)``.
 
@@ -144,20 +173,29 @@ def compute_ot_agreement(
         ("f1", base.sample_f1), ("mean_iou", base.sample_mean_iou),
     ):
         runs.write_sample_values(samples, plan, suffix, dict(zip(sid, values)))
-    for lf in label_fields:
-        rows = read.rows_of_field(lf)
-        owner = sid[corpus.sample_index[rows]]
-        lids = corpus.label_ids[rows]
-        matched = scores.row_matched_row[rows]
-        match_ids = [corpus.label_ids[m] if m >= 0 else None for m in matched]
-        runs.write_label_values(samples, plan, lf, "cost", list(zip(owner, lids, scores.row_paid[rows])))
-        runs.write_label_values(samples, plan, lf, "match", list(zip(owner, lids, match_ids)))
+    _write_label_results(samples, plan, read, scores)
 
     undefined = {str(s): r for s, r in zip(sid, scores.reasons) if r}
-    pair_scores: dict[str, dict[str, float]] = {}
-    for s_i, a_i, b_i, score in zip(scores.pair_sample, scores.pair_rater_a, scores.pair_rater_b, scores.pair_score):
-        pair_scores.setdefault(f"{corpus.raters[a_i]}|{corpus.raters[b_i]}", {})[str(sid[s_i])] = float(score)
-    summary = {
+    summary = {**_summary(scores, alpha, base, corpus, len(undefined)), **read.repairs.counts()}
+    params = {
+        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
+        "iou_threshold": iou_threshold, "box_policy": box_policy,
+    }
+    detail = {
+        "raters": list(corpus.raters),
+        "rater_pairs": _rater_pair_records(scores, alpha, base),
+        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
+        "pair_sample_scores": _pair_sample_scores(scores, corpus),
+        "repairs": read.repairs.as_dict(),
+    }
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    report(1.0, "done")
+    return {k: (_nan_to_none(v) if isinstance(v, float) else v) for k, v in summary.items()}
+
+
+def _summary(scores, alpha, base, corpus, n_undefined: int) -> dict:
+    """The headline numbers (``ExecutionResult.result`` and ``summary``)."""
+    return {
         "alpha_ot": alpha.alpha,
         "alpha_ot_se": alpha.alpha_se,
         "alpha_ot_exact": bool(alpha.exact),
@@ -170,39 +208,62 @@ def compute_ot_agreement(
         "mean_ot": scores.mean_score,
         "n_samples": corpus.num_samples,
         "n_scored": scores.n_scored,
-        "n_undefined": len(undefined),
+        "n_undefined": n_undefined,
         "f1": base.f1_micro,
         "f1_macro": base.f1_macro,
         "mean_iou": base.mean_iou,
         "threshold_alpha": base.alpha.alpha,
         "threshold_alpha_reason": base.alpha.reason,
-        **read.repairs.counts(),
     }
-    params = {
-        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
-        "iou_threshold": iou_threshold, "box_policy": box_policy,
+
+
+def _pair_sample_scores(scores, corpus) -> dict[str, dict[str, float]]:
+    """``"a|b"`` → sample id → OT score, for every (sample, rater pair) scored."""
+    out: dict[str, dict[str, float]] = {}
+    sid, names = corpus.sample_ids, corpus.raters
+    for s_i, a_i, b_i, score in zip(scores.pair_sample.tolist(), scores.pair_rater_a.tolist(),
+                                    scores.pair_rater_b.tolist(), scores.pair_score.tolist()):
+        out.setdefault(f"{names[a_i]}|{names[b_i]}", {})[str(sid[s_i])] = score
+    return out
+
+
+def _write_label_results(samples, plan, read, scores) -> None:
+    """Per-label attributes (:data:`LABEL_SUFFIXES`) of every label field, in bulk."""
+    corpus = read.annotations
+    sid = corpus.sample_ids
+    ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
+    names = np.array(list(corpus.raters) + [None], dtype=object)
+    per_row = {
+        "cost": scores.row_paid,
+        "match": ids[scores.row_matched_row],
+        "match_rater": names[scores.row_matched_rater],
+        "nearest_rater": names[scores.row_nearest_rater],
+        "nearest_id": ids[scores.row_nearest_row],
+        "nearest_cost": scores.row_nearest_cost,
+        "reason": scores.row_reason,
     }
-    detail = {
-        "raters": list(corpus.raters),
-        "rater_pair_mean_ot": scores.rater_pair_mean,
-        "rater_pair_shared_samples": scores.rater_pair_count,
-        "rater_pair_alpha_ot": alpha.pair_matrix("alpha"),
-        "per_rater_pair": [
-            {
-                "rater_a": p.rater_a, "rater_b": p.rater_b, "alpha_ot": p.alpha, "alpha_ot_se": p.alpha_se,
-                "observed_cost": p.observed, "expected_cost": p.expected, "exact": p.exact,
-                "n_shared_samples": p.n_observed, "reason": p.reason,
-            }
-            for p in alpha.per_pair
-        ],
-        "baselines_per_rater_pair": [
-            {"rater_a": p.rater_a, "rater_b": p.rater_b, "threshold_alpha": p.result.alpha, "reason": p.result.reason}
-            for p in base.alpha_per_pair
-        ],
-        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
-        "pair_sample_scores": pair_scores,
-        "repairs": read.repairs.as_dict(),
-    }
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
-    report(1.0, "done")
-    return {k: (_nan_to_none(v) if isinstance(v, float) else v) for k, v in summary.items()}
+    for lf in read.label_fields:
+        rows = read.rows_of_field(lf)
+        owner = sid[corpus.sample_index[rows]]
+        lids = corpus.label_ids[rows]
+        for suffix in LABEL_SUFFIXES:
+            runs.write_label_values(samples, plan, lf, suffix, list(zip(owner, lids, per_row[suffix][rows])))
+
+
+def _rater_pair_records(scores, alpha, base) -> list[dict]:
+    """One record per rater pair that shares a sample: OT, αOT and baseline values together."""
+    tables = (scores.rater_pairs, alpha.pairs, base.pairs)
+    t0 = tables[0]
+    for t in tables[1:]:
+        if not (np.array_equal(t.a, t0.a) and np.array_equal(t.b, t0.b)):
+            raise AssertionError("rater-pair tables of one corpus disagree")  # built from one assignment
+    keep = ("alpha_ot", "alpha_ot_se", "observed_cost", "expected_cost", "expected_cost_se", "n_cross_pairs",
+            "exact")
+    merged = RaterPairTable(
+        t0.raters, t0.a, t0.b, t0.n_shared,
+        values={"mean_ot": t0.values["mean_ot"], **{k: alpha.pairs.values[k] for k in keep},
+                "threshold_alpha": base.pairs.values["threshold_alpha"]},
+        reasons={"alpha_ot": alpha.pairs.reasons["alpha_ot"],
+                 "threshold_alpha": base.pairs.reasons["threshold_alpha"]},
+    )
+    return merged.to_records()
