@@ -31,6 +31,7 @@ import numpy as np
 import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
+from agreement.fo.locking import schema_lock
 from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.writing import db_value as _db_value
 from agreement.fo.writing import write_label_columns
@@ -114,6 +115,7 @@ def get_agreement_run_info(samples, key: str) -> dict:
         "method": cfg.method,
         "timestamp": str(info.timestamp),
         "format_version": getattr(cfg, "format_version", None),
+        "status": getattr(cfg, "status", "complete"),
         "params": dict(getattr(cfg, "params", {}) or {}),
         "input": dict(getattr(cfg, "input", {}) or {}),
         "sample_fields": list(getattr(cfg, "sample_fields", []) or []),
@@ -217,23 +219,53 @@ def prepare_run(
                 f"label attribute {attr!r} already exists on field {lf!r} of dataset {dataset.name!r} and "
                 f"does not belong to an agreement run {key!r}; choose another key"
             )
+    if not check_only:
+        _register_incomplete(samples, plan)
     return plan
+
+
+def _config(plan: RunPlan, status: str, params: dict | None = None, inputs: dict | None = None) -> fors.RunConfig:
+    return fors.RunConfig(
+        method=plan.method,
+        plugin=PLUGIN_NAME,
+        format_version=RUN_FORMAT_VERSION,
+        status=status,
+        params=to_json(params or {}),
+        input=to_json(inputs or {}),
+        sample_fields=list(plan.sample_fields),
+        label_attrs=[list(x) for x in plan.label_attrs],
+    )
+
+
+def _register_incomplete(samples, plan: RunPlan) -> None:
+    """Registers the run as ``incomplete`` with every field it will own, before its first write.
+
+    A run killed after this point is listed (status ``incomplete``) and can be
+    deleted or overwritten: nothing it wrote is left without an owner.
+    """
+    dataset = _dataset(samples)
+    with schema_lock(dataset):
+        if plan.key in dataset.list_runs():
+            raise RunError(f"run key {plan.key!r} was taken by another process while this run was starting")
+        samples.register_run(plan.key, _config(plan, "incomplete"), overwrite=False)
 
 
 def write_sample_values(samples, plan: RunPlan, suffix: str, values: dict[str, Any]) -> None:
     """Writes ``{sample_id: value}`` into the plan's field ``{key}_{suffix}`` in one bulk call.
 
-    NaN floats are stored as ``None`` so that FiftyOne's filters and sorting
-    treat them as missing; the reason lives in the run results.
+    The field is declared first, under the dataset's schema lock (numeric
+    when every value is undefined). NaN floats are stored as ``None`` so that
+    FiftyOne's filters and sorting treat them as missing; the reason lives in
+    the run results.
     """
+    from agreement.fo.writing import declare_sample_field
+
     name = plan.sample_field(suffix)
     if name not in plan.sample_fields:
         raise RunError(f"field {name!r} was not planned for run {plan.key!r}")
     clean = {sid: _db_value(v) for sid, v in values.items()}
-    if all(v is None for v in clean.values()) and name not in samples.get_field_schema():
-        # every value undefined (e.g. alpha with no variation): declare the numeric field so it exists
-        samples._root_dataset.add_sample_field(name, fof.FloatField)
-    samples.set_values(name, clean, key_field="id")
+    declare_sample_field(_dataset(samples), name, list(clean.values()))
+    samples.set_values(name, clean, key_field="id", dynamic=False, validate=False)
 
 
 def write_label_values(
@@ -291,7 +323,7 @@ def to_json(obj: Any) -> Any:
 
 
 def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: dict) -> None:
-    """Registers the run with its config (what it wrote) and its results.
+    """Completes the run: records its parameters and input layout, marks it ``complete``, saves its results.
 
     Args:
         samples: the dataset or view the run was computed on (FiftyOne stores
@@ -303,22 +335,36 @@ def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: di
             numbers.
     """
     dataset = _dataset(samples)
-    config = fors.RunConfig(
-        method=plan.method,
-        plugin=PLUGIN_NAME,
-        format_version=RUN_FORMAT_VERSION,
-        params=to_json(params),
-        input=to_json(inputs),
-        sample_fields=list(plan.sample_fields),
-        label_attrs=[list(x) for x in plan.label_attrs],
-    )
-    samples.register_run(plan.key, config, overwrite=False)
+    config = _config(plan, "complete", params, inputs)
+    with schema_lock(dataset):
+        if plan.key in dataset.list_runs():
+            dataset.update_run_config(plan.key, config)
+        else:  # a plan made without registering (check_only callers)
+            samples.register_run(plan.key, config, overwrite=False)
+        _verify_schema(dataset, plan)
     run_results = fors.RunResults(samples, config, plan.key, **to_json(results))
     dataset.save_run_results(plan.key, run_results, overwrite=True, cache=False)
 
 
+def _verify_schema(dataset, plan: RunPlan) -> None:
+    """Re-declares any field or label attribute of the run whose declaration was lost (concurrent writers)."""
+    from agreement.fo.writing import declare_from_documents
+
+    schema = dataset.get_field_schema()
+    for name in plan.sample_fields:
+        if name not in schema:
+            declare_from_documents(dataset, name)
+    for lf, attr in plan.label_attrs:
+        if lf in schema and dataset.get_field(_label_path(dataset, lf, attr)) is None:
+            declare_from_documents(dataset, _label_path(dataset, lf, attr))
+
+
 def delete_agreement_run(samples, key: str) -> dict:
     """Deletes exactly the fields and label attributes the run wrote, then the run.
+
+    Values are removed from the documents directly (``$unset``), so that a
+    value whose schema declaration was lost (a process killed, a concurrent
+    writer) is removed too; then the declarations, then the run.
 
     Returns:
         ``{"deleted_sample_fields": [...], "deleted_label_attrs": [...]}``
@@ -326,19 +372,28 @@ def delete_agreement_run(samples, key: str) -> dict:
     dataset = _dataset(samples)
     info = _require_run(dataset, key)
     cfg = info.config
-    schema = dataset.get_field_schema()
-    deleted_fields = [f for f in (getattr(cfg, "sample_fields", []) or []) if f in schema]
-    if deleted_fields:
-        dataset.delete_sample_fields(deleted_fields)
-    deleted_attrs = []
-    for lf, attr in getattr(cfg, "label_attrs", []) or []:
-        if lf not in schema:
-            continue
-        path = _label_path(dataset, lf, attr)
-        if dataset.get_field(path) is not None:
-            dataset.delete_sample_field(path)
-            deleted_attrs.append([lf, attr])
-    dataset.delete_run(key)
+    sample_fields = list(getattr(cfg, "sample_fields", []) or [])
+    label_attrs = [list(x) for x in (getattr(cfg, "label_attrs", []) or [])]
+    from agreement.fo.writing import unset_label_attr, unset_sample_field
+
+    for f in sample_fields:
+        unset_sample_field(dataset, f)
+    for lf, attr in label_attrs:
+        unset_label_attr(dataset, lf, attr)
+    deleted_fields, deleted_attrs = [], []
+    with schema_lock(dataset):
+        schema = dataset.get_field_schema()
+        present = [f for f in sample_fields if f in schema]
+        if present:
+            dataset.delete_sample_fields(present)
+        deleted_fields = sample_fields
+        for lf, attr in label_attrs:
+            if lf in schema:
+                path = _label_path(dataset, lf, attr)
+                if dataset.get_field(path) is not None:
+                    dataset.delete_sample_field(path)
+                deleted_attrs.append([lf, attr])
+        dataset.delete_run(key)
     return {"deleted_sample_fields": deleted_fields, "deleted_label_attrs": deleted_attrs}
 
 

@@ -26,7 +26,8 @@ from pymongo import UpdateOne
 
 import fiftyone.core.fields as fof
 
-__all__ = ["write_label_columns", "db_value"]
+__all__ = ["write_label_columns", "db_value", "declare_sample_field", "declare_from_documents",
+           "unset_sample_field", "unset_label_attr"]
 
 #: Updates sent to the database per ``bulk_write`` call.
 BATCH = 1000
@@ -59,17 +60,70 @@ def _field_type(values: Sequence[Any]):
         return fof.StringField
     if kinds <= {list}:
         return fof.ListField
+    import fiftyone.core.labels as fol
+
+    if all(issubclass(k, fol.Label) for k in kinds) and len(kinds) == 1:
+        return fof.EmbeddedDocumentField
     raise TypeError(f"cannot store label attribute values of types {sorted(k.__name__ for k in kinds)}")
 
 
 def _declare(dataset, list_path: str, columns: Mapping[str, Sequence[Any]]) -> None:
-    """Declares each attribute of ``columns`` under ``list_path`` with the type of its values."""
-    for attr, values in columns.items():
-        path = f"{list_path}.{attr}"
-        kind = _field_type(values)
-        if kind is None or dataset.get_field(path) is not None:
-            continue
+    """Declares each attribute of ``columns`` under ``list_path`` with the type of its values.
+
+    Under the dataset's schema lock, and checked after (a declaration is never
+    lost to a concurrent writer of the dataset document).
+    """
+    from agreement.fo.locking import schema_lock
+
+    todo = {f"{list_path}.{a}": _field_type(v) for a, v in columns.items()}
+    todo = {p: k for p, k in todo.items() if k is not None}
+    if all(dataset.get_field(p) is not None for p in todo):
+        return
+    with schema_lock(dataset):
+        for path, kind in todo.items():
+            if dataset.get_field(path) is None:
+                dataset.add_sample_field(path, kind)
+
+
+def declare_sample_field(dataset, name: str, values: Sequence[Any]) -> None:
+    """Declares sample field ``name`` with the type of ``values`` (float when all are ``None``), under the lock."""
+    from agreement.fo.locking import schema_lock
+
+    if name in dataset.get_field_schema():
+        return
+    kind = _field_type(values) or fof.FloatField
+    with schema_lock(dataset):
+        if name not in dataset.get_field_schema():
+            if kind is fof.EmbeddedDocumentField:
+                first = next(v for v in values if v is not None)
+                dataset.add_sample_field(name, kind, embedded_doc_type=type(first))
+            else:
+                dataset.add_sample_field(name, kind)
+
+
+def declare_from_documents(dataset, path: str) -> None:
+    """Declares ``path`` from the values stored in the documents (a declaration lost to a concurrent writer)."""
+    values = [v for v in dataset.distinct(path) if v is not None][:100]
+    kind = _field_type(values)
+    if kind is not None and dataset.get_field(path) is None:
         dataset.add_sample_field(path, kind)
+
+
+def unset_sample_field(dataset, name: str) -> None:
+    """Removes sample field ``name`` from every document (declared or not)."""
+    dataset._sample_collection.update_many({name: {"$exists": True}}, {"$unset": {name: ""}})
+
+
+def unset_label_attr(dataset, label_field: str, attr: str) -> None:
+    """Removes attribute ``attr`` from every label of ``label_field`` in every document (declared or not)."""
+    doc_type = dataset.get_field(label_field).document_type if label_field in dataset.get_field_schema() else None
+    import fiftyone.core.labels as fol
+
+    list_field = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}.get(doc_type)
+    if list_field is None:
+        return
+    path = f"{label_field}.{list_field}"
+    dataset._sample_collection.update_many({path: {"$type": "array"}}, {"$unset": {f"{path}.$[].{attr}": ""}})
 
 
 def write_label_columns(
