@@ -196,9 +196,11 @@ def prepare_run(
         if not _is_agreement_run(dataset, key):
             raise RunError(f"run key {key!r} is used by another (non-agreement) run on dataset {dataset.name!r}")
         if not overwrite:
+            status = getattr(dataset.get_run_info(key).config, "status", "complete")
+            what = "an incomplete (interrupted) agreement run" if status == "incomplete" else "an agreement run"
             raise RunError(
-                f"dataset {dataset.name!r} already has an agreement run {key!r}; pass overwrite=True "
-                "to replace it, or choose another key"
+                f"dataset {dataset.name!r} already has {what} {key!r}; pass overwrite=True "
+                "to replace it, delete it with delete_agreement_run, or choose another key"
             )
         if check_only:
             info = get_agreement_run_info(dataset, key)
