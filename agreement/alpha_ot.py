@@ -287,7 +287,6 @@ def alpha_ot(
     max_pairs = int(max_pairs)
     pc = _PairCosts(data.boxes, data.labels, lam)
     R = data.num_raters
-    off = data.offsets
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
     table = _pair_table(data.raters, a, b, pid)
@@ -296,36 +295,7 @@ def alpha_ot(
     obs = np.bincount(pid, c_obs, P) / np.maximum(n_shared, 1)
 
     st = _strata(data, table)
-    N_tot = int(st.size.sum())
-    strata = np.flatnonzero(st.size > 0)
-    if N_tot <= max_pairs:
-        n_alloc = st.size.copy()
-    else:
-        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
-    exact = n_alloc[strata] >= st.size[strata]
-    keys = _stratum_keys(seed, data.raters, st.first, st.second)
-    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
-    # Evaluate each distinct cross pair (pair of cells) once.
-    C = len(st.cell_sample)
-    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
-    ca = st.cell_sample[uniq // C] * R + st.cell_rater[uniq // C]
-    cb = st.cell_sample[uniq % C] * R + st.cell_rater[uniq % C]
-    cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
-                          float(beta), normalization, max_block).cost
-    c = cu[inv.reshape(-1)]
-
-    n_eval = np.bincount(sp, minlength=P).astype(np.int64)
-    mean_e = np.full(P, np.nan)
-    se_e = np.full(P, np.nan)
-    has = n_eval > 0
-    mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
-    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
-    is_exact = np.zeros(P, bool)
-    is_exact[strata[exact]] = True
-    is_exact[st.size == 0] = True
-    se_e[is_exact & has] = 0.0
-    mc = ~is_exact & (n_eval > 1)
-    se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
+    mean_e, se_e, n_eval, is_exact = _chance(data, pc, st, max_pairs, seed, float(beta), normalization, max_block)
 
     pair_alpha, pair_se, pair_reason = _pair_alphas(data.raters, st, obs, mean_e, se_e)
     table.values.update({
@@ -336,6 +306,8 @@ def alpha_ot(
     table.reasons["alpha_ot"] = pair_reason
 
     D_o = float(c_obs.mean()) if c_obs.size else float("nan")
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
     if N_tot > 0:
         w = st.size[strata].astype(np.float64) / N_tot
         D_e = float(np.dot(w, mean_e[strata]))
@@ -352,6 +324,44 @@ def alpha_ot(
         pairs=table, raters=tuple(data.raters), lam=float(lam), beta=float(beta),
         normalization=normalization, max_pairs=max_pairs, seed=int(seed),
     )
+
+
+def _chance(data, pc: _PairCosts, st: _Strata, max_pairs: int, seed: int, beta: float, normalization: str,
+            max_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per stratum: mean chance cost, its standard error (0 when exact), the number of
+    cross pairs evaluated, and whether they are all of them (module docstring)."""
+    P, R, off = len(st.size), data.num_raters, data.offsets
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
+    if N_tot <= max_pairs:
+        n_alloc = st.size.copy()
+    else:
+        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
+    exact = n_alloc[strata] >= st.size[strata]
+    keys = _stratum_keys(seed, data.raters, st.first, st.second)
+    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
+    # Evaluate each distinct cross pair (pair of cells) once.
+    C = len(st.cell_sample)
+    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
+    ca = st.cell_sample[uniq // C] * R + st.cell_rater[uniq // C]
+    cb = st.cell_sample[uniq % C] * R + st.cell_rater[uniq % C]
+    cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
+                          beta, normalization, max_block).cost
+    c = cu[inv.reshape(-1)]
+
+    n_eval = np.bincount(sp, minlength=P).astype(np.int64)
+    mean_e = np.full(P, np.nan)
+    se_e = np.full(P, np.nan)
+    has = n_eval > 0
+    mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
+    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
+    is_exact = np.zeros(P, bool)
+    is_exact[strata[exact]] = True
+    is_exact[st.size == 0] = True
+    se_e[is_exact & has] = 0.0
+    mc = ~is_exact & (n_eval > 1)  # every drawn stratum has at least two draws
+    se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
+    return mean_e, se_e, n_eval, is_exact
 
 
 def _pair_alphas(raters, st: _Strata, obs: np.ndarray, exp: np.ndarray, se_e: np.ndarray):

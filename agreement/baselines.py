@@ -444,8 +444,12 @@ def _grouped_nominal_alpha(group: np.ndarray, values: np.ndarray, n_groups: int,
     n = 2.0 * U
     same = np.bincount(group[values[0] == values[1]], minlength=n_groups).astype(np.float64)
     keys = np.concatenate([group, group]).astype(np.int64) * n_categories + values.reshape(-1)
-    uk, cnt = np.unique(keys, return_counts=True)
-    sq = np.bincount(uk // n_categories, cnt.astype(np.float64) ** 2, minlength=n_groups)
+    if n_groups * n_categories <= 1 << 24:  # dense counts: no sort
+        cnt = np.bincount(keys, minlength=n_groups * n_categories).astype(np.float64)
+        sq = (cnt * cnt).reshape(n_groups, n_categories).sum(axis=1)
+    else:
+        uk, cnt = np.unique(keys, return_counts=True)
+        sq = np.bincount(uk // n_categories, cnt.astype(np.float64) ** 2, minlength=n_groups)
     alpha = np.full(n_groups, np.nan)
     reason = np.full(n_groups, "", dtype=object)
     with np.errstate(invalid="ignore", divide="ignore"):

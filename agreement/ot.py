@@ -20,10 +20,16 @@ Detection with Optimal Transport"). For rater A's ``n`` boxes and rater B's
 Derivation. ``T(M) = beta (n + m) + sum_{(i,j) in M} 2 (c_ij - beta)``: matching a
 pair changes the total by ``2 (c_ij - beta)``, so only pairs with
 ``c_ij < beta`` are ever matched (ties are left unmatched here), which is the
-source of the paper's properties: with ``rho = beta / lam`` every same-label
-pair is eligible when ``rho > 1``, matches need overlapping boxes when
-``rho <= 1/2``; at equal counts and ``lam <= beta`` (agreeing labels) no box goes
-to a dummy; the cost never exceeds ``beta`` (the all-dummy plan). It is the
+source of the paper's properties: with ``rho = beta / lam`` a same-label pair
+is eligible iff ``GIoU > 1 - 2 rho``, so every same-label pair is when
+``rho >= 1`` (``GIoU > -1``) and matches need overlapping boxes when
+``rho <= 1/2``; a pair with *different* labels is eligible iff
+``lam (1 - GIoU) / 2 < beta + lam - 1``, i.e. only when ``beta > 1 - lam``
+and then iff ``GIoU > 1 - 2 (beta + lam - 1) / lam``: never at the default
+``lam = beta = 0.5``, where two identical boxes with different labels cost
+exactly ``beta`` and stay unmatched; at equal counts and ``lam <= beta``
+(agreeing labels) no box goes to a dummy; the cost never exceeds ``beta``
+(the all-dummy plan). It is the
 exact balanced optimal-transport problem with unit mass per box, a dummy of
 mass ``m`` on A's side and of mass ``n`` on B's side, box-to-box cost
 ``2 c_ij``, box-to-dummy cost ``beta`` and dummy-to-dummy cost 0, divided by
@@ -35,7 +41,11 @@ of negative-saving pairs extends to a full rectangular assignment with zero
 entries, and a full assignment's value is the value of its negative-saving
 pairs. :func:`scipy.optimize.linear_sum_assignment` on this ``n x m`` matrix
 is therefore exact, and smaller than the ``(n + m) x (n + m)`` matrix with
-explicit dummy rows and columns, which it is equivalent to.
+explicit dummy rows and columns, which it is equivalent to. For a corpus
+(:func:`sample_ot_scores`, :func:`set_pair_costs`, αOT) the same problem is
+solved for many set pairs at once by :func:`max_weight_matchings` on the
+eligible pairs (weights ``-s_ij``), exact as well: connected components are
+independent, and most are a single pair or a star with a closed form.
 
 ``normalization="oc_cost"`` is the convention of OC-cost (Otani et al.,
 "Optimal Correction Cost for Object Detection Evaluation", CVPR 2022): a dummy
@@ -73,7 +83,6 @@ __all__ = [
     "OTMatching",
     "OTSampleScores",
     "assigned_pair_cells",
-    "cell_pair_costs",
     "check_ot_params",
     "max_weight_matchings",
     "pair_cost_matrix",
@@ -427,18 +436,17 @@ def max_weight_matchings(
 
 def _match_components(ra, rb, w, idx, NA, NB, cardinality_first, matched) -> None:
     """Components with at least two nodes on each side: brute force by shape, or LSA."""
-    ua, ub = _distinct(ra, NA), _distinct(rb, NB)
-    # Compact node ids: A nodes 0 .. len(ua) - 1, then B nodes.
-    ca = np.searchsorted(ua, ra)
-    cb = np.searchsorted(ub, rb)
-    n_nodes = len(ua) + len(ub)
-    g = coo_matrix((np.ones(len(ra), np.int8), (ca, len(ua) + cb)), shape=(n_nodes, n_nodes))
+    # Compact node ids: A nodes 0 .. n_a - 1, then B nodes.
+    ca, n_a = _compact(ra, NA)
+    cb, n_b = _compact(rb, NB)
+    g = coo_matrix((np.ones(len(ra), np.int8), (ca, n_a + cb)), shape=(n_a + n_b, n_a + n_b))
     ncomp, lab = connected_components(g, directed=False)
     comp = lab[ca]
-    r_c = np.bincount(lab[:len(ua)], minlength=ncomp)
-    q_c = np.bincount(lab[len(ua):], minlength=ncomp)
-    rank_a = _ranks(lab[:len(ua)])[ca]  # position of a node among its component's nodes
-    rank_b = _ranks(lab[len(ua):])[cb]
+    r_c = np.bincount(lab[:n_a], minlength=ncomp)
+    q_c = np.bincount(lab[n_a:], minlength=ncomp)
+    rank_a = _ranks(lab[:n_a])[ca]  # position of a node among its component's nodes
+    rank_b = _ranks(lab[n_a:])[cb]
+    n_nodes = n_a + n_b
     r_e, q_e = r_c[comp], q_c[comp]
     shape = r_e.astype(np.int64) * (n_nodes + 1) + q_e
     order = np.argsort(shape, kind="stable")
@@ -457,11 +465,12 @@ def _match_components(ra, rb, w, idx, NA, NB, cardinality_first, matched) -> Non
             matched[idx[sel]] = _lsa_components(cl, rows, cols, ww, r, q)
 
 
-def _distinct(x: np.ndarray, size: int) -> np.ndarray:
-    """Sorted distinct values of ``x`` in ``[0, size)`` (a mark array: no sort)."""
+def _compact(x: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """``x`` (values in ``[0, size)``) relabelled ``0 .. n - 1`` in increasing order, and ``n``."""
     mark = np.zeros(size, dtype=bool)
     mark[x] = True
-    return np.flatnonzero(mark)
+    rank = np.cumsum(mark) - 1
+    return rank[x], int(rank[-1]) + 1 if size else 0
 
 
 def _dense_ids(x: np.ndarray, size: int) -> np.ndarray:
@@ -657,20 +666,13 @@ def _entries(a0, na, b0, nb, problems):
     return ta, ia, jb, an, bn
 
 
-def _chunks_of(sizes: np.ndarray, cap: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
-    """Consecutive chunks of item indices with about ``cap`` total size; with
-    ``groups`` (sorted group ids), a group is never split."""
+def _chunks_of(sizes: np.ndarray, cap: int) -> list[np.ndarray]:
+    """Consecutive chunks of item indices with about ``cap`` total size (an item larger
+    than ``cap`` is a chunk of its own, or shares one with its neighbours)."""
     n = len(sizes)
     if n == 0:
         return []
-    if groups is None:
-        before = np.cumsum(sizes) - sizes
-        cid = before // max(int(cap), 1)
-    else:
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        gsize = np.add.reduceat(sizes, starts)
-        gcid = (np.cumsum(gsize) - gsize) // max(int(cap), 1)
-        cid = np.repeat(gcid, np.diff(np.r_[starts, n]))
+    cid = (np.cumsum(sizes) - sizes) // max(int(cap), 1)
     bounds = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1], True])
     return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
@@ -690,8 +692,7 @@ class _Solved:
 
 
 def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization: str,
-                     max_block: int = 4_000_000, groups: np.ndarray | None = None,
-                     n_rows: int | None = None) -> _Solved:
+                     max_block: int = 1 << 17, n_rows: int | None = None) -> _Solved:
     """Exact OT cost of many set pairs (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
 
     The pair costs of every box pair are computed in vectorised blocks of
@@ -699,8 +700,7 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     solved together by :func:`max_weight_matchings` on the eligible pairs
     (``c_ij`` below ``beta``, ``"paper"``, or ``2 beta``, ``"oc_cost"``) with
     weights ``w (thr - c_ij)``; the cost is ``[w sum_M c_ij + beta (n + m - 2k)] / denom``
-    as in :func:`ot_from_cost_matrix`. With ``n_rows`` (detail mode, blocks
-    never split a ``groups`` value, so a box's pairs are all in one block) the
+    as in :func:`ot_from_cost_matrix`. With ``n_rows`` (detail mode) the
     matched pairs and each box's nearest counterpart over all its set pairs
     (lowest ``c_ij``; ties: the box it was matched to, then the lowest row)
     are returned too.
@@ -716,7 +716,7 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     if detail:
         near_cost = np.full(n_rows, np.inf)
         near_key = np.full(n_rows, np.iinfo(np.int64).max, dtype=np.int64)
-    for problems in _chunks_of(na * nb, max_block, groups):
+    for problems in _chunks_of(na * nb, max_block):
         ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
         if len(ia) == 0:
             continue
@@ -745,14 +745,27 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
 
 def _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows) -> None:
     """Lowest-cost counterpart per box over the box pairs of a block, in both directions
-    (ties: the box it was matched to, then the lowest row)."""
-    np.minimum.at(near_cost, ia, c)
-    np.minimum.at(near_cost, jb, c)
+    (ties: the box it was matched to, then the lowest row), merged into the running
+    ``near_cost`` / ``near_key`` (blocks merge in any order; fastest when a block's rows
+    are a narrow range, as for the set pairs of consecutive samples)."""
+    lo = int(min(ia.min(), jb.min()))
+    hi = int(max(ia.max(), jb.max())) + 1
+    cost = np.full(hi - lo, np.inf)
+    key = np.full(hi - lo, np.iinfo(np.int64).max, dtype=np.int64)
     unmatched = np.ones(len(c), dtype=np.int64)
     unmatched[hit] = 0
-    for rows, partner in ((ia, jb), (jb, ia)):
-        top = np.flatnonzero(c == near_cost[rows])
-        np.minimum.at(near_key, rows[top], unmatched[top] * n_rows + partner[top])
+    la, lb = ia - lo, jb - lo
+    np.minimum.at(cost, la, c)
+    np.minimum.at(cost, lb, c)
+    for rows, partner in ((la, jb), (lb, ia)):
+        top = np.flatnonzero(c == cost[rows])
+        np.minimum.at(key, rows[top], unmatched[top] * n_rows + partner[top])
+    g_cost, g_key = near_cost[lo:hi], near_key[lo:hi]  # views
+    better = cost < g_cost
+    tie = cost == g_cost
+    g_key[tie] = np.minimum(g_key[tie], key[tie])
+    g_key[better] = key[better]
+    g_cost[better] = cost[better]
 
 
 def set_pair_costs(
@@ -764,7 +777,7 @@ def set_pair_costs(
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
-    max_block: int = 4_000_000,
+    max_block: int = 1 << 17,
 ) -> np.ndarray:
     """OT costs between rater a's set on ``samples_a[t]`` and rater b's set on ``samples_b[t]``.
 
@@ -797,25 +810,9 @@ def set_pair_costs(
         raise ValueError("samples_a and samples_b must have equal lengths")
     if len(ii) and (not data.assigned[ii, a].all() or not data.assigned[jj, b].all()):
         raise ValueError("every set pair needs both raters assigned to their samples")
-    return cell_pair_costs(data, ii, np.full(len(ii), a), jj, np.full(len(jj), b), lam, beta, normalization,
-                           max_block=max_block)
-
-
-def cell_pair_costs(data, samples_a, raters_a, samples_b, raters_b, lam: float = 0.5, beta: float = 0.5,
-                    normalization: str = "paper", max_block: int = 4_000_000, pair_costs=None) -> np.ndarray:
-    """OT costs of many set pairs (rater ``raters_a[t]`` on ``samples_a[t]`` vs
-    ``raters_b[t]`` on ``samples_b[t]``), raters free to differ per pair.
-
-    As :func:`set_pair_costs`, without the assignment check; work is
-    proportional to the number of box pairs of the requested set pairs.
-    ``pair_costs`` reuses a precomputed ``_PairCosts`` of ``data``.
-    """
-    check_ot_params(lam, beta, normalization)
-    pc = pair_costs if pair_costs is not None else _PairCosts(data.boxes, data.labels, lam)
-    R = data.num_raters
-    ca = np.asarray(samples_a, dtype=np.intp) * R + np.asarray(raters_a, dtype=np.intp)
-    cb = np.asarray(samples_b, dtype=np.intp) * R + np.asarray(raters_b, dtype=np.intp)
-    off = data.offsets
+    R, off = data.num_raters, data.offsets
+    ca, cb = ii * R + a, jj * R + b
+    pc = _PairCosts(data.boxes, data.labels, lam)
     return _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
                             float(beta), normalization, max_block).cost
 
@@ -994,7 +991,7 @@ def _sample_reasons(data) -> list[str]:
 
 
 def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
-                     max_block: int = 4_000_000) -> OTSampleScores:
+                     max_block: int = 1 << 17) -> OTSampleScores:
     """OT agreement per sample over every pair of raters assigned to it.
 
     For each sample and each pair of raters ``a < b`` both assigned to it
@@ -1012,8 +1009,8 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
         lam: localisation weight in ``[0, 1]``.
         beta: dummy cost in ``(0, 1]``.
         normalization: ``"paper"`` or ``"oc_cost"``.
-        max_block: memory cap (box pairs) of one vectorised block (a sample is
-            never split).
+        max_block: box pairs per vectorised block (a memory cap, except for a
+            single set pair with more box pairs).
 
     Returns:
         :class:`OTSampleScores` (per sample, per rater pair, per box, and the
@@ -1026,7 +1023,7 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     pc = _PairCosts(data.boxes, data.labels, lam)
     S, Nrows = data.num_samples, len(data)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, groups=s, n_rows=Nrows)
+    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, n_rows=Nrows)
     pair_cost = solved.cost
     pair_score = 1.0 - pair_cost
     n_pairs = np.bincount(s, minlength=S).astype(np.intp)
@@ -1047,7 +1044,7 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     position = np.asarray(relative_position(mean, lower, upper), np.float64).reshape(-1)
 
     edges = _box_edges(solved, a0, na, b0, nb, float(beta))
-    rows = _row_results(data, pc, solved, edges, float(beta), normalization)
+    rows = _row_results(data, pc, solved, float(beta), normalization)
     table = _pair_table(data.raters, a, b, pid)
     table.values["mean_ot"] = np.bincount(pid, pair_score, len(table)) / np.maximum(table.n_shared, 1)
     return OTSampleScores(
@@ -1080,26 +1077,28 @@ def _box_edges(solved: _Solved, a0, na, b0, nb, beta: float) -> dict[str, np.nda
     return dict(edge_pair=edge_pair, edge_row=edge_row.astype(np.intp), edge_partner_row=partner, edge_paid=paid)
 
 
-def _row_results(data, pc: _PairCosts, solved: _Solved, edges: dict, beta: float,
-                 normalization: str) -> dict[str, np.ndarray]:
+def _row_results(data, pc: _PairCosts, solved: _Solved, beta: float, normalization: str) -> dict[str, np.ndarray]:
     """Per box: mean paid, cheapest match, nearest counterpart and the reason (see :class:`OTSampleScores`)."""
     N = len(data)
-    er, ep, paid = edges["edge_row"], edges["edge_partner_row"], edges["edge_paid"]
-    cnt = np.bincount(er, minlength=N)
+    k = data.assigned.sum(axis=1)
+    cnt = (k[data.sample_index] - 1).astype(np.float64)  # rater pairs each box takes part in
+    rows = np.concatenate([solved.m_row_a, solved.m_row_b])
+    partner = np.concatenate([solved.m_row_b, solved.m_row_a])
+    paid = np.concatenate([solved.m_cost, solved.m_cost])
+    pair = np.concatenate([solved.m_problem, solved.m_problem])
+    row_n_matched = np.bincount(rows, minlength=N).astype(np.intp)
     with np.errstate(invalid="ignore", divide="ignore"):
-        row_paid = np.bincount(er, paid, minlength=N) / cnt
+        row_paid = (np.bincount(rows, paid, minlength=N) + beta * (cnt - row_n_matched)) / cnt
     row_paid[cnt == 0] = np.nan
-    m = np.flatnonzero(ep >= 0)
-    row_n_matched = np.bincount(er[m], minlength=N).astype(np.intp)
-    # Cheapest match; ties: the first rater pair (edges are in pair order).
+    # Cheapest match; ties: the first rater pair.
     best = np.full(N, np.inf)
-    np.minimum.at(best, er[m], paid[m])
-    top = m[paid[m] == best[er[m]]]
-    first = np.full(N, len(er), np.intp)
-    np.minimum.at(first, er[top], top)
-    has_match = first < len(er)
+    np.minimum.at(best, rows, paid)
+    top = np.flatnonzero(paid == best[rows])
+    first = np.full(N, np.iinfo(np.intp).max, np.intp)
+    np.minimum.at(first, rows[top], pair[top])
+    chosen = top[pair[top] == first[rows[top]]]
     row_matched = np.full(N, -1, np.intp)
-    row_matched[has_match] = ep[first[has_match]]
+    row_matched[rows[chosen]] = partner[chosen]
 
     near = solved.nearest_row
     near_rater = np.where(near >= 0, data.rater_index[np.maximum(near, 0)], -1).astype(np.intp)

@@ -35,7 +35,9 @@ class ComputeOTAgreement(foo.Operator):
         inputs.float("lam", default=0.5, min=0.0, max=1.0, label="λ (localisation weight)",
                      description="Pair cost = λ·(1−GIoU)/2 + (1−λ)·[labels differ]; 1 ignores labels, 0 ignores boxes")
         inputs.float("beta", default=0.5, min=0.0, max=1.0, label="β (cost of an unmatched box)",
-                     description="Boxes match only when their pair cost is below β; the score lies in [1−β, 1]")
+                     description="Boxes match only when their pair cost is below β (2β for OC-cost); the score "
+                                 "lies in [1−β, 1]. Different labels cost 1−λ on their own, so they can match "
+                                 "only when β > 1−λ (never at λ = β = 0.5)")
         norm = types.RadioGroup()
         norm.add_choice("paper", label="paper (continuous, cost in [0, β])")
         norm.add_choice("oc_cost", label="OC-cost (Otani et al.; discontinuous at c = 2β)")
@@ -82,6 +84,7 @@ class ComputeOTAgreement(foo.Operator):
         outputs.float("threshold_alpha", label="Threshold alpha (baseline)")
         outputs.int("n_scored", label="Samples scored")
         outputs.int("n_undefined", label="Samples not scored")
+        outputs.str("alpha_ot_reason", label="Why alpha-OT is undefined")
         return types.Property(outputs)
 
 

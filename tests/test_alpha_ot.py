@@ -214,3 +214,71 @@ def test_bad_parameters():
         alpha_ot(data, normalization="emd")
     with pytest.raises(ValueError):
         alpha_ot(data, max_pairs=0)
+
+
+def test_pair_with_no_cross_sample_pair_is_nan_with_reason():
+    # r3 and r4 labelled exactly one sample, together: they share it (D_o) but have no
+    # cross pair (N_ab = 1 * 1 - 1 = 0), so their own alpha is undefined.
+    box = [[0.1, 0.1, 0.2, 0.2]]
+    sets = [{"r1": _set(box, ["x"]), "r2": _set(box, ["x"])},
+            {"r1": _set(box, ["x"]), "r2": AnnotationSet.empty()},
+            {"r3": _set(box, ["x"]), "r4": _set([[0.5, 0.5, 0.2, 0.2]], ["x"])}]
+    data = MultiRaterAnnotations.from_sets(["s0", "s1", "s2"], ["r1", "r2", "r3", "r4"], sets)
+    res = alpha_ot(data)
+    recs = {(r["rater_a"], r["rater_b"]): r for r in res.pairs.to_records()}
+    assert set(recs) == {("r1", "r2"), ("r3", "r4")}
+    r34 = recs[("r3", "r4")]
+    assert r34["alpha_ot"] is None and "no cross-sample pair" in r34["alpha_ot_reason"]
+    assert r34["n_cross_pairs"] == 0 and 0 < r34["observed_cost"] < 0.5  # the far same-label pair matches
+    assert recs[("r1", "r2")]["alpha_ot"] is not None and "alpha_ot_reason" not in recs[("r1", "r2")]
+    # The corpus: D_o over all 3 (sample, pair) units; D_e over the 2 cross pairs of r1/r2.
+    assert res.n_observed == 3 and res.n_cross_pairs == 2 and res.exact
+
+
+def _crowd(seed, S=20, R=12, k=3):
+    rng = np.random.default_rng(seed)
+    raters = [f"c{r:02d}" for r in range(R)]
+    sets = []
+    for s in range(S):
+        n = int(rng.integers(0, 4))
+        truth = np.hstack([rng.uniform(0, 0.7, (n, 2)), rng.uniform(0.05, 0.3, (n, 2))])
+        labels = rng.choice(["cat", "dog"], n)
+        mapping = {}
+        for r in rng.choice(raters, k, replace=False):
+            keep = rng.random(n) > 0.2
+            bx = truth[keep] + rng.normal(0, 0.02, (keep.sum(), 4)) * [1, 1, 0, 0]
+            mapping[str(r)] = _set(bx, list(labels[keep]), f"{s}{r}")
+        sets.append(mapping)
+    return MultiRaterAnnotations.from_sets([f"s{s:02d}" for s in range(S)], raters, sets)
+
+
+def test_crowd_exact_equals_plain_loop_over_pairs_that_met():
+    data = _crowd(5)
+    res = alpha_ot(data, max_pairs=10**6)
+    met = sorted({(a, b) for s in range(data.num_samples) for a, b in data.iter_rater_pairs(s)})
+    assert list(zip(res.pairs.a.tolist(), res.pairs.b.tolist())) == met
+    obs, exp = [], []
+    for a, b in met:
+        for i in range(data.num_samples):
+            for j in range(data.num_samples):
+                if data.assigned[i, a] and data.assigned[j, b]:
+                    (obs if i == j else exp).append(1 - ot_score(*_ab(data, i, j, a, b), 0.5, 0.5))
+    assert res.exact and res.n_cross_pairs == len(exp) and res.n_observed == len(obs)
+    assert res.observed == pytest.approx(np.mean(obs), abs=1e-12)
+    assert res.expected == pytest.approx(np.mean(exp), abs=1e-12)
+    assert res.alpha == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
+
+
+def test_crowd_monte_carlo_is_order_invariant_and_near_exact():
+    data = _crowd(6, S=40, R=15)
+    exact = alpha_ot(data, max_pairs=10**6)
+    mc = alpha_ot(data, max_pairs=300, seed=2)
+    assert not mc.exact and mc.expected_se > 0
+    assert abs(mc.expected - exact.expected) < 5 * mc.expected_se
+    # Every pair that met has a defined chance baseline (>= 2 draws or exact).
+    assert np.all(mc.pairs.values["n_expected"] >= np.minimum(2, mc.pairs.values["n_cross_pairs"]))
+    shuffled = alpha_ot(_permuted(data, np.random.default_rng(1)), max_pairs=300, seed=2)
+    assert shuffled.expected == pytest.approx(mc.expected, abs=1e-12)
+    key = lambda recs: {(r["rater_a"], r["rater_b"]): r["expected_cost"] for r in recs}  # noqa: E731
+    got, want = key(shuffled.pairs.to_records()), key(mc.pairs.to_records())
+    assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], abs=1e-12) for k in want)

@@ -178,3 +178,37 @@ def test_alpha_pools_rater_pairs():
         A, B = data.get(s, a), data.get(s, b)
         k = threshold_match(A.boxes, B.boxes, 0.5).n_matched
         assert np.sum(res.unit_pair == p) == len(A) + len(B) - k
+
+
+def test_corpus_pairs_equal_the_single_pair_functions():
+    """The batched corpus matching equals threshold_match / f1_at_iou on every (sample, rater pair)."""
+    rng = np.random.default_rng(12)
+    raters = [f"r{k}" for k in range(8)]
+    a = np.array([[0.0, 0.0, 0.4, 0.4], [0.1, 0.0, 0.4, 0.4]])  # greedy-trap pair (see above)
+    b = np.array([[0.02, 0.0, 0.4, 0.4], [-0.08, 0.0, 0.4, 0.4]])
+    sets = [{"r0": _set(a, ["x", "x"], "t"), "r1": _set(b, ["x", "x"], "u")}]
+    for s in range(1, 15):
+        k = int(rng.integers(1, 6))
+        truth = np.hstack([rng.uniform(0, 0.6, (k, 2)), rng.uniform(0.05, 0.3, (k, 2))])
+        mapping = {}
+        for r in rng.choice(raters, 3, replace=False):
+            keep = rng.random(k) > 0.2
+            jit = truth[keep] + rng.normal(0, 0.03, (keep.sum(), 4)) * [1, 1, 0.5, 0.5]
+            jit[:, 2:] = np.abs(jit[:, 2:]) + 0.01
+            mapping[str(r)] = _set(jit, list(rng.choice(["x", "y"], keep.sum())), f"{s}{r}")
+        sets.append(mapping)
+    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(15)], raters, sets)
+    res = threshold_baselines(data, 0.5)
+    assert res.pair_n_matched[0] == 2  # maximum cardinality, not greedy
+    for p in range(len(res.pair_sample)):
+        A, B = data.get(res.pair_sample[p], res.pair_rater_a[p]), data.get(res.pair_sample[p], res.pair_rater_b[p])
+        ref = f1_at_iou(A.boxes, A.labels, B.boxes, B.labels, 0.5)
+        assert res.pair_n_matched[p] == ref.n_matched
+        np.testing.assert_allclose([res.pair_f1[p], res.pair_mean_iou[p]], [ref.f1, ref.mean_iou], atol=1e-12)
+        k = threshold_match(A.boxes, B.boxes, 0.5).n_matched
+        assert np.sum(res.unit_pair == p) == len(A) + len(B) - k
+    # Only the rater pairs that met are in the table; each has its alpha or a reason.
+    met = {(x, y) for s in range(15) for x, y in data.iter_rater_pairs(s)}
+    assert set(zip(res.pairs.a.tolist(), res.pairs.b.tolist())) == met
+    for rec in res.pairs.to_records():
+        assert (rec["threshold_alpha"] is None) == ("threshold_alpha_reason" in rec)

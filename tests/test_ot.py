@@ -456,3 +456,190 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
             A, B = data.get(ii[t], a), data.get(jj[t], b)
             ref = ot_match(A.boxes, A.labels, B.boxes, B.labels, 0.5, 0.35, normalization).cost
             assert bulk[t] == pytest.approx(ref, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- the batched engine
+
+
+def test_paired_geometry_is_bit_identical_to_pairwise():
+    from agreement.geometry.boxes import pairwise_iou
+    from agreement.ot import _PairCosts
+
+    rng = np.random.default_rng(3)
+    bx, lb = random_set(rng, 40)
+    bx[:6, 2] = 0.0  # zero-area boxes: segments ...
+    bx[6:9, 2:] = 0.0  # ... and points
+    bx[9] = bx[0]  # identical zero-area boxes
+    bx[10] = [bx[11, 0] + bx[11, 2], bx[11, 1], 0.1, bx[11, 3]]  # touching along an edge
+    pc = _PairCosts(bx, np.array(lb, dtype=object), 0.4)
+    i, j = (x.reshape(-1) for x in np.meshgrid(np.arange(40), np.arange(40), indexing="ij"))
+    np.testing.assert_array_equal(pc.giou(i, j).reshape(40, 40), pairwise_giou(bx, bx))
+    np.testing.assert_array_equal(pc.iou(i, j).reshape(40, 40), pairwise_iou(bx, bx))
+    np.testing.assert_array_equal(pc.cost(i, j).reshape(40, 40), pair_cost_matrix(bx, lb, bx, lb, 0.4))
+
+
+@pytest.mark.parametrize("cardinality_first", [False, True])
+@pytest.mark.parametrize("max_perms", [720, 1])  # vectorised enumeration, and linear_sum_assignment
+def test_max_weight_matchings_oracle(monkeypatch, cardinality_first, max_perms):
+    import agreement.ot as ot_mod
+
+    monkeypatch.setattr(ot_mod, "_MAX_PERMUTATIONS", max_perms)
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        P = int(rng.integers(1, 25))
+        ns, ms = rng.integers(0, 8, P), rng.integers(0, 8, P)
+        ao, bo = np.r_[0, np.cumsum(ns)], np.r_[0, np.cumsum(ms)]
+        dens = rng.uniform(0.1, 0.9)
+        mats, A, B, W, T = [], [], [], [], []
+        for t in range(P):
+            vals = rng.choice([0.25, 0.5, 1.0], size=(ns[t], ms[t])) if trial % 2 else rng.random((ns[t], ms[t]))
+            M = np.where(rng.random((ns[t], ms[t])) < dens, np.maximum(vals, 1e-3), 0.0)
+            i, j = np.nonzero(M)
+            mats.append(M)
+            A += (ao[t] + i).tolist(); B += (bo[t] + j).tolist(); W += M[i, j].tolist(); T += [t] * len(i)
+        A, B, W, T = (np.asarray(x) for x in (A, B, W, T))
+        got = ot_mod.max_weight_matchings(A, B, W, int(ao[-1]), int(bo[-1]), cardinality_first)
+        assert len(set(A[got].tolist())) == got.sum() == len(set(B[got].tolist()))  # one-to-one
+        for t, M in enumerate(mats):
+            if M.size == 0:
+                continue
+            K = min(M.shape) + 1.0 if cardinality_first else 0.0
+            Wk = np.where(M > 0, M + K, 0.0)
+            r, c = linear_sum_assignment(Wk, maximize=True)
+            sel = got & (T == t)
+            assert (W[sel] + K).sum() == pytest.approx(Wk[r, c].sum(), abs=1e-9)
+
+
+# --------------------------------------------------------------------------- per-label reasons
+
+BOX = [0.1, 0.1, 0.3, 0.3]
+
+
+def _two(sets_a, sets_b, labels_a, labels_b):
+    sets = [{"a": AnnotationSet(np.reshape(A, (-1, 4)), la, [f"a{s}-{k}" for k in range(len(la))]),
+             "b": AnnotationSet(np.reshape(B, (-1, 4)), lb, [f"b{s}-{k}" for k in range(len(lb))])}
+            for s, (A, B, la, lb) in enumerate(zip(sets_a, sets_b, labels_a, labels_b))]
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(len(sets))], ["a", "b"], sets)
+
+
+def _row(data, label_id):
+    return list(data.label_ids).index(label_id)
+
+
+def test_reason_label_differs_perfect_box_costs_exactly_beta():
+    data = _two([[BOX]], [[BOX]], [["cat"]], [["dog"]])
+    res = sample_ot_scores(data, lam=0.5, beta=0.5)
+    a, b = _row(data, "a0-0"), _row(data, "b0-0")
+    assert res.row_reason[a] == res.row_reason[b] == "label differs"
+    assert res.row_nearest_row[a] == b and res.row_nearest_rater[a] == 1
+    assert res.row_nearest_cost[a] == 0.5  # exactly beta: lam * 0 + (1 - lam) * 1
+    assert res.row_matched_row[a] == -1 and res.row_matched_rater[a] == -1
+    assert res.pair_n_matched[0] == 0 and res.mean[0] == 0.5
+    # The same boxes match once beta exceeds 1 - lam.
+    res = sample_ot_scores(data, lam=0.5, beta=0.6)
+    assert res.row_reason[a] == "matched" and res.row_matched_row[a] == b and res.row_matched_rater[a] == 1
+
+
+def test_reason_too_far_and_label_differs_on_far_boxes():
+    far = [0.6, 0.6, 0.3, 0.3]
+    data = _two([[BOX], [BOX]], [[far], [far]], [["cat"], ["cat"]], [["cat"], ["dog"]])
+    res = sample_ot_scores(data, lam=0.5, beta=0.2)
+    for s in (0, 1):  # geometry alone: lam (1 - GIoU) / 2 >= 0.2, whatever the labels
+        assert res.row_reason[_row(data, f"a{s}-0")] == "too far"
+    # With a generous beta the same-label far pair matches; the different-label one
+    # fails only because of the label term.
+    res = sample_ot_scores(data, lam=0.5, beta=0.45)
+    assert res.row_reason[_row(data, "a0-0")] == "matched"
+    assert res.row_reason[_row(data, "a1-0")] == "label differs"
+
+
+def test_reason_counterpart_taken_and_nearest_prefers_the_match():
+    # a drew the same object twice; b once: one of a's boxes is matched, the other
+    # had an eligible counterpart that the matching gave to its twin.
+    near = [0.11, 0.1, 0.3, 0.3]
+    data = _two([[BOX, near]], [[BOX]], [["cat", "cat"]], [["cat"]])
+    res = sample_ot_scores(data, lam=0.5, beta=0.5)
+    a0, a1, b0 = _row(data, "a0-0"), _row(data, "a0-1"), _row(data, "b0-0")
+    assert res.row_reason[a0] == "matched" and res.row_matched_row[a0] == b0
+    assert res.row_reason[a1] == "counterpart taken"
+    assert res.row_nearest_row[a1] == b0 and res.row_nearest_cost[a1] < 0.5
+    assert res.row_reason[b0] == "matched" and res.row_nearest_row[b0] == a0 and res.row_nearest_cost[b0] == 0.0
+
+
+def test_reason_no_counterpart_explicit_absence_and_single_rater():
+    sets = [
+        {"a": AnnotationSet(np.array([BOX]), ["cat"], ["x"]), "b": AnnotationSet.empty()},
+        {"a": AnnotationSet(np.array([BOX]), ["cat"], ["y"])},  # b not assigned
+    ]
+    data = MultiRaterAnnotations.from_sets(["s0", "s1"], ["a", "b"], sets)
+    res = sample_ot_scores(data)
+    for lid in ("x", "y"):
+        r = _row(data, lid)
+        assert res.row_reason[r] == "no counterpart" and res.row_nearest_row[r] == -1
+        assert res.row_nearest_rater[r] == -1 and np.isnan(res.row_nearest_cost[r])
+    assert res.row_paid[_row(data, "x")] == 0.5 and np.isnan(res.row_paid[_row(data, "y")])
+
+
+def test_reason_threshold_is_two_beta_under_oc_cost():
+    data = _two([[BOX]], [[BOX]], [["cat"]], [["dog"]])
+    res = sample_ot_scores(data, lam=0.5, beta=0.3, normalization="oc_cost")  # c = 0.5 < 2 beta
+    assert res.row_reason[_row(data, "a0-0")] == "matched"
+    res = sample_ot_scores(data, lam=0.5, beta=0.25, normalization="oc_cost")  # c = 0.5 = 2 beta
+    assert res.row_reason[_row(data, "a0-0")] == "label differs"
+
+
+@pytest.mark.parametrize("normalization", ["paper", "oc_cost"])
+def test_nearest_counterpart_and_reasons_against_brute_force(normalization):
+    rng = np.random.default_rng(21)
+    data = _corpus(rng, S=12, raters=("r1", "r2", "r3", "r4"), p_assign=0.8, max_boxes=5)
+    lam, beta = 0.6, 0.35
+    thr = beta if normalization == "paper" else 2 * beta
+    res = sample_ot_scores(data, lam, beta, normalization, max_block=50)  # many small blocks
+    giou = pairwise_giou(data.boxes, data.boxes)
+    c = pair_cost_matrix(data.boxes, data.labels, data.boxes, data.labels, lam)
+    for r in range(len(data)):
+        s, me = data.sample_index[r], data.rater_index[r]
+        others = np.flatnonzero((data.sample_index == s) & (data.rater_index != me))
+        if others.size == 0:
+            assert res.row_nearest_row[r] == -1 and res.row_reason[r] == "no counterpart"
+            continue
+        best = c[r, others].min()
+        assert res.row_nearest_cost[r] == best
+        q = res.row_nearest_row[r]
+        assert q in others and c[r, q] == best and res.row_nearest_rater[r] == data.rater_index[q]
+        if res.row_n_matched[r] > 0:
+            assert res.row_reason[r] == "matched"
+        elif best < thr:
+            assert res.row_reason[r] == "counterpart taken"
+        elif data.labels[r] != data.labels[q] and lam * (1 - giou[r, q]) / 2 < thr:
+            assert res.row_reason[r] == "label differs"
+        else:
+            assert res.row_reason[r] == "too far"
+    # Blocks do not change anything.
+    big = sample_ot_scores(data, lam, beta, normalization)
+    np.testing.assert_array_equal(big.row_nearest_row, res.row_nearest_row)
+    np.testing.assert_array_equal(big.pair_cost, res.pair_cost)
+
+
+def test_crowd_design_scores_only_assigned_pairs():
+    """Many raters, few per sample: the table holds only pairs that met; scores equal the per-pair OT."""
+    rng = np.random.default_rng(4)
+    raters = [f"r{k:02d}" for k in range(30)]
+    sets = []
+    for s in range(25):
+        mapping = {}
+        for r in rng.choice(raters, 3, replace=False):
+            n = int(rng.integers(0, 4))
+            bx, lb = random_set(rng, n)
+            mapping[str(r)] = AnnotationSet(bx, lb, [f"{s}-{r}-{k}" for k in range(n)])
+        sets.append(mapping)
+    data = MultiRaterAnnotations.from_sets([f"s{s}" for s in range(25)], raters, sets)
+    res = sample_ot_scores(data, 0.5, 0.5)
+    assert len(res.pair_cost) == 25 * 3
+    met = {(a, b) for s in range(25) for a, b in data.iter_rater_pairs(s)}
+    t = res.rater_pairs
+    assert set(zip(t.a.tolist(), t.b.tolist())) == met and len(t) < 30 * 29 // 2
+    for p in range(len(res.pair_cost)):
+        A, B = data.get(res.pair_sample[p], res.pair_rater_a[p]), data.get(res.pair_sample[p], res.pair_rater_b[p])
+        assert res.pair_score[p] == pytest.approx(ot_score(A.boxes, A.labels, B.boxes, B.labels), abs=1e-12)
+        assert t.a[res.pair_table_row[p]] == res.pair_rater_a[p] and t.b[res.pair_table_row[p]] == res.pair_rater_b[p]

@@ -228,7 +228,7 @@ def _pair_sample_scores(scores, corpus) -> dict[str, dict[str, float]]:
 
 
 def _write_label_results(samples, plan, read, scores) -> None:
-    """Per-label attributes (:data:`LABEL_SUFFIXES`) of every label field, in bulk."""
+    """Per-label attributes (:data:`LABEL_SUFFIXES`) of every label field, in one bulk pass per field."""
     corpus = read.annotations
     sid = corpus.sample_ids
     ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
@@ -244,10 +244,10 @@ def _write_label_results(samples, plan, read, scores) -> None:
     }
     for lf in read.label_fields:
         rows = read.rows_of_field(lf)
-        owner = sid[corpus.sample_index[rows]]
-        lids = corpus.label_ids[rows]
-        for suffix in LABEL_SUFFIXES:
-            runs.write_label_values(samples, plan, lf, suffix, list(zip(owner, lids, per_row[suffix][rows])))
+        if rows.size == 0:
+            continue
+        runs.write_label_attrs(samples, plan, lf, sid[corpus.sample_index[rows]], corpus.label_ids[rows],
+                               {suffix: per_row[suffix][rows] for suffix in LABEL_SUFFIXES})
 
 
 def _rater_pair_records(scores, alpha, base) -> list[dict]:
