@@ -1,12 +1,23 @@
 # The two commands a new user needs:
 #   make demo   set up .venv, generate the demo dataset and run every agreement computation
 #   make test   set up .venv (with test-only dependencies) and run the test suite
+# and, for contributors:
+#   make test-fiftyone-oldest   the FiftyOne integration tests on the oldest FiftyOne that
+#                               fiftyone.yml claims, in a second environment (not part of `make test`)
+#   make wheel                  build the core library's wheel (no FiftyOne) into dist/
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: demo test bench experiments app setup setup-test clean
+# The oldest FiftyOne the plugin claims (fiftyone.yml `fiftyone.version`), and
+# where its environment is built (inside .venv/, which git ignores).
+FIFTYONE_OLDEST ?= 1.0.0
+COMPAT_VENV     ?= $(VENV)/compat/fiftyone-$(FIFTYONE_OLDEST)
+COMPAT_PY       := $(COMPAT_VENV)/bin/python
+COMPAT_PIP      := $(COMPAT_PY) -m pip --disable-pip-version-check
+
+.PHONY: demo test bench experiments app setup setup-test test-fiftyone-oldest wheel clean
 
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
@@ -32,13 +43,33 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
-	$(PIP) install -q -r requirements.txt
+$(VENV)/.runtime: requirements.txt requirements-db.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PIP) install -q -r requirements-dev.txt
 	touch $@
 
-$(VENV)/.test: requirements.txt requirements-test.txt | $(VENV)/bin/python
-	$(PIP) install -q -r requirements-test.txt
+$(VENV)/.test: requirements.txt requirements-db.txt requirements-dev.txt requirements-test.txt | $(VENV)/bin/python
+	$(PIP) install -q -r requirements-dev.txt -r requirements-test.txt
 	touch $(VENV)/.runtime $@
 
+# The FiftyOne integration tests (marker `fiftyone`, without the browser test)
+# against the oldest claimed FiftyOne. Its environment is built the way a user
+# installs the plugin: that FiftyOne and its database first, then
+# `fiftyone plugins requirements @iaa/agreement --install`, then the test tools;
+# the last step checks that nothing replaced that FiftyOne.
+test-fiftyone-oldest: $(COMPAT_VENV)/.test
+	scripts/with-temp-fiftyone.sh $(COMPAT_PY) -m pytest -m "fiftyone and not browser" $(PYTEST_ARGS)
+
+$(COMPAT_VENV)/.test: requirements.txt requirements-db.txt requirements-test.txt
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_PIP) install -q --upgrade pip
+	$(COMPAT_PIP) install -q "fiftyone==$(FIFTYONE_OLDEST)" -r requirements-db.txt
+	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(COMPAT_VENV)/bin/fiftyone plugins requirements @iaa/agreement --install
+	$(COMPAT_PIP) install -q -r requirements-test.txt
+	$(COMPAT_PY) -c 'import fiftyone.constants as c, sys; v = c.VERSION; print("FiftyOne", v); sys.exit(v != "$(FIFTYONE_OLDEST)")'
+	touch $@
+
+wheel: $(VENV)/.test
+	$(PIP) wheel --no-deps --no-build-isolation -q -w dist .
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis dist build

@@ -5,11 +5,14 @@ from .simulate import SimulateRaters
 from .consensus import ComputeMaskConsensus
 from .kalos import ComputeKalos
 from .geometry import ComputeGeometryAgreement
-from .io import ExportMultiRaterCoco, ImportMultiRaterCoco
+from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
+from .reports import ExportAgreementReport
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
 OPERATORS = [
     ImportMultiRaterCoco,
+    ImportMultiRater,
+    ImportLabelStudio,
     ComputeOTAgreement,
     CalibrateAgreement,
     ComputeKalos,
@@ -17,6 +20,7 @@ OPERATORS = [
     SimulateRaters,
     ComputeMaskConsensus,
     ExportMultiRaterCoco,
+    ExportAgreementReport,
     ListAgreementRuns,
     GetAgreementRunInfo,
     RenameAgreementRun,

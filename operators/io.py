@@ -106,3 +106,136 @@ class ExportMultiRaterCoco(foo.Operator):
             ctx.view, path, fields=p.get("fields") or None, field=p.get("field") or None,
             rater_attr=p.get("rater_attr") or None,
         )
+
+
+def _layout_inputs(inputs: types.Object, ctx) -> None:
+    """Form fragment: layout (and its field and rater attribute), overwrite, persistent."""
+    layout = types.RadioGroup()
+    layout.add_choice("fields", label="One label field per rater")
+    layout.add_choice("attribute", label="One field, rater in a label attribute")
+    inputs.enum("layout", ["fields", "attribute"], default="fields", label="Layout", view=layout)
+    if ctx.params.get("layout") == "attribute":
+        inputs.str("field", default="ground_truth", label="Label field")
+        inputs.str("rater_attr", default="annotator", label="Rater attribute")
+    inputs.bool("overwrite", default=False, label="Replace an existing dataset of that name")
+    inputs.bool("persistent", default=True, label="Persistent dataset")
+
+
+def _layout_kwargs(p: dict) -> dict:
+    return {
+        "layout": p.get("layout") or "fields",
+        "field": p.get("field") or "ground_truth",
+        "rater_attr": p.get("rater_attr") or "annotator",
+        "overwrite": bool(p.get("overwrite", False)),
+        "persistent": bool(p.get("persistent", True)),
+    }
+
+
+def _import_result(dataset, report: dict) -> dict:
+    meta = dataset.info["iaa_coco"]
+    return {
+        "dataset_name": dataset.name,
+        "num_samples": dataset.count(),
+        "layout": meta["layout"],
+        "rater_fields": meta["rater_fields"],
+        "field": meta["field"],
+        **report,
+    }
+
+
+class ImportMultiRater(foo.Operator):
+    @property
+    def config(self):
+        return compute_config(
+            "import_multi_rater",
+            "Annotator Agreement: import one export per rater",
+            "Merges per-rater exports in any format FiftyOne reads (COCO, CVAT image, VOC, YOLO, ...) by image",
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.fo.importers.multi_rater import FORMATS
+
+        inputs = types.Object()
+        entry = types.Object()
+        entry.str("rater", required=True, label="Rater name")
+        entry.str("path", required=True, label="Export (folder or labels file)")
+        entry.enum("format", list(FORMATS), required=True, label="Format")
+        entry.str("image_dir", required=False, label="Image folder (if not in the export)")
+        entry.bool("complete", required=False, label="This export covers every image")
+        inputs.list("exports", entry, required=True, label="Exports, one per rater",
+                    description="Images are matched across exports by file name")
+        inputs.str("dataset_name", required=True, label="Dataset name")
+        inputs.bool("complete", default=False, label="Every export covers every image",
+                    description="Then an image missing from an export means that rater found nothing there "
+                                "(explicit absence); otherwise it means the rater was not assigned it")
+        inputs.str("image_dir", required=False, label="Image folder",
+                    description="Where the images are (default: where the exports point)")
+        _layout_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Import one export per rater"))
+
+    def execute(self, ctx):
+        from agreement.fo.importers import import_multi_rater
+
+        p = ctx.params
+        exports = require(p, "exports", "a list of {rater, path, format}, one per rater")
+        name = require(p, "dataset_name", "the name of the new dataset")
+        ctx.set_progress(progress=0.1, label="importing")
+        dataset, report = import_multi_rater(
+            exports, name, complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
+            **_layout_kwargs(p),
+        )
+        return _import_result(dataset, report)
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("dataset_name", label="Dataset")
+        outputs.int("num_samples", label="Samples")
+        outputs.obj("per_rater", label="Per rater: images, labels, images missing", view=types.JSONView())
+        return types.Property(outputs)
+
+
+class ImportLabelStudio(foo.Operator):
+    @property
+    def config(self):
+        return compute_config(
+            "import_label_studio",
+            "Annotator Agreement: import a Label Studio export",
+            "Builds a multi-rater dataset from Label Studio's JSON export (one annotation per annotator and task)",
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.labelstudio import ROTATED_POLICIES
+
+        inputs = types.Object()
+        inputs.str("json_path", required=True, label="Label Studio JSON export",
+                   description="Several annotations per task; completed_by is the rater")
+        inputs.str("dataset_name", required=False, label="Dataset name",
+                   description="Default: the file's name without extension")
+        inputs.str("image_dir", required=False, label="Image folder",
+                   description="Where the images are (default: the JSON file's folder); files need not exist")
+        inputs.str("image_key", required=False, label="Image key in the task data", default="image")
+        inputs.enum("rotated", list(ROTATED_POLICIES), default="error", label="Rotated rectangles",
+                    description="error: refuse the file; bbox: their bounding box (counted); skip: leave out (counted)")
+        _layout_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Import a Label Studio export"))
+
+    def execute(self, ctx):
+        from agreement.fo.importers import import_label_studio
+
+        p = ctx.params
+        path = require(p, "json_path", "the Label Studio JSON export")
+        ctx.set_progress(progress=0.1, label="importing")
+        dataset, report = import_label_studio(
+            path, dataset_name=p.get("dataset_name") or None, image_dir=p.get("image_dir") or None,
+            image_key=p.get("image_key") or None, rotated=p.get("rotated") or "error",
+            rater_names=p.get("rater_names") or None, **_layout_kwargs(p),
+        )
+        return _import_result(dataset, report)
+
+    def resolve_output(self, ctx):
+        outputs = types.Object()
+        outputs.str("dataset_name", label="Dataset")
+        outputs.int("num_samples", label="Samples (tasks)")
+        outputs.obj("skipped", label="Skipped regions", view=types.JSONView())
+        outputs.obj("repaired", label="Repaired regions", view=types.JSONView())
+        return types.Property(outputs)

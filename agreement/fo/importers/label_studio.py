@@ -1,0 +1,114 @@
+"""Label Studio's JSON export (several annotations per task) as a multi-rater FiftyOne dataset.
+
+Parsing is :mod:`agreement.labelstudio` (no FiftyOne); this module turns the
+regions into labels and writes the dataset in either layout
+(:mod:`agreement.fo.importers.common`):
+
+* a rectangle becomes a ``Detection`` in the rater's box field;
+* a polygon becomes a ``Polyline`` in the ``_polygons`` field and, as a COCO
+  annotation's ``bbox`` does, a ``Detection`` of its bounding box in the box
+  field (so a Label Studio export and the equivalent KαLOS COCO file import
+  to the same labels);
+* a keypoint becomes a one-point ``Keypoint`` in the ``_keypoints`` field.
+
+Every label carries ``ls_region_id``; every sample ``ls_task_id`` and
+``ls_image`` (the task's image reference). One sample per task, in file order;
+the file path is ``image_dir`` (default: the JSON file's folder) joined with
+the image's file name (the files need not exist).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+import fiftyone as fo
+
+from agreement.fo.importers.common import MergedImages, MultiRaterImportError, check_layout, write_merged_dataset
+from agreement.labelstudio import LabelStudioExport, Region, read_label_studio
+
+__all__ = ["import_label_studio"]
+
+
+def _labels(regions: list[Region]) -> dict[str, list]:
+    out: dict[str, list] = {"detections": [], "polylines": [], "keypoints": []}
+    for g in regions:
+        attrs = {"ls_region_id": g.region_id} if g.region_id is not None else {}
+        if g.kind in ("box", "polygon"):
+            out["detections"].append(fo.Detection(label=g.label, bounding_box=[float(v) for v in g.box], **attrs))
+        if g.kind == "polygon":
+            out["polylines"].append(fo.Polyline(label=g.label, points=[g.points.tolist()], closed=True, filled=True,
+                                                **attrs))
+        if g.kind == "keypoint":
+            out["keypoints"].append(fo.Keypoint(label=g.label, points=g.points.tolist(), **attrs))
+    return out
+
+
+def _merged(parsed: LabelStudioExport, image_dir: str) -> MergedImages:
+    keys, filepaths, sizes, labels, extra = [], [], [], [], []
+    for t, task in enumerate(parsed.tasks):
+        keys.append(str(task["id"]))
+        filepaths.append(os.path.join(image_dir, task["file_name"]))
+        w, h = task["width"], task["height"]
+        sizes.append((int(round(w)), int(round(h))) if w and h else None)
+        labels.append({r: _labels(parsed.regions[(t, r)]) for r in parsed.raters if (t, r) in parsed.regions})
+        extra.append({"ls_task_id": task["id"], "ls_image": task["image"]})
+    return MergedImages(keys, filepaths, sizes, list(parsed.raters), labels, extra)
+
+
+def import_label_studio(
+    json_path: str | os.PathLike,
+    dataset_name: str | None = None,
+    layout: str = "fields",
+    field: str = "ground_truth",
+    rater_attr: str = "annotator",
+    image_dir: str | os.PathLike | None = None,
+    image_key: str | None = None,
+    rotated: str = "error",
+    rater_names: Mapping[str, str] | None = None,
+    overwrite: bool = False,
+    persistent: bool = False,
+) -> tuple[fo.Dataset, dict]:
+    """Builds a multi-rater dataset from Label Studio's JSON export.
+
+    Args:
+        json_path: the export (a list of tasks with ``annotations``).
+        dataset_name: the new dataset (default: the file's stem).
+        layout: ``"fields"`` (one field per annotator, named after
+            ``completed_by``; numeric ids become ``rater_<id>``) or
+            ``"attribute"`` (``field`` with ``rater_attr``; the sample field
+            ``raters`` is declared as the assignment).
+        image_dir: where the images are (default: the JSON file's folder).
+        image_key: the task ``data`` key of the image (default ``"image"``).
+        rotated: ``"error"`` (default), ``"bbox"`` or ``"skip"`` for rotated rectangles.
+        rater_names: new names by annotator id or email (``{"7": "alice"}``).
+        overwrite: replace an existing dataset of that name (once the new one
+            is complete).
+        persistent: keep the dataset after the process exits.
+
+    Returns:
+        ``(dataset, report)``: the report counts tasks, regions, and the
+        skipped and repaired regions by reason, overall and per annotator.
+
+    Raises:
+        agreement.validation.AnnotationError: malformed input (names task,
+            annotation and region); nothing is written.
+        MultiRaterImportError: no annotator in the file, or annotator names
+            whose field names clash.
+    """
+    check_layout(layout, field, rater_attr)
+    path = os.fspath(json_path)
+    name = dataset_name or os.path.splitext(os.path.basename(path))[0]
+    if fo.dataset_exists(name) and not overwrite:
+        raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
+    parsed = read_label_studio(path, image_key=image_key, rotated=rotated, rater_names=rater_names)
+    if not parsed.tasks:
+        raise MultiRaterImportError(f"{path}: the export has no tasks")
+    if not parsed.regions:
+        raise MultiRaterImportError(f"{path}: no task has a submitted annotation (raters: {parsed.raters or 'none'})")
+    image_dir = os.fspath(image_dir) if image_dir is not None else os.path.dirname(os.path.abspath(path))
+    merged = _merged(parsed, image_dir)
+    report = parsed.report()
+    dataset = write_merged_dataset(merged, name, layout, field, rater_attr, overwrite, persistent,
+                                   source=os.path.basename(path), report=report)
+    return dataset, report

@@ -1,0 +1,344 @@
+"""One export per rater, in any format FiftyOne reads, merged by image into one multi-rater dataset.
+
+Each rater's export is read by FiftyOne's own importer
+(``fo.Dataset.from_dir``) into a temporary dataset; the temporaries are then
+merged by image file name into one dataset in the fields or the attribute
+layout (:mod:`agreement.fo.importers.common`) and deleted.
+
+Absence. An image that is in a rater's export is one the rater looked at: its
+labels, or explicit absence (an empty set) when it has none. An image that a
+rater's export lacks is implicit absence (not assigned), unless the export is
+declared ``complete`` (it covers every image: then it is explicit absence).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+from xml.etree import ElementTree
+
+import fiftyone as fo
+import fiftyone.types as fot
+
+from agreement.fo.coco import _discard, _temporary_name
+from agreement.fo.importers.common import (
+    KINDS,
+    MergedImages,
+    MultiRaterImportError,
+    check_layout,
+    check_rater_names,
+    file_key,
+    write_merged_dataset,
+)
+
+__all__ = ["FORMATS", "RaterExport", "import_multi_rater", "resolve_format"]
+
+# format name -> (FiftyOne dataset type, importer keyword arguments)
+FORMATS: dict[str, tuple[str, dict]] = {
+    "coco": ("COCODetectionDataset", {"label_types": ["detections", "segmentations", "keypoints"], "use_polylines": True}),
+    "cvat_image": ("CVATImageDataset", {}),
+    "voc": ("VOCDetectionDataset", {}),
+    "yolo": ("YOLOv5Dataset", {"include_all_data": True}),
+    "yolov5": ("YOLOv5Dataset", {"include_all_data": True}),
+    "yolov4": ("YOLOv4Dataset", {"include_all_data": True}),
+    "kitti": ("KITTIDetectionDataset", {}),
+    "fiftyone_detection": ("FiftyOneImageDetectionDataset", {}),
+}
+_KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
+_WRAP = {fo.Detection: ("detections", fo.Detections), fo.Polyline: ("polylines", fo.Polylines),
+         fo.Keypoint: ("keypoints", fo.Keypoints)}
+MAX_LISTED = 10
+
+
+@dataclass
+class RaterExport:
+    """One rater's export.
+
+    Attributes:
+        rater: the rater's name (unique).
+        path: the export: a directory in the format's layout, or its labels
+            file (COCO JSON, CVAT XML); images are then looked for in
+            ``image_dir`` or the file's folder.
+        format: a name of :data:`FORMATS`, or a FiftyOne dataset type name
+            (``"COCODetectionDataset"``) or class.
+        image_dir: where the images are, if not where the format puts them.
+        complete: the export covers every image of the dataset (a missing
+            image is explicit absence); ``None`` takes the import's default.
+        options: extra keyword arguments for FiftyOne's importer (e.g.
+            ``{"split": "train"}`` for YOLO).
+    """
+
+    rater: str
+    path: str
+    format: Any
+    image_dir: str | None = None
+    complete: bool | None = None
+    options: Mapping[str, Any] | None = None
+
+    @classmethod
+    def coerce(cls, value: "RaterExport | Mapping | Sequence", index: int) -> "RaterExport":
+        """From a mapping ``{rater, path, format, ...}`` or a ``(rater, path, format)`` tuple."""
+        if isinstance(value, RaterExport):
+            return value
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"rater", "path", "format", "image_dir", "complete", "options"}
+            if unknown:
+                raise MultiRaterImportError(f"export #{index}: unknown key(s) {sorted(unknown)}; expected rater, path, "
+                                            "format and optionally image_dir, complete, options")
+            missing = [k for k in ("rater", "path", "format") if not value.get(k)]
+            if missing:
+                raise MultiRaterImportError(f"export #{index}: missing {', '.join(missing)} (got {dict(value)!r})")
+            return cls(**{k: v for k, v in value.items()})
+        if isinstance(value, (list, tuple)) and len(value) == 3:
+            return cls(*value)
+        raise MultiRaterImportError(f"export #{index}: expected {{rater, path, format}} or (rater, path, format), "
+                                    f"got {value!r}")
+
+
+def resolve_format(fmt: Any) -> tuple[type, dict]:
+    """The FiftyOne dataset type and importer options of a format name, type name or class."""
+    if isinstance(fmt, type) and issubclass(fmt, fot.Dataset):
+        return fmt, {}
+    name = str(fmt)
+    if name.lower() in FORMATS:
+        type_name, options = FORMATS[name.lower()]
+        return getattr(fot, type_name), dict(options)
+    cls = getattr(fot, name.rsplit(".", 1)[-1], None)
+    if isinstance(cls, type) and issubclass(cls, (fot.ImageLabelsDataset, fot.ImageDetectionDataset)):
+        return cls, {}
+    raise MultiRaterImportError(
+        f"format {name!r} is not one FiftyOne can import here: use one of {', '.join(FORMATS)}, or the name of a "
+        "FiftyOne image labels dataset type (fiftyone.types, e.g. 'COCODetectionDataset')"
+    )
+
+
+def _from_dir_kwargs(export: RaterExport, cls: type | None = None) -> dict:
+    path = os.fspath(export.path)
+    if os.path.isdir(path):
+        kwargs = {"dataset_dir": path}
+        if export.image_dir:
+            kwargs["data_path"] = os.fspath(export.image_dir)
+    elif os.path.isfile(path):
+        kwargs = {"labels_path": path, "data_path": os.fspath(export.image_dir or os.path.dirname(os.path.abspath(path)))}
+    else:
+        raise MultiRaterImportError(f"rater {export.rater!r}: export {path!r} does not exist")
+    if cls is not None and cls.__name__ in _LABELS_FILE:
+        kwargs = _labels_only(export, cls, kwargs)
+    return kwargs
+
+
+# formats whose labels file names every image (with its size): the images need not exist
+_LABELS_FILE = {"COCODetectionDataset": "labels.json", "CVATImageDataset": "labels.xml"}
+
+
+def _labels_only(export: RaterExport, cls: type, kwargs: dict) -> dict:
+    """COCO and CVAT image: tell FiftyOne's importer where each image named in the labels file is
+    (a data map), so that the images need not be on disk, as for the COCO layout importer."""
+    labels = kwargs.get("labels_path") or os.path.join(kwargs["dataset_dir"], _LABELS_FILE[cls.__name__])
+    data_dir = kwargs.get("data_path") or os.path.join(kwargs["dataset_dir"], "data")
+    if not os.path.isfile(labels) or not isinstance(data_dir, str):
+        return kwargs  # FiftyOne's importer reports it
+    try:
+        if cls.__name__ == "COCODetectionDataset":
+            with open(labels, encoding="utf-8") as f:
+                names = [img.get("file_name") for img in json.load(f).get("images", [])]
+        else:
+            names = [el.get("name") for el in ElementTree.parse(labels).getroot().iter("image")]
+    except (ValueError, AttributeError, ElementTree.ParseError, OSError):
+        return kwargs  # not readable as that format: FiftyOne's importer says why
+    names = [n for n in names if isinstance(n, str) and n and not os.path.isabs(n)]
+    return {**kwargs, "labels_path": labels, "data_path": {n: os.path.join(data_dir, n) for n in names}}
+
+
+def _load(export: RaterExport, tmp_name: str) -> fo.Dataset:
+    """The export read by FiftyOne's importer into a new temporary dataset."""
+    cls, options = resolve_format(export.format)
+    kwargs = {**_from_dir_kwargs(export, cls), **options, **dict(export.options or {})}
+    try:
+        return fo.Dataset.from_dir(dataset_type=cls, name=tmp_name, label_field="labels", progress=False, **kwargs)
+    except MultiRaterImportError:
+        raise
+    except Exception as e:
+        if fo.dataset_exists(tmp_name):
+            _discard(fo.load_dataset(tmp_name))
+        raise MultiRaterImportError(
+            f"rater {export.rater!r}: FiftyOne could not read {os.fspath(export.path)!r} as {cls.__name__} "
+            f"({type(e).__name__}: {e})"
+        ) from e
+
+
+def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
+    """``({key: (filepath, size, {kind: [labels]})}, report)`` of one rater's temporary dataset."""
+    schema = ds.get_field_schema()
+    label_fields, skipped = {}, {}
+    for name, fld in schema.items():
+        doc = getattr(fld, "document_type", None)
+        if doc in _KIND_OF or doc in _WRAP:
+            kind = _KIND_OF.get(doc) or _WRAP[doc][0]
+            if kind in label_fields.values():
+                raise MultiRaterImportError(f"rater {export.rater!r}: {os.fspath(export.path)!r} gives several "
+                                            f"{kind} fields ({sorted(label_fields)}, {name!r}); import one label type")
+            label_fields[name] = kind
+        elif doc is not None and issubclass(doc, fo.Label):
+            skipped[name] = doc.__name__
+    paths, widths, heights = ds.values(["filepath", "metadata.width", "metadata.height"])
+    values = {f: ds.values(f) for f in label_fields}
+    skipped_counts = {}
+    for f, tname in skipped.items():
+        n = sum(1 for v in ds.values(f) if v is not None)
+        if n:
+            skipped_counts[f"{tname} labels"] = n
+    images: dict[str, tuple] = {}
+    counts = {k: 0 for k in KINDS}
+    for i, path in enumerate(paths):
+        key = file_key(path)
+        if key in images:
+            raise MultiRaterImportError(
+                f"rater {export.rater!r}: {os.fspath(export.path)!r} has two images named {key!r} "
+                f"({images[key][0]!r} and {path!r}); images are matched across exports by file name"
+            )
+        labels = {}
+        for f, kind in label_fields.items():
+            v = values[f][i]
+            if isinstance(v, tuple(_WRAP)):
+                v = _WRAP[type(v)][1](**{kind: [v]})
+            labs = list(getattr(v, kind)) if v is not None else []
+            counts[kind] += len(labs)
+            labels[kind] = labs
+        size = (int(widths[i]), int(heights[i])) if widths[i] and heights[i] else None
+        images[key] = (path, size, labels)
+    report = {
+        "path": os.fspath(export.path),
+        "format": cls_name(export.format),
+        "images": len(images),
+        "labels": int(sum(counts.values())),
+        "labels_by_kind": {k: v for k, v in counts.items() if v},
+        "skipped": skipped_counts,
+    }
+    return images, report
+
+
+def cls_name(fmt: Any) -> str:
+    return fmt.__name__ if isinstance(fmt, type) else str(fmt)
+
+
+def _check_overlap(per_rater: dict[str, dict], exports: list[RaterExport]) -> None:
+    """Every export has images, and each shares at least one with the others."""
+    for e in exports:
+        if not per_rater[e.rater]:
+            raise MultiRaterImportError(f"rater {e.rater!r}: export {os.fspath(e.path)!r} has no images")
+    if len(exports) < 2:
+        return
+    for e in exports:
+        others = set().union(*(per_rater[o.rater] for o in exports if o.rater != e.rater))
+        if not others.intersection(per_rater[e.rater]):
+            mine = sorted(per_rater[e.rater])[:3]
+            theirs = sorted(others)[:3]
+            raise MultiRaterImportError(
+                f"rater {e.rater!r}: no image of export {os.fspath(e.path)!r} matches an image of the other exports "
+                f"(its file names start {mine}, theirs {theirs}); images are matched by file name"
+            )
+
+
+def _merge(per_rater: dict[str, dict], exports: list[RaterExport], default_complete: bool,
+           image_dir: str | None, reports: dict) -> MergedImages:
+    """One entry per image over all exports; sizes that disagree are an error."""
+    keys = list(dict.fromkeys(k for e in exports for k in per_rater[e.rater]))
+    raters = [e.rater for e in exports]
+    filepaths, sizes, labels = [], [], []
+    for key in keys:
+        holders = [e.rater for e in exports if key in per_rater[e.rater]]
+        found = {per_rater[r][key][1] for r in holders} - {None}
+        if len(found) > 1:
+            by = {r: per_rater[r][key][1] for r in holders}
+            raise MultiRaterImportError(f"image {key!r} has different sizes in the raters' exports {by}: "
+                                        "are these different images with the same file name?")
+        sizes.append(found.pop() if found else None)
+        if image_dir:
+            filepaths.append(os.path.join(os.fspath(image_dir), key))
+        else:
+            paths = [per_rater[r][key][0] for r in holders]
+            filepaths.append(next((p for p in paths if os.path.exists(p)), paths[0]))
+        per = {}
+        for e in exports:
+            if key in per_rater[e.rater]:
+                per[e.rater] = per_rater[e.rater][key][2]
+            elif (e.complete if e.complete is not None else default_complete):
+                per[e.rater] = {}
+        labels.append(per)
+    for e in exports:
+        missing = [k for k in keys if k not in per_rater[e.rater]]
+        complete = e.complete if e.complete is not None else default_complete
+        reports[e.rater].update({
+            "images_missing": len(missing),
+            "missing_examples": missing[:MAX_LISTED],
+            "missing_means": "explicit absence (complete export)" if complete else "implicit absence (not assigned)",
+        })
+    return MergedImages(keys, filepaths, sizes, raters, labels)
+
+
+def import_multi_rater(
+    exports: Sequence[RaterExport | Mapping | Sequence],
+    dataset_name: str,
+    layout: str = "fields",
+    field: str = "ground_truth",
+    rater_attr: str = "annotator",
+    complete: bool = False,
+    image_dir: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    persistent: bool = False,
+) -> tuple[fo.Dataset, dict]:
+    """Merges one export per rater, read by FiftyOne's importers, into one multi-rater dataset.
+
+    Args:
+        exports: per rater ``{rater, path, format}`` (see :class:`RaterExport`
+            for the optional ``image_dir``, ``complete`` and ``options``).
+        dataset_name: the new dataset.
+        layout: ``"fields"`` (one field per rater) or ``"attribute"`` (one
+            ``field`` whose labels carry ``rater_attr``; the sample field
+            ``raters`` is declared as the assignment).
+        complete: default for exports that do not say: an export covers
+            every image, so an image it lacks is explicit absence.
+        image_dir: where the images are (file name = the matched name);
+            default: where the first export that has the image points.
+        overwrite: replace an existing dataset of that name (once the new
+            one is complete).
+        persistent: keep the dataset after the process exits.
+
+    Returns:
+        ``(dataset, report)``; ``report["per_rater"][rater]`` has ``images``,
+        ``labels``, ``images_missing`` and the skipped labels.
+
+    Raises:
+        MultiRaterImportError: no or duplicate rater names, an unknown format,
+            an export FiftyOne cannot read, two images of one export with the
+            same file name, an export that matches no image of the others,
+            sizes that disagree. Nothing is left behind.
+    """
+    check_layout(layout, field, rater_attr)
+    specs = [RaterExport.coerce(e, i) for i, e in enumerate(exports or [])]
+    if not specs:
+        raise MultiRaterImportError("no exports given: expected one {rater, path, format} per rater")
+    check_rater_names([s.rater for s in specs])
+    for s in specs:
+        resolve_format(s.format)
+        _from_dir_kwargs(s)
+    if fo.dataset_exists(dataset_name) and not overwrite:
+        raise ValueError(f"dataset {dataset_name!r} already exists; pass overwrite=True or another dataset_name")
+    per_rater, reports, temps = {}, {}, []
+    try:
+        for s in specs:
+            tmp = _load(s, _temporary_name(dataset_name, "rater"))
+            temps.append(tmp)
+            per_rater[s.rater], reports[s.rater] = _extract(s, tmp)
+        _check_overlap(per_rater, specs)
+        merged = _merge(per_rater, specs, bool(complete), image_dir, reports)
+    finally:
+        for tmp in temps:
+            _discard(tmp)
+    report = {"images": len(merged.keys), "raters": merged.raters, "per_rater": reports}
+    dataset = write_merged_dataset(merged, dataset_name, layout, field, rater_attr, overwrite, persistent,
+                                   source="import_multi_rater", report=report)
+    return dataset, report
