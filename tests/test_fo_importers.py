@@ -261,3 +261,104 @@ def test_operator_reports_errors_by_name(fo, original, tmp_path):
     with pytest.raises(Exception, match="rater 'a': export 'nowhere.json' does not exist"):
         foo.execute_operator(OP.format("import_multi_rater"), ctx=dict(params=dict(dataset_name="x", exports=bad)))
     assert not fo.dataset_exists("x")
+
+
+# --- Label Studio -----------------------------------------------------------------------------------------------
+
+
+def _ls_corpus():
+    """3 annotators on the pixel grid; every third annotation is a polygon (a diamond touching its box)."""
+    from agreement.data import MultiRaterAnnotations
+
+    c = _grid_corpus(num_samples=12, seed=5)
+    polys = []
+    for i, (x, y, w, h) in enumerate(c.boxes):
+        ring = np.array([[x + w / 2, y], [x + w, y + h / 2], [x + w / 2, y + h], [x, y + h / 2]])
+        polys.append([ring] if i % 3 == 0 else None)
+    names = np.array([f"img_{s:03d}.jpg" for s in range(c.num_samples)], dtype=object)
+    return MultiRaterAnnotations(
+        sample_ids=np.arange(1, c.num_samples + 1), raters=c.raters, assigned=c.assigned, boxes=c.boxes,
+        labels=c.labels, label_ids=np.arange(1, len(c) + 1), sample_index=c.sample_index, rater_index=c.rater_index,
+        image_sizes=c.image_sizes, polygons=polys, sample_names=names,
+    )
+
+
+def _write_kalos_coco(corpus, path) -> None:
+    from agreement.coco import MultiRaterCoco, write_multi_rater_coco
+
+    cats = [{"id": k + 1, "name": n} for k, n in enumerate(sorted(set(corpus.labels.tolist())))]
+    images = [{"id": int(corpus.sample_ids[s]), "file_name": corpus.sample_names[s]} for s in range(corpus.num_samples)]
+    write_multi_rater_coco(MultiRaterCoco(corpus, images, cats, {}, {r: r for r in corpus.raters}, {}), path)
+
+
+def test_label_studio_export_with_three_annotators_equals_the_kalos_coco_file(fo, tmp_path):
+    import fiftyone.operators as foo
+    from labelstudio_export import from_corpus
+
+    corpus = _ls_corpus()
+    ids = {"alice": 11, "bob": 12, "carol": 13}
+    ls_path, coco_path = tmp_path / "project-7.json", tmp_path / "same.json"
+    ls_path.write_text(json.dumps(from_corpus(corpus, ids)))
+    _write_kalos_coco(corpus, coco_path)
+    names = {str(v): k for k, v in ids.items()}
+    try:
+        ls = foo.execute_operator(OP.format("import_label_studio"), ctx=dict(params=dict(
+            json_path=str(ls_path), dataset_name="ls", rater_names=names, persistent=False))).result
+        foo.execute_operator(OP.format("import_multi_rater_coco"), ctx=dict(params=dict(
+            coco_path=str(coco_path), dataset_name="coco", persistent=False)))
+        a, b = fo.load_dataset("ls"), fo.load_dataset("coco")
+        assert ls["tasks"] == corpus.num_samples and sorted(ls["raters"]) == ["alice", "bob", "carol"]
+        assert ls["skipped"] == {"choices regions": int(corpus.assigned.sum())} and ls["repaired"] == {}
+        for r in corpus.raters:
+            assert [None if v is None else len(v) for v in a.values(f"{r}.detections")] == \
+                   [None if v is None else len(v) for v in b.values(f"{r}.detections")]
+        _assert_same(_headline(fo, a, fields=list(corpus.raters)), _headline(fo, b, fields=list(corpus.raters)))
+        polys = [f"{r}_polygons" for r in corpus.raters]
+        ka = _run(fo, a, "compute_kalos", key="kp", fields=polys)
+        kb = _run(fo, b, "compute_kalos", key="kp", fields=polys)
+        assert ka["global_alpha"] == pytest.approx(kb["global_alpha"], abs=1e-9) and ka["n_units"] == kb["n_units"]
+    finally:
+        _cleanup(fo, "ls")
+        _cleanup(fo, "coco")
+
+
+def test_label_studio_attribute_layout_keypoints_and_counts(fo, tmp_path):
+    from agreement.fo.importers import import_label_studio
+    from labelstudio_export import annotation, keypoint, polygon, rectangle, task
+
+    W_, H_ = 640, 480
+    rot = rectangle([0.5, 0.5, 0.1, 0.1], "car", W_, H_, rotation=30)
+    tasks = [
+        task(1, "a.jpg", [annotation(1, [rectangle([0.1, 0.1, 0.2, 0.2], "car", W_, H_), keypoint([0.3, 0.3], "nose", W_, H_)]),
+                          annotation(2, [rectangle([0.11, 0.1, 0.2, 0.2], "car", W_, H_), rot])]),
+        task(2, "b.jpg", [annotation(1, []), annotation(2, [polygon([[0.1, 0.1], [0.3, 0.1], [0.2, 0.4]], "tree", W_, H_)]),
+                          annotation(3, [], cancelled=True)]),
+        task(3, "c.jpg", [annotation(3, [{"id": "x", "type": "brushlabels", "value": {"brushlabels": ["car"]}}])]),
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(tasks))
+    before = _datasets(fo)
+    from agreement.validation import AnnotationError
+
+    with pytest.raises(AnnotationError, match=r"export.json: task 1, annotation \d+, region 'r\d+' .*rotated by 30"):
+        import_label_studio(path, "ls-attr", layout="attribute")
+    assert _datasets(fo) == before
+    ds, report = import_label_studio(path, "ls-attr", layout="attribute", rotated="bbox")
+    try:
+        assert report["repaired"] == {"rotated rectangles -> bounding box": 1}
+        assert report["skipped"] == {"cancelled annotations": 1, "brushlabels regions": 1}
+        assert report["per_rater"]["3"] == {"tasks": 1, "regions": 0, "skipped": {"cancelled annotations": 1,
+                                                                                  "brushlabels regions": 1},
+                                            "repaired": {}}
+        assert ds.values("raters") == [["1", "2"], ["1", "2"], ["3"]]
+        assert ds.values("ls_task_id") == [1, 2, 3]
+        assert ds.count("ground_truth.detections") == 4 and ds.count("ground_truth_polygons.polylines") == 1
+        assert ds.count("ground_truth_keypoints.keypoints") == 1
+        assert ds.values("metadata.width")[:2] == [W_, W_]
+        assert sorted(ds.distinct("ground_truth.detections.annotator")) == ["1", "2"]
+        info = ds.info["iaa_assignment"]
+        assert info["ground_truth"]["raters_field"] == "raters" and info["ground_truth"]["raters"] == ["1", "2", "3"]
+        out = _run(fo, ds, "compute_kalos", key="k", field="ground_truth")
+        assert out["n_defined"] + out["n_undefined"] == 3
+    finally:
+        ds.delete()

