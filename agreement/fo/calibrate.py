@@ -12,14 +12,34 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from agreement.calibration import calibrate
-from agreement.fo import runs
-from agreement.fo.reading import read_annotations
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.similarity import SIMILARITIES
 
-__all__ = ["calibrate_agreement", "METHOD", "DEFAULT_DISTANCES"]
+__all__ = ["calibrate_agreement", "METHOD", "DEFAULT_DISTANCES", "SPEC"]
 
 METHOD = "iaa.calibration"
 DEFAULT_DISTANCES = ("iou", "giou", "centroid")
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """Observed vs expected disagreement per distance (pure :func:`agreement.calibration.calibrate`)."""
+    report(0.0, "observed and expected disagreement")
+    result = calibrate(read.annotations, distances=tuple(params["distances"]), seed=params["seed"])
+    summary = dict(result.summary())
+    if params.get("plot_path"):
+        from agreement.calibration import plot_calibration_png
+
+        summary["plot_path"] = plot_calibration_png(result, params["plot_path"])
+    return MethodOutput(summary, result.to_dict(include_samples=False))
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=(),
+    label_suffixes=(),
+    compute=_compute,
+    read_options=lambda p: {"image_sizes": True},
+)
 
 
 def calibrate_agreement(
@@ -49,26 +69,7 @@ def calibrate_agreement(
     unknown = [d for d in distances if d not in SIMILARITIES]
     if unknown:
         raise ValueError(f"unknown distance(s) {unknown}; choose from {list(SIMILARITIES)}")
-    runs.validate_key(key)
-    if progress:
-        progress(0.0, "reading annotations")
-    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            image_sizes=True, box_policy=box_policy, assume_crossed=assume_crossed)
-    runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite, check_only=True)
-    if progress:
-        progress(0.2, "observed and expected disagreement")
-    result = calibrate(read.annotations, distances=tuple(distances), seed=int(seed))
-    summary = {k: (v if not isinstance(v, float) or v == v else None) for k, v in result.summary().items()}
-    detail = result.to_dict(include_samples=False)
-    detail["repairs"] = read.repairs.as_dict()
-    summary.update(read.repairs.counts())
-    plan = runs.prepare_run(samples, key, METHOD, (), overwrite=overwrite)
-    if plot_path:
-        from agreement.calibration import plot_calibration_png
-
-        summary["plot_path"] = plot_calibration_png(result, plot_path)
-    runs.register_run(samples, plan, {"distances": distances, "seed": int(seed)}, read.layout,
-                      {"summary": summary, "detail": detail})
-    if progress:
-        progress(1.0, "done")
-    return summary
+    params = {"distances": distances, "seed": int(seed), "plot_path": plot_path}
+    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
+              "box_policy": box_policy, "assume_crossed": assume_crossed}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)

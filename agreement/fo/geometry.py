@@ -27,25 +27,52 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from agreement.fo import runs
-from agreement.fo.reading import read_annotations
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.geometry_agreement import DISTANCES, geometry_agreement
 from agreement.similarity import similarity_options
 
-__all__ = ["compute_geometry_agreement", "METHOD"]
+__all__ = ["compute_geometry_agreement", "METHOD", "SPEC"]
 
 METHOD = "iaa.geometry_agreement"
 MAX_LISTED = 1000
 
 
-def _clean(v):
-    if isinstance(v, (float, np.floating)):
-        return float(v) if np.isfinite(v) else None
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """Geometry agreement on the corpus (pure :func:`agreement.geometry_agreement.geometry_agreement`)."""
+    data = read.annotations
+    report(0.0, "matching within and between samples")
+    res = geometry_agreement(data, distance=params["distance"], threshold=params["threshold"],
+                             bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]),
+                             max_pairs=params["max_pairs"], seed=params["seed"], confidence=params["confidence"])
+    edges = np.linspace(0.0, 1.0, 41)
+    within = np.histogram(res.pair_distance, bins=edges)[0]
+    between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
+    sid = data.sample_ids
+    detail = {
+        "distributions": {
+            "edges": edges,
+            "within_density": within / max(within.sum(), 1) / np.diff(edges),
+            "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
+        },
+        "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
+        "undefined_samples": dict(list({str(s): r for s, r in zip(sid, res.sample_reasons) if r}.items())[:MAX_LISTED]),
+        "similarity_report": res.similarity_report,
+    }
+    return MethodOutput(dict(res.headline()), detail,
+                        sample_values={"distance": res.sample_distance,
+                                       "matched_fraction": res.sample_matched_fraction},
+                        label_values={"distance": res.row_distance})
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("distance", "matched_fraction"),
+    label_suffixes=("distance",),
+    compute=_compute,
+    read_options=lambda p: {"image_sizes": True, "masks": p["distance"] == "mask_iou"},
+    context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
+                                         polyline3d_tolerance=p["polyline3d_tolerance"]),
+)
 
 
 def compute_geometry_agreement(
@@ -111,54 +138,9 @@ def compute_geometry_agreement(
         raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
     if int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
-    runs.validate_key(key)
-    if progress:
-        progress(0.0, "reading annotations")
-    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            image_sizes=True, masks=distance == "mask_iou", box_policy=box_policy,
-                            assume_crossed=assume_crossed)
-    data = read.annotations
-    label_fields = read.label_fields
-    runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
-                     overwrite=overwrite, check_only=True)
-    if progress:
-        progress(0.1, "matching within and between samples")
-    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
-        res = geometry_agreement(data, distance=distance, threshold=float(threshold),
-                                 bootstrap=None if bootstrap is None else int(bootstrap), max_pairs=int(max_pairs),
-                                 seed=int(seed), confidence=float(confidence))
-    if progress:
-        progress(0.8, "writing results")
-    plan = runs.prepare_run(samples, key, METHOD, ["distance", "matched_fraction"], label_fields, ["distance"],
-                            overwrite=overwrite)
-    sid = data.sample_ids
-    runs.write_sample_values(samples, plan, "distance", dict(zip(sid, res.sample_distance)))
-    runs.write_sample_values(samples, plan, "matched_fraction", dict(zip(sid, res.sample_matched_fraction)))
-    for lf in label_fields:
-        rows = read.rows_of_field(lf)
-        runs.write_label_values(samples, plan, lf, "distance", list(zip(
-            sid[data.sample_index[rows]], data.label_ids[rows], res.row_distance[rows])))
-    summary = {k: _clean(v) for k, v in res.headline().items()}
-    summary.update(read.repairs.counts())
-    edges = np.linspace(0.0, 1.0, 41)
-    within = np.histogram(res.pair_distance, bins=edges)[0]
-    between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
-    detail = {
-        "raters": list(data.raters),
-        "distributions": {
-            "edges": edges,
-            "within_density": within / max(within.sum(), 1) / np.diff(edges),
-            "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
-        },
-        "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
-        "undefined_samples": dict(list({str(s): r for s, r in zip(sid, res.sample_reasons) if r}.items())[:MAX_LISTED]),
-        "repairs": read.repairs.as_dict(),
-        "similarity_report": res.similarity_report,
-    }
-    params = {"distance": distance, "threshold": float(threshold), "bootstrap": bootstrap, "max_pairs": int(max_pairs),
-              "seed": int(seed), "confidence": float(confidence), "point3d_scale": point3d_scale,
-              "polyline3d_tolerance": polyline3d_tolerance}
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
-    if progress:
-        progress(1.0, "done")
-    return summary
+    params = {"distance": distance, "threshold": float(threshold), "bootstrap": bootstrap,
+              "max_pairs": int(max_pairs), "seed": int(seed), "confidence": float(confidence),
+              "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
+    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
+              "box_policy": box_policy, "assume_crossed": assume_crossed}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)

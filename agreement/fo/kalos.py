@@ -26,13 +26,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo import runs
-from agreement.fo.reading import LABEL_TYPES, read_annotations
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_alpha, sensitivity_curve
 from agreement.correspondence import check_cost, check_solver, check_tau
 from agreement.similarity import SIMILARITIES, similarity_options
 
-__all__ = ["compute_kalos", "METHOD"]
+__all__ = ["compute_kalos", "METHOD", "SPEC"]
 
 METHOD = "iaa.kalos"
 MAX_LISTED = 1000
@@ -56,6 +56,72 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
             f"has no {session_attr!r} attribute naming its session"
         )
     return sessions
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """KαLOS, its τ curve and diagnostics on the corpus (pure :mod:`agreement` code)."""
+    data = read.annotations
+    kw = dict(similarity=params["similarity"], solver=params["solver"], cost=params["cost"])
+    report(0.0, "correspondence and alpha")
+    result = kalos_alpha(data, tau=params["tau"], **kw)
+    report(0.3, "sensitivity to tau")
+    curve = sensitivity_curve(data, taus=params["taus"], **kw)
+    report(0.6, "diagnostics")
+    vitality = rater_vitality(result)
+    difficulty = class_difficulty(result)
+    clusters = collaboration_clusters(result)
+    intra = {}
+    if extra.get("sessions") is not None:
+        intra = intra_annotator_consistency(data, extra["sessions"], tau=params["tau"], **kw)
+    undefined = {str(s): str(r) for s, r in zip(data.sample_ids, result.reason) if r}
+    hardest = np.argsort(np.where(np.isfinite(difficulty.alpha), difficulty.alpha, np.inf), kind="stable")
+    summary = {
+        "global_alpha": result.global_alpha,
+        "global_reason": result.global_reason,
+        "mean_alpha": result.mean_alpha,
+        "n_defined": int(result.n_defined),
+        "n_undefined": int(result.n_undefined),
+        "n_units": int(result.n_units.sum()),
+        "tau": float(params["tau"]),
+        "similarity": params["similarity"],
+        "solver": params["solver"],
+        "cost": params["cost"],
+        "repaired_polygons": int(result.repaired_polygons),
+    }
+    detail = {
+        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED]),
+        "sensitivity_curve": {"taus": curve.taus, "global_alpha": curve.global_alpha, "mean_alpha": curve.mean_alpha,
+                              "n_undefined": curve.n_undefined, "n_units": curve.n_units},
+        "rater_vitality": {"raters": list(vitality.raters), "alpha": vitality.alpha,
+                           "alpha_without": vitality.alpha_without, "vitality": vitality.vitality,
+                           "reason": [str(r) for r in vitality.reason]},
+        "class_difficulty": {"classes": list(difficulty.classes), "alpha": difficulty.alpha,
+                             "n_units": difficulty.n_units, "reason": [str(r) for r in difficulty.reason],
+                             "hardest_first": [int(i) for i in hardest]},
+        "rater_pairs": clusters.pairs.to_records(),
+        "rater_order": [int(i) for i in clusters.order],
+        "intra_annotator_consistency": {
+            rater: {"sessions": [str(x) for x in c.sessions], "global_alpha": c.result.global_alpha,
+                    "mean_alpha": c.result.mean_alpha, "reason": c.result.global_reason}
+            for rater, c in intra.items()
+        },
+    }
+    units = np.array([int(u) if u >= 0 else None for u in result.unit] + [None], dtype=object)[:-1]
+    return MethodOutput(summary, detail, sample_values={"alpha": result.alpha, "n_units": result.n_units.astype(int)},
+                        label_values={"unit": units})
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("alpha", "n_units"),
+    label_suffixes=("unit",),
+    compute=_compute,
+    read_options=lambda p: {"image_sizes": True, "masks": p["similarity"] == "mask_iou"},
+    context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
+                                         polyline3d_tolerance=p["polyline3d_tolerance"]),
+    extra=lambda samples, read, p: {"sessions": _sessions(samples, read, p["session_attr"])
+                                    if p["session_attr"] else None},
+)
 
 
 def compute_kalos(
@@ -83,7 +149,8 @@ def compute_kalos(
     Args:
         samples: a dataset or view.
         key: the run key.
-        fields / field, rater_attr, raters_field: the rater layout.
+        fields / field, rater_attr, raters_field, box_policy, assume_crossed:
+            the rater layout (see :func:`agreement.fo.reading.read_annotations`).
         similarity: one of :data:`agreement.similarity.SIMILARITIES` (``"iou"``
             default; ``"polygon_iou"`` for Polylines, ``"mask_iou"`` for
             instance masks, ``"oks"`` for Keypoints).
@@ -101,12 +168,8 @@ def compute_kalos(
     Returns:
         The headline numbers: ``global_alpha``, ``global_reason``,
         ``mean_alpha``, ``n_defined``, ``n_undefined``, ``n_units``, ``tau``,
-        ``similarity``, ``solver``, ``cost``, ``clipped_boxes``.
+        ``similarity``, ``solver``, ``cost`` and the repair counts.
     """
-    def report(fraction: float, label: str) -> None:
-        if progress is not None:
-            progress(fraction, label)
-
     with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
         pass  # validates both before anything is read
     check_tau(tau)
@@ -114,83 +177,9 @@ def compute_kalos(
     check_cost(cost)
     if similarity not in SIMILARITIES:
         raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
-    taus = [float(check_tau(t)) for t in (taus or DEFAULT_TAUS)]
-    runs.validate_key(key)
-    report(0.0, "reading annotations")
-    read = read_annotations(samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field,
-                            box_policy=box_policy, image_sizes=True, masks=similarity == "mask_iou",
-                            assume_crossed=assume_crossed)
-    data = read.annotations
-    sessions = _sessions(samples, read, session_attr) if session_attr else None
-    label_fields = read.label_fields
-    runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite,
-                     check_only=True)
-
-    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
-        report(0.1, "correspondence and alpha")
-        result = kalos_alpha(data, similarity=similarity, tau=tau, solver=solver, cost=cost)
-        report(0.4, "sensitivity to tau")
-        curve = sensitivity_curve(data, taus=taus, similarity=similarity, solver=solver, cost=cost)
-        report(0.7, "diagnostics")
-        vitality = rater_vitality(result)
-        difficulty = class_difficulty(result)
-        clusters = collaboration_clusters(result)
-        intra = {}
-        if sessions is not None:
-            intra = intra_annotator_consistency(data, sessions, similarity=similarity, tau=tau, solver=solver,
-                                                cost=cost)
-
-    report(0.85, "writing results")
-    plan = runs.prepare_run(samples, key, METHOD, ["alpha", "n_units"], label_fields, ["unit"], overwrite=overwrite)
-    sid = data.sample_ids
-    runs.write_sample_values(samples, plan, "alpha", dict(zip(sid, result.alpha)))
-    runs.write_sample_values(samples, plan, "n_units", dict(zip(sid, result.n_units.astype(int))))
-    for lf in label_fields:
-        rows = read.rows_of_field(lf)
-        runs.write_label_values(samples, plan, lf, "unit", list(zip(
-            sid[data.sample_index[rows]], data.label_ids[rows],
-            [int(u) if u >= 0 else None for u in result.unit[rows]],
-        )))
-
-    undefined = {str(s): str(r) for s, r in zip(sid, result.reason) if r}
-    hardest = np.argsort(np.where(np.isfinite(difficulty.alpha), difficulty.alpha, np.inf), kind="stable")
-    summary = {
-        "global_alpha": result.global_alpha,
-        "global_reason": result.global_reason,
-        "mean_alpha": result.mean_alpha,
-        "n_defined": int(result.n_defined),
-        "n_undefined": int(result.n_undefined),
-        "n_units": int(result.n_units.sum()),
-        "tau": float(tau),
-        "similarity": similarity,
-        "solver": solver,
-        "cost": cost,
-        **read.repairs.counts(),
-        "repaired_polygons": int(result.repaired_polygons),
-    }
-    detail = {
-        "raters": list(data.raters),
-        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED]),
-        "sensitivity_curve": {"taus": curve.taus, "global_alpha": curve.global_alpha, "mean_alpha": curve.mean_alpha,
-                              "n_undefined": curve.n_undefined, "n_units": curve.n_units},
-        "rater_vitality": {"raters": list(vitality.raters), "alpha": vitality.alpha,
-                           "alpha_without": vitality.alpha_without, "vitality": vitality.vitality,
-                           "reason": [str(r) for r in vitality.reason]},
-        "class_difficulty": {"classes": list(difficulty.classes), "alpha": difficulty.alpha,
-                             "n_units": difficulty.n_units, "reason": [str(r) for r in difficulty.reason],
-                             "hardest_first": [int(i) for i in hardest]},
-        "rater_pairs": clusters.pairs.to_records(),
-        "rater_order": [int(i) for i in clusters.order],
-        "intra_annotator_consistency": {
-            rater: {"sessions": [str(x) for x in c.sessions], "global_alpha": c.result.global_alpha,
-                    "mean_alpha": c.result.mean_alpha, "reason": c.result.global_reason}
-            for rater, c in intra.items()
-        },
-        "repairs": read.repairs.as_dict(),
-    }
-    params = {"similarity": similarity, "tau": float(tau), "solver": solver, "cost": cost, "taus": taus,
-              "session_attr": session_attr, "box_policy": box_policy, "point3d_scale": point3d_scale,
-              "polyline3d_tolerance": polyline3d_tolerance}
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
-    report(1.0, "done")
-    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in summary.items()}
+    params = {"similarity": similarity, "tau": float(tau), "solver": solver, "cost": cost,
+              "taus": [float(check_tau(t)) for t in (taus or DEFAULT_TAUS)], "session_attr": session_attr,
+              "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
+    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
+              "box_policy": box_policy, "assume_crossed": assume_crossed}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)

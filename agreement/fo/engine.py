@@ -1,0 +1,168 @@
+"""One run lifecycle for every agreement method: validate, read, compute, write, register.
+
+A method declares itself once as a :class:`MethodSpec`: the fields and label
+attributes it owns (as suffixes of the run key), how its input is read, and a
+``compute`` step that turns the corpus (pure :mod:`agreement` code) into a
+:class:`MethodOutput`: per-sample values, per-label values, the headline
+summary and the detail. :func:`run_method` does the rest, the same way for
+all of them:
+
+1. check the key (fail before reading anything);
+2. read the raters' annotations in bulk (:func:`agreement.fo.reading.read_annotations`);
+3. check the key again against the fields the run will own, compute;
+4. free an overwritten run only now (a failed computation never costs the
+   user their previous run), register the new one as ``incomplete`` with
+   every field it will own (:func:`agreement.fo.runs.prepare_run`);
+5. write per-sample values (one bulk call per field) and per-label values
+   (one update per sample carrying every attribute of its labels);
+6. complete the run with its parameters, input layout and results.
+
+Adding a method means writing its pure computation and its declaration: see
+the ``SPEC`` of :mod:`agreement.fo.kalos` for an example.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager, Mapping, Sequence
+
+import numpy as np
+
+from agreement.fo import runs
+from agreement.fo.reading import ReadResult, read_annotations
+
+__all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class MethodOutput:
+    """What a method computed on a corpus.
+
+    Attributes:
+        summary: the headline numbers (flat; NaN where undefined).
+        detail: everything else for the run results (JSON-serialisable after
+            :func:`agreement.fo.runs.to_json`).
+        sample_values: suffix → one value per corpus sample (corpus order).
+        label_values: suffix → one value per corpus annotation row.
+        sample_objects: suffix → ``{sample_id: value}`` for values given per
+            sample id (e.g. a consensus label field), samples not listed untouched.
+    """
+
+    summary: dict
+    detail: dict
+    sample_values: dict[str, Sequence[Any]] = field(default_factory=dict)
+    label_values: dict[str, Sequence[Any]] = field(default_factory=dict)
+    sample_objects: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method, declared once.
+
+    Attributes:
+        method: the run's method marker, e.g. ``"iaa.kalos"``.
+        sample_suffixes: the per-sample fields it owns, ``{key}_<suffix>``.
+        label_suffixes: the per-label attributes it owns on every rater label field.
+        compute: ``(read, params, progress, extra) -> MethodOutput`` (pure agreement code inside).
+        read_options: extra :func:`read_annotations` options from the parameters
+            (``image_sizes``, ``masks``, ...).
+        context: a context manager around the computation (e.g. similarity options).
+        check: validates the corpus before anything is written (raises with a message).
+        extra: ``(samples, read, params) -> dict`` of further inputs read from the dataset
+            (e.g. a session attribute), passed to ``compute`` as ``extra``.
+    """
+
+    method: str
+    sample_suffixes: tuple[str, ...]
+    label_suffixes: tuple[str, ...]
+    compute: Callable[[ReadResult, dict, Progress, dict], MethodOutput]
+    read_options: Callable[[dict], dict] = lambda params: {}
+    context: Callable[[dict], ContextManager] = lambda params: nullcontext()
+    check: Callable[[ReadResult, dict], None] = lambda read, params: None
+    extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
+
+
+def clean_summary(summary: Mapping[str, Any]) -> dict:
+    """NaN and infinite floats as ``None``, numpy scalars as Python scalars (the operators' return value)."""
+    out = {}
+    for k, v in summary.items():
+        if isinstance(v, (float, np.floating)):
+            v = float(v) if np.isfinite(v) else None
+        elif isinstance(v, np.integer):
+            v = int(v)
+        elif isinstance(v, np.bool_):
+            v = bool(v)
+        out[k] = v
+    return out
+
+
+def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
+    data = read.annotations
+    sid = data.sample_ids
+    for suffix in spec.sample_suffixes:
+        if suffix in out.sample_values:
+            runs.write_sample_values(samples, plan, suffix, dict(zip(sid, out.sample_values[suffix])))
+        elif suffix in out.sample_objects:
+            runs.write_sample_values(samples, plan, suffix, dict(out.sample_objects[suffix]))
+    if not spec.label_suffixes:
+        return
+    columns = {s: np.asarray(out.label_values[s], dtype=object) for s in spec.label_suffixes if s in out.label_values}
+    for lf in read.label_fields:
+        rows = read.rows_of_field(lf)
+        if len(rows) and columns:
+            runs.write_label_attrs(samples, plan, lf, sid[data.sample_index[rows]], data.label_ids[rows],
+                                   {s: col[rows] for s, col in columns.items()})
+
+
+def run_method(
+    samples,
+    key: str,
+    spec: MethodSpec,
+    layout: Mapping[str, Any],
+    params: Mapping[str, Any],
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> dict:
+    """Runs ``spec`` on ``samples`` as run ``key`` (the lifecycle in the module docstring).
+
+    Args:
+        samples: a dataset or view (only its samples are read and written).
+        key: the run key.
+        spec: the method.
+        layout: the rater layout and reading options shared by every method
+            (``fields`` or ``field``/``rater_attr``/``raters_field``,
+            ``box_policy``, ``assume_crossed``).
+        params: the method's validated parameters (recorded with the run).
+        overwrite: replace an existing agreement run with this key.
+        progress: optional ``callback(fraction, label)``.
+
+    Returns:
+        The summary with NaN as ``None`` and the repair counts.
+    """
+    def report(fraction: float, label: str) -> None:
+        if progress is not None:
+            progress(fraction, label)
+
+    params = dict(params)
+    runs.validate_key(key)
+    report(0.0, "reading annotations")
+    read = read_annotations(samples, **dict(layout), **spec.read_options(params))
+    spec.check(read, params)
+    extra = spec.extra(samples, read, params)
+    runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
+                     overwrite=overwrite, check_only=True)
+    report(0.1, "computing")
+    with spec.context(params):
+        out = spec.compute(read, params, lambda f, label: report(0.1 + 0.75 * f, label), extra)
+    report(0.85, "writing results")
+    plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
+                            overwrite=overwrite)
+    _write(samples, plan, read, spec, out)
+    summary = {**out.summary, **read.repairs.counts()}
+    detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}
+    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    report(1.0, "done")
+    return clean_summary(summary)
