@@ -213,7 +213,8 @@ class ImportLabelStudio(foo.Operator):
                    description="Default: the file's name without extension")
         inputs.str("image_dir", required=False, label="Image folder",
                    description="Where the images are (default: the JSON file's folder); files need not exist")
-        inputs.str("image_key", required=False, label="Image key in the task data", default="image")
+        inputs.str("image_key", required=False, label="Image key in the task data",
+                   description="Default: 'image', else the task data's only string value")
         inputs.enum("rotated", list(ROTATED_POLICIES), default="error", label="Rotated rectangles",
                     description="error: refuse the file; bbox: their bounding box (counted); skip: leave out (counted)")
         _layout_inputs(inputs, ctx)

@@ -362,3 +362,20 @@ def test_label_studio_attribute_layout_keypoints_and_counts(fo, tmp_path):
         assert out["n_defined"] + out["n_undefined"] == 3
     finally:
         ds.delete()
+
+
+def test_a_label_already_naming_another_rater_is_an_error(fo):
+    from agreement.fo.importers.common import MergedImages, MultiRaterImportError, write_merged_dataset
+
+    det = lambda **kw: fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.2, 0.2], **kw)
+    merged = MergedImages(["a.jpg"], ["/d/a.jpg"], [(W, H)], ["alice", "bob"],
+                          [{"alice": {"detections": [det(annotator="zed")]}, "bob": {"detections": [det()]}}])
+    before = _datasets(fo)
+    with pytest.raises(MultiRaterImportError, match=r"image 'a.jpg': a label of rater 'alice' already has .*'zed'"):
+        write_merged_dataset(merged, "clash", layout="attribute")
+    assert _datasets(fo) == before
+    ds = write_merged_dataset(merged, "clash", layout="attribute", rater_attr="who")
+    try:
+        assert sorted(ds.values("ground_truth.detections.who")[0]) == ["alice", "bob"]
+    finally:
+        ds.delete()

@@ -111,6 +111,17 @@ def kind_fields(raters: Sequence[str], kinds: Sequence[str], layout: str, field:
     return out
 
 
+def _set_rater(label: fo.Label, rater_attr: str, rater: str, image: str) -> None:
+    """Writes the rater attribute; a label that already names another rater in it is an error."""
+    existing = label[rater_attr] if label.has_field(rater_attr) else None
+    if existing is not None and existing != rater:
+        raise MultiRaterImportError(
+            f"image {image!r}: a label of rater {rater!r} already has the attribute {rater_attr}={existing!r}; "
+            "choose another rater_attr"
+        )
+    label[rater_attr] = rater
+
+
 def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], layout: str, rater_attr: str) -> fo.Sample:
     size = merged.sizes[i]
     sample = fo.Sample(filepath=merged.filepaths[i])
@@ -131,7 +142,7 @@ def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], lay
             labels = []
             for r in assigned:
                 for label in per_rater[r].get(kind, []):
-                    label[rater_attr] = r
+                    _set_rater(label, rater_attr, r, merged.keys[i])
                     labels.append(label)
             sample[fname] = KINDS[kind][1](**{kind: labels})
     return sample
