@@ -31,7 +31,8 @@ detector's confidences).
   well-localised object counts as a label disagreement, not as two missed
   objects. Units of every rater pair and sample are pooled into one nominal
   alpha (coincidence matrices add over units; each unit has two values); alpha
-  per rater pair uses that pair's units only. A sample where both sets are
+  per rater pair uses that pair's units only, for the rater pairs that share
+  a sample (a sparse table: a pair that never met is absent, not 0 or NaN). A sample where both sets are
   empty contributes no unit (there is no object to agree on), so it neither
   raises nor lowers alpha.
 
@@ -267,7 +268,8 @@ class ThresholdBaselines:
             that share at least one sample (absent pair: no data) with value
             ``threshold_alpha`` (alpha over that pair's units) and
             ``reasons["threshold_alpha"]`` where it is NaN.
-        unit_pair: ``(U,)`` index into the pair arrays of each alpha unit.
+        unit_pair: ``(U,)`` index into the pair arrays of each alpha unit
+            (matched pairs first, then unmatched boxes; not sorted by pair).
         unit_values: ``(2, U)`` codes of each unit (rater a, rater b), indices
             into ``categories``.
         categories: the coding: class labels, then ``"no_object"`` last.
@@ -339,7 +341,7 @@ def threshold_baselines(
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     f1_hits, alpha_hits = _threshold_matchings(pc, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware,
                                                max_block)
-    P, S = len(s), data.num_samples
+    P = len(s)
     tp = np.bincount(f1_hits[0], minlength=P).astype(np.intp)
     iou_sum = np.bincount(f1_hits[0], f1_hits[3], minlength=P)
     nm = (na + nb).astype(np.float64)
