@@ -41,6 +41,7 @@ from agreement.diagnostics import collaboration_clusters
 from agreement.kalos import kalos_alpha
 from agreement.noise import School, simulate
 from agreement.ot import sample_ot_scores
+from agreement.rater_pairs import records_to_matrix
 
 RATERS = (2, 3, 4, 6, 8, 10, 12, 14, 16, 18)
 SEEDS = (0, 1, 2)
@@ -142,7 +143,8 @@ def schools_experiment(data, splits, seeds) -> dict:
             cc = collaboration_clusters(r)
             wa, wb, ac = _pair_means(cc.alpha, groups)
             ot = sample_ot_scores(ann, lam=C.LAM, beta=0.5)
-            owa, owb, oac = _pair_means(ot.rater_pair_mean, groups)
+            owa, owb, oac = _pair_means(records_to_matrix(ot.rater_pairs.to_records(), "mean_ot", list(ann.raters))[1],
+                                        groups)
             ow = np.nanmean([owa, owb]) if not (np.isnan(owa) and np.isnan(owb)) else float("nan")
             labels = fcluster(cc.linkage, t=2, criterion="maxclust") if K >= 3 else np.array([1, 2])
             same = all((labels[i] == labels[j]) == (groups[i] == groups[j]) for i in range(K) for j in range(i + 1, K))

@@ -61,12 +61,11 @@ import numpy as np
 
 from agreement.alpha_ot import alpha_ot
 from agreement.baselines import threshold_baselines
-from agreement.fo import runs
-from agreement.fo.reading import read_annotations
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.ot import check_ot_params, sample_ot_scores
 from agreement.rater_pairs import RaterPairTable
 
-__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES"]
+__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC"]
 
 METHOD = "iaa.ot_agreement"
 SAMPLE_SUFFIXES = ("ot", "ot_min", "ot_position", "f1", "mean_iou")
@@ -74,10 +73,6 @@ LABEL_SUFFIXES = ("cost", "match", "match_rater", "nearest_rater", "nearest_id",
 MAX_LISTED_UNDEFINED = 1000
 
 Progress = Callable[[float, str], None]
-
-
-def _nan_to_none(x: float):
-    return None if x is None or not np.isfinite(x) else float(x)
 
 
 def compute_ot_agreement(
@@ -133,64 +128,48 @@ def compute_ot_agreement(
             and field).
         agreement.fo.runs.RunError: when the key cannot be used.
     """
-    def report(fraction: float, label: str) -> None:
-        if progress is not None:
-            progress(fraction, label)
-
     check_ot_params(lam, beta, normalization)
     if not 0 < iou_threshold <= 1:
         raise ValueError(f"iou_threshold must be in (0, 1], got {iou_threshold!r}")
     if int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be a positive number of cross-sample pairs, got {max_pairs!r}")
-    runs.validate_key(key)
-    report(0.0, "reading annotations")
-    read = read_annotations(
-        samples, fields=fields, field=field, rater_attr=rater_attr, raters_field=raters_field, box_policy=box_policy,
-        assume_crossed=assume_crossed,
-    )
-    corpus = read.annotations
-    if corpus.cuboids is not None:
+    params = {
+        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
+        "iou_threshold": iou_threshold,
+    }
+    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
+              "box_policy": box_policy, "assume_crossed": assume_crossed}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+
+
+def _check(read, params: dict) -> None:
+    if read.annotations.cuboids is not None:
         raise ValueError(
             "OT agreement is defined on 2D boxes and these are 3D detections: use compute_kalos with "
             "similarity='cuboid_iou', or compute_geometry_agreement with distance='cuboid_iou'"
         )
-    label_fields = read.label_fields
-    runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite,
-                     check_only=True)
 
-    report(0.1, "per-sample OT scores")
-    scores = sample_ot_scores(corpus, lam=lam, beta=beta, normalization=normalization)
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """Per-sample OT scores, αOT and the threshold baselines (pure :mod:`agreement` code)."""
+    corpus = read.annotations
+    ot_kw = dict(lam=params["lam"], beta=params["beta"], normalization=params["normalization"])
+    report(0.0, "per-sample OT scores")
+    scores = sample_ot_scores(corpus, **ot_kw)
     report(0.4, "alpha-OT chance baseline")
-    alpha = alpha_ot(corpus, lam=lam, beta=beta, normalization=normalization, max_pairs=int(max_pairs), seed=int(seed))
+    alpha = alpha_ot(corpus, **ot_kw, max_pairs=params["max_pairs"], seed=params["seed"])
     report(0.7, "threshold baselines")
-    base = threshold_baselines(corpus, iou_threshold=iou_threshold)
-
-    report(0.8, "writing results")
-    plan = runs.prepare_run(samples, key, METHOD, SAMPLE_SUFFIXES, label_fields, LABEL_SUFFIXES, overwrite=overwrite)
-    sid = corpus.sample_ids
-    for suffix, values in (
-        ("ot", scores.mean), ("ot_min", scores.min), ("ot_position", scores.position),
-        ("f1", base.sample_f1), ("mean_iou", base.sample_mean_iou),
-    ):
-        runs.write_sample_values(samples, plan, suffix, dict(zip(sid, values)))
-    _write_label_results(samples, plan, read, scores)
-
-    undefined = {str(s): r for s, r in zip(sid, scores.reasons) if r}
-    summary = {**_summary(scores, alpha, base, corpus, len(undefined)), **read.repairs.counts()}
-    params = {
-        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
-        "iou_threshold": iou_threshold, "box_policy": box_policy,
-    }
+    base = threshold_baselines(corpus, iou_threshold=params["iou_threshold"])
+    undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons) if r}
     detail = {
-        "raters": list(corpus.raters),
         "rater_pairs": _rater_pair_records(scores, alpha, base),
         "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
         "pair_sample_scores": _pair_sample_scores(scores, corpus),
-        "repairs": read.repairs.as_dict(),
     }
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
-    report(1.0, "done")
-    return {k: (_nan_to_none(v) if isinstance(v, float) else v) for k, v in summary.items()}
+    samples = {"ot": scores.mean, "ot_min": scores.min, "ot_position": scores.position,
+               "f1": base.sample_f1, "mean_iou": base.sample_mean_iou}
+    return MethodOutput(_summary(scores, alpha, base, corpus, len(undefined)), detail,
+                        sample_values=samples, label_values=_label_results(corpus, scores))
 
 
 def _summary(scores, alpha, base, corpus, n_undefined: int) -> dict:
@@ -227,13 +206,11 @@ def _pair_sample_scores(scores, corpus) -> dict[str, dict[str, float]]:
     return out
 
 
-def _write_label_results(samples, plan, read, scores) -> None:
-    """Per-label attributes (:data:`LABEL_SUFFIXES`) of every label field, in one bulk pass per field."""
-    corpus = read.annotations
-    sid = corpus.sample_ids
+def _label_results(corpus, scores) -> dict:
+    """Per-label values (:data:`LABEL_SUFFIXES`), one per corpus row."""
     ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
     names = np.array(list(corpus.raters) + [None], dtype=object)
-    per_row = {
+    return {
         "cost": scores.row_paid,
         "match": ids[scores.row_matched_row],
         "match_rater": names[scores.row_matched_rater],
@@ -242,12 +219,6 @@ def _write_label_results(samples, plan, read, scores) -> None:
         "nearest_cost": scores.row_nearest_cost,
         "reason": scores.row_reason,
     }
-    for lf in read.label_fields:
-        rows = read.rows_of_field(lf)
-        if rows.size == 0:
-            continue
-        runs.write_label_attrs(samples, plan, lf, sid[corpus.sample_index[rows]], corpus.label_ids[rows],
-                               {suffix: per_row[suffix][rows] for suffix in LABEL_SUFFIXES})
 
 
 def _rater_pair_records(scores, alpha, base) -> list[dict]:
@@ -267,3 +238,12 @@ def _rater_pair_records(scores, alpha, base) -> list[dict]:
                  "threshold_alpha": base.pairs.reasons["threshold_alpha"]},
     )
     return merged.to_records()
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=SAMPLE_SUFFIXES,
+    label_suffixes=LABEL_SUFFIXES,
+    compute=_compute,
+    check=_check,
+)
