@@ -17,16 +17,17 @@ simulated rater; an empty reference stays explicit absence.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Callable
 
-from agreement.fo import runs
 from agreement.fo.build import corpus_label_fields
-from agreement.fo.reading import read_annotations
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.reading import declare_raters_field
 from agreement.noise.empirical import School, load_profile, simulate
 from agreement.noise.perturbations import perturbation_series
 from agreement.validation import AnnotationError
 
-__all__ = ["simulate_raters", "NOISE_MODELS", "METHOD"]
+__all__ = ["simulate_raters", "NOISE_MODELS", "METHOD", "SPEC"]
 
 METHOD = "iaa.simulate_raters"
 NOISE_MODELS = ("empirical", "drop", "shift", "swap")
@@ -87,63 +88,67 @@ def simulate_raters(
         raise ValueError(f"a noise profile applies to noise='empirical' only; noise={noise!r} uses `magnitude` as γ")
     if noise == "empirical":
         load_profile(profile)  # validates the profile before anything is read or written
-    runs.validate_key(key)
     names = [f"r{j + 1}" for j in range(num_raters)]
-    suffixes = names if layout == "fields" else ["labels", "raters"]
-    if progress:
-        progress(0.0, "reading the reference")
-    read = read_annotations(samples, fields=[field], min_raters=1)
-    reference = read.annotations
-    if len(reference) == 0:
-        raise AnnotationError(f"reference field {field!r} has no labels on any sample of this view")
-    runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite, check_only=True)
-    if progress:
-        progress(0.2, "simulating")
-    cannibalised = {}
-    if noise == "empirical":
-        school = (
-            School(name="school", size=int(school_size), offset=tuple(school_offset)) if school_size else None
-        )
-        sim = simulate(reference, profile=profile, magnitude=float(magnitude), num_raters=num_raters, seed=int(seed),
-                       school=school, rater=field, names=names)
-        corpus = sim.annotations
-        cannibalised = dict(getattr(sim.report, "cannibalised", {}) or {})
-    else:
-        corpus = perturbation_series(reference, noise, [float(magnitude)], seed=int(seed), rater=field,
-                                     num_raters=num_raters, names=names)
-    if progress:
-        progress(0.7, "writing the simulated raters")
-    plan = runs.prepare_run(samples, key, METHOD, suffixes, overwrite=overwrite)
+    params = {
+        "field": field, "num_raters": num_raters, "magnitude": float(magnitude), "profile": str(profile),
+        "noise": noise, "seed": int(seed), "layout": layout, "rater_attr": rater_attr,
+        "school_size": int(school_size), "school_offset": list(school_offset), "key": key,
+    }
+    spec = replace(SPEC, sample_suffixes=tuple(names if layout == "fields" else ["labels", "raters"]))
+    summary = run_method(samples, key, spec, {"fields": [field], "min_raters": 1}, params, overwrite=overwrite,
+                         progress=progress)
+    if layout == "attribute":
+        declare_raters_field(samples._root_dataset, f"{key}_labels", f"{key}_raters", raters=names)
+    return summary
+
+
+def _check(read, params: dict) -> None:
+    if len(read.annotations) == 0:
+        raise AnnotationError(f"reference field {params['field']!r} has no labels on any sample of this view")
+
+
+def _simulated(reference, params: dict, names: list[str]):
+    """The simulated raters' corpus and the empirical generator's cannibalisation report."""
+    if params["noise"] != "empirical":
+        return perturbation_series(reference, params["noise"], [params["magnitude"]], seed=params["seed"],
+                                   rater=params["field"], num_raters=params["num_raters"], names=names), {}
+    school = (School(name="school", size=params["school_size"], offset=tuple(params["school_offset"]))
+              if params["school_size"] else None)
+    sim = simulate(reference, profile=params["profile"], magnitude=params["magnitude"],
+                   num_raters=params["num_raters"], seed=params["seed"], school=school, rater=params["field"],
+                   names=names)
+    return sim.annotations, dict(getattr(sim.report, "cannibalised", {}) or {})
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """Simulated raters from the reference (pure :mod:`agreement.noise`), as label fields."""
+    key = params["key"]
+    names = [f"r{j + 1}" for j in range(params["num_raters"])]
+    report(0.0, "simulating")
+    corpus, cannibalised = _simulated(read.annotations, params, names)
     sample_ids = list(corpus.sample_ids)
-    if layout == "fields":
-        per_sample = corpus_label_fields(corpus, "fields", field_names={r: plan.sample_field(r) for r in names})
+    objects = {}
+    if params["layout"] == "fields":
+        per_sample = corpus_label_fields(corpus, "fields", field_names={r: f"{key}_{r}" for r in names})
         for r in names:
-            name = plan.sample_field(r)
-            runs.write_sample_values(samples, plan, r, {sid: v[name] for sid, v in zip(sample_ids, per_sample)})
-        written = [plan.sample_field(r) for r in names]
+            objects[r] = {sid: v[f"{key}_{r}"] for sid, v in zip(sample_ids, per_sample)}
+        written = [f"{key}_{r}" for r in names]
     else:
-        name = plan.sample_field("labels")
-        per_sample = corpus_label_fields(corpus, "attribute", field=name, rater_attr=rater_attr)
-        runs.write_sample_values(samples, plan, "labels", {sid: v[name] for sid, v in zip(sample_ids, per_sample)})
-        runs.write_sample_values(samples, plan, "raters", {
-            sid: [corpus.raters[r] for r in range(corpus.num_raters) if corpus.assigned[s, r]]
-            for s, sid in enumerate(sample_ids)
-        })
-        written = [plan.sample_field("labels"), plan.sample_field("raters")]
+        name = f"{key}_labels"
+        per_sample = corpus_label_fields(corpus, "attribute", field=name, rater_attr=params["rater_attr"])
+        objects["labels"] = {sid: v[name] for sid, v in zip(sample_ids, per_sample)}
+        objects["raters"] = {sid: [corpus.raters[r] for r in range(corpus.num_raters) if corpus.assigned[s, r]]
+                             for s, sid in enumerate(sample_ids)}
+        written = [name, f"{key}_raters"]
     summary = {
         "key": key,
         "fields": written,
         "raters": names,
-        "school": names[: int(school_size)],
+        "school": names[: params["school_size"]],
         "labels": len(corpus),
         "cannibalised": {str(k): int(v) for k, v in cannibalised.items()},
     }
-    params = {
-        "field": field, "num_raters": num_raters, "magnitude": float(magnitude), "profile": str(profile),
-        "noise": noise, "seed": int(seed), "layout": layout, "rater_attr": rater_attr,
-        "school_size": int(school_size), "school_offset": list(school_offset),
-    }
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary})
-    if progress:
-        progress(1.0, "done")
-    return summary
+    return MethodOutput(summary, {}, sample_objects=objects)
+
+
+SPEC = MethodSpec(method=METHOD, sample_suffixes=(), label_suffixes=(), compute=_compute, check=_check)
