@@ -300,15 +300,25 @@ def higher_is_better(info: dict) -> bool:
 
 def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -> dict:
     """Counts of the per-sample score over ``bins`` equal bins of ``[lo, hi]``
-    in ``samples`` (samples without a score are counted apart)."""
-    values = np.array([v for v in samples.values(field) if v is not None], dtype=float)
+    in ``samples`` (samples without a score are counted apart).
+
+    Computed by the database (one ``$bucket`` aggregation and a count), never
+    from all values in Python; scores outside ``[lo, hi]`` (float noise) are
+    clamped into the first or last bin.
+    """
+    from fiftyone import ViewField as F
+
     edges = np.linspace(lo, hi, bins + 1)
-    counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
+    clamped = F(field).max(float(lo)).min(float(hi))
+    counts, _, other = samples.exists(field).histogram_values(clamped, bins=int(bins), range=[float(lo), float(hi)])
+    counts = list(counts)
+    counts[-1] += other  # the value hi itself falls past the last bucket's open upper edge
+    n_scored = samples.count(field)
     return {
         "edges": edges.tolist(),
-        "counts": counts.tolist(),
-        "n_scored": int(values.size),
-        "n_missing": int(len(samples) - values.size),
+        "counts": [int(c) for c in counts],
+        "n_scored": int(n_scored),
+        "n_missing": int(len(samples) - n_scored),
     }
 
 
