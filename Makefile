@@ -4,6 +4,8 @@
 # and, for contributors:
 #   make test-fiftyone-oldest   the FiftyOne integration tests on the oldest FiftyOne that
 #                               fiftyone.yml claims, in a second environment (not part of `make test`)
+#   make test-lowest-deps       the tests without FiftyOne on the lowest numpy, scipy, shapely and
+#                               OpenCV that requirements.txt allows (the first release series of each range)
 #   make wheel                  build the core library's wheel (no FiftyOne) into dist/
 PYTHON ?= python3
 VENV   := .venv
@@ -16,8 +18,10 @@ FIFTYONE_OLDEST ?= 1.0.0
 COMPAT_VENV     ?= $(VENV)/compat/fiftyone-$(FIFTYONE_OLDEST)
 COMPAT_PY       := $(COMPAT_VENV)/bin/python
 COMPAT_PIP      := $(COMPAT_PY) -m pip --disable-pip-version-check
+LOWEST_VENV     ?= $(VENV)/compat/lowest-deps
+LOWEST_PY       := $(LOWEST_VENV)/bin/python
 
-.PHONY: demo test bench experiments app setup setup-test test-fiftyone-oldest wheel clean
+.PHONY: demo test bench experiments app setup setup-test test-fiftyone-oldest test-lowest-deps wheel clean
 
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
@@ -66,6 +70,18 @@ $(COMPAT_VENV)/.test: requirements.txt requirements-db.txt requirements-test.txt
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(COMPAT_VENV)/bin/fiftyone plugins requirements @iaa/agreement --install
 	$(COMPAT_PIP) install -q -r requirements-test.txt
 	$(COMPAT_PY) -c 'import fiftyone.constants as c, sys; v = c.VERSION; print("FiftyOne", v); sys.exit(v != "$(FIFTYONE_OLDEST)")'
+	touch $@
+
+# The library's tests (not those needing FiftyOne) on the lower bounds of the
+# plugin's ranges: `numpy>=1.26` becomes the constraint `numpy==1.26.*`.
+test-lowest-deps: $(LOWEST_VENV)/.test
+	$(LOWEST_PY) -m pytest -m "not fiftyone and not browser" $(PYTEST_ARGS)
+
+$(LOWEST_VENV)/.test: requirements.txt requirements-test.txt
+	$(PYTHON) -m venv $(LOWEST_VENV)
+	$(LOWEST_PY) -m pip --disable-pip-version-check install -q --upgrade pip
+	sed -n 's/^\([A-Za-z0-9_.-]*\)>=\([0-9.]*\).*/\1==\2.*/p' requirements.txt > $(LOWEST_VENV)/lowest.txt
+	$(LOWEST_PY) -m pip --disable-pip-version-check install -q -r requirements-test.txt -c $(LOWEST_VENV)/lowest.txt
 	touch $@
 
 wheel: $(VENV)/.test
