@@ -2,7 +2,7 @@
 
 from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
-from .consensus import ComputeMaskConsensus
+from .consensus import ComputeConsensus, ComputeMaskConsensus, ExportRaterReport, FinalizeConsensus
 from .kalos import ComputeKalos
 from .geometry import ComputeGeometryAgreement
 from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
@@ -19,6 +19,9 @@ OPERATORS = [
     ComputeGeometryAgreement,
     SimulateRaters,
     ComputeMaskConsensus,
+    ComputeConsensus,
+    FinalizeConsensus,
+    ExportRaterReport,
     ExportMultiRaterCoco,
     ExportAgreementReport,
     ListAgreementRuns,

@@ -51,3 +51,100 @@ class ComputeMaskConsensus(foo.Operator):
         )
         refresh_app(ctx)
         return {"key": p["key"], **result}
+
+
+class ComputeConsensus(foo.Operator):
+    @property
+    def config(self):
+        return compute_config(
+            "compute_consensus",
+            "Annotator Agreement: consensus labels",
+            "One label set from many raters, weighted by each rater's sensitivity, false positives, "
+            "class confusion and localisation noise, with a review queue and a rater report",
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.consensus import METHODS
+
+        inputs = types.Object()
+        rater_layout_inputs(inputs, ctx)
+        choice = types.RadioGroup()
+        for name, label in (("em", "EM (rater sensitivity, false positives, confusion, box noise)"),
+                            ("majority", "majority vote with a quorum (CVAT-like)"),
+                            ("wbf", "weighted boxes fusion (boxes only)")):
+            choice.add_choice(name, label=label)
+        inputs.enum("method", list(METHODS), default="em", label="Method", view=choice)
+        inputs.float("tau", default=0.5, min=0.0, max=1.0, label="τ (similarity to be the same object)")
+        inputs.float("min_confidence", default=0.5, min=0.0, max=1.0, label="Minimum confidence",
+                     description="A candidate becomes a consensus label when its existence posterior reaches this")
+        if ctx.params.get("method") == "majority":
+            inputs.float("quorum", default=0.5, min=0.0, max=1.0, label="Quorum",
+                         description="Share of the assigned raters who must have drawn the object")
+        run_inputs(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Consensus labels"))
+
+    def execute(self, ctx):
+        from agreement.fo.consensus_labels import compute_consensus
+
+        p = ctx.params
+        band = p.get("review_band") or (0.2, 0.8)
+        result = compute_consensus(
+            ctx.view,
+            require(p, "key", "a name for this run"),
+            **rater_layout_kwargs(p),
+            method=p.get("method") or "em",
+            tau=float(p.get("tau", 0.5)),
+            min_confidence=float(p.get("min_confidence", 0.5)),
+            quorum=float(p.get("quorum", 0.5)),
+            review_band=tuple(float(x) for x in band),
+            similarity=p.get("similarity") or None,
+            overwrite=bool(p.get("overwrite", False)),
+            progress=progress_reporter(ctx),
+        )
+        refresh_app(ctx)
+        return {"key": p["key"], **result}
+
+
+class FinalizeConsensus(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(name="finalize_consensus", label="Annotator Agreement: finalize reviewed consensus",
+                                  description="Writes <key>_final: consensus labels minus those a reviewer tagged "
+                                              "'rejected'")
+
+    def resolve_input(self, ctx):
+        from .common import existing_run_choice
+
+        inputs = types.Object()
+        existing_run_choice(inputs, ctx)
+        return types.Property(inputs, view=types.View(label="Finalize consensus"))
+
+    def execute(self, ctx):
+        from agreement.fo.consensus_labels import finalize_consensus
+
+        counts = finalize_consensus(ctx.dataset, require(ctx.params, "key", "the consensus run"))
+        refresh_app(ctx)
+        return counts
+
+
+class ExportRaterReport(foo.Operator):
+    @property
+    def config(self):
+        return foo.OperatorConfig(name="export_rater_report", label="Annotator Agreement: export rater report",
+                                  description="Per rater: sensitivity, false positives, precision, localisation "
+                                              "error and confusion, as CSV and JSON")
+
+    def resolve_input(self, ctx):
+        from .common import existing_run_choice
+
+        inputs = types.Object()
+        existing_run_choice(inputs, ctx)
+        inputs.str("output_dir", required=True, label="Folder to write the report to")
+        return types.Property(inputs, view=types.View(label="Export rater report"))
+
+    def execute(self, ctx):
+        from agreement.fo.consensus_labels import export_rater_report
+
+        p = ctx.params
+        return export_rater_report(ctx.dataset, require(p, "key", "the consensus run"),
+                                   require(p, "output_dir", "a folder for the report"))

@@ -44,6 +44,7 @@ __all__ = [
     "write_sample_values",
     "write_label_values",
     "write_label_attrs",
+    "add_run_sample_field",
     "register_run",
     "list_agreement_runs",
     "get_agreement_run_info",
@@ -268,6 +269,27 @@ def write_sample_values(samples, plan: RunPlan, suffix: str, values: dict[str, A
     clean = {sid: _db_value(v) for sid, v in values.items()}
     declare_sample_field(_dataset(samples), name, list(clean.values()))
     samples.set_values(name, clean, key_field="id", dynamic=False, validate=False)
+
+
+def add_run_sample_field(samples, key: str, name: str) -> None:
+    """Adds sample field ``name`` to what run ``key`` owns (a later step of the run, e.g. a reviewed label set).
+
+    Refused when ``name`` exists and is not the run's; recorded in the run's
+    config under the schema lock, so that deleting the run removes it.
+    """
+    dataset = _dataset(samples)
+    _require_run(dataset, key)
+    with schema_lock(dataset):
+        cfg = dataset.get_run_info(key).config
+        owned = list(getattr(cfg, "sample_fields", []) or [])
+        if name in owned:
+            return
+        if name in dataset.get_field_schema():
+            raise RunError(
+                f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to run {key!r}"
+            )
+        cfg.sample_fields = owned + [name]
+        dataset.update_run_config(key, cfg)
 
 
 def write_label_values(

@@ -1,0 +1,279 @@
+"""Consensus labels on a FiftyOne dataset: one label set from many raters, a review queue, a rater report.
+
+Wraps :func:`agreement.consensus.consensus` (EM over rater sensitivity,
+false positives, class confusion and localisation noise; or a quorum vote;
+or weighted boxes fusion) on the one run lifecycle of
+:mod:`agreement.fo.engine`.
+
+Written to the dataset (``key`` is the run key):
+
+=================================  ==================================================
+``{key}_consensus``                per sample: the consensus labels, of the raters'
+                                   label type (``Detections`` with boxes, masks or
+                                   3D cuboids; ``Polylines``; ``Keypoints``); each
+                                   carries ``confidence`` (existence × class
+                                   posterior), ``{key}_support`` (raters who drew it
+                                   / raters assigned), ``{key}_class_confidence``,
+                                   ``{key}_members`` (ids of the rater labels fused)
+                                   and ``{key}_review`` (a person should look)
+``{key}_n_review``                 per sample: consensus candidates flagged for review
+``{key}_min_confidence``           per sample: the lowest ``confidence`` of its
+                                   consensus labels (``None`` without any)
+label ``{key}_consensus_id``       per rater label: the id of the consensus label it
+                                   was fused into (``None``: none)
+label ``{key}_agrees``             per rater label: it is in a consensus label of its class
+=================================  ==================================================
+
+The review queue is ``load_agreement_view(mode="review", key=...)``: a
+patches view of the flagged consensus labels, least confident first. A
+reviewer tags patches ``accepted`` or ``rejected``;
+:func:`finalize_consensus` writes the reviewed label set ``{key}_final``
+(owned by the run): flagged labels tagged ``rejected`` are left out, every
+other consensus label is kept, and ``accepted`` ones get ``{key}_review``
+false.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+import fiftyone as fo
+import fiftyone.core.labels as fol
+
+from agreement.consensus import METHODS, consensus
+from agreement.fo import runs
+from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.writing import declare_sample_field
+
+__all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
+
+METHOD = "iaa.consensus"
+MAX_LISTED = 1000
+
+
+def _check_fraction(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < float(v) <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {v!r}")
+    return float(v)
+
+
+def _check(read, params: dict) -> None:
+    if read.annotations.num_raters < 2:
+        raise ValueError(
+            f"a consensus combines raters: it needs at least two, got {list(read.annotations.raters)}"
+        )
+
+
+def _geometry_label(res, u: int, ltype: str, key: str):
+    """The FiftyOne label of consensus unit ``u``."""
+    label = res.label[u]
+    if res.geometry == "cuboids":
+        c = res.cuboids[u]
+        return fol.Detection(label=label, location=c[0:3].tolist(), dimensions=c[3:6].tolist(),
+                             rotation=c[6:9].tolist())
+    if res.geometry == "polygons":
+        return fol.Polyline(label=label, points=[np.asarray(r).tolist() for r in res.polygons[u]], closed=True,
+                            filled=True)
+    if res.geometry == "keypoints":
+        pts = [[float("nan")] * 2 if not np.isfinite(p).all() else p.tolist() for p in res.keypoints[u]]
+        return fol.Keypoint(label=label, points=pts)
+    det = fol.Detection(label=label, bounding_box=res.boxes[u].tolist())
+    if res.geometry == "masks" and res.masks is not None and res.masks[u] is not None:
+        det.mask = np.asarray(res.masks[u], dtype=bool)
+    return det
+
+
+def _labels_of_sample(res, units: np.ndarray, ltype: str, key: str, label_ids: np.ndarray):
+    """The consensus labels (container and their ids) of one sample's kept units."""
+    items = []
+    for u in units:
+        lab = _geometry_label(res, int(u), ltype, key)
+        lab.confidence = float(res.confidence[u] * res.class_probability[u])
+        lab[f"{key}_support"] = float(res.support[u] / max(res.n_assigned[u], 1))
+        lab[f"{key}_class_confidence"] = float(res.class_probability[u])
+        lab[f"{key}_members"] = [str(label_ids[i]) for i in res.members(int(u)) if label_ids[i] is not None]
+        lab[f"{key}_review"] = bool(res.review[u])
+        items.append(lab)
+    kind = {"Detections": (fol.Detections, "detections"), "Polylines": (fol.Polylines, "polylines"),
+            "Keypoints": (fol.Keypoints, "keypoints")}[ltype]
+    return kind[0](**{kind[1]: items}), [lab.id for lab in items]
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """The consensus (pure :func:`agreement.consensus.consensus`), as FiftyOne labels."""
+    data = read.annotations
+    report(0.0, "units, EM and fused geometry")
+    res = consensus(data, method=params["method"], tau=params["tau"], min_confidence=params["min_confidence"],
+                    quorum=params["quorum"], review_band=tuple(params["review_band"]),
+                    similarity=params["similarity"])
+    report(0.7, "consensus labels")
+    key, ltype = params["key"], read.layout["label_type"]
+    kept = np.flatnonzero(res.is_consensus)
+    by_sample = np.split(kept, np.searchsorted(res.unit_sample[kept], np.arange(1, data.num_samples)))
+    consensus_field, unit_id = {}, np.full(res.n_units, None, dtype=object)
+    for s, units in enumerate(by_sample):
+        container, ids = _labels_of_sample(res, units, ltype, key, data.label_ids)
+        consensus_field[data.sample_ids[s]] = container
+        unit_id[units] = ids
+    row_id = np.where(res.row_consensus >= 0, unit_id[np.maximum(res.row_unit, 0)], None)
+    report_dict = res.report.as_dict()
+    detail = {
+        "rater_report": report_dict,
+        "classes": [str(c) for c in res.classes],
+        "n_iter": int(res.n_iter),
+        "converged": bool(res.converged),
+    }
+    samples = {"n_review": res.sample_n_review.astype(int), "min_confidence": res.sample_min_confidence}
+    return MethodOutput(dict(res.summary()), detail, sample_values=samples,
+                        sample_objects={"consensus": consensus_field},
+                        label_values={"consensus_id": row_id, "agrees": res.row_agrees.astype(bool)})
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("consensus", "n_review", "min_confidence"),
+    label_suffixes=("consensus_id", "agrees"),
+    compute=_compute,
+    read_options=lambda p: {"image_sizes": True, "masks": True},
+    check=_check,
+)
+
+
+def compute_consensus(
+    samples,
+    key: str,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    box_policy: str = "clip",
+    assume_crossed: bool = False,
+    method: str = "em",
+    tau: float = 0.5,
+    min_confidence: float = 0.5,
+    quorum: float = 0.5,
+    review_band: Sequence[float] = (0.2, 0.8),
+    similarity: str | None = None,
+    overwrite: bool = False,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """Computes consensus labels on ``samples`` and stores them as run ``key``.
+
+    Args:
+        samples: a dataset or view.
+        key: the run key.
+        fields / field, rater_attr, raters_field, box_policy, assume_crossed:
+            the rater layout (see :func:`agreement.fo.reading.read_annotations`).
+        method: ``"em"`` (default), ``"majority"`` or ``"wbf"`` (boxes only).
+        tau: similarity threshold of the correspondence (WBF: its IoU threshold), in (0, 1].
+        min_confidence: existence posterior (EM) or fused score (WBF) a unit
+            needs to become a consensus label, in (0, 1].
+        quorum: share of the assigned raters who must have drawn an object (majority), in (0, 1].
+        review_band: ``(lo, hi)``: flag units whose confidence lies in it, or
+            whose class posterior is below ``hi``.
+        similarity: of the correspondence (default: by label type).
+
+    Returns:
+        The headline numbers (``n_consensus``, ``n_review``, ``mean_confidence``,
+        ``agreement``, ...) and the repair counts; the rater report is in the
+        run results (``detail["rater_report"]``).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    params = {
+        "method": method, "tau": _check_fraction("tau", tau), "key": key,
+        "min_confidence": _check_fraction("min_confidence", min_confidence),
+        "quorum": _check_fraction("quorum", quorum),
+        "review_band": [float(x) for x in review_band], "similarity": similarity,
+    }
+    lo, hi = params["review_band"]
+    if not 0 <= lo <= hi <= 1:
+        raise ValueError(f"review_band must be (lo, hi) with 0 <= lo <= hi <= 1, got {review_band!r}")
+    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
+              "box_policy": box_policy, "assume_crossed": assume_crossed}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+
+
+def _require_consensus_run(samples, key: str) -> dict:
+    info = runs.get_agreement_run_info(samples, key)
+    if info["method"] != METHOD:
+        raise runs.RunError(f"run {key!r} is a {info['method']} run, not a consensus run (compute_consensus)")
+    return info
+
+
+def export_rater_report(samples, key: str, output_dir: str) -> dict:
+    """Writes the consensus run's rater report as ``<key>_rater_report.json`` and ``<key>_rater_report.csv``.
+
+    Per rater: sensitivity, false-positive rate (per assigned sample),
+    precision, localisation error (mean 1 − IoU to the consensus), agreement,
+    labels and samples counted, and the class confusion matrix (JSON; a JSON
+    cell in the CSV). Returns ``{"json": path, "csv": path, "raters": n}``.
+    """
+    import csv
+    import json
+    import os
+
+    _require_consensus_run(samples, key)
+    report = (runs.load_agreement_results(samples, key).get("detail") or {}).get("rater_report") or {}
+    os.makedirs(output_dir, exist_ok=True)
+    paths = {"json": os.path.join(output_dir, f"{key}_rater_report.json"),
+             "csv": os.path.join(output_dir, f"{key}_rater_report.csv")}
+    with open(paths["json"], "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    columns = list(dict.fromkeys(c for entry in report.values() for c in entry))
+    with open(paths["csv"], "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["rater", *columns])
+        for rater, entry in report.items():
+            cells = [json.dumps(entry.get(c)) if isinstance(entry.get(c), dict) else
+                     ("" if entry.get(c) is None else entry.get(c)) for c in columns]
+            writer.writerow([rater, *cells])
+    return {**paths, "raters": len(report)}
+
+
+def review_view(samples, key: str):
+    """The review queue: a patches view of the consensus labels flagged for review, least confident first."""
+    from fiftyone import ViewField as F
+
+    _require_consensus_run(samples, key)
+    field = f"{key}_consensus"
+    flagged = samples.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
+    return flagged.to_patches(field).sort_by(f"{field}.confidence")
+
+
+def finalize_consensus(samples, key: str) -> dict:
+    """Writes the reviewed label set ``{key}_final`` (owned by run ``key``) from the reviewers' tags.
+
+    Every consensus label is kept except flagged ones tagged ``rejected``;
+    flagged labels tagged ``accepted`` lose their review flag. Returns the
+    counts ``kept``, ``rejected``, ``accepted``, ``still_flagged``.
+    """
+    _require_consensus_run(samples, key)
+    dataset = samples._root_dataset
+    src, dst = f"{key}_consensus", f"{key}_final"
+    counts = {"kept": 0, "rejected": 0, "accepted": 0, "still_flagged": 0}
+    out = {}
+    for sid, labels in zip(*dataset.values(["id", src])):
+        if labels is None:
+            continue
+        items = []
+        for lab in getattr(labels, labels._LABEL_LIST_FIELD):
+            flagged = bool(lab[f"{key}_review"])
+            if flagged and "rejected" in lab.tags:
+                counts["rejected"] += 1
+                continue
+            lab = lab.copy()
+            if flagged and "accepted" in lab.tags:
+                lab[f"{key}_review"] = False
+                counts["accepted"] += 1
+            elif flagged:
+                counts["still_flagged"] += 1
+            counts["kept"] += 1
+            items.append(lab)
+        out[sid] = type(labels)(**{labels._LABEL_LIST_FIELD: items})
+    runs.add_run_sample_field(dataset, key, dst)
+    declare_sample_field(dataset, dst, list(out.values()))
+    dataset.set_values(dst, out, key_field="id")
+    return counts

@@ -1,0 +1,164 @@
+"""compute_consensus through execute_operator: the consensus field, per-label links, review queue, report.
+
+The consensus field is an ordinary FiftyOne label field: it exports to COCO
+and evaluate_detections runs against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+
+def _run(ds, op, **params):
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionError
+
+    try:
+        res = foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=ds.view(), params=params))
+    except ExecutionError as e:
+        raise RuntimeError(str(e)) from None
+    if res.error:
+        raise RuntimeError(res.error)
+    return res.result
+
+
+@pytest.fixture
+def crowd_ds(fo, make_dataset):
+    """60 samples, 5 raters (all assigned), true objects in 'truth'."""
+    from agreement.fo.build import samples_from_corpus
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
+    samples = samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
+    ref = samples_from_corpus(truth, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
+    for s, r in zip(samples, ref):
+        s["truth"] = r["truth"]
+    ds = make_dataset(samples)
+    return ds, list(corpus.raters)
+
+
+def test_consensus_field_links_and_run_results(crowd_ds):
+    from agreement.fo.runs import get_agreement_run_info, load_agreement_results
+
+    ds, raters = crowd_ds
+    r = _run(ds, "compute_consensus", fields=raters, key="cons")
+    assert r["n_consensus"] > 0 and 0 < r["mean_confidence"] <= 1
+    dets = [d for v in ds.values("cons_consensus") for d in (v.detections if v else [])]
+    assert len(dets) == r["n_consensus"]
+    d = dets[0]
+    assert 0 < d.confidence <= 1 and 0 < d["cons_support"] <= 1 and 0 < d["cons_class_confidence"] <= 1
+    assert isinstance(d["cons_review"], bool) and d["cons_members"]
+    # every member id is a rater label whose consensus_id points back to this label
+    by_id = {lab.id: lab for f in raters for v in ds.values(f) for lab in (v.detections if v else [])}
+    for det in dets[:20]:
+        for mid in det["cons_members"]:
+            assert by_id[mid]["cons_consensus_id"] == det.id
+    assert ds.values("cons_n_review") and ds.get_field("cons_min_confidence") is not None
+    report = load_agreement_results(ds, "cons")["detail"]["rater_report"]
+    assert set(report) == set(raters)
+    for entry in report.values():
+        assert {"sensitivity", "false_positive_rate", "precision", "localisation_error", "confusion",
+                "n_labels", "n_samples"} <= set(entry)
+    assert get_agreement_run_info(ds, "cons")["status"] == "complete"
+
+
+def test_consensus_exports_to_coco_and_evaluates(crowd_ds, tmp_path):
+    import fiftyone as fo
+
+    ds, raters = crowd_ds
+    _run(ds, "compute_consensus", fields=raters, key="cons")
+    out = tmp_path / "coco"
+    for s in ds:  # COCO export needs image sizes
+        s.metadata = fo.ImageMetadata(width=640, height=480)
+        s.save()
+    ds.export(labels_path=str(out / "labels.json"), dataset_type=fo.types.COCODetectionDataset,
+              label_field="cons_consensus")
+    coco = json.loads((out / "labels.json").read_text())
+    n = sum(len(v.detections) for v in ds.values("cons_consensus") if v)
+    assert len(coco["annotations"]) == n
+    res = ds.evaluate_detections("cons_consensus", gt_field="truth", eval_key="ev")
+    assert 0.5 < res.metrics()["precision"] <= 1 and 0.5 < res.metrics()["recall"] <= 1
+
+
+def test_identical_raters_give_their_labels_with_high_confidence(fo, make_dataset):
+    det = lambda lab, box: fo.Detection(label=lab, bounding_box=box)  # noqa: E731
+    boxes = [("cat", [0.1, 0.1, 0.2, 0.2]), ("dog", [0.5, 0.5, 0.3, 0.2])]
+    ds = make_dataset([fo.Sample(filepath=f"/i/{s}.jpg", **{
+        r: fo.Detections(detections=[det(l, b) for l, b in boxes]) for r in ("a", "b", "c", "d")})
+        for s in range(12)])
+    _run(ds, "compute_consensus", fields=["a", "b", "c", "d"], key="same")
+    for v in ds.values("same_consensus"):
+        got = sorted((d.label, tuple(np.round(d.bounding_box, 9))) for d in v.detections)
+        assert got == sorted((l, tuple(b)) for l, b in boxes)
+        assert all(d.confidence > 0.99 for d in v.detections)
+    assert all(all(x) for x in ds.values("a.detections.same_agrees"))
+
+
+def test_review_queue_and_finalize(crowd_ds):
+    from agreement.fo.consensus_labels import finalize_consensus, review_view
+    from agreement.fo.runs import delete_agreement_run
+
+    ds, raters = crowd_ds
+    r = _run(ds, "compute_consensus", fields=raters, key="cons", review_band=[0.5, 0.999])
+    queue = review_view(ds, "cons")
+    assert len(queue) > 0
+    conf = queue.values("cons_consensus.confidence")
+    assert conf == sorted(conf)  # least confident first
+    first = queue.first()
+    first.cons_consensus.tags.append("rejected")
+    first.save()
+    second = queue.skip(1).first()
+    second.cons_consensus.tags.append("accepted")
+    second.save()
+    counts = finalize_consensus(ds, "cons")
+    assert counts["rejected"] == 1 and counts["accepted"] == 1
+    assert counts["kept"] == r["n_consensus"] - 1
+    final_ids = {d.id for v in ds.values("cons_final") for d in (v.detections if v else [])}
+    assert first.cons_consensus.id not in final_ids
+    delete_agreement_run(ds, "cons")
+    assert not any(f.startswith("cons_") for f in ds.get_field_schema())
+
+
+def test_rater_report_export(crowd_ds, tmp_path):
+    ds, raters = crowd_ds
+    _run(ds, "compute_consensus", fields=raters, key="cons")
+    out = _run(ds, "export_rater_report", key="cons", output_dir=str(tmp_path))
+    assert out["raters"] == len(raters)
+    assert set(json.loads(open(out["json"]).read())) == set(raters)
+    lines = open(out["csv"]).read().splitlines()
+    assert lines[0].startswith("rater,sensitivity") and len(lines) == len(raters) + 1
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"min_confidence": 0.0}, "min_confidence must be in"),
+    ({"min_confidence": 1.5}, "min_confidence must be in"),
+    ({"quorum": 0.0, "method": "majority"}, "quorum must be in"),
+    ({"method": "vote"}, "method"),
+])
+def test_bad_parameters_are_refused_before_writing(crowd_ds, params, message):
+    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.runs import list_agreement_runs
+
+    ds, raters = crowd_ds
+    with pytest.raises(ValueError, match=message):
+        compute_consensus(ds, "bad", fields=raters, **params)
+    assert "bad" not in list_agreement_runs(ds)
+
+
+def test_one_rater_and_mixed_label_types_are_refused(fo, make_dataset):
+    from agreement.fo.consensus_labels import compute_consensus
+
+    det = fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.2, 0.2])
+    ds = make_dataset([fo.Sample(filepath="/o/1.jpg", a=fo.Detections(detections=[det]),
+                                 p=fo.Polylines(polylines=[fo.Polyline(label="x", points=[[(0.1, 0.1), (0.2, 0.1),
+                                                                                           (0.2, 0.2)]])]))])
+    with pytest.raises(Exception, match="at least 2 raters|at least two"):
+        compute_consensus(ds, "one", fields=["a"])
+    with pytest.raises(Exception, match="same label type"):
+        compute_consensus(ds, "mixed", fields=["a", "p"])
