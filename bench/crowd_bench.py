@@ -39,6 +39,7 @@ OPERATORS = [
     ("compute_geometry_agreement", {}),
     ("calibrate_agreement", {"distances": ["iou", "giou"]}),
     ("compute_mask_consensus", {"field": "polygons"}),
+    ("compute_consensus", {}),
 ]
 
 
@@ -83,7 +84,8 @@ def run_operators(ds) -> dict[str, float]:
 
     out = {}
     for name, extra in OPERATORS:
-        params = {"field": "ground_truth", "rater_attr": "annotator", "key": name.split("_", 1)[1][:8], **extra}
+        params = {"field": "ground_truth", "rater_attr": "annotator", "key": f"k_{name.split('_', 1)[1][:8]}",
+                  **extra}
         t = time.perf_counter()
         foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params))
         out[name] = time.perf_counter() - t

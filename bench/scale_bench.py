@@ -1,0 +1,122 @@
+"""Scale benchmark: every compute operator end to end on a large dataset, against a bare ``values()`` read.
+
+A generated dataset in the fields layout (``--samples``, default 100,000; 3
+raters; about 7 boxes each; 10 classes) is loaded once into the benchmark's
+private database. Then, each in its own process (so that its peak memory is
+its own):
+
+* the **baseline**: a bare ``values()`` read of the fields every method reads
+  (id, filepath, and per rater the boxes, labels and label ids);
+* every compute operator through ``execute_operator`` (read, compute, chance
+  baseline, per-sample and per-label write-back, run registration):
+  ``compute_ot_agreement``, ``compute_kalos``, ``compute_geometry_agreement``
+  and ``compute_consensus``.
+
+Printed: seconds, the ratio to the bare read, and peak RSS of the process.
+Targets (issue 11): within 3x the bare read; peak RSS at 1,000,000 samples
+under 3 GiB.
+
+Run with ``make bench`` (``--samples 20000`` there, to keep it short) or
+``scripts/with-temp-fiftyone.sh .venv/bin/python bench/scale_bench.py --samples 100000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+RATERS = ("r1", "r2", "r3")
+OPERATORS = ("compute_ot_agreement", "compute_kalos", "compute_geometry_agreement", "compute_consensus")
+
+
+def build(name: str, n: int, seed: int = 0, chunk: int = 10_000) -> None:
+    """The benchmark dataset: n samples, 3 raters, ~7 boxes each (jittered copies of the same objects)."""
+    import fiftyone as fo
+
+    if fo.dataset_exists(name):
+        fo.delete_dataset(name)
+    ds = fo.Dataset(name, persistent=True)
+    for r in RATERS:
+        ds.add_sample_field(r, fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
+    rng = np.random.default_rng(seed)
+    for start in range(0, n, chunk):
+        samples = []
+        for s in range(start, min(n, start + chunk)):
+            k = int(rng.integers(4, 11))
+            wh = rng.uniform(0.03, 0.3, size=(k, 2))
+            xy = rng.uniform(0, 1, size=(k, 2)) * (1 - wh)
+            cls = rng.integers(0, 10, size=k)
+            kw = {}
+            for r in RATERS:
+                keep = rng.random(k) > 0.1
+                b = np.concatenate([xy, wh], axis=1)[keep]
+                b[:, :2] = np.clip(b[:, :2] + rng.normal(0, 0.005, size=(len(b), 2)), 0, 1 - b[:, 2:])
+                kw[r] = fo.Detections(detections=[
+                    fo.Detection(label=f"c{c}", bounding_box=bb.tolist()) for c, bb in zip(cls[keep], b)])
+            samples.append(fo.Sample(filepath=f"/bench/scale/{s:07d}.jpg", **kw))
+        ds.add_samples(samples, validate=False, progress=False)
+
+
+CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, {repo!r})
+import fiftyone as fo, fiftyone.operators as foo
+ds = fo.load_dataset({name!r})
+op = {op!r}
+t = time.perf_counter()
+if op == "bare_read":
+    paths = ["id", "filepath"] + [f"{{r}}.detections.{{a}}" for r in {raters!r}
+                                  for a in ("bounding_box", "label", "id")]
+    ds.values(paths)
+else:
+    foo.execute_operator("@iaa/agreement/" + op, ctx=dict(view=ds.view(), params=dict(
+        fields=list({raters!r}), key="b_" + op.split("_", 1)[1][:8], overwrite=True)))
+elapsed = time.perf_counter() - t
+print(json.dumps({{"seconds": elapsed, "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}}))
+"""
+
+
+def measure(name: str, op: str) -> dict:
+    code = CHILD.format(repo=REPO, name=name, op=op, raters=RATERS)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--samples", type=int, default=100_000)
+    p.add_argument("--operators", nargs="*", default=list(OPERATORS))
+    args = p.parse_args(argv)
+    name = f"iaa-bench-scale-{args.samples}"
+    t = time.perf_counter()
+    build(name, args.samples)
+    print(f"built {args.samples} samples x {len(RATERS)} raters in {time.perf_counter() - t:.0f} s", flush=True)
+    base = measure(name, "bare_read")
+    print(f"{'what':<28} {'seconds':>9} {'x bare read':>12} {'peak RSS (GiB)':>15}")
+    print(f"{'bare values() read':<28} {base['seconds']:>9.1f} {1.0:>12.2f} {base['rss_gib']:>15.2f}", flush=True)
+    for op in args.operators:
+        m = measure(name, op)
+        if "error" in m:
+            print(f"{op:<28} failed: {m['error']}", flush=True)
+            continue
+        ratio = m["seconds"] / base["seconds"]
+        print(f"{op:<28} {m['seconds']:>9.1f} {ratio:>12.2f} {m['rss_gib']:>15.2f}"
+              f"{'' if ratio <= 3 else '   (target 3x: missed)'}", flush=True)
+    import fiftyone as fo
+
+    fo.delete_dataset(name)
+
+
+if __name__ == "__main__":
+    main()
