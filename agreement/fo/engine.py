@@ -31,6 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, read_annotations
+from agreement.fo.writing import declare_sample_fields
 
 __all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
 
@@ -102,6 +103,9 @@ def clean_summary(summary: Mapping[str, Any]) -> dict:
 def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
     data = read.annotations
     sid = data.sample_ids
+    declare_sample_fields(runs._dataset(samples), {
+        plan.sample_field(s): (out.sample_values[s] if s in out.sample_values else list(out.sample_objects[s].values()))
+        for s in spec.sample_suffixes if s in out.sample_values or s in out.sample_objects})
     for suffix in spec.sample_suffixes:
         if suffix in out.sample_values:
             runs.write_sample_values(samples, plan, suffix, dict(zip(sid, out.sample_values[suffix])))
@@ -110,11 +114,13 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
     if not spec.label_suffixes:
         return
     columns = {s: np.asarray(out.label_values[s], dtype=object) for s in spec.label_suffixes if s in out.label_values}
-    for lf in read.label_fields:
-        rows = read.rows_of_field(lf)
-        if len(rows) and columns:
-            runs.write_label_attrs(samples, plan, lf, sid[data.sample_index[rows]], data.label_ids[rows],
-                                   {s: col[rows] for s, col in columns.items()})
+    per_field = {lf: read.rows_of_field(lf) for lf in read.label_fields}
+    per_field = {lf: rows for lf, rows in per_field.items() if len(rows) and columns}
+    runs.declare_label_attrs(samples, plan, {lf: {s: col[rows] for s, col in columns.items()}
+                                             for lf, rows in per_field.items()})
+    for lf, rows in per_field.items():
+        runs.write_label_attrs(samples, plan, lf, sid[data.sample_index[rows]], data.label_ids[rows],
+                               {s: col[rows] for s, col in columns.items()})
 
 
 def run_method(

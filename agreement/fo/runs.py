@@ -44,6 +44,7 @@ __all__ = [
     "write_sample_values",
     "write_label_values",
     "write_label_attrs",
+    "declare_label_attrs",
     "add_run_sample_field",
     "register_run",
     "list_agreement_runs",
@@ -303,6 +304,21 @@ def write_label_values(
         return
     sids, lids, vals = zip(*values)
     write_label_attrs(samples, plan, label_field, sids, lids, {suffix: vals})
+
+
+def declare_label_attrs(samples, plan: RunPlan, columns: dict[str, dict[str, Sequence[Any]]]) -> None:
+    """Declares the run's label attributes of several label fields at once: ``{label_field: {suffix: values}}``."""
+    from agreement.fo.writing import declare_label_attrs as _declare_all
+
+    dataset = _dataset(samples)
+    named = {}
+    for lf, cols in columns.items():
+        list_path = f"{lf}.{LABEL_TYPES[dataset.get_field(lf).document_type]}"
+        for suffix in cols:
+            if [lf, plan.label_attr(suffix)] not in plan.label_attrs:
+                raise RunError(f"label attribute {plan.label_attr(suffix)!r} on {lf!r} was not planned for run {plan.key!r}")
+        named[list_path] = {plan.label_attr(suffix): vals for suffix, vals in cols.items()}
+    _declare_all(dataset, named)
 
 
 def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequence[str],

@@ -26,7 +26,7 @@ from pymongo import UpdateOne
 
 import fiftyone.core.fields as fof
 
-__all__ = ["write_label_columns", "db_value", "declare_sample_field", "declare_from_documents",
+__all__ = ["write_label_columns", "db_value", "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
            "unset_sample_field", "unset_label_attr"]
 
 #: Updates sent to the database per ``bulk_write`` call.
@@ -68,37 +68,66 @@ def _field_type(values: Sequence[Any]):
 
 
 def _declare(dataset, list_path: str, columns: Mapping[str, Sequence[Any]]) -> None:
-    """Declares each attribute of ``columns`` under ``list_path`` with the type of its values.
+    """Declares each attribute of ``columns`` under ``list_path`` with the type of its values."""
+    declare_label_attrs(dataset, {list_path: columns})
 
-    Under the dataset's schema lock, and checked after (a declaration is never
+
+def declare_label_attrs(dataset, columns_by_list_path: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
+    """Declares every label attribute of several label fields in one schema change.
+
+    ``{"<field>.<list>": {attr: values}}``: each attribute is declared with the
+    type of its values (skipped when all are ``None``), all in one merge of
+    the dataset schema, under the dataset's schema lock (a declaration is never
     lost to a concurrent writer of the dataset document).
     """
     from agreement.fo.locking import schema_lock
 
-    todo = {f"{list_path}.{a}": _field_type(v) for a, v in columns.items()}
-    todo = {p: k for p, k in todo.items() if k is not None}
+    todo = {}
+    for list_path, columns in columns_by_list_path.items():
+        for attr, values in columns.items():
+            kind = _field_type([db_value(v) for v in values])
+            if kind is not None:
+                todo[f"{list_path}.{attr}"] = kind
     if all(dataset.get_field(p) is not None for p in todo):
         return
     with schema_lock(dataset):
-        for path, kind in todo.items():
-            if dataset.get_field(path) is None:
-                dataset.add_sample_field(path, kind)
+        missing = {p: k() for p, k in todo.items() if dataset.get_field(p) is None}
+        if missing:
+            dataset._merge_sample_field_schema(missing)
 
 
 def declare_sample_field(dataset, name: str, values: Sequence[Any]) -> None:
     """Declares sample field ``name`` with the type of ``values`` (float when all are ``None``), under the lock."""
+    declare_sample_fields(dataset, {name: values})
+
+
+def declare_sample_fields(dataset, columns: Mapping[str, Sequence[Any]]) -> None:
+    """Declares several sample fields in one schema change, each with the type of its values.
+
+    A column whose values are all ``None`` is declared as a float field (an
+    undefined score); label values as an embedded field of their label type.
+    Under the dataset's schema lock.
+    """
     from agreement.fo.locking import schema_lock
 
-    if name in dataset.get_field_schema():
+    schema = dataset.get_field_schema()
+    todo = {n: v for n, v in columns.items() if n not in schema}
+    if not todo:
         return
-    kind = _field_type(values) or fof.FloatField
     with schema_lock(dataset):
-        if name not in dataset.get_field_schema():
+        schema = dataset.get_field_schema()
+        fields = {}
+        for name, values in todo.items():
+            if name in schema:
+                continue
+            clean = [db_value(v) for v in values]
+            kind = _field_type(clean) or fof.FloatField
             if kind is fof.EmbeddedDocumentField:
-                first = next(v for v in values if v is not None)
-                dataset.add_sample_field(name, kind, embedded_doc_type=type(first))
+                fields[name] = fof.EmbeddedDocumentField(type(next(v for v in clean if v is not None)))
             else:
-                dataset.add_sample_field(name, kind)
+                fields[name] = kind()
+        if fields:
+            dataset._merge_sample_field_schema(fields)
 
 
 def declare_from_documents(dataset, path: str) -> None:
