@@ -29,10 +29,15 @@ demo: $(VENV)/.runtime
 test: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_ARGS)
 
+# SCALE_SAMPLES: size of the end-to-end scale benchmark (100000 for the figures in the README)
+SCALE_SAMPLES ?= 20000
+
 bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/kalos_bench.py
 	$(PY) bench/geometry_bench.py
+	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py
+	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py --samples $(SCALE_SAMPLES)
 
 experiments: $(VENV)/.test
 	$(PY) experiments/run_all.py
