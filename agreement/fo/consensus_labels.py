@@ -39,13 +39,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-import fiftyone as fo
-import fiftyone.core.labels as fol
-
 from agreement.consensus import METHODS, consensus
 from agreement.fo import runs
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
-from agreement.fo.writing import declare_sample_field
+from agreement.fo.writing import declare_sample_field, label_document
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
 
@@ -66,43 +63,44 @@ def _check(read, params: dict) -> None:
         )
 
 
-def _geometry_label(res, u: int, ltype: str, key: str):
-    """The FiftyOne label of consensus unit ``u``."""
-    label = res.label[u]
+def _geometry(res, u: int) -> dict:
+    """The stored geometry values of consensus unit ``u``."""
     if res.geometry == "cuboids":
         c = res.cuboids[u]
-        return fol.Detection(label=label, location=c[0:3].tolist(), dimensions=c[3:6].tolist(),
-                             rotation=c[6:9].tolist())
+        return {"bounding_box": [], "location": c[0:3].tolist(), "dimensions": c[3:6].tolist(),
+                "rotation": c[6:9].tolist()}
     if res.geometry == "polygons":
-        return fol.Polyline(label=label, points=[np.asarray(r).tolist() for r in res.polygons[u]], closed=True,
-                            filled=True)
+        return {"points": [np.asarray(r).tolist() for r in res.polygons[u]], "closed": True, "filled": True}
     if res.geometry == "keypoints":
-        pts = [[float("nan")] * 2 if not np.isfinite(p).all() else p.tolist() for p in res.keypoints[u]]
-        return fol.Keypoint(label=label, points=pts)
-    det = fol.Detection(label=label, bounding_box=res.boxes[u].tolist())
+        return {"points": [[float("nan")] * 2 if not np.isfinite(p).all() else p.tolist() for p in res.keypoints[u]]}
+    out = {"bounding_box": res.boxes[u].tolist()}
     if res.geometry == "masks" and res.masks is not None and res.masks[u] is not None:
-        det.mask = np.asarray(res.masks[u], dtype=bool)
-    return det
+        out["mask"] = np.asarray(res.masks[u], dtype=bool)
+    return out
 
 
-def _labels_of_sample(res, units: np.ndarray, ltype: str, key: str, label_ids: np.ndarray):
-    """The consensus labels (container and their ids) of one sample's kept units."""
-    items = []
-    for u in units:
-        lab = _geometry_label(res, int(u), ltype, key)
-        lab.confidence = float(res.confidence[u] * res.class_probability[u])
-        lab[f"{key}_support"] = float(res.support[u] / max(res.n_assigned[u], 1))
-        lab[f"{key}_class_confidence"] = float(res.class_probability[u])
-        lab[f"{key}_members"] = [str(label_ids[i]) for i in res.members(int(u)) if label_ids[i] is not None]
-        lab[f"{key}_review"] = bool(res.review[u])
-        items.append(lab)
-    kind = {"Detections": (fol.Detections, "detections"), "Polylines": (fol.Polylines, "polylines"),
-            "Keypoints": (fol.Keypoints, "keypoints")}[ltype]
-    return kind[0](**{kind[1]: items}), [lab.id for lab in items]
+def _label_documents(res, ltype: str, key: str, label_ids: np.ndarray, num_samples: int, sample_ids):
+    """Every sample's consensus label documents, and the id of each unit's label (``None``: not kept)."""
+    kept = np.flatnonzero(res.is_consensus)
+    confidence = res.confidence * res.class_probability
+    support = res.support / np.maximum(res.n_assigned, 1)
+    docs = {sid: [] for sid in sample_ids}
+    unit_id = np.full(res.n_units, None, dtype=object)
+    names = res.label
+    for u in kept.tolist():
+        doc = label_document(
+            ltype, label=names[u], **_geometry(res, u), confidence=float(confidence[u]),
+            **{f"{key}_support": float(support[u]), f"{key}_class_confidence": float(res.class_probability[u]),
+               f"{key}_members": [str(label_ids[i]) for i in res.members(u) if label_ids[i] is not None],
+               f"{key}_review": bool(res.review[u])},
+        )
+        docs[sample_ids[res.unit_sample[u]]].append(doc)
+        unit_id[u] = str(doc["_id"])
+    return docs, unit_id
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """The consensus (pure :func:`agreement.consensus.consensus`), as FiftyOne labels."""
+    """The consensus (pure :func:`agreement.consensus.consensus`), as a label field of the raters' type."""
     data = read.annotations
     report(0.0, "units, EM and fused geometry")
     res = consensus(data, method=params["method"], tau=params["tau"], min_confidence=params["min_confidence"],
@@ -110,24 +108,21 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
                     similarity=params["similarity"])
     report(0.7, "consensus labels")
     key, ltype = params["key"], read.layout["label_type"]
-    kept = np.flatnonzero(res.is_consensus)
-    by_sample = np.split(kept, np.searchsorted(res.unit_sample[kept], np.arange(1, data.num_samples)))
-    consensus_field, unit_id = {}, np.full(res.n_units, None, dtype=object)
-    for s, units in enumerate(by_sample):
-        container, ids = _labels_of_sample(res, units, ltype, key, data.label_ids)
-        consensus_field[data.sample_ids[s]] = container
-        unit_id[units] = ids
+    docs, unit_id = _label_documents(res, ltype, key, data.label_ids, data.num_samples, data.sample_ids)
     row_id = np.where(res.row_consensus >= 0, unit_id[np.maximum(res.row_unit, 0)], None)
-    report_dict = res.report.as_dict()
+    kept = res.is_consensus
+    attrs = {"confidence": [0.5], f"{key}_support": [0.5], f"{key}_class_confidence": [0.5],
+             f"{key}_members": [["x"]], f"{key}_review": [True]}
     detail = {
-        "rater_report": report_dict,
+        "rater_report": res.report.as_dict(),
         "classes": [str(c) for c in res.classes],
         "n_iter": int(res.n_iter),
         "converged": bool(res.converged),
+        "n_kept": int(kept.sum()),
     }
     samples = {"n_review": res.sample_n_review.astype(int), "min_confidence": res.sample_min_confidence}
     return MethodOutput(dict(res.summary()), detail, sample_values=samples,
-                        sample_objects={"consensus": consensus_field},
+                        label_fields={"consensus": (ltype, docs, attrs)},
                         label_values={"consensus_id": row_id, "agrees": res.row_agrees.astype(bool)})
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, read_annotations
-from agreement.fo.writing import declare_sample_fields
+from agreement.fo.writing import declare_sample_fields, write_label_field
 
 __all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
 
@@ -49,7 +49,10 @@ class MethodOutput:
         sample_values: suffix → one value per corpus sample (corpus order).
         label_values: suffix → one value per corpus annotation row.
         sample_objects: suffix → ``{sample_id: value}`` for values given per
-            sample id (e.g. a consensus label field), samples not listed untouched.
+            sample id, samples not listed untouched.
+        label_fields: suffix → ``(container, {sample_id: [label documents]}, {attr: example values})``:
+            a whole label field the run owns (e.g. a consensus), written in
+            bulk from :func:`agreement.fo.writing.label_document` documents.
     """
 
     summary: dict
@@ -57,6 +60,7 @@ class MethodOutput:
     sample_values: dict[str, Sequence[Any]] = field(default_factory=dict)
     label_values: dict[str, Sequence[Any]] = field(default_factory=dict)
     sample_objects: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    label_fields: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,13 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
     declare_sample_fields(runs._dataset(samples), {
         plan.sample_field(s): (out.sample_values[s] if s in out.sample_values else list(out.sample_objects[s].values()))
         for s in spec.sample_suffixes if s in out.sample_values or s in out.sample_objects})
+    for suffix, (container, docs, attrs) in out.label_fields.items():
+        if suffix not in spec.sample_suffixes:
+            raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
+        write_label_field(runs._dataset(samples), plan.sample_field(suffix), container, docs, attrs)
     for suffix in spec.sample_suffixes:
+        if suffix in out.label_fields:
+            continue
         if suffix in out.sample_values:
             runs.write_sample_values(samples, plan, suffix, dict(zip(sid, out.sample_values[suffix])))
         elif suffix in out.sample_objects:

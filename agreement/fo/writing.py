@@ -26,7 +26,7 @@ from pymongo import UpdateOne
 
 import fiftyone.core.fields as fof
 
-__all__ = ["write_label_columns", "db_value", "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
+__all__ = ["write_label_field", "label_document", "write_label_columns", "db_value", "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
            "unset_sample_field", "unset_label_attr"]
 
 #: Updates sent to the database per ``bulk_write`` call.
@@ -206,3 +206,62 @@ def write_label_columns(
         coll.bulk_write(ops, ordered=False)
     dataset.reload()
     return written
+
+
+_CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}
+_ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint"}
+
+
+def label_document(container: str, **values: Any) -> dict:
+    """A label as stored by FiftyOne (``_id``, ``_cls``, ``tags``, ``attributes``, then ``values``).
+
+    ``container`` is the list type (``"Detections"``, ``"Polylines"`` or
+    ``"Keypoints"``); a ``mask`` value is serialised as FiftyOne stores it.
+    """
+    import fiftyone.core.utils as fou
+
+    doc = {"_id": ObjectId(), "_cls": _ITEMS[container], "attributes": {}, "tags": []}
+    for k, v in values.items():
+        if k == "mask" and v is not None:
+            v = fou.serialize_numpy_array(np.asarray(v))
+        doc[k] = db_value(v)
+    return doc
+
+
+def write_label_field(dataset, name: str, container: str, docs_by_sample: Mapping[str, Sequence[dict]],
+                      attr_values: Mapping[str, Sequence[Any]] | None = None) -> int:
+    """Writes a whole label field ``name`` in bulk: one ``$set`` of the label list per sample.
+
+    For a field the run owns entirely (e.g. a consensus): the documents of
+    :func:`label_document` go out without building FiftyOne objects. The
+    field (``EmbeddedDocumentField`` of ``container``) and its extra label
+    attributes (``attr_values``: attribute -> example values, for their
+    types) are declared first in one schema merge under the lock; in-memory
+    samples are reloaded after.
+
+    Returns:
+        The number of labels written.
+    """
+    import fiftyone.core.labels as fol
+
+    from agreement.fo.locking import schema_lock
+
+    cls = getattr(fol, container)
+    list_field = _CONTAINERS[container]
+    todo = {} if dataset.get_field(name) is not None else {name: fof.EmbeddedDocumentField(cls)}
+    with schema_lock(dataset):
+        if todo and dataset.get_field(name) is None:
+            dataset._merge_sample_field_schema(todo)
+    declare_label_attrs(dataset, {f"{name}.{list_field}": dict(attr_values or {})})
+    ops, n = [], 0
+    coll = dataset._sample_collection
+    for sid, docs in docs_by_sample.items():
+        ops.append(UpdateOne({"_id": ObjectId(sid)}, {"$set": {name: {"_cls": container, list_field: list(docs)}}}))
+        n += len(docs)
+        if len(ops) >= BATCH:
+            coll.bulk_write(ops, ordered=False)
+            ops = []
+    if ops:
+        coll.bulk_write(ops, ordered=False)
+    dataset.reload()
+    return n
