@@ -30,7 +30,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["AnnotationSet", "MultiRaterAnnotations"]
+__all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes"]
 
 Polygon = list  # list of rings, each an (k, 2) float array of relative (x, y)
 
@@ -396,3 +396,27 @@ class MultiRaterAnnotations:
             "annotations": len(self),
             "per_rater": per_rater,
         }
+
+
+def encode_classes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
+    """Class code of every annotation row and the sorted class names.
+
+    Classes are sorted by type name, then ``str`` (as
+    :func:`agreement.krippendorff.encode_values` sorts), so codes do not depend
+    on the order of samples, raters or annotations.
+
+    Raises:
+        ValueError: naming the first annotation without a class.
+    """
+    labels = data.labels.tolist()
+    present = set(labels)
+    if None in present:
+        bad = labels.index(None)
+        raise ValueError(
+            f"annotation {bad} on sample {data.sample_names[data.sample_index[bad]]!r} "
+            f"(rater {data.raters[data.rater_index[bad]]!r}) has no class label"
+        )
+    classes = tuple(sorted(present, key=lambda v: (type(v).__name__, str(v))))
+    index = {c: k for k, c in enumerate(classes)}
+    codes = np.fromiter(map(index.__getitem__, labels), dtype=np.int64, count=len(labels))
+    return codes, classes

@@ -77,7 +77,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
-from agreement.data import MultiRaterAnnotations
+from agreement.data import MultiRaterAnnotations, encode_classes
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha
 from agreement.similarity import check_similarity, similarity_matrix
@@ -562,23 +562,12 @@ class _Prepared:
 
 
 def _encode_classes(data: MultiRaterAnnotations, no_object: str) -> tuple[np.ndarray, tuple]:
-    labels = data.labels.tolist()
-    present = set(labels)
-    if None in present:
-        bad = labels.index(None)
-        raise ValueError(
-            f"annotation {bad} on sample {data.sample_names[data.sample_index[bad]]!r} "
-            f"(rater {data.raters[data.rater_index[bad]]!r}) has no class label"
-        )
-    # Sorted as agreement.krippendorff.encode_values sorts: by type name, then str.
-    classes = tuple(sorted(present, key=lambda v: (type(v).__name__, str(v))))
+    codes, classes = encode_classes(data)
     if any(c == no_object for c in classes):
         raise ValueError(
             f"a class is named {no_object!r}, which is the code KαLOS uses for 'this rater drew no object "
             "here'; rename that class or pass another no_object name (no_object=...)"
         )
-    index = {c: k for k, c in enumerate(classes)}
-    codes = np.fromiter(map(index.__getitem__, labels), dtype=np.int64, count=len(labels))
     return codes, classes + (no_object,)
 
 

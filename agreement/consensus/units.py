@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
-from agreement.data import MultiRaterAnnotations
+from agreement.data import MultiRaterAnnotations, encode_classes
 from agreement.kalos import candidate_pairs
 
 __all__ = [
@@ -129,25 +129,6 @@ def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
     if geometry not in ("auto", found):
         raise ValueError(f"geometry={geometry!r} but the labels carry {found}")
     return found
-
-
-def encode_classes(data: MultiRaterAnnotations) -> tuple[np.ndarray, tuple]:
-    """Class code of every row and the sorted class names (by type name, then ``str``, as KαLOS sorts).
-
-    Raises ``ValueError`` naming the first annotation without a class.
-    """
-    labels = data.labels.tolist()
-    present = set(labels)
-    if None in present:
-        bad = labels.index(None)
-        raise ValueError(
-            f"annotation {bad} on sample {data.sample_names[data.sample_index[bad]]!r} "
-            f"(rater {data.raters[data.rater_index[bad]]!r}) has no class label"
-        )
-    classes = tuple(sorted(present, key=lambda v: (type(v).__name__, str(v))))
-    index = {c: k for k, c in enumerate(classes)}
-    codes = np.fromiter(map(index.__getitem__, labels), dtype=np.int64, count=len(labels))
-    return codes, classes
 
 
 @dataclass(frozen=True)
@@ -265,3 +246,94 @@ def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: 
         return 0.5
     hits = int((sim[other] >= tau).sum())
     return float(min(0.5, max(hits, 0.5) / pairs))
+
+
+def _mean_boxes(boxes: np.ndarray, units: UnitTable) -> np.ndarray:
+    """Unweighted mean box of every unit (centres and log-sizes)."""
+    b = boxes[units.order]
+    mu, U = units.member_unit, units.n_units
+    n = np.maximum(units.size, 1).astype(np.float64)
+    c = b[:, :2] + b[:, 2:] / 2
+    ls = np.log(np.maximum(b[:, 2:], 1e-9))
+    mc = np.stack([np.bincount(mu, c[:, k], U) for k in range(2)], axis=1) / n[:, None]
+    ms = np.exp(np.stack([np.bincount(mu, ls[:, k], U) for k in range(2)], axis=1) / n[:, None])
+    return np.concatenate([mc - ms / 2, ms], axis=1)
+
+
+def _unit_pairs(units: UnitTable) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs ``(u, v)``, ``u < v``, of units of one sample."""
+    us = units.unit_sample
+    U = len(us)
+    if U < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    start = np.searchsorted(us, us, side="left")
+    end = np.searchsorted(us, us, side="right")
+    rep = end - np.arange(U) - 1
+    u = np.repeat(np.arange(U), rep)
+    v = u + 1 + (np.arange(len(u)) - np.repeat(np.cumsum(rep) - rep, rep))
+    del start
+    return u, v
+
+
+def merge_fragments(data: MultiRaterAnnotations, units: UnitTable, tau: float) -> UnitTable:
+    """Merges units that are fragments of one object: mean boxes at IoU ``>= tau``, no rater in common.
+
+    Pairwise correspondence at ``τ`` splits an object whose raters drew
+    loose boxes: two raters' boxes may each be near the object and yet
+    below ``τ`` with each other, leaving several units (and, downstream,
+    duplicates or misses). The mean of a unit's boxes is less noisy than
+    its members, so units of one sample whose unweighted mean boxes
+    (centres and log-sizes) overlap at IoU ``>= τ`` and whose raters are
+    disjoint are merged, greedily by decreasing IoU (union-find, refusing a
+    merge that would put one rater twice into a unit), until none is left.
+    2D boxes only (3D units are returned unchanged).
+    """
+    if data.cuboids is not None or units.n_units < 2:
+        return units
+    labels = units.row_unit.copy()
+    for _ in range(10):
+        cur = units_from_labels(labels, data.sample_index)
+        u, v = _unit_pairs(cur)
+        if not len(u):
+            break
+        mean = _mean_boxes(data.boxes, cur)
+        from agreement.consensus.fusion import box_iou_paired
+
+        iou = box_iou_paired(mean[u], mean[v])
+        keep = iou >= tau
+        if not keep.any():
+            break
+        u, v, iou = u[keep], v[keep], iou[keep]
+        raters = [set() for _ in range(cur.n_units)]
+        for row, unit in zip(cur.order.tolist(), cur.member_unit.tolist()):
+            raters[unit].add(int(data.rater_index[row]))
+        parent = list(range(cur.n_units))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        merged = False
+        for k in np.argsort(-iou, kind="stable").tolist():
+            a, b = find(int(u[k])), find(int(v[k]))
+            if a != b and not (raters[a] & raters[b]):
+                parent[b] = a
+                raters[a] |= raters[b]
+                merged = True
+        if not merged:
+            break
+        root = np.array([find(x) for x in range(cur.n_units)])
+        labels = np.where(labels >= 0, root[np.maximum(labels, 0)], -1)
+    # Renumber sample by sample, in order of each unit's first row.
+    return _renumber(labels, data.sample_index)
+
+
+def _renumber(labels: np.ndarray, sample_index: np.ndarray) -> UnitTable:
+    inside = labels >= 0
+    _, first = np.unique(labels[inside], return_index=True)
+    roots = labels[inside][np.sort(first)]
+    new = np.full(int(labels.max(initial=-1)) + 1, -1, np.int64)
+    new[roots] = np.arange(len(roots))
+    return units_from_labels(np.where(inside, new[np.maximum(labels, 0)], -1), sample_index, len(roots))

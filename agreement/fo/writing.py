@@ -186,7 +186,6 @@ def write_label_columns(
     for i, s in enumerate(sample_ids):
         per_sample.setdefault(s, []).append(i)
     ops, written = [], 0
-    coll = dataset._sample_collection
     for s, rows in per_sample.items():
         sets, filters = {}, []
         for k, i in enumerate(rows):
@@ -199,12 +198,7 @@ def write_label_columns(
             written += 1
         if sets:
             ops.append(UpdateOne({"_id": ObjectId(s)}, {"$set": sets}, array_filters=filters))
-        if len(ops) >= BATCH:
-            coll.bulk_write(ops, ordered=False)
-            ops = []
-    if ops:
-        coll.bulk_write(ops, ordered=False)
-    dataset.reload()
+    _bulk(dataset, ops)
     return written
 
 
@@ -253,15 +247,14 @@ def write_label_field(dataset, name: str, container: str, docs_by_sample: Mappin
         if todo and dataset.get_field(name) is None:
             dataset._merge_sample_field_schema(todo)
     declare_label_attrs(dataset, {f"{name}.{list_field}": dict(attr_values or {})})
-    ops, n = [], 0
+    _bulk(dataset, [UpdateOne({"_id": ObjectId(sid)}, {"$set": {name: {"_cls": container, list_field: list(docs)}}})
+                    for sid, docs in docs_by_sample.items()])
+    return sum(len(docs) for docs in docs_by_sample.values())
+
+
+def _bulk(dataset, ops: list) -> None:
+    """Sends ``ops`` in batches of :data:`BATCH`, unordered, then reloads the in-memory samples."""
     coll = dataset._sample_collection
-    for sid, docs in docs_by_sample.items():
-        ops.append(UpdateOne({"_id": ObjectId(sid)}, {"$set": {name: {"_cls": container, list_field: list(docs)}}}))
-        n += len(docs)
-        if len(ops) >= BATCH:
-            coll.bulk_write(ops, ordered=False)
-            ops = []
-    if ops:
-        coll.bulk_write(ops, ordered=False)
+    for start in range(0, len(ops), BATCH):
+        coll.bulk_write(ops[start:start + BATCH], ordered=False)
     dataset.reload()
-    return n
