@@ -1,4 +1,4 @@
-"""The Annotator Agreement panel driven through execute_operator: state, plot data, views."""
+"""The Annotator Agreement panel driven through execute_operator: state, plot data, views, filters."""
 
 import numpy as np
 import pytest
@@ -8,12 +8,17 @@ pytestmark = pytest.mark.fiftyone
 PANEL = "@iaa/agreement/annotator_agreement"
 
 
-def _panel(ds, method, state=None, view=None, **event):
-    """Runs one panel event; returns (state, data, requests) after it."""
+def _panel(ds, method, state=None, view=None, filters=None, current_sample=None, panel_id="test-panel", **event):
+    """Runs one panel event as the App would send it; returns (state, data, requests) after it."""
     import fiftyone.operators as foo
 
-    params = {"__method__": method, "panel_id": "test-panel", "panel_state": dict(state or {}), **event}
-    r = foo.execute_operator(PANEL, ctx=dict(view=view if view is not None else ds.view(), params=params))
+    params = {"__method__": method, "panel_id": panel_id, "panel_state": dict(state or {}), **event}
+    ctx = dict(view=view if view is not None else ds.view(), params=params)
+    if filters is not None:
+        ctx["filters"] = filters
+    if current_sample is not None:
+        ctx["current_sample"] = current_sample
+    r = foo.execute_operator(PANEL, ctx=ctx)
     assert r.error is None, r.error
     new_state, data, requests = dict(state or {}), {}, []
     for q in r.executor.to_json()["requests"]:
@@ -24,6 +29,21 @@ def _panel(ds, method, state=None, view=None, **event):
             data.update(p["data"])
         requests.append((uri, p))
     return new_state, data, requests
+
+
+def _memory_module():
+    import sys
+
+    for name, mod in sys.modules.items():
+        if name.endswith("agreement_panel") and hasattr(mod, "_MEMORY"):
+            yield mod
+
+
+@pytest.fixture(autouse=True)
+def _clear_memory():
+    for mod in _memory_module():
+        mod._MEMORY.clear()
+    yield
 
 
 @pytest.fixture
@@ -50,12 +70,39 @@ def scored(fo, make_dataset):
     return ds
 
 
-def _view_of(ds, requests):
+def _set_views(requests):
+    return [p["view"] for uri, p in requests if uri == "set_view"]
+
+
+def _built(ds, requests):
     from fiftyone.core.view import DatasetView
 
-    views = [p["view"] for uri, p in requests if uri == "set_view"]
-    assert len(views) == 1
-    return DatasetView._build(ds, views[0])
+    views = _set_views(requests)
+    assert len(views) == 1, views
+    return DatasetView._build(ds, views[0]), views[0]
+
+
+def _output(requests):
+    return [p for uri, p in requests if uri == "show_panel_output"][-1]["output"]
+
+
+def _plots(output):
+    """Every plot property of a rendered panel: name -> its PlotlyView json."""
+    found = {}
+
+    def walk(node, name=None):
+        if isinstance(node, dict):
+            view = node.get("view") if isinstance(node.get("view"), dict) else None
+            if view and view.get("name") == "PlotlyView":
+                found[name] = view
+            for k, v in node.items():
+                walk(v, k if k not in ("view", "type", "properties") else name)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, name)
+
+    walk(output)
+    return found
 
 
 def test_on_load_shows_cards_histogram_and_matrix(scored):
@@ -64,60 +111,225 @@ def test_on_load_shows_cards_histogram_and_matrix(scored):
     state, data, requests = _panel(scored, "on_change_run", state, value="ot")
     labels = [c["label"] for c in state["cards"]]
     assert labels[0] == "αOT" and "mean OT score" in labels
-    assert state["cards"][0]["text"].startswith(f"{state['cards'][0]['value']:.3f}")
+    value = state["cards"][0]["value"]
+    assert state["cards"][0]["text"].startswith(f"{value:.3g}")  # three significant figures
     hist = data["histogram"][0]
     assert hist["type"] == "bar" and sum(hist["y"]) == len(scored)
     heat = data["pair_matrix"][0]
     assert heat["x"] == ["a", "b", "c"] and heat["z"][0][0] is None
+    assert "whole dataset" in data["view_note"] and "| whole run |" in data["summary_md"]
     assert any(uri == "show_panel_output" for uri, _ in requests)
 
 
-def test_run_change_and_histogram_click_load_matching_samples(scored):
+def test_every_chart_has_a_title_axis_titles_and_no_scroll_zoom(fo, scored):
+    import fiftyone.operators as foo
+
+    foo.execute_operator("@iaa/agreement/compute_kalos",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "b", "c"], key="kal")))
+    state, _, _ = _panel(scored, "on_load")
+    assert state["run_key"] == "kal"
+    for key in ("kal", "ot"):
+        state, data, requests = _panel(scored, "on_change_run", state, value=key)
+        plots = _plots(_output(requests))
+        expected = {"histogram", "pair_matrix"} | ({"bars_0", "bars_1", "curve_0"} if key == "kal" else set())
+        assert expected <= set(plots), plots.keys()
+        for name, view in plots.items():
+            layout = view["layout"]
+            assert layout["title"]["text"], name
+            assert layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"], name
+            assert view["config"]["scrollZoom"] is False, name
+            traces = data[name]
+            if len(traces) > 1:
+                assert layout["showlegend"] and all(t.get("name") for t in traces), name
+    # the alpha-tau curve: two named lines and the run's tau
+    state, data, _ = _panel(scored, "on_change_run", state, value="kal")
+    assert [t["name"] for t in data["curve_0"]][:2] == ["global α (pooled over all units)", "mean α over samples"]
+
+
+def test_a_view_change_writes_data_only_and_follows_the_view(scored):
+    state, _, _ = _panel(scored, "on_load")
+    state, data, _ = _panel(scored, "on_change_run", state, value="ot")
+    low = scored.match(fo_field("ot_ot") < 0.9)
+    state2, data, requests = _panel(scored, "on_change_view", state, view=low)
+    # the App keeps panel state in its workspace, and every workspace update drops the sidebar filters
+    assert not [uri for uri, _ in requests if uri == "patch_panel_state"]
+    assert sum(data["histogram"][0]["y"]) == len(low) < len(scored)
+    assert f"{len(low)} samples in view" in data["view_note"]
+    assert "this view" in data["summary_md"] and "whole run" in data["summary_md"]
+    # the heatmap follows the view: alpha-OT per pair on the view's samples
+    heat = data["pair_matrix"][0]
+    assert "in view" in str(heat["hovertext"]) and "shared sample" in str(heat["hovertext"])
+    # repeated identical view events are not recomputed
+    _, data, requests = _panel(scored, "on_change_view", state, view=low)
+    assert "histogram" not in data
+    state, data, _ = _panel(scored, "on_change_view", state, view=scored.limit(0))
+    assert "no samples" in data["view_error"]
+
+
+def fo_field(name):
+    from fiftyone import ViewField as F
+
+    return F(name)
+
+
+def test_histogram_clicks_add_to_the_view_and_replace_each_other(scored):
     state, data, _ = _panel(scored, "on_load")
     state, data, _ = _panel(scored, "on_change_run", state, value="ot_ab")
     assert state["run_key"] == "ot_ab" and state["score_field"] == "ot_ab_ot"
-    counts = data["histogram"][0]["y"]
-    idx = int(np.flatnonzero(counts)[0])
-    state, _, requests = _panel(scored, "on_histogram_click", state, idx=idx)
-    view = _view_of(scored, requests)
-    assert len(view) == counts[idx] == state["loaded_view"]["count"]
-    lo, hi = state["hist_edges"][idx], state["hist_edges"][idx + 1]
-    assert all(lo <= v <= hi for v in view.values("ot_ab_ot"))
+    user = scored.match(fo_field("ot_ab_ot") < 0.99)  # the user's own stage
+    state, data, _ = _panel(scored, "on_change_view", state, view=user)
+    counts, edges = data["histogram"][0]["y"], data["hist_edges"]
+    first, second = [int(i) for i in np.flatnonzero(counts)[:2]]
+    state, data, requests = _panel(scored, "on_histogram_click", state, view=user, idx=first)
+    view, stages = _built(scored, requests)
+    assert len(view) == counts[first] and "Loaded" in data["drill_md"]
+    assert all(edges[first] <= v <= edges[first + 1] for v in view.values("ot_ab_ot"))
+    assert stages[:len(user._serialize())] == user._serialize()  # the user's stage kept, one added
+    # the App now shows the drilled view; the charts still describe the user's view, with the bar marked
+    state, data, _ = _panel(scored, "on_change_view", state, view=view)
+    assert data["histogram"][0]["y"] == counts
+    assert data["histogram"][0]["marker"]["color"][first] != data["histogram"][0]["marker"]["color"][second]
+    # another bar replaces the drill-down instead of narrowing it to nothing
+    state, data, requests = _panel(scored, "on_histogram_click", state, view=view, idx=second)
+    view2, stages2 = _built(scored, requests)
+    assert len(view2) == counts[second] and len(stages2) == len(stages)
+    # and the drill-down can be undone
+    state, data, requests = _panel(scored, "on_clear_drill", state, view=view2)
+    assert _set_views(requests) == [user._serialize()]
 
 
-def test_sort_button_loads_lowest_first(scored):
+def test_pair_click_loads_the_pairs_lowest_scores(scored):
+    from agreement.fo.runs import load_agreement_results
+
     state, _, _ = _panel(scored, "on_load")
-    state, _, requests = _panel(scored, "on_sort_lowest", state)
-    field = state["score_field"]
-    values = _view_of(scored, requests).values(field)
-    assert values == sorted(values) and len(values) == len(scored)
+    state, _, _ = _panel(scored, "on_change_run", state, value="ot")
+    state, data, requests = _panel(scored, "on_pair_click", state, x="c", y="a")
+    view, _ = _built(scored, requests)
+    scores = load_agreement_results(scored, "ot")["detail"]["pair_sample_scores"]["a|c"]
+    expected = [sid for sid, _ in sorted(scores.items(), key=lambda t: (t[1], t[0]))][:50]
+    assert view.values("id") == expected
+    assert "where a and c agree least" in data["drill_md"] and "a vs c score" in data["drill_md"]
 
 
-def test_view_change_recomputes_the_histogram(scored):
+def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):
+    mods = list(_memory_module())
+    assert mods
+    filters = {"ot_ot": {"range": [None, 0.9], "isMatching": True, "exclude": False, "none": False}}
+    state, data, _ = _panel(scored, "on_load", filters=filters)
+    n_filtered = sum(data["histogram"][0]["y"])
+    assert n_filtered < len(scored) and "sidebar filter on `ot_ot`" in data["view_note"]
+    # the App drops the filters after the panel opened: the panel puts them back (and keeps its charts)
+    state, data, requests = _panel(scored, "on_change_view", state, filters={})
+    restored = [p for uri, p in requests if uri == "set_filters"]
+    if mods[0]._app_can_set_filters():
+        assert restored == [filters]
+        assert "histogram" not in data or sum(data["histogram"][0]["y"]) == n_filtered
+    # a filter cleared by the user long after any action of the panel stays cleared
+    for mod in mods:
+        monkeypatch.setattr(mod, "RESET_WINDOW", -1.0)
+        monkeypatch.setattr(mod, "RESTORE_EXTENSION", -1.0)
+        for mem in mod._MEMORY.values():
+            mem.reset_until = 0.0
+    state, data, requests = _panel(scored, "on_change_view", state, filters=filters)
+    state, data, requests = _panel(scored, "on_change_view", state, filters={})
+    assert not [p for uri, p in requests if uri == "set_filters"]
+    assert sum(data["histogram"][0]["y"]) == len(scored)
+
+
+def test_sort_button_and_unscored_samples(fo, make_dataset):
+    import fiftyone.operators as foo
+
+    D = fo.Detections
+    det = lambda x: fo.Detection(label="c", bounding_box=[x, 0.1, 0.2, 0.2])  # noqa: E731
+    samples = [fo.Sample(filepath=f"/u/{i}.jpg", a=D(detections=[det(0.1)]), b=D(detections=[det(0.1 + 0.02 * i)]))
+               for i in range(8)]
+    samples += [fo.Sample(filepath=f"/u/x{i}.jpg", a=D(detections=[det(0.1)])) for i in range(3)]  # one rater
+    ds = make_dataset(samples)
+    foo.execute_operator("@iaa/agreement/compute_ot_agreement",
+                         ctx=dict(view=ds.view(), params=dict(fields=["a", "b"], key="u")))
+    state, data, _ = _panel(ds, "on_load")
+    assert "3 samples in view have no score" in data["undefined_md"] and "| reason |" in data["undefined_md"]
+    state, _, requests = _panel(ds, "on_sort_lowest", state)
+    values = _built(ds, requests)[0].values("u_ot")
+    assert values == sorted(values) and len(values) == 8
+    state, _, requests = _panel(ds, "on_show_unscored", state)
+    assert len(_built(ds, requests)[0]) == 3
+
+
+def test_compare_mode_cards_histograms_and_scatter(scored):
     state, _, _ = _panel(scored, "on_load")
-    state, data, _ = _panel(scored, "on_change_view", state, view=scored.limit(7))
-    assert sum(data["histogram"][0]["y"]) == 7
-    state, data, _ = _panel(scored, "on_change_view", state, view=scored.limit(0))
-    assert "no samples" in state["error"]
+    state, data, requests = _panel(scored, "on_change_compare", state, value=True)
+    assert state["compare"] is True
+    assert data["compare_md_a"].startswith("#### Run 'ot_ab'") and data["compare_md_b"].startswith("#### Run 'ot'")
+    assert sum(data["compare_hist_a"][0]["y"]) == sum(data["compare_hist_b"][0]["y"]) == len(scored)
+    points = data["compare_scatter"][0]
+    assert len(points["ids"]) == len(points["x"]) == len(scored)
+    assert {"compare_hist_a", "compare_hist_b", "compare_scatter"} <= set(_plots(_output(requests)))
+    sid = points["ids"][3]
+    state, _, requests = _panel(scored, "on_scatter_click", state, id=sid)
+    assert _built(scored, requests)[0].values("id") == [sid]
 
 
-def test_deleted_run_and_empty_states(fo, scored, make_dataset):
+def test_modal_explains_each_label_and_loads_the_disagreeing_ones(scored):
+    sid = scored.skip(15).first().id
+    state, _, _ = _panel(scored, "on_load", current_sample=sid)
+    state, data, requests = _panel(scored, "on_change_run", state, value="ot", current_sample=sid)
+    md = data["labels_md"]
+    assert "Labels of the open sample" in md and "| rater | label | status |" in md
+    assert "no counterpart" in md or "too far" in md or "matched" in md
+    state, _, requests = _panel(scored, "on_show_disagreeing", state, current_sample=sid)
+    view = _built(scored, requests)[0]
+    assert view.values("id") in ([sid], [])
+    reasons = [r for f in ("a", "b", "c") for r in view.values(f"{f}.detections.ot_reason", unwind=True)]
+    assert "matched" not in reasons
+
+
+def test_kalos_bar_clicks(fo, scored):
+    import fiftyone.operators as foo
+
+    foo.execute_operator("@iaa/agreement/compute_kalos",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "b", "c"], key="kal")))
+    state, data, _ = _panel(scored, "on_load")
+    vit = data["bars_0"][0]
+    rater = vit["x"][0]
+    state, data, requests = _panel(scored, "on_vitality_click", state, x=rater)
+    view = _built(scored, requests)[0]
+    units = {}
+    for f in ("a", "b", "c"):
+        for sid, us in zip(*scored.values(["id", f"{f}.detections.kal_unit"])):
+            for u in us or []:
+                units[(sid, u)] = units.get((sid, u), 0) + 1
+    for f in ("a", "b", "c"):
+        for sid, us in zip(*view.values(["id", f"{f}.detections.kal_unit"])):
+            for u in us or []:
+                assert f == rater and units[(sid, u)] == 1
+    state, data, requests = _panel(scored, "on_class_click", state, x="c")
+    assert len(_built(scored, requests)[0]) >= 1
+
+
+def test_new_run_is_shown_and_deleted_run_and_empty_states(fo, scored, make_dataset):
+    import fiftyone.operators as foo
+
     from agreement.fo.runs import delete_agreement_run
 
     state, _, _ = _panel(scored, "on_load")
-    state, _, _ = _panel(scored, "on_change_run", state, value="ot_ab")
-    delete_agreement_run(scored, "ot_ab")
+    state, _, _ = _panel(scored, "on_change_run", state, value="ot")
+    foo.execute_operator("@iaa/agreement/compute_ot_agreement",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "c"], key="ot_new")))
+    state, _, _ = _panel(scored, "on_change_view", state)
+    assert state["run_key"] == "ot_new"  # the run just computed
+    delete_agreement_run(scored, "ot_new")
     state, _, requests = _panel(scored, "on_change_view", state)
-    assert "no longer exists" in state["error"] and state["run_key"] == "ot"  # the newest remaining run
+    assert "no longer exists" in state["error"] and state["run_key"] in ("ot", "ot_ab")
     empty = make_dataset([fo.Sample(filepath="/d/x.jpg", a=fo.Detections())])
-    state, _, requests = _panel(empty, "on_load")
+    state, _, requests = _panel(empty, "on_load", panel_id="other")
     assert state["runs"] == [] and state["has_label_fields"] is True
-    output = [p for uri, p in requests if uri == "show_panel_output"][0]["output"]
-    assert "No agreement runs yet" in str(output)
+    output = str(_output(requests))
+    assert "No agreement runs yet" in output and "`` ` ``" not in output
     bare = make_dataset([fo.Sample(filepath="/d/y.jpg")])
-    state, _, requests = _panel(bare, "on_load")
+    state, _, requests = _panel(bare, "on_load", panel_id="third")
     assert state["has_label_fields"] is False
-    assert "No label fields" in str([p for uri, p in requests if uri == "show_panel_output"][0]["output"])
+    assert "No label fields" in str(_output(requests))
 
 
 def test_run_of_an_older_format_is_explained(scored):

@@ -1,16 +1,35 @@
 """What the App panel shows, computed from run results any SDK user can load.
 
-Every function here returns plain dicts and lists (plotly traces, cards), so
-the panel stays thin and a notebook user gets the same figures with
-``run_panel_data(dataset, key)``. Methods plug in through ``METHOD_VIEWS``:
-which sample field is the per-sample score, which summary keys are headline
-numbers, where the rater-pair matrix lives.
+Every function here returns plain dicts, lists and strings (plotly figures as
+``{"name", "title", "traces", "layout", "config"}``, cards, markdown), never
+FiftyOne UI types, so the panel stays thin and a notebook user gets the same
+figures::
+
+    data = run_panel_data(dataset.match(...), "ot")   # the view the charts describe
+    fig = data["figures"]["histogram"]
+    plotly.graph_objects.Figure(fig["traces"], fig["layout"]).show()
+
+Two kinds of numbers are kept apart and always labelled:
+
+* **whole run** numbers come from the run results (``summary``, ``detail``):
+  corpus statistics such as αOT or the pooled KαLOS α, which need the whole
+  corpus (the chance baseline, the pooled reliability matrix);
+* **view** numbers are recomputed on the samples given (the App's current
+  view, sidebar filters included) from what the run wrote per sample: the
+  score histogram, mean scores, unscored samples, and, for OT, αOT of the view
+  and per rater pair (observed disagreement of the view's samples against the
+  run's chance baseline ``D_e``, see :func:`view_alpha_ot`).
+
+Methods plug in through ``METHOD_VIEWS``: which sample field is the per-sample
+score, its axis title, which summary keys are headline numbers, where the
+rater-pair matrix lives.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -18,34 +37,71 @@ from fiftyone import ViewField as F
 
 from agreement.fo import runs
 
-__all__ = ["METHOD_VIEWS", "run_panel_data", "score_histogram", "bin_view", "lowest_first_view", "PanelDataError"]
+__all__ = [
+    "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
+    "view_alpha_ot", "view_cards", "summary_markdown", "undefined_reasons", "compare_data", "label_explanations",
+    "bin_view", "lowest_first_view", "unscored_view", "sig3", "PanelDataError",
+]
 
 
 class PanelDataError(ValueError):
     """The run cannot be shown; the message says why and what to do."""
 
 
-# per method: the per-sample score field suffix, headline cards (summary key,
-# label, optional se / interval keys), and where the optional plots come from
+# --------------------------------------------------------------------------- formatting
+def sig3(x, signed: bool = False) -> str:
+    """``x`` to three significant figures (``"undefined"`` for None/NaN)."""
+    if x is None or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(float(x)):
+        return "undefined"
+    x = float(x)
+    if x == 0:
+        return "0"
+    text = f"{x:.3g}"
+    if "e" in text:  # 1.23e+03 reads badly in a card; big numbers are counts anyway
+        text = f"{x:,.0f}" if abs(x) >= 1 else f"{x:.2e}"
+    return ("+" + text) if signed and x > 0 else text
+
+
+def _count(n: int, what: str = "sample") -> str:
+    return f"{int(n):,} {what}{'' if int(n) == 1 else 's'}"
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
+
+
+def _floats(values) -> list:
+    return [float(v) if _finite(v) else None for v in (values if values is not None else [])]
+
+
+# --------------------------------------------------------------------------- methods
+# per method: the per-sample score field suffix, its axis title, headline cards
+# (summary key, label, optional se / interval keys), and where the optional plots come from
 METHOD_VIEWS: dict[str, dict[str, Any]] = {
     "iaa.ot_agreement": {
         "title": "OT agreement",
         "score_suffix": "ot",
         "score_label": "OT score (mean over rater pairs)",
+        "score_axis": "OT score of the sample (1 = identical box sets)",
+        "score_name": "OT score",
         "score_range": lambda params: (1 - float(params.get("beta", 0.5)), 1.0),
         "cards": [
-            {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "reason": "alpha_ot_reason"},
+            {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "exact": "alpha_ot_exact",
+             "reason": "alpha_ot_reason"},
             {"key": "mean_ot", "label": "mean OT score"},
             {"key": "f1", "label": "F1@IoU (baseline)"},
             {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
-            {"key": "n_undefined", "label": "samples not scored", "integer": True},
+            {"key": "n_undefined", "label": "samples without a score", "integer": True},
         ],
         "pair_matrix": ("alpha_ot", "αOT per rater pair"),
+        "pair_value": "αOT",
     },
     "iaa.kalos": {
         "title": "KαLOS",
         "score_suffix": "alpha",
         "score_label": "Krippendorff's α of the sample",
+        "score_axis": "α of the sample (1 perfect, 0 chance)",
+        "score_name": "α",
         "score_range": lambda params: (-1.0, 1.0),
         "cards": [
             {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
@@ -54,14 +110,17 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "tau", "label": "τ"},
         ],
         "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
-        "bars": lambda detail: _kalos_bars(detail),
-        "curves": lambda detail: _kalos_curves(detail),
+        "pair_value": "α",
+        "bars": lambda detail, info: _kalos_bars(detail),
+        "curves": lambda detail, info: _kalos_curves(detail, info),
     },
     "iaa.geometry_agreement": {
         "title": "Geometry agreement",
         "score_suffix": "distance",
         "higher_is_better": False,
         "score_label": "mean matched distance on the sample (0 = identical)",
+        "score_axis": "mean matched distance of the sample (0 = identical)",
+        "score_name": "distance",
         "score_range": lambda params: (0.0, 1.0 - float(params.get("threshold", 0.5))),
         "cards": [
             {"key": "sigma", "label": "σ (Braylan)", "lo": "sigma_ci_low", "hi": "sigma_ci_high", "reason": "sigma_reason"},
@@ -73,12 +132,14 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
              "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
         ],
-        "curves": lambda detail: _distance_curves(detail),
+        "curves": lambda detail, info: _distance_curves(detail, info),
     },
     "iaa.mask_consensus": {
         "title": "STAPLE mask consensus",
         "score_suffix": "sensitivity",
         "score_label": "mean rater sensitivity on the sample",
+        "score_axis": "mean rater sensitivity of the sample",
+        "score_name": "sensitivity",
         "score_range": lambda params: (0.0, 1.0),
         "cards": [
             {"key": "mean_sensitivity", "label": "mean sensitivity"},
@@ -86,9 +147,10 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
             {"key": "n_skipped", "label": "samples skipped", "integer": True},
         ],
-        "bars": lambda detail: _rater_bars(detail, [("rater_sensitivity", "sensitivity"),
-                                                    ("rater_specificity", "specificity")],
-                                           "Each rater's sensitivity and specificity (STAPLE)"),
+        "bars": lambda detail, info: _rater_bars(detail, [("rater_sensitivity", "sensitivity"),
+                                                          ("rater_specificity", "specificity")],
+                                                 "Each rater's sensitivity and specificity (STAPLE, whole run)",
+                                                 "sensitivity or specificity (0 to 1)"),
     },
     "iaa.calibration": {
         "title": "Calibration",
@@ -100,59 +162,138 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
             {"key": "similarity_threshold", "label": "τ for KαLOS (similarity)", "reason": "reason"},
             {"key": "beta_star", "label": "β* for OT (λ = 1)", "reason": "beta_reason"},
         ],
-        "curves": lambda detail: _calibration_curves(detail),
+        "curves": lambda detail, info: _calibration_curves(detail),
     },
 }
 
 
-def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str) -> list[dict]:
-    """One grouped bar chart of per-rater values."""
-    raters = detail.get("raters") or []
-    traces = [
-        {"type": "bar", "x": raters, "y": [None if v is None else float(v) for v in (detail.get(k) or [])], "name": name}
-        for k, name in series if detail.get(k) is not None
-    ]
-    return [{"title": title, "traces": traces}] if raters and traces else []
+# --------------------------------------------------------------------------- figures
+FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
+
+
+def _layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320, **extra) -> dict:
+    """A plotly layout with a title, both axis titles, room for the tick labels, no zooming."""
+    layout = {
+        "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+        "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
+        "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
+        "showlegend": bool(legend),
+        "height": height,
+        "margin": {"t": 44, "l": 64, "r": 24, "b": 56, "pad": 2},
+        "hoverlabel": {"namelength": -1},
+        "dragmode": False,
+    }
+    if legend:
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top"}
+        layout["margin"]["b"] = 96
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(layout.get(k), dict):
+            layout[k] = {**layout[k], **v}
+        else:
+            layout[k] = v
+    return layout
+
+
+def _figure(name: str, title: str, traces: list, layout: dict, clickable: str | None = None) -> dict:
+    return {"name": name, "title": title, "traces": traces, "layout": layout, "config": dict(FIGURE_CONFIG),
+            "click": clickable}
+
+
+def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: str) -> list[dict]:
+    """One grouped bar chart of per-rater values (a legend when more than one series)."""
+    raters = list(detail.get("raters") or [])
+    traces = []
+    for k, name in series:
+        if detail.get(k) is None:
+            continue
+        ys = _floats(detail.get(k))
+        traces.append({"type": "bar", "x": raters, "y": ys, "name": name,
+                       "hovertext": [f"{r}: {name} {sig3(v)}" for r, v in zip(raters, ys)],
+                       "hovertemplate": "%{hovertext}<extra></extra>"})
+    if not (raters and traces):
+        return []
+    layout = _layout(title, "rater", ytitle, legend=len(traces) > 1, barmode="group")
+    return [_figure("bars_rater", title, traces, layout)]
 
 
 def _kalos_bars(detail: dict, top: int = 20) -> list[dict]:
-    """Rater vitality, and the hardest classes by α."""
+    """Rater vitality, and the hardest classes by α (whole run); both clickable."""
     bars = []
     vit = detail.get("rater_vitality") or {}
     if vit.get("raters") and any(v is not None for v in vit.get("vitality") or []):
-        bars.append({"title": "Rater vitality (α − α without the rater; < 0: the rater lowers agreement)",
-                     "traces": [{"type": "bar", "x": vit["raters"], "y": vit["vitality"], "name": "vitality"}]})
+        raters = list(vit["raters"])
+        ys = _floats(vit["vitality"])
+        without = _floats(vit.get("alpha_without") or [None] * len(raters))
+        alpha = vit.get("alpha")
+        hover = [f"{r}: vitality {sig3(v, signed=True)} (α {sig3(alpha)} with, {sig3(w)} without {r})"
+                 f"<br>click: {r}'s labels that match nobody" for r, v, w in zip(raters, ys, without)]
+        title = "Rater vitality: α − α without the rater (whole run)"
+        bars.append(_figure(
+            "vitality", title,
+            [{"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
+              "hovertemplate": "%{hovertext}<extra></extra>",
+              "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}],
+            _layout(title, "rater", "vitality (< 0: lowers agreement)"), clickable="vitality"))
     cd = detail.get("class_difficulty") or {}
     if cd.get("classes"):
         order = [i for i in cd.get("hardest_first", []) if cd["alpha"][i] is not None][:top]
         if order:
-            bars.append({"title": f"Class difficulty: the {len(order)} classes with the lowest α",
-                         "traces": [{"type": "bar", "x": [cd["classes"][i] for i in order],
-                                     "y": [cd["alpha"][i] for i in order], "name": "α"}]})
+            classes = [cd["classes"][i] for i in order]
+            ys = [float(cd["alpha"][i]) for i in order]
+            units = [int(cd["n_units"][i]) if cd.get("n_units") else None for i in order]
+            hover = [f"{c}: α {sig3(a)} over {_count(n, 'unit') if n is not None else 'its units'}"
+                     f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units)]
+            title = f"Class difficulty: the {len(order)} classes with the lowest α (whole run)"
+            bars.append(_figure(
+                "classes", title,
+                [{"type": "bar", "x": classes, "y": ys, "name": "α", "hovertext": hover,
+                  "hovertemplate": "%{hovertext}<extra></extra>"}],
+                _layout(title, "class", "α of the class (1 perfect, 0 chance)"), clickable="class"))
     return bars
 
 
-def _kalos_curves(detail: dict) -> list[dict]:
-    """α as τ varies (localisation sensitivity)."""
+def _kalos_curves(detail: dict, info: dict | None = None) -> list[dict]:
+    """α as τ varies (localisation sensitivity), with the run's τ marked."""
     c = detail.get("sensitivity_curve") or {}
     if not c.get("taus"):
         return []
-    return [{"title": "α versus τ (localisation sensitivity)", "traces": [
-        {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["global_alpha"], "name": "global α"},
-        {"type": "scatter", "mode": "lines+markers", "x": c["taus"], "y": c["mean_alpha"], "name": "mean α"},
-    ]}]
+    taus = _floats(c["taus"])
+    traces = [
+        {"type": "scatter", "mode": "lines+markers", "x": taus, "y": _floats(c["global_alpha"]),
+         "name": "global α (pooled over all units)",
+         "hovertemplate": "τ %{x:.3g}: global α %{y:.3g}<extra></extra>"},
+        {"type": "scatter", "mode": "lines+markers", "x": taus, "y": _floats(c["mean_alpha"]),
+         "name": "mean α over samples", "hovertemplate": "τ %{x:.3g}: mean α %{y:.3g}<extra></extra>"},
+    ]
+    tau = (info or {}).get("params", {}).get("tau")
+    ys = [v for t in traces for v in t["y"] if v is not None]
+    if _finite(tau) and ys:
+        traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [min(ys), max(ys)],
+                       "name": f"this run's τ = {sig3(tau)}", "line": {"dash": "dash", "color": "#888"},
+                       "hoverinfo": "skip"})
+    title = "α versus τ (localisation sensitivity)"
+    return [_figure("alpha_tau", title, traces,
+                    _layout(title, "τ (similarity a match needs)", "α (1 perfect, 0 chance)", legend=True))]
 
 
-def _distance_curves(detail: dict) -> list[dict]:
+def _distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
     """Within-item vs between-item (chance) distance densities."""
     d = detail.get("distributions") or {}
-    if not d.get("edges"):
+    edges = _floats(d.get("edges"))
+    if len(edges) < 2:
         return []
-    centers = [(a + b) / 2 for a, b in zip(d["edges"][:-1], d["edges"][1:])]
-    return [{"title": "Matched distances: same sample vs other samples (chance)", "traces": [
-        {"type": "scatter", "mode": "lines", "x": centers, "y": d["within_density"], "name": "within (same sample)"},
-        {"type": "scatter", "mode": "lines", "x": centers, "y": d["between_density"], "name": "between (chance)"},
-    ]}]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    distance = (info or {}).get("params", {}).get("distance", "distance")
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["within_density"]),
+         "name": "within (same sample)", "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (same sample)<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["between_density"]),
+         "name": "between (other samples: chance)",
+         "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (chance)<extra></extra>"},
+    ]
+    title = "Matched distances: same sample vs other samples (whole run)"
+    return [_figure("distances", title, traces,
+                    _layout(title, f"{distance} distance (0 = identical, 1 = no overlap)", "density", legend=True))]
 
 
 def _calibration_curves(detail: dict) -> list[dict]:
@@ -162,27 +303,27 @@ def _calibration_curves(detail: dict) -> list[dict]:
         plot = d.get("plot") or {}
         if not plot.get("grid"):
             continue
+        grid = _floats(plot["grid"])
+        obs, exp = _floats(plot["density_observed"]), _floats(plot["density_expected"])
         traces = [
-            {"type": "scatter", "mode": "lines", "x": plot["grid"], "y": plot["density_observed"],
-             "name": "observed (same sample)"},
-            {"type": "scatter", "mode": "lines", "x": plot["grid"], "y": plot["density_expected"],
-             "name": "expected (other sample)"},
+            {"type": "scatter", "mode": "lines", "x": grid, "y": obs, "name": "observed (same sample)",
+             "hovertemplate": "distance %{x:.3g}: density %{y:.3g}<extra>observed</extra>"},
+            {"type": "scatter", "mode": "lines", "x": grid, "y": exp, "name": "expected (other sample)",
+             "hovertemplate": "distance %{x:.3g}: density %{y:.3g}<extra>expected</extra>"},
         ]
         tau = plot.get("tau")
         if tau is not None:
-            top = max([v for v in plot["density_observed"] + plot["density_expected"] if v is not None] or [1.0])
+            top = max([v for v in obs + exp if v is not None] or [1.0])
             traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [0, top],
-                           "name": f"τ* = {tau:.3f}", "line": {"dash": "dash"}})
+                           "name": f"τ* = {sig3(tau)}", "line": {"dash": "dash"}, "hoverinfo": "skip"})
         ks = d.get("ks_one_sided")
-        title = f"{name}: KS {ks:.3f}" if ks is not None else f"{name}: {d.get('reason') or 'undefined'}"
-        curves.append({"title": title, "traces": traces})
+        title = f"{name}: KS {sig3(ks)}" if ks is not None else f"{name}: {d.get('reason') or 'undefined'}"
+        curves.append(_figure(f"calibration_{name}", title, traces,
+                              _layout(title, f"{name} distance (0 = identical)", "density", legend=True)))
     return curves
 
 
-def _finite(x) -> bool:
-    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
-
-
+# --------------------------------------------------------------------------- cards
 def _card(summary: dict, spec: dict) -> dict:
     value = summary.get(spec["key"])
     card = {"label": spec["label"], "value": value}
@@ -194,57 +335,19 @@ def _card(summary: dict, spec: dict) -> dict:
         card["text"] = f"undefined: {reason}"
         return card
     if spec.get("integer"):
-        card["text"] = f"{int(value)}"
+        card["text"] = f"{int(value):,}"
         return card
-    text = f"{value:.3f}"
+    text = sig3(value)
     se = summary.get(spec.get("se", ""))
     if _finite(se) and se > 0:
-        text += f" ± {1.96 * se:.3f}"
+        text += f" ± {sig3(1.96 * se)} (95%)"
+    elif spec.get("exact") and summary.get(spec["exact"]):
+        text += " (exact chance baseline)"
     lo, hi = summary.get(spec.get("lo", "")), summary.get(spec.get("hi", ""))
     if _finite(lo) and _finite(hi):
-        text += f" [{lo:.3f}, {hi:.3f}]"
+        text += f" [{sig3(lo)}, {sig3(hi)}]"
     card["text"] = text
     return card
-
-
-MAX_HEATMAP_RATERS = 30
-
-
-def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS) -> dict | None:
-    """The rater-pair heatmap from the sparse ``detail["rater_pairs"]`` records.
-
-    Raters in ``detail["rater_order"]`` (clustering order) when given, else as
-    listed. With more than ``max_raters`` raters, the ``max_raters`` who share
-    the most samples with others are shown, and the title says so. A cell of
-    two raters who never shared a sample is empty ("no data"), not 0.
-
-    Returns:
-        ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
-        or no data; ``shared`` the shared-sample counts), or ``None``.
-    """
-    from agreement.rater_pairs import records_to_matrix
-
-    raters = list(detail["raters"])
-    records = detail.get("rater_pairs") or []
-    order = detail.get("rater_order") or list(range(len(raters)))
-    ordered = [raters[i] for i in order]
-    if len(ordered) > max_raters:
-        weight: dict[str, int] = {}
-        for rec in records:
-            for r in (rec["rater_a"], rec["rater_b"]):
-                weight[r] = weight.get(r, 0) + int(rec.get("n_shared_samples", 0))
-        top = set(sorted(ordered, key=lambda r: (-weight.get(r, 0), r))[:max_raters])
-        title = f"{title}: the {max_raters} of {len(ordered)} raters who share the most samples"
-        ordered = [r for r in ordered if r in top]
-    if not ordered:
-        return None
-    names, z, shared = records_to_matrix(records, value, ordered)
-    return {
-        "raters": names,
-        "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
-        "shared": shared.tolist(),
-        "title": title,
-    }
 
 
 def input_cards(info: dict, summary: dict) -> list[dict]:
@@ -272,6 +375,91 @@ def input_cards(info: dict, summary: dict) -> list[dict]:
     return cards
 
 
+def view_alpha_ot(pair_scores: dict, records: list[dict], ids: set | None) -> dict:
+    """αOT of a subset of samples against the run's chance baseline.
+
+    ``D_o`` is the mean OT cost ``1 - score`` over the subset's (sample, rater
+    pair) cells (``pair_sample_scores``); ``D_e`` is the run's chance cost,
+    per pair (``expected_cost`` of its record) and overall (the
+    ``n_cross_pairs``-weighted mean of the pairs', which is the run's ``D_e``).
+    So ``1 - D_o / D_e`` is the run's αOT when ``ids`` is every sample, and on
+    a subset says how far its samples agree above what the whole run's chance
+    level would give (a subset's own chance level is not recomputed).
+
+    Args:
+        pair_scores: ``detail["pair_sample_scores"]`` (``"a|b"`` → sample id → score).
+        records: ``detail["rater_pairs"]``.
+        ids: the subset's sample ids (``None``: every sample).
+
+    Returns:
+        ``{"alpha", "observed_cost", "expected_cost", "n_cells", "pairs": {"a|b": {"alpha", "mean_ot",
+        "n_samples"}}}`` (``alpha`` ``None`` where undefined).
+    """
+    by_pair = {f"{r['rater_a']}|{r['rater_b']}": r for r in records}
+    pairs, total, n_total, de_num, de_den = {}, 0.0, 0, 0.0, 0.0
+    for name, scores in pair_scores.items():
+        vals = [v for sid, v in scores.items() if v is not None and (ids is None or sid in ids)]
+        rec = by_pair.get(name) or by_pair.get("|".join(reversed(name.split("|")))) or {}
+        de = rec.get("expected_cost")
+        if _finite(de) and _finite(rec.get("n_cross_pairs")):
+            de_num += float(de) * float(rec["n_cross_pairs"])
+            de_den += float(rec["n_cross_pairs"])
+        if not vals:
+            continue
+        mean = float(np.mean(vals))
+        total += float(np.sum(vals))
+        n_total += len(vals)
+        alpha = 1.0 - (1.0 - mean) / de if _finite(de) and de > 0 else None
+        pairs[name] = {"alpha": alpha, "mean_ot": mean, "n_samples": len(vals)}
+    d_e = de_num / de_den if de_den > 0 else None
+    d_o = 1.0 - total / n_total if n_total else None
+    alpha = 1.0 - d_o / d_e if d_o is not None and d_e else None
+    return {"alpha": alpha, "observed_cost": d_o, "expected_cost": d_e, "n_cells": n_total, "pairs": pairs}
+
+
+def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> list[dict]:
+    """Numbers of the samples in ``samples`` (the current view), from what the run wrote per sample."""
+    view = _method_view(info)
+    field = score_field(info)
+    cards = []
+    n = len(samples)
+    if field is None:
+        return cards
+    n_scored = samples.count(field)
+    mean = samples.mean(field) if n_scored else None
+    detail = results.get("detail", {})
+    if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
+        ids = ids if ids is not None else set(samples.values("id"))
+        va = view_alpha_ot(detail["pair_sample_scores"], detail.get("rater_pairs") or [], ids)
+        cards.append({"label": "αOT", "value": va["alpha"],
+                      "text": sig3(va["alpha"]) + " (observed on these samples; chance level of the whole run)"
+                      if va["alpha"] is not None else "undefined: no sample with two raters"})
+    cards.append({"label": f"mean {view['score_name']}", "value": mean,
+                  "text": sig3(mean) if mean is not None else "undefined: no scored sample"})
+    cards.append({"label": "samples without a score", "value": n - n_scored, "text": f"{n - n_scored:,}"})
+    return cards
+
+
+def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int, n_run: int,
+                     whole: bool) -> str:
+    """The cards as one markdown table: this view beside the whole run (one column when they coincide)."""
+    if whole or not view_cards_:
+        rows = ["| | whole run |", "|:--|:--|"]
+        rows += [f"| {c['label']} | {c['text']} |" for c in run_cards]
+        return "\n".join(rows)
+    by_label = {c["label"]: c["text"] for c in view_cards_}
+    rows = [f"| | this view ({_count(n_view)}) | whole run ({_count(n_run)}) |", "|:--|:--|:--|"]
+    seen = set()
+    for c in run_cards:
+        rows.append(f"| {c['label']} | {by_label.get(c['label'], '—')} | {c['text']} |")
+        seen.add(c["label"])
+    for c in view_cards_:
+        if c["label"] not in seen:
+            rows.append(f"| {c['label']} | {c['text']} | — |")
+    return "\n".join(rows)
+
+
+# --------------------------------------------------------------------------- per method, per run
 def _method_view(info: dict) -> dict:
     view = METHOD_VIEWS.get(info["method"])
     if view is None:
@@ -298,6 +486,26 @@ def higher_is_better(info: dict) -> bool:
     return _method_view(info).get("higher_is_better", True)
 
 
+_RESULTS_CACHE: "OrderedDict[tuple, dict]" = OrderedDict()
+_RESULTS_CACHE_SIZE = 6
+
+
+def load_results(samples, info: dict) -> dict:
+    """The run's results, cached per (dataset, key, run timestamp): panels reread them on every view change."""
+    dataset = samples._root_dataset
+    cache_key = (dataset.name, str(getattr(dataset, "_doc", None) and dataset._doc.id), info["key"], info["timestamp"])
+    hit = _RESULTS_CACHE.get(cache_key)
+    if hit is not None:
+        _RESULTS_CACHE.move_to_end(cache_key)
+        return hit
+    results = runs.load_agreement_results(samples, info["key"])
+    _RESULTS_CACHE[cache_key] = results
+    while len(_RESULTS_CACHE) > _RESULTS_CACHE_SIZE:
+        _RESULTS_CACHE.popitem(last=False)
+    return results
+
+
+# --------------------------------------------------------------------------- histogram
 def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -> dict:
     """Counts of the per-sample score over ``bins`` equal bins of ``[lo, hi]``
     in ``samples`` (samples without a score are counted apart).
@@ -306,8 +514,6 @@ def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -
     from all values in Python; scores outside ``[lo, hi]`` (float noise) are
     clamped into the first or last bin.
     """
-    from fiftyone import ViewField as F
-
     edges = np.linspace(lo, hi, bins + 1)
     clamped = F(field).max(float(lo)).min(float(hi))
     counts, _, other = samples.exists(field).histogram_values(clamped, bins=int(bins), range=[float(lo), float(hi)])
@@ -322,6 +528,251 @@ def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -
     }
 
 
+def _bin_text(edges: list, i: int) -> str:
+    close = "]" if i == len(edges) - 2 else ")"
+    return f"[{sig3(edges[i])}, {sig3(edges[i + 1])}{close}"
+
+
+def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_suffix: str = "samples in view",
+                     name: str = "histogram") -> dict:
+    """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted."""
+    edges = hist["edges"]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    width = edges[1] - edges[0]
+    score = view.get("score_name", "score")
+    hover = [f"{_count(c)} with {score} in {_bin_text(edges, i)}<br>click: load them"
+             for i, c in enumerate(hist["counts"])]
+    colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
+    trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
+             "width": width * 0.92, "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
+             "marker": {"color": colors}}
+    better = "higher is better" if view.get("higher_is_better", True) else "lower is better"
+    title = f"Per-sample {score} ({title_suffix}; click a bar to load its samples)"
+    layout = _layout(title, f"{view.get('score_axis', score)}; {better}", "number of samples",
+                     xaxis={"range": [edges[0] - width * 0.6, edges[-1] + width * 0.6]}, bargap=0.05)
+    return _figure(name, title, [trace], layout, clickable="histogram")
+
+
+# --------------------------------------------------------------------------- rater pairs
+MAX_HEATMAP_RATERS = 30
+
+
+def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS,
+                override: dict | None = None) -> dict | None:
+    """The rater-pair heatmap from the sparse ``detail["rater_pairs"]`` records.
+
+    Raters in ``detail["rater_order"]`` (clustering order) when given, else as
+    listed. With more than ``max_raters`` raters, the ``max_raters`` who share
+    the most samples with others are shown, and the title says so. A cell of
+    two raters who never shared a sample is empty ("no data"), not 0.
+
+    Args:
+        override: optional ``"a|b"`` → ``{value: v, "n_samples": n}`` replacing
+            the records' values and shared counts (a view's numbers); pairs
+            absent from it have no data.
+
+    Returns:
+        ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
+        or no data; ``shared`` the shared-sample counts), or ``None``.
+    """
+    from agreement.rater_pairs import records_to_matrix
+
+    raters = list(detail["raters"])
+    records = detail.get("rater_pairs") or []
+    if override is not None:
+        new = []
+        for rec in records:
+            o = override.get(f"{rec['rater_a']}|{rec['rater_b']}") or override.get(f"{rec['rater_b']}|{rec['rater_a']}")
+            if o is not None:
+                new.append({**rec, value: o.get(value), "n_shared_samples": int(o.get("n_samples", 0))})
+        records = new
+    order = detail.get("rater_order") or list(range(len(raters)))
+    ordered = [raters[i] for i in order]
+    if len(ordered) > max_raters:
+        weight: dict[str, int] = {}
+        for rec in detail.get("rater_pairs") or []:
+            for r in (rec["rater_a"], rec["rater_b"]):
+                weight[r] = weight.get(r, 0) + int(rec.get("n_shared_samples", 0))
+        top = set(sorted(ordered, key=lambda r: (-weight.get(r, 0), r))[:max_raters])
+        title = f"{title}: the {max_raters} of {len(ordered)} raters who share the most samples"
+        ordered = [r for r in ordered if r in top]
+    if not ordered:
+        return None
+    names, z, shared = records_to_matrix(records, value, ordered)
+    return {
+        "raters": names,
+        "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
+        "shared": shared.tolist(),
+        "title": title,
+    }
+
+
+def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "") -> dict:
+    """The heatmap figure: values in the cells (three significant figures), hover naming both raters."""
+    raters, z, shared = pm["raters"], pm["z"], pm["shared"]
+    text = [["" if v is None else sig3(v) for v in row] for row in z]
+    hover = []
+    for i, a in enumerate(raters):
+        row = []
+        for j, b in enumerate(raters):
+            if i == j:
+                row.append(f"{a}: the diagonal (a rater with itself) is not measured")
+            elif z[i][j] is None:
+                row.append(f"{a} vs {b}: no data ({_count(shared[i][j])} shared)")
+            else:
+                row.append(f"{a} vs {b}: {value_name} {sig3(z[i][j])} on {_count(shared[i][j], 'shared sample')}{where}"
+                           + ("<br>click: the samples where they disagree most" if clickable else ""))
+        hover.append(row)
+    n = len(raters)
+    title = f"{pm['title']} ({scope}{'; click a cell to see where the two disagree' if clickable else ''})"
+    trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
+             "zmin": -0.2, "zmax": 1.0, "xgap": 1, "ygap": 1,
+             "colorbar": {"title": {"text": value_name, "side": "right"}, "thickness": 14}}
+    layout = _layout(title, "rater", "rater", height=max(340, 120 + 44 * n),
+                     xaxis={"tickangle": -30, "type": "category"}, yaxis={"autorange": "reversed", "type": "category"})
+    return _figure("pair_matrix", title, [trace], layout, clickable="pair" if clickable else None)
+
+
+# --------------------------------------------------------------------------- undefined, labels, compare
+def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int = 8) -> list[dict]:
+    """Why samples have no score: ``[{"reason", "count", "ids"}]``, most frequent first, limited to ``ids``."""
+    listed = (results.get("detail") or {}).get("undefined_samples") or {}
+    keep = set(ids) if ids is not None else None
+    groups: dict[str, list[str]] = {}
+    for sid, reason in listed.items():
+        if keep is None or sid in keep:
+            groups.setdefault(str(reason) or "no reason recorded", []).append(sid)
+    out = [{"reason": r, "count": len(v), "ids": v} for r, v in groups.items()]
+    out.sort(key=lambda g: (-g["count"], g["reason"]))
+    return out[:top]
+
+
+def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 5000) -> dict:
+    """Two runs side by side on ``samples``: their cards and histograms, and, when both scored
+    samples in common, a scatter of the per-sample scores (ids on the points)."""
+    out = {"runs": []}
+    for info in (info_a, info_b):
+        view = _method_view(info)
+        results = load_results(samples, info)
+        field = score_field(info)
+        lo, hi = view["score_range"](info["params"]) if field else (None, None)
+        hist = score_histogram(samples, field, lo, hi) if field and len(samples) else None
+        out["runs"].append({
+            "key": info["key"], "field": field,
+            "cards": [_card(results.get("summary", {}), spec) for spec in view["cards"]],
+            "view_cards": view_cards(samples, info, results),
+            "histogram": histogram_figure(hist, view, title_suffix=f"run {info['key']!r}",
+                                          name=f"compare_hist_{info['key']}") if hist else None,
+        })
+    fa, fb = out["runs"][0]["field"], out["runs"][1]["field"]
+    out["scatter"] = None
+    if fa and fb:
+        both = samples.exists(fa).exists(fb)
+        n = len(both)
+        if n:
+            pts = both.limit(max_points) if n > max_points else both
+            ids, xa, xb = pts.values(["id", fa, fb])
+            va, vb = _method_view(info_a), _method_view(info_b)
+            hover = [f"sample {i}<br>{info_a['key']}: {sig3(a)}, {info_b['key']}: {sig3(b)}<br>click: load it"
+                     for i, a, b in zip(ids, xa, xb)]
+            title = (f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r} "
+                     f"({_count(n)} scored by both{f', the first {max_points:,} shown' if n > max_points else ''};"
+                     " click a point or lasso points to load them)")
+            lo = min(min(xa), min(xb))
+            hi = max(max(xa), max(xb))
+            traces = [
+                {"type": "scatter", "mode": "markers", "x": xa, "y": xb, "ids": ids, "name": "samples",
+                 "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
+                 "marker": {"size": 7, "opacity": 0.7}},
+                {"type": "scatter", "mode": "lines", "x": [lo, hi], "y": [lo, hi], "name": "equal scores",
+                 "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"},
+            ]
+            layout = _layout(title, f"{va['score_axis']}, run {info_a['key']!r}",
+                             f"{vb['score_axis']}, run {info_b['key']!r}", legend=True, height=440,
+                             dragmode="lasso")
+            out["scatter"] = _figure("compare_scatter", title, traces, layout, clickable="scatter")
+            out["scatter"]["n_both"] = n
+    return out
+
+
+def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
+    """Per label of one sample: rater, class, nearest counterpart, cost or similarity, and why it is unmatched.
+
+    OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
+    ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
+    from ``{key}_unit`` (the other members of its unit are its counterparts).
+    Other methods: the labels with their rater only.
+    """
+    key = info["key"]
+    layout = info.get("input") or {}
+    sample = samples._root_dataset.select(sample_id).first()
+    fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
+    labels = []  # (rater, label)
+    for f in fields:
+        value = sample[f] if f in sample.field_names else None
+        if value is None:
+            continue
+        items = getattr(value, "detections", None)
+        if items is None:
+            items = getattr(value, "polylines", None) or getattr(value, "keypoints", None) or []
+        for lab in items:
+            rater = f if layout.get("layout") != "attribute" else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None)
+            labels.append((str(rater), lab))
+    by_id = {lab.id: (r, lab) for r, lab in labels}
+
+    def attr(lab, name):
+        try:
+            return lab.get_attribute_value(name, None)
+        except Exception:
+            return None
+
+    def describe(lid):
+        if lid is None or lid not in by_id:
+            return None
+        r, lab = by_id[lid]
+        return f"{r}: {lab.label}"
+
+    rows = []
+    if info["method"] == "iaa.ot_agreement":
+        for r, lab in labels:
+            reason = attr(lab, f"{key}_reason")
+            nearest = describe(attr(lab, f"{key}_nearest_id"))
+            match = describe(attr(lab, f"{key}_match"))
+            cost = attr(lab, f"{key}_nearest_cost")
+            rows.append({
+                "id": lab.id, "rater": r, "label": lab.label,
+                "status": reason or "not scored",
+                "counterpart": match or nearest or "none (nobody else drew anything here)",
+                "value": (f"cost {sig3(attr(lab, f'{key}_cost'))} paid" if reason == "matched"
+                          else f"cost {sig3(cost)} to the nearest (unmatched at β)" if cost is not None else "—"),
+                "disagrees": reason not in (None, "matched"),
+            })
+    elif info["method"] == "iaa.kalos":
+        units: dict = {}
+        for r, lab in labels:
+            units.setdefault(attr(lab, f"{key}_unit"), []).append((r, lab))
+        for r, lab in labels:
+            unit = attr(lab, f"{key}_unit")
+            others = [(r2, l2) for r2, l2 in units.get(unit, []) if l2.id != lab.id] if unit is not None else []
+            differ = [f"{r2}: {l2.label}" for r2, l2 in others if l2.label != lab.label]
+            status = ("alone in its unit: no other rater drew this object" if not others else
+                      "class differs within the unit" if differ else "matched")
+            rows.append({
+                "id": lab.id, "rater": r, "label": lab.label, "status": status,
+                "counterpart": ", ".join(f"{r2}: {l2.label}" for r2, l2 in others) or "none",
+                "value": f"unit {unit}" if unit is not None else "no unit",
+                "disagrees": status != "matched",
+            })
+    else:
+        for r, lab in labels:
+            rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—",
+                         "value": "—", "disagrees": False})
+    rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
+    return rows
+
+
+# --------------------------------------------------------------------------- views
 def bin_view(samples, field: str, lo: float, hi: float, last: bool):
     """The samples whose score falls in ``[lo, hi)`` (``[lo, hi]`` for the last bin)."""
     upper = F(field) <= hi if last else F(field) < hi
@@ -333,13 +784,26 @@ def lowest_first_view(samples, field: str, descending: bool = False):
     return samples.exists(field).sort_by(field, reverse=descending)
 
 
-def run_panel_data(samples, key: str) -> dict:
+def unscored_view(samples, field: str):
+    """The samples the run gave no score (see :func:`undefined_reasons` for why)."""
+    return samples.exists(field, False)
+
+
+# --------------------------------------------------------------------------- everything
+def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: int | None = None) -> dict:
     """Everything the panel shows for run ``key`` on ``samples`` (the current view).
 
+    Args:
+        samples: the view the charts describe (the App's view with its sidebar filters).
+        key: the run.
+        whole: whether ``samples`` is the whole dataset (default: compared by count).
+        selected_bin: a histogram bar to highlight.
+
     Returns:
-        ``{"title", "cards", "histogram": {...}, "score_field", "score_label",
-        "pair_matrix": {"raters", "z", "title"} or None, "bars": [...],
-        "curves": [...]}``
+        ``{"title", "method", "cards" (whole run), "view_cards", "summary_md", "n_view", "n_run",
+        "histogram": {...} or None, "score_field", "score_label", "score_range", "worst_first_descending",
+        "pair_matrix": {...} or None, "figures": {name: figure}, "bars": [figure], "curves": [figure],
+        "undefined": [...]}``
 
     Raises:
         PanelDataError: for a run of an unknown method or older format.
@@ -347,30 +811,62 @@ def run_panel_data(samples, key: str) -> dict:
     """
     info = runs.get_agreement_run_info(samples, key)
     view = _method_view(info)
-    results = runs.load_agreement_results(samples, key)
+    results = load_results(samples, info)
     summary = results.get("summary", {})
     detail = results.get("detail", {})
     field = score_field(info)
     lo, hi = view["score_range"](info["params"]) if field else (None, None)
+    n_view = len(samples)
+    n_run = int(summary.get("n_samples") or 0) or samples._root_dataset.count()
+    if whole is None:
+        whole = n_view == samples._root_dataset.count()
+    ids = None if whole else set(samples.values("id"))
+    cards = [_card(summary, spec) for spec in view["cards"]] + input_cards(info, summary)
+    vcards = view_cards(samples, info, results, ids) if field and not whole and n_view else []
     data = {
         "title": f"{view['title']} — run {key!r}",
         "method": info["method"],
-        "cards": [_card(summary, spec) for spec in view["cards"]],
+        "info": info,
+        "cards": cards,
+        "view_cards": vcards,
+        "n_view": n_view,
+        "n_run": n_run,
+        "whole": whole,
+        "summary_md": summary_markdown(cards, vcards, n_view, n_run, whole),
         "score_field": field,
         "worst_first_descending": not view.get("higher_is_better", True),
         "score_label": view.get("score_label"),
         "score_range": [lo, hi],
-        "histogram": score_histogram(samples, field, lo, hi) if field and len(samples) else None,
+        "histogram": score_histogram(samples, field, lo, hi) if field and n_view else None,
         "pair_matrix": None,
+        "figures": {},
         "bars": [],
         "curves": [],
+        "undefined": undefined_reasons(results, ids),
     }
-    data["cards"] += input_cards(info, summary)
+    if data["histogram"] is not None:
+        data["figures"]["histogram"] = histogram_figure(
+            data["histogram"], view, selected_bin, "whole dataset" if whole else f"{_count(n_view)} in view")
     if view.get("pair_matrix") and detail.get("raters") and detail.get("rater_pairs") is not None:
         name, title = view["pair_matrix"]
-        data["pair_matrix"] = pair_matrix(detail, name, title)
+        override, scope, where = None, "whole run", ""
+        if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
+            scope = "all samples" if whole else f"{_count(n_view)} in view; chance level of the whole run"
+            if not whole:
+                va = view_alpha_ot(detail["pair_sample_scores"], detail["rater_pairs"], ids)
+                override = {p: {"alpha_ot": v["alpha"], "n_samples": v["n_samples"]} for p, v in va["pairs"].items()}
+                where = " in view"
+        elif not whole:
+            scope = "whole run: this method stores no per-sample pair scores to recompute it for the view"
+        pm = pair_matrix(detail, name, title, override=override)
+        data["pair_matrix"] = pm
+        if pm is not None:
+            data["figures"]["pair_matrix"] = pair_matrix_figure(pm, view.get("pair_value", name), scope,
+                                                                clickable=bool(field), where=where)
     if view.get("curves"):
-        data["curves"] = view["curves"](detail)
+        data["curves"] = view["curves"](detail, info)
     if view.get("bars"):
-        data["bars"] = view["bars"](detail)
+        data["bars"] = view["bars"](detail, info)
+    for fig in data["bars"] + data["curves"]:
+        data["figures"][fig["name"]] = fig
     return data

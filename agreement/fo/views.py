@@ -1,8 +1,15 @@
-"""Views of a run's disagreements: lowest-scoring samples, one rater pair's disagreements.
+"""Views of a run's disagreements, built from what the run wrote.
 
-Both are built from what the run wrote (its per-sample score field, and the
-per-rater-pair sample scores in its results), so they can be recomputed at any
-time and saved as named views of the dataset.
+* :func:`lowest_scoring_view`: the samples from lowest agreement up;
+* :func:`rater_pair_view`: the samples where two raters agree least;
+* :func:`unmatched_labels_view`: one rater's labels that match nobody;
+* :func:`class_disagreement_view`: the labels of one class in units the raters disagree on;
+* :func:`disagreeing_labels_view`: the labels that disagree, optionally of one sample.
+
+Every function takes the collection to start from (the App's current view,
+filters included) and only adds stages to it, so a drill-down narrows what
+the user was looking at instead of replacing it. They can be recomputed at any
+time and saved as named views of the dataset (:func:`save_agreement_view`).
 """
 
 from __future__ import annotations
@@ -11,8 +18,14 @@ from fiftyone import ViewField as F
 
 from agreement.fo import runs
 from agreement.fo.panel_data import higher_is_better, score_field
+from agreement.fo.reading import LABEL_TYPES
 
-__all__ = ["lowest_scoring_view", "rater_pair_view", "save_agreement_view", "ViewError"]
+__all__ = [
+    "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "unmatched_labels_view", "class_disagreement_view",
+    "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT",
+]
+
+DRILL_LIMIT = 50  # samples a drill-down loads at most (the lowest-scoring first)
 
 
 class ViewError(ValueError):
@@ -38,24 +51,219 @@ def lowest_scoring_view(samples, key: str, limit: int | None = 50, max_score: fl
     return view
 
 
-def rater_pair_view(samples, key: str, rater_a: str, rater_b: str, max_score: float | None = None,
-                    limit: int | None = 50):
-    """The samples where raters ``rater_a`` and ``rater_b`` agree least in run
-    ``key`` (their pair score ``<= max_score``), lowest first."""
+def _check_raters(raters: list[str], key: str, *names: str) -> None:
+    for name in names:
+        if name not in raters:
+            raise ViewError(f"run {key!r} has no rater {name!r}; its raters are {raters}")
+
+
+def rater_pair_scores(samples, key: str, rater_a: str, rater_b: str) -> list[tuple[str, float]]:
+    """``(sample id, score)`` of the samples of ``samples`` that raters ``rater_a`` and ``rater_b``
+    both labelled, lowest agreement first.
+
+    The score is the pair's own score on the sample when the run stores one
+    (OT: ``detail["pair_sample_scores"]``); otherwise (KαLOS, geometry) the
+    sample's score, over the samples both raters were assigned.
+    """
+    info = runs.get_agreement_run_info(samples, key)
     results = runs.load_agreement_results(samples, key)
-    pairs = results.get("detail", {}).get("pair_sample_scores")
-    if pairs is None:
-        raise ViewError(f"run {key!r} does not store per-rater-pair sample scores; re-run it with this version")
+    detail = results.get("detail", {})
+    raters = [str(r) for r in detail.get("raters", [])]
     a, b = sorted([str(rater_a), str(rater_b)])
-    scores = pairs.get(f"{a}|{b}")
-    if scores is None:
-        known = sorted({r for p in pairs for r in p.split("|")})
-        raise ViewError(f"run {key!r} has no scores for the rater pair ({a}, {b}); its raters are {known}")
-    items = sorted((v, sid) for sid, v in scores.items() if v is not None and (max_score is None or v <= max_score))
+    _check_raters(raters, key, a, b)
+    if a == b:
+        raise ViewError(f"a rater pair needs two different raters, got {a!r} twice")
+    in_view = set(samples.values("id"))
+    pairs = detail.get("pair_sample_scores")
+    if pairs is not None:
+        scores = pairs.get(f"{a}|{b}")
+        if scores is None:
+            raise ViewError(f"raters {a!r} and {b!r} never labelled the same sample in run {key!r}")
+        items = [(sid, float(v)) for sid, v in scores.items() if v is not None and sid in in_view]
+        items.sort(key=lambda t: (t[1], t[0]))
+        return items
+    field = score_field(info)
+    if field is None:
+        raise ViewError(f"run {key!r} ({info['method']}) has no per-sample score to sort rater pairs by")
+    both = _both_assigned(samples, info, a, b).exists(field)
+    ids, values = both.values(["id", field])
+    items = list(zip(ids, [float(v) for v in values]))
+    items.sort(key=lambda t: (t[1], t[0]), reverse=False)
+    if not higher_is_better(info):
+        items.sort(key=lambda t: (-t[1], t[0]))
+    return items
+
+
+def _both_assigned(samples, info: dict, a: str, b: str):
+    layout = info.get("input") or {}
+    if layout.get("layout") == "fields":
+        return samples.exists(a).exists(b)
+    if layout.get("raters_field"):
+        return samples.match(F(layout["raters_field"]).contains([a, b], all=True))
+    return samples  # fully crossed: every rater looked at every sample
+
+
+def rater_pair_view(samples, key: str, rater_a: str, rater_b: str, max_score: float | None = None,
+                    limit: int | None = DRILL_LIMIT):
+    """The samples where raters ``rater_a`` and ``rater_b`` agree least in run
+    ``key`` (their pair score ``<= max_score``), lowest first, at most ``limit``.
+
+    For a run with per-pair sample scores (OT) the order is the pair's own
+    score; otherwise the sample's score over the samples both labelled (see
+    :func:`rater_pair_scores`).
+    """
+    items = rater_pair_scores(samples, key, rater_a, rater_b)
+    if max_score is not None:
+        items = [t for t in items if t[1] <= float(max_score)]
     if limit is not None:
+        if int(limit) < 1:
+            raise ViewError(f"limit must be a positive number of samples, got {limit!r}")
         items = items[: int(limit)]
-    ids = [sid for _, sid in items]
-    return samples.select(ids, ordered=True)
+    return samples.select([sid for sid, _ in items], ordered=True)
+
+
+def _label_rows(samples, info: dict):
+    """Every label of the run's rater fields in ``samples``: ``(sample id, rater, label id, class, path)``
+    and, per sample, the raters assigned to it."""
+    layout = info.get("input") or {}
+    dataset = samples._root_dataset
+    rows, assigned = [], {}
+    if layout.get("layout") == "attribute":
+        f = layout["field"]
+        lf = LABEL_TYPES[dataset.get_field(f).document_type]
+        attr = layout.get("rater_attr") or "annotator"
+        paths = ["id", f"{f}.{lf}.id", f"{f}.{lf}.label", f"{f}.{lf}.{attr}"]
+        if layout.get("raters_field"):
+            paths.append(layout["raters_field"])
+        values = samples.values(paths)
+        for k, sid in enumerate(values[0]):
+            ids, labels, who = values[1][k] or [], values[2][k] or [], values[3][k] or []
+            for lid, lab, r in zip(ids, labels, who):
+                rows.append((sid, str(r), lid, lab, f))
+            assigned[sid] = len(values[4][k] or []) if layout.get("raters_field") else None
+        return rows, assigned
+    fields = layout.get("fields") or []
+    paths = ["id"]
+    for f in fields:
+        lf = LABEL_TYPES[dataset.get_field(f).document_type]
+        paths += [f"{f}.{lf}.id", f"{f}.{lf}.label"]
+    values = samples.values(paths)
+    for k, sid in enumerate(values[0]):
+        n = 0
+        for j, f in enumerate(fields):
+            ids, labels = values[1 + 2 * j][k], values[2 + 2 * j][k]
+            if ids is None:  # implicit absence: the rater was not assigned
+                continue
+            n += 1
+            for lid, lab in zip(ids, labels or []):
+                rows.append((sid, f, lid, lab, f))
+        assigned[sid] = n
+    return rows, assigned
+
+
+def _units(samples, info: dict) -> dict[str, object]:
+    """Label id → its KαLOS unit (``{key}_unit``)."""
+    layout = info.get("input") or {}
+    dataset = samples._root_dataset
+    fields = layout.get("fields") or [layout["field"]]
+    out = {}
+    for f in fields:
+        lf = LABEL_TYPES[dataset.get_field(f).document_type]
+        ids, units = samples.values([f"{f}.{lf}.id", f"{f}.{lf}.{info['key']}_unit"], unwind=True)
+        out.update(zip(ids, units))
+    return out
+
+
+def _kalos_unit_groups(samples, info: dict):
+    """Per (sample, unit): its members ``[(rater, label id, class)]``; and the raters assigned per sample."""
+    rows, assigned = _label_rows(samples, info)
+    units = _units(samples, info)
+    groups: dict[tuple, list] = {}
+    for sid, rater, lid, lab, _ in rows:
+        unit = units.get(lid)
+        groups.setdefault((sid, unit if unit is not None else f"none:{lid}"), []).append((rater, lid, lab))
+    return groups, assigned
+
+
+def unmatched_labels_view(samples, key: str, rater: str):
+    """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some.
+
+    KαLOS: labels alone in their unit (no other rater drew that object). OT:
+    labels whose ``{key}_reason`` is not ``"matched"``.
+    """
+    info = runs.get_agreement_run_info(samples, key)
+    raters = [str(r) for r in runs.load_agreement_results(samples, key).get("detail", {}).get("raters", [])]
+    _check_raters(raters, key, str(rater))
+    if info["method"] == "iaa.kalos":
+        groups, _ = _kalos_unit_groups(samples, info)
+        ids = [lid for members in groups.values() if len(members) == 1
+               for r, lid, _ in members if r == str(rater)]
+        return _select_labels(samples, info, ids)
+    if info["method"] == "iaa.ot_agreement":
+        return disagreeing_labels_view(samples, key, raters=[str(rater)])
+    raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+
+
+def class_disagreement_view(samples, key: str, label_class: str):
+    """The labels of class ``label_class`` in KαLOS units the raters disagree on: a unit with a member
+    of that class that some assigned rater missed, or whose members differ in class."""
+    info = runs.get_agreement_run_info(samples, key)
+    if info["method"] != "iaa.kalos":
+        raise ViewError(f"run {key!r} ({info['method']}) has no units; class drill-down needs a KαLOS run")
+    groups, assigned = _kalos_unit_groups(samples, info)
+    n_raters = len(runs.load_agreement_results(samples, key).get("detail", {}).get("raters", []))
+    ids = []
+    for (sid, _), members in groups.items():
+        classes = {lab for _, _, lab in members}
+        if label_class not in classes:
+            continue
+        expected = assigned.get(sid) or n_raters
+        if len({r for r, _, _ in members}) < expected or len(classes) > 1:
+            ids += [lid for _, lid, _ in members]
+    return _select_labels(samples, info, ids)
+
+
+def disagreeing_labels_view(samples, key: str, sample_id: str | None = None, raters: list[str] | None = None):
+    """The labels that disagree in run ``key`` (OT: not matched; KαLOS: alone in their unit or in a unit
+    whose classes differ), of one sample (``sample_id``) or of every sample of ``samples`` that has some."""
+    info = runs.get_agreement_run_info(samples, key)
+    if sample_id is not None:
+        samples = samples.select(sample_id)
+    layout = info.get("input") or {}
+    if info["method"] == "iaa.ot_agreement":
+        reason = f"{key}_reason"
+        if layout.get("layout") == "attribute":
+            expr = (F(reason) != "matched") & F(reason).exists()
+            if raters:
+                expr = expr & F(layout.get("rater_attr") or "annotator").is_in(raters)
+            return samples.filter_labels(layout["field"], expr)
+        fields = [f for f in layout.get("fields") or [] if raters is None or f in raters]
+        view = samples
+        expr = (F(reason) != "matched") & F(reason).exists()
+        for f in fields:
+            view = view.filter_labels(f, expr, only_matches=False)
+        # keep the samples with at least one such label, in the order given
+        return view.match(F.any([F(f).exists() & (F(f"{f}.{_list_field(samples, f)}").length() > 0)
+                                 for f in fields])) if fields else view
+    if info["method"] == "iaa.kalos":
+        groups, assigned = _kalos_unit_groups(samples, info)
+        ids = []
+        for (sid, _), members in groups.items():
+            classes = {lab for _, _, lab in members}
+            if len(members) == 1 or len(classes) > 1:
+                ids += [lid for r, lid, _ in members if raters is None or r in raters]
+        return _select_labels(samples, info, ids)
+    raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+
+
+def _list_field(samples, field: str) -> str:
+    return LABEL_TYPES[samples._root_dataset.get_field(field).document_type]
+
+
+def _select_labels(samples, info: dict, label_ids: list[str]):
+    layout = info.get("input") or {}
+    fields = layout.get("fields") or [layout["field"]]
+    return samples.select_labels(ids=list(label_ids), fields=fields, omit_empty=True)
 
 
 def save_agreement_view(samples, name: str, view, overwrite: bool = False) -> str:
