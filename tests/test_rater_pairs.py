@@ -40,3 +40,14 @@ def test_table_holds_only_pairs_that_share_samples():
     raters, m, shared = records_to_matrix(recs, "score")
     assert raters == ["a", "b", "c", "d"]
     assert m[0, 1] == m[1, 0] == 0.5 and np.isnan(m[1, 3]) and shared[1, 3] == 0 and shared[0, 1] == 2
+
+
+def test_columns_round_trip_to_the_records():
+    from agreement.rater_pairs import columns_to_records, records_to_columns
+
+    assigned = np.array([[1, 1, 1], [1, 1, 0], [0, 1, 1]], dtype=bool)
+    t = RaterPairTable.from_assignment(("a", "b", "c"), assigned)
+    t.values["v"] = np.array([0.5, np.nan, 1.0])
+    t.reasons["v"] = np.array(["", "undefined", ""], dtype=object)
+    assert columns_to_records(t.to_columns()) == t.to_records()
+    assert columns_to_records(records_to_columns(t.to_records())) == t.to_records()

@@ -237,7 +237,7 @@ def _rater_pair_records(scores, alpha, base) -> list[dict]:
         reasons={"alpha_ot": alpha.pairs.reasons["alpha_ot"],
                  "threshold_alpha": base.pairs.reasons["threshold_alpha"]},
     )
-    return merged.to_records()
+    return merged.to_columns()
 
 
 SPEC = MethodSpec(

@@ -126,13 +126,24 @@ def get_agreement_run_info(samples, key: str) -> dict:
 
 
 def load_agreement_results(samples, key: str) -> dict:
-    """The results saved with a run, as a plain dict (``summary``, ``detail``, ...)."""
+    """The results saved with a run, as a plain dict (``summary``, ``detail``, ...).
+
+    Rater-pair tables are stored as columns (compact for crowds of raters,
+    :func:`agreement.rater_pairs.records_to_columns`); here
+    ``detail["rater_pairs"]`` is given back as one record per pair.
+    """
+    from agreement.rater_pairs import columns_to_records
+
     dataset = _dataset(samples)
     _require_run(dataset, key)
     results = dataset.load_run_results(key, cache=False)
     if results is None:
         return {}
-    return {k: v for k, v in vars(results).items() if not k.startswith("_")}
+    out = {k: v for k, v in vars(results).items() if not k.startswith("_")}
+    detail = out.get("detail")
+    if isinstance(detail, dict) and isinstance(detail.get("rater_pairs"), dict):
+        detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
+    return out
 
 
 def _label_path(dataset, label_field: str, attr: str) -> str:
@@ -344,11 +355,19 @@ def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequ
     write_label_columns(dataset, label_field, list_field, list(sample_ids), list(label_ids), named)
 
 
+_PLAIN = (str, int, bool, type(None))
+
+
 def to_json(obj: Any) -> Any:
-    """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None)."""
+    """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None).
+
+    Lists of plain scalars (the columns of large tables) take a fast path.
+    """
     if isinstance(obj, dict):
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in obj):
+            return list(obj)
         return [to_json(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return to_json(obj.tolist())
