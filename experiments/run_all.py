@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 import common as C
+import consensus
 import full_range
 import kalos_raters_schools
 import ot_paper_noise
@@ -80,6 +81,9 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
              f"{_link(R / 'kalos_schools.png')}"],
             ["Solvers' recovery of the true clusters (Rand, ARI, merge precision/recall)",
              "`solver_recovery.py`", f"{_link(R / 'solver_recovery.md')}, {_link(R / 'solver_recovery.png')}"],
+            ["Consensus labels: EM against majority vote and WBF, calibration, rater estimates (issue 12)",
+             "`consensus.py`", f"{_link(R / 'consensus.md')}, {_link(R / 'consensus_f1.png')}, "
+             f"{_link(R / 'consensus_reliability.png')}, {_link(R / 'consensus_sensitivity.png')}"],
             ["Monotonicity of every score (the suite test)", "`tests/test_monotonicity.py`", "below"],
         ], align="lll"))
     L.append("")
@@ -234,6 +238,7 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
         "image, truth from the simulation's source boxes. The Rand index is near 1 throughout (most "
         f"pairs are obviously apart) and is in {_link(R / 'solver_recovery.md')}.\n"
     )
+    L.append(consensus.readme_section(res["consensus"]))
     L.append("## Not covered\n")
     L.append(
         "* The optional `mgm` solver (needs `pylibmgm`) is not in the recovery experiment.\n"
@@ -259,6 +264,7 @@ def main(argv=None) -> float:
                      ("full_range", lambda: full_range.main(q)),
                      ("kalos_raters_schools", lambda: kalos_raters_schools.main(q)),
                      ("solver_recovery", lambda: solver_recovery.main(q)),
+                     ("consensus", lambda: consensus.main(q)),
                      ("monotonicity", lambda: monotonicity(data))):
         t = time.perf_counter()
         print(f"== {name}", flush=True)
@@ -268,7 +274,8 @@ def main(argv=None) -> float:
     total = time.perf_counter() - t_all
     counts = data.counts()[:, data.raters.index(C.REFERENCE)]
     text = readme({"few": int(((counts >= 1) & (counts <= 3)).sum()), "ot": res["ot_paper_noise"], "full": res["full_range"], "kalos": res["kalos_raters_schools"],
-                   "solver": res["solver_recovery"], "mono": res["monotonicity"]}, times, total, args.quick)
+                   "solver": res["solver_recovery"], "mono": res["monotonicity"], "consensus": res["consensus"]},
+                  times, total, args.quick)
     path = C.write_text(C.REPO / "experiments" / "README.md", text)
     fails = [k for k, (ok, _) in res["monotonicity"].items() if not ok]
     print(f"wrote {C.rel(path)}")

@@ -192,6 +192,16 @@ def test_box_fusion_is_the_precision_weighted_mean_of_centres_and_log_sizes():
     np.testing.assert_allclose(fused, np.r_[centre - size / 2, size], atol=1e-15)
 
 
+def test_gaussian_tail_fuses_by_precision_weights_and_the_tail_is_recorded():
+    data, _ = _demo(40)
+    res = consensus(data, tail=float("inf"))
+    assert res.model.tail == float("inf") and res.params["tail"] == float("inf")
+    sigma = res.model.localisation_noise
+    units = units_from_labels(res.row_unit, data.sample_index, res.n_units)
+    wt = 1.0 / sigma[data.rater_index[units.order]] ** 2
+    np.testing.assert_allclose(res.boxes, fuse_boxes(data.boxes, units, wt).boxes, atol=1e-15)
+
+
 def test_pairwise_scales_recover_each_raters_noise():
     rng = np.random.default_rng(0)
     sigma = np.array([0.01, 0.03, 0.06, 0.1])
@@ -358,6 +368,8 @@ def test_probabilities_outside_the_unit_interval_are_errors(name, value):
     (dict(solver="magic"), "solver"),
     (dict(smoothing=-1.0), "smoothing"),
     (dict(coincidence=1.0), "coincidence"),
+    (dict(tail=0), "tail"),
+    (dict(max_iter=0), "max_iter"),
 ])
 def test_bad_parameters_are_clear_errors(kw, match):
     with pytest.raises(ValueError, match=match):

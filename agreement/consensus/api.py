@@ -20,14 +20,13 @@ from agreement.consensus.units import (
     build_units,
     check_probability,
     check_review_band,
-    encode_classes,
     estimate_coincidence,
     label_type,
     units_from_labels,
 )
 from agreement.consensus.wbf import weighted_boxes_fusion
 from agreement.correspondence import check_cost, check_solver, check_tau
-from agreement.data import MultiRaterAnnotations
+from agreement.data import MultiRaterAnnotations, encode_classes
 
 __all__ = ["consensus"]
 
@@ -46,6 +45,18 @@ def _check_inputs(data, method, max_iter, tol, smoothing) -> None:
     for name, v in (("tol", tol), ("smoothing", smoothing)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+
+def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, coincidence, tail):
+    """The validated ``(tau, min_confidence, quorum, review_band)``; ``ValueError`` naming a bad one."""
+    check_solver(solver)
+    check_cost(cost)
+    if coincidence is not None and not (isinstance(coincidence, (int, float)) and 0 < coincidence < 1):
+        raise ValueError(f"coincidence must be in (0, 1), got {coincidence!r}")
+    if tail is not None and not (isinstance(tail, (int, float)) and not isinstance(tail, bool) and tail > 0):
+        raise ValueError(f"tail must be a number > 0 (inf: Gaussian), got {tail!r}")
+    return (check_tau(tau), check_probability(min_confidence, "min_confidence"),
+            check_probability(quorum, "quorum"), check_review_band(review_band))
 
 
 def _model_codes(data, model: ConsensusModel) -> np.ndarray:
@@ -93,9 +104,9 @@ def _run_majority(data, kind, units, codes, C) -> dict:
     return out
 
 
-def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model) -> dict:
+def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail) -> dict:
     rho = coincidence if coincidence is not None else estimate_coincidence(data, kind, tau)
-    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model)
+    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model, tail)
     out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,
@@ -123,6 +134,7 @@ def consensus(
     max_iter: int = 200,
     tol: float = 1e-5,
     model: ConsensusModel | None = None,
+    tail: float | None = None,
 ) -> ConsensusResult:
     r"""Consensus labels of a multi-rater corpus, with confidences, review flags and a rater report.
 
@@ -167,6 +179,11 @@ def consensus(
     model : ConsensusModel, optional
         Fixed EM parameters (from an earlier ``result.model``): no fitting,
         so that shards of a corpus get the same numbers as the whole.
+    tail : float > 0, optional
+        ``ν`` of the Student-t weights of the EM's geometry fusion
+        (:mod:`agreement.consensus.scale`); ``inf`` is the Gaussian
+        precision-weighted mean; default: chosen from the data (real
+        annotators' boxes are heavy-tailed: ν ≈ 2-3 on LVIS, ∞ on the demo).
 
     Returns
     -------
@@ -188,14 +205,8 @@ def consensus(
     See :mod:`agreement.consensus`.
     """
     _check_inputs(data, method, max_iter, tol, smoothing)
-    tau = check_tau(tau)
-    min_confidence = check_probability(min_confidence, "min_confidence")
-    quorum = check_probability(quorum, "quorum")
-    band = check_review_band(review_band)
-    check_solver(solver)
-    check_cost(cost)
-    if coincidence is not None and not (isinstance(coincidence, (int, float)) and 0 < coincidence < 1):
-        raise ValueError(f"coincidence must be in (0, 1), got {coincidence!r}")
+    tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
+                                                          coincidence, tail)
     kind = label_type(data, geometry)
     if method == "wbf" and kind != "boxes":
         raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
@@ -209,7 +220,7 @@ def consensus(
     else:
         units = build_units(data, codes, sim, tau, solver, cost,
                             keys=data.cuboids if kind == "cuboids" else None)
-        out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model)
+        out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
                if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
     params = dict(tau=tau, min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
                   cost=cost, smoothing=float(smoothing), similarity="iou" if method == "wbf" else
@@ -230,6 +241,8 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
                           model=out.get("model") if method == "em" else None, pixel=pixel)
     if pixel is not None:
         params.update(pixel_n_iter=int(pixel.n_iter), pixel_converged=bool(pixel.converged))
+    if out.get("model") is not None:
+        params.update(tail=float(out["model"].tail), coincidence=float(out["model"].coincidence))
     return ConsensusResult(
         method=method, geometry=kind, raters=tuple(data.raters), classes=tuple(classes),
         sample_ids=data.sample_ids, unit_sample=units.unit_sample, confidence=conf, label_code=top,

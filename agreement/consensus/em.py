@@ -56,17 +56,18 @@ M-step, with ``w_u`` the existence posterior and ``T_{uy}`` the class posterior:
   smoothing prior of strength ``α`` (``smoothing``) centred on the pooled
   confusion of all raters ``π_0[y, ·] ∝ \sum_r N_r[y, ·] + α e_y``. With
   ``α = 0`` and every unit real this is exactly Dawid & Skene (1979);
-* ``σ_r^2 = \sum w_u \lVert e_i \rVert^2 / \sum w_u \sum_k (1 - h_{ik})``
-  over its members of units with two or more members, ``e_i`` the residual
-  to the fused geometry and ``h_{ik}`` the member's leverage in the
-  weighted mean (:mod:`agreement.consensus.fusion`): unbiased for a
-  precision-weighted mean, and a fixed point reached in a few iterations
-  (the plain EM update ``\sum (e^2 + v_u) / \sum d`` has the same fixed
-  point but crawls towards it when one rater is far more precise than the
-  others). Single members carry no information on ``σ``.
+* ``σ_r`` from the differences between the members of units with existence
+  posterior at least 0.5: medians per rater pair solved for the raters'
+  scales (:mod:`agreement.consensus.scale`; the random-effects EM update
+  from residuals to the fused geometry instead crawls, and collapses the
+  most precise rater's ``σ`` to 0 when two raters are far more precise
+  than the others); and, unless given, the tail index ``ν`` of the fusion's
+  Student-t weights, chosen from the same differences.
 
 The E-step is the formulas above; the fused geometry is recomputed with
-weights ``1 / σ_r^2``. Stop when the log-likelihood of the units,
+weights ``u_i / σ_{r_i}^2``, ``u_i`` the Student-t weight of the member's
+residual to the previous fused geometry (one step of iteratively
+reweighted least squares per iteration; ``u_i = 1`` for ``ν = ∞``). Stop when the log-likelihood of the units,
 ``\sum_u \log(e^{\ell_1(u)} + e^{\ell_0(u)})``, changes by at most ``tol``
 per unit (as crowd-kit's Dawid-Skene stops on its bound per label) and no
 ``σ_r`` moves by more than 0.01 %. Where the data cannot separate missed
@@ -133,9 +134,12 @@ class ConsensusModel:
     confusion : ndarray (R, C, C)
         ``π_r[y, c] = P(rater r says c | true class y)``, rows sum to 1.
     localisation_noise : ndarray (R,)
-        ``σ_r``: geometry noise relative to object size (NaN: no rater-pair data).
+        ``σ_r``: geometry noise relative to object size, a Gaussian-consistent
+        robust scale (NaN: no rater-pair data).
     geometry : str
     smoothing : float
+    tail : float
+        ``ν`` of the Student-t fusion weights (``inf``: Gaussian, plain precision weights).
     """
 
     raters: tuple

@@ -32,13 +32,10 @@ additive:
 Means are taken relative to a reference member (the unit's first), so that
 identical members give their common geometry **bit for bit**.
 
-Every fusion also returns, per member, its squared residual
-``\sum_k e_{ik}^2`` and its effective number of coordinates
-``\sum_k (1 - h_{ik})`` with the leverage ``h_{ik} = w_i / \sum_{j \in u}
-w_j`` (over the members that have coordinate ``k``): since
-``E[e_{ik}^2] = σ_{r(i)}^2 (1 - h_{ik})`` for the weighted mean, the ratio
-of their sums over a rater's members is an unbiased estimate of ``σ_r^2``,
-the update of :mod:`agreement.consensus.em`.
+Every fusion also returns, per member, its squared residual to the fused
+geometry and its number of coordinates, from which
+:mod:`agreement.consensus.scale` computes the Student-t weights that make
+the fusion robust to a rater's occasional far-off box.
 
 References: S. K. Warfield, K. H. Zou and W. M. Wells, IEEE TMI 23(7), 2004
 (STAPLE); H. Karcher, "Riemannian center of mass and mollifier smoothing",
@@ -77,8 +74,6 @@ class Fused:
     cuboids : ndarray (U, 9) or None
     sq : ndarray (M,)
         Squared residual of each member (in unit order), relative units.
-    dof : ndarray (M,)
-        Effective number of residual coordinates of each member, ``sum_k (1 - h_ik)``.
     dim : ndarray (M,)
         Number of residual coordinates of each member.
     """
@@ -87,7 +82,6 @@ class Fused:
     keypoints: np.ndarray | None = None
     cuboids: np.ndarray | None = None
     sq: np.ndarray | None = None
-    dof: np.ndarray | None = None
     dim: np.ndarray | None = None
 
 
@@ -122,7 +116,7 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
     Returns
     -------
     Fused
-        ``boxes`` (U, 4); ``sq`` and ``dof`` (4 per member).
+        ``boxes`` (U, 4); ``sq`` and ``dim`` (4) per member.
     """
     U, mu = units.n_units, units.member_unit
     b = boxes[units.order]
@@ -141,7 +135,7 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
     scale = np.maximum(out[:, 2:], _TINY)[mu]
     e = d - m[mu]
     e[:, :2] /= scale
-    return Fused(boxes=out, sq=(e ** 2).sum(axis=1), dof=4.0 * (1.0 - wt / wsum[mu]), dim=np.full(len(b), 4.0))
+    return Fused(boxes=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(b), 4.0))
 
 
 def _pixel_scale(image_sizes: np.ndarray, unit_sample: np.ndarray) -> np.ndarray:
@@ -181,8 +175,7 @@ def fuse_keypoints(keypoints: np.ndarray, boxes: np.ndarray, units: UnitTable, w
     obj = np.sqrt(np.maximum(fb.boxes[:, 2] * px[:, 0] * fb.boxes[:, 3] * px[:, 1], _TINY))  # (U,)
     e = (d - m[mu]) * px[mu][:, None, :] / obj[mu][:, None, None]
     sq = np.where(lab, (e ** 2).sum(axis=2), 0.0).sum(axis=1)
-    dof = 2.0 * np.where(lab, 1.0 - wt[:, None] / safe[mu], 0.0).sum(axis=1)
-    return Fused(boxes=fb.boxes, keypoints=out, sq=sq, dof=dof, dim=2.0 * lab.sum(axis=1))
+    return Fused(boxes=fb.boxes, keypoints=out, sq=sq, dim=2.0 * lab.sum(axis=1))
 
 
 def _karcher(R: Rotation, units: UnitTable, wt: np.ndarray, iterations: int = 3) -> tuple[Rotation, np.ndarray]:
@@ -234,8 +227,7 @@ def fuse_cuboids(cuboids: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused
         e = np.concatenate([frame / np.maximum(out[mu, 3:6], _TINY), dlog - mlog[mu]], axis=1)
     else:
         e = np.zeros((0, 6))
-    return Fused(boxes=np.full((U, 4), np.nan), cuboids=out, sq=(e ** 2).sum(axis=1),
-                 dof=6.0 * (1.0 - wt / wsum[mu]), dim=np.full(len(c), 6.0))
+    return Fused(boxes=np.full((U, 4), np.nan), cuboids=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(c), 6.0))
 
 
 def fuse_geometry(kind: str, data, units: UnitTable, wt: np.ndarray) -> Fused:

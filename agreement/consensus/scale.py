@@ -113,7 +113,8 @@ def pairwise_scales(sq: np.ndarray, dim: np.ndarray, ra: np.ndarray, rb: np.ndar
     ok = dim > 0
     if not ok.any():
         return np.full(R, np.nan)
-    z = sq[ok] / (dim[ok] * chi2.median(dim[ok]) / dim[ok])
+    dims, inv = np.unique(dim[ok], return_inverse=True)
+    z = sq[ok] / chi2.median(dims)[inv]  # ||Δ||² / (d m_d), with d m_d the median of χ²_d
     a, b = np.minimum(ra[ok], rb[ok]), np.maximum(ra[ok], rb[ok])
     uk, med, cnt = _pair_medians(a * R + b, z)
     pa, pb = uk // R, uk % R
@@ -142,6 +143,8 @@ def student_weights(sq: np.ndarray, dim: np.ndarray, sigma: np.ndarray, nu: floa
     return (nu + dim) / (nu + sq / sigma ** 2)
 
 
+#: Pairs :func:`tail_index` looks at, at most.
+_TAIL_PAIRS = 20_000
 #: Candidate tail indices ν of :func:`tail_index` (``inf``: Gaussian).
 TAILS: tuple[float, ...] = (1.0, 2.0, 3.0, 5.0, 10.0, 30.0, float("inf"))
 
@@ -165,13 +168,16 @@ def tail_index(sq: np.ndarray, dim: np.ndarray, scale2: np.ndarray) -> float:
     modelled as a d-variate Student t with scale ``c² (σ_a² + σ_b²)``
     (``scale2``), ``c`` fitted for each ν; the Gaussian is ``ν = ∞``. The
     difference of two t variables is not exactly t; this only chooses how
-    much the fusion should discount members far from the others.
+    much the fusion should discount members far from the others. At most
+    20,000 pairs are used (evenly spread over the corpus).
     """
     from scipy.optimize import minimize_scalar
 
-    ok = (dim > 0) & (scale2 > 0)
-    if ok.sum() < 10:
+    ok = np.flatnonzero((dim > 0) & (scale2 > 0))
+    if len(ok) < 10:
         return float("inf")
+    if len(ok) > _TAIL_PAIRS:  # an evenly spread, deterministic subset: ν is chosen from a coarse grid
+        ok = ok[np.linspace(0, len(ok) - 1, _TAIL_PAIRS).astype(np.int64)]
     q, d, ls = sq[ok] / scale2[ok], dim[ok], np.log(scale2[ok])
     best, best_ll = float("inf"), -np.inf
     for nu in TAILS:
