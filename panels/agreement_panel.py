@@ -26,6 +26,7 @@ How it keeps the user's view
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -67,6 +68,8 @@ foo.execute_operator(
                          key="ot")))
 ```
 """
+
+logger = logging.getLogger(__name__)
 
 RESET_WINDOW = 6.0  # seconds after an action of the panel during which vanished filters are put back
 RESTORE_EXTENSION = 3.0
@@ -170,6 +173,11 @@ class AgreementPanel(foo.Panel):
 
     def on_change_run(self, ctx):
         ctx.panel.state.run_key = ctx.params.get("value")
+        self._expect_reset(ctx, _memory(ctx))
+        self._refresh(ctx, force=True)
+
+    def on_toggle_compare(self, ctx):
+        ctx.panel.state.compare = not bool(ctx.panel.state.compare)
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -389,6 +397,9 @@ class AgreementPanel(foo.Panel):
     def _restore_filters(self, ctx, mem: _Memory) -> dict:
         """The user's sidebar filters: the request's, or the remembered ones when the App dropped them
         right after an action of this panel (then they are put back in the App)."""
+        logger.debug("%s filters=%s stages=%d remembered=%s window=%.1f drill=%s", ctx.params.get("__method__"),
+                     json.dumps(ctx.request_params.get("filters")), len(ctx.request_params.get("view") or []),
+                     bool(mem.filters), mem.reset_until - time.time(), bool(mem.drill))
         filters = self._request_filters(ctx)
         if "filters" not in ctx.request_params:
             return filters
@@ -413,6 +424,7 @@ class AgreementPanel(foo.Panel):
         missing = object()
         changed = {name: value for name, value in values.items() if ctx.panel.state.get(name, missing) != value}
         if changed:
+            logger.debug("state patch %s", sorted(changed))
             ctx.panel.state.set(changed)  # one patch
         return bool(changed)
 
@@ -482,12 +494,12 @@ class AgreementPanel(foo.Panel):
             self._expect_reset(ctx, mem)
         # view-level data
         pdata = ctx.panel.data
-        mem.figures = {name: {"layout": fig["layout"], "config": fig["config"], "click": fig.get("click")}
-                       for name, fig in data["figures"].items()}
+        mem.figures = {name: {"layout": fig["layout"], "config": fig["config"], "click": fig.get("click"),
+                              "traces": fig["traces"]} for name, fig in data["figures"].items()}
         mem.undefined = data["undefined"]
         pdata.view_note = self._view_note(data, n_view, filters, base_stages, mem)
         pdata.drill_md = self._drill_md(mem)
-        pdata.summary_md = f"#### {data['title']}\n\n{data['summary_md']}"
+        pdata.summary_md = f"**{data['title']}**\n\n{data['summary_md']}"
         if n_view == 0:
             pdata.view_error = "The current view has no samples: clear the filters or stages to see this run."
         else:
@@ -555,7 +567,7 @@ class AgreementPanel(foo.Panel):
         mem.compare = {"others": others, "key": compare_key, "figures": {}}
         md = []
         for side, run in zip(("a", "b"), cmp["runs"]):
-            md_text = f"#### Run {run['key']!r}\n\n" + summary_markdown(run["cards"], run["view_cards"], len(base),
+            md_text = f"**Run {run['key']!r}**\n\n" + summary_markdown(run["cards"], run["view_cards"], len(base),
                                                                          0, whole=not run["view_cards"])
             pdata.set(f"compare_md_{side}", md_text)
             if run["histogram"]:
@@ -580,9 +592,9 @@ class AgreementPanel(foo.Panel):
         n_dis = sum(r["disagrees"] for r in rows)
         mem.modal = {"sample": sid, "n": len(rows), "n_disagree": n_dis}
         if not rows:
-            ctx.panel.data.labels_md = f"#### Labels of the open sample\n\nNo labels of run {key!r}'s raters here."
+            ctx.panel.data.labels_md = f"**Labels of the open sample**\n\nNo labels of run {key!r}'s raters here."
             return
-        lines = [f"#### Labels of the open sample ({n_dis} of {len(rows)} disagree, run {key!r})", "",
+        lines = [f"**Labels of the open sample** ({n_dis} of {len(rows)} disagree, run {key!r})", "",
                  "| rater | label | status | counterpart (rater: label) | cost / unit |", "|:--|:--|:--|:--|:--|"]
         for r in rows:
             lines.append(f"| {r['rater']} | {r['label']} | {r['status']} | {r['counterpart']} | {r['value']} |")
@@ -593,7 +605,9 @@ class AgreementPanel(foo.Panel):
         fig = (figures or mem.figures).get(name)
         if fig is None:
             return
-        panel.plot(name, layout=fig["layout"], config=fig["config"], **handlers)
+        # the traces go in the view, not in panel data: the App stores a plot's data in its workspace, and
+        # a workspace update drops the sidebar filters (see the module docstring)
+        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"], **handlers)
 
     def render(self, ctx):
         panel = types.Object()
@@ -633,8 +647,8 @@ class AgreementPanel(foo.Panel):
         if not state.cards:
             return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
         panel.str("summary_md", view=types.MarkdownView())
-        panel.bool("compare", default=bool(state.compare), label="Compare with another run of this method",
-                   on_change=self.on_change_compare)
+        panel.btn("toggle_compare", label="Stop comparing" if state.compare else "Compare with another run of this method",
+                  on_click=self.on_toggle_compare, variant="outlined")
         if state.compare and mem.compare:
             cmp_choices = types.DropdownView()
             for k in mem.compare["others"]:

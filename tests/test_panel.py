@@ -87,14 +87,16 @@ def _output(requests):
 
 
 def _plots(output):
-    """Every plot property of a rendered panel: name -> its PlotlyView json."""
+    """Every plot of a rendered panel: name -> its PlotlyView json (traces in ``data``: plot traces travel
+    in the view, never in panel data, see the panel's docstring)."""
     found = {}
 
     def walk(node, name=None):
         if isinstance(node, dict):
             view = node.get("view") if isinstance(node.get("view"), dict) else None
             if view and view.get("name") == "PlotlyView":
-                found[name] = view
+                assert name.startswith("plot_"), name
+                found[name[len("plot_"):]] = view
             for k, v in node.items():
                 walk(v, k if k not in ("view", "type", "properties") else name)
         elif isinstance(node, list):
@@ -138,7 +140,8 @@ def test_every_chart_has_a_title_axis_titles_and_no_scroll_zoom(fo, scored):
             assert layout["title"]["text"], name
             assert layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"], name
             assert view["config"]["scrollZoom"] is False, name
-            traces = data[name]
+            traces = view["data"]
+            assert traces, name
             if len(traces) > 1:
                 assert layout["showlegend"] and all(t.get("name") for t in traces), name
     # the alpha-tau curve: two named lines and the run's tau
@@ -153,6 +156,9 @@ def test_a_view_change_writes_data_only_and_follows_the_view(scored):
     state2, data, requests = _panel(scored, "on_change_view", state, view=low)
     # the App keeps panel state in its workspace, and every workspace update drops the sidebar filters
     assert not [uri for uri, _ in requests if uri == "patch_panel_state"]
+    # nor plot data: the App writes a rendered plot's data into its workspace too (the traces are in the view)
+    assert not [k for uri, p in requests if uri == "patch_panel_data" for k in p["data"] if k.startswith("plot_")]
+    assert "plot_histogram" in str(_output(requests))
     assert sum(data["histogram"][0]["y"]) == len(low) < len(scored)
     assert f"{len(low)} samples in view" in data["view_note"]
     assert "this view" in data["summary_md"] and "whole run" in data["summary_md"]
@@ -260,7 +266,7 @@ def test_compare_mode_cards_histograms_and_scatter(scored):
     state, _, _ = _panel(scored, "on_load")
     state, data, requests = _panel(scored, "on_change_compare", state, value=True)
     assert state["compare"] is True
-    assert data["compare_md_a"].startswith("#### Run 'ot_ab'") and data["compare_md_b"].startswith("#### Run 'ot'")
+    assert data["compare_md_a"].startswith("**Run 'ot_ab'**") and data["compare_md_b"].startswith("**Run 'ot'**")
     assert sum(data["compare_hist_a"][0]["y"]) == sum(data["compare_hist_b"][0]["y"]) == len(scored)
     points = data["compare_scatter"][0]
     assert len(points["ids"]) == len(points["x"]) == len(scored)

@@ -171,15 +171,18 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
 FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
 
 
-def _layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320, **extra) -> dict:
-    """A plotly layout with a title, both axis titles, room for the tick labels, no zooming."""
+def _layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320,
+            subtitle: str | None = None, **extra) -> dict:
+    """A plotly layout with a title (and a smaller second line), both axis titles, room for the tick
+    labels, no zooming."""
+    text = f"<b>{title}</b>" + (f"<br><span style='font-size:12px'>{subtitle}</span>" if subtitle else "")
     layout = {
-        "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
+        "title": {"text": text, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top", "font": {"size": 15}},
         "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
         "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
         "showlegend": bool(legend),
         "height": height,
-        "margin": {"t": 44, "l": 64, "r": 24, "b": 56, "pad": 2},
+        "margin": {"t": 64 if subtitle else 44, "l": 64, "r": 24, "b": 56, "pad": 2},
         "hoverlabel": {"namelength": -1},
         "dragmode": False,
     }
@@ -212,7 +215,8 @@ def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle:
                        "hovertemplate": "%{hovertext}<extra></extra>"})
     if not (raters and traces):
         return []
-    layout = _layout(title, "rater", ytitle, legend=len(traces) > 1, barmode="group")
+    layout = _layout(title.replace(" (STAPLE, whole run)", ""), "rater", ytitle, legend=len(traces) > 1,
+                     barmode="group", subtitle="STAPLE, whole run" if "STAPLE" in title else None)
     return [_figure("bars_rater", title, traces, layout)]
 
 
@@ -233,7 +237,9 @@ def _kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             [{"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
               "hovertemplate": "%{hovertext}<extra></extra>",
               "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}],
-            _layout(title, "rater", "vitality (< 0: lowers agreement)"), clickable="vitality"))
+            _layout("Rater vitality (whole run)", "rater", "vitality (< 0: lowers agreement)",
+                    subtitle="α − α without the rater · click a bar: that rater's labels that match nobody"),
+            clickable="vitality"))
     cd = detail.get("class_difficulty") or {}
     if cd.get("classes"):
         order = [i for i in cd.get("hardest_first", []) if cd["alpha"][i] is not None][:top]
@@ -248,7 +254,10 @@ def _kalos_bars(detail: dict, top: int = 20) -> list[dict]:
                 "classes", title,
                 [{"type": "bar", "x": classes, "y": ys, "name": "α", "hovertext": hover,
                   "hovertemplate": "%{hovertext}<extra></extra>"}],
-                _layout(title, "class", "α of the class (1 perfect, 0 chance)"), clickable="class"))
+                _layout("Class difficulty (whole run)", "class", "α of the class (1 perfect, 0 chance)",
+                        subtitle=f"the {len(order)} classes with the lowest α · click a bar: "
+                                 "that class's units with disagreement"),
+                clickable="class"))
     return bars
 
 
@@ -273,7 +282,8 @@ def _kalos_curves(detail: dict, info: dict | None = None) -> list[dict]:
                        "hoverinfo": "skip"})
     title = "α versus τ (localisation sensitivity)"
     return [_figure("alpha_tau", title, traces,
-                    _layout(title, "τ (similarity a match needs)", "α (1 perfect, 0 chance)", legend=True))]
+                    _layout(title, "τ (similarity a match needs)", "α (1 perfect, 0 chance)", legend=True,
+                            subtitle="whole run, recomputed at each τ"))]
 
 
 def _distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
@@ -293,7 +303,8 @@ def _distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
     ]
     title = "Matched distances: same sample vs other samples (whole run)"
     return [_figure("distances", title, traces,
-                    _layout(title, f"{distance} distance (0 = identical, 1 = no overlap)", "density", legend=True))]
+                    _layout("Matched distances (whole run)", f"{distance} distance (0 = identical, 1 = no overlap)",
+                            "density", legend=True, subtitle="same sample against other samples (chance)"))]
 
 
 def _calibration_curves(detail: dict) -> list[dict]:
@@ -534,13 +545,13 @@ def _bin_text(edges: list, i: int) -> str:
 
 
 def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_suffix: str = "samples in view",
-                     name: str = "histogram") -> dict:
+                     name: str = "histogram", clickable: bool = True) -> dict:
     """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted."""
     edges = hist["edges"]
     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
     width = edges[1] - edges[0]
     score = view.get("score_name", "score")
-    hover = [f"{_count(c)} with {score} in {_bin_text(edges, i)}<br>click: load them"
+    hover = [f"{_count(c)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
              for i, c in enumerate(hist["counts"])]
     colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
     trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
@@ -548,9 +559,10 @@ def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_
              "marker": {"color": colors}}
     better = "higher is better" if view.get("higher_is_better", True) else "lower is better"
     title = f"Per-sample {score} ({title_suffix}; click a bar to load its samples)"
-    layout = _layout(title, f"{view.get('score_axis', score)}; {better}", "number of samples",
+    layout = _layout(f"Per-sample {score}", f"{view.get('score_axis', score)}; {better}", "number of samples",
+                     subtitle=title_suffix + (" · click a bar to load its samples" if clickable else ""),
                      xaxis={"range": [edges[0] - width * 0.6, edges[-1] + width * 0.6]}, bargap=0.05)
-    return _figure(name, title, [trace], layout, clickable="histogram")
+    return _figure(name, title, [trace], layout, clickable="histogram" if clickable else None)
 
 
 # --------------------------------------------------------------------------- rater pairs
@@ -625,11 +637,12 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, w
         hover.append(row)
     n = len(raters)
     title = f"{pm['title']} ({scope}{'; click a cell to see where the two disagree' if clickable else ''})"
+    subtitle = scope + (" · click a cell: where the two disagree most" if clickable else "")
     trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
              "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
              "zmin": -0.2, "zmax": 1.0, "xgap": 1, "ygap": 1,
              "colorbar": {"title": {"text": value_name, "side": "right"}, "thickness": 14}}
-    layout = _layout(title, "rater", "rater", height=max(340, 120 + 44 * n),
+    layout = _layout(pm["title"], "rater", "rater", height=max(360, 140 + 44 * n), subtitle=subtitle,
                      xaxis={"tickangle": -30, "type": "category"}, yaxis={"autorange": "reversed", "type": "category"})
     return _figure("pair_matrix", title, [trace], layout, clickable="pair" if clickable else None)
 
@@ -648,7 +661,7 @@ def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int 
     return out[:top]
 
 
-def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 5000) -> dict:
+def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000) -> dict:
     """Two runs side by side on ``samples``: their cards and histograms, and, when both scored
     samples in common, a scatter of the per-sample scores (ids on the points)."""
     out = {"runs": []}
@@ -662,8 +675,8 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 5000) ->
             "key": info["key"], "field": field,
             "cards": [_card(results.get("summary", {}), spec) for spec in view["cards"]],
             "view_cards": view_cards(samples, info, results),
-            "histogram": histogram_figure(hist, view, title_suffix=f"run {info['key']!r}",
-                                          name=f"compare_hist_{info['key']}") if hist else None,
+            "histogram": histogram_figure(hist, view, title_suffix=f"run {info['key']!r}, {_count(len(samples))} in view",
+                                          name=f"compare_hist_{info['key']}", clickable=False) if hist else None,
         })
     fa, fb = out["runs"][0]["field"], out["runs"][1]["field"]
     out["scatter"] = None
@@ -688,9 +701,12 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 5000) ->
                 {"type": "scatter", "mode": "lines", "x": [lo, hi], "y": [lo, hi], "name": "equal scores",
                  "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"},
             ]
-            layout = _layout(title, f"{va['score_axis']}, run {info_a['key']!r}",
-                             f"{vb['score_axis']}, run {info_b['key']!r}", legend=True, height=440,
-                             dragmode="lasso")
+            layout = _layout(f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r}",
+                             f"{va['score_name']}, run {info_a['key']!r}", f"{vb['score_name']}, run {info_b['key']!r}",
+                             legend=True, height=460, dragmode="lasso",
+                             subtitle=f"{_count(n)} scored by both"
+                                      f"{f', the first {max_points:,} shown' if n > max_points else ''}"
+                                      " · click a point or lasso points to load them")
             out["scatter"] = _figure("compare_scatter", title, traces, layout, clickable="scatter")
             out["scatter"]["n_both"] = n
     return out
