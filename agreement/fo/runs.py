@@ -21,6 +21,7 @@ saved with the run and load back with ``dataset.load_run_results(key)``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -141,8 +142,12 @@ def load_agreement_results(samples, key: str) -> dict:
         return {}
     out = {k: v for k, v in vars(results).items() if not k.startswith("_")}
     detail = out.get("detail")
-    if isinstance(detail, dict) and isinstance(detail.get("rater_pairs"), dict):
-        detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
+    if isinstance(detail, dict):
+        for name in COMPACT_DETAIL:
+            if isinstance(detail.get(name), str):
+                detail[name] = json.loads(detail[name])
+        if isinstance(detail.get("rater_pairs"), dict):
+            detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
     return out
 
 
@@ -357,6 +362,11 @@ def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequ
 
 _PLAIN = (str, int, bool, type(None))
 
+#: Large tables of the run results stored as one JSON string each (FiftyOne's
+#: result serialisation walks every element in Python; one string is one
+#: element); :func:`load_agreement_results` decodes them.
+COMPACT_DETAIL = ("rater_pairs", "pair_sample_scores")
+
 
 def to_json(obj: Any) -> Any:
     """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None).
@@ -401,6 +411,13 @@ def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: di
         else:  # a plan made without registering (check_only callers)
             samples.register_run(plan.key, config, overwrite=False)
         _verify_schema(dataset, plan)
+    results = dict(results)
+    if isinstance(results.get("detail"), dict):
+        detail = dict(results["detail"])
+        for name in COMPACT_DETAIL:
+            if name in detail and not isinstance(detail[name], str):
+                detail[name] = json.dumps(to_json(detail[name]), allow_nan=False)
+        results["detail"] = detail
     run_results = fors.RunResults(samples, config, plan.key, **to_json(results))
     dataset.save_run_results(plan.key, run_results, overwrite=True, cache=False)
 
