@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -344,7 +345,7 @@ def _f(x, d=3):
 
 def results_table(cells: dict, dataset: str) -> str:
     head = ["mix", "λ", "EM F1 / IoU / acc", "majority* F1 / IoU / acc (q, τ)", "WBF* F1 / IoU / acc (thr, conf)",
-            "best rater F1", "random rater F1", "EM − best baseline F1", "ECE", "max |Δ se|"]
+            "best rater F1", "random rater F1", "EM − best baseline F1", "ECE", "largest sensitivity error"]
     rows = []
     tg = targets(cells)
     for (ds, mix, lam), c in cells.items():
@@ -514,8 +515,10 @@ def _key(k) -> str:
 
 
 def write_markdown(cells: dict, summary: dict, path) -> None:
-    L = ["# Consensus labels against the truth (issue 12)\n",
-         __doc__.split("\n\n", 1)[1].split("Writes ``")[0].strip().replace("``", "`") + "\n",
+    intro = __doc__.split("\n\n", 1)[1].split("Writes ``")[0].strip().replace("``", "`")
+    intro = re.sub(r":(data|class|func):`([^`]+)`", r"`\2`", intro).replace(
+        "`MAGNITUDES`", "{" + ", ".join(f"{m:g}" for m in MAGNITUDES) + "}")
+    L = ["# Consensus labels against the truth (issue 12)\n", intro + "\n",
          "Starred baselines are tuned on the truth (best F1 over the quorum for the vote on the EM's units, "
          "over IoU threshold × confidence threshold for WBF); the EM runs with its defaults (τ = 0.5, "
          "`min_confidence` = 0.5). "
