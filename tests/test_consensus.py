@@ -44,11 +44,6 @@ def _identical(n_samples=12, **kw):
     )
 
 
-def _one_rater(data, r=0):
-    rows = data.rater_index == r
-    return rows
-
-
 # --------------------------------------------------------------------------
 # A consensus of identical raters is exactly their labels, with confidence -> 1
 # --------------------------------------------------------------------------
