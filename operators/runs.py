@@ -141,7 +141,8 @@ class LoadAgreementView(foo.Operator):
         mode = types.RadioGroup()
         mode.add_choice("lowest", label="Lowest-scoring samples")
         mode.add_choice("pair", label="One rater pair's disagreements")
-        inputs.enum("mode", ["lowest", "pair"], default="lowest", label="Show", view=mode)
+        mode.add_choice("review", label="Consensus review queue (flagged labels, least confident first)")
+        inputs.enum("mode", ["lowest", "pair", "review"], default="lowest", label="Show", view=mode)
         if ctx.params.get("mode") == "pair" and ctx.params.get("key") in keys:
             raters = fo_runs.load_agreement_results(ctx.dataset, ctx.params["key"]).get("detail", {}).get("raters", [])
             inputs.enum("rater_a", raters, required=True, label="Rater A")
@@ -160,6 +161,12 @@ class LoadAgreementView(foo.Operator):
         key = require(p, "key", "the run whose disagreements to show")
         limit = p.get("limit", 50)
         max_score = p.get("max_score")
+        if p.get("mode") == "review":
+            from agreement.fo.consensus_labels import review_view
+
+            view = review_view(ctx.view, key)
+            ctx.ops.set_view(view=view)
+            return {"key": key, "count": len(view), "saved_view": None, "label_ids": view.values("id")}
         if (p.get("mode") or "lowest") == "pair":
             view = rater_pair_view(ctx.view, key, require(p, "rater_a", "the first rater"),
                                    require(p, "rater_b", "the second rater"), max_score=max_score, limit=limit)

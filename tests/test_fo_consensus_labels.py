@@ -162,3 +162,12 @@ def test_one_rater_and_mixed_label_types_are_refused(fo, make_dataset):
         compute_consensus(ds, "one", fields=["a"])
     with pytest.raises(Exception, match="same label type"):
         compute_consensus(ds, "mixed", fields=["a", "p"])
+
+
+def test_review_mode_of_load_agreement_view_opens_the_queue(crowd_ds):
+    ds, raters = crowd_ds
+    _run(ds, "compute_consensus", fields=raters, key="cons", review_band=[0.5, 0.999])
+    out = _run(ds, "load_agreement_view", key="cons", mode="review")
+    from agreement.fo.consensus_labels import review_view
+
+    assert out["count"] == len(review_view(ds, "cons")) > 0
