@@ -104,6 +104,17 @@ def clean_summary(summary: Mapping[str, Any]) -> dict:
     return out
 
 
+def _column(values: Sequence[Any]) -> np.ndarray:
+    """Per-label values as an array: numeric ones keep their dtype (fast to clean), others are objects."""
+    arr = np.asarray(values) if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
+    if arr.dtype == object and len(arr) and all(isinstance(v, (float, np.floating)) for v in arr[:100]):
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            return arr
+    return arr
+
+
 def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
     data = read.annotations
     sid = data.sample_ids
@@ -123,7 +134,7 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
             runs.write_sample_values(samples, plan, suffix, dict(out.sample_objects[suffix]))
     if not spec.label_suffixes:
         return
-    columns = {s: np.asarray(out.label_values[s], dtype=object) for s in spec.label_suffixes if s in out.label_values}
+    columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
     per_field = {lf: read.rows_of_field(lf) for lf in read.label_fields}
     per_field = {lf: rows for lf, rows in per_field.items() if len(rows) and columns}
     runs.declare_label_attrs(samples, plan, {lf: {s: col[rows] for s, col in columns.items()}

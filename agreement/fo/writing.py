@@ -72,6 +72,18 @@ def _declare(dataset, list_path: str, columns: Mapping[str, Sequence[Any]]) -> N
     declare_label_attrs(dataset, {list_path: columns})
 
 
+def _typed_sample(values: Sequence[Any], k: int = 1000) -> list:
+    """Up to ``k`` stored-form non-``None`` values of a column (enough to type it)."""
+    out = []
+    for v in values:
+        v = db_value(v)
+        if v is not None:
+            out.append(v)
+            if len(out) >= k:
+                break
+    return out
+
+
 def declare_label_attrs(dataset, columns_by_list_path: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
     """Declares every label attribute of several label fields in one schema change.
 
@@ -85,7 +97,7 @@ def declare_label_attrs(dataset, columns_by_list_path: Mapping[str, Mapping[str,
     todo = {}
     for list_path, columns in columns_by_list_path.items():
         for attr, values in columns.items():
-            kind = _field_type([db_value(v) for v in values])
+            kind = _field_type(_typed_sample(values))
             if kind is not None:
                 todo[f"{list_path}.{attr}"] = kind
     if all(dataset.get_field(p) is not None for p in todo):
@@ -179,27 +191,41 @@ def write_label_columns(
     n = len(label_ids)
     if len(sample_ids) != n or any(len(v) != n for v in columns.values()):
         raise ValueError("sample_ids, label_ids and every column must have one entry per label")
-    clean = {a: [db_value(v) for v in vals] for a, vals in columns.items()}
+    clean = {a: _clean_column(vals) for a, vals in columns.items()}
     list_path = f"{label_field}.{list_field}"
     _declare(dataset, list_path, clean)
-    per_sample: dict[str, list[int]] = {}
-    for i, s in enumerate(sample_ids):
-        per_sample.setdefault(s, []).append(i)
+    order = np.argsort(np.asarray(sample_ids, dtype=object).astype(str), kind="stable")
+    sids = np.asarray(sample_ids, dtype=object)[order]
+    starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]]) if n else np.zeros(0, np.intp)
+    bounds = np.r_[starts, n]
+    names = list(clean)
+    rows_of = list(zip(*(clean[a] for a in names))) if names else [()] * n
     ops, written = [], 0
-    for s, rows in per_sample.items():
+    for b in range(len(starts)):
         sets, filters = {}, []
-        for k, i in enumerate(rows):
-            values = {a: clean[a][i] for a in clean if clean[a][i] is not None}
-            if not values:
+        for k, i in enumerate(order[bounds[b]:bounds[b + 1]].tolist()):
+            prefix = f"{list_path}.$[l{k}]."
+            row = [(a, v) for a, v in zip(names, rows_of[i]) if v is not None]
+            if not row:
                 continue
             filters.append({f"l{k}._id": ObjectId(label_ids[i])})
-            for a, v in values.items():
-                sets[f"{list_path}.$[l{k}].{a}"] = v
+            for a, v in row:
+                sets[prefix + a] = v
             written += 1
         if sets:
-            ops.append(UpdateOne({"_id": ObjectId(s)}, {"$set": sets}, array_filters=filters))
+            ops.append(UpdateOne({"_id": ObjectId(sids[bounds[b]])}, {"$set": sets}, array_filters=filters))
     _bulk(dataset, ops)
     return written
+
+
+def _clean_column(values: Sequence[Any]) -> list:
+    """A column as stored: a float array's NaN as ``None`` in one pass, other values through :func:`db_value`."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.dtype.kind == "f":
+        return [None if v != v else v for v in arr.tolist()]
+    if arr.dtype.kind in "iub":
+        return arr.tolist()
+    return [db_value(v) for v in values]
 
 
 _CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}
