@@ -87,6 +87,14 @@ class _Memory:
     undefined: list = field(default_factory=list)
     compare: dict | None = None
     modal: dict | None = None
+    whole: bool = True
+    # the source of truth for rendering: the App may send events with an older copy of the panel state
+    run_key: str | None = None
+    runs: list | None = None
+    compare_on: bool | None = None
+    compare_key: str | None = None
+    shown: dict = field(default_factory=dict)  # error, has_cards, score_field, n_bars, n_curves
+    dataset: str | None = None
     touched: float = 0.0
 
 
@@ -165,29 +173,27 @@ class AgreementPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
-        _memory(ctx).drill = None
+        _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
+        ctx.panel.state.run_key = None
         self._refresh(ctx, force=True)
 
     def on_change_current_sample(self, ctx):
         self._refresh(ctx)
 
     def on_change_run(self, ctx):
-        ctx.panel.state.run_key = ctx.params.get("value")
+        ctx.panel.state.run_key = _memory(ctx).run_key = ctx.params.get("value")
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
     def on_toggle_compare(self, ctx):
-        ctx.panel.state.compare = not bool(ctx.panel.state.compare)
-        self._expect_reset(ctx, _memory(ctx))
-        self._refresh(ctx, force=True)
-
-    def on_change_compare(self, ctx):
-        ctx.panel.state.compare = bool(ctx.params.get("value"))
+        mem = _memory(ctx)
+        on = mem.compare_on if mem.compare_on is not None else bool(ctx.panel.state.compare)
+        ctx.panel.state.compare = mem.compare_on = not on
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
     def on_change_compare_key(self, ctx):
-        ctx.panel.state.compare_key = ctx.params.get("value")
+        ctx.panel.state.compare_key = _memory(ctx).compare_key = ctx.params.get("value")
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -318,7 +324,7 @@ class AgreementPanel(foo.Panel):
         sid = ctx.current_sample
         if not sid:
             return
-        view = disagreeing_labels_view(base, key, sample_id=sid)
+        view = disagreeing_labels_view(base, key, sample_id=sid, hide_other_labels=True)
         self._drill(ctx, base, base_stages, view, f"the disagreeing labels of sample {sid}")
 
     # ----------------------------------------------------------------- helpers
@@ -357,7 +363,7 @@ class AgreementPanel(foo.Panel):
     def _context(self, ctx):
         mem = _memory(ctx)
         self._restore_filters(ctx, mem)
-        key = ctx.panel.state.run_key
+        key = mem.run_key or ctx.panel.state.run_key
         keys = runs.list_agreement_runs(ctx.dataset)
         if key not in keys:
             key = self._newest(ctx.dataset, keys)
@@ -387,11 +393,11 @@ class AgreementPanel(foo.Panel):
         text = f"**Loaded:** {d['what']} — {d['count']:,} sample{'s' if d['count'] != 1 else ''}."
         if d.get("pair_scores"):
             a, b = d["pair"]
-            top = d["pair_scores"][:8]
-            text += (f"\n\n| sample | {a} vs {b} score |\n|:--|:--|\n"
-                     + "\n".join(f"| {s['sample']} | {sig3(s['score'])} |" for s in top))
-            if len(d["pair_scores"]) > len(top):
-                text += f"\n\n… and {len(d['pair_scores']) - len(top)} more, in this order on the grid."
+            top = d["pair_scores"][:6]
+            text += (f" In grid order, their {a}–{b} scores: "
+                     + ", ".join(f"{s['sample']} {sig3(s['score'])}" for s in top)
+                     + (f", … ({len(d['pair_scores']) - len(top)} more)" if len(d["pair_scores"]) > len(top) else "")
+                     + ".")
         return text
 
     def _restore_filters(self, ctx, mem: _Memory) -> dict:
@@ -431,11 +437,16 @@ class AgreementPanel(foo.Panel):
     def _refresh(self, ctx, force: bool = False):
         mem = _memory(ctx)
         dataset = ctx.dataset
+        if dataset is not None and mem.dataset != dataset.name:
+            if mem.dataset is not None:  # another dataset in the same panel: start afresh
+                _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
+                mem = _memory(ctx)
+            mem.dataset = dataset.name
         filters = self._restore_filters(ctx, mem)
         keys = runs.list_agreement_runs(dataset) if dataset is not None else []
         state = ctx.panel.state
-        known = state.runs
-        key = state.run_key
+        known = mem.runs if mem.runs is not None else state.runs
+        key = mem.run_key if mem.run_key is not None else state.run_key
         error = None
         if keys:
             fresh = [k for k in keys if known is not None and k not in known]
@@ -449,7 +460,9 @@ class AgreementPanel(foo.Panel):
         else:
             key = None
         changed = self._set_state(ctx, runs=keys, run_key=key)
+        mem.runs, mem.run_key = keys, key
         if not keys:
+            mem.shown = {}
             changed |= self._set_state(ctx, has_label_fields=bool(dataset is not None and label_fields(dataset)),
                                        error=None, cards=[], score_field=None)
             if changed:
@@ -459,8 +472,9 @@ class AgreementPanel(foo.Panel):
         base, base_stages, drilled = self._base(ctx, mem)
         if not drilled:
             mem.drill = None
-        compare = bool(state.compare)
-        compare_key = state.compare_key
+        if mem.compare_on is None:
+            mem.compare_on, mem.compare_key = bool(state.compare), state.compare_key
+        compare, compare_key = mem.compare_on, mem.compare_key
         info = runs.get_agreement_run_info(dataset, key)
         sig = json.dumps([dataset.name, str(dataset._doc.id), keys, key, info["timestamp"], compare, compare_key,
                           base_stages if base_stages is not None else repr(ctx.view), filters,
@@ -471,6 +485,7 @@ class AgreementPanel(foo.Panel):
         mem.sig = sig
         whole = (not base_stages and not filters and not ctx.request_params.get("extended")
                  and not ctx.request_params.get("view_name")) if base_stages is not None else None
+        mem.whole = bool(whole) if whole is not None else len(base) == dataset.count()
         n_view = len(base)
         try:
             data = run_panel_data(base, key, whole=whole, selected_bin=(mem.drill or {}).get("bin"))
@@ -480,6 +495,7 @@ class AgreementPanel(foo.Panel):
             if changed:
                 self._expect_reset(ctx, mem)
             mem.figures = {}
+            mem.shown = {"error": str(e)}
             ctx.panel.data.clear()
             return
         # run-level state (changes only with the run: no workspace update on view changes)
@@ -492,6 +508,8 @@ class AgreementPanel(foo.Panel):
         )
         if changed:
             self._expect_reset(ctx, mem)
+        mem.shown = {"error": error, "has_cards": bool(data["cards"]), "score_field": data["score_field"],
+                     "n_bars": len(data["bars"]), "n_curves": len(data["curves"])}
         # view-level data
         pdata = ctx.panel.data
         mem.figures = {name: {"layout": fig["layout"], "config": fig["config"], "click": fig.get("click"),
@@ -563,17 +581,13 @@ class AgreementPanel(foo.Panel):
         if compare_key not in others:
             compare_key = others[0]
         other = runs.get_agreement_run_info(ctx.dataset, compare_key)
-        cmp = compare_data(base, info, other)
+        cmp = compare_data(base, info, other, whole=bool(mem.whole))
         mem.compare = {"others": others, "key": compare_key, "figures": {}}
-        md = []
-        for side, run in zip(("a", "b"), cmp["runs"]):
-            md_text = f"**Run {run['key']!r}**\n\n" + summary_markdown(run["cards"], run["view_cards"], len(base),
-                                                                         0, whole=not run["view_cards"])
-            pdata.set(f"compare_md_{side}", md_text)
-            if run["histogram"]:
-                pdata.set(f"compare_hist_{side}", run["histogram"]["traces"])
-                mem.compare["figures"][f"compare_hist_{side}"] = run["histogram"]
-            md.append(run["key"])
+        md = [run["key"] for run in cmp["runs"]]
+        pdata.compare_table = cmp["markdown"]
+        if cmp["histograms"]:
+            pdata.compare_hist = cmp["histograms"]["traces"]  # for SDK users; the App gets them in the view
+            mem.compare["figures"]["compare_hist"] = cmp["histograms"]
         if cmp["scatter"]:
             pdata.compare_scatter = cmp["scatter"]["traces"]
             mem.compare["figures"]["compare_scatter"] = cmp["scatter"]
@@ -607,13 +621,15 @@ class AgreementPanel(foo.Panel):
             return
         # the traces go in the view, not in panel data: the App stores a plot's data in its workspace, and
         # a workspace update drops the sidebar filters (see the module docstring)
-        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"], **handlers)
+        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"],
+                   height=fig["layout"].get("height", 320), **handlers)
 
     def render(self, ctx):
         panel = types.Object()
         state = ctx.panel.state
         mem = _memory(ctx)
-        keys = state.runs or []
+        keys = (mem.runs if mem.runs is not None else state.runs) or []
+        shown = mem.shown
         if not keys:
             if state.has_label_fields is False:
                 panel.md(
@@ -625,47 +641,48 @@ class AgreementPanel(foo.Panel):
             else:
                 panel.md(EMPTY_HELP, name="empty")
             return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left"))
-        if mem.modal is not None:
-            panel.str("labels_md", view=types.MarkdownView())
-            if mem.modal["n_disagree"]:
-                panel.btn("show_disagreeing", label=f"Show only the {mem.modal['n_disagree']} disagreeing labels "
-                          "of this sample", on_click=self.on_show_disagreeing, variant="outlined")
         choices = types.DropdownView()
         for k in keys:
             choices.add_choice(k, label=k)
-        panel.enum("run_key", keys, default=state.run_key, label="Run", view=choices, on_change=self.on_change_run)
-        if state.error:
-            panel.view("error", types.Warning(label=state.error))
+        panel.enum("run_key", keys, default=mem.run_key or state.run_key, label="Run", view=choices,
+                   on_change=self.on_change_run)
+        if mem.modal is not None:  # a sample is open: explain its labels (the dashboard is behind the modal)
+            if mem.modal["n_disagree"]:
+                panel.btn("show_disagreeing", label=f"Show only the {mem.modal['n_disagree']} disagreeing labels "
+                          "of this sample", on_click=self.on_show_disagreeing, variant="outlined")
+            panel.str("labels_md", view=types.MarkdownView())
+            return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
+        if shown.get("error"):
+            panel.view("error", types.Warning(label=shown["error"]))
         panel.str("view_error", view=types.MarkdownView())
         panel.str("view_note", view=types.MarkdownView())
         row = panel.h_stack("view_actions", gap=1, align_x="left")
-        row.btn("whole_dataset", label="Show the whole dataset", on_click=self.on_whole_dataset, variant="outlined")
+        if not mem.whole or mem.drill:
+            row.btn("whole_dataset", label="Show the whole dataset", on_click=self.on_whole_dataset,
+                    variant="outlined")
         if mem.drill:
             row.btn("clear_drill", label="Undo the panel's drill-down", on_click=self.on_clear_drill,
                     variant="outlined")
         panel.str("drill_md", view=types.MarkdownView())
-        if not state.cards:
+        if not shown.get("has_cards"):
             return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
         panel.str("summary_md", view=types.MarkdownView())
-        panel.btn("toggle_compare", label="Stop comparing" if state.compare else "Compare with another run of this method",
-                  on_click=self.on_toggle_compare, variant="outlined")
-        if state.compare and mem.compare:
+        panel.btn("toggle_compare", label="Stop comparing" if mem.compare_on else
+                  "Compare with another run of this method", on_click=self.on_toggle_compare, variant="outlined")
+        if mem.compare_on and mem.compare:
             cmp_choices = types.DropdownView()
             for k in mem.compare["others"]:
                 cmp_choices.add_choice(k, label=k)
             panel.enum("compare_key", mem.compare["others"], default=mem.compare["key"], label="Compare with",
                        view=cmp_choices, on_change=self.on_change_compare_key)
-            cols = panel.h_stack("compare_cols", gap=2, align_x="left", align_y="top")
-            for side in ("a", "b"):
-                col = cols.v_stack(f"compare_col_{side}", gap=1, width="50%")
-                col.str(f"compare_md_{side}", view=types.MarkdownView())
-                self._plot(col, mem, f"compare_hist_{side}", mem.compare["figures"])
+            panel.str("compare_table", view=types.MarkdownView())
+            self._plot(panel, mem, "compare_hist", mem.compare["figures"])
             panel.str("compare_md", view=types.MarkdownView())
             self._plot(panel, mem, "compare_scatter", mem.compare["figures"], on_click=self.on_scatter_click,
                        on_selected=self.on_scatter_select)
-        elif state.compare:
+        elif mem.compare_on:
             panel.str("compare_md", view=types.MarkdownView())
-        if state.score_field:
+        if shown.get("score_field"):
             self._plot(panel, mem, "histogram", on_click=self.on_histogram_click)
             row = panel.h_stack("sort_actions", gap=1, align_x="left")
             row.btn("sort_lowest", label="Load the scored samples, lowest agreement first",
@@ -682,12 +699,12 @@ class AgreementPanel(foo.Panel):
         if "pair_matrix" in mem.figures:
             clickable = mem.figures["pair_matrix"].get("click")
             self._plot(panel, mem, "pair_matrix", **({"on_click": self.on_pair_click} if clickable else {}))
-        for i, _ in enumerate(state.bar_titles or []):
+        for i in range(shown.get("n_bars", 0)):
             name = f"bars_{i}"
             click = (mem.figures.get(name) or {}).get("click")
             handler = {"vitality": self.on_vitality_click, "class": self.on_class_click}.get(click)
             self._plot(panel, mem, name, **({"on_click": handler} if handler else {}))
-        for i, _ in enumerate(state.curve_titles or []):
+        for i in range(shown.get("n_curves", 0)):
             self._plot(panel, mem, f"curve_{i}")
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
 

@@ -1,9 +1,21 @@
 """A real-browser test: the App from the fiftyone package, headless Chromium, the panel.
 
 Starts ``python -m fiftyone.server.main`` on a free loopback port against this
-test run's database, opens a small demo dataset in Debian's Chromium driven by
-Playwright, opens the Annotator Agreement panel, clicks the tallest histogram
-bar and checks that the sample grid then shows exactly that bar's samples.
+test run's database, opens a small demo dataset (three runs: OT ``ot``, OT
+``ot_b3`` with β = 0.3, KαLOS ``kalos``) in Debian's Chromium driven by
+Playwright, and, as a user would, only through the UI:
+
+1. sets a range filter on ``ot_ot`` in the sidebar, opens the Annotator
+   Agreement panel, waits five seconds and checks that the grid still shows the
+   filtered samples (the panel follows the view, it does not undo it);
+2. checks that every chart the panel draws has a title and both axis titles
+   in the DOM, for an OT run, a KαLOS run and compare mode;
+3. clicks a heatmap cell and checks that the grid shows exactly the samples
+   where that rater pair agrees least *within the filtered view*, then clicks
+   a histogram bar and checks that it replaces the drill-down (same filter);
+4. turns compare mode on and checks its side-by-side histograms and the
+   per-sample scatter (one point per sample scored by both runs).
+
 Screenshots go to ``$IAA_SCREENSHOTS_DIR`` (the README's come from here) or a
 temporary folder.
 
@@ -30,6 +42,9 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
+DATASET = "iaa-browser"
+NUM_IMAGES = 80
+FILTER_MAX = 0.8  # the sidebar filter: ot_ot <= 0.8
 
 
 def _chromium() -> str | None:
@@ -65,22 +80,24 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def app_server(fo, tmp_path_factory):
-    from agreement.fo.demo import run_demo
+    import fiftyone.operators as foo
+
+    from agreement.fo.demo import build_demo_dataset
 
     fo.config.default_dataset_dir = str(tmp_path_factory.mktemp("browser-datasets"))
-    run_demo(name="iaa-browser", num_images=40, seed=1)
-    from agreement.fo.runs import delete_agreement_run, list_agreement_runs
-
-    dataset = fo.load_dataset("iaa-browser")
-    for key in list_agreement_runs(dataset):
-        if key != "ot":  # the panel opens on the newest run: keep the one this test checks
-            delete_agreement_run(dataset, key)
+    dataset = build_demo_dataset(DATASET, num_images=NUM_IMAGES, seed=1)
+    fields = dataset.info["iaa_demo"]["rater_fields"]
+    for op, params in (("compute_kalos", dict(key="kalos", similarity="iou", tau=0.5)),
+                       ("compute_ot_agreement", dict(key="ot_b3", beta=0.3)),
+                       ("compute_ot_agreement", dict(key="ot"))):  # the newest: the panel opens on it
+        r = foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=dataset.view(), params=dict(fields=fields,
+                                                                                               **params)))
+        assert r.error is None, r.error
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    env = dict(os.environ)
     proc = subprocess.Popen(
         [sys.executable, "-m", "fiftyone.server.main", "--port", str(port), "--address", "127.0.0.1"],
-        stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env,
+        stdout=open(log, "w"), stderr=subprocess.STDOUT, env=dict(os.environ),
     )
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -90,14 +107,13 @@ def app_server(fo, tmp_path_factory):
         if proc.poll() is not None:
             pytest.fail(f"App server exited: {log.read_text()[-2000:]}")
         time.sleep(0.3)
-    yield f"http://127.0.0.1:{port}", fo.load_dataset("iaa-browser")
+    yield f"http://127.0.0.1:{port}", fo.load_dataset(DATASET), log
     proc.terminate()
     proc.wait(timeout=30)
-    fo.delete_dataset("iaa-browser")
-    if fo.dataset_exists("iaa-browser-coco"):
-        fo.delete_dataset("iaa-browser-coco")
+    fo.delete_dataset(DATASET)
 
 
+# ---------------------------------------------------------------------------- page helpers
 def _count(page) -> int:
     text = page.locator('[data-cy="entry-counts"]').inner_text()
     match = re.search(r"([\d,]+)\s+samples?", text)
@@ -105,42 +121,171 @@ def _count(page) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-def test_panel_histogram_click_filters_the_grid(browser_tools, app_server, tmp_path):
+def _wait_count(page, expected: int, timeout: float = 30.0) -> int:
+    deadline = time.time() + timeout
+    n = _count(page)
+    while time.time() < deadline and n != expected:
+        page.wait_for_timeout(250)
+        n = _count(page)
+    return n
+
+
+def _plots(page):
+    """Every chart the panel draws: (title, x title, y title) as rendered by plotly in the DOM."""
+    out = []
+    plots = page.locator(".js-plotly-plot")
+    for i in range(plots.count()):
+        plot = plots.nth(i)
+
+        def text(selector):
+            loc = plot.locator(selector)
+            return (loc.first.text_content() or "").strip() if loc.count() else ""
+
+        out.append((text(".gtitle"), text(".xtitle"), text(".ytitle")))
+    return out
+
+
+def _wait_plots(page, titles: list[str], timeout: float = 30.0, n: int | None = None) -> list[tuple]:
+    """Waits until a chart whose title starts with each of ``titles`` is drawn, every chart has a title
+    and both axis titles (plotly draws them after the traces), and, with ``n``, there are ``n`` charts;
+    returns the charts."""
+    def ready(plots):
+        return (all(any(p[0].startswith(t) for p in plots) for t in titles) and all(all(p) for p in plots)
+                and (n is None or len(plots) == n))
+
+    deadline = time.time() + timeout
+    plots = _plots(page)
+    while time.time() < deadline and not ready(plots):
+        page.wait_for_timeout(300)
+        plots = _plots(page)
+    return plots
+
+
+def _assert_titled(plots, titles: list[str]):
+    assert plots
+    for t in titles:
+        assert any(p[0].startswith(t) for p in plots), (t, plots)
+    for title, xtitle, ytitle in plots:
+        assert title and xtitle and ytitle, (title, xtitle, ytitle)
+
+
+def _choose_run(page, current: str, new: str) -> None:
+    page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(current)}$")).first.click()
+    page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(new)}$")).first.click()
+
+
+def _shot(page, path: Path, height: int = 2300) -> None:
+    """A tall screenshot of the panel column (the App fills the viewport: grow it, then restore it)."""
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1700, "height": height})
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+    page.wait_for_timeout(500)
+
+
+def _cell_center(page, plot_title: str, i: int, j: int, n: int):
+    """Page coordinates of heatmap cell (row i from the top, column j) of an n x n heatmap."""
+    plot = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text=plot_title)).first
+    plot.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    box = plot.locator(".draglayer .nsewdrag").first.bounding_box()  # the plot area
+    return box["x"] + (j + 0.5) * box["width"] / n, box["y"] + (i + 0.5) * box["height"] / n
+
+
+def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.panel_data import score_histogram
+    from fiftyone import ViewField as F
 
-    url, dataset = app_server
+    from agreement.fo.panel_data import score_histogram
+    from agreement.fo.runs import load_agreement_results
+    from agreement.fo.views import DRILL_LIMIT, rater_pair_scores
+
+    url, dataset, log = app_server
     shots = Path(os.environ.get("IAA_SCREENSHOTS_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    hist = score_histogram(dataset, "ot_ot", 0.5, 1.0)
+    filtered = dataset.match(F("ot_ot") <= FILTER_MAX)
+    n_filtered = len(filtered)
+    assert 0 < n_filtered < len(dataset)
+    raters = load_agreement_results(dataset, "ot")["detail"]["raters"]
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page = browser.new_page(viewport={"width": 1600, "height": 1200})
             page.goto(f"{url}/datasets/{dataset.name}")
             page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
             page.wait_for_timeout(1500)
             dismiss = page.get_by_text("Dismiss")
             if dismiss.count():
-                dismiss.first.click()
+                dismiss.first.click(timeout=5000)
             assert _count(page) == len(dataset)
+
+            # 1. a sidebar filter, then the panel: the filter survives opening it and five seconds
+            page.locator('[data-cy="sidebar-field-container-ot_ot"]').scroll_into_view_if_needed()
+            page.locator('[data-cy="sidebar-field-arrow-enabled-ot_ot"]').click()
+            box = page.locator('input[placeholder="max"]').first
+            box.fill(str(FILTER_MAX))
+            box.press("Enter")
+            assert _wait_count(page, n_filtered) == n_filtered
             page.locator('[data-cy="new-panel-btn"]').first.click()
             page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
-            bars = page.locator("g.trace.bars g.point path")
-            bars.first.wait_for(state="attached", timeout=60_000)
-            page.wait_for_timeout(1500)
-            assert page.get_by_text("αOT").count() >= 1
-            page.screenshot(path=str(shots / "panel.png"))
-            assert bars.count() == len(hist["counts"])
+            _wait_plots(page, ["Per-sample OT score", "αOT per rater pair"], timeout=60)
+            page.wait_for_timeout(5000)  # the App drops sidebar filters when a panel opens; the panel restores them
+            assert _wait_count(page, n_filtered, timeout=5) == n_filtered, "opening the panel undid the filter"
+            assert page.get_by_text(f"{n_filtered} samples in view").count() >= 1
+
+            # 2. every chart of an OT run has a title and axis titles
+            titles = ["Per-sample OT score", "αOT per rater pair"]
+            _assert_titled(_wait_plots(page, titles, n=2), titles)
+            _shot(page, shots / "panel.png")
+
+            # 3. a heatmap cell: the pair's least-agreeing samples within the filtered view
+            # (a pair that shares only some of the filtered samples, so that the count tells them apart)
+            pairs = [(len(rater_pair_scores(filtered, "ot", ra, rb)[:DRILL_LIMIT]), i, j)
+                     for i, ra in enumerate(raters) for j, rb in enumerate(raters) if i < j]
+            size, i, j = min((t for t in pairs if 0 < t[0] < n_filtered), default=max(pairs))
+            a, b = sorted([raters[i], raters[j]])
+            expected = rater_pair_scores(filtered, "ot", a, b)[:DRILL_LIMIT]
+            x, y = _cell_center(page, "αOT per rater pair", i, j, len(raters))  # row i (from the top), column j
+            page.mouse.click(x, y)
+            assert _wait_count(page, len(expected)) == len(expected)
+            page.get_by_text(f"where {a} and {b} agree least").first.wait_for(timeout=30_000)
+            page.wait_for_timeout(4000)  # the filter is still there after the App's view change
+            assert _count(page) == len(expected)
+            _shot(page, shots / "heatmap_click.png")
+
+            # a histogram bar replaces that drill-down (the charts describe the filtered view)
+            hist = score_histogram(filtered, "ot_ot", 0.5, 1.0)
             tallest = max(range(len(hist["counts"])), key=lambda i: hist["counts"][i])
+            bars = page.locator(".js-plotly-plot").filter(
+                has=page.locator(".gtitle", has_text="Per-sample OT score")).first.locator("g.trace.bars g.point path")
+            assert bars.count() == len(hist["counts"])
             bars.nth(tallest).click(force=True)
-            expected = hist["counts"][tallest]
-            deadline = time.time() + 30
-            while time.time() < deadline and _count(page) != expected:
-                page.wait_for_timeout(300)
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(shots / "histogram_click.png"))
-            assert _count(page) == expected
+            assert _wait_count(page, hist["counts"][tallest]) == hist["counts"][tallest]
+
+            # 4. a KaLOS run: vitality, class difficulty, alpha versus tau, all titled
+            _choose_run(page, "ot", "kalos")
+            titles = ["Per-sample α", "α per rater pair", "Rater vitality", "Class difficulty", "α versus τ"]
+            _assert_titled(_wait_plots(page, titles, n=5), titles)
+            _shot(page, shots / "kalos.png", height=3000)
+
+            # 5. compare mode: two OT runs side by side, and the per-sample scatter
+            _choose_run(page, "kalos", "ot")
+            _wait_plots(page, ["Per-sample OT score"])
+            page.get_by_text("Compare with another run of this method").click()
+            titles = ["Per-sample OT score: run 'ot' beside run 'ot_b3'",
+                      "Per-sample OT score: run 'ot' against run 'ot_b3'", "Per-sample OT score", "αOT per rater pair"]
+            _assert_titled(_wait_plots(page, titles, n=4), titles)
+            scatter = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text="against run"))
+            points = scatter.first.locator(".scatterlayer .trace").first.locator("path.point")
+            assert points.count() == len(filtered.exists("ot_ot").exists("ot_b3_ot"))
+            _shot(page, shots / "compare.png", height=3000)
+        except Exception:
+            page.screenshot(path=str(shots / "failure.png"))
+            raise
         finally:
             browser.close()
+    server_log = log.read_text(errors="replace")
+    assert "agreement_panel" not in server_log, server_log[-3000:]  # no error from the panel

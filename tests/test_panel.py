@@ -119,7 +119,8 @@ def test_on_load_shows_cards_histogram_and_matrix(scored):
     assert hist["type"] == "bar" and sum(hist["y"]) == len(scored)
     heat = data["pair_matrix"][0]
     assert heat["x"] == ["a", "b", "c"] and heat["z"][0][0] is None
-    assert "whole dataset" in data["view_note"] and "| whole run |" in data["summary_md"]
+    assert "whole dataset" in data["view_note"] and "| whole run (30 samples) |" in data["summary_md"]
+    assert "*Rater assignment:*" in data["summary_md"]
     assert any(uri == "show_panel_output" for uri, _ in requests)
 
 
@@ -214,7 +215,7 @@ def test_pair_click_loads_the_pairs_lowest_scores(scored):
     scores = load_agreement_results(scored, "ot")["detail"]["pair_sample_scores"]["a|c"]
     expected = [sid for sid, _ in sorted(scores.items(), key=lambda t: (t[1], t[0]))][:50]
     assert view.values("id") == expected
-    assert "where a and c agree least" in data["drill_md"] and "a vs c score" in data["drill_md"]
+    assert "where a and c agree least" in data["drill_md"] and "their a–c scores" in data["drill_md"]
 
 
 def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):
@@ -264,13 +265,14 @@ def test_sort_button_and_unscored_samples(fo, make_dataset):
 
 def test_compare_mode_cards_histograms_and_scatter(scored):
     state, _, _ = _panel(scored, "on_load")
-    state, data, requests = _panel(scored, "on_change_compare", state, value=True)
+    state, data, requests = _panel(scored, "on_toggle_compare", state)
     assert state["compare"] is True
-    assert data["compare_md_a"].startswith("**Run 'ot_ab'**") and data["compare_md_b"].startswith("**Run 'ot'**")
-    assert sum(data["compare_hist_a"][0]["y"]) == sum(data["compare_hist_b"][0]["y"]) == len(scored)
+    assert data["compare_table"].startswith("| | run 'ot_ab' | run 'ot' |")
+    assert [sum(t["y"]) for t in data["compare_hist"]] == [len(scored)] * 2
+    assert [t["name"] for t in data["compare_hist"]] == ["run 'ot_ab'", "run 'ot'"]
     points = data["compare_scatter"][0]
     assert len(points["ids"]) == len(points["x"]) == len(scored)
-    assert {"compare_hist_a", "compare_hist_b", "compare_scatter"} <= set(_plots(_output(requests)))
+    assert {"compare_hist", "compare_scatter"} <= set(_plots(_output(requests)))
     sid = points["ids"][3]
     state, _, requests = _panel(scored, "on_scatter_click", state, id=sid)
     assert _built(scored, requests)[0].values("id") == [sid]

@@ -177,18 +177,20 @@ def _layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: 
     labels, no zooming."""
     text = f"<b>{title}</b>" + (f"<br><span style='font-size:12px'>{subtitle}</span>" if subtitle else "")
     layout = {
-        "title": {"text": text, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top", "font": {"size": 15}},
+        "title": {"text": text, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
+                  "pad": {"t": 10}, "font": {"size": 15}},
         "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
         "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
         "showlegend": bool(legend),
         "height": height,
-        "margin": {"t": 64 if subtitle else 44, "l": 64, "r": 24, "b": 56, "pad": 2},
+        "margin": {"t": 76 if subtitle else 48, "l": 64, "r": 24, "b": 56, "pad": 2},
         "hoverlabel": {"namelength": -1},
         "dragmode": False,
     }
     if legend:
-        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.28, "xanchor": "left", "yanchor": "top"}
-        layout["margin"]["b"] = 96
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top"}
+        layout["margin"]["b"] = 120
+        layout["height"] = height + 60
     for k, v in extra.items():
         if isinstance(v, dict) and isinstance(layout.get(k), dict):
             layout[k] = {**layout[k], **v}
@@ -451,23 +453,32 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
     return cards
 
 
+_NOTE_CARDS = ("rater assignment", "boxes past the border")
+
+
 def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int, n_run: int,
                      whole: bool) -> str:
-    """The cards as one markdown table: this view beside the whole run (one column when they coincide)."""
+    """The cards as one markdown table, this view beside the whole run (one column when they coincide);
+    the cards that describe the input (rater assignment, repaired boxes) as notes below it."""
+    numbers = [c for c in run_cards if c["label"] not in _NOTE_CARDS]
+    notes = [c for c in run_cards if c["label"] in _NOTE_CARDS]
     if whole or not view_cards_:
-        rows = ["| | whole run |", "|:--|:--|"]
-        rows += [f"| {c['label']} | {c['text']} |" for c in run_cards]
-        return "\n".join(rows)
-    by_label = {c["label"]: c["text"] for c in view_cards_}
-    rows = [f"| | this view ({_count(n_view)}) | whole run ({_count(n_run)}) |", "|:--|:--|:--|"]
-    seen = set()
-    for c in run_cards:
-        rows.append(f"| {c['label']} | {by_label.get(c['label'], '—')} | {c['text']} |")
-        seen.add(c["label"])
-    for c in view_cards_:
-        if c["label"] not in seen:
-            rows.append(f"| {c['label']} | {c['text']} | — |")
-    return "\n".join(rows)
+        rows = [f"| | whole run{f' ({_count(n_run)})' if n_run else ''} |", "|:--|:--|"]
+        rows += [f"| {c['label']} | {c['text']} |" for c in numbers]
+    else:
+        by_label = {c["label"]: c["text"] for c in view_cards_}
+        rows = [f"| | this view ({_count(n_view)}) | whole run ({_count(n_run)}) |", "|:--|:--|:--|"]
+        seen = set()
+        for c in numbers:
+            rows.append(f"| {c['label']} | {by_label.get(c['label'], '—')} | {c['text']} |")
+            seen.add(c["label"])
+        for c in view_cards_:
+            if c["label"] not in seen:
+                rows.append(f"| {c['label']} | {c['text']} | — |")
+    text = "\n".join(rows)
+    if notes:
+        text += "\n\n" + "  \n".join(f"*{c['label'].capitalize()}:* {c['text']}" for c in notes)
+    return text
 
 
 # --------------------------------------------------------------------------- per method, per run
@@ -661,7 +672,7 @@ def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int 
     return out[:top]
 
 
-def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000) -> dict:
+def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, whole: bool = False) -> dict:
     """Two runs side by side on ``samples``: their cards and histograms, and, when both scored
     samples in common, a scatter of the per-sample scores (ids on the points)."""
     out = {"runs": []}
@@ -674,10 +685,12 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000) ->
         out["runs"].append({
             "key": info["key"], "field": field,
             "cards": [_card(results.get("summary", {}), spec) for spec in view["cards"]],
-            "view_cards": view_cards(samples, info, results),
+            "view_cards": [] if whole else view_cards(samples, info, results),
             "histogram": histogram_figure(hist, view, title_suffix=f"run {info['key']!r}, {_count(len(samples))} in view",
                                           name=f"compare_hist_{info['key']}", clickable=False) if hist else None,
         })
+    out["histograms"] = _compare_histograms(out["runs"], info_a, info_b, len(samples))
+    out["markdown"] = compare_markdown(out["runs"], len(samples))
     fa, fb = out["runs"][0]["field"], out["runs"][1]["field"]
     out["scatter"] = None
     if fa and fb:
@@ -710,6 +723,52 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000) ->
             out["scatter"] = _figure("compare_scatter", title, traces, layout, clickable="scatter")
             out["scatter"]["n_both"] = n
     return out
+
+
+def _compare_histograms(run_data: list[dict], info_a: dict, info_b: dict, n: int) -> dict | None:
+    """Both runs' histograms side by side in one figure (two subplots, each with its own axes)."""
+    figs = [r["histogram"] for r in run_data]
+    if not all(figs):
+        return None
+    traces = []
+    for k, (fig, info) in enumerate(zip(figs, (info_a, info_b))):
+        t = dict(fig["traces"][0])
+        t["name"] = f"run {info['key']!r}"
+        t["marker"] = {"color": "#3f7fbf" if k == 0 else "#ff6d04"}
+        if k:
+            t["xaxis"], t["yaxis"] = "x2", "y2"
+        traces.append(t)
+    va = _method_view(info_a)
+    title = f"Per-sample {va['score_name']}: run {info_a['key']!r} beside run {info_b['key']!r}"
+    lay_a, lay_b = figs[0]["layout"], figs[1]["layout"]
+    layout = _layout(title, f"{va['score_name']}, run {info_a['key']!r}", "number of samples", legend=True,
+                     subtitle=f"{_count(n)} in view; each run on its own score range",
+                     xaxis={"domain": [0, 0.42], "range": lay_a["xaxis"]["range"]}, height=360)
+    font = {"size": 14}
+    layout["xaxis2"] = {"domain": [0.58, 1], "anchor": "y2", "range": lay_b["xaxis"]["range"], "automargin": True,
+                        "fixedrange": True, "title": {"text": f"{va['score_name']}, run {info_b['key']!r}",
+                                                      "font": font}}
+    layout["yaxis2"] = {"anchor": "x2", "automargin": True, "fixedrange": True,
+                        "title": {"text": "number of samples", "font": font}}
+    layout["legend"]["y"] = -0.3
+    return _figure("compare_hist", title, traces, layout)
+
+
+def compare_markdown(run_data: list[dict], n: int) -> str:
+    """Both runs' cards in one table, one column per run (whole-run numbers; view numbers in extra rows)."""
+    a, b = run_data
+    head = f"| | run {a['key']!r} | run {b['key']!r} |\n|:--|:--|:--|"
+    rows = []
+    labels = list(dict.fromkeys([c["label"] for c in a["cards"]] + [c["label"] for c in b["cards"]]))
+    by_a = {c["label"]: c["text"] for c in a["cards"]}
+    by_b = {c["label"]: c["text"] for c in b["cards"]}
+    for label in labels:
+        rows.append(f"| {label} (whole run) | {by_a.get(label, '—')} | {by_b.get(label, '—')} |")
+    va = {c["label"]: c["text"] for c in a["view_cards"]}
+    vb = {c["label"]: c["text"] for c in b["view_cards"]}
+    for label in dict.fromkeys(list(va) + list(vb)):
+        rows.append(f"| {label} ({_count(n)} in view) | {va.get(label, '—')} | {vb.get(label, '—')} |")
+    return head + "\n" + "\n".join(rows)
 
 
 def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:

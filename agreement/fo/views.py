@@ -223,12 +223,19 @@ def class_disagreement_view(samples, key: str, label_class: str):
     return _select_labels(samples, info, ids)
 
 
-def disagreeing_labels_view(samples, key: str, sample_id: str | None = None, raters: list[str] | None = None):
+def disagreeing_labels_view(samples, key: str, sample_id: str | None = None, raters: list[str] | None = None,
+                            hide_other_labels: bool = False):
     """The labels that disagree in run ``key`` (OT: not matched; KαLOS: alone in their unit or in a unit
-    whose classes differ), of one sample (``sample_id``) or of every sample of ``samples`` that has some."""
+    whose classes differ), of one sample (``sample_id``) or of every sample of ``samples`` that has some.
+
+    ``hide_other_labels`` also leaves out the label fields that are not the run's raters' (a reference,
+    another layout of the same labels), so that only the disagreeing labels are drawn.
+    """
     info = runs.get_agreement_run_info(samples, key)
     if sample_id is not None:
         samples = samples.select(sample_id)
+    if hide_other_labels:
+        samples = _hide_other_labels(samples, info)
     layout = info.get("input") or {}
     if info["method"] == "iaa.ot_agreement":
         reason = f"{key}_reason"
@@ -254,6 +261,16 @@ def disagreeing_labels_view(samples, key: str, sample_id: str | None = None, rat
                 ids += [lid for r, lid, _ in members if raters is None or r in raters]
         return _select_labels(samples, info, ids)
     raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+
+
+def _hide_other_labels(samples, info: dict):
+    import fiftyone.core.labels as fol
+
+    layout = info.get("input") or {}
+    mine = set(layout.get("fields") or [layout.get("field")])
+    schema = samples.get_field_schema(embedded_doc_type=fol.Label)
+    other = sorted(f for f in schema if f not in mine)
+    return samples.exclude_fields(other) if other else samples
 
 
 def _list_field(samples, field: str) -> str:
