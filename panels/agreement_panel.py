@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -70,8 +71,12 @@ foo.execute_operator(
 """
 
 logger = logging.getLogger(__name__)
+if os.environ.get("IAA_PANEL_DEBUG") and not logger.handlers:  # every event's filters and state writes
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(logging.StreamHandler())
+    logger.propagate = False
 
-RESET_WINDOW = 6.0  # seconds after an action of the panel during which vanished filters are put back
+RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanished filters are put back
 RESTORE_EXTENSION = 3.0
 
 
@@ -181,7 +186,11 @@ class AgreementPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_run(self, ctx):
-        ctx.panel.state.run_key = _memory(ctx).run_key = ctx.params.get("value")
+        mem = _memory(ctx)
+        value = ctx.params.get("value")
+        if value == mem.run_key:  # the dropdown reporting its value: nothing changed
+            return
+        ctx.panel.state.run_key = mem.run_key = value
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -193,7 +202,11 @@ class AgreementPanel(foo.Panel):
         self._refresh(ctx, force=True)
 
     def on_change_compare_key(self, ctx):
-        ctx.panel.state.compare_key = _memory(ctx).compare_key = ctx.params.get("value")
+        mem = _memory(ctx)
+        value = ctx.params.get("value")
+        if value == (mem.compare or {}).get("key"):  # the dropdown reporting its value on display
+            return
+        ctx.panel.state.compare_key = mem.compare_key = value
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -376,7 +389,7 @@ class AgreementPanel(foo.Panel):
         mem = _memory(ctx)
         added = [s._serialize() for s in view._stages[len(base._stages):]]
         count = len(view)
-        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, **extra}
+        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key, **extra}
         mem.sig = None
         self._expect_reset(ctx, mem)
         if base_stages is None:  # a saved view: load the whole new view
@@ -384,6 +397,14 @@ class AgreementPanel(foo.Panel):
         else:
             ctx.trigger("set_view", params={"view": list(base_stages) + added})
         ctx.panel.data.drill_md = self._drill_md(mem)
+
+    @staticmethod
+    def _marks(mem: _Memory, key: str) -> dict:
+        """The histogram bar and heatmap cell of the panel's drill-down, when it was on run ``key``."""
+        d = mem.drill or {}
+        if d.get("run") != key:
+            return {"bin": None, "pair": None}
+        return {"bin": d.get("bin"), "pair": list(d["pair"]) if d.get("pair") else None}
 
     @staticmethod
     def _drill_md(mem: _Memory) -> str:
@@ -478,7 +499,7 @@ class AgreementPanel(foo.Panel):
         info = runs.get_agreement_run_info(dataset, key)
         sig = json.dumps([dataset.name, str(dataset._doc.id), keys, key, info["timestamp"], compare, compare_key,
                           base_stages if base_stages is not None else repr(ctx.view), filters,
-                          ctx.request_params.get("extended"), (mem.drill or {}).get("bin"), ctx.current_sample],
+                          ctx.request_params.get("extended"), self._marks(mem, key), ctx.current_sample],
                          sort_keys=True, default=str)
         if not force and sig == mem.sig:
             return
@@ -488,7 +509,8 @@ class AgreementPanel(foo.Panel):
         mem.whole = bool(whole) if whole is not None else len(base) == dataset.count()
         n_view = len(base)
         try:
-            data = run_panel_data(base, key, whole=whole, selected_bin=(mem.drill or {}).get("bin"))
+            marks = self._marks(mem, key)
+            data = run_panel_data(base, key, whole=whole, selected_bin=marks["bin"], selected_pair=marks["pair"])
         except (PanelDataError, runs.RunError) as e:
             changed |= self._set_state(ctx, error=str(e), cards=[], score_field=None, title=None,
                                        bar_titles=[], curve_titles=[])
@@ -621,8 +643,7 @@ class AgreementPanel(foo.Panel):
             return
         # the traces go in the view, not in panel data: the App stores a plot's data in its workspace, and
         # a workspace update drops the sidebar filters (see the module docstring)
-        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"],
-                   height=fig["layout"].get("height", 320), **handlers)
+        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"], **handlers)
 
     def render(self, ctx):
         panel = types.Object()
