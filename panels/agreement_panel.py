@@ -100,6 +100,7 @@ class _Memory:
     compare_key: str | None = None
     shown: dict = field(default_factory=dict)  # error, has_cards, score_field, n_bars, n_curves
     dataset: str | None = None
+    run_labels: dict = field(default_factory=dict)  # key -> "key — method, time" for the run dropdown
     touched: float = 0.0
 
 
@@ -441,6 +442,18 @@ class AgreementPanel(foo.Panel):
         return filters
 
     @staticmethod
+    def _run_labels(dataset, keys) -> dict:
+        labels = {}
+        for k in keys:
+            try:
+                info = runs.get_agreement_run_info(dataset, k)
+                title = (METHOD_VIEWS.get(info["method"]) or {}).get("title", info["method"])
+                labels[k] = f"{k} — {title}, {info['timestamp'][:16]}"
+            except Exception:  # listed even when its record cannot be read
+                labels[k] = k
+        return labels
+
+    @staticmethod
     def _newest(dataset, keys):
         return max(keys, key=lambda k: dataset.get_run_info(k).timestamp) if keys else None
 
@@ -482,6 +495,7 @@ class AgreementPanel(foo.Panel):
             key = None
         changed = self._set_state(ctx, runs=keys, run_key=key)
         mem.runs, mem.run_key = keys, key
+        mem.run_labels = self._run_labels(dataset, keys)
         if not keys:
             mem.shown = {}
             changed |= self._set_state(ctx, has_label_fields=bool(dataset is not None and label_fields(dataset)),
@@ -664,7 +678,7 @@ class AgreementPanel(foo.Panel):
             return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left"))
         choices = types.DropdownView()
         for k in keys:
-            choices.add_choice(k, label=k)
+            choices.add_choice(k, label=mem.run_labels.get(k, k))
         panel.enum("run_key", keys, default=mem.run_key or state.run_key, label="Run", view=choices,
                    on_change=self.on_change_run)
         if mem.modal is not None:  # a sample is open: explain its labels (the dashboard is behind the modal)
