@@ -27,12 +27,36 @@ class ListAgreementRuns(foo.Operator):
     def execute(self, ctx):
         keys = fo_runs.list_agreement_runs(ctx.dataset, method=ctx.params.get("method") or None)
         runs = [fo_runs.get_agreement_run_info(ctx.dataset, k) for k in keys]
-        return {"keys": keys, "runs": [{k: r[k] for k in ("key", "method", "timestamp", "sample_fields")} for r in runs]}
+        listed = [{k: r[k] for k in ("key", "method", "timestamp", "sample_fields")} for r in runs]
+        for item in listed:
+            item["description"] = _describe_run(ctx.dataset, item)
+        newest = sorted(listed, key=lambda r: r["timestamp"], reverse=True)
+        return {"keys": keys, "runs": listed, "newest_first": [r["key"] for r in newest],
+                "table": "\n".join(r["description"] for r in newest)}
 
     def resolve_output(self, ctx):
         outputs = types.Object()
         outputs.list("keys", types.String(), label="Agreement runs")
+        outputs.str("table", label="Newest first", view=types.MarkdownView())
         return types.Property(outputs)
+
+
+def _describe_run(dataset, item: dict) -> str:
+    """One line per run: key, method, when, and its headline number (three significant figures)."""
+    from agreement.fo.panel_data import METHOD_VIEWS, sig3
+
+    view = METHOD_VIEWS.get(item["method"]) or {}
+    title = view.get("title", item["method"])
+    headline = ""
+    cards = view.get("cards") or []
+    if cards:
+        try:
+            summary = fo_runs.load_agreement_results(dataset, item["key"]).get("summary", {})
+            value = summary.get(cards[0]["key"])
+            headline = f": {cards[0]['label']} {value if isinstance(value, str) else sig3(value)}"
+        except Exception:  # a run whose results cannot be read is still listed
+            headline = ""
+    return f"- **{item['key']}** — {title}, {str(item['timestamp'])[:16]}{headline}"
 
 
 class GetAgreementRunInfo(foo.Operator):
@@ -129,7 +153,8 @@ class LoadAgreementView(foo.Operator):
         return foo.OperatorConfig(
             name="load_agreement_view",
             label="Annotator Agreement: load disagreements",
-            description="Loads (and optionally saves) a run's lowest-scoring samples, or one rater pair's disagreements",
+            description="Loads (and optionally saves) a run's lowest-scoring samples, one rater pair's "
+                        "disagreements, one rater's unmatched labels or one class's disagreeing units",
             dynamic=True,
         )
 
@@ -141,12 +166,24 @@ class LoadAgreementView(foo.Operator):
         mode = types.RadioGroup()
         mode.add_choice("lowest", label="Lowest-scoring samples")
         mode.add_choice("pair", label="One rater pair's disagreements")
+        mode.add_choice("unmatched", label="One rater's labels that match nobody")
+        mode.add_choice("class", label="One class's units the raters disagree on (KαLOS)")
         mode.add_choice("review", label="Consensus review queue (flagged labels, least confident first)")
-        inputs.enum("mode", ["lowest", "pair", "review"], default="lowest", label="Show", view=mode)
-        if ctx.params.get("mode") == "pair" and ctx.params.get("key") in keys:
-            raters = fo_runs.load_agreement_results(ctx.dataset, ctx.params["key"]).get("detail", {}).get("raters", [])
-            inputs.enum("rater_a", raters, required=True, label="Rater A")
-            inputs.enum("rater_b", raters, required=True, label="Rater B")
+        inputs.enum("mode", ["lowest", "pair", "unmatched", "class", "review"], default="lowest", label="Show",
+                    view=mode)
+        chosen = ctx.params.get("mode")
+        if chosen in ("pair", "unmatched", "class") and ctx.params.get("key") in keys:
+            detail = fo_runs.load_agreement_results(ctx.dataset, ctx.params["key"]).get("detail", {})
+            raters = detail.get("raters", [])
+            if chosen == "pair":
+                inputs.enum("rater_a", raters, required=True, label="Rater A")
+                inputs.enum("rater_b", raters, required=True, label="Rater B")
+            elif chosen == "unmatched":
+                inputs.enum("rater", raters, required=True, label="Rater")
+            else:
+                classes = (detail.get("class_difficulty") or {}).get("classes") or []
+                inputs.enum("label_class", classes, required=True, label="Class",
+                            description="Classes of a KαLOS run" if classes else "Only KαLOS runs have classes")
         inputs.int("limit", default=50, min=1, label="At most this many samples")
         inputs.float("max_score", required=False, label="Only scores up to", description="Optional score threshold")
         inputs.str("save_as", required=False, label="Save as view",
@@ -167,13 +204,29 @@ class LoadAgreementView(foo.Operator):
             view = review_view(ctx.view, key)
             ctx.ops.set_view(view=view)
             return {"key": key, "count": len(view), "saved_view": None, "label_ids": view.values("id")}
-        if (p.get("mode") or "lowest") == "pair":
-            view = rater_pair_view(ctx.view, key, require(p, "rater_a", "the first rater"),
-                                   require(p, "rater_b", "the second rater"), max_score=max_score, limit=limit)
+        mode = p.get("mode") or "lowest"
+        if mode == "pair":
+            a, b = require(p, "rater_a", "the first rater"), require(p, "rater_b", "the second rater")
+            view = rater_pair_view(ctx.view, key, a, b, max_score=max_score, limit=limit)
+            description = f"the samples where {a} and {b} agree least in run {key!r}, lowest first"
+        elif mode == "unmatched":
+            from agreement.fo.views import unmatched_labels_view
+
+            rater = require(p, "rater", "the rater whose unmatched labels to show")
+            view = unmatched_labels_view(ctx.view, key, rater)
+            description = f"{rater}'s labels that match nobody in run {key!r}"
+        elif mode == "class":
+            from agreement.fo.views import class_disagreement_view
+
+            label_class = require(p, "label_class", "the class whose disagreeing units to show")
+            view = class_disagreement_view(ctx.view, key, label_class)
+            description = f"the {label_class} units the raters disagree on in run {key!r}"
         else:
             view = lowest_scoring_view(ctx.view, key, limit=limit, max_score=max_score)
+            description = f"the lowest-scoring samples of run {key!r}, lowest first"
         name = p.get("save_as") or None
         if name:
             save_agreement_view(ctx.view, name, view, overwrite=bool(p.get("overwrite", False)))
         ctx.ops.set_view(view=view)
-        return {"key": key, "count": len(view), "saved_view": name, "sample_ids": view.values("id")}
+        return {"key": key, "count": len(view), "saved_view": name, "sample_ids": view.values("id"),
+                "description": description}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -48,7 +49,7 @@ from agreement.fo.panel_data import (
 )
 from agreement.fo.reading import label_fields
 
-EMPTY_HELP = """### No agreement runs yet
+EMPTY_HELP = """**No agreement runs yet**
 
 Agreement is computed by the plugin's operators. Open the operator browser
 (the backtick key, or the list icon above the grid) and run, for example,
@@ -70,8 +71,12 @@ foo.execute_operator(
 """
 
 logger = logging.getLogger(__name__)
+if os.environ.get("IAA_PANEL_DEBUG") and not logger.handlers:  # every event's filters and state writes
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(logging.StreamHandler())
+    logger.propagate = False
 
-RESET_WINDOW = 6.0  # seconds after an action of the panel during which vanished filters are put back
+RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanished filters are put back
 RESTORE_EXTENSION = 3.0
 
 
@@ -95,6 +100,7 @@ class _Memory:
     compare_key: str | None = None
     shown: dict = field(default_factory=dict)  # error, has_cards, score_field, n_bars, n_curves
     dataset: str | None = None
+    run_labels: dict = field(default_factory=dict)  # key -> "key — method, time" for the run dropdown
     touched: float = 0.0
 
 
@@ -181,7 +187,11 @@ class AgreementPanel(foo.Panel):
         self._refresh(ctx)
 
     def on_change_run(self, ctx):
-        ctx.panel.state.run_key = _memory(ctx).run_key = ctx.params.get("value")
+        mem = _memory(ctx)
+        value = ctx.params.get("value")
+        if value == mem.run_key:  # the dropdown reporting its value: nothing changed
+            return
+        ctx.panel.state.run_key = mem.run_key = value
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -193,7 +203,11 @@ class AgreementPanel(foo.Panel):
         self._refresh(ctx, force=True)
 
     def on_change_compare_key(self, ctx):
-        ctx.panel.state.compare_key = _memory(ctx).compare_key = ctx.params.get("value")
+        mem = _memory(ctx)
+        value = ctx.params.get("value")
+        if value == (mem.compare or {}).get("key"):  # the dropdown reporting its value on display
+            return
+        ctx.panel.state.compare_key = mem.compare_key = value
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
@@ -376,7 +390,7 @@ class AgreementPanel(foo.Panel):
         mem = _memory(ctx)
         added = [s._serialize() for s in view._stages[len(base._stages):]]
         count = len(view)
-        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, **extra}
+        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key, **extra}
         mem.sig = None
         self._expect_reset(ctx, mem)
         if base_stages is None:  # a saved view: load the whole new view
@@ -384,6 +398,14 @@ class AgreementPanel(foo.Panel):
         else:
             ctx.trigger("set_view", params={"view": list(base_stages) + added})
         ctx.panel.data.drill_md = self._drill_md(mem)
+
+    @staticmethod
+    def _marks(mem: _Memory, key: str) -> dict:
+        """The histogram bar and heatmap cell of the panel's drill-down, when it was on run ``key``."""
+        d = mem.drill or {}
+        if d.get("run") != key:
+            return {"bin": None, "pair": None}
+        return {"bin": d.get("bin"), "pair": list(d["pair"]) if d.get("pair") else None}
 
     @staticmethod
     def _drill_md(mem: _Memory) -> str:
@@ -418,6 +440,18 @@ class AgreementPanel(foo.Panel):
                 return mem.filters
             mem.filters = {}
         return filters
+
+    @staticmethod
+    def _run_labels(dataset, keys) -> dict:
+        labels = {}
+        for k in keys:
+            try:
+                info = runs.get_agreement_run_info(dataset, k)
+                title = (METHOD_VIEWS.get(info["method"]) or {}).get("title", info["method"])
+                labels[k] = f"{k} — {title}, {info['timestamp'][:16]}"
+            except Exception:  # listed even when its record cannot be read
+                labels[k] = k
+        return labels
 
     @staticmethod
     def _newest(dataset, keys):
@@ -461,6 +495,7 @@ class AgreementPanel(foo.Panel):
             key = None
         changed = self._set_state(ctx, runs=keys, run_key=key)
         mem.runs, mem.run_key = keys, key
+        mem.run_labels = self._run_labels(dataset, keys)
         if not keys:
             mem.shown = {}
             changed |= self._set_state(ctx, has_label_fields=bool(dataset is not None and label_fields(dataset)),
@@ -478,7 +513,7 @@ class AgreementPanel(foo.Panel):
         info = runs.get_agreement_run_info(dataset, key)
         sig = json.dumps([dataset.name, str(dataset._doc.id), keys, key, info["timestamp"], compare, compare_key,
                           base_stages if base_stages is not None else repr(ctx.view), filters,
-                          ctx.request_params.get("extended"), (mem.drill or {}).get("bin"), ctx.current_sample],
+                          ctx.request_params.get("extended"), self._marks(mem, key), ctx.current_sample],
                          sort_keys=True, default=str)
         if not force and sig == mem.sig:
             return
@@ -488,7 +523,8 @@ class AgreementPanel(foo.Panel):
         mem.whole = bool(whole) if whole is not None else len(base) == dataset.count()
         n_view = len(base)
         try:
-            data = run_panel_data(base, key, whole=whole, selected_bin=(mem.drill or {}).get("bin"))
+            marks = self._marks(mem, key)
+            data = run_panel_data(base, key, whole=whole, selected_bin=marks["bin"], selected_pair=marks["pair"])
         except (PanelDataError, runs.RunError) as e:
             changed |= self._set_state(ctx, error=str(e), cards=[], score_field=None, title=None,
                                        bar_titles=[], curve_titles=[])
@@ -621,8 +657,7 @@ class AgreementPanel(foo.Panel):
             return
         # the traces go in the view, not in panel data: the App stores a plot's data in its workspace, and
         # a workspace update drops the sidebar filters (see the module docstring)
-        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"],
-                   height=fig["layout"].get("height", 320), **handlers)
+        panel.plot(f"plot_{name}", data=fig["traces"], layout=fig["layout"], config=fig["config"], **handlers)
 
     def render(self, ctx):
         panel = types.Object()
@@ -633,7 +668,7 @@ class AgreementPanel(foo.Panel):
         if not keys:
             if state.has_label_fields is False:
                 panel.md(
-                    "### No label fields\n\nThis dataset has no `Detections` or `Polylines` fields, so there is "
+                    "**No label fields**\n\nThis dataset has no `Detections` or `Polylines` fields, so there is "
                     "nothing to compare yet. Import multi-rater annotations with **Annotator Agreement: import "
                     "multi-rater COCO**, or add one label field per rater.",
                     name="empty",
@@ -643,7 +678,7 @@ class AgreementPanel(foo.Panel):
             return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left"))
         choices = types.DropdownView()
         for k in keys:
-            choices.add_choice(k, label=k)
+            choices.add_choice(k, label=mem.run_labels.get(k, k))
         panel.enum("run_key", keys, default=mem.run_key or state.run_key, label="Run", view=choices,
                    on_change=self.on_change_run)
         if mem.modal is not None:  # a sample is open: explain its labels (the dashboard is behind the modal)

@@ -131,18 +131,11 @@ def _wait_count(page, expected: int, timeout: float = 30.0) -> int:
 
 
 def _plots(page):
-    """Every chart the panel draws: (title, x title, y title) as rendered by plotly in the DOM."""
-    out = []
-    plots = page.locator(".js-plotly-plot")
-    for i in range(plots.count()):
-        plot = plots.nth(i)
-
-        def text(selector):
-            loc = plot.locator(selector)
-            return (loc.first.text_content() or "").strip() if loc.count() else ""
-
-        out.append((text(".gtitle"), text(".xtitle"), text(".ytitle")))
-    return out
+    """Every chart the panel draws: (title, x title, y title) as rendered by plotly in the DOM (read in one go:
+    charts come and go while the panel re-renders)."""
+    return [tuple(t) for t in page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
+        p => ['.gtitle', '.xtitle', '.ytitle'].map(s => { const e = p.querySelector(s);
+                                                          return e ? (e.textContent || '').trim() : ''; }))""")]
 
 
 def _wait_plots(page, titles: list[str], timeout: float = 30.0, n: int | None = None) -> list[tuple]:
@@ -170,18 +163,29 @@ def _assert_titled(plots, titles: list[str]):
 
 
 def _choose_run(page, current: str, new: str) -> None:
-    page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(current)}$")).first.click()
-    page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(new)}$")).first.click()
+    """Picks run ``new`` in the panel's run dropdown (its entries read "key — method, time")."""
+    page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(current)} — ")).first.click()
+    page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(new)} — ")).first.click()
 
 
-def _shot(page, path: Path, height: int = 2300) -> None:
-    """A tall screenshot of the panel column (the App fills the viewport: grow it, then restore it)."""
-    size = page.viewport_size
-    page.set_viewport_size({"width": 1700, "height": height})
-    page.wait_for_timeout(1500)
-    page.screenshot(path=str(path))
-    page.set_viewport_size(size)
-    page.wait_for_timeout(500)
+VIEWPORT = {"width": 1600, "height": 2000}  # tall, so that the panel shows its charts without scrolling
+
+
+def _shot(page, path: Path, top_text: str | None = None, panel_only: bool = False, height: int | None = None) -> None:
+    """A screenshot down to the panel's last chart, optionally of the panel column only, scrolled so that
+    the chart titled ``top_text`` is at the top (the window is never resized midway: FiftyOne's plot view
+    then shrinks its plots)."""
+    if top_text:
+        page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text=top_text)).first.evaluate(
+            "e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(2500)  # the grid's images
+    bottom = page.evaluate("""() => Math.max(0, ...Array.from(document.querySelectorAll('.js-plotly-plot'))
+                                       .map(p => p.getBoundingClientRect().bottom))""")
+    height = height or (min(VIEWPORT["height"], int(bottom) + 24) if bottom > 400 else VIEWPORT["height"])
+    left = 0
+    if panel_only:
+        left = max(0, int(page.locator('div[role="combobox"]').last.bounding_box()["x"]) - 12)
+    page.screenshot(path=str(path), clip={"x": left, "y": 0, "width": VIEWPORT["width"] - left, "height": height})
 
 
 def _cell_center(page, plot_title: str, i: int, j: int, n: int):
@@ -213,7 +217,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1200})
+            page = browser.new_page(viewport=VIEWPORT)
             page.goto(f"{url}/datasets/{dataset.name}")
             page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
             page.wait_for_timeout(1500)
@@ -269,7 +273,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             _choose_run(page, "ot", "kalos")
             titles = ["Per-sample α", "α per rater pair", "Rater vitality", "Class difficulty", "α versus τ"]
             _assert_titled(_wait_plots(page, titles, n=5), titles)
-            _shot(page, shots / "kalos.png", height=3000)
+            _shot(page, shots / "kalos.png", top_text="α per rater pair", panel_only=True)
 
             # 5. compare mode: two OT runs side by side, and the per-sample scatter
             _choose_run(page, "kalos", "ot")
@@ -281,7 +285,22 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             scatter = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text="against run"))
             points = scatter.first.locator(".scatterlayer .trace").first.locator("path.point")
             assert points.count() == len(filtered.exists("ot_ot").exists("ot_b3_ot"))
-            _shot(page, shots / "compare.png", height=3000)
+            _shot(page, shots / "compare.png", top_text="run 'ot' beside run", panel_only=True)
+
+            # 6. undoing the drill-down leaves exactly the user's filter, kept through every action above
+            page.get_by_text("Undo the panel's drill-down").click()
+            assert _wait_count(page, n_filtered) == n_filtered
+            page.wait_for_timeout(3000)
+            assert _count(page) == n_filtered
+
+            # 7. the sample view: the panel explains each label of the open sample
+            page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first.click()
+            tab = page.locator('#modal [data-cy="panel-tab-annotator_agreement"]')
+            tab.wait_for(timeout=30_000)
+            tab.click()
+            page.get_by_text("Labels of the open sample").first.wait_for(timeout=30_000)
+            assert page.get_by_text("counterpart (rater: label)").count() >= 1
+            _shot(page, shots / "modal.png", height=760)
         except Exception:
             page.screenshot(path=str(shots / "failure.png"))
             raise

@@ -348,3 +348,29 @@ def test_run_of_an_older_format_is_explained(scored):
     state, _, _ = _panel(ds, "on_load")
     state, _, _ = _panel(ds, "on_change_run", state, value="ot_ab")
     assert "result format 0" in state["error"] and state["cards"] == []
+
+
+def test_load_agreement_view_modes_and_run_listing(fo, scored):
+    import fiftyone.operators as foo
+
+    foo.execute_operator("@iaa/agreement/compute_kalos",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "b", "c"], key="kal")))
+
+    def load(**params):
+        r = foo.execute_operator("@iaa/agreement/load_agreement_view",
+                                 ctx=dict(view=scored.view(), params=dict(key="kal", **params)))
+        assert r.error is None, r.error
+        return r.result
+
+    out = load(mode="unmatched", rater="b")  # b's shifted boxes
+    assert "b's labels that match nobody" in out["description"]
+    view = scored.select(out["sample_ids"])
+    assert out["count"] == len(view) >= 1
+    out = load(mode="class", label_class="c")
+    assert out["count"] >= 1 and "the c units" in out["description"]
+    out = load(mode="pair", rater_a="a", rater_b="c", limit=5)  # KaLOS: the samples both labelled, lowest alpha
+    alphas = scored.select(out["sample_ids"], ordered=True).values("kal_alpha")
+    assert alphas == sorted(alphas) and len(alphas) == 5
+    listing = foo.execute_operator("@iaa/agreement/list_agreement_runs", ctx=dict(view=scored.view())).result
+    assert listing["keys"] == ["kal", "ot", "ot_ab"] and listing["newest_first"][0] == "kal"
+    assert "**kal** — KαLOS" in listing["table"] and "global α (pooled)" in listing["table"]

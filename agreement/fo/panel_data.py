@@ -95,6 +95,7 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "pair_matrix": ("alpha_ot", "αOT per rater pair"),
         "pair_value": "αOT",
+        "view_labels": ("mean OT score", "samples without a score"),
     },
     "iaa.kalos": {
         "title": "KαLOS",
@@ -111,6 +112,7 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
         "pair_value": "α",
+        "view_labels": ("mean α (defined samples)", "samples with α undefined"),
         "bars": lambda detail, info: _kalos_bars(detail),
         "curves": lambda detail, info: _kalos_curves(detail, info),
     },
@@ -447,9 +449,10 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
         cards.append({"label": "αOT", "value": va["alpha"],
                       "text": sig3(va["alpha"]) + " (observed on these samples; chance level of the whole run)"
                       if va["alpha"] is not None else "undefined: no sample with two raters"})
-    cards.append({"label": f"mean {view['score_name']}", "value": mean,
+    mean_label, missing_label = view.get("view_labels", (f"mean {view['score_name']}", "samples without a score"))
+    cards.append({"label": mean_label, "value": mean,
                   "text": sig3(mean) if mean is not None else "undefined: no scored sample"})
-    cards.append({"label": "samples without a score", "value": n - n_scored, "text": f"{n - n_scored:,}"})
+    cards.append({"label": missing_label, "value": n - n_scored, "text": f"{n - n_scored:,}"})
     return cards
 
 
@@ -630,7 +633,8 @@ def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEAT
     }
 
 
-def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "") -> dict:
+def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "",
+                       selected: list | None = None) -> dict:
     """The heatmap figure: values in the cells (three significant figures), hover naming both raters."""
     raters, z, shared = pm["raters"], pm["z"], pm["shared"]
     text = [["" if v is None else sig3(v) for v in row] for row in z]
@@ -655,6 +659,10 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, w
              "colorbar": {"title": {"text": value_name, "side": "right"}, "thickness": 14}}
     layout = _layout(pm["title"], "rater", "rater", height=max(360, 140 + 44 * n), subtitle=subtitle,
                      xaxis={"tickangle": -30, "type": "category"}, yaxis={"autorange": "reversed", "type": "category"})
+    if selected and all(r in raters for r in selected):  # the drilled pair: outline both of its cells
+        i, j = raters.index(selected[0]), raters.index(selected[1])
+        layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.5, "x1": c + 0.5, "y0": r - 0.5,
+                             "y1": r + 0.5, "line": {"color": "#ff6d04", "width": 3}} for r, c in ((i, j), (j, i))]
     return _figure("pair_matrix", title, [trace], layout, clickable="pair" if clickable else None)
 
 
@@ -865,7 +873,8 @@ def unscored_view(samples, field: str):
 
 
 # --------------------------------------------------------------------------- everything
-def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: int | None = None) -> dict:
+def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: int | None = None,
+                   selected_pair: list | None = None) -> dict:
     """Everything the panel shows for run ``key`` on ``samples`` (the current view).
 
     Args:
@@ -873,6 +882,7 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         key: the run.
         whole: whether ``samples`` is the whole dataset (default: compared by count).
         selected_bin: a histogram bar to highlight.
+        selected_pair: two raters whose heatmap cells to outline.
 
     Returns:
         ``{"title", "method", "cards" (whole run), "view_cards", "summary_md", "n_view", "n_run",
@@ -932,12 +942,13 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
                 override = {p: {"alpha_ot": v["alpha"], "n_samples": v["n_samples"]} for p, v in va["pairs"].items()}
                 where = " in view"
         elif not whole:
-            scope = "whole run: this method stores no per-sample pair scores to recompute it for the view"
+            scope = "whole run, not recomputed on views"
         pm = pair_matrix(detail, name, title, override=override)
         data["pair_matrix"] = pm
         if pm is not None:
             data["figures"]["pair_matrix"] = pair_matrix_figure(pm, view.get("pair_value", name), scope,
-                                                                clickable=bool(field), where=where)
+                                                                clickable=bool(field), where=where,
+                                                                selected=selected_pair)
     if view.get("curves"):
         data["curves"] = view["curves"](detail, info)
     if view.get("bars"):
