@@ -221,7 +221,8 @@ def test_pair_click_loads_the_pairs_lowest_scores(scored):
 def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):
     mods = list(_memory_module())
     assert mods
-    filters = {"ot_ot": {"range": [None, 0.9], "isMatching": True, "exclude": False, "none": False}}
+    filters = {"ot_ot": {"isMatching": True, "exclude": False, "range": [0.0, 0.9], "none": True, "nan": True,
+                         "inf": True, "ninf": True}}  # as the App sends it
     state, data, _ = _panel(scored, "on_load", filters=filters)
     n_filtered = sum(data["histogram"][0]["y"])
     assert n_filtered < len(scored) and "sidebar filter on `ot_ot`" in data["view_note"]
