@@ -28,6 +28,7 @@ rater-pair matrix lives.
 from __future__ import annotations
 
 import math
+import os
 from collections import OrderedDict
 from typing import Any, Iterable
 
@@ -706,10 +707,10 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
         n = len(both)
         if n:
             pts = both.limit(max_points) if n > max_points else both
-            ids, xa, xb = pts.values(["id", fa, fb])
+            ids, paths, xa, xb = pts.values(["id", "filepath", fa, fb])
             va, vb = _method_view(info_a), _method_view(info_b)
-            hover = [f"sample {i}<br>{info_a['key']}: {sig3(a)}, {info_b['key']}: {sig3(b)}<br>click: load it"
-                     for i, a, b in zip(ids, xa, xb)]
+            hover = [f"{os.path.basename(p)}<br>run {info_a['key']!r}: {sig3(a)}, run {info_b['key']!r}: {sig3(b)}"
+                     "<br>click: load it" for p, a, b in zip(paths, xa, xb)]
             title = (f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r} "
                      f"({_count(n)} scored by both{f', the first {max_points:,} shown' if n > max_points else ''};"
                      " click a point or lasso points to load them)")
