@@ -44,7 +44,6 @@ from agreement.fo.panel_data import (
     lowest_first_view,
     run_panel_data,
     sig3,
-    summary_markdown,
     unscored_view,
 )
 from agreement.fo.reading import label_fields

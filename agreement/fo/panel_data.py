@@ -301,7 +301,8 @@ def _distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
     distance = (info or {}).get("params", {}).get("distance", "distance")
     traces = [
         {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["within_density"]),
-         "name": "within (same sample)", "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (same sample)<extra></extra>"},
+         "name": "within (same sample)",
+         "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (same sample)<extra></extra>"},
         {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["between_density"]),
          "name": "between (other samples: chance)",
          "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (chance)<extra></extra>"},
@@ -695,8 +696,9 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
             "key": info["key"], "field": field,
             "cards": [_card(results.get("summary", {}), spec) for spec in view["cards"]],
             "view_cards": [] if whole else view_cards(samples, info, results),
-            "histogram": histogram_figure(hist, view, title_suffix=f"run {info['key']!r}, {_count(len(samples))} in view",
-                                          name=f"compare_hist_{info['key']}", clickable=False) if hist else None,
+            "histogram": histogram_figure(hist, view, name=f"compare_hist_{info['key']}", clickable=False,
+                                          title_suffix=f"run {info['key']!r}, {_count(len(samples))} in view")
+            if hist else None,
         })
     out["histograms"] = _compare_histograms(out["runs"], info_a, info_b, len(samples))
     out["markdown"] = compare_markdown(out["runs"], len(samples))
@@ -801,7 +803,8 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
         if items is None:
             items = getattr(value, "polylines", None) or getattr(value, "keypoints", None) or []
         for lab in items:
-            rater = f if layout.get("layout") != "attribute" else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None)
+            rater = (f if layout.get("layout") != "attribute"
+                     else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None))
             labels.append((str(rater), lab))
     by_id = {lab.id: (r, lab) for r, lab in labels}
 
