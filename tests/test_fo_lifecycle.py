@@ -63,14 +63,13 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
             import time, fiftyone as fo
             import agreement.fo.writing as w
             from agreement.fo.ot_agreement import compute_ot_agreement
-            real = w.write_label_columns
-            def hang(*a, **k):
-                real(*a, **k)                      # one label field written, then the process hangs
+            real = w._bulk
+            def hang(dataset, ops):
+                w.BATCH = 10                       # several batches: the first ones land, then the process hangs
+                real(dataset, ops[:len(ops) // 2])
                 open({flag!r}, "w").close()
                 time.sleep(600)
-            w.write_label_columns = hang
-            import agreement.fo.runs as r
-            r.write_label_columns = hang
+            w._bulk = hang
             compute_ot_agreement(fo.load_dataset("iaa-lifecycle-kill"), "kt", fields={raters!r})
         """)
         deadline = time.time() + 240

@@ -262,7 +262,8 @@ def test_label_reasons_nearest_counterpart_and_match_rater(fo, make_dataset):
     # s1: matched, with the matched label's id and rater
     assert get("a.detections.ot_reason")[1] == "matched"
     assert get("a.detections.ot_match")[1] == ids_b[1] and get("a.detections.ot_match_rater")[1] == "b"
-    assert get("a.detections.ot_nearest_id")[1] == ids_b[1]
+    assert get("a.detections.ot_nearest_id")[1] is None  # a matched label's counterpart is its match
+    assert get("a.detections.ot_nearest_cost")[1] is None
     # s2: b looked and drew nothing: no counterpart
     assert get("a.detections.ot_reason")[2] == "no counterpart"
     assert get("a.detections.ot_nearest_rater")[2] is None and get("a.detections.ot_nearest_id")[2] is None

@@ -31,7 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, read_annotations
-from agreement.fo.writing import declare_sample_fields, write_label_field
+from agreement.fo.writing import write_label_field
 
 __all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
 
@@ -116,32 +116,27 @@ def _column(values: Sequence[Any]) -> np.ndarray:
 
 
 def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
+    """Writes the run's label fields, object-valued sample fields, then every plain sample field and label
+    attribute in one pass (:func:`agreement.fo.runs.write_run_columns`: each sample document rewritten once)."""
     data = read.annotations
     sid = data.sample_ids
-    declare_sample_fields(runs._dataset(samples), {
-        plan.sample_field(s): (out.sample_values[s] if s in out.sample_values else list(out.sample_objects[s].values()))
-        for s in spec.sample_suffixes if s in out.sample_values or s in out.sample_objects})
     for suffix, (container, docs, attrs) in out.label_fields.items():
         if suffix not in spec.sample_suffixes:
             raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
         write_label_field(runs._dataset(samples), plan.sample_field(suffix), container, docs, attrs)
     for suffix in spec.sample_suffixes:
-        if suffix in out.label_fields:
-            continue
-        if suffix in out.sample_values:
-            runs.write_sample_values(samples, plan, suffix, dict(zip(sid, out.sample_values[suffix])))
-        elif suffix in out.sample_objects:
+        if suffix in out.sample_objects and suffix not in out.label_fields:
             runs.write_sample_values(samples, plan, suffix, dict(out.sample_objects[suffix]))
-    if not spec.label_suffixes:
-        return
+    sample_values = {s: dict(zip(sid.tolist(), _column(out.sample_values[s]).tolist()))
+                     for s in spec.sample_suffixes if s in out.sample_values and s not in out.label_fields}
     columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
-    per_field = {lf: read.rows_of_field(lf) for lf in read.label_fields}
-    per_field = {lf: rows for lf, rows in per_field.items() if len(rows) and columns}
-    runs.declare_label_attrs(samples, plan, {lf: {s: col[rows] for s, col in columns.items()}
-                                             for lf, rows in per_field.items()})
-    for lf, rows in per_field.items():
-        runs.write_label_attrs(samples, plan, lf, sid[data.sample_index[rows]], data.label_ids[rows],
-                               {s: col[rows] for s, col in columns.items()})
+    label_values = {}
+    for lf in read.label_fields if columns else ():
+        rows = read.rows_of_field(lf)
+        if len(rows):
+            label_values[lf] = (sid[data.sample_index[rows]], data.label_ids[rows],
+                                {s: col[rows] for s, col in columns.items()})
+    runs.write_run_columns(samples, plan, sample_values, label_values)
 
 
 def run_method(

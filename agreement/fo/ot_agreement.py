@@ -22,10 +22,11 @@ label ``{key}_cost``        per label: the cost it paid (``c_ij`` when matched,
 label ``{key}_match``       per label: the id of the label it matched (its
                             cheapest match over rater pairs), or ``None``
 label ``{key}_match_rater`` per label: the rater of that matched label, or ``None``
-label ``{key}_nearest_id``  per label: its nearest counterpart, the label of
-                            another assigned rater on the same sample with the
-                            lowest pair cost ``c_ij`` (``None``: nobody else drew
-                            anything there)
+label ``{key}_nearest_id``  per label that is not matched: its nearest
+                            counterpart, the label of another assigned rater on
+                            the same sample with the lowest pair cost ``c_ij``
+                            (``None``: nobody else drew anything there; a matched
+                            label's counterpart is its ``{key}_match``)
 label ``{key}_nearest_rater``  the rater of that label
 label ``{key}_nearest_cost``   ``c_ij`` to it
 label ``{key}_reason``      per label: ``"matched"``, or why not: ``"no
@@ -207,16 +208,23 @@ def _pair_sample_scores(scores, corpus) -> dict[str, dict[str, float]]:
 
 
 def _label_results(corpus, scores) -> dict:
-    """Per-label values (:data:`LABEL_SUFFIXES`), one per corpus row."""
+    """Per-label values (:data:`LABEL_SUFFIXES`), one per corpus row.
+
+    The nearest counterpart explains a label that is not matched; on a
+    matched label it is not written (its counterpart is ``match``), which
+    keeps the write-back of a crowd, where most labels match, small.
+    """
     ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
     names = np.array(list(corpus.raters) + [None], dtype=object)
+    matched = np.asarray(scores.row_reason, dtype=object) == "matched"
+    nearest_row = np.where(matched, -1, scores.row_nearest_row)
     return {
         "cost": scores.row_paid,
         "match": ids[scores.row_matched_row],
         "match_rater": names[scores.row_matched_rater],
-        "nearest_rater": names[scores.row_nearest_rater],
-        "nearest_id": ids[scores.row_nearest_row],
-        "nearest_cost": scores.row_nearest_cost,
+        "nearest_rater": names[np.where(matched, -1, scores.row_nearest_rater)],
+        "nearest_id": ids[nearest_row],
+        "nearest_cost": np.where(matched, np.nan, scores.row_nearest_cost),
         "reason": scores.row_reason,
     }
 

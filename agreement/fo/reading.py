@@ -28,9 +28,7 @@ clipped (``box_policy="clip"``), dropped (``"drop"``) or rejected
 
 from __future__ import annotations
 
-import gc
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Sequence
@@ -41,6 +39,7 @@ import fiftyone.core.fields as fof
 import fiftyone.core.labels as fol
 
 from agreement.data import MultiRaterAnnotations
+from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
@@ -129,23 +128,6 @@ def _boxes_from_polylines(points_per_label: list) -> tuple[np.ndarray, list]:
     return boxes, polygons
 
 
-@contextmanager
-def _gc_paused():
-    """Pauses the cyclic garbage collector while bulk-converting values.
-
-    ``values()`` returns hundreds of thousands of small lists; converting them
-    allocates as many again, and every generation-2 pass would rescan them all.
-    None of them form cycles, so reference counting frees them anyway.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _boxes_from_keypoints(points_per_label: list, where: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if not points_per_label:
         return np.zeros((0, 4)), np.zeros((0, 0, 2))
@@ -227,12 +209,12 @@ def read_annotations(
         three_d = bool(cuboids) if cuboids is not None else (
             ltype is fol.Detections and all(_is_3d(samples, f) for f in fields)
         )
-        with _gc_paused():
+        with gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
                                        _extras(samples, fields, ltype, masks, three_d))
     ltype = _label_type(samples, field)
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
-    with _gc_paused():
+    with gc_paused():
         return _read_attribute_layout(
             samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
             min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed,

@@ -21,7 +21,6 @@ saved with the run and load back with ``dataset.load_run_results(key)``.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -32,10 +31,10 @@ import numpy as np
 import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
+from agreement.fo.compact import columns_to_nested, nested_to_columns, pack, unpack
 from agreement.fo.locking import schema_lock
 from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.writing import db_value as _db_value
-from agreement.fo.writing import write_label_columns
 
 __all__ = [
     "PLUGIN_NAME",
@@ -45,6 +44,7 @@ __all__ = [
     "write_sample_values",
     "write_label_values",
     "write_label_attrs",
+    "write_run_columns",
     "declare_label_attrs",
     "add_run_sample_field",
     "register_run",
@@ -145,7 +145,9 @@ def load_agreement_results(samples, key: str) -> dict:
     if isinstance(detail, dict):
         for name in COMPACT_DETAIL:
             if isinstance(detail.get(name), str):
-                detail[name] = json.loads(detail[name])
+                detail[name] = unpack(detail[name])
+                if name in NESTED_DETAIL and set(detail[name]) == {"outer", "inner", "value"}:
+                    detail[name] = columns_to_nested(detail[name])
         if isinstance(detail.get("rater_pairs"), dict):
             detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
     return out
@@ -157,10 +159,40 @@ def _label_path(dataset, label_field: str, attr: str) -> str:
 
 
 def _existing_label_attr(dataset, label_field: str, attr: str) -> bool:
-    if label_field not in dataset.get_field_schema():
-        return False
-    path = _label_path(dataset, label_field, attr)
-    return dataset.get_field(path) is not None or dataset.count(path) > 0
+    return _first_existing_label_attr(dataset, [(label_field, attr)]) is not None
+
+
+def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first ``(label_field, attr)`` declared in the schema or stored on some label, else ``None``.
+
+    Declarations are checked first; the undeclared attributes are then looked
+    for in the documents with a single query that stops at the first hit.
+    """
+    schema = dataset.get_field_schema()
+    paths = {}
+    for lf, attr in label_attrs:
+        if lf not in schema:
+            continue
+        path = _label_path(dataset, lf, attr)
+        if dataset.get_field(path) is not None:
+            return lf, attr
+        paths[path] = (lf, attr)
+    if not paths:
+        return None
+    doc = dataset._sample_collection.find_one({"$or": [{p: {"$exists": True}} for p in paths]}, list(paths))
+    if doc is None:
+        return None
+    return next((found for path, found in paths.items() if _stored_at(doc, path.split("."))),
+                next(iter(paths.values())))
+
+
+def _stored_at(value: Any, parts: list[str]) -> bool:
+    """Whether a (projected) document holds a value at the dotted path ``parts``, through lists."""
+    if not parts:
+        return True
+    if isinstance(value, list):
+        return any(_stored_at(v, parts) for v in value)
+    return isinstance(value, dict) and parts[0] in value and _stored_at(value[parts[0]], parts[1:])
 
 
 @dataclass
@@ -233,12 +265,14 @@ def prepare_run(
                 f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to an "
                 f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
             )
-    for lf, attr in plan.label_attrs:
-        if (lf, attr) not in owned_attrs and _existing_label_attr(dataset, lf, attr):
-            raise RunError(
-                f"label attribute {attr!r} already exists on field {lf!r} of dataset {dataset.name!r} and "
-                f"does not belong to an agreement run {key!r}; choose another key"
-            )
+    clash = _first_existing_label_attr(dataset, [(lf, attr) for lf, attr in plan.label_attrs
+                                                 if (lf, attr) not in owned_attrs])
+    if clash is not None:
+        lf, attr = clash
+        raise RunError(
+            f"label attribute {attr!r} already exists on field {lf!r} of dataset {dataset.name!r} and "
+            f"does not belong to an agreement run {key!r}; choose another key"
+        )
     if not check_only:
         _register_incomplete(samples, plan)
     return plan
@@ -349,31 +383,72 @@ def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequ
         columns: ``{suffix: one value per label}``; ``None``/NaN values are not written
             (an absent attribute reads as ``None``).
     """
-    named = {}
-    for suffix, vals in columns.items():
-        attr = plan.label_attr(suffix)
-        if [label_field, attr] not in plan.label_attrs:
-            raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
-        named[attr] = list(vals)
+    write_run_columns(samples, plan, label_values={label_field: (sample_ids, label_ids, columns)})
+
+
+def write_run_columns(
+    samples,
+    plan: RunPlan,
+    sample_values: dict[str, dict[str, Any]] | None = None,
+    label_values: dict[str, tuple[Sequence[str], Sequence[str], dict[str, Sequence[Any]]]] | None = None,
+) -> int:
+    """Writes the run's sample fields and label attributes together: each sample document is rewritten once.
+
+    Args:
+        samples: the dataset or view.
+        plan: from :func:`prepare_run`; every field ``{key}_{suffix}`` and label
+            attribute ``(label_field, {key}_{suffix})`` must be planned
+            (they are declared here: a no-op when they are).
+        sample_values: ``{suffix: {sample_id: value}}`` (plain values; NaN stored as ``None``).
+        label_values: ``{label_field: (sample_ids, label_ids, {suffix: one value per label})}``;
+            ``None``/NaN label values are not written.
+
+    Returns:
+        The number of labels written.
+    """
+    from agreement.fo.writing import LabelColumns, declare_label_attrs, declare_sample_fields, write_columns
+
     dataset = _dataset(samples)
-    list_field = LABEL_TYPES[dataset.get_field(label_field).document_type]
-    write_label_columns(dataset, label_field, list_field, list(sample_ids), list(label_ids), named)
+    fields = {}
+    for suffix, values in (sample_values or {}).items():
+        name = plan.sample_field(suffix)
+        if name not in plan.sample_fields:
+            raise RunError(f"field {name!r} was not planned for run {plan.key!r}")
+        fields[name] = values
+    blocks = []
+    for label_field, (sids, lids, columns) in (label_values or {}).items():
+        named = {}
+        for suffix, vals in columns.items():
+            attr = plan.label_attr(suffix)
+            if [label_field, attr] not in plan.label_attrs:
+                raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
+            named[attr] = vals
+        list_path = f"{label_field}.{LABEL_TYPES[dataset.get_field(label_field).document_type]}"
+        blocks.append(LabelColumns(list_path, sids, lids, named))
+    declare_sample_fields(dataset, {name: list(values.values()) for name, values in fields.items()})
+    declare_label_attrs(dataset, {b.list_path: b.columns for b in blocks})
+    return write_columns(dataset, fields, blocks)
 
 
 _PLAIN = (str, int, bool, type(None))
 
-#: Large tables of the run results stored as one JSON string each (FiftyOne's
-#: result serialisation walks every element in Python; one string is one
-#: element); :func:`load_agreement_results` decodes them.
+#: Large tables of the run results stored as one string each
+#: (:func:`agreement.fo.compact.pack`: FiftyOne's result serialisation walks
+#: every element in Python; one string is one element);
+#: :func:`load_agreement_results` decodes them.
 COMPACT_DETAIL = ("rater_pairs", "pair_sample_scores")
+#: Those of them that are ``{outer: {inner: value}}`` maps, stored as columns.
+NESTED_DETAIL = ("pair_sample_scores",)
 
 
 def to_json(obj: Any) -> Any:
     """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None).
 
-    Lists of plain scalars (the columns of large tables) take a fast path.
+    Lists and dicts of plain scalars (the columns of large tables) take a fast path.
     """
     if isinstance(obj, dict):
+        if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in obj.values()):
+            return {str(k): v for k, v in obj.items()}
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in obj):
@@ -416,7 +491,10 @@ def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: di
         detail = dict(results["detail"])
         for name in COMPACT_DETAIL:
             if name in detail and not isinstance(detail[name], str):
-                detail[name] = json.dumps(to_json(detail[name]), allow_nan=False)
+                value = detail[name]
+                if name in NESTED_DETAIL and isinstance(value, dict):
+                    value = nested_to_columns(value)
+                detail[name] = pack(value)
         results["detail"] = detail
     run_results = fors.RunResults(samples, config, plan.key, **to_json(results))
     dataset.save_run_results(plan.key, run_results, overwrite=True, cache=False)

@@ -18,6 +18,9 @@ was written.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -26,11 +29,16 @@ from pymongo import UpdateOne
 
 import fiftyone.core.fields as fof
 
-__all__ = ["write_label_field", "label_document", "write_label_columns", "db_value", "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
+from agreement.fo.gc_pause import gc_paused
+
+__all__ = ["write_columns", "LabelColumns", "write_label_columns", "write_label_field", "label_document", "db_value",
+           "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
            "unset_sample_field", "unset_label_attr"]
 
 #: Updates sent to the database per ``bulk_write`` call.
-BATCH = 1000
+BATCH = 500
+#: ``bulk_write`` calls in flight at once.
+WRITERS = 2
 
 
 def db_value(v: Any) -> Any:
@@ -167,6 +175,112 @@ def unset_label_attr(dataset, label_field: str, attr: str) -> None:
     dataset._sample_collection.update_many({path: {"$type": "array"}}, {"$unset": {f"{path}.$[].{attr}": ""}})
 
 
+@dataclass(frozen=True)
+class LabelColumns:
+    """Per-label values to write on one label list.
+
+    Attributes:
+        list_path: ``"<field>.<list>"``, e.g. ``"ground_truth.detections"``.
+        sample_ids: the sample of each label.
+        label_ids: the id of each label.
+        columns: attribute name -> one value per label (``None``/NaN: not written).
+    """
+
+    list_path: str
+    sample_ids: Sequence[str]
+    label_ids: Sequence[str]
+    columns: Mapping[str, Sequence[Any]]
+
+
+def write_columns(
+    dataset,
+    sample_columns: Mapping[str, Mapping[str, Any]] | None = None,
+    label_columns: Sequence[LabelColumns] = (),
+) -> int:
+    """Writes sample fields and label attributes in bulk: one ``UpdateOne`` per sample for all of them.
+
+    Each sample document is rewritten once, whatever the number of fields and
+    attributes: ``$set`` of ``<name>`` for a sample value (``None``/NaN is
+    stored as ``None``, as ``set_values`` does) and of
+    ``<field>.<list>.$[f<j>l<k>].<attr>`` for a label value, with one array
+    filter per label matched by its ``_id``. A label deleted or replaced since
+    the read is not matched (nothing written, no error); nothing else in the
+    document changes, except ``last_modified_at`` when the dataset has it.
+    The caller declares the fields first (:func:`declare_sample_fields`,
+    :func:`declare_label_attrs`).
+
+    Args:
+        dataset: the (root) dataset.
+        sample_columns: field name -> ``{sample_id: value}``.
+        label_columns: the label values, one :class:`LabelColumns` per label list.
+
+    Returns:
+        The number of labels written.
+    """
+    updates: dict[str, dict[str, Any]] = {}
+    filters: dict[str, list[dict]] = {}
+    stamp = {}
+    if "last_modified_at" in dataset.get_field_schema():
+        stamp = {"last_modified_at": datetime.now(timezone.utc).replace(tzinfo=None)}
+    with gc_paused():
+        for name, values in (sample_columns or {}).items():
+            for sid, v in values.items():
+                updates.setdefault(str(sid), {})[name] = db_value(v)
+        written = sum(_add_label_sets(block, f"f{j}", updates, filters) for j, block in enumerate(label_columns))
+        ops = [UpdateOne({"_id": ObjectId(sid)}, {"$set": {**sets, **stamp}}, array_filters=filters.get(sid))
+               for sid, sets in updates.items() if sets]
+    _bulk(dataset, ops)
+    return written
+
+
+def _add_label_sets(block: LabelColumns, tag: str, updates: dict, filters: dict) -> int:
+    """Adds the ``$set`` paths and array filters of ``block`` to each sample's update; returns labels written.
+
+    Vectorised: the labels are grouped by sample once; the k-th label of a
+    sample is ``$[<tag>l<k>]``; each attribute contributes its non-``None``
+    values; each sample's paths and filters are then cut from flat arrays.
+    """
+    n = len(block.label_ids)
+    if len(block.sample_ids) != n or any(len(v) != n for v in block.columns.values()):
+        raise ValueError("sample_ids, label_ids and every column must have one entry per label")
+    names = list(block.columns)
+    if not names or not n:
+        return 0
+    sids = np.asarray(block.sample_ids, dtype=object).astype(str)
+    order = np.argsort(sids, kind="stable")
+    sids = sids[order]
+    starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    k = np.arange(n) - starts[group]  # position of each label within its sample
+    ident = np.array([f"{tag}l{i}" for i in range(int(k.max()) + 1)], dtype=object)
+    keys, vals, where, present = [], [], [], np.zeros(n, dtype=bool)
+    for name in names:
+        col = np.array(_clean_column(block.columns[name]), dtype=object)[order]
+        has = np.not_equal(col, None)
+        present |= has
+        keys.append(np.array([f"{block.list_path}.$[{x}].{name}" for x in ident], dtype=object)[k[has]])
+        vals.append(col[has])
+        where.append(group[has])
+    keys, vals, where = np.concatenate(keys), np.concatenate(vals), np.concatenate(where)
+    by_sample = np.argsort(where, kind="stable")
+    keys, vals = keys[by_sample].tolist(), vals[by_sample].tolist()
+    set_bounds = np.searchsorted(where[by_sample], np.arange(len(starts) + 1)).tolist()
+    lids = np.asarray(block.label_ids, dtype=object)[order][present].tolist()
+    id_paths = np.array([f"{x}._id" for x in ident], dtype=object)[k[present]].tolist()
+    flt = [{path: ObjectId(lid)} for path, lid in zip(id_paths, lids)]
+    flt_bounds = np.searchsorted(group[present], np.arange(len(starts) + 1)).tolist()
+    for g, sid in enumerate(sids[starts].tolist()):
+        lo, hi = set_bounds[g], set_bounds[g + 1]
+        if lo == hi:
+            continue
+        sets = updates.get(sid)
+        if sets is None:
+            sets = updates[sid] = {}
+        sets.update(zip(keys[lo:hi], vals[lo:hi]))
+        filters.setdefault(sid, []).extend(flt[flt_bounds[g]:flt_bounds[g + 1]])
+    return int(present.sum())
+
+
 def write_label_columns(
     dataset,
     label_field: str,
@@ -175,7 +289,7 @@ def write_label_columns(
     label_ids: Sequence[str],
     columns: Mapping[str, Sequence[Any]],
 ) -> int:
-    """Writes per-label attributes in bulk: one update per sample carrying every attribute of its labels.
+    """Writes per-label attributes of one label field in bulk (declared first): :func:`write_columns`.
 
     Args:
         dataset: the (root) dataset.
@@ -188,34 +302,9 @@ def write_label_columns(
     Returns:
         The number of labels written.
     """
-    n = len(label_ids)
-    if len(sample_ids) != n or any(len(v) != n for v in columns.values()):
-        raise ValueError("sample_ids, label_ids and every column must have one entry per label")
-    clean = {a: _clean_column(vals) for a, vals in columns.items()}
-    list_path = f"{label_field}.{list_field}"
-    _declare(dataset, list_path, clean)
-    order = np.argsort(np.asarray(sample_ids, dtype=object).astype(str), kind="stable")
-    sids = np.asarray(sample_ids, dtype=object)[order]
-    starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]]) if n else np.zeros(0, np.intp)
-    bounds = np.r_[starts, n]
-    names = list(clean)
-    rows_of = list(zip(*(clean[a] for a in names))) if names else [()] * n
-    ops, written = [], 0
-    for b in range(len(starts)):
-        sets, filters = {}, []
-        for k, i in enumerate(order[bounds[b]:bounds[b + 1]].tolist()):
-            prefix = f"{list_path}.$[l{k}]."
-            row = [(a, v) for a, v in zip(names, rows_of[i]) if v is not None]
-            if not row:
-                continue
-            filters.append({f"l{k}._id": ObjectId(label_ids[i])})
-            for a, v in row:
-                sets[prefix + a] = v
-            written += 1
-        if sets:
-            ops.append(UpdateOne({"_id": ObjectId(sids[bounds[b]])}, {"$set": sets}, array_filters=filters))
-    _bulk(dataset, ops)
-    return written
+    block = LabelColumns(f"{label_field}.{list_field}", sample_ids, label_ids, columns)
+    _declare(dataset, block.list_path, {a: _clean_column(v) for a, v in columns.items()})
+    return write_columns(dataset, label_columns=[block])
 
 
 def _clean_column(values: Sequence[Any]) -> list:
@@ -225,7 +314,11 @@ def _clean_column(values: Sequence[Any]) -> list:
         return [None if v != v else v for v in arr.tolist()]
     if arr.dtype.kind in "iub":
         return arr.tolist()
-    return [db_value(v) for v in values]
+    return [v if type(v) in _STORED_AS_IS else db_value(v) for v in values]
+
+
+#: Types stored exactly as they are (no conversion by :func:`db_value`).
+_STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
 _CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}
@@ -279,8 +372,18 @@ def write_label_field(dataset, name: str, container: str, docs_by_sample: Mappin
 
 
 def _bulk(dataset, ops: list) -> None:
-    """Sends ``ops`` in batches of :data:`BATCH`, unordered, then reloads the in-memory samples."""
+    """Sends ``ops`` in batches of :data:`BATCH`, unordered, :data:`WRITERS` at a time, then reloads the samples.
+
+    Every op updates a different document, so batches commute; two in flight
+    keep the database busy while the client waits on the other.
+    """
     coll = dataset._sample_collection
-    for start in range(0, len(ops), BATCH):
-        coll.bulk_write(ops[start:start + BATCH], ordered=False)
+    batches = [ops[start:start + BATCH] for start in range(0, len(ops), BATCH)]
+    if len(batches) > 1 and WRITERS > 1:
+        with ThreadPoolExecutor(WRITERS) as pool:
+            for _ in pool.map(lambda batch: coll.bulk_write(batch, ordered=False), batches):
+                pass
+    else:
+        for batch in batches:
+            coll.bulk_write(batch, ordered=False)
     dataset.reload()

@@ -1,0 +1,110 @@
+"""Compact storage of the large tables in run results: one string each, numeric columns packed in binary.
+
+FiftyOne serialises run results by walking every element in Python, and JSON
+spends most of its time writing floats. A crowd run has tables of ~10^5 rows
+(rater pairs, per-(sample, rater pair) scores), so each large table is stored
+as one string (:func:`pack`): JSON in which every numeric list of at least
+:data:`MIN_PACKED` values is replaced by ``{"__f8__": <base64 of float64>}``
+or ``{"__i8__": <base64 of int64>}`` (``None`` stored as NaN in a float
+column). :func:`unpack` gives back the same plain values (``None`` for NaN,
+Python ``int``/``float``), so readers never see the encoding.
+
+The nested ``{"a|b": {sample_id: score}}`` map of per-(sample, rater pair)
+scores is stored as three parallel columns (:func:`nested_to_columns`) and
+rebuilt on reading (:func:`columns_to_nested`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["pack", "unpack", "nested_to_columns", "columns_to_nested", "MIN_PACKED"]
+
+#: Numeric lists shorter than this stay plain JSON (readable in the database).
+MIN_PACKED = 64
+
+
+def pack(obj: Any) -> str:
+    """``obj`` (dicts, lists, plain scalars, numpy arrays) as a compact JSON string; inverse :func:`unpack`."""
+    return json.dumps(_encode(obj), allow_nan=False, separators=(",", ":"))
+
+
+def unpack(text: str) -> Any:
+    """The value stored by :func:`pack`: numeric columns as lists of ``int``/``float`` (NaN as ``None``)."""
+    return json.loads(text, object_hook=_decode)
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _encode(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        packed = _packed_column(obj)
+        if packed is not None:
+            return packed
+        if all(type(v) in _PLAIN for v in obj):
+            return list(obj)
+        return [_encode(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _packed_column(values: list | tuple) -> dict | None:
+    """A long list of ints, or of floats and ``None``, as base64; ``None`` for anything else."""
+    if len(values) < MIN_PACKED:
+        return None
+    kinds = {type(v) for v in values}
+    if kinds <= {int, np.int64}:
+        return {"__i8__": _b64(np.asarray(values, dtype="<i8"))}
+    if kinds <= {float, int, type(None), np.float64} and kinds & {float, np.float64}:
+        arr = np.array([np.nan if v is None else v for v in values] if type(None) in kinds else values, dtype="<f8")
+        arr[~np.isfinite(arr)] = np.nan
+        return {"__f8__": _b64(arr)}
+    return None
+
+
+def _b64(arr: np.ndarray) -> str:
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def _decode(obj: dict) -> Any:
+    if len(obj) == 1:
+        if "__f8__" in obj:
+            arr = np.frombuffer(base64.b64decode(obj["__f8__"]), dtype="<f8")
+            return [None if v != v else v for v in arr.tolist()]
+        if "__i8__" in obj:
+            return np.frombuffer(base64.b64decode(obj["__i8__"]), dtype="<i8").tolist()
+    return obj
+
+
+def nested_to_columns(nested: Mapping[str, Mapping[str, Any]]) -> dict[str, list]:
+    """``{outer: {inner: value}}`` as parallel columns ``{"outer": [...], "inner": [...], "value": [...]}``."""
+    outer, inner, values = [], [], []
+    for o, m in nested.items():
+        outer.extend([o] * len(m))
+        inner.extend(m.keys())
+        values.extend(m.values())
+    return {"outer": outer, "inner": inner, "value": values}
+
+
+def columns_to_nested(columns: Mapping[str, list]) -> dict[str, dict[str, Any]]:
+    """The inverse of :func:`nested_to_columns`."""
+    out: dict[str, dict[str, Any]] = {}
+    for o, i, v in zip(columns["outer"], columns["inner"], columns["value"]):
+        out.setdefault(o, {})[i] = v
+    return out

@@ -1,0 +1,49 @@
+"""Compact storage of large result tables (agreement.fo.compact): exact round trips, plain values back."""
+
+import json
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agreement.fo.compact import MIN_PACKED, columns_to_nested, nested_to_columns, pack, unpack
+
+finite_or_none = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=60, deadline=None)
+@given(floats=st.lists(finite_or_none, min_size=0, max_size=3 * MIN_PACKED),
+       ints=st.lists(st.integers(-2**62, 2**62), max_size=3 * MIN_PACKED),
+       strings=st.lists(st.text(max_size=5), max_size=80))
+def test_round_trip_is_exact_and_plain(floats, ints, strings):
+    table = {"f": floats, "i": ints, "s": strings, "n": {"deep": [1.5, None, 2]}}
+    back = unpack(pack(table))
+    assert back["i"] == ints and all(type(v) is int for v in back["i"])
+    assert back["s"] == strings
+    assert back["n"] == {"deep": [1.5, None, 2]}
+    if any(v is not None for v in floats):
+        assert back["f"] == [None if v is None else float(v) for v in floats]
+    else:
+        assert back["f"] == floats
+
+
+def test_long_numeric_columns_are_packed_short_ones_stay_readable():
+    long = np.linspace(0, 1, MIN_PACKED).tolist()
+    stored = json.loads(pack({"long": long, "short": [0.25, 0.5], "ints": list(range(MIN_PACKED))}))
+    assert set(stored["long"]) == {"__f8__"} and set(stored["ints"]) == {"__i8__"}
+    assert stored["short"] == [0.25, 0.5]
+
+
+def test_nan_inf_and_numpy_values_are_stored_as_none_and_python_scalars():
+    arr = np.array([1.0, np.nan, np.inf] + [0.5] * MIN_PACKED)
+    back = unpack(pack({"a": arr, "x": np.float32(0.5), "k": np.int64(3), "b": np.bool_(True), "z": float("nan")}))
+    assert back["a"][:3] == [1.0, None, None] and back["a"][3] == 0.5
+    assert back["x"] == 0.5 and back["k"] == 3 and back["b"] is True and back["z"] is None
+    assert all(v is None or math.isfinite(v) for v in back["a"])
+
+
+def test_nested_maps_round_trip_through_columns():
+    nested = {"a|b": {"s1": 0.5, "s2": None}, "a|c": {"s1": 1.0}}
+    assert columns_to_nested(unpack(pack(nested_to_columns(nested)))) == nested
+    assert columns_to_nested(nested_to_columns({})) == {}

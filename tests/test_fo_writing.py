@@ -1,0 +1,95 @@
+"""Bulk write-back (agreement.fo.writing.write_columns) on a real embedded-MongoDB dataset."""
+
+import math
+
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+
+@pytest.fixture
+def two_field_ds(fo, make_dataset):
+    D = fo.Detections
+
+    def det(label, **kw):
+        return fo.Detection(label=label, bounding_box=[0.1, 0.1, 0.2, 0.2], **kw)
+
+    return make_dataset([
+        fo.Sample(filepath="/data/w0.jpg", a=D(detections=[det("cat", note="keep"), det("dog")]),
+                  b=D(detections=[det("cat")])),
+        fo.Sample(filepath="/data/w1.jpg", a=D(detections=[det("cow")]), b=D(detections=[det("cow"), det("x")])),
+        fo.Sample(filepath="/data/w2.jpg", a=D(), b=None),
+    ])
+
+
+def _columns(ds, field):
+    from agreement.fo.writing import LabelColumns
+
+    sids, lids = [], []
+    for sid, ids in zip(ds.values("id"), ds.values(f"{field}.detections.id")):
+        for lid in ids or []:
+            sids.append(sid)
+            lids.append(lid)
+    return sids, lids, LabelColumns
+
+
+def test_sample_fields_and_label_attrs_of_several_fields_go_out_in_one_update_per_sample(two_field_ds, monkeypatch):
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    sb, lb, _ = _columns(ds, "b")
+    sent = []
+    real = w._bulk
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: (sent.extend(ops), real(dataset, ops)))
+    w.declare_sample_fields(ds, {"r_score": [0.5], "r_name": ["x"]})
+    w.declare_label_attrs(ds, {"a.detections": {"r_cost": [0.1], "r_why": ["m"]}, "b.detections": {"r_cost": [0.1]}})
+    sids = ds.values("id")
+    before = ds.values("last_modified_at") if "last_modified_at" in ds.get_field_schema() else None
+    written = w.write_columns(
+        ds,
+        {"r_score": {sids[0]: 0.25, sids[1]: float("nan")}, "r_name": {sids[0]: "first"}},
+        [LabelColumns("a.detections", sa, la, {"r_cost": [0.5, None, 1.5], "r_why": ["m", "n", None]}),
+         LabelColumns("b.detections", sb, lb, {"r_cost": [2.0, 3.0, float("nan")]})],
+    )
+    assert written == 3 + 2  # a: three labels with a value; b: the NaN label is not written
+    assert len(sent) == 2  # w0 and w1; w2 has nothing to write
+    assert ds.values("r_score") == [0.25, None, None] and ds.values("r_name") == ["first", None, None]
+    assert ds.values("a.detections.r_cost") == [[0.5, None], [1.5], []]
+    assert ds.values("a.detections.r_why") == [["m", "n"], [None], []]
+    assert ds.values("b.detections.r_cost") == [[2.0], [3.0, None], None]
+    # nothing else changed; FiftyOne sees the writes as modifications
+    assert ds.values("a.detections.note") == [["keep", None], [None], []]
+    assert ds.values("a.detections.label") == [["cat", "dog"], ["cow"], []]
+    if "last_modified_at" in ds.get_field_schema():  # FiftyOne >= 1.0
+        after = ds.values("last_modified_at")
+        assert after[0] > before[0] and after[1] > before[1] and after[2] == before[2]
+
+
+def test_a_label_deleted_since_the_read_is_skipped_not_an_error(fo, two_field_ds):
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    sample = ds.first()
+    sample["a"].detections = sample["a"].detections[1:]  # the user deletes the first label meanwhile
+    sample.save()
+    w.declare_label_attrs(ds, {"a.detections": {"r_cost": [0.1]}})
+    w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"r_cost": [0.5, 0.75, 1.5]})])
+    assert ds.values("a.detections.r_cost") == [[0.75], [1.5], []]
+
+
+def test_write_run_columns_refuses_what_the_run_did_not_plan(two_field_ds):
+    from agreement.fo import runs
+
+    ds = two_field_ds
+    sa, la, _ = _columns(ds, "a")
+    plan = runs.prepare_run(ds, "wr", "iaa.test", ["score"], ["a"], ["cost"])
+    with pytest.raises(runs.RunError, match="'wr_other' was not planned"):
+        runs.write_run_columns(ds, plan, {"other": {sa[0]: 1.0}})
+    with pytest.raises(runs.RunError, match="'wr_why' on 'a' was not planned"):
+        runs.write_run_columns(ds, plan, label_values={"a": (sa, la, {"why": ["x"] * len(la)})})
+    n = runs.write_run_columns(ds, plan, {"score": {sa[0]: 1.0}}, {"a": (sa, la, {"cost": [0.1, 0.2, 0.3]})})
+    assert n == 3 and ds.values("wr_score")[0] == 1.0
+    assert ds.get_field("a.detections.wr_cost") is not None and ds.get_field("wr_score") is not None
+    assert all(not (isinstance(v, float) and math.isnan(v)) for v in ds.values("wr_score"))
