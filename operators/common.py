@@ -6,13 +6,29 @@ flat dict. Parameter names are shared across operators (see the README).
 
 from __future__ import annotations
 
+import logging
+import math
+import queue
+import threading
+from typing import Any, Callable, Iterator
+
 import fiftyone.operators.types as types
+from fiftyone.operators.executor import ExecutionResult
+from fiftyone.operators.message import GeneratedMessage, MessageType
 
 from agreement.fo.runs import list_agreement_runs
 
+logger = logging.getLogger(__name__)
+
 
 def compute_config(name: str, label: str, description: str):
-    """The config of a compute operator: dynamic form, immediate or delegated execution."""
+    """The config of a long (compute or import) operator: dynamic form, immediate or delegated execution.
+
+    ``execute_as_generator=True`` makes the App call the operator through its
+    streaming endpoint, so that :func:`execute_with_progress` can show the
+    stages of an immediate run while it works. Every operator built with this
+    config must return :func:`execute_with_progress` from ``execute``.
+    """
     import fiftyone.operators as foo
 
     return foo.OperatorConfig(
@@ -20,14 +36,151 @@ def compute_config(name: str, label: str, description: str):
         label=label,
         description=description,
         dynamic=True,
+        execute_as_generator=True,
         allow_immediate_execution=True,
         allow_delegated_execution=True,
     )
 
 
-def progress_reporter(ctx):
-    """A ``callback(fraction, label)`` that reports progress to the App (or the delegated run)."""
-    return lambda fraction, label: ctx.set_progress(progress=fraction, label=label)
+Progress = Callable[[float, str], None]
+"""A ``callback(fraction, label)``: ``fraction`` in [0, 1] of the whole run, ``label`` names the stage."""
+
+
+def execute_with_progress(
+    ctx,
+    compute: Callable[[Progress], dict],
+    reload_dataset: bool = False,
+) -> dict | Iterator[Any]:
+    """Runs ``compute(progress)`` (a call of the bridge) and reports its stages to whoever runs the operator.
+
+    FiftyOne shows progress in three different ways, depending on who executes
+    the operator, and returns a generator operator's result only to the App:
+
+    * delegated run (``ctx.delegated``, e.g. by ``fiftyone delegated launch``
+      or ``DelegatedOperationService``): ``compute`` runs here and each stage
+      goes to ``ctx.set_progress``, which records it on the delegated
+      operation; the summary dict is returned (the service stores it).
+    * SDK, ``fiftyone.operators.execute_operator(...)``: FiftyOne exhausts a
+      generator and drops its result, so ``compute`` runs here, the stages go
+      to ``ctx.set_progress`` (FiftyOne logs them on the executor), and the
+      summary dict is returned as ``ExecutionResult.result``, as ever.
+    * the App, immediately (its request names ``operator_uri``, which
+      ``execute_operator`` does not put in the request): a generator is
+      returned. ``compute`` runs in a worker thread; the generator yields a
+      ``set_progress`` trigger for each stage as it happens, then
+      ``reload_dataset`` (if asked) and finally the summary as the stream's
+      ``ExecutionResult`` message, which the App shows as the operator's
+      output. If the client goes away, the worker still finishes its run.
+
+    Exceptions of ``compute`` reach the caller unchanged in the first two
+    cases; in the App's stream they end the stream with an error line (the
+    App reads ``error`` from any line of an operator's stream) and are logged.
+
+    Args:
+        ctx: the :class:`fiftyone.operators.ExecutionContext`.
+        compute: runs the work; called once with a :data:`Progress` callback
+            and returns the operator's result (a JSON-able dict).
+        reload_dataset: ask the App to reload its dataset afterwards (the run
+            wrote new fields); never for delegated runs.
+
+    Returns:
+        The result of ``compute``, or (the App's immediate run) a generator of
+        :class:`fiftyone.operators.message.GeneratedMessage`.
+    """
+    if _streams_to_app(ctx):
+        return _stream(ctx, compute, reload_dataset)
+
+    def progress(fraction: float, label: str) -> None:
+        ctx.set_progress(progress=fraction, label=label)
+
+    result = compute(progress)
+    if reload_dataset:
+        refresh_app(ctx)
+    return result
+
+
+def _streams_to_app(ctx) -> bool:
+    """Whether the App runs the operator now and reads its generator (not delegated, not the SDK, no pipeline).
+
+    The App's requests carry ``operator_uri`` (FiftyOne's server requires it,
+    1.0 to 1.22); ``execute_operator`` builds its request without it; the
+    delegated service and pipelines exhaust generators, dropping results.
+    """
+    if ctx.delegated:
+        return False
+    pipeline = getattr(ctx, "pipeline", None)  # FiftyOne >= 1.5
+    if pipeline is not None and getattr(pipeline, "active", False):
+        return False
+    return bool(ctx.request_params.get("operator_uri"))
+
+
+_DONE = object()
+
+
+def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> Iterator[Any]:
+    """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers."""
+    events: queue.Queue = queue.Queue()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = compute(lambda fraction, label: events.put((fraction, label)))
+        except BaseException as e:  # handed to the generator, which reports it
+            outcome["error"] = e
+        finally:
+            events.put(_DONE)
+
+    uri = getattr(ctx, "operator_uri", None) or "operator"  # not on FiftyOne 1.0's context
+    worker = threading.Thread(target=work, name=f"iaa-{uri}", daemon=False)
+    worker.start()
+    while (event := events.get()) is not _DONE:
+        fraction, label = event
+        yield ctx.trigger("set_progress", {"progress": float(fraction), "label": str(label)})
+    worker.join()
+    if "error" in outcome:
+        error = outcome["error"]
+        logger.error("%s failed", uri, exc_info=error)
+        yield _StreamError(error)
+        return
+    if reload_dataset:
+        yield ctx.trigger("reload_dataset")
+    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult(outcome["result"]))
+
+
+class _StreamResult:
+    """The body of the stream's last message: the App takes it as the operator's result."""
+
+    def __init__(self, result: Any):
+        self.result = result
+
+    def to_json(self) -> Any:
+        return _jsonable(self.result)
+
+
+class _StreamError(GeneratedMessage):
+    """A stream line with top-level ``error`` and ``error_message``, as FiftyOne's App reads them (1.0 to 1.22)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(MessageType.ERROR)
+        self.error = error
+
+    def to_json(self) -> dict:
+        message = str(self.error) or type(self.error).__name__
+        return {"type": str(self.type), "cls": "ExecutionError", "body": None,
+                "error": message, "error_message": message}
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python values and NaN/inf as ``None`` (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return _jsonable(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def refresh_app(ctx) -> None:

@@ -9,7 +9,7 @@ from agreement.fo.consensus import compute_mask_consensus
 
 from .common import (
     compute_config,
-    progress_reporter,
+    execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
     refresh_app,
@@ -40,17 +40,18 @@ class ComputeMaskConsensus(foo.Operator):
 
     def execute(self, ctx):
         p = ctx.params
-        result = compute_mask_consensus(
-            ctx.view,
-            require(p, "key", "a name for this run"),
+        key = require(p, "key", "a name for this run")
+        kwargs = dict(
             **rater_layout_kwargs(p),
             threshold=float(p.get("threshold", 0.5)),
             max_iter=int(p.get("max_iter", 10_000)),
             overwrite=bool(p.get("overwrite", False)),
-            progress=progress_reporter(ctx),
         )
-        refresh_app(ctx)
-        return {"key": p["key"], **result}
+        return execute_with_progress(
+            ctx,
+            lambda progress: {"key": key, **compute_mask_consensus(ctx.view, key, **kwargs, progress=progress)},
+            reload_dataset=True,
+        )
 
 
 class ComputeConsensus(foo.Operator):
@@ -88,9 +89,8 @@ class ComputeConsensus(foo.Operator):
 
         p = ctx.params
         band = p.get("review_band") or (0.2, 0.8)
-        result = compute_consensus(
-            ctx.view,
-            require(p, "key", "a name for this run"),
+        key = require(p, "key", "a name for this run")
+        kwargs = dict(
             **rater_layout_kwargs(p),
             method=p.get("method") or "em",
             tau=float(p.get("tau", 0.5)),
@@ -99,10 +99,12 @@ class ComputeConsensus(foo.Operator):
             review_band=tuple(float(x) for x in band),
             similarity=p.get("similarity") or None,
             overwrite=bool(p.get("overwrite", False)),
-            progress=progress_reporter(ctx),
         )
-        refresh_app(ctx)
-        return {"key": p["key"], **result}
+        return execute_with_progress(
+            ctx,
+            lambda progress: {"key": key, **compute_consensus(ctx.view, key, **kwargs, progress=progress)},
+            reload_dataset=True,
+        )
 
 
 class FinalizeConsensus(foo.Operator):

@@ -9,10 +9,9 @@ from agreement.fo.geometry import compute_geometry_agreement
 
 from .common import (
     compute_config,
-    progress_reporter,
+    execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
-    refresh_app,
     require,
     run_inputs,
     similarity_3d_inputs,
@@ -54,9 +53,8 @@ class ComputeGeometryAgreement(foo.Operator):
     def execute(self, ctx):
         p = ctx.params
         bootstrap = int(p.get("bootstrap", 1000)) if p.get("intervals", True) else None
-        result = compute_geometry_agreement(
-            ctx.view,
-            require(p, "key", "a name for this run"),
+        key = require(p, "key", "a name for this run")
+        kwargs = dict(
             **rater_layout_kwargs(p),
             distance=p.get("distance") or "giou",
             threshold=float(p.get("threshold", 0.5)),
@@ -65,10 +63,12 @@ class ComputeGeometryAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
             **similarity_3d_kwargs(p),
-            progress=progress_reporter(ctx),
         )
-        refresh_app(ctx)
-        return {"key": p["key"], **result}
+        return execute_with_progress(
+            ctx,
+            lambda progress: {"key": key, **compute_geometry_agreement(ctx.view, key, **kwargs, progress=progress)},
+            reload_dataset=True,
+        )
 
     def resolve_output(self, ctx):
         outputs = types.Object()

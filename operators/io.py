@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
 from agreement.fo.reading import read_annotations
 
-from .common import compute_config, require
+from .common import Progress, compute_config, execute_with_progress, require
 
 
 class ImportMultiRaterCoco(foo.Operator):
@@ -44,9 +46,7 @@ class ImportMultiRaterCoco(foo.Operator):
     def execute(self, ctx):
         p = ctx.params
         coco_path = require(p, "coco_path", "the multi-rater COCO JSON file")
-        ctx.set_progress(progress=0.1, label="importing")
-        dataset = import_multi_rater_coco(
-            coco_path,
+        kwargs = dict(
             dataset_name=p.get("dataset_name") or None,
             layout=p.get("layout") or "fields",
             polygons=p.get("polygons") or "polylines",
@@ -56,20 +56,8 @@ class ImportMultiRaterCoco(foo.Operator):
             overwrite=bool(p.get("overwrite", False)),
             persistent=bool(p.get("persistent", True)),
         )
-        meta = dataset.info["iaa_coco"]
-        if meta["layout"] == "fields":
-            read = read_annotations(dataset, fields=sorted(set(meta["rater_fields"].values())), min_raters=1)
-        else:
-            read = read_annotations(dataset, field=meta["field"], rater_attr=meta["rater_attr"], raters_field="raters", min_raters=1)
-        summary = read.annotations.summary()
-        return {
-            "dataset_name": dataset.name,
-            "num_samples": summary["samples"],
-            "num_labels": summary["annotations"],
-            "per_rater": summary["per_rater"],
-            "rater_fields": meta["rater_fields"],
-            "layout": meta["layout"],
-        }
+        return execute_with_progress(ctx, lambda progress: _import(
+            progress, lambda: import_multi_rater_coco(coco_path, **kwargs), _coco_import_result))
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -131,6 +119,32 @@ def _layout_kwargs(p: dict) -> dict:
     }
 
 
+def _coco_import_result(dataset) -> dict:
+    """The summary of ``import_multi_rater_coco``: dataset, samples, labels per rater, layout."""
+    meta = dataset.info["iaa_coco"]
+    if meta["layout"] == "fields":
+        read = read_annotations(dataset, fields=sorted(set(meta["rater_fields"].values())), min_raters=1)
+    else:
+        read = read_annotations(dataset, field=meta["field"], rater_attr=meta["rater_attr"], raters_field="raters", min_raters=1)
+    summary = read.annotations.summary()
+    return {
+        "dataset_name": dataset.name,
+        "num_samples": summary["samples"],
+        "num_labels": summary["annotations"],
+        "per_rater": summary["per_rater"],
+        "rater_fields": meta["rater_fields"],
+        "layout": meta["layout"],
+    }
+
+
+def _import(progress: Progress, importer: Callable[[], Any], summarise: Callable[[Any], dict]) -> dict:
+    """The body of an import operator: ``summarise(importer())``, each reported as a stage."""
+    progress(0.0, "importing")
+    imported = importer()
+    progress(0.9, "summarising the new dataset")
+    return summarise(imported)
+
+
 def _import_result(dataset, report: dict) -> dict:
     meta = dataset.info["iaa_coco"]
     return {
@@ -179,12 +193,10 @@ class ImportMultiRater(foo.Operator):
         p = ctx.params
         exports = require(p, "exports", "a list of {rater, path, format}, one per rater")
         name = require(p, "dataset_name", "the name of the new dataset")
-        ctx.set_progress(progress=0.1, label="importing")
-        dataset, report = import_multi_rater(
-            exports, name, complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
-            **_layout_kwargs(p),
-        )
-        return _import_result(dataset, report)
+        kwargs = dict(complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
+                      **_layout_kwargs(p))
+        return execute_with_progress(ctx, lambda progress: _import(
+            progress, lambda: import_multi_rater(exports, name, **kwargs), lambda out: _import_result(*out)))
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -225,13 +237,13 @@ class ImportLabelStudio(foo.Operator):
 
         p = ctx.params
         path = require(p, "json_path", "the Label Studio JSON export")
-        ctx.set_progress(progress=0.1, label="importing")
-        dataset, report = import_label_studio(
-            path, dataset_name=p.get("dataset_name") or None, image_dir=p.get("image_dir") or None,
+        kwargs = dict(
+            dataset_name=p.get("dataset_name") or None, image_dir=p.get("image_dir") or None,
             image_key=p.get("image_key") or None, rotated=p.get("rotated") or "error",
             rater_names=p.get("rater_names") or None, **_layout_kwargs(p),
         )
-        return _import_result(dataset, report)
+        return execute_with_progress(ctx, lambda progress: _import(
+            progress, lambda: import_label_studio(path, **kwargs), lambda out: _import_result(*out)))
 
     def resolve_output(self, ctx):
         outputs = types.Object()

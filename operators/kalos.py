@@ -9,10 +9,9 @@ from agreement.fo.kalos import compute_kalos
 
 from .common import (
     compute_config,
-    progress_reporter,
+    execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
-    refresh_app,
     require,
     run_inputs,
     similarity_3d_inputs,
@@ -74,9 +73,8 @@ class ComputeKalos(foo.Operator):
 
     def execute(self, ctx):
         p = ctx.params
-        result = compute_kalos(
-            ctx.view,
-            require(p, "key", "a name for this run"),
+        key = require(p, "key", "a name for this run")
+        kwargs = dict(
             **rater_layout_kwargs(p),
             similarity=p.get("similarity") or "iou",
             tau=float(p.get("tau", 0.5)),
@@ -85,10 +83,12 @@ class ComputeKalos(foo.Operator):
             session_attr=p.get("session_attr") or None,
             overwrite=bool(p.get("overwrite", False)),
             **similarity_3d_kwargs(p),
-            progress=progress_reporter(ctx),
         )
-        refresh_app(ctx)
-        return {"key": p["key"], **result}
+        return execute_with_progress(
+            ctx,
+            lambda progress: {"key": key, **compute_kalos(ctx.view, key, **kwargs, progress=progress)},
+            reload_dataset=True,
+        )
 
     def resolve_output(self, ctx):
         outputs = types.Object()

@@ -9,10 +9,9 @@ from agreement.fo.ot_agreement import compute_ot_agreement
 
 from .common import (
     compute_config,
-    progress_reporter,
+    execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
-    refresh_app,
     require,
     run_inputs,
 )
@@ -56,13 +55,7 @@ class ComputeOTAgreement(foo.Operator):
     def execute(self, ctx):
         p = ctx.params
         key = require(p, "key", "a name for this run")
-
-        def progress(fraction, label):
-            ctx.set_progress(progress=fraction, label=label)
-
-        result = compute_ot_agreement(
-            ctx.view,
-            key,
+        kwargs = dict(
             **rater_layout_kwargs(p),
             lam=float(p.get("lam", 0.5)),
             beta=float(p.get("beta", 0.5)),
@@ -71,10 +64,12 @@ class ComputeOTAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             iou_threshold=float(p.get("iou_threshold", 0.5)),
             overwrite=bool(p.get("overwrite", False)),
-            progress=progress,
         )
-        refresh_app(ctx)
-        return {"key": key, **result}
+        return execute_with_progress(
+            ctx,
+            lambda progress: {"key": key, **compute_ot_agreement(ctx.view, key, **kwargs, progress=progress)},
+            reload_dataset=True,
+        )
 
     def resolve_output(self, ctx):
         outputs = types.Object()
@@ -117,14 +112,14 @@ class CalibrateAgreement(foo.Operator):
         from agreement.fo.calibrate import calibrate_agreement
 
         p = ctx.params
-        result = calibrate_agreement(
-            ctx.view,
-            require(p, "key", "a name for this run"),
+        key = require(p, "key", "a name for this run")
+        kwargs = dict(
             **rater_layout_kwargs(p),
             distances=p.get("distances") or None,
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
             plot_path=p.get("plot_path") or None,
-            progress=progress_reporter(ctx),
         )
-        return {"key": p["key"], **result}
+        return execute_with_progress(
+            ctx, lambda progress: {"key": key, **calibrate_agreement(ctx.view, key, **kwargs, progress=progress)}
+        )

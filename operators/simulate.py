@@ -8,7 +8,7 @@ import fiftyone.operators.types as types
 from agreement.fo.reading import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
-from .common import compute_config, progress_reporter, refresh_app, require, run_inputs
+from .common import compute_config, execute_with_progress, require, run_inputs
 
 
 class SimulateRaters(foo.Operator):
@@ -53,8 +53,7 @@ class SimulateRaters(foo.Operator):
 
     def execute(self, ctx):
         p = ctx.params
-        result = simulate_raters(
-            ctx.view,
+        kwargs = dict(
             field=require(p, "field", "the reference label field"),
             key=require(p, "key", "a name for the simulated raters' run"),
             num_raters=p.get("num_raters", 3),
@@ -65,7 +64,7 @@ class SimulateRaters(foo.Operator):
             layout=p.get("layout") or "fields",
             school_size=int(p.get("school_size", 0) or 0),
             overwrite=bool(p.get("overwrite", False)),
-            progress=progress_reporter(ctx),
         )
-        refresh_app(ctx)
-        return result
+        return execute_with_progress(
+            ctx, lambda progress: simulate_raters(ctx.view, **kwargs, progress=progress), reload_dataset=True
+        )
