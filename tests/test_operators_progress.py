@@ -1,0 +1,296 @@
+"""Progress reporting of the long operators (``operators.common.execute_with_progress``).
+
+Three ways to run an operator, each checked on a small real dataset:
+
+* the SDK, ``execute_operator``: the result is the bridge's summary, as before, and the stages
+  go to ``ctx.set_progress`` in the bridge's order;
+* the App's immediate run: FiftyOne's own server endpoint (``/operators/execute/generator``,
+  which the App calls for ``execute_as_generator`` operators) streams one ``set_progress``
+  trigger per stage while the bridge works, then ``reload_dataset`` and the summary as the
+  stream's ``ExecutionResult`` message;
+* delegated: ``execute_operator(..., request_delegation=True)`` queues the run and FiftyOne's
+  ``DelegatedOperationService`` completes it, recording every stage on the operation.
+
+An exception of the bridge reaches the caller with its message in each.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+URI = "@iaa/agreement/"
+FIELDS = ["a", "b", "c"]
+
+
+@pytest.fixture
+def ds(fo, make_dataset):
+    """4 samples, raters a/b/c with shifted copies of the same boxes; s2: a found nothing; s3: c not assigned."""
+    D = fo.Detections
+    rng = np.random.default_rng(0)
+    samples = []
+    for i in range(4):
+        boxes = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))]
+        kw = {}
+        for r, shift in (("a", 0.0), ("b", 0.01), ("c", 0.05)):
+            kw[r] = D(detections=[fo.Detection(label="cat" if k else "dog", bounding_box=[b[0] + shift, *b[1:]])
+                                  for k, b in enumerate(boxes)])
+        if i == 2:
+            kw["a"] = D()
+        if i == 3:
+            kw["c"] = None
+        samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
+    return make_dataset(samples)
+
+
+def _ot(samples, key: str, progress=None) -> dict:
+    from agreement.fo.ot_agreement import compute_ot_agreement
+
+    return compute_ot_agreement(samples, key, fields=FIELDS, lam=0.5, beta=0.5, normalization="paper",
+                                max_pairs=100_000, seed=0, iou_threshold=0.5, progress=progress)
+
+
+def _kalos(samples, key: str, progress=None) -> dict:
+    from agreement.fo.kalos import compute_kalos
+
+    return compute_kalos(samples, key, fields=FIELDS, similarity="iou", tau=0.5, solver="greedy", cost="soft",
+                         progress=progress)
+
+
+# operator name, the bridge called as the operator calls it, stages that must appear in this order
+METHODS = {
+    "compute_ot_agreement": (_ot, ["reading annotations", "per-sample OT scores", "alpha-OT chance baseline",
+                                   "writing results"]),
+    "compute_kalos": (_kalos, ["reading annotations", "correspondence and alpha", "writing results"]),
+}
+
+
+def _bridge_run(ds, name: str, key: str) -> tuple[dict, list[str]]:
+    """The bridge's own summary and stage labels for this dataset (the reference for every way of running)."""
+    bridge, known = METHODS[name]
+    labels: list[str] = []
+    summary = bridge(ds, key, progress=lambda fraction, label: labels.append(label))
+    it = iter(labels)
+    assert all(stage in it for stage in known), f"stages {known} not in order in {labels}"
+    return summary, labels
+
+
+def _same_summary(result: dict, key: str, summary: dict) -> None:
+    assert result == {"key": key, **summary}
+
+
+@pytest.fixture
+def progress_spy(monkeypatch) -> list[tuple[float, str]]:
+    """Records every ``ctx.set_progress`` call (FiftyOne's own method still runs)."""
+    from fiftyone.operators.executor import ExecutionContext
+
+    calls: list[tuple[float, str]] = []
+    original = ExecutionContext.set_progress
+
+    def spy(self, progress=None, label=None):
+        calls.append((progress, label))
+        return original(self, progress=progress, label=label)
+
+    monkeypatch.setattr(ExecutionContext, "set_progress", spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_sdk_result_unchanged_and_stages_in_order(ds, name, progress_spy):
+    import fiftyone.operators as foo
+
+    summary, labels = _bridge_run(ds, name, "direct")
+    run = foo.execute_operator(URI + name, ctx=dict(view=ds.view(), params=dict(fields=FIELDS, key="sdk")))
+    _same_summary(run.result, "sdk", summary)
+    assert [label for _, label in progress_spy] == labels
+    fractions = [f for f, _ in progress_spy]
+    assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] <= 1.0
+    # as before: the App is asked to reload the dataset after the run
+    assert "reload_dataset" in [r["operator_uri"] for r in run.executor.to_json()["requests"]]
+
+
+def _app_stream(ds, name: str, params: dict) -> list[dict]:
+    """What the App receives when it runs the operator now: the lines of FiftyOne's streaming endpoint."""
+    pytest.importorskip("httpx")  # starlette's TestClient
+    from starlette.testclient import TestClient
+
+    from fiftyone.server.app import app
+
+    body = {"operator_uri": URI + name, "dataset_name": ds.name, "view": [], "params": params}
+    with TestClient(app) as client:
+        response = client.post("/operators/execute/generator", json=body)
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_app_immediate_run_streams_stages_then_the_result(ds, name):
+    summary, labels = _bridge_run(ds, name, "direct")
+    lines = _app_stream(ds, name, dict(fields=FIELDS, key="app"))
+    triggers = [line["body"] for line in lines[:-1]]
+    assert all(line["cls"] == "InvocationRequest" for line in lines[:-1])
+    assert [t["params"]["label"] for t in triggers if t["operator_uri"] == "set_progress"] == labels
+    assert triggers[-1]["operator_uri"] == "reload_dataset"
+    assert lines[-1]["cls"] == "ExecutionResult"
+    _same_summary(lines[-1]["body"], "app", summary)
+    assert "app" in ds.list_runs()
+
+
+def test_operators_built_as_compute_operators_run_as_generators():
+    """The App calls an operator's streaming endpoint only if its config says so."""
+    import fiftyone.operators as foo
+
+    for name in ("compute_ot_agreement", "compute_kalos", "compute_geometry_agreement", "calibrate_agreement",
+                 "compute_mask_consensus", "compute_consensus", "simulate_raters", "import_multi_rater_coco",
+                 "import_multi_rater", "import_label_studio"):
+        operator = foo.get_operator(URI + name)
+        assert operator.config.execute_as_generator, name
+        assert operator.config.allow_immediate_execution and operator.config.allow_delegated_execution, name
+
+
+@pytest.fixture
+def service_progress(monkeypatch) -> list[tuple[float, str]]:
+    """Records the progress that FiftyOne's delegated-operation service stores on its operations."""
+    from fiftyone.operators.delegated import DelegatedOperationService
+
+    calls: list[tuple[float, str]] = []
+    original = DelegatedOperationService.set_progress
+
+    def spy(self, doc_id, progress):
+        calls.append((progress.progress, progress.label))
+        return original(self, doc_id, progress)
+
+    monkeypatch.setattr(DelegatedOperationService, "set_progress", spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_queued_delegated_run_completes_through_the_service_and_reports_progress(ds, name, service_progress):
+    import fiftyone.operators as foo
+    from fiftyone.operators.delegated import DelegatedOperationService
+    from fiftyone.operators.executor import ExecutionRunState
+
+    summary, labels = _bridge_run(ds, name, "direct")
+    queued = foo.execute_operator(URI + name, ctx=dict(view=ds.view(), params=dict(fields=FIELDS, key="later"),
+                                                       request_delegation=True))
+    assert queued.delegated
+    assert "later" not in ds.list_runs()  # queued, not run
+    service = DelegatedOperationService()
+    done = service.execute_queued_operations(operator=URI + name, dataset_name=ds.name)
+    assert len(done) == 1 and done[0].error is None, done[0].error
+    _same_summary(done[0].result, "later", summary)
+    assert [label for _, label in service_progress] == labels
+    doc = service.get(queued.result["id"])
+    assert doc.run_state == ExecutionRunState.COMPLETED
+    assert doc.status.label == labels[-1]
+    _same_summary(doc.result.result, "later", summary)
+    ds.reload()
+    assert "later" in ds.list_runs()
+    service.delete_operation(doc.id)
+
+
+BAD = dict(fields=["a", "nope"], key="bad")
+BAD_MESSAGE = "field 'nope' does not exist"
+
+
+def test_bridge_error_reaches_the_sdk_caller(ds):
+    import fiftyone.operators as foo
+
+    with pytest.raises(Exception, match=BAD_MESSAGE):
+        foo.execute_operator(URI + "compute_ot_agreement", ctx=dict(view=ds.view(), params=BAD))
+    assert "bad" not in ds.list_runs()
+
+
+def test_bridge_error_reaches_the_app_as_the_streams_error(ds):
+    lines = _app_stream(ds, "compute_kalos", BAD)
+    assert BAD_MESSAGE in lines[-1]["error"]
+    assert not any(line.get("cls") == "ExecutionResult" for line in lines)
+
+
+def test_bridge_error_fails_the_delegated_operation(ds):
+    import fiftyone.operators as foo
+    from fiftyone.operators.delegated import DelegatedOperationService
+    from fiftyone.operators.executor import ExecutionRunState
+
+    queued = foo.execute_operator(URI + "compute_ot_agreement", ctx=dict(view=ds.view(), params=BAD,
+                                                                           request_delegation=True))
+    service = DelegatedOperationService()
+    service.execute_queued_operations(operator=URI + "compute_ot_agreement", dataset_name=ds.name)
+    doc = service.get(queued.result["id"])
+    assert doc.run_state == ExecutionRunState.FAILED
+    assert BAD_MESSAGE in doc.result.error
+    service.delete_operation(doc.id)
+
+
+# the helper on its own, with a stand-in context
+
+
+class FakeCtx:
+    """The parts of an ExecutionContext the helper uses."""
+
+    def __init__(self, delegated: bool = False, app: bool = False):
+        self.delegated = delegated
+        self.request_params: dict[str, Any] = {"operator_uri": URI + "fake"} if app else {}
+        self.operator_uri = URI + "fake"
+        self.progress: list[tuple[float, str]] = []
+        self.triggered: list[tuple[str, dict | None]] = []
+
+    def set_progress(self, progress=None, label=None) -> None:
+        self.progress.append((progress, label))
+
+    def trigger(self, operator_name: str, params: dict | None = None):
+        from fiftyone.operators.executor import Executor
+
+        self.triggered.append((operator_name, params))
+        return Executor().trigger(operator_name, params)
+
+
+def _work(fail: bool = False) -> Callable:
+    def compute(progress) -> dict:
+        progress(0.0, "first")
+        progress(0.5, "second")
+        if fail:
+            raise ValueError("the bridge says no")
+        return {"value": np.float64(0.25), "undefined": float("nan"), "thread": threading.current_thread().name}
+
+    return compute
+
+
+@pytest.mark.parametrize("delegated", [True, False])
+def test_helper_reports_to_set_progress_and_returns_the_result_in_place(delegated):
+    from operators.common import execute_with_progress
+
+    ctx = FakeCtx(delegated=delegated)
+    result = execute_with_progress(ctx, _work(), reload_dataset=True)
+    assert result["thread"] == threading.current_thread().name and result["value"] == 0.25
+    assert ctx.progress == [(0.0, "first"), (0.5, "second")]
+    # delegated runs never ask an App to reload
+    assert ctx.triggered == ([] if delegated else [("reload_dataset", None)])
+    with pytest.raises(ValueError, match="the bridge says no"):
+        execute_with_progress(FakeCtx(delegated=delegated), _work(fail=True))
+
+
+def test_helper_streams_to_the_app_from_a_worker_thread():
+    from operators.common import execute_with_progress
+
+    ctx = FakeCtx(app=True)
+    stream = execute_with_progress(ctx, _work(), reload_dataset=True)
+    lines = [message.to_json() for message in stream]
+    assert [line["body"]["params"]["label"] for line in lines[:2]] == ["first", "second"]
+    assert lines[2]["body"]["operator_uri"] == "reload_dataset"
+    result = lines[3]["body"]
+    assert lines[3]["cls"] == "ExecutionResult"
+    assert result["value"] == 0.25 and result["undefined"] is None  # strict JSON
+    assert result["thread"] != threading.current_thread().name
+    assert ctx.progress == []
+    json.dumps(lines, allow_nan=False)
+
+    failed = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(fail=True))]
+    assert [line["body"]["params"]["label"] for line in failed[:2]] == ["first", "second"]
+    assert failed[-1]["error"] == "the bridge says no"
