@@ -39,6 +39,7 @@ from agreement.fo.panel_data import (
     METHOD_VIEWS,
     PanelDataError,
     bin_view,
+    review_queue_view,
     compare_data,
     label_explanations,
     lowest_first_view,
@@ -101,6 +102,8 @@ class _Memory:
     dataset: str | None = None
     run_labels: dict = field(default_factory=dict)  # key -> "key — method, time" for the run dropdown
     touched: float = 0.0
+    consensus_rater: str | None = None  # the rater whose confusion matrix a consensus run shows
+    consensus: dict | None = None  # a consensus run: {"raters", "rater", "n_flagged"}
 
 
 _MEMORY: dict[str, _Memory] = {}
@@ -317,9 +320,18 @@ class AgreementPanel(foo.Panel):
     def on_clear_drill(self, ctx):
         key, info, base, base_stages = self._context(ctx)
         mem = _memory(ctx)
+        restore = (mem.drill or {}).get("restore")
         mem.drill = None
+        if restore is not None:  # the review queue: back to the stages and sidebar filters it started from
+            base_stages = restore["stages"]
+            mem.filters = restore["filters"]
         self._expect_reset(ctx, mem)
+        if base_stages is None:
+            ctx.ops.clear_view()
+            return
         ctx.trigger("set_view", params={"view": base_stages})
+        if restore is not None and restore["filters"] and _app_can_set_filters():
+            ctx.trigger("set_filters", params=restore["filters"])
 
     def on_whole_dataset(self, ctx):
         mem = _memory(ctx)
@@ -339,6 +351,41 @@ class AgreementPanel(foo.Panel):
             return
         view = disagreeing_labels_view(base, key, sample_id=sid, hide_other_labels=True)
         self._drill(ctx, base, base_stages, view, f"the disagreeing labels of sample {sid}")
+
+    def on_change_consensus_rater(self, ctx):
+        mem = _memory(ctx)
+        value = ctx.params.get("value")
+        if not value or value == mem.consensus_rater:  # the dropdown reporting its value: nothing changed
+            return
+        ctx.panel.state.consensus_rater = mem.consensus_rater = value
+        self._expect_reset(ctx, mem)
+        self._refresh(ctx, force=True)
+
+    def on_review_queue(self, ctx):
+        """Loads the consensus run's review queue (a patches view) on the samples the panel describes.
+
+        A patches view has none of the sample fields the sidebar filters may be on, so the filters go into
+        the view as stages (the queue covers the filtered samples) and come back as sidebar filters when
+        the drill-down is undone."""
+        key, info, base, base_stages = self._context(ctx)
+        mem = _memory(ctx)
+        view = review_queue_view(base, key)
+        prefix = base._serialize()  # a patches view's own _stages omit those before to_patches: serialise it whole
+        added = view._serialize()[len(prefix):]
+        count = len(view)
+        mem.drill = {"stages": added, "what": f"the review queue of run {key!r}: the consensus labels flagged for "
+                     "review, least confident first (tag them `accepted` or `rejected`)", "bin": None,
+                     "count": count, "unit": "flagged label", "run": key,
+                     "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
+        mem.sig = None
+        mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the patches view
+        if base_stages is None:  # a saved view
+            ctx.ops.set_view(view=view)
+        else:
+            ctx.trigger("set_view", params={"view": prefix + added})
+            if mem.drill["restore"]["filters"] and _app_can_set_filters():
+                ctx.trigger("set_filters", params={})
+        ctx.panel.data.drill_md = self._drill_md(mem)
 
     # ----------------------------------------------------------------- helpers
     def _expect_reset(self, ctx, mem: _Memory) -> None:
@@ -411,7 +458,8 @@ class AgreementPanel(foo.Panel):
         d = mem.drill
         if not d:
             return ""
-        text = f"**Loaded:** {d['what']} — {d['count']:,} sample{'s' if d['count'] != 1 else ''}."
+        unit = d.get("unit", "sample")
+        text = f"**Loaded:** {d['what']} — {d['count']:,} {unit}{'s' if d['count'] != 1 else ''}."
         if d.get("pair_scores"):
             a, b = d["pair"]
             top = d["pair_scores"][:6]
@@ -523,7 +571,8 @@ class AgreementPanel(foo.Panel):
         n_view = len(base)
         try:
             marks = self._marks(mem, key)
-            data = run_panel_data(base, key, whole=whole, selected_bin=marks["bin"], selected_pair=marks["pair"])
+            data = run_panel_data(base, key, whole=whole, selected_bin=marks["bin"], selected_pair=marks["pair"],
+                                  rater=mem.consensus_rater or state.consensus_rater)
         except (PanelDataError, runs.RunError) as e:
             changed |= self._set_state(ctx, error=str(e), cards=[], score_field=None, title=None,
                                        bar_titles=[], curve_titles=[])
@@ -571,8 +620,22 @@ class AgreementPanel(foo.Panel):
             pdata.set(f"curve_{i}", curve["traces"])
         mem.figures.update({f"bars_{i}": mem.figures[b["name"]] for i, b in enumerate(data["bars"])})
         mem.figures.update({f"curve_{i}": mem.figures[c["name"]] for i, c in enumerate(data["curves"])})
+        self._refresh_consensus(pdata, mem, data["consensus"])
         self._refresh_compare(ctx, mem, base, key, info, compare, compare_key)
         self._refresh_modal(ctx, mem, base, key, info)
+
+    @staticmethod
+    def _refresh_consensus(pdata, mem: _Memory, cons: dict | None) -> None:
+        """A consensus run's rater report, confusion matrix and review-queue note (panel data and memory)."""
+        mem.consensus = None
+        if cons is None:
+            return
+        counts = {c["label"]: c for c in (cons["view_cards"] or cons["cards"])}
+        n_flagged = counts.get("flagged for review", {}).get("count") or 0
+        mem.consensus = {"raters": cons["raters"], "rater": cons["rater"], "n_flagged": int(n_flagged)}
+        pdata.consensus_report_md = "**Rater report** (whole run, against the consensus)\n\n" + cons["report_md"]
+        pdata.review_md = cons["review_help"]
+        pdata.confusion = mem.figures["confusion"]["traces"] if "confusion" in mem.figures else []
 
     def _view_note(self, data, n_view, filters, base_stages, mem) -> str:
         if data["whole"] or base_stages is None and n_view == data["n_run"]:
@@ -716,6 +779,8 @@ class AgreementPanel(foo.Panel):
                        on_selected=self.on_scatter_select)
         elif mem.compare_on:
             panel.str("compare_md", view=types.MarkdownView())
+        if mem.consensus is not None:
+            self._render_consensus(panel, mem)
         if shown.get("score_field"):
             self._plot(panel, mem, "histogram", on_click=self.on_histogram_click)
             row = panel.h_stack("sort_actions", gap=1, align_x="left")
@@ -741,6 +806,24 @@ class AgreementPanel(foo.Panel):
         for i in range(shown.get("n_curves", 0)):
             self._plot(panel, mem, f"curve_{i}")
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
+
+
+    def _render_consensus(self, panel, mem: _Memory) -> None:
+        """The review-queue button and note, the rater report and one rater's confusion matrix."""
+        cons = mem.consensus
+        n = cons["n_flagged"]
+        label = (f"Review queue: the {n:,} flagged consensus label{'s' if n != 1 else ''}, least confident first"
+                 if n else "Review queue (no consensus label in view is flagged)")
+        panel.btn("review_queue", label=label, on_click=self.on_review_queue, variant="contained")
+        panel.str("review_md", view=types.MarkdownView())
+        panel.str("consensus_report_md", view=types.MarkdownView())
+        if cons["raters"]:
+            choices = types.DropdownView()
+            for r in cons["raters"]:
+                choices.add_choice(r, label=r)
+            panel.enum("consensus_rater", cons["raters"], default=cons["rater"], label="Confusion matrix of rater",
+                       view=choices, on_change=self.on_change_consensus_rater)
+        self._plot(panel, mem, "confusion")
 
 
 def runs_score_field(info: dict) -> str | None:

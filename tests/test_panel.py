@@ -375,3 +375,146 @@ def test_load_agreement_view_modes_and_run_listing(fo, scored):
     listing = foo.execute_operator("@iaa/agreement/list_agreement_runs", ctx=dict(view=scored.view())).result
     assert listing["keys"] == ["kal", "ot", "ot_ab"] and listing["newest_first"][0] == "kal"
     assert "**kal** — KαLOS" in listing["table"] and "global α (pooled)" in listing["table"]
+
+
+# ---------------------------------------------------------------------------- consensus runs
+@pytest.fixture
+def consensus_ds(fo, make_dataset):
+    """60 samples, 5 crowd raters, a consensus run ``cons`` with a wide review band (some labels flagged)."""
+    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
+    ds = make_dataset(samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields",
+                                          raters_field=None))
+    compute_consensus(ds, "cons", fields=list(corpus.raters), review_band=[0.5, 0.999])
+    return ds, list(corpus.raters)
+
+
+def _consensus_labels(samples):
+    return [d for v in samples.values("cons_consensus") for d in (v.detections if v else [])]
+
+
+def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds):
+    from agreement.fo.panel_data import REPORT_COLUMNS, run_panel_data
+    from agreement.fo.runs import load_agreement_results
+
+    ds, raters = consensus_ds
+    results = load_agreement_results(ds, "cons")
+    for samples, whole in ((ds, True), (ds.skip(7).limit(25), False)):
+        data = run_panel_data(samples, "cons")
+        cons = data["consensus"]
+        cards = {c["label"]: c for c in (cons["cards"] if whole else cons["view_cards"])}
+        labels = _consensus_labels(samples)
+        flagged = [d for d in labels if d["cons_review"]]
+        assert cards["consensus labels"]["value"] == len(labels) > 0
+        assert cards["flagged for review"]["count"] == len(flagged) > 0
+        share = len(flagged) / len(labels)
+        assert cards["flagged for review"]["value"] == pytest.approx(share)
+        assert cards["flagged for review"]["text"] == f"{100 * share:.3g}% ({len(flagged)} of {len(labels)} labels)"
+        mean = float(np.mean([d.confidence for d in labels]))
+        assert cards["mean confidence of the consensus labels"]["text"] == f"{mean:.3g}"
+        assert "| flagged for review |" in data["summary_md"]
+        assert ("this view" in data["summary_md"]) is not whole
+    assert cons["cards"][0]["value"] == results["summary"]["n_consensus"]
+    report = results["detail"]["rater_report"]
+    assert [r["rater"] for r in cons["report_rows"]] == list(report) == raters
+    for row in cons["report_rows"]:
+        for k, _ in REPORT_COLUMNS:
+            assert row[k] == report[row["rater"]][k]
+    assert cons["report_md"].splitlines()[0].startswith("| rater | sensitivity | false positives per sample |")
+    assert cons["report_md"].count("\n") == len(raters) + 1
+    # the confusion matrix of each rater: the run's, rows consensus class, columns the rater's class
+    for rater in raters:
+        cm = run_panel_data(ds, "cons", rater=rater)["consensus"]["confusion"]
+        conf = report[rater]["confusion"]
+        for i, y in enumerate(cm["classes"]):
+            for j, c in enumerate(cm["classes"]):
+                assert cm["z"][i][j] == (conf[y].get(c, 0.0) if y in conf else None)
+        assert set(cm["classes"]) == set(conf) | {c for row in conf.values() for c in row}
+
+
+def test_consensus_confusion_figure_is_titled_with_named_hover(consensus_ds):
+    from agreement.fo.panel_data import run_panel_data
+
+    ds, raters = consensus_ds
+    fig = run_panel_data(ds, "cons", rater=raters[1])["figures"]["confusion"]
+    layout, trace = fig["layout"], fig["traces"][0]
+    assert f"Class confusion of rater {raters[1]}" in layout["title"]["text"]
+    assert layout["xaxis"]["title"]["text"] == "rater's class" and layout["yaxis"]["title"]["text"] == "consensus class"
+    assert trace["type"] == "heatmap" and trace["x"] == trace["y"]
+    assert f"{raters[1]} says" in trace["hovertext"][0][1] and f"consensus {trace['y'][0]}" in trace["hovertext"][0][1]
+    cells = [(t, v) for trow, zrow in zip(trace["text"], trace["z"]) for t, v in zip(trow, zrow) if v]
+    assert cells and all(t == f"{v:.3g}" for t, v in cells)  # three significant figures
+
+
+def test_consensus_panel_shows_report_heatmap_and_opens_the_review_queue(consensus_ds):
+    import fiftyone.operators as foo
+
+    ds, raters = consensus_ds
+    state, data, requests = _panel(ds, "on_load")
+    assert state["run_key"] == "cons" and state["method"] == "iaa.consensus"
+    assert "**Rater report**" in data["consensus_report_md"] and "finalize_consensus" in data["review_md"]
+    assert "accepted" in data["review_md"] and "rejected" in data["review_md"]
+    plots = _plots(_output(requests))
+    assert {"confusion", "histogram"} <= set(plots)
+    assert raters[0] in plots["confusion"]["layout"]["title"]["text"]
+    output = str(_output(requests))
+    n_flagged = sum(bool(d["cons_review"]) for d in _consensus_labels(ds))
+    assert f"Review queue: the {n_flagged} flagged consensus labels" in output
+    # another rater in the selector: its confusion matrix
+    state, data, requests = _panel(ds, "on_change_consensus_rater", state, value=raters[3])
+    assert raters[3] in _plots(_output(requests))["confusion"]["layout"]["title"]["text"]
+    # the review queue: the view of load_agreement_view(mode="review"), least confident first
+    state, data, requests = _panel(ds, "on_review_queue", state)
+    view, _ = _built(ds, requests)
+    expected = foo.execute_operator("@iaa/agreement/load_agreement_view",
+                                    ctx=dict(view=ds.view(), params=dict(key="cons", mode="review"))).result
+    assert view.values("id") == expected["label_ids"] and len(view) == n_flagged > 0
+    assert view.values("id") == _review(ds).values("id") and view._is_patches
+    conf = view.values("cons_consensus.confidence")
+    assert conf == sorted(conf)
+    assert f"{n_flagged} flagged labels" in data["drill_md"]
+    # the App shows the queue: the charts still describe the samples, and a patch opened in it does not fail
+    state, data, _ = _panel(ds, "on_change_view", state, view=view)
+    assert sum(data["histogram"][0]["y"]) == len(ds.exists("cons_min_confidence"))
+    _panel(ds, "on_change_current_sample", state, view=view, current_sample=view.first().id)
+
+
+def _review(samples):
+    from agreement.fo.consensus_labels import review_view
+
+    return review_view(samples, "cons")
+
+
+def test_review_queue_keeps_the_sidebar_filter_as_stages_and_puts_it_back(consensus_ds):
+    ds, _ = consensus_ds
+    values = sorted(v for v in ds.values("cons_min_confidence") if v is not None)
+    cut = values[len(values) // 2]
+    filters = {"cons_min_confidence": {"isMatching": True, "exclude": False, "range": [0.0, cut], "none": False,
+                                       "nan": False, "inf": False, "ninf": False}}
+    state, data, _ = _panel(ds, "on_load", filters=filters)
+    filtered = ds.match(fo_field("cons_min_confidence") <= cut)
+    assert 0 < len(filtered) < len(ds) and len(_review(filtered))
+    state, data, requests = _panel(ds, "on_review_queue", state, filters=filters)
+    view, stages = _built(ds, requests)
+    assert view.values("id") == _review(filtered).values("id")
+    if [p for uri, p in requests if uri == "set_filters"]:  # Apps with set_filters: the sidebar is cleared
+        assert [p for uri, p in requests if uri == "set_filters"] == [{}]
+    # undo: the user's view and filter come back
+    state, data, requests = _panel(ds, "on_change_view", state, view=view, filters={})
+    assert not [p for uri, p in requests if uri == "set_filters"]  # nothing put back on the patches view
+    state, data, requests = _panel(ds, "on_clear_drill", state, view=view, filters={})
+    assert _set_views(requests) == [[]]
+    restored = [p for uri, p in requests if uri == "set_filters"]
+    assert restored in ([filters], [])
+
+
+def test_modal_of_a_consensus_run_explains_each_rater_label(consensus_ds):
+    ds, _ = consensus_ds
+    sid = ds.first().id
+    state, data, _ = _panel(ds, "on_load", current_sample=sid)
+    md = data["labels_md"]
+    assert "| rater | label | status |" in md and "consensus:" in md
+    assert "agrees with its consensus label" in md or "in no consensus label" in md

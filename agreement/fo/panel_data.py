@@ -42,6 +42,8 @@ __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
     "view_alpha_ot", "view_cards", "summary_markdown", "undefined_reasons", "compare_data", "label_explanations",
     "bin_view", "lowest_first_view", "unscored_view", "sig3", "PanelDataError",
+    "CONSENSUS_METHOD", "consensus_cards", "rater_report_rows", "rater_report_markdown", "confusion_matrix",
+    "confusion_figure", "review_queue_view", "REVIEW_HELP",
 ]
 
 
@@ -167,6 +169,19 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {
         ],
         "curves": lambda detail, info: _calibration_curves(detail),
     },
+}
+
+
+CONSENSUS_METHOD = "iaa.consensus"
+METHOD_VIEWS[CONSENSUS_METHOD] = {
+    "title": "Consensus",
+    "score_suffix": "min_confidence",
+    "score_label": "lowest confidence of the sample's consensus labels",
+    "score_axis": "lowest confidence of the sample's consensus labels (1 = certain)",
+    "score_name": "lowest confidence",
+    "score_range": lambda params: (0.0, 1.0),
+    "cards": [],
+    "view_labels": ("mean lowest confidence", "samples without consensus labels"),
 }
 
 
@@ -792,7 +807,10 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     """
     key = info["key"]
     layout = info.get("input") or {}
-    sample = samples._root_dataset.select(sample_id).first()
+    found = samples._root_dataset.select(sample_id)
+    if not len(found):  # not a sample of the dataset (a patch of a patches view, say): nothing to explain
+        return []
+    sample = found.first()
     fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
     labels = []  # (rater, label)
     for f in fields:
@@ -851,11 +869,32 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
                 "value": f"unit {unit}" if unit is not None else "no unit",
                 "disagrees": status != "matched",
             })
+    elif info["method"] == CONSENSUS_METHOD:
+        rows = _consensus_explanations(sample, key, labels, attr)
     else:
         for r, lab in labels:
             rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—",
                          "value": "—", "disagrees": False})
     rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
+    return rows
+
+
+def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
+    """Per rater label of a consensus run: the consensus label it was fused into, and whether it agrees."""
+    field = f"{key}_consensus"
+    value = sample[field] if field in sample.field_names else None
+    cons = {c.id: c for c in (getattr(value, value._LABEL_LIST_FIELD) if value is not None else [])}
+    rows = []
+    for r, lab in labels:
+        c = cons.get(attr(lab, f"{key}_consensus_id"))
+        agrees = bool(attr(lab, f"{key}_agrees"))
+        status = ("in no consensus label" if c is None else "agrees with its consensus label" if agrees
+                  else "its consensus label has another class")
+        flagged = " (flagged for review)" if c is not None and attr(c, f"{key}_review") else ""
+        rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": status,
+                     "counterpart": f"consensus: {c.label}{flagged}" if c is not None else "none",
+                     "value": f"confidence {sig3(c.confidence)}" if c is not None else "—",
+                     "disagrees": not agrees})
     return rows
 
 
@@ -876,9 +915,201 @@ def unscored_view(samples, field: str):
     return samples.exists(field, False)
 
 
+# --------------------------------------------------------------------------- consensus runs
+REVIEW_HELP = (
+    "**Review queue** loads the consensus labels flagged for review as patches, least confident first "
+    "(the same view as the operator *load_agreement_view* in mode *review*). Tag each patch `accepted` or "
+    "`rejected` with FiftyOne's own label tagging (select patches, the tag icon above the grid, *Labels*). "
+    "Then the operator **finalize_consensus** writes the reviewed label set `{key}_final`: rejected labels "
+    "left out, accepted ones no longer flagged."
+)
+REPORT_COLUMNS = (
+    ("sensitivity", "sensitivity"),
+    ("false_positive_rate", "false positives per sample"),
+    ("precision", "precision"),
+    ("localisation_error", "localisation error (1 − IoU)"),
+    ("agreement", "agrees with consensus"),
+    ("n_labels", "labels"),
+    ("n_samples", "samples"),
+)
+MAX_CONFUSION_CLASSES = 25
+CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
+                          "majority": "majority vote", "wbf": "weighted boxes fusion"}
+
+
+def _consensus_paths(samples, key: str) -> tuple[str, str]:
+    """The consensus field ``{key}_consensus`` and the path of its label list (``…consensus.detections``)."""
+    from agreement.fo.reading import LABEL_TYPES
+
+    field = f"{key}_consensus"
+    doc_type = getattr(samples._root_dataset.get_field(field), "document_type", None)
+    if doc_type not in LABEL_TYPES:
+        raise PanelDataError(f"field {field!r} of the consensus run {key!r} is missing or not a label list")
+    return field, f"{field}.{LABEL_TYPES[doc_type]}"
+
+
+def consensus_counts(samples, key: str) -> dict:
+    """Consensus labels of run ``key`` in ``samples``, those flagged for review and their mean confidence.
+
+    One database aggregation (``Count``, ``CountValues`` of ``{key}_review``,
+    ``Mean`` of ``confidence``), never the values in Python.
+
+    Returns:
+        ``{"n_labels", "n_flagged", "share_flagged" (None without labels), "mean_confidence" (None)}``.
+    """
+    import fiftyone.core.aggregations as foa
+
+    _, path = _consensus_paths(samples, key)
+    n, flags, mean = samples.aggregate([foa.Count(path), foa.CountValues(f"{path}.{key}_review"),
+                                        foa.Mean(f"{path}.confidence")])
+    flagged = int(flags.get(True, 0))
+    return {"n_labels": int(n), "n_flagged": flagged, "share_flagged": flagged / n if n else None,
+            "mean_confidence": float(mean) if n and _finite(mean) else None}
+
+
+def consensus_cards(samples, key: str) -> list[dict]:
+    """The consensus cards of ``samples``: consensus labels, share flagged for review, mean confidence.
+
+    ``value`` is the number, ``text`` what the panel shows (three significant figures).
+    """
+    c = consensus_counts(samples, key)
+    n, flagged, share = c["n_labels"], c["n_flagged"], c["share_flagged"]
+    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {_count(n, 'label')})" if share is not None
+                  else "undefined: no consensus labels")
+    mean = c["mean_confidence"]
+    return [
+        {"label": "consensus labels", "value": n, "text": f"{n:,}"},
+        {"label": "flagged for review", "value": share, "text": share_text, "count": flagged},
+        {"label": "mean confidence of the consensus labels", "value": mean,
+         "text": sig3(mean) if mean is not None else "undefined: no consensus labels"},
+    ]
+
+
+def rater_report_rows(results: dict) -> list[dict]:
+    """The rater report of a consensus run's results, one row per rater:
+    ``{"rater", <column>: value, "text": {<column>: shown text}}`` for the columns of ``REPORT_COLUMNS``."""
+    report = (results.get("detail") or {}).get("rater_report") or {}
+    rows = []
+    for rater, entry in report.items():
+        row = {"rater": str(rater), "text": {}}
+        for k, _ in REPORT_COLUMNS:
+            v = entry.get(k)
+            row[k] = v
+            row["text"][k] = f"{int(v):,}" if k.startswith("n_") and _finite(v) else sig3(v)
+        rows.append(row)
+    return rows
+
+
+def rater_report_markdown(rows: list[dict]) -> str:
+    """The rater report as a markdown table (three significant figures; "undefined" for NaN)."""
+    head = "| rater | " + " | ".join(name for _, name in REPORT_COLUMNS) + " |"
+    align = "|:--|" + "--:|" * len(REPORT_COLUMNS)
+    body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in REPORT_COLUMNS) + " |" for r in rows]
+    return "\n".join([head, align, *body])
+
+
+def _confusion_classes(conf: dict, classes: list[str], max_classes: int) -> tuple[list[str], int]:
+    """The classes of one rater's confusion rows or columns, in run order; with more than ``max_classes``,
+    those with the most probability off the diagonal. Returns them and how many there were."""
+    used = set(conf) | {c for row in conf.values() for c in row}
+    order = [c for c in classes if c in used] + sorted(used - set(classes))
+    if len(order) <= max_classes:
+        return order, len(order)
+    off = {c: 0.0 for c in order}
+    for y, row in conf.items():
+        for c, v in row.items():
+            if c != y:
+                off[y] += v
+                off[c] += v
+    top = set(sorted(order, key=lambda c: (-off[c], c))[:max_classes])
+    return [c for c in order if c in top], len(order)
+
+
+def confusion_matrix(results: dict, rater: str, max_classes: int = MAX_CONFUSION_CLASSES) -> dict:
+    """Rater ``rater``'s class confusion from a consensus run's results.
+
+    ``z[i][j]`` is the probability that the rater says ``classes[j]`` for an
+    object whose consensus class is ``classes[i]`` (EM: the fitted
+    Dawid–Skene matrix; otherwise row-normalised counts); a row is ``None``
+    where the rater met no object of that class, and an entry the run did not
+    store (below 0.001) is 0.
+
+    Returns:
+        ``{"rater", "classes", "z", "n_classes"}``.
+
+    Raises:
+        PanelDataError: when the run has no such rater.
+    """
+    detail = results.get("detail") or {}
+    report = detail.get("rater_report") or {}
+    if rater not in report:
+        raise PanelDataError(f"the consensus run has no rater {rater!r}; its raters are {list(report)}")
+    conf = report[rater].get("confusion") or {}
+    classes, n_classes = _confusion_classes(conf, [str(c) for c in detail.get("classes") or []], max_classes)
+    z = [[float(conf[y].get(c, 0.0)) for c in classes] if y in conf else [None] * len(classes) for y in classes]
+    return {"rater": rater, "classes": classes, "z": z, "n_classes": n_classes}
+
+
+def confusion_figure(cm: dict) -> dict:
+    """One rater's confusion matrix as a heatmap: consensus class down, rater's class across,
+    values to three significant figures, hover naming the rater and both classes."""
+    rater, classes, z = cm["rater"], cm["classes"], cm["z"]
+    text, hover = [], []
+    for y, row in zip(classes, z):
+        text.append(["" if v is None or v == 0 else sig3(v) for v in row])
+        hover.append([f"{rater}: no {y} object in the consensus on {rater}'s samples" if v is None else
+                      f"{rater} says {c} for a consensus {y}: probability "
+                      f"{sig3(v) if v else 'below 0.001'}" for c, v in zip(classes, row)])
+    n = len(classes)
+    shown = f"the {n} of {cm['n_classes']} classes with the most confusion" if cm["n_classes"] > n else "whole run"
+    subtitle = f"P(rater's class | consensus class), each row sums to 1 · {shown}"
+    trace = {"type": "heatmap", "x": classes, "y": classes, "z": z, "text": text, "texttemplate": "%{text}",
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Blues",
+             "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,
+             "colorbar": {"title": {"text": "probability", "side": "right"}, "thickness": 14}}
+    title = f"Class confusion of rater {rater}"
+    layout = _layout(title, "rater's class", "consensus class", height=max(360, 150 + 36 * n), subtitle=subtitle,
+                     xaxis={"tickangle": -30, "type": "category"},
+                     yaxis={"autorange": "reversed", "type": "category"})
+    return _figure("confusion", f"{title} ({subtitle})", [trace], layout)
+
+
+def review_queue_view(samples, key: str):
+    """The review queue of consensus run ``key`` on ``samples``: a patches view of the flagged consensus
+    labels, least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
+    from agreement.fo.consensus_labels import review_view
+
+    return review_view(samples, key)
+
+
+def _consensus_data(samples, info: dict, results: dict, whole: bool, rater: str | None) -> dict:
+    """The consensus part of :func:`run_panel_data`: cards (whole run, this view), rater report, confusion."""
+    key = info["key"]
+    rows = rater_report_rows(results)
+    raters = [r["rater"] for r in rows]
+    chosen = rater if rater in raters else (raters[0] if raters else None)
+    summary = results.get("summary") or {}
+    method = CONSENSUS_METHOD_NAMES.get(summary.get("method"), summary.get("method") or "unknown")
+    if summary.get("method") == "em":
+        method += f", {'converged' if summary.get('converged') else 'stopped'} after {summary.get('n_iter')} iterations"
+    out = {
+        "cards": consensus_cards(samples._root_dataset, key) + [
+            {"label": "consensus method", "value": summary.get("method"), "text": method}],
+        "view_cards": [] if whole or not len(samples) else consensus_cards(samples, key),
+        "report_rows": rows,
+        "report_md": rater_report_markdown(rows) if rows else "No rater report in the run results.",
+        "raters": raters,
+        "rater": chosen,
+        "confusion": confusion_matrix(results, chosen) if chosen else None,
+        "review_help": REVIEW_HELP.format(key=key),
+    }
+    out["figure"] = confusion_figure(out["confusion"]) if out["confusion"] and out["confusion"]["classes"] else None
+    return out
+
+
 # --------------------------------------------------------------------------- everything
 def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: int | None = None,
-                   selected_pair: list | None = None) -> dict:
+                   selected_pair: list | None = None, rater: str | None = None) -> dict:
     """Everything the panel shows for run ``key`` on ``samples`` (the current view).
 
     Args:
@@ -887,12 +1118,15 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         whole: whether ``samples`` is the whole dataset (default: compared by count).
         selected_bin: a histogram bar to highlight.
         selected_pair: two raters whose heatmap cells to outline.
+        rater: for a consensus run, the rater whose confusion matrix to draw (default: the first).
 
     Returns:
         ``{"title", "method", "cards" (whole run), "view_cards", "summary_md", "n_view", "n_run",
         "histogram": {...} or None, "score_field", "score_label", "score_range", "worst_first_descending",
         "pair_matrix": {...} or None, "figures": {name: figure}, "bars": [figure], "curves": [figure],
-        "undefined": [...]}``
+        "undefined": [...], "consensus": {...} or None}``; for a consensus run, ``"consensus"`` holds
+        ``"cards"``, ``"view_cards"`` (see :func:`consensus_cards`), ``"report_rows"``, ``"report_md"``,
+        ``"raters"``, ``"rater"``, ``"confusion"`` and ``"review_help"``, and the figures a ``"confusion"``.
 
     Raises:
         PanelDataError: for a run of an unknown method or older format.
@@ -912,6 +1146,9 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     ids = None if whole else set(samples.values("id"))
     cards = [_card(summary, spec) for spec in view["cards"]] + input_cards(info, summary)
     vcards = view_cards(samples, info, results, ids) if field and not whole and n_view else []
+    cons = _consensus_data(samples, info, results, whole, rater) if info["method"] == CONSENSUS_METHOD else None
+    if cons is not None:  # counted by the database on the whole dataset and on the view
+        cards, vcards = cons["cards"] + cards, cons["view_cards"]
     data = {
         "title": f"{view['title']} — run {key!r}",
         "method": info["method"],
@@ -932,7 +1169,10 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         "bars": [],
         "curves": [],
         "undefined": undefined_reasons(results, ids),
+        "consensus": cons,
     }
+    if cons is not None and cons["figure"] is not None:
+        data["figures"]["confusion"] = cons["figure"]
     if data["histogram"] is not None:
         data["figures"]["histogram"] = histogram_figure(
             data["histogram"], view, selected_bin, "whole dataset" if whole else f"{_count(n_view)} in view")
