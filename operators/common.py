@@ -118,7 +118,11 @@ _DONE = object()
 
 
 def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> Iterator[Any]:
-    """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers."""
+    """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers.
+
+    Reports that pile up while the App reads are thinned to the latest of each stage, so a bridge
+    may report as often as it likes; every stage still reaches the App, in order.
+    """
     events: queue.Queue = queue.Queue()
     outcome: dict[str, Any] = {}
 
@@ -133,9 +137,20 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> I
     uri = getattr(ctx, "operator_uri", None) or "operator"  # not on FiftyOne 1.0's context
     worker = threading.Thread(target=work, name=f"iaa-{uri}", daemon=False)
     worker.start()
-    while (event := events.get()) is not _DONE:
-        fraction, label = event
-        yield ctx.trigger("set_progress", {"progress": float(fraction), "label": str(label)})
+    done = False
+    while not done:
+        pending = [events.get()]  # waits for the next report
+        while True:  # and takes whatever else came meanwhile
+            try:
+                pending.append(events.get_nowait())
+            except queue.Empty:
+                break
+        done = pending[-1] is _DONE  # the worker's last put
+        updates = [event for event in pending if event is not _DONE]
+        for i, (fraction, label) in enumerate(updates):
+            if i + 1 < len(updates) and updates[i + 1][1] == label:
+                continue  # a later fraction of the same stage is already here: the App needs only that one
+            yield ctx.trigger("set_progress", {"progress": float(fraction), "label": str(label)})
     worker.join()
     if "error" in outcome:
         error = outcome["error"]

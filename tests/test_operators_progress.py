@@ -81,6 +81,11 @@ def _bridge_run(ds, name: str, key: str) -> tuple[dict, list[str]]:
     return summary, labels
 
 
+def _stages(labels: list[str]) -> list[str]:
+    """``labels`` without consecutive repeats (the App's stream may thin reports within a stage)."""
+    return [label for i, label in enumerate(labels) if i == 0 or labels[i - 1] != label]
+
+
 def _same_summary(result: dict, key: str, summary: dict) -> None:
     assert result == {"key": key, **summary}
 
@@ -152,7 +157,8 @@ def test_app_immediate_run_streams_stages_then_the_result(ds, name):
     lines = _app_stream(ds, name, dict(fields=FIELDS, key="app"))
     triggers = [line["body"] for line in lines[:-1]]
     assert all(line["cls"] == "InvocationRequest" for line in lines[:-1])
-    assert [t["params"]["label"] for t in triggers if t["operator_uri"] == "set_progress"] == labels
+    streamed = [t["params"]["label"] for t in triggers if t["operator_uri"] == "set_progress"]
+    assert _stages(streamed) == _stages(labels)
     assert triggers[-1]["operator_uri"] == "reload_dataset"
     assert lines[-1]["cls"] == "ExecutionResult"
     _same_summary(lines[-1]["body"], "app", summary)
@@ -270,6 +276,7 @@ def _work(fail: bool = False) -> Callable:
     def compute(progress) -> dict:
         progress(0.0, "first")
         progress(0.5, "second")
+        progress(0.75, "second")
         if fail:
             raise ValueError("the bridge says no")
         return {"value": np.float64(0.25), "undefined": float("nan"), "thread": threading.current_thread().name}
@@ -284,7 +291,7 @@ def test_helper_reports_to_set_progress_and_returns_the_result_in_place(delegate
     ctx = FakeCtx(delegated=delegated)
     result = execute_with_progress(ctx, _work(), reload_dataset=True)
     assert result["thread"] == threading.current_thread().name and result["value"] == 0.25
-    assert ctx.progress == [(0.0, "first"), (0.5, "second")]
+    assert ctx.progress == [(0.0, "first"), (0.5, "second"), (0.75, "second")]
     # delegated runs never ask an App to reload
     assert ctx.triggered == ([] if delegated else [("reload_dataset", None)])
     with pytest.raises(ValueError, match="the bridge says no"):
@@ -297,15 +304,34 @@ def test_helper_streams_to_the_app_from_a_worker_thread():
     ctx = FakeCtx(app=True)
     stream = execute_with_progress(ctx, _work(), reload_dataset=True)
     lines = [message.to_json() for message in stream]
-    assert [line["body"]["params"]["label"] for line in lines[:2]] == ["first", "second"]
-    assert lines[2]["body"]["operator_uri"] == "reload_dataset"
-    result = lines[3]["body"]
-    assert lines[3]["cls"] == "ExecutionResult"
+    updates = [line["body"]["params"] for line in lines[:-2]]
+    # every stage, in order; a fraction of a stage may be skipped when a later one of it is waiting
+    assert [u["label"] for u in updates] in (["first", "second", "second"], ["first", "second"])
+    assert updates[-1] == {"progress": 0.75, "label": "second"}
+    assert lines[-2]["body"]["operator_uri"] == "reload_dataset"
+    result = lines[-1]["body"]
+    assert lines[-1]["cls"] == "ExecutionResult"
     assert result["value"] == 0.25 and result["undefined"] is None  # strict JSON
     assert result["thread"] != threading.current_thread().name
     assert ctx.progress == []
     json.dumps(lines, allow_nan=False)
 
     failed = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(fail=True))]
-    assert [line["body"]["params"]["label"] for line in failed[:2]] == ["first", "second"]
+    assert failed[0]["body"]["params"]["label"] == "first"
     assert failed[-1]["error"] == "the bridge says no"
+    assert not any(line["cls"] == "ExecutionResult" for line in failed)
+
+
+def test_helper_thins_a_flood_of_reports_to_the_latest_of_each_stage():
+    from operators.common import execute_with_progress
+
+    def compute(progress) -> dict:
+        for stage in ("one", "two"):
+            for i in range(2000):
+                progress(i / 2000, stage)
+        return {}
+
+    lines = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), compute)]
+    labels = [line["body"]["params"]["label"] for line in lines[:-1]]
+    assert labels == sorted(labels) and set(labels) == {"one", "two"}  # both, in order
+    assert lines[-2]["body"]["params"] == {"progress": 1999 / 2000, "label": "two"}
