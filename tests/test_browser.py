@@ -14,7 +14,12 @@ Playwright, and, as a user would, only through the UI:
    where that rater pair agrees least *within the filtered view*, then clicks
    a histogram bar and checks that it replaces the drill-down (same filter);
 4. turns compare mode on and checks its side-by-side histograms and the
-   per-sample scatter (one point per sample scored by both runs).
+   per-sample scatter (one point per sample scored by both runs);
+5. (a second test) picks the consensus run ``cons`` (majority vote): its cards,
+   the rater report and a rater's confusion heatmap are drawn with titles and
+   axis titles; the **Review queue** button shows the flagged consensus labels
+   as patches, least confident first; a patch tagged ``accepted`` with the
+   App's own tagging menu is seen tagged by the SDK.
 
 Screenshots go to ``$IAA_SCREENSHOTS_DIR`` (the README's come from here) or a
 temporary folder.
@@ -87,7 +92,8 @@ def app_server(fo, tmp_path_factory):
     fo.config.default_dataset_dir = str(tmp_path_factory.mktemp("browser-datasets"))
     dataset = build_demo_dataset(DATASET, num_images=NUM_IMAGES, seed=1)
     fields = dataset.info["iaa_demo"]["rater_fields"]
-    for op, params in (("compute_kalos", dict(key="kalos", similarity="iou", tau=0.5)),
+    for op, params in (("compute_consensus", dict(key="cons", method="majority")),
+                       ("compute_kalos", dict(key="kalos", similarity="iou", tau=0.5)),
                        ("compute_ot_agreement", dict(key="ot_b3", beta=0.3)),
                        ("compute_ot_agreement", dict(key="ot"))):  # the newest: the panel opens on it
         r = foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=dataset.view(), params=dict(fields=fields,
@@ -308,3 +314,109 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             browser.close()
     server_log = log.read_text(errors="replace")
     assert "agreement_panel" not in server_log, server_log[-3000:]  # no error from the panel
+
+
+def _entries(page) -> int:
+    """The grid's entry count, of samples or (in a patches view) of patches."""
+    text = page.locator('[data-cy="entry-counts"]').inner_text()
+    match = re.search(r"([\d,]+)\s+(samples?|patch(es)?)", text)
+    assert match, text
+    return int(match.group(1).replace(",", ""))
+
+
+def _wait_entries(page, expected: int, timeout: float = 30.0) -> int:
+    deadline = time.time() + timeout
+    n = _entries(page)
+    while time.time() < deadline and n != expected:
+        page.wait_for_timeout(250)
+        n = _entries(page)
+    return n
+
+
+def _open_panel(page, url: str, dataset) -> None:
+    page.goto(f"{url}/datasets/{dataset.name}")
+    page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    dismiss = page.get_by_text("Dismiss")
+    if dismiss.count():
+        dismiss.first.click(timeout=5000)
+    page.locator('[data-cy="new-panel-btn"]').first.click()
+    page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
+
+
+def _tag_first_patch(page, tag: str) -> None:
+    """Selects the first patch of the grid and tags its label ``tag`` with the App's tagging menu."""
+    looker = page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first
+    looker.hover()
+    page.locator('[data-cy="select-sample-checkbox"]').first.click()
+    page.locator('[data-cy="action-tag-sample-labels"]').first.click()
+    page.get_by_text("Labels", exact=True).last.click()  # tag the labels, not the patches
+    box = page.get_by_placeholder(re.compile(r"^\+ "))
+    box.last.fill(tag)
+    page.get_by_text(re.compile(f'^Add "{tag}" tag to')).first.click()
+    page.get_by_text("Apply", exact=True).last.click()
+
+
+def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.panel_data import consensus_counts
+    from agreement.fo.runs import load_agreement_results
+
+    url, dataset, log = app_server
+    shots = Path(os.environ.get("IAA_SCREENSHOTS_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    counts = consensus_counts(dataset, "cons")
+    raters = list(load_agreement_results(dataset, "cons")["detail"]["rater_report"])
+    queue = review_view(dataset, "cons")
+    assert counts["n_flagged"] == len(queue) > 1
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            _open_panel(page, url, dataset)
+            _wait_plots(page, ["Per-sample OT score"], timeout=60)
+            _choose_run(page, "ot", "cons")
+            titles = ["Per-sample lowest confidence", f"Class confusion of rater {raters[0]}"]
+            plots = _wait_plots(page, titles, n=2)
+            _assert_titled(plots, titles)
+            confusion = next(p for p in plots if p[0].startswith("Class confusion"))
+            assert confusion[1] == "rater's class" and confusion[2] == "consensus class", confusion
+            # the cards and the rater report
+            for text in ("consensus labels", "flagged for review", "mean confidence of the consensus labels",
+                         "Rater report", "FP / sample", "loc. error", "false positives per assigned sample"):
+                assert page.get_by_text(text).count() >= 1, text
+            assert page.get_by_text(f"{counts['n_flagged']} of {counts['n_labels']} labels").count() >= 1
+            # another rater in the selector
+            page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(raters[0])}$")).first.click()
+            page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(raters[1])}$")).first.click()
+            _wait_plots(page, [f"Class confusion of rater {raters[1]}"])
+            _shot(page, shots / "consensus.png", panel_only=True)
+
+            # the review queue: the flagged consensus labels as patches, least confident first
+            page.get_by_text("Review queue: the").first.click()
+            assert _wait_entries(page, len(queue)) == len(queue)
+            page.get_by_text("flagged labels.").first.wait_for(timeout=30_000)
+            page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first.wait_for(timeout=30_000)
+            page.wait_for_timeout(3000)
+            _shot(page, shots / "review_queue.png", height=900)
+
+            # a tag set in the App is visible to the SDK
+            _tag_first_patch(page, "accepted")
+            deadline = time.time() + 30
+            tagged = []
+            while time.time() < deadline and not tagged:
+                page.wait_for_timeout(500)
+                dataset.reload()
+                tagged = [(lid, tags) for lid, tags in zip(*dataset.values(
+                    ["cons_consensus.detections.id", "cons_consensus.detections.tags"], unwind=True)) if tags]
+            assert tagged == [(queue.first().id, ["accepted"])], tagged
+        except Exception:
+            page.screenshot(path=str(shots / "failure_consensus.png"))
+            raise
+        finally:
+            browser.close()
+    server_log = log.read_text(errors="replace")
+    assert "agreement_panel" not in server_log, server_log[-3000:]

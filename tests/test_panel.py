@@ -423,8 +423,9 @@ def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds
     for row in cons["report_rows"]:
         for k, _ in REPORT_COLUMNS:
             assert row[k] == report[row["rater"]][k]
-    assert cons["report_md"].splitlines()[0].startswith("| rater | sensitivity | false positives per sample |")
-    assert cons["report_md"].count("\n") == len(raters) + 1
+    table = cons["report_md"].split("\n\n")[0].splitlines()
+    assert table[0] == "| rater | sensitivity | FP / sample | precision | loc. error | agrees | labels | samples |"
+    assert len(table) == len(raters) + 2 and "false positives per assigned sample" in cons["report_md"]
     # the confusion matrix of each rater: the run's, rows consensus class, columns the rater's class
     for rater in raters:
         cm = run_panel_data(ds, "cons", rater=rater)["consensus"]["confusion"]

@@ -923,14 +923,20 @@ REVIEW_HELP = (
     "Then the operator **finalize_consensus** writes the reviewed label set `{key}_final`: rejected labels "
     "left out, accepted ones no longer flagged."
 )
-REPORT_COLUMNS = (
+REPORT_COLUMNS = (  # short headings: the table must fit a panel column; REPORT_NOTE says what they mean
     ("sensitivity", "sensitivity"),
-    ("false_positive_rate", "false positives per sample"),
+    ("false_positive_rate", "FP / sample"),
     ("precision", "precision"),
-    ("localisation_error", "localisation error (1 − IoU)"),
-    ("agreement", "agrees with consensus"),
+    ("localisation_error", "loc. error"),
+    ("agreement", "agrees"),
     ("n_labels", "labels"),
     ("n_samples", "samples"),
+)
+REPORT_NOTE = (
+    "*sensitivity*: share of the consensus objects on its samples that the rater drew; *FP / sample*: false "
+    "positives per assigned sample; *precision*: share of its labels that are real objects; *loc. error*: "
+    "localisation error, mean 1 − IoU to the consensus label; *agrees*: share of its labels in a consensus "
+    "label of their class; *labels*, *samples*: counted for the rater."
 )
 MAX_CONFUSION_CLASSES = 25
 CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
@@ -995,17 +1001,19 @@ def rater_report_rows(results: dict) -> list[dict]:
         for k, _ in REPORT_COLUMNS:
             v = entry.get(k)
             row[k] = v
-            row["text"][k] = f"{int(v):,}" if k.startswith("n_") and _finite(v) else sig3(v)
+            row["text"][k] = (f"{int(v):,}" if k.startswith("n_") and _finite(v) else
+                              "< 0.001" if _finite(v) and 0 < abs(v) < 1e-3 else sig3(v))
         rows.append(row)
     return rows
 
 
 def rater_report_markdown(rows: list[dict]) -> str:
-    """The rater report as a markdown table (three significant figures; "undefined" for NaN)."""
+    """The rater report as a markdown table (three significant figures; "undefined" for NaN) and a note
+    saying what each column means."""
     head = "| rater | " + " | ".join(name for _, name in REPORT_COLUMNS) + " |"
     align = "|:--|" + "--:|" * len(REPORT_COLUMNS)
     body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in REPORT_COLUMNS) + " |" for r in rows]
-    return "\n".join([head, align, *body])
+    return "\n".join([head, align, *body]) + "\n\n" + REPORT_NOTE
 
 
 def _confusion_classes(conf: dict, classes: list[str], max_classes: int) -> tuple[list[str], int]:
@@ -1064,7 +1072,7 @@ def confusion_figure(cm: dict) -> dict:
     shown = f"the {n} of {cm['n_classes']} classes with the most confusion" if cm["n_classes"] > n else "whole run"
     subtitle = f"P(rater's class | consensus class), each row sums to 1 · {shown}"
     trace = {"type": "heatmap", "x": classes, "y": classes, "z": z, "text": text, "texttemplate": "%{text}",
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Blues",
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
              "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,
              "colorbar": {"title": {"text": "probability", "side": "right"}, "thickness": 14}}
     title = f"Class confusion of rater {rater}"
