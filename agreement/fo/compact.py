@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["pack", "unpack", "nested_to_columns", "columns_to_nested", "MIN_PACKED"]
+__all__ = ["pack", "unpack", "nested_to_columns", "columns_to_nested", "is_nested_columns", "MIN_PACKED"]
 
 #: Numeric lists shorter than this stay plain JSON (readable in the database).
 MIN_PACKED = 64
@@ -100,6 +100,11 @@ def nested_to_columns(nested: Mapping[str, Mapping[str, Any]]) -> dict[str, list
         inner.extend(m.keys())
         values.extend(m.values())
     return {"outer": outer, "inner": inner, "value": values}
+
+
+def is_nested_columns(value: Any) -> bool:
+    """Whether ``value`` is the column form of :func:`nested_to_columns`."""
+    return isinstance(value, Mapping) and set(value) == {"outer", "inner", "value"}
 
 
 def columns_to_nested(columns: Mapping[str, list]) -> dict[str, dict[str, Any]]:

@@ -181,7 +181,7 @@ def run_method(
         out = spec.compute(read, params, lambda f, label: report(0.1 + 0.75 * f, label), extra)
     report(0.85, "writing results")
     plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
-                            overwrite=overwrite)
+                            overwrite=overwrite, scan_documents=False)
     _write(samples, plan, read, spec, out)
     summary = {**out.summary, **read.repairs.counts()}
     detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}

@@ -51,7 +51,7 @@ that shares no sample is absent, "no data") with ``n_shared_samples``,
 ``expected_cost``, ``expected_cost_se``, ``n_cross_pairs``, ``exact`` (1.0 or
 0.0), ``threshold_alpha`` and, where a value is undefined,
 ``alpha_ot_reason`` / ``threshold_alpha_reason``; ``undefined_samples``;
-``pair_sample_scores`` (``"a|b"`` → sample id → score); ``repairs``.
+``pair_sample_scores`` (``"a|b"`` → sample id → score, stored as columns); ``repairs``.
 """
 
 from __future__ import annotations
@@ -197,14 +197,20 @@ def _summary(scores, alpha, base, corpus, n_undefined: int) -> dict:
     }
 
 
-def _pair_sample_scores(scores, corpus) -> dict[str, dict[str, float]]:
-    """``"a|b"`` → sample id → OT score, for every (sample, rater pair) scored."""
-    out: dict[str, dict[str, float]] = {}
-    sid, names = corpus.sample_ids, corpus.raters
-    for s_i, a_i, b_i, score in zip(scores.pair_sample.tolist(), scores.pair_rater_a.tolist(),
-                                    scores.pair_rater_b.tolist(), scores.pair_score.tolist()):
-        out.setdefault(f"{names[a_i]}|{names[b_i]}", {})[str(sid[s_i])] = score
-    return out
+def _pair_sample_scores(scores, corpus) -> dict[str, list]:
+    """Every (sample, rater pair) scored, as the columns of :func:`agreement.fo.compact.nested_to_columns`:
+    ``outer`` the pair ``"a|b"``, ``inner`` the sample id, ``value`` the OT score (NaN: ``None``).
+
+    :func:`agreement.fo.runs.load_agreement_results` gives it back as ``"a|b"`` → sample id → score.
+    """
+    names = np.asarray(corpus.raters, dtype=object)
+    sid = np.asarray(corpus.sample_ids, dtype=object).astype(str).astype(object)
+    values = np.asarray(scores.pair_score, dtype=np.float64)
+    return {
+        "outer": (names[scores.pair_rater_a] + "|" + names[scores.pair_rater_b]).tolist(),
+        "inner": sid[scores.pair_sample].tolist(),
+        "value": [None if v != v else v for v in values.tolist()],
+    }
 
 
 def _label_results(corpus, scores) -> dict:

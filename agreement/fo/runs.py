@@ -31,7 +31,7 @@ import numpy as np
 import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
-from agreement.fo.compact import columns_to_nested, nested_to_columns, pack, unpack
+from agreement.fo.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
 from agreement.fo.locking import schema_lock
 from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.writing import db_value as _db_value
@@ -146,7 +146,7 @@ def load_agreement_results(samples, key: str) -> dict:
         for name in COMPACT_DETAIL:
             if isinstance(detail.get(name), str):
                 detail[name] = unpack(detail[name])
-                if name in NESTED_DETAIL and set(detail[name]) == {"outer", "inner", "value"}:
+                if name in NESTED_DETAIL and is_nested_columns(detail[name]):
                     detail[name] = columns_to_nested(detail[name])
         if isinstance(detail.get("rater_pairs"), dict):
             detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
@@ -162,11 +162,13 @@ def _existing_label_attr(dataset, label_field: str, attr: str) -> bool:
     return _first_existing_label_attr(dataset, [(label_field, attr)]) is not None
 
 
-def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]],
+                               scan_documents: bool = True) -> tuple[str, str] | None:
     """The first ``(label_field, attr)`` declared in the schema or stored on some label, else ``None``.
 
-    Declarations are checked first; the undeclared attributes are then looked
-    for in the documents with a single query that stops at the first hit.
+    Declarations are checked first; with ``scan_documents`` the undeclared
+    attributes are then looked for in the documents with a single query that
+    stops at the first hit.
     """
     schema = dataset.get_field_schema()
     paths = {}
@@ -177,7 +179,7 @@ def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) 
         if dataset.get_field(path) is not None:
             return lf, attr
         paths[path] = (lf, attr)
-    if not paths:
+    if not paths or not scan_documents:
         return None
     doc = dataset._sample_collection.find_one({"$or": [{p: {"$exists": True}} for p in paths]}, list(paths))
     if doc is None:
@@ -220,12 +222,17 @@ def prepare_run(
     label_suffixes: Iterable[str] = (),
     overwrite: bool = False,
     check_only: bool = False,
+    scan_documents: bool = True,
 ) -> RunPlan:
     """Checks that ``key`` can be used and frees it if ``overwrite`` allows.
 
     With ``check_only``, nothing is deleted: computations call it first to
     fail fast, compute, then call it again to free the key just before they
     write, so a failed computation never costs the user their previous run.
+    A label attribute of the run's name is a clash when the schema declares
+    it or, with ``scan_documents`` (one query over the documents), when some
+    label stores it undeclared; the second call of a computation skips that
+    scan, which its first call made.
 
     Raises:
         RunError: if the key is invalid, is taken by another run (of this
@@ -266,7 +273,7 @@ def prepare_run(
                 f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
             )
     clash = _first_existing_label_attr(dataset, [(lf, attr) for lf, attr in plan.label_attrs
-                                                 if (lf, attr) not in owned_attrs])
+                                                 if (lf, attr) not in owned_attrs], scan_documents)
     if clash is not None:
         lf, attr = clash
         raise RunError(
@@ -492,7 +499,7 @@ def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: di
         for name in COMPACT_DETAIL:
             if name in detail and not isinstance(detail[name], str):
                 value = detail[name]
-                if name in NESTED_DETAIL and isinstance(value, dict):
+                if name in NESTED_DETAIL and isinstance(value, dict) and not is_nested_columns(value):
                     value = nested_to_columns(value)
                 detail[name] = pack(value)
         results["detail"] = detail
