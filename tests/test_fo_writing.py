@@ -41,7 +41,7 @@ def test_sample_fields_and_label_attrs_of_several_fields_go_out_in_one_update_pe
     sb, lb, _ = _columns(ds, "b")
     sent = []
     real = w._bulk
-    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: (sent.extend(ops), real(dataset, ops)))
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: sent.extend(ops) or real(dataset, ops))
     w.declare_sample_fields(ds, {"r_score": [0.5], "r_name": ["x"]})
     w.declare_label_attrs(ds, {"a.detections": {"r_cost": [0.1], "r_why": ["m"]}, "b.detections": {"r_cost": [0.1]}})
     sids = ds.values("id")
@@ -93,3 +93,56 @@ def test_write_run_columns_refuses_what_the_run_did_not_plan(two_field_ds):
     assert n == 3 and ds.values("wr_score")[0] == 1.0
     assert ds.get_field("a.detections.wr_cost") is not None and ds.get_field("wr_score") is not None
     assert all(not (isinstance(v, float) and math.isnan(v)) for v in ds.values("wr_score"))
+
+
+def _stored(ds, field):
+    return {sid: ids for sid, ids in zip(ds.values("id"), ds.values(f"{field}.detections.id"))}
+
+
+def test_labels_are_addressed_by_position_under_a_guard_when_the_list_as_read_is_given(two_field_ds, monkeypatch):
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    sent = []
+    real = w._bulk
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: sent.extend(ops) or real(dataset, ops))
+    w.declare_label_attrs(ds, {"a.detections": {"p_cost": [0.1]}})
+    w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"p_cost": [0.5, 1.0, 1.5]},
+                                                    _stored(ds, "a"))])
+    assert ds.values("a.detections.p_cost") == [[0.5, 1.0], [1.5], []]
+    docs = [op._doc for op in sent]
+    assert all("$[" not in path for d in docs for path in d["$set"]) and all(op._array_filters is None for op in sent)
+    assert all("$expr" in op._filter for op in sent)
+
+
+def test_a_list_changed_since_the_read_fails_its_guard_and_is_written_by_id(fo, two_field_ds):
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    stored = _stored(ds, "a")
+    sample = ds.first()  # the user inserts a label in front of the others after the read
+    sample["a"].detections = [fo.Detection(label="new", bounding_box=[0, 0, 0.1, 0.1])] + sample["a"].detections
+    sample.save()
+    w.declare_label_attrs(ds, {"a.detections": {"g_cost": [0.1]}})
+    n = w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"g_cost": [0.5, 1.0, 1.5]}, stored)])
+    assert n == 3
+    assert ds.values("a.detections.label")[0] == ["new", "cat", "dog"]
+    assert ds.values("a.detections.g_cost") == [[None, 0.5, 1.0], [1.5], []]
+
+
+def test_a_run_on_a_view_that_filters_labels_writes_only_the_labels_in_the_view(fo, two_field_ds):
+    """The view hides the first label of a list: positions as read differ from the stored ones, the guard
+    fails and the run's values still land on the right labels."""
+    from fiftyone import ViewField as F
+
+    from agreement.fo.kalos import compute_kalos
+
+    ds = two_field_ds
+    view = ds.filter_labels("a", F("label") != "cat", only_matches=False)
+    compute_kalos(view, "fv", fields=["a", "b"])
+    labels, units = ds.values("a.detections.label"), ds.values("a.detections.fv_unit")
+    assert labels[0] == ["cat", "dog"]
+    assert units[0][0] is None and units[0][1] is not None  # cat is outside the view: untouched
+    assert units[1][0] is not None

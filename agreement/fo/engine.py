@@ -135,7 +135,7 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         rows = read.rows_of_field(lf)
         if len(rows):
             label_values[lf] = (sid[data.sample_index[rows]], data.label_ids[rows],
-                                {s: col[rows] for s, col in columns.items()})
+                                {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf))
     runs.write_run_columns(samples, plan, sample_values, label_values)
 
 

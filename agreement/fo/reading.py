@@ -59,12 +59,23 @@ class ReadResult:
         repairs: repairs made to the input (clipped boxes), for the report.
         label_field_of_rater: the label field holding each rater's labels,
             for writing per-label results back.
+        stored_ids: label field -> per sample (aligned with the corpus'
+            ``sample_ids``) the ids of its labels as read, in stored order,
+            so that results can be written by position.
     """
 
     annotations: MultiRaterAnnotations
     layout: dict
     repairs: RepairReport
     label_field_of_rater: dict[str, str] = field(default_factory=dict)
+    stored_ids: dict[str, list] = field(default_factory=dict)
+
+    def stored_ids_of(self, label_field: str) -> dict[str, list] | None:
+        """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept)."""
+        per_sample = self.stored_ids.get(label_field)
+        if per_sample is None:
+            return None
+        return dict(zip(map(str, self.annotations.sample_ids.tolist()), per_sample))
 
     @property
     def label_fields(self) -> list[str]:
@@ -373,7 +384,8 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         "assignment": "a rater is assigned to a sample where its field is not None",
         "box_policy": box_policy,
     }
-    return ReadResult(ann, layout, repairs, {r: r for r in raters})
+    return ReadResult(ann, layout, repairs, {r: r for r in raters},
+                      stored_ids=dict(zip(raters, id_cols)))
 
 
 class _Where:
@@ -621,7 +633,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     }
     if evidence is not None:
         layout["crossed_evidence"] = {k: v for k, v in evidence.items() if k != "implausible"}
-    return ReadResult(ann, layout, repairs, {r: field for r in raters})
+    return ReadResult(ann, layout, repairs, {r: field for r in raters}, stored_ids={field: ids})
 
 
 def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, field: str,

@@ -397,7 +397,7 @@ def write_run_columns(
     samples,
     plan: RunPlan,
     sample_values: dict[str, dict[str, Any]] | None = None,
-    label_values: dict[str, tuple[Sequence[str], Sequence[str], dict[str, Sequence[Any]]]] | None = None,
+    label_values: dict[str, tuple] | None = None,
 ) -> int:
     """Writes the run's sample fields and label attributes together: each sample document is rewritten once.
 
@@ -407,8 +407,10 @@ def write_run_columns(
             attribute ``(label_field, {key}_{suffix})`` must be planned
             (they are declared here: a no-op when they are).
         sample_values: ``{suffix: {sample_id: value}}`` (plain values; NaN stored as ``None``).
-        label_values: ``{label_field: (sample_ids, label_ids, {suffix: one value per label})}``;
-            ``None``/NaN label values are not written.
+        label_values: ``{label_field: (sample_ids, label_ids, {suffix: one value per label}[, stored_ids])}``;
+            ``None``/NaN label values are not written; the optional ``stored_ids``
+            (sample id -> the field's label ids as read) lets labels be addressed
+            by position (:class:`agreement.fo.writing.LabelColumns`).
 
     Returns:
         The number of labels written.
@@ -423,7 +425,7 @@ def write_run_columns(
             raise RunError(f"field {name!r} was not planned for run {plan.key!r}")
         fields[name] = values
     blocks = []
-    for label_field, (sids, lids, columns) in (label_values or {}).items():
+    for label_field, (sids, lids, columns, *stored) in (label_values or {}).items():
         named = {}
         for suffix, vals in columns.items():
             attr = plan.label_attr(suffix)
@@ -431,7 +433,7 @@ def write_run_columns(
                 raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
             named[attr] = vals
         list_path = f"{label_field}.{LABEL_TYPES[dataset.get_field(label_field).document_type]}"
-        blocks.append(LabelColumns(list_path, sids, lids, named))
+        blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
     declare_sample_fields(dataset, {name: list(values.values()) for name, values in fields.items()})
     declare_label_attrs(dataset, {b.list_path: b.columns for b in blocks})
     return write_columns(dataset, fields, blocks)
