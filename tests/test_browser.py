@@ -334,14 +334,30 @@ def _wait_entries(page, expected: int, timeout: float = 30.0) -> int:
 
 
 def _open_panel(page, url: str, dataset) -> None:
+    """Opens the dataset with the panel on the whole dataset, compare mode off; the App server keeps the
+    state an earlier test left (an open sample, the panel, a filter), so that state is undone first."""
     page.goto(f"{url}/datasets/{dataset.name}")
     page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
+    for _ in range(3):
+        if not page.locator("#modal.modalon").count():
+            break
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(1000)
     dismiss = page.get_by_text("Dismiss")
     if dismiss.count():
         dismiss.first.click(timeout=5000)
-    page.locator('[data-cy="new-panel-btn"]').first.click()
-    page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
+    if not page.locator('[data-cy="panel-tab-annotator_agreement"]').count():
+        page.locator('[data-cy="new-panel-btn"]').first.click()
+        page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
+    page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first.wait_for(timeout=60_000)
+    page.wait_for_timeout(2000)
+    for label in ("Show the whole dataset", "Stop comparing"):
+        button = page.get_by_text(label, exact=True)
+        if button.count():
+            button.first.click()
+            page.wait_for_timeout(2000)
+    assert _wait_count(page, len(dataset)) == len(dataset)
 
 
 def _tag_first_patch(page, tag: str) -> None:
@@ -377,8 +393,8 @@ def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_
         try:
             page = browser.new_page(viewport=VIEWPORT)
             _open_panel(page, url, dataset)
-            _wait_plots(page, ["Per-sample OT score"], timeout=60)
-            _choose_run(page, "ot", "cons")
+            current = page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first.inner_text()
+            _choose_run(page, current.split(" — ")[0], "cons")
             titles = ["Per-sample lowest confidence", f"Class confusion of rater {raters[0]}"]
             plots = _wait_plots(page, titles, n=2)
             _assert_titled(plots, titles)

@@ -23,6 +23,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from agreement.fo.writing import db_value
+
 __all__ = ["pack", "unpack", "nested_to_columns", "columns_to_nested", "is_nested_columns", "MIN_PACKED"]
 
 #: Numeric lists shorter than this stay plain JSON (readable in the database).
@@ -51,14 +53,8 @@ def _encode(obj: Any) -> Any:
         if all(type(v) in _PLAIN for v in obj):
             return list(obj)
         return [_encode(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
+    value = db_value(obj)  # numpy scalars as Python ones, NaN as None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
