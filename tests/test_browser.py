@@ -338,10 +338,11 @@ def _open_panel(page, url: str, dataset) -> None:
     state an earlier test left (an open sample, the panel, a filter), so that state is undone first."""
     page.goto(f"{url}/datasets/{dataset.name}")
     page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
-    page.wait_for_timeout(1500)
-    for _ in range(3):
+    page.wait_for_timeout(4000)  # an open sample comes back a moment after the grid
+    for _ in range(10):
         if not page.locator("#modal.modalon").count():
             break
+        page.locator('[data-cy="modal-looker-container"]').first.click(force=True)
         page.keyboard.press("Escape")
         page.wait_for_timeout(1000)
     dismiss = page.get_by_text("Dismiss")
