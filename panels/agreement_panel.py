@@ -232,7 +232,7 @@ class AgreementPanel(foo.Panel):
                     f"samples with {field} in [{sig3(edges[idx])}, {sig3(edges[idx + 1])}{close}", bin_=idx)
 
     def on_pair_click(self, ctx):
-        from agreement.fo.views import DRILL_LIMIT, ViewError, rater_pair_scores
+        from agreement.fo.views import DRILL_LIMIT, ViewError, rater_pair_scores, write_rater_pair_field
 
         key, info, base, base_stages = self._context(ctx)
         a, b = ctx.params.get("x"), ctx.params.get("y")
@@ -255,7 +255,8 @@ class AgreementPanel(foo.Panel):
 
         names = dict(zip(*view.values(["id", "filepath"])))
         scores = [{"sample": os.path.basename(names.get(sid, sid)), "score": s} for sid, s in chosen]
-        self._drill(ctx, base, base_stages, view, what, pair_scores=scores, pair=(a, b))
+        field = write_rater_pair_field(base, key, a, b) if own else None
+        self._drill(ctx, base, base_stages, view, what, pair_scores=scores, pair=(a, b), pair_field=field)
 
     def on_vitality_click(self, ctx):
         from agreement.fo.views import unmatched_labels_view
@@ -467,6 +468,9 @@ class AgreementPanel(foo.Panel):
                      + ", ".join(f"{s['sample']} {sig3(s['score'])}" for s in top)
                      + (f", … ({len(d['pair_scores']) - len(top)} more)" if len(d["pair_scores"]) > len(top) else "")
                      + ".")
+        if d.get("pair_field"):
+            text += (f" Every sample's {d['pair'][0]}–{d['pair'][1]} score is in field `{d['pair_field']}`: "
+                     "tick it in the sidebar to show it on the grid tiles, or filter and sort by it.")
         return text
 
     def _restore_filters(self, ctx, mem: _Memory) -> dict:

@@ -108,8 +108,8 @@ def test_review_queue_and_finalize(crowd_ds):
     r = _run(ds, "compute_consensus", fields=raters, key="cons", review_band=[0.5, 0.999])
     queue = review_view(ds, "cons")
     assert len(queue) > 0
-    conf = queue.values("cons_consensus.confidence")
-    assert conf == sorted(conf)  # least confident first
+    conf, ids = queue.values(["cons_consensus.confidence", "cons_consensus.id"])
+    assert list(zip(conf, ids)) == sorted(zip(conf, ids))  # least confident first; ties in id order
     first = queue.first()
     first.cons_consensus.tags.append("rejected")
     first.save()

@@ -206,7 +206,7 @@ def test_histogram_clicks_add_to_the_view_and_replace_each_other(scored):
 
 
 def test_pair_click_loads_the_pairs_lowest_scores(scored):
-    from agreement.fo.runs import load_agreement_results
+    from agreement.fo.runs import delete_agreement_run, get_agreement_run_info, load_agreement_results
 
     state, _, _ = _panel(scored, "on_load")
     state, _, _ = _panel(scored, "on_change_run", state, value="ot")
@@ -216,6 +216,16 @@ def test_pair_click_loads_the_pairs_lowest_scores(scored):
     expected = [sid for sid, _ in sorted(scores.items(), key=lambda t: (t[1], t[0]))][:50]
     assert view.values("id") == expected
     assert "where a and c agree least" in data["drill_md"] and "their a–c scores" in data["drill_md"]
+    # the pair's own score is on every sample it was measured on, for the grid tiles; owned by the run
+    assert "`ot_pair_score`" in data["drill_md"]
+    assert dict(zip(*scored.values(["id", "ot_pair_score"]))) == {
+        sid: scores.get(sid) for sid in scored.values("id")}
+    assert "ot_pair_score" in get_agreement_run_info(scored, "ot")["sample_fields"]
+    state, data, requests = _panel(scored, "on_pair_click", state, x="a", y="b")  # another pair replaces it
+    ab = load_agreement_results(scored, "ot")["detail"]["pair_sample_scores"]["a|b"]
+    assert dict(zip(*scored.values(["id", "ot_pair_score"]))) == {sid: ab.get(sid) for sid in scored.values("id")}
+    delete_agreement_run(scored, "ot")
+    assert "ot_pair_score" not in scored.get_field_schema()
 
 
 def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):

@@ -229,13 +229,17 @@ def export_rater_report(samples, key: str, output_dir: str) -> dict:
 
 
 def review_view(samples, key: str):
-    """The review queue: a patches view of the consensus labels flagged for review, least confident first."""
+    """The review queue: a patches view of the consensus labels flagged for review, least confident first.
+
+    Ties (frequent under majority voting) are broken by the label id, so the
+    App and the SDK list the queue in the same order.
+    """
     from fiftyone import ViewField as F
 
     _require_consensus_run(samples, key)
     field = f"{key}_consensus"
     flagged = samples.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
-    return flagged.to_patches(field).sort_by(f"{field}.confidence")
+    return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
 
 
 def finalize_consensus(samples, key: str) -> dict:

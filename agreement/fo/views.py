@@ -21,7 +21,7 @@ from agreement.fo.panel_data import higher_is_better, score_field
 from agreement.fo.reading import LABEL_TYPES
 
 __all__ = [
-    "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "unmatched_labels_view", "class_disagreement_view",
+    "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "write_rater_pair_field", "unmatched_labels_view", "class_disagreement_view",
     "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT",
 ]
 
@@ -92,6 +92,36 @@ def rater_pair_scores(samples, key: str, rater_a: str, rater_b: str) -> list[tup
     if not higher_is_better(info):
         items.sort(key=lambda t: (-t[1], t[0]))
     return items
+
+
+def write_rater_pair_field(samples, key: str, rater_a: str, rater_b: str) -> str:
+    """Writes one rater pair's own per-sample scores into the run's field ``{key}_pair_score``, for the grid.
+
+    The field (owned by run ``key``: deleting the run removes it) holds the
+    scores of the last pair written, on the samples of ``samples`` both raters
+    labelled, and ``None`` elsewhere, so that the App can show each sample's
+    pair score on its tile (tick the field in the sidebar) and filter or sort
+    by it. Only runs that store per-(sample, rater pair) scores (OT) have one.
+
+    Returns:
+        The field name.
+
+    Raises:
+        ViewError: the run stores no per-pair scores, or the raters are unknown or never met.
+        agreement.fo.runs.RunError: a field of that name exists and is not the run's.
+    """
+    from agreement.fo.writing import declare_sample_fields, unset_sample_field, write_columns
+
+    if runs.get_agreement_run_info(samples, key)["method"] != "iaa.ot_agreement":
+        raise ViewError(f"run {key!r} stores no per-rater-pair sample scores (only OT runs do)")
+    items = rater_pair_scores(samples, key, rater_a, rater_b)
+    name = f"{key}_pair_score"
+    dataset = samples._root_dataset
+    runs.add_run_sample_field(dataset, key, name)
+    declare_sample_fields(dataset, {name: [float(s) for _, s in items[:1]] or [None]})
+    unset_sample_field(dataset, name)
+    write_columns(dataset, {name: dict(items)})
+    return name
 
 
 def _both_assigned(samples, info: dict, a: str, b: str):
