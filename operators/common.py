@@ -297,7 +297,7 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
 
 
 def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
-    from agreement.fo.reading import LABEL_TYPES, detect_raters, label_fields
+    from agreement.fo.reading import LABEL_TYPES, detect_raters, label_fields, recorded_layout
 
     dataset = ctx.dataset
     choices = label_fields(dataset, label_types or tuple(LABEL_TYPES)) if dataset is not None else []
@@ -311,26 +311,29 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
     layout = types.RadioGroup()
     layout.add_choice("fields", label="One label field per rater")
     layout.add_choice("attribute", label="One label field, rater in a label attribute")
-    # SDK users may give `field` without `layout`: infer it; else the layout recorded at import
-    imported = (dataset.info or {}).get("iaa_coco") or {}
+    # SDK users may give `field` without `layout`: infer it; else the layout the dataset records
+    recorded = recorded_layout(dataset)
     chosen = ctx.params.get("layout") or (
         "attribute" if ctx.params.get("field") and not ctx.params.get("fields") else
-        imported.get("layout") if imported.get("layout") in ("fields", "attribute") else "fields"
+        recorded.get("layout") or "fields"
     )
     inputs.enum("layout", ["fields", "attribute"], default=chosen, label="Rater layout", view=layout)
     if chosen == "fields":
         dropdown = types.DropdownView(multiple=True)
         for name in choices:
             dropdown.add_choice(name, label=name)
+        recorded_fields = [f for f in recorded.get("fields") or [] if f in choices]
         inputs.list("fields", types.String(), required=True, label="Rater fields",
-                    description="One label field per rater (two or more)", view=dropdown)
+                    description="One label field per rater (two or more)"
+                    + ("; preselected: the rater fields this dataset records" if len(recorded_fields) > 1 else ""),
+                    view=dropdown, default=recorded_fields if len(recorded_fields) > 1 else None)
         return
     dropdown = types.DropdownView()
     for name in choices:
         dropdown.add_choice(name, label=name)
-    recorded_field = imported.get("field") if imported.get("field") in choices else None
+    recorded_field = recorded.get("field") if recorded.get("field") in choices else None
     inputs.enum("field", choices, required=True, label="Label field", view=dropdown, default=recorded_field)
-    inputs.str("rater_attr", default="annotator", label="Rater attribute",
+    inputs.str("rater_attr", default=recorded.get("rater_attr") or "annotator", label="Rater attribute",
                description="The label attribute that names the rater")
     field = ctx.params.get("field") or recorded_field
     if field:

@@ -270,3 +270,27 @@ def test_unknown_box_policy_is_refused(border_ds):
         _run(border_ds, "compute_kalos", fields=["a", "b"], key="u", box_policy="ignore")
     with pytest.raises(ValueError, match="box_policy must be one of"):
         compute_kalos(border_ds, "u", fields=["a", "b"], box_policy="ignore")
+
+
+@pytest.mark.parametrize("op", ["compute_ot_agreement", "compute_kalos", "compute_geometry_agreement"])
+def test_form_preselects_the_rater_fields_the_dataset_records(fo, make_dataset, op):
+    """A fields-layout import (or the demo) records its rater fields: the form offers them preselected,
+    and only those of a fitting label type."""
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    D = fo.Detections
+    ds = make_dataset([fo.Sample(filepath="/d/f.jpg", a=D(), b=D(), c=D(), truth=D())])
+    op_ = foo.get_operator(f"@iaa/agreement/{op}")
+
+    def props():
+        ctx = ExecutionContext(request_params={"dataset_name": ds.name, "view": ds.view()._serialize(), "params": {}})
+        return op_.resolve_input(ctx).type.properties
+
+    assert props()["fields"].default is None  # nothing recorded: the user picks
+    ds.info["iaa_coco"] = {"layout": "fields", "rater_fields": {"ann_a": "a", "ann_b": "b", "gone": "missing"}}
+    ds.save()
+    assert props()["layout"].default == "fields" and props()["fields"].default == ["a", "b"]
+    ds.info = {"iaa_demo": {"rater_fields": ["a", "b", "c"]}}
+    ds.save()
+    assert props()["fields"].default == ["a", "b", "c"]

@@ -43,7 +43,7 @@ from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
-           "recorded_assignment", "crossed_evidence", "assignment_candidates"]
+           "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -807,6 +807,27 @@ def declare_raters_field(dataset, field: str, raters_field: str, raters: Sequenc
     info[field] = {"raters_field": raters_field, "raters": sorted(str(r) for r in raters)}
     dataset.info[ASSIGNMENT_INFO_KEY] = info
     dataset.save()
+
+
+def recorded_layout(dataset) -> dict:
+    """The rater layout the dataset records, for forms to preselect (``{}`` when none).
+
+    Written by this plugin's importers (``dataset.info["iaa_coco"]``: the
+    ``layout`` with its ``rater_fields`` or ``field``/``rater_attr``) or by
+    the demo (``dataset.info["iaa_demo"]["rater_fields"]``). Returns
+    ``{"layout": "fields", "fields": [...]}`` or ``{"layout": "attribute",
+    "field": ..., "rater_attr": ...}``.
+    """
+    info = dataset.info or {}
+    coco = info.get("iaa_coco") or {}
+    if coco.get("layout") == "fields" and coco.get("rater_fields"):
+        return {"layout": "fields", "fields": sorted(set(coco["rater_fields"].values()))}
+    if coco.get("layout") == "attribute" and coco.get("field"):
+        return {"layout": "attribute", "field": coco["field"], "rater_attr": coco.get("rater_attr") or "annotator"}
+    demo = info.get("iaa_demo") or {}
+    if demo.get("rater_fields"):
+        return {"layout": "fields", "fields": list(demo["rater_fields"])}
+    return {}
 
 
 def recorded_assignment(samples, field: str, raters_field: str | None = None) -> Assignment:
