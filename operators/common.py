@@ -163,13 +163,25 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> I
 
 
 class _StreamResult:
-    """The body of the stream's last message: the App takes it as the operator's result."""
+    """The body of the stream's last message: the App takes it as the operator's result and shows it,
+    so floats are rounded to three significant figures there (the SDK's result keeps full precision)."""
 
     def __init__(self, result: Any):
         self.result = result
 
     def to_json(self) -> Any:
-        return _jsonable(self.result)
+        return _rounded(_jsonable(self.result))
+
+
+def _rounded(value: Any) -> Any:
+    """Every float of ``value`` (nested dicts and lists) to three significant figures, for display."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, float):
+        return float(f"{value:.3g}")
+    return value
 
 
 class _StreamError(GeneratedMessage):
@@ -246,14 +258,28 @@ def rater_layout_kwargs(params: dict) -> dict:
     raise OperatorInputError("give `fields` (one label field per rater) or `field` with `rater_attr`")
 
 
-def run_key_input(inputs: types.Object, ctx, label: str = "Run key") -> None:
-    """A run key field that shows the existing runs in its description."""
+def unused_key(dataset, prefix: str) -> str:
+    """``prefix``, else ``prefix_2``, ``prefix_3``, ...: the first that names no run and no field prefix."""
+    runs = set(dataset.list_runs()) if dataset is not None else set()
+    names = list(dataset.get_field_schema()) if dataset is not None else []
+    n = 1
+    while True:
+        key = prefix if n == 1 else f"{prefix}_{n}"
+        if key not in runs and not any(f.startswith(f"{key}_") for f in names):
+            return key
+        n += 1
+
+
+def run_key_input(inputs: types.Object, ctx, label: str = "Run key", default_prefix: str | None = None) -> None:
+    """A run key field that shows the existing runs in its description; with ``default_prefix`` it offers
+    the first unused key of that prefix (:func:`unused_key`)."""
     from agreement.fo.runs import RunError, validate_key
 
     existing = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
     prop = inputs.str(
         "key",
         required=True,
+        default=unused_key(ctx.dataset, default_prefix) if default_prefix and ctx.dataset is not None else None,
         label=label,
         description=(
             "Name of the run; results are written to fields named <key>_...; "
@@ -379,11 +405,11 @@ def box_policy_input(inputs: types.Object) -> None:
                 view=choice, description="Every repair is counted per rater in the run results")
 
 
-def run_inputs(inputs: types.Object, ctx) -> None:
-    """Form fragment: key, overwrite."""
+def run_inputs(inputs: types.Object, ctx, default_prefix: str | None = None) -> None:
+    """Form fragment: key (offering the first unused ``default_prefix`` key), overwrite."""
     from agreement.fo.runs import list_agreement_runs
 
-    run_key_input(inputs, ctx)
+    run_key_input(inputs, ctx, default_prefix=default_prefix)
     key = ctx.params.get("key")
     if key and ctx.dataset is not None and key in list_agreement_runs(ctx.dataset):
         inputs.bool("overwrite", default=False, label=f"Replace the existing run {key!r}")

@@ -35,7 +35,7 @@ class ComputeMaskConsensus(foo.Operator):
         inputs.float("threshold", default=0.5, min=0.0, max=1.0, label="Consensus threshold",
                      description="A pixel is in the consensus when its STAPLE probability reaches this")
         inputs.int("max_iter", default=10_000, min=1, label="Maximum EM iterations")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="staple")
         return types.Property(inputs, view=types.View(label="STAPLE mask consensus"))
 
     def execute(self, ctx):
@@ -81,7 +81,7 @@ class ComputeConsensus(foo.Operator):
         if ctx.params.get("method") == "majority":
             inputs.float("quorum", default=0.5, min=0.0, max=1.0, label="Quorum",
                          description="Share of the assigned raters who must have drawn the object")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="consensus")
         return types.Property(inputs, view=types.View(label="Consensus labels"))
 
     def execute(self, ctx):

@@ -47,7 +47,7 @@ class ComputeGeometryAgreement(foo.Operator):
                                "(n_samples_skipped)")
         inputs.int("seed", default=0, label="Seed")
         similarity_3d_inputs(inputs, ctx, "distance")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="geometry")
         return types.Property(inputs, view=types.View(label="Geometry agreement"))
 
     def execute(self, ctx):

@@ -68,7 +68,7 @@ class ComputeKalos(foo.Operator):
         inputs.str("session_attr", required=False, label="Session attribute",
                    description="Optional label attribute naming sessions, for intra-annotator consistency")
         similarity_3d_inputs(inputs, ctx, "similarity")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="kalos")
         return types.Property(inputs, view=types.View(label="KaLOS"))
 
     def execute(self, ctx):

@@ -46,7 +46,7 @@ class ComputeOTAgreement(foo.Operator):
         inputs.int("seed", default=0, label="Seed", description="Seed of the chance estimate")
         inputs.float("iou_threshold", default=0.5, min=0.0, max=1.0, label="Baseline IoU threshold",
                      description="For the F1@IoU and threshold-alpha baselines computed alongside")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="ot")
         return types.Property(inputs, view=types.View(label="OT agreement"))
 
     def resolve_delegation(self, ctx):
@@ -105,7 +105,7 @@ class CalibrateAgreement(foo.Operator):
                     description="1 − similarity; polygon/mask distances need polygon/mask labels", view=dropdown)
         inputs.int("seed", default=0, label="Seed", description="Seed of the chance (other-sample) draws")
         inputs.str("plot_path", required=False, label="Save a PNG plot to", description="Optional file path")
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="calibration")
         return types.Property(inputs, view=types.View(label="Calibrate agreement"))
 
     def execute(self, ctx):

@@ -48,7 +48,7 @@ class SimulateRaters(foo.Operator):
         layout.add_choice("fields", label="One field per simulated rater")
         layout.add_choice("attribute", label="One field, rater in a label attribute")
         inputs.enum("layout", ["fields", "attribute"], default="fields", label="Write as", view=layout)
-        run_inputs(inputs, ctx)
+        run_inputs(inputs, ctx, default_prefix="sim")
         return types.Property(inputs, view=types.View(label="Simulate raters"))
 
     def execute(self, ctx):

@@ -288,6 +288,10 @@ def test_form_preselects_the_rater_fields_the_dataset_records(fo, make_dataset, 
         return op_.resolve_input(ctx).type.properties
 
     assert props()["fields"].default is None  # nothing recorded: the user picks
+    prefix = {"compute_ot_agreement": "ot", "compute_kalos": "kalos", "compute_geometry_agreement": "geometry"}[op]
+    assert props()["key"].default == prefix
+    ds.add_sample_field(f"{prefix}_mine", fo.FloatField)  # a user field with that prefix: the next key is offered
+    assert props()["key"].default == f"{prefix}_2"
     ds.info["iaa_coco"] = {"layout": "fields", "rater_fields": {"ann_a": "a", "ann_b": "b", "gone": "missing"}}
     ds.save()
     assert props()["layout"].default == "fields" and props()["fields"].default == ["a", "b"]

@@ -90,6 +90,10 @@ def _same_summary(result: dict, key: str, summary: dict) -> None:
     assert result == {"key": key, **summary}
 
 
+def _three_figures(summary: dict) -> dict:
+    return {k: float(f"{v:.3g}") if isinstance(v, float) else v for k, v in summary.items()}
+
+
 @pytest.fixture
 def progress_spy(monkeypatch) -> list[tuple[float, str]]:
     """Records every ``ctx.set_progress`` call (FiftyOne's own method still runs)."""
@@ -161,7 +165,7 @@ def test_app_immediate_run_streams_stages_then_the_result(ds, name):
     assert _stages(streamed) == _stages(labels)
     assert triggers[-1]["operator_uri"] == "reload_dataset"
     assert lines[-1]["cls"] == "ExecutionResult"
-    _same_summary(lines[-1]["body"], "app", summary)
+    _same_summary(lines[-1]["body"], "app", _three_figures(summary))  # the App shows 3 significant figures
     assert "app" in ds.list_runs()
 
 
@@ -279,7 +283,8 @@ def _work(fail: bool = False) -> Callable:
         progress(0.75, "second")
         if fail:
             raise ValueError("the bridge says no")
-        return {"value": np.float64(0.25), "undefined": float("nan"), "thread": threading.current_thread().name}
+        return {"value": np.float64(0.25), "long": 0.7073750991276765, "nested": {"x": [1 / 3]},
+                "undefined": float("nan"), "thread": threading.current_thread().name}
 
     return compute
 
@@ -312,6 +317,7 @@ def test_helper_streams_to_the_app_from_a_worker_thread():
     result = lines[-1]["body"]
     assert lines[-1]["cls"] == "ExecutionResult"
     assert result["value"] == 0.25 and result["undefined"] is None  # strict JSON
+    assert result["long"] == 0.707 and result["nested"] == {"x": [0.333]}  # shown to 3 significant figures
     assert result["thread"] != threading.current_thread().name
     assert ctx.progress == []
     json.dumps(lines, allow_nan=False)
