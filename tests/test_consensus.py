@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from agreement.consensus import consensus
@@ -408,3 +410,26 @@ def test_an_annotation_without_class_is_an_error():
                                 sample_index=data.sample_index, rater_index=data.rater_index)
     with pytest.raises(ValueError, match="no class label"):
         consensus(bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_unknowns=st.integers(2, 40), lower=st.sampled_from([0.0, 1e-8, 0.3]))
+def test_bounded_least_squares_equals_scipy_lsq_linear(seed, n_unknowns, lower):
+    """The normal-equation NNLS of pairwise_scales against SciPy's bounded least squares (the oracle)."""
+    from scipy.optimize import lsq_linear
+    from scipy.sparse import csr_matrix
+
+    from agreement.consensus.scale import bounded_least_squares
+
+    rng = np.random.default_rng(seed)
+    rows = 3 * n_unknowns
+    dense = rng.normal(size=(rows, n_unknowns)) * (rng.random((rows, n_unknowns)) < 0.3)
+    dense[np.arange(n_unknowns), np.arange(n_unknowns)] += 1.0  # full column rank
+    rhs = rng.normal(size=rows)  # some unknowns end on the bound, some not
+    A = csr_matrix(dense)
+    ours = bounded_least_squares(A, rhs, lower)
+    ref = lsq_linear(dense, rhs, bounds=(lower, np.inf), method="bvls", tol=1e-14).x
+    assert np.all(ours >= lower - 1e-12)
+    cost = lambda x: float(np.sum((dense @ x - rhs) ** 2))  # noqa: E731
+    assert cost(ours) <= cost(ref) + 1e-9 * max(1.0, cost(ref))
+    np.testing.assert_allclose(ours, ref, atol=1e-7)
