@@ -59,3 +59,26 @@ def make_dataset(fo):
     for ds in made:
         if not ds.deleted:
             ds.delete()
+
+
+@pytest.fixture
+def three_rater_samples(fo):
+    """Four samples, raters a/b/c as fields with shifted copies of the same three boxes (a: +0, b: +0.01,
+    c: +0.05 in x; one dog, two cats); on the third sample a found nothing, on the fourth c is not assigned."""
+    import numpy as np
+
+    D = fo.Detections
+    rng = np.random.default_rng(0)
+    samples = []
+    for i in range(4):
+        boxes = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))]
+        kw = {}
+        for r, shift in (("a", 0.0), ("b", 0.01), ("c", 0.05)):
+            kw[r] = D(detections=[fo.Detection(label="cat" if k else "dog", bounding_box=[b[0] + shift, *b[1:]])
+                                  for k, b in enumerate(boxes)])
+        if i == 2:
+            kw["a"] = D()
+        if i == 3:
+            kw["c"] = None
+        samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
+    return samples

@@ -15,25 +15,12 @@ def _det(fo, label, box, **kw):
 
 
 @pytest.fixture
-def ot_ds(fo, make_dataset):
-    """4 samples, raters a/b/c; c is not assigned to s3 (only a, b); s2: a found nothing."""
+def ot_ds(fo, make_dataset, three_rater_samples):
+    """4 samples, raters a/b/c; c is not assigned to s3 (only a, b); s2: a found nothing; plus a lonely sample."""
     D = fo.Detections
-    rng = np.random.default_rng(0)
-    samples = []
-    for i in range(4):
-        boxes = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))]
-        kw = {}
-        for r, shift in (("a", 0.0), ("b", 0.01), ("c", 0.05)):
-            dets = [_det(fo, "cat" if k else "dog", [b[0] + shift, b[1], b[2], b[3]]) for k, b in enumerate(boxes)]
-            kw[r] = D(detections=dets)
-        if i == 2:
-            kw["a"] = D()
-        if i == 3:
-            kw["c"] = None
-        samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
-    samples.append(fo.Sample(filepath="/data/lonely.jpg", a=D(detections=[_det(fo, "cat", [0.1, 0.1, 0.1, 0.1])]),
-                             b=None, c=None))
-    return make_dataset(samples)
+    lonely = fo.Sample(filepath="/data/lonely.jpg", a=D(detections=[_det(fo, "cat", [0.1, 0.1, 0.1, 0.1])]),
+                       b=None, c=None)
+    return make_dataset(three_rater_samples + [lonely])
 
 
 def _attribute_copy(fo, ds, make_dataset):

@@ -30,23 +30,9 @@ FIELDS = ["a", "b", "c"]
 
 
 @pytest.fixture
-def ds(fo, make_dataset):
+def ds(three_rater_samples, make_dataset):
     """4 samples, raters a/b/c with shifted copies of the same boxes; s2: a found nothing; s3: c not assigned."""
-    D = fo.Detections
-    rng = np.random.default_rng(0)
-    samples = []
-    for i in range(4):
-        boxes = [[float(x), float(y), 0.2, 0.2] for x, y in rng.uniform(0, 0.7, (3, 2))]
-        kw = {}
-        for r, shift in (("a", 0.0), ("b", 0.01), ("c", 0.05)):
-            kw[r] = D(detections=[fo.Detection(label="cat" if k else "dog", bounding_box=[b[0] + shift, *b[1:]])
-                                  for k, b in enumerate(boxes)])
-        if i == 2:
-            kw["a"] = D()
-        if i == 3:
-            kw["c"] = None
-        samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
-    return make_dataset(samples)
+    return make_dataset(three_rater_samples)
 
 
 def _ot(samples, key: str, progress=None) -> dict:

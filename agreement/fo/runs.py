@@ -28,7 +28,6 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-import fiftyone.core.fields as fof
 import fiftyone.core.runs as fors
 
 from agreement.fo.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
