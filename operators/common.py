@@ -7,7 +7,6 @@ flat dict. Parameter names are shared across operators (see the README).
 from __future__ import annotations
 
 import logging
-import math
 import queue
 import threading
 from typing import Any, Callable, Iterator
@@ -170,7 +169,9 @@ class _StreamResult:
         self.result = result
 
     def to_json(self) -> Any:
-        return _rounded(_jsonable(self.result))
+        from agreement.fo.runs import to_json
+
+        return _rounded(to_json(self.result))
 
 
 def _rounded(value: Any) -> Any:
@@ -195,19 +196,6 @@ class _StreamError(GeneratedMessage):
         message = str(self.error) or type(self.error).__name__
         return {"type": str(self.type), "cls": "ExecutionError", "body": None,
                 "error": message, "error_message": message}
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays as Python values and NaN/inf as ``None`` (strict JSON)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy scalar or array
-        return _jsonable(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def refresh_app(ctx) -> None:

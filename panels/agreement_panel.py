@@ -261,22 +261,19 @@ class AgreementPanel(foo.Panel):
     def on_vitality_click(self, ctx):
         from agreement.fo.views import unmatched_labels_view
 
-        key, info, base, base_stages = self._context(ctx)
-        rater = ctx.params.get("x")
-        if not rater:
-            return
-        view = unmatched_labels_view(base, key, rater)
-        self._drill(ctx, base, base_stages, view, f"{rater}'s labels that match nobody (alone in their unit)")
+        self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)")
 
     def on_class_click(self, ctx):
         from agreement.fo.views import class_disagreement_view
 
+        self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on")
+
+    def _drill_bar(self, ctx, make_view, what: str) -> None:
+        """Drills down to ``make_view(base, key, x)`` for the clicked bar ``x``, described as ``what.format(x)``."""
         key, info, base, base_stages = self._context(ctx)
-        cls = ctx.params.get("x")
-        if not cls:
-            return
-        view = class_disagreement_view(base, key, cls)
-        self._drill(ctx, base, base_stages, view, f"the {cls} units the raters disagree on")
+        x = ctx.params.get("x")
+        if x:
+            self._drill(ctx, base, base_stages, make_view(base, key, x), what.format(x))
 
     def on_scatter_click(self, ctx):
         sid = ctx.params.get("id")
