@@ -142,7 +142,9 @@ def bounded_least_squares(A, rhs: np.ndarray, lower: float) -> np.ndarray:
     With ``x = lower + y`` and the Cholesky factor ``L`` of ``AᵀA``,
     ``‖A y − c‖² = ‖Lᵀ y − L⁻¹ Aᵀ c‖² + const`` (``c = rhs − A·lower``), so
     the bounded problem is a dense non-negative least squares with as many
-    rows as unknowns (Lawson–Hanson, :func:`scipy.optimize.nnls`): a few
+    rows as unknowns. A few active-set steps from the unconstrained minimum
+    usually reach the solution (checked by its optimality conditions: only a
+    few raters sit at the floor), and the NNLS runs only when they do not (Lawson–Hanson, :func:`scipy.optimize.nnls`): a few
     milliseconds for hundreds of raters where an iterative solver on the
     (rater-pair × rater) system takes seconds. The strictly convex problem
     has one solution; :func:`scipy.optimize.lsq_linear` finds the same one
@@ -155,8 +157,38 @@ def bounded_least_squares(A, rhs: np.ndarray, lower: float) -> np.ndarray:
     c = rhs - A @ np.full(n, lower)
     gram = (A.T @ A).toarray() if hasattr(A, "toarray") else A.T @ A
     L = cholesky(gram, lower=True)
-    y = nnls(L.T, solve_triangular(L, A.T @ c, lower=True), maxiter=50 * n)[0]
+    b = solve_triangular(L, A.T @ c, lower=True)
+    y = _active_set_guess(gram, A.T @ c)
+    if y is None:
+        y = nnls(L.T, b, maxiter=50 * n)[0]
     return lower + y
+
+
+def _active_set_guess(gram: np.ndarray, atc: np.ndarray, steps: int = 4) -> np.ndarray | None:
+    """The minimum of ``yᵀ G y − 2 yᵀ Aᵀc`` over ``y ≥ 0`` when a few active-set steps find it, else None.
+
+    Starting from the unconstrained minimum, the coordinates that came out
+    negative are fixed at 0 and the rest re-solved; the result is returned
+    only when it satisfies the Karush–Kuhn–Tucker conditions (feasible, and
+    the gradient non-negative on every fixed coordinate), which identify the
+    unique minimum of this strictly convex problem.
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    free = np.ones(len(atc), bool)
+    for _ in range(steps):
+        y = np.zeros(len(atc))
+        if free.any():
+            idx = np.flatnonzero(free)
+            y[idx] = cho_solve(cho_factor(gram[np.ix_(idx, idx)]), atc[idx])
+        if np.any(y[free] < 0):
+            free &= y >= 0
+            continue
+        grad = gram @ y - atc
+        if np.all(grad[~free] >= -1e-12 * max(1.0, float(np.abs(atc).max(initial=0.0)))):
+            return y
+        free |= grad < 0
+    return None
 
 
 def student_weights(sq: np.ndarray, dim: np.ndarray, sigma: np.ndarray, nu: float) -> np.ndarray:

@@ -414,7 +414,7 @@ def write_run_columns(
     Returns:
         The number of labels written.
     """
-    from agreement.fo.writing import LabelColumns, declare_label_attrs, declare_sample_fields, write_columns
+    from agreement.fo.writing import LabelColumns, declare_columns, write_columns
 
     dataset = _dataset(samples)
     fields = {}
@@ -433,8 +433,8 @@ def write_run_columns(
             named[attr] = vals
         list_path = f"{label_field}.{LABEL_TYPES[dataset.get_field(label_field).document_type]}"
         blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
-    declare_sample_fields(dataset, {name: list(values.values()) for name, values in fields.items()})
-    declare_label_attrs(dataset, {b.list_path: b.columns for b in blocks})
+    declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
+                    {b.list_path: b.columns for b in blocks})
     return write_columns(dataset, fields, blocks)
 
 

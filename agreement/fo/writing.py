@@ -32,7 +32,8 @@ import fiftyone.core.fields as fof
 from agreement.fo.gc_pause import gc_paused
 
 __all__ = ["write_columns", "LabelColumns", "write_label_columns", "write_label_field", "label_document", "db_value",
-           "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_from_documents",
+           "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
+           "declare_from_documents",
            "unset_sample_field", "unset_label_attr"]
 
 #: Updates sent to the database per ``bulk_write`` call.
@@ -100,20 +101,7 @@ def declare_label_attrs(dataset, columns_by_list_path: Mapping[str, Mapping[str,
     the dataset schema, under the dataset's schema lock (a declaration is never
     lost to a concurrent writer of the dataset document).
     """
-    from agreement.fo.locking import schema_lock
-
-    todo = {}
-    for list_path, columns in columns_by_list_path.items():
-        for attr, values in columns.items():
-            kind = _field_type(_typed_sample(values))
-            if kind is not None:
-                todo[f"{list_path}.{attr}"] = kind
-    if all(dataset.get_field(p) is not None for p in todo):
-        return
-    with schema_lock(dataset):
-        missing = {p: k() for p, k in todo.items() if dataset.get_field(p) is None}
-        if missing:
-            dataset._merge_sample_field_schema(missing)
+    declare_columns(dataset, {}, columns_by_list_path)
 
 
 def declare_sample_field(dataset, name: str, values: Sequence[Any]) -> None:
@@ -128,26 +116,63 @@ def declare_sample_fields(dataset, columns: Mapping[str, Sequence[Any]]) -> None
     undefined score); label values as an embedded field of their label type.
     Under the dataset's schema lock.
     """
+    declare_columns(dataset, columns, {})
+
+
+def declare_columns(dataset, sample_columns: Mapping[str, Sequence[Any]],
+                    label_columns: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
+    """Declares sample fields and label attributes together: one schema change, under the schema lock.
+
+    ``sample_columns``: ``{field: values}``, each declared with the type of its
+    values (float when all are ``None``, an embedded field of the label type
+    for label values). ``label_columns``: ``{"<field>.<list>": {attr: values}}``,
+    an attribute whose values are all ``None`` is not declared. Nothing
+    already declared is touched; the dataset document is reloaded inside the
+    lock so that a concurrent process's declarations are kept.
+    """
     from agreement.fo.locking import schema_lock
 
+    wanted = dict(sample_columns)
+    attrs = {}
+    for list_path, columns in label_columns.items():
+        for attr, values in columns.items():
+            kind = _column_kind(values)
+            if kind is not None:
+                attrs[f"{list_path}.{attr}"] = kind
     schema = dataset.get_field_schema()
-    todo = {n: v for n, v in columns.items() if n not in schema}
-    if not todo:
+    if all(n in schema for n in wanted) and all(dataset.get_field(p) is not None for p in attrs):
         return
     with schema_lock(dataset):
         schema = dataset.get_field_schema()
-        fields = {}
-        for name, values in todo.items():
-            if name in schema:
-                continue
-            clean = [db_value(v) for v in values]
-            kind = _field_type(clean) or fof.FloatField
-            if kind is fof.EmbeddedDocumentField:
-                fields[name] = fof.EmbeddedDocumentField(type(next(v for v in clean if v is not None)))
-            else:
-                fields[name] = kind()
+        fields = {n: _sample_field_for(v) for n, v in wanted.items() if n not in schema}
+        fields.update({p: k() for p, k in attrs.items() if dataset.get_field(p) is None})
         if fields:
             dataset._merge_sample_field_schema(fields)
+
+
+def _sample_field_for(values: Sequence[Any]):
+    """The field to declare a sample field holding ``values`` (a float field when all are ``None``)."""
+    clean = [db_value(v) for v in values]
+    kind = _field_type(clean) or fof.FloatField
+    if kind is fof.EmbeddedDocumentField:
+        return fof.EmbeddedDocumentField(type(next(v for v in clean if v is not None)))
+    return kind()
+
+
+def _column_kind(values: Sequence[Any]):
+    """The field class of a label attribute column (``None`` when every value is ``None``/NaN).
+
+    A numeric numpy column is typed by its dtype; anything else by its first
+    1,000 stored values.
+    """
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        if values.dtype == bool:
+            return fof.BooleanField if len(values) else None
+        if np.issubdtype(values.dtype, np.integer):
+            return fof.IntField if len(values) else None
+        if np.issubdtype(values.dtype, np.floating):
+            return fof.FloatField if np.isfinite(values).any() else None
+    return _field_type(_typed_sample(values))
 
 
 def declare_from_documents(dataset, path: str) -> None:
