@@ -36,7 +36,7 @@ bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/kalos_bench.py
 	$(PY) bench/geometry_bench.py
-	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py
+	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat 3
 	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py --samples $(SCALE_SAMPLES)
 
 experiments: $(VENV)/.test

@@ -433,3 +433,22 @@ def test_bounded_least_squares_equals_scipy_lsq_linear(seed, n_unknowns, lower):
     cost = lambda x: float(np.sum((dense @ x - rhs) ** 2))  # noqa: E731
     assert cost(ours) <= cost(ref) + 1e-9 * max(1.0, cost(ref))
     np.testing.assert_allclose(ours, ref, atol=1e-7)
+
+
+def test_em_stops_once_every_raters_noise_moves_by_under_a_tenth_of_its_standard_error(monkeypatch):
+    """The crowd stopping rule: each σ_r within a small fraction of its standard error of the fully settled EM."""
+    import agreement.consensus.em as em
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(300, 120, 8, seed=3)
+    quick = consensus(corpus)
+    assert quick.converged and quick.n_iter <= 8
+    monkeypatch.setattr(em, "_sigma_tolerance", lambda n_pairs: np.full(len(n_pairs), 1e-7))
+    settled = consensus(corpus, max_iter=500)
+    assert settled.n_iter > quick.n_iter
+    a, b = quick.model.localisation_noise, settled.model.localisation_noise
+    ok = np.isfinite(a) & np.isfinite(b)
+    assert ok.sum() > 100
+    # log σ from n_r member pairs has a standard error of ~1/sqrt(n_r); the quick stop is far inside it
+    np.testing.assert_allclose(np.log(a[ok]), np.log(b[ok]), atol=1e-3)
+    np.testing.assert_allclose(quick.confidence, settled.confidence, atol=1e-6)

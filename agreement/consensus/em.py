@@ -70,7 +70,7 @@ residual to the previous fused geometry (one step of iteratively
 reweighted least squares per iteration; ``u_i = 1`` for ``ν = ∞``). Stop when the log-likelihood of the units,
 ``\sum_u \log(e^{\ell_1(u)} + e^{\ell_0(u)})``, changes by at most ``tol``
 per unit (as crowd-kit's Dawid-Skene stops on its bound per label) and no
-``σ_r`` moves by more than 0.01 % or by more than 1 % of its own standard
+``σ_r`` moves by more than 0.01 % or by more than a tenth of its own standard
 error, whichever is larger (``log σ_r`` from ``n_r`` member pairs has a
 standard error of about ``1 / \sqrt{n_r}``: a crowd worker seen on a few
 dozen samples settles to within its precision in a few iterations instead
@@ -489,9 +489,9 @@ def _e_pass(pb: _Problem, model: ConsensusModel):
 
 
 def _sigma_tolerance(n_pairs: np.ndarray) -> np.ndarray:
-    """How far ``log σ_r`` may still move when the EM stops: 0.01 %, or 1 % of its standard
+    """How far ``log σ_r`` may still move when the EM stops: 0.01 %, or a tenth of its standard
     error ``1 / sqrt(n_r)`` where that is larger (module docstring)."""
-    return np.maximum(1e-4, 0.01 / np.sqrt(np.maximum(n_pairs, 1)))
+    return np.maximum(1e-4, 0.1 / np.sqrt(np.maximum(n_pairs, 1)))
 
 
 def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str, coincidence: float,
