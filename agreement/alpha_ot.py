@@ -251,6 +251,7 @@ def alpha_ot(
     max_pairs: int = 100_000,
     seed: int = 0,
     max_block: int = 1 << 17,
+    observed_costs: np.ndarray | None = None,
 ) -> AlphaOTResult:
     """Chance-corrected OT agreement ``alpha_OT = 1 - D_o / D_e`` of a corpus.
 
@@ -272,6 +273,11 @@ def alpha_ot(
             exactly, and the number of Monte-Carlo draws beyond it.
         seed: seed of the Monte-Carlo draws.
         max_block: box pairs per vectorised block.
+        observed_costs: the OT cost of every (sample, assigned rater pair), in
+            the order of :func:`agreement.ot.assigned_pair_cells`, when
+            already computed with the same ``lam``, ``beta`` and
+            ``normalization`` (``sample_ot_scores(...).pair_cost``); computed
+            here when None.
 
     Returns:
         :class:`AlphaOTResult`, with αOT per rater pair in a sparse table; NaN
@@ -288,7 +294,12 @@ def alpha_ot(
     pc = _PairCosts(data.boxes, data.labels, lam)
     R = data.num_raters
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
+    if observed_costs is None:
+        c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
+    else:
+        c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
+        if len(c_obs) != len(s):
+            raise ValueError(f"observed_costs has {len(c_obs)} values for {len(s)} (sample, assigned rater pair) cells")
     table = _pair_table(data.raters, a, b, pid)
     P = len(table)
     n_shared = table.n_shared

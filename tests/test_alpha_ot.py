@@ -282,3 +282,17 @@ def test_crowd_monte_carlo_is_order_invariant_and_near_exact():
     key = lambda recs: {(r["rater_a"], r["rater_b"]): r["expected_cost"] for r in recs}  # noqa: E731
     got, want = key(shuffled.pairs.to_records()), key(mc.pairs.to_records())
     assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], abs=1e-12) for k in want)
+
+
+@pytest.mark.parametrize("norm", ["paper", "oc_cost"])
+def test_observed_costs_from_sample_ot_scores_give_the_same_result(norm):
+    """The FiftyOne run passes sample_ot_scores' pair costs instead of solving them twice: same αOT, bit for bit."""
+    data = _random_corpus(5, S=9)
+    scores = sample_ot_scores(data, lam=0.4, beta=0.6, normalization=norm)
+    own = alpha_ot(data, lam=0.4, beta=0.6, normalization=norm)
+    given = alpha_ot(data, lam=0.4, beta=0.6, normalization=norm, observed_costs=scores.pair_cost)
+    assert given.alpha == own.alpha and given.observed == own.observed and given.expected == own.expected
+    for k, v in own.pairs.values.items():
+        np.testing.assert_array_equal(given.pairs.values[k], v)
+    with pytest.raises(ValueError, match="observed_costs has 2 values"):
+        alpha_ot(data, observed_costs=np.zeros(2))

@@ -61,3 +61,13 @@ def test_long_record_tables_are_stored_as_packed_columns_and_read_back_as_record
     assert back["pairs"] == rows and back["short"] == rows[:3] and back["empty"] == [{}] * MIN_PACKED
     mixed = rows[:MIN_PACKED] + [{"other": 1}]  # records of different keys stay records
     assert unpack(pack(mixed)) == mixed
+
+
+def test_nested_maps_are_stored_dictionary_coded_and_older_plain_columns_still_read():
+    nested = {f"r{i}|r{i + 1}": {f"s{j}": 0.5 * j for j in range(2 * MIN_PACKED)} for i in range(3)}
+    stored = json.loads(pack(nested_to_columns(nested)))
+    assert stored["outer_keys"] == list(nested) and len(stored["inner_keys"]) == 2 * MIN_PACKED
+    assert set(stored["outer"]) == {"__i8__"} and set(stored["inner"]) == {"__i8__"}
+    assert columns_to_nested(unpack(pack(nested_to_columns(nested)))) == nested
+    plain = {"outer": ["a|b", "a|b", "a|c"], "inner": ["s1", "s2", "s1"], "value": [0.5, None, 1.0]}
+    assert columns_to_nested(plain) == {"a|b": {"s1": 0.5, "s2": None}, "a|c": {"s1": 1.0}}

@@ -12,8 +12,9 @@ the same way. :func:`unpack` gives back the same plain values (``None`` for NaN,
 Python ``int``/``float``), so readers never see the encoding.
 
 The nested ``{"a|b": {sample_id: score}}`` map of per-(sample, rater pair)
-scores is stored as three parallel columns (:func:`nested_to_columns`) and
-rebuilt on reading (:func:`columns_to_nested`).
+scores is stored as dictionary-coded parallel columns
+(:func:`nested_to_columns`: each key string once, integer codes) and rebuilt
+on reading (:func:`columns_to_nested`).
 """
 
 from __future__ import annotations
@@ -104,23 +105,40 @@ def _decode(obj: dict) -> Any:
 
 
 def nested_to_columns(nested: Mapping[str, Mapping[str, Any]]) -> dict[str, list]:
-    """``{outer: {inner: value}}`` as parallel columns ``{"outer": [...], "inner": [...], "value": [...]}``."""
+    """``{outer: {inner: value}}`` as dictionary-coded columns (inverse :func:`columns_to_nested`).
+
+    ``{"outer_keys": [distinct outer keys], "outer": [code per entry],
+    "inner_keys": [distinct inner keys], "inner": [code per entry], "value": [...]}``:
+    each key string is stored once, the codes pack as integers.
+    """
+    outer_keys = list(nested)
+    inner_index: dict[str, int] = {}
     outer, inner, values = [], [], []
-    for o, m in nested.items():
-        outer.extend([o] * len(m))
-        inner.extend(m.keys())
+    for code, m in enumerate(nested.values()):
+        outer.extend([code] * len(m))
+        inner.extend(inner_index.setdefault(k, len(inner_index)) for k in m)
         values.extend(m.values())
-    return {"outer": outer, "inner": inner, "value": values}
+    return {"outer_keys": outer_keys, "outer": outer, "inner_keys": list(inner_index), "inner": inner,
+            "value": values}
+
+
+#: The keys of the plain (uncoded) column form, as runs before the coded form stored it.
+_PLAIN_COLUMNS = frozenset({"outer", "inner", "value"})
+_CODED_COLUMNS = frozenset({"outer_keys", "outer", "inner_keys", "inner", "value"})
 
 
 def is_nested_columns(value: Any) -> bool:
-    """Whether ``value`` is the column form of :func:`nested_to_columns`."""
-    return isinstance(value, Mapping) and set(value) == {"outer", "inner", "value"}
+    """Whether ``value`` is the column form of :func:`nested_to_columns` (coded, or plain as older runs stored)."""
+    return isinstance(value, Mapping) and set(value) in (_PLAIN_COLUMNS, _CODED_COLUMNS)
 
 
 def columns_to_nested(columns: Mapping[str, list]) -> dict[str, dict[str, Any]]:
-    """The inverse of :func:`nested_to_columns`."""
+    """The inverse of :func:`nested_to_columns` (also reads the plain form of older runs)."""
+    outer, inner = columns["outer"], columns["inner"]
+    if "outer_keys" in columns:
+        ok, ik = columns["outer_keys"], columns["inner_keys"]
+        outer, inner = [ok[c] for c in outer], [ik[c] for c in inner]
     out: dict[str, dict[str, Any]] = {}
-    for o, i, v in zip(columns["outer"], columns["inner"], columns["value"]):
+    for o, i, v in zip(outer, inner, columns["value"]):
         out.setdefault(o, {})[i] = v
     return out

@@ -158,7 +158,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     report(0.0, "per-sample OT scores")
     scores = sample_ot_scores(corpus, **ot_kw)
     report(0.4, "alpha-OT chance baseline")
-    alpha = alpha_ot(corpus, **ot_kw, max_pairs=params["max_pairs"], seed=params["seed"])
+    alpha = alpha_ot(corpus, **ot_kw, max_pairs=params["max_pairs"], seed=params["seed"],
+                     observed_costs=scores.pair_cost)
     report(0.7, "threshold baselines")
     base = threshold_baselines(corpus, iou_threshold=params["iou_threshold"])
     undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons) if r}
@@ -198,17 +199,22 @@ def _summary(scores, alpha, base, corpus, n_undefined: int) -> dict:
 
 
 def _pair_sample_scores(scores, corpus) -> dict[str, list]:
-    """Every (sample, rater pair) scored, as the columns of :func:`agreement.fo.compact.nested_to_columns`:
-    ``outer`` the pair ``"a|b"``, ``inner`` the sample id, ``value`` the OT score (NaN: ``None``).
+    """Every (sample, rater pair) scored, as the coded columns of :func:`agreement.fo.compact.nested_to_columns`:
+    ``outer`` codes the pair ``"a|b"``, ``inner`` the sample id, ``value`` the OT score (NaN: ``None``).
 
     :func:`agreement.fo.runs.load_agreement_results` gives it back as ``"a|b"`` → sample id → score.
     """
     names = np.asarray(corpus.raters, dtype=object)
-    sid = np.asarray(corpus.sample_ids, dtype=object).astype(str).astype(object)
+    R = len(corpus.raters)
+    pair_codes, outer = np.unique(np.asarray(scores.pair_rater_a) * R + np.asarray(scores.pair_rater_b),
+                                  return_inverse=True)
+    sample_codes, inner = np.unique(np.asarray(scores.pair_sample), return_inverse=True)
     values = np.asarray(scores.pair_score, dtype=np.float64)
     return {
-        "outer": (names[scores.pair_rater_a] + "|" + names[scores.pair_rater_b]).tolist(),
-        "inner": sid[scores.pair_sample].tolist(),
+        "outer_keys": (names[pair_codes // R] + "|" + names[pair_codes % R]).tolist(),
+        "outer": outer.ravel().tolist(),
+        "inner_keys": [str(corpus.sample_ids[i]) for i in sample_codes.tolist()],
+        "inner": inner.ravel().tolist(),
         "value": [None if v != v else v for v in values.tolist()],
     }
 
