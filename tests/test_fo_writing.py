@@ -146,3 +146,17 @@ def test_a_run_on_a_view_that_filters_labels_writes_only_the_labels_in_the_view(
     assert labels[0] == ["cat", "dog"]
     assert units[0][0] is None and units[0][1] is not None  # cat is outside the view: untouched
     assert units[1][0] is not None
+
+
+def test_new_object_ids_are_distinct_valid_and_stamped_now():
+    import time
+
+    from bson import ObjectId
+
+    import agreement.fo.writing as w
+
+    ids = w.new_object_ids(5000)
+    assert len(set(ids)) == 5000 and all(isinstance(i, ObjectId) for i in ids)
+    assert all(abs(i.generation_time.timestamp() - time.time()) < 120 for i in ids[:: 997])
+    assert len(set(ids) | set(w.new_object_ids(5000))) == 10_000  # two calls in the same second do not collide
+    assert w.new_object_ids(0) == []

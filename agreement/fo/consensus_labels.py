@@ -42,7 +42,7 @@ import numpy as np
 from agreement.consensus import METHODS, consensus
 from agreement.fo import runs
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
-from agreement.fo.writing import declare_sample_field, label_document
+from agreement.fo.writing import declare_sample_field, label_document, new_object_ids
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
 
@@ -82,21 +82,40 @@ def _geometry(res, u: int) -> dict:
 def _label_documents(res, ltype: str, key: str, label_ids: np.ndarray, num_samples: int, sample_ids):
     """Every sample's consensus label documents, and the id of each unit's label (``None``: not kept)."""
     kept = np.flatnonzero(res.is_consensus)
-    confidence = res.confidence * res.class_probability
-    support = res.support / np.maximum(res.n_assigned, 1)
+    ids = new_object_ids(len(kept))
+    confidence = _stored((res.confidence * res.class_probability)[kept])
+    support = _stored((res.support / np.maximum(res.n_assigned, 1))[kept])
+    class_confidence = _stored(res.class_probability[kept])
+    review = res.review[kept].astype(bool).tolist()
+    members = _member_ids(res, label_ids, kept)
+    if res.geometry == "boxes" and res.masks is None:
+        geometry = ({"bounding_box": b} for b in res.boxes[kept].tolist())
+    else:
+        geometry = (_geometry(res, u) for u in kept.tolist())
     docs = {sid: [] for sid in sample_ids}
-    unit_id = np.full(res.n_units, None, dtype=object)
-    names = res.label
-    for u in kept.tolist():
+    names, unit_sample = res.label, res.unit_sample
+    for j, (u, geo) in enumerate(zip(kept.tolist(), geometry)):
         doc = label_document(
-            ltype, label=names[u], **_geometry(res, u), confidence=float(confidence[u]),
-            **{f"{key}_support": float(support[u]), f"{key}_class_confidence": float(res.class_probability[u]),
-               f"{key}_members": [str(label_ids[i]) for i in res.members(u) if label_ids[i] is not None],
-               f"{key}_review": bool(res.review[u])},
+            ltype, ids[j], label=names[u], **geo, confidence=confidence[j],
+            **{f"{key}_support": support[j], f"{key}_class_confidence": class_confidence[j],
+               f"{key}_members": members[j], f"{key}_review": review[j]},
         )
-        docs[sample_ids[res.unit_sample[u]]].append(doc)
-        unit_id[u] = str(doc["_id"])
+        docs[sample_ids[unit_sample[u]]].append(doc)
+    unit_id = np.full(res.n_units, None, dtype=object)
+    unit_id[kept] = [str(i) for i in ids]
     return docs, unit_id
+
+
+def _stored(values: np.ndarray) -> list:
+    """Floats as stored: Python floats, NaN as ``None``."""
+    return [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
+
+
+def _member_ids(res, label_ids: np.ndarray, kept: np.ndarray) -> list[list[str]]:
+    """The ids of the rater labels fused into each kept unit (labels without an id left out)."""
+    ids = np.asarray(label_ids, dtype=object)[res.member_rows]
+    bounds = np.asarray(res.member_offsets)
+    return [[str(i) for i in ids[bounds[u]:bounds[u + 1]].tolist() if i is not None] for u in kept.tolist()]
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:

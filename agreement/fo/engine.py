@@ -31,7 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, read_annotations
-from agreement.fo.writing import write_label_field
+from agreement.fo.writing import declare_label_field, label_field_value
 
 __all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
 
@@ -116,19 +116,20 @@ def _column(values: Sequence[Any]) -> np.ndarray:
 
 
 def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
-    """Writes the run's label fields, object-valued sample fields, then every plain sample field and label
-    attribute in one pass (:func:`agreement.fo.runs.write_run_columns`: each sample document rewritten once)."""
+    """Writes the run's object-valued sample fields, then its label fields, plain sample fields and label
+    attributes in one pass (:func:`agreement.fo.runs.write_run_columns`: each sample document rewritten once)."""
     data = read.annotations
     sid = data.sample_ids
-    for suffix, (container, docs, attrs) in out.label_fields.items():
-        if suffix not in spec.sample_suffixes:
-            raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
-        write_label_field(runs._dataset(samples), plan.sample_field(suffix), container, docs, attrs)
     for suffix in spec.sample_suffixes:
         if suffix in out.sample_objects and suffix not in out.label_fields:
             runs.write_sample_values(samples, plan, suffix, dict(out.sample_objects[suffix]))
     sample_values = {s: dict(zip(sid.tolist(), _column(out.sample_values[s]).tolist()))
                      for s in spec.sample_suffixes if s in out.sample_values and s not in out.label_fields}
+    for suffix, (container, docs, attrs) in out.label_fields.items():
+        if suffix not in spec.sample_suffixes:
+            raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
+        declare_label_field(runs._dataset(samples), plan.sample_field(suffix), container, attrs)
+        sample_values[suffix] = {s: label_field_value(container, d) for s, d in docs.items()}
     columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
     label_values = {}
     for lf in read.label_fields if columns else ():

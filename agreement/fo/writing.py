@@ -31,7 +31,9 @@ import fiftyone.core.fields as fof
 
 from agreement.fo.gc_pause import gc_paused
 
-__all__ = ["write_columns", "LabelColumns", "write_label_columns", "write_label_field", "label_document", "db_value",
+__all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_label_field", "label_field_value",
+           "label_document",
+           "new_object_ids", "db_value",
            "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
            "declare_from_documents",
            "unset_sample_field", "unset_label_attr"]
@@ -413,50 +415,69 @@ _CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints"
 _ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint"}
 
 
-def label_document(container: str, **values: Any) -> dict:
+def label_document(container: str, _id: ObjectId | None = None, **values: Any) -> dict:
     """A label as stored by FiftyOne (``_id``, ``_cls``, ``tags``, ``attributes``, then ``values``).
 
     ``container`` is the list type (``"Detections"``, ``"Polylines"`` or
     ``"Keypoints"``); a ``mask`` value is serialised as FiftyOne stores it.
+    ``_id``: the label's id (a new one when None, see :func:`new_object_ids`).
     """
-    import fiftyone.core.utils as fou
-
-    doc = {"_id": ObjectId(), "_cls": _ITEMS[container], "attributes": {}, "tags": []}
+    doc = {"_id": ObjectId() if _id is None else _id, "_cls": _ITEMS[container], "attributes": {}, "tags": []}
     for k, v in values.items():
-        if k == "mask" and v is not None:
-            v = fou.serialize_numpy_array(np.asarray(v))
-        doc[k] = db_value(v)
+        if type(v) in _STORED_AS_IS or type(v) is list:
+            doc[k] = v
+        elif k == "mask" and v is not None:
+            import fiftyone.core.utils as fou
+
+            doc[k] = fou.serialize_numpy_array(np.asarray(v))
+        else:
+            doc[k] = db_value(v)
     return doc
 
 
-def write_label_field(dataset, name: str, container: str, docs_by_sample: Mapping[str, Sequence[dict]],
-                      attr_values: Mapping[str, Sequence[Any]] | None = None) -> int:
-    """Writes a whole label field ``name`` in bulk: one ``$set`` of the label list per sample.
+def new_object_ids(n: int) -> list[ObjectId]:
+    """``n`` new, distinct ObjectIds, made in one vectorised step.
 
-    For a field the run owns entirely (e.g. a consensus): the documents of
-    :func:`label_document` go out without building FiftyOne objects. The
-    field (``EmbeddedDocumentField`` of ``container``) and its extra label
-    attributes (``attr_values``: attribute -> example values, for their
-    types) are declared first in one schema merge under the lock; in-memory
-    samples are reloaded after.
-
-    Returns:
-        The number of labels written.
+    The layout of the BSON specification: a 4-byte big-endian timestamp, 5
+    random bytes and a 3-byte big-endian counter (here from a random start,
+    so that two calls in the same second cannot collide unless the 5 random
+    bytes do). About ten times faster than ``ObjectId()`` one at a time.
     """
+    import os
+    import time
+
+    if n <= 0:
+        return []
+    if n > 1 << 24:
+        return new_object_ids(1 << 24) + new_object_ids(n - (1 << 24))
+    raw = np.empty((n, 12), dtype=np.uint8)
+    raw[:, 0:4] = np.frombuffer(int(time.time()).to_bytes(4, "big"), dtype=np.uint8)
+    raw[:, 4:9] = np.frombuffer(os.urandom(5), dtype=np.uint8)
+    counter = (int.from_bytes(os.urandom(3), "big") + np.arange(n, dtype=np.uint64)) % (1 << 24)
+    raw[:, 9:12] = counter.astype(">u4").view(np.uint8).reshape(n, 4)[:, 1:]
+    data = raw.tobytes()
+    return [ObjectId(data[i:i + 12]) for i in range(0, 12 * n, 12)]
+
+
+def declare_label_field(dataset, name: str, container: str, attr_values: Mapping[str, Sequence[Any]] | None = None
+                        ) -> None:
+    """Declares label field ``name`` (an ``EmbeddedDocumentField`` of ``container``) and its extra label
+    attributes (``attr_values``: attribute -> example values, for their types), under the schema lock."""
     import fiftyone.core.labels as fol
 
     from agreement.fo.locking import schema_lock
 
     cls = getattr(fol, container)
-    list_field = _CONTAINERS[container]
-    todo = {} if dataset.get_field(name) is not None else {name: fof.EmbeddedDocumentField(cls)}
-    with schema_lock(dataset):
-        if todo and dataset.get_field(name) is None:
-            dataset._merge_sample_field_schema(todo)
-    declare_label_attrs(dataset, {f"{name}.{list_field}": dict(attr_values or {})})
-    _bulk(dataset, [UpdateOne({"_id": ObjectId(sid)}, {"$set": {name: {"_cls": container, list_field: list(docs)}}})
-                    for sid, docs in docs_by_sample.items()])
-    return sum(len(docs) for docs in docs_by_sample.values())
+    if dataset.get_field(name) is None:
+        with schema_lock(dataset):
+            if dataset.get_field(name) is None:
+                dataset._merge_sample_field_schema({name: fof.EmbeddedDocumentField(cls)})
+    declare_label_attrs(dataset, {f"{name}.{_CONTAINERS[container]}": dict(attr_values or {})})
+
+
+def label_field_value(container: str, docs: Sequence[dict]) -> dict:
+    """The stored value of a label field of type ``container`` holding the :func:`label_document` ``docs``."""
+    return {"_cls": container, _CONTAINERS[container]: list(docs)}
 
 
 def _bulk(dataset, ops: list) -> list[int]:
