@@ -115,6 +115,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from agreement.arrays import unique_sorted
 from agreement.alpha_ot import canonical_sample_order
 from agreement.data import MultiRaterAnnotations
 from agreement.similarity import SIMILARITIES, check_similarity, similarity_matrix
@@ -363,7 +364,7 @@ def _as_sample(x: Any, name: str) -> np.ndarray:
 def _ecdf_difference(d_o: np.ndarray, d_e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pooled sorted unique values ``v`` and ``F_o(v) - F_e(v)`` (right-continuous)."""
     so, se = np.sort(d_o), np.sort(d_e)
-    v = np.unique(np.concatenate([so, se]))
+    v = unique_sorted(np.concatenate([so, se]))
     diff = np.searchsorted(so, v, side="right") / len(so) - np.searchsorted(se, v, side="right") / len(se)
     return v, diff
 

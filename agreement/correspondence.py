@@ -93,6 +93,8 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from agreement.arrays import unique_sorted
+
 __all__ = [
     "SOLVERS",
     "COSTS",
@@ -372,7 +374,7 @@ def solve_units(
         if solver == "greedy":
             # A component whose raters are all distinct becomes one unit.
             base = int(raters.max()) + 1
-            distinct = np.bincount(np.unique(comp * base + raters) // base, minlength=ncomp)
+            distinct = np.bincount(unique_sorted(comp * base + raters) // base, minlength=ncomp)
             easy = distinct == size
         else:
             easy = size <= 2
@@ -388,7 +390,7 @@ def solve_units(
             tied = (np.diff(c[order]) == 0) & (np.diff(sim[order]) == 0)
             if solver != "greedy" or np.any(tied):
                 # Canonical ranks, computed only where they are needed.
-                nodes = np.unique(np.r_[pi, pj])
+                nodes = unique_sorted(np.r_[pi, pj])
                 rank[nodes] = canonical_rank(
                     group[nodes], classes[nodes], None if keys is None else keys[nodes], raters[nodes]
                 )
@@ -462,7 +464,7 @@ def _components(comp: np.ndarray, pi: np.ndarray, pj: np.ndarray, rank: np.ndarr
     bounds = np.flatnonzero(np.r_[True, ec_sorted[1:] != ec_sorted[:-1], True])
     for k in range(len(bounds) - 1):
         e = order[bounds[k]:bounds[k + 1]]
-        nodes = np.unique(np.r_[pi[e], pj[e]])
+        nodes = unique_sorted(np.r_[pi[e], pj[e]])
         nodes = nodes[np.argsort(rank[nodes], kind="stable")]
         yield nodes, e
 

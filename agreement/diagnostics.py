@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike
 from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
+from agreement.arrays import unique_sorted
 from agreement.data import MultiRaterAnnotations
 from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha, reliability_alpha
 from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
@@ -272,7 +273,7 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
     is_cls = values.code != result.no_object_code
     codes = values.code[is_cls]
     n_ann = np.bincount(codes, minlength=K).astype(np.int64)
-    pairs = np.unique(values.column[is_cls] * max(K, 1) + codes)
+    pairs = unique_sorted(values.column[is_cls] * max(K, 1) + codes)
     cols, grp = pairs // max(K, 1), pairs % max(K, 1)
     # every value of each (column, class) pair's column, the pair as the new column
     bounds = values.column_bounds()

@@ -182,6 +182,7 @@ import numpy as np
 from scipy import sparse, stats
 from scipy.optimize import linear_sum_assignment
 
+from agreement.arrays import unique_sorted
 from agreement.alpha_ot import canonical_sample_order
 from agreement.geometry.boxes import (
     giou_to_similarity,
@@ -518,7 +519,7 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
     _, inv_i, cnt_i = np.unique(ki, return_inverse=True, return_counts=True)
     _, inv_j, cnt_j = np.unique(kj, return_inverse=True, return_counts=True)
     conflict = (cnt_i[inv_i] > 1) | (cnt_j[inv_j] > 1)
-    bad_pairs = np.unique(pair[conflict])
+    bad_pairs = unique_sorted(pair[conflict])
     is_bad = np.isin(pair, bad_pairs)
     matched[~is_bad] = True
     if len(bad_pairs):

@@ -22,6 +22,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from agreement.arrays import unique_sorted
+
 __all__ = ["RaterPairTable", "shared_sample_pairs", "records_to_matrix", "records_to_columns", "columns_to_records"]
 
 
@@ -86,7 +88,7 @@ class RaterPairTable:
         """The pairs that share at least one sample, with their counts."""
         _, a, b, pair_id = shared_sample_pairs(assigned)
         R = len(raters)
-        codes = np.unique(a.astype(np.int64) * R + b)
+        codes = unique_sorted(a.astype(np.int64) * R + b)
         counts = np.bincount(pair_id, minlength=len(codes))
         return cls(tuple(raters), (codes // R).astype(np.intp), (codes % R).astype(np.intp), counts.astype(np.int64))
 

@@ -105,6 +105,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.special import expit
 
+from agreement.arrays import unique_sorted
 from agreement.consensus.fusion import Fused, fuse_geometry
 from agreement.consensus.scale import member_pairs, pair_differences, pairwise_scales, student_weights, tail_index
 from agreement.consensus.units import UnitTable
@@ -337,7 +338,7 @@ def dawid_skene(labels: np.ndarray, n_classes: int | None = None, smoothing: flo
     if labels.max(initial=-1) >= C:
         raise ValueError(f"labels hold codes >= n_classes = {C}")
     uu, rr = np.nonzero(labels >= 0)
-    if len(np.unique(uu)) != U:
+    if len(unique_sorted(uu)) != U:
         raise ValueError("every item needs at least one label")
     _check_confusion_size(R, C)
     from agreement.consensus.units import units_from_labels

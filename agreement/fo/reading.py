@@ -38,6 +38,7 @@ import numpy as np
 import fiftyone.core.fields as fof
 import fiftyone.core.labels as fol
 
+from agreement.arrays import unique_sorted
 from agreement.data import MultiRaterAnnotations
 from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
@@ -747,7 +748,7 @@ def crossed_evidence(counts: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray,
     if nonempty == 0 or num_raters == 0:
         return {"n_nonempty": nonempty, "median_coverage": float("nan"), "n_raters_below_half": 0,
                 "implausible": False}
-    pairs = np.unique(s_rows.astype(np.int64) * num_raters + r_rows)
+    pairs = unique_sorted(s_rows.astype(np.int64) * num_raters + r_rows)
     per_rater = np.bincount(pairs % num_raters, minlength=num_raters)
     coverage = per_rater / nonempty
     median = float(np.median(coverage))

@@ -74,6 +74,7 @@ from scipy import sparse
 from scipy.spatial import ConvexHull, QhullError
 from scipy.spatial.transform import Rotation
 
+from agreement.arrays import unique_sorted
 from agreement.validation import AnnotationError
 
 __all__ = [
@@ -991,7 +992,7 @@ def validate_segment_indices(indices: ArrayLike, num_points: int, where: str = "
             f"{where}: point index {arr[out_of_range][0]!r} is out of range for a point cloud "
             f"of {num_points} points (valid: 0 to {num_points - 1})"
         )
-    return np.unique(arr.astype(np.int64))
+    return unique_sorted(arr.astype(np.int64))
 
 
 def segment_jaccard(indices_a: ArrayLike, indices_b: ArrayLike, num_points: int) -> float:
