@@ -39,6 +39,7 @@ import fiftyone.core.fields as fof
 import fiftyone.core.labels as fol
 
 from agreement.arrays import unique_sorted
+from agreement.fo.projection import read_values
 from agreement.data import MultiRaterAnnotations
 from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
@@ -338,7 +339,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     width = 3 + len(extras)
     for f in fields:
         paths += _geometry_paths(f, ltype, extras)
-    values = samples.values(paths)
+    values = read_values(samples, paths)
     sample_ids, filepaths = values[0], values[1]
     nb = len(_base_paths(image_sizes))
     S, R = len(sample_ids), len(fields)
@@ -562,7 +563,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     if raters_field is not None:
         _check_raters_field_type(samples, raters_field)
         paths.append(raters_field)
-    values = samples.values(paths)
+    values = read_values(samples, paths)
     nb = len(_base_paths(image_sizes))
     sample_ids, filepaths = values[0], values[1]
     geo, labs, ids = values[nb: nb + 3]

@@ -1,0 +1,125 @@
+"""A projected bulk read of a view's fields: ``samples.values(paths)`` without FiftyOne's per-value conversion.
+
+FiftyOne's :meth:`values` runs one aggregation and then passes every value
+through its field's ``to_python`` (mongoengine), which is most of the time
+of a large read (about 2 of 3 seconds for 20,000 samples × 3 raters × 7
+boxes). :func:`read_values` runs the same kind of aggregation on the view's
+own pipeline (every filter, sort, skip and limit of the view applies), with
+a ``$project`` of the requested paths (label lists through ``$map``, so a
+label without an attribute gives ``None`` in its place), and converts only
+what needs it: object ids to strings. The result has the shape of
+``samples.values(paths)``: one list per path, one entry per sample in view
+order, a label-list path as a list per sample (``None`` where the label
+field is ``None``).
+
+Paths it reads directly: ``id``, top-level and embedded sample fields
+(``filepath``, ``metadata.width``, a list of rater names), and
+``<field>.<detections|polylines|keypoints>.<attribute>`` of a label list
+field (``id`` gives the label ids). Anything else (masks and other encoded
+values, frames, patches, clips or grouped collections) is read by
+:meth:`values` itself, so the answer is always FiftyOne's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = ["read_values", "LIST_FIELDS"]
+
+#: The list attribute of each label list type this plugin reads.
+LIST_FIELDS = ("detections", "polylines", "keypoints")
+#: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
+_ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
+
+
+def read_values(samples, paths: Sequence[str]) -> list[list[Any]]:
+    """``samples.values(list(paths))``, read with one projected aggregation (module docstring).
+
+    Range: the same values as :meth:`values`, label and sample ids as
+    strings; falls back to :meth:`values` for anything it does not read
+    directly.
+    """
+    paths = list(paths)
+    exprs = [_expression(samples, p) for p in paths]
+    if any(e is None for e in exprs) or not _plain_collection(samples):
+        return samples.values(paths)
+    names = [f"v{i}" for i in range(len(paths))]
+    project = {"_id": 0, **{n: e for n, e in zip(names, exprs)}}
+    columns: list[list[Any]] = [[] for _ in paths]
+    appends = [c.append for c in columns]
+    for doc in samples._aggregate(pipeline=[{"$project": project}]):
+        for n, append in zip(names, appends):
+            append(doc.get(n))
+    for i, p in enumerate(paths):
+        if p == "id":
+            columns[i] = [None if v is None else str(v) for v in columns[i]]
+        elif p.endswith(".id"):
+            columns[i] = [None if v is None else [None if x is None else str(x) for x in v] for v in columns[i]]
+    return columns
+
+
+def _plain_collection(samples) -> bool:
+    """A dataset or view of one sample per document (no frames, patches, clips or groups)."""
+    if getattr(samples, "media_type", None) in ("video", "group"):
+        return False
+    return not any(getattr(samples, a, False) for a in ("_is_patches", "_is_frames", "_is_clips", "_is_dynamic_groups"))
+
+
+def _expression(samples, path: str) -> Any:
+    """The ``$project`` expression of ``path``, or ``None`` when :meth:`values` must read it."""
+    if path == "id":
+        return "$_id"
+    parts = path.split(".")
+    if parts[0] == "frames" or parts[-1] in _ENCODED_LEAVES or any(p.startswith("$") or not p for p in parts):
+        return None
+    if len(parts) >= 3 and parts[-2] in LIST_FIELDS:
+        list_path = ".".join(parts[:-1])
+        if not _is_label_list(samples, list_path):
+            return None
+        leaf = "_id" if parts[-1] == "id" else parts[-1]
+        if leaf == "_id" or _declared_plain(samples, path, leaf):
+            return {"$map": {"input": f"${list_path}", "as": "x", "in": f"$$x.{leaf}"}}
+        return None
+    if parts[-1] == "id" or any(p in LIST_FIELDS for p in parts):
+        return None
+    try:
+        field = samples.get_field(path)
+    except Exception:  # noqa: BLE001 - an undeclared path: values() decides
+        return None
+    if field is None or _needs_conversion(field):
+        return None
+    return f"${path}"
+
+
+def _is_label_list(samples, list_path: str) -> bool:
+    """Whether ``<field>.<list>`` is the list of a declared Detections/Polylines/Keypoints field."""
+    import fiftyone.core.labels as fol
+
+    field_name, list_name = list_path.rsplit(".", 1)
+    field = samples.get_field(field_name)
+    doc_type = getattr(field, "document_type", None)
+    return (doc_type, list_name) in ((fol.Detections, "detections"), (fol.Polylines, "polylines"),
+                                     (fol.Keypoints, "keypoints"))
+
+
+def _declared_plain(samples, path: str, leaf: str) -> bool:
+    """A label attribute read as stored: undeclared (dynamic attributes, read as stored by
+    :meth:`values` too) or declared with a plain type."""
+    try:
+        field = samples.get_field(path)
+    except Exception:  # noqa: BLE001 - an undeclared path
+        return True
+    return field is None or not _needs_conversion(field)
+
+
+def _needs_conversion(field) -> bool:
+    """Whether FiftyOne converts the stored value of ``field`` on reading (ids, dates, arrays, documents)."""
+    import fiftyone.core.fields as fof
+
+    plain = (fof.StringField, fof.FloatField, fof.IntField, fof.BooleanField)
+    if isinstance(field, plain):
+        return False
+    if isinstance(field, fof.ListField):
+        inner = field.field
+        return inner is not None and not isinstance(inner, plain + (fof.ListField,))
+    return True
