@@ -62,9 +62,23 @@ def test_read_values_equals_values_on_a_dataset_and_on_views(fo, awkward):
 
 
 def test_paths_it_does_not_read_directly_go_to_values(fo, awkward):
+    import numpy as np
+
     from agreement.fo.projection import _expression, read_values
+
+    for s in awkward.select_fields("a"):
+        if s.a is not None and s.a.detections:
+            s.a.detections[0].mask = np.eye(3, dtype=bool)
+            s.save()
+    paths = ["id", "a.detections.mask", "a.detections.bounding_box", "a.detections.id"]
+    for view in (awkward, awkward.sort_by("filepath", reverse=True)):
+        ours, theirs = read_values(view, paths), view.values(paths)
+        assert ours[0] == theirs[0] and ours[2:] == list(theirs[2:])
+        for x, y in zip(ours[1], theirs[1]):
+            assert (x is None and y is None) or all(
+                (u is None and v is None) or np.array_equal(u, v) for u, v in zip(x, y))
 
     for p in ("a.detections", "a", "metadata", "a.detections.mask", "frames.x", "tags.id"):
         assert _expression(awkward, p) is None
     patches = awkward.to_patches("a")
-    assert read_values(patches, ["id", "a.label"]) == patches.values(["id", "a.label"])
+    assert read_values(patches, ["id", "a.label"]) == list(patches.values(["id", "a.label"]))

@@ -15,9 +15,10 @@ field is ``None``).
 Paths it reads directly: ``id``, top-level and embedded sample fields
 (``filepath``, ``metadata.width``, a list of rater names), and
 ``<field>.<detections|polylines|keypoints>.<attribute>`` of a label list
-field (``id`` gives the label ids). Anything else (masks and other encoded
-values, frames, patches, clips or grouped collections) is read by
-:meth:`values` itself, so the answer is always FiftyOne's.
+field (``id`` gives the label ids). Other paths (masks and other encoded
+values) are read by :meth:`values` in a second query; frames, patches,
+clips and grouped collections entirely by :meth:`values`, so the answer is
+always FiftyOne's.
 """
 
 from __future__ import annotations
@@ -35,27 +36,39 @@ _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
 def read_values(samples, paths: Sequence[str]) -> list[list[Any]]:
     """``samples.values(list(paths))``, read with one projected aggregation (module docstring).
 
-    Range: the same values as :meth:`values`, label and sample ids as
-    strings; falls back to :meth:`values` for anything it does not read
-    directly.
+    Paths it cannot read directly (e.g. instance masks) are read by
+    :meth:`values` in a second query, joined by sample id (the whole read
+    goes through :meth:`values` if the two queries do not list the same
+    samples in the same order). Range: the same values as :meth:`values`,
+    label and sample ids as strings.
     """
     paths = list(paths)
+    if not _plain_collection(samples):
+        return list(samples.values(paths))
     exprs = [_expression(samples, p) for p in paths]
-    if any(e is None for e in exprs) or not _plain_collection(samples):
-        return samples.values(paths)
-    names = [f"v{i}" for i in range(len(paths))]
-    project = {"_id": 0, **{n: e for n, e in zip(names, exprs)}}
-    columns: list[list[Any]] = [[] for _ in paths]
-    appends = [c.append for c in columns]
+    direct = [i for i, e in enumerate(exprs) if e is not None]
+    if not direct:
+        return list(samples.values(paths))
+    other = [i for i, e in enumerate(exprs) if e is None]
+    project = {"_id": 1, **{f"v{i}": exprs[i] for i in direct}}
+    ids: list = []
+    columns: dict[int, list] = {i: [] for i in direct}
+    appends = [(f"v{i}", columns[i].append) for i in direct]
     for doc in samples._aggregate(pipeline=[{"$project": project}]):
-        for n, append in zip(names, appends):
-            append(doc.get(n))
-    for i, p in enumerate(paths):
-        if p == "id":
+        ids.append(doc["_id"])
+        for name, append in appends:
+            append(doc.get(name))
+    for i in direct:
+        if paths[i] == "id":
             columns[i] = [None if v is None else str(v) for v in columns[i]]
-        elif p.endswith(".id"):
+        elif paths[i].endswith(".id"):
             columns[i] = [None if v is None else [None if x is None else str(x) for x in v] for v in columns[i]]
-    return columns
+    if other:
+        read = samples.values(["id"] + [paths[i] for i in other])
+        if list(read[0]) != [str(x) for x in ids]:
+            return list(samples.values(paths))
+        columns.update(zip(other, read[1:]))
+    return [columns[i] for i in range(len(paths))]
 
 
 def _plain_collection(samples) -> bool:
