@@ -42,6 +42,7 @@ import numpy as np
 from agreement.consensus import METHODS, consensus
 from agreement.fo import runs
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_sample_field, label_document, new_object_ids
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
@@ -94,13 +95,14 @@ def _label_documents(res, ltype: str, key: str, label_ids: np.ndarray, num_sampl
         geometry = (_geometry(res, u) for u in kept.tolist())
     docs = {sid: [] for sid in sample_ids}
     names, unit_sample = res.label, res.unit_sample
-    for j, (u, geo) in enumerate(zip(kept.tolist(), geometry)):
-        doc = label_document(
-            ltype, ids[j], label=names[u], **geo, confidence=confidence[j],
-            **{f"{key}_support": support[j], f"{key}_class_confidence": class_confidence[j],
-               f"{key}_members": members[j], f"{key}_review": review[j]},
-        )
-        docs[sample_ids[unit_sample[u]]].append(doc)
+    with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
+        for j, (u, geo) in enumerate(zip(kept.tolist(), geometry)):
+            doc = label_document(
+                ltype, ids[j], label=names[u], **geo, confidence=confidence[j],
+                **{f"{key}_support": support[j], f"{key}_class_confidence": class_confidence[j],
+                   f"{key}_members": members[j], f"{key}_review": review[j]},
+            )
+            docs[sample_ids[unit_sample[u]]].append(doc)
     unit_id = np.full(res.n_units, None, dtype=object)
     unit_id[kept] = [str(i) for i in ids]
     return docs, unit_id

@@ -31,6 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, read_annotations
+from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
 __all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
@@ -129,7 +130,8 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         if suffix not in spec.sample_suffixes:
             raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
         declare_label_field(runs._dataset(samples), plan.sample_field(suffix), container, attrs)
-        sample_values[suffix] = {s: label_field_value(container, d) for s, d in docs.items()}
+        with gc_paused():
+            sample_values[suffix] = {s: label_field_value(container, d) for s, d in docs.items()}
     columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
     label_values = {}
     for lf in read.label_fields if columns else ():
