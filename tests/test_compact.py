@@ -50,15 +50,18 @@ def test_nested_maps_round_trip_through_columns():
 
 
 def test_long_record_tables_are_stored_as_packed_columns_and_read_back_as_records():
+    """Rater-pair records go through records_to_columns (how runs store them): numeric columns packed, exact back."""
+    from agreement.rater_pairs import columns_to_records, records_to_columns
+
     rng = np.random.default_rng(0)
     rows = [{"rater_a": f"w{i}", "rater_b": f"w{i + 1}", "alpha": None if i % 7 == 0 else float(rng.random()),
              "n": int(i), "classes": ["car", "dog"][: i % 3]} for i in range(2 * MIN_PACKED)]
-    stored = json.loads(pack({"pairs": rows, "short": rows[:3], "empty": [{}] * MIN_PACKED}))
-    assert set(stored["pairs"]) == {"__rows__"}
-    assert set(stored["pairs"]["__rows__"]["alpha"]) == {"__f8__"} and set(stored["pairs"]["__rows__"]["n"]) == {"__i8__"}
+    stored = json.loads(pack({"pairs": records_to_columns(rows), "short": rows[:3], "empty": [{}] * MIN_PACKED}))
+    assert set(stored["pairs"]["alpha"]) == {"__f8__"} and set(stored["pairs"]["n"]) == {"__i8__"}
     assert stored["short"] == rows[:3]  # a short table stays readable records
-    back = unpack(pack({"pairs": rows, "short": rows[:3], "empty": [{}] * MIN_PACKED}))
-    assert back["pairs"] == rows and back["short"] == rows[:3] and back["empty"] == [{}] * MIN_PACKED
+    back = unpack(pack({"pairs": records_to_columns(rows), "short": rows[:3], "empty": [{}] * MIN_PACKED}))
+    assert columns_to_records(back["pairs"]) == rows and back["short"] == rows[:3]
+    assert back["empty"] == [{}] * MIN_PACKED
     mixed = rows[:MIN_PACKED] + [{"other": 1}]  # records of different keys stay records
     assert unpack(pack(mixed)) == mixed
 

@@ -142,10 +142,10 @@ def bounded_least_squares(A, rhs: np.ndarray, lower: float) -> np.ndarray:
     With ``x = lower + y`` and the Cholesky factor ``L`` of ``AᵀA``,
     ``‖A y − c‖² = ‖Lᵀ y − L⁻¹ Aᵀ c‖² + const`` (``c = rhs − A·lower``), so
     the bounded problem is a dense non-negative least squares with as many
-    rows as unknowns. A few active-set steps from the unconstrained minimum
-    usually reach the solution (checked by its optimality conditions: only a
-    few raters sit at the floor), and the NNLS runs only when they do not (Lawson–Hanson, :func:`scipy.optimize.nnls`): a few
-    milliseconds for hundreds of raters where an iterative solver on the
+    rows as unknowns (Lawson–Hanson, :func:`scipy.optimize.nnls`), run only
+    when a few active-set steps from the unconstrained minimum do not reach
+    the solution (checked by its optimality conditions; usually only a few
+    raters sit at the floor): a few milliseconds for hundreds of raters where an iterative solver on the
     (rater-pair × rater) system takes seconds. The strictly convex problem
     has one solution; :func:`scipy.optimize.lsq_linear` finds the same one
     (tested).
@@ -156,11 +156,11 @@ def bounded_least_squares(A, rhs: np.ndarray, lower: float) -> np.ndarray:
     n = A.shape[1]
     c = rhs - A @ np.full(n, lower)
     gram = (A.T @ A).toarray() if hasattr(A, "toarray") else A.T @ A
-    L = cholesky(gram, lower=True)
-    b = solve_triangular(L, A.T @ c, lower=True)
-    y = _active_set_guess(gram, A.T @ c)
+    atc = A.T @ c
+    y = _active_set_guess(gram, atc)
     if y is None:
-        y = nnls(L.T, b, maxiter=50 * n)[0]
+        L = cholesky(gram, lower=True)
+        y = nnls(L.T, solve_triangular(L, atc, lower=True), maxiter=50 * n)[0]
     return lower + y
 
 

@@ -6,9 +6,9 @@ spends most of its time writing floats. A crowd run has tables of ~10^5 rows
 as one string (:func:`pack`): JSON in which every numeric list of at least
 :data:`MIN_PACKED` values is replaced by ``{"__f8__": <base64 of float64>}``
 or ``{"__i8__": <base64 of int64>}`` (``None`` stored as NaN in a float
-column), and every long list of records with the same keys (a table such as
-the rater pairs) by ``{"__rows__": {column: values}}``, its columns packed
-the same way. :func:`unpack` gives back the same plain values (``None`` for NaN,
+column). Tables of records (the rater pairs) are stored as columns by
+their producers (:func:`agreement.rater_pairs.records_to_columns`).
+:func:`unpack` gives back the same plain values (``None`` for NaN,
 Python ``int``/``float``), so readers never see the encoding.
 
 The nested ``{"a|b": {sample_id: score}}`` map of per-(sample, rater pair)
@@ -50,8 +50,6 @@ def _encode(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         obj = obj.tolist()
     if isinstance(obj, (list, tuple)):
-        if len(obj) >= MIN_PACKED and _same_keys(obj):
-            return {"__rows__": {str(k): _encode([row[k] for row in obj]) for k in obj[0]}}
         packed = _packed_column(obj)
         if packed is not None:
             return packed
@@ -63,14 +61,6 @@ def _encode(obj: Any) -> Any:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
-
-
-def _same_keys(rows: list | tuple) -> bool:
-    """Whether ``rows`` are mappings that all have the keys of the first, in its order."""
-    if not isinstance(rows[0], Mapping):
-        return False
-    keys = list(rows[0])
-    return bool(keys) and all(isinstance(r, Mapping) and list(r) == keys for r in rows)
 
 
 def _packed_column(values: list | tuple) -> dict | None:
@@ -98,9 +88,6 @@ def _decode(obj: dict) -> Any:
             return [None if v != v else v for v in arr.tolist()]
         if "__i8__" in obj:
             return np.frombuffer(base64.b64decode(obj["__i8__"]), dtype="<i8").tolist()
-        if "__rows__" in obj:
-            columns = obj["__rows__"]
-            return [dict(zip(columns, row)) for row in zip(*columns.values())]
     return obj
 
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["read_values", "LIST_FIELDS"]
+__all__ = ["read_values"]
 
-#: The list attribute of each label list type this plugin reads.
-LIST_FIELDS = ("detections", "polylines", "keypoints")
 #: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
 _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
 
@@ -80,12 +78,15 @@ def _plain_collection(samples) -> bool:
 
 def _expression(samples, path: str) -> Any:
     """The ``$project`` expression of ``path``, or ``None`` when :meth:`values` must read it."""
+    from agreement.fo.reading import LABEL_TYPES
+
     if path == "id":
         return "$_id"
+    list_fields = set(LABEL_TYPES.values())
     parts = path.split(".")
     if parts[0] == "frames" or parts[-1] in _ENCODED_LEAVES or any(p.startswith("$") or not p for p in parts):
         return None
-    if len(parts) >= 3 and parts[-2] in LIST_FIELDS:
+    if len(parts) >= 3 and parts[-2] in list_fields:
         list_path = ".".join(parts[:-1])
         if not _is_label_list(samples, list_path):
             return None
@@ -93,7 +94,7 @@ def _expression(samples, path: str) -> Any:
         if leaf == "_id" or _declared_plain(samples, path, leaf):
             return {"$map": {"input": f"${list_path}", "as": "x", "in": f"$$x.{leaf}"}}
         return None
-    if parts[-1] == "id" or any(p in LIST_FIELDS for p in parts):
+    if parts[-1] == "id" or any(p in list_fields for p in parts):
         return None
     try:
         field = samples.get_field(path)
@@ -105,14 +106,13 @@ def _expression(samples, path: str) -> Any:
 
 
 def _is_label_list(samples, list_path: str) -> bool:
-    """Whether ``<field>.<list>`` is the list of a declared Detections/Polylines/Keypoints field."""
-    import fiftyone.core.labels as fol
+    """Whether ``<field>.<list>`` is the list of a declared label list field this plugin reads
+    (:data:`agreement.fo.reading.LABEL_TYPES`)."""
+    from agreement.fo.reading import LABEL_TYPES
 
     field_name, list_name = list_path.rsplit(".", 1)
-    field = samples.get_field(field_name)
-    doc_type = getattr(field, "document_type", None)
-    return (doc_type, list_name) in ((fol.Detections, "detections"), (fol.Polylines, "polylines"),
-                                     (fol.Keypoints, "keypoints"))
+    doc_type = getattr(samples.get_field(field_name), "document_type", None)
+    return LABEL_TYPES.get(doc_type) == list_name
 
 
 def _declared_plain(samples, path: str, leaf: str) -> bool:
