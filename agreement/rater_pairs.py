@@ -106,9 +106,14 @@ class RaterPairTable:
         found = (len(codes) > 0) & (codes[pos] == q) if len(codes) else np.zeros(np.shape(q), dtype=bool)
         return np.where(found, pos, -1)
 
-    def to_columns(self) -> dict[str, list]:
-        """The table as columns (:func:`records_to_columns` of :meth:`to_records`), built vectorised."""
-        return _table_to_columns(self)
+    def to_columns(self, arrays: bool = False) -> dict[str, list]:
+        """The table as columns (:func:`records_to_columns` of :meth:`to_records`), built vectorised.
+
+        With ``arrays``, the numeric columns are numpy arrays (``int64`` counts,
+        ``float64`` values with NaN where :meth:`to_records` has ``None``), for
+        a caller that stores them in binary (no pass over Python objects).
+        """
+        return _table_to_columns(self, arrays)
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per pair: ``rater_a``, ``rater_b``, ``n_shared_samples``, values (NaN as ``None``), reasons."""
@@ -128,14 +133,18 @@ class RaterPairTable:
         return out
 
 
-def _table_to_columns(table: "RaterPairTable") -> dict[str, list]:
+def _table_to_columns(table: "RaterPairTable", arrays: bool = False) -> dict[str, list]:
     names = np.asarray(table.raters, dtype=object)
+    shared = np.asarray(table.n_shared, dtype=np.int64)
     cols: dict[str, list] = {
         "rater_a": names[table.a].tolist(), "rater_b": names[table.b].tolist(),
-        "n_shared_samples": np.asarray(table.n_shared, dtype=np.int64).tolist(),
+        "n_shared_samples": shared.copy() if arrays else shared.tolist(),
     }
     for name, vals in table.values.items():
         v = np.asarray(vals, dtype=np.float64)
+        if arrays:
+            cols[name] = np.where(np.isfinite(v), v, np.nan)
+            continue
         cols[name] = np.where(np.isfinite(v), v, np.nan).astype(object)
         cols[name][~np.isfinite(v)] = None
         cols[name] = cols[name].tolist()

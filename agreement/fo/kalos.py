@@ -98,7 +98,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "class_difficulty": {"classes": list(difficulty.classes), "alpha": difficulty.alpha,
                              "n_units": difficulty.n_units, "reason": [str(r) for r in difficulty.reason],
                              "hardest_first": [int(i) for i in hardest]},
-        "rater_pairs": clusters.pairs.to_columns(),
+        "rater_pairs": clusters.pairs.to_columns(arrays=True),
         "rater_order": [int(i) for i in clusters.order],
         "intra_annotator_consistency": {
             rater: {"sessions": [str(x) for x in c.sessions], "global_alpha": c.result.global_alpha,

@@ -209,13 +209,12 @@ def _pair_sample_scores(scores, corpus) -> dict[str, list]:
     pair_codes, outer = np.unique(np.asarray(scores.pair_rater_a) * R + np.asarray(scores.pair_rater_b),
                                   return_inverse=True)
     sample_codes, inner = np.unique(np.asarray(scores.pair_sample), return_inverse=True)
-    values = np.asarray(scores.pair_score, dtype=np.float64)
-    return {
+    return {  # numeric columns as arrays: runs.register_run packs them by dtype (NaN: None when read)
         "outer_keys": (names[pair_codes // R] + "|" + names[pair_codes % R]).tolist(),
-        "outer": outer.ravel().tolist(),
+        "outer": outer.ravel().astype(np.int64),
         "inner_keys": [str(corpus.sample_ids[i]) for i in sample_codes.tolist()],
-        "inner": inner.ravel().tolist(),
-        "value": [None if v != v else v for v in values.tolist()],
+        "inner": inner.ravel().astype(np.int64),
+        "value": np.asarray(scores.pair_score, dtype=np.float64).copy(),
     }
 
 
@@ -257,7 +256,7 @@ def _rater_pair_records(scores, alpha, base) -> list[dict]:
         reasons={"alpha_ot": alpha.pairs.reasons["alpha_ot"],
                  "threshold_alpha": base.pairs.reasons["threshold_alpha"]},
     )
-    return merged.to_columns()
+    return merged.to_columns(arrays=True)
 
 
 SPEC = MethodSpec(
