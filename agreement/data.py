@@ -30,7 +30,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes"]
+__all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes", "class_order"]
 
 Polygon = list  # list of rings, each an (k, 2) float array of relative (x, y)
 
@@ -134,6 +134,10 @@ class MultiRaterAnnotations:
         segments: ``None`` or a length-N list of int arrays: the point-cloud
             indices an annotation covers; ``num_points`` gives, per sample,
             the size of its point cloud (for range checks and Jaccard).
+        classes: ``None`` or the class vocabulary of the whole corpus this one
+            is a part of (a shard of a streamed run), sorted as
+            :func:`encode_classes` sorts: class codes are then the same in
+            every part, whichever classes a part happens to hold.
 
     Rows are sorted by ``(sample_index, rater_index)`` (stable: the input order
     of a rater's annotations on a sample is kept), and ``offsets`` gives, for
@@ -158,6 +162,7 @@ class MultiRaterAnnotations:
     polylines3d: list | None = None
     segments: list | None = None
     num_points: np.ndarray | None = None
+    classes: tuple | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -192,6 +197,8 @@ class MultiRaterAnnotations:
             value = getattr(self, name)
             if value is not None and len(value) != N:
                 raise ValueError(f"{name} must have one entry per annotation")
+        if self.classes is not None:
+            object.__setattr__(self, "classes", tuple(self.classes))
         if self.num_points is not None:
             object.__setattr__(self, "num_points", np.asarray(self.num_points, dtype=np.int64).reshape(S))
         if len(set(self.raters)) != R:
@@ -376,6 +383,7 @@ class MultiRaterAnnotations:
             polylines3d=[self.polylines3d[i] for i in rows] if self.polylines3d is not None else None,
             segments=[self.segments[i] for i in rows] if self.segments is not None else None,
             num_points=self.num_points[idx] if self.num_points is not None else None,
+            classes=self.classes,
         )
 
     def summary(self) -> dict:
@@ -398,12 +406,18 @@ class MultiRaterAnnotations:
         }
 
 
+def class_order(classes) -> tuple:
+    """Class names sorted by type name, then ``str`` (as :func:`agreement.krippendorff.encode_values` sorts)."""
+    return tuple(sorted(set(classes), key=lambda v: (type(v).__name__, str(v))))
+
+
 def encode_classes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
     """Class code of every annotation row and the sorted class names.
 
     Classes are sorted by type name, then ``str`` (as
     :func:`agreement.krippendorff.encode_values` sorts), so codes do not depend
-    on the order of samples, raters or annotations.
+    on the order of samples, raters or annotations; a corpus that carries the
+    vocabulary of a larger corpus (``data.classes``, a shard) is coded by it.
 
     Raises:
         ValueError: naming the first annotation without a class.
@@ -416,7 +430,12 @@ def encode_classes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
             f"annotation {bad} on sample {data.sample_names[data.sample_index[bad]]!r} "
             f"(rater {data.raters[data.rater_index[bad]]!r}) has no class label"
         )
-    classes = tuple(sorted(present, key=lambda v: (type(v).__name__, str(v))))
+    classes = class_order(present)
+    if data.classes is not None:
+        unknown = present.difference(data.classes)
+        if unknown:
+            raise ValueError(f"classes {class_order(unknown)} are not in the corpus vocabulary {data.classes}")
+        classes = tuple(data.classes)
     index = {c: k for k, c in enumerate(classes)}
     codes = np.fromiter(map(index.__getitem__, labels), dtype=np.int64, count=len(labels))
     return codes, classes

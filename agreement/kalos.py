@@ -70,13 +70,14 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
+from agreement.arrays import unique_sorted
 from agreement.data import MultiRaterAnnotations, encode_classes
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha
@@ -90,6 +91,10 @@ __all__ = [
     "kalos_alpha",
     "sensitivity_curve",
     "reliability_alpha",
+    "CoincidenceCounts",
+    "KalosShard",
+    "kalos_shard",
+    "merge_kalos_shards",
     "grouped_alpha",
     "candidate_pairs",
 ]
@@ -305,17 +310,86 @@ def _unit_value_counts(rel):
     return cols, m_all[cols].astype(np.float64), uk // max(C, 1), uk % max(C, 1), cnt.astype(np.float64), C
 
 
+@dataclass
+class CoincidenceCounts:
+    r"""The exact, mergeable statistics behind nominal α: integer pair counts per unit size.
+
+    For every unit size ``m >= 2`` (values in the unit), ``pairs[m]`` is the
+    ``(C, C)`` integer matrix ``P_m[c, k] = sum_{u: m_u = m} (n_uc n_uk - [c = k] n_uc)``
+    (ordered pairs of values of unit ``u`` with codes ``c`` and ``k``), so that the
+    coincidence matrix is ``o = sum_m P_m / (m - 1)`` (Krippendorff 2011).
+    Counts of disjoint sets of units add exactly (:meth:`merge`), in any
+    order: the α of a corpus computed from the counts of its shards is
+    bit-identical however it was split.
+
+    Attributes:
+        n_codes: ``C``, the number of category codes.
+        pairs: unit size → ``(C, C)`` int64 matrix.
+        n_units: pairable units counted.
+    """
+
+    n_codes: int
+    pairs: dict = field(default_factory=dict)
+    n_units: int = 0
+
+    @classmethod
+    def of(cls, reliability, n_codes: int | None = None) -> "CoincidenceCounts":
+        """The counts of a reliability matrix (dense ``(R, U)`` with ``-1`` missing, or sparse)."""
+        cols, m, uc, code, cnt, C = _unit_value_counts(reliability)
+        C = max(C, int(n_codes or 0))
+        out = cls(C, {}, len(cols))
+        if not len(cols):
+            return out
+        cnt = cnt.astype(np.int64)
+        m_unit = m.astype(np.int64)
+        m_val = m_unit[uc]
+        for size in unique_sorted(m_unit).tolist():
+            sel = m_val == size
+            units, row = np.unique(uc[sel], return_inverse=True)
+            N = csr_matrix((cnt[sel], (row.ravel(), code[sel])), shape=(len(units), C), dtype=np.int64)
+            P = np.asarray((N.T @ N).toarray(), dtype=np.int64)
+            P[np.diag_indices(C)] -= np.bincount(code[sel], weights=cnt[sel], minlength=C).astype(np.int64)
+            out.pairs[int(size)] = P
+        return out
+
+    def merge(self, other: "CoincidenceCounts") -> "CoincidenceCounts":
+        """The counts of both sets of units (exact; commutative and associative)."""
+        C = max(self.n_codes, other.n_codes)
+        out = CoincidenceCounts(C, {}, self.n_units + other.n_units)
+        for size in sorted(set(self.pairs) | set(other.pairs)):
+            P = np.zeros((C, C), dtype=np.int64)
+            for part in (self.pairs.get(size), other.pairs.get(size)):
+                if part is not None:
+                    P[: part.shape[0], : part.shape[1]] += part
+            out.pairs[size] = P
+        return out
+
+    def coincidence(self) -> np.ndarray:
+        """``o = sum_m P_m / (m - 1)``, summed in increasing ``m`` (a fixed order)."""
+        C = max(self.n_codes, 1)
+        o = np.zeros((C, C))
+        for size in sorted(self.pairs):
+            P = self.pairs[size]
+            o[: P.shape[0], : P.shape[1]] += P / float(size - 1)
+        return o
+
+    def alpha(self) -> AlphaResult:
+        """Nominal α of the counted units (:func:`agreement.krippendorff.alpha_from_coincidence`)."""
+        return alpha_from_coincidence(self.coincidence(), self.n_units)
+
+
 def reliability_alpha(reliability: np.ndarray) -> AlphaResult:
     """Nominal Krippendorff's α of a raters × units code matrix, in sparse form.
 
     The same α as :func:`agreement.krippendorff.nominal_alpha`
     (``alpha = 1 - D_o / D_e``, coincidence matrix
     ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)`` over units with
-    ``m_u >= 2`` values; Krippendorff 2011), but the per-unit category counts
-    are a sparse matrix ``N``, so that ``o = N^T W N - diag(W N)`` with
-    ``W = diag(1 / (m_u - 1))`` costs memory in the number of values rather
-    than units × categories. Range: at most 1; NaN with a reason when
-    undefined (fewer than two pairable values, or no variation).
+    ``m_u >= 2`` values; Krippendorff 2011), computed from the exact integer
+    pair counts per unit size (:class:`CoincidenceCounts`): memory in the
+    number of values rather than units × categories, and the same bits
+    for a corpus and for the merged counts of its parts. Range: at most 1;
+    NaN with a reason when undefined (fewer than two pairable values, or no
+    variation).
 
     Parameters
     ----------
@@ -327,15 +401,7 @@ def reliability_alpha(reliability: np.ndarray) -> AlphaResult:
     AlphaResult
         From :func:`agreement.krippendorff.alpha_from_coincidence`.
     """
-    cols, m, uc, code, cnt, C = _unit_value_counts(reliability)
-    if C == 0 or len(cols) == 0:
-        return alpha_from_coincidence(np.zeros((max(C, 1), max(C, 1))), 0)
-    w = 1.0 / (m - 1.0)
-    N = csr_matrix((cnt, (uc, code)), shape=(len(cols), C))
-    NW = csr_matrix((cnt * w[uc], (uc, code)), shape=(len(cols), C))
-    o = (N.T @ NW).toarray()
-    o[np.diag_indices(C)] -= np.bincount(code, weights=cnt * w[uc], minlength=C)
-    return alpha_from_coincidence(o, len(cols))
+    return CoincidenceCounts.of(reliability).alpha()
 
 
 def grouped_alpha(
@@ -441,6 +507,8 @@ class KalosResult:
         Polygon annotations repaired (rings dropped, self-intersections
         resolved) by the similarity's validation
         (:func:`agreement.similarity.check_similarity`); 0 for boxes.
+    counts : CoincidenceCounts
+        The exact statistics behind ``global_alpha`` (mergeable across shards).
     """
 
     alpha: np.ndarray
@@ -469,6 +537,7 @@ class KalosResult:
     cost: str
     empty_unit: np.ndarray = field(repr=False, default=None)
     repaired_polygons: int = 0
+    counts: "CoincidenceCounts | None" = field(repr=False, default=None, compare=False)
 
     @property
     def reliability(self) -> np.ndarray:
@@ -612,7 +681,8 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
     values = _pooled_values(data, prep.codes, per, col_start, unit_column, no_obj)
     alpha, d_o, d_e, _ = grouped_alpha(values, unit_sample, S)
     reason = _undefined_reasons(alpha, n_assigned, n_units, values, col_start, prep.categories)
-    glob = reliability_alpha(values)
+    counts = CoincidenceCounts.of(values, len(prep.categories))
+    glob = counts.alpha()
     undefined = np.isnan(alpha)
     n_def = int((~undefined).sum())
     mean = float(np.mean(alpha[~undefined])) if n_def else float("nan")
@@ -623,7 +693,7 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
         global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
         global_expected=float(glob.expected), mean_alpha=mean, n_defined=n_def,
         n_undefined=int(undefined.sum()), similarity=_similarity_name(similarity), tau=float(tau),
-        solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired,
+        solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired, counts=counts,
     )
 
 
@@ -779,14 +849,155 @@ def sensitivity_curve(
     check_solver(solver)
     check_cost(cost)
     prep = _prepare(data, similarity, ts[0], no_object)
-    res = [_run(data, prep, similarity, t, solver, cost) for t in ts]
+    points = [_CurvePoint.of(_run(data, prep, similarity, t, solver, cost)) for t in ts]
+    return _curve(ts, [points], _similarity_name(similarity), solver, cost)
+
+
+@dataclass(frozen=True)
+class _CurvePoint:
+    """What the τ curve keeps of one shard's KαLOS at one τ: per-sample α, the counts, the unit count."""
+
+    alpha: np.ndarray
+    counts: CoincidenceCounts
+    n_units: int
+
+    @classmethod
+    def of(cls, result: KalosResult) -> "_CurvePoint":
+        return cls(result.alpha, result.counts, int(result.n_columns))
+
+
+def _mean_defined(alpha: np.ndarray) -> float:
+    defined = alpha[~np.isnan(alpha)]
+    return float(np.mean(defined)) if len(defined) else float("nan")
+
+
+def _merged_counts(parts: Sequence[CoincidenceCounts]) -> CoincidenceCounts:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.merge(p)
+    return out
+
+
+def _curve(taus: Sequence[float], shards: Sequence[Sequence[_CurvePoint]], similarity: str, solver: str,
+           cost: str) -> SensitivityCurve:
+    """The curve of a corpus from its shards' points (``shards[k][t]``: shard ``k`` at ``taus[t]``)."""
+    glob, mean, undefined, units = [], [], [], []
+    for t in range(len(taus)):
+        alpha = np.concatenate([sh[t].alpha for sh in shards])
+        glob.append(_merged_counts([sh[t].counts for sh in shards]).alpha().alpha)
+        mean.append(_mean_defined(alpha))
+        undefined.append(int(np.isnan(alpha).sum()))
+        units.append(sum(sh[t].n_units for sh in shards))
     return SensitivityCurve(
-        taus=np.asarray(ts),
-        global_alpha=np.array([r.global_alpha for r in res]),
-        mean_alpha=np.array([r.mean_alpha for r in res]),
-        n_undefined=np.array([r.n_undefined for r in res], dtype=np.int64),
-        n_units=np.array([r.n_columns for r in res], dtype=np.int64),
-        similarity=_similarity_name(similarity),
-        solver=solver,
-        cost=cost,
+        taus=np.asarray(taus, dtype=np.float64), global_alpha=np.asarray(glob, dtype=np.float64),
+        mean_alpha=np.asarray(mean, dtype=np.float64), n_undefined=np.asarray(undefined, dtype=np.int64),
+        n_units=np.asarray(units, dtype=np.int64), similarity=similarity, solver=solver, cost=cost,
     )
+
+
+@dataclass(frozen=True)
+class KalosShard:
+    """KαLOS of one shard of a corpus (:func:`kalos_shard`), to be merged with the others
+    (:func:`merge_kalos_shards`).
+
+    Attributes:
+        result: the shard's :class:`KalosResult` at ``tau`` (per-sample, per-unit and per-label values).
+        taus: the τ values of the sensitivity curve.
+        curve: per τ, what the curve needs of the shard.
+    """
+
+    result: KalosResult
+    taus: tuple
+    curve: tuple
+    has_labels: bool = True
+
+    def without_labels(self) -> "KalosShard":
+        """The shard without its per-label arrays (written back already: the merge does not need them)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return KalosShard(replace(self.result, unit=empty, unit_column=empty), self.taus, self.curve, False)
+
+
+def kalos_shard(
+    data: MultiRaterAnnotations,
+    tau: float = 0.5,
+    taus: Sequence[float] = DEFAULT_TAUS,
+    similarity: str | SimilarityFn = "iou",
+    solver: str = "greedy",
+    cost: str = "soft",
+    no_object: str = NO_OBJECT,
+) -> KalosShard:
+    """KαLOS at ``tau`` and at every τ of the sensitivity curve, on one shard of a corpus.
+
+    Per-sample α, units and per-label unit ids depend only on each sample's
+    own annotations, and every corpus statistic is kept in a form that merges
+    exactly (:class:`CoincidenceCounts`, per-sample arrays), so that
+    :func:`merge_kalos_shards` of the shards of a corpus, taken in a fixed
+    sample order, gives the same bits as one shard of the whole corpus in
+    that order. Shards must share raters and the class vocabulary
+    (``data.classes``) so that their codes agree.
+
+    Parameters are those of :func:`kalos_alpha` and :func:`sensitivity_curve`;
+    similarities are computed once, at the smallest τ.
+    """
+    tau = check_tau(tau)
+    ts = tuple(sorted({check_tau(t) for t in taus}))
+    if not ts:
+        raise ValueError("taus must hold at least one threshold in (0, 1]")
+    check_solver(solver)
+    check_cost(cost)
+    prep = _prepare(data, similarity, min(tau, ts[0]), no_object)
+    result = _run(data, prep, similarity, tau, solver, cost)
+    curve = tuple(_CurvePoint.of(result if t == tau else _run(data, prep, similarity, t, solver, cost)) for t in ts)
+    return KalosShard(result, ts, curve)
+
+
+def merge_kalos_shards(shards: Sequence[KalosShard]) -> tuple[KalosResult, SensitivityCurve]:
+    """The corpus KαLOS and its τ curve from the shards of :func:`kalos_shard`, in corpus order.
+
+    Per-sample arrays are concatenated, the pooled reliability values are
+    concatenated with their columns offset (so diagnostics of
+    :mod:`agreement.diagnostics` see the whole corpus), and the global α is
+    that of the merged :class:`CoincidenceCounts`. Per-label arrays (``unit``,
+    ``unit_column``) are concatenated only when every shard kept them (see
+    :meth:`KalosShard.without_labels`); otherwise they are empty.
+
+    Raises:
+        ValueError: no shards, or shards with different raters, categories or configuration.
+    """
+    if not shards:
+        raise ValueError("merge_kalos_shards needs at least one shard")
+    first = shards[0].result
+    for sh in shards[1:]:
+        r = sh.result
+        if (r.raters, r.categories, r.similarity, r.tau, r.solver, r.cost, sh.taus) != (
+                first.raters, first.categories, first.similarity, first.tau, first.solver, first.cost,
+                shards[0].taus):
+            raise ValueError("KαLOS shards of one corpus must share raters, class vocabulary and parameters")
+    results = [sh.result for sh in shards]
+    n_samples = np.cumsum([0] + [len(r.alpha) for r in results])
+    n_cols = np.cumsum([0] + [r.n_columns for r in results])
+    cat = np.concatenate
+    values = SparseReliability(
+        cat([r.values.rater for r in results]), cat([r.values.column + off for r, off in zip(results, n_cols)]),
+        cat([r.values.code for r in results]), first.values.n_raters, int(n_cols[-1]))
+    empty = np.zeros(0, dtype=np.int64)
+    keep_labels = all(sh.has_labels for sh in shards)
+    unit = cat([r.unit for r in results]) if keep_labels else empty
+    unit_column = cat([r.unit_column + off for r, off in zip(results, n_cols)]) if keep_labels else empty
+    counts = _merged_counts([r.counts for r in results])
+    glob = counts.alpha()
+    alpha = cat([r.alpha for r in results])
+    undefined = np.isnan(alpha)
+    merged = replace(
+        first, alpha=alpha, reason=cat([r.reason for r in results]), observed=cat([r.observed for r in results]),
+        expected=cat([r.expected for r in results]), n_units=cat([r.n_units for r in results]),
+        unit=unit, unit_column=unit_column, values=values,
+        unit_sample=cat([r.unit_sample + off for r, off in zip(results, n_samples)]),
+        sample_ids=cat([np.asarray(r.sample_ids, dtype=object) for r in results]),
+        global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
+        global_expected=float(glob.expected), mean_alpha=_mean_defined(alpha), n_defined=int((~undefined).sum()),
+        n_undefined=int(undefined.sum()), empty_unit=cat([r.empty_unit for r in results]),
+        repaired_polygons=sum(r.repaired_polygons for r in results), counts=counts,
+    )
+    curve = _curve(shards[0].taus, [sh.curve for sh in shards], first.similarity, first.solver, first.cost)
+    return merged, curve
