@@ -85,6 +85,17 @@ class RepairReport:
             per = self.per_rater.setdefault(str(r), dict.fromkeys(REPAIR_KINDS, 0))
             per[kind] += 1
 
+    def merge(self, other: "RepairReport") -> None:
+        """Adds ``other``'s repairs to these (the shards of one run)."""
+        for kind in (*REPAIR_KINDS, "resized_masks"):
+            setattr(self, kind, getattr(self, kind) + getattr(other, kind))
+        for r, per in other.per_rater.items():
+            mine = self.per_rater.setdefault(r, dict.fromkeys(REPAIR_KINDS, 0))
+            for kind, n in per.items():
+                mine[kind] = mine.get(kind, 0) + n
+        for message in other.examples:
+            self.example(message)
+
     def counts(self) -> dict[str, int]:
         """The totals, flat (for a run's summary)."""
         return {"clipped_boxes": self.clipped_boxes, "outside_boxes": self.outside_boxes,

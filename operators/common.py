@@ -383,6 +383,26 @@ def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
         )
 
 
+def shard_size_input(inputs: types.Object) -> None:
+    """Form fragment: samples per shard of a streamed run (memory follows it; results do not)."""
+    from agreement.fo.engine import DEFAULT_SHARD_SIZE
+
+    inputs.int("shard_size", required=False, min=1, label="Samples per shard",
+               description=f"Samples read, computed and written at a time (empty: {DEFAULT_SHARD_SIZE:,}); memory "
+                           "follows the shard size, the results are the same for any shard size")
+
+
+def shard_size_kwargs(params: dict) -> dict:
+    """``shard_size`` from the form or the SDK (absent or empty: the default)."""
+    size = params.get("shard_size")
+    if size in (None, ""):
+        return {}
+    try:
+        return {"shard_size": int(size)} if float(size) == int(size) else {"shard_size": size}
+    except (TypeError, ValueError):
+        return {"shard_size": size}  # the bridge names the problem
+
+
 def box_policy_input(inputs: types.Object) -> None:
     """Form fragment: what to do with boxes past the image border."""
     choice = types.RadioGroup()

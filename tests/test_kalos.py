@@ -546,3 +546,85 @@ def test_corpus_without_any_cross_rater_pair():
     res = kalos_alpha(data, similarity="iou", tau=0.5)
     assert res.n_units.tolist() == [1, 1]
     assert np.isnan(res.alpha).all() or (res.alpha <= 0).all()
+
+
+# ---------------------------------------------------------------------------
+# Shards: exact merges (the statistics of a streamed run)
+# ---------------------------------------------------------------------------
+
+
+def _shards_of(data, bounds):
+    """``data`` cut at ``bounds``, each part coded by the whole corpus' class vocabulary."""
+    import dataclasses
+
+    from agreement.data import class_order
+
+    vocab = class_order(data.labels.tolist())
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        part = data.select_samples(np.arange(lo, hi))
+        parts.append(dataclasses.replace(part, classes=vocab))
+    return parts
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 39), max_size=6, unique=True))
+def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts):
+    from agreement.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
+    from agreement.kalos import kalos_shard, merge_kalos_shards
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(40, 8, 3, min_objects=0, max_objects=5, seed=seed)
+    whole, curve = kalos_alpha(data), sensitivity_curve(data)
+    shards = [kalos_shard(p) for p in _shards_of(data, [0, *sorted(cuts), 40])]
+    merged, merged_curve = merge_kalos_shards([s.without_labels() if i % 2 else s for i, s in enumerate(shards)])
+    for name in ("global_alpha", "global_observed", "global_expected", "mean_alpha", "n_defined", "n_undefined"):
+        a, b = getattr(merged, name), getattr(whole, name)
+        assert a == b or (np.isnan(a) and np.isnan(b)), name
+    for name in ("alpha", "observed", "expected"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(whole, name))
+    np.testing.assert_array_equal(merged.n_units, whole.n_units)
+    np.testing.assert_array_equal(merged.values.dense(), whole.values.dense())
+    assert len(merged.unit) == (len(whole.unit) if len(shards) == 1 else 0)  # odd shards dropped their labels
+    np.testing.assert_array_equal(merge_kalos_shards(shards)[0].unit, whole.unit)
+    for name in ("global_alpha", "mean_alpha", "n_undefined", "n_units"):
+        np.testing.assert_array_equal(getattr(merged_curve, name), getattr(curve, name))
+    np.testing.assert_array_equal(rater_vitality(merged).alpha_without, rater_vitality(whole).alpha_without)
+    np.testing.assert_array_equal(class_difficulty(merged).alpha, class_difficulty(whole).alpha)
+    assert collaboration_clusters(merged).pairs.to_records() == collaboration_clusters(whole).pairs.to_records()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_coincidence_counts_merge_exactly_in_any_order(data):
+    from agreement.kalos import CoincidenceCounts
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    mats = [np.where(rng.random((5, 7)) < 0.3, -1, rng.integers(0, 4, (5, 7))) for _ in range(3)]
+    counts = [CoincidenceCounts.of(m, 4) for m in mats]
+    whole = CoincidenceCounts.of(np.concatenate(mats, axis=1), 4)
+    a = counts[0].merge(counts[1]).merge(counts[2])
+    b = counts[2].merge(counts[0].merge(counts[1]))
+    for m in (a, b):
+        assert m.pairs.keys() == whole.pairs.keys() and m.n_units == whole.n_units
+        for size in whole.pairs:
+            np.testing.assert_array_equal(m.pairs[size], whole.pairs[size])
+        np.testing.assert_array_equal(m.coincidence(), whole.coincidence())
+    ref = nominal_alpha(np.concatenate(mats, axis=1))
+    assert whole.alpha().alpha == pytest.approx(ref.alpha, abs=1e-12, nan_ok=True)
+
+
+def test_shards_with_another_vocabulary_are_refused():
+    from agreement.kalos import kalos_shard, merge_kalos_shards
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(10, 4, 3, seed=1)
+    a, b = (data.select_samples(np.arange(0, 5)), data.select_samples(np.arange(5, 10)))
+    shards = [kalos_shard(a), kalos_shard(b)]
+    if shards[0].result.categories != shards[1].result.categories:
+        with pytest.raises(ValueError, match="class vocabulary"):
+            merge_kalos_shards(shards)
+    with pytest.raises(ValueError, match="are not in the corpus vocabulary"):
+        import dataclasses
+
+        kalos_shard(dataclasses.replace(a, classes=("nothing",)))

@@ -30,11 +30,13 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 import numpy as np
 
 from agreement.fo import runs
-from agreement.fo.reading import ReadResult, read_annotations
+from agreement.fo.reading import ReadResult, plan_corpus, read_annotations
+from agreement.validation import RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
-__all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary"]
+__all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary", "DEFAULT_SHARD_SIZE", "check_shard_size",
+           "canonical_shards"]
 
 Progress = Callable[[float, str], None]
 
@@ -54,6 +56,8 @@ class MethodOutput:
         label_fields: suffix → ``(container, {sample_id: [label documents]}, {attr: example values})``:
             a whole label field the run owns (e.g. a consensus), written in
             bulk from :func:`agreement.fo.writing.label_document` documents.
+        stats: a streamed method's mergeable corpus statistics of the shard
+            (handed to the method's ``finish`` with those of every other shard).
     """
 
     summary: dict
@@ -62,6 +66,7 @@ class MethodOutput:
     label_values: dict[str, Sequence[Any]] = field(default_factory=dict)
     sample_objects: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     label_fields: dict[str, tuple] = field(default_factory=dict)
+    stats: Any = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,12 @@ class MethodSpec:
         check: validates the corpus before anything is written (raises with a message).
         extra: ``(samples, read, params) -> dict`` of further inputs read from the dataset
             (e.g. a session attribute), passed to ``compute`` as ``extra``.
+        kernel: a method that streams: ``(read, params, extra) -> MethodOutput`` on one shard
+            (per-sample and per-label values of the shard, its mergeable ``stats``;
+            no summary). Pure :mod:`agreement` code inside.
+        finish: ``(stats of every shard in corpus order, params) -> (summary, detail)``.
+        streams: whether these parameters allow streaming (else ``compute`` runs on the
+            whole corpus at once).
     """
 
     method: str
@@ -89,6 +100,9 @@ class MethodSpec:
     context: Callable[[dict], ContextManager] = lambda params: nullcontext()
     check: Callable[[ReadResult, dict], None] = lambda read, params: None
     extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
+    kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
+    finish: Callable[[list, dict], tuple[dict, dict]] | None = None
+    streams: Callable[[dict], bool] = lambda params: True
 
 
 def clean_summary(summary: Mapping[str, Any]) -> dict:
@@ -142,6 +156,31 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
     runs.write_run_columns(samples, plan, sample_values, label_values)
 
 
+#: Samples per shard of a streamed run (chosen with bench/scale_bench.py: peak memory grows with it, the
+#: time per sample stops falling beyond it).
+DEFAULT_SHARD_SIZE = 20_000
+
+
+def check_shard_size(shard_size: int | None) -> int:
+    """A shard size is a positive number of samples (``None``: :data:`DEFAULT_SHARD_SIZE`)."""
+    if shard_size is None:
+        return DEFAULT_SHARD_SIZE
+    if isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
+        raise ValueError(f"shard_size must be a positive number of samples, got {shard_size!r}")
+    return int(shard_size)
+
+
+def canonical_shards(samples, shard_size: int) -> list[list[str]]:
+    """The sample ids of ``samples`` sorted as strings, cut into shards of ``shard_size``.
+
+    The corpus order of every streamed run: it depends on the samples only,
+    never on the view's order, so that results are the same whatever the
+    order and whatever the shard size.
+    """
+    ids = sorted(map(str, samples.values("id")))
+    return [ids[i: i + shard_size] for i in range(0, len(ids), shard_size)]
+
+
 def run_method(
     samples,
     key: str,
@@ -150,6 +189,7 @@ def run_method(
     params: Mapping[str, Any],
     overwrite: bool = False,
     progress: Progress | None = None,
+    shard_size: int | None = None,
 ) -> dict:
     """Runs ``spec`` on ``samples`` as run ``key`` (the lifecycle in the module docstring).
 
@@ -163,6 +203,8 @@ def run_method(
         params: the method's validated parameters (recorded with the run).
         overwrite: replace an existing agreement run with this key.
         progress: optional ``callback(fraction, label)``.
+        shard_size: samples per shard of a method that streams (``spec.kernel``;
+            default :data:`DEFAULT_SHARD_SIZE`); see :func:`_run_streamed`.
 
     Returns:
         The summary with NaN as ``None`` and the repair counts.
@@ -173,6 +215,8 @@ def run_method(
 
     params = dict(params)
     runs.validate_key(key)
+    if spec.kernel is not None and spec.streams(params):
+        return _run_streamed(samples, key, spec, layout, params, overwrite, report, check_shard_size(shard_size))
     report(0.0, "reading annotations")
     read = read_annotations(samples, **dict(layout), **spec.read_options(params))
     spec.check(read, params)
@@ -191,3 +235,69 @@ def run_method(
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return clean_summary(summary)
+
+
+def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any], params: dict, overwrite: bool,
+                  report: Progress, shard_size: int) -> dict:
+    """The lifecycle of a method that streams, shard by shard in the canonical corpus order.
+
+    1. check the key; plan the corpus once (:func:`agreement.fo.reading.plan_corpus`:
+       raters, class vocabulary, assignment checks, by aggregations);
+    2. per shard of :func:`canonical_shards`: read it (projected, with the plan),
+       run the method's ``kernel``, write its per-sample and per-label values, keep
+       its ``stats`` and release the rest; before the first write, the run is
+       registered ``incomplete`` with every field it will own (and an overwritten
+       run freed: a shard that fails to compute before that costs nothing);
+    3. ``finish`` the merged statistics and complete the run.
+
+    Memory is one shard's annotations and values plus the statistics kept. A
+    Python error after the first write deletes the incomplete run (nothing is
+    left that no run owns); a killed process leaves it listed as incomplete,
+    to be deleted or overwritten.
+    """
+    plan = plan_corpus(samples, **_plan_layout(layout))
+    runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
+                     overwrite=overwrite, check_only=True)
+    shards = canonical_shards(samples, shard_size)
+    run_plan = None
+    stats, repairs, record = [], RepairReport(), {}
+    try:
+        for k, ids in enumerate(shards):
+            lo = 0.05 + 0.9 * k / len(shards)
+            report(lo, f"shard {k + 1} of {len(shards)}: reading" if len(shards) > 1 else "reading annotations")
+            view = samples.select(ids, ordered=True)
+            read = read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan)
+            spec.check(read, params)
+            extra = spec.extra(view, read, params)
+            report(lo + 0.3 / len(shards), f"shard {k + 1} of {len(shards)}: computing" if len(shards) > 1
+                   else "computing")
+            with spec.context(params):
+                out = spec.kernel(read, params, extra)
+            if run_plan is None:
+                run_plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
+                                            spec.label_suffixes, overwrite=overwrite, scan_documents=False)
+            report(lo + 0.6 / len(shards), f"shard {k + 1} of {len(shards)}: writing" if len(shards) > 1
+                   else "writing results")
+            _write(samples, run_plan, read, spec, out)
+            stats.append(out.stats)
+            repairs.merge(read.repairs)
+            record = read.layout
+            del read, out, extra, view
+        report(0.95, "merging shards")
+        summary, detail = spec.finish(stats, params)
+    except BaseException:
+        if run_plan is not None:
+            runs.discard_incomplete_run(samples, key)
+        raise
+    summary = {**summary, **repairs.counts()}
+    detail = {"raters": list(plan.raters), **detail, "repairs": repairs.as_dict(),
+              "shards": {"n_shards": len(shards), "shard_size": shard_size}}
+    runs.register_run(samples, run_plan, params, record, {"summary": summary, "detail": detail})
+    report(1.0, "done")
+    return clean_summary(summary)
+
+
+def _plan_layout(layout: Mapping[str, Any]) -> dict:
+    """The rater-layout options :func:`agreement.fo.reading.plan_corpus` takes."""
+    names = ("fields", "field", "rater_attr", "raters_field", "box_policy", "assume_crossed")
+    return {k: layout[k] for k in names if k in layout}

@@ -26,9 +26,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
 from agreement.fo.reading import LABEL_TYPES
-from agreement.kalos import DEFAULT_TAUS, kalos_alpha, sensitivity_curve
+from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.correspondence import check_cost, check_solver, check_tau
 from agreement.similarity import SIMILARITIES, similarity_options
 
@@ -58,22 +58,24 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
     return sessions
 
 
-def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """KαLOS, its τ curve and diagnostics on the corpus (pure :mod:`agreement` code)."""
-    data = read.annotations
+def _kernel(read, params: dict, extra: dict) -> MethodOutput:
+    """KαLOS of one shard: per-sample α and unit counts, per-label unit ids, and the shard's mergeable
+    statistics (:func:`agreement.kalos.kalos_shard`)."""
     kw = dict(similarity=params["similarity"], solver=params["solver"], cost=params["cost"])
-    report(0.0, "correspondence and alpha")
-    result = kalos_alpha(data, tau=params["tau"], **kw)
-    report(0.3, "sensitivity to tau")
-    curve = sensitivity_curve(data, taus=params["taus"], **kw)
-    report(0.6, "diagnostics")
+    shard = kalos_shard(read.annotations, tau=params["tau"], taus=params["taus"], **kw)
+    result = shard.result
+    units = np.array([int(u) if u >= 0 else None for u in result.unit] + [None], dtype=object)[:-1]
+    return MethodOutput({}, {}, sample_values={"alpha": result.alpha, "n_units": result.n_units.astype(int)},
+                        label_values={"unit": units}, stats=shard.without_labels())
+
+
+def _finish(stats: list, params: dict, intra: dict | None = None) -> tuple[dict, dict]:
+    """The corpus numbers of the merged shards: global and mean α, the τ curve, the diagnostics."""
+    result, curve = merge_kalos_shards(stats)
     vitality = rater_vitality(result)
     difficulty = class_difficulty(result)
     clusters = collaboration_clusters(result)
-    intra = {}
-    if extra.get("sessions") is not None:
-        intra = intra_annotator_consistency(data, extra["sessions"], tau=params["tau"], **kw)
-    undefined = {str(s): str(r) for s, r in zip(data.sample_ids, result.reason) if r}
+    undefined = {str(s): str(r) for s, r in zip(result.sample_ids, result.reason) if r}
     hardest = np.argsort(np.where(np.isfinite(difficulty.alpha), difficulty.alpha, np.inf), kind="stable")
     summary = {
         "global_alpha": result.global_alpha,
@@ -103,12 +105,23 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "intra_annotator_consistency": {
             rater: {"sessions": [str(x) for x in c.sessions], "global_alpha": c.result.global_alpha,
                     "mean_alpha": c.result.mean_alpha, "reason": c.result.global_reason}
-            for rater, c in intra.items()
+            for rater, c in (intra or {}).items()
         },
     }
-    units = np.array([int(u) if u >= 0 else None for u in result.unit] + [None], dtype=object)[:-1]
-    return MethodOutput(summary, detail, sample_values={"alpha": result.alpha, "n_units": result.n_units.astype(int)},
-                        label_values={"unit": units})
+    return summary, detail
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    """KαLOS on the whole corpus at once: the runs that ask for intra-annotator consistency (it needs every
+    sample of a rater's sessions together)."""
+    report(0.0, "correspondence, alpha and sensitivity to tau")
+    out = _kernel(read, params, extra)
+    report(0.6, "diagnostics")
+    intra = intra_annotator_consistency(read.annotations, extra["sessions"], tau=params["tau"],
+                                        similarity=params["similarity"], solver=params["solver"],
+                                        cost=params["cost"])
+    summary, detail = _finish([out.stats], params, intra)
+    return MethodOutput(summary, detail, sample_values=out.sample_values, label_values=out.label_values)
 
 
 SPEC = MethodSpec(
@@ -121,6 +134,9 @@ SPEC = MethodSpec(
                                          polyline3d_tolerance=p["polyline3d_tolerance"]),
     extra=lambda samples, read, p: {"sessions": _sessions(samples, read, p["session_attr"])
                                     if p["session_attr"] else None},
+    kernel=_kernel,
+    finish=_finish,
+    streams=lambda p: not p["session_attr"],
 )
 
 
@@ -143,6 +159,7 @@ def compute_kalos(
     progress: Callable[[float, str], None] | None = None,
     point3d_scale: float = 2.0,
     polyline3d_tolerance: float = 0.5,
+    shard_size: int | None = None,
 ) -> dict:
     """Computes KαLOS on ``samples`` and stores it as run ``key``.
 
@@ -164,6 +181,11 @@ def compute_kalos(
             images in several sessions).
         point3d_scale, polyline3d_tolerance: scene-unit parameters of the
             ``"point3d"`` and ``"polyline3d_f1"`` similarities.
+        shard_size: samples read, computed and written at a time (default
+            :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE`): memory follows the
+            shard, and every number is the same whatever the shard size or the
+            view's order. With ``session_attr`` the run needs the whole
+            corpus at once and refuses a shard size smaller than the view.
 
     Returns:
         The headline numbers: ``global_alpha``, ``global_reason``,
@@ -182,4 +204,11 @@ def compute_kalos(
               "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+    shard_size = check_shard_size(shard_size) if shard_size is not None else None
+    if session_attr and shard_size is not None and shard_size < len(samples):
+        raise ValueError(
+            f"intra-annotator consistency (session_attr={session_attr!r}) needs every sample of a rater's sessions "
+            f"at once: it cannot run in shards of {shard_size} samples of {len(samples)}; leave shard_size unset"
+        )
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
+                      shard_size=shard_size)

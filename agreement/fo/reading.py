@@ -45,7 +45,8 @@ from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
-           "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates"]
+           "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
+           "plan_corpus", "coverage_evidence"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -175,6 +176,7 @@ def read_annotations(
     masks: bool = False,
     cuboids: bool | None = None,
     assume_crossed: bool = False,
+    plan: "CorpusPlan | None" = None,
 ) -> ReadResult:
     """Reads every rater's annotations on ``samples`` with bulk ``values()`` calls.
 
@@ -195,6 +197,9 @@ def read_annotations(
         cuboids: read ``Detections`` as 3D cuboids (``location``,
             ``dimensions``, ``rotation``); default: when the field declares
             ``location``. 3D rows get NaN 2D boxes.
+        plan: the :func:`plan_corpus` of the whole view when ``samples`` is one
+            shard of it: its raters and class vocabulary are used (and its
+            checks of the assignment are not repeated).
 
     Raises:
         AnnotationError: naming the sample and field, for every bad input.
@@ -224,13 +229,13 @@ def read_annotations(
         )
         with gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
-                                       _extras(samples, fields, ltype, masks, three_d))
+                                       _extras(samples, fields, ltype, masks, three_d), plan)
     ltype = _label_type(samples, field)
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with gc_paused():
         return _read_attribute_layout(
             samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
-            min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed,
+            min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed, plan,
         )
 
 
@@ -334,7 +339,7 @@ def _flatten(per_sample: list, counts: np.ndarray) -> list:
     return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
 
 
-def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=()) -> ReadResult:
+def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=(), plan=None) -> ReadResult:
     paths = _base_paths(image_sizes)
     width = 3 + len(extras)
     for f in fields:
@@ -378,7 +383,8 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
     repairs = RepairReport()
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
-                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs, _num_points(samples, extra))
+                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs, _num_points(samples, extra),
+                  plan.classes if plan is not None else None)
     layout = {
         "layout": "fields",
         "fields": list(fields),
@@ -475,7 +481,7 @@ def _drop_rows(keep: np.ndarray, rows: dict) -> dict:
 
 def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
             s_idx, r_idx, field_of_row, raters_of_row, ltype, box_policy, repairs,
-            num_points=None) -> MultiRaterAnnotations:
+            num_points=None, classes=None) -> MultiRaterAnnotations:
     """Geometry, validation and the corpus, shared by both layouts (rows already in corpus order)."""
     where = _Where(s_idx, field_of_row, sample_ids, filepaths, raters_of_row)
     n = len(labels)
@@ -518,6 +524,7 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         image_sizes=_sizes(values, image_sizes, len(sample_ids)),
         sample_names=np.asarray([os.path.basename(p) for p in filepaths], dtype=object),
         num_points=num_points,
+        classes=classes,
         **rows,
     )
 
@@ -555,7 +562,7 @@ def _num_points(samples, extra: dict) -> list | None:
 
 
 def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_policy, min_raters, image_sizes,
-                           extras=(), assume_crossed=False):
+                           extras=(), assume_crossed=False, plan=None):
     lf = LABEL_TYPES[ltype]
     gpaths = _geometry_paths(field, ltype, extras)
     raters_field = assignment.raters_field
@@ -574,12 +581,15 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     counts = np.array([len(g) if g is not None else 0 for g in geo], dtype=np.intp)
     s_rows = np.repeat(np.arange(S), counts)
     flat_who = _rater_of_labels(_flatten(who, counts), s_rows, sample_ids, filepaths, field, rater_attr)
-    named = sorted(set(flat_who.tolist()))
+    named = sorted(set(flat_who.tolist())) if plan is None else list(plan.named)
     if listed is not None:
         listed = _checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field, rater_attr, assignment)
         raters = tuple(sorted(set(named).union(*[set(x) for x in listed if x])))
     else:
         raters = tuple(named)
+    if plan is not None:
+        _check_planned_raters(flat_who, listed, plan, s_rows, sample_ids, filepaths, field)
+        raters = plan.raters
     if len(raters) < min_raters:
         raise AnnotationError(
             f"agreement needs at least {min_raters} raters; field {field!r} has labels by "
@@ -600,14 +610,18 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
                 f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
                 f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
             )
-        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr, assignment)
+        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr, assignment,
+                                   plan)
         rule = f"the raters listed in {raters_field!r} ({assignment.source})"
         evidence = None
     else:
         has_field = np.array([g is not None for g in geo], dtype=bool)
-        evidence = crossed_evidence(counts, s_rows, r_rows, R)
-        if not assume_crossed and evidence["implausible"]:
-            raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+        if plan is None:
+            evidence = crossed_evidence(counts, s_rows, r_rows, R)
+            if not assume_crossed and evidence["implausible"]:
+                raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+        else:  # checked on the whole view by plan_corpus
+            evidence = dict(plan.evidence or {})
         assigned[has_field] = True
         rule = (
             f"no raters_field: every rater seen in {field!r} is assumed assigned to every sample "
@@ -621,7 +635,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     repairs = RepairReport()
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, _flatten(geo, counts), labels,
                   label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs,
-                  _num_points(samples, extra))
+                  _num_points(samples, extra), plan.classes if plan is not None else None)
     layout = {
         "layout": "attribute",
         "field": field,
@@ -651,6 +665,25 @@ def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, 
             "attribute that does name the rater as `rater_attr`, or use one label field per rater"
         )
     return np.array([str(w) for w in flat_who] + [None], dtype=object)[:-1]
+
+
+def dataset_raters(samples, field: str, rater_attr: str) -> list[str]:
+    """The raters that label something in ``field`` anywhere in the dataset (not only in the view)."""
+    return detect_raters(samples._dataset, field, rater_attr)
+
+
+def _check_planned_raters(flat_who, listed, plan: "CorpusPlan", s_rows, sample_ids, filepaths, field: str) -> None:
+    """A shard's raters must be among the plan's: the labels changed between planning and reading otherwise."""
+    known = set(plan.raters)
+    seen = set(flat_who.tolist()) | {x for lst in (listed or ()) if lst for x in lst}
+    new = sorted(seen - known)
+    if new:
+        i = next((k for k, w in enumerate(flat_who.tolist()) if w in set(new)), None)
+        where = f" (e.g. on {_sample_label(sample_ids[s_rows[i]], filepaths[s_rows[i]])})" if i is not None else ""
+        raise AnnotationError(
+            f"field {field!r}: rater(s) {new[:5]} appeared{where} after the run listed the view's raters "
+            f"{list(plan.raters)[:10]}: the labels changed while the run was reading them; run it again"
+        )
 
 
 def _check_raters_field_type(samples, raters_field: str) -> None:
@@ -705,12 +738,14 @@ def _checked_assignment(listed: list, geo: list, named: list[str], samples, samp
 
 
 def _check_listed_raters_known(listed: list, named: list[str], samples, sample_ids, filepaths, field: str,
-                               rater_attr: str, assignment: "Assignment") -> None:
+                               rater_attr: str, assignment: "Assignment", plan: "CorpusPlan | None" = None) -> None:
     """A name in the assignment that no label of the dataset carries and no declaration lists is an error (a typo)."""
     rf = assignment.raters_field
-    known = set(named) | set(assignment.known_raters) | set(
-        str(v) for v in samples._dataset.distinct(f"{field}.{LABEL_TYPES[_label_type(samples, field)]}.{rater_attr}")
-        if v is not None)
+    if plan is not None and plan.dataset_raters is not None:
+        carried = set(plan.dataset_raters)
+    else:
+        carried = set(dataset_raters(samples, field, rater_attr))
+    known = set(named) | set(assignment.known_raters) | carried
     unknown: dict[str, list[int]] = {}
     for s, lst in enumerate(listed):
         for x in lst or ():
@@ -747,10 +782,18 @@ def crossed_evidence(counts: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray,
     """
     nonempty = int((counts > 0).sum())
     if nonempty == 0 or num_raters == 0:
-        return {"n_nonempty": nonempty, "median_coverage": float("nan"), "n_raters_below_half": 0,
-                "implausible": False}
+        return coverage_evidence(np.zeros(num_raters, dtype=np.int64), nonempty)
     pairs = unique_sorted(s_rows.astype(np.int64) * num_raters + r_rows)
-    per_rater = np.bincount(pairs % num_raters, minlength=num_raters)
+    return coverage_evidence(np.bincount(pairs % num_raters, minlength=num_raters), nonempty)
+
+
+def coverage_evidence(per_rater: np.ndarray, nonempty: int) -> dict:
+    """:func:`crossed_evidence` from its counts: ``per_rater[r]`` non-empty samples with a label by rater r,
+    of ``nonempty`` samples with labels."""
+    per_rater = np.asarray(per_rater, dtype=np.int64)
+    if nonempty == 0 or len(per_rater) == 0:
+        return {"n_nonempty": int(nonempty), "median_coverage": float("nan"), "n_raters_below_half": 0,
+                "implausible": False}
     coverage = per_rater / nonempty
     median = float(np.median(coverage))
     return {
@@ -775,6 +818,118 @@ def _crossed_refusal(samples, field: str, raters, evidence: dict) -> str:
         f"with raters_field='...'{choice} (or declare it once: agreement.fo.reading.declare_raters_field(dataset, "
         f"{field!r}, '<list field>')), or, if every rater really looked at every sample, pass assume_crossed=True"
     )
+
+
+@dataclass(frozen=True)
+class CorpusPlan:
+    """What every shard of a streamed read shares, found once for the whole view (:func:`plan_corpus`).
+
+    Attributes:
+        raters: every rater of the view, sorted (a shard's rater indices are into this).
+        classes: the class vocabulary of the view (shards are coded by it).
+        label_fields: the label fields read (per-label results are written to them), sorted.
+        named: raters that label something in the view (attribute layout).
+        evidence: the coverage evidence of the fully crossed assumption
+            (attribute layout without an assignment), else ``None``.
+        dataset_raters: raters that label something anywhere in the dataset
+            (attribute layout with an assignment: the names it may list), else ``None``.
+    """
+
+    raters: tuple
+    classes: tuple
+    label_fields: tuple = ()
+    named: tuple = ()
+    evidence: dict | None = None
+    dataset_raters: tuple | None = None
+
+
+def plan_corpus(
+    samples,
+    fields: Sequence[str] | None = None,
+    field: str | None = None,
+    rater_attr: str = "annotator",
+    raters_field: str | None = None,
+    box_policy: str = "clip",
+    assume_crossed: bool = False,
+    min_raters: int = 2,
+) -> CorpusPlan:
+    """The raters, class vocabulary and input layout of ``samples``, from database aggregations.
+
+    Reads no label geometry: the distinct raters (the fields, or the values of
+    ``rater_attr`` and of the assignment list), the distinct classes, and, in
+    the attribute layout without a recorded assignment, the coverage evidence
+    of :func:`crossed_evidence` (refused, as in :func:`read_annotations`, when
+    the fully crossed assumption is implausible and ``assume_crossed`` is not
+    given). Every shard of a streamed run is then read with this plan
+    (``read_annotations(..., plan=...)``), so that rater indices and class
+    codes are the same in all of them.
+    """
+    from agreement.data import class_order
+
+    if (fields is None) == (field is None):
+        raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
+    if box_policy not in BOX_POLICIES:
+        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {box_policy!r}")
+    if fields is not None:
+        fields = sorted(dict.fromkeys(fields))
+        classes = set()
+        for f in fields:
+            classes.update(_distinct_raters_and_classes(samples, f"{f}.{LABEL_TYPES[_label_type(samples, f)]}",
+                                                        "_none")[1])
+        return CorpusPlan(tuple(fields), class_order(classes), tuple(fields))
+    lf = LABEL_TYPES[_label_type(samples, field)]
+    assignment = recorded_assignment(samples, field, raters_field)
+    named, classes = _distinct_raters_and_classes(samples, f"{field}.{lf}", rater_attr)
+    listed: set = set()
+    evidence = carried = None
+    if assignment.raters_field is not None:
+        _check_raters_field_type(samples, assignment.raters_field)
+        listed = {str(v) for v in samples.distinct(assignment.raters_field) if v is not None}
+        # names the view's labels do not carry may still be carried elsewhere in the dataset
+        unknown = listed - set(named) - set(assignment.known_raters)
+        carried = tuple(dataset_raters(samples, field, rater_attr)) if unknown else named
+    raters = tuple(sorted(set(named) | listed))
+    if len(raters) < min_raters:
+        raise AnnotationError(
+            f"agreement needs at least {min_raters} raters; field {field!r} has labels by "
+            f"{list(raters) or 'nobody'} in attribute {rater_attr!r}"
+        )
+    if assignment.raters_field is None:
+        evidence = _coverage_in_database(samples, f"{field}.{lf}", rater_attr, raters)
+        if not assume_crossed and evidence["implausible"]:
+            raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+    return CorpusPlan(raters, classes, (field,), named, evidence, carried)
+
+
+def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str) -> tuple[tuple, tuple]:
+    """The raters (``str``, sorted) and classes (:func:`agreement.data.class_order`) of the labels of a
+    label list, in one aggregation over the view."""
+    from agreement.data import class_order
+
+    pipeline = [
+        {"$project": {"l": f"${list_path}"}},
+        {"$unwind": "$l"},
+        {"$group": {"_id": None, "r": {"$addToSet": f"$l.{rater_attr}"}, "c": {"$addToSet": "$l.label"}}},
+    ]
+    out = next(iter(samples._aggregate(pipeline=pipeline)), None) or {}
+    raters = tuple(sorted(str(v) for v in out.get("r", ()) if v is not None))
+    return raters, class_order(c for c in out.get("c", ()) if c is not None)
+
+
+def _coverage_in_database(samples, list_path: str, rater_attr: str, raters: Sequence[str]) -> dict:
+    """:func:`coverage_evidence` counted by one aggregation: the samples with labels, and per rater those
+    with a label by it."""
+    pipeline = [
+        {"$project": {"n": {"$size": {"$ifNull": [f"${list_path}", []]}},
+                      "w": {"$setUnion": [{"$ifNull": [f"${list_path}.{rater_attr}", []]}, []]}}},
+        {"$match": {"n": {"$gt": 0}}},
+        {"$facet": {"nonempty": [{"$count": "n"}],
+                    "per_rater": [{"$unwind": "$w"}, {"$group": {"_id": "$w", "n": {"$sum": 1}}}]}},
+    ]
+    out = next(iter(samples._aggregate(pipeline=pipeline)), {}) or {}
+    nonempty = int(out["nonempty"][0]["n"]) if out.get("nonempty") else 0
+    counts = {str(d["_id"]): int(d["n"]) for d in out.get("per_rater", ())}
+    return coverage_evidence(np.array([counts.get(r, 0) for r in raters], dtype=np.int64), nonempty)
 
 
 ASSIGNMENT_INFO_KEY = "iaa_assignment"

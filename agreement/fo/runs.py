@@ -52,6 +52,7 @@ __all__ = [
     "load_agreement_results",
     "rename_agreement_run",
     "delete_agreement_run",
+    "discard_incomplete_run",
     "to_json",
 ]
 
@@ -557,6 +558,22 @@ def delete_agreement_run(samples, key: str) -> dict:
                 deleted_attrs.append([lf, attr])
         dataset.delete_run(key)
     return {"deleted_sample_fields": deleted_fields, "deleted_label_attrs": deleted_attrs}
+
+
+def discard_incomplete_run(samples, key: str) -> bool:
+    """Deletes run ``key`` if it is this plugin's and still ``incomplete`` (a computation that failed after
+    its first write); returns whether it did. Best effort: a failure to clean up never hides the error
+    that caused it (the run stays listed as incomplete, to be deleted or overwritten)."""
+    try:
+        dataset = _dataset(samples)
+        if not _is_agreement_run(dataset, key):
+            return False
+        if getattr(dataset.get_run_info(key).config, "status", "complete") != "incomplete":
+            return False
+        delete_agreement_run(dataset, key)
+        return True
+    except Exception:  # noqa: BLE001 - the caller re-raises the original error
+        return False
 
 
 def rename_agreement_run(samples, key: str, new_key: str) -> dict:

@@ -1,0 +1,160 @@
+"""Streamed runs: the same bits for every shard size and every sample order, per-shard progress, clean failure.
+
+A streamed method (``MethodSpec.kernel``) reads, computes and writes one shard
+of samples at a time, in the canonical corpus order (sample ids sorted as
+strings), and merges exact corpus statistics at the end; these tests run it
+through ``execute_operator`` on a real dataset and compare every number the
+run stores: the operator result, the run results, every per-sample field and
+every per-label attribute.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytestmark = pytest.mark.fiftyone
+
+OP = "@iaa/agreement/compute_kalos"
+
+
+def _same(a, b) -> bool:
+    """Equal, NaN equal to NaN, through dicts and lists (bit-identical floats)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+@pytest.fixture
+def sparse_crowd(fo, make_dataset):
+    """60 samples, 12 raters, 4 assigned per sample (attribute layout, assignment recorded), one box past the
+    border, several classes."""
+    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.reading import declare_raters_field
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(60, 12, 4, min_objects=1, max_objects=6, seed=3)
+    samples = samples_from_corpus(corpus, [f"/stream/{i:03d}.jpg" for i in range(60)], layout="attribute",
+                                  field="ground_truth", raters_field="raters")
+    first = next(s for s in samples if s["ground_truth"] is not None and s["ground_truth"].detections)
+    first["ground_truth"].detections[0].bounding_box = [0.95, 0.1, 0.2, 0.2]  # past the right border
+    ds = make_dataset(samples)
+    declare_raters_field(ds, "ground_truth", "raters")
+    return ds
+
+
+def _run(fo, view, key: str, **params):
+    import fiftyone.operators as foo
+
+    params = {"field": "ground_truth", "rater_attr": "annotator", "key": key, **params}
+    return foo.execute_operator(OP, ctx=dict(view=view, params=params)).result
+
+
+def _stored(ds, key: str) -> tuple[dict, dict, dict]:
+    """Per-sample fields by sample id, per-label attribute by label id, run results without the shard record."""
+    from agreement.fo.runs import load_agreement_results
+
+    ids, alpha, n_units = ds.values(["id", f"{key}_alpha", f"{key}_n_units"])
+    samples = {i: (a, n) for i, a, n in zip(ids, alpha, n_units)}
+    lids, units = ds.values(["ground_truth.detections.id", f"ground_truth.detections.{key}_unit"], unwind=True)
+    labels = dict(zip(lids, units))
+    results = load_agreement_results(ds, key)
+    results["detail"].pop("shards")
+    return samples, labels, results
+
+
+def test_kalos_is_bit_identical_for_every_shard_size_and_sample_order(fo, sparse_crowd):
+    ds = sparse_crowd
+    runs = {
+        "whole": _run(fo, ds.view(), "whole"),
+        "one": _run(fo, ds.view(), "one", shard_size=1),
+        "seven": _run(fo, ds.view(), "seven", shard_size=7),
+        "reversed": _run(fo, ds.sort_by("filepath", reverse=True), "reversed", shard_size=7),
+    }
+    ref = _stored(ds, "whole")
+    assert ref[2]["summary"]["clipped_boxes"] == 1
+    assert len(ref[1]) > 100 and any(u is not None for u in ref[1].values())
+    for key, result in runs.items():
+        result = dict(result)
+        assert result.pop("key") == key
+        assert _same(result, {k: v for k, v in runs["whole"].items() if k != "key"}), key
+        samples, labels, results = _stored(ds, key)
+        assert _same(samples, ref[0]), key
+        assert _same(labels, ref[1]), key
+        assert _same(results, ref[2]), key
+
+
+def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
+    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.runs import get_agreement_run_info, load_agreement_results
+
+    stages = []
+    compute_kalos(sparse_crowd, "k", field="ground_truth", shard_size=25, progress=lambda f, s: stages.append((f, s)))
+    assert load_agreement_results(sparse_crowd, "k")["detail"]["shards"] == {"n_shards": 3, "shard_size": 25}
+    labels = [s for _, s in stages]
+    for k in (1, 2, 3):
+        assert [f"shard {k} of 3: reading", f"shard {k} of 3: computing", f"shard {k} of 3: writing"] == \
+            [s for s in labels if s.startswith(f"shard {k} of 3")]
+    fractions = [f for f, _ in stages]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert get_agreement_run_info(sparse_crowd, "k")["status"] == "complete"
+
+
+def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crowd, monkeypatch):
+    import agreement.fo.kalos as fo_kalos
+    from agreement.fo.runs import list_agreement_runs
+    from agreement.fo.engine import MethodSpec
+
+    calls = []
+    kernel = fo_kalos.SPEC.kernel
+
+    def failing(read, params, extra):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("worker lost")
+        return kernel(read, params, extra)
+
+    spec = MethodSpec(**{**{f: getattr(fo_kalos.SPEC, f) for f in fo_kalos.SPEC.__dataclass_fields__},
+                         "kernel": failing})
+    monkeypatch.setattr(fo_kalos, "SPEC", spec)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        fo_kalos.compute_kalos(sparse_crowd, "broken", field="ground_truth", shard_size=20)
+    assert len(calls) == 2  # the first shard was written before the second failed
+    assert "broken" not in list_agreement_runs(sparse_crowd)
+    schema = sparse_crowd.get_field_schema(flat=True)
+    assert not [name for name in schema if "broken_" in name]
+    doc = sparse_crowd._sample_collection.find_one({"$or": [{"broken_alpha": {"$exists": True}},
+                                                            {"ground_truth.detections.broken_unit": {"$exists": True}}]})
+    assert doc is None
+
+
+def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
+    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.kalos import compute_kalos
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(30, 3, 3, min_objects=0, max_objects=5, seed=8)
+    ds = make_dataset(samples_from_corpus(corpus, [f"/f/{i}.jpg" for i in range(30)], layout="fields",
+                                          raters_field=None))
+    fields = sorted(corpus.raters)
+    a = compute_kalos(ds, "a", fields=fields)
+    b = compute_kalos(ds.sort_by("filepath", reverse=True), "b", fields=fields, shard_size=4)
+    assert _same(a, b)
+    for f in fields:
+        assert ds.values(f"{f}.detections.a_unit") == ds.values(f"{f}.detections.b_unit")
+    assert ds.values("a_alpha") == ds.values("b_alpha")  # undefined values are stored as None
+
+
+def test_bad_shard_sizes_are_refused_before_anything_is_read(fo, sparse_crowd):
+    from agreement.fo.kalos import compute_kalos
+
+    for bad in (0, -3, 2.5, "10", True):
+        with pytest.raises(ValueError, match="shard_size must be a positive number of samples"):
+            compute_kalos(sparse_crowd, "bad", field="ground_truth", shard_size=bad)
+    with pytest.raises(ValueError, match="intra-annotator consistency"):
+        compute_kalos(sparse_crowd, "bad", field="ground_truth", session_attr="session", shard_size=5)
