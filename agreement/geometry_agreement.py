@@ -176,7 +176,8 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 import numpy as np
 from scipy import sparse, stats
@@ -200,6 +201,9 @@ __all__ = [
     "Estimate",
     "GeometryAgreementResult",
     "geometry_agreement",
+    "GeometryShard",
+    "geometry_shard",
+    "merge_geometry_shards",
 ]
 
 #: Distances offered: ``d = 1 - s`` for the similarity ``s`` of that name in
@@ -917,7 +921,31 @@ class _Strata:
         return i, j
 
 
-def _chance_strata(data, counts: np.ndarray, pairs: _SetPairs, canon_kept: np.ndarray) -> _Strata:
+class _Cells:
+    """The assigned (sample, rater) cells of a corpus and their set sizes, sparse: ``counts[s, r]`` of
+    :meth:`agreement.data.MultiRaterAnnotations.counts` for arrays ``s``, ``r`` (0 where not assigned),
+    in memory of the assigned cells rather than samples × raters."""
+
+    def __init__(self, s: np.ndarray, r: np.ndarray, n: np.ndarray, n_raters: int):
+        self.R = int(n_raters)
+        key = s.astype(np.int64) * self.R + r
+        o = np.argsort(key, kind="stable")
+        self.key, self.s, self.r, self.n = key[o], s[o].astype(np.intp), r[o].astype(np.intp), n[o].astype(np.int64)
+
+    @classmethod
+    def of(cls, data) -> "_Cells":
+        s, r = np.nonzero(data.assigned)
+        return cls(s, r, data.counts()[s, r], data.num_raters)
+
+    def __getitem__(self, where) -> np.ndarray:
+        s, r = where
+        key = np.asarray(s, dtype=np.int64) * self.R + np.asarray(r, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
+        found = self.key[pos] == key if len(self.key) else np.zeros(np.shape(key), dtype=bool)
+        return np.where(found, self.n[pos] if len(self.n) else 0, 0)
+
+
+def _chance_strata(raters: tuple, cells: _Cells, pairs: _SetPairs, canon_kept: np.ndarray, S: int) -> _Strata:
     """Sizes and costs of the strata, from per-rater sums and the triples.
 
     For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
@@ -925,17 +953,20 @@ def _chance_strata(data, counts: np.ndarray, pairs: _SetPairs, canon_kept: np.nd
     and ``cost = sum_{i in S_a, j in S_b, i != j} max(1, n_ia n_jb)``
     ``= (sum n_a)(sum n_b) + #{n_ia n_jb = 0} - sum_{C} max(1, n_ia n_ib)``.
     """
-    R = data.num_raters
-    names = list(data.raters)
+    R = len(raters)
+    names = list(raters)
     nrank = np.empty(R, dtype=np.int64)
     nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
     # Each rater's measured samples, canonical order (CSR by rater).
-    pos, rr = np.nonzero(data.assigned[canon_kept])
+    cpos = np.full(S, -1, dtype=np.int64)
+    cpos[canon_kept] = np.arange(len(canon_kept))
+    keep = cpos[cells.s] >= 0
+    pos, rr = cpos[cells.s[keep]], cells.r[keep]
     o = np.lexsort((pos, rr))
     rsamp, rr = canon_kept[pos[o]].astype(np.intp), rr[o]
     ptr = np.searchsorted(rr, np.arange(R + 1)).astype(np.intp)
     nS = np.diff(ptr).astype(np.int64)
-    n_cell = counts[rsamp, rr].astype(np.int64)
+    n_cell = cells.n[keep][o]
     tot = np.bincount(rr, weights=n_cell, minlength=R).astype(np.int64)
     nz = np.bincount(rr, weights=n_cell > 0, minlength=R).astype(np.int64)
     # Strata: the distinct rater pairs of the measured triples, by names.
@@ -1061,21 +1092,50 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
                          int(np.maximum(1, bn * bm).sum()) if K else 0)
 
 
-def _make_engine(data, pairs: _SetPairs, within: _WithinMatch, chance: _ChanceSample,
+def _class_codes(data) -> tuple[np.ndarray, tuple]:
+    """Class codes of the rows: by the corpus vocabulary of a shard (``data.classes``), else as
+    :func:`agreement.krippendorff.encode_values` codes the labels."""
+    if data.classes is not None:
+        from agreement.data import encode_classes
+
+        return encode_classes(data)
+    return encode_values(data.labels, missing=())
+
+
+@dataclass(frozen=True)
+class _LabelCounts:
+    """What classification α needs of the within-item matched pairs, per sample (corpus order):
+    matched pairs, pairs whose labels differ, and the (sample, class) counts of their labels."""
+
+    pairs: np.ndarray
+    differ: np.ndarray
+    cell_sample: np.ndarray
+    cell_code: np.ndarray
+    n_classes: int
+
+    @classmethod
+    def of(cls, data, within: _WithinMatch) -> "_LabelCounts":
+        codes, cats = _class_codes(data)
+        S = data.num_samples
+        if not len(within.rows):
+            z = np.zeros(0, np.intp)
+            return cls(np.zeros(S), np.zeros(S), z, z, len(cats))
+        la, lb = codes[within.rows[:, 0]], codes[within.rows[:, 1]]
+        ps = within.sample
+        return cls(np.bincount(ps, minlength=S).astype(np.float64),
+                   np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S),
+                   np.r_[ps, ps].astype(np.intp), np.r_[la, lb].astype(np.intp), len(cats))
+
+
+def _make_engine(pairs: _SetPairs, within: _WithinMatch, labels: _LabelCounts, chance: _ChanceSample,
                  between: _BetweenMatch, cidx: np.ndarray, S_m: int, p: float) -> _Engine:
     """The sufficient statistics on the measured samples (``cidx``: their
     position in canonical order)."""
-    codes, cats = encode_values(data.labels, missing=())
-    if len(within.rows):
-        la, lb = codes[within.rows[:, 0]], codes[within.rows[:, 1]]
-        ps = cidx[within.sample]
-        P_s = np.bincount(ps, minlength=S_m).astype(np.float64)
-        D_s = np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S_m)
-        Nsc = sparse.coo_matrix(
-            (np.ones(2 * len(ps)), (np.r_[ps, ps], np.r_[la, lb])), shape=(S_m, len(cats))).tocsr()
-    else:
-        P_s, D_s = np.zeros(S_m), np.zeros(S_m)
-        Nsc = sparse.csr_matrix((S_m, len(cats)))
+    kept = cidx >= 0
+    P_s, D_s = np.zeros(S_m), np.zeros(S_m)
+    P_s[cidx[kept]], D_s[cidx[kept]] = labels.pairs[kept], labels.differ[kept]
+    ps = cidx[labels.cell_sample]
+    Nsc = sparse.coo_matrix((np.ones(len(ps)), (ps, labels.cell_code)), shape=(S_m, labels.n_classes)).tocsr()
     wsm = cidx[pairs.s]
     none = np.zeros(0, np.intp)
     pid = between.pid
@@ -1274,45 +1334,188 @@ def geometry_agreement(
         Braylan, Alonso & Lease, WWW 2022 (σ, distance α, KS); Krippendorff
         2011 (α); Efron & Tibshirani 1993 (percentile bootstrap).
     """
-    t, bootstrap, max_pairs, seed, confidence, p = _check_params(
-        distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
+    _check_params(distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
+    shard = geometry_shard(data, distance, threshold, max_pairs, sigmas=sigmas, stack=stack)
+    return merge_geometry_shards([shard], lambda idx: (data, idx), distance=distance, threshold=threshold,
+                                 bootstrap=bootstrap, max_pairs=max_pairs, seed=seed, confidence=confidence,
+                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True)
+
+
+@dataclass(frozen=True, eq=False)
+class GeometryShard:
+    """The within-item measurement of one shard of a corpus (:func:`geometry_shard`), in the shard's
+    sample order, to be merged with the other shards (:func:`merge_geometry_shards`).
+
+    Everything here depends on the shard's own samples only: the set pairs of
+    each sample, the budget (a property of each sample), the threshold
+    matching of each set pair, the per-sample and per-row outputs, and the
+    per-sample sums the statistics need. The chance baseline, which pairs
+    samples of different shards, is drawn at the merge.
+    """
+
+    sample_ids: np.ndarray
+    raters: tuple
+    cells: "_Cells"
+    pairs: _SetPairs
+    within: _WithinMatch
+    labels: _LabelCounts
+    keep: np.ndarray
+    skipped: np.ndarray
+    cost_s: np.ndarray
+    skipped_samples: tuple
+    outputs: dict
+    n_rows: int
+    similarity_report: dict
+    has_rows: bool = True
+
+    def without_rows(self) -> "GeometryShard":
+        """The shard without its per-row outputs (written back already: the merge does not need them)."""
+        outputs = {k: v for k, v in self.outputs.items() if not k.startswith("row_")}
+        within = _WithinMatch(np.zeros((0, 2), np.intp), self.within.pid, self.within.distance,
+                              self.within.sample, self.within.unmatched)
+        return replace(self, outputs=outputs, within=within, has_rows=False)
+
+
+def geometry_shard(
+    data,
+    distance: str = "giou",
+    threshold: float = 0.5,
+    max_pairs: int = 200_000,
+    sigmas: np.ndarray | None = None,
+    stack: bool = True,
+) -> GeometryShard:
+    """The within-item part of :func:`geometry_agreement` on one shard of a corpus.
+
+    Shards of one corpus must share raters and class vocabulary
+    (``data.classes``). Parameters as in :func:`geometry_agreement`.
+    """
+    t, _, max_pairs, _, _, _ = _check_params(distance, threshold, None, max_pairs, 0, 0.5, 0.05)
     _check_data(data, distance)
-    similarity_report = check_similarity(distance, data, sigmas=sigmas)
-    S, R = data.num_samples, data.num_raters
+    report = check_similarity(distance, data, sigmas=sigmas)
     counts = data.counts().astype(np.int64)
 
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
     stack_fn = _stacker(distance, data) if stack else None
-
-    # Within-item: set pairs, budget, matching, per-sample and per-row outputs.
     all_pairs = _within_set_pairs(data, counts)
     budget = _plan_budget(data, all_pairs, max_pairs)
     pairs = all_pairs.select(budget.keep[all_pairs.s])
     within = _match_within(data, pairs, sim_fn, stack_fn, t)
     outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
+    return GeometryShard(
+        sample_ids=np.asarray(data.sample_ids, dtype=object), raters=tuple(data.raters), cells=_Cells.of(data),
+        pairs=pairs, within=within, labels=_LabelCounts.of(data, within), keep=budget.keep,
+        skipped=budget.skipped, cost_s=budget.cost_s, skipped_samples=_skipped_records(data, budget, counts),
+        outputs=outputs, n_rows=len(data), similarity_report=report,
+    )
 
-    # Between-item: the chance sample and its matching.
-    canon = canonical_sample_order(data.sample_ids)
-    canon_kept = canon[budget.keep[canon]]
+
+def _concat_shards(shards: Sequence[GeometryShard]):
+    """One :class:`GeometryShard` of the whole corpus from its shards (sample and row indices offset)."""
+    if len(shards) == 1:
+        return shards[0]
+    first = shards[0]
+    for sh in shards[1:]:
+        if sh.raters != first.raters or sh.labels.n_classes != first.labels.n_classes:
+            raise ValueError("geometry shards of one corpus must share raters and class vocabulary")
+    so = np.cumsum([0] + [len(sh.sample_ids) for sh in shards])
+    ro = np.cumsum([0] + [sh.n_rows for sh in shards])
+    po = np.cumsum([0] + [len(sh.pairs) for sh in shards])
+    cat = np.concatenate
+    R = len(first.raters)
+    cells = _Cells(cat([sh.cells.s + o for sh, o in zip(shards, so)]), cat([sh.cells.r for sh in shards]),
+                   cat([sh.cells.n for sh in shards]), R)
+    pairs = _SetPairs(*(cat([getattr(sh.pairs, f) + (o if f == "s" else 0) for sh, o in zip(shards, so)])
+                        for f in ("s", "a", "b", "n", "m", "cost")))
+    has_rows = all(sh.has_rows for sh in shards)
+    rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro)]) if has_rows else np.zeros((0, 2), np.intp))
+    within = _WithinMatch(rows, cat([sh.within.pid + o for sh, o in zip(shards, po)]),
+                          cat([sh.within.distance for sh in shards]),
+                          cat([sh.within.sample + o for sh, o in zip(shards, so)]),
+                          cat([sh.within.unmatched for sh in shards]))
+    labels = _LabelCounts(cat([sh.labels.pairs for sh in shards]), cat([sh.labels.differ for sh in shards]),
+                          cat([sh.labels.cell_sample + o for sh, o in zip(shards, so)]),
+                          cat([sh.labels.cell_code for sh in shards]), first.labels.n_classes)
+    outputs = {}
+    for k, v in first.outputs.items():
+        parts = [sh.outputs[k] for sh in shards]
+        outputs[k] = tuple(x for part in parts for x in part) if isinstance(v, tuple) else cat(parts)
+    report = dict(first.similarity_report)
+    report["repaired_polygons"] = sum(int(sh.similarity_report.get("repaired_polygons", 0)) for sh in shards)
+    return GeometryShard(
+        sample_ids=cat([sh.sample_ids for sh in shards]), raters=first.raters, cells=cells, pairs=pairs,
+        within=within, labels=labels, keep=cat([sh.keep for sh in shards]),
+        skipped=cat([sh.skipped for sh in shards]), cost_s=cat([sh.cost_s for sh in shards]),
+        skipped_samples=_canonical_records([r for sh in shards for r in sh.skipped_samples]),
+        outputs=outputs, n_rows=int(ro[-1]), similarity_report=report, has_rows=has_rows,
+    )
+
+
+def _canonical_records(records: list) -> tuple:
+    """Skipped-sample records in ``str(sample_id)`` order."""
+    return tuple(sorted(records, key=lambda rec: str(rec["sample_id"])))
+
+
+def merge_geometry_shards(
+    shards: Sequence[GeometryShard],
+    read_samples,
+    distance: str = "giou",
+    threshold: float = 0.5,
+    bootstrap: int | None = 1000,
+    max_pairs: int = 200_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    sigma_p: float = 0.05,
+    sigmas: np.ndarray | None = None,
+    stack: bool = True,
+    checked: bool = False,
+) -> GeometryAgreementResult:
+    """:func:`geometry_agreement` of a corpus from the :func:`geometry_shard` of its shards.
+
+    The chance sample is drawn on the whole corpus (its strata need every
+    rater's measured samples and set sizes), then its sets are read back:
+    ``read_samples(idx)`` gets the corpus positions (in the order of the
+    shards' samples, increasing) of the samples the chance sample uses and
+    returns ``(corpus, rows)``: a :class:`agreement.data.MultiRaterAnnotations`
+    holding them and their sample indices in it. The chance sample is bounded
+    by ``max_pairs`` comparisons, so this second read is small. The numbers
+    are those of one shard of the whole corpus in the same sample order,
+    bit for bit.
+
+    Per-row outputs (``row_distance``, ``row_n_matched``, ``pair_rows``) are
+    merged only when every shard kept them (:meth:`GeometryShard.without_rows`);
+    otherwise they are empty.
+    """
+    t, bootstrap, max_pairs, seed, confidence, p = _check_params(
+        distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
+    if not shards:
+        raise ValueError("merge_geometry_shards needs at least one shard")
+    sh = _concat_shards(shards)
+    S, R = len(sh.sample_ids), len(sh.raters)
+
+    # Between-item: the chance sample, its sets read back, their matching.
+    canon = canonical_sample_order(sh.sample_ids)
+    canon_kept = canon[sh.keep[canon]]
     cidx = np.full(S, -1, dtype=np.intp)
     cidx[canon_kept] = np.arange(len(canon_kept))
-    strata = _chance_strata(data, counts, pairs, canon_kept)
-    chance = _chance_set_pairs(strata, counts, budget.chance_budget, seed)
-    between = _match_between(data, counts, chance, sim_fn, stack_fn, t)
+    strata = _chance_strata(sh.raters, sh.cells, sh.pairs, canon_kept, S)
+    chance = _chance_set_pairs(strata, sh.cells, max_pairs, seed)
+    between = _between_of(chance, read_samples, distance, t, sigmas, stack, checked)
 
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
-    engine = _make_engine(data, pairs, within, chance, between, cidx, S_m, p)
+    pairs, within, outputs = sh.pairs, sh.within, sh.outputs
+    engine = _make_engine(pairs, within, sh.labels, chance, between, cidx, S_m, p)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
-    why = _undefined_reasons(R, pv, engine, len(pairs), n_w, n_b, chance, bool(budget.skipped.any()), max_pairs, t)
+    why = _undefined_reasons(R, pv, engine, len(pairs), n_w, n_b, chance, bool(sh.skipped.any()), max_pairs, t)
     boot = _bootstrap_values(engine, bootstrap, seed, S_m)
     est = {k: _estimate(pv[k], why.get(k, ""), boot.get(k), bootstrap, S_m, confidence)
            for k in GeometryAgreementResult._STATS}
     ks_p, ks_gp = _ks_pvalues(within.distance, between.distance, b_weights)
+    empty_rows = {"row_distance": np.zeros(0), "row_n_matched": np.zeros(0, np.int64)}
     return GeometryAgreementResult(
         **est,
         mean_within=pv["mean_within"], mean_between=pv["mean_between"], between_quantile=pv["q"],
@@ -1320,11 +1523,28 @@ def geometry_agreement(
         n_within=n_w, n_between=n_b, n_within_set_pairs=len(pairs), n_between_set_pairs=len(chance.i),
         between_draws=chance.draws, n_between_population=chance.n_population, between_exact=chance.exact,
         n_comparisons=int(pairs.cost.sum()), n_between_comparisons=between.comparisons,
-        truncated=bool(budget.skipped.any()), n_samples=S,
-        n_samples_measured=int(outputs["sample_measured"].sum()), n_samples_skipped=int(budget.skipped.sum()),
-        skipped_samples=_skipped_records(data, budget, counts), sample_comparisons=budget.cost_s,
-        sample_skipped=budget.skipped, **outputs, pair_rows=within.rows, pair_distance=within.distance,
+        truncated=bool(sh.skipped.any()), n_samples=S,
+        n_samples_measured=int(outputs["sample_measured"].sum()), n_samples_skipped=int(sh.skipped.sum()),
+        skipped_samples=sh.skipped_samples, sample_comparisons=sh.cost_s,
+        sample_skipped=sh.skipped, **{**empty_rows, **outputs}, pair_rows=within.rows, pair_distance=within.distance,
         between_distances=between.distance, between_weights=b_weights,
         distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
-        confidence=confidence, sigma_p=p, similarity_report=similarity_report,
+        confidence=confidence, sigma_p=p, similarity_report=sh.similarity_report,
     )
+
+
+def _between_of(chance: _ChanceSample, read_samples, distance: str, t: float, sigmas, stack: bool,
+                checked: bool) -> _BetweenMatch:
+    """The matching of the chance sample, on the corpus ``read_samples`` gives back for its samples."""
+    used = unique_sorted(np.r_[chance.i, chance.j].astype(np.int64))
+    data, rows = read_samples(used)
+    rows = np.asarray(rows, dtype=np.intp)
+    if not checked:
+        check_similarity(distance, data, sigmas=sigmas)
+    local = replace(chance, i=rows[np.searchsorted(used, chance.i)], j=rows[np.searchsorted(used, chance.j)])
+
+    def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
+
+    return _match_between(data, data.counts().astype(np.int64), local, sim_fn,
+                          _stacker(distance, data) if stack else None, t)

@@ -14,6 +14,8 @@ from .common import (
     rater_layout_kwargs,
     require,
     run_inputs,
+    shard_size_input,
+    shard_size_kwargs,
     similarity_3d_inputs,
     similarity_3d_kwargs,
 )
@@ -47,6 +49,7 @@ class ComputeGeometryAgreement(foo.Operator):
                                "(n_samples_skipped)")
         inputs.int("seed", default=0, label="Seed")
         similarity_3d_inputs(inputs, ctx, "distance")
+        shard_size_input(inputs)
         run_inputs(inputs, ctx, default_prefix="geometry")
         return types.Property(inputs, view=types.View(label="Geometry agreement"))
 
@@ -63,6 +66,7 @@ class ComputeGeometryAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
             **similarity_3d_kwargs(p),
+            **shard_size_kwargs(p),
         )
         return execute_with_progress(
             ctx,

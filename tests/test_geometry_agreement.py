@@ -29,6 +29,7 @@ from agreement.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry_agreement import (
     DISTANCES,
     GeometryAgreementResult,
+    _Cells,
     _chance_strata,
     _Engine,
     _within_set_pairs,
@@ -665,7 +666,7 @@ def test_chance_strata_are_the_rater_pairs_that_share_a_sample():
     data = _crowd(S=200, R=500, k=10, seed=5)
     counts = data.counts()
     pairs = _within_set_pairs(data, counts)
-    strata = _chance_strata(data, counts, pairs, np.arange(data.num_samples))
+    strata = _chance_strata(data.raters, _Cells.of(data), pairs, np.arange(data.num_samples), data.num_samples)
     table = RaterPairTable.from_assignment(data.raters, data.assigned)
     assert len(strata.first) == len(table) < 200 * 45
     got = sorted(zip(np.minimum(strata.first, strata.second).tolist(), np.maximum(strata.first, strata.second).tolist()))

@@ -77,7 +77,8 @@ class MethodSpec:
         method: the run's method marker, e.g. ``"iaa.kalos"``.
         sample_suffixes: the per-sample fields it owns, ``{key}_<suffix>``.
         label_suffixes: the per-label attributes it owns on every rater label field.
-        compute: ``(read, params, progress, extra) -> MethodOutput`` (pure agreement code inside).
+        compute: ``(read, params, progress, extra) -> MethodOutput`` (pure agreement code inside) on
+            the whole corpus at once; ``None`` for a method that always streams.
         read_options: extra :func:`read_annotations` options from the parameters
             (``image_sizes``, ``masks``, ...).
         context: a context manager around the computation (e.g. similarity options).
@@ -87,7 +88,9 @@ class MethodSpec:
         kernel: a method that streams: ``(read, params, extra) -> MethodOutput`` on one shard
             (per-sample and per-label values of the shard, its mergeable ``stats``;
             no summary). Pure :mod:`agreement` code inside.
-        finish: ``(stats of every shard in corpus order, params) -> (summary, detail)``.
+        finish: ``(stats of every shard in corpus order, params, read_samples) -> (summary, detail)``;
+            ``read_samples(sample_ids)`` reads those samples again (as the shards were read) for
+            a method whose corpus statistics need a few of them together (a chance sample).
         streams: whether these parameters allow streaming (else ``compute`` runs on the
             whole corpus at once).
     """
@@ -95,13 +98,13 @@ class MethodSpec:
     method: str
     sample_suffixes: tuple[str, ...]
     label_suffixes: tuple[str, ...]
-    compute: Callable[[ReadResult, dict, Progress, dict], MethodOutput]
+    compute: Callable[[ReadResult, dict, Progress, dict], MethodOutput] | None
     read_options: Callable[[dict], dict] = lambda params: {}
     context: Callable[[dict], ContextManager] = lambda params: nullcontext()
     check: Callable[[ReadResult, dict], None] = lambda read, params: None
     extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
-    finish: Callable[[list, dict], tuple[dict, dict]] | None = None
+    finish: Callable[[list, dict, Callable], tuple[dict, dict]] | None = None
     streams: Callable[[dict], bool] = lambda params: True
 
 
@@ -284,7 +287,13 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             record = read.layout
             del read, out, extra, view
         report(0.95, "merging shards")
-        summary, detail = spec.finish(stats, params)
+
+        def read_samples(ids):  # samples the finish needs again (e.g. a chance sample), in canonical order
+            view = samples.select([str(i) for i in ids], ordered=True)
+            return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
+
+        with spec.context(params):
+            summary, detail = spec.finish(stats, params, read_samples)
     except BaseException:
         if run_plan is not None:
             runs.discard_incomplete_run(samples, key)

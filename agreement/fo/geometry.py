@@ -27,8 +27,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from agreement.fo.engine import MethodOutput, MethodSpec, run_method
-from agreement.geometry_agreement import DISTANCES, geometry_agreement
+from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
+from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
 from agreement.similarity import similarity_options
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC"]
@@ -37,17 +37,30 @@ METHOD = "iaa.geometry_agreement"
 MAX_LISTED = 1000
 
 
-def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """Geometry agreement on the corpus (pure :func:`agreement.geometry_agreement.geometry_agreement`)."""
-    data = read.annotations
-    report(0.0, "matching within and between samples")
-    res = geometry_agreement(data, distance=params["distance"], threshold=params["threshold"],
-                             bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]),
-                             max_pairs=params["max_pairs"], seed=params["seed"], confidence=params["confidence"])
+def _shard_kw(params: dict) -> dict:
+    return dict(distance=params["distance"], threshold=params["threshold"], max_pairs=params["max_pairs"])
+
+
+def _kernel(read, params: dict, extra: dict) -> MethodOutput:
+    """The within-item measurement of one shard (:func:`agreement.geometry_agreement.geometry_shard`):
+    per-sample distance and matched share, per-label distance, and the shard's statistics."""
+    shard = geometry_shard(read.annotations, **_shard_kw(params))
+    out = shard.outputs
+    return MethodOutput({}, {}, sample_values={"distance": out["sample_distance"],
+                                               "matched_fraction": out["sample_matched_fraction"]},
+                        label_values={"distance": out["row_distance"]}, stats=shard.without_rows())
+
+
+def _finish(stats: list, params: dict, read_samples) -> tuple[dict, dict]:
+    """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
+    ids = np.concatenate([sh.sample_ids for sh in stats])
+    res = merge_geometry_shards(
+        stats, lambda idx: (read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
+        bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
+        confidence=params["confidence"])
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
     between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
-    sid = data.sample_ids
     detail = {
         "distributions": {
             "edges": edges,
@@ -55,23 +68,22 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
             "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
         },
         "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
-        "undefined_samples": dict(list({str(s): r for s, r in zip(sid, res.sample_reasons) if r}.items())[:MAX_LISTED]),
+        "undefined_samples": dict(list({str(s): r for s, r in zip(ids, res.sample_reasons) if r}.items())[:MAX_LISTED]),
         "similarity_report": res.similarity_report,
     }
-    return MethodOutput(dict(res.headline()), detail,
-                        sample_values={"distance": res.sample_distance,
-                                       "matched_fraction": res.sample_matched_fraction},
-                        label_values={"distance": res.row_distance})
+    return dict(res.headline()), detail
 
 
 SPEC = MethodSpec(
     method=METHOD,
     sample_suffixes=("distance", "matched_fraction"),
     label_suffixes=("distance",),
-    compute=_compute,
+    compute=None,
     read_options=lambda p: {"image_sizes": True, "masks": p["distance"] == "mask_iou"},
     context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
                                          polyline3d_tolerance=p["polyline3d_tolerance"]),
+    kernel=_kernel,
+    finish=_finish,
 )
 
 
@@ -94,6 +106,7 @@ def compute_geometry_agreement(
     progress: Callable[[float, str], None] | None = None,
     point3d_scale: float = 2.0,
     polyline3d_tolerance: float = 0.5,
+    shard_size: int | None = None,
 ) -> dict:
     """Computes geometry agreement on ``samples`` and stores it as run ``key``.
 
@@ -115,6 +128,11 @@ def compute_geometry_agreement(
             ``n_samples_skipped``, and ``truncated`` is true exactly then.
         point3d_scale, polyline3d_tolerance: scene-unit parameters of the
             ``"point3d"`` and ``"polyline3d_f1"`` distances.
+        shard_size: samples read, measured and written at a time (default
+            :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE`); the chance sample
+            is drawn on the whole view after the last shard and its sets read
+            again (at most ``max_pairs`` comparisons). The numbers are the same
+            whatever the shard size or the view's order.
 
     Returns:
         The headline numbers: ``sigma``, ``distance_alpha``, ``ks``,
@@ -143,4 +161,5 @@ def compute_geometry_agreement(
               "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
+                      shard_size=check_shard_size(shard_size))

@@ -69,7 +69,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
                         label_values={"unit": units}, stats=shard.without_labels())
 
 
-def _finish(stats: list, params: dict, intra: dict | None = None) -> tuple[dict, dict]:
+def _finish(stats: list, params: dict, read_samples=None, intra: dict | None = None) -> tuple[dict, dict]:
     """The corpus numbers of the merged shards: global and mean α, the τ curve, the diagnostics."""
     result, curve = merge_kalos_shards(stats)
     vitality = rater_vitality(result)
@@ -120,7 +120,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     intra = intra_annotator_consistency(read.annotations, extra["sessions"], tau=params["tau"],
                                         similarity=params["similarity"], solver=params["solver"],
                                         cost=params["cost"])
-    summary, detail = _finish([out.stats], params, intra)
+    summary, detail = _finish([out.stats], params, intra=intra)
     return MethodOutput(summary, detail, sample_values=out.sample_values, label_values=out.label_values)
 
 
