@@ -66,9 +66,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.ot import _pair_table, _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
-from agreement.rater_pairs import RaterPairTable
+from agreement.arrays import unique_sorted
+from agreement.rater_pairs import RaterPairTable, shared_pairs_of_cells
 
-__all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order"]
+__all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order", "ChancePlan", "plan_chance", "CellSets",
+           "finish_alpha_ot"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,16 +190,15 @@ class _Strata:
     cell_rater: np.ndarray  # and rater
 
 
-def _strata(data, table: RaterPairTable) -> _Strata:
-    S, R = data.num_samples, data.num_raters
+def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable) -> _Strata:
+    S, R = len(sample_ids), len(raters)
     srank = np.empty(S, np.intp)
-    srank[canonical_sample_order(data.sample_ids)] = np.arange(S)
-    cs, cr = np.nonzero(data.assigned)
+    srank[canonical_sample_order(sample_ids)] = np.arange(S)
     order = np.lexsort((srank[cs], cr))
     cs, cr = cs[order], cr[order]
     start = np.searchsorted(cr, np.arange(R + 1))
     count = np.diff(start)
-    names = list(data.raters)
+    names = list(raters)
     nrank = np.empty(R, np.intp)
     nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
     swap = nrank[table.a] > nrank[table.b]
@@ -288,27 +289,164 @@ def alpha_ot(
     Detection with Optimal Transport".
     """
     check_ot_params(lam, beta, normalization)
-    if int(max_pairs) < 1:
-        raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
-    max_pairs = int(max_pairs)
-    pc = _PairCosts(data.boxes, data.labels, lam)
     R = data.num_raters
+    cs, cr = np.nonzero(data.assigned)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     if observed_costs is None:
+        pc = _PairCosts(data.boxes, data.labels, lam)
         c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
     else:
         c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
         if len(c_obs) != len(s):
             raise ValueError(f"observed_costs has {len(c_obs)} values for {len(s)} (sample, assigned rater pair) cells")
-    table = _pair_table(data.raters, a, b, pid)
+    sets = CellSets.of(data, plan.cell_key)
+    return finish_alpha_ot(plan, sets, c_obs, a.astype(np.int64) * R + b, lam, beta, normalization, max_block)
+
+
+@dataclass(frozen=True, eq=False)
+class ChancePlan:
+    """The chance sample of αOT, drawn from the assignment alone (module docstring): which cross pairs
+    are evaluated, and the (sample, rater) cells whose sets they need.
+
+    Attributes:
+        raters: the rater names; sample indices refer to the ``sample_ids`` planned.
+        table: the rater pairs that share a sample (``a``, ``b``, ``n_shared``; no values).
+        strata: per rater pair, its samples and cross-pair population.
+        stratum: stratum of every cross pair evaluated (draws included).
+        pair_inv: distinct cell pair of every cross pair evaluated.
+        first_key, second_key: per distinct cell pair, the key ``sample * R + rater`` of each side.
+        cell_key: the distinct cells needed, sorted (``sample * R + rater``).
+        exact_strata: the strata whose every cross pair is evaluated.
+        max_pairs, seed: the budget and the seed.
+    """
+
+    raters: tuple
+    table: RaterPairTable
+    strata: _Strata
+    stratum: np.ndarray
+    pair_inv: np.ndarray
+    first_key: np.ndarray
+    second_key: np.ndarray
+    cell_key: np.ndarray
+    exact_strata: np.ndarray
+    max_pairs: int
+    seed: int
+
+    def cells_of_samples(self, lo: int, hi: int) -> np.ndarray:
+        """The needed cell keys of samples ``lo .. hi - 1`` (a shard of consecutive samples)."""
+        R = len(self.raters)
+        return self.cell_key[np.searchsorted(self.cell_key, lo * R): np.searchsorted(self.cell_key, hi * R)]
+
+
+def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, max_pairs: int = 100_000,
+                seed: int = 0) -> ChancePlan:
+    """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
+
+    ``(cell_sample[k], cell_rater[k])`` are the assigned (sample, rater)
+    cells, sorted by sample then rater. The draws depend on the sample ids,
+    the rater names, the assignment, ``max_pairs`` and ``seed`` only: not on
+    any annotation, the order of the samples or how they are sharded, so a
+    streamed run can collect the sets it needs while it reads its shards.
+    """
+    if isinstance(max_pairs, bool) or int(max_pairs) < 1:
+        raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
+    max_pairs = int(max_pairs)
+    sample_ids = np.asarray(sample_ids, dtype=object)
+    raters = tuple(raters)
+    S, R = len(sample_ids), len(raters)
+    cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
+    _, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
+    table = _pair_table(raters, a, b, pid)
+    st = _strata(sample_ids, cs, cr, raters, table)
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
+    if N_tot <= max_pairs:
+        n_alloc = st.size.copy()
+    else:
+        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
+    exact = n_alloc[strata] >= st.size[strata]
+    keys = _stratum_keys(seed, raters, st.first, st.second)
+    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
+    C = len(st.cell_sample)
+    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
+    first_key = st.cell_sample[uniq // C].astype(np.int64) * R + st.cell_rater[uniq // C]
+    second_key = st.cell_sample[uniq % C].astype(np.int64) * R + st.cell_rater[uniq % C]
+    cell_key = unique_sorted(np.concatenate([first_key, second_key]))
+    return ChancePlan(raters, table, st, sp, inv.reshape(-1), first_key, second_key, cell_key, strata[exact],
+                      max_pairs, int(seed))
+
+
+@dataclass(frozen=True, eq=False)
+class CellSets:
+    """The annotations of some (sample, rater) cells: the sets a chance sample needs.
+
+    Attributes:
+        key: ``(K,)`` cell keys ``sample * R + rater``, sorted.
+        offsets: ``(K + 1,)``: the rows of cell ``k`` are ``offsets[k]:offsets[k + 1]``.
+        boxes: ``(N, 4)`` relative ``[x, y, w, h]``.
+        labels: ``(N,)`` class labels.
+    """
+
+    key: np.ndarray
+    offsets: np.ndarray
+    boxes: np.ndarray
+    labels: np.ndarray
+
+    @classmethod
+    def of(cls, data, keys: np.ndarray, sample_offset: int = 0) -> "CellSets":
+        """The cells ``keys`` of ``data``, whose sample ``s`` is sample ``sample_offset + s`` of the corpus."""
+        R = data.num_raters
+        keys = np.asarray(keys, dtype=np.int64)
+        local = keys - sample_offset * R
+        lo, hi = data.offsets[local], data.offsets[local + 1]
+        n = hi - lo
+        rows = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        return cls(keys, np.r_[0, np.cumsum(n)].astype(np.intp), data.boxes[rows], data.labels[rows])
+
+    @classmethod
+    def concat(cls, parts) -> "CellSets":
+        """The cells of several parts (disjoint keys), sorted by key."""
+        parts = [p for p in parts if len(p.key)]
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(1, np.intp), np.zeros((0, 4)), np.zeros(0, dtype=object))
+        key = np.concatenate([p.key for p in parts])
+        n = np.concatenate([np.diff(p.offsets) for p in parts])
+        start = np.concatenate([p.offsets[:-1] + base for p, base in
+                                zip(parts, np.cumsum([0] + [len(p.boxes) for p in parts[:-1]]))])
+        boxes = np.concatenate([p.boxes for p in parts])
+        labels = np.concatenate([p.labels for p in parts])
+        o = np.argsort(key, kind="stable")
+        key, n, start = key[o], n[o], start[o]
+        rows = np.repeat(start - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        return cls(key, np.r_[0, np.cumsum(n)].astype(np.intp), boxes[rows], labels[rows])
+
+
+def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray, observed_pair: np.ndarray,
+                    lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
+                    max_block: int = 1 << 17) -> AlphaOTResult:
+    """αOT from the planned chance sample, the sets of its cells and the observed costs.
+
+    Args:
+        plan: from :func:`plan_chance`.
+        sets: the :class:`CellSets` of ``plan.cell_key`` (from one corpus or merged from shards).
+        observed_costs: the OT cost of every (sample, assigned rater pair), in corpus sample order.
+        observed_pair: the rater pair of each, as ``a * R + b`` (``a < b``).
+        lam, beta, normalization, max_block: as in :func:`alpha_ot`.
+    """
+    check_ot_params(lam, beta, normalization)
+    if not np.array_equal(sets.key, plan.cell_key):
+        raise ValueError("the cell sets do not hold the cells the chance plan needs")
+    R = len(plan.raters)
+    table = RaterPairTable(plan.table.raters, plan.table.a, plan.table.b, plan.table.n_shared)
+    c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
+    pid = np.searchsorted(table.a.astype(np.int64) * R + table.b, np.asarray(observed_pair, dtype=np.int64))
     P = len(table)
-    n_shared = table.n_shared
-    obs = np.bincount(pid, c_obs, P) / np.maximum(n_shared, 1)
+    obs = np.bincount(pid, c_obs, P) / np.maximum(table.n_shared, 1)
+    st = plan.strata
+    mean_e, se_e, n_eval, is_exact = _chance(plan, sets, float(lam), float(beta), normalization, max_block)
 
-    st = _strata(data, table)
-    mean_e, se_e, n_eval, is_exact = _chance(data, pc, st, max_pairs, seed, float(beta), normalization, max_block)
-
-    pair_alpha, pair_se, pair_reason = _pair_alphas(data.raters, st, obs, mean_e, se_e)
+    pair_alpha, pair_se, pair_reason = _pair_alphas(plan.raters, st, obs, mean_e, se_e)
     table.values.update({
         "alpha_ot": pair_alpha, "alpha_ot_se": pair_se, "observed_cost": obs, "expected_cost": mean_e,
         "expected_cost_se": se_e, "exact": is_exact.astype(np.float64),
@@ -332,34 +470,25 @@ def alpha_ot(
     return AlphaOTResult(
         alpha=alpha, observed=D_o, expected=D_e, expected_se=SE_e, alpha_se=a_se, exact=bool(is_exact.all()),
         n_observed=int(c_obs.size), n_expected=int(n_eval.sum()), n_cross_pairs=N_tot, reason=reason,
-        pairs=table, raters=tuple(data.raters), lam=float(lam), beta=float(beta),
-        normalization=normalization, max_pairs=max_pairs, seed=int(seed),
+        pairs=table, raters=plan.raters, lam=float(lam), beta=float(beta),
+        normalization=normalization, max_pairs=plan.max_pairs, seed=plan.seed,
     )
 
 
-def _chance(data, pc: _PairCosts, st: _Strata, max_pairs: int, seed: int, beta: float, normalization: str,
+def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normalization: str,
             max_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per stratum: mean chance cost, its standard error (0 when exact), the number of
     cross pairs evaluated, and whether they are all of them (module docstring)."""
-    P, R, off = len(st.size), data.num_raters, data.offsets
-    N_tot = int(st.size.sum())
-    strata = np.flatnonzero(st.size > 0)
-    if N_tot <= max_pairs:
-        n_alloc = st.size.copy()
-    else:
-        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
-    exact = n_alloc[strata] >= st.size[strata]
-    keys = _stratum_keys(seed, data.raters, st.first, st.second)
-    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
-    # Evaluate each distinct cross pair (pair of cells) once.
-    C = len(st.cell_sample)
-    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
-    ca = st.cell_sample[uniq // C] * R + st.cell_rater[uniq // C]
-    cb = st.cell_sample[uniq % C] * R + st.cell_rater[uniq % C]
+    st = plan.strata
+    P = len(st.size)
+    pc = _PairCosts(sets.boxes, sets.labels, lam)
+    off = sets.offsets
+    ca = np.searchsorted(sets.key, plan.first_key)
+    cb = np.searchsorted(sets.key, plan.second_key)
     cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
                           beta, normalization, max_block).cost
-    c = cu[inv.reshape(-1)]
-
+    sp = plan.stratum
+    c = cu[plan.pair_inv]
     n_eval = np.bincount(sp, minlength=P).astype(np.int64)
     mean_e = np.full(P, np.nan)
     se_e = np.full(P, np.nan)
@@ -367,7 +496,7 @@ def _chance(data, pc: _PairCosts, st: _Strata, max_pairs: int, seed: int, beta: 
     mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
     dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
     is_exact = np.zeros(P, bool)
-    is_exact[strata[exact]] = True
+    is_exact[plan.exact_strata] = True
     is_exact[st.size == 0] = True
     se_e[is_exact & has] = 0.0
     mc = ~is_exact & (n_eval > 1)  # every drawn stratum has at least two draws

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from agreement.geometry.boxes import pairwise_iou
-from agreement.krippendorff import AlphaResult, encode_values, nominal_alpha
+from agreement.krippendorff import AlphaResult, alpha_from_coincidence, encode_values, nominal_alpha
 from agreement.ot import (
     _chunks_of,
     _entries,
@@ -274,6 +274,8 @@ class ThresholdBaselines:
             into ``categories``.
         categories: the coding: class labels, then ``"no_object"`` last.
         iou_threshold, class_aware, alpha_class_aware: the parameters.
+        matched_iou: IoU of every matched pair of the F1 matching (behind ``mean_iou``).
+        units: the :class:`UnitCounts` of the alpha units (mergeable across shards).
     """
 
     sample_f1: np.ndarray
@@ -299,6 +301,8 @@ class ThresholdBaselines:
     iou_threshold: float = 0.5
     class_aware: bool = True
     alpha_class_aware: bool = False
+    matched_iou: np.ndarray = field(repr=False, default=None)
+    units: "UnitCounts" = field(repr=False, default=None)
 
 
 def threshold_baselines(
@@ -335,7 +339,7 @@ def threshold_baselines(
     """
     t = _check_threshold(iou_threshold)
     _boxes(data.boxes, "boxes")
-    codes, cats = encode_values(data.labels, missing=())
+    codes, cats = _class_codes(data)
     no_obj = len(cats)
     pc = _PairCosts(data.boxes, data.labels, 1.0)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
@@ -351,7 +355,8 @@ def threshold_baselines(
     s_f1, s_iou, s_reason = _sample_means(data, s, pair_f1, pair_iou)
     u_pair, u_vals = _alpha_units(codes, no_obj, alpha_hits, a0, na, b0, nb)
     table = _pair_table(data.raters, a, b, pid)
-    alpha_p, reason_p = _grouped_nominal_alpha(pid[u_pair], u_vals, len(table), no_obj + 1)
+    units = UnitCounts.of(pid[u_pair], u_vals, table.a.astype(np.int64) * data.num_raters + table.b, no_obj + 1)
+    alpha_p, reason_p = units.pair_alpha(len(table))
     table.values["threshold_alpha"] = alpha_p
     table.reasons["threshold_alpha"] = reason_p
     defined_f1 = pair_f1[~np.isnan(pair_f1)]
@@ -363,10 +368,83 @@ def threshold_baselines(
         f1_micro=2.0 * n_tp / n_all if n_all else float("nan"),
         f1_macro=float(defined_f1.mean()) if defined_f1.size else float("nan"),
         mean_iou=float(f1_hits[3].mean()) if n_tp else float("nan"),
-        alpha=nominal_alpha(u_vals), pairs=table, unit_pair=u_pair, unit_values=u_vals,
+        alpha=units.alpha(), pairs=table, unit_pair=u_pair, unit_values=u_vals,
         categories=tuple(cats) + (NO_OBJECT,), iou_threshold=t, class_aware=class_aware,
-        alpha_class_aware=alpha_class_aware,
+        alpha_class_aware=alpha_class_aware, matched_iou=f1_hits[3], units=units,
     )
+
+
+def _class_codes(data) -> tuple[np.ndarray, tuple]:
+    """Class codes of the rows: by the corpus vocabulary of a shard (``data.classes``), else as
+    :func:`agreement.krippendorff.encode_values` codes the labels (the same order)."""
+    if getattr(data, "classes", None) is not None:
+        from agreement.data import encode_classes
+
+        return encode_classes(data)
+    return encode_values(data.labels, missing=())
+
+
+@dataclass(frozen=True, eq=False)
+class UnitCounts:
+    """The exact, mergeable counts behind the threshold α: units of two values, per rater pair and pooled.
+
+    Attributes:
+        pair_code: ``(P,)`` rater pair of each group, ``a * R + b``, sorted.
+        units, same: ``(P,)`` units of the pair and those whose two values agree.
+        cell_pair, cell_code, cell_count: the (pair, category) value counts, sparse.
+        pooled: ``(C, C)`` int matrix: ``pooled[x, y]`` units with values ``(x, y)``; the pooled
+            coincidence matrix is ``pooled + pooled.T``.
+        n_categories: ``C``.
+    """
+
+    pair_code: np.ndarray
+    units: np.ndarray
+    same: np.ndarray
+    cell_pair: np.ndarray
+    cell_code: np.ndarray
+    cell_count: np.ndarray
+    pooled: np.ndarray
+    n_categories: int
+
+    @classmethod
+    def of(cls, group: np.ndarray, values: np.ndarray, pair_code: np.ndarray, n_categories: int) -> "UnitCounts":
+        """Counts of the units ``values[:, u]`` of group ``group[u]`` (an index into ``pair_code``)."""
+        P, C = len(pair_code), int(n_categories)
+        group = np.asarray(group, dtype=np.int64)
+        units = np.bincount(group, minlength=P).astype(np.int64)
+        same = np.bincount(group[values[0] == values[1]], minlength=P).astype(np.int64)
+        key, cnt = np.unique(np.concatenate([group, group]) * C + values.reshape(-1), return_counts=True)
+        pooled = np.bincount(values[0] * C + values[1], minlength=C * C).reshape(C, C).astype(np.int64)
+        return cls(np.asarray(pair_code, dtype=np.int64), units, same, (key // C).astype(np.int64),
+                   (key % C).astype(np.int64), cnt.astype(np.int64), pooled, C)
+
+    @classmethod
+    def merge(cls, parts, pair_code: np.ndarray) -> "UnitCounts":
+        """The counts of several disjoint sets of units, on the rater pairs ``pair_code`` (sorted, a superset)."""
+        pair_code = np.asarray(pair_code, dtype=np.int64)
+        P, C = len(pair_code), parts[0].n_categories
+        units, same = np.zeros(P, np.int64), np.zeros(P, np.int64)
+        keys, counts = [], []
+        pooled = np.zeros((C, C), np.int64)
+        for part in parts:
+            pos = np.searchsorted(pair_code, part.pair_code)
+            np.add.at(units, pos, part.units)
+            np.add.at(same, pos, part.same)
+            keys.append(pos[part.cell_pair] * C + part.cell_code)
+            counts.append(part.cell_count)
+            pooled += part.pooled
+        key, inv = np.unique(np.concatenate(keys), return_inverse=True)
+        cnt = np.bincount(inv.reshape(-1), np.concatenate(counts).astype(np.float64)).astype(np.int64)
+        return cls(pair_code, units, same, key // C, key % C, cnt, pooled, C)
+
+    def pair_alpha(self, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nominal α of each pair's units (:func:`_grouped_nominal_alpha`)."""
+        sq = np.bincount(self.cell_pair, self.cell_count.astype(np.float64) ** 2, minlength=n_pairs)
+        return _alpha_of_unit_counts(self.units.astype(np.float64), self.same.astype(np.float64), sq)
+
+    def alpha(self) -> AlphaResult:
+        """Nominal α of all units pooled (:func:`agreement.krippendorff.alpha_from_coincidence`)."""
+        return alpha_from_coincidence((self.pooled + self.pooled.T).astype(np.float64), int(self.units.sum()))
 
 
 def _threshold_matchings(pc: _PairCosts, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware, max_block):
@@ -443,7 +521,6 @@ def _grouped_nominal_alpha(group: np.ndarray, values: np.ndarray, n_groups: int,
     reasons where undefined).
     """
     U = np.bincount(group, minlength=n_groups).astype(np.float64)
-    n = 2.0 * U
     same = np.bincount(group[values[0] == values[1]], minlength=n_groups).astype(np.float64)
     keys = np.concatenate([group, group]).astype(np.int64) * n_categories + values.reshape(-1)
     if n_groups * n_categories <= 1 << 24:  # dense counts: no sort
@@ -452,6 +529,13 @@ def _grouped_nominal_alpha(group: np.ndarray, values: np.ndarray, n_groups: int,
     else:
         uk, cnt = np.unique(keys, return_counts=True)
         sq = np.bincount(uk // n_categories, cnt.astype(np.float64) ** 2, minlength=n_groups)
+    return _alpha_of_unit_counts(U, same, sq)
+
+
+def _alpha_of_unit_counts(U: np.ndarray, same: np.ndarray, sq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: α from its units ``U``, agreeing units ``same`` and ``sum_c n_c^2`` (exact integer inputs)."""
+    n_groups = len(U)
+    n = 2.0 * U
     alpha = np.full(n_groups, np.nan)
     reason = np.full(n_groups, "", dtype=object)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -24,7 +24,8 @@ import numpy as np
 
 from agreement.arrays import unique_sorted
 
-__all__ = ["RaterPairTable", "shared_sample_pairs", "records_to_matrix", "records_to_columns", "columns_to_records"]
+__all__ = ["RaterPairTable", "shared_sample_pairs", "shared_pairs_of_cells", "records_to_matrix", "records_to_columns",
+           "columns_to_records"]
 
 
 def shared_sample_pairs(assigned: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -44,6 +45,14 @@ def shared_sample_pairs(assigned: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     assigned = np.asarray(assigned, dtype=bool)
     S, R = assigned.shape
     ss, rr = np.nonzero(assigned)  # row-major: by sample, then rater
+    return shared_pairs_of_cells(ss, rr, S, R)
+
+
+def shared_pairs_of_cells(ss: np.ndarray, rr: np.ndarray, S: int, R: int
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`shared_sample_pairs` of the assigned cells ``(ss[k], rr[k])``, sorted by sample then rater
+    (memory in the cells, not samples × raters: a crowd's assignment)."""
+    ss, rr = np.asarray(ss, dtype=np.intp), np.asarray(rr, dtype=np.intp)
     k = np.bincount(ss, minlength=S)
     start = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.intp)
     parts_s, parts_a, parts_b = [], [], []

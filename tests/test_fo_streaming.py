@@ -45,7 +45,7 @@ def sparse_crowd(fo, make_dataset):
     return ds
 
 
-STREAMED = ["compute_kalos", "compute_geometry_agreement"]
+STREAMED = ["compute_kalos", "compute_geometry_agreement", "compute_ot_agreement"]
 
 
 def _run(fo, view, key: str, op: str = "compute_kalos", **params):
@@ -76,7 +76,8 @@ def _stored(ds, key: str) -> tuple[dict, dict, dict]:
 def test_streamed_methods_are_bit_identical_for_every_shard_size_and_sample_order(fo, sparse_crowd, op):
     ds = sparse_crowd
     # a chance sample drawn (not exact) for geometry: its sets are read back after the last shard
-    extra = {"bootstrap": 200, "max_pairs": 3000} if op == "compute_geometry_agreement" else {}
+    extra = {"compute_geometry_agreement": {"bootstrap": 200, "max_pairs": 3000},
+             "compute_ot_agreement": {"max_pairs": 5000}}.get(op, {})  # drawn chance samples
     runs = {
         "whole": _run(fo, ds.view(), "whole", op, **extra),
         "one": _run(fo, ds.view(), "one", op, shard_size=1, **extra),
@@ -87,6 +88,8 @@ def test_streamed_methods_are_bit_identical_for_every_shard_size_and_sample_orde
     assert ref[2]["summary"]["clipped_boxes"] == 1
     if op == "compute_geometry_agreement":
         assert ref[2]["summary"]["between_exact"] is False and ref[2]["summary"]["n_samples_skipped"] == 0
+    if op == "compute_ot_agreement":
+        assert ref[2]["summary"]["alpha_ot_exact"] is False and ref[2]["summary"]["n_cross_pairs_evaluated"] > 1000
     assert ref[1] and all(len(v) > 100 for v in ref[1].values())
     assert any(v is not None for values in ref[1].values() for v in values.values())
     for key, result in runs.items():

@@ -35,8 +35,8 @@ from agreement.validation import RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
-__all__ = ["MethodSpec", "MethodOutput", "run_method", "clean_summary", "DEFAULT_SHARD_SIZE", "check_shard_size",
-           "canonical_shards"]
+__all__ = ["MethodSpec", "MethodOutput", "StreamContext", "run_method", "clean_summary", "DEFAULT_SHARD_SIZE",
+           "check_shard_size", "canonical_ids"]
 
 Progress = Callable[[float, str], None]
 
@@ -88,9 +88,11 @@ class MethodSpec:
         kernel: a method that streams: ``(read, params, extra) -> MethodOutput`` on one shard
             (per-sample and per-label values of the shard, its mergeable ``stats``;
             no summary). Pure :mod:`agreement` code inside.
-        finish: ``(stats of every shard in corpus order, params, read_samples) -> (summary, detail)``;
-            ``read_samples(sample_ids)`` reads those samples again (as the shards were read) for
-            a method whose corpus statistics need a few of them together (a chance sample).
+        finish: ``(stats of every shard in corpus order, params, StreamContext) -> (summary, detail)``.
+        prepare: ``(samples, plan, sample_ids, layout, params) -> state``, run once before the
+            first shard (e.g. a chance sample drawn from the assignment, whose sets the shards
+            then collect as they pass); the kernel finds it in ``extra["state"]``, with the
+            shard's first corpus position in ``extra["sample_offset"]``.
         streams: whether these parameters allow streaming (else ``compute`` runs on the
             whole corpus at once).
     """
@@ -104,8 +106,25 @@ class MethodSpec:
     check: Callable[[ReadResult, dict], None] = lambda read, params: None
     extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
-    finish: Callable[[list, dict, Callable], tuple[dict, dict]] | None = None
+    finish: Callable[[list, dict, "StreamContext"], tuple[dict, dict]] | None = None
     streams: Callable[[dict], bool] = lambda params: True
+    prepare: Callable[[Any, Any, list, Mapping, dict], Any] | None = None
+
+
+@dataclass
+class StreamContext:
+    """What a streamed method's ``finish`` (and, through ``extra``, its ``kernel``) gets besides its statistics.
+
+    Attributes:
+        sample_ids: every sample id of the view, in the canonical corpus order (sorted as strings).
+        state: what the method's ``prepare`` returned (``None`` without one).
+        read_samples: ``(sample_ids) -> MultiRaterAnnotations``: those samples read again, as the
+            shards were read (for corpus statistics that need a few samples together).
+    """
+
+    sample_ids: list
+    state: Any = None
+    read_samples: Callable[[Sequence[str]], Any] | None = None
 
 
 def clean_summary(summary: Mapping[str, Any]) -> dict:
@@ -173,15 +192,14 @@ def check_shard_size(shard_size: int | None) -> int:
     return int(shard_size)
 
 
-def canonical_shards(samples, shard_size: int) -> list[list[str]]:
-    """The sample ids of ``samples`` sorted as strings, cut into shards of ``shard_size``.
+def canonical_ids(samples) -> list[str]:
+    """The sample ids of ``samples`` sorted as strings: the corpus order of every streamed run.
 
-    The corpus order of every streamed run: it depends on the samples only,
-    never on the view's order, so that results are the same whatever the
-    order and whatever the shard size.
+    It depends on the samples only, never on the view's order, so that
+    results are the same whatever the order and whatever the shard size.
     """
-    ids = sorted(map(str, samples.values("id")))
-    return [ids[i: i + shard_size] for i in range(0, len(ids), shard_size)]
+    return sorted(map(str, samples.values("id")))
+
 
 
 def run_method(
@@ -246,7 +264,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
 
     1. check the key; plan the corpus once (:func:`agreement.fo.reading.plan_corpus`:
        raters, class vocabulary, assignment checks, by aggregations);
-    2. per shard of :func:`canonical_shards`: read it (projected, with the plan),
+    2. per shard of consecutive samples of :func:`canonical_ids`: read it (projected, with the plan),
        run the method's ``kernel``, write its per-sample and per-label values, keep
        its ``stats`` and release the rest; before the first write, the run is
        registered ``incomplete`` with every field it will own (and an overwritten
@@ -261,7 +279,12 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     plan = plan_corpus(samples, **_plan_layout(layout))
     runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
                      overwrite=overwrite, check_only=True)
-    shards = canonical_shards(samples, shard_size)
+    ids = canonical_ids(samples)
+    shards = [ids[i: i + shard_size] for i in range(0, len(ids), shard_size)]
+    context = StreamContext(ids)
+    if spec.prepare is not None:
+        report(0.02, "planning")
+        context.state = spec.prepare(samples, plan, ids, layout, params)
     run_plan = None
     stats, repairs, record = [], RepairReport(), {}
     try:
@@ -271,7 +294,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             view = samples.select(ids, ordered=True)
             read = read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan)
             spec.check(read, params)
-            extra = spec.extra(view, read, params)
+            extra = {**spec.extra(view, read, params), "state": context.state, "sample_offset": k * shard_size}
             report(lo + 0.3 / len(shards), f"shard {k + 1} of {len(shards)}: computing" if len(shards) > 1
                    else "computing")
             with spec.context(params):
@@ -288,12 +311,13 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             del read, out, extra, view
         report(0.95, "merging shards")
 
-        def read_samples(ids):  # samples the finish needs again (e.g. a chance sample), in canonical order
-            view = samples.select([str(i) for i in ids], ordered=True)
+        def read_samples(wanted):  # samples the finish needs again (e.g. a chance sample), in canonical order
+            view = samples.select([str(i) for i in wanted], ordered=True)
             return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
 
+        context.read_samples = read_samples
         with spec.context(params):
-            summary, detail = spec.finish(stats, params, read_samples)
+            summary, detail = spec.finish(stats, params, context)
     except BaseException:
         if run_plan is not None:
             runs.discard_incomplete_run(samples, key)

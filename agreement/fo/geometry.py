@@ -51,11 +51,11 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
                         label_values={"distance": out["row_distance"]}, stats=shard.without_rows())
 
 
-def _finish(stats: list, params: dict, read_samples) -> tuple[dict, dict]:
+def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
-    ids = np.concatenate([sh.sample_ids for sh in stats])
+    ids = np.asarray(context.sample_ids, dtype=object)
     res = merge_geometry_shards(
-        stats, lambda idx: (read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
+        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
         bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
         confidence=params["confidence"])
     edges = np.linspace(0.0, 1.0, 41)

@@ -69,7 +69,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
                         label_values={"unit": units}, stats=shard.without_labels())
 
 
-def _finish(stats: list, params: dict, read_samples=None, intra: dict | None = None) -> tuple[dict, dict]:
+def _finish(stats: list, params: dict, context=None, intra: dict | None = None) -> tuple[dict, dict]:
     """The corpus numbers of the merged shards: global and mean α, the τ curve, the diagnostics."""
     result, curve = merge_kalos_shards(stats)
     vitality = rater_vitality(result)

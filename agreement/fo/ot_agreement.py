@@ -60,9 +60,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from agreement.alpha_ot import alpha_ot
-from agreement.baselines import threshold_baselines
-from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from dataclasses import dataclass
+
+from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+from agreement.baselines import UnitCounts, threshold_baselines
+from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
+from agreement.fo.reading import read_assignment
 from agreement.ot import check_ot_params, sample_ot_scores
 from agreement.rater_pairs import RaterPairTable
 
@@ -93,6 +96,7 @@ def compute_ot_agreement(
     assume_crossed: bool = False,
     overwrite: bool = False,
     progress: Progress | None = None,
+    shard_size: int | None = None,
 ) -> dict:
     """Computes OT agreement on ``samples`` and stores it as run ``key``.
 
@@ -115,6 +119,12 @@ def compute_ot_agreement(
             is recorded (attribute layout).
         overwrite: replace an existing agreement run with this key.
         progress: optional ``callback(fraction, label)``.
+        shard_size: samples read, scored and written at a time (default
+            :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE`). The chance sample
+            is drawn from the view's assignment before the first shard (it
+            depends on no annotation), and each shard keeps the sets it
+            needs; every number is the same whatever the shard size or the
+            view's order.
 
     Returns:
         The headline numbers as a flat dict: ``alpha_ot``, ``alpha_ot_se``,
@@ -140,7 +150,8 @@ def compute_ot_agreement(
     }
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
+                      shard_size=check_shard_size(shard_size))
 
 
 def _check(read, params: dict) -> None:
@@ -151,70 +162,128 @@ def _check(read, params: dict) -> None:
         )
 
 
-def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """Per-sample OT scores, αOT and the threshold baselines (pure :mod:`agreement` code)."""
+def _ot_kw(params: dict) -> dict:
+    return dict(lam=params["lam"], beta=params["beta"], normalization=params["normalization"])
+
+
+def _prepare(samples, plan, sample_ids: list, layout, params: dict):
+    """The αOT chance sample, drawn from the view's assignment before the first shard
+    (:func:`agreement.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass."""
+    cs, cr = read_assignment(samples, plan, sample_ids)
+    return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"])
+
+
+@dataclass(frozen=True, eq=False)
+class _Shard:
+    """What the corpus numbers need of one shard: per (sample, rater pair) costs, scores and F1, per-sample
+    means, the matched IoUs and α unit counts of the baselines, and the sets of the chance sample."""
+
+    pair_sample: np.ndarray
+    pair_code: np.ndarray
+    pair_cost: np.ndarray
+    pair_score: np.ndarray
+    pair_f1: np.ndarray
+    sample_mean: np.ndarray
+    matched_iou: np.ndarray
+    n_matched: int
+    n_boxes: float
+    units: UnitCounts
+    sets: CellSets
+    undefined: dict
+
+
+def _kernel(read, params: dict, extra: dict) -> MethodOutput:
+    """OT scores, threshold baselines and the chance sample's sets of one shard."""
     corpus = read.annotations
-    ot_kw = dict(lam=params["lam"], beta=params["beta"], normalization=params["normalization"])
-    report(0.0, "per-sample OT scores")
-    scores = sample_ot_scores(corpus, **ot_kw)
-    report(0.4, "alpha-OT chance baseline")
-    alpha = alpha_ot(corpus, **ot_kw, max_pairs=params["max_pairs"], seed=params["seed"],
-                     observed_costs=scores.pair_cost)
-    report(0.7, "threshold baselines")
+    chance, lo = extra["state"], extra["sample_offset"]
+    R = corpus.num_raters
+    scores = sample_ot_scores(corpus, **_ot_kw(params))
     base = threshold_baselines(corpus, iou_threshold=params["iou_threshold"])
     undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons) if r}
-    detail = {
-        "rater_pairs": _rater_pair_records(scores, alpha, base),
-        "undefined_samples": dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
-        "pair_sample_scores": _pair_sample_scores(scores, corpus),
-    }
+    shard = _Shard(
+        pair_sample=(np.asarray(scores.pair_sample, dtype=np.int64) + lo),
+        pair_code=np.asarray(scores.pair_rater_a, dtype=np.int64) * R + scores.pair_rater_b,
+        pair_cost=np.asarray(scores.pair_cost, dtype=np.float64), pair_score=np.asarray(scores.pair_score),
+        pair_f1=np.asarray(base.pair_f1), sample_mean=np.asarray(scores.mean), matched_iou=base.matched_iou,
+        n_matched=int(np.asarray(base.pair_n_matched).sum()),
+        n_boxes=float((np.asarray(base.pair_n_a) + np.asarray(base.pair_n_b)).sum()), units=base.units,
+        sets=CellSets.of(corpus, chance.cells_of_samples(lo, lo + corpus.num_samples), sample_offset=lo),
+        undefined=dict(list(undefined.items())[:MAX_LISTED_UNDEFINED]),
+    )
     samples = {"ot": scores.mean, "ot_min": scores.min, "ot_position": scores.position,
                "f1": base.sample_f1, "mean_iou": base.sample_mean_iou}
-    return MethodOutput(_summary(scores, alpha, base, corpus, len(undefined)), detail,
-                        sample_values=samples, label_values=_label_results(corpus, scores))
+    return MethodOutput({}, {}, sample_values=samples, label_values=_label_results(corpus, scores), stats=shard)
 
 
-def _summary(scores, alpha, base, corpus, n_undefined: int) -> dict:
-    """The headline numbers (``ExecutionResult.result`` and ``summary``)."""
-    return {
-        "alpha_ot": alpha.alpha,
-        "alpha_ot_se": alpha.alpha_se,
-        "alpha_ot_exact": bool(alpha.exact),
-        "alpha_ot_reason": alpha.reason,
-        "observed_cost": alpha.observed,
-        "expected_cost": alpha.expected,
-        "expected_cost_se": alpha.expected_se,
-        "n_cross_pairs": alpha.n_cross_pairs,
+def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
+    """αOT from the observed costs and the collected chance sets; the baselines and rater pairs merged."""
+    chance = context.state
+    cat = np.concatenate
+    pair_code, pair_cost, pair_score = (cat([getattr(sh, f) for sh in stats])
+                                        for f in ("pair_code", "pair_cost", "pair_score"))
+    alpha = finish_alpha_ot(chance, CellSets.concat([sh.sets for sh in stats]), pair_cost, pair_code,
+                            **_ot_kw(params))
+    R = len(chance.raters)
+    table = alpha.pairs
+    codes = table.a.astype(np.int64) * R + table.b
+    pid = np.searchsorted(codes, pair_code)
+    mean_ot = np.bincount(pid, pair_score, len(table)) / np.maximum(table.n_shared, 1)
+    units = UnitCounts.merge([sh.units for sh in stats], codes)
+    threshold_alpha, threshold_reason = units.pair_alpha(len(table))
+    pooled = units.alpha()
+    pair_f1 = cat([sh.pair_f1 for sh in stats])
+    defined_f1 = pair_f1[~np.isnan(pair_f1)]
+    iou = cat([sh.matched_iou for sh in stats])
+    n_tp, n_all = sum(sh.n_matched for sh in stats), sum(sh.n_boxes for sh in stats)
+    sample_mean = cat([sh.sample_mean for sh in stats])
+    scored = sample_mean[~np.isnan(sample_mean)]
+    undefined = {}
+    for sh in stats:
+        undefined.update(list(sh.undefined.items())[:MAX_LISTED_UNDEFINED - len(undefined)])
+    n_undefined = int(np.isnan(sample_mean).sum())
+    summary = {
+        "alpha_ot": alpha.alpha, "alpha_ot_se": alpha.alpha_se, "alpha_ot_exact": bool(alpha.exact),
+        "alpha_ot_reason": alpha.reason, "observed_cost": alpha.observed, "expected_cost": alpha.expected,
+        "expected_cost_se": alpha.expected_se, "n_cross_pairs": alpha.n_cross_pairs,
         "n_cross_pairs_evaluated": alpha.n_expected,
-        "mean_ot": scores.mean_score,
-        "n_samples": corpus.num_samples,
-        "n_scored": scores.n_scored,
-        "n_undefined": n_undefined,
-        "f1": base.f1_micro,
-        "f1_macro": base.f1_macro,
-        "mean_iou": base.mean_iou,
-        "threshold_alpha": base.alpha.alpha,
-        "threshold_alpha_reason": base.alpha.reason,
+        "mean_ot": float(scored.mean()) if scored.size else float("nan"),
+        "n_samples": len(sample_mean), "n_scored": int(len(scored)), "n_undefined": n_undefined,
+        "f1": 2.0 * n_tp / n_all if n_all else float("nan"),
+        "f1_macro": float(defined_f1.mean()) if defined_f1.size else float("nan"),
+        "mean_iou": float(iou.mean()) if n_tp else float("nan"),
+        "threshold_alpha": pooled.alpha, "threshold_alpha_reason": pooled.reason,
     }
+    keep = ("alpha_ot", "alpha_ot_se", "observed_cost", "expected_cost", "expected_cost_se", "n_cross_pairs",
+            "exact")
+    merged = RaterPairTable(table.raters, table.a, table.b, table.n_shared,
+                            values={"mean_ot": mean_ot, **{k: table.values[k] for k in keep},
+                                    "threshold_alpha": threshold_alpha},
+                            reasons={"alpha_ot": table.reasons["alpha_ot"], "threshold_alpha": threshold_reason})
+    detail = {
+        "rater_pairs": merged.to_columns(arrays=True),
+        "undefined_samples": undefined,
+        "pair_sample_scores": _pair_sample_scores(chance.raters, context.sample_ids,
+                                                  cat([sh.pair_sample for sh in stats]), pair_code, pair_score),
+    }
+    return summary, detail
 
 
-def _pair_sample_scores(scores, corpus) -> dict[str, list]:
+def _pair_sample_scores(raters, sample_ids, pair_sample, pair_code, pair_score) -> dict[str, list]:
     """Every (sample, rater pair) scored, as the coded columns of :func:`agreement.fo.compact.nested_to_columns`:
     ``outer`` codes the pair ``"a|b"``, ``inner`` the sample id, ``value`` the OT score (NaN: ``None``).
 
     :func:`agreement.fo.runs.load_agreement_results` gives it back as ``"a|b"`` → sample id → score.
     """
-    names = np.asarray(corpus.raters, dtype=object)
-    R = len(corpus.raters)
-    pair_codes, outer = np.unique(np.asarray(scores.pair_rater_a) * R + np.asarray(scores.pair_rater_b),
-                                  return_inverse=True)
-    sample_codes, inner = np.unique(np.asarray(scores.pair_sample), return_inverse=True)
+    names = np.asarray(raters, dtype=object)
+    R = len(raters)
+    pair_codes, outer = np.unique(pair_code, return_inverse=True)
+    sample_codes, inner = np.unique(pair_sample, return_inverse=True)
     return {  # numeric columns as arrays: runs.register_run packs them by dtype (NaN: None when read)
         "outer_keys": (names[pair_codes // R] + "|" + names[pair_codes % R]).tolist(),
         "outer": outer.ravel().astype(np.int64),
-        "inner_keys": [str(corpus.sample_ids[i]) for i in sample_codes.tolist()],
+        "inner_keys": [str(sample_ids[i]) for i in sample_codes.tolist()],
         "inner": inner.ravel().astype(np.int64),
-        "value": np.asarray(scores.pair_score, dtype=np.float64).copy(),
+        "value": np.asarray(pair_score, dtype=np.float64).copy(),
     }
 
 
@@ -240,29 +309,13 @@ def _label_results(corpus, scores) -> dict:
     }
 
 
-def _rater_pair_records(scores, alpha, base) -> list[dict]:
-    """One record per rater pair that shares a sample: OT, αOT and baseline values together."""
-    tables = (scores.rater_pairs, alpha.pairs, base.pairs)
-    t0 = tables[0]
-    for t in tables[1:]:
-        if not (np.array_equal(t.a, t0.a) and np.array_equal(t.b, t0.b)):
-            raise AssertionError("rater-pair tables of one corpus disagree")  # built from one assignment
-    keep = ("alpha_ot", "alpha_ot_se", "observed_cost", "expected_cost", "expected_cost_se", "n_cross_pairs",
-            "exact")
-    merged = RaterPairTable(
-        t0.raters, t0.a, t0.b, t0.n_shared,
-        values={"mean_ot": t0.values["mean_ot"], **{k: alpha.pairs.values[k] for k in keep},
-                "threshold_alpha": base.pairs.values["threshold_alpha"]},
-        reasons={"alpha_ot": alpha.pairs.reasons["alpha_ot"],
-                 "threshold_alpha": base.pairs.reasons["threshold_alpha"]},
-    )
-    return merged.to_columns(arrays=True)
-
-
 SPEC = MethodSpec(
     method=METHOD,
     sample_suffixes=SAMPLE_SUFFIXES,
     label_suffixes=LABEL_SUFFIXES,
-    compute=_compute,
+    compute=None,
     check=_check,
+    kernel=_kernel,
+    finish=_finish,
+    prepare=_prepare,
 )

@@ -46,7 +46,7 @@ from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, ch
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
            "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
-           "plan_corpus", "coverage_evidence"]
+           "plan_corpus", "coverage_evidence", "read_assignment"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -828,6 +828,8 @@ class CorpusPlan:
         raters: every rater of the view, sorted (a shard's rater indices are into this).
         classes: the class vocabulary of the view (shards are coded by it).
         label_fields: the label fields read (per-label results are written to them), sorted.
+        layout: ``"fields"`` (one label field per rater) or ``"attribute"``.
+        raters_field: the sample-level list of assigned raters used (attribute layout), or ``None``.
         named: raters that label something in the view (attribute layout).
         evidence: the coverage evidence of the fully crossed assumption
             (attribute layout without an assignment), else ``None``.
@@ -838,6 +840,8 @@ class CorpusPlan:
     raters: tuple
     classes: tuple
     label_fields: tuple = ()
+    layout: str = "fields"
+    raters_field: str | None = None
     named: tuple = ()
     evidence: dict | None = None
     dataset_raters: tuple | None = None
@@ -876,7 +880,7 @@ def plan_corpus(
         for f in fields:
             classes.update(_distinct_raters_and_classes(samples, f"{f}.{LABEL_TYPES[_label_type(samples, f)]}",
                                                         "_none")[1])
-        return CorpusPlan(tuple(fields), class_order(classes), tuple(fields))
+        return CorpusPlan(tuple(fields), class_order(classes), tuple(fields), "fields")
     lf = LABEL_TYPES[_label_type(samples, field)]
     assignment = recorded_assignment(samples, field, raters_field)
     named, classes = _distinct_raters_and_classes(samples, f"{field}.{lf}", rater_attr)
@@ -898,7 +902,7 @@ def plan_corpus(
         evidence = _coverage_in_database(samples, f"{field}.{lf}", rater_attr, raters)
         if not assume_crossed and evidence["implausible"]:
             raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
-    return CorpusPlan(raters, classes, (field,), named, evidence, carried)
+    return CorpusPlan(raters, classes, (field,), "attribute", assignment.raters_field, named, evidence, carried)
 
 
 def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str) -> tuple[tuple, tuple]:
@@ -914,6 +918,44 @@ def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str) -> tu
     out = next(iter(samples._aggregate(pipeline=pipeline)), None) or {}
     raters = tuple(sorted(str(v) for v in out.get("r", ()) if v is not None))
     return raters, class_order(c for c in out.get("c", ()) if c is not None)
+
+
+def read_assignment(samples, plan: CorpusPlan, sample_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The assigned (sample, rater) cells of the view, as :func:`read_annotations` assigns them, by one
+    projection that reads no label: ``(cell_sample, cell_rater)`` sorted by sample then rater, the sample
+    an index into ``sample_ids`` (every sample of the view) and the rater into ``plan.raters``.
+
+    A rater field that is set (fields layout), a name in the list of assigned
+    raters (attribute layout with an assignment), or, without one, every
+    rater on a sample whose field is set (the fully crossed design the plan
+    accepted). A list that is not a list of names counts as empty here: the
+    shard that reads it refuses it with its message.
+    """
+    pos = {sid: i for i, sid in enumerate(sample_ids)}
+    R = len(plan.raters)
+    if plan.raters_field is None:
+        project = {f"f{k}": {"$gt": [f"${f}", None]} for k, f in enumerate(plan.label_fields)}
+    else:
+        project = {"listed": f"${plan.raters_field}"}
+    rindex = {r: k for k, r in enumerate(plan.raters)}
+    cs, cr = [], []
+    every = list(range(R))
+    fields_layout = plan.layout == "fields"
+    for doc in samples._aggregate(pipeline=[{"$project": project}]):
+        s = pos[str(doc["_id"])]
+        if plan.raters_field is not None:
+            listed = doc.get("listed")
+            rs = sorted({rindex[x] for x in listed if isinstance(x, str) and x in rindex}) if isinstance(
+                listed, list) else []
+        elif fields_layout:
+            rs = [k for k in range(R) if doc.get(f"f{k}")]
+        else:
+            rs = every if doc.get("f0") else []
+        cs.extend([s] * len(rs))
+        cr.extend(rs)
+    cs, cr = np.asarray(cs, dtype=np.intp), np.asarray(cr, dtype=np.intp)
+    o = np.lexsort((cr, cs))
+    return cs[o], cr[o]
 
 
 def _coverage_in_database(samples, list_path: str, rater_attr: str, raters: Sequence[str]) -> dict:
