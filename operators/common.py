@@ -383,24 +383,44 @@ def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
         )
 
 
-def shard_size_input(inputs: types.Object) -> None:
-    """Form fragment: samples per shard of a streamed run (memory follows it; results do not)."""
+def execution_inputs(inputs: types.Object, ctx) -> None:
+    """Form fragment of a streamed method: samples per shard, and the Dask backend when it is installed."""
+    from agreement.fo.distributed import dask_available
     from agreement.fo.engine import DEFAULT_SHARD_SIZE
 
     inputs.int("shard_size", required=False, min=1, label="Samples per shard",
                description=f"Samples read, computed and written at a time (empty: {DEFAULT_SHARD_SIZE:,}); memory "
                            "follows the shard size, the results are the same for any shard size")
+    if not dask_available():
+        return
+    choice = types.RadioGroup()
+    choice.add_choice("serial", label="here, shard after shard")
+    choice.add_choice("dask", label="on a Dask cluster (the workers read and write the shards)")
+    inputs.enum("backend", ["serial", "dask"], default="serial", label="Where to compute", view=choice)
+    if ctx.params.get("backend") == "dask":
+        inputs.str("dask_address", required=False, label="Scheduler address",
+                   description="e.g. tcp://scheduler:8786 (its workers must reach this FiftyOne database); "
+                               "empty: a local cluster started for the run")
+        if not ctx.params.get("dask_address"):
+            inputs.int("workers", default=2, min=1, label="Local worker processes")
 
 
-def shard_size_kwargs(params: dict) -> dict:
-    """``shard_size`` from the form or the SDK (absent or empty: the default)."""
+def execution_kwargs(params: dict) -> dict:
+    """``shard_size``, ``backend``, ``dask_address`` and ``workers`` from the form or the SDK (absent or empty:
+    the defaults); the bridge validates them and names any problem."""
+    out = {}
     size = params.get("shard_size")
-    if size in (None, ""):
-        return {}
-    try:
-        return {"shard_size": int(size)} if float(size) == int(size) else {"shard_size": size}
-    except (TypeError, ValueError):
-        return {"shard_size": size}  # the bridge names the problem
+    if size not in (None, ""):
+        try:
+            out["shard_size"] = int(size) if float(size) == int(size) else size
+        except (TypeError, ValueError):
+            out["shard_size"] = size
+    out["backend"] = params.get("backend") or "serial"
+    if params.get("dask_address"):
+        out["dask_address"] = params["dask_address"]  # a scheduler given: the form's local worker count is moot
+    elif params.get("workers") not in (None, ""):
+        out["workers"] = params["workers"]  # without backend="dask" the bridge says that it needs it
+    return out
 
 
 def box_policy_input(inputs: types.Object) -> None:

@@ -8,14 +8,14 @@ import fiftyone.operators.types as types
 from agreement.fo.geometry import compute_geometry_agreement
 
 from .common import (
+    execution_inputs,
+    execution_kwargs,
     compute_config,
     execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
     require,
     run_inputs,
-    shard_size_input,
-    shard_size_kwargs,
     similarity_3d_inputs,
     similarity_3d_kwargs,
 )
@@ -49,7 +49,7 @@ class ComputeGeometryAgreement(foo.Operator):
                                "(n_samples_skipped)")
         inputs.int("seed", default=0, label="Seed")
         similarity_3d_inputs(inputs, ctx, "distance")
-        shard_size_input(inputs)
+        execution_inputs(inputs, ctx)
         run_inputs(inputs, ctx, default_prefix="geometry")
         return types.Property(inputs, view=types.View(label="Geometry agreement"))
 
@@ -66,7 +66,7 @@ class ComputeGeometryAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             overwrite=bool(p.get("overwrite", False)),
             **similarity_3d_kwargs(p),
-            **shard_size_kwargs(p),
+            **execution_kwargs(p),
         )
         return execute_with_progress(
             ctx,

@@ -8,14 +8,14 @@ import fiftyone.operators.types as types
 from agreement.fo.kalos import compute_kalos
 
 from .common import (
+    execution_inputs,
+    execution_kwargs,
     compute_config,
     execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
     require,
     run_inputs,
-    shard_size_input,
-    shard_size_kwargs,
     similarity_3d_inputs,
     similarity_3d_kwargs,
 )
@@ -70,7 +70,7 @@ class ComputeKalos(foo.Operator):
         inputs.str("session_attr", required=False, label="Session attribute",
                    description="Optional label attribute naming sessions, for intra-annotator consistency")
         similarity_3d_inputs(inputs, ctx, "similarity")
-        shard_size_input(inputs)
+        execution_inputs(inputs, ctx)
         run_inputs(inputs, ctx, default_prefix="kalos")
         return types.Property(inputs, view=types.View(label="KaLOS"))
 
@@ -86,7 +86,7 @@ class ComputeKalos(foo.Operator):
             session_attr=p.get("session_attr") or None,
             overwrite=bool(p.get("overwrite", False)),
             **similarity_3d_kwargs(p),
-            **shard_size_kwargs(p),
+            **execution_kwargs(p),
         )
         return execute_with_progress(
             ctx,

@@ -8,14 +8,14 @@ import fiftyone.operators.types as types
 from agreement.fo.ot_agreement import compute_ot_agreement
 
 from .common import (
+    execution_inputs,
+    execution_kwargs,
     compute_config,
     execute_with_progress,
     rater_layout_inputs,
     rater_layout_kwargs,
     require,
     run_inputs,
-    shard_size_input,
-    shard_size_kwargs,
 )
 
 
@@ -48,7 +48,7 @@ class ComputeOTAgreement(foo.Operator):
         inputs.int("seed", default=0, label="Seed", description="Seed of the chance estimate")
         inputs.float("iou_threshold", default=0.5, min=0.0, max=1.0, label="Baseline IoU threshold",
                      description="For the F1@IoU and threshold-alpha baselines computed alongside")
-        shard_size_input(inputs)
+        execution_inputs(inputs, ctx)
         run_inputs(inputs, ctx, default_prefix="ot")
         return types.Property(inputs, view=types.View(label="OT agreement"))
 
@@ -67,7 +67,7 @@ class ComputeOTAgreement(foo.Operator):
             seed=int(p.get("seed", 0)),
             iou_threshold=float(p.get("iou_threshold", 0.5)),
             overwrite=bool(p.get("overwrite", False)),
-            **shard_size_kwargs(p),
+            **execution_kwargs(p),
         )
         return execute_with_progress(
             ctx,

@@ -171,3 +171,51 @@ def test_bad_shard_sizes_are_refused_before_anything_is_read(fo, sparse_crowd):
             compute_kalos(sparse_crowd, "bad", field="ground_truth", shard_size=bad)
     with pytest.raises(ValueError, match="intra-annotator consistency"):
         compute_kalos(sparse_crowd, "bad", field="ground_truth", session_attr="session", shard_size=5)
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """A local Dask cluster of two worker processes, for the module's tests (closed after them)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.mark.parametrize("op", STREAMED)
+def test_dask_backend_gives_the_serial_numbers(fo, sparse_crowd, dask_scheduler, op):
+    ds = sparse_crowd
+    extra = {"compute_geometry_agreement": {"bootstrap": 100, "max_pairs": 3000},
+             "compute_ot_agreement": {"max_pairs": 5000}}.get(op, {})
+    serial = _run(fo, ds.view(), "serial", op, shard_size=9, **extra)
+    dask = _run(fo, ds.view(), "dask", op, shard_size=9, backend="dask", dask_address=dask_scheduler, **extra)
+    assert serial.pop("key") == "serial" and dask.pop("key") == "dask"
+    assert _same(serial, dask)
+    a, b = _stored(ds, "serial"), _stored(ds, "dask")
+    assert _same(a[0], b[0]) and _same(a[1], b[1]) and _same(a[2], b[2])
+    from agreement.fo.runs import load_agreement_results
+
+    assert load_agreement_results(ds, "dask")["detail"]["shards"] == {"n_shards": 7, "shard_size": 9, "backend": "dask"}
+
+
+def test_dask_local_cluster_is_started_and_closed_for_the_run(fo, sparse_crowd):
+    pytest.importorskip("distributed")
+    from agreement.fo.kalos import compute_kalos
+
+    a = compute_kalos(sparse_crowd, "local", field="ground_truth", shard_size=30, backend="dask", workers=2)
+    b = compute_kalos(sparse_crowd, "here", field="ground_truth")
+    assert _same(a, b)
+
+
+def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd):
+    from agreement.fo.geometry import compute_geometry_agreement
+    from agreement.fo.runs import list_agreement_runs
+
+    bad = [({"backend": "spark"}, "backend must be one of"),
+           ({"dask_address": "tcp://x:1"}, "pass backend='dask'"),
+           ({"backend": "dask", "dask_address": "tcp://x:1", "workers": 2}, "either dask_address"),
+           ({"backend": "dask", "workers": 0}, "positive number of worker processes")]
+    for kwargs, message in bad:
+        with pytest.raises(ValueError, match=message):
+            compute_geometry_agreement(sparse_crowd, "bad", field="ground_truth", **kwargs)
+    assert list_agreement_runs(sparse_crowd) == []

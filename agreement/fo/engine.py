@@ -35,8 +35,8 @@ from agreement.validation import RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
-__all__ = ["MethodSpec", "MethodOutput", "StreamContext", "run_method", "clean_summary", "DEFAULT_SHARD_SIZE",
-           "check_shard_size", "canonical_ids"]
+__all__ = ["MethodSpec", "MethodOutput", "StreamContext", "ShardJob", "ShardResult", "process_shard", "run_method",
+           "clean_summary", "DEFAULT_SHARD_SIZE", "check_shard_size", "execution_options", "canonical_ids"]
 
 Progress = Callable[[float, str], None]
 
@@ -183,6 +183,16 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
 DEFAULT_SHARD_SIZE = 20_000
 
 
+def execution_options(shard_size: int | None = None, backend: str = "serial", dask_address: str | None = None,
+                      workers: int | None = None) -> dict:
+    """The execution options every streamed bridge passes to :func:`run_method`, validated."""
+    from agreement.fo.distributed import check_backend
+
+    check_backend(backend, dask_address, workers)
+    return {"shard_size": None if shard_size is None else check_shard_size(shard_size), "backend": backend,
+            "dask_address": dask_address, "workers": workers}
+
+
 def check_shard_size(shard_size: int | None) -> int:
     """A shard size is a positive number of samples (``None``: :data:`DEFAULT_SHARD_SIZE`)."""
     if shard_size is None:
@@ -211,6 +221,9 @@ def run_method(
     overwrite: bool = False,
     progress: Progress | None = None,
     shard_size: int | None = None,
+    backend: str = "serial",
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> dict:
     """Runs ``spec`` on ``samples`` as run ``key`` (the lifecycle in the module docstring).
 
@@ -226,6 +239,10 @@ def run_method(
         progress: optional ``callback(fraction, label)``.
         shard_size: samples per shard of a method that streams (``spec.kernel``;
             default :data:`DEFAULT_SHARD_SIZE`); see :func:`_run_streamed`.
+        backend, dask_address, workers: where the shards run: ``"serial"``
+            (here) or ``"dask"`` (an existing scheduler at ``dask_address``,
+            or a local cluster of ``workers`` processes; see
+            :mod:`agreement.fo.distributed`).
 
     Returns:
         The summary with NaN as ``None`` and the repair counts.
@@ -236,8 +253,15 @@ def run_method(
 
     params = dict(params)
     runs.validate_key(key)
+    from agreement.fo.distributed import check_backend
+
+    check_backend(backend, dask_address, workers)
     if spec.kernel is not None and spec.streams(params):
-        return _run_streamed(samples, key, spec, layout, params, overwrite, report, check_shard_size(shard_size))
+        return _run_streamed(samples, key, spec, layout, params, overwrite, report, check_shard_size(shard_size),
+                             backend, dask_address, workers)
+    if backend != "serial" or shard_size is not None:
+        raise ValueError(f"{spec.method} with these parameters needs the whole corpus at once: it runs in this "
+                         "process, in one shard (leave shard_size and backend unset)")
     report(0.0, "reading annotations")
     read = read_annotations(samples, **dict(layout), **spec.read_options(params))
     spec.check(read, params)
@@ -258,17 +282,82 @@ def run_method(
     return clean_summary(summary)
 
 
+@dataclass
+class ShardJob:
+    """Everything one shard needs, whoever runs it (this process, or a Dask worker).
+
+    Attributes:
+        method: the method marker (``spec.method``), to find the spec on a worker.
+        ids: the shard's sample ids, in canonical order.
+        index, n_shards, offset: its number, the number of shards, its first corpus position.
+        layout, params: the run's rater layout and method parameters.
+        plan: the :class:`agreement.fo.reading.CorpusPlan` of the view.
+        state: what the method's ``prepare`` returned.
+        run_plan: the registered run's :class:`agreement.fo.runs.RunPlan` (``None``: register it
+            before this shard's write, serial runs).
+    """
+
+    method: str
+    ids: list
+    index: int
+    n_shards: int
+    offset: int
+    layout: dict
+    params: dict
+    plan: Any
+    state: Any = None
+    run_plan: Any = None
+
+
+@dataclass
+class ShardResult:
+    """What a shard sends back to the run: the method's statistics, the repairs, the input layout record."""
+
+    stats: Any
+    repairs: RepairReport
+    layout: dict
+
+
+def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
+                  register: Callable[[], Any] | None = None) -> ShardResult:
+    """Reads, computes and writes one shard of ``samples`` (the view of the run): the one step of a
+    streamed run, the same in this process and on a Dask worker. ``register`` gives the run plan just
+    before the first write when ``job.run_plan`` is ``None``."""
+    n, k = job.n_shards, job.index
+    where = f"shard {k + 1} of {n}: " if n > 1 else ""
+    lo = 0.05 + 0.9 * k / n
+    report(lo, f"{where}reading" if where else "reading annotations")
+    view = samples.select(job.ids, ordered=True)
+    read = read_annotations(view, **job.layout, **spec.read_options(job.params), plan=job.plan)
+    spec.check(read, job.params)
+    extra = {**spec.extra(view, read, job.params), "state": job.state, "sample_offset": job.offset}
+    report(lo + 0.3 / n, f"{where}computing" if where else "computing")
+    with spec.context(job.params):
+        out = spec.kernel(read, job.params, extra)
+    run_plan = job.run_plan if job.run_plan is not None else register()
+    report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
+    _write(samples, run_plan, read, spec, out)
+    return ShardResult(out.stats, read.repairs, read.layout)
+
+
 def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any], params: dict, overwrite: bool,
-                  report: Progress, shard_size: int) -> dict:
+                  report: Progress, shard_size: int, backend: str = "serial",
+                  dask_address: str | None = None, workers: int | None = None) -> dict:
     """The lifecycle of a method that streams, shard by shard in the canonical corpus order.
 
     1. check the key; plan the corpus once (:func:`agreement.fo.reading.plan_corpus`:
-       raters, class vocabulary, assignment checks, by aggregations);
-    2. per shard of consecutive samples of :func:`canonical_ids`: read it (projected, with the plan),
-       run the method's ``kernel``, write its per-sample and per-label values, keep
-       its ``stats`` and release the rest; before the first write, the run is
-       registered ``incomplete`` with every field it will own (and an overwritten
-       run freed: a shard that fails to compute before that costs nothing);
+       raters, class vocabulary, assignment checks, by aggregations); run the
+       method's ``prepare``;
+    2. per shard of consecutive samples of :func:`canonical_ids`
+       (:func:`process_shard`): read it (projected, with the plan), run the
+       method's ``kernel``, write its per-sample and per-label values, keep its
+       ``stats`` and release the rest. The run is registered ``incomplete``
+       with every field it will own before the first write (serially, after
+       the first shard computed: a shard that fails before that costs nothing,
+       not even an overwritten run); with ``backend="dask"`` the shards run on
+       the workers of a Dask cluster (:mod:`agreement.fo.distributed`), which
+       read and write the same database, and their statistics come back in
+       shard order;
     3. ``finish`` the merged statistics and complete the run.
 
     Memory is one shard's annotations and values plus the statistics kept. A
@@ -280,35 +369,37 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
                      overwrite=overwrite, check_only=True)
     ids = canonical_ids(samples)
-    shards = [ids[i: i + shard_size] for i in range(0, len(ids), shard_size)]
     context = StreamContext(ids)
     if spec.prepare is not None:
         report(0.02, "planning")
         context.state = spec.prepare(samples, plan, ids, layout, params)
-    run_plan = None
-    stats, repairs, record = [], RepairReport(), {}
+    jobs = [ShardJob(spec.method, ids[i: i + shard_size], k, -(-len(ids) // shard_size), i, dict(layout),
+                     params, plan, context.state)
+            for k, i in enumerate(range(0, len(ids), shard_size))]
+    registered: list = []
+
+    def register():
+        if not registered:
+            registered.append(runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
+                                               spec.label_suffixes, overwrite=overwrite, scan_documents=False))
+        return registered[0]
+
     try:
-        for k, ids in enumerate(shards):
-            lo = 0.05 + 0.9 * k / len(shards)
-            report(lo, f"shard {k + 1} of {len(shards)}: reading" if len(shards) > 1 else "reading annotations")
-            view = samples.select(ids, ordered=True)
-            read = read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan)
-            spec.check(read, params)
-            extra = {**spec.extra(view, read, params), "state": context.state, "sample_offset": k * shard_size}
-            report(lo + 0.3 / len(shards), f"shard {k + 1} of {len(shards)}: computing" if len(shards) > 1
-                   else "computing")
-            with spec.context(params):
-                out = spec.kernel(read, params, extra)
-            if run_plan is None:
-                run_plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
-                                            spec.label_suffixes, overwrite=overwrite, scan_documents=False)
-            report(lo + 0.6 / len(shards), f"shard {k + 1} of {len(shards)}: writing" if len(shards) > 1
-                   else "writing results")
-            _write(samples, run_plan, read, spec, out)
-            stats.append(out.stats)
-            repairs.merge(read.repairs)
-            record = read.layout
-            del read, out, extra, view
+        if backend == "dask":
+            from agreement.fo.distributed import run_shards
+
+            for job in jobs:
+                job.run_plan = register()
+            results = run_shards(samples, jobs, report, dask_address=dask_address, workers=workers)
+        else:
+            results = []
+            for job in jobs:
+                results.append(process_shard(samples, job, spec, report, register))
+        stats, repairs = [r.stats for r in results], RepairReport()
+        for r in results:
+            repairs.merge(r.repairs)
+        record = results[-1].layout
+        del results
         report(0.95, "merging shards")
 
         def read_samples(wanted):  # samples the finish needs again (e.g. a chance sample), in canonical order
@@ -319,13 +410,13 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         with spec.context(params):
             summary, detail = spec.finish(stats, params, context)
     except BaseException:
-        if run_plan is not None:
+        if registered:
             runs.discard_incomplete_run(samples, key)
         raise
     summary = {**summary, **repairs.counts()}
     detail = {"raters": list(plan.raters), **detail, "repairs": repairs.as_dict(),
-              "shards": {"n_shards": len(shards), "shard_size": shard_size}}
-    runs.register_run(samples, run_plan, params, record, {"summary": summary, "detail": detail})
+              "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
+    runs.register_run(samples, registered[0], params, record, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return clean_summary(summary)
 

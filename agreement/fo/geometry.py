@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
 from agreement.similarity import similarity_options
 
@@ -107,6 +107,9 @@ def compute_geometry_agreement(
     point3d_scale: float = 2.0,
     polyline3d_tolerance: float = 0.5,
     shard_size: int | None = None,
+    backend: str = "serial",
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> dict:
     """Computes geometry agreement on ``samples`` and stores it as run ``key``.
 
@@ -133,6 +136,11 @@ def compute_geometry_agreement(
             is drawn on the whole view after the last shard and its sets read
             again (at most ``max_pairs`` comparisons). The numbers are the same
             whatever the shard size or the view's order.
+        backend, dask_address, workers: where the shards run: ``"serial"``
+            (default, this process) or ``"dask"``: the scheduler at
+            ``dask_address``, or a local cluster of ``workers`` processes
+            (default 2) started for the run (:mod:`agreement.fo.distributed`).
+            The numbers are the same on either.
 
     Returns:
         The headline numbers: ``sigma``, ``distance_alpha``, ``ks``,
@@ -162,4 +170,4 @@ def compute_geometry_agreement(
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
     return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
-                      shard_size=check_shard_size(shard_size))
+                      **execution_options(shard_size, backend, dask_address, workers))

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.correspondence import check_cost, check_solver, check_tau
@@ -160,6 +160,9 @@ def compute_kalos(
     point3d_scale: float = 2.0,
     polyline3d_tolerance: float = 0.5,
     shard_size: int | None = None,
+    backend: str = "serial",
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> dict:
     """Computes KαLOS on ``samples`` and stores it as run ``key``.
 
@@ -186,6 +189,11 @@ def compute_kalos(
             shard, and every number is the same whatever the shard size or the
             view's order. With ``session_attr`` the run needs the whole
             corpus at once and refuses a shard size smaller than the view.
+        backend, dask_address, workers: where the shards run: ``"serial"``
+            (default, this process) or ``"dask"``: the scheduler at
+            ``dask_address``, or a local cluster of ``workers`` processes
+            (default 2) started for the run (:mod:`agreement.fo.distributed`).
+            The numbers are the same on either.
 
     Returns:
         The headline numbers: ``global_alpha``, ``global_reason``,
@@ -204,11 +212,14 @@ def compute_kalos(
               "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
-    shard_size = check_shard_size(shard_size) if shard_size is not None else None
-    if session_attr and shard_size is not None and shard_size < len(samples):
+    execution = execution_options(shard_size, backend, dask_address, workers)
+    if session_attr and (execution["backend"] != "serial" or (
+            execution["shard_size"] is not None and execution["shard_size"] < len(samples))):
         raise ValueError(
             f"intra-annotator consistency (session_attr={session_attr!r}) needs every sample of a rater's sessions "
-            f"at once: it cannot run in shards of {shard_size} samples of {len(samples)}; leave shard_size unset"
+            f"at once: it cannot run in shards (shard_size={shard_size}, backend={backend!r}) of a view of "
+            f"{len(samples)} samples; leave shard_size and backend unset"
         )
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
-                      shard_size=shard_size)
+    if session_attr:
+        execution = {**execution, "shard_size": None}
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress, **execution)

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 
 from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.baselines import UnitCounts, threshold_baselines
-from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.fo.reading import read_assignment
 from agreement.ot import check_ot_params, sample_ot_scores
 from agreement.rater_pairs import RaterPairTable
@@ -97,6 +97,9 @@ def compute_ot_agreement(
     overwrite: bool = False,
     progress: Progress | None = None,
     shard_size: int | None = None,
+    backend: str = "serial",
+    dask_address: str | None = None,
+    workers: int | None = None,
 ) -> dict:
     """Computes OT agreement on ``samples`` and stores it as run ``key``.
 
@@ -125,6 +128,11 @@ def compute_ot_agreement(
             depends on no annotation), and each shard keeps the sets it
             needs; every number is the same whatever the shard size or the
             view's order.
+        backend, dask_address, workers: where the shards run: ``"serial"``
+            (default, this process) or ``"dask"``: the scheduler at
+            ``dask_address``, or a local cluster of ``workers`` processes
+            (default 2) started for the run (:mod:`agreement.fo.distributed`).
+            The numbers are the same on either.
 
     Returns:
         The headline numbers as a flat dict: ``alpha_ot``, ``alpha_ot_se``,
@@ -151,7 +159,7 @@ def compute_ot_agreement(
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
     return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
-                      shard_size=check_shard_size(shard_size))
+                      **execution_options(shard_size, backend, dask_address, workers))
 
 
 def _check(read, params: dict) -> None:
