@@ -7,6 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agreement.alpha_ot import alpha_ot, canonical_sample_order
 from agreement.data import AnnotationSet, MultiRaterAnnotations
@@ -296,3 +298,72 @@ def test_observed_costs_from_sample_ot_scores_give_the_same_result(norm):
         np.testing.assert_array_equal(given.pairs.values[k], v)
     with pytest.raises(ValueError, match="observed_costs has 2 values"):
         alpha_ot(data, observed_costs=np.zeros(2))
+
+
+# ---------------------------------------------------------------------------
+# Shards: the chance sample planned from the assignment, sets collected per shard
+# ---------------------------------------------------------------------------
+
+
+def _cut(data, bounds):
+    import dataclasses
+
+    from agreement.data import class_order
+
+    vocab = class_order(data.labels.tolist())
+    return [dataclasses.replace(data.select_samples(np.arange(lo, hi)), classes=vocab)
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 49), max_size=5, unique=True),
+       max_pairs=st.sampled_from([50, 2_000, 1_000_000]))
+def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
+    from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+    from agreement.ot import sample_ot_scores
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(50, 9, 3, min_objects=0, max_objects=5, seed=seed)
+    whole = alpha_ot(data, max_pairs=max_pairs, seed=seed)
+    cs, cr = np.nonzero(data.assigned)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed)
+    bounds = [0, *sorted(cuts), 50]
+    sets, costs, codes = [], [], []
+    for lo, part in zip(bounds, _cut(data, bounds)):
+        sets.append(CellSets.of(part, plan.cells_of_samples(lo, lo + part.num_samples), sample_offset=lo))
+        sc = sample_ot_scores(part)
+        costs.append(sc.pair_cost)
+        codes.append(np.asarray(sc.pair_rater_a, np.int64) * data.num_raters + sc.pair_rater_b)
+    merged = finish_alpha_ot(plan, CellSets.concat(sets[::-1]), np.concatenate(costs), np.concatenate(codes))
+    assert merged == whole  # every number, bit for bit, and the per-pair table
+
+
+def test_chance_plan_depends_on_the_assignment_only():
+    from agreement.alpha_ot import plan_chance
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(40, 6, 3, seed=2)
+    cs, cr = np.nonzero(data.assigned)
+    a = plan_chance(data.sample_ids, cs, cr, data.raters, 300, 7)
+    perm = np.random.default_rng(0).permutation(40)  # the same samples in another order
+    inv = np.argsort(perm)
+    cs2, cr2 = inv[cs], cr
+    o = np.lexsort((cr2, cs2))
+    b = plan_chance(data.sample_ids[perm], cs2[o], cr2[o], data.raters, 300, 7)
+    ids_a = data.sample_ids[a.cell_key // 6]
+    ids_b = data.sample_ids[perm][b.cell_key // 6]
+    assert sorted(zip(ids_a.tolist(), (a.cell_key % 6).tolist())) == sorted(zip(ids_b.tolist(),
+                                                                             (b.cell_key % 6).tolist()))
+    assert np.array_equal(a.stratum, b.stratum)
+
+
+def test_cell_sets_that_miss_a_cell_are_refused():
+    from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(20, 4, 3, seed=1)
+    cs, cr = np.nonzero(data.assigned)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, 100, 0)
+    partial = CellSets.of(data, plan.cell_key[:-1])
+    with pytest.raises(ValueError, match="do not hold the cells"):
+        finish_alpha_ot(plan, partial, np.zeros(0), np.zeros(0, np.int64))

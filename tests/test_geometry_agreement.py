@@ -860,3 +860,36 @@ def test_lvis_geometry_agreement(lvis_path):
             assert r.sigma.value > 0.5 and r.distance_alpha.value > 0.5
             assert r.detection_alpha.value > 0.5 and r.classification_alpha.value > 0.8
             assert r.ks_greater.value == r.ks.value  # agreement lies in the expected direction
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 59), max_size=5, unique=True),
+       max_pairs=st.sampled_from([400, 200_000]))
+def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts, max_pairs):
+    import dataclasses
+
+    from agreement.data import class_order
+    from agreement.geometry_agreement import geometry_shard, merge_geometry_shards
+    from agreement.synthetic.crowd import crowd_corpus
+
+    data, _ = crowd_corpus(60, 8, 3, min_objects=0, max_objects=6, seed=seed)
+    whole = geometry_agreement(data, bootstrap=30, max_pairs=max_pairs, seed=seed)
+    vocab = class_order(data.labels.tolist())
+    bounds = [0, *sorted(cuts), 60]
+    shards = [geometry_shard(dataclasses.replace(data.select_samples(np.arange(lo, hi)), classes=vocab),
+                             max_pairs=max_pairs) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    full = dataclasses.replace(data, classes=vocab)
+    merged = merge_geometry_shards([s.without_rows() for s in shards], lambda idx: (full.select_samples(idx),
+                                                                                     np.arange(len(idx))),
+                                   bootstrap=30, max_pairs=max_pairs, seed=seed)
+    a, b = whole.headline(), merged.headline()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k] == b[k] or (isinstance(a[k], float) and np.isnan(a[k]) and np.isnan(b[k])), k
+    for name in ("sample_distance", "sample_matched_fraction", "pair_distance", "between_distances"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(whole, name))
+    assert merged.skipped_samples == whole.skipped_samples
+    with_rows = merge_geometry_shards(shards, lambda idx: (full, idx), bootstrap=None, max_pairs=max_pairs,
+                                      seed=seed)
+    np.testing.assert_array_equal(with_rows.row_distance, whole.row_distance)
+    np.testing.assert_array_equal(with_rows.pair_rows, whole.pair_rows)

@@ -51,9 +51,9 @@ def _kalos(samples, key: str, progress=None) -> dict:
 
 # operator name, the bridge called as the operator calls it, stages that must appear in this order
 METHODS = {
-    "compute_ot_agreement": (_ot, ["reading annotations", "per-sample OT scores", "alpha-OT chance baseline",
-                                   "writing results"]),
-    "compute_kalos": (_kalos, ["reading annotations", "correspondence and alpha", "writing results"]),
+    "compute_ot_agreement": (_ot, ["planning", "reading annotations", "computing", "writing results",
+                                   "merging shards"]),
+    "compute_kalos": (_kalos, ["reading annotations", "computing", "writing results", "merging shards"]),
 }
 
 
