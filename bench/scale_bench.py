@@ -106,8 +106,10 @@ if op == "bare_read":
                                   for a in ("bounding_box", "label", "id")]
     ds.values(paths)
 else:
+    extra = {extra!r}
+    key = "b_" + op.split("_", 1)[1][:8] + ("_" + extra["backend"] if "backend" in extra else "")
     foo.execute_operator("@iaa/agreement/" + op, ctx=dict(view=ds.view(), params=dict(
-        fields=list({raters!r}), key="b_" + op.split("_", 1)[1][:8], overwrite=True, **{extra!r})))
+        fields=list({raters!r}), key=key, overwrite=True, **extra)))
 elapsed = time.perf_counter() - t
 def peak_rss_gib():
     # VmHWM: this address space's peak. ru_maxrss is not used: Linux keeps it across fork and exec,
@@ -170,6 +172,14 @@ def main(argv=None) -> None:
         misses = [w for w, bad in (("3x", ratio > 3), ("write-back > read", wratio > 1)) if bad]
         print(f"{label:<36} {m['seconds']:>8.1f} {ratio:>12.2f} {m['write_seconds']:>13.1f} {wratio:>13.2f} "
               f"{m['rss_gib']:>13.2f}{'   (missed: ' + ', '.join(misses) + ')' if misses else ''}", flush=True)
+    from agreement.fo.runs import delete_agreement_run, list_agreement_runs
+
+    ds = fo.load_dataset(name)
+    for key in list_agreement_runs(ds):  # what deleting (or overwriting) a run costs at this size
+        t = time.perf_counter()
+        delete_agreement_run(ds, key)
+        print(f"{'delete_agreement_run ' + key:<36} {time.perf_counter() - t:>8.1f} "
+              f"{(time.perf_counter() - t) / base['seconds']:>12.2f}", flush=True)
     if not args.keep:
         fo.delete_dataset(name)
 

@@ -537,12 +537,9 @@ def delete_agreement_run(samples, key: str) -> dict:
     cfg = info.config
     sample_fields = list(getattr(cfg, "sample_fields", []) or [])
     label_attrs = [list(x) for x in (getattr(cfg, "label_attrs", []) or [])]
-    from agreement.fo.writing import unset_label_attr, unset_sample_field
+    from agreement.fo.writing import unset_run_values
 
-    for f in sample_fields:
-        unset_sample_field(dataset, f)
-    for lf, attr in label_attrs:
-        unset_label_attr(dataset, lf, attr)
+    unset_run_values(dataset, sample_fields, label_attrs)
     deleted_fields, deleted_attrs = [], []
     with schema_lock(dataset):
         schema = dataset.get_field_schema()

@@ -36,7 +36,7 @@ __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_labe
            "new_object_ids", "db_value",
            "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
            "declare_from_documents",
-           "unset_sample_field", "unset_label_attr"]
+           "unset_sample_field", "unset_run_values"]
 
 #: Updates sent to the database per ``bulk_write`` call.
 BATCH = 500
@@ -192,16 +192,42 @@ def unset_sample_field(dataset, name: str) -> None:
     dataset._sample_collection.update_many({name: {"$exists": True}}, {"$unset": {name: ""}})
 
 
-def unset_label_attr(dataset, label_field: str, attr: str) -> None:
-    """Removes attribute ``attr`` from every label of ``label_field`` in every document (declared or not)."""
-    doc_type = dataset.get_field(label_field).document_type if label_field in dataset.get_field_schema() else None
+def unset_run_values(dataset, sample_fields: Sequence[str], label_attrs: Sequence[Sequence[str]]) -> None:
+    """Removes a run's values from every document (declared or not): its sample fields and its label
+    attributes, rewriting each document that holds some of them once.
+
+    One ``update_many`` unsets everything on the documents where every label list of the run is an
+    array (nearly all of them); the few others get one update per label list they do have (MongoDB's
+    ``$[]`` needs the array to exist), and their sample fields one more.
+    """
     import fiftyone.core.labels as fol
 
-    list_field = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}.get(doc_type)
-    if list_field is None:
+    coll = dataset._sample_collection
+    schema = dataset.get_field_schema()
+    lists = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
+    by_path: dict[str, list[str]] = {}
+    for lf, attr in label_attrs:
+        list_field = lists.get(dataset.get_field(lf).document_type) if lf in schema else None
+        if list_field is not None:
+            by_path.setdefault(f"{lf}.{list_field}", []).append(attr)
+    held = [{f: {"$exists": True}} for f in sample_fields] + [
+        {f"{path}.{a}": {"$exists": True}} for path, attrs in by_path.items() for a in attrs]
+    if not held:
         return
-    path = f"{label_field}.{list_field}"
-    dataset._sample_collection.update_many({path: {"$type": "array"}}, {"$unset": {f"{path}.$[].{attr}": ""}})
+    every_list = {path: {"$type": "array"} for path in by_path}
+    unset = {f: "" for f in sample_fields}
+    unset.update({f"{path}.$[].{a}": "" for path, attrs in by_path.items() for a in attrs})
+    coll.update_many({**every_list, "$or": held}, {"$unset": unset})
+    if not by_path:
+        return
+    others = {"$nor": [every_list]}
+    for path, attrs in by_path.items():
+        has = [{f"{path}.{a}": {"$exists": True}} for a in attrs]
+        coll.update_many({**others, path: {"$type": "array"}, "$or": has},
+                         {"$unset": {f"{path}.$[].{a}": "" for a in attrs}})
+    if sample_fields:
+        coll.update_many({**others, "$or": [{f: {"$exists": True}} for f in sample_fields]},
+                         {"$unset": {f: "" for f in sample_fields}})
 
 
 @dataclass(frozen=True)
