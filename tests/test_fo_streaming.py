@@ -108,8 +108,7 @@ def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
 
     stages = []
     compute_kalos(sparse_crowd, "k", field="ground_truth", shard_size=25, progress=lambda f, s: stages.append((f, s)))
-    assert load_agreement_results(sparse_crowd, "k")["detail"]["shards"] == {"n_shards": 3, "shard_size": 25,
-                                                                          "backend": "serial"}
+    assert load_agreement_results(sparse_crowd, "k")["detail"]["shards"] == {"n_shards": 3, "shard_size": 25}
     labels = [s for _, s in stages]
     for k in (1, 2, 3):
         assert [f"shard {k} of 3: reading", f"shard {k} of 3: computing", f"shard {k} of 3: writing"] == \
@@ -220,20 +219,3 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
         with pytest.raises(ValueError, match=message):
             compute_geometry_agreement(sparse_crowd, "bad", field="ground_truth", **kwargs)
     assert list_agreement_runs(sparse_crowd) == []
-
-
-@pytest.mark.parametrize("op", ["compute_ot_agreement", "compute_kalos"])
-def test_writing_in_parts_writes_what_one_write_does(fo, sparse_crowd, monkeypatch, op):
-    import agreement.fo.writing as w
-
-    calls = []
-    real = w.write_columns
-    monkeypatch.setattr(w, "write_columns", lambda *a, **k: calls.append(1) or real(*a, **k))
-    whole = _run(fo, sparse_crowd.view(), "whole", op)
-    n_whole = len(calls)
-    monkeypatch.setattr(w, "WRITE_PART", 4)  # 60 samples in 15 parts, two in flight
-    parts = _run(fo, sparse_crowd.view(), "parts", op)
-    assert n_whole == 1 and len(calls) - n_whole >= 15
-    assert _same({k: v for k, v in whole.items() if k != "key"}, {k: v for k, v in parts.items() if k != "key"})
-    a, b = _stored(sparse_crowd, "whole"), _stored(sparse_crowd, "parts")
-    assert _same(a[0], b[0]) and _same(a[1], b[1])

@@ -415,7 +415,7 @@ def write_run_columns(
     Returns:
         The number of labels written.
     """
-    from agreement.fo.writing import LabelColumns, declare_columns, write_in_parts
+    from agreement.fo.writing import LabelColumns, declare_columns, write_columns
 
     dataset = _dataset(samples)
     fields = {}
@@ -436,7 +436,7 @@ def write_run_columns(
         blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
     declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
                     {b.list_path: b.columns for b in blocks})
-    return write_in_parts(dataset, fields, blocks)
+    return write_columns(dataset, fields, blocks)
 
 
 _PLAIN = (str, int, bool, type(None))

@@ -36,7 +36,7 @@ __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_labe
            "new_object_ids", "db_value",
            "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
            "declare_from_documents",
-           "unset_sample_field", "unset_run_values", "write_in_parts", "WRITE_PART"]
+           "unset_sample_field", "unset_run_values"]
 
 #: Updates sent to the database per ``bulk_write`` call.
 BATCH = 500
@@ -230,56 +230,6 @@ def unset_run_values(dataset, sample_fields: Sequence[str], label_attrs: Sequenc
                          {"$unset": {f: "" for f in sample_fields}})
 
 
-#: Samples per part of a large write (:func:`write_in_parts`).
-WRITE_PART = 4_000
-
-
-def write_in_parts(dataset, sample_columns: Mapping[str, Mapping[str, Any]],
-                   label_columns: Sequence["LabelColumns"], part: int | None = None) -> int:
-    """:func:`write_columns` of parts of ``part`` samples, two parts at a time.
-
-    Building a part's updates is Python work and applying them is the
-    database's; with two parts in flight, one part's updates are built while
-    the database applies the other's, instead of all the building first and
-    all the applying after. Every part updates other documents, so the result
-    is that of one :func:`write_columns` call.
-    """
-    part = WRITE_PART if part is None else int(part)
-    sids = sorted({str(sid) for values in sample_columns.values() for sid in values}
-                  | {str(sid) for block in label_columns for sid in block.sample_ids})
-    if len(sids) <= part:
-        return write_columns(dataset, sample_columns, label_columns)
-    which = {sid: k // part for k, sid in enumerate(sids)}
-    n_parts = -(-len(sids) // part)
-    fields = [{name: {} for name in sample_columns} for _ in range(n_parts)]
-    for name, values in sample_columns.items():
-        for sid, v in values.items():
-            fields[which[str(sid)]][name][sid] = v
-    blocks: list[list[LabelColumns]] = [[] for _ in range(n_parts)]
-    for block in label_columns:
-        sample_ids = np.asarray(block.sample_ids, dtype=object)
-        label_ids = np.asarray(block.label_ids, dtype=object)
-        columns = {a: np.asarray(v) if isinstance(v, np.ndarray) else np.asarray(list(v), dtype=object)
-                   for a, v in block.columns.items()}
-        k_of = np.fromiter((which[str(x)] for x in sample_ids.tolist()), np.int64, len(sample_ids))
-        order = np.argsort(k_of, kind="stable")
-        bounds = np.searchsorted(k_of[order], np.arange(n_parts + 1))
-        for k in range(n_parts):
-            rows = order[bounds[k]:bounds[k + 1]]
-            if not len(rows):
-                continue
-            mine = set(sids[k * part:(k + 1) * part])
-            stored = ({sid: ids for sid, ids in block.stored_ids.items() if sid in mine}
-                      if block.stored_ids is not None else None)
-            blocks[k].append(LabelColumns(block.list_path, sample_ids[rows], label_ids[rows],
-                                          {a: c[rows] for a, c in columns.items()}, stored))
-    with gc_paused(), ThreadPoolExecutor(2) as pool:
-        written = sum(pool.map(lambda k: write_columns(dataset, fields[k], blocks[k], reload=False),
-                               range(n_parts)))
-    dataset.reload()
-    return written
-
-
 @dataclass(frozen=True)
 class LabelColumns:
     """Per-label values to write on one label list.
@@ -305,7 +255,6 @@ def write_columns(
     dataset,
     sample_columns: Mapping[str, Mapping[str, Any]] | None = None,
     label_columns: Sequence[LabelColumns] = (),
-    reload: bool = True,
 ) -> int:
     """Writes sample fields and label attributes in bulk: one ``UpdateOne`` per sample for all of them.
 
@@ -328,8 +277,6 @@ def write_columns(
         dataset: the (root) dataset.
         sample_columns: field name -> ``{sample_id: value}``.
         label_columns: the label values, one :class:`LabelColumns` per label list.
-        reload: reload the dataset's in-memory samples afterwards (a caller
-            writing several parts at once reloads once, after the last).
 
     Returns:
         The number of labels written.
@@ -353,8 +300,6 @@ def write_columns(
     retry = {sids[i] for i in unmatched if sids[i] in guards}
     if retry:  # the guarded lists changed since the read: address those samples' labels by id instead
         _retry_by_id(dataset, sample_columns, label_columns, retry)
-    if reload:
-        dataset.reload()
     return written
 
 
@@ -376,7 +321,7 @@ def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns],
         blocks.append(LabelColumns(block.list_path, np.asarray(block.sample_ids, dtype=object)[keep],
                                    np.asarray(block.label_ids, dtype=object)[keep],
                                    {a: np.asarray(v, dtype=object)[keep] for a, v in block.columns.items()}))
-    write_columns(dataset, subset, blocks, reload=False)
+    write_columns(dataset, subset, blocks)
 
 
 def _add_label_sets(block: LabelColumns, tag: str, updates: dict, filters: dict, guards: dict) -> int:
@@ -564,7 +509,7 @@ def label_field_value(container: str, docs: Sequence[dict]) -> dict:
 
 
 def _bulk(dataset, ops: list) -> list[int]:
-    """Sends ``ops`` in batches of :data:`BATCH`, unordered, :data:`WRITERS` at a time.
+    """Sends ``ops`` in batches of :data:`BATCH`, unordered, :data:`WRITERS` at a time, then reloads the samples.
 
     Every op updates a different document, so batches commute; two in flight
     keep the database busy while the client waits on the other.
@@ -586,4 +531,5 @@ def _bulk(dataset, ops: list) -> list[int]:
             unmatched = [i for part in pool.map(send, starts) for i in part]
     else:
         unmatched = [i for start in starts for i in send(start)]
+    dataset.reload()
     return unmatched
