@@ -108,7 +108,8 @@ def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
 
     stages = []
     compute_kalos(sparse_crowd, "k", field="ground_truth", shard_size=25, progress=lambda f, s: stages.append((f, s)))
-    assert load_agreement_results(sparse_crowd, "k")["detail"]["shards"] == {"n_shards": 3, "shard_size": 25}
+    assert load_agreement_results(sparse_crowd, "k")["detail"]["shards"] == {"n_shards": 3, "shard_size": 25,
+                                                                          "backend": "serial"}
     labels = [s for _, s in stages]
     for k in (1, 2, 3):
         assert [f"shard {k} of 3: reading", f"shard {k} of 3: computing", f"shard {k} of 3: writing"] == \
