@@ -547,12 +547,15 @@ def delete_agreement_run(samples, key: str) -> dict:
         if present:
             dataset.delete_sample_fields(present)
         deleted_fields = sample_fields
+        declared = []
         for lf, attr in label_attrs:
             if lf in schema:
                 path = _label_path(dataset, lf, attr)
                 if dataset.get_field(path) is not None:
-                    dataset.delete_sample_field(path)
+                    declared.append(path)
                 deleted_attrs.append([lf, attr])
+        if declared:  # the values are gone already: drop the declarations without another pass over the samples
+            dataset.remove_dynamic_sample_fields(declared)
         dataset.delete_run(key)
     return {"deleted_sample_fields": deleted_fields, "deleted_label_attrs": deleted_attrs}
 
