@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["unique_sorted"]
+__all__ = ["unique_sorted", "mean_of_defined"]
 
 
 def unique_sorted(values: ArrayLike) -> np.ndarray:
@@ -34,3 +34,11 @@ def unique_sorted(values: ArrayLike) -> np.ndarray:
         keep[first_nan + 1:] = False
         keep[first_nan] = True
     return s[keep]
+
+
+def mean_of_defined(values: ArrayLike) -> float:
+    """The mean of the values that are not NaN (NaN when there are none): a corpus mean of per-sample or
+    per-pair scores, over the ones that are defined."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else float("nan")

@@ -51,8 +51,10 @@ from typing import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from agreement.arrays import mean_of_defined
+from agreement.data import class_codes
 from agreement.geometry.boxes import pairwise_iou
-from agreement.krippendorff import AlphaResult, alpha_from_coincidence, encode_values, nominal_alpha
+from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.ot import (
     _chunks_of,
     _entries,
@@ -339,7 +341,7 @@ def threshold_baselines(
     """
     t = _check_threshold(iou_threshold)
     _boxes(data.boxes, "boxes")
-    codes, cats = _class_codes(data)
+    codes, cats = class_codes(data)
     no_obj = len(cats)
     pc = _PairCosts(data.boxes, data.labels, 1.0)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
@@ -356,32 +358,32 @@ def threshold_baselines(
     u_pair, u_vals = _alpha_units(codes, no_obj, alpha_hits, a0, na, b0, nb)
     table = _pair_table(data.raters, a, b, pid)
     units = UnitCounts.of(pid[u_pair], u_vals, table.a.astype(np.int64) * data.num_raters + table.b, no_obj + 1)
-    alpha_p, reason_p = units.pair_alpha(len(table))
+    alpha_p, reason_p = units.pair_alpha()
     table.values["threshold_alpha"] = alpha_p
     table.reasons["threshold_alpha"] = reason_p
-    defined_f1 = pair_f1[~np.isnan(pair_f1)]
-    n_tp, n_all = int(tp.sum()), float(nm.sum())
+    f1_micro, f1_macro, mean_iou = pooled_scores(pair_f1, f1_hits[3], int(tp.sum()), float(nm.sum()))
     return ThresholdBaselines(
         sample_f1=s_f1, sample_mean_iou=s_iou, sample_reasons=tuple(s_reason),
         pair_sample=s, pair_rater_a=a, pair_rater_b=b, pair_f1=pair_f1, pair_mean_iou=pair_iou,
         pair_n_matched=tp, pair_n_a=na, pair_n_b=nb, pair_table_row=pid,
-        f1_micro=2.0 * n_tp / n_all if n_all else float("nan"),
-        f1_macro=float(defined_f1.mean()) if defined_f1.size else float("nan"),
-        mean_iou=float(f1_hits[3].mean()) if n_tp else float("nan"),
+        f1_micro=f1_micro, f1_macro=f1_macro, mean_iou=mean_iou,
         alpha=units.alpha(), pairs=table, unit_pair=u_pair, unit_values=u_vals,
         categories=tuple(cats) + (NO_OBJECT,), iou_threshold=t, class_aware=class_aware,
         alpha_class_aware=alpha_class_aware, matched_iou=f1_hits[3], units=units,
     )
 
 
-def _class_codes(data) -> tuple[np.ndarray, tuple]:
-    """Class codes of the rows: by the corpus vocabulary of a shard (``data.classes``), else as
-    :func:`agreement.krippendorff.encode_values` codes the labels (the same order)."""
-    if getattr(data, "classes", None) is not None:
-        from agreement.data import encode_classes
+def pooled_scores(pair_f1: np.ndarray, matched_iou: np.ndarray, n_matched: int,
+                  n_boxes: float) -> tuple[float, float, float]:
+    """The corpus F1 and mean IoU of threshold matching, from its (sample, rater pair) values.
 
-        return encode_classes(data)
-    return encode_values(data.labels, missing=())
+    ``f1_micro = 2 sum TP / sum (n + m)`` (NaN without boxes), ``f1_macro`` the
+    mean of the defined per-pair F1, ``mean_iou`` the mean IoU over every
+    matched pair (NaN without one); each in ``[0, 1]``. The inputs of several
+    shards concatenated in corpus order give the corpus numbers.
+    """
+    return (2.0 * n_matched / n_boxes if n_boxes else float("nan"), mean_of_defined(pair_f1),
+            float(np.mean(matched_iou)) if n_matched else float("nan"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -437,9 +439,9 @@ class UnitCounts:
         cnt = np.bincount(inv.reshape(-1), np.concatenate(counts).astype(np.float64)).astype(np.int64)
         return cls(pair_code, units, same, key // C, key % C, cnt, pooled, C)
 
-    def pair_alpha(self, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-        """Nominal α of each pair's units (:func:`_grouped_nominal_alpha`)."""
-        sq = np.bincount(self.cell_pair, self.cell_count.astype(np.float64) ** 2, minlength=n_pairs)
+    def pair_alpha(self) -> tuple[np.ndarray, np.ndarray]:
+        """Nominal α of each pair's units (:func:`_alpha_of_unit_counts`), in ``pair_code`` order."""
+        sq = np.bincount(self.cell_pair, self.cell_count.astype(np.float64) ** 2, minlength=len(self.pair_code))
         return _alpha_of_unit_counts(self.units.astype(np.float64), self.same.astype(np.float64), sq)
 
     def alpha(self) -> AlphaResult:
@@ -509,31 +511,16 @@ def _alpha_units(codes, no_obj, hits, a0, na, b0, nb) -> tuple[np.ndarray, np.nd
     return u_pair, u_vals
 
 
-def _grouped_nominal_alpha(group: np.ndarray, values: np.ndarray, n_groups: int,
-                           n_categories: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nominal Krippendorff's alpha of the two-value units of each group, vectorised.
+def _alpha_of_unit_counts(U: np.ndarray, same: np.ndarray, sq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nominal Krippendorff's alpha of the two-value units of each group, from their counts.
 
     With every unit holding two values, the coincidence matrix of a group has
     ``n = 2 U`` pairable values, ``sum_c o_cc = 2 #{units with equal values}``
-    and ``n_c`` the count of category ``c``; then ``D_o = (n - sum_c o_cc) / n``,
-    ``D_e = (n^2 - sum_c n_c^2) / (n (n - 1))`` and ``alpha = 1 - D_o / D_e``
-    (:func:`agreement.krippendorff.alpha_from_coincidence`, with the same
-    reasons where undefined).
+    (``same``) and ``n_c`` the count of category ``c`` (``sq = sum_c n_c^2``);
+    then ``D_o = (n - sum_c o_cc) / n``, ``D_e = (n^2 - sum_c n_c^2) / (n (n - 1))``
+    and ``alpha = 1 - D_o / D_e`` (:func:`agreement.krippendorff.alpha_from_coincidence`,
+    with the same reasons where undefined). Range: at most 1.
     """
-    U = np.bincount(group, minlength=n_groups).astype(np.float64)
-    same = np.bincount(group[values[0] == values[1]], minlength=n_groups).astype(np.float64)
-    keys = np.concatenate([group, group]).astype(np.int64) * n_categories + values.reshape(-1)
-    if n_groups * n_categories <= 1 << 24:  # dense counts: no sort
-        cnt = np.bincount(keys, minlength=n_groups * n_categories).astype(np.float64)
-        sq = (cnt * cnt).reshape(n_groups, n_categories).sum(axis=1)
-    else:
-        uk, cnt = np.unique(keys, return_counts=True)
-        sq = np.bincount(uk // n_categories, cnt.astype(np.float64) ** 2, minlength=n_groups)
-    return _alpha_of_unit_counts(U, same, sq)
-
-
-def _alpha_of_unit_counts(U: np.ndarray, same: np.ndarray, sq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per group: α from its units ``U``, agreeing units ``same`` and ``sum_c n_c^2`` (exact integer inputs)."""
     n_groups = len(U)
     n = 2.0 * U
     alpha = np.full(n_groups, np.nan)

@@ -30,7 +30,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes", "class_order"]
+__all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes", "class_order", "class_codes"]
 
 Polygon = list  # list of rings, each an (k, 2) float array of relative (x, y)
 
@@ -439,3 +439,14 @@ def encode_classes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
     index = {c: k for k, c in enumerate(classes)}
     codes = np.fromiter(map(index.__getitem__, labels), dtype=np.int64, count=len(labels))
     return codes, classes
+
+
+def class_codes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
+    """Class codes of the rows for the agreement measures: by the corpus vocabulary when ``data`` is a
+    shard of a larger corpus (``data.classes``, :func:`encode_classes`), else as
+    :func:`agreement.krippendorff.encode_values` codes the labels (the same order)."""
+    if data.classes is not None:
+        return encode_classes(data)
+    from agreement.krippendorff import encode_values
+
+    return encode_values(data.labels, missing=())

@@ -185,13 +185,13 @@ from scipy.optimize import linear_sum_assignment
 
 from agreement.arrays import unique_sorted
 from agreement.alpha_ot import canonical_sample_order
+from agreement.data import class_codes
 from agreement.geometry.boxes import (
     giou_to_similarity,
     pairwise_centroid_closeness,
     pairwise_giou,
     pairwise_iou,
 )
-from agreement.krippendorff import encode_values
 from agreement.rater_pairs import shared_sample_pairs
 from agreement.similarity import SIMILARITIES, check_similarity, similarity_matrix
 from agreement.validation import AnnotationError
@@ -1092,16 +1092,6 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
                          int(np.maximum(1, bn * bm).sum()) if K else 0)
 
 
-def _class_codes(data) -> tuple[np.ndarray, tuple]:
-    """Class codes of the rows: by the corpus vocabulary of a shard (``data.classes``), else as
-    :func:`agreement.krippendorff.encode_values` codes the labels."""
-    if data.classes is not None:
-        from agreement.data import encode_classes
-
-        return encode_classes(data)
-    return encode_values(data.labels, missing=())
-
-
 @dataclass(frozen=True)
 class _LabelCounts:
     """What classification α needs of the within-item matched pairs, per sample (corpus order):
@@ -1115,7 +1105,7 @@ class _LabelCounts:
 
     @classmethod
     def of(cls, data, within: _WithinMatch) -> "_LabelCounts":
-        codes, cats = _class_codes(data)
+        codes, cats = class_codes(data)
         S = data.num_samples
         if not len(within.rows):
             z = np.zeros(0, np.intp)

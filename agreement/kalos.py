@@ -77,7 +77,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from agreement.correspondence import check_cost, check_solver, check_tau, solve_units
-from agreement.arrays import unique_sorted
+from agreement.arrays import mean_of_defined, unique_sorted
 from agreement.data import MultiRaterAnnotations, encode_classes
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha
@@ -685,7 +685,7 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
     glob = counts.alpha()
     undefined = np.isnan(alpha)
     n_def = int((~undefined).sum())
-    mean = float(np.mean(alpha[~undefined])) if n_def else float("nan")
+    mean = mean_of_defined(alpha)
     return KalosResult(
         alpha=alpha, reason=reason, observed=d_o, expected=d_e, n_units=n_units, unit=unit,
         unit_column=unit_column, values=values, unit_sample=unit_sample, categories=prep.categories,
@@ -866,11 +866,6 @@ class _CurvePoint:
         return cls(result.alpha, result.counts, int(result.n_columns))
 
 
-def _mean_defined(alpha: np.ndarray) -> float:
-    defined = alpha[~np.isnan(alpha)]
-    return float(np.mean(defined)) if len(defined) else float("nan")
-
-
 def _merged_counts(parts: Sequence[CoincidenceCounts]) -> CoincidenceCounts:
     out = parts[0]
     for p in parts[1:]:
@@ -885,7 +880,7 @@ def _curve(taus: Sequence[float], shards: Sequence[Sequence[_CurvePoint]], simil
     for t in range(len(taus)):
         alpha = np.concatenate([sh[t].alpha for sh in shards])
         glob.append(_merged_counts([sh[t].counts for sh in shards]).alpha().alpha)
-        mean.append(_mean_defined(alpha))
+        mean.append(mean_of_defined(alpha))
         undefined.append(int(np.isnan(alpha).sum()))
         units.append(sum(sh[t].n_units for sh in shards))
     return SensitivityCurve(
@@ -995,7 +990,7 @@ def merge_kalos_shards(shards: Sequence[KalosShard]) -> tuple[KalosResult, Sensi
         unit_sample=cat([r.unit_sample + off for r, off in zip(results, n_samples)]),
         sample_ids=cat([np.asarray(r.sample_ids, dtype=object) for r in results]),
         global_alpha=float(glob.alpha), global_reason=glob.reason, global_observed=float(glob.observed),
-        global_expected=float(glob.expected), mean_alpha=_mean_defined(alpha), n_defined=int((~undefined).sum()),
+        global_expected=float(glob.expected), mean_alpha=mean_of_defined(alpha), n_defined=int((~undefined).sum()),
         n_undefined=int(undefined.sum()), empty_unit=cat([r.empty_unit for r in results]),
         repaired_polygons=sum(r.repaired_polygons for r in results), counts=counts,
     )

@@ -73,6 +73,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from agreement.arrays import mean_of_defined
 from agreement.geometry.boxes import pairwise_giou
 from agreement.ot_bounds import relative_position, score_bounds
 from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
@@ -955,8 +956,7 @@ class OTSampleScores:
     @property
     def mean_score(self) -> float:
         """Mean over scored samples of the per-sample mean score (NaN if none)."""
-        v = self.mean[~np.isnan(self.mean)]
-        return float(v.mean()) if v.size else float("nan")
+        return mean_of_defined(self.mean)
 
 
 def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
@@ -1046,7 +1046,7 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     edges = _box_edges(solved, a0, na, b0, nb, float(beta))
     rows = _row_results(data, pc, solved, float(beta), normalization)
     table = _pair_table(data.raters, a, b, pid)
-    table.values["mean_ot"] = np.bincount(pid, pair_score, len(table)) / np.maximum(table.n_shared, 1)
+    table.values["mean_ot"] = table.mean_over_shared(pid, pair_score)
     return OTSampleScores(
         sample_ids=data.sample_ids, mean=mean, min=mn, n_pairs=n_pairs, lower=lower, upper=upper,
         position=position, reasons=tuple(_sample_reasons(data)), pair_sample=s, pair_rater_a=a,

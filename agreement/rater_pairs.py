@@ -115,6 +115,11 @@ class RaterPairTable:
         found = (len(codes) > 0) & (codes[pos] == q) if len(codes) else np.zeros(np.shape(q), dtype=bool)
         return np.where(found, pos, -1)
 
+    def mean_over_shared(self, pair_id: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per pair, the mean of ``values`` over its shared samples: ``values[k]`` belongs to the
+        (sample, rater pair) ``k`` of pair ``pair_id[k]`` (a row of this table), summed in that order."""
+        return np.bincount(pair_id, values, len(self)) / np.maximum(self.n_shared, 1)
+
     def to_columns(self, arrays: bool = False) -> dict[str, list]:
         """The table as columns (:func:`records_to_columns` of :meth:`to_records`), built vectorised.
 

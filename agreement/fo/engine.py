@@ -185,12 +185,9 @@ DEFAULT_SHARD_SIZE = 20_000
 
 def execution_options(shard_size: int | None = None, backend: str = "serial", dask_address: str | None = None,
                       workers: int | None = None) -> dict:
-    """The execution options every streamed bridge passes to :func:`run_method`, validated."""
-    from agreement.fo.distributed import check_backend
-
-    check_backend(backend, dask_address, workers)
-    return {"shard_size": None if shard_size is None else check_shard_size(shard_size), "backend": backend,
-            "dask_address": dask_address, "workers": workers}
+    """The execution options every streamed bridge passes on to :func:`run_method` (which validates them
+    before anything is read)."""
+    return {"shard_size": shard_size, "backend": backend, "dask_address": dask_address, "workers": workers}
 
 
 def check_shard_size(shard_size: int | None) -> int:
@@ -209,7 +206,6 @@ def canonical_ids(samples) -> list[str]:
     results are the same whatever the order and whatever the shard size.
     """
     return sorted(map(str, samples.values("id")))
-
 
 
 def run_method(

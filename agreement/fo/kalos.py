@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, execution_options, run_method
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.correspondence import check_cost, check_solver, check_tau
@@ -213,8 +213,8 @@ def compute_kalos(
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
     execution = execution_options(shard_size, backend, dask_address, workers)
-    if session_attr and (execution["backend"] != "serial" or (
-            execution["shard_size"] is not None and execution["shard_size"] < len(samples))):
+    sharded = shard_size is not None and check_shard_size(shard_size) < len(samples)
+    if session_attr and (backend != "serial" or sharded):
         raise ValueError(
             f"intra-annotator consistency (session_attr={session_attr!r}) needs every sample of a rater's sessions "
             f"at once: it cannot run in shards (shard_size={shard_size}, backend={backend!r}) of a view of "

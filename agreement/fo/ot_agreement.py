@@ -63,7 +63,8 @@ import numpy as np
 from dataclasses import dataclass
 
 from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
-from agreement.baselines import UnitCounts, threshold_baselines
+from agreement.arrays import mean_of_defined
+from agreement.baselines import UnitCounts, pooled_scores, threshold_baselines
 from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.fo.reading import read_assignment
 from agreement.ot import check_ot_params, sample_ot_scores
@@ -234,17 +235,14 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     R = len(chance.raters)
     table = alpha.pairs
     codes = table.a.astype(np.int64) * R + table.b
-    pid = np.searchsorted(codes, pair_code)
-    mean_ot = np.bincount(pid, pair_score, len(table)) / np.maximum(table.n_shared, 1)
+    mean_ot = table.mean_over_shared(np.searchsorted(codes, pair_code), pair_score)
     units = UnitCounts.merge([sh.units for sh in stats], codes)
-    threshold_alpha, threshold_reason = units.pair_alpha(len(table))
+    threshold_alpha, threshold_reason = units.pair_alpha()
     pooled = units.alpha()
-    pair_f1 = cat([sh.pair_f1 for sh in stats])
-    defined_f1 = pair_f1[~np.isnan(pair_f1)]
-    iou = cat([sh.matched_iou for sh in stats])
-    n_tp, n_all = sum(sh.n_matched for sh in stats), sum(sh.n_boxes for sh in stats)
+    f1_micro, f1_macro, mean_iou = pooled_scores(
+        cat([sh.pair_f1 for sh in stats]), cat([sh.matched_iou for sh in stats]),
+        sum(sh.n_matched for sh in stats), sum(sh.n_boxes for sh in stats))
     sample_mean = cat([sh.sample_mean for sh in stats])
-    scored = sample_mean[~np.isnan(sample_mean)]
     undefined = {}
     for sh in stats:
         undefined.update(list(sh.undefined.items())[:MAX_LISTED_UNDEFINED - len(undefined)])
@@ -254,11 +252,9 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
         "alpha_ot_reason": alpha.reason, "observed_cost": alpha.observed, "expected_cost": alpha.expected,
         "expected_cost_se": alpha.expected_se, "n_cross_pairs": alpha.n_cross_pairs,
         "n_cross_pairs_evaluated": alpha.n_expected,
-        "mean_ot": float(scored.mean()) if scored.size else float("nan"),
-        "n_samples": len(sample_mean), "n_scored": int(len(scored)), "n_undefined": n_undefined,
-        "f1": 2.0 * n_tp / n_all if n_all else float("nan"),
-        "f1_macro": float(defined_f1.mean()) if defined_f1.size else float("nan"),
-        "mean_iou": float(iou.mean()) if n_tp else float("nan"),
+        "mean_ot": mean_of_defined(sample_mean),
+        "n_samples": len(sample_mean), "n_scored": len(sample_mean) - n_undefined, "n_undefined": n_undefined,
+        "f1": f1_micro, "f1_macro": f1_macro, "mean_iou": mean_iou,
         "threshold_alpha": pooled.alpha, "threshold_alpha_reason": pooled.reason,
     }
     keep = ("alpha_ot", "alpha_ot_se", "observed_cost", "expected_cost", "expected_cost_se", "n_cross_pairs",

@@ -120,6 +120,14 @@ def _sample_label(sample_id: str, filepath: str) -> str:
     return f"sample {os.path.basename(filepath)!r} (id {sample_id})"
 
 
+def _check_layout_choice(fields, field, box_policy: str) -> None:
+    """One rater layout, and a known box policy (before anything is read)."""
+    if (fields is None) == (field is None):
+        raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
+    if box_policy not in BOX_POLICIES:
+        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {box_policy!r}")
+
+
 def detect_raters(samples, field: str, rater_attr: str = "annotator") -> list[str]:
     """The distinct values of ``rater_attr`` on the labels of ``field``, sorted."""
     list_field = LABEL_TYPES[_label_type(samples, field)]
@@ -204,10 +212,7 @@ def read_annotations(
     Raises:
         AnnotationError: naming the sample and field, for every bad input.
     """
-    if (fields is None) == (field is None):
-        raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
-    if box_policy not in BOX_POLICIES:
-        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {box_policy!r}")
+    _check_layout_choice(fields, field, box_policy)
     if len(samples) == 0:
         raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
     if fields is not None:
@@ -870,16 +875,12 @@ def plan_corpus(
     """
     from agreement.data import class_order
 
-    if (fields is None) == (field is None):
-        raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
-    if box_policy not in BOX_POLICIES:
-        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {box_policy!r}")
+    _check_layout_choice(fields, field, box_policy)
     if fields is not None:
         fields = sorted(dict.fromkeys(fields))
         classes = set()
         for f in fields:
-            classes.update(_distinct_raters_and_classes(samples, f"{f}.{LABEL_TYPES[_label_type(samples, f)]}",
-                                                        "_none")[1])
+            classes.update(_distinct_raters_and_classes(samples, f"{f}.{LABEL_TYPES[_label_type(samples, f)]}")[1])
         return CorpusPlan(tuple(fields), class_order(classes), tuple(fields), "fields")
     lf = LABEL_TYPES[_label_type(samples, field)]
     assignment = recorded_assignment(samples, field, raters_field)
@@ -905,16 +906,15 @@ def plan_corpus(
     return CorpusPlan(raters, classes, (field,), "attribute", assignment.raters_field, named, evidence, carried)
 
 
-def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str) -> tuple[tuple, tuple]:
-    """The raters (``str``, sorted) and classes (:func:`agreement.data.class_order`) of the labels of a
-    label list, in one aggregation over the view."""
+def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str | None = None) -> tuple[tuple, tuple]:
+    """The raters (``str``, sorted; none without ``rater_attr``) and classes
+    (:func:`agreement.data.class_order`) of the labels of a label list, in one aggregation over the view."""
     from agreement.data import class_order
 
-    pipeline = [
-        {"$project": {"l": f"${list_path}"}},
-        {"$unwind": "$l"},
-        {"$group": {"_id": None, "r": {"$addToSet": f"$l.{rater_attr}"}, "c": {"$addToSet": "$l.label"}}},
-    ]
+    group = {"_id": None, "c": {"$addToSet": "$l.label"}}
+    if rater_attr is not None:
+        group["r"] = {"$addToSet": f"$l.{rater_attr}"}
+    pipeline = [{"$project": {"l": f"${list_path}"}}, {"$unwind": "$l"}, {"$group": group}]
     out = next(iter(samples._aggregate(pipeline=pipeline)), None) or {}
     raters = tuple(sorted(str(v) for v in out.get("r", ()) if v is not None))
     return raters, class_order(c for c in out.get("c", ()) if c is not None)
