@@ -618,13 +618,14 @@ def test_shards_with_another_vocabulary_are_refused():
     from agreement.kalos import kalos_shard, merge_kalos_shards
     from agreement.synthetic.crowd import crowd_corpus
 
+    import dataclasses
+
     data, _ = crowd_corpus(10, 4, 3, seed=1)
     a, b = (data.select_samples(np.arange(0, 5)), data.select_samples(np.arange(5, 10)))
+    b = dataclasses.replace(b, labels=np.full(len(b.labels), "only_in_b", dtype=object))  # another vocabulary
     shards = [kalos_shard(a), kalos_shard(b)]
-    if shards[0].result.categories != shards[1].result.categories:
-        with pytest.raises(ValueError, match="class vocabulary"):
-            merge_kalos_shards(shards)
+    assert shards[0].result.categories != shards[1].result.categories
+    with pytest.raises(ValueError, match="class vocabulary"):
+        merge_kalos_shards(shards)
     with pytest.raises(ValueError, match="are not in the corpus vocabulary"):
-        import dataclasses
-
         kalos_shard(dataclasses.replace(a, classes=("nothing",)))

@@ -178,8 +178,9 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
     runs.write_run_columns(samples, plan, sample_values, label_values)
 
 
-#: Samples per shard of a streamed run (chosen with bench/scale_bench.py: peak memory grows with it, the
-#: time per sample stops falling beyond it).
+#: Samples per shard of a streamed run: memory grows with it (at 20,000, OT, KαLOS and geometry on
+#: 100,000 samples of 3 raters × ~7 boxes peaked at 0.9 to 1.1 GiB in bench/scale_bench.py); smaller
+#: shards cost more queries and more fixed work per shard.
 DEFAULT_SHARD_SIZE = 20_000
 
 
