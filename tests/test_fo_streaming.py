@@ -220,3 +220,29 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
         with pytest.raises(ValueError, match=message):
             compute_geometry_agreement(sparse_crowd, "bad", field="ground_truth", **kwargs)
     assert list_agreement_runs(sparse_crowd) == []
+
+
+def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
+    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.kalos import compute_kalos
+    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.validation import AnnotationError
+
+    corpus, _ = crowd_corpus(5, 3, 3, seed=1)
+    ds = make_dataset(samples_from_corpus(corpus, [f"/e/{i}.jpg" for i in range(5)], layout="fields",
+                                          raters_field=None))
+    with pytest.raises(AnnotationError, match="has no samples"):
+        compute_kalos(ds.limit(0), "empty", fields=sorted(corpus.raters))
+
+
+def test_a_single_shard_serves_the_chance_sample_from_memory(fo, sparse_crowd, monkeypatch):
+    import agreement.fo.engine as engine
+
+    reads = []
+    real = engine.read_annotations
+    monkeypatch.setattr(engine, "read_annotations", lambda *a, **k: reads.append(1) or real(*a, **k))
+    one = _run(fo, sparse_crowd.view(), "one", "compute_geometry_agreement", max_pairs=3000)
+    assert len(reads) == 1  # the shard; the chance sample's sets come from it
+    two = _run(fo, sparse_crowd.view(), "two", "compute_geometry_agreement", max_pairs=3000, shard_size=30)
+    assert len(reads) == 1 + 2 + 1  # two shards, then the chance sample read back
+    assert _same({k: v for k, v in one.items() if k != "key"}, {k: v for k, v in two.items() if k != "key"})

@@ -31,7 +31,7 @@ import numpy as np
 
 from agreement.fo import runs
 from agreement.fo.reading import ReadResult, plan_corpus, read_annotations
-from agreement.validation import RepairReport
+from agreement.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
@@ -292,6 +292,7 @@ class ShardJob:
         state: what the method's ``prepare`` returned.
         run_plan: the registered run's :class:`agreement.fo.runs.RunPlan` (``None``: register it
             before this shard's write, serial runs).
+        keep_annotations: send the shard's annotations back with its result (a run's only shard).
     """
 
     method: str
@@ -304,15 +305,19 @@ class ShardJob:
     plan: Any
     state: Any = None
     run_plan: Any = None
+    keep_annotations: bool = False
 
 
 @dataclass
 class ShardResult:
-    """What a shard sends back to the run: the method's statistics, the repairs, the input layout record."""
+    """What a shard sends back to the run: the method's statistics, the repairs, the input layout record,
+    and the shard's annotations when asked to keep them (the only shard of a run in this process: what
+    the finish needs again is then taken from memory, not read again)."""
 
     stats: Any
     repairs: RepairReport
     layout: dict
+    annotations: Any = None
 
 
 def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
@@ -334,7 +339,7 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
     run_plan = job.run_plan if job.run_plan is not None else register()
     report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
     _write(samples, run_plan, read, spec, out)
-    return ShardResult(out.stats, read.repairs, read.layout)
+    return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None)
 
 
 def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any], params: dict, overwrite: bool,
@@ -362,10 +367,12 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     left that no run owns); a killed process leaves it listed as incomplete,
     to be deleted or overwritten.
     """
+    ids = canonical_ids(samples)
+    if not ids:
+        raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
     plan = plan_corpus(samples, **_plan_layout(layout))
     runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
                      overwrite=overwrite, check_only=True)
-    ids = canonical_ids(samples)
     context = StreamContext(ids)
     if spec.prepare is not None:
         report(0.02, "planning")
@@ -390,17 +397,22 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             results = run_shards(samples, jobs, report, dask_address=dask_address, workers=workers)
         else:
             results = []
+            jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
             for job in jobs:
                 results.append(process_shard(samples, job, spec, report, register))
         stats, repairs = [r.stats for r in results], RepairReport()
         for r in results:
             repairs.merge(r.repairs)
-        record = results[-1].layout
+        record, in_memory = results[-1].layout, results[0].annotations
         del results
         report(0.95, "merging shards")
 
         def read_samples(wanted):  # samples the finish needs again (e.g. a chance sample), in canonical order
-            view = samples.select([str(i) for i in wanted], ordered=True)
+            wanted = [str(i) for i in wanted]
+            if in_memory is not None:  # the run's only shard, still here: the same corpus, without a query
+                pos = {sid: i for i, sid in enumerate(map(str, in_memory.sample_ids))}
+                return in_memory.select_samples(np.array([pos[i] for i in wanted], dtype=np.intp))
+            view = samples.select(wanted, ordered=True)
             return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
 
         context.read_samples = read_samples
