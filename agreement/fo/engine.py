@@ -93,8 +93,9 @@ class MethodSpec:
             first shard (e.g. a chance sample drawn from the assignment, whose sets the shards
             then collect as they pass); the kernel finds it in ``extra["state"]``, with the
             shard's first corpus position in ``extra["sample_offset"]``.
-        streams: whether these parameters allow streaming (else ``compute`` runs on the
-            whole corpus at once).
+        whole_corpus: ``params -> reason or None``: why these parameters need the whole
+            corpus at once (``compute`` then runs, and a shard size smaller than the
+            view or the Dask backend is refused with this reason); ``None``: it streams.
     """
 
     method: str
@@ -107,7 +108,7 @@ class MethodSpec:
     extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
     finish: Callable[[list, dict, "StreamContext"], tuple[dict, dict]] | None = None
-    streams: Callable[[dict], bool] = lambda params: True
+    whole_corpus: Callable[[dict], str | None] = lambda params: None
     prepare: Callable[[Any, Any, list, Mapping, dict], Any] | None = None
 
 
@@ -253,12 +254,14 @@ def run_method(
     from agreement.fo.distributed import check_backend
 
     check_backend(backend, dask_address, workers)
-    if spec.kernel is not None and spec.streams(params):
+    why = spec.whole_corpus(params) if spec.kernel is not None else "it does not stream"
+    if why is None:
         return _run_streamed(samples, key, spec, layout, params, overwrite, report, check_shard_size(shard_size),
                              backend, dask_address, workers)
-    if backend != "serial" or shard_size is not None:
-        raise ValueError(f"{spec.method} with these parameters needs the whole corpus at once: it runs in this "
-                         "process, in one shard (leave shard_size and backend unset)")
+    if backend != "serial" or (shard_size is not None and check_shard_size(shard_size) < len(samples)):
+        raise ValueError(f"{spec.method} needs the whole view at once ({why}): it cannot run in shards "
+                         f"(shard_size={shard_size}, backend={backend!r}) of a view of {len(samples)} samples; "
+                         "leave shard_size and backend unset")
     report(0.0, "reading annotations")
     read = read_annotations(samples, **dict(layout), **spec.read_options(params))
     spec.check(read, params)

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo.engine import MethodOutput, MethodSpec, check_shard_size, execution_options, run_method
+from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.correspondence import check_cost, check_solver, check_tau
@@ -136,7 +136,8 @@ SPEC = MethodSpec(
                                     if p["session_attr"] else None},
     kernel=_kernel,
     finish=_finish,
-    streams=lambda p: not p["session_attr"],
+    whole_corpus=lambda p: (f"intra-annotator consistency (session_attr={p['session_attr']!r}) needs every "
+                            "sample of a rater's sessions together") if p["session_attr"] else None,
 )
 
 
@@ -212,14 +213,5 @@ def compute_kalos(
               "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
     layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
               "box_policy": box_policy, "assume_crossed": assume_crossed}
-    execution = execution_options(shard_size, backend, dask_address, workers)
-    sharded = shard_size is not None and check_shard_size(shard_size) < len(samples)
-    if session_attr and (backend != "serial" or sharded):
-        raise ValueError(
-            f"intra-annotator consistency (session_attr={session_attr!r}) needs every sample of a rater's sessions "
-            f"at once: it cannot run in shards (shard_size={shard_size}, backend={backend!r}) of a view of "
-            f"{len(samples)} samples; leave shard_size and backend unset"
-        )
-    if session_attr:
-        execution = {**execution, "shard_size": None}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress, **execution)
+    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
+                      **execution_options(shard_size, backend, dask_address, workers))
