@@ -66,6 +66,7 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
             real = w._bulk
             def hang(dataset, ops):
                 w.BATCH = 10                       # several batches: the first ones land, then the process hangs
+                ops = list(ops)
                 real(dataset, ops[:len(ops) // 2])
                 open({flag!r}, "w").close()
                 time.sleep(600)

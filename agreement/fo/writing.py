@@ -18,10 +18,12 @@ was written.
 from __future__ import annotations
 
 import math
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from itertools import chain, islice
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from bson import ObjectId
@@ -273,6 +275,9 @@ def write_columns(
     ``last_modified_at`` when the dataset has it. The caller declares the
     fields first (:func:`declare_sample_fields`, :func:`declare_label_attrs`).
 
+    The updates are made sample by sample while earlier batches are in the
+    database (:func:`_bulk`), so that building them and applying them overlap.
+
     Args:
         dataset: the (root) dataset.
         sample_columns: field name -> ``{sample_id: value}``.
@@ -285,19 +290,30 @@ def write_columns(
     if "last_modified_at" in dataset.get_field_schema():
         stamp = {"last_modified_at": datetime.now(timezone.utc).replace(tzinfo=None)}
     with gc_paused():
-        updates: dict[str, dict[str, Any]] = {}
-        filters: dict[str, list[dict]] = {}
-        guards: dict[str, list[dict]] = {}
+        sample_sets: dict[str, dict[str, Any]] = {}
         for name, values in (sample_columns or {}).items():
             for sid, v in values.items():
-                updates.setdefault(str(sid), {})[name] = db_value(v)
-        written = sum(_add_label_sets(block, f"f{j}", updates, filters, guards)
-                      for j, block in enumerate(label_columns))
-        sids = [sid for sid, sets in updates.items() if sets]
-        ops = [UpdateOne(_query(sid, guards.get(sid)), {"$set": {**updates[sid], **stamp}},
-                         array_filters=filters.get(sid)) for sid in sids]
-    unmatched = _bulk(dataset, ops)
-    retry = {sids[i] for i in unmatched if sids[i] in guards}
+                sample_sets.setdefault(str(sid), {})[name] = db_value(v)
+        blocks = [_LabelPaths.of(block, f"f{j}") for j, block in enumerate(label_columns)]
+        written = sum(b.written for b in blocks)
+        order = list(dict.fromkeys(chain(sample_sets, *(b.sample_ids for b in blocks))))
+        sids: list[str] = []
+        guarded: set[str] = set()
+
+        def updates():
+            for sid in order:
+                sets, guards, filters = dict(sample_sets.get(sid, ())), [], []
+                for b in blocks:
+                    b.add(sid, sets, guards, filters)
+                if not sets:
+                    continue
+                if guards:
+                    guarded.add(sid)
+                sids.append(sid)
+                yield UpdateOne(_query(sid, guards), {"$set": {**sets, **stamp}}, array_filters=filters or None)
+
+        unmatched = _bulk(dataset, updates())
+    retry = {sids[i] for i in unmatched if sids[i] in guarded}
     if retry:  # the guarded lists changed since the read: address those samples' labels by id instead
         _retry_by_id(dataset, sample_columns, label_columns, retry)
     return written
@@ -324,68 +340,97 @@ def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns],
     write_columns(dataset, subset, blocks)
 
 
-def _add_label_sets(block: LabelColumns, tag: str, updates: dict, filters: dict, guards: dict) -> int:
-    """Adds the ``$set`` paths, array filters and list guards of ``block`` to each sample's update.
+@dataclass
+class _LabelPaths:
+    """The ``$set`` paths of one :class:`LabelColumns` block, cut per sample (see :meth:`of`).
 
-    Vectorised: the labels are grouped by sample once. A sample whose labels
-    all have a stored position (``block.stored_ids``) addresses them as
-    ``<list>.<i>`` and gets a guard on its list; any other sample addresses
-    its k-th label as ``<list>.$[<tag>l<k>]`` with an array filter on the id.
-    Each attribute contributes its non-``None`` values; each sample's paths
-    and filters are then cut from flat arrays. Returns the labels written.
+    Attributes:
+        list_path: the block's ``<field>.<list>``.
+        sample_ids: the samples with labels in the block, in sorted order.
+        index: sample id -> its group (position in ``sample_ids``).
+        keys, vals: every path and value to set, grouped by sample;
+            ``set_bounds[g]:set_bounds[g + 1]`` are sample ``g``'s.
+        filters, filter_bounds: the array filters of samples addressed by id, likewise.
+        by_position: per group, whether its labels are addressed by position (guarded).
+        stored_ids: the block's lists as read (for the guards).
+        written: labels with at least one value.
     """
-    n = len(block.label_ids)
-    if len(block.sample_ids) != n or any(len(v) != n for v in block.columns.values()):
-        raise ValueError("sample_ids, label_ids and every column must have one entry per label")
-    names = list(block.columns)
-    if not names or not n:
-        return 0
-    sids = np.asarray(block.sample_ids, dtype=object).astype(str)
-    order = np.argsort(sids, kind="stable")
-    sids = sids[order]
-    lids = np.asarray(block.label_ids, dtype=object)[order]
-    starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
-    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
-    k = np.arange(n) - starts[group]  # rank of each label within its sample
-    pos = _stored_positions(block.stored_ids, lids)
-    unplaced = np.zeros(len(starts), dtype=bool)
-    np.logical_or.at(unplaced, group, pos < 0)
-    by_pos = ~unplaced[group]
-    n_pos = int(pos.max()) + 1 if by_pos.any() else 0
-    slot = np.where(by_pos, pos, n_pos + k)  # row of the key tables below
-    keys, vals, where, present = [], [], [], np.zeros(n, dtype=bool)
-    for name in names:
-        col = np.array(_clean_column(block.columns[name]), dtype=object)[order]
-        has = np.not_equal(col, None)
-        present |= has
-        table = ([f"{block.list_path}.{i}.{name}" for i in range(n_pos)]
-                 + [f"{block.list_path}.$[{tag}l{i}].{name}" for i in range(int(k.max()) + 1)])
-        keys.append(np.array(table, dtype=object)[slot[has]])
-        vals.append(col[has])
-        where.append(group[has])
-    keys, vals, where = np.concatenate(keys), np.concatenate(vals), np.concatenate(where)
-    by_sample = np.argsort(where, kind="stable")
-    keys, vals = keys[by_sample].tolist(), vals[by_sample].tolist()
-    set_bounds = np.searchsorted(where[by_sample], np.arange(len(starts) + 1)).tolist()
-    filtered = present & ~by_pos
-    id_paths = np.array([f"{tag}l{i}._id" for i in range(int(k.max()) + 1)], dtype=object)[k[filtered]].tolist()
-    flt = [{path: ObjectId(lid)} for path, lid in zip(id_paths, lids[filtered].tolist())]
-    flt_bounds = np.searchsorted(group[filtered], np.arange(len(starts) + 1)).tolist()
-    sample_by_pos = (~unplaced).tolist()
-    for g, sid in enumerate(sids[starts].tolist()):
-        lo, hi = set_bounds[g], set_bounds[g + 1]
+
+    list_path: str
+    sample_ids: list
+    index: dict
+    keys: list
+    vals: list
+    set_bounds: list
+    filters: list
+    filter_bounds: list
+    by_position: list
+    stored_ids: Mapping | None
+    written: int
+
+    @classmethod
+    def of(cls, block: LabelColumns, tag: str) -> "_LabelPaths":
+        """Vectorised: the labels are grouped by sample once. A sample whose labels
+        all have a stored position (``block.stored_ids``) addresses them as
+        ``<list>.<i>`` and gets a guard on its list; any other sample addresses
+        its k-th label as ``<list>.$[<tag>l<k>]`` with an array filter on the id.
+        Each attribute contributes its non-``None`` values."""
+        n = len(block.label_ids)
+        if len(block.sample_ids) != n or any(len(v) != n for v in block.columns.values()):
+            raise ValueError("sample_ids, label_ids and every column must have one entry per label")
+        names = list(block.columns)
+        if not names or not n:
+            return cls(block.list_path, [], {}, [], [], [0], [], [0], [], None, 0)
+        sids = np.asarray(block.sample_ids, dtype=object).astype(str)
+        order = np.argsort(sids, kind="stable")
+        sids = sids[order]
+        lids = np.asarray(block.label_ids, dtype=object)[order]
+        starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
+        group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+        k = np.arange(n) - starts[group]  # rank of each label within its sample
+        pos = _stored_positions(block.stored_ids, lids)
+        unplaced = np.zeros(len(starts), dtype=bool)
+        np.logical_or.at(unplaced, group, pos < 0)
+        by_pos = ~unplaced[group]
+        n_pos = int(pos.max()) + 1 if by_pos.any() else 0
+        slot = np.where(by_pos, pos, n_pos + k)  # row of the key tables below
+        keys, vals, where, present = [], [], [], np.zeros(n, dtype=bool)
+        for name in names:
+            col = np.array(_clean_column(block.columns[name]), dtype=object)[order]
+            has = np.not_equal(col, None)
+            present |= has
+            table = ([f"{block.list_path}.{i}.{name}" for i in range(n_pos)]
+                     + [f"{block.list_path}.$[{tag}l{i}].{name}" for i in range(int(k.max()) + 1)])
+            keys.append(np.array(table, dtype=object)[slot[has]])
+            vals.append(col[has])
+            where.append(group[has])
+        keys, vals, where = np.concatenate(keys), np.concatenate(vals), np.concatenate(where)
+        by_sample = np.argsort(where, kind="stable")
+        filtered = present & ~by_pos
+        id_paths = np.array([f"{tag}l{i}._id" for i in range(int(k.max()) + 1)], dtype=object)[k[filtered]]
+        group_ids = sids[starts].tolist()
+        return cls(
+            list_path=block.list_path, sample_ids=group_ids, index=dict(zip(group_ids, range(len(group_ids)))),
+            keys=keys[by_sample].tolist(), vals=vals[by_sample].tolist(),
+            set_bounds=np.searchsorted(where[by_sample], np.arange(len(starts) + 1)).tolist(),
+            filters=[{path: ObjectId(lid)} for path, lid in zip(id_paths.tolist(), lids[filtered].tolist())],
+            filter_bounds=np.searchsorted(group[filtered], np.arange(len(starts) + 1)).tolist(),
+            by_position=(~unplaced).tolist(), stored_ids=block.stored_ids, written=int(present.sum()))
+
+    def add(self, sid: str, sets: dict, guards: list, filters: list) -> None:
+        """Adds sample ``sid``'s paths to ``sets``, and its list guard or its array filters."""
+        g = self.index.get(sid)
+        if g is None:
+            return
+        lo, hi = self.set_bounds[g], self.set_bounds[g + 1]
         if lo == hi:
-            continue
-        sets = updates.get(sid)
-        if sets is None:
-            sets = updates[sid] = {}
-        sets.update(zip(keys[lo:hi], vals[lo:hi]))
-        if sample_by_pos[g]:
-            stored = [ObjectId(x) for x in block.stored_ids[sid]]
-            guards.setdefault(sid, []).append({"$eq": [f"${block.list_path}._id", stored]})
+            return
+        sets.update(zip(self.keys[lo:hi], self.vals[lo:hi]))
+        if self.by_position[g]:
+            stored = [ObjectId(x) for x in self.stored_ids[sid]]
+            guards.append({"$eq": [f"${self.list_path}._id", stored]})
         else:
-            filters.setdefault(sid, []).extend(flt[flt_bounds[g]:flt_bounds[g + 1]])
-    return int(present.sum())
+            filters.extend(self.filters[self.filter_bounds[g]:self.filter_bounds[g + 1]])
 
 
 def _stored_positions(stored_ids: Mapping[str, Sequence[str] | None] | None, label_ids: np.ndarray) -> np.ndarray:
@@ -508,28 +553,35 @@ def label_field_value(container: str, docs: Sequence[dict]) -> dict:
     return {"_cls": container, _CONTAINERS[container]: list(docs)}
 
 
-def _bulk(dataset, ops: list) -> list[int]:
-    """Sends ``ops`` in batches of :data:`BATCH`, unordered, :data:`WRITERS` at a time, then reloads the samples.
+def _bulk(dataset, ops: Iterable[UpdateOne]) -> list[int]:
+    """Sends ``ops`` in batches of :data:`BATCH`, unordered, up to :data:`WRITERS` at a time, then reloads the samples.
 
-    Every op updates a different document, so batches commute; two in flight
-    keep the database busy while the client waits on the other.
+    ``ops`` is consumed lazily: while the first batches are in the database,
+    the caller's generator builds the next ones (on two cores the client's
+    Python and MongoDB then run side by side instead of one after the other).
+    Every op updates a different document, so batches commute.
 
     Returns:
         The indices of the ops of every batch in which some op matched no
         document (the caller may retry them; a batch reports only its count).
     """
     coll = dataset._sample_collection
-    starts = range(0, len(ops), BATCH)
 
-    def send(start: int) -> list[int]:
-        batch = ops[start:start + BATCH]
+    def send(start: int, batch: list) -> list[int]:
         matched = coll.bulk_write(batch, ordered=False).matched_count
         return list(range(start, start + len(batch))) if matched < len(batch) else []
 
-    if len(starts) > 1 and WRITERS > 1:
-        with ThreadPoolExecutor(WRITERS) as pool:
-            unmatched = [i for part in pool.map(send, starts) for i in part]
-    else:
-        unmatched = [i for start in starts for i in send(start)]
+    ops = iter(ops)
+    unmatched: list[int] = []
+    start = 0
+    with ThreadPoolExecutor(max(1, WRITERS)) as pool:
+        in_flight: deque = deque()
+        while batch := list(islice(ops, BATCH)):
+            if len(in_flight) >= max(1, WRITERS):
+                unmatched += in_flight.popleft().result()
+            in_flight.append(pool.submit(send, start, batch))
+            start += len(batch)
+        for future in in_flight:
+            unmatched += future.result()
     dataset.reload()
     return unmatched
