@@ -64,7 +64,7 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
             import agreement.fo.writing as w
             from agreement.fo.ot_agreement import compute_ot_agreement
             real = w._bulk
-            def hang(dataset, ops):
+            def hang(dataset, ops, *args):
                 w.BATCH = 10                       # several batches: the first ones land, then the process hangs
                 ops = list(ops)
                 real(dataset, ops[:len(ops) // 2])

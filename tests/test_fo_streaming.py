@@ -147,6 +147,72 @@ def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crow
     assert doc is None
 
 
+def _leftovers(ds, key: str) -> list:
+    """Fields of run ``key`` in the schema, and one document still holding a value of it (``None``: none)."""
+    schema = ds.get_field_schema(flat=True)
+    doc = ds._sample_collection.find_one({"$or": [{f"{key}_alpha": {"$exists": True}},
+                                                  {f"ground_truth.detections.{key}_unit": {"$exists": True}}]})
+    return [name for name in schema if f"{key}_" in name] + ([doc["_id"]] if doc else [])
+
+
+def test_shards_are_written_by_the_writer_thread_and_its_error_discards_the_run(fo, sparse_crowd, monkeypatch):
+    """A serial run sends each shard's updates from its writer thread (overlapping the next shard's read); a
+    write that fails there stops the run with that error, and the run is discarded."""
+    import threading
+
+    import agreement.fo.writing as w
+    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.runs import list_agreement_runs
+
+    threads, real = [], w.write_columns
+
+    def failing(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        if len(threads) == 2:
+            raise RuntimeError("connection to the database lost")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(w, "write_columns", failing)
+    with pytest.raises(RuntimeError, match="connection to the database lost"):
+        compute_kalos(sparse_crowd, "lost", field="ground_truth", shard_size=20)
+    assert len(threads) == 2 and all(t.startswith("iaa-shard-writer") for t in threads)
+    assert "lost" not in list_agreement_runs(sparse_crowd)
+    assert not _leftovers(sparse_crowd, "lost")
+
+
+def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_discarded(fo, sparse_crowd,
+                                                                                      monkeypatch):
+    """The next shard fails while the previous shard's write is still being sent: the run waits for that
+    write before deleting what it wrote, so nothing is left behind."""
+    import time
+
+    import agreement.fo.kalos as fo_kalos
+    import agreement.fo.writing as w
+    from agreement.fo.engine import MethodSpec
+    from agreement.fo.runs import list_agreement_runs
+
+    real, kernel, calls = w.write_columns, fo_kalos.SPEC.kernel, []
+
+    def slow(*args, **kwargs):
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    def failing(read, params, extra):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("worker lost")
+        return kernel(read, params, extra)
+
+    monkeypatch.setattr(w, "write_columns", slow)
+    monkeypatch.setattr(fo_kalos, "SPEC", MethodSpec(**{
+        **{f: getattr(fo_kalos.SPEC, f) for f in fo_kalos.SPEC.__dataclass_fields__}, "kernel": failing}))
+    with pytest.raises(RuntimeError, match="worker lost"):
+        fo_kalos.compute_kalos(sparse_crowd, "late", field="ground_truth", shard_size=20)
+    time.sleep(1.5)  # a write left running would land by now
+    assert "late" not in list_agreement_runs(sparse_crowd)
+    assert not _leftovers(sparse_crowd, "late")
+
+
 def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.kalos import compute_kalos

@@ -41,7 +41,7 @@ def test_sample_fields_and_label_attrs_of_several_fields_go_out_in_one_update_pe
     sb, lb, _ = _columns(ds, "b")
     sent = []
     real = w._bulk
-    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: real(dataset, (batch := list(ops), sent.extend(batch))[0]))
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops, *a: real(dataset, (batch := list(ops), sent.extend(batch))[0], *a))
     w.declare_sample_fields(ds, {"r_score": [0.5], "r_name": ["x"]})
     w.declare_label_attrs(ds, {"a.detections": {"r_cost": [0.1], "r_why": ["m"]}, "b.detections": {"r_cost": [0.1]}})
     sids = ds.values("id")
@@ -106,7 +106,7 @@ def test_labels_are_addressed_by_position_under_a_guard_when_the_list_as_read_is
     sa, la, LabelColumns = _columns(ds, "a")
     sent = []
     real = w._bulk
-    monkeypatch.setattr(w, "_bulk", lambda dataset, ops: real(dataset, (batch := list(ops), sent.extend(batch))[0]))
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops, *a: real(dataset, (batch := list(ops), sent.extend(batch))[0], *a))
     w.declare_label_attrs(ds, {"a.detections": {"p_cost": [0.1]}})
     w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"p_cost": [0.5, 1.0, 1.5]},
                                                     _stored(ds, "a"))])

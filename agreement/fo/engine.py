@@ -153,9 +153,15 @@ def _column(values: Sequence[Any]) -> np.ndarray:
     return arr
 
 
-def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput) -> None:
+def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput,
+           writer: "ShardWriter | None" = None) -> None:
     """Writes the run's object-valued sample fields, then its label fields, plain sample fields and label
-    attributes in one pass (:func:`agreement.fo.runs.write_run_columns`: each sample document rewritten once)."""
+    attributes in one pass (:func:`agreement.fo.runs.stage_run_columns`: each sample document rewritten once).
+
+    With a ``writer``, the declarations happen here and the updates are sent
+    by the writer's thread (:class:`ShardWriter`); else here, and the dataset's
+    samples are reloaded.
+    """
     data = read.annotations
     sid = data.sample_ids
     for suffix in spec.sample_suffixes:
@@ -176,7 +182,53 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         if len(rows):
             label_values[lf] = (sid[data.sample_index[rows]], data.label_ids[rows],
                                 {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf))
-    runs.write_run_columns(samples, plan, sample_values, label_values)
+    send = runs.stage_run_columns(samples, plan, sample_values, label_values)
+    if writer is not None:
+        writer.submit(send)
+    else:
+        send()
+        runs._dataset(samples).reload()
+
+
+class ShardWriter:
+    """Sends one shard's updates in a thread while the next shard is read and computed.
+
+    At most one write is in flight: :meth:`submit` first waits for the one
+    before (and raises its error, if it failed). Leaving the ``with`` block
+    waits for the last write, also when the block raised, so that nothing is
+    written after the run has been discarded. The thread only sends updates
+    (:func:`agreement.fo.runs.stage_run_columns` declared everything); the
+    caller reloads the dataset afterwards.
+    """
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="iaa-shard-writer")
+        self._pending = None
+
+    def submit(self, send: Callable[[], Any]) -> None:
+        """Waits for the write in flight, then starts ``send()``."""
+        self.wait()
+        self._pending = self._pool.submit(send)
+
+    def wait(self) -> None:
+        """Waits for the write in flight (raising its error)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.wait()
+            elif self._pending is not None:
+                self._pending.exception()  # wait; the error already raised is the one to report
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 #: Samples per shard of a streamed run: memory grows with it (at 20,000, OT, KαLOS and geometry on
@@ -324,10 +376,11 @@ class ShardResult:
 
 
 def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
-                  register: Callable[[], Any] | None = None) -> ShardResult:
+                  register: Callable[[], Any] | None = None, writer: ShardWriter | None = None) -> ShardResult:
     """Reads, computes and writes one shard of ``samples`` (the view of the run): the one step of a
     streamed run, the same in this process and on a Dask worker. ``register`` gives the run plan just
-    before the first write when ``job.run_plan`` is ``None``."""
+    before the first write when ``job.run_plan`` is ``None``; with a ``writer`` the shard's updates are
+    sent in its thread, overlapping the next shard's read and compute."""
     n, k = job.n_shards, job.index
     where = f"shard {k + 1} of {n}: " if n > 1 else ""
     lo = 0.05 + 0.9 * k / n
@@ -341,7 +394,7 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
         out = spec.kernel(read, job.params, extra)
     run_plan = job.run_plan if job.run_plan is not None else register()
     report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
-    _write(samples, run_plan, read, spec, out)
+    _write(samples, run_plan, read, spec, out, writer)
     return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None)
 
 
@@ -365,7 +418,10 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
        shard order;
     3. ``finish`` the merged statistics and complete the run.
 
-    Memory is one shard's annotations and values plus the statistics kept. A
+    Serially, a shard's updates are sent by a writer thread while the next
+    shard is read and computed (:class:`ShardWriter`: one write in flight), so
+    that the database applies one shard while the client works on the next.
+    Memory is two shards' annotations and values plus the statistics kept. A
     Python error after the first write deletes the incomplete run (nothing is
     left that no run owns); a killed process leaves it listed as incomplete,
     to be deleted or overwritten.
@@ -401,8 +457,10 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         else:
             results = []
             jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
-            for job in jobs:
-                results.append(process_shard(samples, job, spec, report, register))
+            with ShardWriter() as writer:  # shard k is written while shard k + 1 is read and computed
+                for job in jobs:
+                    results.append(process_shard(samples, job, spec, report, register, writer))
+            runs._dataset(samples).reload()
         stats, repairs = [r.stats for r in results], RepairReport()
         for r in results:
             repairs.merge(r.repairs)

@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from functools import partial
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -401,6 +402,27 @@ def write_run_columns(
 ) -> int:
     """Writes the run's sample fields and label attributes together: each sample document is rewritten once.
 
+    :func:`stage_run_columns`, its write, and a reload of the dataset's samples.
+    Arguments as there; returns the number of labels written.
+    """
+    written = stage_run_columns(samples, plan, sample_values, label_values)()
+    _dataset(samples).reload()
+    return written
+
+
+def stage_run_columns(
+    samples,
+    plan: RunPlan,
+    sample_values: dict[str, dict[str, Any]] | None = None,
+    label_values: dict[str, tuple] | None = None,
+) -> Callable[[], int]:
+    """Checks and declares what :func:`write_run_columns` writes, and returns the write itself.
+
+    Everything that touches the dataset object (the plan checks, the schema
+    declarations) happens here; the returned ``write()`` only sends the
+    updates (:func:`agreement.fo.writing.write_columns` without reloading), so
+    that it may run in a writer thread while the caller reads the next shard.
+
     Args:
         samples: the dataset or view.
         plan: from :func:`prepare_run`; every field ``{key}_{suffix}`` and label
@@ -413,7 +435,7 @@ def write_run_columns(
             by position (:class:`agreement.fo.writing.LabelColumns`).
 
     Returns:
-        The number of labels written.
+        ``write()``, which returns the number of labels written.
     """
     from agreement.fo.writing import LabelColumns, declare_columns, write_columns
 
@@ -436,7 +458,7 @@ def write_run_columns(
         blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
     declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
                     {b.list_path: b.columns for b in blocks})
-    return write_columns(dataset, fields, blocks)
+    return partial(write_columns, dataset, fields, blocks, reload=False)
 
 
 _PLAIN = (str, int, bool, type(None))

@@ -257,6 +257,7 @@ def write_columns(
     dataset,
     sample_columns: Mapping[str, Mapping[str, Any]] | None = None,
     label_columns: Sequence[LabelColumns] = (),
+    reload: bool = True,
 ) -> int:
     """Writes sample fields and label attributes in bulk: one ``UpdateOne`` per sample for all of them.
 
@@ -282,6 +283,9 @@ def write_columns(
         dataset: the (root) dataset.
         sample_columns: field name -> ``{sample_id: value}``.
         label_columns: the label values, one :class:`LabelColumns` per label list.
+        reload: reload the dataset's in-memory samples afterwards (``False``: the
+            caller does, e.g. once after several writes made in a writer thread,
+            which must not touch the dataset object the caller is using).
 
     Returns:
         The number of labels written.
@@ -312,10 +316,10 @@ def write_columns(
                 sids.append(sid)
                 yield UpdateOne(_query(sid, guards), {"$set": {**sets, **stamp}}, array_filters=filters or None)
 
-        unmatched = _bulk(dataset, updates())
+        unmatched = _bulk(dataset, updates(), reload)
     retry = {sids[i] for i in unmatched if sids[i] in guarded}
     if retry:  # the guarded lists changed since the read: address those samples' labels by id instead
-        _retry_by_id(dataset, sample_columns, label_columns, retry)
+        _retry_by_id(dataset, sample_columns, label_columns, retry, reload)
     return written
 
 
@@ -327,7 +331,8 @@ def _query(sid: str, guards: list[dict] | None) -> dict:
     return query
 
 
-def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns], sids: set) -> None:
+def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns], sids: set,
+                 reload: bool = True) -> None:
     """Writes again, addressing labels by id (array filters), the samples of ``sids`` only."""
     subset = {name: {sid: v for sid, v in values.items() if str(sid) in sids}
               for name, values in (sample_columns or {}).items()}
@@ -337,7 +342,7 @@ def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns],
         blocks.append(LabelColumns(block.list_path, np.asarray(block.sample_ids, dtype=object)[keep],
                                    np.asarray(block.label_ids, dtype=object)[keep],
                                    {a: np.asarray(v, dtype=object)[keep] for a, v in block.columns.items()}))
-    write_columns(dataset, subset, blocks)
+    write_columns(dataset, subset, blocks, reload)
 
 
 @dataclass
@@ -553,8 +558,9 @@ def label_field_value(container: str, docs: Sequence[dict]) -> dict:
     return {"_cls": container, _CONTAINERS[container]: list(docs)}
 
 
-def _bulk(dataset, ops: Iterable[UpdateOne]) -> list[int]:
-    """Sends ``ops`` in batches of :data:`BATCH`, unordered, up to :data:`WRITERS` at a time, then reloads the samples.
+def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:
+    """Sends ``ops`` in batches of :data:`BATCH`, unordered, up to :data:`WRITERS` at a time, then (``reload``)
+    reloads the samples.
 
     ``ops`` is consumed lazily: while the first batches are in the database,
     the caller's generator builds the next ones (on two cores the client's
@@ -583,5 +589,6 @@ def _bulk(dataset, ops: Iterable[UpdateOne]) -> list[int]:
             start += len(batch)
         for future in in_flight:
             unmatched += future.result()
-    dataset.reload()
+    if reload:
+        dataset.reload()
     return unmatched
