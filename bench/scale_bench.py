@@ -13,8 +13,10 @@ its own):
   and ``compute_consensus``.
 
 Printed: seconds, the ratio to the bare read, the seconds of the per-sample
-and per-label write-back (every shard's) and their ratio to the bare read, and
-peak RSS of the process; the streamed operators again on a local Dask cluster
+and per-label write-back (every shard's: declaring, building and sending the
+updates, whichever thread sends them) and their ratio to the bare read, the
+seconds the run waited for its write-back (a serial streamed run sends shard
+k while it reads and computes shard k + 1), and peak RSS of the process; the streamed operators again on a local Dask cluster
 (``--dask-workers``, default 2). Targets (issue 11): within 3x the bare read;
 write-back no slower than the bare read; peak RSS at 1,000,000 samples under
 3 GiB (``--samples 1000000``).
@@ -89,17 +91,25 @@ import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import fiftyone as fo, fiftyone.operators as foo
 import agreement.fo.engine as engine
+import agreement.fo.runs as runs
+import agreement.fo.writing as writing
+written, blocked = [0.0], [0.0]
+def timed(module, name, into):
+    real = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            into[0] += time.perf_counter() - t0
+    setattr(module, name, wrapper)
+# the write-back's work: declaring and building (caller's thread) plus sending (the writer thread, in a
+# streamed serial run, while the next shard is read and computed); and the time the run waited for it
+timed(runs, "stage_run_columns", written)
+timed(writing, "write_columns", written)
+timed(engine, "_write", blocked)
 ds = fo.load_dataset({name!r})
 op = {op!r}
-written = [0.0]
-_write = engine._write
-def timed_write(*args, **kwargs):  # the per-sample and per-label write-back of every shard
-    t0 = time.perf_counter()
-    try:
-        return _write(*args, **kwargs)
-    finally:
-        written[0] += time.perf_counter() - t0
-engine._write = timed_write
 t = time.perf_counter()
 if op == "bare_read":
     paths = ["id", "filepath"] + [f"{{r}}.detections.{{a}}" for r in {raters!r}
@@ -122,7 +132,8 @@ def peak_rss_gib():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-print(json.dumps({{"seconds": elapsed, "write_seconds": written[0], "rss_gib": peak_rss_gib()}}))
+print(json.dumps({{"seconds": elapsed, "write_seconds": written[0], "blocked_seconds": blocked[0],
+                  "rss_gib": peak_rss_gib()}}))
 """
 
 
@@ -156,8 +167,8 @@ def main(argv=None) -> None:
         print(f"built {args.samples} samples x {len(RATERS)} raters in {time.perf_counter() - t:.0f} s", flush=True)
     base = measure(name, "bare_read")
     print(f"{'what':<36} {'seconds':>8} {'x bare read':>12} {'write-back s':>13} {'write x read':>13} "
-          f"{'peak RSS GiB':>13}")
-    print(f"{'bare values() read':<36} {base['seconds']:>8.1f} {1.0:>12.2f} {'':>13} {'':>13} "
+          f"{'waited s':>9} {'peak RSS GiB':>13}")
+    print(f"{'bare values() read':<36} {base['seconds']:>8.1f} {1.0:>12.2f} {'':>13} {'':>13} {'':>9} "
           f"{base['rss_gib']:>13.2f}", flush=True)
     rows = [(op, {}) for op in args.operators]
     if args.dask_workers:
@@ -171,7 +182,10 @@ def main(argv=None) -> None:
         ratio, wratio = m["seconds"] / base["seconds"], m["write_seconds"] / base["seconds"]
         misses = [w for w, bad in (("3x", ratio > 3), ("write-back > read", wratio > 1)) if bad]
         # on Dask the shards are written by the workers: the driver cannot time their write-back
-        written = f"{'on workers':>13} {'':>13}" if extra else f"{m['write_seconds']:>13.1f} {wratio:>13.2f}"
+        # write-back s: its work (declaring, building, sending: the writer thread of a serial streamed run
+        # sends while the next shard is read); waited s: what of it the run spent waiting
+        written = (f"{'on workers':>13} {'':>13} {'':>9}" if extra else
+                   f"{m['write_seconds']:>13.1f} {wratio:>13.2f} {m['blocked_seconds']:>9.1f}")
         print(f"{label:<36} {m['seconds']:>8.1f} {ratio:>12.2f} {written} "
               f"{m['rss_gib']:>13.2f}{'   (missed: ' + ', '.join(misses) + ')' if misses else ''}", flush=True)
     from agreement.fo.runs import delete_agreement_run, list_agreement_runs

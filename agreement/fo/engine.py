@@ -448,41 +448,43 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         return registered[0]
 
     try:
-        if backend == "dask":
-            from agreement.fo.distributed import run_shards
+        # the last shard's write (every write, for a run of one shard) is sent while the statistics
+        # merge and finish; it is waited for before the run completes, or before a failed run is discarded
+        with ShardWriter() as writer:  # shard k is written while shard k + 1 is read and computed
+            if backend == "dask":
+                from agreement.fo.distributed import run_shards
 
-            for job in jobs:
-                job.run_plan = register()
-            results = run_shards(samples, jobs, report, dask_address=dask_address, workers=workers)
-        else:
-            results = []
-            jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
-            with ShardWriter() as writer:  # shard k is written while shard k + 1 is read and computed
+                for job in jobs:
+                    job.run_plan = register()
+                results = run_shards(samples, jobs, report, dask_address=dask_address, workers=workers)
+            else:
+                results = []
+                jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
                 for job in jobs:
                     results.append(process_shard(samples, job, spec, report, register, writer))
-            runs._dataset(samples).reload()
-        stats, repairs = [r.stats for r in results], RepairReport()
-        for r in results:
-            repairs.merge(r.repairs)
-        record, in_memory = results[-1].layout, results[0].annotations
-        del results
-        report(0.95, "merging shards")
+            stats, repairs = [r.stats for r in results], RepairReport()
+            for r in results:
+                repairs.merge(r.repairs)
+            record, in_memory = results[-1].layout, results[0].annotations
+            del results
+            report(0.95, "merging shards")
 
-        def read_samples(wanted):  # samples the finish needs again (e.g. a chance sample), in canonical order
-            wanted = [str(i) for i in wanted]
-            if in_memory is not None:  # the run's only shard, still here: the same corpus, without a query
-                pos = {sid: i for i, sid in enumerate(map(str, in_memory.sample_ids))}
-                return in_memory.select_samples(np.array([pos[i] for i in wanted], dtype=np.intp))
-            view = samples.select(wanted, ordered=True)
-            return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
+            def read_samples(wanted):  # samples the finish needs again (e.g. a chance sample), in canonical order
+                wanted = [str(i) for i in wanted]
+                if in_memory is not None:  # the run's only shard, still here: the same corpus, without a query
+                    pos = {sid: i for i, sid in enumerate(map(str, in_memory.sample_ids))}
+                    return in_memory.select_samples(np.array([pos[i] for i in wanted], dtype=np.intp))
+                view = samples.select(wanted, ordered=True)
+                return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
 
-        context.read_samples = read_samples
-        with spec.context(params):
-            summary, detail = spec.finish(stats, params, context)
+            context.read_samples = read_samples
+            with spec.context(params):
+                summary, detail = spec.finish(stats, params, context)
     except BaseException:
         if registered:
             runs.discard_incomplete_run(samples, key)
         raise
+    runs._dataset(samples).reload()  # the writer thread wrote without reloading
     summary = {**summary, **repairs.counts()}
     detail = {"raters": list(plan.raters), **detail, "repairs": repairs.as_dict(),
               "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
