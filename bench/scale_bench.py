@@ -153,6 +153,8 @@ def main(argv=None) -> None:
     p.add_argument("--shard-size", type=int, default=None, help="samples per shard (default: the engine's)")
     p.add_argument("--dask-workers", type=int, default=2,
                    help="also run the streamed operators on a local Dask cluster of this many workers (0: not)")
+    p.add_argument("--no-serial", action="store_true",
+                   help="only the Dask rows (with --keep, to add them to an earlier run's serial rows)")
     p.add_argument("--keep", action="store_true",
                    help="keep the dataset afterwards, and reuse one of this size left by an earlier --keep run")
     args = p.parse_args(argv)
@@ -170,7 +172,7 @@ def main(argv=None) -> None:
           f"{'waited s':>9} {'peak RSS GiB':>13}")
     print(f"{'bare values() read':<36} {base['seconds']:>8.1f} {1.0:>12.2f} {'':>13} {'':>13} {'':>9} "
           f"{base['rss_gib']:>13.2f}", flush=True)
-    rows = [(op, {}) for op in args.operators]
+    rows = [] if args.no_serial else [(op, {}) for op in args.operators]
     if args.dask_workers:
         rows += [(op, {"backend": "dask", "workers": args.dask_workers}) for op in args.operators if op in STREAMED]
     for op, extra in rows:

@@ -16,7 +16,11 @@ def gc_paused() -> Iterator[None]:
     Reading with ``values()`` returns hundreds of thousands of small lists, and
     a bulk write builds as many small dicts; every generation-2 pass would
     rescan them all. None of them form cycles, so reference counting frees
-    them anyway. The collector is re-enabled (if it was) on exit.
+    them anyway. The collector is re-enabled (if it was) on exit. The switch is
+    the process's: with pauses in two threads (a shard's write in the writer
+    thread, the next shard's read), one may end the other's pause early, which
+    costs time, never memory or correctness, and the collector is on again
+    once both have left.
     """
     was_enabled = gc.isenabled()
     gc.disable()
