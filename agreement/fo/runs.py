@@ -458,7 +458,8 @@ def stage_run_columns(
         blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
     declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
                     {b.list_path: b.columns for b in blocks})
-    return partial(write_columns, dataset, fields, blocks, reload=False)
+    stamped = "last_modified_at" in dataset.get_field_schema()
+    return partial(write_columns, dataset, fields, blocks, reload=False, stamped=stamped)
 
 
 _PLAIN = (str, int, bool, type(None))

@@ -258,6 +258,7 @@ def write_columns(
     sample_columns: Mapping[str, Mapping[str, Any]] | None = None,
     label_columns: Sequence[LabelColumns] = (),
     reload: bool = True,
+    stamped: bool | None = None,
 ) -> int:
     """Writes sample fields and label attributes in bulk: one ``UpdateOne`` per sample for all of them.
 
@@ -286,13 +287,16 @@ def write_columns(
         reload: reload the dataset's in-memory samples afterwards (``False``: the
             caller does, e.g. once after several writes made in a writer thread,
             which must not touch the dataset object the caller is using).
+        stamped: whether the dataset has ``last_modified_at`` (``None``: look it
+            up in the schema; a writer thread is told, so that it reads nothing
+            of the dataset object while the caller may be declaring fields).
 
     Returns:
         The number of labels written.
     """
-    stamp = {}
-    if "last_modified_at" in dataset.get_field_schema():
-        stamp = {"last_modified_at": datetime.now(timezone.utc).replace(tzinfo=None)}
+    if stamped is None:
+        stamped = "last_modified_at" in dataset.get_field_schema()
+    stamp = {"last_modified_at": datetime.now(timezone.utc).replace(tzinfo=None)} if stamped else {}
     with gc_paused():
         sample_sets: dict[str, dict[str, Any]] = {}
         for name, values in (sample_columns or {}).items():
@@ -319,7 +323,7 @@ def write_columns(
         unmatched = _bulk(dataset, updates(), reload)
     retry = {sids[i] for i in unmatched if sids[i] in guarded}
     if retry:  # the guarded lists changed since the read: address those samples' labels by id instead
-        _retry_by_id(dataset, sample_columns, label_columns, retry, reload)
+        _retry_by_id(dataset, sample_columns, label_columns, retry, reload, stamped)
     return written
 
 
@@ -332,7 +336,7 @@ def _query(sid: str, guards: list[dict] | None) -> dict:
 
 
 def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns], sids: set,
-                 reload: bool = True) -> None:
+                 reload: bool = True, stamped: bool | None = None) -> None:
     """Writes again, addressing labels by id (array filters), the samples of ``sids`` only."""
     subset = {name: {sid: v for sid, v in values.items() if str(sid) in sids}
               for name, values in (sample_columns or {}).items()}
@@ -342,7 +346,7 @@ def _retry_by_id(dataset, sample_columns, label_columns: Sequence[LabelColumns],
         blocks.append(LabelColumns(block.list_path, np.asarray(block.sample_ids, dtype=object)[keep],
                                    np.asarray(block.label_ids, dtype=object)[keep],
                                    {a: np.asarray(v, dtype=object)[keep] for a, v in block.columns.items()}))
-    write_columns(dataset, subset, blocks, reload)
+    write_columns(dataset, subset, blocks, reload, stamped)
 
 
 @dataclass
