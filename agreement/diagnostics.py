@@ -40,8 +40,8 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Hashable, Iterator, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -50,9 +50,15 @@ from scipy.spatial.distance import squareform
 
 from agreement.arrays import unique_sorted
 from agreement.data import MultiRaterAnnotations
-from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha, reliability_alpha
+from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha
 from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
-from agreement.reliability import SparseReliability, concat_ranges, grouped_values_alpha, leave_one_rater_out
+from agreement.reliability import (
+    SparseReliability,
+    concat_ranges,
+    group_sums,
+    leave_one_rater_out,
+    leave_one_rater_out_sums,
+)
 
 __all__ = [
     "RaterVitality",
@@ -67,6 +73,36 @@ __all__ = [
     "session_consistency",
     "intra_annotator_consistency",
 ]
+
+
+#: Reliability values a diagnostic handles at once. It walks the corpus in runs of whole samples of
+#: about this many values, adding each run's exact statistics (:class:`agreement.reliability.GroupSums`,
+#: :class:`agreement.reliability.LeaveOneOutSums`) in sample order: memory is bounded whatever the corpus
+#: size (the jackknife needs about 200 bytes per value at once), and the result depends on the corpus
+#: only, not on how it was sharded.
+CHUNK_VALUES = 1_000_000
+
+
+def _sample_chunks(result: KalosResult, max_values: int | None = None) -> Iterator[tuple[int, KalosResult]]:
+    """Consecutive runs of whole samples of ``result`` with about ``max_values`` values each (a sample is
+    never cut; at least one run, empty for an empty corpus): ``(first sample, the run as a result)``,
+    whose ``values``, ``unit_sample`` and ``alpha`` are the run's own (columns and samples from 0)."""
+    v = result.values
+    S = len(result.alpha)
+    limit = max(1, int(max_values or CHUNK_VALUES))
+    col_start = np.searchsorted(result.unit_sample, np.arange(S + 1))
+    val_start = v.column_bounds()[col_start]
+    s0 = 0
+    while True:
+        s1 = int(np.searchsorted(val_start, val_start[s0] + limit, side="right")) - 1
+        s1 = min(max(s1, s0 + 1), S)
+        c0, c1, v0, v1 = col_start[s0], col_start[s1], val_start[s0], val_start[s1]
+        local = SparseReliability(v.rater[v0:v1], v.column[v0:v1] - c0, v.code[v0:v1], v.n_raters, int(c1 - c0))
+        yield s0, replace(result, values=local, unit_sample=result.unit_sample[c0:c1] - s0,
+                          alpha=result.alpha[s0:s1])
+        if s1 >= S:
+            return
+        s0 = s1
 
 
 # --------------------------------------------------------------------------
@@ -158,8 +194,17 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
         )
         return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, np.full(R, np.nan), reason,
                              _SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
-    # global: one group; a rater without any value keeps the full alpha
-    _, g_rater, g_res = leave_one_rater_out(values, np.zeros(values.n_columns, dtype=np.int64), 1)
+    # global: one group; a rater without any value keeps the full alpha. Per sample: only where the rater
+    # was assigned (has values). Both walk the corpus in runs of samples (bounded memory).
+    C = max(values.n_codes, 1)
+    total, per_sample = None, []
+    for s0, part in _sample_chunks(result):
+        pv = part.values
+        sums = leave_one_rater_out_sums(pv, np.zeros(pv.n_columns, dtype=np.int64), 1, C)
+        total = sums if total is None else total.add(sums)
+        s_idx, s_rater, s_res = leave_one_rater_out(pv, part.unit_sample, len(part.alpha))
+        per_sample.append((s_idx + s0, s_rater, part.alpha[s_idx] - s_res.alpha))
+    _, g_rater, g_res = total.finish()
     alpha_without[:] = result.global_alpha
     alpha_without[g_rater] = g_res.alpha
     why = g_res.reasons()
@@ -170,9 +215,7 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
             reason[r] = f"alpha without rater {result.raters[r]!r} is undefined: {why[k]}"
     if np.isnan(result.global_alpha):
         reason[:] = f"the global alpha is undefined: {result.global_reason}"
-    # per sample: only where the rater was assigned (has values)
-    s_idx, s_rater, s_res = leave_one_rater_out(values, result.unit_sample, S)
-    sample_v = _SampleVitality(S, R, s_idx, s_rater, result.alpha[s_idx] - s_res.alpha)
+    sample_v = _SampleVitality(S, R, *(np.concatenate(col) for col in zip(*per_sample)))
     vitality = result.global_alpha - alpha_without
     defined = ~np.isnan(sample_v.value)
     n = np.bincount(sample_v.rater[defined], minlength=R)
@@ -268,21 +311,28 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
     T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (class
     recognition difficulty).
     """
-    values = result.values
     K = len(result.categories) - 1
-    is_cls = values.code != result.no_object_code
-    codes = values.code[is_cls]
-    n_ann = np.bincount(codes, minlength=K).astype(np.int64)
-    pairs = unique_sorted(values.column[is_cls] * max(K, 1) + codes)
-    cols, grp = pairs // max(K, 1), pairs % max(K, 1)
-    # every value of each (column, class) pair's column, the pair as the new column
-    bounds = values.column_bounds()
-    lo, hi = bounds[cols], bounds[cols + 1]
-    reps = hi - lo
-    member = concat_ranges(lo, reps)
-    res = grouped_values_alpha(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K)
+    C = max(result.values.n_codes, len(result.categories), 1)
+    n_ann = np.zeros(K, dtype=np.int64)
+    n_units = np.zeros(K, dtype=np.int64)
+    total = None
+    for _, part in _sample_chunks(result):  # runs of samples: bounded memory (see CHUNK_VALUES)
+        values = part.values
+        is_cls = values.code != result.no_object_code
+        codes = values.code[is_cls]
+        n_ann += np.bincount(codes, minlength=K).astype(np.int64)[:K]
+        pairs = unique_sorted(values.column[is_cls] * max(K, 1) + codes)
+        cols, grp = pairs // max(K, 1), pairs % max(K, 1)
+        # every value of each (column, class) pair's column, the pair as the new column
+        bounds = values.column_bounds()
+        lo, hi = bounds[cols], bounds[cols + 1]
+        reps = hi - lo
+        member = concat_ranges(lo, reps)
+        sums = group_sums(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K, C)
+        total = sums if total is None else total.add(sums)
+        n_units += np.bincount(grp, minlength=K).astype(np.int64)
+    res = total.finish()
     alpha, n = res.alpha, res.n
-    n_units = np.bincount(grp, minlength=K).astype(np.int64)
     reason = np.full(K, "", dtype=object)
     for k in np.flatnonzero(np.isnan(alpha)).tolist():
         if n_units[k] == 0:
@@ -416,11 +466,16 @@ def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
     """α of :func:`pair_reliability` for every rater pair that shares a sample, in one grouped pass."""
     assigned = _assigned_from_values(result)
     table = RaterPairTable.from_assignment(result.raters, assigned)
-    sample, a, b, pair_id = shared_sample_pairs(assigned)
-    t, ca, cb = _pair_units(result, sample, a, b)
-    units = np.arange(len(t))
-    res = grouped_values_alpha(np.repeat(units, 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
-                               pair_id[t], len(table))
+    sample, a, b, pair_id = shared_sample_pairs(assigned)  # sorted by sample
+    C = max(result.values.n_codes, len(result.categories), 1)
+    total = None
+    for s0, part in _sample_chunks(result):  # runs of samples: bounded memory (see CHUNK_VALUES)
+        lo, hi = np.searchsorted(sample, [s0, s0 + len(part.alpha)])
+        t, ca, cb = _pair_units(part, sample[lo:hi] - s0, a[lo:hi], b[lo:hi])
+        sums = group_sums(np.repeat(np.arange(len(t)), 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
+                          pair_id[lo:hi][t], len(table), C)
+        total = sums if total is None else total.add(sums)
+    res = total.finish()
     table.values["alpha"] = res.alpha
     table.values["n_units"] = res.n_units.astype(np.float64)
     table.reasons["alpha"] = res.reasons()

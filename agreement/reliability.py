@@ -32,14 +32,19 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 __all__ = [
     "SparseReliability",
     "GroupedAlpha",
+    "GroupSums",
+    "group_sums",
     "grouped_values_alpha",
+    "LeaveOneOutSums",
     "leave_one_rater_out",
+    "leave_one_rater_out_sums",
     "UNDEFINED_FEW",
     "UNDEFINED_NO_VARIATION",
     "concat_ranges",
@@ -174,6 +179,75 @@ def _column_counts(column: np.ndarray, code: np.ndarray, n_columns: int, n_codes
     return m, key // C, key % C, cnt.astype(np.float64)
 
 
+def _sum_by_key(keys: Sequence[np.ndarray], weights: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys of several keyed arrays and the sum of each key's weights, in key order."""
+    key = np.concatenate(keys)
+    out, inv = np.unique(key, return_inverse=True)
+    return out, np.bincount(inv.reshape(-1), weights=np.concatenate(weights), minlength=len(out))
+
+
+@dataclass(frozen=True)
+class GroupSums:
+    """The additive statistics behind nominal α of groups of columns: disjoint sets of columns add.
+
+    ``n`` (pairable values), ``O`` (the diagonal of the coincidence matrix) and
+    ``n_units`` per group, and the marginals ``n_gc`` as sorted keys
+    ``g * n_codes + c`` with their counts. Statistics of consecutive runs of
+    columns, added in order (:meth:`add`), give the α of all of them
+    (:meth:`finish`): a diagnostic can then walk a large corpus in pieces with
+    bounded memory, and the result depends on the pieces only, not on how the
+    corpus was sharded.
+    """
+
+    n: np.ndarray
+    O: np.ndarray
+    n_units: np.ndarray
+    gc_key: np.ndarray
+    gc_count: np.ndarray
+    n_codes: int
+
+    def add(self, other: "GroupSums") -> "GroupSums":
+        """The statistics of both sets of columns (same groups, same ``n_codes``)."""
+        if len(self.n) != len(other.n) or self.n_codes != other.n_codes:
+            raise ValueError("GroupSums of different groups or codes cannot be added")
+        key, count = _sum_by_key([self.gc_key, other.gc_key], [self.gc_count, other.gc_count])
+        return GroupSums(self.n + other.n, self.O + other.O, self.n_units + other.n_units, key, count,
+                         self.n_codes)
+
+    def marginal_squares(self) -> np.ndarray:
+        """``Q_g = Σ_c n_gc²`` per group."""
+        return np.bincount(self.gc_key // self.n_codes, weights=self.gc_count * self.gc_count,
+                           minlength=len(self.n))
+
+    def finish(self) -> GroupedAlpha:
+        """α of every group (formulas in the module docstring)."""
+        return _finish(self.n, self.O, self.marginal_squares(), self.n_units)
+
+
+def group_sums(column: np.ndarray, code: np.ndarray, n_columns: int, column_group: np.ndarray, n_groups: int,
+               n_codes: int | None = None) -> GroupSums:
+    """The :class:`GroupSums` of the values ``(column, code)`` (arguments of :func:`grouped_values_alpha`;
+    ``n_codes`` at least ``max(code) + 1``, the same for every part of one computation)."""
+    column = np.asarray(column, dtype=np.int64)
+    code = np.asarray(code, dtype=np.int64)
+    column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
+    if len(column_group) != n_columns:
+        raise ValueError("column_group must have one entry per column")
+    C = max(int(n_codes or 0), int(code.max()) + 1 if len(code) else 1)
+    m, uc_col, uc_code, cnt = _column_counts(column, code, n_columns, C)
+    pairable = m >= 2
+    g_col = column_group
+    n = np.bincount(g_col[pairable], weights=m[pairable], minlength=n_groups)
+    n_units = np.bincount(g_col[pairable], minlength=n_groups).astype(np.int64)
+    keep = pairable[uc_col]
+    uc_col, uc_code, cnt = uc_col[keep], uc_code[keep], cnt[keep]
+    g_val = g_col[uc_col]
+    O = np.bincount(g_val, weights=cnt * (cnt - 1.0) / (m[uc_col] - 1.0), minlength=n_groups)
+    gk, inv = np.unique(g_val * C + uc_code, return_inverse=True)
+    n_gc = np.bincount(inv.reshape(-1), weights=cnt, minlength=len(gk))
+    return GroupSums(n, O, n_units, gk, n_gc, C)
+
+
 def grouped_values_alpha(column: np.ndarray, code: np.ndarray, n_columns: int, column_group: np.ndarray,
                          n_groups: int) -> GroupedAlpha:
     r"""Nominal α of each group of columns, from the present values only.
@@ -187,27 +261,66 @@ def grouped_values_alpha(column: np.ndarray, code: np.ndarray, n_columns: int, c
 
     Returns:
         :class:`GroupedAlpha` over the groups (formulas in the module docstring;
-        Krippendorff 2011).
+        Krippendorff 2011): :func:`group_sums` finished.
     """
-    column = np.asarray(column, dtype=np.int64)
-    code = np.asarray(code, dtype=np.int64)
-    column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
-    if len(column_group) != n_columns:
-        raise ValueError("column_group must have one entry per column")
-    C = int(code.max()) + 1 if len(code) else 1
-    m, uc_col, uc_code, cnt = _column_counts(column, code, n_columns, C)
-    pairable = m >= 2
-    g_col = column_group
-    n = np.bincount(g_col[pairable], weights=m[pairable], minlength=n_groups)
-    n_units = np.bincount(g_col[pairable], minlength=n_groups).astype(np.int64)
-    keep = pairable[uc_col]
-    uc_col, uc_code, cnt = uc_col[keep], uc_code[keep], cnt[keep]
-    g_val = g_col[uc_col]
-    O = np.bincount(g_val, weights=cnt * (cnt - 1.0) / (m[uc_col] - 1.0), minlength=n_groups)
-    gk, inv = np.unique(g_val * C + uc_code, return_inverse=True)
-    n_gc = np.bincount(inv.reshape(-1), weights=cnt, minlength=len(gk))
-    Q = np.bincount(gk // C, weights=n_gc * n_gc, minlength=n_groups)
-    return _finish(n, O, Q, n_units)
+    return group_sums(column, code, n_columns, column_group, n_groups).finish()
+
+
+@dataclass(frozen=True)
+class LeaveOneOutSums:
+    """The additive statistics of :func:`leave_one_rater_out`: disjoint sets of columns add (:meth:`add`).
+
+    Attributes:
+        full: the groups' :class:`GroupSums` with every rater.
+        combo_key: sorted ``g * n_raters + r`` of the (group, rater) combinations with a value.
+        d_n, d_O, d_units: per combination, the change of ``n``, ``O`` and the pairable units
+            when the rater is left out.
+        d_key, d_count: the change of the marginals, keyed ``combo_key * n_codes + c``.
+        n_raters: ``R``.
+    """
+
+    full: GroupSums
+    combo_key: np.ndarray
+    d_n: np.ndarray
+    d_O: np.ndarray
+    d_units: np.ndarray
+    d_key: np.ndarray
+    d_count: np.ndarray
+    n_raters: int
+
+    def add(self, other: "LeaveOneOutSums") -> "LeaveOneOutSums":
+        """The statistics of both sets of columns (same groups, raters and codes)."""
+        if self.n_raters != other.n_raters:
+            raise ValueError("LeaveOneOutSums of different raters cannot be added")
+        parts = [self.combo_key, other.combo_key]
+        combo, d_n = _sum_by_key(parts, [self.d_n, other.d_n])
+        _, d_O = _sum_by_key(parts, [self.d_O, other.d_O])
+        _, d_units = _sum_by_key(parts, [self.d_units.astype(np.float64), other.d_units.astype(np.float64)])
+        d_key, d_count = _sum_by_key([self.d_key, other.d_key], [self.d_count, other.d_count])
+        return LeaveOneOutSums(self.full.add(other.full), combo, d_n, d_O, d_units.astype(np.int64), d_key, d_count,
+                               self.n_raters)
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray, GroupedAlpha]:
+        """``(group, rater, alpha)`` as :func:`leave_one_rater_out` returns them."""
+        R, C, full = max(self.n_raters, 1), self.full.n_codes, self.full
+        g = self.combo_key // R
+        K = len(self.combo_key)
+        n_red = full.n[g] + self.d_n
+        O_red = full.O[g] + self.d_O
+        units_red = full.n_units[g] + self.d_units
+        d_index = np.searchsorted(self.combo_key, self.d_key // C)
+        d_code, delta = self.d_key % C, self.d_count
+        # n_gc of the full group for each (combo, code) touched
+        grp = g[d_index] if len(d_index) else np.zeros(0, dtype=np.int64)
+        want = grp * C + d_code
+        if len(full.gc_key):
+            pos = np.clip(np.searchsorted(full.gc_key, want), 0, len(full.gc_key) - 1)
+            base = np.where(full.gc_key[pos] == want, full.gc_count[pos], 0.0)
+        else:
+            base = np.zeros(len(want))
+        Q_red = full.marginal_squares()[g] + np.bincount(d_index, weights=2.0 * base * delta + delta * delta,
+                                                         minlength=K)
+        return g, self.combo_key % R, _finish(n_red, O_red, Q_red, units_red)
 
 
 def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_groups: int
@@ -231,9 +344,16 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
         rater has a value, and :class:`GroupedAlpha` of each group without
         that rater, in the same order.
     """
+    return leave_one_rater_out_sums(values, column_group, n_groups).finish()
+
+
+def leave_one_rater_out_sums(values: SparseReliability, column_group: np.ndarray, n_groups: int,
+                             n_codes: int | None = None) -> LeaveOneOutSums:
+    """The :class:`LeaveOneOutSums` of ``values`` (arguments of :func:`leave_one_rater_out`; ``n_codes``
+    at least ``values.n_codes``, the same for every part of one computation)."""
     col, code, rater = values.column, values.code, values.rater
     column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
-    C = max(values.n_codes, 1)
+    C = max(values.n_codes, int(n_codes or 0), 1)
     R = max(values.n_raters, 1)
     m, uc_col, uc_code, cnt = _column_counts(col, code, values.n_columns, C)
     # full-group statistics
@@ -247,7 +367,6 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
     keep = pairable[uc_col]
     gc_full_key, gc_inv = np.unique(column_group[uc_col[keep]] * C + uc_code[keep], return_inverse=True)
     n_gc_full = np.bincount(gc_inv.reshape(-1), weights=cnt[keep], minlength=len(gc_full_key))
-    Q_full = np.bincount(gc_full_key // C, weights=n_gc_full ** 2, minlength=n_groups)
     # the (group, rater) combinations and each value's change
     g = column_group[col]
     combo_key, combo = np.unique(g * R + rater, return_inverse=True)
@@ -263,9 +382,6 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
     d_n = np.where(stays, -1.0, np.where(was, -mu, 0.0))
     d_O = O_after - np.where(was, O_col[col], 0.0)
     d_units = np.where(was & ~stays, -1.0, 0.0)
-    n_red = n_full[combo_key // R] + np.bincount(combo, weights=d_n, minlength=K)
-    O_red = O_full[combo_key // R] + np.bincount(combo, weights=d_O, minlength=K)
-    units_red = u_full[combo_key // R] + np.bincount(combo, weights=d_units, minlength=K).astype(np.int64)
     # marginal changes Δ(combo, code): −1 for the value's code while its column stays or stops being pairable,
     # and −1 for the other value's code of a column that stops being pairable (m_u = 2)
     dv_combo = [combo[was]]
@@ -280,12 +396,8 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
     dc, dcode = np.concatenate(dv_combo), np.concatenate(dv_code)
     dkey, dinv = np.unique(dc * C + dcode, return_inverse=True)
     delta = -np.bincount(dinv.reshape(-1), minlength=len(dkey)).astype(np.float64)
-    d_combo, d_code = dkey // C, dkey % C
-    # n_gc of the full group for each (combo, code) touched
-    grp = combo_key[d_combo] // R
-    pos = np.searchsorted(gc_full_key, grp * C + d_code)
-    pos = np.clip(pos, 0, max(len(gc_full_key) - 1, 0))
-    base = np.where((len(gc_full_key) > 0) & (gc_full_key[pos] == grp * C + d_code), n_gc_full[pos], 0.0) \
-        if len(gc_full_key) else np.zeros(len(dkey))
-    Q_red = Q_full[combo_key // R] + np.bincount(d_combo, weights=2.0 * base * delta + delta * delta, minlength=K)
-    return combo_key // R, combo_key % R, _finish(n_red, O_red, Q_red, units_red)
+    # keyed by (combination, code) so that sums of several parts line up
+    d_key = combo_key[dkey // C] * C + dkey % C
+    return LeaveOneOutSums(GroupSums(n_full, O_full, u_full, gc_full_key, n_gc_full, C), combo_key,
+                           np.bincount(combo, weights=d_n, minlength=K), np.bincount(combo, weights=d_O, minlength=K),
+                           np.bincount(combo, weights=d_units, minlength=K).astype(np.int64), d_key, delta, R)

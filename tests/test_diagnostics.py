@@ -282,3 +282,51 @@ def test_session_assignment_explicit_and_validated():
         sessions_as_raters(data, sessions[:-1], "alice")
     with pytest.raises(ValueError, match="only one session"):
         intra_annotator_consistency(data, sessions, raters=["bob"])
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 60])
+def test_diagnostics_walked_in_runs_of_samples_equal_the_whole_corpus(monkeypatch, chunk):
+    """Vitality, class difficulty and pairwise α add the exact statistics of runs of whole samples
+    (bounded memory on a large corpus); the result equals one pass over every value: per-sample vitality
+    bit for bit (each sample lies in one run), the corpus numbers to rounding."""
+    import agreement.diagnostics as diag
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(40, 6, 4, min_objects=0, max_objects=5, num_classes=3, seed=5)
+    result = kalos_alpha(corpus)
+    assert len(result.values) > 60  # several runs for every chunk size below
+    whole = (diag.rater_vitality(result), diag.class_difficulty(result), diag.collaboration_clusters(result))
+    monkeypatch.setattr(diag, "CHUNK_VALUES", chunk)
+    runs = len(list(diag._sample_chunks(result)))
+    assert runs > 1
+    vit, cls, col = diag.rater_vitality(result), diag.class_difficulty(result), diag.collaboration_clusters(result)
+    np.testing.assert_allclose(vit.alpha_without, whole[0].alpha_without, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(vit.vitality, whole[0].vitality, rtol=1e-12, atol=1e-12)
+    assert list(vit.reason) == list(whole[0].reason)
+    np.testing.assert_array_equal(np.asarray(vit.sample_vitality), np.asarray(whole[0].sample_vitality))
+    np.testing.assert_array_equal(vit.mean_vitality, whole[0].mean_vitality)
+    np.testing.assert_array_equal(vit.n_samples, whole[0].n_samples)
+    np.testing.assert_allclose(cls.alpha, whole[1].alpha, rtol=1e-12, atol=1e-12)
+    assert list(cls.reason) == list(whole[1].reason)
+    np.testing.assert_array_equal(cls.n_units, whole[1].n_units)
+    np.testing.assert_array_equal(cls.n_annotations, whole[1].n_annotations)
+    np.testing.assert_allclose(col.pairs.values["alpha"], whole[2].pairs.values["alpha"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(col.pairs.values["n_units"], whole[2].pairs.values["n_units"])
+
+
+def test_sample_runs_cover_every_sample_once_and_never_cut_one():
+    import agreement.diagnostics as diag
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(25, 5, 3, min_objects=0, max_objects=6, seed=2)
+    result = kalos_alpha(corpus)
+    starts, n_values, n_columns = [], 0, 0
+    for s0, part in diag._sample_chunks(result, max_values=5):
+        starts.append((s0, len(part.alpha)))
+        n_values += len(part.values)
+        n_columns += part.values.n_columns
+        assert len(part.unit_sample) == part.values.n_columns
+        assert not len(part.unit_sample) or (part.unit_sample.min() >= 0 and part.unit_sample.max() < len(part.alpha))
+    assert [s for s, _ in starts] == list(np.cumsum([0] + [n for _, n in starts])[:-1])
+    assert sum(n for _, n in starts) == len(result.alpha)
+    assert n_values == len(result.values) and n_columns == result.values.n_columns
