@@ -41,6 +41,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import reduce
 from typing import Hashable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -53,6 +54,7 @@ from agreement.data import MultiRaterAnnotations
 from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha
 from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
 from agreement.reliability import (
+    GroupSums,
     SparseReliability,
     concat_ranges,
     group_sums,
@@ -81,6 +83,12 @@ __all__ = [
 #: size (the jackknife needs about 200 bytes per value at once), and the result depends on the corpus
 #: only, not on how it was sharded.
 CHUNK_VALUES = 1_000_000
+
+
+def _n_codes(result: KalosResult) -> int:
+    """The number of category codes of ``result`` (its classes and ``no_object``): one key width for every
+    run of :func:`_sample_chunks`."""
+    return max(result.values.n_codes, len(result.categories), 1)
 
 
 def _sample_chunks(result: KalosResult, max_values: int | None = None) -> Iterator[tuple[int, KalosResult]]:
@@ -196,7 +204,7 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
                              _SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
     # global: one group; a rater without any value keeps the full alpha. Per sample: only where the rater
     # was assigned (has values). Both walk the corpus in runs of samples (bounded memory).
-    C = max(values.n_codes, 1)
+    C = _n_codes(result)
     total, per_sample = None, []
     for s0, part in _sample_chunks(result):
         pv = part.values
@@ -312,7 +320,7 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
     recognition difficulty).
     """
     K = len(result.categories) - 1
-    C = max(result.values.n_codes, len(result.categories), 1)
+    C = _n_codes(result)
     n_ann = np.zeros(K, dtype=np.int64)
     n_units = np.zeros(K, dtype=np.int64)
     total = None
@@ -464,18 +472,17 @@ def pair_reliability(result: KalosResult, a: int, b: int) -> np.ndarray:
 
 def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
     """α of :func:`pair_reliability` for every rater pair that shares a sample, in one grouped pass."""
-    assigned = _assigned_from_values(result)
-    table = RaterPairTable.from_assignment(result.raters, assigned)
-    sample, a, b, pair_id = shared_sample_pairs(assigned)  # sorted by sample
-    C = max(result.values.n_codes, len(result.categories), 1)
-    total = None
-    for s0, part in _sample_chunks(result):  # runs of samples: bounded memory (see CHUNK_VALUES)
+    sample, a, b, pair_id = shared_sample_pairs(_assigned_from_values(result))  # sorted by sample
+    table = RaterPairTable.from_shared_pairs(result.raters, a, b, pair_id)
+    C = _n_codes(result)
+
+    def run_sums(s0: int, part: KalosResult):
         lo, hi = np.searchsorted(sample, [s0, s0 + len(part.alpha)])
         t, ca, cb = _pair_units(part, sample[lo:hi] - s0, a[lo:hi], b[lo:hi])
-        sums = group_sums(np.repeat(np.arange(len(t)), 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
+        return group_sums(np.repeat(np.arange(len(t)), 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
                           pair_id[lo:hi][t], len(table), C)
-        total = sums if total is None else total.add(sums)
-    res = total.finish()
+
+    res = reduce(GroupSums.add, (run_sums(s0, part) for s0, part in _sample_chunks(result))).finish()
     table.values["alpha"] = res.alpha
     table.values["n_units"] = res.n_units.astype(np.float64)
     table.reasons["alpha"] = res.reasons()

@@ -96,8 +96,15 @@ class RaterPairTable:
     def from_assignment(cls, raters: Sequence[str], assigned: np.ndarray) -> "RaterPairTable":
         """The pairs that share at least one sample, with their counts."""
         _, a, b, pair_id = shared_sample_pairs(assigned)
+        return cls.from_shared_pairs(raters, a, b, pair_id)
+
+    @classmethod
+    def from_shared_pairs(cls, raters: Sequence[str], a: np.ndarray, b: np.ndarray, pair_id: np.ndarray
+                          ) -> "RaterPairTable":
+        """The table of the (sample, rater pair) triples of :func:`shared_sample_pairs` (``a``, ``b``,
+        ``pair_id``), for a caller that needs the triples too."""
         R = len(raters)
-        codes = unique_sorted(a.astype(np.int64) * R + b)
+        codes = unique_sorted(np.asarray(a, dtype=np.int64) * R + b)
         counts = np.bincount(pair_id, minlength=len(codes))
         return cls(tuple(raters), (codes // R).astype(np.intp), (codes % R).astype(np.intp), counts.astype(np.int64))
 

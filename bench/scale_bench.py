@@ -16,8 +16,9 @@ Printed: seconds, the ratio to the bare read, the seconds of the per-sample
 and per-label write-back (every shard's: declaring, building and sending the
 updates, whichever thread sends them) and their ratio to the bare read, the
 seconds the run waited for its write-back (a serial streamed run sends shard
-k while it reads and computes shard k + 1), and peak RSS of the process; the streamed operators again on a local Dask cluster
-(``--dask-workers``, default 2). Targets (issue 11): within 3x the bare read;
+k while it reads and computes shard k + 1, and the last one while it merges),
+and peak RSS of the process; the streamed operators again on a local Dask
+cluster (``--dask-workers``, default 2). Targets (issue 11): within 3x the bare read;
 write-back no slower than the bare read; peak RSS at 1,000,000 samples under
 3 GiB (``--samples 1000000``).
 
@@ -104,10 +105,12 @@ def timed(module, name, into):
             into[0] += time.perf_counter() - t0
     setattr(module, name, wrapper)
 # the write-back's work: declaring and building (caller's thread) plus sending (the writer thread, in a
-# streamed serial run, while the next shard is read and computed); and the time the run waited for it
+# streamed serial run, while the next shard is read and computed); and the time the run spent on it:
+# declaring, waiting for the write before, and waiting for the last one after the finish
 timed(runs, "stage_run_columns", written)
 timed(writing, "write_columns", written)
 timed(engine, "_write", blocked)
+timed(engine.ShardWriter, "__exit__", blocked)  # the wait for the last shard's write, after the finish
 ds = fo.load_dataset({name!r})
 op = {op!r}
 t = time.perf_counter()
@@ -197,8 +200,8 @@ def main(argv=None) -> None:
     for key in list_agreement_runs(ds):  # what deleting (or overwriting) a run costs at this size
         t = time.perf_counter()
         delete_agreement_run(ds, key)
-        print(f"{'delete_agreement_run ' + key:<36} {time.perf_counter() - t:>8.1f} "
-              f"{(time.perf_counter() - t) / base['seconds']:>12.2f}", flush=True)
+        took = time.perf_counter() - t
+        print(f"{'delete_agreement_run ' + key:<36} {took:>8.1f} {took / base['seconds']:>12.2f}", flush=True)
     if not args.keep:
         fo.delete_dataset(name)
 

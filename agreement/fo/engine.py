@@ -182,12 +182,10 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         if len(rows):
             label_values[lf] = (sid[data.sample_index[rows]], data.label_ids[rows],
                                 {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf))
-    send = runs.stage_run_columns(samples, plan, sample_values, label_values)
-    if writer is not None:
-        writer.submit(send)
+    if writer is None:
+        runs.write_run_columns(samples, plan, sample_values, label_values)
     else:
-        send()
-        runs._dataset(samples).reload()
+        writer.submit(runs.stage_run_columns(samples, plan, sample_values, label_values))
 
 
 class ShardWriter:
