@@ -717,8 +717,16 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     if detail:
         near_cost = np.full(n_rows, np.inf)
         near_key = np.full(n_rows, np.iinfo(np.int64).max, dtype=np.int64)
+    # Without detail only the eligible pairs matter; a pair of different labels costs at least
+    # ``1 - lam`` (its localisation term is >= 0, in floating point too), so when that is not below the
+    # threshold such pairs are dropped before their costs are computed (the same eligible edges, in the
+    # same order: the same matchings and costs, bit for bit).
+    same_label_only = not detail and pc.lam < 1.0 and (1.0 - pc.lam) >= thr
     for problems in _chunks_of(na * nb, max_block):
         ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+        if same_label_only:
+            keep = np.flatnonzero(pc.codes[ia] == pc.codes[jb])
+            ia, jb, an, bn = ia[keep], jb[keep], an[keep], bn[keep]
         if len(ia) == 0:
             continue
         c = pc.cost(ia, jb)

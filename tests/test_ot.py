@@ -458,6 +458,25 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
             assert bulk[t] == pytest.approx(ref, abs=1e-12)
 
 
+@pytest.mark.parametrize("lam,beta,normalization", [(0.5, 0.5, "paper"), (0.5, 0.35, "paper"), (0.3, 0.6, "paper"),
+                                                     (0.8, 0.5, "paper"), (0.5, 0.5, "oc_cost"), (1.0, 0.5, "paper")])
+def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalization):
+    """Without detail, pairs of different labels are dropped before their costs when they can never be
+    eligible (1 - lam >= the threshold): the costs must be those of the full (detail) solve, bit for bit."""
+    from agreement.ot import _PairCosts, _solve_set_pairs
+
+    rng = np.random.default_rng(11)
+    data = _corpus(rng, S=30, raters=("r1", "r2", "r3"), p_assign=0.9, max_boxes=7)
+    pc = _PairCosts(data.boxes, data.labels, lam)
+    off = data.offsets
+    cells = np.flatnonzero(data.assigned.reshape(-1))
+    ca, cb = (x.reshape(-1) for x in np.meshgrid(cells, cells, indexing="ij"))
+    a0, na, b0, nb = off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
+    fast = _solve_set_pairs(pc, a0, na, b0, nb, beta, normalization, max_block=500)
+    full = _solve_set_pairs(pc, a0, na, b0, nb, beta, normalization, max_block=500, n_rows=len(data.boxes))
+    assert np.array_equal(fast.cost, full.cost) and np.array_equal(fast.n_matched, full.n_matched)
+
+
 # --------------------------------------------------------------------------- the batched engine
 
 
