@@ -627,18 +627,23 @@ class _Engine:
         self.S_m, self.p = S_m, p
         ow = np.argsort(dw, kind="stable")
         self.dw, self.sw = dw[ow], sw[ow]
+        del ow
         ob = np.argsort(db, kind="stable")
         self.db, self.sa, self.sb, self.mb = db[ob], sa[ob], sb[ob], mb[ob]
         self.bu, first = np.unique(self.db, return_index=True)
         L = len(self.bu)
         self.b_last = np.r_[first[1:], len(self.db)].astype(np.intp) - 1
-        k = np.searchsorted(self.bu, self.dw, side="left")
-        tie = np.zeros(len(self.dw), dtype=bool)
+        bins = np.searchsorted(self.bu, self.dw, side="left")  # k, then the bin 2k + tie, in place
         if L:
-            tie = self.bu[np.minimum(k, L - 1)] == self.dw
-        bins = 2 * k + tie
-        self.H = sparse.csr_matrix(
-            (np.ones(len(self.dw)), (bins, self.sw)), shape=(2 * L + 1, S_m))
+            tie = self.bu[np.minimum(bins, L - 1)] == self.dw
+            bins *= 2
+            bins += tie
+            del tie
+        # bins is nondecreasing, as dw is sorted: H is built row by row, without a COO copy.
+        indptr = np.searchsorted(bins, np.arange(2 * L + 2), side="left")
+        del bins
+        self.H = sparse.csr_matrix((np.ones(len(self.dw)), self.sw, indptr), shape=(2 * L + 1, S_m))
+        self.sw = self.H.indices  # the same samples, in sorted-distance order (one array, not two)
         self.dsum_s = np.bincount(self.sw, weights=self.dw, minlength=S_m)
         self.dcnt_s = np.bincount(self.sw, minlength=S_m).astype(np.float64)
         self.U_s, self.A_s = U_s, A_s
@@ -767,6 +772,45 @@ def _within_set_pairs(data, counts: np.ndarray) -> _SetPairs:
 
 
 @dataclass(frozen=True)
+class _PairSums:
+    """The within-item set pairs summed per rater pair, which is all the chance strata and the
+    totals need of them: ``code = a * R + b`` (rater indices, ``a < b``, sorted), the number of
+    set pairs of each (``count``) and their comparisons (``cost``), both exact integers."""
+
+    code: np.ndarray
+    count: np.ndarray
+    cost: np.ndarray
+
+    @classmethod
+    def of(cls, pairs: _SetPairs, R: int) -> "_PairSums":
+        return cls._summed(pairs.a.astype(np.int64) * R + pairs.b, np.ones(len(pairs), np.int64), pairs.cost)
+
+    @classmethod
+    def merge(cls, parts: Sequence["_PairSums"]) -> "_PairSums":
+        """The sums of several shards (integer sums: exact in any order)."""
+        cat = np.concatenate
+        return cls._summed(cat([p.code for p in parts]), cat([p.count for p in parts]),
+                           cat([p.cost for p in parts]))
+
+    @classmethod
+    def _summed(cls, code: np.ndarray, count: np.ndarray, cost: np.ndarray) -> "_PairSums":
+        uniq, inv = np.unique(code, return_inverse=True)
+        inv = inv.reshape(-1)
+        tot_count, tot_cost = np.zeros(len(uniq), np.int64), np.zeros(len(uniq), np.int64)
+        np.add.at(tot_count, inv, count)
+        np.add.at(tot_cost, inv, cost)
+        return cls(uniq.astype(np.int64), tot_count, tot_cost)
+
+    @property
+    def n_set_pairs(self) -> int:
+        return int(self.count.sum())
+
+    @property
+    def n_comparisons(self) -> int:
+        return int(self.cost.sum())
+
+
+@dataclass(frozen=True)
 class _Budget:
     """Which samples are measured (``keep``) and which are skipped
     (``skipped``: a sample whose within-item measurement alone needs more than
@@ -816,6 +860,20 @@ class _WithinMatch:
     distance: np.ndarray
     sample: np.ndarray
     unmatched: np.ndarray
+
+
+@dataclass(frozen=True)
+class _WithinSums:
+    """What the statistics need of a shard's within-item matching, in memory of its matched pairs:
+    every matched distance and its sample (``int32``, shard order), per sample the unmatched
+    annotations and all annotations of its set pairs (exact integers), and the matched rows
+    (``(0, 2)`` once the per-row outputs are written: :meth:`GeometryShard.without_rows`)."""
+
+    distance: np.ndarray
+    sample: np.ndarray
+    unmatched: np.ndarray
+    annotations: np.ndarray
+    rows: np.ndarray
 
 
 def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _WithinMatch:
@@ -945,7 +1003,7 @@ class _Cells:
         return np.where(found, self.n[pos] if len(self.n) else 0, 0)
 
 
-def _chance_strata(raters: tuple, cells: _Cells, pairs: _SetPairs, canon_kept: np.ndarray, S: int) -> _Strata:
+def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int) -> _Strata:
     """Sizes and costs of the strata, from per-rater sums and the triples.
 
     For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
@@ -970,11 +1028,14 @@ def _chance_strata(raters: tuple, cells: _Cells, pairs: _SetPairs, canon_kept: n
     tot = np.bincount(rr, weights=n_cell, minlength=R).astype(np.int64)
     nz = np.bincount(rr, weights=n_cell > 0, minlength=R).astype(np.int64)
     # Strata: the distinct rater pairs of the measured triples, by names.
-    swap = nrank[pairs.a] > nrank[pairs.b]
-    fa, fb = np.where(swap, pairs.b, pairs.a), np.where(swap, pairs.a, pairs.b)
-    code, inv, common = np.unique(nrank[fa] * R + nrank[fb], return_inverse=True, return_counts=True)
+    pa, pb = pair_sums.code // R, pair_sums.code % R
+    swap = nrank[pa] > nrank[pb]
+    fa, fb = np.where(swap, pb, pa), np.where(swap, pa, pb)
+    code, inv = np.unique(nrank[fa] * R + nrank[fb], return_inverse=True)
     inv = inv.reshape(-1)
-    diag = np.bincount(inv, weights=pairs.cost, minlength=len(code)).astype(np.int64)
+    common, diag = np.zeros(len(code), np.int64), np.zeros(len(code), np.int64)
+    np.add.at(common, inv, pair_sums.count)
+    np.add.at(diag, inv, pair_sums.cost)
     first = np.zeros(len(code), np.intp)
     second = np.zeros(len(code), np.intp)
     first[inv], second[inv] = fa, fb
@@ -1095,38 +1156,40 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
 @dataclass(frozen=True)
 class _LabelCounts:
     """What classification α needs of the within-item matched pairs, per sample (corpus order):
-    matched pairs, pairs whose labels differ, and the (sample, class) counts of their labels."""
+    matched pairs, pairs whose labels differ, and ``classes``, the ``(S, C)`` sparse counts of
+    the classes of their labels (exact integers, so shards stack in any grouping)."""
 
     pairs: np.ndarray
     differ: np.ndarray
-    cell_sample: np.ndarray
-    cell_code: np.ndarray
+    classes: sparse.csr_matrix
     n_classes: int
 
     @classmethod
     def of(cls, data, within: _WithinMatch) -> "_LabelCounts":
         codes, cats = class_codes(data)
-        S = data.num_samples
+        S, C = data.num_samples, len(cats)
         if not len(within.rows):
-            z = np.zeros(0, np.intp)
-            return cls(np.zeros(S), np.zeros(S), z, z, len(cats))
+            return cls(np.zeros(S), np.zeros(S), sparse.csr_matrix((S, C)), C)
         la, lb = codes[within.rows[:, 0]], codes[within.rows[:, 1]]
         ps = within.sample
+        classes = sparse.csr_matrix((np.ones(2 * len(ps)), (np.r_[ps, ps], np.r_[la, lb])), shape=(S, C))
+        classes.sum_duplicates()
         return cls(np.bincount(ps, minlength=S).astype(np.float64),
-                   np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S),
-                   np.r_[ps, ps].astype(np.intp), np.r_[la, lb].astype(np.intp), len(cats))
+                   np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S), classes, C)
+
+    @classmethod
+    def stack(cls, parts: Sequence["_LabelCounts"]) -> "_LabelCounts":
+        """The counts of consecutive shards, as one corpus."""
+        cat = np.concatenate
+        return cls(cat([p.pairs for p in parts]), cat([p.differ for p in parts]),
+                   sparse.vstack([p.classes for p in parts], format="csr"), parts[0].n_classes)
 
 
-def _make_engine(pairs: _SetPairs, within: _WithinMatch, labels: _LabelCounts, chance: _ChanceSample,
-                 between: _BetweenMatch, cidx: np.ndarray, S_m: int, p: float) -> _Engine:
-    """The sufficient statistics on the measured samples (``cidx``: their
-    position in canonical order)."""
-    kept = cidx >= 0
-    P_s, D_s = np.zeros(S_m), np.zeros(S_m)
-    P_s[cidx[kept]], D_s[cidx[kept]] = labels.pairs[kept], labels.differ[kept]
-    ps = cidx[labels.cell_sample]
-    Nsc = sparse.coo_matrix((np.ones(len(ps)), (ps, labels.cell_code)), shape=(S_m, labels.n_classes)).tocsr()
-    wsm = cidx[pairs.s]
+def _make_engine(within: _WithinSums, labels: _LabelCounts, chance: _ChanceSample, between: _BetweenMatch,
+                 cidx: np.ndarray, canon_kept: np.ndarray, p: float) -> _Engine:
+    """The sufficient statistics on the measured samples (``canon_kept``: the
+    corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere)."""
+    S_m = len(canon_kept)
     none = np.zeros(0, np.intp)
     pid = between.pid
     K = len(chance.i)
@@ -1136,12 +1199,12 @@ def _make_engine(pairs: _SetPairs, within: _WithinMatch, labels: _LabelCounts, c
         db=between.distance, sa=cidx[chance.i[pid]] if len(pid) else none,
         sb=cidx[chance.j[pid]] if len(pid) else none,
         mb=chance.mult[pid].astype(np.float64) if len(pid) else np.zeros(0),
-        U_s=np.bincount(wsm, weights=within.unmatched, minlength=S_m) if S_m else np.zeros(0),
-        A_s=np.bincount(wsm, weights=pairs.n + pairs.m, minlength=S_m) if S_m else np.zeros(0),
+        U_s=within.unmatched[canon_kept].astype(np.float64),
+        A_s=within.annotations[canon_kept].astype(np.float64),
         pa=cidx[chance.i] if K else none, pb=cidx[chance.j] if K else none,
         pm=chance.mult.astype(np.float64), U_k=between.unmatched.astype(np.float64),
         A_k=(between.n + between.m).astype(np.float64),
-        P_s=P_s, D_s=D_s, Nsc=Nsc, p=p,
+        P_s=labels.pairs[canon_kept], D_s=labels.differ[canon_kept], Nsc=labels.classes[canon_kept], p=p,
     )
 
 
@@ -1336,18 +1399,20 @@ class GeometryShard:
     """The within-item measurement of one shard of a corpus (:func:`geometry_shard`), in the shard's
     sample order, to be merged with the other shards (:func:`merge_geometry_shards`).
 
-    Everything here depends on the shard's own samples only: the set pairs of
-    each sample, the budget (a property of each sample), the threshold
-    matching of each set pair, the per-sample and per-row outputs, and the
-    per-sample sums the statistics need. The chance baseline, which pairs
-    samples of different shards, is drawn at the merge.
+    Everything here depends on the shard's own samples only: the budget (a
+    property of each sample), the threshold matching of each set pair, the
+    per-sample and per-row outputs, and the sums the statistics need: per
+    rater pair (``pair_sums``), per sample (``within``, ``labels``) and per
+    matched pair (its distance and sample), never per set pair or per label
+    once the rows are written (:meth:`without_rows`). The chance baseline,
+    which pairs samples of different shards, is drawn at the merge.
     """
 
     sample_ids: np.ndarray
     raters: tuple
     cells: "_Cells"
-    pairs: _SetPairs
-    within: _WithinMatch
+    pair_sums: _PairSums
+    within: _WithinSums
     labels: _LabelCounts
     keep: np.ndarray
     skipped: np.ndarray
@@ -1361,8 +1426,7 @@ class GeometryShard:
     def without_rows(self) -> "GeometryShard":
         """The shard without its per-row outputs (written back already: the merge does not need them)."""
         outputs = {k: v for k, v in self.outputs.items() if not k.startswith("row_")}
-        within = _WithinMatch(np.zeros((0, 2), np.intp), self.within.pid, self.within.distance,
-                              self.within.sample, self.within.unmatched)
+        within = replace(self.within, rows=np.zeros((0, 2), np.intp))
         return replace(self, outputs=outputs, within=within, has_rows=False)
 
 
@@ -1393,9 +1457,12 @@ def geometry_shard(
     pairs = all_pairs.select(budget.keep[all_pairs.s])
     within = _match_within(data, pairs, sim_fn, stack_fn, t)
     outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
+    sums = _WithinSums(within.distance, within.sample.astype(np.int32), outputs["sample_n_unmatched"],
+                       outputs["sample_n_annotations"], within.rows)
     return GeometryShard(
         sample_ids=np.asarray(data.sample_ids, dtype=object), raters=tuple(data.raters), cells=_Cells.of(data),
-        pairs=pairs, within=within, labels=_LabelCounts.of(data, within), keep=budget.keep,
+        pair_sums=_PairSums.of(pairs, len(data.raters)), within=sums, labels=_LabelCounts.of(data, within),
+        keep=budget.keep,
         skipped=budget.skipped, cost_s=budget.cost_s, skipped_samples=_skipped_records(data, budget, counts),
         outputs=outputs, n_rows=len(data), similarity_report=report,
     )
@@ -1409,24 +1476,18 @@ def _concat_shards(shards: Sequence[GeometryShard]):
     for sh in shards[1:]:
         if sh.raters != first.raters or sh.labels.n_classes != first.labels.n_classes:
             raise ValueError("geometry shards of one corpus must share raters and class vocabulary")
-    so = np.cumsum([0] + [len(sh.sample_ids) for sh in shards])
-    ro = np.cumsum([0] + [sh.n_rows for sh in shards])
-    po = np.cumsum([0] + [len(sh.pairs) for sh in shards])
+    so = np.cumsum([0] + [len(sh.sample_ids) for sh in shards]).tolist()
+    ro = np.cumsum([0] + [sh.n_rows for sh in shards]).tolist()
     cat = np.concatenate
     R = len(first.raters)
     cells = _Cells(cat([sh.cells.s + o for sh, o in zip(shards, so)]), cat([sh.cells.r for sh in shards]),
                    cat([sh.cells.n for sh in shards]), R)
-    pairs = _SetPairs(*(cat([getattr(sh.pairs, f) + (o if f == "s" else 0) for sh, o in zip(shards, so)])
-                        for f in ("s", "a", "b", "n", "m", "cost")))
     has_rows = all(sh.has_rows for sh in shards)
     rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro)]) if has_rows else np.zeros((0, 2), np.intp))
-    within = _WithinMatch(rows, cat([sh.within.pid + o for sh, o in zip(shards, po)]),
-                          cat([sh.within.distance for sh in shards]),
-                          cat([sh.within.sample + o for sh, o in zip(shards, so)]),
-                          cat([sh.within.unmatched for sh in shards]))
-    labels = _LabelCounts(cat([sh.labels.pairs for sh in shards]), cat([sh.labels.differ for sh in shards]),
-                          cat([sh.labels.cell_sample + o for sh, o in zip(shards, so)]),
-                          cat([sh.labels.cell_code for sh in shards]), first.labels.n_classes)
+    within = _WithinSums(cat([sh.within.distance for sh in shards]),
+                         cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so)]),
+                         cat([sh.within.unmatched for sh in shards]), cat([sh.within.annotations for sh in shards]),
+                         rows)
     outputs = {}
     for k, v in first.outputs.items():
         parts = [sh.outputs[k] for sh in shards]
@@ -1434,8 +1495,9 @@ def _concat_shards(shards: Sequence[GeometryShard]):
     report = dict(first.similarity_report)
     report["repaired_polygons"] = sum(int(sh.similarity_report.get("repaired_polygons", 0)) for sh in shards)
     return GeometryShard(
-        sample_ids=cat([sh.sample_ids for sh in shards]), raters=first.raters, cells=cells, pairs=pairs,
-        within=within, labels=labels, keep=cat([sh.keep for sh in shards]),
+        sample_ids=cat([sh.sample_ids for sh in shards]), raters=first.raters, cells=cells,
+        pair_sums=_PairSums.merge([sh.pair_sums for sh in shards]), within=within,
+        labels=_LabelCounts.stack([sh.labels for sh in shards]), keep=cat([sh.keep for sh in shards]),
         skipped=cat([sh.skipped for sh in shards]), cost_s=cat([sh.cost_s for sh in shards]),
         skipped_samples=_canonical_records([r for sh in shards for r in sh.skipped_samples]),
         outputs=outputs, n_rows=int(ro[-1]), similarity_report=report, has_rows=has_rows,
@@ -1487,21 +1549,22 @@ def merge_geometry_shards(
     # Between-item: the chance sample, its sets read back, their matching.
     canon = canonical_sample_order(sh.sample_ids)
     canon_kept = canon[sh.keep[canon]]
-    cidx = np.full(S, -1, dtype=np.intp)
+    cidx = np.full(S, -1, dtype=np.int32 if S < 2**31 else np.int64)
     cidx[canon_kept] = np.arange(len(canon_kept))
-    strata = _chance_strata(sh.raters, sh.cells, sh.pairs, canon_kept, S)
+    strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S)
     chance = _chance_set_pairs(strata, sh.cells, max_pairs, seed)
     between = _between_of(chance, read_samples, distance, t, sigmas, stack, checked)
 
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
-    pairs, within, outputs = sh.pairs, sh.within, sh.outputs
-    engine = _make_engine(pairs, within, sh.labels, chance, between, cidx, S_m, p)
+    within, outputs, n_set_pairs = sh.within, sh.outputs, sh.pair_sums.n_set_pairs
+    engine = _make_engine(within, sh.labels, chance, between, cidx, canon_kept, p)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
-    why = _undefined_reasons(R, pv, engine, len(pairs), n_w, n_b, chance, bool(sh.skipped.any()), max_pairs, t)
+    why = _undefined_reasons(R, pv, engine, n_set_pairs, n_w, n_b, chance, bool(sh.skipped.any()), max_pairs, t)
     boot = _bootstrap_values(engine, bootstrap, seed, S_m)
+    del engine  # its sorted copies are not needed for the p-values (which sort again): lower peak memory
     est = {k: _estimate(pv[k], why.get(k, ""), boot.get(k), bootstrap, S_m, confidence)
            for k in GeometryAgreementResult._STATS}
     ks_p, ks_gp = _ks_pvalues(within.distance, between.distance, b_weights)
@@ -1510,9 +1573,9 @@ def merge_geometry_shards(
         **est,
         mean_within=pv["mean_within"], mean_between=pv["mean_between"], between_quantile=pv["q"],
         ks_pvalue=ks_p, ks_greater_pvalue=ks_gp, unmatched_within=pv["U_o"], unmatched_between=pv["U_e"],
-        n_within=n_w, n_between=n_b, n_within_set_pairs=len(pairs), n_between_set_pairs=len(chance.i),
+        n_within=n_w, n_between=n_b, n_within_set_pairs=n_set_pairs, n_between_set_pairs=len(chance.i),
         between_draws=chance.draws, n_between_population=chance.n_population, between_exact=chance.exact,
-        n_comparisons=int(pairs.cost.sum()), n_between_comparisons=between.comparisons,
+        n_comparisons=sh.pair_sums.n_comparisons, n_between_comparisons=between.comparisons,
         truncated=bool(sh.skipped.any()), n_samples=S,
         n_samples_measured=int(outputs["sample_measured"].sum()), n_samples_skipped=int(sh.skipped.sum()),
         skipped_samples=sh.skipped_samples, sample_comparisons=sh.cost_s,

@@ -32,6 +32,7 @@ from agreement.geometry_agreement import (
     _Cells,
     _chance_strata,
     _Engine,
+    _PairSums,
     _within_set_pairs,
     geometry_agreement,
 )
@@ -665,7 +666,7 @@ def test_chance_strata_are_the_rater_pairs_that_share_a_sample():
     # 500 raters, 10 per sample: the strata are the pairs that met, not all 124,750.
     data = _crowd(S=200, R=500, k=10, seed=5)
     counts = data.counts()
-    pairs = _within_set_pairs(data, counts)
+    pairs = _PairSums.of(_within_set_pairs(data, counts), data.num_raters)
     strata = _chance_strata(data.raters, _Cells.of(data), pairs, np.arange(data.num_samples), data.num_samples)
     table = RaterPairTable.from_assignment(data.raters, data.assigned)
     assert len(strata.first) == len(table) < 200 * 45
