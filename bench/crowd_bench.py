@@ -82,8 +82,15 @@ def bare_read(ds) -> float:
 
 
 def run_operators(ds, operators: list[tuple[str, dict]], repeat: int) -> dict[str, float]:
-    """Median seconds of ``repeat`` end-to-end runs of each operator (each run under a new key)."""
+    """Median seconds of ``repeat`` end-to-end runs of each operator.
+
+    Each run is deleted after it is timed (untimed), so that every run reads and
+    rewrites the same documents: a run left in place would add its label
+    attributes to every document that the runs after it read and rewrite.
+    """
     import fiftyone.operators as foo
+
+    from agreement.fo.runs import delete_agreement_run, list_agreement_runs
 
     out = {}
     foo.get_operator(f"@iaa/agreement/{operators[0][0]}")  # imports the plugin once, outside the timings
@@ -95,6 +102,9 @@ def run_operators(ds, operators: list[tuple[str, dict]], repeat: int) -> dict[st
             t = time.perf_counter()
             foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params))
             times.append(time.perf_counter() - t)
+            ds.reload()
+            if params["key"] in list_agreement_runs(ds):  # calibration registers no run
+                delete_agreement_run(ds, params["key"])
         out[name] = float(np.median(times))
         print(f"    {name}: {out[name]:.1f} s" + (f" (median of {', '.join(f'{x:.1f}' for x in times)})"
                                                    if repeat > 1 else ""), flush=True)
