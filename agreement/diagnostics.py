@@ -52,7 +52,7 @@ from scipy.spatial.distance import squareform
 from agreement.arrays import unique_sorted
 from agreement.data import MultiRaterAnnotations
 from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha
-from agreement.rater_pairs import RaterPairTable, shared_sample_pairs
+from agreement.rater_pairs import RaterPairTable, shared_pairs_of_cells
 from agreement.reliability import (
     GroupSums,
     SparseReliability,
@@ -416,12 +416,17 @@ class CollaborationClusters:
 OPTIMAL_ORDER_MAX_RATERS = 300
 
 
-def _assigned_from_values(result: KalosResult) -> np.ndarray:
-    """``(S, R)`` bool: the raters with a value in some unit of each sample (i.e. assigned)."""
+def _assigned_cells(result: KalosResult) -> tuple[np.ndarray, np.ndarray]:
+    """The (sample, rater) cells with a value in some unit of the sample (i.e. assigned), sorted by
+    sample then rater; in memory of the cells, never samples × raters (a crowd's assignment), and
+    found ``CHUNK_VALUES`` values at a time."""
     v = result.values
-    out = np.zeros((len(result.alpha), v.n_raters), dtype=bool)
-    out[result.unit_sample[v.column], v.rater] = True
-    return out
+    R = v.n_raters
+    parts = [unique_sorted(result.unit_sample[v.column[lo:lo + CHUNK_VALUES]].astype(np.int64) * R
+                           + v.rater[lo:lo + CHUNK_VALUES])
+             for lo in range(0, len(v.column), CHUNK_VALUES)]
+    key = unique_sorted(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    return key // R, key % R
 
 
 def _pair_units(result: KalosResult, sample: np.ndarray, a: np.ndarray, b: np.ndarray):
@@ -464,15 +469,16 @@ def pair_reliability(result: KalosResult, a: int, b: int) -> np.ndarray:
     ndarray of int64, shape (2, units)
         Codes as in ``result.reliability``.
     """
-    assigned = _assigned_from_values(result)
-    both = np.flatnonzero(assigned[:, a] & assigned[:, b])
+    cs, cr = _assigned_cells(result)
+    both = np.intersect1d(cs[cr == a], cs[cr == b], assume_unique=True)
     _, ca, cb = _pair_units(result, both, np.full(len(both), a), np.full(len(both), b))
     return np.stack([ca, cb]).astype(np.int64)
 
 
 def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
     """α of :func:`pair_reliability` for every rater pair that shares a sample, in one grouped pass."""
-    sample, a, b, pair_id = shared_sample_pairs(_assigned_from_values(result))  # sorted by sample
+    sample, a, b, pair_id = shared_pairs_of_cells(*_assigned_cells(result), len(result.alpha),
+                                                  result.values.n_raters)  # sorted by sample
     table = RaterPairTable.from_shared_pairs(result.raters, a, b, pair_id)
     C = _n_codes(result)
 

@@ -330,3 +330,21 @@ def test_sample_runs_cover_every_sample_once_and_never_cut_one():
     assert [s for s, _ in starts] == list(np.cumsum([0] + [n for _, n in starts])[:-1])
     assert sum(n for _, n in starts) == len(result.alpha)
     assert n_values == len(result.values) and n_columns == result.values.n_columns
+
+
+@pytest.mark.parametrize("chunk", [7, 1_000_000])
+def test_assigned_cells_are_the_raters_with_values_in_each_sample(monkeypatch, chunk):
+    """The assignment the pairwise diagnostics use is read from the values as sparse cells, a run of values
+    at a time: the cells of every (sample, rater) with a value, each once, sorted, whatever the run size."""
+    import agreement.diagnostics as diag
+    from agreement.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(30, 40, 4, min_objects=0, max_objects=4, seed=9)
+    result = kalos_alpha(corpus)
+    monkeypatch.setattr(diag, "CHUNK_VALUES", chunk)
+    s, r = diag._assigned_cells(result)
+    dense = np.zeros((len(result.alpha), result.values.n_raters), dtype=bool)
+    dense[result.unit_sample[result.values.column], result.values.rater] = True
+    ds, dr = np.nonzero(dense)
+    np.testing.assert_array_equal(s, ds)
+    np.testing.assert_array_equal(r, dr)
