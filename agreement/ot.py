@@ -447,19 +447,26 @@ def _match_components(ra, rb, w, idx, NA, NB, cardinality_first, matched) -> Non
     q_c = np.bincount(lab[n_a:], minlength=ncomp)
     rank_a = _ranks(lab[:n_a])[ca]  # position of a node among its component's nodes
     rank_b = _ranks(lab[n_a:])[cb]
-    n_nodes = n_a + n_b
-    r_e, q_e = r_c[comp], q_c[comp]
-    shape = r_e.astype(np.int64) * (n_nodes + 1) + q_e
-    order = np.argsort(shape, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, shape[order][1:] != shape[order][:-1], True])
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        sel = order[lo:hi]
-        r, q = int(r_e[sel[0]]), int(q_e[sel[0]])
+    # The shapes (r, q) of the components, coded 0, 1, ... in increasing (r, q); each component's
+    # position among the components of its shape (in id order) numbers its problem in that group.
+    shapes, shape_id = np.unique(r_c.astype(np.int64) * (n_a + n_b + 1) + q_c, return_inverse=True)
+    shape_id = shape_id.reshape(-1).astype(np.uint8 if len(shapes) <= 256 else np.intp)
+    by_shape = np.argsort(shape_id, kind="stable")
+    group_start = np.searchsorted(shape_id[by_shape], np.arange(len(shapes)))
+    problem = np.empty(ncomp, dtype=np.intp)
+    problem[by_shape] = np.arange(ncomp) - group_start[shape_id[by_shape]]
+    edge_shape = shape_id[comp]
+    order = np.argsort(edge_shape, kind="stable")  # edges by shape, in edge order (radix sort on uint8)
+    bounds = np.searchsorted(edge_shape[order], np.arange(len(shapes) + 1)).tolist()
+    for g in range(len(shapes)):
+        sel = order[bounds[g]:bounds[g + 1]]
+        c0 = comp[sel[0]]
+        r, q = int(r_c[c0]), int(q_c[c0])
         rows, cols = rank_a[sel], rank_b[sel]
         if r > q:  # enumerate injections of the smaller side
             rows, cols, r, q = cols, rows, q, r
         ww = w[sel] + (min(r, q) + 1.0 if cardinality_first else 0.0)
-        cl = _dense_ids(comp[sel], ncomp)
+        cl = problem[comp[sel]]
         if math.perm(q, r) <= _MAX_PERMUTATIONS:
             matched[idx[sel]] = _brute_force(cl, rows, cols, ww, r, q)
         else:
@@ -472,13 +479,6 @@ def _compact(x: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     mark[x] = True
     rank = np.cumsum(mark) - 1
     return rank[x], int(rank[-1]) + 1 if size else 0
-
-
-def _dense_ids(x: np.ndarray, size: int) -> np.ndarray:
-    """``x`` relabelled ``0, 1, ...`` in increasing order of value."""
-    mark = np.zeros(size, dtype=bool)
-    mark[x] = True
-    return (np.cumsum(mark) - 1)[x]
 
 
 def _ranks(comp: np.ndarray) -> np.ndarray:

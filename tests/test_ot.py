@@ -529,6 +529,28 @@ def test_max_weight_matchings_oracle(monkeypatch, cardinality_first, max_perms):
             assert (W[sel] + K).sum() == pytest.approx(Wk[r, c].sum(), abs=1e-9)
 
 
+def test_max_weight_matchings_with_hundreds_of_component_shapes(monkeypatch):
+    """More than 256 distinct component shapes (r, q): the grouping by shape is not limited to small codes."""
+    import agreement.ot as ot_mod
+
+    monkeypatch.setattr(ot_mod, "_MAX_PERMUTATIONS", 1)  # every component by linear_sum_assignment
+    rng = np.random.default_rng(3)
+    A, B, W, T, mats = [], [], [], [], []
+    a0 = b0 = 0
+    for t, (r, q) in enumerate((r, q) for r in range(2, 19) for q in range(2, 19)):
+        M = rng.uniform(0.01, 1.0, size=(r, q))
+        i, j = np.nonzero(M)
+        A += (a0 + i).tolist(); B += (b0 + j).tolist(); W += M[i, j].tolist(); T += [t] * len(i)
+        mats.append(M)
+        a0, b0 = a0 + r, b0 + q
+    A, B, W, T = (np.asarray(x) for x in (A, B, W, T))
+    got = ot_mod.max_weight_matchings(A, B, W, a0, b0)
+    assert len(mats) > 256
+    for t, M in enumerate(mats):
+        r, c = linear_sum_assignment(M, maximize=True)
+        assert W[got & (T == t)].sum() == pytest.approx(M[r, c].sum(), abs=1e-9)
+
+
 # --------------------------------------------------------------------------- per-label reasons
 
 BOX = [0.1, 0.1, 0.3, 0.3]
