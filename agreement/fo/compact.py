@@ -53,10 +53,11 @@ def _encode(obj: Any) -> Any:
             return packed
         obj = obj.tolist()
     if isinstance(obj, (list, tuple)):
-        packed = _packed_column(obj)
+        kinds = set(map(type, obj))  # one C-level pass types the whole list
+        packed = _packed_column(obj, kinds)
         if packed is not None:
             return packed
-        if all(type(v) in _PLAIN for v in obj):
+        if kinds <= _PLAIN:
             return list(obj)
         return [_encode(v) for v in obj]
     value = db_value(obj)  # numpy scalars as Python ones, NaN as None
@@ -66,11 +67,11 @@ def _encode(obj: Any) -> Any:
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 
-def _packed_column(values: list | tuple) -> dict | None:
-    """A long list of ints, or of floats and ``None``, as base64; ``None`` for anything else."""
+def _packed_column(values: list | tuple, kinds: set) -> dict | None:
+    """A long list of ints, or of floats and ``None`` (``kinds``: the types of its values), as base64;
+    ``None`` for anything else."""
     if len(values) < MIN_PACKED:
         return None
-    kinds = {type(v) for v in values}
     if kinds <= {int, np.int64}:
         return {"__i8__": _b64(np.asarray(values, dtype="<i8"))}
     if kinds <= {float, int, type(None), np.float64} and kinds & {float, np.float64}:
