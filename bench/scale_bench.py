@@ -23,8 +23,9 @@ write-back no slower than the bare read; peak RSS at 1,000,000 samples under
 3 GiB (``--samples 1000000``).
 
 Each operator runs with ``FIFTYONE_OPERATOR_TIMEOUT`` raised to a day (unless
-set): FiftyOne stops an immediately executed operator after 600 s by default,
-and a 1,000,000-sample run on a Dask cluster of this machine takes longer.
+set): FiftyOne reports an immediately executed operator that runs longer than
+600 s (by default) as a ``TimeoutError``, and a 1,000,000-sample run on a Dask
+cluster of this machine takes longer.
 
 Run with ``make bench`` (``--samples 20000`` there, to keep it short) or
 ``scripts/with-temp-fiftyone.sh .venv/bin/python bench/scale_bench.py --samples 100000``.
@@ -147,8 +148,9 @@ print(json.dumps({{"seconds": elapsed, "write_seconds": written[0], "blocked_sec
 def measure(name: str, op: str, extra: dict | None = None) -> dict:
     """One operator (or the bare read) in a process of its own: seconds, write-back seconds, peak RSS."""
     code = CHILD.format(repo=REPO, name=name, op=op, raters=RATERS, extra=dict(extra or {}))
-    # FiftyOne stops an immediately executed operator after fo.config.operator_timeout (600 s by default):
-    # the benchmark times runs that may take longer (1,000,000 samples on a Dask cluster of this machine).
+    # FiftyOne reports TimeoutError for an immediately executed operator that runs longer than
+    # fo.config.operator_timeout (600 s by default): the benchmark times runs that may take longer
+    # (1,000,000 samples on a Dask cluster of this machine).
     env = {**os.environ, "FIFTYONE_OPERATOR_TIMEOUT": os.environ.get("FIFTYONE_OPERATOR_TIMEOUT", "86400")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if out.returncode != 0:
