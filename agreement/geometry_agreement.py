@@ -1004,7 +1004,7 @@ class _Cells:
 
 
 def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int) -> _Strata:
-    """Sizes and costs of the strata, from per-rater sums and the triples.
+    """Sizes and costs of the strata, from per-rater sums and the per-rater-pair sums of the triples.
 
     For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
     their shared samples ``C``: ``size = |S_a| |S_b|``, ``pop = size - |C|``
