@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agreement.ot import _pair_table, _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
+from agreement.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
 from agreement.arrays import unique_sorted
 from agreement.rater_pairs import RaterPairTable, shared_pairs_of_cells
 
@@ -357,7 +357,7 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     S, R = len(sample_ids), len(raters)
     cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
     _, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
-    table = _pair_table(raters, a, b, pid)
+    table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
     st = _strata(sample_ids, cs, cr, raters, table)
     N_tot = int(st.size.sum())
     strata = np.flatnonzero(st.size > 0)

@@ -58,7 +58,6 @@ from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.ot import (
     _chunks_of,
     _entries,
-    _pair_table,
     _PairCosts,
     assigned_pair_cells,
     max_weight_matchings,
@@ -356,7 +355,7 @@ def threshold_baselines(
         pair_iou = np.where(tp > 0, iou_sum / np.maximum(tp, 1), np.nan)
     s_f1, s_iou, s_reason = _sample_means(data, s, pair_f1, pair_iou)
     u_pair, u_vals = _alpha_units(codes, no_obj, alpha_hits, a0, na, b0, nb)
-    table = _pair_table(data.raters, a, b, pid)
+    table = RaterPairTable.from_shared_pairs(data.raters, a, b, pid)
     units = UnitCounts.of(pid[u_pair], u_vals, table.a.astype(np.int64) * data.num_raters + table.b, no_obj + 1)
     alpha_p, reason_p = units.pair_alpha()
     table.values["threshold_alpha"] = alpha_p

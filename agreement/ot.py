@@ -981,14 +981,6 @@ def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
     return s, a, b, pid, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
 
 
-def _pair_table(raters, a, b, pid) -> RaterPairTable:
-    n = int(pid.max()) + 1 if len(pid) else 0
-    ta = np.zeros(n, np.intp)
-    tb = np.zeros(n, np.intp)
-    ta[pid], tb[pid] = a, b
-    return RaterPairTable(tuple(raters), ta, tb, np.bincount(pid, minlength=n).astype(np.int64))
-
-
 def _sample_reasons(data) -> list[str]:
     k = data.assigned.sum(axis=1)
     out = [""] * data.num_samples
@@ -1053,7 +1045,7 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
 
     edges = _box_edges(solved, a0, na, b0, nb, float(beta))
     rows = _row_results(data, pc, solved, float(beta), normalization)
-    table = _pair_table(data.raters, a, b, pid)
+    table = RaterPairTable.from_shared_pairs(data.raters, a, b, pid)
     table.values["mean_ot"] = table.mean_over_shared(pid, pair_score)
     return OTSampleScores(
         sample_ids=data.sample_ids, mean=mean, min=mn, n_pairs=n_pairs, lower=lower, upper=upper,

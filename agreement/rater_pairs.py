@@ -22,8 +22,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from agreement.arrays import unique_sorted
-
 __all__ = ["RaterPairTable", "shared_sample_pairs", "shared_pairs_of_cells", "records_to_matrix", "records_to_columns",
            "columns_to_records"]
 
@@ -103,10 +101,11 @@ class RaterPairTable:
                           ) -> "RaterPairTable":
         """The table of the (sample, rater pair) triples of :func:`shared_sample_pairs` (``a``, ``b``,
         ``pair_id``), for a caller that needs the triples too."""
-        R = len(raters)
-        codes = unique_sorted(np.asarray(a, dtype=np.int64) * R + b)
-        counts = np.bincount(pair_id, minlength=len(codes))
-        return cls(tuple(raters), (codes // R).astype(np.intp), (codes % R).astype(np.intp), counts.astype(np.int64))
+        pair_id = np.asarray(pair_id, dtype=np.intp)
+        n = int(pair_id.max()) + 1 if len(pair_id) else 0
+        ta, tb = np.zeros(n, np.intp), np.zeros(n, np.intp)
+        ta[pair_id], tb[pair_id] = a, b  # pair_id numbers the pairs in (a, b) order
+        return cls(tuple(raters), ta, tb, np.bincount(pair_id, minlength=n).astype(np.int64))
 
     def __len__(self) -> int:
         return len(self.a)
