@@ -864,15 +864,13 @@ class _WithinMatch:
 
 @dataclass(frozen=True)
 class _WithinSums:
-    """What the statistics need of a shard's within-item matching, in memory of its matched pairs:
-    every matched distance and its sample (``int32``, shard order), per sample the unmatched
-    annotations and all annotations of its set pairs (exact integers), and the matched rows
-    (``(0, 2)`` once the per-row outputs are written: :meth:`GeometryShard.without_rows`)."""
+    """What the statistics need of a shard's within-item matching per matched pair: its distance and
+    its sample (``int32``, shard order), and the matched rows (``(0, 2)`` once the per-row outputs are
+    written: :meth:`GeometryShard.without_rows`). The per-sample sums (unmatched annotations, all
+    annotations) are the shard's outputs ``sample_n_unmatched`` and ``sample_n_annotations``."""
 
     distance: np.ndarray
     sample: np.ndarray
-    unmatched: np.ndarray
-    annotations: np.ndarray
     rows: np.ndarray
 
 
@@ -1185,10 +1183,11 @@ class _LabelCounts:
                    sparse.vstack([p.classes for p in parts], format="csr"), parts[0].n_classes)
 
 
-def _make_engine(within: _WithinSums, labels: _LabelCounts, chance: _ChanceSample, between: _BetweenMatch,
-                 cidx: np.ndarray, canon_kept: np.ndarray, p: float) -> _Engine:
+def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chance: _ChanceSample,
+                 between: _BetweenMatch, cidx: np.ndarray, canon_kept: np.ndarray, p: float) -> _Engine:
     """The sufficient statistics on the measured samples (``canon_kept``: the
-    corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere)."""
+    corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere;
+    ``outputs``: the per-sample outputs, whose unmatched and annotation counts it takes)."""
     S_m = len(canon_kept)
     none = np.zeros(0, np.intp)
     pid = between.pid
@@ -1199,8 +1198,8 @@ def _make_engine(within: _WithinSums, labels: _LabelCounts, chance: _ChanceSampl
         db=between.distance, sa=cidx[chance.i[pid]] if len(pid) else none,
         sb=cidx[chance.j[pid]] if len(pid) else none,
         mb=chance.mult[pid].astype(np.float64) if len(pid) else np.zeros(0),
-        U_s=within.unmatched[canon_kept].astype(np.float64),
-        A_s=within.annotations[canon_kept].astype(np.float64),
+        U_s=outputs["sample_n_unmatched"][canon_kept].astype(np.float64),
+        A_s=outputs["sample_n_annotations"][canon_kept].astype(np.float64),
         pa=cidx[chance.i] if K else none, pb=cidx[chance.j] if K else none,
         pm=chance.mult.astype(np.float64), U_k=between.unmatched.astype(np.float64),
         A_k=(between.n + between.m).astype(np.float64),
@@ -1457,8 +1456,7 @@ def geometry_shard(
     pairs = all_pairs.select(budget.keep[all_pairs.s])
     within = _match_within(data, pairs, sim_fn, stack_fn, t)
     outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
-    sums = _WithinSums(within.distance, within.sample.astype(np.int32), outputs["sample_n_unmatched"],
-                       outputs["sample_n_annotations"], within.rows)
+    sums = _WithinSums(within.distance, within.sample.astype(np.int32), within.rows)
     return GeometryShard(
         sample_ids=np.asarray(data.sample_ids, dtype=object), raters=tuple(data.raters), cells=_Cells.of(data),
         pair_sums=_PairSums.of(pairs, len(data.raters)), within=sums, labels=_LabelCounts.of(data, within),
@@ -1485,9 +1483,7 @@ def _concat_shards(shards: Sequence[GeometryShard]):
     has_rows = all(sh.has_rows for sh in shards)
     rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro)]) if has_rows else np.zeros((0, 2), np.intp))
     within = _WithinSums(cat([sh.within.distance for sh in shards]),
-                         cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so)]),
-                         cat([sh.within.unmatched for sh in shards]), cat([sh.within.annotations for sh in shards]),
-                         rows)
+                         cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so)]), rows)
     outputs = {}
     for k, v in first.outputs.items():
         parts = [sh.outputs[k] for sh in shards]
@@ -1558,7 +1554,7 @@ def merge_geometry_shards(
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
     within, outputs, n_set_pairs = sh.within, sh.outputs, sh.pair_sums.n_set_pairs
-    engine = _make_engine(within, sh.labels, chance, between, cidx, canon_kept, p)
+    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx, canon_kept, p)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
