@@ -10,6 +10,7 @@ every per-label attribute.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -263,6 +264,49 @@ def test_dask_backend_gives_the_serial_numbers(fo, sparse_crowd, dask_scheduler,
     from agreement.fo.runs import load_agreement_results
 
     assert load_agreement_results(ds, "dask")["detail"]["shards"] == {"n_shards": 7, "shard_size": 9, "backend": "dask"}
+
+
+def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask_scheduler, monkeypatch):
+    """OT's chance plan (50 MB at 1,000,000 samples) is sent to the cluster once: no task carries it
+    (inside each of 50 jobs it took 2.5 GB of the driver's memory until the shards ran)."""
+    import distributed
+
+    import agreement.fo.distributed as dist
+    from agreement.fo.ot_agreement import compute_ot_agreement
+
+    submitted, scattered = [], []
+    opened = dist.dask_client
+
+    class Recording:
+        def __init__(self, client):
+            self.client = client
+
+        def scatter(self, data, **kw):
+            scattered.append(data)
+            return self.client.scatter(data, **kw)
+
+        def submit(self, fn, *args, **kw):
+            submitted.append(args)
+            return self.client.submit(fn, *args, **kw)
+
+        def gather(self, futures):
+            return self.client.gather(futures)
+
+    @contextlib.contextmanager
+    def recording_client(dask_address=None, workers=None):
+        with opened(dask_address, workers) as client:
+            yield Recording(client)
+
+    monkeypatch.setattr(dist, "dask_client", recording_client)
+    dask = compute_ot_agreement(sparse_crowd, "byref", field="ground_truth", raters_field="raters", max_pairs=5000,
+                                shard_size=9, backend="dask", dask_address=dask_scheduler)
+    serial = compute_ot_agreement(sparse_crowd, "inline", field="ground_truth", raters_field="raters",
+                                  max_pairs=5000, shard_size=9)
+    assert _same(dask, serial)
+    assert len(scattered) == 1 and type(scattered[0]).__name__ == "ChancePlan"
+    assert len(submitted) == 7
+    for env, name, stages, job, state in submitted:
+        assert job.state is None and isinstance(state, distributed.Future)
 
 
 def test_dask_local_cluster_is_started_and_closed_for_the_run(fo, sparse_crowd):
