@@ -234,6 +234,46 @@ def _demo(n=150, seed=0):
     return simulate_demo_raters(scenes, seed=seed), ground_truth(scenes)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 70_000), st.floats(0, 5, allow_nan=False)), min_size=1, max_size=60),
+       st.booleans())
+def test_pair_medians_are_the_median_of_each_key(rows, few_keys):
+    """The grouped median (argsort of values, then a stable sort of the keys, narrowed to 16 bits when
+    they fit) against np.median per key, for keys under and over 2**16."""
+    from agreement.consensus.scale import _pair_medians
+
+    key = np.array([k % 5 if few_keys else k for k, _ in rows], dtype=np.int64)
+    z = np.array([v for _, v in rows])
+    uk, med, cnt = _pair_medians(key, z)
+    assert uk.tolist() == sorted(set(key.tolist()))
+    for k, m, n in zip(uk, med, cnt):
+        assert n == (key == k).sum() and m == np.median(z[key == k])
+
+
+def test_box_pair_terms_give_the_pair_differences_of_the_boxes():
+    """The EM's precomputed box pair terms (BoxPairs, selected by a mask) equal the differences of
+    the boxes computed directly (centre over the fused size, log sizes), bit for bit."""
+    from agreement.consensus.fusion import BoxOffsets, Fused
+    from agreement.consensus.scale import BoxPairs
+
+    rng = np.random.default_rng(3)
+    unit = np.repeat(np.arange(40), rng.integers(1, 5, 40))
+    units = units_from_labels(unit, np.zeros(len(unit), np.int64), 40)
+    boxes = np.column_stack([rng.uniform(0, 0.5, (len(unit), 2)), rng.uniform(0, 0.4, (len(unit), 2))])
+    fused = fuse_boxes(boxes, units, np.ones(len(unit)))
+    assert np.array_equal(fused.boxes, fuse_boxes(boxes, units, np.ones(len(unit)),
+                                                  BoxOffsets.of(boxes, units)).boxes)
+    pi, pj = member_pairs(units)
+    keep = rng.random(len(pi)) < 0.6
+    sq, dim = BoxPairs.of(boxes, units, pi, pj).select(keep).differences(fused)
+    a, b = boxes[units.order[pi[keep]]], boxes[units.order[pj[keep]]]
+    s = np.maximum(fused.boxes[units.member_unit[pi[keep]], 2:], 1e-9)
+    dc = ((a[:, :2] + a[:, 2:] / 2) - (b[:, :2] + b[:, 2:] / 2)) / s
+    dl = np.log(np.maximum(a[:, 2:], 1e-9)) - np.log(np.maximum(b[:, 2:], 1e-9))
+    assert np.array_equal(sq, (dc ** 2).sum(axis=1) + (dl ** 2).sum(axis=1)) and (dim == 4).all()
+    assert isinstance(fused, Fused)
+
+
 def test_em_on_the_demo_estimates_its_raters_and_beats_single_raters():
     data, truth = _demo()
     res = consensus(data)

@@ -106,8 +106,9 @@ from scipy.sparse import csr_matrix
 from scipy.special import expit
 
 from agreement.arrays import unique_sorted
-from agreement.consensus.fusion import Fused, fuse_geometry
-from agreement.consensus.scale import member_pairs, pair_differences, pairwise_scales, student_weights, tail_index
+from agreement.consensus.fusion import BoxOffsets, Fused, fuse_geometry
+from agreement.consensus.scale import (BoxPairs, member_pairs, pair_differences, pairwise_scales, student_weights,
+                                       tail_index)
 from agreement.consensus.units import UnitTable
 
 __all__ = ["ConsensusModel", "EMFit", "DawidSkeneResult", "fit_em", "dawid_skene", "MAX_CONFUSION_VALUES"]
@@ -391,6 +392,18 @@ class _Problem:
     HT: csr_matrix  # its transpose
     pi: np.ndarray  # member pairs of one unit (positions in unit order)
     pj: np.ndarray
+    offsets: BoxOffsets | None  # boxes (and the boxes of masks, polygons) relative to each unit's first
+    box_pairs: BoxPairs | None  # the box member pairs' fixed difference terms
+
+    def fuse(self, wt: np.ndarray) -> Fused:
+        """The fused geometry with member weights ``wt`` (:func:`agreement.consensus.fusion.fuse_geometry`)."""
+        return fuse_geometry(self.kind, self.data, self.units, wt, self.offsets)
+
+    def pair_differences(self, fused: Fused, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(‖Δ‖², d)`` of the member pairs where ``keep`` (:func:`agreement.consensus.scale.pair_differences`)."""
+        if self.box_pairs is not None:
+            return self.box_pairs.select(keep).differences(fused)
+        return pair_differences(self.kind, self.data, self.units, fused, self.pi[keep], self.pj[keep])
 
 
 def _problem(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str) -> _Problem:
@@ -398,8 +411,12 @@ def _problem(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: st
     C = len(classes)
     mr, mc, R = data.rater_index[units.order], codes[units.order], data.num_raters
     H = _incidence(units, mr, mc, R, C)
+    pi, pj = member_pairs(units)
+    boxes = kind not in ("keypoints", "cuboids")  # masks and polygons fuse their boxes too
+    offsets = BoxOffsets.of(data.boxes, units) if boxes else None
+    box_pairs = BoxPairs.of(data.boxes, units, pi, pj) if boxes else None
     return _Problem(data, units, kind, mr, mc, A, A.sum(axis=0), int((A.sum(axis=1) > 0).sum()), R, C,
-                    tuple(classes), H, H.T.tocsr(), *member_pairs(units))
+                    tuple(classes), H, H.T.tocsr(), pi, pj, offsets, box_pairs)
 
 
 def _rates(pb: _Problem, w: np.ndarray, se_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -421,7 +438,7 @@ def _noise(pb: _Problem, w: np.ndarray, fused: Fused, tail: float) -> tuple[np.n
     differences between members of likely-real units (:mod:`.scale`); ``tail`` is ν, or NaN to estimate it."""
     keep = w[pb.units.member_unit[pb.pi]] >= 0.5
     pi, pj = pb.pi[keep], pb.pj[keep]
-    sq, dim = pair_differences(pb.kind, pb.data, pb.units, fused, pi, pj)
+    sq, dim = pb.pair_differences(fused, keep)
     sigma = pairwise_scales(sq, dim, pb.mr[pi], pb.mr[pj], pb.R)
     if np.isnan(tail):
         s = _filled(sigma, 1.0)
@@ -511,14 +528,14 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
     _check_confusion_size(pb.R, pb.C)
     if model is not None:
         w, tops, _, _, _ = _e_pass(pb, model)
-        fused = fuse_geometry(kind, data, units, _weights(pb, model))
+        fused = pb.fuse(_weights(pb, model))
         for _ in range(3 if np.isfinite(model.tail) else 0):
-            fused = fuse_geometry(kind, data, units, _weights(pb, model) * _robust(pb, model, fused))
+            fused = pb.fuse(_weights(pb, model) * _robust(pb, model, fused))
         return EMFit(w, *tops, fused=fused, model=model, n_iter=0, converged=True)
     w = units.size / np.maximum(pb.A.sum(axis=1)[units.unit_sample], 1.0)
     counts, prior_counts = _vote_counts(units, pb.mr, pb.mc, w, pb.R, pb.C)
     robust = np.ones(len(units.order))
-    fused = fuse_geometry(kind, data, units, robust)
+    fused = pb.fuse(robust)
     se = np.full(pb.R, 0.5)
     log_sigma, loglik = np.zeros(pb.R), -np.inf
     converged = False
@@ -527,7 +544,7 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
         se = model.sensitivity
         w_new, tops, counts, prior_counts, ll = _e_pass(pb, model)
         robust = _robust(pb, model, fused)
-        fused = fuse_geometry(kind, data, units, _weights(pb, model) * robust)
+        fused = pb.fuse(_weights(pb, model) * robust)
         ls = np.log(_filled(model.localisation_noise, 1.0))
         settled = bool(np.all(np.abs(ls - log_sigma) <= _sigma_tolerance(n_pairs)))
         gain = abs(ll - loglik) / max(units.n_units, 1)

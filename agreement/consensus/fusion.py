@@ -55,7 +55,7 @@ from scipy.spatial.transform import Rotation
 
 from agreement.consensus.units import UnitTable
 
-__all__ = ["Fused", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired"]
+__all__ = ["Fused", "BoxOffsets", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired"]
 
 _TINY = 1e-9  # floor of a relative size before its log (a zero-area box)
 # Half turns about a cuboid's own axes: the rotations that leave a box (and its dimensions) unchanged.
@@ -102,7 +102,37 @@ def box_iou_paired(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
+@dataclass(frozen=True)
+class BoxOffsets:
+    r"""Every member's box relative to its unit's first member (the reference), in the fusion's
+    parametrisation: what :func:`fuse_boxes` needs of the boxes, computed once per unit table (the
+    EM fuses the same members again at every iteration with new weights).
+
+    Attributes
+    ----------
+    offset : ndarray (M, 4)
+        Per member (unit order) ``(c_x - c^0_x, c_y - c^0_y, \log w - \log w^0, \log h - \log h^0)``
+        against the reference ``0``.
+    reference : ndarray (U, 4)
+        The reference box of each unit.
+    """
+
+    offset: np.ndarray
+    reference: np.ndarray
+
+    @classmethod
+    def of(cls, boxes: np.ndarray, units: UnitTable) -> "BoxOffsets":
+        """The offsets of the rows ``boxes`` (relative ``[x, y, w, h]``) grouped by ``units``."""
+        b = boxes[units.order]
+        ref = b[units.starts[:-1]][units.member_unit]
+        d = np.empty((len(b), 4))
+        d[:, 0] = (b[:, 0] - ref[:, 0]) + (b[:, 2] - ref[:, 2]) / 2.0
+        d[:, 1] = (b[:, 1] - ref[:, 1]) + (b[:, 3] - ref[:, 3]) / 2.0
+        d[:, 2:] = np.log(np.maximum(b[:, 2:], _TINY)) - np.log(np.maximum(ref[:, 2:], _TINY))
+        return cls(d, b[units.starts[:-1]])
+
+
+def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
     r"""Precision-weighted mean boxes in ``(c_x, c_y, \log w, \log h)``, exact for identical members.
 
     Parameters
@@ -112,6 +142,8 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
     units : UnitTable
     wt : ndarray (M,)
         Weight of each member (unit order), ``> 0``.
+    offsets : BoxOffsets, optional
+        ``BoxOffsets.of(boxes, units)``, when the caller fuses the same boxes again.
 
     Returns
     -------
@@ -119,15 +151,10 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
         ``boxes`` (U, 4); ``sq`` and ``dim`` (4) per member.
     """
     U, mu = units.n_units, units.member_unit
-    b = boxes[units.order]
-    ref = b[units.starts[:-1]][mu]
-    d = np.empty((len(b), 4))
-    d[:, 0] = (b[:, 0] - ref[:, 0]) + (b[:, 2] - ref[:, 2]) / 2.0
-    d[:, 1] = (b[:, 1] - ref[:, 1]) + (b[:, 3] - ref[:, 3]) / 2.0
-    d[:, 2:] = np.log(np.maximum(b[:, 2:], _TINY)) - np.log(np.maximum(ref[:, 2:], _TINY))
+    off = offsets if offsets is not None else BoxOffsets.of(boxes, units)
+    d, r0 = off.offset, off.reference
     wsum = np.bincount(mu, weights=wt, minlength=U)
     m = _weighted_mean(d, mu, U, wt, wsum)
-    r0 = b[units.starts[:-1]]
     g = np.exp(m[:, 2:])
     out = np.empty((U, 4))
     out[:, 2:] = r0[:, 2:] * g
@@ -135,7 +162,7 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused:
     scale = np.maximum(out[:, 2:], _TINY)[mu]
     e = d - m[mu]
     e[:, :2] /= scale
-    return Fused(boxes=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(b), 4.0))
+    return Fused(boxes=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(d), 4.0))
 
 
 def _pixel_scale(image_sizes: np.ndarray, unit_sample: np.ndarray) -> np.ndarray:
@@ -230,11 +257,12 @@ def fuse_cuboids(cuboids: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused
     return Fused(boxes=np.full((U, 4), np.nan), cuboids=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(c), 6.0))
 
 
-def fuse_geometry(kind: str, data, units: UnitTable, wt: np.ndarray) -> Fused:
+def fuse_geometry(kind: str, data, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
     """The fusion of ``kind`` (``"boxes"``, ``"keypoints"``, ``"cuboids"``; masks and polygons fuse
-    their boxes here, their pixels in :func:`agreement.consensus.pixels.fuse_pixels`)."""
+    their boxes here, their pixels in :func:`agreement.consensus.pixels.fuse_pixels`); ``offsets``:
+    the :class:`BoxOffsets` of ``data.boxes``, for a caller that fuses boxes repeatedly."""
     if kind == "cuboids":
         return fuse_cuboids(data.cuboids, units, wt)
     if kind == "keypoints":
         return fuse_keypoints(data.keypoints, data.boxes, units, wt, data.image_sizes)
-    return fuse_boxes(data.boxes, units, wt)
+    return fuse_boxes(data.boxes, units, wt, offsets)
