@@ -171,3 +171,43 @@ def test_review_mode_of_load_agreement_view_opens_the_queue(crowd_ds):
     from agreement.fo.consensus_labels import review_view
 
     assert out["count"] == len(review_view(ds, "cons")) > 0
+
+
+def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
+    """A whole-corpus run writes its output in parts (the next part's label documents are made while
+    one is in the database): parts of 7 samples store what one part stores, with every member's
+    consensus_id pointing at the label that lists it (the label ids differ between runs)."""
+    import agreement.fo.engine as engine
+
+    ds, raters = crowd_ds
+    _run(ds, "compute_consensus", fields=raters, key="whole")
+    monkeypatch.setattr(engine, "DEFAULT_SHARD_SIZE", 7)
+    written = []
+    real = engine._write
+
+    def counting(*args, **kwargs):
+        written.append(kwargs.get("part", args[6] if len(args) > 6 else None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_write", counting)
+    _run(ds, "compute_consensus", fields=raters, key="parts")
+    assert len(written) == 9 and [p.start for p in written] == list(range(0, 60, 7))
+
+    def stored(key):
+        out = []
+        for labels in ds.values(f"{key}_consensus"):
+            out.append([(d.label, d.bounding_box, d.confidence, d[f"{key}_support"], d[f"{key}_class_confidence"],
+                         sorted(d[f"{key}_members"]), d[f"{key}_review"]) for d in labels.detections])
+        return out, ds.values(f"{key}_n_review"), ds.values(f"{key}_min_confidence")
+
+    assert stored("whole") == stored("parts")
+    by_id = {d.id: d for v in ds.values("parts_consensus") for d in v.detections}
+    for f in raters:
+        for labs in ds.values(f):
+            for lab in labs.detections:
+                get = lambda name: lab[name] if lab.has_field(name) else None  # noqa: E731  (None: not written)
+                cid = get("parts_consensus_id")
+                assert (cid is None) == (get("whole_consensus_id") is None)
+                assert get("parts_agrees") == get("whole_agrees")
+                if cid is not None:
+                    assert lab.id in by_id[cid]["parts_members"]

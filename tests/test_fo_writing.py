@@ -116,6 +116,31 @@ def test_labels_are_addressed_by_position_under_a_guard_when_the_list_as_read_is
     assert all("$expr" in op._filter for op in sent)
 
 
+def test_a_label_appended_since_the_read_fails_the_guard_too(fo, two_field_ds, monkeypatch):
+    """The guard checks the whole list as read: a label added after the last one read (the positions
+    written are still right) fails it as well, and the sample is written again by id."""
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    stored = _stored(ds, "a")
+    sample = ds.first()
+    sample["a"].detections = sample["a"].detections + [fo.Detection(label="late", bounding_box=[0, 0, 0.1, 0.1])]
+    sample.save()
+    w.declare_label_attrs(ds, {"a.detections": {"h_cost": [0.1]}})
+    retried = []
+    real = w._retry_by_id
+
+    def retry(dataset, sample_columns, label_columns, sids, *args, **kwargs):
+        retried.append(set(sids))
+        return real(dataset, sample_columns, label_columns, sids, *args, **kwargs)
+
+    monkeypatch.setattr(w, "_retry_by_id", retry)
+    w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"h_cost": [0.5, 1.0, 1.5]}, stored)])
+    assert len(retried) == 1 and sample.id in retried[0]  # a batch reports a count: its samples are retried
+    assert ds.values("a.detections.h_cost") == [[0.5, 1.0, None], [1.5], []]
+
+
 def test_a_list_changed_since_the_read_fails_its_guard_and_is_written_by_id(fo, two_field_ds):
     import agreement.fo.writing as w
 
@@ -160,3 +185,15 @@ def test_new_object_ids_are_distinct_valid_and_stamped_now():
     assert all(abs(i.generation_time.timestamp() - time.time()) < 120 for i in ids[:: 997])
     assert len(set(ids) | set(w.new_object_ids(5000))) == 10_000  # two calls in the same second do not collide
     assert w.new_object_ids(0) == []
+
+
+def test_object_id_bytes_and_strings_agree_with_bson():
+    from bson import ObjectId
+
+    import agreement.fo.writing as w
+
+    raw = w.new_object_id_bytes(1000)
+    strings = w.object_id_strings(raw)
+    assert len(raw) == 12000 and len(set(strings.tolist())) == 1000
+    assert all(str(ObjectId(raw[12 * i: 12 * i + 12])) == strings[i] for i in range(0, 1000, 37))
+    assert w.new_object_id_bytes(0) == b"" and len(w.object_id_strings(b"")) == 0

@@ -38,12 +38,13 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
+from bson import ObjectId
 
 from agreement.consensus import METHODS, consensus
 from agreement.fo import runs
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.fo.gc_pause import gc_paused
-from agreement.fo.writing import declare_sample_field, label_document, new_object_ids
+from agreement.fo.writing import declare_sample_field, label_document, new_object_id_bytes, object_id_strings
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
 
@@ -80,32 +81,47 @@ def _geometry(res, u: int) -> dict:
     return out
 
 
-def _label_documents(res, ltype: str, key: str, label_ids: np.ndarray, num_samples: int, sample_ids):
-    """Every sample's consensus label documents, and the id of each unit's label (``None``: not kept)."""
-    kept = np.flatnonzero(res.is_consensus)
-    ids = new_object_ids(len(kept))
-    confidence = _stored((res.confidence * res.class_probability)[kept])
-    support = _stored((res.support / np.maximum(res.n_assigned, 1))[kept])
-    class_confidence = _stored(res.class_probability[kept])
-    review = res.review[kept].astype(bool).tolist()
-    members = _member_ids(res, label_ids, kept)
-    if res.geometry == "boxes" and res.masks is None:
-        geometry = ({"bounding_box": b} for b in res.boxes[kept].tolist())
-    else:
-        geometry = (_geometry(res, u) for u in kept.tolist())
-    docs = {sid: [] for sid in sample_ids}
-    names, unit_sample = res.label, res.unit_sample
-    with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
-        for j, (u, geo) in enumerate(zip(kept.tolist(), geometry)):
-            doc = label_document(
-                ltype, ids[j], label=names[u], **geo, confidence=confidence[j],
-                **{f"{key}_support": support[j], f"{key}_class_confidence": class_confidence[j],
-                   f"{key}_members": members[j], f"{key}_review": review[j]},
-            )
-            docs[sample_ids[unit_sample[u]]].append(doc)
-    unit_id = np.full(res.n_units, None, dtype=object)
-    unit_id[kept] = [str(i) for i in ids]
-    return docs, unit_id
+class _ConsensusDocuments:
+    """The consensus label documents of the kept units, made for a part of the corpus at a time
+    (:attr:`agreement.fo.engine.MethodOutput.label_fields`: the engine writes one part while the next
+    is made), and the id of every unit's label (``unit_id``; ``None``: not kept), known up front for the
+    rater labels' ``{key}_consensus_id``."""
+
+    def __init__(self, res, ltype: str, key: str, label_ids: np.ndarray, sample_ids) -> None:
+        self.res, self.ltype, self.key, self.sample_ids = res, ltype, key, sample_ids
+        self.kept = np.flatnonzero(res.is_consensus)
+        self.id_bytes = new_object_id_bytes(len(self.kept))
+        self.unit_id = np.full(res.n_units, None, dtype=object)
+        self.unit_id[self.kept] = object_id_strings(self.id_bytes)
+        self.member_labels = np.asarray(label_ids, dtype=object)[res.member_rows]
+        self.member_offsets = np.asarray(res.member_offsets)
+
+    def __call__(self, part: slice) -> dict[str, list[dict]]:
+        """``{sample_id: [label documents]}`` of every corpus sample in ``part`` (an empty list: none kept)."""
+        res, key, raw = self.res, self.key, self.id_bytes
+        at = self.kept[(res.unit_sample[self.kept] >= part.start) & (res.unit_sample[self.kept] < part.stop)]
+        j = np.searchsorted(self.kept, at)  # their positions among the kept units: their ids
+        ids = [ObjectId(raw[12 * i: 12 * i + 12]) for i in j.tolist()]
+        confidence = _stored((res.confidence * res.class_probability)[at])
+        support = _stored((res.support / np.maximum(res.n_assigned, 1))[at])
+        class_confidence = _stored(res.class_probability[at])
+        review = res.review[at].astype(bool).tolist()
+        members = _member_ids(self.member_labels, self.member_offsets, at)
+        if res.geometry == "boxes" and res.masks is None:
+            geometry = ({"bounding_box": b} for b in res.boxes[at].tolist())
+        else:
+            geometry = (_geometry(res, u) for u in at.tolist())
+        docs = {sid: [] for sid in self.sample_ids[part].tolist()}
+        names, unit_sample = res.label, res.unit_sample
+        with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
+            for k, (u, geo) in enumerate(zip(at.tolist(), geometry)):
+                doc = label_document(
+                    self.ltype, ids[k], label=names[u], **geo, confidence=confidence[k],
+                    **{f"{key}_support": support[k], f"{key}_class_confidence": class_confidence[k],
+                       f"{key}_members": members[k], f"{key}_review": review[k]},
+                )
+                docs[self.sample_ids[unit_sample[u]]].append(doc)
+        return docs
 
 
 def _stored(values: np.ndarray) -> list:
@@ -113,11 +129,11 @@ def _stored(values: np.ndarray) -> list:
     return [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
 
 
-def _member_ids(res, label_ids: np.ndarray, kept: np.ndarray) -> list[list[str]]:
-    """The ids of the rater labels fused into each kept unit (labels without an id left out)."""
-    ids = np.asarray(label_ids, dtype=object)[res.member_rows]
-    bounds = np.asarray(res.member_offsets)
-    return [[str(i) for i in ids[bounds[u]:bounds[u + 1]].tolist() if i is not None] for u in kept.tolist()]
+def _member_ids(member_labels: np.ndarray, offsets: np.ndarray, units: np.ndarray) -> list[list[str]]:
+    """The ids of the rater labels fused into each of ``units`` (labels without an id left out);
+    ``member_labels`` are the label ids of every member in unit order, ``offsets`` each unit's first."""
+    return [[str(i) for i in member_labels[offsets[u]:offsets[u + 1]].tolist() if i is not None]
+            for u in units.tolist()]
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
@@ -129,8 +145,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
                     similarity=params["similarity"])
     report(0.7, "consensus labels")
     key, ltype = params["key"], read.layout["label_type"]
-    docs, unit_id = _label_documents(res, ltype, key, data.label_ids, data.num_samples, data.sample_ids)
-    row_id = np.where(res.row_consensus >= 0, unit_id[np.maximum(res.row_unit, 0)], None)
+    docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids)
+    row_id = np.where(res.row_consensus >= 0, docs.unit_id[np.maximum(res.row_unit, 0)], None)
     kept = res.is_consensus
     attrs = {"confidence": [0.5], f"{key}_support": [0.5], f"{key}_class_confidence": [0.5],
              f"{key}_members": [["x"]], f"{key}_review": [True]}

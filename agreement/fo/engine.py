@@ -53,9 +53,12 @@ class MethodOutput:
         label_values: suffix → one value per corpus annotation row.
         sample_objects: suffix → ``{sample_id: value}`` for values given per
             sample id, samples not listed untouched.
-        label_fields: suffix → ``(container, {sample_id: [label documents]}, {attr: example values})``:
-            a whole label field the run owns (e.g. a consensus), written in
-            bulk from :func:`agreement.fo.writing.label_document` documents.
+        label_fields: suffix → ``(container, docs, {attr: example values})``: a whole label
+            field the run owns (e.g. a consensus), written in bulk from
+            :func:`agreement.fo.writing.label_document` documents; ``docs`` is
+            ``{sample_id: [label documents]}``, or a function of a ``slice`` of
+            corpus samples returning that map for them (documents made part by
+            part while earlier parts are written).
         stats: a streamed method's mergeable corpus statistics of the shard
             (handed to the method's ``finish`` with those of every other shard).
     """
@@ -154,38 +157,58 @@ def _column(values: Sequence[Any]) -> np.ndarray:
 
 
 def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput,
-           writer: "ShardWriter | None" = None) -> None:
+           writer: "ShardWriter | None" = None, part: slice | None = None) -> None:
     """Writes the run's object-valued sample fields, then its label fields, plain sample fields and label
     attributes in one pass (:func:`agreement.fo.runs.stage_run_columns`: each sample document rewritten once).
 
-    With a ``writer``, the declarations happen here and the updates are sent
-    by the writer's thread (:class:`ShardWriter`); else here, and the dataset's
-    samples are reloaded.
+    ``part``: only the corpus samples ``part.start .. part.stop - 1`` and their
+    labels (a whole-corpus run writes its output in parts, see
+    :func:`_write_in_parts`). With a ``writer``, the declarations happen here
+    and the updates are sent by the writer's thread (:class:`ShardWriter`);
+    else here, and the dataset's samples are reloaded.
     """
     data = read.annotations
-    sid = data.sample_ids
+    part = part if part is not None else slice(0, data.num_samples)
+    sid = data.sample_ids[part]
+    names = sid.tolist()
     for suffix in spec.sample_suffixes:
         if suffix in out.sample_objects and suffix not in out.label_fields:
-            runs.write_sample_values(samples, plan, suffix, dict(out.sample_objects[suffix]))
-    sample_values = {s: dict(zip(sid.tolist(), _column(out.sample_values[s]).tolist()))
+            objects = out.sample_objects[suffix]
+            runs.write_sample_values(samples, plan, suffix, {s: objects[s] for s in names if s in objects})
+    sample_values = {s: dict(zip(names, _column(out.sample_values[s])[part].tolist()))
                      for s in spec.sample_suffixes if s in out.sample_values and s not in out.label_fields}
     for suffix, (container, docs, attrs) in out.label_fields.items():
         if suffix not in spec.sample_suffixes:
             raise runs.RunError(f"label field {suffix!r} is not declared by {spec.method}")
         declare_label_field(runs._dataset(samples), plan.sample_field(suffix), container, attrs)
+        docs = docs(part) if callable(docs) else {s: docs[s] for s in names if s in docs}
         with gc_paused():
             sample_values[suffix] = {s: label_field_value(container, d) for s, d in docs.items()}
     columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
     label_values = {}
     for lf in read.label_fields if columns else ():
         rows = read.rows_of_field(lf)
+        rows = rows[(data.sample_index[rows] >= part.start) & (data.sample_index[rows] < part.stop)]
         if len(rows):
-            label_values[lf] = (sid[data.sample_index[rows]], data.label_ids[rows],
-                                {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf))
+            label_values[lf] = (sid[data.sample_index[rows] - part.start], data.label_ids[rows],
+                                {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf, part))
     if writer is None:
         runs.write_run_columns(samples, plan, sample_values, label_values)
     else:
         writer.submit(runs.stage_run_columns(samples, plan, sample_values, label_values))
+
+
+def _write_in_parts(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput,
+                    part_size: int) -> None:
+    """Writes a whole-corpus run's output in parts of ``part_size`` samples, each part's updates sent by
+    a writer thread while the next part's are built (:class:`ShardWriter`): the database applies one
+    part while this process prepares the next (label documents made per part, see
+    :attr:`MethodOutput.label_fields`), as a streamed run's shards do."""
+    n = read.annotations.num_samples
+    with ShardWriter() as writer:
+        for lo in range(0, n, part_size):
+            _write(samples, plan, read, spec, out, writer, slice(lo, min(n, lo + part_size)))
+    runs._dataset(samples).reload()  # the writer thread wrote without reloading
 
 
 class ShardWriter:
@@ -324,7 +347,11 @@ def run_method(
     report(0.85, "writing results")
     plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
                             overwrite=overwrite, scan_documents=False)
-    _write(samples, plan, read, spec, out)
+    try:
+        _write_in_parts(samples, plan, read, spec, out, DEFAULT_SHARD_SIZE)
+    except BaseException:
+        runs.discard_incomplete_run(samples, key)
+        raise
     summary = {**out.summary, **read.repairs.counts()}
     detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})

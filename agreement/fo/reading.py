@@ -73,12 +73,14 @@ class ReadResult:
     label_field_of_rater: dict[str, str] = field(default_factory=dict)
     stored_ids: dict[str, list] = field(default_factory=dict)
 
-    def stored_ids_of(self, label_field: str) -> dict[str, list] | None:
-        """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept)."""
+    def stored_ids_of(self, label_field: str, part: slice | None = None) -> dict[str, list] | None:
+        """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept),
+        for every sample or for the corpus samples in ``part``."""
         per_sample = self.stored_ids.get(label_field)
         if per_sample is None:
             return None
-        return dict(zip(map(str, self.annotations.sample_ids.tolist()), per_sample))
+        part = part if part is not None else slice(0, len(per_sample))
+        return dict(zip(map(str, self.annotations.sample_ids[part].tolist()), per_sample[part]))
 
     @property
     def label_fields(self) -> list[str]:

@@ -35,7 +35,7 @@ from agreement.fo.gc_pause import gc_paused
 
 __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_label_field", "label_field_value",
            "label_document",
-           "new_object_ids", "db_value",
+           "new_object_ids", "new_object_id_bytes", "object_id_strings", "db_value",
            "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
            "declare_from_documents",
            "unset_sample_field", "unset_run_values"]
@@ -518,27 +518,42 @@ def label_document(container: str, _id: ObjectId | None = None, **values: Any) -
 
 
 def new_object_ids(n: int) -> list[ObjectId]:
-    """``n`` new, distinct ObjectIds, made in one vectorised step.
+    """``n`` new, distinct ObjectIds (:func:`new_object_id_bytes`), about ten times faster than
+    ``ObjectId()`` one at a time."""
+    data = new_object_id_bytes(n)
+    return [ObjectId(data[i:i + 12]) for i in range(0, len(data), 12)]
+
+
+def new_object_id_bytes(n: int) -> bytes:
+    """The 12 bytes of each of ``n`` new, distinct ObjectIds, one after the other, made in one vectorised step.
 
     The layout of the BSON specification: a 4-byte big-endian timestamp, 5
     random bytes and a 3-byte big-endian counter (here from a random start,
     so that two calls in the same second cannot collide unless the 5 random
-    bytes do). About ten times faster than ``ObjectId()`` one at a time.
+    bytes do). Id ``i`` is ``ObjectId(data[12 i: 12 i + 12])``; its string,
+    :func:`object_id_strings`.
     """
     import os
     import time
 
     if n <= 0:
-        return []
+        return b""
     if n > 1 << 24:
-        return new_object_ids(1 << 24) + new_object_ids(n - (1 << 24))
+        return new_object_id_bytes(1 << 24) + new_object_id_bytes(n - (1 << 24))
     raw = np.empty((n, 12), dtype=np.uint8)
     raw[:, 0:4] = np.frombuffer(int(time.time()).to_bytes(4, "big"), dtype=np.uint8)
     raw[:, 4:9] = np.frombuffer(os.urandom(5), dtype=np.uint8)
     counter = (int.from_bytes(os.urandom(3), "big") + np.arange(n, dtype=np.uint64)) % (1 << 24)
     raw[:, 9:12] = counter.astype(">u4").view(np.uint8).reshape(n, 4)[:, 1:]
-    data = raw.tobytes()
-    return [ObjectId(data[i:i + 12]) for i in range(0, 12 * n, 12)]
+    return raw.tobytes()
+
+
+def object_id_strings(data: bytes) -> np.ndarray:
+    """The 24-digit hexadecimal strings (``str(ObjectId)``) of ObjectIds given as consecutive 12-byte
+    runs (:func:`new_object_id_bytes`), vectorised."""
+    import binascii
+
+    return np.frombuffer(binascii.hexlify(data), dtype="S24").astype(str).astype(object)
 
 
 def declare_label_field(dataset, name: str, container: str, attr_values: Mapping[str, Sequence[Any]] | None = None
