@@ -197,3 +197,69 @@ def test_object_id_bytes_and_strings_agree_with_bson():
     assert len(raw) == 12000 and len(set(strings.tolist())) == 1000
     assert all(str(ObjectId(raw[12 * i: 12 * i + 12])) == strings[i] for i in range(0, 1000, 37))
     assert w.new_object_id_bytes(0) == b"" and len(w.object_id_strings(b"")) == 0
+
+
+def _read_stamps(ds):
+    """Sample id -> last_modified_at as stored (what the reader takes with the labels)."""
+    from agreement.fo.projection import read_values
+
+    ids, stamps = read_values(ds, ["id", "last_modified_at"])
+    return dict(zip(ids, stamps))
+
+
+def test_positions_are_guarded_by_the_modification_stamp_read_with_them(two_field_ds, monkeypatch):
+    """With the stamps read with the lists, a write by position is guarded by last_modified_at (a
+    plain equality) instead of comparing every list in an $expr; the values land by position."""
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    sent = []
+    real = w._bulk
+    monkeypatch.setattr(w, "_bulk", lambda dataset, ops, *a: real(dataset, (batch := list(ops), sent.extend(batch))[0], *a))
+    stamps = _read_stamps(ds)
+    assert all(v is not None for v in stamps.values())
+    w.declare_label_attrs(ds, {"a.detections": {"s_cost": [0.1]}})
+    w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"s_cost": [0.5, 1.0, 1.5]},
+                                                    _stored(ds, "a"))], read_stamps=stamps)
+    assert ds.values("a.detections.s_cost") == [[0.5, 1.0], [1.5], []]
+    assert [sorted(op._filter) for op in sent] == [["_id", "last_modified_at"]] * 2
+    assert all(op._array_filters is None for op in sent)
+
+
+def test_a_sample_changed_since_its_stamp_was_read_is_written_by_id(fo, two_field_ds):
+    """The user inserts a label in front after the read: the sample's stamp moved, its guard fails, and
+    its values are written by id onto the right labels."""
+    import time
+
+    import agreement.fo.writing as w
+
+    ds = two_field_ds
+    sa, la, LabelColumns = _columns(ds, "a")
+    stored, stamps = _stored(ds, "a"), _read_stamps(ds)
+    time.sleep(0.01)  # the stamp has millisecond resolution
+    sample = ds.first()
+    sample["a"].detections = [fo.Detection(label="new", bounding_box=[0, 0, 0.1, 0.1])] + sample["a"].detections
+    sample.save()
+    w.declare_label_attrs(ds, {"a.detections": {"t_cost": [0.1]}})
+    w.write_columns(ds, label_columns=[LabelColumns("a.detections", sa, la, {"t_cost": [0.5, 1.0, 1.5]}, stored)],
+                    read_stamps=stamps)
+    assert ds.values("a.detections.label")[0] == ["new", "cat", "dog"]
+    assert ds.values("a.detections.t_cost") == [[None, 0.5, 1.0], [1.5], []]
+
+
+def test_stamps_are_read_only_where_the_lists_read_are_the_stored_lists(fo, two_field_ds):
+    """A dataset, or a view that selects and sorts samples, reads the stamps with the labels; a view that
+    filters labels does not (its positions are not the stored ones), and its writes keep the $expr guard."""
+    from fiftyone import ViewField as F
+
+    from agreement.fo.reading import positions_as_stored, read_annotations
+
+    ds = two_field_ds
+    assert positions_as_stored(ds) and positions_as_stored(ds.select(ds.values("id")[:2]).sort_by("filepath"))
+    assert not positions_as_stored(ds.filter_labels("a", F("label") != "cat"))
+    assert not positions_as_stored(ds.to_patches("a"))
+    read = read_annotations(ds, fields=["a", "b"])
+    assert read.stamps_of() == {sid: t for sid, t in _read_stamps(ds).items()}
+    assert read_annotations(ds.filter_labels("a", F("label") != "cat", only_matches=False),
+                            fields=["a", "b"]).stamps_of() is None

@@ -192,10 +192,11 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         if len(rows):
             label_values[lf] = (sid[data.sample_index[rows] - part.start], data.label_ids[rows],
                                 {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf, part))
+    stamps = read.stamps_of(part) if label_values else None
     if writer is None:
-        runs.write_run_columns(samples, plan, sample_values, label_values)
+        runs.write_run_columns(samples, plan, sample_values, label_values, stamps)
     else:
-        writer.submit(runs.stage_run_columns(samples, plan, sample_values, label_values))
+        writer.submit(runs.stage_run_columns(samples, plan, sample_values, label_values, stamps))
 
 
 def _write_in_parts(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out: MethodOutput,

@@ -15,7 +15,10 @@ field is ``None``).
 Paths it reads directly: ``id``, top-level and embedded sample fields
 (``filepath``, ``metadata.width``, a list of rater names), and
 ``<field>.<detections|polylines|keypoints>.<attribute>`` of a label list
-field (``id`` gives the label ids). Other paths (masks and other encoded
+field (``id`` gives the label ids); and ``last_modified_at`` as stored (a
+naive UTC ``datetime``, as :meth:`values` gives it with FiftyOne's default
+timezone), read with the labels in one document read, so that it can guard a
+later write of them. Other paths (masks and other encoded
 values) are read by :meth:`values` in a second query; frames, patches,
 clips and grouped collections entirely by :meth:`values`, so the answer is
 always FiftyOne's.
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["read_values"]
+__all__ = ["read_values", "plain_collection"]
 
 #: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
 _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
@@ -41,7 +44,7 @@ def read_values(samples, paths: Sequence[str]) -> list[list[Any]]:
     label and sample ids as strings.
     """
     paths = list(paths)
-    if not _plain_collection(samples):
+    if not plain_collection(samples):
         return list(samples.values(paths))
     exprs = [_expression(samples, p) for p in paths]
     direct = [i for i, e in enumerate(exprs) if e is not None]
@@ -69,7 +72,7 @@ def read_values(samples, paths: Sequence[str]) -> list[list[Any]]:
     return [columns[i] for i in range(len(paths))]
 
 
-def _plain_collection(samples) -> bool:
+def plain_collection(samples) -> bool:
     """A dataset or view of one sample per document (no frames, patches, clips or groups)."""
     if getattr(samples, "media_type", None) in ("video", "group"):
         return False
@@ -100,8 +103,12 @@ def _expression(samples, path: str) -> Any:
         field = samples.get_field(path)
     except Exception:  # noqa: BLE001 - an undeclared path: values() decides
         return None
-    if field is None or _needs_conversion(field):
+    import fiftyone.core.fields as fof
+
+    if field is None:
         return None
+    if _needs_conversion(field) and not (path == "last_modified_at" and isinstance(field, fof.DateTimeField)):
+        return None  # the modification stamp is read as stored (naive UTC), to guard writes with (reading)
     return f"${path}"
 
 

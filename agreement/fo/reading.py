@@ -65,6 +65,9 @@ class ReadResult:
         stored_ids: label field -> per sample (aligned with the corpus'
             ``sample_ids``) the ids of its labels as read, in stored order,
             so that results can be written by position.
+        stamps: per sample, its ``last_modified_at`` read with its labels, when
+            the lists read are the stored lists (:func:`positions_as_stored`):
+            a write by position is guarded by it (``None``: not read).
     """
 
     annotations: MultiRaterAnnotations
@@ -72,6 +75,16 @@ class ReadResult:
     repairs: RepairReport
     label_field_of_rater: dict[str, str] = field(default_factory=dict)
     stored_ids: dict[str, list] = field(default_factory=dict)
+    stamps: list | None = None
+
+    def stamps_of(self, part: slice | None = None) -> dict[str, object] | None:
+        """Sample id -> ``last_modified_at`` as read (samples without one left out), for every sample or
+        for the corpus samples in ``part``; ``None`` when not read."""
+        if self.stamps is None:
+            return None
+        part = part if part is not None else slice(0, len(self.stamps))
+        return {sid: t for sid, t in zip(map(str, self.annotations.sample_ids[part].tolist()), self.stamps[part])
+                if t is not None}
 
     def stored_ids_of(self, label_field: str, part: slice | None = None) -> dict[str, list] | None:
         """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept),
@@ -246,11 +259,33 @@ def read_annotations(
         )
 
 
-def _base_paths(image_sizes: bool) -> list[str]:
+def _base_paths(image_sizes: bool, stamps: bool = False) -> list[str]:
     paths = ["id", "filepath"]
     if image_sizes:
         paths += ["metadata.width", "metadata.height"]
+    if stamps:
+        paths.append("last_modified_at")  # last: the readers take it as values[nb - 1]
     return paths
+
+
+#: View stages that choose, order or count samples without changing any sample's label lists.
+_SAMPLE_STAGES = frozenset({"Match", "MatchTags", "Select", "Exclude", "SelectBy", "ExcludeBy", "SortBy", "Limit",
+                            "Skip", "Take", "Shuffle", "Exists", "SelectFields", "ExcludeFields"})
+
+
+def positions_as_stored(samples) -> bool:
+    """Whether ``samples`` gives every sample's label lists exactly as stored (a dataset, or a view of
+    :data:`_SAMPLE_STAGES` only) on a dataset that stamps ``last_modified_at``.
+
+    Then a label's position as read is its stored position, and the sample's
+    ``last_modified_at`` read with it guards a write by position: FiftyOne
+    stamps every change of a sample, so an unchanged stamp means unchanged lists.
+    """
+    from agreement.fo.projection import plain_collection
+
+    if not plain_collection(samples) or "last_modified_at" not in samples._root_dataset.get_field_schema():
+        return False
+    return all(type(stage).__name__ in _SAMPLE_STAGES for stage in getattr(samples, "_stages", ()))
 
 
 def _sizes(values: list, image_sizes: bool, n: int) -> np.ndarray | None:
@@ -347,13 +382,14 @@ def _flatten(per_sample: list, counts: np.ndarray) -> list:
 
 
 def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=(), plan=None) -> ReadResult:
-    paths = _base_paths(image_sizes)
+    stamped = positions_as_stored(samples)
+    paths = _base_paths(image_sizes, stamped)
     width = 3 + len(extras)
     for f in fields:
         paths += _geometry_paths(f, ltype, extras)
     values = read_values(samples, paths)
     sample_ids, filepaths = values[0], values[1]
-    nb = len(_base_paths(image_sizes))
+    nb = len(_base_paths(image_sizes, stamped))
     S, R = len(sample_ids), len(fields)
     raters = tuple(sorted(fields))
     order = [fields.index(r) for r in raters]
@@ -400,7 +436,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         "box_policy": box_policy,
     }
     return ReadResult(ann, layout, repairs, {r: r for r in raters},
-                      stored_ids=dict(zip(raters, id_cols)))
+                      stored_ids=dict(zip(raters, id_cols)), stamps=list(values[nb - 1]) if stamped else None)
 
 
 class _Where:
@@ -573,12 +609,13 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     lf = LABEL_TYPES[ltype]
     gpaths = _geometry_paths(field, ltype, extras)
     raters_field = assignment.raters_field
-    paths = _base_paths(image_sizes) + gpaths + [f"{field}.{lf}.{rater_attr}"]
+    stamped = positions_as_stored(samples)
+    paths = _base_paths(image_sizes, stamped) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
         _check_raters_field_type(samples, raters_field)
         paths.append(raters_field)
     values = read_values(samples, paths)
-    nb = len(_base_paths(image_sizes))
+    nb = len(_base_paths(image_sizes, stamped))
     sample_ids, filepaths = values[0], values[1]
     geo, labs, ids = values[nb: nb + 3]
     extra_cols = dict(zip(extras, values[nb + 3: nb + len(gpaths)]))
@@ -656,7 +693,8 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     }
     if evidence is not None:
         layout["crossed_evidence"] = {k: v for k, v in evidence.items() if k != "implausible"}
-    return ReadResult(ann, layout, repairs, {r: field for r in raters}, stored_ids={field: ids})
+    return ReadResult(ann, layout, repairs, {r: field for r in raters}, stored_ids={field: ids},
+                      stamps=list(values[nb - 1]) if stamped else None)
 
 
 def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, field: str,

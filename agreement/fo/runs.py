@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -399,13 +399,14 @@ def write_run_columns(
     plan: RunPlan,
     sample_values: dict[str, dict[str, Any]] | None = None,
     label_values: dict[str, tuple] | None = None,
+    read_stamps: Mapping[str, Any] | None = None,
 ) -> int:
     """Writes the run's sample fields and label attributes together: each sample document is rewritten once.
 
     :func:`stage_run_columns`, its write, and a reload of the dataset's samples.
     Arguments as there; returns the number of labels written.
     """
-    written = stage_run_columns(samples, plan, sample_values, label_values)()
+    written = stage_run_columns(samples, plan, sample_values, label_values, read_stamps)()
     _dataset(samples).reload()
     return written
 
@@ -415,6 +416,7 @@ def stage_run_columns(
     plan: RunPlan,
     sample_values: dict[str, dict[str, Any]] | None = None,
     label_values: dict[str, tuple] | None = None,
+    read_stamps: Mapping[str, Any] | None = None,
 ) -> Callable[[], int]:
     """Checks and declares what :func:`write_run_columns` writes, and returns the write itself.
 
@@ -433,6 +435,8 @@ def stage_run_columns(
             ``None``/NaN label values are not written; the optional ``stored_ids``
             (sample id -> the field's label ids as read) lets labels be addressed
             by position (:class:`agreement.fo.writing.LabelColumns`).
+        read_stamps: sample id -> ``last_modified_at`` read with those lists, to guard
+            the writes by position with (:func:`agreement.fo.writing.write_columns`).
 
     Returns:
         ``write()``, which returns the number of labels written.
@@ -459,7 +463,7 @@ def stage_run_columns(
     declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
                     {b.list_path: b.columns for b in blocks})
     stamped = "last_modified_at" in dataset.get_field_schema()
-    return partial(write_columns, dataset, fields, blocks, reload=False, stamped=stamped)
+    return partial(write_columns, dataset, fields, blocks, reload=False, stamped=stamped, read_stamps=read_stamps)
 
 
 _PLAIN = (str, int, bool, type(None))

@@ -259,6 +259,7 @@ def write_columns(
     label_columns: Sequence[LabelColumns] = (),
     reload: bool = True,
     stamped: bool | None = None,
+    read_stamps: Mapping[str, Any] | None = None,
 ) -> int:
     """Writes sample fields and label attributes in bulk: one ``UpdateOne`` per sample for all of them.
 
@@ -266,8 +267,12 @@ def write_columns(
     attributes: ``$set`` of ``<name>`` for a sample value (``None``/NaN is
     stored as ``None``, as ``set_values`` does) and of a path per label value.
     A label is addressed by its position, ``<field>.<list>.<i>.<attr>``, when
-    the block gives the list as read (``stored_ids``), guarded by an
-    ``$expr`` that the stored list of ids is still exactly that list; else,
+    the block gives the list as read (``stored_ids``), guarded by the
+    sample's ``last_modified_at`` as read with the lists (``read_stamps``:
+    FiftyOne stamps every change of a sample, so the same stamp means the same
+    lists), or, for a sample without one, by an ``$expr`` that the stored list
+    of ids is still exactly that list (which costs MongoDB about as much as
+    the update itself); else,
     or when the guard fails (the labels changed since the read, or the view
     filtered them), by ``<field>.<list>.$[f<j>l<k>].<attr>`` with one array
     filter per label matched by its ``_id`` (positions cost MongoDB about half
@@ -290,6 +295,9 @@ def write_columns(
         stamped: whether the dataset has ``last_modified_at`` (``None``: look it
             up in the schema; a writer thread is told, so that it reads nothing
             of the dataset object while the caller may be declaring fields).
+        read_stamps: sample id -> its ``last_modified_at`` read together with
+            the blocks' ``stored_ids`` (only where those are the stored lists,
+            :func:`agreement.fo.reading.positions_as_stored`).
 
     Returns:
         The number of labels written.
@@ -311,14 +319,18 @@ def write_columns(
         def updates():
             for sid in order:
                 sets, guards, filters = dict(sample_sets.get(sid, ())), [], []
+                seen = read_stamps.get(sid) if read_stamps else None
+                positional = False
                 for b in blocks:
-                    b.add(sid, sets, guards, filters)
+                    positional |= b.add(sid, sets, guards if seen is None else None, filters)
                 if not sets:
                     continue
-                if guards:
+                if positional:
                     guarded.add(sid)
                 sids.append(sid)
-                yield UpdateOne(_query(sid, guards), {"$set": {**sets, **stamp}}, array_filters=filters or None)
+                query = _query(sid, guards) if seen is None or not positional else \
+                    {"_id": ObjectId(sid), "last_modified_at": seen}
+                yield UpdateOne(query, {"$set": {**sets, **stamp}}, array_filters=filters or None)
 
         unmatched = _bulk(dataset, updates(), reload)
     retry = {sids[i] for i in unmatched if sids[i] in guarded}
@@ -426,20 +438,24 @@ class _LabelPaths:
             filter_bounds=np.searchsorted(group[filtered], np.arange(len(starts) + 1)).tolist(),
             by_position=(~unplaced).tolist(), stored_ids=block.stored_ids, written=int(present.sum()))
 
-    def add(self, sid: str, sets: dict, guards: list, filters: list) -> None:
-        """Adds sample ``sid``'s paths to ``sets``, and its list guard or its array filters."""
+    def add(self, sid: str, sets: dict, guards: list | None, filters: list) -> bool:
+        """Adds sample ``sid``'s paths to ``sets``, and its list guard (to ``guards``; ``None``: the
+        caller guards the sample otherwise) or its array filters; returns whether its labels are
+        addressed by position (the update needs a guard)."""
         g = self.index.get(sid)
         if g is None:
-            return
+            return False
         lo, hi = self.set_bounds[g], self.set_bounds[g + 1]
         if lo == hi:
-            return
+            return False
         sets.update(zip(self.keys[lo:hi], self.vals[lo:hi]))
         if self.by_position[g]:
-            stored = [ObjectId(x) for x in self.stored_ids[sid]]
-            guards.append({"$eq": [f"${self.list_path}._id", stored]})
-        else:
-            filters.extend(self.filters[self.filter_bounds[g]:self.filter_bounds[g + 1]])
+            if guards is not None:
+                stored = [ObjectId(x) for x in self.stored_ids[sid]]
+                guards.append({"$eq": [f"${self.list_path}._id", stored]})
+            return True
+        filters.extend(self.filters[self.filter_bounds[g]:self.filter_bounds[g + 1]])
+        return False
 
 
 def _stored_positions(stored_ids: Mapping[str, Sequence[str] | None] | None, label_ids: np.ndarray) -> np.ndarray:
