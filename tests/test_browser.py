@@ -189,8 +189,11 @@ def _shot(page, path: Path, top_text: str | None = None, panel_only: bool = Fals
                                        .map(p => p.getBoundingClientRect().bottom))""")
     height = height or (min(VIEWPORT["height"], int(bottom) + 24) if bottom > 400 else VIEWPORT["height"])
     left = 0
-    if panel_only:
-        left = max(0, int(page.locator('div[role="combobox"]').last.bounding_box()["x"]) - 12)
+    if panel_only:  # crop to the panel: from its run selector (laid out late on a loaded machine)
+        selector = page.locator('div[role="combobox"]').last
+        selector.wait_for(state="visible", timeout=20_000)
+        box = selector.bounding_box()
+        left = max(0, int(box["x"]) - 12) if box is not None else 0
     page.screenshot(path=str(path), clip={"x": left, "y": 0, "width": VIEWPORT["width"] - left, "height": height})
 
 
