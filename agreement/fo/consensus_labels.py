@@ -99,8 +99,9 @@ class _ConsensusDocuments:
     def __call__(self, part: slice) -> dict[str, list[dict]]:
         """``{sample_id: [label documents]}`` of every corpus sample in ``part`` (an empty list: none kept)."""
         res, key, raw = self.res, self.key, self.id_bytes
-        at = self.kept[(res.unit_sample[self.kept] >= part.start) & (res.unit_sample[self.kept] < part.stop)]
-        j = np.searchsorted(self.kept, at)  # their positions among the kept units: their ids
+        here = res.unit_sample[self.kept]
+        j = np.flatnonzero((here >= part.start) & (here < part.stop))  # positions among the kept units: ids
+        at = self.kept[j]
         ids = [ObjectId(raw[12 * i: 12 * i + 12]) for i in j.tolist()]
         confidence = _stored((res.confidence * res.class_probability)[at])
         support = _stored((res.support / np.maximum(res.n_assigned, 1))[at])
