@@ -437,13 +437,13 @@ def _noise(pb: _Problem, w: np.ndarray, fused: Fused, tail: float) -> tuple[np.n
     """``σ_r`` (NaN: no pair), the tail index ν and each rater's number of member pairs, from the
     differences between members of likely-real units (:mod:`.scale`); ``tail`` is ν, or NaN to estimate it."""
     keep = w[pb.units.member_unit[pb.pi]] >= 0.5
-    pi, pj = pb.pi[keep], pb.pj[keep]
+    ra, rb = pb.mr[pb.pi[keep]], pb.mr[pb.pj[keep]]  # the raters of each kept member pair
     sq, dim = pb.pair_differences(fused, keep)
-    sigma = pairwise_scales(sq, dim, pb.mr[pi], pb.mr[pj], pb.R)
+    sigma = pairwise_scales(sq, dim, ra, rb, pb.R)
     if np.isnan(tail):
         s = _filled(sigma, 1.0)
-        tail = tail_index(sq, dim, s[pb.mr[pi]] ** 2 + s[pb.mr[pj]] ** 2)
-    n_pairs = np.bincount(pb.mr[pi], minlength=pb.R) + np.bincount(pb.mr[pj], minlength=pb.R)
+        tail = tail_index(sq, dim, s[ra] ** 2 + s[rb] ** 2)
+    n_pairs = np.bincount(ra, minlength=pb.R) + np.bincount(rb, minlength=pb.R)
     return sigma, tail, n_pairs
 
 

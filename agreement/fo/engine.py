@@ -187,8 +187,7 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
     columns = {s: _column(out.label_values[s]) for s in spec.label_suffixes if s in out.label_values}
     label_values = {}
     for lf in read.label_fields if columns else ():
-        rows = read.rows_of_field(lf)
-        rows = rows[(data.sample_index[rows] >= part.start) & (data.sample_index[rows] < part.stop)]
+        rows = read.rows_of_field(lf, part)
         if len(rows):
             label_values[lf] = (sid[data.sample_index[rows] - part.start], data.label_ids[rows],
                                 {s: col[rows] for s, col in columns.items()}, read.stored_ids_of(lf, part))

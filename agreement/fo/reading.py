@@ -100,11 +100,17 @@ class ReadResult:
         """The label fields read, sorted."""
         return sorted(set(self.label_field_of_rater.values()))
 
-    def rows_of_field(self, label_field: str) -> np.ndarray:
-        """Corpus rows whose labels live in ``label_field`` (for writing per-label results)."""
+    def rows_of_field(self, label_field: str, part: slice | None = None) -> np.ndarray:
+        """Corpus rows whose labels live in ``label_field`` (for writing per-label results), of every
+        sample or of the corpus samples in ``part`` (rows are in sample order: a part's rows are one
+        range of them, found without a pass over the whole corpus)."""
         data = self.annotations
+        lo, hi = 0, len(data)
+        if part is not None:
+            R = data.num_raters
+            lo, hi = int(data.offsets[part.start * R]), int(data.offsets[part.stop * R])
         raters = [data.raters.index(r) for r, f in self.label_field_of_rater.items() if f == label_field]
-        return np.flatnonzero(np.isin(data.rater_index, raters))
+        return lo + np.flatnonzero(np.isin(data.rater_index[lo:hi], raters))
 
 
 def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
