@@ -357,6 +357,60 @@ class MultiRaterAnnotations:
             keypoints=(np.concatenate(kps) if kps else np.zeros((0, K, 2))) if any_kps else None,
         )
 
+    @classmethod
+    def concat(cls, parts: Sequence["MultiRaterAnnotations"]) -> "MultiRaterAnnotations":
+        """The corpus of ``parts`` (disjoint samples, the same raters), samples in part order.
+
+        Each part keeps its rows in order; ``sample_index`` is shifted by the
+        samples before it. Optional columns are kept when every part has them.
+
+        Raises:
+            ValueError: no parts, or parts with different raters or class vocabularies.
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("concat needs at least one part")
+        first = parts[0]
+        for p in parts[1:]:
+            if p.raters != first.raters or p.classes != first.classes:
+                raise ValueError("parts of one corpus must have the same raters and class vocabulary")
+        if len(parts) == 1:
+            return first
+        shift = np.cumsum([0] + [p.num_samples for p in parts[:-1]])
+
+        def rows(name):
+            values = [getattr(p, name) for p in parts]
+            if any(v is None for v in values):
+                return None
+            if isinstance(values[0], list):
+                return [x for v in values for x in v]
+            if name == "keypoints":  # parts may hold skeletons of different lengths: pad with unlabelled points
+                K = max(v.shape[1] for v in values)
+                values = [np.pad(v, ((0, 0), (0, K - v.shape[1]), (0, 0)), constant_values=np.nan) for v in values]
+            return np.concatenate(values)
+
+        return MultiRaterAnnotations(
+            sample_ids=np.concatenate([p.sample_ids for p in parts]),
+            raters=first.raters,
+            assigned=np.concatenate([p.assigned for p in parts]),
+            boxes=np.concatenate([p.boxes for p in parts]),
+            labels=np.concatenate([p.labels for p in parts]),
+            label_ids=np.concatenate([p.label_ids for p in parts]),
+            sample_index=np.concatenate([p.sample_index + k for p, k in zip(parts, shift)]),
+            rater_index=np.concatenate([p.rater_index for p in parts]),
+            image_sizes=np.concatenate([p.image_sizes for p in parts]),
+            polygons=rows("polygons"),
+            sample_names=np.concatenate([p.sample_names for p in parts]),
+            masks=rows("masks"),
+            keypoints=rows("keypoints"),
+            cuboids=rows("cuboids"),
+            points3d=rows("points3d"),
+            polylines3d=rows("polylines3d"),
+            segments=rows("segments"),
+            num_points=rows("num_points"),
+            classes=first.classes,
+        )
+
     def select_samples(self, keep: np.ndarray) -> "MultiRaterAnnotations":
         """The corpus restricted to samples ``keep`` (bool mask or indices), in that order."""
         keep = np.asarray(keep)

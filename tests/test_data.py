@@ -68,3 +68,43 @@ def test_select_samples_keeps_cells():
 def test_mismatched_lengths_are_rejected():
     with pytest.raises(ValueError):
         AnnotationSet(np.zeros((2, 4)), ["a"], None)
+
+
+def _columns(c: MultiRaterAnnotations) -> dict:
+    names = ("sample_ids", "assigned", "boxes", "labels", "label_ids", "sample_index", "rater_index", "image_sizes",
+             "sample_names", "keypoints", "offsets")
+    return {n: np.asarray(getattr(c, n)).tolist() for n in names} | {"polygons": [np.asarray(p).tolist()
+                                                                                 for p in c.polygons]}
+
+
+def test_concat_of_parts_is_the_corpus():
+    """Joining consecutive parts (a view read in parts) gives back the corpus, column for column; parts
+    with shorter skeletons are padded with unlabelled points."""
+    rng = np.random.default_rng(3)
+    sets, kp = [], []
+    for s in range(7):
+        per = {}
+        for r in ("a", "b", "c"):
+            if rng.random() < 0.2:
+                continue  # implicit absence
+            n = int(rng.integers(0, 3))
+            per[r] = _set(rng.random((n, 4)) * 0.5, [str(x) for x in rng.choice(["x", "y"], n)])
+        sets.append(per)
+    corpus = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(7)], ["a", "b", "c"], sets)
+    N = len(corpus)
+    K = 3
+    kps = rng.random((N, K, 2))
+    kps[corpus.sample_index < 3, 2] = np.nan  # the first part labels two points only
+    polys = [rng.random((4, 2)) for _ in range(N)]
+    full = MultiRaterAnnotations(
+        sample_ids=corpus.sample_ids, raters=corpus.raters, assigned=corpus.assigned, boxes=corpus.boxes,
+        labels=corpus.labels, label_ids=corpus.label_ids, sample_index=corpus.sample_index,
+        rater_index=corpus.rater_index, keypoints=kps, polygons=polys, classes=("x", "y"))
+    first, second = full.select_samples(np.arange(3)), full.select_samples(np.arange(3, 7))
+    first = MultiRaterAnnotations(**{**{n: getattr(first, n) for n in (
+        "sample_ids", "raters", "assigned", "boxes", "labels", "label_ids", "sample_index", "rater_index",
+        "polygons", "classes")}, "keypoints": first.keypoints[:, :2]})  # a part whose skeletons are shorter
+    joined = MultiRaterAnnotations.concat([first, second])
+    np.testing.assert_equal(_columns(joined), _columns(full))  # NaN (unlabelled points) equal to NaN
+    with pytest.raises(ValueError, match="same raters"):
+        MultiRaterAnnotations.concat([first, MultiRaterAnnotations.from_sets(["t"], ["a", "z"], [{}])])

@@ -211,3 +211,53 @@ def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
                 assert get("parts_agrees") == get("whole_agrees")
                 if cid is not None:
                     assert lab.id in by_id[cid]["parts_members"]
+
+
+def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
+    """A view larger than one part is read in parts (canonical order) and joined, so that only one part's
+    documents are in memory: the run stores what a read at once (view order, here reversed) stores."""
+    import fiftyone.operators as foo
+
+    import agreement.fo.engine as engine
+    import agreement.fo.reading as reading
+
+    ds, raters = crowd_ds
+    view = ds.sort_by("filepath", reverse=True)
+
+    def run(key):
+        foo.execute_operator("@iaa/agreement/compute_consensus",
+                             ctx=dict(view=view, params={"fields": raters, "key": key}))
+
+    run("once")
+    monkeypatch.setattr(engine, "DEFAULT_SHARD_SIZE", 7)
+    joined = []
+    real = reading.join_reads
+    monkeypatch.setattr(engine, "join_reads", lambda parts: joined.append(len(parts)) or real(parts))
+    run("parts")
+    assert joined == [9]
+
+    def stored(key):
+        by_sample = {}
+        for sid, labels, n_review, low in zip(*ds.values(["id", f"{key}_consensus", f"{key}_n_review",
+                                                          f"{key}_min_confidence"])):
+            by_sample[sid] = (sorted((d.label, d.bounding_box, d.confidence, d[f"{key}_support"],
+                                      d[f"{key}_class_confidence"], sorted(d[f"{key}_members"]), d[f"{key}_review"])
+                                     for d in labels.detections), n_review, low)
+        return by_sample
+
+    once, parts = stored("once"), stored("parts")
+    assert once.keys() == parts.keys()
+    for sid in once:
+        a, b = once[sid], parts[sid]
+        assert a[1] == b[1] and len(a[0]) == len(b[0])
+        np.testing.assert_allclose(a[2], b[2], rtol=1e-12)
+        for x, y in zip(a[0], b[0]):
+            assert x[0] == y[0] and x[5] == y[5] and x[6] == y[6]
+            np.testing.assert_allclose(x[1], y[1], rtol=1e-12)
+            np.testing.assert_allclose(x[2:5], y[2:5], rtol=1e-12)
+    from agreement.fo.runs import load_agreement_results
+
+    a, b = (load_agreement_results(ds, k)["detail"]["rater_report"] for k in ("once", "parts"))
+    for r in raters:
+        np.testing.assert_allclose([a[r]["sensitivity"], a[r]["false_positive_rate"]],
+                                   [b[r]["sensitivity"], b[r]["false_positive_rate"]], rtol=1e-12)

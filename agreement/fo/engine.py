@@ -30,7 +30,7 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 import numpy as np
 
 from agreement.fo import runs
-from agreement.fo.reading import ReadResult, plan_corpus, read_annotations
+from agreement.fo.reading import ReadResult, join_reads, plan_corpus, read_annotations
 from agreement.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
@@ -336,7 +336,7 @@ def run_method(
                          f"(shard_size={shard_size}, backend={backend!r}) of a view of {len(samples)} samples; "
                          "leave shard_size and backend unset")
     report(0.0, "reading annotations")
-    read = read_annotations(samples, **dict(layout), **spec.read_options(params))
+    read = read_whole_corpus(samples, layout, spec.read_options(params), report)
     spec.check(read, params)
     extra = spec.extra(samples, read, params)
     runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
@@ -357,6 +357,32 @@ def run_method(
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return clean_summary(summary)
+
+
+def read_whole_corpus(samples, layout: Mapping[str, Any], options: Mapping[str, Any],
+                      report: Progress = lambda f, s: None, part_size: int | None = None) -> ReadResult:
+    """The whole view's corpus for a method that needs it at once, read in parts of ``part_size``
+    samples (default :data:`DEFAULT_SHARD_SIZE`) and joined (:func:`agreement.fo.reading.join_reads`).
+
+    The decoded documents of a read take about ten times the memory of the
+    corpus made from them; read in parts, only one part's are alive at a
+    time, so a million-sample view needs the memory of its corpus, not of
+    its documents. A view of at most one part is read at once, in view
+    order; a larger one in the canonical order of :func:`canonical_ids`,
+    with one :func:`agreement.fo.reading.plan_corpus` plan (the same raters,
+    class codes and assignment checks as a streamed run).
+    """
+    part_size = DEFAULT_SHARD_SIZE if part_size is None else part_size
+    if len(samples) <= part_size:
+        return read_annotations(samples, **dict(layout), **options)
+    ids = canonical_ids(samples)
+    plan = plan_corpus(samples, **_plan_layout(layout))
+    parts = []
+    for lo in range(0, len(ids), part_size):
+        report(0.1 * lo / len(ids), f"reading annotations ({lo:,} of {len(ids):,} samples)")
+        view = samples.select(ids[lo: lo + part_size], ordered=True)
+        parts.append(read_annotations(view, **dict(layout), **options, plan=plan))
+    return join_reads(parts)
 
 
 @dataclass

@@ -46,7 +46,7 @@ from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, ch
 
 __all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
            "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
-           "plan_corpus", "coverage_evidence", "read_assignment"]
+           "plan_corpus", "coverage_evidence", "read_assignment", "join_reads"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
@@ -111,6 +111,28 @@ class ReadResult:
             lo, hi = int(data.offsets[part.start * R]), int(data.offsets[part.stop * R])
         raters = [data.raters.index(r) for r, f in self.label_field_of_rater.items() if f == label_field]
         return lo + np.flatnonzero(np.isin(data.rater_index[lo:hi], raters))
+
+
+def join_reads(parts: Sequence[ReadResult]) -> ReadResult:
+    """One read of the shards ``parts`` of a view, read with one :func:`plan_corpus` plan, in shard order.
+
+    The corpus is :meth:`agreement.data.MultiRaterAnnotations.concat` of the
+    parts' (the same raters and class codes, by the plan), the stored label
+    ids and stamps are the parts' one after the other, and the repairs are
+    summed. Reading a large view in shards and joining them keeps the read's
+    transient memory (the decoded documents) to one shard's.
+    """
+    parts = list(parts)
+    if len(parts) == 1:
+        return parts[0]
+    repairs = RepairReport()
+    for p in parts:
+        repairs.merge(p.repairs)
+    kept = set.intersection(*(set(p.stored_ids) for p in parts))
+    stored = {f: [ids for p in parts for ids in p.stored_ids[f]] for f in sorted(kept)}
+    stamps = None if any(p.stamps is None for p in parts) else [t for p in parts for t in p.stamps]
+    return ReadResult(MultiRaterAnnotations.concat([p.annotations for p in parts]), parts[-1].layout, repairs,
+                      dict(parts[0].label_field_of_rater), stored, stamps)
 
 
 def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
@@ -383,6 +405,18 @@ def _cuboids(extra: dict, where, n: int) -> np.ndarray:
     return out
 
 
+def _one_object_per_value(values) -> list:
+    """``values`` as a list in which equal class names are one object: every label's name is decoded
+    as a string of its own, and a corpus of millions of labels would keep millions of copies of a few
+    dozen names (about 50 bytes each)."""
+    values = list(values)
+    seen: dict = {}
+    try:
+        return [seen.setdefault(v, v) for v in values]
+    except TypeError:  # an unhashable "class" (bad input): left as it is, for the checks after the read to name
+        return values
+
+
 def _flatten(per_sample: list, counts: np.ndarray) -> list:
     return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
 
@@ -424,7 +458,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
                     cells_extra[e].append(extra_cols[r][e][s])
     flat_geo = list(chain.from_iterable(cells_geo))
     extra = {name: list(chain.from_iterable(col)) for name, col in zip(extras, cells_extra)}
-    labels = np.array(list(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
+    labels = np.array(_one_object_per_value(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
     ids = np.array(list(chain.from_iterable(cells_id)) + [None], dtype=object)[:-1]
     flat_counts = counts.reshape(-1)
     s_idx = np.repeat(np.repeat(np.arange(S), R), flat_counts)
@@ -678,7 +712,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
             "whose field is not None (fully crossed" + (", accepted with assume_crossed=True)" if assume_crossed
                                                        else ")")
         )
-    labels = np.array(_flatten(labs, counts) + [None], dtype=object)[:-1]
+    labels = np.array(_one_object_per_value(_flatten(labs, counts)) + [None], dtype=object)[:-1]
     label_ids = np.array(_flatten(ids, counts) + [None], dtype=object)[:-1]
     field_of_row = np.full(int(counts.sum()), field, dtype=object)
     extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
