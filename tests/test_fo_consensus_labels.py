@@ -229,7 +229,7 @@ def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
                              ctx=dict(view=view, params={"fields": raters, "key": key}))
 
     run("once")
-    monkeypatch.setattr(engine, "DEFAULT_SHARD_SIZE", 7)
+    monkeypatch.setattr(engine, "WHOLE_READ_PART", 7)
     joined = []
     real = reading.join_reads
     monkeypatch.setattr(engine, "join_reads", lambda parts: joined.append(len(parts)) or real(parts))
