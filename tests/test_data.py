@@ -81,7 +81,7 @@ def test_concat_of_parts_is_the_corpus():
     """Joining consecutive parts (a view read in parts) gives back the corpus, column for column; parts
     with shorter skeletons are padded with unlabelled points."""
     rng = np.random.default_rng(3)
-    sets, kp = [], []
+    sets = []
     for s in range(7):
         per = {}
         for r in ("a", "b", "c"):

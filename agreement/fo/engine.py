@@ -359,6 +359,14 @@ def run_method(
     return clean_summary(summary)
 
 
+def read_planned(samples, ids: Sequence[str], layout: Mapping[str, Any], options: Mapping[str, Any], plan):
+    """The samples ``ids`` of ``samples`` (in that order) as a view, and their annotations read with the
+    view's corpus ``plan`` (:func:`agreement.fo.reading.plan_corpus`): how a shard, a part of a
+    whole-corpus read or a sample the finish needs again is read."""
+    view = samples.select(list(ids), ordered=True)
+    return view, read_annotations(view, **dict(layout), **options, plan=plan)
+
+
 #: Samples per part of a whole-corpus run's read (:func:`read_whole_corpus`); a view of at most this many is read at once.
 WHOLE_READ_PART = 100_000
 
@@ -387,8 +395,7 @@ def read_whole_corpus(samples, layout: Mapping[str, Any], options: Mapping[str, 
     with gc_paused():  # the parts read so far hold millions of strings that a collection between parts would rescan
         for lo in range(0, len(ids), part_size):
             report(0.1 * lo / len(ids), f"reading annotations ({lo:,} of {len(ids):,} samples)")
-            view = samples.select(ids[lo: lo + part_size], ordered=True)
-            parts.append(read_annotations(view, **dict(layout), **options, plan=plan))
+            parts.append(read_planned(samples, ids[lo: lo + part_size], layout, options, plan)[1])
         return join_reads(parts)
 
 
@@ -443,8 +450,7 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
     where = f"shard {k + 1} of {n}: " if n > 1 else ""
     lo = 0.05 + 0.9 * k / n
     report(lo, f"{where}reading" if where else "reading annotations")
-    view = samples.select(job.ids, ordered=True)
-    read = read_annotations(view, **job.layout, **spec.read_options(job.params), plan=job.plan)
+    view, read = read_planned(samples, job.ids, job.layout, spec.read_options(job.params), job.plan)
     spec.check(read, job.params)
     extra = {**spec.extra(view, read, job.params), "state": job.state, "sample_offset": job.offset}
     report(lo + 0.3 / n, f"{where}computing" if where else "computing")
@@ -532,8 +538,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
                 if in_memory is not None:  # the run's only shard, still here: the same corpus, without a query
                     pos = {sid: i for i, sid in enumerate(map(str, in_memory.sample_ids))}
                     return in_memory.select_samples(np.array([pos[i] for i in wanted], dtype=np.intp))
-                view = samples.select(wanted, ordered=True)
-                return read_annotations(view, **dict(layout), **spec.read_options(params), plan=plan).annotations
+                return read_planned(samples, wanted, layout, spec.read_options(params), plan)[1].annotations
 
             context.read_samples = read_samples
             with spec.context(params):
