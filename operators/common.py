@@ -389,7 +389,8 @@ def execution_inputs(inputs: types.Object, ctx) -> None:
     from agreement.fo.engine import DEFAULT_SHARD_SIZE
 
     inputs.int("shard_size", required=False, min=1, label="Samples per shard",
-               description=f"Samples read, computed and written at a time (empty: {DEFAULT_SHARD_SIZE:,}); memory "
+               description=f"Samples read, computed and written at a time (empty: chosen for the view, at most "
+                           f"{DEFAULT_SHARD_SIZE:,}); memory "
                            "follows the shard size, the results are the same for any shard size")
     if not dask_available():
         return

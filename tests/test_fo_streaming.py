@@ -120,6 +120,32 @@ def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
     assert get_agreement_run_info(sparse_crowd, "k")["status"] == "complete"
 
 
+def test_default_shard_size_follows_the_view():
+    from agreement.fo.engine import DEFAULT_SHARD_SIZE, MIN_DEFAULT_SHARD_SIZE, default_shard_size
+
+    assert default_shard_size(1) == MIN_DEFAULT_SHARD_SIZE == 500
+    assert default_shard_size(2000) == 500
+    assert default_shard_size(10_001) == 2501
+    assert default_shard_size(80_000) == DEFAULT_SHARD_SIZE == 20_000
+    assert default_shard_size(1_000_000) == DEFAULT_SHARD_SIZE
+
+
+def test_a_run_without_shard_size_streams_the_view_in_four_shards(fo, sparse_crowd, monkeypatch):
+    import agreement.fo.engine as engine
+    from agreement.fo.runs import load_agreement_results
+
+    monkeypatch.setattr(engine, "MIN_DEFAULT_SHARD_SIZE", 1)
+    whole = _run(fo, sparse_crowd.view(), "whole", "compute_ot_agreement", shard_size=60)
+    default = _run(fo, sparse_crowd.view(), "default", "compute_ot_agreement")
+    assert load_agreement_results(sparse_crowd, "default")["detail"]["shards"] == {
+        "n_shards": 4, "shard_size": 15, "backend": "serial"}
+    assert _same({k: v for k, v in default.items() if k != "key"}, {k: v for k, v in whole.items() if k != "key"})
+    assert _same(_stored(sparse_crowd, "default")[:2], _stored(sparse_crowd, "whole")[:2])
+    # geometry's finish reads its chance sample again: one shard, served from memory
+    _run(fo, sparse_crowd.view(), "geo", "compute_geometry_agreement")
+    assert load_agreement_results(sparse_crowd, "geo")["detail"]["shards"]["n_shards"] == 1
+
+
 def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crowd, monkeypatch):
     import agreement.fo.kalos as fo_kalos
     from agreement.fo.runs import list_agreement_runs

@@ -84,6 +84,7 @@ SPEC = MethodSpec(
                                          polyline3d_tolerance=p["polyline3d_tolerance"]),
     kernel=_kernel,
     finish=_finish,
+    finish_rereads=True,  # the chance sample's sets are read again after the last shard
 )
 
 

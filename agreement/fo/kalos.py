@@ -186,7 +186,7 @@ def compute_kalos(
         point3d_scale, polyline3d_tolerance: scene-unit parameters of the
             ``"point3d"`` and ``"polyline3d_f1"`` similarities.
         shard_size: samples read, computed and written at a time (default
-            :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE`): memory follows the
+            :func:`agreement.fo.engine.default_shard_size`): memory follows the
             shard, and every number is the same whatever the shard size or the
             view's order. With ``session_attr`` the run needs the whole
             corpus at once and refuses a shard size smaller than the view.

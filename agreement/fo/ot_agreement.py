@@ -124,7 +124,7 @@ def compute_ot_agreement(
         overwrite: replace an existing agreement run with this key.
         progress: optional ``callback(fraction, label)``.
         shard_size: samples read, scored and written at a time (default
-            :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE`). The chance sample
+            :func:`agreement.fo.engine.default_shard_size`). The chance sample
             is drawn from the view's assignment before the first shard (it
             depends on no annotation), and each shard keeps the sets it
             needs; every number is the same whatever the shard size or the
