@@ -203,6 +203,25 @@ def test_runs_never_overwrite_fields_they_do_not_own(fo, per_rater_ds):
         _fake_run(per_rater_ds, "lab")
 
 
+def test_an_undeclared_label_attribute_with_a_run_name_is_found_in_the_documents(per_rater_ds):
+    """Stored on one label of one sample without a declaration (e.g. imported with ``dynamic=False``): the
+    document scan finds it whichever field and attribute it is, and the run is refused before it writes."""
+    from bson import ObjectId
+
+    from agreement.fo import runs
+
+    coll = per_rater_ds._sample_collection
+    sid = per_rater_ds.values("id")[0]
+    coll.update_one({"_id": ObjectId(sid)}, {"$set": {"r2.detections.1.und_reason": "mine"}})
+    assert per_rater_ds.get_field("r2.detections.und_reason") is None
+    with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
+        runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r2", "r3"], ["cost", "reason", "match"])
+    runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r2", "r3"], ["cost", "reason"],
+                     scan_documents=False, check_only=True)  # the second call of a computation skips the scan
+    runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r3"], ["cost", "reason"], check_only=True)
+    assert coll.find_one({"_id": ObjectId(sid)})["r2"]["detections"][1]["und_reason"] == "mine"
+
+
 def test_run_on_a_view_writes_only_its_samples(per_rater_ds):
     from agreement.fo import runs
 
