@@ -36,7 +36,8 @@ from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_label_field, label_field_value
 
 __all__ = ["MethodSpec", "MethodOutput", "StreamContext", "ShardJob", "ShardResult", "process_shard", "run_method",
-           "clean_summary", "DEFAULT_SHARD_SIZE", "default_shard_size", "check_shard_size", "execution_options", "canonical_ids"]
+           "clean_summary", "DEFAULT_SHARD_SIZE", "default_shard_size", "check_shard_size", "execution_options",
+           "canonical_ids"]
 
 Progress = Callable[[float, str], None]
 
