@@ -91,9 +91,11 @@ def test_fields_labels_and_results_are_written(fo, ot_ds):
 
     raters, m, shared = records_to_matrix(recs, "alpha_ot", res["detail"]["raters"])
     assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True) and shared[0, 1] == 4
-    # every label says why it was (not) matched
+    # every label is matched (it names its match) or says why it was not
     reasons = ot_ds.values("a.detections.ot_reason", unwind=True)
-    assert set(reasons) <= {"matched", "no counterpart", "label differs", "too far", "counterpart taken"}
+    matches = ot_ds.values("a.detections.ot_match", unwind=True)
+    assert all((r is None) == (m is not None) for r, m in zip(reasons, matches))
+    assert set(reasons) - {None} <= {"no counterpart", "label differs", "too far", "counterpart taken"}
     assert ot_ds.values("a.detections.ot_reason")[-1] == ["no counterpart"]
     info = get_agreement_run_info(ot_ds, "ot")
     assert info["params"]["beta"] == 0.5 and info["method"] == "iaa.ot_agreement"
@@ -247,7 +249,7 @@ def test_label_reasons_nearest_counterpart_and_match_rater(fo, make_dataset):
     assert get("a.detections.ot_match")[0] is None and get("a.detections.ot_match_rater")[0] is None
     assert get("b.detections.ot_reason")[0] == "label differs"
     # s1: matched, with the matched label's id and rater
-    assert get("a.detections.ot_reason")[1] == "matched"
+    assert get("a.detections.ot_reason")[1] is None  # a matched label stores no reason: its match says it
     assert get("a.detections.ot_match")[1] == ids_b[1] and get("a.detections.ot_match_rater")[1] == "b"
     assert get("a.detections.ot_nearest_id")[1] is None  # a matched label's counterpart is its match
     assert get("a.detections.ot_nearest_cost")[1] is None
@@ -256,3 +258,14 @@ def test_label_reasons_nearest_counterpart_and_match_rater(fo, make_dataset):
     assert get("a.detections.ot_nearest_rater")[2] is None and get("a.detections.ot_nearest_id")[2] is None
     assert get("a.detections.ot_nearest_cost")[2] is None
     assert get("a.detections.ot_cost")[2] == 0.5
+    # the App's per-label explanation (the panel, open sample): matched, with its match; or why not
+    from agreement.fo.panel_data import label_explanations
+    from agreement.fo.runs import get_agreement_run_info
+
+    info = get_agreement_run_info(ds, "ot")
+    rows = {(r["rater"], i): r for i, sid in enumerate(ds.values("id"))
+            for r in label_explanations(ds, info, sid)}
+    assert rows[("a", 1)]["status"] == "matched" and rows[("a", 1)]["counterpart"] == "b: cat"
+    assert rows[("a", 1)]["value"].endswith("paid") and not rows[("a", 1)]["disagrees"]
+    assert rows[("a", 0)]["status"] == "label differs" and rows[("a", 0)]["disagrees"]
+    assert rows[("a", 2)]["status"] == "no counterpart"

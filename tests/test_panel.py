@@ -300,7 +300,7 @@ def test_modal_explains_each_label_and_loads_the_disagreeing_ones(scored):
     view = _built(scored, requests)[0]
     assert view.values("id") in ([sid], [])
     reasons = [r for f in ("a", "b", "c") for r in view.values(f"{f}.detections.ot_reason", unwind=True)]
-    assert "matched" not in reasons
+    assert "matched" not in reasons and None not in reasons
 
 
 def test_kalos_bar_clicks(fo, scored):

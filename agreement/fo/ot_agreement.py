@@ -29,14 +29,18 @@ label ``{key}_nearest_id``  per label that is not matched: its nearest
                             label's counterpart is its ``{key}_match``)
 label ``{key}_nearest_rater``  the rater of that label
 label ``{key}_nearest_cost``   ``c_ij`` to it
-label ``{key}_reason``      per label: ``"matched"``, or why not: ``"no
+label ``{key}_reason``      per label that is not matched, why not: ``"no
                             counterpart"``, ``"label differs"`` (the boxes fit
                             well enough, ``lam (1 - GIoU) / 2 < beta``, but the
                             label term makes ``c_ij >= beta``), ``"too far"``
                             (geometry alone gives ``c_ij >= beta``) or
                             ``"counterpart taken"`` (eligible, ``c_ij < beta``,
                             but the optimal matching gave the counterpart to
-                            another label); ``2 beta`` for ``"oc_cost"``
+                            another label); ``2 beta`` for ``"oc_cost"``. A
+                            matched label has none: its ``{key}_match`` says so
+                            (one path fewer per label for MongoDB to set, where
+                            most labels match; runs written before 2026-12 store
+                            ``"matched"``, which every reader here accepts)
 ==========================  =======================================================
 
 Samples with fewer than two assigned raters are not scored: their fields
@@ -294,9 +298,9 @@ def _pair_sample_scores(raters, sample_ids, pair_sample, pair_code, pair_score) 
 def _label_results(corpus, scores) -> dict:
     """Per-label values (:data:`LABEL_SUFFIXES`), one per corpus row.
 
-    The nearest counterpart explains a label that is not matched; on a
-    matched label it is not written (its counterpart is ``match``), which
-    keeps the write-back of a crowd, where most labels match, small.
+    The nearest counterpart and the reason explain a label that is not
+    matched; on a matched label they are not written (its counterpart is
+    ``match``), which keeps the write-back small where most labels match.
     """
     ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
     names = np.array(list(corpus.raters) + [None], dtype=object)
@@ -309,7 +313,7 @@ def _label_results(corpus, scores) -> dict:
         "nearest_rater": names[np.where(matched, -1, scores.row_nearest_rater)],
         "nearest_id": ids[nearest_row],
         "nearest_cost": np.where(matched, np.nan, scores.row_nearest_cost),
-        "reason": scores.row_reason,
+        "reason": np.where(matched, None, np.asarray(scores.row_reason, dtype=object)),
     }
 
 

@@ -842,8 +842,11 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     if info["method"] == "iaa.ot_agreement":
         for r, lab in labels:
             reason = attr(lab, f"{key}_reason")
+            match_id = attr(lab, f"{key}_match")
+            if reason is None and match_id is not None:  # a matched label stores no reason
+                reason = "matched"
             nearest = describe(attr(lab, f"{key}_nearest_id"))
-            match = describe(attr(lab, f"{key}_match"))
+            match = describe(match_id)
             cost = attr(lab, f"{key}_nearest_cost")
             rows.append({
                 "id": lab.id, "rater": r, "label": lab.label,

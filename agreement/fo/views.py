@@ -219,7 +219,8 @@ def unmatched_labels_view(samples, key: str, rater: str):
     """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some.
 
     KαLOS: labels alone in their unit (no other rater drew that object). OT:
-    labels whose ``{key}_reason`` is not ``"matched"``.
+    labels with a ``{key}_reason`` other than ``"matched"`` (a matched label has no
+    reason; runs written before 2026-12 store ``"matched"``).
     """
     info = runs.get_agreement_run_info(samples, key)
     raters = [str(r) for r in runs.load_agreement_results(samples, key).get("detail", {}).get("raters", [])]
