@@ -27,7 +27,7 @@ set): FiftyOne reports an immediately executed operator that runs longer than
 600 s (by default) as a ``TimeoutError``, and a 1,000,000-sample run on a Dask
 cluster of this machine takes longer.
 
-Run with ``make bench`` (``--samples 20000`` there, to keep it short) or
+Run with ``make bench`` (100,000 samples; ``make bench SCALE_SAMPLES=1000000`` for a million) or
 ``scripts/with-temp-fiftyone.sh .venv/bin/python bench/scale_bench.py --samples 100000``.
 """
 
