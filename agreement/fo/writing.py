@@ -409,7 +409,7 @@ class _LabelPaths:
         starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
         group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
         k = np.arange(n) - starts[group]  # rank of each label within its sample
-        pos = _stored_positions(block.stored_ids, lids, sids[starts].tolist(), group, k)
+        pos = _stored_positions(block.stored_ids, lids)
         unplaced = np.zeros(len(starts), dtype=bool)
         np.logical_or.at(unplaced, group, pos < 0)
         by_pos = ~unplaced[group]
@@ -417,8 +417,8 @@ class _LabelPaths:
         slot = np.where(by_pos, pos, n_pos + k)  # row of the key tables below
         keys, vals, where, present = [], [], [], np.zeros(n, dtype=bool)
         for name in names:
-            col, has = _stored_column(block.columns[name])
-            col, has = col[order], has[order]
+            col = np.array(_clean_column(block.columns[name]), dtype=object)[order]
+            has = np.not_equal(col, None)
             present |= has
             table = ([f"{block.list_path}.{i}.{name}" for i in range(n_pos)]
                      + [f"{block.list_path}.$[{tag}l{i}].{name}" for i in range(int(k.max()) + 1)])
@@ -458,46 +458,15 @@ class _LabelPaths:
         return False
 
 
-def _stored_positions(stored_ids: Mapping[str, Sequence[str] | None] | None, label_ids: np.ndarray,
-                      group_ids: list | None = None, group: np.ndarray | None = None,
-                      rank: np.ndarray | None = None) -> np.ndarray:
-    """The position of each label in its sample's list as read (``-1``: unknown, e.g. no ``stored_ids``).
-
-    With the labels grouped by sample (``group_ids[group[i]]`` is label ``i``'s
-    sample, ``rank[i]`` its rank within the group, the groups' labels in the
-    order they were read), a sample whose labels are exactly its stored list,
-    in order (every label of a list written, the common case), has positions
-    ``rank``: checked by one elementwise comparison of all such samples'
-    lists, not a dictionary of every id. Other samples' labels are looked up
-    by id.
-    """
-    n = len(label_ids)
+def _stored_positions(stored_ids: Mapping[str, Sequence[str] | None] | None, label_ids: np.ndarray) -> np.ndarray:
+    """The position of each label in its sample's list as read (``-1``: unknown, e.g. no ``stored_ids``)."""
     if not stored_ids:
-        return np.full(n, -1, dtype=np.int64)
-    pos = np.full(n, -1, dtype=np.int64)
-    rest = np.ones(n, dtype=bool)
-    if group_ids is not None and n:
-        lists = [stored_ids.get(sid) or () for sid in group_ids]
-        lengths = np.fromiter(map(len, lists), np.int64, len(lists))
-        in_order = lengths == np.bincount(group, minlength=len(group_ids))
-        rows = np.flatnonzero(in_order[group])
-        if len(rows):
-            flat = np.fromiter(chain.from_iterable(ids for ids, ok in zip(lists, in_order.tolist()) if ok),
-                               dtype=object, count=len(rows))
-            np.logical_and.at(in_order, group[rows], np.asarray(flat == label_ids[rows], dtype=bool))
-        placed = in_order[group]
-        pos[placed] = rank[placed]
-        rest = ~placed
-        if not rest.any():
-            return pos
-        stored_ids = {sid: stored_ids.get(sid) for sid, ok in zip(group_ids, in_order.tolist()) if not ok}
+        return np.full(len(label_ids), -1, dtype=np.int64)
     index: dict[str, int] = {}
     for ids in stored_ids.values():
         if ids:
             index.update(zip(map(str, ids), range(len(ids))))
-    pos[rest] = np.fromiter((index.get(lid, -1) for lid in map(str, label_ids[rest].tolist())), np.int64,
-                            int(rest.sum()))
-    return pos
+    return np.fromiter((index.get(lid, -1) for lid in map(str, label_ids.tolist())), np.int64, len(label_ids))
 
 
 def write_label_columns(
@@ -524,29 +493,6 @@ def write_label_columns(
     block = LabelColumns(f"{label_field}.{list_field}", sample_ids, label_ids, columns)
     _declare(dataset, block.list_path, {a: _clean_column(v) for a, v in columns.items()})
     return write_columns(dataset, label_columns=[block])
-
-
-def _stored_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """A column as stored, as an object array, and which of its values are written (not ``None``/NaN).
-
-    Numeric numpy columns are converted in C (``astype(object)`` gives Python
-    scalars; NaN becomes ``None``); an object array of values stored as they
-    are (str, int, bool, ``None``: ids, rater names, reasons) is used as it is;
-    any other column goes through :func:`_clean_column`.
-    """
-    if isinstance(values, np.ndarray) and values.ndim == 1:
-        if values.dtype.kind == "f":
-            arr = values.astype(np.float64, copy=False)
-            has = ~np.isnan(arr)
-            col = arr.astype(object)
-            col[~has] = None
-            return col, has
-        if values.dtype.kind in "iub":
-            return values.astype(object), np.ones(len(values), dtype=bool)
-        if values.dtype == object and all(map(_STORED_AS_IS.__contains__, map(type, values))):
-            return values, np.not_equal(values, None)
-    col = np.fromiter(_clean_column(values), dtype=object, count=len(values))  # lists stay elements
-    return col, np.not_equal(col, None)
 
 
 def _clean_column(values: Sequence[Any]) -> list:
