@@ -168,10 +168,51 @@ def _assert_titled(plots, titles: list[str]):
         assert title and xtitle and ytitle, (title, xtitle, ytitle)
 
 
+def _pick(page, combobox: re.Pattern, option: re.Pattern, timeout: float = 60.0) -> None:
+    """Opens the dropdown whose shown value matches ``combobox`` and picks the entry matching ``option``,
+    until the dropdown shows that entry: the panel re-renders while it loads (an open menu is redrawn,
+    an entry detached mid-click), so a pick is retried rather than trusted to land the first time."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    chosen = page.locator('div[role="combobox"]', has_text=option)
+    deadline = time.time() + timeout
+    while not chosen.count():
+        if time.time() > deadline:
+            raise AssertionError(f"the dropdown never showed an entry matching {option.pattern!r}")
+        try:
+            if not page.locator('li[role="option"]').count():
+                page.locator('div[role="combobox"]', has_text=combobox).first.click(timeout=5000)
+            page.locator('li[role="option"]', has_text=option).first.click(timeout=5000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")  # a menu left open over a redrawn panel
+        page.wait_for_timeout(1000)
+
+
 def _choose_run(page, current: str, new: str) -> None:
     """Picks run ``new`` in the panel's run dropdown (its entries read "key — method, time")."""
-    page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(current)} — ")).first.click()
-    page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(new)} — ")).first.click()
+    _pick(page, re.compile(f"^{re.escape(current)} — "), re.compile(f"^{re.escape(new)} — "))
+
+
+def _eventually(condition, timeout: float = 30.0) -> bool:
+    """Polls ``condition`` until it holds or ``timeout`` seconds pass (the panel redraws its charts while it
+    loads, so a chart read once may be one being replaced); returns whether it held."""
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.3)
+    return True
+
+
+def _wait_texts(page, texts: list[str], timeout: float = 30.0) -> list[str]:
+    """Waits until each of ``texts`` is on the page (the panel draws its cards and tables a moment after
+    its charts); returns those still missing."""
+    deadline = time.time() + timeout
+    missing = [t for t in texts if not page.get_by_text(t).count()]
+    while missing and time.time() < deadline:
+        page.wait_for_timeout(300)
+        missing = [t for t in missing if not page.get_by_text(t).count()]
+    return missing
 
 
 VIEWPORT = {"width": 1600, "height": 2000}  # tall, so that the panel shows its charts without scrolling
@@ -247,7 +288,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             _wait_plots(page, ["Per-sample OT score", "αOT per rater pair"], timeout=60)
             page.wait_for_timeout(5000)  # the App drops sidebar filters when a panel opens; the panel restores them
             assert _wait_count(page, n_filtered, timeout=5) == n_filtered, "opening the panel undid the filter"
-            assert page.get_by_text(f"{n_filtered} samples in view").count() >= 1
+            assert not _wait_texts(page, [f"{n_filtered} samples in view"])
 
             # 2. every chart of an OT run has a title and axis titles
             titles = ["Per-sample OT score", "αOT per rater pair"]
@@ -274,7 +315,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             tallest = max(range(len(hist["counts"])), key=lambda i: hist["counts"][i])
             bars = page.locator(".js-plotly-plot").filter(
                 has=page.locator(".gtitle", has_text="Per-sample OT score")).first.locator("g.trace.bars g.point path")
-            assert bars.count() == len(hist["counts"])
+            assert _eventually(lambda: bars.count() == len(hist["counts"])), (bars.count(), hist["counts"])
             bars.nth(tallest).click(force=True)
             assert _wait_count(page, hist["counts"][tallest]) == hist["counts"][tallest]
 
@@ -293,7 +334,8 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             _assert_titled(_wait_plots(page, titles, n=4), titles)
             scatter = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text="against run"))
             points = scatter.first.locator(".scatterlayer .trace").first.locator("path.point")
-            assert points.count() == len(filtered.exists("ot_ot").exists("ot_b3_ot"))
+            n_both = len(filtered.exists("ot_ot").exists("ot_b3_ot"))
+            assert _eventually(lambda: points.count() == n_both), (points.count(), n_both)
             _shot(page, shots / "compare.png", top_text="run 'ot' beside run", panel_only=True)
 
             # 6. undoing the drill-down leaves exactly the user's filter, kept through every action above
@@ -308,7 +350,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             tab.wait_for(timeout=30_000)
             tab.click()
             page.get_by_text("Labels of the open sample").first.wait_for(timeout=30_000)
-            assert page.get_by_text("counterpart (rater: label)").count() >= 1
+            assert not _wait_texts(page, ["counterpart (rater: label)"])
             _shot(page, shots / "modal.png", height=760)
         except Exception:
             page.screenshot(path=str(shots / "failure.png"))
@@ -405,13 +447,12 @@ def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_
             confusion = next(p for p in plots if p[0].startswith("Class confusion"))
             assert confusion[1] == "rater's class" and confusion[2] == "consensus class", confusion
             # the cards and the rater report
-            for text in ("consensus labels", "flagged for review", "mean confidence of the consensus labels",
-                         "Rater report", "FP / sample", "loc. error", "false positives per assigned sample"):
-                assert page.get_by_text(text).count() >= 1, text
-            assert page.get_by_text(f"{counts['n_flagged']} of {counts['n_labels']} labels").count() >= 1
+            assert not _wait_texts(page, ["consensus labels", "flagged for review",
+                                          "mean confidence of the consensus labels", "Rater report",
+                                          "FP / sample", "loc. error", "false positives per assigned sample"])
+            assert not _wait_texts(page, [f"{counts['n_flagged']} of {counts['n_labels']} labels"])
             # another rater in the selector
-            page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(raters[0])}$")).first.click()
-            page.locator('li[role="option"]', has_text=re.compile(f"^{re.escape(raters[1])}$")).first.click()
+            _pick(page, re.compile(f"^{re.escape(raters[0])}$"), re.compile(f"^{re.escape(raters[1])}$"))
             _wait_plots(page, [f"Class confusion of rater {raters[1]}"])
             _shot(page, shots / "consensus.png", panel_only=True)
 
