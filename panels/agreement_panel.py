@@ -528,7 +528,7 @@ class AgreementPanel(foo.Panel):
         keys = runs.list_agreement_runs(dataset) if dataset is not None else []
         state = ctx.panel.state
         known = mem.runs if mem.runs is not None else state.runs
-        key = mem.run_key if mem.run_key is not None else state.run_key
+        key = prior = mem.run_key if mem.run_key is not None else state.run_key
         error = None
         if keys:
             fresh = [k for k in keys if known is not None and k not in known]
@@ -541,7 +541,12 @@ class AgreementPanel(foo.Panel):
                 key = newest
         else:
             key = None
-        changed = self._set_state(ctx, runs=keys, run_key=key)
+        # the run key is written when the panel changes it (a new run, a deleted one), never to "correct"
+        # an event's older copy of the state: the App applies that write by reloading the page, its run
+        # dropdown, redrawn from the older state, reported the older run as a choice, the panel switched
+        # back, wrote again, and flipped between two runs for as long as it was open (browser test)
+        decided = {"run_key": key} if key != prior or state.run_key is None else {}
+        changed = self._set_state(ctx, runs=keys, **decided)
         mem.runs, mem.run_key = keys, key
         mem.run_labels = self._run_labels(dataset, keys)
         if not keys:

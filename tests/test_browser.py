@@ -136,6 +136,18 @@ def _wait_count(page, expected: int, timeout: float = 30.0) -> int:
     return n
 
 
+def _click_until_count(page, click, expected: int, tries: int = 3, timeout: float = 20.0) -> int:
+    """Clicks (``click()``) until the grid shows ``expected`` samples, at most ``tries`` times: a click
+    on a chart the panel is redrawing is lost, not wrong; returns the last count."""
+    n = -1
+    for _ in range(tries):
+        click()
+        n = _wait_count(page, expected, timeout=timeout)
+        if n == expected:
+            break
+    return n
+
+
 def _plots(page):
     """Every chart the panel draws: (title, x title, y title) as rendered by plotly in the DOM (read in one go:
     charts come and go while the panel re-renders)."""
@@ -168,24 +180,25 @@ def _assert_titled(plots, titles: list[str]):
         assert title and xtitle and ytitle, (title, xtitle, ytitle)
 
 
-def _pick(page, combobox: re.Pattern, option: re.Pattern, timeout: float = 60.0) -> None:
+def _pick(page, combobox: re.Pattern, option: re.Pattern, tries: int = 3, settle: float = 15.0) -> None:
     """Opens the dropdown whose shown value matches ``combobox`` and picks the entry matching ``option``,
-    until the dropdown shows that entry: the panel re-renders while it loads (an open menu is redrawn,
-    an entry detached mid-click), so a pick is retried rather than trusted to land the first time."""
+    then waits up to ``settle`` seconds for the dropdown to show it; retried (at most ``tries`` picks)
+    only when it does not: the panel re-renders while it loads (an entry can be detached mid-click), and a
+    pick changes the panel's state, which the App applies by reloading the page, so a second pick sent
+    before the first settled would race it."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     chosen = page.locator('div[role="combobox"]', has_text=option)
-    deadline = time.time() + timeout
-    while not chosen.count():
-        if time.time() > deadline:
-            raise AssertionError(f"the dropdown never showed an entry matching {option.pattern!r}")
+    for _ in range(tries):
         try:
             if not page.locator('li[role="option"]').count():
-                page.locator('div[role="combobox"]', has_text=combobox).first.click(timeout=5000)
-            page.locator('li[role="option"]', has_text=option).first.click(timeout=5000)
+                page.locator('div[role="combobox"]', has_text=combobox).first.click(timeout=10_000)
+            page.locator('li[role="option"]', has_text=option).first.click(timeout=10_000)
         except PlaywrightTimeout:
             page.keyboard.press("Escape")  # a menu left open over a redrawn panel
-        page.wait_for_timeout(1000)
+        if _eventually(lambda: chosen.count() > 0, timeout=settle):
+            return
+    raise AssertionError(f"the dropdown never showed an entry matching {option.pattern!r} after {tries} picks")
 
 
 def _choose_run(page, current: str, new: str) -> None:
@@ -303,8 +316,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             a, b = sorted([raters[i], raters[j]])
             expected = rater_pair_scores(filtered, "ot", a, b)[:DRILL_LIMIT]
             x, y = _cell_center(page, "αOT per rater pair", i, j, len(raters))  # row i (from the top), column j
-            page.mouse.click(x, y)
-            assert _wait_count(page, len(expected)) == len(expected)
+            assert _click_until_count(page, lambda: page.mouse.click(x, y), len(expected)) == len(expected)
             page.get_by_text(f"where {a} and {b} agree least").first.wait_for(timeout=30_000)
             page.wait_for_timeout(4000)  # the filter is still there after the App's view change
             assert _count(page) == len(expected)
@@ -316,8 +328,8 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             bars = page.locator(".js-plotly-plot").filter(
                 has=page.locator(".gtitle", has_text="Per-sample OT score")).first.locator("g.trace.bars g.point path")
             assert _eventually(lambda: bars.count() == len(hist["counts"])), (bars.count(), hist["counts"])
-            bars.nth(tallest).click(force=True)
-            assert _wait_count(page, hist["counts"][tallest]) == hist["counts"][tallest]
+            n_bar = hist["counts"][tallest]
+            assert _click_until_count(page, lambda: bars.nth(tallest).click(force=True), n_bar) == n_bar
 
             # 4. a KaLOS run: vitality, class difficulty, alpha versus tau, all titled
             _choose_run(page, "ot", "kalos")
@@ -341,8 +353,8 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             # 6. undoing the drill-down leaves exactly the user's filter, kept through every action above
             page.get_by_text("Undo the panel's drill-down").click()
             assert _wait_count(page, n_filtered) == n_filtered
-            page.wait_for_timeout(3000)
-            assert _count(page) == n_filtered
+            page.wait_for_timeout(3000)  # the App may reload the page once more (dropping the filter a moment):
+            assert _wait_count(page, n_filtered, timeout=15) == n_filtered  # the filter must come back
 
             # 7. the sample view: the panel explains each label of the open sample
             page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first.click()

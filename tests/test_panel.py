@@ -173,6 +173,28 @@ def test_a_view_change_writes_data_only_and_follows_the_view(scored):
     assert "no samples" in data["view_error"]
 
 
+def test_an_event_with_an_older_run_in_its_state_does_not_write_the_run_back(fo, scored):
+    """The App sends events with an older copy of the panel state; writing the panel's run over it reloaded
+    the page, the run dropdown redrawn from the older state reported the older run, and the panel flipped
+    between the two runs (seen in Chromium). The panel keeps showing its run and writes no run key."""
+    import fiftyone.operators as foo
+
+    foo.execute_operator("@iaa/agreement/compute_kalos",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "b", "c"], key="kal_old")))
+    state, _, _ = _panel(scored, "on_load", panel_id="stale-state")
+    state, data, _ = _panel(scored, "on_change_run", state, value="ot", panel_id="stale-state")
+    older = {**state, "run_key": "kal_old"}  # the copy the App still had when it sent the event
+    low = scored.match(fo_field("ot_ot") < 0.9)
+    _, data, requests = _panel(scored, "on_change_view", older, view=low, panel_id="stale-state")
+    assert not [p for uri, p in requests if uri == "patch_panel_state" and "run_key" in p["state"]]
+    assert "OT" in data["summary_md"] and "KαLOS" not in data["summary_md"]  # still the run the user chose
+    # a user's choice is still a choice, also straight back to the run just left
+    state, data, _ = _panel(scored, "on_change_run", state, value="kal_old", panel_id="stale-state")
+    assert state["run_key"] == "kal_old" and "KαLOS" in data["summary_md"]
+    state, data, _ = _panel(scored, "on_change_run", state, value="ot", panel_id="stale-state")
+    assert state["run_key"] == "ot" and "KαLOS" not in data["summary_md"]
+
+
 def fo_field(name):
     from fiftyone import ViewField as F
 
