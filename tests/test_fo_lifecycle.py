@@ -127,3 +127,34 @@ def test_concurrent_runs_keep_every_declaration_and_delete_cleanly(fo):
             assert _leftovers(ds, f"k{i}") == []
     finally:
         ds.delete()
+
+
+def test_schema_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(fo, monkeypatch):
+    import threading
+
+    from agreement.fo import locking
+
+    ds = fo.Dataset()
+    reloads = []
+    monkeypatch.setattr(type(ds), "reload", lambda self: reloads.append(1))
+    order = []
+    try:
+        with locking.schema_lock(ds):
+            with locking.schema_lock(ds):  # held by this thread: no wait, no second reload
+                order.append("inner")
+            assert reloads == [1]
+
+            def other():
+                with locking.schema_lock(ds, timeout=30):
+                    order.append("other")
+
+            t = threading.Thread(target=other)
+            t.start()
+            t.join(0.3)
+            assert t.is_alive(), "another thread took the lock while this one held it"
+            order.append("outer done")
+        t.join(30)
+        assert order == ["inner", "outer done", "other"]
+        assert reloads == [1, 1]
+    finally:
+        ds.delete()

@@ -33,6 +33,7 @@ from agreement.fo import runs
 from agreement.fo.reading import ReadResult, join_reads, plan_corpus, read_annotations
 from agreement.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
+from agreement.fo.locking import schema_lock
 from agreement.fo.writing import declare_label_field, label_field_value
 
 __all__ = ["MethodSpec", "MethodOutput", "StreamContext", "ShardJob", "ShardResult", "process_shard", "run_method",
@@ -481,9 +482,12 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
     report(lo + 0.3 / n, f"{where}computing" if where else "computing")
     with spec.context(job.params):
         out = spec.kernel(read, job.params, extra)
-    run_plan = job.run_plan if job.run_plan is not None else register()
     report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
-    _write(samples, run_plan, read, spec, out, writer)
+    if job.run_plan is not None:
+        _write(samples, job.run_plan, read, spec, out, writer)
+    else:  # registered and its schema declared under one lock (one reload of the dataset document)
+        with schema_lock(runs._dataset(samples)):
+            _write(samples, register(), read, spec, out, writer)
     return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None)
 
 
@@ -575,10 +579,11 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         if registered:
             runs.discard_incomplete_run(samples, key)
         raise
-    runs._dataset(samples).reload()  # the writer thread wrote without reloading
     summary = {**summary, **repairs.counts()}
     detail = {"raters": list(plan.raters), **detail, "repairs": repairs.as_dict(),
               "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
+    # register_run reloads the dataset and its samples under the schema lock: the writer thread wrote
+    # without reloading, so no other reload is needed
     runs.register_run(samples, registered[0], params, record, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return clean_summary(summary)

@@ -11,11 +11,15 @@ other machines) serialise their changes and never lose one.
 
 The lock is a document ``{_id: "<dataset id>", owner, expires}`` in the
 collection ``iaa_locks``; a holder that dies leaves it to expire after
-``lease`` seconds.
+``lease`` seconds. It is re-entrant within a thread: a step that takes it
+while its caller holds it (registering a run, then declaring its schema)
+neither waits nor reloads the document again (nobody else can have changed
+it), so a caller may group several changes under one reload.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -32,6 +36,9 @@ class LockTimeout(RuntimeError):
     """The dataset's schema lock could not be taken in time."""
 
 
+_held = threading.local()  # ids of the datasets whose lock this thread holds
+
+
 def _collection():
     import fiftyone.core.odm as foo
 
@@ -40,7 +47,8 @@ def _collection():
 
 @contextmanager
 def schema_lock(dataset, timeout: float = 120.0, lease: float = 60.0):
-    """Holds the dataset's schema lock; reloads the dataset document once it is held.
+    """Holds the dataset's schema lock; reloads the dataset document once it is held (re-entrant in a
+    thread: held already, it neither waits nor reloads).
 
     Args:
         dataset: a FiftyOne dataset.
@@ -49,6 +57,10 @@ def schema_lock(dataset, timeout: float = 120.0, lease: float = 60.0):
     """
     coll = _collection()
     key = str(dataset._doc.id)
+    held = _held.__dict__.setdefault("keys", set())
+    if key in held:  # taken by a caller of this thread: its reload is current
+        yield
+        return
     owner = uuid.uuid4().hex
     deadline = time.monotonic() + timeout
     delay = 0.005
@@ -70,8 +82,10 @@ def schema_lock(dataset, timeout: float = 120.0, lease: float = 60.0):
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+    held.add(key)
     try:
         dataset.reload()
         yield
     finally:
+        held.discard(key)
         coll.update_one({"_id": key, "owner": owner}, {"$set": {"owner": None, "expires": None}})
