@@ -56,11 +56,13 @@ from agreement.data import class_codes
 from agreement.geometry.boxes import pairwise_iou
 from agreement.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.ot import (
+    OTSampleScores,
     _chunks_of,
     _entries,
     _PairCosts,
     assigned_pair_cells,
     max_weight_matchings,
+    sample_ot_scores,
 )
 from agreement.rater_pairs import RaterPairTable
 
@@ -72,6 +74,7 @@ __all__ = [
     "threshold_match",
     "f1_at_iou",
     "threshold_baselines",
+    "ot_scores_and_threshold_baselines",
 ]
 
 NO_OBJECT = "no_object"
@@ -341,11 +344,58 @@ def threshold_baselines(
     t = _check_threshold(iou_threshold)
     _boxes(data.boxes, "boxes")
     codes, cats = class_codes(data)
-    no_obj = len(cats)
     pc = _PairCosts(data.boxes, data.labels, 1.0)
-    s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    f1_hits, alpha_hits = _threshold_matchings(pc, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware,
-                                               max_block)
+    cells = assigned_pair_cells(data)
+    _, _, _, _, a0, na, b0, nb = cells
+    matcher = _ThresholdMatcher(codes, t, class_aware, alpha_class_aware)
+    for problems in _chunks_of(na * nb, max_block):
+        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+        if len(ia):
+            matcher.add(ta, ia, jb, an, bn, int(nb[problems].sum()), pc.iou(ia, jb))
+    return _baselines_of(data, codes, cats, cells, matcher)
+
+
+def ot_scores_and_threshold_baselines(
+    data,
+    lam: float = 0.5,
+    beta: float = 0.5,
+    normalization: str = "paper",
+    iou_threshold: float = 0.5,
+    class_aware: bool = True,
+    alpha_class_aware: bool = False,
+    max_block: int = 1 << 17,
+) -> tuple[OTSampleScores, ThresholdBaselines]:
+    """:func:`agreement.ot.sample_ot_scores` and :func:`threshold_baselines` of ``data`` in one pass.
+
+    Both measures look at the same box pairs: those of every (sample,
+    assigned rater pair) triple. Here they are enumerated once, and the IoU
+    of each pair comes out of the GIoU computation of the OT cost (the same
+    operations as :meth:`agreement.ot._PairCosts.iou`), so the two results are
+    exactly those of the two functions called apart, for about a third less
+    work than the two passes (the OT agreement run computes both).
+
+    Args and ranges: as the two functions.
+
+    Returns:
+        ``(OTSampleScores, ThresholdBaselines)``.
+    """
+    t = _check_threshold(iou_threshold)
+    _boxes(data.boxes, "boxes")
+    codes, cats = class_codes(data)
+    matcher = _ThresholdMatcher(codes, t, class_aware, alpha_class_aware)
+    scores = sample_ot_scores(data, lam, beta, normalization, max_block, on_block=matcher.add)
+    R, off = data.num_raters, data.offsets
+    s, a, b = scores.pair_sample, scores.pair_rater_a, scores.pair_rater_b
+    cells = (s, a, b, scores.pair_table_row, off[s * R + a], scores.pair_n_a, off[s * R + b], scores.pair_n_b)
+    return scores, _baselines_of(data, codes, cats, cells, matcher)
+
+
+def _baselines_of(data, codes, cats, cells, matcher: "_ThresholdMatcher") -> ThresholdBaselines:
+    """The baselines from the matchings of every (sample, rater pair) triple ``cells``
+    (:func:`agreement.ot.assigned_pair_cells`)."""
+    s, a, b, pid, a0, na, b0, nb = cells
+    no_obj = len(cats)
+    f1_hits, alpha_hits = matcher.hits()
     P = len(s)
     tp = np.bincount(f1_hits[0], minlength=P).astype(np.intp)
     iou_sum = np.bincount(f1_hits[0], f1_hits[3], minlength=P)
@@ -367,8 +417,8 @@ def threshold_baselines(
         pair_n_matched=tp, pair_n_a=na, pair_n_b=nb, pair_table_row=pid,
         f1_micro=f1_micro, f1_macro=f1_macro, mean_iou=mean_iou,
         alpha=units.alpha(), pairs=table, unit_pair=u_pair, unit_values=u_vals,
-        categories=tuple(cats) + (NO_OBJECT,), iou_threshold=t, class_aware=class_aware,
-        alpha_class_aware=alpha_class_aware, matched_iou=f1_hits[3], units=units,
+        categories=tuple(cats) + (NO_OBJECT,), iou_threshold=matcher.t, class_aware=matcher.class_aware,
+        alpha_class_aware=matcher.alpha_class_aware, matched_iou=f1_hits[3], units=units,
     )
 
 
@@ -448,28 +498,33 @@ class UnitCounts:
         return alpha_from_coincidence((self.pooled + self.pooled.T).astype(np.float64), int(self.units.sum()))
 
 
-def _threshold_matchings(pc: _PairCosts, codes, a0, na, b0, nb, t, class_aware, alpha_class_aware, max_block):
-    """Matched pairs ``(set pair, A row, B row, IoU)`` of the F1 matching and of the alpha
-    matching, for every set pair, solved in vectorised blocks."""
-    out: dict[bool, list] = {class_aware: [], alpha_class_aware: []}
-    for problems in _chunks_of(na * nb, max_block):
-        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
-        if len(ia) == 0:
-            continue
-        iou = pc.iou(ia, jb)
-        geo = iou >= t
-        for aware in out:
-            el = np.flatnonzero(geo & (codes[ia] == codes[jb]) if aware else geo)
-            hit = el[max_weight_matchings(an[el], bn[el], iou[el], len(ta), int(nb[problems].sum()),
-                                          cardinality_first=True)]
-            out[aware].append((ta[an[hit]], ia[hit], jb[hit], iou[hit]))
+class _ThresholdMatcher:
+    """The threshold matchings of set pairs, block by block of their box pairs (:meth:`add`): for
+    the F1 matching (``class_aware``) and the alpha matching (``alpha_class_aware``), the matched pairs
+    ``(set pair, A row, B row, IoU)`` (:meth:`hits`). Pairs need ``IoU >= t``; each set pair is matched
+    for the most pairs, then the highest total IoU (:func:`agreement.ot.max_weight_matchings`)."""
 
-    def cat(parts):
-        if not parts:
-            return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
-        return tuple(np.concatenate([p[q] for p in parts]) for q in range(4))
+    def __init__(self, codes: np.ndarray, t: float, class_aware: bool, alpha_class_aware: bool):
+        self.codes, self.t = codes, t
+        self.class_aware, self.alpha_class_aware = class_aware, alpha_class_aware
+        self._out: dict[bool, list] = {class_aware: [], alpha_class_aware: []}
 
-    return cat(out[class_aware]), cat(out[alpha_class_aware])
+    def add(self, ta, ia, jb, an, bn, n_b: int, iou) -> None:
+        """A block of box pairs (:func:`agreement.ot._entries`, ``n_b`` its B nodes) and their IoU."""
+        geo = iou >= self.t
+        for aware, parts in self._out.items():
+            el = np.flatnonzero(geo & (self.codes[ia] == self.codes[jb]) if aware else geo)
+            hit = el[max_weight_matchings(an[el], bn[el], iou[el], len(ta), n_b, cardinality_first=True)]
+            parts.append((ta[an[hit]], ia[hit], jb[hit], iou[hit]))
+
+    def hits(self) -> tuple[tuple, tuple]:
+        """The matched pairs of the F1 matching and of the alpha matching, in block order."""
+        def cat(parts):
+            if not parts:
+                return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+            return tuple(np.concatenate([p[q] for p in parts]) for q in range(4))
+
+        return cat(self._out[self.class_aware]), cat(self._out[self.alpha_class_aware])
 
 
 def _sample_means(data, s, pair_f1, pair_iou):

@@ -66,7 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -563,8 +563,9 @@ class _PairCosts:
         self.codes = _label_codes(labels)
         self.lam = float(lam)
 
-    def giou(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """GIoU of the box pairs ``(i[k], j[k])``, in ``[-1, 1]``."""
+    def giou(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
+        """GIoU of the box pairs ``(i[k], j[k])``, in ``[-1, 1]``; with ``iou_out``, their IoU is stored
+        there too (the same operations as :meth:`iou`, so bit-identical to it)."""
         x1, y1, x2, y2, area = self.x1, self.y1, self.x2, self.y2, self.area
         xa2, xb2, xa1, xb1 = x2[i], x2[j], x1[i], x1[j]
         o = np.minimum(xa2, xb2)
@@ -587,6 +588,8 @@ class _PairCosts:
             v[zero] = 1.0
             u[zero] = 1.0
         np.divide(o, v, out=o)
+        if iou_out is not None:
+            iou_out[:] = o
         np.divide(v, u, out=v)
         np.minimum(v, 1.0, out=v)
         np.subtract(1.0, v, out=v)
@@ -595,6 +598,8 @@ class _PairCosts:
             z = np.flatnonzero(zero)
             same = (xa1[z] == xb1[z]) & (ya1[z] == yb1[z]) & (xa2[z] == xb2[z]) & (ya2[z] == yb2[z])
             o[z] = np.where(same, 1.0, -1.0)
+            if iou_out is not None:
+                iou_out[z] = same.astype(np.float64)
         return o
 
     def iou(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -622,22 +627,24 @@ class _PairCosts:
                 out[lo + zero] = same.astype(np.float64)
         return out
 
-    def geometric(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """The localisation term ``lam (1 - GIoU) / 2`` of the pair cost, in ``[0, lam]``."""
-        g = self.giou(i, j)
+    def geometric(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
+        """The localisation term ``lam (1 - GIoU) / 2`` of the pair cost, in ``[0, lam]`` (``iou_out``: as
+        :meth:`giou`)."""
+        g = self.giou(i, j, iou_out)
         np.subtract(1.0, g, out=g)
         g *= 0.5 * self.lam
         return g
 
-    def cost(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """``c = lam (1 - GIoU) / 2 + (1 - lam) [label_i != label_j]`` of the pairs, in ``[0, 1]``.
+    def cost(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
+        """``c = lam (1 - GIoU) / 2 + (1 - lam) [label_i != label_j]`` of the pairs, in ``[0, 1]``; with
+        ``iou_out`` (length ``len(i)``), the pairs' IoU is stored there as :meth:`iou` computes it.
 
         Computed in blocks of ``_COST_BLOCK`` pairs, whose temporaries stay in
         the CPU cache (several times faster than whole-array operations)."""
         out = np.empty(len(i))
         for lo in range(0, len(i), _COST_BLOCK):
             ib, jb = i[lo:lo + _COST_BLOCK], j[lo:lo + _COST_BLOCK]
-            c = self.geometric(ib, jb)
+            c = self.geometric(ib, jb, None if iou_out is None else iou_out[lo:lo + _COST_BLOCK])
             if self.lam < 1.0:
                 c += (1.0 - self.lam) * (self.codes[ib] != self.codes[jb])
             np.clip(c, 0.0, 1.0, out=out[lo:lo + _COST_BLOCK])
@@ -692,8 +699,14 @@ class _Solved:
     nearest_cost: np.ndarray | None = None
 
 
+#: ``on_block(ta, ia, jb, an, bn, n_b, iou)``: a block of box pairs of :func:`_solve_set_pairs` (as
+#: :func:`_entries` gives them, ``n_b`` the block's B nodes) with the IoU of each pair.
+BlockHook = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray], None]
+
+
 def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization: str,
-                     max_block: int = 1 << 17, n_rows: int | None = None) -> _Solved:
+                     max_block: int = 1 << 17, n_rows: int | None = None,
+                     on_block: BlockHook | None = None) -> _Solved:
     """Exact OT cost of many set pairs (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
 
     The pair costs of every box pair are computed in vectorised blocks of
@@ -704,7 +717,9 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     as in :func:`ot_from_cost_matrix`. With ``n_rows`` (detail mode) the
     matched pairs and each box's nearest counterpart over all its set pairs
     (lowest ``c_ij``; ties: the box it was matched to, then the lowest row)
-    are returned too.
+    are returned too. ``on_block`` is given every block's box pairs with their
+    IoU, so that a measure of the same box pairs (the threshold baselines)
+    needs no enumeration or geometry of its own.
     """
     a0, na, b0, nb = (np.asarray(x, dtype=np.intp) for x in (a0, na, b0, nb))
     P = len(a0)
@@ -721,7 +736,7 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     # ``1 - lam`` (its localisation term is >= 0, in floating point too), so when that is not below the
     # threshold such pairs are dropped before their costs are computed (the same eligible edges, in the
     # same order: the same matchings and costs, bit for bit).
-    same_label_only = not detail and pc.lam < 1.0 and (1.0 - pc.lam) >= thr
+    same_label_only = not detail and on_block is None and pc.lam < 1.0 and (1.0 - pc.lam) >= thr
     for problems in _chunks_of(na * nb, max_block):
         ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
         if same_label_only:
@@ -729,7 +744,12 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
             ia, jb, an, bn = ia[keep], jb[keep], an[keep], bn[keep]
         if len(ia) == 0:
             continue
-        c = pc.cost(ia, jb)
+        if on_block is None:
+            c = pc.cost(ia, jb)
+        else:
+            iou = np.empty(len(ia))
+            c = pc.cost(ia, jb, iou)
+            on_block(ta, ia, jb, an, bn, int(nb[problems].sum()), iou)
         el = np.flatnonzero(c < thr)
         hit = el[max_weight_matchings(an[el], bn[el], w * (thr - c[el]), len(ta), int(nb[problems].sum()))]
         t = ta[an[hit]]
@@ -991,7 +1011,7 @@ def _sample_reasons(data) -> list[str]:
 
 
 def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
-                     max_block: int = 1 << 17) -> OTSampleScores:
+                     max_block: int = 1 << 17, on_block: BlockHook | None = None) -> OTSampleScores:
     """OT agreement per sample over every pair of raters assigned to it.
 
     For each sample and each pair of raters ``a < b`` both assigned to it
@@ -1011,6 +1031,9 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
         normalization: ``"paper"`` or ``"oc_cost"``.
         max_block: box pairs per vectorised block (a memory cap, except for a
             single set pair with more box pairs).
+        on_block: called with every block of box pairs and their IoU
+            (:data:`BlockHook`), for a measure that shares this pass
+            (:func:`agreement.baselines.ot_scores_and_threshold_baselines`).
 
     Returns:
         :class:`OTSampleScores` (per sample, per rater pair, per box, and the
@@ -1023,7 +1046,8 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     pc = _PairCosts(data.boxes, data.labels, lam)
     S, Nrows = data.num_samples, len(data)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, n_rows=Nrows)
+    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, n_rows=Nrows,
+                              on_block=on_block)
     pair_cost = solved.cost
     pair_score = 1.0 - pair_cost
     n_pairs = np.bincount(s, minlength=S).astype(np.intp)

@@ -212,3 +212,55 @@ def test_corpus_pairs_equal_the_single_pair_functions():
     assert set(zip(res.pairs.a.tolist(), res.pairs.b.tolist())) == met
     for rec in res.pairs.to_records():
         assert (rec["threshold_alpha"] is None) == ("threshold_alpha_reason" in rec)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), grid=st.booleans(), max_block=st.sampled_from([1, 7, 1 << 17]))
+def test_one_pass_of_ot_and_baselines_equals_the_two_passes(seed, grid, max_block):
+    """The OT run's shared pass gives exactly (bit for bit) the OT scores and the baselines of the
+    two functions called apart, degenerate boxes (zero area, identical, touching) included."""
+    import dataclasses
+
+    from agreement.baselines import ot_scores_and_threshold_baselines
+    from agreement.ot import sample_ot_scores
+
+    rng = np.random.default_rng(seed)
+    raters = [f"r{k}" for k in range(5)]
+    sets = []
+    for s in range(12):
+        mapping = {}
+        for r in raters:
+            if rng.random() < 0.7:
+                n = int(rng.integers(0, 6))
+                if grid:  # coarse coordinates: exact ties, zero-area and identical boxes
+                    bx = rng.integers(0, 4, (n, 4)) / 4.0
+                else:
+                    bx = np.hstack([rng.uniform(0, 0.7, (n, 2)), rng.uniform(0, 0.3, (n, 2))])
+                mapping[r] = _set(bx, list(rng.choice(["x", "y", "z"], n)), f"{s}{r}")
+        sets.append(mapping)
+    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(12)], raters, sets)
+    kw = dict(lam=0.6, beta=0.45, normalization="paper")
+    scores, base = ot_scores_and_threshold_baselines(data, iou_threshold=0.5, max_block=max_block, **kw)
+    ref_scores = sample_ot_scores(data, max_block=max_block, **kw)
+    ref_base = threshold_baselines(data, 0.5, max_block=max_block)
+
+    def same(x, y, where):
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, where
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), where
+        elif dataclasses.is_dataclass(x):
+            for f in dataclasses.fields(x):
+                same(getattr(x, f.name), getattr(y, f.name), f"{where}.{f.name}")
+        elif isinstance(x, float) and np.isnan(x):
+            assert np.isnan(y), where
+        elif hasattr(x, "values") and hasattr(x, "reasons"):  # a RaterPairTable
+            assert x.to_records() == y.to_records(), where
+        elif isinstance(x, dict):
+            assert x.keys() == y.keys(), where
+            for k in x:
+                same(x[k], y[k], f"{where}[{k}]")
+        else:
+            assert x == y, where
+
+    same(scores, ref_scores, "scores")
+    same(base, ref_base, "baselines")

@@ -146,6 +146,20 @@ def test_a_run_without_shard_size_streams_the_view_in_four_shards(fo, sparse_cro
     assert load_agreement_results(sparse_crowd, "geo")["detail"]["shards"]["n_shards"] == 1
 
 
+def test_a_streamed_run_reloads_the_dataset_document_twice_whatever_its_shards(fo, sparse_crowd, monkeypatch):
+    """Once to register the run and declare its schema (the first shard), once to complete it: a reload
+    of the dataset document costs ~0.02-0.04 s on a crowd dataset, so it is never done per shard."""
+    import fiftyone.core.dataset as fod
+
+    from agreement.fo.kalos import compute_kalos
+
+    reloads = []
+    reload = fod.Dataset.reload
+    monkeypatch.setattr(fod.Dataset, "reload", lambda self: (reloads.append(1), reload(self))[1])
+    compute_kalos(sparse_crowd, "reloads", field="ground_truth", shard_size=10)
+    assert len(reloads) == 2
+
+
 def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crowd, monkeypatch):
     import agreement.fo.kalos as fo_kalos
     from agreement.fo.runs import list_agreement_runs

@@ -557,6 +557,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
                 results = []
                 jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
                 for job in jobs:
+                    job.run_plan = registered[0] if registered else None  # the first shard registers
                     results.append(process_shard(samples, job, spec, report, register, writer))
             stats, repairs = [r.stats for r in results], RepairReport()
             for r in results:

@@ -68,10 +68,10 @@ from dataclasses import dataclass
 
 from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.arrays import mean_of_defined
-from agreement.baselines import UnitCounts, pooled_scores, threshold_baselines
+from agreement.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
 from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
 from agreement.fo.reading import read_assignment
-from agreement.ot import check_ot_params, sample_ot_scores
+from agreement.ot import check_ot_params
 from agreement.rater_pairs import RaterPairTable
 
 __all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC"]
@@ -210,8 +210,8 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     corpus = read.annotations
     chance, lo = extra["state"], extra["sample_offset"]
     R = corpus.num_raters
-    scores = sample_ot_scores(corpus, **_ot_kw(params))
-    base = threshold_baselines(corpus, iou_threshold=params["iou_threshold"])
+    scores, base = ot_scores_and_threshold_baselines(corpus, iou_threshold=params["iou_threshold"],
+                                                     **_ot_kw(params))
     undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons) if r}
     shard = _Shard(
         pair_sample=(np.asarray(scores.pair_sample, dtype=np.int64) + lo),
