@@ -17,7 +17,8 @@ rater pair) (both corpora have 2,000 × 45 such pairs), and the ratio
 crowd / few. Targets: within 1.5× per (sample, rater pair); OT no slower
 than KαLOS on the crowd. A bare ``values()`` read of the same fields is the
 baseline of each run. ``--repeat N`` prints the median of N runs of each
-operator (the machine is shared and single runs vary by ±20 %);
+operator on each corpus, the runs interleaved (the machine is shared:
+single runs vary by ±20 %, and slow spells last minutes);
 ``--operators`` times a subset.
 
 Run with ``make bench`` (a private, temporary FiftyOne database) or
@@ -81,33 +82,38 @@ def bare_read(ds) -> float:
     return time.perf_counter() - t
 
 
-def run_operators(ds, operators: list[tuple[str, dict]], repeat: int) -> dict[str, float]:
-    """Median seconds of ``repeat`` end-to-end runs of each operator.
+def run_operators(datasets: dict, operators: list[tuple[str, dict]], repeat: int) -> dict[str, dict[str, float]]:
+    """Median seconds of ``repeat`` end-to-end runs of each operator on each dataset.
 
-    Each run is deleted after it is timed (untimed), so that every run reads and
-    rewrites the same documents: a run left in place would add its label
+    The runs are interleaved (each round runs every operator on every
+    dataset in turn), so that a slow spell of this shared machine touches
+    every figure alike instead of one dataset's (the ratios are the point).
+    Each run is deleted after it is timed (untimed), so that every run reads
+    and rewrites the same documents: a run left in place would add its label
     attributes to every document that the runs after it read and rewrite.
     """
     import fiftyone.operators as foo
 
     from agreement.fo.runs import delete_agreement_run, list_agreement_runs
 
-    out = {}
+    times = {label: {name: [] for name, _ in operators} for label in datasets}
     foo.get_operator(f"@iaa/agreement/{operators[0][0]}")  # imports the plugin once, outside the timings
-    for name, extra in operators:
-        times = []
-        for i in range(repeat):
-            params = {"field": "ground_truth", "rater_attr": "annotator",
-                      "key": f"k{i}_{name.split('_', 1)[1][:8]}", **extra}
-            t = time.perf_counter()
-            foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params))
-            times.append(time.perf_counter() - t)
-            ds.reload()
-            if params["key"] in list_agreement_runs(ds):  # calibration registers no run
-                delete_agreement_run(ds, params["key"])
-        out[name] = float(np.median(times))
-        print(f"    {name}: {out[name]:.1f} s" + (f" (median of {', '.join(f'{x:.1f}' for x in times)})"
-                                                   if repeat > 1 else ""), flush=True)
+    for i in range(repeat):
+        for name, extra in operators:
+            for label, ds in datasets.items():
+                params = {"field": "ground_truth", "rater_attr": "annotator",
+                          "key": f"k{i}_{name.split('_', 1)[1][:8]}", **extra}
+                t = time.perf_counter()
+                foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params))
+                times[label][name].append(time.perf_counter() - t)
+                ds.reload()
+                if params["key"] in list_agreement_runs(ds):  # calibration registers no run
+                    delete_agreement_run(ds, params["key"])
+    out = {label: {name: float(np.median(ts)) for name, ts in per.items()} for label, per in times.items()}
+    for label, per in times.items():
+        for name, ts in per.items():
+            print(f"    {label} {name}: {out[label][name]:.2f} s" +
+                  (f" (median of {', '.join(f'{x:.2f}' for x in ts)})" if repeat > 1 else ""), flush=True)
     return out
 
 
@@ -127,16 +133,20 @@ def main(argv=None) -> None:
     operators = [(n, extra) for n, extra in OPERATORS if n in args.operators]
     k = args.per_sample
     pairs = args.samples * k * (k - 1) // 2
-    results = {}
+    datasets = {}
     for label, R in (("few", k), ("crowd", args.crowd)):
         corpus, _ = crowd_corpus(args.samples, R, k, seed=0)
         print(f"{label}: {corpus.num_samples} samples, {R} raters, {k} assigned per sample, {len(corpus)} boxes",
               flush=True)
         t = time.perf_counter()
-        ds = load(corpus, f"iaa-bench-crowd-{label}", tuple(args.image_size))
-        print(f"    loaded in {time.perf_counter() - t:.1f} s; bare values() read {bare_read(ds):.2f} s", flush=True)
-        results[label] = run_operators(ds, operators, args.repeat)
-        ds.delete()
+        datasets[label] = load(corpus, f"iaa-bench-crowd-{label}", tuple(args.image_size))
+        print(f"    loaded in {time.perf_counter() - t:.1f} s; bare values() read {bare_read(datasets[label]):.2f} s",
+              flush=True)
+    try:
+        results = run_operators(datasets, operators, args.repeat)
+    finally:
+        for ds in datasets.values():
+            ds.delete()
     print(f"\nEnd to end per (sample, assigned rater pair): {pairs} such pairs in each corpus")
     print(f"{'operator':<28} {'few (s)':>9} {'crowd (s)':>10} {'µs/pair few':>12} {'µs/pair crowd':>14} {'ratio':>7}")
     for name, _ in operators:
