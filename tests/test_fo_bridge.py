@@ -220,6 +220,21 @@ def test_an_undeclared_label_attribute_with_a_run_name_is_found_in_the_documents
                      scan_documents=False, check_only=True)  # the second call of a computation skips the scan
     runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r3"], ["cost", "reason"], check_only=True)
     assert coll.find_one({"_id": ObjectId(sid)})["r2"]["detections"][1]["und_reason"] == "mine"
+    # in the background (as a streamed run scans while it reads its first shard): the same refusal, at the
+    # check before the first write
+    check = runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r2", "r3"], ["reason"],
+                             check_only=True, scan_in_background=True)
+    with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
+        check.check_documents()
+    # through a computation: refused, nothing written, the user's value kept
+    from agreement.fo.ot_agreement import compute_ot_agreement
+
+    with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
+        compute_ot_agreement(per_rater_ds, "und", fields=["r1", "r2", "r3"])
+    assert "und" not in runs.list_agreement_runs(per_rater_ds)
+    assert not [f for f in per_rater_ds.get_field_schema(flat=True) if "und_" in f]
+    assert coll.find_one({"und_ot": {"$exists": True}}) is None
+    assert coll.find_one({"_id": ObjectId(sid)})["r2"]["detections"][1]["und_reason"] == "mine"
 
 
 def test_run_on_a_view_writes_only_its_samples(per_rater_ds):

@@ -526,8 +526,10 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         shard_size = DEFAULT_SHARD_SIZE  # one shard for a small view: its re-reads are served from memory
     shard_size = check_shard_size(shard_size, len(ids))
     plan = plan_corpus(samples, **_plan_layout(layout))
-    runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
-                     overwrite=overwrite, check_only=True)
+    # the key and the declarations are checked now; the documents are scanned for stray label attributes
+    # of the run's names while the run plans and reads its first shard, and waited for before its first write
+    check = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
+                             spec.label_suffixes, overwrite=overwrite, check_only=True, scan_in_background=True)
     context = StreamContext(ids)
     if spec.prepare is not None:
         report(0.02, "planning")
@@ -539,6 +541,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
 
     def register():
         if not registered:
+            check.check_documents()
             registered.append(runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
                                                spec.label_suffixes, overwrite=overwrite, scan_documents=False))
         return registered[0]
