@@ -62,6 +62,7 @@ from agreement.ot import (
     _PairCosts,
     assigned_pair_cells,
     max_weight_matchings,
+    pair_set_rows,
     sample_ot_scores,
 )
 from agreement.rater_pairs import RaterPairTable
@@ -384,9 +385,8 @@ def ot_scores_and_threshold_baselines(
     codes, cats = class_codes(data)
     matcher = _ThresholdMatcher(codes, t, class_aware, alpha_class_aware)
     scores = sample_ot_scores(data, lam, beta, normalization, max_block, on_block=matcher.add)
-    R, off = data.num_raters, data.offsets
     s, a, b = scores.pair_sample, scores.pair_rater_a, scores.pair_rater_b
-    cells = (s, a, b, scores.pair_table_row, off[s * R + a], scores.pair_n_a, off[s * R + b], scores.pair_n_b)
+    cells = (s, a, b, scores.pair_table_row, *pair_set_rows(data, s, a, b))
     return scores, _baselines_of(data, codes, cats, cells, matcher)
 
 

@@ -84,6 +84,7 @@ __all__ = [
     "OTMatching",
     "OTSampleScores",
     "assigned_pair_cells",
+    "pair_set_rows",
     "check_ot_params",
     "max_weight_matchings",
     "pair_cost_matrix",
@@ -995,10 +996,15 @@ def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
     the number of triples (:func:`agreement.rater_pairs.shared_sample_pairs`).
     """
     s, a, b, pid = shared_sample_pairs(data.assigned)
-    R = data.num_raters
-    off = data.offsets
-    ca, cb = s * R + a, s * R + b
-    return s, a, b, pid, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
+    return (s, a, b, pid, *pair_set_rows(data, s, a, b))
+
+
+def pair_set_rows(data, sample: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The row ranges of rater ``a[k]``'s and rater ``b[k]``'s sets on sample ``sample[k]``:
+    ``(a0, na, b0, nb)``, the rows ``a0[k] + [0, na[k])`` and ``b0[k] + [0, nb[k])``."""
+    R, off = data.num_raters, data.offsets
+    ca, cb = sample * R + a, sample * R + b
+    return off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
 
 
 def _sample_reasons(data) -> list[str]:

@@ -226,6 +226,9 @@ def test_an_undeclared_label_attribute_with_a_run_name_is_found_in_the_documents
                              check_only=True, scan_in_background=True)
     with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
         check.check_documents()
+    with pytest.raises(ValueError, match="scan_in_background needs check_only=True"):
+        runs.prepare_run(per_rater_ds, "und2", "iaa.test", ["score"], ["r1"], ["reason"], scan_in_background=True)
+    assert "und2" not in runs.list_agreement_runs(per_rater_ds)
     # through a computation: refused, nothing written, the user's value kept
     from agreement.fo.ot_agreement import compute_ot_agreement
 

@@ -163,18 +163,11 @@ def _existing_label_attr(dataset, label_field: str, attr: str) -> bool:
     return _first_existing_label_attr(dataset, [(label_field, attr)]) is not None
 
 
-def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]],
-                               scan_documents: bool = True) -> tuple[str, str] | None:
-    """The first ``(label_field, attr)`` declared in the schema or stored on some label, else ``None``.
-
-    Declarations are checked first; with ``scan_documents`` the undeclared
-    attributes are then looked for in the documents with a single query that
-    stops at the first hit.
-    """
+def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    """The first ``(label_field, attr)`` declared in the schema or stored on some label, else ``None``
+    (declarations first, then one query over the documents that stops at the first hit)."""
     declared, paths = _declared_label_attr(dataset, label_attrs)
-    if declared is not None or not scan_documents:
-        return declared
-    return _stored_label_attr(dataset._sample_collection, paths)
+    return declared if declared is not None else _stored_label_attr(dataset._sample_collection, paths)
 
 
 def _declared_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[tuple | None, dict]:
@@ -283,6 +276,8 @@ def prepare_run(
             the run would write already exists and is not owned by it.
     """
     validate_key(key)
+    if scan_in_background and not check_only:
+        raise ValueError("scan_in_background needs check_only=True: a run registered here must be checked first")
     dataset = _dataset(samples)
     plan = RunPlan(
         key=key,
@@ -315,14 +310,17 @@ def prepare_run(
                 f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to an "
                 f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
             )
-    wanted = [(lf, attr) for lf, attr in plan.label_attrs if (lf, attr) not in owned_attrs]
-    if scan_in_background and check_only and scan_documents:
-        declared, paths = _declared_label_attr(dataset, wanted)
-        _raise_clash(dataset, key, declared)
-        plan.pending_scan = _in_thread(lambda: _raise_clash(
-            dataset, key, _stored_label_attr(dataset._sample_collection, paths)))
-    else:
-        _raise_clash(dataset, key, _first_existing_label_attr(dataset, wanted, scan_documents))
+    declared, paths = _declared_label_attr(dataset, [(lf, attr) for lf, attr in plan.label_attrs
+                                                     if (lf, attr) not in owned_attrs])
+    _raise_clash(dataset, key, declared)
+    if scan_documents:
+        def scan() -> None:
+            _raise_clash(dataset, key, _stored_label_attr(dataset._sample_collection, paths))
+
+        if scan_in_background:
+            plan.pending_scan = _in_thread(scan)
+        else:
+            scan()
     if not check_only:
         _register_incomplete(samples, plan)
     return plan
