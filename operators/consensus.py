@@ -75,7 +75,11 @@ class ComputeConsensus(foo.Operator):
                             ("wbf", "weighted boxes fusion (boxes only)")):
             choice.add_choice(name, label=label)
         inputs.enum("method", list(METHODS), default="em", label="Method", view=choice)
-        inputs.float("tau", default=0.5, min=0.0, max=1.0, label="τ (similarity to be the same object)")
+        inputs.bool("tau_auto", default=True, label="Choose τ from the data",
+                    description="The IoU threshold for 'the same object' (0.3-0.5) with the fewest expected "
+                                "split and merged objects, estimated from how raters' boxes overlap")
+        if ctx.params.get("tau_auto", True) is False:
+            inputs.float("tau", default=0.5, min=0.0, max=1.0, label="τ (similarity to be the same object)")
         inputs.float("min_confidence", default=0.5, min=0.0, max=1.0, label="Minimum confidence",
                      description="A candidate becomes a consensus label when its existence posterior reaches this")
         if ctx.params.get("method") == "majority":
@@ -93,7 +97,7 @@ class ComputeConsensus(foo.Operator):
         kwargs = dict(
             **rater_layout_kwargs(p),
             method=p.get("method") or "em",
-            tau=float(p.get("tau", 0.5)),
+            tau=consensus_tau(p),
             min_confidence=float(p.get("min_confidence", 0.5)),
             quorum=float(p.get("quorum", 0.5)),
             review_band=tuple(float(x) for x in band),
@@ -105,6 +109,15 @@ class ComputeConsensus(foo.Operator):
             lambda progress: {"key": key, **compute_consensus(ctx.view, key, **kwargs, progress=progress)},
             reload_dataset=True,
         )
+
+
+def consensus_tau(params: dict) -> float | str:
+    """The ``tau`` of a consensus run from the operator's parameters: ``"auto"`` unless the form's
+    "Choose τ from the data" is off, or ``tau`` is given as a number without it (SDK calls)."""
+    tau, auto = params.get("tau"), params.get("tau_auto")
+    if tau == "auto" or auto is True or (auto is None and tau is None):
+        return "auto"
+    return float(0.5 if tau is None else tau)
 
 
 class FinalizeConsensus(foo.Operator):

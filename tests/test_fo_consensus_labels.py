@@ -68,6 +68,32 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     assert get_agreement_run_info(ds, "cons")["status"] == "complete"
 
 
+@pytest.mark.parametrize("params, tau, selection", [
+    ({}, None, "auto"),                                   # default: chosen from the data
+    ({"tau_auto": True, "tau": 0.45}, None, "auto"),      # the form's checkbox wins over a stale number
+    ({"tau_auto": False, "tau": 0.45}, 0.45, "given"),    # the form, checkbox off
+    ({"tau": 0.4}, 0.4, "given"),                         # an SDK call with a number
+    ({"tau": "auto"}, None, "auto"),
+])
+def test_the_consensus_tau_is_chosen_from_the_data_unless_given(crowd_ds, params, tau, selection):
+    from agreement.consensus import consensus
+    from agreement.fo.reading import read_annotations
+    from agreement.fo.runs import load_agreement_results
+
+    ds, raters = crowd_ds
+    r = _run(ds, "compute_consensus", fields=raters, key="ct", **params)
+    detail = load_agreement_results(ds, "ct")["detail"]
+    assert r["tau_selection"] == selection and r["tau"] == detail["tau"]
+    if tau is None:
+        expected = consensus(read_annotations(ds, fields=raters).annotations).params
+        assert detail["tau"] == expected["tau"] == detail["tau_auto"]["tau"]
+        assert 0.3 <= detail["tau"] <= 0.5 and detail["tau_auto"]["n_cross_pairs"] > 0
+    else:
+        assert detail["tau"] == tau and detail["tau_auto"] is None
+    with pytest.raises(RuntimeError, match="'auto'"):
+        _run(ds, "compute_consensus", fields=raters, key="bad", tau_auto=False, tau=0.0)
+
+
 def test_consensus_exports_to_coco_and_evaluates(crowd_ds, tmp_path):
     import fiftyone as fo
 

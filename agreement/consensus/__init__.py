@@ -7,7 +7,8 @@ for their labelling vendor. :func:`consensus` gives all three from a
 
 1. **Units.** A correspondence solver (KαLOS greedy by default,
    :mod:`agreement.correspondence`) groups each sample's annotations into
-   candidate objects, at most one annotation per rater (:mod:`.units`).
+   candidate objects, at most one annotation per rater (:mod:`.units`), at a
+   similarity threshold chosen from the data by default (:mod:`.threshold`).
 2. **Decision.** ``method="em"`` (default) fits one model of every rater's
    sensitivity, false-positive rate, class confusion (Dawid-Skene with a
    smoothing prior) and localisation noise relative to object size, and
@@ -32,7 +33,7 @@ location, log-dimensions and a Karcher mean of rotations.
 Example::
 
     from agreement.consensus import consensus
-    res = consensus(data)                       # method="em", tau=0.5, min_confidence=0.5
+    res = consensus(data)                       # method="em", tau="auto", min_confidence=0.5
     res.to_annotations()                        # the consensus labels as a one-rater corpus
     res.confidence, res.label, res.review       # per unit
     res.sample_n_review                         # per sample

@@ -5,6 +5,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -14,6 +15,7 @@ from agreement.consensus.majority import majority_vote
 from agreement.consensus.pixels import fuse_pixels
 from agreement.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
 from agreement.consensus.result import ConsensusResult
+from agreement.consensus.threshold import resolve_tau
 from agreement.consensus.units import (
     METHODS,
     UnitTable,
@@ -55,7 +57,16 @@ def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, co
         raise ValueError(f"coincidence must be in (0, 1), got {coincidence!r}")
     if tail is not None and not (isinstance(tail, (int, float)) and not isinstance(tail, bool) and tail > 0):
         raise ValueError(f"tail must be a number > 0 (inf: Gaussian), got {tail!r}")
-    return (check_tau(tau), check_probability(min_confidence, "min_confidence"),
+    if isinstance(tau, str):
+        if tau != "auto":
+            raise ValueError(f"tau must be a number in (0, 1] or 'auto' (chosen from the data), got {tau!r}")
+    else:
+        try:
+            tau = check_tau(tau)
+        except ValueError as e:
+            raise ValueError(f"{e}; or tau='auto' to choose it from the data") from None
+    return (tau,
+            check_probability(min_confidence, "min_confidence"),
             check_probability(quorum, "quorum"), check_review_band(review_band))
 
 
@@ -110,7 +121,7 @@ def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_
     out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,
-               model=fit.model, n_iter=fit.n_iter, converged=fit.converged)
+               model=replace(fit.model, tau=float(tau)), n_iter=fit.n_iter, converged=fit.converged)
     if kind in ("masks", "polygons"):
         px = fuse_pixels(data, units, kind)
         out.update(boxes=px.boxes, masks=px.masks, polygons=px.polygons, pixel=px)
@@ -121,7 +132,7 @@ def consensus(
     data: MultiRaterAnnotations,
     method: str = "em",
     *,
-    tau: float = 0.5,
+    tau: float | str = "auto",
     min_confidence: float = 0.5,
     quorum: float = 0.5,
     review_band: tuple[float, float] = (0.2, 0.8),
@@ -150,10 +161,14 @@ def consensus(
         quorum vote over units (:mod:`agreement.consensus.majority`,
         CVAT-like); ``"wbf"``: Weighted Boxes Fusion (boxes only,
         :mod:`agreement.consensus.wbf`).
-    tau : float in (0, 1], default=0.5
+    tau : float in (0, 1] or "auto", default="auto"
         Similarity threshold of the correspondence (``"em"``, ``"majority"``:
         candidate pairs have similarity ``>= tau``) or WBF's ``iou_thr`` (a
-        box joins a cluster at IoU ``> tau``).
+        box joins a cluster at IoU ``> tau``). ``"auto"``: the threshold of
+        fewest expected split and merged objects in ``[0.3, 0.5]``, estimated
+        from the corpus (:func:`agreement.consensus.threshold.select_tau`; with
+        ``model``, the model's); the result's ``params`` give the ``tau`` used
+        and ``tau_auto``, what it was chosen from.
     min_confidence : float in (0, 1], default=0.5
         A unit is a consensus label when its confidence reaches it (``"em"``:
         the existence posterior; ``"wbf"``: the fused score).
@@ -215,6 +230,9 @@ def consensus(
     if model is not None:
         codes, classes = _model_codes(data, model), tuple(model.classes)
     sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
+    given = "auto" if isinstance(tau, str) else "given"
+    tau, choice = resolve_tau(tau, data, "iou" if method == "wbf" else sim,
+                              getattr(model, "tau", None) if model is not None else None)
     if method == "wbf":
         units, out = _run_wbf(data, codes, tau)
     else:
@@ -222,9 +240,12 @@ def consensus(
                             keys=data.cuboids if kind == "cuboids" else None)
         out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
                if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
-    params = dict(tau=tau, min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
+    params = dict(tau=tau, tau_selection=given if choice is not None or given == "given" else "model",
+                  min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
                   cost=cost, smoothing=float(smoothing), similarity="iou" if method == "wbf" else
                   str(getattr(sim, "__name__", sim)))
+    if choice is not None:
+        params["tau_auto"] = choice.as_dict()
     return _assemble(data, method, kind, units, codes, classes, out, params)
 
 

@@ -160,6 +160,7 @@ class ConsensusModel:
     geometry: str = "boxes"
     smoothing: float = 1.0
     tail: float = float("inf")
+    tau: float = float("nan")  #: the correspondence threshold the model was fitted at (``tau="auto"`` reuses it)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain lists (NaN kept), for JSON."""
@@ -169,7 +170,7 @@ class ConsensusModel:
             "object_rate": float(self.object_rate), "coincidence": float(self.coincidence),
             "class_prior": self.class_prior.tolist(), "confusion": self.confusion.tolist(),
             "localisation_noise": self.localisation_noise.tolist(), "geometry": self.geometry,
-            "smoothing": float(self.smoothing), "tail": float(self.tail),
+            "smoothing": float(self.smoothing), "tail": float(self.tail), "tau": float(self.tau),
         }
 
 

@@ -58,6 +58,15 @@ def _check_fraction(name: str, v) -> float:
     return float(v)
 
 
+def _check_tau(tau) -> float | str:
+    """``"auto"``, or a number in (0, 1]."""
+    if isinstance(tau, str) and tau == "auto":
+        return tau
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < float(tau) <= 1:
+        raise ValueError(f"tau must be in (0, 1], or 'auto' to choose it from the data, got {tau!r}")
+    return float(tau)
+
+
 def _check(read, params: dict) -> None:
     if read.annotations.num_raters < 2:
         raise ValueError(
@@ -157,6 +166,9 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "n_iter": int(res.n_iter),
         "converged": bool(res.converged),
         "n_kept": int(kept.sum()),
+        "tau": float(res.params["tau"]),
+        "tau_selection": res.params["tau_selection"],
+        "tau_auto": res.params.get("tau_auto"),
     }
     samples = {"n_review": res.sample_n_review.astype(int), "min_confidence": res.sample_min_confidence}
     return MethodOutput(dict(res.summary()), detail, sample_values=samples,
@@ -184,7 +196,7 @@ def compute_consensus(
     box_policy: str = "clip",
     assume_crossed: bool = False,
     method: str = "em",
-    tau: float = 0.5,
+    tau: float | str = "auto",
     min_confidence: float = 0.5,
     quorum: float = 0.5,
     review_band: Sequence[float] = (0.2, 0.8),
@@ -200,7 +212,10 @@ def compute_consensus(
         fields / field, rater_attr, raters_field, box_policy, assume_crossed:
             the rater layout (see :func:`agreement.fo.reading.read_annotations`).
         method: ``"em"`` (default), ``"majority"`` or ``"wbf"`` (boxes only).
-        tau: similarity threshold of the correspondence (WBF: its IoU threshold), in (0, 1].
+        tau: similarity threshold of the correspondence (WBF: its IoU threshold), in (0, 1], or
+            ``"auto"`` (default): chosen from the data in [0.3, 0.5]
+            (:func:`agreement.consensus.threshold.select_tau`); the τ used is in the
+            summary (``tau``) and the run results (``detail["tau"]``, ``detail["tau_auto"]``).
         min_confidence: existence posterior (EM) or fused score (WBF) a unit
             needs to become a consensus label, in (0, 1].
         quorum: share of the assigned raters who must have drawn an object (majority), in (0, 1].
@@ -216,7 +231,7 @@ def compute_consensus(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     params = {
-        "method": method, "tau": _check_fraction("tau", tau), "key": key,
+        "method": method, "tau": _check_tau(tau), "key": key,
         "min_confidence": _check_fraction("min_confidence", min_confidence),
         "quorum": _check_fraction("quorum", quorum),
         "review_band": [float(x) for x in review_band], "similarity": similarity,
