@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from agreement.consensus import consensus
 from agreement.consensus.threshold import AUTO_TAU_RANGE, select_tau
+from agreement.consensus.fusion import box_iou_paired
 from agreement.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
 
@@ -62,7 +63,8 @@ def test_no_overlap_between_raters_gives_the_highest_tau_with_a_reason():
 
 
 def _brute_force_tau(data, lo, hi):
-    """The same criterion by direct enumeration of pairs (an independent implementation)."""
+    """The same criterion by direct enumeration of pairs (an independent implementation of the counting and
+    weighting; the same IoU function, so that a pair exactly on a bin edge falls in the same bin)."""
     cross, within = [], []  # (similarity, weight)
     for s in range(data.num_samples):
         rows = np.flatnonzero(data.sample_index == s)
@@ -76,7 +78,7 @@ def _brute_force_tau(data, lo, hi):
         for x in range(len(rows)):
             for y in range(x + 1, len(rows)):
                 a, b = rows[x], rows[y]
-                iou = float(pairwise_iou(data.boxes[[a]], data.boxes[[b]])[0, 0])
+                iou = float(box_iou_paired(data.boxes[[a]], data.boxes[[b]])[0])
                 if iou <= 0:
                     continue
                 if data.rater_index[a] == data.rater_index[b]:

@@ -100,30 +100,58 @@ def _sample_rows(data: MultiRaterAnnotations, max_samples: int, seed: int) -> li
     return [order[starts[s]:starts[s + 1]] for s in candidates.tolist()]
 
 
-def _histograms(data: MultiRaterAnnotations, similarity: str | Callable, rows_of: list[np.ndarray]):
-    """``(h, \\hat d, n_cross, n_within)`` of the module docstring over the samples ``rows_of``."""
+def _within_sample_pairs(rows_of: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i, j, g)``: every pair of rows ``i < j`` (positions in their sample's rows) of each sample ``g``
+    of ``rows_of``, as rows of the corpus."""
+    n = np.array([len(r) for r in rows_of], dtype=np.int64)
+    flat = np.concatenate(rows_of) if rows_of else np.zeros(0, np.int64)
+    group = np.repeat(np.arange(len(n)), n)
+    end = np.repeat(np.cumsum(n), n)  # one past the last position of each row's sample
+    pos = np.arange(len(flat))
+    partners = end - pos - 1
+    i = np.repeat(pos, partners)
+    j = i + 1 + (np.arange(len(i)) - np.repeat(np.cumsum(partners) - partners, partners))
+    return flat[i], flat[j], group[i]
+
+
+def _pair_similarities(data: MultiRaterAnnotations, similarity: str | Callable, rows_of: list[np.ndarray],
+                       i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The similarity of each pair ``(i, j)`` of :func:`_within_sample_pairs` (box IoU in one vectorised
+    pass; other similarities a matrix per sample)."""
+    if similarity == "iou":
+        from agreement.consensus.fusion import box_iou_paired
+
+        return box_iou_paired(data.boxes[i], data.boxes[j])
     sim = _similarity_fn(data, similarity)
-    cross, diff = np.zeros(len(_BINS) - 1), np.zeros(len(_BINS) - 1)
-    n_cross = n_within = 0
+    out = []
     for rows in rows_of:
-        m = np.asarray(sim(rows, rows), dtype=np.float64)
         iu = np.triu_indices(len(rows), 1)
-        x = m[iu]
-        r = data.rater_index[rows]
-        same_rater = r[iu[0]] == r[iu[1]]
-        counts = np.bincount(r)
-        counts = counts[counts > 0]
+        out.append(np.asarray(sim(rows, rows), dtype=np.float64)[iu])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _different_object_weights(data: MultiRaterAnnotations, rows_of: list[np.ndarray]) -> np.ndarray:
+    """Per compared sample, ``max(C_s - M_s, 0) / W_s`` (0 without same-rater pairs): module docstring."""
+    w = np.zeros(len(rows_of))
+    for g, rows in enumerate(rows_of):
+        counts = np.bincount(data.rater_index[rows])
+        counts = np.sort(counts[counts > 0])
         C = (counts.sum() ** 2 - (counts ** 2).sum()) / 2
         W = (counts * (counts - 1) / 2).sum()
-        srt = np.sort(counts)  # sum over rater pairs of the smaller count: each count times the larger ones
-        M = float((srt * np.arange(len(srt) - 1, -1, -1)).sum())
-        xc, xw = x[~same_rater & (x > 0)], x[same_rater & (x > 0)]
-        n_cross += len(xc)
-        n_within += len(xw)
-        cross += np.histogram(np.clip(xc, 0, 1), _BINS)[0]
-        if W > 0 and len(xw):
-            diff += np.histogram(np.clip(xw, 0, 1), _BINS)[0] * max(C - M, 0.0) / W
-    return cross, diff, n_cross, n_within
+        M = float((counts * np.arange(len(counts) - 1, -1, -1)).sum())  # sum over rater pairs of the smaller
+        w[g] = max(C - M, 0.0) / W if W > 0 else 0.0
+    return w
+
+
+def _histograms(data: MultiRaterAnnotations, similarity: str | Callable, rows_of: list[np.ndarray]):
+    """``(h, \\hat d, n_cross, n_within)`` of the module docstring over the samples ``rows_of``."""
+    i, j, g = _within_sample_pairs(rows_of)
+    x = np.clip(_pair_similarities(data, similarity, rows_of, i, j), 0.0, 1.0)
+    same_rater = data.rater_index[i] == data.rater_index[j]
+    cross, within = ~same_rater & (x > 0), same_rater & (x > 0)
+    h = np.histogram(x[cross], _BINS)[0].astype(np.float64)
+    d = np.histogram(x[within], _BINS, weights=_different_object_weights(data, rows_of)[g[within]])[0]
+    return h, d, int(cross.sum()), int(within.sum())
 
 
 def select_tau(
