@@ -450,6 +450,9 @@ def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds
         assert "| flagged for review |" in data["summary_md"]
         assert ("this view" in data["summary_md"]) is not whole
     assert cons["cards"][0]["value"] == results["summary"]["n_consensus"]
+    tau = {c["label"]: c for c in cons["cards"]}["same-object threshold τ"]
+    assert tau["value"] == results["summary"]["tau"] == results["detail"]["tau"]
+    assert tau["text"] == f"{tau['value']:.3g} (chosen from the data in [0.3, 0.5])"
     report = results["detail"]["rater_report"]
     assert [r["rater"] for r in cons["report_rows"]] == list(report) == raters
     for row in cons["report_rows"]:

@@ -230,9 +230,10 @@ def consensus(
     if model is not None:
         codes, classes = _model_codes(data, model), tuple(model.classes)
     sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
-    given = "auto" if isinstance(tau, str) else "given"
+    auto = isinstance(tau, str)
     tau, choice = resolve_tau(tau, data, "iou" if method == "wbf" else sim,
                               getattr(model, "tau", None) if model is not None else None)
+    selection = "given" if not auto else ("auto" if choice is not None else "model")
     if method == "wbf":
         units, out = _run_wbf(data, codes, tau)
     else:
@@ -240,8 +241,7 @@ def consensus(
                             keys=data.cuboids if kind == "cuboids" else None)
         out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
                if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
-    params = dict(tau=tau, tau_selection=given if choice is not None or given == "given" else "model",
-                  min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
+    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
                   cost=cost, smoothing=float(smoothing), similarity="iou" if method == "wbf" else
                   str(getattr(sim, "__name__", sim)))
     if choice is not None:

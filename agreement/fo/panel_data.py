@@ -946,6 +946,18 @@ CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity an
                           "majority": "majority vote", "wbf": "weighted boxes fusion"}
 
 
+_TAU_SOURCES = {"auto": "chosen from the data in [0.3, 0.5]", "given": "given", "model": "the fitted model's"}
+
+
+def consensus_tau_card(summary: dict) -> dict:
+    """The card of a consensus run's correspondence threshold τ and where it came from (runs made before
+    ``tau="auto"`` record only the number)."""
+    tau, source = summary.get("tau"), _TAU_SOURCES.get(summary.get("tau_selection"))
+    text = sig3(tau) if _finite(tau) else "not recorded"
+    return {"label": "same-object threshold τ", "value": tau if _finite(tau) else None,
+            "text": f"{text} ({source})" if source and _finite(tau) else text}
+
+
 def _consensus_paths(samples, key: str) -> tuple[str, str]:
     """The consensus field ``{key}_consensus`` and the path of its label list (``…consensus.detections``)."""
     from agreement.fo.reading import LABEL_TYPES
@@ -1105,7 +1117,8 @@ def _consensus_data(samples, info: dict, results: dict, whole: bool, rater: str 
         method += f", {'converged' if summary.get('converged') else 'stopped'} after {summary.get('n_iter')} iterations"
     out = {
         "cards": consensus_cards(samples._root_dataset, key) + [
-            {"label": "consensus method", "value": summary.get("method"), "text": method}],
+            {"label": "consensus method", "value": summary.get("method"), "text": method},
+            consensus_tau_card(summary)],
         "view_cards": [] if whole or not len(samples) else consensus_cards(samples, key),
         "report_rows": rows,
         "report_md": rater_report_markdown(rows) if rows else "No rater report in the run results.",
