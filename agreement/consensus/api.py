@@ -241,9 +241,9 @@ def consensus(
                             keys=data.cuboids if kind == "cuboids" else None)
         out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
                if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
-    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum, review_band=band, solver=solver,
-                  cost=cost, smoothing=float(smoothing), similarity="iou" if method == "wbf" else
-                  str(getattr(sim, "__name__", sim)))
+    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
+                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing),
+                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)))
     if choice is not None:
         params["tau_auto"] = choice.as_dict()
     return _assemble(data, method, kind, units, codes, classes, out, params)
