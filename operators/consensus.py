@@ -66,6 +66,7 @@ class ComputeConsensus(foo.Operator):
 
     def resolve_input(self, ctx):
         from agreement.consensus import METHODS
+        from agreement.consensus.threshold import AUTO_TAU_RANGE
 
         inputs = types.Object()
         rater_layout_inputs(inputs, ctx)
@@ -75,9 +76,10 @@ class ComputeConsensus(foo.Operator):
                             ("wbf", "weighted boxes fusion (boxes only)")):
             choice.add_choice(name, label=label)
         inputs.enum("method", list(METHODS), default="em", label="Method", view=choice)
+        lo, hi = AUTO_TAU_RANGE
         inputs.bool("tau_auto", default=True, label="Choose τ from the data",
-                    description="The IoU threshold for 'the same object' (0.3-0.5) with the fewest expected "
-                                "split and merged objects, estimated from how raters' boxes overlap")
+                    description=f"The IoU threshold for 'the same object' ({lo:g}-{hi:g}) with the fewest "
+                                "expected split and merged objects, estimated from how raters' boxes overlap")
         if ctx.params.get("tau_auto", True) is False:
             inputs.float("tau", default=0.5, min=0.0, max=1.0, label="τ (similarity to be the same object)")
         inputs.float("min_confidence", default=0.5, min=0.0, max=1.0, label="Minimum confidence",
@@ -117,7 +119,12 @@ def consensus_tau(params: dict) -> float | str:
     tau, auto = params.get("tau"), params.get("tau_auto")
     if tau == "auto" or auto is True or (auto is None and tau is None):
         return "auto"
-    return float(0.5 if tau is None else tau)
+    if tau is None:
+        return 0.5
+    try:
+        return float(tau)  # the form's number (or a numeric string from an SDK call)
+    except (TypeError, ValueError):
+        return tau  # refused by compute_consensus, which names the value and the two forms
 
 
 class FinalizeConsensus(foo.Operator):

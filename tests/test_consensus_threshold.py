@@ -126,8 +126,12 @@ def test_only_max_samples_are_compared_and_the_choice_is_seeded():
     a, b = select_tau(data, max_samples=10), select_tau(data, max_samples=10)
     assert a == b and a.n_samples == 10
     assert select_tau(data).n_samples == 50
+    # three pairs a sample: a budget of 30 pairs compares ten samples, of fewer than three pairs one
+    assert select_tau(data, max_pairs=30).n_samples == 10 and select_tau(data, max_pairs=2).n_samples == 1
     with pytest.raises(ValueError, match="max_samples"):
         select_tau(data, max_samples=0)
+    with pytest.raises(ValueError, match="max_pairs"):
+        select_tau(data, max_pairs=0)
     with pytest.raises(ValueError, match="range of tau"):
         select_tau(data, lo=0.6, hi=0.5)
 

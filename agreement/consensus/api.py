@@ -15,7 +15,7 @@ from agreement.consensus.majority import majority_vote
 from agreement.consensus.pixels import fuse_pixels
 from agreement.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
 from agreement.consensus.result import ConsensusResult
-from agreement.consensus.threshold import resolve_tau
+from agreement.consensus.threshold import check_tau_or_auto, resolve_tau
 from agreement.consensus.units import (
     METHODS,
     UnitTable,
@@ -27,7 +27,7 @@ from agreement.consensus.units import (
     units_from_labels,
 )
 from agreement.consensus.wbf import weighted_boxes_fusion
-from agreement.correspondence import check_cost, check_solver, check_tau
+from agreement.correspondence import check_cost, check_solver
 from agreement.data import MultiRaterAnnotations, encode_classes
 
 __all__ = ["consensus"]
@@ -57,16 +57,7 @@ def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, co
         raise ValueError(f"coincidence must be in (0, 1), got {coincidence!r}")
     if tail is not None and not (isinstance(tail, (int, float)) and not isinstance(tail, bool) and tail > 0):
         raise ValueError(f"tail must be a number > 0 (inf: Gaussian), got {tail!r}")
-    if isinstance(tau, str):
-        if tau != "auto":
-            raise ValueError(f"tau must be a number in (0, 1] or 'auto' (chosen from the data), got {tau!r}")
-    else:
-        try:
-            tau = check_tau(tau)
-        except ValueError as e:
-            raise ValueError(f"{e}; or tau='auto' to choose it from the data") from None
-    return (tau,
-            check_probability(min_confidence, "min_confidence"),
+    return (check_tau_or_auto(tau), check_probability(min_confidence, "min_confidence"),
             check_probability(quorum, "quorum"), check_review_band(review_band))
 
 

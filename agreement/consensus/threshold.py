@@ -26,8 +26,9 @@ the threshold of fewest expected errors (the smallest such when several
 tie), in ``[lo, hi] = [0.3, 0.5]`` by default: 0.5 is the usual "same
 object" IoU, and below 0.3 box IoU no longer identifies an object. Where
 the corpus has no cross-rater pair with positive similarity, ``τ^* = hi``.
-Up to ``max_samples`` samples (a seeded choice, the same for the same
-corpus) are compared, which bounds the cost on large corpora.
+Up to ``max_samples`` samples holding up to ``max_pairs`` pairs of labels
+(a seeded choice, the same for the same corpus) are compared, which bounds
+the cost on large corpora and on crowds.
 
 This module does not import FiftyOne.
 """
@@ -39,14 +40,20 @@ from typing import Callable
 
 import numpy as np
 
+from agreement.consensus.fusion import box_iou_paired
+from agreement.consensus.scale import member_pairs
+from agreement.consensus.units import UnitTable, units_from_labels
+from agreement.correspondence import check_tau
 from agreement.data import MultiRaterAnnotations
 
-__all__ = ["TauChoice", "select_tau", "AUTO_TAU_RANGE", "AUTO_TAU_SAMPLES", "resolve_tau"]
+__all__ = ["TauChoice", "select_tau", "AUTO_TAU_RANGE", "AUTO_TAU_SAMPLES", "AUTO_TAU_PAIRS", "check_tau_or_auto", "resolve_tau"]
 
 #: ``(lo, hi)``: where :func:`select_tau` looks for ``τ``.
 AUTO_TAU_RANGE = (0.3, 0.5)
-#: Samples compared by :func:`select_tau` at most.
+#: Samples, and pairs of labels within them, compared by :func:`select_tau` at most (a crowd of ten
+#: raters per image has ~1,000 pairs a sample: the pair bound keeps its cost near 0.1 s).
 AUTO_TAU_SAMPLES = 2000
+AUTO_TAU_PAIRS = 500_000
 _STEP = 0.01
 _BINS = np.linspace(0.0, 1.0, 101)
 
@@ -88,69 +95,61 @@ def _similarity_fn(data: MultiRaterAnnotations, similarity: str | Callable) -> C
     return lambda a, b: similarity_matrix(similarity, data, a, b)
 
 
-def _sample_rows(data: MultiRaterAnnotations, max_samples: int, seed: int) -> list[np.ndarray]:
-    """The rows of each compared sample (those with two labels or more; a seeded subset of at most
-    ``max_samples``)."""
-    n = np.bincount(data.sample_index, minlength=data.num_samples) if len(data) else np.zeros(data.num_samples, int)
+def _compared_samples(data: MultiRaterAnnotations, max_samples: int, max_pairs: int, seed: int) -> UnitTable:
+    """The compared samples as groups of their rows (a :class:`UnitTable` whose units are samples): those
+    with two labels or more; when they are more than ``max_samples`` or hold more than ``max_pairs``
+    pairs of labels, the first of them in a seeded random order, as many as fit both (at least one)."""
+    n = np.bincount(data.sample_index, minlength=data.num_samples)
     candidates = np.flatnonzero(n >= 2)
-    if len(candidates) > max_samples:
-        candidates = np.sort(np.random.default_rng(seed).choice(candidates, max_samples, replace=False))
-    order = np.argsort(data.sample_index, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(n)])
-    return [order[starts[s]:starts[s + 1]] for s in candidates.tolist()]
+    pairs = n[candidates] * (n[candidates] - 1) // 2
+    if len(candidates) > max_samples or pairs.sum() > max_pairs:
+        order = np.random.default_rng(seed).permutation(len(candidates))
+        fits = int(np.searchsorted(np.cumsum(pairs[order]), max_pairs, side="right"))
+        candidates = np.sort(candidates[order[:max(1, min(fits, max_samples))]])
+    group_of_sample = np.full(data.num_samples, -1, dtype=np.int64)
+    group_of_sample[candidates] = np.arange(len(candidates))
+    return units_from_labels(group_of_sample[data.sample_index], data.sample_index, len(candidates))
 
 
-def _within_sample_pairs(rows_of: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(i, j, g)``: every pair of rows ``i < j`` (positions in their sample's rows) of each sample ``g``
-    of ``rows_of``, as rows of the corpus."""
-    n = np.array([len(r) for r in rows_of], dtype=np.int64)
-    flat = np.concatenate(rows_of) if rows_of else np.zeros(0, np.int64)
-    group = np.repeat(np.arange(len(n)), n)
-    end = np.repeat(np.cumsum(n), n)  # one past the last position of each row's sample
-    pos = np.arange(len(flat))
-    partners = end - pos - 1
-    i = np.repeat(pos, partners)
-    j = i + 1 + (np.arange(len(i)) - np.repeat(np.cumsum(partners) - partners, partners))
-    return flat[i], flat[j], group[i]
-
-
-def _pair_similarities(data: MultiRaterAnnotations, similarity: str | Callable, rows_of: list[np.ndarray],
+def _pair_similarities(data: MultiRaterAnnotations, similarity: str | Callable, groups: UnitTable,
                        i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """The similarity of each pair ``(i, j)`` of :func:`_within_sample_pairs` (box IoU in one vectorised
-    pass; other similarities a matrix per sample)."""
+    """The similarity of each within-sample pair of rows ``(i, j)`` (box IoU in one vectorised pass;
+    other similarities a matrix per sample, in the pairs' order: row-major upper triangle)."""
     if similarity == "iou":
-        from agreement.consensus.fusion import box_iou_paired
-
         return box_iou_paired(data.boxes[i], data.boxes[j])
     sim = _similarity_fn(data, similarity)
-    out = []
-    for rows in rows_of:
-        iu = np.triu_indices(len(rows), 1)
-        out.append(np.asarray(sim(rows, rows), dtype=np.float64)[iu])
-    return np.concatenate(out) if out else np.zeros(0)
+    out = [np.zeros(0)]
+    for g in range(len(groups.unit_sample)):
+        rows = groups.order[groups.starts[g]:groups.starts[g + 1]]
+        out.append(np.asarray(sim(rows, rows), dtype=np.float64)[np.triu_indices(len(rows), 1)])
+    return np.concatenate(out)
 
 
-def _different_object_weights(data: MultiRaterAnnotations, rows_of: list[np.ndarray]) -> np.ndarray:
+def _different_object_weights(data: MultiRaterAnnotations, groups: UnitTable) -> np.ndarray:
     """Per compared sample, ``max(C_s - M_s, 0) / W_s`` (0 without same-rater pairs): module docstring."""
-    w = np.zeros(len(rows_of))
-    for g, rows in enumerate(rows_of):
-        counts = np.bincount(data.rater_index[rows])
-        counts = np.sort(counts[counts > 0])
-        C = (counts.sum() ** 2 - (counts ** 2).sum()) / 2
-        W = (counts * (counts - 1) / 2).sum()
-        M = float((counts * np.arange(len(counts) - 1, -1, -1)).sum())  # sum over rater pairs of the smaller
-        w[g] = max(C - M, 0.0) / W if W > 0 else 0.0
-    return w
+    G, R = len(groups.unit_sample), data.num_raters
+    cell, n = np.unique(groups.member_unit * R + data.rater_index[groups.order], return_counts=True)
+    g = cell // R
+    total = np.bincount(g, weights=n, minlength=G)
+    C = (total ** 2 - np.bincount(g, weights=n * n, minlength=G)) / 2
+    W = np.bincount(g, weights=n * (n - 1) / 2, minlength=G)
+    # M_s = sum over rater pairs of the smaller count: each count times the counts above it in its sample
+    by = np.lexsort((n, g))
+    first = np.searchsorted(g[by], g[by])
+    larger = np.bincount(g, minlength=G)[g[by]] - 1 - (np.arange(len(by)) - first)
+    M = np.bincount(g[by], weights=n[by] * larger, minlength=G)
+    return np.divide(np.maximum(C - M, 0.0), W, out=np.zeros(G), where=W > 0)
 
 
-def _histograms(data: MultiRaterAnnotations, similarity: str | Callable, rows_of: list[np.ndarray]):
-    """``(h, \\hat d, n_cross, n_within)`` of the module docstring over the samples ``rows_of``."""
-    i, j, g = _within_sample_pairs(rows_of)
-    x = np.clip(_pair_similarities(data, similarity, rows_of, i, j), 0.0, 1.0)
+def _histograms(data: MultiRaterAnnotations, similarity: str | Callable, groups: UnitTable):
+    """``(h, \\hat d, n_cross, n_within)`` of the module docstring over the compared samples ``groups``."""
+    pi, pj = member_pairs(groups)
+    i, j, g = groups.order[pi], groups.order[pj], groups.member_unit[pi]
+    x = np.clip(_pair_similarities(data, similarity, groups, i, j), 0.0, 1.0)
     same_rater = data.rater_index[i] == data.rater_index[j]
     cross, within = ~same_rater & (x > 0), same_rater & (x > 0)
     h = np.histogram(x[cross], _BINS)[0].astype(np.float64)
-    d = np.histogram(x[within], _BINS, weights=_different_object_weights(data, rows_of)[g[within]])[0]
+    d = np.histogram(x[within], _BINS, weights=_different_object_weights(data, groups)[g[within]])[0]
     return h, d, int(cross.sum()), int(within.sum())
 
 
@@ -160,6 +159,7 @@ def select_tau(
     lo: float = AUTO_TAU_RANGE[0],
     hi: float = AUTO_TAU_RANGE[1],
     max_samples: int = AUTO_TAU_SAMPLES,
+    max_pairs: int = AUTO_TAU_PAIRS,
     seed: int = 0,
 ) -> TauChoice:
     r"""The correspondence threshold of fewest expected errors on ``data`` (module docstring).
@@ -173,8 +173,9 @@ def select_tau(
         ``f(data, rows_a, rows_b)``), in ``[0, 1]``.
     lo, hi : float, ``0 < lo <= hi <= 1``
         The range searched, in steps of 0.01.
-    max_samples : int >= 1
-        Samples compared at most (a seeded choice among those with two labels or more).
+    max_samples, max_pairs : int >= 1
+        Samples, and pairs of labels within them, compared at most (a seeded
+        choice among the samples with two labels or more; at least one sample).
     seed : int
 
     Returns
@@ -184,12 +185,14 @@ def select_tau(
     """
     if not (0 < lo <= hi <= 1):
         raise ValueError(f"the range of tau must satisfy 0 < lo <= hi <= 1, got ({lo!r}, {hi!r})")
-    if int(max_samples) < 1:
-        raise ValueError(f"max_samples must be >= 1, got {max_samples!r}")
-    rows_of = _sample_rows(data, int(max_samples), seed)
-    cross, diff, n_cross, n_within = _histograms(data, similarity, rows_of)
+    for name, v in (("max_samples", max_samples), ("max_pairs", max_pairs)):
+        if int(v) < 1:
+            raise ValueError(f"{name} must be >= 1, got {v!r}")
+    groups = _compared_samples(data, int(max_samples), int(max_pairs), seed)
+    n_samples = len(groups.unit_sample)
+    cross, diff, n_cross, n_within = _histograms(data, similarity, groups)
     if n_cross == 0:
-        return TauChoice(float(hi), float(lo), float(hi), len(rows_of), 0, n_within, 0.0, 0.0,
+        return TauChoice(float(hi), float(lo), float(hi), n_samples, 0, n_within, 0.0, 0.0,
                          "no two raters' labels overlap on any sample compared")
     same = np.maximum(cross - diff, 0.0)
     below = np.concatenate([[0.0], np.cumsum(same)])  # below[k]: same-object pairs in bins < k
@@ -198,19 +201,31 @@ def select_tau(
     errors = below[ks] + above[ks]
     best = int(np.argmin(errors))  # the first (smallest tau) of the minima
     k = int(ks[best])
-    return TauChoice(float(round(k * _STEP, 2)), float(lo), float(hi), len(rows_of), n_cross, n_within,
+    return TauChoice(float(round(k * _STEP, 2)), float(lo), float(hi), n_samples, n_cross, n_within,
                      float(below[k]), float(above[k]))
+
+
+def check_tau_or_auto(tau: float | str) -> float | str:
+    """``"auto"``, or ``tau`` as a number in ``(0, 1]`` (:func:`agreement.correspondence.check_tau`);
+    ``ValueError`` naming both forms otherwise."""
+    if isinstance(tau, str):
+        if tau == "auto":
+            return tau
+        raise ValueError(f"tau must be a number in (0, 1] or 'auto' (chosen from the data), got {tau!r}")
+    try:
+        return check_tau(tau)
+    except ValueError as e:
+        raise ValueError(f"{e}; or tau='auto' to choose it from the data") from None
 
 
 def resolve_tau(tau: float | str, data: MultiRaterAnnotations, similarity: str | Callable,
                 model_tau: float | None = None) -> tuple[float, TauChoice | None]:
-    """``(τ, choice)``: a number as given (``choice`` None); ``"auto"``: a fitted model's ``τ`` when
-    given (shards of a corpus use the whole corpus's), else :func:`select_tau` of ``data``."""
-    if isinstance(tau, str):
-        if tau != "auto":
-            raise ValueError(f"tau must be a number in (0, 1] or 'auto', got {tau!r}")
-        if model_tau is not None and np.isfinite(model_tau):
-            return float(model_tau), None
-        choice = select_tau(data, similarity)
-        return choice.tau, choice
-    return tau, None
+    """``(τ, choice)`` of a ``tau`` checked by :func:`check_tau_or_auto`: a number as given (``choice``
+    None); ``"auto"``: a fitted model's ``τ`` when given (shards of a corpus use the whole corpus's), else
+    :func:`select_tau` of ``data``."""
+    if tau != "auto":
+        return tau, None
+    if model_tau is not None and np.isfinite(model_tau):
+        return float(model_tau), None
+    choice = select_tau(data, similarity)
+    return choice.tau, choice

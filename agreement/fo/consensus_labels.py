@@ -41,6 +41,7 @@ import numpy as np
 from bson import ObjectId
 
 from agreement.consensus import METHODS, consensus
+from agreement.consensus.threshold import check_tau_or_auto
 from agreement.fo import runs
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.fo.gc_pause import gc_paused
@@ -56,15 +57,6 @@ def _check_fraction(name: str, v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < float(v) <= 1:
         raise ValueError(f"{name} must be in (0, 1], got {v!r}")
     return float(v)
-
-
-def _check_tau(tau) -> float | str:
-    """``"auto"``, or a number in (0, 1]."""
-    if isinstance(tau, str) and tau == "auto":
-        return tau
-    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < float(tau) <= 1:
-        raise ValueError(f"tau must be in (0, 1], or 'auto' to choose it from the data, got {tau!r}")
-    return float(tau)
 
 
 def _check(read, params: dict) -> None:
@@ -166,8 +158,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "n_iter": int(res.n_iter),
         "converged": bool(res.converged),
         "n_kept": int(kept.sum()),
-        "tau": float(res.params["tau"]),
-        "tau_selection": res.params["tau_selection"],
+        "tau": float(res.params["tau"]),  # also in the summary, with tau_selection
         "tau_auto": res.params.get("tau_auto"),
     }
     samples = {"n_review": res.sample_n_review.astype(int), "min_confidence": res.sample_min_confidence}
@@ -231,7 +222,7 @@ def compute_consensus(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     params = {
-        "method": method, "tau": _check_tau(tau), "key": key,
+        "method": method, "tau": check_tau_or_auto(tau), "key": key,
         "min_confidence": _check_fraction("min_confidence", min_confidence),
         "quorum": _check_fraction("quorum", quorum),
         "review_band": [float(x) for x in review_band], "similarity": similarity,

@@ -946,13 +946,17 @@ CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity an
                           "majority": "majority vote", "wbf": "weighted boxes fusion"}
 
 
-_TAU_SOURCES = {"auto": "chosen from the data in [0.3, 0.5]", "given": "given", "model": "the fitted model's"}
+def _tau_sources() -> dict[str, str]:
+    from agreement.consensus.threshold import AUTO_TAU_RANGE
+
+    lo, hi = AUTO_TAU_RANGE
+    return {"auto": f"chosen from the data in [{lo:g}, {hi:g}]", "given": "given", "model": "the fitted model's"}
 
 
 def consensus_tau_card(summary: dict) -> dict:
     """The card of a consensus run's correspondence threshold τ and where it came from (runs made before
     ``tau="auto"`` record only the number)."""
-    tau, source = summary.get("tau"), _TAU_SOURCES.get(summary.get("tau_selection"))
+    tau, source = summary.get("tau"), _tau_sources().get(summary.get("tau_selection"))
     text = sig3(tau) if _finite(tau) else "not recorded"
     return {"label": "same-object threshold τ", "value": tau if _finite(tau) else None,
             "text": f"{text} ({source})" if source and _finite(tau) else text}
