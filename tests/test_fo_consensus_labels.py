@@ -184,10 +184,19 @@ def test_one_rater_and_mixed_label_types_are_refused(fo, make_dataset):
     ds = make_dataset([fo.Sample(filepath="/o/1.jpg", a=fo.Detections(detections=[det]),
                                  p=fo.Polylines(polylines=[fo.Polyline(label="x", points=[[(0.1, 0.1), (0.2, 0.1),
                                                                                            (0.2, 0.2)]])]))])
+    from agreement.fo.runs import list_agreement_runs
+
+    schema = dict(ds.get_field_schema(flat=True))
     with pytest.raises(Exception, match="at least 2 raters|at least two"):
         compute_consensus(ds, "one", fields=["a"])
     with pytest.raises(Exception, match="same label type"):
         compute_consensus(ds, "mixed", fields=["a", "p"])
+    with pytest.raises(Exception, match="same label type"):  # the operator refuses it the same way
+        _run(ds, "compute_consensus", fields=["a", "p"], key="mixed_op")
+    ds.reload()
+    assert not list_agreement_runs(ds)
+    assert dict(ds.get_field_schema(flat=True)).keys() == schema.keys()  # nothing declared, nothing written
+    assert ds.first().a.detections[0].to_dict().keys() == det.to_dict().keys()
 
 
 def test_review_mode_of_load_agreement_view_opens_the_queue(crowd_ds):
