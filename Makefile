@@ -32,13 +32,15 @@ test: $(VENV)/.test
 # SCALE_SAMPLES: size of the end-to-end scale benchmark (the README's figures; 1000000 for the
 # million-sample figures, about an hour with the Dask rows; 20000 for a quick look)
 SCALE_SAMPLES ?= 100000
+# SCALE_ARGS: e.g. --writes-alone (each operator again with its write-back not overlapped: the writes' own time)
+SCALE_ARGS ?=
 
 bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/kalos_bench.py
 	$(PY) bench/geometry_bench.py
 	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat 3
-	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py --samples $(SCALE_SAMPLES)
+	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py --samples $(SCALE_SAMPLES) $(SCALE_ARGS)
 
 experiments: $(VENV)/.test
 	$(PY) experiments/run_all.py

@@ -22,6 +22,17 @@ cluster (``--dask-workers``, default 2). Targets (issue 11): within 3x the bare 
 write-back no slower than the bare read; peak RSS at 1,000,000 samples under
 3 GiB (``--samples 1000000``).
 
+With ``--writes-alone`` each operator runs a second time with its write-back
+not overlapped: each shard's (or part's) updates are sent in the run's own
+thread before the next shard is read, so the write-back seconds are the
+writes' own. In the ordinary run the writer thread sends shard k while shard
+k + 1 is read and computed, so its wall time may include the compute's share
+of the two cores, and what it hides is seen in the total (100,000 samples:
+OT's write-back 31.4 s overlapped, 31.2 s alone, the run 41 s against 78 s;
+consensus, whose parts' label documents are made while the part before is
+sent, 28.8 s against 46.4 s, the run 67 s against 84 s). With the flag, the
+write-back target is checked on the writes-alone rows.
+
 Each operator runs with ``FIFTYONE_OPERATOR_TIMEOUT`` raised to a day (unless
 set): FiftyOne reports an immediately executed operator that runs longer than
 600 s (by default) as a ``TimeoutError``, and a 1,000,000-sample run on a Dask
@@ -116,6 +127,14 @@ timed(runs, "stage_run_columns", written)
 timed(writing, "write_columns", written)
 timed(engine, "_write", blocked)
 timed(engine.ShardWriter, "__exit__", blocked)  # the wait for the last shard's write, after the finish
+extra = {extra!r}
+if extra.pop("writes_alone", False):
+    # the write-back measured on its own: each shard's (or part's) updates sent in the calling thread,
+    # nothing computed meanwhile (a serial run overlaps them with the next shard, sharing the two cores)
+    def submit_now(self, send, **kw):
+        self.wait()
+        send()
+    engine.ShardWriter.submit = submit_now
 ds = fo.load_dataset({name!r})
 op = {op!r}
 t = time.perf_counter()
@@ -124,7 +143,6 @@ if op == "bare_read":
                                   for a in ("bounding_box", "label", "id")]
     ds.values(paths)
 else:
-    extra = {extra!r}
     key = "b_" + op.split("_", 1)[1][:8] + ("_" + extra["backend"] if "backend" in extra else "")
     foo.execute_operator("@iaa/agreement/" + op, ctx=dict(view=ds.view(), params=dict(
         fields=list({raters!r}), key=key, overwrite=True, **extra)))
@@ -165,6 +183,9 @@ def main(argv=None) -> None:
     p.add_argument("--shard-size", type=int, default=None, help="samples per shard (default: the engine's)")
     p.add_argument("--dask-workers", type=int, default=2,
                    help="also run the streamed operators on a local Dask cluster of this many workers (0: not)")
+    p.add_argument("--writes-alone", action="store_true",
+                   help="also run each operator with its write-back not overlapped with its compute "
+                        "(each shard's updates sent before the next shard is read): the write-back's own time")
     p.add_argument("--no-serial", action="store_true",
                    help="only the Dask rows (with --keep, to add them to an earlier run's serial rows)")
     p.add_argument("--keep", action="store_true",
@@ -185,20 +206,28 @@ def main(argv=None) -> None:
     print(f"{'bare values() read':<36} {base['seconds']:>8.1f} {1.0:>12.2f} {'':>13} {'':>13} {'':>9} "
           f"{base['rss_gib']:>13.2f}", flush=True)
     rows = [] if args.no_serial else [(op, {}) for op in args.operators]
+    if args.writes_alone:
+        rows += [(op, {"writes_alone": True}) for op in args.operators]
     if args.dask_workers:
         rows += [(op, {"backend": "dask", "workers": args.dask_workers}) for op in args.operators if op in STREAMED]
     for op, extra in rows:
-        label = op + (f" (dask, {args.dask_workers} workers)" if extra else "")
+        alone, dask = extra.get("writes_alone", False), extra.get("backend") == "dask"
+        label = op + (f" (dask, {args.dask_workers} workers)" if dask else " (writes alone)" if alone else "")
         m = measure(name, op, {**extra, **({"shard_size": args.shard_size} if args.shard_size else {})})
         if "error" in m:
             print(f"{label:<36} failed: {m['error']}", flush=True)
             continue
         ratio, wratio = m["seconds"] / base["seconds"], m["write_seconds"] / base["seconds"]
-        misses = [w for w, bad in (("3x", ratio > 3), ("write-back > read", wratio > 1)) if bad]
+        # the 3x target is for the run as users get it (not the writes-alone rows); the write-back one for
+        # the writes alone where they were measured (overlapped, their wall time includes the compute's
+        # share of the two cores)
+        checks = ([("write-back > read", wratio > 1)] if alone or not args.writes_alone else []) + \
+            ([] if alone else [("3x", ratio > 3)])
+        misses = [w for w, bad in checks if bad]
         # on Dask the shards are written by the workers: the driver cannot time their write-back
         # write-back s: its work (declaring, building, sending: the writer thread of a serial streamed run
         # sends while the next shard is read); waited s: what of it the run spent waiting
-        written = (f"{'on workers':>13} {'':>13} {'':>9}" if extra else
+        written = (f"{'on workers':>13} {'':>13} {'':>9}" if dask else
                    f"{m['write_seconds']:>13.1f} {wratio:>13.2f} {m['blocked_seconds']:>9.1f}")
         print(f"{label:<36} {m['seconds']:>8.1f} {ratio:>12.2f} {written} "
               f"{m['rss_gib']:>13.2f}{'   (missed: ' + ', '.join(misses) + ')' if misses else ''}", flush=True)
