@@ -296,3 +296,97 @@ def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
     for r in raters:
         np.testing.assert_allclose([a[r]["sensitivity"], a[r]["false_positive_rate"]],
                                    [b[r]["sensitivity"], b[r]["false_positive_rate"]], rtol=1e-12)
+
+
+def _kind_label(fo, kind: str, obj: int, rater: str):
+    """Object ``obj`` as rater ``rater`` draws it, for a label type ``kind`` (raters draw it alike)."""
+    x = 0.1 + 0.4 * obj
+    if kind == "boxes":
+        return fo.Detection(label=f"c{obj}", bounding_box=[x, 0.1, 0.2, 0.2], annotator=rater)
+    if kind == "polygons":
+        return fo.Polyline(label=f"c{obj}", closed=True, filled=True, annotator=rater,
+                           points=[[(x, 0.1), (x + 0.2, 0.1), (x + 0.2, 0.3), (x, 0.3)]])
+    if kind == "masks":
+        mask = np.zeros((40, 60), bool)
+        mask[5:30, 10:50] = True
+        return fo.Detection(label=f"c{obj}", bounding_box=[x, 0.1, 0.3, 0.2], mask=mask, annotator=rater)
+    if kind == "keypoints":
+        return fo.Keypoint(label=f"c{obj}", points=[(x, 0.2), (x + 0.05, 0.25), (x + 0.1, 0.3)], annotator=rater)
+    return fo.Detection(label=f"c{obj}", location=[10.0 * obj, 2.0, 0.5], dimensions=[4.0, 2.0, 1.5],
+                        rotation=[0.0, 0.0, 0.3], annotator=rater)
+
+
+_CONTAINERS = {"boxes": "Detections", "polygons": "Polylines", "masks": "Detections", "keypoints": "Keypoints",
+               "3d": "Detections"}
+
+
+@pytest.mark.parametrize("layout", ["fields", "attribute"])
+@pytest.mark.parametrize("kind", ["boxes", "polygons", "masks", "keypoints", "3d"])
+def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_dataset, kind, layout):
+    """Four raters draw object 0 alike and two of them object 1: object 0's consensus label is their
+    label, with confidence near 1. The field is of the raters' label type and every sample, the review
+    queue (a quorum vote, under which object 1 has half the votes and is queued; patches of images, the
+    samples of a point cloud dataset) and the panel load (a keypoint's ``confidence`` is FiftyOne's
+    per-point list)."""
+    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.panel_data import run_panel_data
+
+    raters, container = ["a", "b", "c", "d"], getattr(fo, _CONTAINERS[kind])
+    items = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}[container.__name__]
+    samples = []
+    for s in range(8):
+        drawn = {r: [_kind_label(fo, kind, 0, r)] + ([_kind_label(fo, kind, 1, r)] if r in "ab" else [])
+                 for r in raters}
+        sample = fo.Sample(filepath=f"/kinds/{kind}/{s}" + (".pcd" if kind == "3d" else ".jpg"))
+        if kind == "masks":
+            sample["metadata"] = fo.ImageMetadata(width=200, height=200)
+        if layout == "fields":
+            for r in raters:
+                sample[r] = container(**{items: drawn[r]})
+        else:
+            sample["ann"] = container(**{items: [lab for r in raters for lab in drawn[r]]})
+        samples.append(sample)
+    ds = make_dataset(samples)
+    rater_params = dict(fields=raters) if layout == "fields" else dict(field="ann", rater_attr="annotator")
+    out = _run(ds, "compute_consensus", key="k", review_band=[0.05, 0.999], **rater_params)
+    assert out["n_samples"] == 8 and out["n_consensus"] >= 8
+    ds.reload()
+    for sample in ds:  # every sample loads: each stored value is valid for its FiftyOne field
+        consensus = sample["k_consensus"]
+        assert isinstance(consensus, container)
+        labels = {lab.label: lab for lab in consensus[items]}
+        certain, reference = labels["c0"], _kind_label(fo, kind, 0, "a")
+        for name in ("bounding_box", "points", "location", "dimensions", "rotation"):
+            if name in reference and reference[name] is not None and name in certain:
+                if name == "bounding_box" and kind in ("masks", "3d"):
+                    continue  # a mask's box is its foreground's; a cuboid has none
+                np.testing.assert_allclose(np.asarray(certain[name], float), np.asarray(reference[name], float),
+                                           atol=1e-9)
+        if kind == "keypoints":
+            assert len(certain.confidence) == 3 and min(certain.confidence) > 0.9
+        else:
+            assert certain.confidence > 0.9
+        assert certain["k_review"] is False and len(certain["k_members"]) == 4
+    _run(ds, "compute_consensus", key="m", method="majority", quorum=0.5, review_band=[0.05, 0.999],
+         **rater_params)
+    queue = review_view(ds, "m")
+    flagged = [lab for v in ds.values("m_consensus") for lab in v[items] if lab["m_review"]]
+    assert len(flagged) == 8
+    if kind == "3d":  # no patches of point clouds: the samples, showing only their flagged labels
+        assert len(queue) == 8 and all(len(p["m_consensus"][items]) == 1 for p in queue)
+        shown = {lab.label for p in queue for lab in p["m_consensus"][items]}
+    else:
+        assert len(queue) == 8
+        shown = {p["m_consensus"].label for p in queue}  # the patches of the uncertain objects load
+    assert shown == {"c1"}
+    from agreement.fo.consensus_labels import finalize_consensus
+
+    first = ds.first()["m_consensus"][items]  # a reviewer rejects the first sample's uncertain label
+    ds.untag_labels("rejected", "m_consensus")
+    ds.select_labels(ids=[lab.id for lab in first if lab.label == "c1"]).tag_labels("rejected", "m_consensus")
+    counts = finalize_consensus(ds, "m")
+    assert counts["rejected"] == 1 and counts["kept"] == len(flagged) + 8 - 1
+    assert all(isinstance(v, container) for v in ds.values("m_final"))
+    for key in ("k", "m"):
+        cards = {c["label"]: c for c in run_panel_data(ds, key)["consensus"]["cards"]}
+        assert 0 < cards["mean confidence of the consensus labels"]["value"] <= 1

@@ -12,7 +12,8 @@ Written to the dataset (``key`` is the run key):
                                    label type (``Detections`` with boxes, masks or
                                    3D cuboids; ``Polylines``; ``Keypoints``); each
                                    carries ``confidence`` (existence × class
-                                   posterior), ``{key}_support`` (raters who drew it
+                                   posterior; on a keypoint FiftyOne's per-point
+                                   list, that value at every point), ``{key}_support`` (raters who drew it
                                    / raters assigned), ``{key}_class_confidence``,
                                    ``{key}_members`` (ids of the rater labels fused)
                                    and ``{key}_review`` (a person should look)
@@ -118,12 +119,23 @@ class _ConsensusDocuments:
         with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
             for k, (u, geo) in enumerate(zip(at.tolist(), geometry)):
                 doc = label_document(
-                    self.ltype, ids[k], label=names[u], **geo, confidence=confidence[k],
+                    self.ltype, ids[k], label=names[u], **geo,
+                    confidence=_label_confidence(self.ltype, geo, confidence[k]),
                     **{f"{key}_support": support[k], f"{key}_class_confidence": class_confidence[k],
                        f"{key}_members": members[k], f"{key}_review": review[k]},
                 )
                 docs[self.sample_ids[unit_sample[u]]].append(doc)
         return docs
+
+
+def _label_confidence(container: str, geometry: dict, confidence: float | None) -> float | list | None:
+    """``confidence`` as the label type stores it: a number on a box, mask, cuboid or polygon; on a
+    keypoint FiftyOne's per-point list, the label's confidence at every point (NaN at a point no rater
+    placed, whose coordinates are NaN too)."""
+    if container != "Keypoints":
+        return confidence
+    value = float("nan") if confidence is None else confidence
+    return [float("nan") if any(c != c for c in p) else value for p in geometry["points"]]
 
 
 def _stored(values: np.ndarray) -> list:
@@ -150,8 +162,9 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids)
     row_id = np.where(res.row_consensus >= 0, docs.unit_id[np.maximum(res.row_unit, 0)], None)
     kept = res.is_consensus
-    attrs = {"confidence": [0.5], f"{key}_support": [0.5], f"{key}_class_confidence": [0.5],
-             f"{key}_members": [["x"]], f"{key}_review": [True]}
+    attrs = {"confidence": [[0.5]] if ltype == "Keypoints" else [0.5],  # a keypoint's: one per point
+             f"{key}_support": [0.5], f"{key}_class_confidence": [0.5], f"{key}_members": [["x"]],
+             f"{key}_review": [True]}
     detail = {
         "rater_report": res.report.as_dict(),
         "classes": [str(c) for c in res.classes],
@@ -276,14 +289,23 @@ def review_view(samples, key: str):
     """The review queue: a patches view of the consensus labels flagged for review, least confident first.
 
     Ties (frequent under majority voting) are broken by the label id, so the
-    App and the SDK list the queue in the same order.
+    App and the SDK list the queue in the same order. FiftyOne makes patches
+    of images only: on other media (3D scenes, point clouds) the queue is the
+    samples with a flagged label, showing only those labels, the sample of
+    the least confident one first (ties by sample id).
     """
     from fiftyone import ViewField as F
 
     _require_consensus_run(samples, key)
     field = f"{key}_consensus"
     flagged = samples.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
-    return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
+    if samples.media_type == "image":
+        return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
+    from agreement.fo.reading import LABEL_TYPES
+
+    items = LABEL_TYPES[samples.get_field(field).document_type]  # detections, polylines or keypoints
+    least = F(f"{field}.{items}").map(F("confidence")).min()
+    return flagged.sort_by([(least, 1), ("_id", 1)])
 
 
 def finalize_consensus(samples, key: str) -> dict:
