@@ -488,6 +488,8 @@ def _check_data(data, distance: str) -> None:
     if distance not in ("iou", "giou", "centroid"):
         return  # the geometry is checked by agreement.similarity.check_similarity
     boxes = data.boxes
+    if data.cuboids is not None and len(boxes) and not np.isfinite(boxes).all():
+        check_similarity(distance, data)  # 3D labels have no 2D box: the message says to use 'cuboid_iou'
     bad = ~np.isfinite(boxes).all(axis=1) | (boxes[:, 2] < 0) | (boxes[:, 3] < 0) if len(boxes) else np.zeros(0, bool)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -148,6 +148,10 @@ def test_3d_cuboids_are_read_and_compared_exactly(fo, make_dataset, tmp_path):
 
         foo.execute_operator("@iaa/agreement/compute_ot_agreement",
                              ctx=dict(view=ds.view(), params=dict(fields=["a", "b"], key="ot3")))
+    for op in ("compute_kalos", "compute_geometry_agreement"):  # the default 2D similarity: told what to use
+        with pytest.raises(ExecutionError, match="3D labels: use 'cuboid_iou'"):
+            foo.execute_operator(f"@iaa/agreement/{op}",
+                                 ctx=dict(view=ds.view(), params=dict(fields=["a", "b"], key="d3")))
     bad = make_dataset([fo.Sample(filepath=scene_path, a=D(detections=[det((0, 0, 0), dims=(4, 0, 1))]),
                                   b=D(detections=[det((0, 0, 0))]))])
     with pytest.raises(AnnotationError, match="field 'a'"):
