@@ -92,6 +92,7 @@ __all__ = [
     "similarity_matrix",
     "distance_matrix",
     "check_similarity",
+    "supported_similarities",
 ]
 
 #: The names accepted by :func:`similarity_matrix`.
@@ -207,6 +208,36 @@ def _oks_sigmas(data: MultiRaterAnnotations, sigmas: ArrayLike | None) -> np.nda
     if sig.shape != (K,) or not np.all(np.isfinite(sig)) or not np.all(sig > 0):
         raise ValueError(f"sigmas must be {K} positive finite numbers, one per keypoint; got {sigmas!r}")
     return sig
+
+
+def supported_similarities(data: MultiRaterAnnotations, *, sigmas: ArrayLike | None = None) -> tuple[str, ...]:
+    """The similarities of :data:`SIMILARITIES` computable on every annotation of ``data``, in that order.
+
+    A name is kept when :func:`check_similarity` accepts the corpus: the box
+    similarities need a finite 2D box on every label (3D cuboids have none),
+    ``polygon_*`` polygons, ``mask_iou`` masks (and image sizes), ``oks``
+    keypoints with known σ (17 COCO points, or ``sigmas``), the 3D ones their
+    geometry. What the labels carry decides; nothing is computed but the
+    checks (polygons are validated and cached, as a run would).
+
+    Raises
+    ------
+    AnnotationError
+        For a label whose geometry cannot be repaired (a broken polygon is an
+        error to show, not a reason to leave its similarity out).
+    """
+    from agreement.validation import AnnotationError
+
+    kept = []
+    for name in SIMILARITIES:
+        try:
+            check_similarity(name, data, sigmas=sigmas)
+        except AnnotationError:
+            raise
+        except ValueError:
+            continue
+        kept.append(name)
+    return tuple(kept)
 
 
 def check_similarity(

@@ -97,7 +97,6 @@ class CalibrateAgreement(foo.Operator):
         )
 
     def resolve_input(self, ctx):
-        from agreement.fo.calibrate import DEFAULT_DISTANCES
         from agreement.similarity import SIMILARITIES
 
         inputs = types.Object()
@@ -105,8 +104,10 @@ class CalibrateAgreement(foo.Operator):
         dropdown = types.DropdownView(multiple=True)
         for name in SIMILARITIES:
             dropdown.add_choice(name, label=name)
-        inputs.list("distances", types.String(), default=list(DEFAULT_DISTANCES), label="Candidate distances",
-                    description="1 − similarity; polygon/mask distances need polygon/mask labels", view=dropdown)
+        inputs.list("distances", types.String(), default=[], label="Candidate distances",
+                    description="1 − similarity; empty: every distance the labels' geometry supports (boxes: "
+                                "iou, giou, centroid; and polygon, mask, keypoint or 3D ones where the labels "
+                                "carry them)", view=dropdown)
         inputs.int("seed", default=0, label="Seed", description="Seed of the chance (other-sample) draws")
         inputs.str("plot_path", required=False, label="Save a PNG plot to", description="Optional file path")
         run_inputs(inputs, ctx, default_prefix="calibration")

@@ -53,3 +53,27 @@ def test_unknown_distance_is_refused(fo, cal_ds):
 
     with pytest.raises(ValueError, match="unknown distance"):
         calibrate_agreement(cal_ds, "bad", fields=["a", "b"], distances=["nope"])
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("boxes", ["iou", "giou", "centroid"]),
+    ("polygons", ["iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou"]),  # rasterised
+    ("masks", ["iou", "giou", "centroid", "mask_iou"]),
+    ("keypoints", ["iou", "giou", "centroid"]),  # 3 points: no COCO σ, so no oks without sigmas
+    ("3d", ["cuboid_iou"]),
+])
+def test_default_candidates_are_the_distances_the_labels_support(fo, make_dataset, kind, expected):
+    """Without ``distances`` the run compares every distance the labels' geometry supports (3D cuboids
+    have no 2D box: only cuboid_iou); given ones are compared as given."""
+    import fiftyone.operators as foo
+    from label_kinds import kind_dataset
+
+    ds, raters, _, _ = kind_dataset(fo, make_dataset, kind, "fields")
+    out = foo.execute_operator("@iaa/agreement/calibrate_agreement",
+                               ctx=dict(view=ds.view(), params=dict(**raters, key="cal"))).result
+    assert out["distances"] == expected and out["distances_selection"] == "auto"
+    assert all(f"ks_{d}" in out for d in expected)
+    if kind != "3d":
+        given = foo.execute_operator("@iaa/agreement/calibrate_agreement", ctx=dict(
+            view=ds.view(), params=dict(**raters, key="cal2", distances=["giou"]))).result
+        assert given["distances"] == ["giou"] and given["distances_selection"] == "given"

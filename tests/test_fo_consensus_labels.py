@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from label_kinds import KINDS, kind_dataset, kind_label
 
 pytestmark = pytest.mark.fiftyone
 
@@ -298,30 +299,8 @@ def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
                                    [b[r]["sensitivity"], b[r]["false_positive_rate"]], rtol=1e-12)
 
 
-def _kind_label(fo, kind: str, obj: int, rater: str):
-    """Object ``obj`` as rater ``rater`` draws it, for a label type ``kind`` (raters draw it alike)."""
-    x = 0.1 + 0.4 * obj
-    if kind == "boxes":
-        return fo.Detection(label=f"c{obj}", bounding_box=[x, 0.1, 0.2, 0.2], annotator=rater)
-    if kind == "polygons":
-        return fo.Polyline(label=f"c{obj}", closed=True, filled=True, annotator=rater,
-                           points=[[(x, 0.1), (x + 0.2, 0.1), (x + 0.2, 0.3), (x, 0.3)]])
-    if kind == "masks":
-        mask = np.zeros((40, 60), bool)
-        mask[5:30, 10:50] = True
-        return fo.Detection(label=f"c{obj}", bounding_box=[x, 0.1, 0.3, 0.2], mask=mask, annotator=rater)
-    if kind == "keypoints":
-        return fo.Keypoint(label=f"c{obj}", points=[(x, 0.2), (x + 0.05, 0.25), (x + 0.1, 0.3)], annotator=rater)
-    return fo.Detection(label=f"c{obj}", location=[10.0 * obj, 2.0, 0.5], dimensions=[4.0, 2.0, 1.5],
-                        rotation=[0.0, 0.0, 0.3], annotator=rater)
-
-
-_CONTAINERS = {"boxes": "Detections", "polygons": "Polylines", "masks": "Detections", "keypoints": "Keypoints",
-               "3d": "Detections"}
-
-
 @pytest.mark.parametrize("layout", ["fields", "attribute"])
-@pytest.mark.parametrize("kind", ["boxes", "polygons", "masks", "keypoints", "3d"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_dataset, kind, layout):
     """Four raters draw object 0 alike and two of them object 1: object 0's consensus label is their
     label, with confidence near 1. The field is of the raters' label type and every sample, the review
@@ -331,23 +310,7 @@ def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_da
     from agreement.fo.consensus_labels import review_view
     from agreement.fo.panel_data import run_panel_data
 
-    raters, container = ["a", "b", "c", "d"], getattr(fo, _CONTAINERS[kind])
-    items = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}[container.__name__]
-    samples = []
-    for s in range(8):
-        drawn = {r: [_kind_label(fo, kind, 0, r)] + ([_kind_label(fo, kind, 1, r)] if r in "ab" else [])
-                 for r in raters}
-        sample = fo.Sample(filepath=f"/kinds/{kind}/{s}" + (".pcd" if kind == "3d" else ".jpg"))
-        if kind == "masks":
-            sample["metadata"] = fo.ImageMetadata(width=200, height=200)
-        if layout == "fields":
-            for r in raters:
-                sample[r] = container(**{items: drawn[r]})
-        else:
-            sample["ann"] = container(**{items: [lab for r in raters for lab in drawn[r]]})
-        samples.append(sample)
-    ds = make_dataset(samples)
-    rater_params = dict(fields=raters) if layout == "fields" else dict(field="ann", rater_attr="annotator")
+    ds, rater_params, container, items = kind_dataset(fo, make_dataset, kind, layout)
     out = _run(ds, "compute_consensus", key="k", review_band=[0.05, 0.999], **rater_params)
     assert out["n_samples"] == 8 and out["n_consensus"] >= 8
     ds.reload()
@@ -355,7 +318,7 @@ def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_da
         consensus = sample["k_consensus"]
         assert isinstance(consensus, container)
         labels = {lab.label: lab for lab in consensus[items]}
-        certain, reference = labels["c0"], _kind_label(fo, kind, 0, "a")
+        certain, reference = labels["c0"], kind_label(fo, kind, 0, "a")
         for name in ("bounding_box", "points", "location", "dimensions", "rotation"):
             if name in reference and reference[name] is not None and name in certain:
                 if name == "bounding_box" and kind in ("masks", "3d"):
