@@ -358,3 +358,17 @@ def test_lvis_polygon_similarities_equal_the_kalos_reference(lvis_path):
         assert checked > 50
     finally:
         logging.disable(logging.NOTSET)
+
+
+def test_supported_similarities_are_those_every_label_allows(data):
+    """Each kind of geometry adds its similarities; a geometry some labels lack leaves its own out."""
+    from agreement.similarity import supported_similarities
+
+    assert supported_similarities(corpus(polygons=False, masks=False, keypoints=False)) == ("iou", "giou", "centroid")
+    assert supported_similarities(corpus(masks=False, keypoints=False)) == (
+        "iou", "giou", "centroid", "polygon_iou", "polygon_giou", "mask_iou")  # polygons rasterise
+    assert supported_similarities(corpus(polygons=False, keypoints=False)) == ("iou", "giou", "centroid", "mask_iou")
+    assert "oks" in supported_similarities(corpus(polygons=False, masks=False))  # 17 points: COCO σ
+    assert supported_similarities(data) == SIMILARITIES  # every geometry at once
+    for name in supported_similarities(data):
+        check_similarity(name, data)  # each one it lists is accepted
