@@ -263,3 +263,66 @@ def test_stamps_are_read_only_where_the_lists_read_are_the_stored_lists(fo, two_
     assert read.stamps_of() == {sid: t for sid, t in _read_stamps(ds).items()}
     assert read_annotations(ds.filter_labels("a", F("label") != "cat", only_matches=False),
                             fields=["a", "b"]).stamps_of() is None
+
+
+def _count_retries(monkeypatch):
+    """The sample ids each call of the by-id write (a failed positional guard) was given."""
+    import agreement.fo.writing as w
+
+    retried, real = [], w._retry_by_id
+
+    def retry(dataset, sample_columns, label_columns, sids, *args, **kwargs):
+        retried.append(set(sids))
+        return real(dataset, sample_columns, label_columns, sids, *args, **kwargs)
+
+    monkeypatch.setattr(w, "_retry_by_id", retry)
+    return retried
+
+
+@pytest.mark.parametrize("how", ["streamed", "whole corpus"])
+def test_an_overwrite_writes_by_position_without_a_second_pass(fo, two_field_ds, monkeypatch, how):
+    """Freeing the overwritten run deletes its fields, which FiftyOne does by restamping every sample:
+    the stamps read before the free are refreshed, so no guard fails and nothing is written twice."""
+    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.kalos import compute_kalos
+
+    ds = two_field_ds
+    run = (lambda **kw: compute_kalos(ds, "ow", fields=["a", "b"], **kw)) if how == "streamed" else \
+        (lambda **kw: compute_consensus(ds, "ow", fields=["a", "b"], **kw))
+    run()
+    first = {p: ds.values(p) for p in ("a.detections.ow_unit", "a.detections.ow_agrees") if ds.get_field(p)}
+    retried = _count_retries(monkeypatch)
+    run(overwrite=True)
+    assert retried == [] and first
+    for path, values in first.items():
+        assert ds.values(path) == values  # the same input: the same values, on the same labels
+
+
+def test_an_edit_before_the_overwrite_frees_the_old_run_is_still_caught(fo, two_field_ds, monkeypatch):
+    """A label inserted after the read, before the free, keeps its stale stamp: its sample's guard
+    fails and its values go onto the right labels by id, the other samples' are written by position."""
+    import time
+
+    import agreement.fo.engine as engine
+    from agreement.fo.kalos import compute_kalos
+
+    ds = two_field_ds
+    compute_kalos(ds, "oe", fields=["a", "b"])
+    real_stamps, edited = engine.current_stamps, []
+
+    def edit_then_read_stamps(samples, ids):  # first called after the read, just before the free
+        if not edited:
+            time.sleep(0.01)  # the stamp has millisecond resolution
+            sample = ds.first()
+            sample["a"].detections = [fo.Detection(label="new", bounding_box=[0, 0, 0.1, 0.1])] + \
+                sample["a"].detections
+            sample.save()
+            edited.append(sample.id)
+        return real_stamps(samples, ids)
+
+    monkeypatch.setattr(engine, "current_stamps", edit_then_read_stamps)
+    retried = _count_retries(monkeypatch)
+    compute_kalos(ds, "oe", fields=["a", "b"], overwrite=True)
+    assert len(retried) == 1 and edited[0] in retried[0] and len(retried[0]) <= 2  # a batch's samples
+    labels, units = ds.values("a.detections.label")[0], ds.values("a.detections.oe_unit")[0]
+    assert labels == ["new", "cat", "dog"] and units[0] is None and None not in units[1:]

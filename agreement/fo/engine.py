@@ -30,7 +30,7 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 import numpy as np
 
 from agreement.fo import runs
-from agreement.fo.reading import ReadResult, join_reads, plan_corpus, read_annotations
+from agreement.fo.reading import ReadResult, current_stamps, join_reads, plan_corpus, read_annotations
 from agreement.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
@@ -371,8 +371,9 @@ def run_method(
     with spec.context(params):
         out = spec.compute(read, params, lambda f, label: report(0.1 + 0.75 * f, label), extra)
     report(0.85, "writing results")
-    plan = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
-                            overwrite=overwrite, scan_documents=False)
+    plan = _prepare_keeping_stamps(samples, key, overwrite, read, lambda: runs.prepare_run(
+        samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
+        overwrite=overwrite, scan_documents=False))
     try:
         _write_in_parts(samples, plan, read, spec, out, DEFAULT_SHARD_SIZE)
     except BaseException:
@@ -383,6 +384,27 @@ def run_method(
     runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
     report(1.0, "done")
     return clean_summary(summary)
+
+
+def _prepare_keeping_stamps(samples, key: str, overwrite: bool, read: ReadResult | None,
+                            prepare: Callable[[], runs.RunPlan]) -> runs.RunPlan:
+    """``prepare()`` (the :func:`agreement.fo.runs.prepare_run` that frees an overwritten run and registers
+    this one), keeping valid the positional write guards of the samples ``read`` before it.
+
+    Freeing a run deletes its fields, and FiftyOne's field deletion stamps every sample's
+    ``last_modified_at``: the stamps read before it would fail every guard, and every sample would be
+    written a second time, by label id (a write about twice as long). So the stamps of the samples read
+    are read just before and just after the free: a sample whose stamp was still the one read takes its
+    new stamp; any other (changed by someone since the read) keeps the one read, its guard fails and its
+    labels are written by id, as without an overwrite.
+    """
+    if not overwrite or read is None or read.stamps is None or key not in runs._dataset(samples).list_runs():
+        return prepare()
+    ids = [str(i) for i in read.annotations.sample_ids.tolist()]
+    before = current_stamps(samples, ids)
+    plan = prepare()
+    read.refresh_stamps(before, current_stamps(samples, ids))
+    return plan
 
 
 def read_planned(samples, ids: Sequence[str], layout: Mapping[str, Any], options: Mapping[str, Any], plan):
@@ -467,7 +489,7 @@ class ShardResult:
 
 
 def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
-                  register: Callable[[], Any] | None = None, writer: ShardWriter | None = None) -> ShardResult:
+                  register: Callable[[ReadResult], Any] | None = None, writer: ShardWriter | None = None) -> ShardResult:
     """Reads, computes and writes one shard of ``samples`` (the view of the run): the one step of a
     streamed run, the same in this process and on a Dask worker. ``register`` gives the run plan just
     before the first write when ``job.run_plan`` is ``None``; with a ``writer`` the shard's updates are
@@ -487,7 +509,7 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
         _write(samples, job.run_plan, read, spec, out, writer)
     else:  # registered and its schema declared under one lock (one reload of the dataset document)
         with schema_lock(runs._dataset(samples)):
-            _write(samples, register(), read, spec, out, writer)
+            _write(samples, register(read), read, spec, out, writer)
     return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None)
 
 
@@ -539,11 +561,12 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             for k, i in enumerate(range(0, len(ids), shard_size))]
     registered: list = []
 
-    def register():
+    def register(read: ReadResult | None = None):  # ``read``: the shard read before, to be written first
         if not registered:
             check.check_documents()
-            registered.append(runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
-                                               spec.label_suffixes, overwrite=overwrite, scan_documents=False))
+            registered.append(_prepare_keeping_stamps(samples, key, overwrite, read, lambda: runs.prepare_run(
+                samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
+                overwrite=overwrite, scan_documents=False)))
         return registered[0]
 
     try:

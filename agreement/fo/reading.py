@@ -44,8 +44,8 @@ from agreement.data import MultiRaterAnnotations
 from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
 
-__all__ = ["ReadResult", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES", "declare_raters_field",
-           "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
+__all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES",
+           "declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
            "plan_corpus", "coverage_evidence", "read_assignment", "join_reads"]
 
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
@@ -85,6 +85,16 @@ class ReadResult:
         part = part if part is not None else slice(0, len(self.stamps))
         return {sid: t for sid, t in zip(map(str, self.annotations.sample_ids[part].tolist()), self.stamps[part])
                 if t is not None}
+
+    def refresh_stamps(self, before: dict[str, object], after: dict[str, object]) -> None:
+        """Replaces the stamp of every sample whose stamp in ``before`` is the one read by its stamp in
+        ``after`` (sample id -> ``last_modified_at``, as :func:`current_stamps` gives them): a change
+        made between ``before`` and ``after`` by this process is taken as not changing the lists read."""
+        if self.stamps is None:
+            return
+        ids = map(str, self.annotations.sample_ids.tolist())
+        self.stamps = [after.get(s, t) if t is not None and before.get(s) == t else t
+                       for s, t in zip(ids, self.stamps)]
 
     def stored_ids_of(self, label_field: str, part: slice | None = None) -> dict[str, list] | None:
         """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept),
@@ -285,6 +295,21 @@ def read_annotations(
             samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
             min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed, plan,
         )
+
+
+def current_stamps(samples, ids: Sequence[str], chunk: int = 50_000) -> dict[str, object]:
+    """Sample id -> its ``last_modified_at`` as stored now, for the samples ``ids`` of ``samples``'
+    dataset (one projected query per ``chunk`` ids; a sample without one, or deleted, is left out)."""
+    from bson import ObjectId
+
+    coll = samples._root_dataset._sample_collection
+    out: dict[str, object] = {}
+    for lo in range(0, len(ids), chunk):
+        query = {"_id": {"$in": [ObjectId(i) for i in ids[lo: lo + chunk]]}}
+        for doc in coll.find(query, {"last_modified_at": 1}):
+            if doc.get("last_modified_at") is not None:
+                out[str(doc["_id"])] = doc["last_modified_at"]
+    return out
 
 
 def _base_paths(image_sizes: bool, stamps: bool = False) -> list[str]:
