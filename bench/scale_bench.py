@@ -27,11 +27,11 @@ not overlapped: each shard's (or part's) updates are sent in the run's own
 thread before the next shard is read, so the write-back seconds are the
 writes' own. In the ordinary run the writer thread sends shard k while shard
 k + 1 is read and computed, so its wall time may include the compute's share
-of the two cores, and what it hides is seen in the total (100,000 samples:
-OT's write-back 31.4 s overlapped, 31.2 s alone, the run 41 s against 78 s;
-consensus, whose parts' label documents are made while the part before is
-sent, 28.8 s against 46.4 s, the run 67 s against 84 s). With the flag, the
-write-back target is checked on the writes-alone rows.
+of the two cores, and what it hides is seen in the total (100,000 samples,
+after the overwrite fix: OT's write-back 27.9 s overlapped, 20.1 s alone,
+the run 35.7 s against 61.8 s; consensus 26.3 s against 18.3 s, the run
+59.9 s against 75.7 s; bare read 23.9 s). With the flag, the write-back
+target is checked on the writes-alone rows.
 
 Each operator runs with ``FIFTYONE_OPERATOR_TIMEOUT`` raised to a day (unless
 set): FiftyOne reports an immediately executed operator that runs longer than
