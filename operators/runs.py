@@ -43,7 +43,7 @@ class ListAgreementRuns(foo.Operator):
 
 def _describe_run(dataset, item: dict) -> str:
     """One line per run: key, method, when, and its headline number (three significant figures)."""
-    from agreement.fo.panel_data import METHOD_VIEWS, sig3
+    from agreement.fo.figures import METHOD_VIEWS, sig3
 
     view = METHOD_VIEWS.get(item["method"]) or {}
     title = view.get("title", item["method"])

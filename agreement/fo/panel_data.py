@@ -27,16 +27,30 @@ rater-pair matrix lives.
 
 from __future__ import annotations
 
-import math
 import os
 from collections import OrderedDict
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
+from agreement.fo.figures import (
+    CONSENSUS_METHOD,
+    METHOD_VIEWS,
+    PanelDataError,
+    confusion_figure,
+    confusion_matrix,
+    count_text,
+    figure,
+    figure_layout,
+    histogram_figure,
+    is_finite,
+    pair_matrix,
+    pair_matrix_figure,
+    sig3,
+)
 
 __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
@@ -47,314 +61,6 @@ __all__ = [
 ]
 
 
-class PanelDataError(ValueError):
-    """The run cannot be shown; the message says why and what to do."""
-
-
-# --------------------------------------------------------------------------- formatting
-def sig3(x, signed: bool = False) -> str:
-    """``x`` to three significant figures (``"undefined"`` for None/NaN)."""
-    if x is None or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(float(x)):
-        return "undefined"
-    x = float(x)
-    if x == 0:
-        return "0"
-    text = f"{x:.3g}"
-    if "e" in text:  # 1.23e+03 reads badly in a card; big numbers are counts anyway
-        text = f"{x:,.0f}" if abs(x) >= 1 else f"{x:.2e}"
-    return ("+" + text) if signed and x > 0 else text
-
-
-def _count(n: int, what: str = "sample") -> str:
-    return f"{int(n):,} {what}{'' if int(n) == 1 else 's'}"
-
-
-def _finite(x) -> bool:
-    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
-
-
-def _floats(values) -> list:
-    return [float(v) if _finite(v) else None for v in (values if values is not None else [])]
-
-
-# --------------------------------------------------------------------------- methods
-# per method: the per-sample score field suffix, its axis title, headline cards
-# (summary key, label, optional se / interval keys), and where the optional plots come from
-METHOD_VIEWS: dict[str, dict[str, Any]] = {
-    "iaa.ot_agreement": {
-        "title": "OT agreement",
-        "score_suffix": "ot",
-        "score_label": "OT score (mean over rater pairs)",
-        "score_axis": "OT score of the sample (1 = identical box sets)",
-        "score_name": "OT score",
-        "score_range": lambda params: (1 - float(params.get("beta", 0.5)), 1.0),
-        "cards": [
-            {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "exact": "alpha_ot_exact",
-             "reason": "alpha_ot_reason"},
-            {"key": "mean_ot", "label": "mean OT score"},
-            {"key": "f1", "label": "F1@IoU (baseline)"},
-            {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
-            {"key": "n_undefined", "label": "samples without a score", "integer": True},
-        ],
-        "pair_matrix": ("alpha_ot", "αOT per rater pair"),
-        "pair_value": "αOT",
-        "view_labels": ("mean OT score", "samples without a score"),
-    },
-    "iaa.kalos": {
-        "title": "KαLOS",
-        "score_suffix": "alpha",
-        "score_label": "Krippendorff's α of the sample",
-        "score_axis": "α of the sample (1 perfect, 0 chance)",
-        "score_name": "α",
-        "score_range": lambda params: (-1.0, 1.0),
-        "cards": [
-            {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
-            {"key": "mean_alpha", "label": "mean α (defined samples)"},
-            {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
-            {"key": "tau", "label": "τ"},
-        ],
-        "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
-        "pair_value": "α",
-        "view_labels": ("mean α (defined samples)", "samples with α undefined"),
-        "bars": lambda detail, info: _kalos_bars(detail),
-        "curves": lambda detail, info: _kalos_curves(detail, info),
-    },
-    "iaa.geometry_agreement": {
-        "title": "Geometry agreement",
-        "score_suffix": "distance",
-        "higher_is_better": False,
-        "score_label": "mean matched distance on the sample (0 = identical)",
-        "score_axis": "mean matched distance of the sample (0 = identical)",
-        "score_name": "distance",
-        "score_range": lambda params: (0.0, 1.0 - float(params.get("threshold", 0.5))),
-        "cards": [
-            {"key": "sigma", "label": "σ (Braylan)", "lo": "sigma_ci_low", "hi": "sigma_ci_high", "reason": "sigma_reason"},
-            {"key": "distance_alpha", "label": "distance α", "lo": "distance_alpha_ci_low",
-             "hi": "distance_alpha_ci_high", "reason": "distance_alpha_reason"},
-            {"key": "ks", "label": "KS", "lo": "ks_ci_low", "hi": "ks_ci_high", "reason": "ks_reason"},
-            {"key": "detection_alpha", "label": "detection agreement", "lo": "detection_alpha_ci_low",
-             "hi": "detection_alpha_ci_high", "reason": "detection_alpha_reason"},
-            {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
-             "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
-        ],
-        "curves": lambda detail, info: _distance_curves(detail, info),
-    },
-    "iaa.mask_consensus": {
-        "title": "STAPLE mask consensus",
-        "score_suffix": "sensitivity",
-        "score_label": "mean rater sensitivity on the sample",
-        "score_axis": "mean rater sensitivity of the sample",
-        "score_name": "sensitivity",
-        "score_range": lambda params: (0.0, 1.0),
-        "cards": [
-            {"key": "mean_sensitivity", "label": "mean sensitivity"},
-            {"key": "mean_specificity", "label": "mean specificity"},
-            {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
-            {"key": "n_skipped", "label": "samples skipped", "integer": True},
-        ],
-        "bars": lambda detail, info: _rater_bars(detail, [("rater_sensitivity", "sensitivity"),
-                                                          ("rater_specificity", "specificity")],
-                                                 "Each rater's sensitivity and specificity (STAPLE, whole run)",
-                                                 "sensitivity or specificity (0 to 1)"),
-    },
-    "iaa.calibration": {
-        "title": "Calibration",
-        "score_suffix": None,
-        "cards": [
-            {"key": "best_distance", "label": "best-separating distance", "reason": "reason"},
-            {"key": "ks", "label": "KS (one-sided)", "reason": "reason"},
-            {"key": "tau_star", "label": "τ* (distance)", "reason": "reason"},
-            {"key": "similarity_threshold", "label": "τ for KαLOS (similarity)", "reason": "reason"},
-            {"key": "beta_star", "label": "β* for OT (λ = 1)", "reason": "beta_reason"},
-        ],
-        "curves": lambda detail, info: _calibration_curves(detail),
-    },
-}
-
-
-CONSENSUS_METHOD = "iaa.consensus"
-METHOD_VIEWS[CONSENSUS_METHOD] = {
-    "title": "Consensus",
-    "score_suffix": "min_confidence",
-    "score_label": "lowest confidence of the sample's consensus labels",
-    "score_axis": "lowest confidence of the sample's consensus labels (1 = certain)",
-    "score_name": "lowest confidence",
-    "score_range": lambda params: (0.0, 1.0),
-    "cards": [],
-    "view_labels": ("mean lowest confidence", "samples without consensus labels"),
-}
-
-
-# --------------------------------------------------------------------------- figures
-FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
-
-
-def _layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320,
-            subtitle: str | None = None, **extra) -> dict:
-    """A plotly layout with a title (and a smaller second line), both axis titles, room for the tick
-    labels, no zooming."""
-    text = f"<b>{title}</b>" + (f"<br><span style='font-size:12px'>{subtitle}</span>" if subtitle else "")
-    layout = {
-        "title": {"text": text, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
-                  "pad": {"t": 10}, "font": {"size": 15}},
-        "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
-        "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
-        "showlegend": bool(legend),
-        "height": height,
-        "margin": {"t": 76 if subtitle else 48, "l": 64, "r": 24, "b": 56, "pad": 2},
-        "hoverlabel": {"namelength": -1},
-        "dragmode": False,
-    }
-    if legend:
-        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top"}
-        layout["margin"]["b"] = 120
-        layout["height"] = height + 60
-    for k, v in extra.items():
-        if isinstance(v, dict) and isinstance(layout.get(k), dict):
-            layout[k] = {**layout[k], **v}
-        else:
-            layout[k] = v
-    return layout
-
-
-def _figure(name: str, title: str, traces: list, layout: dict, clickable: str | None = None) -> dict:
-    return {"name": name, "title": title, "traces": traces, "layout": layout, "config": dict(FIGURE_CONFIG),
-            "click": clickable}
-
-
-def _rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: str) -> list[dict]:
-    """One grouped bar chart of per-rater values (a legend when more than one series)."""
-    raters = list(detail.get("raters") or [])
-    traces = []
-    for k, name in series:
-        if detail.get(k) is None:
-            continue
-        ys = _floats(detail.get(k))
-        traces.append({"type": "bar", "x": raters, "y": ys, "name": name,
-                       "hovertext": [f"{r}: {name} {sig3(v)}" for r, v in zip(raters, ys)],
-                       "hovertemplate": "%{hovertext}<extra></extra>"})
-    if not (raters and traces):
-        return []
-    layout = _layout(title.replace(" (STAPLE, whole run)", ""), "rater", ytitle, legend=len(traces) > 1,
-                     barmode="group", subtitle="STAPLE, whole run" if "STAPLE" in title else None)
-    return [_figure("bars_rater", title, traces, layout)]
-
-
-def _kalos_bars(detail: dict, top: int = 20) -> list[dict]:
-    """Rater vitality, and the hardest classes by α (whole run); both clickable."""
-    bars = []
-    vit = detail.get("rater_vitality") or {}
-    if vit.get("raters") and any(v is not None for v in vit.get("vitality") or []):
-        raters = list(vit["raters"])
-        ys = _floats(vit["vitality"])
-        without = _floats(vit.get("alpha_without") or [None] * len(raters))
-        alpha = vit.get("alpha")
-        hover = [f"{r}: vitality {sig3(v, signed=True)} (α {sig3(alpha)} with, {sig3(w)} without {r})"
-                 f"<br>click: {r}'s labels that match nobody" for r, v, w in zip(raters, ys, without)]
-        title = "Rater vitality: α − α without the rater (whole run)"
-        bars.append(_figure(
-            "vitality", title,
-            [{"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
-              "hovertemplate": "%{hovertext}<extra></extra>",
-              "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}],
-            _layout("Rater vitality (whole run)", "rater", "vitality (< 0: lowers agreement)",
-                    subtitle="α − α without the rater · click a bar: that rater's labels that match nobody"),
-            clickable="vitality"))
-    cd = detail.get("class_difficulty") or {}
-    if cd.get("classes"):
-        order = [i for i in cd.get("hardest_first", []) if cd["alpha"][i] is not None][:top]
-        if order:
-            classes = [cd["classes"][i] for i in order]
-            ys = [float(cd["alpha"][i]) for i in order]
-            units = [int(cd["n_units"][i]) if cd.get("n_units") else None for i in order]
-            hover = [f"{c}: α {sig3(a)} over {_count(n, 'unit') if n is not None else 'its units'}"
-                     f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units)]
-            title = f"Class difficulty: the {len(order)} classes with the lowest α (whole run)"
-            bars.append(_figure(
-                "classes", title,
-                [{"type": "bar", "x": classes, "y": ys, "name": "α", "hovertext": hover,
-                  "hovertemplate": "%{hovertext}<extra></extra>"}],
-                _layout("Class difficulty (whole run)", "class", "α of the class (1 perfect, 0 chance)",
-                        subtitle=f"the {len(order)} classes with the lowest α · click a bar: "
-                                 "that class's units with disagreement"),
-                clickable="class"))
-    return bars
-
-
-def _kalos_curves(detail: dict, info: dict | None = None) -> list[dict]:
-    """α as τ varies (localisation sensitivity), with the run's τ marked."""
-    c = detail.get("sensitivity_curve") or {}
-    if not c.get("taus"):
-        return []
-    taus = _floats(c["taus"])
-    traces = [
-        {"type": "scatter", "mode": "lines+markers", "x": taus, "y": _floats(c["global_alpha"]),
-         "name": "global α (pooled over all units)",
-         "hovertemplate": "τ %{x:.3g}: global α %{y:.3g}<extra></extra>"},
-        {"type": "scatter", "mode": "lines+markers", "x": taus, "y": _floats(c["mean_alpha"]),
-         "name": "mean α over samples", "hovertemplate": "τ %{x:.3g}: mean α %{y:.3g}<extra></extra>"},
-    ]
-    tau = (info or {}).get("params", {}).get("tau")
-    ys = [v for t in traces for v in t["y"] if v is not None]
-    if _finite(tau) and ys:
-        traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [min(ys), max(ys)],
-                       "name": f"this run's τ = {sig3(tau)}", "line": {"dash": "dash", "color": "#888"},
-                       "hoverinfo": "skip"})
-    title = "α versus τ (localisation sensitivity)"
-    return [_figure("alpha_tau", title, traces,
-                    _layout(title, "τ (similarity a match needs)", "α (1 perfect, 0 chance)", legend=True,
-                            subtitle="whole run, recomputed at each τ"))]
-
-
-def _distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
-    """Within-item vs between-item (chance) distance densities."""
-    d = detail.get("distributions") or {}
-    edges = _floats(d.get("edges"))
-    if len(edges) < 2:
-        return []
-    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
-    distance = (info or {}).get("params", {}).get("distance", "distance")
-    traces = [
-        {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["within_density"]),
-         "name": "within (same sample)",
-         "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (same sample)<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "x": centers, "y": _floats(d["between_density"]),
-         "name": "between (other samples: chance)",
-         "hovertemplate": "distance %{x:.3g}: density %{y:.3g} (chance)<extra></extra>"},
-    ]
-    title = "Matched distances: same sample vs other samples (whole run)"
-    return [_figure("distances", title, traces,
-                    _layout("Matched distances (whole run)", f"{distance} distance (0 = identical, 1 = no overlap)",
-                            "density", legend=True, subtitle="same sample against other samples (chance)"))]
-
-
-def _calibration_curves(detail: dict) -> list[dict]:
-    """Observed vs expected disagreement densities per distance, with τ*."""
-    curves = []
-    for name, d in (detail.get("per_distance") or {}).items():
-        plot = d.get("plot") or {}
-        if not plot.get("grid"):
-            continue
-        grid = _floats(plot["grid"])
-        obs, exp = _floats(plot["density_observed"]), _floats(plot["density_expected"])
-        traces = [
-            {"type": "scatter", "mode": "lines", "x": grid, "y": obs, "name": "observed (same sample)",
-             "hovertemplate": "distance %{x:.3g}: density %{y:.3g}<extra>observed</extra>"},
-            {"type": "scatter", "mode": "lines", "x": grid, "y": exp, "name": "expected (other sample)",
-             "hovertemplate": "distance %{x:.3g}: density %{y:.3g}<extra>expected</extra>"},
-        ]
-        tau = plot.get("tau")
-        if tau is not None:
-            top = max([v for v in obs + exp if v is not None] or [1.0])
-            traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [0, top],
-                           "name": f"τ* = {sig3(tau)}", "line": {"dash": "dash"}, "hoverinfo": "skip"})
-        ks = d.get("ks_one_sided")
-        title = f"{name}: KS {sig3(ks)}" if ks is not None else f"{name}: {d.get('reason') or 'undefined'}"
-        curves.append(_figure(f"calibration_{name}", title, traces,
-                              _layout(title, f"{name} distance (0 = identical)", "density", legend=True)))
-    return curves
-
-
 # --------------------------------------------------------------------------- cards
 def _card(summary: dict, spec: dict) -> dict:
     value = summary.get(spec["key"])
@@ -362,7 +68,7 @@ def _card(summary: dict, spec: dict) -> dict:
     if isinstance(value, str) and value:
         card["text"] = value
         return card
-    if not _finite(value):
+    if not is_finite(value):
         reason = summary.get(spec.get("reason", ""), "") or "undefined"
         card["text"] = f"undefined: {reason}"
         return card
@@ -371,12 +77,12 @@ def _card(summary: dict, spec: dict) -> dict:
         return card
     text = sig3(value)
     se = summary.get(spec.get("se", ""))
-    if _finite(se) and se > 0:
+    if is_finite(se) and se > 0:
         text += f" ± {sig3(1.96 * se)} (95%)"
     elif spec.get("exact") and summary.get(spec["exact"]):
         text += " (exact chance baseline)"
     lo, hi = summary.get(spec.get("lo", "")), summary.get(spec.get("hi", ""))
-    if _finite(lo) and _finite(hi):
+    if is_finite(lo) and is_finite(hi):
         text += f" [{sig3(lo)}, {sig3(hi)}]"
     card["text"] = text
     return card
@@ -433,7 +139,7 @@ def view_alpha_ot(pair_scores: dict, records: list[dict], ids: set | None) -> di
         vals = [v for sid, v in scores.items() if v is not None and (ids is None or sid in ids)]
         rec = by_pair.get(name) or by_pair.get("|".join(reversed(name.split("|")))) or {}
         de = rec.get("expected_cost")
-        if _finite(de) and _finite(rec.get("n_cross_pairs")):
+        if is_finite(de) and is_finite(rec.get("n_cross_pairs")):
             de_num += float(de) * float(rec["n_cross_pairs"])
             de_den += float(rec["n_cross_pairs"])
         if not vals:
@@ -441,7 +147,7 @@ def view_alpha_ot(pair_scores: dict, records: list[dict], ids: set | None) -> di
         mean = float(np.mean(vals))
         total += float(np.sum(vals))
         n_total += len(vals)
-        alpha = 1.0 - (1.0 - mean) / de if _finite(de) and de > 0 else None
+        alpha = 1.0 - (1.0 - mean) / de if is_finite(de) and de > 0 else None
         pairs[name] = {"alpha": alpha, "mean_ot": mean, "n_samples": len(vals)}
     d_e = de_num / de_den if de_den > 0 else None
     d_o = 1.0 - total / n_total if n_total else None
@@ -483,11 +189,11 @@ def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int
     numbers = [c for c in run_cards if c["label"] not in _NOTE_CARDS]
     notes = [c for c in run_cards if c["label"] in _NOTE_CARDS]
     if whole or not view_cards_:
-        rows = [f"| | whole run{f' ({_count(n_run)})' if n_run else ''} |", "|:--|:--|"]
+        rows = [f"| | whole run{f' ({count_text(n_run)})' if n_run else ''} |", "|:--|:--|"]
         rows += [f"| {c['label']} | {c['text']} |" for c in numbers]
     else:
         by_label = {c["label"]: c["text"] for c in view_cards_}
-        rows = [f"| | this view ({_count(n_view)}) | whole run ({_count(n_run)}) |", "|:--|:--|:--|"]
+        rows = [f"| | this view ({count_text(n_view)}) | whole run ({count_text(n_run)}) |", "|:--|:--|:--|"]
         seen = set()
         for c in numbers:
             rows.append(f"| {c['label']} | {by_label.get(c['label'], '—')} | {c['text']} |")
@@ -570,119 +276,6 @@ def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -
     }
 
 
-def _bin_text(edges: list, i: int) -> str:
-    close = "]" if i == len(edges) - 2 else ")"
-    return f"[{sig3(edges[i])}, {sig3(edges[i + 1])}{close}"
-
-
-def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_suffix: str = "samples in view",
-                     name: str = "histogram", clickable: bool = True) -> dict:
-    """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted."""
-    edges = hist["edges"]
-    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
-    width = edges[1] - edges[0]
-    score = view.get("score_name", "score")
-    hover = [f"{_count(c)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
-             for i, c in enumerate(hist["counts"])]
-    colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
-    trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
-             "width": width * 0.92, "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
-             "marker": {"color": colors}}
-    better = "higher is better" if view.get("higher_is_better", True) else "lower is better"
-    title = f"Per-sample {score} ({title_suffix}; click a bar to load its samples)"
-    layout = _layout(f"Per-sample {score}", f"{view.get('score_axis', score)}; {better}", "number of samples",
-                     subtitle=title_suffix + (" · click a bar to load its samples" if clickable else ""),
-                     xaxis={"range": [edges[0] - width * 0.6, edges[-1] + width * 0.6]}, bargap=0.05)
-    return _figure(name, title, [trace], layout, clickable="histogram" if clickable else None)
-
-
-# --------------------------------------------------------------------------- rater pairs
-MAX_HEATMAP_RATERS = 30
-
-
-def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS,
-                override: dict | None = None) -> dict | None:
-    """The rater-pair heatmap from the sparse ``detail["rater_pairs"]`` records.
-
-    Raters in ``detail["rater_order"]`` (clustering order) when given, else as
-    listed. With more than ``max_raters`` raters, the ``max_raters`` who share
-    the most samples with others are shown, and the title says so. A cell of
-    two raters who never shared a sample is empty ("no data"), not 0.
-
-    Args:
-        override: optional ``"a|b"`` → ``{value: v, "n_samples": n}`` replacing
-            the records' values and shared counts (a view's numbers); pairs
-            absent from it have no data.
-
-    Returns:
-        ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
-        or no data; ``shared`` the shared-sample counts), or ``None``.
-    """
-    from agreement.rater_pairs import records_to_matrix
-
-    raters = list(detail["raters"])
-    records = detail.get("rater_pairs") or []
-    if override is not None:
-        new = []
-        for rec in records:
-            o = override.get(f"{rec['rater_a']}|{rec['rater_b']}") or override.get(f"{rec['rater_b']}|{rec['rater_a']}")
-            if o is not None:
-                new.append({**rec, value: o.get(value), "n_shared_samples": int(o.get("n_samples", 0))})
-        records = new
-    order = detail.get("rater_order") or list(range(len(raters)))
-    ordered = [raters[i] for i in order]
-    if len(ordered) > max_raters:
-        weight: dict[str, int] = {}
-        for rec in detail.get("rater_pairs") or []:
-            for r in (rec["rater_a"], rec["rater_b"]):
-                weight[r] = weight.get(r, 0) + int(rec.get("n_shared_samples", 0))
-        top = set(sorted(ordered, key=lambda r: (-weight.get(r, 0), r))[:max_raters])
-        title = f"{title}: the {max_raters} of {len(ordered)} raters who share the most samples"
-        ordered = [r for r in ordered if r in top]
-    if not ordered:
-        return None
-    names, z, shared = records_to_matrix(records, value, ordered)
-    return {
-        "raters": names,
-        "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
-        "shared": shared.tolist(),
-        "title": title,
-    }
-
-
-def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "",
-                       selected: list | None = None) -> dict:
-    """The heatmap figure: values in the cells (three significant figures), hover naming both raters."""
-    raters, z, shared = pm["raters"], pm["z"], pm["shared"]
-    text = [["" if v is None else sig3(v) for v in row] for row in z]
-    hover = []
-    for i, a in enumerate(raters):
-        row = []
-        for j, b in enumerate(raters):
-            if i == j:
-                row.append(f"{a}: the diagonal (a rater with itself) is not measured")
-            elif z[i][j] is None:
-                row.append(f"{a} vs {b}: no data ({_count(shared[i][j])} shared)")
-            else:
-                row.append(f"{a} vs {b}: {value_name} {sig3(z[i][j])} on {_count(shared[i][j], 'shared sample')}{where}"
-                           + ("<br>click: the samples where they disagree most" if clickable else ""))
-        hover.append(row)
-    n = len(raters)
-    title = f"{pm['title']} ({scope}{'; click a cell to see where the two disagree' if clickable else ''})"
-    subtitle = scope + (" · click a cell: where the two disagree most" if clickable else "")
-    trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
-             "zmin": -0.2, "zmax": 1.0, "xgap": 1, "ygap": 1,
-             "colorbar": {"title": {"text": value_name, "side": "right"}, "thickness": 14}}
-    layout = _layout(pm["title"], "rater", "rater", height=max(360, 140 + 44 * n), subtitle=subtitle,
-                     xaxis={"tickangle": -30, "type": "category"}, yaxis={"autorange": "reversed", "type": "category"})
-    if selected and all(r in raters for r in selected):  # the drilled pair: outline both of its cells
-        i, j = raters.index(selected[0]), raters.index(selected[1])
-        layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.5, "x1": c + 0.5, "y0": r - 0.5,
-                             "y1": r + 0.5, "line": {"color": "#ff6d04", "width": 3}} for r, c in ((i, j), (j, i))]
-    return _figure("pair_matrix", title, [trace], layout, clickable="pair" if clickable else None)
-
-
 # --------------------------------------------------------------------------- undefined, labels, compare
 def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int = 8) -> list[dict]:
     """Why samples have no score: ``[{"reason", "count", "ids"}]``, most frequent first, limited to ``ids``."""
@@ -712,7 +305,7 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
             "cards": [_card(results.get("summary", {}), spec) for spec in view["cards"]],
             "view_cards": [] if whole else view_cards(samples, info, results),
             "histogram": histogram_figure(hist, view, name=f"compare_hist_{info['key']}", clickable=False,
-                                          title_suffix=f"run {info['key']!r}, {_count(len(samples))} in view")
+                                          title_suffix=f"run {info['key']!r}, {count_text(len(samples))} in view")
             if hist else None,
         })
     out["histograms"] = _compare_histograms(out["runs"], info_a, info_b, len(samples))
@@ -729,7 +322,7 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
             hover = [f"{os.path.basename(p)}<br>run {info_a['key']!r}: {sig3(a)}, run {info_b['key']!r}: {sig3(b)}"
                      "<br>click: load it" for p, a, b in zip(paths, xa, xb)]
             title = (f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r} "
-                     f"({_count(n)} scored by both{f', the first {max_points:,} shown' if n > max_points else ''};"
+                     f"({count_text(n)} scored by both{f', the first {max_points:,} shown' if n > max_points else ''};"
                      " click a point or lasso points to load them)")
             lo = min(min(xa), min(xb))
             hi = max(max(xa), max(xb))
@@ -740,13 +333,13 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
                 {"type": "scatter", "mode": "lines", "x": [lo, hi], "y": [lo, hi], "name": "equal scores",
                  "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"},
             ]
-            layout = _layout(f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r}",
+            layout = figure_layout(f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r}",
                              f"{va['score_name']}, run {info_a['key']!r}", f"{vb['score_name']}, run {info_b['key']!r}",
                              legend=True, height=460, dragmode="lasso",
-                             subtitle=f"{_count(n)} scored by both"
+                             subtitle=f"{count_text(n)} scored by both"
                                       f"{f', the first {max_points:,} shown' if n > max_points else ''}"
                                       " · click a point or lasso points to load them")
-            out["scatter"] = _figure("compare_scatter", title, traces, layout, clickable="scatter")
+            out["scatter"] = figure("compare_scatter", title, traces, layout, clickable="scatter")
             out["scatter"]["n_both"] = n
     return out
 
@@ -767,8 +360,8 @@ def _compare_histograms(run_data: list[dict], info_a: dict, info_b: dict, n: int
     va = _method_view(info_a)
     title = f"Per-sample {va['score_name']}: run {info_a['key']!r} beside run {info_b['key']!r}"
     lay_a, lay_b = figs[0]["layout"], figs[1]["layout"]
-    layout = _layout(title, f"{va['score_name']}, run {info_a['key']!r}", "number of samples", legend=True,
-                     subtitle=f"{_count(n)} in view; each run on its own score range",
+    layout = figure_layout(title, f"{va['score_name']}, run {info_a['key']!r}", "number of samples", legend=True,
+                     subtitle=f"{count_text(n)} in view; each run on its own score range",
                      xaxis={"domain": [0, 0.42], "range": lay_a["xaxis"]["range"]}, height=360)
     font = {"size": 14}
     layout["xaxis2"] = {"domain": [0.58, 1], "anchor": "y2", "range": lay_b["xaxis"]["range"], "automargin": True,
@@ -777,7 +370,7 @@ def _compare_histograms(run_data: list[dict], info_a: dict, info_b: dict, n: int
     layout["yaxis2"] = {"anchor": "x2", "automargin": True, "fixedrange": True,
                         "title": {"text": "number of samples", "font": font}}
     layout["legend"]["y"] = -0.3
-    return _figure("compare_hist", title, traces, layout)
+    return figure("compare_hist", title, traces, layout)
 
 
 def compare_markdown(run_data: list[dict], n: int) -> str:
@@ -793,7 +386,7 @@ def compare_markdown(run_data: list[dict], n: int) -> str:
     va = {c["label"]: c["text"] for c in a["view_cards"]}
     vb = {c["label"]: c["text"] for c in b["view_cards"]}
     for label in dict.fromkeys(list(va) + list(vb)):
-        rows.append(f"| {label} ({_count(n)} in view) | {va.get(label, '—')} | {vb.get(label, '—')} |")
+        rows.append(f"| {label} ({count_text(n)} in view) | {va.get(label, '—')} | {vb.get(label, '—')} |")
     return head + "\n" + "\n".join(rows)
 
 
@@ -941,7 +534,6 @@ REPORT_NOTE = (
     "localisation error, mean 1 − IoU to the consensus label; *agrees*: share of its labels in a consensus "
     "label of their class; *labels*, *samples*: counted for the rater."
 )
-MAX_CONFUSION_CLASSES = 25
 CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
                           "majority": "majority vote", "wbf": "weighted boxes fusion"}
 
@@ -957,9 +549,9 @@ def consensus_tau_card(summary: dict) -> dict:
     """The card of a consensus run's correspondence threshold τ and where it came from (runs made before
     ``tau="auto"`` record only the number)."""
     tau, source = summary.get("tau"), _tau_sources().get(summary.get("tau_selection"))
-    text = sig3(tau) if _finite(tau) else "not recorded"
-    return {"label": "same-object threshold τ", "value": tau if _finite(tau) else None,
-            "text": f"{text} ({source})" if source and _finite(tau) else text}
+    text = sig3(tau) if is_finite(tau) else "not recorded"
+    return {"label": "same-object threshold τ", "value": tau if is_finite(tau) else None,
+            "text": f"{text} ({source})" if source and is_finite(tau) else text}
 
 
 def _consensus_paths(samples, key: str) -> tuple[str, str]:
@@ -989,7 +581,7 @@ def consensus_counts(samples, key: str) -> dict:
                                         foa.Mean(f"{path}.confidence")])
     flagged = int(flags.get(True, 0))
     return {"n_labels": int(n), "n_flagged": flagged, "share_flagged": flagged / n if n else None,
-            "mean_confidence": float(mean) if n and _finite(mean) else None}
+            "mean_confidence": float(mean) if n and is_finite(mean) else None}
 
 
 def consensus_cards(samples, key: str) -> list[dict]:
@@ -999,7 +591,7 @@ def consensus_cards(samples, key: str) -> list[dict]:
     """
     c = consensus_counts(samples, key)
     n, flagged, share = c["n_labels"], c["n_flagged"], c["share_flagged"]
-    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {_count(n, 'label')})" if share is not None
+    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {count_text(n, 'label')})" if share is not None
                   else "undefined: no consensus labels")
     mean = c["mean_confidence"]
     return [
@@ -1020,8 +612,8 @@ def rater_report_rows(results: dict) -> list[dict]:
         for k, _ in REPORT_COLUMNS:
             v = entry.get(k)
             row[k] = v
-            row["text"][k] = (f"{int(v):,}" if k.startswith("n_") and _finite(v) else
-                              "< 0.001" if _finite(v) and 0 < abs(v) < 1e-3 else sig3(v))
+            row["text"][k] = (f"{int(v):,}" if k.startswith("n_") and is_finite(v) else
+                              "< 0.001" if is_finite(v) and 0 < abs(v) < 1e-3 else sig3(v))
         rows.append(row)
     return rows
 
@@ -1033,72 +625,6 @@ def rater_report_markdown(rows: list[dict]) -> str:
     align = "|:--|" + "--:|" * len(REPORT_COLUMNS)
     body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in REPORT_COLUMNS) + " |" for r in rows]
     return "\n".join([head, align, *body]) + "\n\n" + REPORT_NOTE
-
-
-def _confusion_classes(conf: dict, classes: list[str], max_classes: int) -> tuple[list[str], int]:
-    """The classes of one rater's confusion rows or columns, in run order; with more than ``max_classes``,
-    those with the most probability off the diagonal. Returns them and how many there were."""
-    used = set(conf) | {c for row in conf.values() for c in row}
-    order = [c for c in classes if c in used] + sorted(used - set(classes))
-    if len(order) <= max_classes:
-        return order, len(order)
-    off = {c: 0.0 for c in order}
-    for y, row in conf.items():
-        for c, v in row.items():
-            if c != y:
-                off[y] += v
-                off[c] += v
-    top = set(sorted(order, key=lambda c: (-off[c], c))[:max_classes])
-    return [c for c in order if c in top], len(order)
-
-
-def confusion_matrix(results: dict, rater: str, max_classes: int = MAX_CONFUSION_CLASSES) -> dict:
-    """Rater ``rater``'s class confusion from a consensus run's results.
-
-    ``z[i][j]`` is the probability that the rater says ``classes[j]`` for an
-    object whose consensus class is ``classes[i]`` (EM: the fitted
-    Dawid–Skene matrix; otherwise row-normalised counts); a row is ``None``
-    where the rater met no object of that class, and an entry the run did not
-    store (below 0.001) is 0.
-
-    Returns:
-        ``{"rater", "classes", "z", "n_classes"}``.
-
-    Raises:
-        PanelDataError: when the run has no such rater.
-    """
-    detail = results.get("detail") or {}
-    report = detail.get("rater_report") or {}
-    if rater not in report:
-        raise PanelDataError(f"the consensus run has no rater {rater!r}; its raters are {list(report)}")
-    conf = report[rater].get("confusion") or {}
-    classes, n_classes = _confusion_classes(conf, [str(c) for c in detail.get("classes") or []], max_classes)
-    z = [[float(conf[y].get(c, 0.0)) for c in classes] if y in conf else [None] * len(classes) for y in classes]
-    return {"rater": rater, "classes": classes, "z": z, "n_classes": n_classes}
-
-
-def confusion_figure(cm: dict) -> dict:
-    """One rater's confusion matrix as a heatmap: consensus class down, rater's class across,
-    values to three significant figures, hover naming the rater and both classes."""
-    rater, classes, z = cm["rater"], cm["classes"], cm["z"]
-    text, hover = [], []
-    for y, row in zip(classes, z):
-        text.append(["" if v is None or v == 0 else sig3(v) for v in row])
-        hover.append([f"{rater}: no {y} object in the consensus on {rater}'s samples" if v is None else
-                      f"{rater} says {c} for a consensus {y}: probability "
-                      f"{sig3(v) if v else 'below 0.001'}" for c, v in zip(classes, row)])
-    n = len(classes)
-    shown = f"the {n} of {cm['n_classes']} classes with the most confusion" if cm["n_classes"] > n else "whole run"
-    subtitle = f"P(rater's class | consensus class), each row sums to 1 · {shown}"
-    trace = {"type": "heatmap", "x": classes, "y": classes, "z": z, "text": text, "texttemplate": "%{text}",
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
-             "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,
-             "colorbar": {"title": {"text": "probability", "side": "right"}, "thickness": 14}}
-    title = f"Class confusion of rater {rater}"
-    layout = _layout(title, "rater's class", "consensus class", height=max(360, 150 + 36 * n), subtitle=subtitle,
-                     xaxis={"tickangle": -30, "type": "category"},
-                     yaxis={"autorange": "reversed", "type": "category"})
-    return _figure("confusion", f"{title} ({subtitle})", [trace], layout)
 
 
 def review_queue_view(samples, key: str):
@@ -1203,12 +729,12 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         data["figures"]["confusion"] = cons["figure"]
     if data["histogram"] is not None:
         data["figures"]["histogram"] = histogram_figure(
-            data["histogram"], view, selected_bin, "whole dataset" if whole else f"{_count(n_view)} in view")
+            data["histogram"], view, selected_bin, "whole dataset" if whole else f"{count_text(n_view)} in view")
     if view.get("pair_matrix") and detail.get("raters") and detail.get("rater_pairs") is not None:
         name, title = view["pair_matrix"]
         override, scope, where = None, "whole run", ""
         if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
-            scope = "all samples" if whole else f"{_count(n_view)} in view; chance level of the whole run"
+            scope = "all samples" if whole else f"{count_text(n_view)} in view; chance level of the whole run"
             if not whole:
                 va = view_alpha_ot(detail["pair_sample_scores"], detail["rater_pairs"], ids)
                 override = {p: {"alpha_ot": v["alpha"], "n_samples": v["n_samples"]} for p, v in va["pairs"].items()}

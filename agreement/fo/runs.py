@@ -1,9 +1,10 @@
 """Agreement runs on a FiftyOne dataset: register, list, load, rename, delete.
 
 Every computation is a named run (``key``) registered with FiftyOne's runs API
-as a plain :class:`fiftyone.core.runs.RunConfig` carrying a method marker
-(``method="iaa.<name>"``) and ``plugin="@iaa/agreement"``. The config records
-exactly what the run wrote:
+as an :class:`agreement.fo.run_classes.AgreementRunConfig` carrying a method
+marker (``method="iaa.<name>"``) and ``plugin="@iaa/agreement"``, whose run
+class gives FiftyOne's ``delete_run`` and ``rename_run`` their cleanup and
+rename hooks. The config records exactly what the run wrote:
 
 * ``sample_fields``: per-sample result fields, always named ``{key}_<suffix>``;
 * ``label_attrs``: per-label attributes, as ``[label field, attribute]`` pairs,
@@ -16,24 +17,35 @@ Deleting a run removes exactly the fields and attributes it recorded, then the
 run itself. Renaming a run renames its fields and attributes.
 
 Results (the run's headline numbers and full, JSON-serialisable detail) are
-saved with the run and load back with ``dataset.load_run_results(key)``.
+saved with the run as the method's typed results class
+(:mod:`agreement.fo.run_results`) and load back with
+``dataset.load_run_results(key)``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import numpy as np
-
-import fiftyone.core.runs as fors
-
-from agreement.fo.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
 from agreement.fo.locking import schema_lock
+from agreement.fo.run_results import results_class, to_json
 from agreement.fo.reading import LABEL_TYPES
+from agreement.fo.run_classes import (
+    PLUGIN_NAME,
+    RUN_FORMAT_VERSION,
+    AgreementRunConfig,
+    RunError,
+    check_rename,
+    declared_label_attr,
+    is_agreement_config,
+    is_legacy_config,
+    label_path,
+    remove_run_fields,
+    stored_label_attr,
+    upgrade_legacy_run,
+)
 from agreement.fo.writing import db_value as _db_value
 
 __all__ = [
@@ -57,13 +69,7 @@ __all__ = [
     "to_json",
 ]
 
-PLUGIN_NAME = "@iaa/agreement"
-RUN_FORMAT_VERSION = 1
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class RunError(ValueError):
-    """A run cannot be created, found, renamed or deleted as asked."""
 
 
 def validate_key(key: str) -> str:
@@ -82,8 +88,7 @@ def _dataset(samples):
 def _is_agreement_run(dataset, key: str) -> bool:
     if key not in dataset.list_runs():
         return False
-    cfg = dataset.get_run_info(key).config
-    return getattr(cfg, "plugin", None) == PLUGIN_NAME
+    return is_agreement_config(dataset.get_run_info(key).config)
 
 
 def list_agreement_runs(samples, method: str | None = None) -> list[str]:
@@ -92,7 +97,7 @@ def list_agreement_runs(samples, method: str | None = None) -> list[str]:
     keys = []
     for key in dataset.list_runs():
         cfg = dataset.get_run_info(key).config
-        if getattr(cfg, "plugin", None) != PLUGIN_NAME:
+        if not is_agreement_config(cfg):
             continue
         if method is not None and cfg.method not in (method, f"iaa.{method}"):
             continue
@@ -101,12 +106,16 @@ def list_agreement_runs(samples, method: str | None = None) -> list[str]:
 
 
 def _require_run(dataset, key: str):
+    """The run's info; a run of an earlier release is upgraded to the run classes first."""
     if not _is_agreement_run(dataset, key):
         runs = list_agreement_runs(dataset)
         raise RunError(
             f"dataset {dataset.name!r} has no agreement run {key!r}; its agreement runs are: {runs or 'none'}"
         )
-    return dataset.get_run_info(key)
+    info = dataset.get_run_info(key)
+    if is_legacy_config(info.config) and upgrade_legacy_run(dataset, key):
+        info = dataset.get_run_info(key)
+    return info
 
 
 def get_agreement_run_info(samples, key: str) -> dict:
@@ -130,96 +139,16 @@ def get_agreement_run_info(samples, key: str) -> dict:
 def load_agreement_results(samples, key: str) -> dict:
     """The results saved with a run, as a plain dict (``summary``, ``detail``, ...).
 
-    Rater-pair tables are stored as columns (compact for crowds of raters,
-    :func:`agreement.rater_pairs.records_to_columns`); here
-    ``detail["rater_pairs"]`` is given back as one record per pair.
+    :meth:`agreement.fo.run_results.AgreementResults.as_dict` of
+    ``dataset.load_run_results(key)``; ``detail["rater_pairs"]`` is one
+    record per pair.
     """
-    from agreement.rater_pairs import columns_to_records
-
     dataset = _dataset(samples)
     _require_run(dataset, key)
     results = dataset.load_run_results(key, cache=False)
     if results is None:
         return {}
-    out = {k: v for k, v in vars(results).items() if not k.startswith("_")}
-    detail = out.get("detail")
-    if isinstance(detail, dict):
-        for name in COMPACT_DETAIL:
-            if isinstance(detail.get(name), str):
-                detail[name] = unpack(detail[name])
-                if name in NESTED_DETAIL and is_nested_columns(detail[name]):
-                    detail[name] = columns_to_nested(detail[name])
-        if isinstance(detail.get("rater_pairs"), dict):
-            detail["rater_pairs"] = columns_to_records(detail["rater_pairs"])
-    return out
-
-
-def _label_path(dataset, label_field: str, attr: str) -> str:
-    doc_type = dataset.get_field(label_field).document_type
-    return f"{label_field}.{LABEL_TYPES[doc_type]}.{attr}"
-
-
-def _existing_label_attr(dataset, label_field: str, attr: str) -> bool:
-    return _first_existing_label_attr(dataset, [(label_field, attr)]) is not None
-
-
-def _first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
-    """The first ``(label_field, attr)`` declared in the schema or stored on some label, else ``None``
-    (declarations first, then one query over the documents that stops at the first hit)."""
-    declared, paths = _declared_label_attr(dataset, label_attrs)
-    return declared if declared is not None else _stored_label_attr(dataset._sample_collection, paths)
-
-
-def _declared_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[tuple | None, dict]:
-    """The first ``(label_field, attr)`` the schema declares (else ``None``), and the document paths of
-    the undeclared ones (``<field>.<list>.<attr>`` -> ``(label_field, attr)``)."""
-    schema = dataset.get_field_schema()
-    paths = {}
-    for lf, attr in label_attrs:
-        if lf not in schema:
-            continue
-        path = _label_path(dataset, lf, attr)
-        if dataset.get_field(path) is not None:
-            return (lf, attr), {}
-        paths[path] = (lf, attr)
-    return None, paths
-
-
-def _stored_label_attr(collection, paths: Mapping[str, tuple]) -> tuple[str, str] | None:
-    """The first of ``paths`` that some label of ``collection`` stores (one query, stopping at the first
-    hit), else ``None``. Touches only the collection, so it may run in a thread."""
-    if not paths:
-        return None
-    doc = collection.find_one(_any_label_stores(paths), list(paths))
-    if doc is None:
-        return None
-    return next((found for path, found in paths.items() if _stored_at(doc, path.split("."))),
-                next(iter(paths.values())))
-
-
-def _any_label_stores(paths: Iterable[str]) -> dict:
-    """The query of a document where some label stores one of ``paths`` (``<field>.<list>.<attr>``).
-
-    One ``$elemMatch`` per label list, its attributes in one ``$or``: MongoDB
-    then visits each label once, not once per attribute (half the time of
-    an ``$exists`` per path for OT's seven attributes on the crowd benchmark).
-    """
-    by_list: dict[str, list[str]] = {}
-    for path in paths:
-        list_path, attr = path.rsplit(".", 1)
-        by_list.setdefault(list_path, []).append(attr)
-    clauses = [{lp: {"$elemMatch": {"$or": [{a: {"$exists": True}} for a in attrs]}}}
-               for lp, attrs in by_list.items()]
-    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
-
-
-def _stored_at(value: Any, parts: list[str]) -> bool:
-    """Whether a (projected) document holds a value at the dotted path ``parts``, through lists."""
-    if not parts:
-        return True
-    if isinstance(value, list):
-        return any(_stored_at(v, parts) for v in value)
-    return isinstance(value, dict) and parts[0] in value and _stored_at(value[parts[0]], parts[1:])
+    return results.as_dict()
 
 
 @dataclass
@@ -310,12 +239,12 @@ def prepare_run(
                 f"field {name!r} already exists on dataset {dataset.name!r} and does not belong to an "
                 f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)"
             )
-    declared, paths = _declared_label_attr(dataset, [(lf, attr) for lf, attr in plan.label_attrs
+    declared, paths = declared_label_attr(dataset, [(lf, attr) for lf, attr in plan.label_attrs
                                                      if (lf, attr) not in owned_attrs])
     _raise_clash(dataset, key, declared)
     if scan_documents:
         def scan() -> None:
-            _raise_clash(dataset, key, _stored_label_attr(dataset._sample_collection, paths))
+            _raise_clash(dataset, key, stored_label_attr(dataset._sample_collection, paths))
 
         if scan_in_background:
             plan.pending_scan = _in_thread(scan)
@@ -358,8 +287,8 @@ def _in_thread(task: Callable[[], None]) -> Callable[[], None]:
     return wait
 
 
-def _config(plan: RunPlan, status: str, params: dict | None = None, inputs: dict | None = None) -> fors.RunConfig:
-    return fors.RunConfig(
+def _config(plan: RunPlan, status: str, params: dict | None = None, inputs: dict | None = None) -> AgreementRunConfig:
+    return AgreementRunConfig(
         method=plan.method,
         plugin=PLUGIN_NAME,
         format_version=RUN_FORMAT_VERSION,
@@ -538,42 +467,6 @@ def stage_run_columns(
     return partial(write_columns, dataset, fields, blocks, reload=False, stamped=stamped, read_stamps=read_stamps)
 
 
-_PLAIN = (str, int, bool, type(None))
-
-#: Large tables of the run results stored as one string each
-#: (:func:`agreement.fo.compact.pack`: FiftyOne's result serialisation walks
-#: every element in Python; one string is one element);
-#: :func:`load_agreement_results` decodes them.
-COMPACT_DETAIL = ("rater_pairs", "pair_sample_scores")
-#: Those of them that are ``{outer: {inner: value}}`` maps, stored as columns.
-NESTED_DETAIL = ("pair_sample_scores",)
-
-
-def to_json(obj: Any) -> Any:
-    """Converts numpy scalars/arrays and NaN/inf to JSON-safe values (NaN -> None).
-
-    Lists and dicts of plain scalars (the columns of large tables) take a fast path.
-    """
-    if isinstance(obj, dict):
-        if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in obj.values()):
-            return {str(k): v for k, v in obj.items()}
-        return {str(k): to_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        if all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in obj):
-            return list(obj)
-        return [to_json(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_json(obj.tolist())
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
-
-
 def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: dict) -> None:
     """Completes the run: records its parameters and input layout, marks it ``complete``, saves its results.
 
@@ -595,16 +488,7 @@ def register_run(samples, plan: RunPlan, params: dict, inputs: dict, results: di
             samples.register_run(plan.key, config, overwrite=False)
         _verify_schema(dataset, plan)
     results = dict(results)
-    if isinstance(results.get("detail"), dict):
-        detail = dict(results["detail"])
-        for name in COMPACT_DETAIL:
-            if name in detail and not isinstance(detail[name], str):
-                value = detail[name]
-                if name in NESTED_DETAIL and isinstance(value, dict) and not is_nested_columns(value):
-                    value = nested_to_columns(value)
-                detail[name] = pack(value)
-        results["detail"] = detail
-    run_results = fors.RunResults(samples, config, plan.key, **to_json(results))
+    run_results = results_class(plan.method)(samples, config, plan.key, **results)
     dataset.save_run_results(plan.key, run_results, overwrite=True, cache=False)
 
 
@@ -617,46 +501,29 @@ def _verify_schema(dataset, plan: RunPlan) -> None:
         if name not in schema:
             declare_from_documents(dataset, name)
     for lf, attr in plan.label_attrs:
-        if lf in schema and dataset.get_field(_label_path(dataset, lf, attr)) is None:
-            declare_from_documents(dataset, _label_path(dataset, lf, attr))
+        if lf in schema and dataset.get_field(label_path(dataset, lf, attr)) is None:
+            declare_from_documents(dataset, label_path(dataset, lf, attr))
 
 
 def delete_agreement_run(samples, key: str) -> dict:
     """Deletes exactly the fields and label attributes the run wrote, then the run.
 
-    Values are removed from the documents directly (``$unset``), so that a
-    value whose schema declaration was lost (a process killed, a concurrent
-    writer) is removed too; then the declarations, then the run.
+    What FiftyOne's ``dataset.delete_run(key)`` does through the run's
+    ``cleanup`` hook (:func:`agreement.fo.run_classes.remove_run_fields`),
+    except that an error while removing the fields is raised here (FiftyOne
+    logs it and deletes the run anyway) and the run is kept.
 
     Returns:
         ``{"deleted_sample_fields": [...], "deleted_label_attrs": [...]}``
     """
     dataset = _dataset(samples)
-    info = _require_run(dataset, key)
-    cfg = info.config
-    sample_fields = list(getattr(cfg, "sample_fields", []) or [])
-    label_attrs = [list(x) for x in (getattr(cfg, "label_attrs", []) or [])]
-    from agreement.fo.writing import unset_run_values
-
-    unset_run_values(dataset, sample_fields, label_attrs)
-    deleted_fields, deleted_attrs = [], []
+    config = _require_run(dataset, key).config
+    removed = remove_run_fields(dataset, config)
     with schema_lock(dataset):
-        schema = dataset.get_field_schema()
-        present = [f for f in sample_fields if f in schema]
-        if present:
-            dataset.delete_sample_fields(present)
-        deleted_fields = sample_fields
-        declared = []
-        for lf, attr in label_attrs:
-            if lf in schema:
-                path = _label_path(dataset, lf, attr)
-                if dataset.get_field(path) is not None:
-                    declared.append(path)
-                deleted_attrs.append([lf, attr])
-        if declared:  # the values are gone already: drop the declarations without another pass over the samples
-            dataset.remove_dynamic_sample_fields(declared)
+        config.sample_fields, config.label_attrs = [], []  # removed: nothing left for the cleanup hook
+        dataset.update_run_config(key, config)
         dataset.delete_run(key)
-    return {"deleted_sample_fields": deleted_fields, "deleted_label_attrs": deleted_attrs}
+    return removed
 
 
 def discard_incomplete_run(samples, key: str) -> bool:
@@ -676,34 +543,23 @@ def discard_incomplete_run(samples, key: str) -> bool:
 
 
 def rename_agreement_run(samples, key: str, new_key: str) -> dict:
-    """Renames a run and the fields/attributes it wrote (``{key}_x`` -> ``{new_key}_x``)."""
+    """Renames a run and the fields/attributes it wrote (``{key}_x`` -> ``{new_key}_x``).
+
+    What FiftyOne's ``dataset.rename_run(key, new_key)`` does through the run's
+    ``rename`` hook (:func:`agreement.fo.run_classes.rename_run_fields`), with
+    the clashes checked first and raised (FiftyOne logs a failed hook and
+    renames the run anyway).
+    """
     dataset = _dataset(samples)
     validate_key(new_key)
-    info = _require_run(dataset, key)
+    _require_run(dataset, key)
     if new_key in dataset.list_runs():
         raise RunError(f"dataset {dataset.name!r} already has a run {new_key!r}")
-    cfg = info.config
-    schema = dataset.get_field_schema()
-    renames = {}
-    for f in getattr(cfg, "sample_fields", []) or []:
-        new = new_key + f[len(key):]
-        if new in schema:
-            raise RunError(f"cannot rename run {key!r} to {new_key!r}: field {new!r} already exists")
-        renames[f] = new
-    attr_renames = []
-    for lf, attr in getattr(cfg, "label_attrs", []) or []:
-        new = new_key + attr[len(key):]
-        if lf in schema and _existing_label_attr(dataset, lf, new):
-            raise RunError(f"cannot rename run {key!r}: attribute {new!r} already exists on {lf!r}")
-        attr_renames.append((lf, attr, new))
-    present = {f: n for f, n in renames.items() if f in schema}
-    if present:
-        dataset.rename_sample_fields(present)
-    for lf, attr, new in attr_renames:
-        if lf in schema and dataset.get_field(_label_path(dataset, lf, attr)) is not None:
-            dataset.rename_sample_field(_label_path(dataset, lf, attr), _label_path(dataset, lf, new))
-    cfg.sample_fields = [renames.get(f, f) for f in cfg.sample_fields]
-    cfg.label_attrs = [[lf, new] for lf, _, new in attr_renames]
-    dataset.update_run_config(key, cfg)
+    renames, attr_renames = check_rename(dataset, key, new_key)
     dataset.rename_run(key, new_key)
+    config = dataset.get_run_info(new_key).config
+    expected = [renames[f] for f in renames]
+    if list(getattr(config, "sample_fields", None) or []) != expected:
+        raise RunError(f"run {key!r} was renamed to {new_key!r} but its fields were not: FiftyOne's rename hook "
+                       "failed (see its warning in the log)")
     return {"renamed_sample_fields": renames, "renamed_label_attrs": [[lf, a, n] for lf, a, n in attr_renames]}
