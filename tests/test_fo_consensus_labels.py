@@ -48,7 +48,7 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
 
     ds, raters = crowd_ds
-    r = _run(ds, "compute_consensus", fields=raters, key="cons")
+    r = _run(ds, "compute_consensus", fields=raters, key="cons", review_band=[0.5, 0.999])  # some flagged
     assert r["n_consensus"] > 0 and 0 < r["mean_confidence"] <= 1
     dets = [d for v in ds.values("cons_consensus") for d in (v.detections if v else [])]
     assert len(dets) == r["n_consensus"]
@@ -60,7 +60,15 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     for det in dets[:20]:
         for mid in det["cons_members"]:
             assert by_id[mid]["cons_consensus_id"] == det.id
-    assert ds.values("cons_n_review") and ds.get_field("cons_min_confidence") is not None
+    # per sample: the number of its consensus labels flagged for review, and their lowest confidence
+    n_review, low = ds.values("cons_n_review"), ds.values("cons_min_confidence")
+    for labels, n, m in zip(ds.values("cons_consensus"), n_review, low):
+        dets = labels.detections if labels else []
+        assert n == sum(bool(d["cons_review"]) for d in dets)
+        # the lowest existence posterior (a label's confidence is that times its class posterior)
+        assert m == (pytest.approx(min(d.confidence / d["cons_class_confidence"] for d in dets), rel=1e-12)
+                     if dets else None)
+    assert sum(n_review) == r["n_review"] > 0 and len(n_review) == len(ds)
     report = load_agreement_results(ds, "cons")["detail"]["rater_report"]
     assert set(report) == set(raters)
     for entry in report.values():
@@ -238,6 +246,7 @@ def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
 
     assert stored("whole") == stored("parts")
     by_id = {d.id: d for v in ds.values("parts_consensus") for d in v.detections}
+    linked = 0
     for f in raters:
         for labs in ds.values(f):
             for lab in labs.detections:
@@ -247,6 +256,8 @@ def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
                 assert get("parts_agrees") == get("whole_agrees")
                 if cid is not None:
                     assert lab.id in by_id[cid]["parts_members"]
+                    linked += 1
+    assert linked == sum(len(d["parts_members"]) for d in by_id.values()) > 0  # every member links back
 
 
 def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):

@@ -49,7 +49,9 @@ def test_kalos_fields_units_and_results(fo, k_ds):
     assert units[0] == units[1] == units[2] and len(set(units[0])) == 3
     res = load_agreement_results(k_ds, "ka")
     d = res["detail"]
-    assert "drew nothing" in d["undefined_samples"][str(k_ds.values("id")[4])] or d["undefined_samples"]
+    undefined = d["undefined_samples"]
+    assert "drew nothing" in undefined[str(k_ds.values("id")[4])]
+    assert set(undefined) == {sid for sid, a in zip(k_ds.values("id"), alphas) if a is None}
     assert d["rater_vitality"]["raters"] == ["a", "b", "c"]
     vit = dict(zip(d["rater_vitality"]["raters"], d["rater_vitality"]["vitality"]))
     assert vit["c"] < vit["a"] and vit["c"] < vit["b"]  # c's confusions lower agreement

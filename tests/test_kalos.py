@@ -335,9 +335,28 @@ def test_vectorised_candidates_equal_the_similarity_registry():
 
 @pytest.mark.parametrize("similarity", ["giou", "centroid"])
 def test_other_box_similarities_run_through_the_registry(similarity):
+    """The named similarity is the one the units are built with: the same units and α as the registry's
+    function passed as a callable, every pair in a unit similar enough under it, other units than IoU's."""
+    from agreement.similarity import similarity_matrix
+
     data = random_corpus(np.random.default_rng(3), 20, 3)
     res = kalos_alpha(data, similarity=similarity, tau=0.6)
     assert res.similarity == similarity and len(res.alpha) == 20
+    ref = kalos_alpha(data, lambda d, a, b: similarity_matrix(similarity, d, a, b), tau=0.6)
+    np.testing.assert_array_equal(res.unit, ref.unit)
+    np.testing.assert_array_equal(res.alpha, ref.alpha)
+    assert res.global_alpha == ref.global_alpha and np.isfinite(res.alpha).sum() >= 10
+    joined = 0
+    for s in range(data.num_samples):  # every member of a unit is similar enough to some other member
+        rows = np.flatnonzero(data.sample_index == s)
+        sim = similarity_matrix(similarity, data, rows, rows)
+        for k, i in enumerate(rows):
+            mates = (res.unit[rows] == res.unit[i]) & (rows != i)
+            if mates.any():
+                joined += 1
+                assert sim[k, mates].max() >= 0.6
+    assert joined > 20
+    assert not np.array_equal(res.unit, kalos_alpha(data, similarity="iou", tau=0.6).unit)
 
 
 # --------------------------------------------------------------------------
@@ -533,6 +552,14 @@ def test_sensitivity_curve_with_another_solver_and_similarity():
     data = random_corpus(np.random.default_rng(6), 20, 3)
     curve = sensitivity_curve(data, taus=(0.7, 0.3), similarity="giou", solver="hungarian", cost="plain")
     assert curve.taus.tolist() == [0.3, 0.7] and curve.solver == "hungarian" and curve.similarity == "giou"
+    for k, t in enumerate(curve.taus):  # each point is KaLOS with that solver, similarity and cost
+        res = kalos_alpha(data, similarity="giou", tau=float(t), solver="hungarian", cost="plain")
+        assert curve.global_alpha[k] == pytest.approx(res.global_alpha, abs=1e-12)
+        assert curve.mean_alpha[k] == pytest.approx(res.mean_alpha, abs=1e-12)
+        assert curve.n_units[k] == res.reliability.shape[1] and curve.n_undefined[k] == res.n_undefined
+    assert curve.n_units[0] < curve.n_units[1]  # the stricter threshold matches fewer boxes
+    default = sensitivity_curve(data, taus=(0.7, 0.3))
+    assert not np.array_equal(default.global_alpha, curve.global_alpha)  # the options were used
 
 
 def test_corpus_without_any_cross_rater_pair():
@@ -545,7 +572,8 @@ def test_corpus_without_any_cross_rater_pair():
                                                                       {"a": one, "b": AnnotationSet.empty()}])
     res = kalos_alpha(data, similarity="iou", tau=0.5)
     assert res.n_units.tolist() == [1, 1]
-    assert np.isnan(res.alpha).all() or (res.alpha <= 0).all()
+    # each sample: one unit where a says x and b no_object (D_o = D_e = 1); pooled: 1 - 1 / (8 / 12)
+    assert res.alpha.tolist() == [0.0, 0.0] and res.global_alpha == pytest.approx(-0.5, abs=1e-12)
 
 
 # ---------------------------------------------------------------------------

@@ -40,11 +40,38 @@ def test_list_info_rename_delete_through_operators(fo, make_dataset):
         run("get_agreement_run_info")
 
 
-def test_forms_resolve_with_and_without_runs(fo, make_dataset):
+def _form(ds, name, params=None):
+    """The properties of operator ``name``'s input form as the App resolves it."""
     import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
 
-    ds = make_dataset([fo.Sample(filepath="/data/x.jpg")])
-    for name in ("get_agreement_run_info", "rename_agreement_run", "delete_agreement_run", "list_agreement_runs",
-                 "import_multi_rater_coco", "export_multi_rater_coco"):
-        op = foo.get_operator(f"@iaa/agreement/{name}")
-        assert op is not None, name
+    op = foo.get_operator(f"@iaa/agreement/{name}")
+    ctx = ExecutionContext(request_params={"dataset_name": ds.name, "view": ds.view()._serialize(),
+                                           "params": dict(params or {})})
+    return op.resolve_input(ctx).type.properties
+
+
+def test_forms_resolve_with_and_without_runs(fo, make_dataset):
+    from agreement.fo import runs
+
+    ds = make_dataset([fo.Sample(filepath="/data/x.jpg",
+                                 a=fo.Detections(detections=[fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.2, 0.2])]))])
+    for name in ("get_agreement_run_info", "rename_agreement_run", "delete_agreement_run"):
+        props = _form(ds, name)  # no run yet: the form says so and asks for no key
+        assert "no_runs" in props and "key" not in props and "new_key" not in props, name
+    assert "method" in _form(ds, "list_agreement_runs")
+    for name in ("import_multi_rater_coco", "export_multi_rater_coco"):
+        assert _form(ds, name), name
+    plan = runs.prepare_run(ds, "k1", "iaa.test", ["score"])
+    runs.write_sample_values(ds, plan, "score", {ds.first().id: 0.5})
+    runs.register_run(ds, plan, {}, {}, {"summary": {}})
+    plan = runs.prepare_run(ds, "k2", "iaa.test", ["score"], ["a"], ["cost"])
+    runs.write_sample_values(ds, plan, "score", {ds.first().id: 1.0})
+    runs.register_run(ds, plan, {}, {}, {"summary": {}})
+    for name in ("get_agreement_run_info", "rename_agreement_run", "delete_agreement_run"):
+        props = _form(ds, name)  # the runs to choose from, the first preselected
+        assert "no_runs" not in props, name
+        assert props["key"].type.values == ["k1", "k2"] and props["key"].default == "k1", name
+    assert "new_key" in _form(ds, "rename_agreement_run")
+    notice = _form(ds, "delete_agreement_run", {"key": "k2"})["what"].view.label
+    assert notice == "Will delete: k2_score, a.k2_cost"  # exactly what the run wrote

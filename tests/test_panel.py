@@ -264,6 +264,8 @@ def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):
     if mods[0]._app_can_set_filters():
         assert restored == [filters]
         assert "histogram" not in data or sum(data["histogram"][0]["y"]) == n_filtered
+    else:  # an App without set_filters (FiftyOne 1.0) cannot be asked: nothing is sent
+        assert restored == []
     # a filter cleared by the user long after any action of the panel stays cleared
     for mod in mods:
         monkeypatch.setattr(mod, "RESET_WINDOW", -1.0)
@@ -311,18 +313,34 @@ def test_compare_mode_cards_histograms_and_scatter(scored):
     assert _built(scored, requests)[0].values("id") == [sid]
 
 
-def test_modal_explains_each_label_and_loads_the_disagreeing_ones(scored):
-    sid = scored.skip(15).first().id
-    state, _, _ = _panel(scored, "on_load", current_sample=sid)
-    state, data, requests = _panel(scored, "on_change_run", state, value="ot", current_sample=sid)
+def test_modal_explains_each_label_and_loads_the_disagreeing_ones(fo, scored):
+    import fiftyone.operators as foo
+
+    sample = scored.skip(15).first()  # every label of the fixture matches: rater a adds one nobody else drew
+    sample["a"].detections.append(fo.Detection(label="d", bounding_box=[0.8, 0.8, 0.15, 0.15]))
+    sample.save()
+    foo.execute_operator("@iaa/agreement/compute_ot_agreement",
+                         ctx=dict(view=scored.view(), params=dict(fields=["a", "b", "c"], key="ot", overwrite=True)))
+    sid = sample.id
+    state, data, requests = _panel(scored, "on_load", current_sample=sid)
+    assert state["run_key"] == "ot"  # the run just computed
     md = data["labels_md"]
-    assert "Labels of the open sample" in md and "| rater | label | status |" in md
-    assert "no counterpart" in md or "too far" in md or "matched" in md
+    one = scored.select(sid)
+    stored = {f: list(zip(*one.values([f"{f}.detections.id", f"{f}.detections.label", f"{f}.detections.ot_reason"],
+                                      unwind=True))) for f in ("a", "b", "c")}
+    disagreeing = {lid for rows in stored.values() for lid, _, reason in rows if reason is not None}
+    n = sum(len(rows) for rows in stored.values())
+    assert len(disagreeing) == 1 and n == 9  # a's extra label alone; the other eight matched
+    assert f"**Labels of the open sample** ({len(disagreeing)} of {n} disagree, run 'ot')" in md
+    assert "| rater | label | status |" in md
+    for f, rows in stored.items():  # one row per label, with its status: its reason, or matched
+        for _, label, reason in rows:
+            assert f"| {f} | {label} | {reason or 'matched'} |" in md, (f, label, reason)
     state, _, requests = _panel(scored, "on_show_disagreeing", state, current_sample=sid)
     view = _built(scored, requests)[0]
-    assert view.values("id") in ([sid], [])
-    reasons = [r for f in ("a", "b", "c") for r in view.values(f"{f}.detections.ot_reason", unwind=True)]
-    assert "matched" not in reasons and None not in reasons
+    assert view.values("id") == [sid]
+    shown = {lid for f in ("a", "b", "c") for lid in view.values(f"{f}.detections.id", unwind=True)}
+    assert shown == disagreeing  # exactly the sample's labels that were not matched
 
 
 def test_kalos_bar_clicks(fo, scored):
@@ -340,12 +358,24 @@ def test_kalos_bar_clicks(fo, scored):
         for sid, us in zip(*scored.values(["id", f"{f}.detections.kal_unit"])):
             for u in us or []:
                 units[(sid, u)] = units.get((sid, u), 0) + 1
+    alone = {lid for sid, ids, us in zip(*scored.values(["id", f"{rater}.detections.id", f"{rater}.detections.kal_unit"]))
+             for lid, u in zip(ids or [], us or []) if units[(sid, u)] == 1}
+    assert alone  # the bar is the rater with most labels alone in their unit
+    shown = set()
     for f in ("a", "b", "c"):
-        for sid, us in zip(*view.values(["id", f"{f}.detections.kal_unit"])):
-            for u in us or []:
+        for sid, ids, us in zip(*view.values(["id", f"{f}.detections.id", f"{f}.detections.kal_unit"])):
+            for lid, u in zip(ids or [], us or []):
                 assert f == rater and units[(sid, u)] == 1
+                shown.add(lid)
+    assert shown == alone
     state, data, requests = _panel(scored, "on_class_click", state, x="c")
-    assert len(_built(scored, requests)[0]) >= 1
+    # every label is class c and every rater is assigned everywhere: the units some rater missed
+    missed = {lid for f in ("a", "b", "c")
+              for sid, ids, us in zip(*scored.values(["id", f"{f}.detections.id", f"{f}.detections.kal_unit"]))
+              for lid, u in zip(ids or [], us or []) if units[(sid, u)] < 3}
+    drilled = _built(scored, requests)[0]
+    got = {lid for f in ("a", "b", "c") for lid in drilled.values(f"{f}.detections.id", unwind=True)}
+    assert missed and got == missed
 
 
 def test_new_run_is_shown_and_deleted_run_and_empty_states(fo, scored, make_dataset):
@@ -518,6 +548,12 @@ def test_consensus_panel_shows_report_heatmap_and_opens_the_review_queue(consens
     _panel(ds, "on_change_current_sample", state, view=view, current_sample=view.first().id)
 
 
+def _can_set_filters() -> bool:
+    mods = list(_memory_module())
+    assert mods
+    return mods[0]._app_can_set_filters()
+
+
 def _review(samples):
     from agreement.fo.consensus_labels import review_view
 
@@ -536,21 +572,31 @@ def test_review_queue_keeps_the_sidebar_filter_as_stages_and_puts_it_back(consen
     state, data, requests = _panel(ds, "on_review_queue", state, filters=filters)
     view, stages = _built(ds, requests)
     assert view.values("id") == _review(filtered).values("id")
-    if [p for uri, p in requests if uri == "set_filters"]:  # Apps with set_filters: the sidebar is cleared
-        assert [p for uri, p in requests if uri == "set_filters"] == [{}]
+    can = _can_set_filters()
+    # Apps with set_filters: the sidebar is cleared (the filter is in the stages); others cannot be asked
+    assert [p for uri, p in requests if uri == "set_filters"] == ([{}] if can else [])
     # undo: the user's view and filter come back
     state, data, requests = _panel(ds, "on_change_view", state, view=view, filters={})
     assert not [p for uri, p in requests if uri == "set_filters"]  # nothing put back on the patches view
     state, data, requests = _panel(ds, "on_clear_drill", state, view=view, filters={})
     assert _set_views(requests) == [[]]
     restored = [p for uri, p in requests if uri == "set_filters"]
-    assert restored in ([filters], [])
+    assert restored == ([filters] if can else [])
 
 
 def test_modal_of_a_consensus_run_explains_each_rater_label(consensus_ds):
-    ds, _ = consensus_ds
+    ds, raters = consensus_ds
     sid = ds.first().id
     state, data, _ = _panel(ds, "on_load", current_sample=sid)
     md = data["labels_md"]
     assert "| rater | label | status |" in md and "consensus:" in md
-    assert "agrees with its consensus label" in md or "in no consensus label" in md
+    one = ds.select(sid)
+    rows = [(f, *t) for f in raters for t in zip(*one.values(
+        [f"{f}.detections.label", f"{f}.detections.cons_consensus_id", f"{f}.detections.cons_agrees"], unwind=True))]
+    assert rows
+    for f, label, cid, agrees in rows:
+        status = ("in no consensus label" if cid is None else "agrees with its consensus label" if agrees
+                  else "its consensus label has another class")
+        assert f"| {f} | {label} | {status} |" in md, (f, label, status)
+    n_dis = sum(not agrees for *_, agrees in rows)
+    assert f"({n_dis} of {len(rows)} disagree, run 'cons')" in md
