@@ -7,6 +7,7 @@ import fiftyone.operators.types as types
 
 from agreement.fo.consensus import compute_mask_consensus
 
+from .python_call import AgreementOperator
 from .common import (
     compute_config,
     execute_with_progress,
@@ -18,7 +19,10 @@ from .common import (
 )
 
 
-class ComputeMaskConsensus(foo.Operator):
+class ComputeMaskConsensus(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(
@@ -54,7 +58,10 @@ class ComputeMaskConsensus(foo.Operator):
         )
 
 
-class ComputeConsensus(foo.Operator):
+class ComputeConsensus(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(
@@ -127,7 +134,7 @@ def consensus_tau(params: dict) -> float | str:
         return tau  # refused by compute_consensus, which names the value and the two forms
 
 
-class FinalizeConsensus(foo.Operator):
+class FinalizeConsensus(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(name="finalize_consensus", label="Annotator Agreement: finalize reviewed consensus",
@@ -149,7 +156,7 @@ class FinalizeConsensus(foo.Operator):
         return counts
 
 
-class ExportRaterReport(foo.Operator):
+class ExportRaterReport(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(name="export_rater_report", label="Annotator Agreement: export rater report",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.geometry import compute_geometry_agreement
 
+from .python_call import AgreementOperator
 from .common import (
     execution_inputs,
     execution_kwargs,
@@ -21,7 +21,10 @@ from .common import (
 )
 
 
-class ComputeGeometryAgreement(foo.Operator):
+class ComputeGeometryAgreement(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(

@@ -10,10 +10,11 @@ import fiftyone.operators.types as types
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
 from agreement.fo.reading import read_annotations
 
+from .python_call import AgreementOperator
 from .common import Progress, compute_config, execute_with_progress, require
 
 
-class ImportMultiRaterCoco(foo.Operator):
+class ImportMultiRaterCoco(AgreementOperator):
     @property
     def config(self):
         return compute_config(
@@ -68,7 +69,7 @@ class ImportMultiRaterCoco(foo.Operator):
         return types.Property(outputs)
 
 
-class ExportMultiRaterCoco(foo.Operator):
+class ExportMultiRaterCoco(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -157,7 +158,7 @@ def _import_result(dataset, report: dict) -> dict:
     }
 
 
-class ImportMultiRater(foo.Operator):
+class ImportMultiRater(AgreementOperator):
     @property
     def config(self):
         return compute_config(
@@ -206,7 +207,7 @@ class ImportMultiRater(foo.Operator):
         return types.Property(outputs)
 
 
-class ImportLabelStudio(foo.Operator):
+class ImportLabelStudio(AgreementOperator):
     @property
     def config(self):
         return compute_config(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.kalos import compute_kalos
 
+from .python_call import AgreementOperator
 from .common import (
     execution_inputs,
     execution_kwargs,
@@ -35,7 +35,10 @@ SIMILARITY_HELP = {
 }
 
 
-class ComputeKalos(foo.Operator):
+class ComputeKalos(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(

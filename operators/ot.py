@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.ot_agreement import compute_ot_agreement
 
+from .python_call import AgreementOperator
 from .common import (
     execution_inputs,
     execution_kwargs,
@@ -19,7 +19,10 @@ from .common import (
 )
 
 
-class ComputeOTAgreement(foo.Operator):
+class ComputeOTAgreement(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(
@@ -87,7 +90,10 @@ class ComputeOTAgreement(foo.Operator):
         return types.Property(outputs)
 
 
-class CalibrateAgreement(foo.Operator):
+class CalibrateAgreement(AgreementOperator):
+    computes_run = True
+    shared_params = True
+
     @property
     def config(self):
         return compute_config(

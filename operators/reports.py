@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.reports import export_agreement_report
 from agreement.fo.runs import list_agreement_runs
 
+from .python_call import AgreementOperator
 from .common import OperatorInputError, compute_config, require
 
 
-class ExportAgreementReport(foo.Operator):
+class ExportAgreementReport(AgreementOperator):
     @property
     def config(self):
         return compute_config(

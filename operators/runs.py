@@ -7,10 +7,11 @@ import fiftyone.operators.types as types
 
 from agreement.fo import runs as fo_runs
 
+from .python_call import AgreementOperator
 from .common import existing_run_choice, require
 
 
-class ListAgreementRuns(foo.Operator):
+class ListAgreementRuns(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -59,7 +60,7 @@ def _describe_run(dataset, item: dict) -> str:
     return f"- **{item['key']}** — {title}, {str(item['timestamp'])[:16]}{headline}"
 
 
-class GetAgreementRunInfo(foo.Operator):
+class GetAgreementRunInfo(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -90,7 +91,7 @@ class GetAgreementRunInfo(foo.Operator):
         return types.Property(outputs)
 
 
-class RenameAgreementRun(foo.Operator):
+class RenameAgreementRun(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -115,7 +116,7 @@ class RenameAgreementRun(foo.Operator):
         return {"key": new_key, "old_key": key, **out}
 
 
-class DeleteAgreementRun(foo.Operator):
+class DeleteAgreementRun(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -147,7 +148,7 @@ class DeleteAgreementRun(foo.Operator):
         return {"key": key, **out}
 
 
-class LoadAgreementView(foo.Operator):
+class LoadAgreementView(AgreementOperator):
     @property
     def config(self):
         return foo.OperatorConfig(

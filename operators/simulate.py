@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.reading import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
+from .python_call import AgreementOperator
 from .common import compute_config, execute_with_progress, require, run_inputs
 
 
-class SimulateRaters(foo.Operator):
+class SimulateRaters(AgreementOperator):
     @property
     def config(self):
         return compute_config(

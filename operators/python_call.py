@@ -1,0 +1,162 @@
+"""Every operator callable from Python the FiftyOne way: ``foo.get_operator(uri)(dataset_or_view, **params)``.
+
+The keyword arguments are the App form's parameters, with the form's
+defaults and help texts: the form (``resolve_input``) is their one
+declaration. A call resolves the form for the collection and the parameters
+given (so that parameters shown only for some choices are known), refuses a
+name the operator does not take (instead of ignoring it), and runs the
+operator through :func:`fiftyone.operators.execute_operator`, exactly as
+``execute_operator`` or the App would. Operators that compute a run return
+its typed results (``dataset.load_run_results(key)``); the others return
+their result dict.
+
+``inspect.signature(op)`` and ``op.__doc__`` (what ``help`` and IPython's
+``op?`` show) list the parameters the form declares without a dataset,
+with the shared rater layout and execution parameters of the compute
+operators.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import fiftyone.operators as foo
+import fiftyone.operators.types as types
+
+__all__ = ["AgreementOperator", "form_parameters"]
+
+# Parameters of the compute operators whose form fields depend on the dataset (its label fields, the
+# recorded assignment, the chosen backend): always accepted, documented here once.
+RATER_LAYOUT = {
+    "fields": (None, "list of label fields, one per rater"),
+    "field": (None, "one label field whose labels carry the rater in an attribute"),
+    "rater_attr": ("annotator", "the label attribute naming the rater (with field)"),
+    "raters_field": (None, "optional sample-level list field naming the raters assigned to each sample"),
+    "assume_crossed": (False, "accept that every rater saw every sample when no assignment is recorded"),
+    "box_policy": ("clip", "boxes past the image border: 'clip', 'drop' or 'error'"),
+    "layout": (None, "'fields' or 'attribute' (inferred from fields / field when omitted)"),
+}
+EXECUTION = {
+    "shard_size": (None, "samples per shard (default: chosen from the view's size)"),
+    "backend": ("serial", "'serial' or 'dask'"),
+    "dask_address": (None, "address of an existing Dask scheduler (backend='dask')"),
+    "workers": (None, "processes of a local Dask cluster (backend='dask')"),
+    "overwrite": (False, "replace an existing agreement run with this key"),
+}
+
+
+def _described(prop) -> tuple[Any, str]:
+    view = getattr(prop, "view", None)
+    label = getattr(view, "label", None) or ""
+    description = getattr(view, "description", None) or ""
+    text = " — ".join(t for t in (label, description) if t)
+    return prop.default, text
+
+
+def form_parameters(operator: foo.Operator, samples=None, params: dict | None = None) -> dict[str, tuple]:
+    """The parameters the operator's form declares: ``{name: (default, help text, required)}``.
+
+    Args:
+        operator: the operator.
+        samples: a dataset or view the form is resolved for (``None``: without a dataset).
+        params: the parameters given so far (forms show some parameters only for some choices).
+    """
+    from fiftyone.operators.executor import ExecutionContext
+
+    request = {"params": dict(params or {})}
+    if samples is not None:
+        request.update(dataset_name=samples._root_dataset.name, view=samples.view()._serialize())
+    prop = operator.resolve_input(ExecutionContext(request_params=request))
+    out: dict[str, tuple] = {}
+    if prop is None:
+        return out
+    for name, p in prop.type.properties.items():
+        if isinstance(p.type, types.Void):
+            continue
+        default, text = _described(p)
+        out[name] = (default, text, bool(p.required))
+    return out
+
+
+class AgreementOperator(foo.Operator):
+    """A plugin operator that is also a Python function of a dataset or view (see the module docstring).
+
+    Class attributes:
+        computes_run: the operator computes a run named by ``key``: a call returns its typed results.
+        shared_params: it takes the shared rater layout and execution parameters.
+    """
+
+    computes_run = False
+    shared_params = False
+
+    def _accepted(self, samples=None, params: dict | None = None) -> dict[str, tuple]:
+        accepted = form_parameters(self, samples, params)
+        if self.shared_params:
+            for name, (default, text) in {**RATER_LAYOUT, **EXECUTION}.items():
+                accepted.setdefault(name, (default, text, False))
+        return accepted
+
+    def __call__(self, sample_collection=None, **params):
+        """Runs the operator on ``sample_collection`` with the form's parameters as keyword arguments.
+
+        ``sample_collection`` is the dataset or view (``None`` for the import operators, which make one).
+
+        Returns:
+            the run's typed results (operators that compute a run), else the operator's result dict.
+
+        Raises:
+            TypeError: a parameter the operator does not take (the message lists those it takes).
+            fiftyone.operators.executor.ExecutionError: the operator failed (its message says why).
+        """
+        accepted = self._accepted(sample_collection, params)
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise TypeError(f"{self.uri}() got parameters it does not take: {unknown}; "
+                            f"it takes: {sorted(accepted)}")
+        ctx = dict(view=sample_collection.view()) if sample_collection is not None else {}
+        result = foo.execute_operator(self.uri, ctx=dict(ctx, params=params))
+        out = result.result
+        if self.computes_run and isinstance(out, dict) and out.get("key"):
+            return sample_collection._root_dataset.load_run_results(out["key"], cache=False)
+        return out
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        parameters = [inspect.Parameter("sample_collection", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+        for name, (default, _, required) in self._accepted().items():
+            parameters.append(inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if required else default))
+        return inspect.Signature(parameters)
+
+    def describe(self) -> str:
+        """The operator's Python help: what it does, how to call it, each parameter with its default."""
+        config = self.config
+        lines = [f"{config.label}: {config.description}", "",
+                 f"Python: foo.get_operator({self.uri!r})(dataset_or_view, **params)", "", "Parameters:"]
+        for name, (default, text, required) in self._accepted().items():
+            flag = "required" if required else f"default {default!r}"
+            lines.append(f"    {name} ({flag}): {text}")
+        if self.computes_run:
+            lines += ["", "Returns the run's typed results (dataset.load_run_results(key))."]
+        return "\n".join(lines)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = _OperatorDoc(cls.__doc__)
+
+
+class _OperatorDoc:
+    """``__doc__`` of an operator instance: its :meth:`AgreementOperator.describe` (the class keeps its own)."""
+
+    def __init__(self, class_doc: str | None):
+        self.class_doc = class_doc
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self.class_doc
+        try:
+            return obj.describe()
+        except Exception:  # noqa: BLE001 - help must never fail; the class doc is the fallback
+            return self.class_doc

@@ -1,0 +1,121 @@
+"""Every operator called from Python the FiftyOne way: ``foo.get_operator(uri)(dataset_or_view, **params)``.
+
+The call takes the App form's parameter names with their defaults, refuses a
+parameter the operator does not take, returns the typed results of the run
+it computes (else the operator's result dict), and gives the same numbers as
+``execute_operator``. ``inspect.signature`` and ``__doc__`` describe it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+from label_kinds import RATERS, kind_dataset
+
+pytestmark = pytest.mark.fiftyone
+
+URI = "@iaa/agreement/{}"
+
+
+def _op(name: str):
+    import fiftyone.operators as foo
+
+    return foo.get_operator(URI.format(name))
+
+
+def test_every_registered_operator_has_a_python_signature_and_help():
+    import fiftyone.operators as foo
+
+    from operators import OPERATORS
+
+    ours = [op for op in foo.list_operators(builtin=False) if op.uri.startswith("@iaa/agreement/")
+            and op.config.name != "annotator_agreement"]
+    assert len(ours) == len(OPERATORS)
+    for op in ours:
+        # the plugin's own copy of the operators package (FiftyOne loads it under a module name of its own)
+        assert "AgreementOperator" in [c.__name__ for c in type(op).__mro__], op.uri
+        sig = inspect.signature(op)
+        assert list(sig.parameters)[0] == "sample_collection", op.uri
+        assert f"foo.get_operator('{op.uri}')" in op.__doc__, op.__doc__
+    kalos = inspect.signature(_op("compute_kalos")).parameters
+    assert kalos["tau"].default == 0.5 and kalos["similarity"].default == "iou"
+    assert kalos["key"].default is inspect.Parameter.empty  # required
+    assert {"fields", "field", "rater_attr", "box_policy", "backend", "overwrite"} <= set(kalos)
+    assert "τ (similarity threshold)" in _op("compute_kalos").__doc__
+
+
+def test_compute_operators_return_the_typed_results_of_their_run(fo, make_dataset):
+    import fiftyone.operators as foo
+
+    from agreement.fo.run_results import KalosResults, OTAgreementResults
+
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    res = _op("compute_kalos")(ds, key="ka", tau=0.4, **params)
+    assert isinstance(res, KalosResults) and res.key == "ka" and res.params["tau"] == 0.4
+    direct = foo.execute_operator(URI.format("compute_kalos"),
+                                  ctx=dict(view=ds.view(), params=dict(key="kb", tau=0.4, **params))).result
+    assert res.summary["global_alpha"] == pytest.approx(direct["global_alpha"])
+    ot = _op("compute_ot_agreement")(ds.limit(5), key="ot", beta=0.7, **params)  # a view
+    assert isinstance(ot, OTAgreementResults) and ot.params["beta"] == 0.7
+    assert ds.count("ot_ot") == 5
+
+    with pytest.raises(TypeError, match=r"does not take: \['taux'\]"):
+        _op("compute_kalos")(ds, key="kc", taux=0.4, **params)
+    assert "kc" not in ds.list_runs()
+
+
+def test_every_other_operator_runs_from_python(fo, make_dataset, tmp_path):
+    from labelstudio_export import annotation, rectangle, task
+
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    cons = _op("compute_consensus")(ds, key="cons", **params)
+    assert cons.key == "cons" and set(cons.detail["rater_report"]) == set(RATERS)
+    assert _op("finalize_consensus")(ds, key="cons")["kept"] >= 8
+    assert _op("export_rater_report")(ds, key="cons", output_dir=str(tmp_path / "raters"))["raters"] == 4
+    assert _op("export_agreement_report")(ds, output_dir=str(tmp_path / "report"))["runs"] == ["cons"]
+
+    assert _op("list_agreement_runs")(ds)["keys"] == ["cons"]
+    assert _op("get_agreement_run_info")(ds, key="cons")["method"] == "iaa.consensus"
+    assert _op("load_agreement_view")(ds, key="cons")["count"] >= 0
+    assert _op("rename_agreement_run")(ds, key="cons", new_key="cons2")["key"] == "cons2"
+    _op("delete_agreement_run")(ds, key="cons2")
+    assert ds.list_runs() == []
+
+    sim = _op("simulate_raters")(ds, field="a", key="sim", num_raters=2, magnitude=0.5)
+    assert sim["fields"] == ["sim_r1", "sim_r2"]
+    masks, mask_params, _, _ = kind_dataset(fo, make_dataset, "masks", "fields")
+    assert _op("compute_mask_consensus")(masks, key="st", **mask_params).key == "st"
+    assert _op("calibrate_agreement")(ds, key="cal", **params).key == "cal"
+
+    ds.set_values("metadata", [fo.ImageMetadata(width=100, height=80) for _ in range(len(ds))])
+    coco = tmp_path / "raters.json"
+    _op("export_multi_rater_coco")(ds, coco_path=str(coco), fields=list(RATERS))
+    made = []
+    try:
+        out = _op("import_multi_rater_coco")(coco_path=str(coco), dataset_name="py-coco", persistent=False)
+        made.append("py-coco")
+        assert out["dataset_name"] == "py-coco" and fo.load_dataset("py-coco").count() == len(ds)
+
+        exports = []
+        for r in ("a", "b"):
+            d = tmp_path / "exports" / r
+            ds.export(export_dir=str(d), dataset_type=fo.types.COCODetectionDataset, label_field=r,
+                      export_media=False, progress=False)
+            exports.append({"rater": r, "path": str(d), "format": "coco"})
+        out = _op("import_multi_rater")(exports=exports, dataset_name="py-multi", persistent=False)
+        made.append("py-multi")
+        assert out["dataset_name"] == "py-multi"
+
+        ls = tmp_path / "ls.json"
+        ls.write_text(json.dumps([task(1, "x.jpg", [annotation(1, [rectangle([0.1, 0.1, 0.2, 0.2], "c", 100, 80)]),
+                                                     annotation(2, [rectangle([0.1, 0.1, 0.2, 0.3], "c", 100, 80)])])]))
+        out = _op("import_label_studio")(json_path=str(ls), dataset_name="py-ls", persistent=False)
+        made.append("py-ls")
+        assert out["dataset_name"] == "py-ls"
+    finally:
+        for name in made:
+            if fo.dataset_exists(name):
+                fo.delete_dataset(name)
