@@ -134,6 +134,7 @@ k = foo.execute_operator("@iaa/agreement/compute_kalos",
                          ctx=dict(view=ds.view(), params=dict(fields=["rater_1", "rater_2", "rater_3"], key="k")))
 print(json.dumps({"agreement": sys.modules["agreement"].__file__, "tasks": r.result["tasks"],
                   "samples": len(ds), "global_alpha": k.result["global_alpha"]}))
+ds.clone("plugin-layout-kept", persistent=True).add_sample_field("kept", fo.BooleanField)
 ds.delete()
 """
 
@@ -166,11 +167,55 @@ def test_plugin_installed_the_fiftyone_way_runs_from_its_plugins_directory(fo, t
     assert {_name(r) for r in printed.split() if not r.startswith("fiftyone")} == CORE_DEPENDENCIES
     _run(_fiftyone_cli() + ["plugins", "requirements", "@iaa/agreement", "--ensure"], env, work)
 
-    out = _run([sys.executable, "-c", _OPERATOR_SCRIPT], env, work).stdout
+    python = _environment_over_this_one(tmp_path / "env")  # its own site-packages, where the plugin records itself
+    env.pop("IAA_AGREEMENT_NO_PTH", None)
+    out = _run([python, "-c", _OPERATOR_SCRIPT], env, work).stdout
     result = json.loads(out.strip().splitlines()[-1])
     assert Path(result["agreement"]).resolve().is_relative_to(plugin_dir.resolve())
     assert result["tasks"] == 4 and result["samples"] == 4
     assert result["global_alpha"] is not None
+
+    # a fresh process that loads no plugin: `import agreement` works, and FiftyOne's own delete_run
+    # finds the run classes and removes the run's fields
+    out = _run([python, "-c", _FRESH_PROCESS_SCRIPT], env, work).stdout
+    fresh = json.loads(out.strip().splitlines()[-1])
+    assert Path(fresh["agreement"]).resolve().is_relative_to(plugin_dir.resolve())
+    assert fresh["plugins_loaded"] is False
+    assert fresh["config"] == "AgreementRunConfig" and fresh["results"] == "KalosResults"
+    assert "k_alpha" in fresh["before"] and fresh["left"] == [] and fresh["runs"] == []
+
+
+_FRESH_PROCESS_SCRIPT = r"""
+import json, sys
+import fiftyone as fo
+from agreement.fo.runs import list_agreement_runs
+
+ds = fo.load_dataset("plugin-layout-kept")
+owned = lambda: sorted(f for f in ds.get_field_schema(flat=True) if any(p.startswith("k_") for p in f.split(".")))
+info = ds.get_run_info("k")
+results = ds.load_run_results("k", cache=False)
+before = owned()
+ds.delete_run("k")
+left = owned()
+out = {"agreement": sys.modules["agreement"].__file__, "config": type(info.config).__name__,
+       "results": type(results).__name__, "before": before, "left": left, "runs": ds.list_runs(),
+       "plugins_loaded": any(m.startswith("fiftyone.plugins.orgs") for m in sys.modules)}
+ds.delete()
+print(json.dumps(out))
+"""
+
+
+def _environment_over_this_one(path: Path) -> str:
+    """A virtual environment of its own whose packages are this one's (a path file to them): what the plugin
+    writes into its site-packages stays there. Returns its Python."""
+    import sysconfig
+
+    venv.create(path, with_pip=False)
+    python = path / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "_outer_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return str(python)
 
 
 def _core_sources(dest: Path) -> Path:
