@@ -20,7 +20,7 @@ Two kinds of numbers are kept apart and always labelled:
   and per rater pair (observed disagreement of the view's samples against the
   run's chance baseline ``D_e``, see :func:`view_alpha_ot`).
 
-Methods plug in through ``METHOD_VIEWS``: which sample field is the per-sample
+Methods plug in through ``METHOD_VIEWS`` (:mod:`agreement.fo.figures`): which sample field is the per-sample
 score, its axis title, which summary keys are headline numbers, where the
 rater-pair matrix lives.
 """
