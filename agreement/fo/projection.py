@@ -28,7 +28,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["read_values", "plain_collection"]
+import fiftyone.core.labels as fol
+
+__all__ = ["read_values", "plain_collection", "LABEL_TYPES"]
+
+#: The label list types the plugin reads, and the attribute that holds their labels.
+LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
 #: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
 _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
@@ -81,8 +86,6 @@ def plain_collection(samples) -> bool:
 
 def _expression(samples, path: str) -> Any:
     """The ``$project`` expression of ``path``, or ``None`` when :meth:`values` must read it."""
-    from agreement.fo.reading import LABEL_TYPES
-
     if path == "id":
         return "$_id"
     list_fields = set(LABEL_TYPES.values())
@@ -114,9 +117,7 @@ def _expression(samples, path: str) -> Any:
 
 def _is_label_list(samples, list_path: str) -> bool:
     """Whether ``<field>.<list>`` is the list of a declared label list field this plugin reads
-    (:data:`agreement.fo.reading.LABEL_TYPES`)."""
-    from agreement.fo.reading import LABEL_TYPES
-
+    (:data:`LABEL_TYPES`)."""
     field_name, list_name = list_path.rsplit(".", 1)
     doc_type = getattr(samples.get_field(field_name), "document_type", None)
     return LABEL_TYPES.get(doc_type) == list_name

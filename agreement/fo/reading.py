@@ -39,7 +39,7 @@ import fiftyone.core.fields as fof
 import fiftyone.core.labels as fol
 
 from agreement.arrays import unique_sorted
-from agreement.fo.projection import read_values
+from agreement.fo.projection import LABEL_TYPES, read_values
 from agreement.data import MultiRaterAnnotations
 from agreement.fo.gc_pause import gc_paused
 from agreement.validation import BOX_POLICIES, AnnotationError, RepairReport, check_boxes
@@ -48,7 +48,6 @@ __all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "
            "declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
            "plan_corpus", "coverage_evidence", "read_assignment", "join_reads"]
 
-LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
 
 
 @dataclass
