@@ -3,7 +3,7 @@
 from .ot import CalibrateAgreement, ComputeOTAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeConsensus, ComputeMaskConsensus, ExportRaterReport, FinalizeConsensus
-from .kalos import ComputeKalos
+from .declared import declared_operators
 from .geometry import ComputeGeometryAgreement
 from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
@@ -15,7 +15,6 @@ OPERATORS = [
     ImportLabelStudio,
     ComputeOTAgreement,
     CalibrateAgreement,
-    ComputeKalos,
     ComputeGeometryAgreement,
     SimulateRaters,
     ComputeMaskConsensus,
@@ -29,4 +28,4 @@ OPERATORS = [
     RenameAgreementRun,
     DeleteAgreementRun,
     LoadAgreementView,
-]
+] + declared_operators()

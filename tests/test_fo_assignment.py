@@ -264,7 +264,7 @@ def test_box_policy_drop_leaves_labels_without_results(border_ds):
 
 
 def test_unknown_box_policy_is_refused(border_ds):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     with pytest.raises(RuntimeError, match="box_policy.*(Invalid enum value|must be one of)"):
         _run(border_ds, "compute_kalos", fields=["a", "b"], key="u", box_policy="ignore")

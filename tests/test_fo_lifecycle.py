@@ -106,7 +106,7 @@ def test_concurrent_runs_keep_every_declaration_and_delete_cleanly(fo):
     try:
         procs = [_spawn(f"""
             import fiftyone as fo
-            from agreement.fo.kalos import compute_kalos
+            from agreement.fo.methods.kalos import compute_kalos
             compute_kalos(fo.load_dataset("iaa-lifecycle-concurrent"), "k{i}", fields={raters!r})
         """) for i in range(4)]
         for p in procs:

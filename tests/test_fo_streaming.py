@@ -104,7 +104,7 @@ def test_streamed_methods_are_bit_identical_for_every_shard_size_and_sample_orde
 
 
 def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
 
     stages = []
@@ -151,7 +151,7 @@ def test_a_streamed_run_reloads_the_dataset_document_twice_whatever_its_shards(f
     of the dataset document costs ~0.02-0.04 s on a crowd dataset, so it is never done per shard."""
     import fiftyone.core.dataset as fod
 
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     reloads = []
     reload = fod.Dataset.reload
@@ -161,7 +161,10 @@ def test_a_streamed_run_reloads_the_dataset_document_twice_whatever_its_shards(f
 
 
 def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crowd, monkeypatch):
-    import agreement.fo.kalos as fo_kalos
+    import dataclasses
+
+    import agreement.fo.methods.kalos as fo_kalos
+    from agreement.fo.declaration import run_declared
     from agreement.fo.runs import list_agreement_runs
     from agreement.fo.engine import MethodSpec
 
@@ -176,9 +179,9 @@ def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crow
 
     spec = MethodSpec(**{**{f: getattr(fo_kalos.SPEC, f) for f in fo_kalos.SPEC.__dataclass_fields__},
                          "kernel": failing})
-    monkeypatch.setattr(fo_kalos, "SPEC", spec)
     with pytest.raises(RuntimeError, match="worker lost"):
-        fo_kalos.compute_kalos(sparse_crowd, "broken", field="ground_truth", shard_size=20)
+        run_declared(dataclasses.replace(fo_kalos.DECLARATION, spec=spec), sparse_crowd, "broken",
+                     field="ground_truth", shard_size=20)
     assert len(calls) == 2  # the first shard was written before the second failed
     assert "broken" not in list_agreement_runs(sparse_crowd)
     schema = sparse_crowd.get_field_schema(flat=True)
@@ -202,7 +205,7 @@ def test_shards_are_written_by_the_writer_thread_and_its_error_discards_the_run(
     import threading
 
     import agreement.fo.writing as w
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.runs import list_agreement_runs
 
     threads, real = [], w.write_columns
@@ -227,8 +230,11 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
     write before deleting what it wrote, so nothing is left behind."""
     import time
 
-    import agreement.fo.kalos as fo_kalos
+    import dataclasses
+
+    import agreement.fo.methods.kalos as fo_kalos
     import agreement.fo.writing as w
+    from agreement.fo.declaration import run_declared
     from agreement.fo.engine import MethodSpec
     from agreement.fo.runs import list_agreement_runs
 
@@ -245,10 +251,11 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
         return kernel(read, params, extra)
 
     monkeypatch.setattr(w, "write_columns", slow)
-    monkeypatch.setattr(fo_kalos, "SPEC", MethodSpec(**{
-        **{f: getattr(fo_kalos.SPEC, f) for f in fo_kalos.SPEC.__dataclass_fields__}, "kernel": failing}))
+    spec = MethodSpec(**{**{f: getattr(fo_kalos.SPEC, f) for f in fo_kalos.SPEC.__dataclass_fields__},
+                         "kernel": failing})
     with pytest.raises(RuntimeError, match="worker lost"):
-        fo_kalos.compute_kalos(sparse_crowd, "late", field="ground_truth", shard_size=20)
+        run_declared(dataclasses.replace(fo_kalos.DECLARATION, spec=spec), sparse_crowd, "late",
+                     field="ground_truth", shard_size=20)
     time.sleep(1.5)  # a write left running would land by now
     assert "late" not in list_agreement_runs(sparse_crowd)
     assert not _leftovers(sparse_crowd, "late")
@@ -256,7 +263,7 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
 
 def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
     from agreement.fo.build import samples_from_corpus
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(30, 3, 3, min_objects=0, max_objects=5, seed=8)
@@ -272,7 +279,7 @@ def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
 
 
 def test_bad_shard_sizes_are_refused_before_anything_is_read(fo, sparse_crowd):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     for bad in (0, -3, 2.5, "10", True):
         with pytest.raises(ValueError, match="shard_size must be a positive number of samples"):
@@ -351,7 +358,7 @@ def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask
 
 def test_dask_local_cluster_is_started_and_closed_for_the_run(fo, sparse_crowd):
     pytest.importorskip("distributed")
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     a = compute_kalos(sparse_crowd, "local", field="ground_truth", shard_size=30, backend="dask", workers=2)
     b = compute_kalos(sparse_crowd, "here", field="ground_truth")
@@ -374,7 +381,7 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
 
 def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
     from agreement.fo.build import samples_from_corpus
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.synthetic.crowd import crowd_corpus
     from agreement.validation import AnnotationError
 

@@ -162,7 +162,7 @@ def test_a_run_on_a_view_that_filters_labels_writes_only_the_labels_in_the_view(
     fails and the run's values still land on the right labels."""
     from fiftyone import ViewField as F
 
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     ds = two_field_ds
     view = ds.filter_labels("a", F("label") != "cat", only_matches=False)
@@ -284,7 +284,7 @@ def test_an_overwrite_writes_by_position_without_a_second_pass(fo, two_field_ds,
     """Freeing the overwritten run deletes its fields, which FiftyOne does by restamping every sample:
     the stamps read before the free are refreshed, so no guard fails and nothing is written twice."""
     from agreement.fo.consensus_labels import compute_consensus
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     ds = two_field_ds
     run = (lambda **kw: compute_kalos(ds, "ow", fields=["a", "b"], **kw)) if how == "streamed" else \
@@ -304,7 +304,7 @@ def test_an_edit_before_the_overwrite_frees_the_old_run_is_still_caught(fo, two_
     import time
 
     import agreement.fo.engine as engine
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     ds = two_field_ds
     compute_kalos(ds, "oe", fields=["a", "b"])

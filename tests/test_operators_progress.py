@@ -43,7 +43,7 @@ def _ot(samples, key: str, progress=None) -> dict:
 
 
 def _kalos(samples, key: str, progress=None) -> dict:
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
 
     return compute_kalos(samples, key, fields=FIELDS, similarity="iou", tau=0.5, solver="greedy", cost="soft",
                          progress=progress)

@@ -119,3 +119,12 @@ def test_every_other_operator_runs_from_python(fo, make_dataset, tmp_path):
         for name in made:
             if fo.dataset_exists(name):
                 fo.delete_dataset(name)
+
+
+def test_the_manifest_lists_every_registered_operator_and_no_other():
+    from agreement.fo.manifest import MANIFEST, listed_operators, missing_operators
+    from operators import OPERATORS
+
+    text = MANIFEST.read_text()
+    assert missing_operators(text) == []
+    assert set(listed_operators(text)) == {cls().config.name for cls in OPERATORS}

@@ -91,7 +91,7 @@ def test_every_operator_matches_at_iou_exactly_tau(fo, make_dataset):
     each geometry label is matched at distance 1 - IoU = 0.5, OT's F1@IoU is 1."""
     from agreement.fo.consensus_labels import compute_consensus
     from agreement.fo.geometry import compute_geometry_agreement
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.ot_agreement import compute_ot_agreement
 
     data = _half_iou_corpus()
@@ -178,7 +178,7 @@ def edge_ds(fo, make_dataset):
 
 @pytest.mark.fiftyone
 def test_clip_clips_each_border_and_reports_it(edge_ds):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.reading import read_annotations
     from agreement.fo.runs import load_agreement_results
 
@@ -199,7 +199,7 @@ def test_clip_clips_each_border_and_reports_it(edge_ds):
 
 @pytest.mark.fiftyone
 def test_drop_drops_each_border_and_reports_it(edge_ds):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.runs import load_agreement_results
 
     ds = edge_ds
@@ -218,7 +218,7 @@ def test_drop_drops_each_border_and_reports_it(edge_ds):
 @pytest.mark.fiftyone
 @pytest.mark.parametrize("edge", list(EDGES))
 def test_error_refuses_each_border_naming_sample_and_field(edge_ds, edge):
-    from agreement.fo.kalos import compute_kalos
+    from agreement.fo.methods.kalos import compute_kalos
     from agreement.validation import AnnotationError
 
     ds = edge_ds

@@ -181,7 +181,7 @@ METHODS = {
     "ot": ("agreement.fo.ot_agreement:compute_ot_agreement", {"lam": 0.5, "beta": 0.5},
            ("cost", "match", "match_rater", "nearest_id", "nearest_rater", "nearest_cost", "reason"),
            _expected_ot, True),
-    "kalos": ("agreement.fo.kalos:compute_kalos", {"similarity": "iou", "tau": 0.5}, ("unit",),
+    "kalos": ("agreement.fo.methods.kalos:compute_kalos", {"similarity": "iou", "tau": 0.5}, ("unit",),
               _expected_kalos, True),
     "geometry": ("agreement.fo.geometry:compute_geometry_agreement",
                  {"distance": "giou", "threshold": 0.5, "bootstrap": None}, ("distance",), _expected_geometry, True),

@@ -18,7 +18,7 @@ all of them:
 6. complete the run with its parameters, input layout and results.
 
 Adding a method means writing its pure computation and its declaration: see
-the ``SPEC`` of :mod:`agreement.fo.kalos` for an example.
+the ``SPEC`` of :mod:`agreement.fo.methods.kalos` for an example.
 """
 
 from __future__ import annotations

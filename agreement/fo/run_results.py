@@ -43,6 +43,7 @@ __all__ = [
     "ConsensusResults",
     "SimulationResults",
     "results_class",
+    "register_results_class",
     "retype_results",
     "encode_detail",
     "decode_detail",
@@ -276,6 +277,13 @@ _BY_METHOD = {
     "iaa.consensus": ConsensusResults,
     "iaa.simulate_raters": SimulationResults,
 }
+
+
+def register_results_class(method: str, cls: type[AgreementResults]) -> None:
+    """Makes ``cls`` the results class of method marker ``method`` (a declared method's own class)."""
+    if not (isinstance(cls, type) and issubclass(cls, AgreementResults)):
+        raise TypeError(f"the results class of {method!r} must subclass AgreementResults, got {cls!r}")
+    _BY_METHOD.setdefault(method, cls)
 
 
 def results_class(method: str | None) -> type[AgreementResults]:

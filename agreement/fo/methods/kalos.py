@@ -21,18 +21,17 @@ label ``{key}_unit``        per label: its unit's number within the sample, so t
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
-from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
-from agreement.correspondence import check_cost, check_solver, check_tau
-from agreement.similarity import SIMILARITIES, similarity_options
+from agreement.correspondence import COSTS, SOLVERS
+from agreement.similarity import similarity_options
 
-__all__ = ["compute_kalos", "METHOD", "SPEC"]
+__all__ = ["compute_kalos", "METHOD", "SPEC", "DECLARATION"]
 
 METHOD = "iaa.kalos"
 MAX_LISTED = 1000
@@ -141,77 +140,68 @@ SPEC = MethodSpec(
 )
 
 
-def compute_kalos(
-    samples,
-    key: str,
-    fields: Sequence[str] | None = None,
-    field: str | None = None,
-    rater_attr: str = "annotator",
-    raters_field: str | None = None,
-    similarity: str = "iou",
-    tau: float = 0.5,
-    solver: str = "greedy",
-    cost: str = "soft",
-    taus: Sequence[float] = DEFAULT_TAUS,
-    session_attr: str | None = None,
-    box_policy: str = "clip",
-    assume_crossed: bool = False,
-    overwrite: bool = False,
-    progress: Callable[[float, str], None] | None = None,
-    point3d_scale: float = 2.0,
-    polyline3d_tolerance: float = 0.5,
-    shard_size: int | None = None,
-    backend: str = "serial",
-    dask_address: str | None = None,
-    workers: int | None = None,
-) -> dict:
-    """Computes KαLOS on ``samples`` and stores it as run ``key``.
+SIMILARITY_HELP = {
+    "iou": "box IoU",
+    "giou": "box GIoU, normalised to [0, 1]",
+    "centroid": "box centre closeness (1 − distance / image diagonal)",
+    "polygon_iou": "polygon IoU (Polylines)",
+    "polygon_giou": "polygon GIoU with the convex hull (Polylines)",
+    "mask_iou": "instance-mask IoU (Detections with masks, or rasterised polygons)",
+    "oks": "keypoint OKS with COCO person sigmas (Keypoints)",
+    "cuboid_iou": "3D cuboid IoU, exact volume under any rotation (3D Detections)",
+    "point3d": "3D points: exp(-d²/(2·2²)), d in scene units (3D Detections with a location only)",
+    "polyline3d_f1": "3D polylines: boundary F1 within 0.5 scene units (Polylines with points3d)",
+    "segment_jaccard": "point-cloud segments: Jaccard of point indices (label attribute point_indices)",
+}
+SOLVER_HELP = {
+    "greedy": "greedy (default): best pairs first, one annotation per rater per unit",
+    "hungarian": "sequential Hungarian, rater by rater",
+    "agglomerative": "agglomerative clustering",
+    "mgm": "multi-graph matching (pylibmgm)",
+}
 
-    Args:
-        samples: a dataset or view.
-        key: the run key.
-        fields / field, rater_attr, raters_field, box_policy, assume_crossed:
-            the rater layout (see :func:`agreement.fo.reading.read_annotations`).
-        similarity: one of :data:`agreement.similarity.SIMILARITIES` (``"iou"``
-            default; ``"polygon_iou"`` for Polylines, ``"mask_iou"`` for
-            instance masks, ``"oks"`` for Keypoints).
-        tau: similarity threshold in (0, 1] for a candidate pair.
-        solver: ``"greedy"`` (default), ``"hungarian"``, ``"agglomerative"``
-            or ``"mgm"`` (needs ``pylibmgm``).
-        cost: ``"soft"`` (class-aware ψ_soft) or ``"plain"``.
-        taus: the τ values of the sensitivity curve.
-        session_attr: a label attribute naming the session of each annotation,
-            for intra-annotator consistency (raters who labelled the same
-            images in several sessions).
-        point3d_scale, polyline3d_tolerance: scene-unit parameters of the
-            ``"point3d"`` and ``"polyline3d_f1"`` similarities.
-        shard_size: samples read, computed and written at a time (default
-            :func:`agreement.fo.engine.default_shard_size`): memory follows the
-            shard, and every number is the same whatever the shard size or the
-            view's order. With ``session_attr`` the run needs the whole
-            corpus at once and refuses a shard size smaller than the view.
-        backend, dask_address, workers: where the shards run: ``"serial"``
-            (default, this process) or ``"dask"``: the scheduler at
-            ``dask_address``, or a local cluster of ``workers`` processes
-            (default 2) started for the run (:mod:`agreement.fo.distributed`).
-            The numbers are the same on either.
 
-    Returns:
-        The headline numbers: ``global_alpha``, ``global_reason``,
-        ``mean_alpha``, ``n_defined``, ``n_undefined``, ``n_units``, ``tau``,
-        ``similarity``, ``solver``, ``cost`` and the repair counts.
-    """
-    with similarity_options(point3d_scale=point3d_scale, polyline3d_tolerance=polyline3d_tolerance):
-        pass  # validates both before anything is read
-    check_tau(tau)
-    check_solver(solver)
-    check_cost(cost)
-    if similarity not in SIMILARITIES:
-        raise ValueError(f"unknown similarity {similarity!r}; choose from {list(SIMILARITIES)}")
-    params = {"similarity": similarity, "tau": float(tau), "solver": solver, "cost": cost,
-              "taus": [float(check_tau(t)) for t in (taus or DEFAULT_TAUS)], "session_attr": session_attr,
-              "point3d_scale": point3d_scale, "polyline3d_tolerance": polyline3d_tolerance}
-    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
-              "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
-                      **execution_options(shard_size, backend, dask_address, workers))
+def _derive(params: dict) -> dict:
+    """The recorded parameters: the τ curve's values default to :data:`agreement.kalos.DEFAULT_TAUS`."""
+    return {**params, "taus": [float(t) for t in (params["taus"] or DEFAULT_TAUS)]}
+
+
+DECLARATION = MethodDeclaration(
+    operator="compute_kalos",
+    label="Annotator Agreement: KaLOS",
+    description="Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
+    spec=SPEC,
+    params=(
+        Param("similarity", str, "iou", "Similarity",
+              "How alike two annotations are; the label type must carry that geometry",
+              choices=tuple(SIMILARITY_HELP), choice_help=SIMILARITY_HELP),
+        Param("tau", float, 0.5, "τ (similarity threshold)",
+              "Annotations of different raters can be the same object only if similarity ≥ τ "
+              "(calibrate_agreement suggests one from your data)", low=0.0, high=1.0, low_open=True),
+        Param("solver", str, "greedy", "Correspondence solver", "How the annotations of a sample become units",
+              choices=SOLVERS, choice_help=SOLVER_HELP),
+        Param("cost", str, "soft", "Cost", "soft: prefer same-class matches (−s − 1 vs −s); plain: −s",
+              choices=COSTS),
+        Param("taus", list, DEFAULT_TAUS, "τ curve", "The τ values of the sensitivity curve of α", low=0.0,
+              high=1.0, low_open=True, form=False),
+        Param("session_attr", str, None, "Session attribute",
+              "Optional label attribute naming sessions, for intra-annotator consistency (raters who labelled "
+              "the same images in several sessions)"),
+        Param("point3d_scale", float, 2.0, "3D point falloff scale (scene units)",
+              "Similarity exp(−d²/(2·scale²)) of 'point3d': at d = scale it is 0.61", low=0.0, low_open=True,
+              show_if=lambda p: p.get("similarity") == "point3d"),
+        Param("polyline3d_tolerance", float, 0.5, "3D polyline tolerance (scene units)",
+              "A point of one line counts as matched within this distance of the other ('polyline3d_f1')",
+              low=0.0, low_open=True, show_if=lambda p: p.get("similarity") == "polyline3d_f1"),
+    ),
+    outputs=(("global_alpha", "Global alpha (pooled)", "float"),
+             ("mean_alpha", "Mean alpha over samples where defined", "float"),
+             ("n_undefined", "Samples where alpha is undefined", "int")),
+    key_prefix="kalos",
+    derive=_derive,
+)
+
+#: ``compute_kalos(samples, key, *, fields=..., similarity="iou", tau=0.5, ...)``: KαLOS on a dataset or view,
+#: stored as run ``key``; returns the headline numbers (``global_alpha``, ``global_reason``, ``mean_alpha``,
+#: ``n_defined``, ``n_undefined``, ``n_units``, ``tau``, ``similarity``, ``solver``, ``cost`` and the repair counts).
+compute_kalos = python_function(DECLARATION)

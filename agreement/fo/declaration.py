@@ -1,0 +1,269 @@
+"""A method declared once: its parameters, its engine spec, its outputs, its panel view and results class.
+
+A :class:`MethodDeclaration` is everything the plugin needs to offer a
+method: the operator and its App form (:mod:`operators.declared`), the
+Python function (:func:`python_function`), the validation
+(:meth:`Param.check`), the run info (the validated parameters are what the
+run records), the README's parameter table (:func:`parameter_table`), the
+panel card (``view``) and the typed results (``results_cls``). Every method
+module in :mod:`agreement.fo.methods` that defines a ``DECLARATION`` is
+found by the registry there: adding a method means writing its kernel and
+its declaration, nothing else.
+
+The parameters every compute operator shares are two objects, not a list
+repeated per method: :class:`RaterLayout` (how the raters' labels are read)
+and :class:`Execution` (where and in what shards the run computes).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping, Sequence
+
+from agreement.fo.engine import MethodSpec, execution_options, run_method
+from agreement.validation import BOX_POLICIES
+
+__all__ = ["Param", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
+           "parameter_table", "split_kwargs"]
+
+_KINDS = (float, int, str, bool, list)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One method parameter: its type, default, range or choices, label and help, and where it is offered.
+
+    Attributes:
+        name: the parameter name (the paper's name where it has one: ``tau``, ``beta``, ...).
+        kind: ``float``, ``int``, ``str``, ``bool`` or ``list`` (of floats).
+        default: the default value (``None``: optional, absent).
+        label: the App form's label.
+        help: one sentence on what it does.
+        low, high: the range of a number; ``low_open``/``high_open`` exclude the end.
+        choices: the allowed values of a ``str`` (the form's dropdown, in this order).
+        choice_help: a description per choice.
+        form: offered in the App form (else Python only).
+        show_if: ``params -> bool``: the form shows it only then (the Python call always takes it).
+        check: an extra validation ``value -> value`` that raises ``ValueError`` naming the problem.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    label: str
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple = ()
+    choice_help: Mapping[str, str] = field(default_factory=dict)
+    form: bool = True
+    show_if: Callable[[Mapping[str, Any]], bool] | None = None
+    check: Callable[[Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise TypeError(f"parameter {self.name!r}: kind must be one of {_KINDS}, got {self.kind!r}")
+        if self.default is not None:
+            self.validate(self.default)
+
+    def range_text(self) -> str:
+        """The range or the choices, as the docs and the error messages say them."""
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.low is None and self.high is None:
+            return ""
+        lo = "(" if self.low_open else "["
+        hi = ")" if self.high_open else "]"
+        return f"in {lo}{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}{hi}"
+
+    def validate(self, value: Any) -> Any:
+        """``value`` converted to the parameter's type and checked against its range and choices.
+
+        Raises:
+            ValueError: naming the parameter, the value and what is allowed.
+        """
+        if value is None:
+            if self.default is None:
+                return None
+            raise ValueError(f"parameter {self.name!r} needs a value ({self.range_text() or self.kind.__name__})")
+        value = self._converted(value)
+        if self.choices and value not in self.choices:
+            raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {value!r}")
+        for v in value if self.kind is list else [value]:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._in_range(v):
+                raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {v!r}")
+        return self.check(value) if self.check is not None else value
+
+    def _converted(self, value: Any) -> Any:
+        bad = ValueError(f"parameter {self.name!r} must be a {self.kind.__name__}, got {value!r}")
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise bad
+            return value
+        if self.kind in (int, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise bad
+            if self.kind is int and float(value) != int(value):
+                raise bad
+            return self.kind(value)
+        if self.kind is str:
+            if not isinstance(value, str):
+                raise bad
+            return value
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise bad
+        return [Param(self.name, float, None, "", "")._converted(v) for v in value]
+
+    def _in_range(self, v: float) -> bool:
+        if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
+            return False
+        return not (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
+
+
+@dataclass(frozen=True)
+class RaterLayout:
+    """How the raters' labels are read: ``fields`` (one label field per rater), or ``field`` whose labels name
+    their rater in ``rater_attr``, with the raters assigned to each sample in ``raters_field`` (default: the
+    assignment the dataset records; without one, ``assume_crossed`` accepts that every rater saw every
+    sample); boxes past the image border are ``box_policy`` (``"clip"``, ``"drop"``, ``"error"``)."""
+
+    fields: Sequence[str] | None = None
+    field: str | None = None
+    rater_attr: str = "annotator"
+    raters_field: str | None = None
+    assume_crossed: bool = False
+    box_policy: str = "clip"
+
+    def __post_init__(self) -> None:
+        if self.box_policy not in BOX_POLICIES:
+            raise ValueError(f"box_policy must be one of {', '.join(BOX_POLICIES)}, got {self.box_policy!r}")
+
+    def as_dict(self) -> dict:
+        """The layout as :func:`agreement.fo.engine.run_method` takes it."""
+        return {"fields": self.fields, "field": self.field, "rater_attr": self.rater_attr,
+                "raters_field": self.raters_field, "box_policy": self.box_policy,
+                "assume_crossed": self.assume_crossed}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where a streamed run computes: ``shard_size`` samples at a time (default: chosen for the view), on
+    ``backend`` ``"serial"`` (here) or ``"dask"`` (the scheduler at ``dask_address``, or a local cluster of
+    ``workers`` processes). The numbers are the same whatever these are."""
+
+    shard_size: int | None = None
+    backend: str = "serial"
+    dask_address: str | None = None
+    workers: int | None = None
+
+    def as_kwargs(self) -> dict:
+        """The options as :func:`agreement.fo.engine.run_method` takes them (it validates them)."""
+        return execution_options(self.shard_size, self.backend, self.dask_address, self.workers)
+
+
+_LAYOUT_NAMES = tuple(f.name for f in fields(RaterLayout))
+_EXECUTION_NAMES = tuple(f.name for f in fields(Execution))
+
+
+@dataclass(frozen=True)
+class MethodDeclaration:
+    """A method, declared once (see the module docstring).
+
+    Attributes:
+        operator: the operator's name (``compute_<method>``), also the Python function's.
+        label, description: the operator's label and one-line description.
+        spec: the engine's :class:`agreement.fo.engine.MethodSpec` (kernel, merge, fields owned).
+        params: the method parameters.
+        outputs: the headline numbers the operator shows: ``(summary key, label, "float" | "int")``.
+        key_prefix: the run key the form offers (``kalos``, ``kalos_2``, ...).
+        derive: ``validated params -> params`` the run records (defaults filled, derived values added).
+        view: the panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`); ``None``: declared there.
+        results_cls: its typed results class (:mod:`agreement.fo.run_results`); ``None``: registered there.
+        streams: the form offers the execution options (a method with a kernel).
+    """
+
+    operator: str
+    label: str
+    description: str
+    spec: MethodSpec
+    params: tuple[Param, ...]
+    outputs: tuple[tuple[str, str, str], ...] = ()
+    key_prefix: str = "run"
+    derive: Callable[[dict], dict] = lambda params: params
+    view: dict | None = None
+    results_cls: type | None = None
+    streams: bool = True
+
+    @property
+    def method(self) -> str:
+        """The run's method marker (``"iaa.<name>"``)."""
+        return self.spec.method
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
+
+    def validate(self, given: Mapping[str, Any]) -> dict:
+        """Every parameter, validated, defaults filled, then :attr:`derive`."""
+        return self.derive({p.name: p.validate(given.get(p.name, p.default)) for p in self.params})
+
+
+def split_kwargs(decl: MethodDeclaration, kwargs: Mapping[str, Any]) -> tuple[RaterLayout, Execution, dict]:
+    """The keyword arguments of a call as the rater layout, the execution and the method's own parameters.
+
+    Raises:
+        TypeError: a name that is none of them (the message lists what the method takes).
+    """
+    own = {p.name for p in decl.params}
+    unknown = sorted(set(kwargs) - own - set(_LAYOUT_NAMES) - set(_EXECUTION_NAMES))
+    if unknown:
+        raise TypeError(f"{decl.operator}() got parameters it does not take: {unknown}; it takes "
+                        f"{sorted(own)}, the rater layout {list(_LAYOUT_NAMES)} and the execution "
+                        f"{list(_EXECUTION_NAMES)}")
+    layout = RaterLayout(**{k: kwargs[k] for k in _LAYOUT_NAMES if k in kwargs})
+    execution = Execution(**{k: kwargs[k] for k in _EXECUTION_NAMES if k in kwargs})
+    return layout, execution, {k: v for k, v in kwargs.items() if k in own}
+
+
+def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = False,
+                 progress: Callable[[float, str], None] | None = None, **kwargs) -> dict:
+    """Runs the declared method on ``samples`` as run ``key``: validates everything before reading anything,
+    then :func:`agreement.fo.engine.run_method`. Returns the headline numbers (NaN as ``None``)."""
+    layout, execution, own = split_kwargs(decl, kwargs)
+    params = decl.validate(own)
+    return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
+                      **execution.as_kwargs())
+
+
+def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
+    """The method as a Python function ``(samples, key, **params) -> headline numbers``, with the declared
+    signature and a docstring listing every parameter."""
+    def compute(samples, key: str, overwrite: bool = False, progress=None, **kwargs) -> dict:
+        return run_declared(decl, samples, key, overwrite=overwrite, progress=progress, **kwargs)
+
+    K = inspect.Parameter.KEYWORD_ONLY
+    sig = [inspect.Parameter("samples", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+           inspect.Parameter("key", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)]
+    sig += [inspect.Parameter(f.name, K, default=f.default) for f in fields(RaterLayout)]
+    sig += [inspect.Parameter(p.name, K, default=p.default, annotation=p.kind) for p in decl.params]
+    sig += [inspect.Parameter("overwrite", K, default=False), inspect.Parameter("progress", K, default=None)]
+    sig += [inspect.Parameter(f.name, K, default=f.default) for f in fields(Execution)]
+    compute.__signature__ = inspect.Signature(sig)
+    compute.__name__ = compute.__qualname__ = decl.operator
+    compute.__doc__ = (f"{decl.label}: {decl.description}.\n\nStores run ``key`` on ``samples`` (a dataset or view) "
+                       f"and returns its headline numbers.\n\nMethod parameters:\n\n{parameter_table(decl)}\n\n"
+                       "The rater layout (:class:`agreement.fo.declaration.RaterLayout`) and the execution "
+                       "(:class:`agreement.fo.declaration.Execution`) are the shared ones.")
+    return compute
+
+
+def parameter_table(decl: MethodDeclaration) -> str:
+    """The method's parameters as a Markdown table: name, type, default, range, what it does."""
+    rows = ["| parameter | type | default | range | what it does |", "|---|---|---|---|---|"]
+    for p in decl.params:
+        where = "" if p.form else " (Python only)"
+        rows.append(f"| `{p.name}` | {p.kind.__name__} | `{p.default!r}` | {p.range_text()} | {p.help}{where} |")
+    return "\n".join(rows)

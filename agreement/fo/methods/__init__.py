@@ -1,0 +1,77 @@
+"""Every method the plugin offers: the one registry that the operators, the panel and the Dask workers read.
+
+A method is a module of this package that defines ``DECLARATION``, an
+:class:`agreement.fo.declaration.MethodDeclaration` (its parameters, engine
+spec, outputs, panel view and results class): :func:`declarations` finds
+every such module, so adding a method means adding its module here and
+nothing else (``python -m agreement.fo.manifest`` then lists its operator in
+``fiftyone.yml``, which FiftyOne requires).
+
+Methods not yet declared that way keep their ``SPEC`` in the bridge modules
+of ``_SPEC_MODULES``; :func:`spec_of` finds both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+from agreement.fo.declaration import MethodDeclaration
+from agreement.fo.engine import MethodSpec
+from agreement.fo.figures import METHOD_VIEWS
+from agreement.fo.run_results import register_results_class
+
+__all__ = ["declarations", "declaration_of", "spec_of", "streamed_methods"]
+
+_SPEC_MODULES = ("agreement.fo.geometry", "agreement.fo.ot_agreement", "agreement.fo.consensus",
+                 "agreement.fo.consensus_labels", "agreement.fo.calibrate")
+
+
+@lru_cache(maxsize=None)
+def _declared() -> tuple[MethodDeclaration, ...]:
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        decl = getattr(importlib.import_module(f"{__name__}.{info.name}"), "DECLARATION", None)
+        if isinstance(decl, MethodDeclaration):
+            found.append(decl)
+            if decl.view is not None:
+                METHOD_VIEWS.setdefault(decl.method, decl.view)
+            if decl.results_cls is not None:
+                register_results_class(decl.method, decl.results_cls)
+    return tuple(found)
+
+
+def declarations() -> list[MethodDeclaration]:
+    """Every declared method, by module name; their panel views and results classes are registered."""
+    return list(_declared())
+
+
+def declaration_of(operator: str) -> MethodDeclaration:
+    """The declared method whose operator is ``operator`` (e.g. ``"compute_kalos"``)."""
+    for decl in _declared():
+        if decl.operator == operator:
+            return decl
+    raise KeyError(f"no declared method {operator!r}; declared: {[d.operator for d in _declared()]}")
+
+
+def _specs() -> dict[str, MethodSpec]:
+    out = {d.method: d.spec for d in _declared()}
+    for name in _SPEC_MODULES:
+        spec = getattr(importlib.import_module(name), "SPEC", None)
+        if isinstance(spec, MethodSpec):
+            out[spec.method] = spec
+    return out
+
+
+def spec_of(method: str) -> MethodSpec:
+    """The engine spec of the method with run marker ``method`` (e.g. ``"iaa.kalos"``)."""
+    specs = _specs()
+    if method not in specs:
+        raise KeyError(f"no agreement method {method!r}; known: {sorted(specs)}")
+    return specs[method]
+
+
+def streamed_methods() -> list[str]:
+    """The method markers whose runs stream (a kernel and a finish): they take shard sizes and backends."""
+    return sorted(m for m, spec in _specs().items() if spec.kernel is not None)
