@@ -1,6 +1,6 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
-from .ot import CalibrateAgreement, ComputeOTAgreement
+from .ot import CalibrateAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeConsensus, ComputeMaskConsensus, ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
@@ -13,7 +13,6 @@ OPERATORS = [
     ImportMultiRaterCoco,
     ImportMultiRater,
     ImportLabelStudio,
-    ComputeOTAgreement,
     CalibrateAgreement,
     ComputeGeometryAgreement,
     SimulateRaters,

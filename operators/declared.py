@@ -35,24 +35,31 @@ def _param_input(inputs: types.Object, p: Param, params: dict) -> None:
         return
     kw = dict(default=p.default, label=p.label, description=p.help, required=False)
     if p.choices:
-        view = types.DropdownView()
+        view = types.RadioGroup() if p.radio else types.DropdownView(multiple=p.kind is list)
         for c in p.choices:
-            view.add_choice(c, label=c, description=p.choice_help.get(c))
-        inputs.enum(p.name, list(p.choices), view=view, **kw)
+            if p.radio:
+                view.add_choice(c, label=p.choice_help.get(c) or c)
+            else:
+                view.add_choice(c, label=c, description=p.choice_help.get(c))
+        if p.kind is list:
+            inputs.list(p.name, types.String(), view=view, **kw)
+        else:
+            inputs.enum(p.name, list(p.choices), view=view, **kw)
     elif p.kind in (float, int):
         bounds = {k: v for k, v in (("min", p.low), ("max", p.high)) if v is not None}
         (inputs.float if p.kind is float else inputs.int)(p.name, **bounds, **kw)
     elif p.kind is bool:
         inputs.bool(p.name, **kw)
     elif p.kind is list:
-        inputs.list(p.name, types.Number(), **kw)
+        inputs.list(p.name, types.String() if p.item is str else types.Number(), **kw)
     else:
         inputs.str(p.name, **kw)
 
 
 def _given(decl: MethodDeclaration, params: dict) -> dict:
-    """The method's parameters the form or the caller gave (empty values: the default)."""
-    return {p.name: params[p.name] for p in decl.params if params.get(p.name) not in (None, "", [])}
+    """The method's keyword arguments from what the form or the caller gave (empty values: the default)."""
+    given = {p.name: params[p.name] for p in decl.params if params.get(p.name) not in (None, "", [])}
+    return decl.from_form(given)
 
 
 def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
@@ -69,7 +76,7 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
 
         def resolve_input(self, ctx):
             inputs = types.Object()
-            rater_layout_inputs(inputs, ctx)
+            rater_layout_inputs(inputs, ctx, decl.label_types or None)
             for p in decl.params:
                 _param_input(inputs, p, ctx.params)
             if decl.streams:
@@ -86,10 +93,13 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
                 ctx, lambda progress: {"key": key, **run_declared(decl, ctx.view, key, progress=progress, **kwargs)},
                 reload_dataset=True)
 
+        def resolve_delegation(self, ctx):
+            return ctx.params.get("delegate", None)
+
         def resolve_output(self, ctx):
             outputs = types.Object()
             for name, label, kind in decl.outputs:
-                (outputs.int if kind == "int" else outputs.float)(name, label=label)
+                {"int": outputs.int, "str": outputs.str}.get(kind, outputs.float)(name, label=label)
             return types.Property(outputs)
 
     name = "".join(part.title() for part in decl.operator.split("_"))

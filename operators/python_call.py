@@ -43,6 +43,7 @@ EXECUTION = {
     "dask_address": (None, "address of an existing Dask scheduler (backend='dask')"),
     "workers": (None, "processes of a local Dask cluster (backend='dask')"),
     "overwrite": (False, "replace an existing agreement run with this key"),
+    "delegate": (None, "queue the run for FiftyOne's delegated-operation service"),
 }
 
 

@@ -230,7 +230,7 @@ def test_an_undeclared_label_attribute_with_a_run_name_is_found_in_the_documents
         runs.prepare_run(per_rater_ds, "und2", "iaa.test", ["score"], ["r1"], ["reason"], scan_in_background=True)
     assert "und2" not in runs.list_agreement_runs(per_rater_ds)
     # through a computation: refused, nothing written, the user's value kept
-    from agreement.fo.ot_agreement import compute_ot_agreement
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
     with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
         compute_ot_agreement(per_rater_ds, "und", fields=["r1", "r2", "r3"])

@@ -62,7 +62,7 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
         proc = _spawn(f"""
             import time, fiftyone as fo
             import agreement.fo.writing as w
-            from agreement.fo.ot_agreement import compute_ot_agreement
+            from agreement.fo.methods.ot_agreement import compute_ot_agreement
             real = w._bulk
             def hang(dataset, ops, *args):
                 w.BATCH = 10                       # several batches: the first ones land, then the process hangs
@@ -86,7 +86,7 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
         assert _leftovers(ds, "kt")  # it did write before it died
         with pytest.raises(runs.RunError, match="overwrite=True"):
             runs.prepare_run(ds, "kt", "iaa.ot_agreement", ["ot"], check_only=True)
-        from agreement.fo.ot_agreement import compute_ot_agreement
+        from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
         compute_ot_agreement(ds, "kt", fields=raters, overwrite=True)
         assert runs.get_agreement_run_info(ds, "kt")["status"] == "complete"

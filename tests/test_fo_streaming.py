@@ -319,7 +319,7 @@ def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask
     import distributed
 
     import agreement.fo.distributed as dist
-    from agreement.fo.ot_agreement import compute_ot_agreement
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
     submitted, scattered = [], []
     opened = dist.dask_client

@@ -36,7 +36,7 @@ def ds(three_rater_samples, make_dataset):
 
 
 def _ot(samples, key: str, progress=None) -> dict:
-    from agreement.fo.ot_agreement import compute_ot_agreement
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
     return compute_ot_agreement(samples, key, fields=FIELDS, lam=0.5, beta=0.5, normalization="paper",
                                 max_pairs=100_000, seed=0, iou_threshold=0.5, progress=progress)

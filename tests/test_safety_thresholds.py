@@ -92,7 +92,7 @@ def test_every_operator_matches_at_iou_exactly_tau(fo, make_dataset):
     from agreement.fo.consensus_labels import compute_consensus
     from agreement.fo.geometry import compute_geometry_agreement
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.fo.ot_agreement import compute_ot_agreement
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
     data = _half_iou_corpus()
     samples = []

@@ -178,7 +178,7 @@ def _expected_geometry(data):
 
 METHODS = {
     # name: (bridge, its parameters, the label attributes, expected values, streams in shards)
-    "ot": ("agreement.fo.ot_agreement:compute_ot_agreement", {"lam": 0.5, "beta": 0.5},
+    "ot": ("agreement.fo.methods.ot_agreement:compute_ot_agreement", {"lam": 0.5, "beta": 0.5},
            ("cost", "match", "match_rater", "nearest_id", "nearest_rater", "nearest_cost", "reason"),
            _expected_ot, True),
     "kalos": ("agreement.fo.methods.kalos:compute_kalos", {"similarity": "iou", "tau": 0.5}, ("unit",),

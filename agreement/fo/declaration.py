@@ -37,14 +37,19 @@ class Param:
 
     Attributes:
         name: the parameter name (the paper's name where it has one: ``tau``, ``beta``, ...).
-        kind: ``float``, ``int``, ``str``, ``bool`` or ``list`` (of floats).
+        kind: ``float``, ``int``, ``str``, ``bool`` or ``list`` (of ``item``).
         default: the default value (``None``: optional, absent).
         label: the App form's label.
         help: one sentence on what it does.
         low, high: the range of a number; ``low_open``/``high_open`` exclude the end.
-        choices: the allowed values of a ``str`` (the form's dropdown, in this order).
+        choices: the allowed values of a ``str`` (or of each item of a list; the form's dropdown, in this order).
         choice_help: a description per choice.
+        radio: the form shows the choices as radio buttons (else a dropdown).
+        item: the type of a list's items (``float`` or ``str``).
+        special: values taken as they are besides the type's (e.g. ``"auto"`` for a number chosen from the data).
         form: offered in the App form (else Python only).
+        python: a parameter of the method (else a form-only control, e.g. a checkbox that shows another
+            parameter; :attr:`MethodDeclaration.from_form` turns the form's values into the method's).
         show_if: ``params -> bool``: the form shows it only then (the Python call always takes it).
         check: an extra validation ``value -> value`` that raises ``ValueError`` naming the problem.
     """
@@ -60,7 +65,11 @@ class Param:
     high_open: bool = False
     choices: tuple = ()
     choice_help: Mapping[str, str] = field(default_factory=dict)
+    radio: bool = False
+    item: type = float
+    special: tuple = ()
     form: bool = True
+    python: bool = True
     show_if: Callable[[Mapping[str, Any]], bool] | None = None
     check: Callable[[Any], Any] | None = None
 
@@ -73,7 +82,7 @@ class Param:
     def range_text(self) -> str:
         """The range or the choices, as the docs and the error messages say them."""
         if self.choices:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
+            return ("each " if self.kind is list else "") + "one of " + ", ".join(repr(c) for c in self.choices)
         if self.low is None and self.high is None:
             return ""
         lo = "(" if self.low_open else "["
@@ -90,10 +99,13 @@ class Param:
             if self.default is None:
                 return None
             raise ValueError(f"parameter {self.name!r} needs a value ({self.range_text() or self.kind.__name__})")
+        if any(value == v and type(value) is type(v) for v in self.special):
+            return value
         value = self._converted(value)
-        if self.choices and value not in self.choices:
+        items = value if self.kind is list else [value]
+        if self.choices and any(v not in self.choices for v in items):
             raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {value!r}")
-        for v in value if self.kind is list else [value]:
+        for v in items:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._in_range(v):
                 raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {v!r}")
         return self.check(value) if self.check is not None else value
@@ -116,7 +128,7 @@ class Param:
             return value
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise bad
-        return [Param(self.name, float, None, "", "")._converted(v) for v in value]
+        return [Param(self.name, self.item, None, "", "")._converted(v) for v in value]
 
     def _in_range(self, v: float) -> bool:
         if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
@@ -184,6 +196,9 @@ class MethodDeclaration:
         view: the panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`); ``None``: declared there.
         results_cls: its typed results class (:mod:`agreement.fo.run_results`); ``None``: registered there.
         streams: the form offers the execution options (a method with a kernel).
+        label_types: the label types the form offers as rater fields (FiftyOne label classes; empty: all).
+        from_form: ``form values -> method keyword arguments`` (form-only controls resolved; the values the
+            user left empty are absent).
     """
 
     operator: str
@@ -197,6 +212,8 @@ class MethodDeclaration:
     view: dict | None = None
     results_cls: type | None = None
     streams: bool = True
+    label_types: tuple = ()
+    from_form: Callable[[dict], dict] = lambda values: values
 
     @property
     def method(self) -> str:
@@ -206,9 +223,14 @@ class MethodDeclaration:
     def param(self, name: str) -> Param:
         return next(p for p in self.params if p.name == name)
 
+    @property
+    def method_params(self) -> tuple[Param, ...]:
+        """The parameters of the method (not the form-only controls)."""
+        return tuple(p for p in self.params if p.python)
+
     def validate(self, given: Mapping[str, Any]) -> dict:
         """Every parameter, validated, defaults filled, then :attr:`derive`."""
-        return self.derive({p.name: p.validate(given.get(p.name, p.default)) for p in self.params})
+        return self.derive({p.name: p.validate(given.get(p.name, p.default)) for p in self.method_params})
 
 
 def split_kwargs(decl: MethodDeclaration, kwargs: Mapping[str, Any]) -> tuple[RaterLayout, Execution, dict]:
@@ -217,7 +239,7 @@ def split_kwargs(decl: MethodDeclaration, kwargs: Mapping[str, Any]) -> tuple[Ra
     Raises:
         TypeError: a name that is none of them (the message lists what the method takes).
     """
-    own = {p.name for p in decl.params}
+    own = {p.name for p in decl.method_params}
     unknown = sorted(set(kwargs) - own - set(_LAYOUT_NAMES) - set(_EXECUTION_NAMES))
     if unknown:
         raise TypeError(f"{decl.operator}() got parameters it does not take: {unknown}; it takes "
@@ -248,7 +270,7 @@ def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
     sig = [inspect.Parameter("samples", inspect.Parameter.POSITIONAL_OR_KEYWORD),
            inspect.Parameter("key", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)]
     sig += [inspect.Parameter(f.name, K, default=f.default) for f in fields(RaterLayout)]
-    sig += [inspect.Parameter(p.name, K, default=p.default, annotation=p.kind) for p in decl.params]
+    sig += [inspect.Parameter(p.name, K, default=p.default, annotation=p.kind) for p in decl.method_params]
     sig += [inspect.Parameter("overwrite", K, default=False), inspect.Parameter("progress", K, default=None)]
     sig += [inspect.Parameter(f.name, K, default=f.default) for f in fields(Execution)]
     compute.__signature__ = inspect.Signature(sig)
@@ -263,7 +285,7 @@ def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
 def parameter_table(decl: MethodDeclaration) -> str:
     """The method's parameters as a Markdown table: name, type, default, range, what it does."""
     rows = ["| parameter | type | default | range | what it does |", "|---|---|---|---|---|"]
-    for p in decl.params:
+    for p in decl.method_params:
         where = "" if p.form else " (Python only)"
         rows.append(f"| `{p.name}` | {p.kind.__name__} | `{p.default!r}` | {p.range_text()} | {p.help}{where} |")
     return "\n".join(rows)

@@ -60,111 +60,28 @@ that shares no sample is absent, "no data") with ``n_shared_samples``,
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from dataclasses import dataclass
+import fiftyone.core.labels as fol
 
 from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.arrays import mean_of_defined
 from agreement.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
-from agreement.fo.engine import MethodOutput, MethodSpec, execution_options, run_method
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.reading import read_assignment
-from agreement.ot import check_ot_params
+from agreement.ot import NORMALIZATIONS
 from agreement.rater_pairs import RaterPairTable
 
-__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC"]
+__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC", "DECLARATION"]
 
 METHOD = "iaa.ot_agreement"
 SAMPLE_SUFFIXES = ("ot", "ot_min", "ot_position", "f1", "mean_iou")
 LABEL_SUFFIXES = ("cost", "match", "match_rater", "nearest_rater", "nearest_id", "nearest_cost", "reason")
 MAX_LISTED_UNDEFINED = 1000
 
-Progress = Callable[[float, str], None]
-
-
-def compute_ot_agreement(
-    samples,
-    key: str,
-    fields: Sequence[str] | None = None,
-    field: str | None = None,
-    rater_attr: str = "annotator",
-    raters_field: str | None = None,
-    lam: float = 0.5,
-    beta: float = 0.5,
-    normalization: str = "paper",
-    max_pairs: int = 100_000,
-    seed: int = 0,
-    iou_threshold: float = 0.5,
-    box_policy: str = "clip",
-    assume_crossed: bool = False,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-    shard_size: int | None = None,
-    backend: str = "serial",
-    dask_address: str | None = None,
-    workers: int | None = None,
-) -> dict:
-    """Computes OT agreement on ``samples`` and stores it as run ``key``.
-
-    Args:
-        samples: a dataset or view (only its samples are scored and written).
-        key: the run key; fields are named ``{key}_...``.
-        fields / field, rater_attr, raters_field: the rater layout (see
-            :func:`agreement.fo.reading.read_annotations`).
-        lam: λ in [0, 1], weight of localisation ``(1 - GIoU)/2`` against label
-            mismatch in the pair cost.
-        beta: β in (0, 1], the cost of leaving a box unmatched.
-        normalization: ``"paper"`` (default) or ``"oc_cost"``.
-        max_pairs: the chance budget of αOT: cross-sample pairs evaluated
-            exactly up to this many, else a fixed-seed Monte-Carlo estimate
-            with a standard error.
-        seed: seed of that estimate.
-        iou_threshold: IoU threshold of the F1 / threshold-α baselines.
-        box_policy: ``"clip"``, ``"drop"`` or ``"error"`` for boxes past the image border.
-        assume_crossed: accept the fully crossed assumption when no assignment
-            is recorded (attribute layout).
-        overwrite: replace an existing agreement run with this key.
-        progress: optional ``callback(fraction, label)``.
-        shard_size: samples read, scored and written at a time (default
-            :func:`agreement.fo.engine.default_shard_size`). The chance sample
-            is drawn from the view's assignment before the first shard (it
-            depends on no annotation), and each shard keeps the sets it
-            needs; every number is the same whatever the shard size or the
-            view's order.
-        backend, dask_address, workers: where the shards run: ``"serial"``
-            (default, this process) or ``"dask"``: the scheduler at
-            ``dask_address``, or a local cluster of ``workers`` processes
-            (default 2) started for the run (:mod:`agreement.fo.distributed`).
-            The numbers are the same on either.
-
-    Returns:
-        The headline numbers as a flat dict: ``alpha_ot``, ``alpha_ot_se``,
-        ``alpha_ot_exact``, ``observed_cost`` (D_o), ``expected_cost`` (D_e),
-        ``mean_ot``, ``n_samples``, ``n_scored``, ``n_undefined``,
-        ``alpha_ot_reason``, ``f1``, ``mean_iou``, ``threshold_alpha``,
-        ``clipped_boxes``.
-
-    Raises:
-        ValueError: for parameters out of range, before anything is read.
-        agreement.validation.AnnotationError: for bad input (names the sample
-            and field).
-        agreement.fo.runs.RunError: when the key cannot be used.
-    """
-    check_ot_params(lam, beta, normalization)
-    if not 0 < iou_threshold <= 1:
-        raise ValueError(f"iou_threshold must be in (0, 1], got {iou_threshold!r}")
-    if int(max_pairs) < 1:
-        raise ValueError(f"max_pairs must be a positive number of cross-sample pairs, got {max_pairs!r}")
-    params = {
-        "lam": lam, "beta": beta, "normalization": normalization, "max_pairs": int(max_pairs), "seed": int(seed),
-        "iou_threshold": iou_threshold,
-    }
-    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
-              "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress,
-                      **execution_options(shard_size, backend, dask_address, workers))
 
 
 def _check(read, params: dict) -> None:
@@ -327,3 +244,41 @@ SPEC = MethodSpec(
     finish=_finish,
     prepare=_prepare,
 )
+
+
+DECLARATION = MethodDeclaration(
+    operator="compute_ot_agreement",
+    label="Annotator Agreement: OT agreement",
+    description="Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus",
+    spec=SPEC,
+    params=(
+        Param("lam", float, 0.5, "λ (localisation weight)",
+              "Pair cost = λ·(1−GIoU)/2 + (1−λ)·[labels differ]; 1 ignores labels, 0 ignores boxes",
+              low=0.0, high=1.0),
+        Param("beta", float, 0.5, "β (cost of an unmatched box)",
+              "Boxes match only when their pair cost is below β (2β for OC-cost); the score lies in [1−β, 1]. "
+              "Different labels cost 1−λ on their own, so they can match only when β > 1−λ (never at λ = β = 0.5)",
+              low=0.0, high=1.0, low_open=True),
+        Param("normalization", str, "paper", "Normalisation", "How the transport cost is normalised",
+              choices=NORMALIZATIONS, radio=True,
+              choice_help={"paper": "paper (continuous, cost in [0, β])",
+                           "oc_cost": "OC-cost (Otani et al.; discontinuous at c = 2β)"}),
+        Param("max_pairs", int, 100_000, "Chance budget",
+              "Cross-sample pairs for alpha-OT: exact up to this many, else a seeded estimate", low=1),
+        Param("seed", int, 0, "Seed", "Seed of the chance estimate"),
+        Param("iou_threshold", float, 0.5, "Baseline IoU threshold",
+              "For the F1@IoU and threshold-alpha baselines computed alongside", low=0.0, high=1.0, low_open=True),
+    ),
+    outputs=(("alpha_ot", "alpha-OT (1 perfect, 0 chance)", "float"), ("mean_ot", "Mean OT score", "float"),
+             ("f1", "F1@IoU (baseline)", "float"), ("threshold_alpha", "Threshold alpha (baseline)", "float"),
+             ("n_scored", "Samples scored", "int"), ("n_undefined", "Samples not scored", "int"),
+             ("alpha_ot_reason", "Why alpha-OT is undefined", "str")),
+    key_prefix="ot",
+    label_types=(fol.Detections,),
+)
+
+#: ``compute_ot_agreement(samples, key, *, fields=..., lam=0.5, beta=0.5, ...)``: OT agreement on a dataset or
+#: view, stored as run ``key``; returns the headline numbers (``alpha_ot``, ``alpha_ot_se``, ``alpha_ot_exact``,
+#: ``observed_cost`` (D_o), ``expected_cost`` (D_e), ``mean_ot``, ``n_samples``, ``n_scored``, ``n_undefined``,
+#: ``alpha_ot_reason``, ``f1``, ``mean_iou``, ``threshold_alpha`` and the repair counts).
+compute_ot_agreement = python_function(DECLARATION)
