@@ -4,7 +4,6 @@ from .ot import CalibrateAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeConsensus, ComputeMaskConsensus, ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
-from .geometry import ComputeGeometryAgreement
 from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
@@ -14,7 +13,6 @@ OPERATORS = [
     ImportMultiRater,
     ImportLabelStudio,
     CalibrateAgreement,
-    ComputeGeometryAgreement,
     SimulateRaters,
     ComputeMaskConsensus,
     ComputeConsensus,

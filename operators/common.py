@@ -442,21 +442,3 @@ def run_inputs(inputs: types.Object, ctx, default_prefix: str | None = None) -> 
     key = ctx.params.get("key")
     if key and ctx.dataset is not None and key in list_agreement_runs(ctx.dataset):
         inputs.bool("overwrite", default=False, label=f"Replace the existing run {key!r}")
-
-
-def similarity_3d_inputs(inputs: types.Object, ctx, param: str) -> None:
-    """Form fragment: the scene-unit parameter of the chosen 3D similarity (``ctx.params[param]``)."""
-    if ctx.params.get(param) == "point3d":
-        inputs.float("point3d_scale", default=2.0, min=0.0, label="3D point falloff scale (scene units)",
-                     description="Similarity exp(−d²/(2·scale²)): at d = scale it is 0.61")
-    if ctx.params.get(param) == "polyline3d_f1":
-        inputs.float("polyline3d_tolerance", default=0.5, min=0.0, label="3D polyline tolerance (scene units)",
-                     description="A point of one line counts as matched within this distance of the other")
-
-
-def similarity_3d_kwargs(params: dict) -> dict:
-    """``point3d_scale`` and ``polyline3d_tolerance`` from the operator parameters."""
-    return {
-        "point3d_scale": float(params.get("point3d_scale", 2.0)),
-        "polyline3d_tolerance": float(params.get("polyline3d_tolerance", 0.5)),
-    }

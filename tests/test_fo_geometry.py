@@ -92,7 +92,7 @@ def test_bad_parameters(fo, g_ds, params, message):
 
     with pytest.raises(ExecutionError, match=message):
         _run(g_ds, fields=["a", "b"], key="bad", **params)
-    from agreement.fo.geometry import compute_geometry_agreement
+    from agreement.fo.methods.geometry_agreement import compute_geometry_agreement
 
     with pytest.raises(ValueError, match="bootstrap"):
         compute_geometry_agreement(g_ds, "bad2", fields=["a", "b"], bootstrap=1)

@@ -366,7 +366,7 @@ def test_dask_local_cluster_is_started_and_closed_for_the_run(fo, sparse_crowd):
 
 
 def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd):
-    from agreement.fo.geometry import compute_geometry_agreement
+    from agreement.fo.methods.geometry_agreement import compute_geometry_agreement
     from agreement.fo.runs import list_agreement_runs
 
     bad = [({"backend": "spark"}, "backend must be one of"),

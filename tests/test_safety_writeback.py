@@ -183,7 +183,7 @@ METHODS = {
            _expected_ot, True),
     "kalos": ("agreement.fo.methods.kalos:compute_kalos", {"similarity": "iou", "tau": 0.5}, ("unit",),
               _expected_kalos, True),
-    "geometry": ("agreement.fo.geometry:compute_geometry_agreement",
+    "geometry": ("agreement.fo.methods.geometry_agreement:compute_geometry_agreement",
                  {"distance": "giou", "threshold": 0.5, "bootstrap": None}, ("distance",), _expected_geometry, True),
 }
 

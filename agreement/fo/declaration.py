@@ -95,12 +95,12 @@ class Param:
         Raises:
             ValueError: naming the parameter, the value and what is allowed.
         """
+        if any(value == v and type(value) is type(v) for v in self.special):
+            return value
         if value is None:
             if self.default is None:
                 return None
             raise ValueError(f"parameter {self.name!r} needs a value ({self.range_text() or self.kind.__name__})")
-        if any(value == v and type(value) is type(v) for v in self.special):
-            return value
         value = self._converted(value)
         items = value if self.kind is list else [value]
         if self.choices and any(v not in self.choices for v in items):

@@ -1,0 +1,143 @@
+"""Chance-corrected geometry agreement on a FiftyOne dataset or view.
+
+Wraps :func:`agreement.geometry_agreement.geometry_agreement` (Braylan, Alonso
+& Lease 2022, as documented by the Potato annotation tool): the within-item
+distances of matched annotations on the same sample against the between-item
+distances of the same matching across samples, σ, distance α, KS, detection
+agreement and classification agreement, each with a bootstrap interval over
+samples. The pair budget ``max_pairs`` bounds the chance sample; a sample is
+skipped only when its own within-sample comparisons exceed it, and each
+skipped sample is listed in the run results (``detail["skipped_samples"]``)
+and counted in the summary (``n_samples_skipped``).
+
+Written to the dataset (``key`` is the run key):
+
+===============================  ===================================================
+``{key}_distance``               per sample: mean distance of matched annotations
+                                 of different raters (0 = identical)
+``{key}_matched_fraction``       per sample: share of annotations matched
+label ``{key}_distance``         per label: mean distance to its matched partners
+                                 (``None`` when unmatched)
+===============================  ===================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
+from agreement.similarity import similarity_options
+
+__all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
+
+METHOD = "iaa.geometry_agreement"
+MAX_LISTED = 1000
+
+
+def _shard_kw(params: dict) -> dict:
+    return dict(distance=params["distance"], threshold=params["threshold"], max_pairs=params["max_pairs"])
+
+
+def _kernel(read, params: dict, extra: dict) -> MethodOutput:
+    """The within-item measurement of one shard (:func:`agreement.geometry_agreement.geometry_shard`):
+    per-sample distance and matched share, per-label distance, and the shard's statistics."""
+    shard = geometry_shard(read.annotations, **_shard_kw(params))
+    out = shard.outputs
+    return MethodOutput({}, {}, sample_values={"distance": out["sample_distance"],
+                                               "matched_fraction": out["sample_matched_fraction"]},
+                        label_values={"distance": out["row_distance"]}, stats=shard.without_rows())
+
+
+def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
+    """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
+    ids = np.asarray(context.sample_ids, dtype=object)
+    res = merge_geometry_shards(
+        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
+        bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
+        confidence=params["confidence"])
+    edges = np.linspace(0.0, 1.0, 41)
+    within = np.histogram(res.pair_distance, bins=edges)[0]
+    between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
+    detail = {
+        "distributions": {
+            "edges": edges,
+            "within_density": within / max(within.sum(), 1) / np.diff(edges),
+            "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
+        },
+        "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
+        "undefined_samples": dict(list({str(s): r for s, r in zip(ids, res.sample_reasons) if r}.items())[:MAX_LISTED]),
+        "similarity_report": res.similarity_report,
+    }
+    return dict(res.headline()), detail
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("distance", "matched_fraction"),
+    label_suffixes=("distance",),
+    compute=None,
+    read_options=lambda p: {"image_sizes": True, "masks": p["distance"] == "mask_iou"},
+    context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
+                                         polyline3d_tolerance=p["polyline3d_tolerance"]),
+    kernel=_kernel,
+    finish=_finish,
+    finish_rereads=True,  # the chance sample's sets are read again after the last shard
+)
+
+
+def _from_form(values: dict) -> dict:
+    """The form's "bootstrap intervals" checkbox: unticked, no intervals (``bootstrap=None``)."""
+    values = dict(values)
+    if values.pop("intervals", True) is False:
+        values["bootstrap"] = None
+    return values
+
+
+DECLARATION = MethodDeclaration(
+    operator="compute_geometry_agreement",
+    label="Annotator Agreement: geometry agreement (σ, KS)",
+    description="Do raters find the same objects, agree what they are, and where? Each chance-corrected",
+    spec=SPEC,
+    params=(
+        Param("distance", str, "giou", "Distance",
+              "1 − similarity: giou (default), iou, centroid, polygon_*, mask_iou, oks, cuboid_iou (3D)",
+              choices=DISTANCES),
+        Param("threshold", float, 0.5, "Matching threshold",
+              "Similarity a pair needs to be matched, within and across samples alike", low=0.0, high=1.0),
+        Param("intervals", bool, True, "Bootstrap intervals (resampling samples)",
+              "Percentile intervals of every number, resampling samples", python=False),
+        Param("bootstrap", int, 1000, "Bootstrap resamples",
+              "Resamples of samples for the percentile intervals (None: no intervals)", low=2, special=(None,),
+              show_if=lambda p: p.get("intervals", True) is not False),
+        Param("max_pairs", int, 200_000, "Pair budget (chance sample)",
+              "At most this many cross-sample comparisons for the chance baseline. Every sample is measured, "
+              "except one whose own within-sample comparisons exceed this: it is skipped whole and listed in "
+              "the run results (n_samples_skipped)", low=1),
+        Param("seed", int, 0, "Seed", "Seed of the chance sample and the bootstrap"),
+        Param("confidence", float, 0.95, "Interval confidence", "Coverage of the bootstrap intervals",
+              low=0.0, high=1.0, low_open=True, high_open=True, form=False),
+        Param("point3d_scale", float, 2.0, "3D point falloff scale (scene units)",
+              "Similarity exp(−d²/(2·scale²)) of 'point3d': at d = scale it is 0.61", low=0.0, low_open=True,
+              show_if=lambda p: p.get("distance") == "point3d"),
+        Param("polyline3d_tolerance", float, 0.5, "3D polyline tolerance (scene units)",
+              "A point of one line counts as matched within this distance of the other ('polyline3d_f1')",
+              low=0.0, low_open=True, show_if=lambda p: p.get("distance") == "polyline3d_f1"),
+    ),
+    outputs=(("sigma", "σ (share of within distances below chance 5th percentile; ≈0.05 chance)", "float"),
+             ("distance_alpha", "Distance α (1 identical, 0 chance)", "float"),
+             ("ks", "KS statistic (within vs chance)", "float"),
+             ("detection_alpha", "Detection agreement (1 all find all, 0 chance)", "float"),
+             ("classification_alpha", "Classification α (matched pairs)", "float"),
+             ("n_samples_measured", "Samples measured", "int"),
+             ("n_samples_skipped", "Samples skipped: their own comparisons exceed the pair budget", "int")),
+    key_prefix="geometry",
+    from_form=_from_form,
+)
+
+#: ``compute_geometry_agreement(samples, key, *, fields=..., distance="giou", threshold=0.5, bootstrap=1000, ...)``:
+#: σ, KS, distance α, detection α and classification α with bootstrap intervals, stored as run ``key``; returns
+#: the headline numbers (each with ``_ci_low``, ``_ci_high`` and ``_reason``; ``truncated``,
+#: ``n_samples_measured``, ``n_samples_skipped``, ``between_exact``, ...).
+compute_geometry_agreement = python_function(DECLARATION)
