@@ -1,6 +1,5 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
-from .ot import CalibrateAgreement
 from .simulate import SimulateRaters
 from .consensus import ComputeConsensus, ComputeMaskConsensus, ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
@@ -12,7 +11,6 @@ OPERATORS = [
     ImportMultiRaterCoco,
     ImportMultiRater,
     ImportLabelStudio,
-    CalibrateAgreement,
     SimulateRaters,
     ComputeMaskConsensus,
     ComputeConsensus,

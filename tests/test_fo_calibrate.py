@@ -49,7 +49,7 @@ def test_calibration_run_results_and_panel(fo, cal_ds):
 
 
 def test_unknown_distance_is_refused(fo, cal_ds):
-    from agreement.fo.calibrate import calibrate_agreement
+    from agreement.fo.methods.calibration import calibrate_agreement
 
     with pytest.raises(ValueError, match="unknown distance"):
         calibrate_agreement(cal_ds, "bad", fields=["a", "b"], distances=["nope"])

@@ -103,8 +103,10 @@ class Param:
             raise ValueError(f"parameter {self.name!r} needs a value ({self.range_text() or self.kind.__name__})")
         value = self._converted(value)
         items = value if self.kind is list else [value]
-        if self.choices and any(v not in self.choices for v in items):
-            raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {value!r}")
+        unknown = [v for v in items if self.choices and v not in self.choices]
+        if unknown:
+            raise ValueError(f"parameter {self.name!r}: unknown {self.name} "
+                             f"{unknown if self.kind is list else unknown[0]!r}; choose from {list(self.choices)}")
         for v in items:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._in_range(v):
                 raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {v!r}")
