@@ -1,11 +1,9 @@
-"""Operator: STAPLE consensus masks with per-rater sensitivity and specificity."""
+"""Operators: consensus labels (compute, finalize the reviewed set, export the rater report)."""
 
 from __future__ import annotations
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
-
-from agreement.fo.consensus import compute_mask_consensus
 
 from .python_call import AgreementOperator
 from .common import (
@@ -17,45 +15,6 @@ from .common import (
     require,
     run_inputs,
 )
-
-
-class ComputeMaskConsensus(AgreementOperator):
-    computes_run = True
-    shared_params = True
-
-    @property
-    def config(self):
-        return compute_config(
-            "compute_mask_consensus",
-            "Annotator Agreement: STAPLE mask consensus",
-            "Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
-        )
-
-    def resolve_input(self, ctx):
-        import fiftyone.core.labels as fol
-
-        inputs = types.Object()
-        rater_layout_inputs(inputs, ctx, (fol.Detections, fol.Polylines))
-        inputs.float("threshold", default=0.5, min=0.0, max=1.0, label="Consensus threshold",
-                     description="A pixel is in the consensus when its STAPLE probability reaches this")
-        inputs.int("max_iter", default=10_000, min=1, label="Maximum EM iterations")
-        run_inputs(inputs, ctx, default_prefix="staple")
-        return types.Property(inputs, view=types.View(label="STAPLE mask consensus"))
-
-    def execute(self, ctx):
-        p = ctx.params
-        key = require(p, "key", "a name for this run")
-        kwargs = dict(
-            **rater_layout_kwargs(p),
-            threshold=float(p.get("threshold", 0.5)),
-            max_iter=int(p.get("max_iter", 10_000)),
-            overwrite=bool(p.get("overwrite", False)),
-        )
-        return execute_with_progress(
-            ctx,
-            lambda progress: {"key": key, **compute_mask_consensus(ctx.view, key, **kwargs, progress=progress)},
-            reload_dataset=True,
-        )
 
 
 class ComputeConsensus(AgreementOperator):

@@ -60,7 +60,7 @@ def test_consensus_field_and_rater_estimates(fo, mask_ds):
 
 
 def test_boxes_only_is_refused(fo, make_dataset):
-    from agreement.fo.consensus import compute_mask_consensus
+    from agreement.fo.methods.mask_consensus import compute_mask_consensus
 
     D = fo.Detections
     ds = make_dataset([fo.Sample(filepath="/d/b.png", a=D(detections=[fo.Detection(label="x", bounding_box=[0, 0, .5, .5])]),

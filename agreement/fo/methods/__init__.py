@@ -24,8 +24,7 @@ from agreement.fo.run_results import register_results_class
 
 __all__ = ["declarations", "declaration_of", "spec_of", "streamed_methods"]
 
-_SPEC_MODULES = ("agreement.fo.consensus",
-                 "agreement.fo.consensus_labels")
+_SPEC_MODULES = ("agreement.fo.consensus_labels",)
 
 
 @lru_cache(maxsize=None)

@@ -18,16 +18,15 @@ placed on the image's pixel grid.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import numpy as np
 
 import fiftyone as fo
 
-from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.mask_consensus import mask_consensus
 
-__all__ = ["compute_mask_consensus", "METHOD", "SPEC"]
+__all__ = ["compute_mask_consensus", "METHOD", "SPEC", "DECLARATION"]
 
 METHOD = "iaa.mask_consensus"
 MAX_LISTED = 1000
@@ -84,33 +83,28 @@ SPEC = MethodSpec(
 )
 
 
-def compute_mask_consensus(
-    samples,
-    key: str,
-    fields: Sequence[str] | None = None,
-    field: str | None = None,
-    rater_attr: str = "annotator",
-    raters_field: str | None = None,
-    box_policy: str = "clip",
-    assume_crossed: bool = False,
-    threshold: float = 0.5,
-    max_iter: int = 10_000,
-    overwrite: bool = False,
-    progress: Callable[[float, str], None] | None = None,
-) -> dict:
-    """Computes STAPLE consensus masks and per-rater sensitivity/specificity.
+DECLARATION = MethodDeclaration(
+    operator="compute_mask_consensus",
+    label="Annotator Agreement: STAPLE mask consensus",
+    description="Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
+    spec=SPEC,
+    params=(
+        Param("threshold", float, 0.5, "Consensus threshold",
+              "A pixel is in the consensus when its STAPLE probability reaches this", low=0.0, high=1.0,
+              low_open=True, high_open=True),
+        Param("max_iter", int, 10_000, "Maximum EM iterations", "Iterations of STAPLE's EM at most", low=1),
+    ),
+    outputs=(("n_consensus", "Samples with a consensus", "int"), ("n_skipped", "Samples skipped", "int"),
+             ("mean_sensitivity", "Mean rater sensitivity", "float"),
+             ("mean_specificity", "Mean rater specificity", "float")),
+    key_prefix="staple",
+    streams=False,
+    label_types=(fo.Detections, fo.Polylines),
+)
 
-    Returns:
-        ``{"n_samples", "n_consensus", "n_skipped", "mean_sensitivity",
-        "mean_specificity", "staple_vs_majority_dice"}`` plus per-rater means;
-        the run results hold per rater and per sample estimates and the
-        skipped samples with reasons.
-    """
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
-              "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, {"threshold": float(threshold), "max_iter": int(max_iter)},
-                      overwrite=overwrite, progress=progress)
+#: ``compute_mask_consensus(samples, key, *, fields=..., threshold=0.5, max_iter=10000)``: STAPLE consensus masks
+#: (field ``{key}_consensus``) and per-rater sensitivity and specificity, stored as run ``key``. Returns
+#: ``n_samples``, ``n_consensus``, ``n_skipped``, ``mean_sensitivity``, ``mean_specificity``,
+#: ``staple_vs_majority_dice`` and per-rater means; the run results hold per rater and per sample estimates and
+#: the skipped samples with reasons.
+compute_mask_consensus = python_function(DECLARATION)
