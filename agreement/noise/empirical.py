@@ -70,25 +70,31 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from agreement.data import MultiRaterAnnotations
-from agreement.noise.perturbations import (
-    _assemble,
-    _check_level,
-    _check_seed,
-    _clip_to_image,
-    _crc,
-    _reference_rater,
-    _rng,
+from agreement.noise.perturbations import _assemble, _check_level, _check_seed, _crc, _reference_rater, _rng
+from agreement.noise.profile import (
+    builtin_profiles,
+    FalsePositiveShape,
+    load_profile,
+    LocalisationProfile,
+    NoiseProfile,
+    ProfileError,
+    STAGES,
+    StudentT,
 )
+from agreement.noise.stages import _ClassSampler, _simulate_cell
+
+# Reachable here too (the tests read the shipped profiles' folder and check the elementwise IoU).
+from agreement.noise.profile import PROFILES_DIR  # noqa: F401
+from agreement.noise.stages import _elementwise_iou  # noqa: F401
+
 
 __all__ = [
     "STAGES",
@@ -104,355 +110,6 @@ __all__ = [
     "load_profile",
     "simulate",
 ]
-
-PROFILE_FORMAT = "iaa-noise-profile"
-PROFILE_VERSION = 1
-PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
-
-STAGES = ("false_negative", "false_positive", "fragmentation", "combination", "category", "localisation")
-"""Error types of the generator, in priority order (false positives skip the rest)."""
-
-_REJECTION_ROUNDS = 100
-
-
-class ProfileError(ValueError):
-    """A noise profile that does not validate; the message names the key."""
-
-
-# --------------------------------------------------------------------------
-# Profile
-# --------------------------------------------------------------------------
-
-
-def _fail(source: str, key: str, message: str) -> ProfileError:
-    return ProfileError(f"noise profile {source}: key {key!r} {message}")
-
-
-def _get(d: Mapping, key: str, path: str, source: str) -> Any:
-    if not isinstance(d, Mapping):
-        raise _fail(source, path or "<root>", f"must be a JSON object, got {type(d).__name__}")
-    full = f"{path}.{key}" if path else key
-    if key not in d:
-        raise _fail(source, full, "is missing")
-    return d[key]
-
-
-def _number(value: Any, key: str, source: str, lo: float = -math.inf, hi: float = math.inf,
-            lo_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(source, key, f"must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise _fail(source, key, f"must be finite, got {value!r}")
-    if v < lo or v > hi or (lo_open and v == lo):
-        left = "(" if lo_open else "["
-        raise _fail(source, key, f"must be in {left}{lo:g}, {hi:g}], got {value!r}")
-    return v
-
-
-def _no_extra(d: Mapping, allowed: Sequence[str], path: str, source: str) -> None:
-    extra = sorted(set(d) - set(allowed))
-    if extra:
-        key = f"{path}.{extra[0]}" if path else extra[0]
-        raise _fail(source, key, f"is not a known key (expected {sorted(allowed)})")
-
-
-@dataclass(frozen=True)
-class StudentT:
-    """A location-scale Student's t: ``X = loc + scale · T_df``.
-
-    Attributes:
-        df: degrees of freedom ``ν > 0`` (large ``ν``: nearly Gaussian).
-        loc: location (median).
-        scale: scale ``> 0``.
-    """
-
-    df: float
-    loc: float
-    scale: float
-
-    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """``size`` draws of ``loc + scale · T_df``."""
-        return self.loc + self.scale * rng.standard_t(self.df, size=size)
-
-    def to_dict(self) -> dict:
-        return {"df": self.df, "loc": self.loc, "scale": self.scale}
-
-    @classmethod
-    def from_dict(cls, d: Any, path: str, source: str) -> "StudentT":
-        if not isinstance(d, Mapping):
-            raise _fail(source, path, f"must be a JSON object with df, loc, scale; got {d!r}")
-        _no_extra(d, ("df", "loc", "scale"), path, source)
-        return cls(
-            df=_number(_get(d, "df", path, source), f"{path}.df", source, 0.0, lo_open=True),
-            loc=_number(_get(d, "loc", path, source), f"{path}.loc", source),
-            scale=_number(_get(d, "scale", path, source), f"{path}.scale", source, 0.0, lo_open=True),
-        )
-
-
-_RESIDUALS = ("dx", "dy", "dw", "dh")
-
-
-@dataclass(frozen=True)
-class LocalisationProfile:
-    """Localisation residuals of matched boxes, relative to the object's size.
-
-    For a reference box ``(cx, cy, w, h)`` and its counterpart
-    ``(cx', cy', w', h')``: ``dx = (cx' - cx) / w``, ``dy = (cy' - cy) / h``,
-    ``dw = log(w' / w)``, ``dh = log(h' / h)``, each modelled by an
-    independent :class:`StudentT`.
-
-    Attributes:
-        dx, dy, dw, dh: the four residual distributions.
-        n_pairs: number of matched pairs the fit used (0 if set by hand).
-    """
-
-    dx: StudentT
-    dy: StudentT
-    dw: StudentT
-    dh: StudentT
-    n_pairs: int = 0
-
-    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """``(size, 4)`` residuals ``(dx, dy, dw, dh)``."""
-        return np.stack([getattr(self, k).sample(rng, size) for k in _RESIDUALS], axis=1) if size else np.zeros((0, 4))
-
-    def to_dict(self) -> dict:
-        out = {k: getattr(self, k).to_dict() for k in _RESIDUALS}
-        out["n_pairs"] = int(self.n_pairs)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Any, path: str, source: str) -> "LocalisationProfile":
-        if not isinstance(d, Mapping):
-            raise _fail(source, path, f"must be a JSON object, got {type(d).__name__}")
-        _no_extra(d, _RESIDUALS + ("n_pairs",), path, source)
-        parts = {k: StudentT.from_dict(_get(d, k, path, source), f"{path}.{k}", source) for k in _RESIDUALS}
-        n = _number(d.get("n_pairs", 0), f"{path}.n_pairs", source, 0.0)
-        if n != int(n):
-            raise _fail(source, f"{path}.n_pairs", f"must be an integer, got {d.get('n_pairs')!r}")
-        return cls(n_pairs=int(n), **parts)
-
-
-@dataclass(frozen=True)
-class FalsePositiveShape:
-    """Shape of injected false positives (relative units).
-
-    Size ``sqrt(w h) = exp(N(log_size_mean, log_size_std))``, aspect
-    ``w / h = exp(N(log_aspect_mean, log_aspect_std))``.
-    """
-
-    log_size_mean: float = math.log(0.1)
-    log_size_std: float = 0.8
-    log_aspect_mean: float = 0.0
-    log_aspect_std: float = 0.6
-
-    def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("log_size_mean", "log_size_std", "log_aspect_mean", "log_aspect_std")}
-
-    @classmethod
-    def from_dict(cls, d: Any, path: str, source: str) -> "FalsePositiveShape":
-        keys = ("log_size_mean", "log_size_std", "log_aspect_mean", "log_aspect_std")
-        if not isinstance(d, Mapping):
-            raise _fail(source, path, f"must be a JSON object, got {type(d).__name__}")
-        _no_extra(d, keys, path, source)
-        vals = {}
-        for k in keys:
-            lo = 0.0 if k.endswith("_std") else -math.inf
-            vals[k] = _number(_get(d, k, path, source), f"{path}.{k}", source, lo)
-        if vals["log_size_mean"] > 0:
-            raise _fail(source, f"{path}.log_size_mean", f"must be <= 0 (relative size <= 1), got {vals['log_size_mean']}")
-        return cls(**vals)
-
-
-_RATES = ("false_negative", "false_positive", "fragmentation", "combination", "category")
-
-
-@dataclass(frozen=True)
-class NoiseProfile:
-    """Parameters of the empirical noise generator (one rater against a reference).
-
-    Rates are per reference box: the expected number of errors of a type on a
-    sample of ``n`` reference boxes is ``rate · n`` (at magnitude 1).
-
-    Attributes:
-        false_negative_rate: ``p_FN``, share of reference boxes missed.
-        false_positive_rate: ``p_FP``, spurious boxes per reference box.
-        fragmentation_rate: ``p_frag``, share of reference boxes split.
-        fragment_extra_mean: ``μ_frag``, pieces per split minus 2 (Poisson mean).
-        combination_rate: ``p_comb``, merged groups per reference box.
-        combination_extra_mean: ``μ_comb``, boxes per group minus 2.
-        category_rate: ``p_cat``, share of reference boxes misclassified.
-        confusion: ``{true class: {given class: count}}`` (off-diagonal).
-        localisation: residuals of correctly classified matches.
-        misclassified_localisation: residuals of misclassified matches.
-        false_positive_shape: size and aspect of injected boxes.
-        iou_threshold: the matching threshold the profile was fitted at; the
-            residuals are drawn within it (module docstring, stage 4).
-        name: a short name.
-        metadata: free-form provenance (data, counts, fitting notes).
-
-    Reference: Tschirschwitz & Rodehorst, KαLOS (empirical noise profiles).
-    """
-
-    false_negative_rate: float
-    false_positive_rate: float
-    fragmentation_rate: float
-    fragment_extra_mean: float
-    combination_rate: float
-    combination_extra_mean: float
-    category_rate: float
-    confusion: dict
-    localisation: LocalisationProfile
-    misclassified_localisation: LocalisationProfile
-    false_positive_shape: FalsePositiveShape = field(default_factory=FalsePositiveShape)
-    iou_threshold: float = 0.5
-    name: str = ""
-    metadata: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Validate through the dict form, so that hand-made profiles get the same checks.
-        NoiseProfile.from_dict(self.to_dict(), source=repr(self.name or "<in memory>"))
-
-    def rates(self) -> dict[str, float]:
-        """``{stage: base rate}`` for the five rate-driven stages."""
-        return {k: getattr(self, f"{k}_rate") for k in _RATES}
-
-    # ------------------------------------------------------------ JSON form
-    def to_dict(self) -> dict:
-        """The JSON form (see :meth:`from_dict`)."""
-        return {
-            "format": PROFILE_FORMAT,
-            "version": PROFILE_VERSION,
-            "name": self.name,
-            "iou_threshold": self.iou_threshold,
-            "rates": self.rates(),
-            "fragment_extra_mean": self.fragment_extra_mean,
-            "combination_extra_mean": self.combination_extra_mean,
-            "false_positive_shape": self.false_positive_shape.to_dict(),
-            "localisation": self.localisation.to_dict(),
-            "misclassified_localisation": self.misclassified_localisation.to_dict(),
-            "confusion": {str(c): {str(k): v for k, v in sorted(row.items())} for c, row in sorted(self.confusion.items())},
-            "metadata": self.metadata,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "<dict>") -> "NoiseProfile":
-        """Validates and parses the JSON form; :class:`ProfileError` names the bad key.
-
-        Keys: ``format`` (``"iaa-noise-profile"``), ``version`` (1), ``name``,
-        ``iou_threshold`` in ``(0, 1]``, ``rates`` (``false_negative``,
-        ``false_positive``, ``fragmentation``, ``combination``, ``category``,
-        each in ``[0, 1]``), ``fragment_extra_mean`` and
-        ``combination_extra_mean`` (``>= 0``), ``false_positive_shape``,
-        ``localisation`` and ``misclassified_localisation`` (``dx``, ``dy``,
-        ``dw``, ``dh`` as ``{df > 0, loc, scale > 0}``, ``n_pairs``),
-        ``confusion`` (``{class: {class: count >= 0}}``), ``metadata``
-        (object). Unknown keys are errors (they are usually typos).
-        """
-        if not isinstance(d, Mapping):
-            raise ProfileError(f"noise profile {source}: must be a JSON object, got {type(d).__name__}")
-        allowed = ("format", "version", "name", "iou_threshold", "rates", "fragment_extra_mean",
-                   "combination_extra_mean", "false_positive_shape", "localisation",
-                   "misclassified_localisation", "confusion", "metadata")
-        _no_extra(d, allowed, "", source)
-        fmt = _get(d, "format", "", source)
-        if fmt != PROFILE_FORMAT:
-            raise _fail(source, "format", f"must be {PROFILE_FORMAT!r}, got {fmt!r}")
-        version = _get(d, "version", "", source)
-        if version != PROFILE_VERSION:
-            raise _fail(source, "version", f"must be {PROFILE_VERSION}, got {version!r}")
-        name = d.get("name", "")
-        if not isinstance(name, str):
-            raise _fail(source, "name", f"must be a string, got {name!r}")
-        rates = _get(d, "rates", "", source)
-        if not isinstance(rates, Mapping):
-            raise _fail(source, "rates", f"must be a JSON object, got {type(rates).__name__}")
-        _no_extra(rates, _RATES, "rates", source)
-        r = {k: _number(_get(rates, k, "rates", source), f"rates.{k}", source, 0.0, 1.0) for k in _RATES}
-        confusion = _get(d, "confusion", "", source)
-        if not isinstance(confusion, Mapping):
-            raise _fail(source, "confusion", f"must be a JSON object, got {type(confusion).__name__}")
-        conf: dict[str, dict[str, float]] = {}
-        for c, row in confusion.items():
-            if not isinstance(row, Mapping):
-                raise _fail(source, f"confusion.{c}", f"must be a JSON object of counts, got {row!r}")
-            conf[str(c)] = {}
-            for k, v in row.items():
-                val = _number(v, f"confusion.{c}.{k}", source, 0.0)
-                if str(k) == str(c):
-                    raise _fail(source, f"confusion.{c}.{k}", "is on the diagonal: list only other classes")
-                conf[str(c)][str(k)] = val
-        metadata = d.get("metadata", {})
-        if not isinstance(metadata, Mapping):
-            raise _fail(source, "metadata", f"must be a JSON object, got {type(metadata).__name__}")
-        obj = object.__new__(cls)
-        values = dict(
-            false_negative_rate=r["false_negative"],
-            false_positive_rate=r["false_positive"],
-            fragmentation_rate=r["fragmentation"],
-            fragment_extra_mean=_number(_get(d, "fragment_extra_mean", "", source), "fragment_extra_mean", source, 0.0),
-            combination_rate=r["combination"],
-            combination_extra_mean=_number(
-                _get(d, "combination_extra_mean", "", source), "combination_extra_mean", source, 0.0
-            ),
-            category_rate=r["category"],
-            confusion=conf,
-            localisation=LocalisationProfile.from_dict(_get(d, "localisation", "", source), "localisation", source),
-            misclassified_localisation=LocalisationProfile.from_dict(
-                _get(d, "misclassified_localisation", "", source), "misclassified_localisation", source
-            ),
-            false_positive_shape=FalsePositiveShape.from_dict(
-                _get(d, "false_positive_shape", "", source), "false_positive_shape", source
-            ),
-            iou_threshold=_number(_get(d, "iou_threshold", "", source), "iou_threshold", source, 0.0, 1.0,
-                                  lo_open=True),
-            name=name,
-            metadata=dict(metadata),
-        )
-        for k, v in values.items():
-            object.__setattr__(obj, k, v)
-        return obj
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Writes the profile as JSON (UTF-8, indented, keys in a stable order)."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "NoiseProfile":
-        """Reads and validates a JSON profile; :class:`ProfileError` on any problem."""
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ProfileError(f"noise profile {str(path)!r}: cannot be read ({e.strerror or e})") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ProfileError(f"noise profile {str(path)!r}: not valid JSON ({e})") from None
-        return cls.from_dict(data, source=repr(str(path)))
-
-
-def builtin_profiles() -> dict[str, Path]:
-    """``{name: path}`` of the profiles shipped with the plugin (``profiles/*.json``)."""
-    return {p.stem: p for p in sorted(PROFILES_DIR.glob("*.json"))}
-
-
-def load_profile(profile: "NoiseProfile | str | os.PathLike") -> NoiseProfile:
-    """A profile given as an object, a shipped name (``"lvis"``) or a JSON path."""
-    if isinstance(profile, NoiseProfile):
-        return profile
-    if isinstance(profile, (str, os.PathLike)):
-        shipped = builtin_profiles()
-        if isinstance(profile, str) and profile in shipped:
-            return NoiseProfile.load(shipped[profile])
-        if not Path(profile).exists():
-            raise ProfileError(
-                f"noise profile {str(profile)!r}: no such file, and not a shipped profile "
-                f"(shipped: {sorted(shipped)})"
-            )
-        return NoiseProfile.load(profile)
-    raise TypeError(f"profile must be a NoiseProfile, a shipped name or a path, got {type(profile).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -562,267 +219,6 @@ class Simulation(NamedTuple):
     report: SimulationReport
 
 
-# --------------------------------------------------------------------------
-# Generator internals
-# --------------------------------------------------------------------------
-
-
-class _ClassSampler:
-    """Draws a new class for a class ``c``: confusion row, else reference frequencies."""
-
-    def __init__(self, confusion: Mapping[str, Mapping[str, float]], prior_labels: np.ndarray) -> None:
-        self.rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for c, row in confusion.items():
-            items = [(k, v) for k, v in sorted(row.items()) if v > 0 and k != c]
-            if items:
-                t = np.empty(len(items), dtype=object)
-                t[:] = [k for k, _ in items]
-                w = np.array([v for _, v in items], dtype=np.float64)
-                self.rows[c] = (t, w / w.sum())
-        classes, counts = np.unique(np.asarray([str(x) for x in prior_labels], dtype=object).astype(str),
-                                    return_counts=True)
-        self.prior_classes = np.empty(len(classes), dtype=object)
-        self.prior_classes[:] = list(classes)
-        self.prior_counts = counts.astype(np.float64)
-        self.index = {c: i for i, c in enumerate(self.prior_classes)}
-
-    def has_alternative(self, c: Any) -> bool:
-        if c in self.rows:
-            return True
-        n_other = len(self.prior_classes) - (1 if c in self.index else 0)
-        return n_other > 0
-
-    def draw(self, c: Any, rng: np.random.Generator) -> Any:
-        if c in self.rows:
-            t, p = self.rows[c]
-            return t[rng.choice(len(t), p=p)]
-        w = self.prior_counts.copy()
-        if c in self.index:
-            w[self.index[c]] = 0.0
-        return self.prior_classes[rng.choice(len(w), p=w / w.sum())]
-
-
-def _elementwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ax1, ay1 = a[:, 0] + a[:, 2], a[:, 1] + a[:, 3]
-    bx1, by1 = b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
-    iw = np.clip(np.minimum(ax1, bx1) - np.maximum(a[:, 0], b[:, 0]), 0, None)
-    ih = np.clip(np.minimum(ay1, by1) - np.maximum(a[:, 1], b[:, 1]), 0, None)
-    inter = iw * ih
-    union = a[:, 2] * a[:, 3] + b[:, 2] * b[:, 3] - inter
-    same = np.all(a == b, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
-    return np.where(same, 1.0, iou)
-
-
-def _apply_residuals(boxes: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Boxes moved by residuals ``(dx, dy, dw, dh)`` (before clipping)."""
-    w, h = boxes[:, 2], boxes[:, 3]
-    cx = boxes[:, 0] + w / 2 + r[:, 0] * w
-    cy = boxes[:, 1] + h / 2 + r[:, 1] * h
-    nw = w * np.exp(np.clip(r[:, 2], -20, 20))
-    nh = h * np.exp(np.clip(r[:, 3], -20, 20))
-    return np.stack([cx - nw / 2, cy - nh / 2, nw, nh], axis=1)
-
-
-def _shift(
-    boxes: np.ndarray,
-    loc: LocalisationProfile,
-    lam: float,
-    threshold: float,
-    offset: tuple[float, float, float, float],
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Stage 4 geometry: residuals from ``loc`` restricted to IoU ``>= threshold``, times ``λ``."""
-    m = len(boxes)
-    if m == 0:
-        return boxes.copy()
-    r = loc.sample(rng, m)
-    bad = _elementwise_iou(boxes, _apply_residuals(boxes, r)) < threshold
-    for _ in range(_REJECTION_ROUNDS):
-        if not bad.any():
-            break
-        idx = np.flatnonzero(bad)
-        r[idx] = loc.sample(rng, len(idx))
-        bad[idx] = _elementwise_iou(boxes[idx], _apply_residuals(boxes[idx], r[idx])) < threshold
-    r[bad] = 0.0  # only after _REJECTION_ROUNDS failures (a profile far too wide for its threshold)
-    total = lam * r + np.asarray(offset, dtype=np.float64)[None, :]
-    out = _clip_to_image(_apply_residuals(boxes, total))
-    still = np.all(total == 0.0, axis=1)  # exact copies (no round-off) where nothing moves, e.g. λ = 0
-    out[still] = boxes[still]
-    return out
-
-
-def _split(box: np.ndarray, k: int, size: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``k`` pieces of a box cut across its longer side (pixel aspect when known)."""
-    x, y, w, h = box
-    W, H = (size if np.all(np.isfinite(size)) and np.all(size > 0) else (1.0, 1.0))
-    frac = rng.dirichlet(np.full(k, 2.0))
-    edges = np.concatenate([[0.0], np.cumsum(frac)])
-    edges[-1] = 1.0
-    pieces = np.empty((k, 4))
-    if w * W >= h * H:
-        pieces[:, 0] = x + edges[:-1] * w
-        pieces[:, 2] = np.diff(edges) * w
-        pieces[:, 1], pieces[:, 3] = y, h
-    else:
-        pieces[:, 1] = y + edges[:-1] * h
-        pieces[:, 3] = np.diff(edges) * h
-        pieces[:, 0], pieces[:, 2] = x, w
-    return pieces
-
-
-def _hull(boxes: np.ndarray) -> np.ndarray:
-    x0, y0 = boxes[:, 0].min(), boxes[:, 1].min()
-    x1, y1 = (boxes[:, 0] + boxes[:, 2]).max(), (boxes[:, 1] + boxes[:, 3]).max()
-    return np.array([x0, y0, x1 - x0, y1 - y0])
-
-
-def _false_positives(
-    n_fp: int, labels: np.ndarray, shape: FalsePositiveShape, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    size = np.exp(rng.normal(shape.log_size_mean, shape.log_size_std, n_fp))
-    aspect = np.exp(rng.normal(shape.log_aspect_mean, shape.log_aspect_std, n_fp))
-    w = np.clip(size * np.sqrt(aspect), 0.0, 1.0)
-    h = np.clip(size / np.sqrt(aspect), 0.0, 1.0)
-    x = rng.random(n_fp) * (1.0 - w)
-    y = rng.random(n_fp) * (1.0 - h)
-    lab = labels[rng.integers(0, len(labels), n_fp)] if n_fp else labels[:0]
-    return np.stack([x, y, w, h], axis=1), lab
-
-
-def _binomial(rng: np.random.Generator, n: int, p: float) -> int:
-    return int(rng.binomial(n, p)) if n and p > 0 else 0
-
-
-def _simulate_cell(
-    boxes: np.ndarray,
-    labels: np.ndarray,
-    image_size: np.ndarray,
-    profile: NoiseProfile,
-    rates: dict[str, float],
-    lam: float,
-    sampler: _ClassSampler,
-    class_map: Mapping[str, str],
-    offset: tuple[float, float, float, float],
-    rng: np.random.Generator,
-    counts: dict[str, dict[str, int]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One rater on one sample: ``(boxes, labels, source, origin)``, rows shuffled."""
-    n = len(boxes)
-    clean = np.ones(n, dtype=bool)
-    out_b: list[np.ndarray] = []
-    out_l: list[Any] = []
-    out_s: list[int] = []
-    out_o: list[str] = []
-    req, app, can = counts["requested"], counts["applied"], counts["cannibalised"]
-
-    # Stage 1: unmatched instances.
-    k = _binomial(rng, n, rates["false_negative"])
-    req["false_negative"] += k
-    if k:
-        clean[rng.choice(n, size=k, replace=False)] = False
-    app["false_negative"] += k
-    k = _binomial(rng, n, rates["false_positive"])
-    req["false_positive"] += k
-    if k:
-        fb, fl = _false_positives(k, labels, profile.false_positive_shape, rng)
-        out_b.append(fb)
-        out_l.extend(fl)
-        out_s.extend([-1] * k)
-        out_o.extend(["false_positive"] * k)
-    app["false_positive"] += k
-
-    # Stage 2a: fragmentation.
-    k = _binomial(rng, n, rates["fragmentation"])
-    req["fragmentation"] += k
-    if k:
-        avail = np.flatnonzero(clean)
-        take = min(k, len(avail))
-        can["fragmentation"] += k - take
-        app["fragmentation"] += take
-        for i in rng.choice(avail, size=take, replace=False) if take else ():
-            pieces = _split(boxes[i], 2 + int(rng.poisson(profile.fragment_extra_mean)), image_size, rng)
-            clean[i] = False
-            out_b.append(pieces)
-            out_l.extend([labels[i]] * len(pieces))
-            out_s.extend([int(i)] * len(pieces))
-            out_o.extend(["fragment"] * len(pieces))
-
-    # Stage 2b: combination.
-    k = _binomial(rng, n, rates["combination"])
-    req["combination"] += k
-    if k:
-        centres = boxes[:, :2] + boxes[:, 2:] / 2
-        codes = np.unique(labels.astype(str), return_inverse=True)[1]
-        for g in range(k):
-            same = codes[:, None] == codes[None, :]
-            partners = (same & clean[None, :] & clean[:, None]).sum(axis=1) - 1
-            eligible = np.flatnonzero(clean & (partners >= 1))
-            if not len(eligible):
-                can["combination"] += k - g
-                break
-            seed_box = int(rng.choice(eligible))
-            size = 2 + int(rng.poisson(profile.combination_extra_mean))
-            cand = np.flatnonzero(clean & (codes == codes[seed_box]))
-            cand = cand[cand != seed_box]
-            d = np.hypot(*(centres[cand] - centres[seed_box]).T)
-            members = np.concatenate([[seed_box], cand[np.argsort(d, kind="stable")[: size - 1]]])
-            clean[members] = False
-            out_b.append(_hull(boxes[members])[None, :])
-            out_l.append(labels[seed_box])
-            out_s.append(seed_box)
-            out_o.append("combination")
-            app["combination"] += 1
-
-    # Stage 3: category mistakes (school relabelling first, then sampled confusions).
-    mis = np.zeros(n, dtype=bool)
-    new_labels = labels.copy()
-    if class_map:
-        mapped = np.array([clean[i] and str(labels[i]) in class_map for i in range(n)], dtype=bool)
-        for i in np.flatnonzero(mapped):
-            new_labels[i] = class_map[str(labels[i])]
-        mis |= mapped
-        clean &= ~mapped
-        app["school_category"] += int(mapped.sum())
-    k = _binomial(rng, n, rates["category"])
-    req["category"] += k
-    if k:
-        avail = np.array([i for i in np.flatnonzero(clean) if sampler.has_alternative(labels[i])], dtype=np.intp)
-        take = min(k, len(avail))
-        can["category"] += k - take
-        app["category"] += take
-        chosen = np.sort(rng.choice(avail, size=take, replace=False)) if take else np.zeros(0, np.intp)
-        for i in chosen:
-            new_labels[i] = sampler.draw(labels[i], rng)
-        clean[chosen] = False
-        mis[chosen] = True
-    idx = np.flatnonzero(mis)
-    if len(idx):
-        out_b.append(_shift(boxes[idx], profile.misclassified_localisation, lam, profile.iou_threshold, offset, rng))
-        out_l.extend(new_labels[idx])
-        out_s.extend(idx.tolist())
-        out_o.extend(["school_category" if class_map and str(labels[i]) in class_map else "category" for i in idx])
-
-    # Stage 4: localisation shift of whatever is still clean.
-    idx = np.flatnonzero(clean)
-    if len(idx):
-        out_b.append(_shift(boxes[idx], profile.localisation, lam, profile.iou_threshold, offset, rng))
-        out_l.extend(labels[idx])
-        out_s.extend(idx.tolist())
-        out_o.extend(["localisation"] * len(idx))
-    app["localisation"] += len(idx)
-
-    m = len(out_s)
-    ob = np.concatenate(out_b) if out_b else np.zeros((0, 4))
-    ol = np.empty(m, dtype=object)
-    ol[:] = out_l
-    os_ = np.asarray(out_s, dtype=np.intp)
-    oo = np.asarray(out_o, dtype=object)
-    perm = rng.permutation(m)
-    return ob[perm], ol[perm], os_[perm], oo[perm]
-
-
 def simulate(
     reference: MultiRaterAnnotations,
     profile: NoiseProfile | str | os.PathLike = "lvis",
@@ -880,6 +276,37 @@ def simulate(
     prof = load_profile(profile)
     r = _reference_rater(reference, rater)
     ref_name = reference.raters[r]
+    schools, member_of, names = _schools_and_names(school, num_raters, names)
+    all_names = names + ([ref_name] if include_reference else [])
+    if len(set(all_names)) != len(all_names):
+        raise ValueError(f"rater names must be unique, got {all_names}")
+
+    ref_rows = np.flatnonzero(reference.rater_index == r)
+    sampler = _ClassSampler(prof.confusion, reference.labels[ref_rows])
+    class_maps = _school_class_maps(schools, sampler, seed)
+    rates = {k: min(1.0, v * lam) for k, v in prof.rates().items()}
+    counts = {
+        "requested": {k: 0 for k in STAGES if k != "localisation"},
+        "applied": {k: 0 for k in STAGES + ("school_category",)},
+        "cannibalised": {k: 0 for k in STAGES if k != "localisation"},
+    }
+    cells, prov = _simulate_cells(reference, r, names, member_of, prof, rates, lam, sampler, class_maps, seed,
+                                  counts, include_reference)
+    out = _assemble(reference, r, all_names, cells)
+    source, origin = _provenance_in_row_order(reference, r, all_names, prov)
+    report = SimulationReport(
+        magnitude=lam, seed=seed, reference_rater=ref_name, raters=tuple(names),
+        schools={sc.name: tuple(names[k] for k in range(num_raters) if member_of[k] is sc) for sc in schools},
+        school_class_maps=class_maps, rates=rates,
+        requested=counts["requested"], applied=counts["applied"], cannibalised=counts["cannibalised"],
+        source=source, origin=origin,
+    )
+    return Simulation(out, report)
+
+
+def _schools_and_names(school, num_raters: int, names) -> tuple[list[School], list[School | None], list[str]]:
+    """The schools (checked), the school of each simulated rater (its members first, ``None`` for the
+    others) and the rater names (default ``f"{school.name}_{j}"``, then ``f"sim_{i}"``, 1-based)."""
     schools: list[School] = [] if school is None else ([school] if isinstance(school, School) else list(school))
     for sc in schools:
         if not isinstance(sc, School):
@@ -897,12 +324,12 @@ def simulate(
     names = [str(x) for x in names]
     if len(names) != num_raters:
         raise ValueError(f"names has {len(names)} entries for num_raters={num_raters}")
-    all_names = names + ([ref_name] if include_reference else [])
-    if len(set(all_names)) != len(all_names):
-        raise ValueError(f"rater names must be unique, got {all_names}")
+    return schools, member_of, names
 
-    ref_rows = np.flatnonzero(reference.rater_index == r)
-    sampler = _ClassSampler(prof.confusion, reference.labels[ref_rows])
+
+def _school_class_maps(schools: list[School], sampler: _ClassSampler, seed: int) -> dict[str, dict[str, str]]:
+    """Each school's relabelling: its ``class_map``, or one drawn at ``class_map_rate`` per class
+    from the seed sequence ``(seed, crc("school:" + name), crc("class_map"))``."""
     class_maps: dict[str, dict[str, str]] = {}
     for sc in schools:
         if sc.class_map is not None:
@@ -914,12 +341,15 @@ def simulate(
                 if rng.random() < sc.class_map_rate and sampler.has_alternative(c):
                     cmap[str(c)] = str(sampler.draw(c, rng))
             class_maps[sc.name] = cmap
-    rates = {k: min(1.0, v * lam) for k, v in prof.rates().items()}
-    counts = {
-        "requested": {k: 0 for k in STAGES if k != "localisation"},
-        "applied": {k: 0 for k in STAGES + ("school_category",)},
-        "cannibalised": {k: 0 for k in STAGES if k != "localisation"},
-    }
+    return class_maps
+
+
+def _simulate_cells(reference, r: int, names: list[str], member_of: list, prof: NoiseProfile, rates: dict,
+                    lam: float, sampler: _ClassSampler, class_maps: dict, seed: int, counts: dict,
+                    include_reference: bool) -> tuple[dict, dict]:
+    """Every simulated rater on every sample the reference rater is assigned: the cells
+    ``(boxes, labels, label ids)`` and their provenance ``(source row, origin)`` by (sample, rater)."""
+    num_raters = len(names)
     cells: dict[tuple[int, int], tuple] = {}
     prov: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     zero = (0.0, 0.0, 0.0, 0.0)
@@ -941,8 +371,11 @@ def simulate(
         if include_reference:
             cells[(s, num_raters)] = (boxes.copy(), labels.copy(), ids.copy())
             prov[(s, num_raters)] = (np.arange(sl.start, sl.stop), np.full(len(boxes), "reference", dtype=object))
-    out = _assemble(reference, r, all_names, cells)
-    # Provenance in the row order of ``out`` (sample-major, raters sorted by name).
+    return cells, prov
+
+
+def _provenance_in_row_order(reference, r: int, all_names: list[str], prov: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Source row and origin of every row of the assembled corpus (sample-major, raters sorted by name)."""
     order = sorted(range(len(all_names)), key=lambda k: all_names[k])
     src_l, org_l = [], []
     for s in np.flatnonzero(reference.assigned[:, r]):
@@ -952,11 +385,4 @@ def simulate(
             org_l.append(o)
     source = np.concatenate(src_l).astype(np.intp) if src_l else np.zeros(0, np.intp)
     origin = np.concatenate(org_l).astype(object) if org_l else np.zeros(0, object)
-    report = SimulationReport(
-        magnitude=lam, seed=seed, reference_rater=ref_name, raters=tuple(names),
-        schools={sc.name: tuple(names[k] for k in range(num_raters) if member_of[k] is sc) for sc in schools},
-        school_class_maps=class_maps, rates=rates,
-        requested=counts["requested"], applied=counts["applied"], cannibalised=counts["cannibalised"],
-        source=source, origin=origin,
-    )
-    return Simulation(out, report)
+    return source, origin
