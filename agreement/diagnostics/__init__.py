@@ -40,27 +40,33 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import reduce
-from typing import Hashable, Iterator, Mapping, Sequence
+from typing import Iterator
 
 import numpy as np
-from numpy.typing import ArrayLike
 from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
 from agreement.arrays import unique_sorted
-from agreement.data import MultiRaterAnnotations
-from agreement.kalos import NO_OBJECT, KalosResult, SimilarityFn, kalos_alpha
+from agreement.diagnostics.results import ClassDifficulty, CollaborationClusters, RaterVitality, _SampleVitality
+from agreement.diagnostics.sessions import (
+    intra_annotator_consistency,
+    IntraConsistency,
+    session_consistency,
+    sessions_as_raters,
+)
+from agreement.kalos import KalosResult
 from agreement.rater_pairs import RaterPairTable, shared_pairs_of_cells
 from agreement.reliability import (
-    GroupSums,
-    SparseReliability,
     concat_ranges,
     group_sums,
+    GroupSums,
     leave_one_rater_out,
     leave_one_rater_out_sums,
+    SparseReliability,
 )
+
 
 __all__ = [
     "RaterVitality",
@@ -116,53 +122,6 @@ def _sample_chunks(result: KalosResult, max_values: int | None = None) -> Iterat
 # --------------------------------------------------------------------------
 # Rater vitality
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RaterVitality:
-    """How much each rater raises (positive) or lowers (negative) agreement.
-
-    Attributes
-    ----------
-    raters : tuple of str
-    alpha : float
-        Global α with every rater.
-    alpha_without : ndarray (R,)
-        Global α of the pooled matrix without each rater's row.
-    vitality : ndarray (R,)
-        ``alpha - alpha_without``; NaN where either is undefined.
-    reason : ndarray (R,) of str
-        Why ``vitality`` is NaN (``""`` where defined).
-    sample_vitality : (S, R) array-like, stored sparsely
-        Per sample: the sample's α minus its α without the rater (NaN where
-        undefined, e.g. a sample with fewer than three assigned raters or
-        one the rater was not assigned); ``.sample``, ``.rater``, ``.value``
-        hold the (sample, assigned rater) entries, ``np.asarray`` the dense array.
-    mean_vitality : ndarray (R,)
-        Mean of ``sample_vitality`` over the samples where it is defined.
-    n_samples : ndarray (R,) of int
-        Samples behind ``mean_vitality``.
-    """
-
-    raters: tuple
-    alpha: float
-    alpha_without: np.ndarray
-    vitality: np.ndarray
-    reason: np.ndarray
-    sample_vitality: "_SampleVitality"
-    mean_vitality: np.ndarray
-    n_samples: np.ndarray
-
-    def as_dict(self) -> dict[str, dict[str, float]]:
-        """``{rater: {"vitality", "alpha_without", "mean_vitality"}}``."""
-        return {
-            r: {
-                "vitality": float(self.vitality[k]),
-                "alpha_without": float(self.alpha_without[k]),
-                "mean_vitality": float(self.mean_vitality[k]),
-            }
-            for k, r in enumerate(self.raters)
-        }
 
 
 def rater_vitality(result: KalosResult) -> RaterVitality:
@@ -234,66 +193,9 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
                          mean_v, n.astype(np.int64))
 
 
-class _SampleVitality:
-    """Per-sample vitality, kept sparse: one value per (sample, assigned rater).
-
-    Indexing ``sv[s, r]`` gives the value (NaN where undefined or the rater
-    was not assigned); ``np.asarray(sv)`` the dense ``(S, R)`` array.
-    """
-
-    def __init__(self, S: int, R: int, sample=None, rater=None, value=None):
-        self.shape = (S, R)
-        self.sample = np.zeros(0, np.int64) if sample is None else np.asarray(sample, np.int64)
-        self.rater = np.zeros(0, np.int64) if rater is None else np.asarray(rater, np.int64)
-        self.value = np.zeros(0) if value is None else np.asarray(value, np.float64)
-
-    def __array__(self, dtype=None, copy=None):
-        out = np.full(self.shape, np.nan)
-        out[self.sample, self.rater] = self.value
-        return out if dtype is None else out.astype(dtype)
-
-    def __getitem__(self, index):
-        return np.asarray(self)[index]
-
-
 # --------------------------------------------------------------------------
 # Class difficulty
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ClassDifficulty:
-    """Agreement on the units of each class.
-
-    Attributes
-    ----------
-    classes : tuple of str
-        The class names (``no_object`` excluded), in code order.
-    alpha : ndarray (K,)
-        α over the units in which at least one rater drew the class; NaN where undefined.
-    n_units : ndarray (K,) of int
-        Those units.
-    n_annotations : ndarray (K,) of int
-        Annotations of the class.
-    reason : ndarray (K,) of str
-    """
-
-    classes: tuple
-    alpha: np.ndarray
-    n_units: np.ndarray
-    n_annotations: np.ndarray
-    reason: np.ndarray
-
-    def hardest(self, k: int | None = None) -> list[tuple[str, float]]:
-        """Classes from the lowest α up (undefined last), ``k`` of them (all by default)."""
-        order = np.lexsort((np.arange(len(self.classes)), np.nan_to_num(self.alpha, nan=np.inf)))
-        return [(self.classes[i], float(self.alpha[i])) for i in order[:k]]
-
-    def as_dict(self) -> dict[str, dict[str, float]]:
-        return {
-            c: {"alpha": float(self.alpha[k]), "n_units": int(self.n_units[k]), "n_annotations": int(self.n_annotations[k])}
-            for k, c in enumerate(self.classes)
-        }
 
 
 def class_difficulty(result: KalosResult) -> ClassDifficulty:
@@ -355,61 +257,6 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
 # --------------------------------------------------------------------------
 # Collaboration clusters
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CollaborationClusters:
-    """Pairwise rater agreement and a clustering of raters by it.
-
-    Attributes
-    ----------
-    raters : tuple of str
-    pairs : RaterPairTable
-        The rater pairs that share at least one sample (a pair that never
-        did is absent: no data), with ``values["alpha"]`` (pairwise α,
-        :func:`pair_reliability`), ``values["n_units"]`` (pairable units
-        behind it) and ``reasons["alpha"]``.
-    distance : ndarray (R, R)
-        ``1 - alpha`` clipped to ``[0, 2]``, 1 (chance) where α is undefined
-        or the pair shares no sample, 0 on the diagonal.
-    linkage : ndarray (R - 1, 4)
-        :func:`scipy.cluster.hierarchy.linkage` of ``distance``.
-    order : ndarray (R,) of int
-        Rater indices in dendrogram leaf order (optimal leaf ordering up to
-        ``OPTIMAL_ORDER_MAX_RATERS`` raters), for a heatmap.
-    """
-
-    raters: tuple
-    pairs: RaterPairTable
-    distance: np.ndarray
-    linkage: np.ndarray
-    order: np.ndarray
-
-    def _dense(self, name: str, fill, dtype=np.float64) -> np.ndarray:
-        R = len(self.raters)
-        out = np.full((R, R), fill, dtype=dtype)
-        src = self.pairs.values[name] if name in self.pairs.values else self.pairs.reasons[name]
-        out[self.pairs.a, self.pairs.b] = src
-        out[self.pairs.b, self.pairs.a] = src
-        return out
-
-    @property
-    def alpha(self) -> np.ndarray:
-        """Dense symmetric ``(R, R)`` pairwise α, NaN on the diagonal, where undefined and where no data."""
-        return self._dense("alpha", np.nan)
-
-    @property
-    def n_units(self) -> np.ndarray:
-        """Dense ``(R, R)`` pairable units (0 where no data)."""
-        return self._dense("n_units", 0).astype(np.int64)
-
-    def clusters(self, max_distance: float = 1.0) -> np.ndarray:
-        """Flat cluster label of each rater, cutting the dendrogram at ``max_distance`` (``1 - alpha``)."""
-        from scipy.cluster.hierarchy import fcluster
-
-        if len(self.raters) < 2:
-            return np.ones(len(self.raters), dtype=np.int64)
-        return fcluster(self.linkage, t=max_distance, criterion="distance").astype(np.int64)
 
 
 #: Above this many raters the leaf order is linkage order (optimal leaf ordering costs O(R^3)).
@@ -544,203 +391,3 @@ def collaboration_clusters(result: KalosResult, method: str = "average") -> Coll
         z = np.zeros((0, 4))
         order = np.arange(R, dtype=np.int64)
     return CollaborationClusters(tuple(result.raters), pairs, dist, z, order)
-
-
-# --------------------------------------------------------------------------
-# Intra-annotator consistency
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IntraConsistency:
-    """Agreement of one rater with themself across annotation sessions.
-
-    Attributes
-    ----------
-    rater : str
-    sessions : tuple of str
-        The sessions, the "raters" of ``result``.
-    result : KalosResult
-        KαLOS over the sessions (per-sample α, units, global α, ...).
-    """
-
-    rater: str
-    sessions: tuple
-    result: KalosResult
-
-    @property
-    def global_alpha(self) -> float:
-        return self.result.global_alpha
-
-    @property
-    def mean_alpha(self) -> float:
-        return self.result.mean_alpha
-
-    @property
-    def n_undefined(self) -> int:
-        return self.result.n_undefined
-
-
-def sessions_as_raters(
-    data: MultiRaterAnnotations,
-    sessions: ArrayLike,
-    rater: str,
-    session_assigned: Mapping[Hashable, ArrayLike] | None = None,
-) -> MultiRaterAnnotations:
-    """One rater's sessions as the raters of a new corpus.
-
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-        The corpus, with ``rater`` among its raters.
-    sessions : array-like of shape (N,)
-        The session (any hashable, e.g. 1, 2 or "2024-05") of each annotation row.
-    rater : str
-        Whose sessions to compare.
-    session_assigned : mapping, optional
-        ``{session: (S,) bool}``: the samples each session covered. By
-        default every session of the rater (every session label found on
-        their annotations) covered every sample the rater is assigned to, so
-        a session without annotations on such a sample is explicit absence
-        ("nothing here"). Pass this mapping when sessions covered different
-        samples, or to name a session that drew nothing at all.
-
-    Returns
-    -------
-    MultiRaterAnnotations
-        Same samples; raters are ``str(session)``; the rows are ``rater``'s
-        annotations (boxes, labels, ids, polygons kept).
-    """
-    if rater not in data.raters:
-        raise ValueError(f"unknown rater {rater!r}; the raters are {list(data.raters)}")
-    sessions = np.asarray(sessions, dtype=object).reshape(-1)
-    if len(sessions) != len(data):
-        raise ValueError(f"sessions has {len(sessions)} entries for {len(data)} annotations")
-    r = data.raters.index(rater)
-    rows = np.flatnonzero(data.rater_index == r)
-    if any(v is None for v in sessions[rows]):
-        bad = int(rows[[v is None for v in sessions[rows]]][0])
-        raise ValueError(
-            f"annotation {bad} of rater {rater!r} on sample {data.sample_names[data.sample_index[bad]]!r} has no session"
-        )
-    labels = {str(v) for v in sessions[rows]}
-    if session_assigned is not None:
-        labels |= {str(k) for k in session_assigned}
-    names = tuple(sorted(labels))
-    if not names:
-        raise ValueError(f"rater {rater!r} has no annotations and no session_assigned: no session to compare")
-    if len({str(k) for k in (session_assigned or {})}) != len(session_assigned or {}):
-        raise ValueError("session_assigned has two sessions with the same name")
-    S = data.num_samples
-    assigned = np.zeros((S, len(names)), dtype=bool)
-    if session_assigned is None:
-        assigned[:] = data.assigned[:, r][:, None]
-    else:
-        given = {str(k): np.asarray(v, dtype=bool).reshape(-1) for k, v in session_assigned.items()}
-        for k, name in enumerate(names):
-            if name not in given:
-                raise ValueError(f"session {name!r} of rater {rater!r} is missing from session_assigned")
-            if len(given[name]) != S:
-                raise ValueError(f"session_assigned[{name!r}] has {len(given[name])} entries for {S} samples")
-            assigned[:, k] = given[name]
-    index = {n: k for k, n in enumerate(names)}
-    s_rater = np.fromiter((index[str(v)] for v in sessions[rows]), dtype=np.intp, count=len(rows))
-    off = ~assigned[data.sample_index[rows], s_rater]
-    if np.any(off):
-        bad = int(rows[np.flatnonzero(off)[0]])
-        raise ValueError(
-            f"annotation {bad} of rater {rater!r} on sample {data.sample_names[data.sample_index[bad]]!r} is in "
-            f"session {str(sessions[bad])!r}, which session_assigned says did not cover that sample"
-        )
-    return MultiRaterAnnotations(
-        sample_ids=data.sample_ids,
-        raters=names,
-        assigned=assigned,
-        boxes=data.boxes[rows],
-        labels=data.labels[rows],
-        label_ids=data.label_ids[rows],
-        sample_index=data.sample_index[rows],
-        rater_index=s_rater,
-        image_sizes=data.image_sizes,
-        polygons=[data.polygons[i] for i in rows] if data.polygons is not None else None,
-        sample_names=data.sample_names,
-    )
-
-
-def session_consistency(
-    sessions_data: MultiRaterAnnotations,
-    similarity: str | SimilarityFn = "iou",
-    tau: float = 0.5,
-    solver: str = "greedy",
-    cost: str = "soft",
-    rater: str = "",
-    no_object: str = NO_OBJECT,
-) -> IntraConsistency:
-    """Intra-annotator consistency: KαLOS α between one rater's sessions.
-
-    ``sessions_data`` is a corpus whose "raters" are one rater's annotation
-    sessions of the same samples (e.g. one label field per session, or
-    :func:`sessions_as_raters`). α (at most 1; 1 perfectly consistent, 0 no
-    more consistent than chance) is computed as in
-    :func:`agreement.kalos.kalos_alpha`.
-
-    Returns
-    -------
-    IntraConsistency
-
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (intra-annotator
-    agreement).
-    """
-    res = kalos_alpha(sessions_data, similarity=similarity, tau=tau, solver=solver, cost=cost, no_object=no_object)
-    return IntraConsistency(rater, tuple(sessions_data.raters), res)
-
-
-def intra_annotator_consistency(
-    data: MultiRaterAnnotations,
-    sessions: ArrayLike,
-    raters: Sequence[str] | None = None,
-    session_assigned: Mapping[str, Mapping[Hashable, ArrayLike]] | None = None,
-    similarity: str | SimilarityFn = "iou",
-    tau: float = 0.5,
-    solver: str = "greedy",
-    cost: str = "soft",
-    no_object: str = NO_OBJECT,
-) -> dict[str, IntraConsistency]:
-    """Intra-annotator consistency of every rater who annotated in two or more sessions.
-
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-    sessions : array-like of shape (N,)
-        Session of each annotation row.
-    raters : sequence of str, optional
-        Whom to evaluate (default: every rater with two or more sessions).
-    session_assigned : mapping, optional
-        ``{rater: {session: (S,) bool}}``, see :func:`sessions_as_raters`.
-    similarity, tau, solver, cost, no_object
-        As in :func:`agreement.kalos.kalos_alpha`.
-
-    Returns
-    -------
-    dict
-        ``{rater: IntraConsistency}``.
-    """
-    sessions = np.asarray(sessions, dtype=object).reshape(-1)
-    if len(sessions) != len(data):
-        raise ValueError(f"sessions has {len(sessions)} entries for {len(data)} annotations")
-    if raters is None:
-        raters = []
-        for r, name in enumerate(data.raters):
-            given = (session_assigned or {}).get(name, {})
-            found = {str(v) for v in sessions[data.rater_index == r]} | {str(k) for k in given}
-            if len(found) >= 2:
-                raters.append(name)
-    out = {}
-    for name in raters:
-        sd = sessions_as_raters(data, sessions, name, (session_assigned or {}).get(name))
-        if sd.num_raters < 2:
-            raise ValueError(f"rater {name!r} has only one session ({list(sd.raters)}): nothing to compare")
-        out[name] = session_consistency(sd, similarity, tau, solver, cost, rater=name, no_object=no_object)
-    return out
