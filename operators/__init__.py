@@ -1,7 +1,7 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
 from .simulate import SimulateRaters
-from .consensus import ComputeConsensus, ExportRaterReport, FinalizeConsensus
+from .consensus import ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
 from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
@@ -12,7 +12,6 @@ OPERATORS = [
     ImportMultiRater,
     ImportLabelStudio,
     SimulateRaters,
-    ComputeConsensus,
     FinalizeConsensus,
     ExportRaterReport,
     ExportMultiRaterCoco,

@@ -33,7 +33,8 @@ def _param_input(inputs: types.Object, p: Param, params: dict) -> None:
     """The form field of one parameter (nothing for a Python-only one, or one its ``show_if`` hides)."""
     if not p.form or (p.show_if is not None and not p.show_if(params)):
         return
-    kw = dict(default=p.default, label=p.label, description=p.help, required=False)
+    kw = dict(default=p.default if p.form_default is None else p.form_default, label=p.label, description=p.help,
+              required=False)
     if p.choices:
         view = types.RadioGroup() if p.radio else types.DropdownView(multiple=p.kind is list)
         for c in p.choices:

@@ -93,6 +93,8 @@ class AgreementOperator(foo.Operator):
 
     def _accepted(self, samples=None, params: dict | None = None) -> dict[str, tuple]:
         accepted = form_parameters(self, samples, params)
+        for p in getattr(getattr(self, "declaration", None), "params", ()):  # a declared method: all of them
+            accepted.setdefault(p.name, (p.default, f"{p.label} — {p.help}", False))
         if self.shared_params:
             for name, (default, text) in {**RATER_LAYOUT, **EXECUTION}.items():
                 accepted.setdefault(name, (default, text, False))

@@ -200,7 +200,7 @@ class LoadAgreementView(AgreementOperator):
         limit = p.get("limit", 50)
         max_score = p.get("max_score")
         if p.get("mode") == "review":
-            from agreement.fo.consensus_labels import review_view
+            from agreement.fo.methods.consensus import review_view
 
             view = review_view(ctx.view, key)
             ctx.ops.set_view(view=view)

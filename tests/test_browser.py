@@ -434,7 +434,7 @@ def _tag_first_patch(page, tag: str) -> None:
 def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.methods.consensus import review_view
     from agreement.fo.panel_data import consensus_counts
     from agreement.fo.runs import load_agreement_results
 

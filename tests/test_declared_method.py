@@ -166,6 +166,6 @@ def test_a_method_declared_in_one_file_gets_operator_python_call_panel_and_run_c
     assert out["cards"]["mean IoU of matched boxes"] != "undefined"
     assert out["renamed"] == ["m2_mean_iou"] and out["left"] == [] and out["runs"] == []
     assert "threshold" in out["refused"]  # FiftyOne's own form validation, from the declared range
-    assert out["refused_py"] == "parameter 'threshold' must be in [0.0, 1.0], got 1.5"
+    assert out["refused_py"] == "threshold must be in [0.0, 1.0], got 1.5"
     assert out["signature"][0] == "sample_collection" and "threshold" in out["signature"]
     assert "mean IoU of matched boxes" in out["report"]

@@ -136,7 +136,7 @@ def test_identical_raters_give_their_labels_with_high_confidence(fo, make_datase
 
 
 def test_review_queue_and_finalize(crowd_ds):
-    from agreement.fo.consensus_labels import finalize_consensus, review_view
+    from agreement.fo.methods.consensus import finalize_consensus, review_view
     from agreement.fo.runs import delete_agreement_run
 
     ds, raters = crowd_ds
@@ -177,7 +177,7 @@ def test_rater_report_export(crowd_ds, tmp_path):
     ({"method": "vote"}, "method"),
 ])
 def test_bad_parameters_are_refused_before_writing(crowd_ds, params, message):
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
     from agreement.fo.runs import list_agreement_runs
 
     ds, raters = crowd_ds
@@ -187,7 +187,7 @@ def test_bad_parameters_are_refused_before_writing(crowd_ds, params, message):
 
 
 def test_one_rater_and_mixed_label_types_are_refused(fo, make_dataset):
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
 
     det = fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.2, 0.2])
     ds = make_dataset([fo.Sample(filepath="/o/1.jpg", a=fo.Detections(detections=[det]),
@@ -212,7 +212,7 @@ def test_review_mode_of_load_agreement_view_opens_the_queue(crowd_ds):
     ds, raters = crowd_ds
     _run(ds, "compute_consensus", fields=raters, key="cons", review_band=[0.5, 0.999])
     out = _run(ds, "load_agreement_view", key="cons", mode="review")
-    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.methods.consensus import review_view
 
     assert out["count"] == len(review_view(ds, "cons")) > 0
 
@@ -318,7 +318,7 @@ def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_da
     queue (a quorum vote, under which object 1 has half the votes and is queued; patches of images, the
     samples of a point cloud dataset) and the panel load (a keypoint's ``confidence`` is FiftyOne's
     per-point list)."""
-    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.methods.consensus import review_view
     from agreement.fo.panel_data import run_panel_data
 
     ds, rater_params, container, items = kind_dataset(fo, make_dataset, kind, layout)
@@ -355,7 +355,7 @@ def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_da
         assert len(queue) == 8
         shown = {p["m_consensus"].label for p in queue}  # the patches of the uncertain objects load
     assert shown == {"c1"}
-    from agreement.fo.consensus_labels import finalize_consensus
+    from agreement.fo.methods.consensus import finalize_consensus
 
     first = ds.first()["m_consensus"][items]  # a reviewer rejects the first sample's uncertain label
     ds.select_labels(ids=[lab.id for lab in first if lab.label == "c1"]).tag_labels("rejected", "m_consensus")

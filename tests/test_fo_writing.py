@@ -283,7 +283,7 @@ def _count_retries(monkeypatch):
 def test_an_overwrite_writes_by_position_without_a_second_pass(fo, two_field_ds, monkeypatch, how):
     """Freeing the overwritten run deletes its fields, which FiftyOne does by restamping every sample:
     the stamps read before the free are refreshed, so no guard fails and nothing is written twice."""
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
     from agreement.fo.methods.kalos import compute_kalos
 
     ds = two_field_ds

@@ -444,7 +444,7 @@ def test_load_agreement_view_modes_and_run_listing(fo, scored):
 def consensus_ds(fo, make_dataset):
     """60 samples, 5 crowd raters, a consensus run ``cons`` with a wide review band (some labels flagged)."""
     from agreement.fo.build import samples_from_corpus
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
     from agreement.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
@@ -555,7 +555,7 @@ def _can_set_filters() -> bool:
 
 
 def _review(samples):
-    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.methods.consensus import review_view
 
     return review_view(samples, "cons")
 

@@ -89,7 +89,7 @@ def test_f1_at_iou_matches_at_iou_exactly_the_threshold():
 def test_every_operator_matches_at_iou_exactly_tau(fo, make_dataset):
     """The same corpus through the bridges: KαLOS's global α is 1, each consensus label fuses both raters,
     each geometry label is matched at distance 1 - IoU = 0.5, OT's F1@IoU is 1."""
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
     from agreement.fo.methods.geometry_agreement import compute_geometry_agreement
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.methods.ot_agreement import compute_ot_agreement

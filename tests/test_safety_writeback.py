@@ -220,7 +220,7 @@ def test_consensus_links_are_the_pure_librarys_label_by_label(awkward):
     share one exactly when the pure consensus puts them in one kept unit; that label lists them as its
     members and has the unit's confidence), and ``agrees`` is the pure ``row_agrees``."""
     from agreement.consensus import consensus
-    from agreement.fo.consensus_labels import compute_consensus
+    from agreement.fo.methods.consensus import compute_consensus
 
     ds = awkward
     every_id = ds.values("gt.detections.id", unwind=True)

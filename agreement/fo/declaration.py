@@ -50,6 +50,8 @@ class Param:
         form: offered in the App form (else Python only).
         python: a parameter of the method (else a form-only control, e.g. a checkbox that shows another
             parameter; :attr:`MethodDeclaration.from_form` turns the form's values into the method's).
+        form_default: the form's default where it differs from the Python one (e.g. a number shown in place
+            of the special ``"auto"``).
         show_if: ``params -> bool``: the form shows it only then (the Python call always takes it).
         check: an extra validation ``value -> value`` that raises ``ValueError`` naming the problem.
     """
@@ -70,6 +72,7 @@ class Param:
     special: tuple = ()
     form: bool = True
     python: bool = True
+    form_default: Any = None
     show_if: Callable[[Mapping[str, Any]], bool] | None = None
     check: Callable[[Any], Any] | None = None
 
@@ -100,20 +103,22 @@ class Param:
         if value is None:
             if self.default is None:
                 return None
-            raise ValueError(f"parameter {self.name!r} needs a value ({self.range_text() or self.kind.__name__})")
+            raise ValueError(f"{self.name} needs a value ({self.range_text() or self.kind.__name__})")
         value = self._converted(value)
         items = value if self.kind is list else [value]
         unknown = [v for v in items if self.choices and v not in self.choices]
         if unknown:
-            raise ValueError(f"parameter {self.name!r}: unknown {self.name} "
+            raise ValueError(f"unknown {self.name} "
                              f"{unknown if self.kind is list else unknown[0]!r}; choose from {list(self.choices)}")
         for v in items:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._in_range(v):
-                raise ValueError(f"parameter {self.name!r} must be {self.range_text()}, got {v!r}")
+                also = "".join(f" or {x!r}" for x in self.special if x is not None)
+                raise ValueError(f"{self.name} must be {self.range_text()}{also}, got {v!r}")
         return self.check(value) if self.check is not None else value
 
     def _converted(self, value: Any) -> Any:
-        bad = ValueError(f"parameter {self.name!r} must be a {self.kind.__name__}, got {value!r}")
+        also = "".join(f" or {v!r}" for v in self.special if v is not None)
+        bad = ValueError(f"{self.name} must be a {self.kind.__name__}{also}, got {value!r}")
         if self.kind is bool:
             if not isinstance(value, bool):
                 raise bad
@@ -194,7 +199,10 @@ class MethodDeclaration:
         params: the method parameters.
         outputs: the headline numbers the operator shows: ``(summary key, label, "float" | "int")``.
         key_prefix: the run key the form offers (``kalos``, ``kalos_2``, ...).
-        derive: ``validated params -> params`` the run records (defaults filled, derived values added).
+        derive: ``validated params -> params`` the run records (defaults filled, derived values added;
+            raises ``ValueError`` for a combination that is not allowed).
+        records_key: the run key is one of the recorded parameters (``params["key"]``: a method that names
+            what it writes inside its own label field after the key).
         view: the panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`); ``None``: declared there.
         results_cls: its typed results class (:mod:`agreement.fo.run_results`); ``None``: registered there.
         streams: the form offers the execution options (a method with a kernel).
@@ -216,6 +224,7 @@ class MethodDeclaration:
     streams: bool = True
     label_types: tuple = ()
     from_form: Callable[[dict], dict] = lambda values: values
+    records_key: bool = False
 
     @property
     def method(self) -> str:
@@ -258,6 +267,8 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     then :func:`agreement.fo.engine.run_method`. Returns the headline numbers (NaN as ``None``)."""
     layout, execution, own = split_kwargs(decl, kwargs)
     params = decl.validate(own)
+    if decl.records_key:
+        params["key"] = key
     return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
                       **execution.as_kwargs())
 

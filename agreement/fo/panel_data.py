@@ -630,7 +630,7 @@ def rater_report_markdown(rows: list[dict]) -> str:
 def review_queue_view(samples, key: str):
     """The review queue of consensus run ``key`` on ``samples``: a patches view of the flagged consensus
     labels, least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
-    from agreement.fo.consensus_labels import review_view
+    from agreement.fo.methods.consensus import review_view
 
     return review_view(samples, key)
 

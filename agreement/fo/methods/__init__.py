@@ -6,9 +6,6 @@ spec, outputs, panel view and results class): :func:`declarations` finds
 every such module, so adding a method means adding its module here and
 nothing else (``python -m agreement.fo.manifest`` then lists its operator in
 ``fiftyone.yml``, which FiftyOne requires).
-
-Methods not yet declared that way keep their ``SPEC`` in the bridge modules
-of ``_SPEC_MODULES``; :func:`spec_of` finds both.
 """
 
 from __future__ import annotations
@@ -23,9 +20,6 @@ from agreement.fo.figures import METHOD_VIEWS
 from agreement.fo.run_results import register_results_class
 
 __all__ = ["declarations", "declaration_of", "spec_of", "streamed_methods"]
-
-_SPEC_MODULES = ("agreement.fo.consensus_labels",)
-
 
 @lru_cache(maxsize=None)
 def _declared() -> tuple[MethodDeclaration, ...]:
@@ -55,12 +49,7 @@ def declaration_of(operator: str) -> MethodDeclaration:
 
 
 def _specs() -> dict[str, MethodSpec]:
-    out = {d.method: d.spec for d in _declared()}
-    for name in _SPEC_MODULES:
-        spec = getattr(importlib.import_module(name), "SPEC", None)
-        if isinstance(spec, MethodSpec):
-            out[spec.method] = spec
-    return out
+    return {d.method: d.spec for d in _declared()}
 
 
 def spec_of(method: str) -> MethodSpec:

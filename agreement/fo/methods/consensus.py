@@ -36,28 +36,23 @@ false.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import numpy as np
 from bson import ObjectId
 
 from agreement.consensus import METHODS, consensus
-from agreement.consensus.threshold import check_tau_or_auto
+from agreement.consensus.threshold import AUTO_TAU_RANGE
+from agreement.similarity import SIMILARITIES
 from agreement.fo import runs
-from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_sample_field, label_document, new_object_id_bytes, object_id_strings
 
-__all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC"]
+__all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC",
+           "DECLARATION"]
 
 METHOD = "iaa.consensus"
 MAX_LISTED = 1000
-
-
-def _check_fraction(name: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < float(v) <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {v!r}")
-    return float(v)
 
 
 def _check(read, params: dict) -> None:
@@ -190,62 +185,82 @@ SPEC = MethodSpec(
 )
 
 
-def compute_consensus(
-    samples,
-    key: str,
-    fields: Sequence[str] | None = None,
-    field: str | None = None,
-    rater_attr: str = "annotator",
-    raters_field: str | None = None,
-    box_policy: str = "clip",
-    assume_crossed: bool = False,
-    method: str = "em",
-    tau: float | str = "auto",
-    min_confidence: float = 0.5,
-    quorum: float = 0.5,
-    review_band: Sequence[float] = (0.2, 0.8),
-    similarity: str | None = None,
-    overwrite: bool = False,
-    progress: Callable[[float, str], None] | None = None,
-) -> dict:
-    """Computes consensus labels on ``samples`` and stores them as run ``key``.
+def _from_form(values: dict) -> dict:
+    """``tau`` from the form: ``"auto"`` unless its "Choose τ from the data" checkbox is off, or ``tau`` is
+    given as a number without it (SDK calls); a numeric string from an SDK call is taken as a number."""
+    values = dict(values)
+    auto, tau = values.pop("tau_auto", None), values.get("tau")
+    if tau == "auto" or auto is True or (auto is None and tau is None):
+        values["tau"] = "auto"
+    elif tau is None:
+        values["tau"] = 0.5
+    else:
+        try:
+            values["tau"] = float(tau)
+        except (TypeError, ValueError):
+            pass  # refused by the declaration, which names the value and the two forms
+    return values
 
-    Args:
-        samples: a dataset or view.
-        key: the run key.
-        fields / field, rater_attr, raters_field, box_policy, assume_crossed:
-            the rater layout (see :func:`agreement.fo.reading.read_annotations`).
-        method: ``"em"`` (default), ``"majority"`` or ``"wbf"`` (boxes only).
-        tau: similarity threshold of the correspondence (WBF: its IoU threshold), in (0, 1], or
-            ``"auto"`` (default): chosen from the data in [0.3, 0.5]
-            (:func:`agreement.consensus.threshold.select_tau`); the τ used is in the
-            summary (``tau``) and the run results (``detail["tau"]``, ``detail["tau_auto"]``).
-        min_confidence: existence posterior (EM) or fused score (WBF) a unit
-            needs to become a consensus label, in (0, 1].
-        quorum: share of the assigned raters who must have drawn an object (majority), in (0, 1].
-        review_band: ``(lo, hi)``: flag units whose confidence lies in it, or
-            whose class posterior is below ``hi``.
-        similarity: of the correspondence (default: by label type).
 
-    Returns:
-        The headline numbers (``n_consensus``, ``n_review``, ``mean_confidence``,
-        ``agreement``, ...) and the repair counts; the rater report is in the
-        run results (``detail["rater_report"]``).
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    params = {
-        "method": method, "tau": check_tau_or_auto(tau), "key": key,
-        "min_confidence": _check_fraction("min_confidence", min_confidence),
-        "quorum": _check_fraction("quorum", quorum),
-        "review_band": [float(x) for x in review_band], "similarity": similarity,
-    }
+def _derive(params: dict) -> dict:
     lo, hi = params["review_band"]
-    if not 0 <= lo <= hi <= 1:
-        raise ValueError(f"review_band must be (lo, hi) with 0 <= lo <= hi <= 1, got {review_band!r}")
-    layout = {"fields": fields, "field": field, "rater_attr": rater_attr, "raters_field": raters_field,
-              "box_policy": box_policy, "assume_crossed": assume_crossed}
-    return run_method(samples, key, SPEC, layout, params, overwrite=overwrite, progress=progress)
+    if not lo <= hi:
+        raise ValueError(f"review_band must be (lo, hi) with 0 <= lo <= hi <= 1, got {params['review_band']!r}")
+    return params
+
+
+def _band(band: list) -> list:
+    if len(band) != 2:
+        raise ValueError(f"review_band must be (lo, hi) with 0 <= lo <= hi <= 1, got {band!r}")
+    return band
+
+
+_TAU_LO, _TAU_HI = AUTO_TAU_RANGE
+
+DECLARATION = MethodDeclaration(
+    operator="compute_consensus",
+    label="Annotator Agreement: consensus labels",
+    description="One label set from many raters, weighted by each rater's sensitivity, false positives, "
+                "class confusion and localisation noise, with a review queue and a rater report",
+    spec=SPEC,
+    params=(
+        Param("method", str, "em", "Method", "How the raters' labels are fused", choices=METHODS, radio=True,
+              choice_help={"em": "EM (rater sensitivity, false positives, confusion, box noise)",
+                           "majority": "majority vote with a quorum (CVAT-like)",
+                           "wbf": "weighted boxes fusion (boxes only)"}),
+        Param("tau_auto", bool, True, "Choose τ from the data",
+              f"The IoU threshold for 'the same object' ({_TAU_LO:g}-{_TAU_HI:g}) with the fewest expected split "
+              "and merged objects, estimated from how raters' boxes overlap", python=False),
+        Param("tau", float, "auto", "τ (similarity to be the same object)",
+              "Similarity threshold of the correspondence (WBF: its IoU threshold), or 'auto': chosen from the "
+              f"data in [{_TAU_LO:g}, {_TAU_HI:g}]", low=0.0, high=1.0, low_open=True, special=("auto",),
+              form_default=0.5, show_if=lambda p: p.get("tau_auto", True) is False),
+        Param("min_confidence", float, 0.5, "Minimum confidence",
+              "A candidate becomes a consensus label when its existence posterior (EM) or fused score (WBF) "
+              "reaches this", low=0.0, high=1.0, low_open=True),
+        Param("quorum", float, 0.5, "Quorum", "Share of the assigned raters who must have drawn the object",
+              low=0.0, high=1.0, low_open=True, show_if=lambda p: p.get("method") == "majority"),
+        Param("review_band", list, (0.2, 0.8), "Review band",
+              "(lo, hi): flag the consensus labels whose confidence lies in it, or whose class posterior is "
+              "below hi", low=0.0, high=1.0, form=False, check=_band),
+        Param("similarity", str, None, "Similarity",
+              "Similarity of the correspondence (default: by label type)", choices=tuple(SIMILARITIES),
+              form=False),
+    ),
+    outputs=(("n_consensus", "Consensus labels", "int"), ("n_review", "Labels to review", "int"),
+             ("mean_confidence", "Mean confidence", "float"), ("tau", "τ used", "float")),
+    key_prefix="consensus",
+    derive=_derive,
+    streams=False,
+    from_form=_from_form,
+    records_key=True,
+)
+
+#: ``compute_consensus(samples, key, *, fields=..., method="em", tau="auto", min_confidence=0.5, ...)``: one label
+#: set from many raters (field ``{key}_consensus``), stored as run ``key``; returns the headline numbers
+#: (``n_consensus``, ``n_review``, ``mean_confidence``, ``agreement``, ...) and the repair counts; the rater report
+#: is in the run results (``detail["rater_report"]``).
+compute_consensus = python_function(DECLARATION)
 
 
 def _require_consensus_run(samples, key: str) -> dict:
