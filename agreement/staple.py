@@ -288,27 +288,61 @@ def staple(
         )
 
     n_obs, n_fg = obs.sum(), D.sum()
-    nan = np.full(R, np.nan)
     if n_fg == 0 or n_fg == n_obs:
-        empty = n_fg == 0
-        probability = np.full(shape, 0.0 if empty else 1.0)
-        one = np.where(with_data, 1.0, np.nan)
-        return StapleResult(
-            sensitivity=nan if empty else one,
-            specificity=one if empty else nan,
-            probability=probability,
-            prior=float(prior) if prior is not None else (0.0 if empty else 1.0),
-            n_iter=0,
-            converged=True,
-            reason=(
-                "no rater marked any pixel: there is no foreground, so sensitivity is undefined"
-                if empty
-                else "every rater marked every pixel: there is no background, so specificity is undefined"
-            ),
-        )
+        return _one_class_result(n_fg == 0, with_data, shape, prior)
     g = float(n_fg / n_obs) if prior is None else float(prior)
 
     ones, seen, counts, inverse = _patterns(D, obs)
+    p, q, W, n_iter, converged = _em(ones, seen, counts, g, R, max_iter, tol)
+
+    missing = ~with_data
+    p = np.where(missing, np.nan, p)
+    q = np.where(missing, np.nan, q)
+    reason = None
+    if missing.any():
+        reason = (
+            f"raters {np.flatnonzero(missing).tolist()} have no mask (or no observed pixel): "
+            "their performance is undefined"
+        )
+    elif np.isnan(p).any() or np.isnan(q).any():
+        reason = "some raters labelled only pixels of one class: their other rate is undefined"
+    return StapleResult(
+        sensitivity=p,
+        specificity=q,
+        probability=W[inverse].reshape(shape),
+        prior=g,
+        n_iter=n_iter,
+        converged=converged,
+        reason=reason,
+    )
+
+
+def _one_class_result(empty: bool, with_data: np.ndarray, shape: tuple, prior: float | None) -> StapleResult:
+    """The result when the raters' observed pixels are all background (``empty``) or all
+    foreground: no EM; the rate of the absent class is undefined (NaN, with the reason)."""
+    nan = np.full(len(with_data), np.nan)
+    probability = np.full(shape, 0.0 if empty else 1.0)
+    one = np.where(with_data, 1.0, np.nan)
+    return StapleResult(
+        sensitivity=nan if empty else one,
+        specificity=one if empty else nan,
+        probability=probability,
+        prior=float(prior) if prior is not None else (0.0 if empty else 1.0),
+        n_iter=0,
+        converged=True,
+        reason=(
+            "no rater marked any pixel: there is no foreground, so sensitivity is undefined"
+            if empty
+            else "every rater marked every pixel: there is no background, so specificity is undefined"
+        ),
+    )
+
+
+def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int, max_iter: int,
+        tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """The EM iterations of :func:`staple` on the distinct rating patterns (``ones``: marked,
+    ``seen``: observed, ``counts``: pixels per pattern) with prior ``g``: ``(p, q, W, n_iter,
+    converged)``, ``W`` the foreground probability of each pattern (module docstring)."""
     zeros = seen & ~ones
     n_seen = seen.sum(axis=1)
     # Initial truth estimate: the share of (observed) raters marking the pixel.
@@ -340,27 +374,7 @@ def staple(
             if change <= tol:
                 converged = True
                 break
-
-    missing = ~with_data
-    p = np.where(missing, np.nan, p)
-    q = np.where(missing, np.nan, q)
-    reason = None
-    if missing.any():
-        reason = (
-            f"raters {np.flatnonzero(missing).tolist()} have no mask (or no observed pixel): "
-            "their performance is undefined"
-        )
-    elif np.isnan(p).any() or np.isnan(q).any():
-        reason = "some raters labelled only pixels of one class: their other rate is undefined"
-    return StapleResult(
-        sensitivity=p,
-        specificity=q,
-        probability=W[inverse].reshape(shape),
-        prior=g,
-        n_iter=n_iter,
-        converged=converged,
-        reason=reason,
-    )
+    return p, q, W, n_iter, converged
 
 
 # --------------------------------------------------------------------------
