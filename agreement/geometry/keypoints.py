@@ -148,6 +148,34 @@ def keypoint_scales(areas_or_boxes: ArrayLike, n: int, image_size: tuple[float, 
     return s
 
 
+def _checked_sigmas(sigmas: ArrayLike | None, K: int) -> np.ndarray:
+    """Per-keypoint σ of :func:`pairwise_oks` as ``(K,)`` float64 (default :data:`COCO_PERSON_SIGMAS`, then
+    ``K`` must be 17); ``ValueError`` unless ``K`` positive finite numbers."""
+    if sigmas is None:
+        if K != len(COCO_PERSON_SIGMAS):
+            raise ValueError(
+                f"the default sigmas are COCO's 17 person keypoints; give sigmas for K = {K} keypoints"
+            )
+        sigmas = COCO_PERSON_SIGMAS
+    sig = np.asarray(sigmas, dtype=np.float64).reshape(-1)
+    if sig.shape != (K,) or not np.all(np.isfinite(sig)) or not np.all(sig > 0):
+        raise ValueError(f"sigmas must be {K} positive finite numbers; got {sigmas!r}")
+    return sig
+
+
+def _labelled(kps: np.ndarray, name: str) -> np.ndarray:
+    """``(n, K)``: which points of each annotation are labelled (not NaN); ``ValueError`` naming the
+    annotations with no labelled point (OKS is undefined for them)."""
+    v = ~np.isnan(kps).any(axis=2)
+    empty = np.flatnonzero(~v.any(axis=1))
+    if len(empty):
+        raise ValueError(
+            f"{name}: annotations {empty[:5].tolist()} have no labelled keypoint (all NaN); "
+            "OKS is undefined for them"
+        )
+    return v
+
+
 def pairwise_oks(
     kps_a: ArrayLike,
     kps_b: ArrayLike,
@@ -215,28 +243,13 @@ def pairwise_oks(
     n, m, K = len(a), len(b), a.shape[1]
     if b.shape[1] != K:
         raise ValueError(f"kps_a has {K} keypoints per object, kps_b has {b.shape[1]}")
-    if sigmas is None:
-        if K != len(COCO_PERSON_SIGMAS):
-            raise ValueError(
-                f"the default sigmas are COCO's 17 person keypoints; give sigmas for K = {K} keypoints"
-            )
-        sigmas = COCO_PERSON_SIGMAS
-    sig = np.asarray(sigmas, dtype=np.float64).reshape(-1)
-    if sig.shape != (K,) or not np.all(np.isfinite(sig)) or not np.all(sig > 0):
-        raise ValueError(f"sigmas must be {K} positive finite numbers; got {sigmas!r}")
+    sig = _checked_sigmas(sigmas, K)
     sa = keypoint_scales(areas_a, n, image_size)
     sb = keypoint_scales(areas_b, m, image_size)
     scale = _image_scale(image_size)
 
-    va = ~np.isnan(a).any(axis=2)  # (n, K) labelled
-    vb = ~np.isnan(b).any(axis=2)
-    for name, v in (("kps_a", va), ("kps_b", vb)):
-        empty = np.flatnonzero(~v.any(axis=1))
-        if len(empty):
-            raise ValueError(
-                f"{name}: annotations {empty[:5].tolist()} have no labelled keypoint (all NaN); "
-                "OKS is undefined for them"
-            )
+    va = _labelled(a, "kps_a")  # (n, K)
+    vb = _labelled(b, "kps_b")
     out = np.empty((n, m))
     if n == 0 or m == 0:
         return out

@@ -100,6 +100,49 @@ def _scale(image_size: tuple[float, float] | None) -> np.ndarray | None:
     return size
 
 
+def _ring_points(polygons: Sequence[Polygon | None], where) -> tuple[list, list, list, np.ndarray, np.ndarray]:
+    """The rings of every annotation as ``(k, 2)`` float arrays, repeated consecutive points (and an explicit
+    closing point) dropped: ``(coords, ring_ann, ring_len, repaired, has)``, with the annotation and length
+    of each ring kept, ``repaired`` marking annotations that lost a ring (empty or fewer than three points)
+    and ``has`` those with a polygon. Non-finite coordinates or a malformed ring raise
+    :class:`~agreement.validation.AnnotationError` (named through ``where``)."""
+    n = len(polygons)
+    coords, ring_ann, ring_len = [], [], []
+    repaired = np.zeros(n, dtype=bool)
+    has = np.zeros(n, dtype=bool)
+    for i, rings in enumerate(polygons):
+        if rings is None or len(rings) == 0:
+            continue
+        has[i] = True
+        for ring in rings:
+            try:
+                pts = np.asarray(ring, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise AnnotationError(f"{_where(where, i)}: a ring is not an array of (x, y) points") from None
+            if pts.size == 0:
+                repaired[i] = True
+                continue
+            if pts.ndim != 2 or pts.shape[1] != 2:
+                raise AnnotationError(
+                    f"{_where(where, i)}: a ring must be a (k, 2) array of (x, y) points, got shape {pts.shape}"
+                )
+            if not np.isfinite(pts).all():
+                raise AnnotationError(f"{_where(where, i)}: a ring has NaN or infinite coordinates")
+            # Drop repeated consecutive points (including an explicit closing point).
+            keep = np.ones(len(pts), dtype=bool)
+            keep[1:] = np.any(pts[1:] != pts[:-1], axis=1)
+            pts = pts[keep]
+            if len(pts) > 1 and np.all(pts[0] == pts[-1]):
+                pts = pts[:-1]
+            if len(pts) < 3:  # repeated points further apart: no area, dropped below
+                repaired[i] = True
+                continue
+            coords.append(pts)
+            ring_ann.append(i)
+            ring_len.append(len(pts))
+    return coords, ring_ann, ring_len, repaired, has
+
+
 def validate_polygons(
     polygons: Sequence[Polygon | None],
     where: str | Sequence[str] | None = None,
@@ -152,39 +195,7 @@ def validate_polygons(
     scale = _scale(image_size)
     n = len(polygons)
     out = np.full(n, None, dtype=object)
-    coords, ring_ann, ring_len = [], [], []
-    repaired = np.zeros(n, dtype=bool)
-    has = np.zeros(n, dtype=bool)
-    for i, rings in enumerate(polygons):
-        if rings is None or len(rings) == 0:
-            continue
-        has[i] = True
-        for ring in rings:
-            try:
-                pts = np.asarray(ring, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise AnnotationError(f"{_where(where, i)}: a ring is not an array of (x, y) points") from None
-            if pts.size == 0:
-                repaired[i] = True
-                continue
-            if pts.ndim != 2 or pts.shape[1] != 2:
-                raise AnnotationError(
-                    f"{_where(where, i)}: a ring must be a (k, 2) array of (x, y) points, got shape {pts.shape}"
-                )
-            if not np.isfinite(pts).all():
-                raise AnnotationError(f"{_where(where, i)}: a ring has NaN or infinite coordinates")
-            # Drop repeated consecutive points (including an explicit closing point).
-            keep = np.ones(len(pts), dtype=bool)
-            keep[1:] = np.any(pts[1:] != pts[:-1], axis=1)
-            pts = pts[keep]
-            if len(pts) > 1 and np.all(pts[0] == pts[-1]):
-                pts = pts[:-1]
-            if len(pts) < 3:  # repeated points further apart: no area, dropped below
-                repaired[i] = True
-                continue
-            coords.append(pts)
-            ring_ann.append(i)
-            ring_len.append(len(pts))
+    coords, ring_ann, ring_len, repaired, has = _ring_points(polygons, where)
     if coords:
         flat = np.concatenate(coords)
         if scale is not None:
