@@ -273,12 +273,7 @@ def staple(
     >>> r.sensitivity.round(3).tolist(), r.specificity.round(3).tolist()
     ([1.0, 1.0, 1.0], [1.0, 1.0, 0.979])
     """
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not (np.isfinite(tol) and tol >= 0):
-        raise ValueError(f"tol must be a non-negative finite number, got {tol!r}")
-    if prior is not None and not (np.isfinite(prior) and 0 < prior < 1):
-        raise ValueError(f"prior must be a probability strictly between 0 and 1, got {prior!r}")
+    _check_em_params(max_iter, tol, prior)
     D, obs, shape = _stack(masks, observed)
     R = D.shape[0]
     with_data = obs.any(axis=1)
@@ -298,14 +293,6 @@ def staple(
     missing = ~with_data
     p = np.where(missing, np.nan, p)
     q = np.where(missing, np.nan, q)
-    reason = None
-    if missing.any():
-        reason = (
-            f"raters {np.flatnonzero(missing).tolist()} have no mask (or no observed pixel): "
-            "their performance is undefined"
-        )
-    elif np.isnan(p).any() or np.isnan(q).any():
-        reason = "some raters labelled only pixels of one class: their other rate is undefined"
     return StapleResult(
         sensitivity=p,
         specificity=q,
@@ -313,8 +300,31 @@ def staple(
         prior=g,
         n_iter=n_iter,
         converged=converged,
-        reason=reason,
+        reason=_undefined_rates_reason(missing, p, q),
     )
+
+
+def _check_em_params(max_iter, tol, prior) -> None:
+    """``ValueError`` unless ``max_iter`` is a positive integer, ``tol`` a non-negative finite number
+    and ``prior`` None or a probability strictly between 0 and 1."""
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a non-negative finite number, got {tol!r}")
+    if prior is not None and not (np.isfinite(prior) and 0 < prior < 1):
+        raise ValueError(f"prior must be a probability strictly between 0 and 1, got {prior!r}")
+
+
+def _undefined_rates_reason(missing: np.ndarray, p: np.ndarray, q: np.ndarray) -> str | None:
+    """Why some raters' sensitivity or specificity is NaN (None when every rate is defined)."""
+    if missing.any():
+        return (
+            f"raters {np.flatnonzero(missing).tolist()} have no mask (or no observed pixel): "
+            "their performance is undefined"
+        )
+    if np.isnan(p).any() or np.isnan(q).any():
+        return "some raters labelled only pixels of one class: their other rate is undefined"
+    return None
 
 
 def _one_class_result(empty: bool, with_data: np.ndarray, shape: tuple, prior: float | None) -> StapleResult:

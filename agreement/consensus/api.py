@@ -213,6 +213,22 @@ def consensus(
     _check_inputs(data, method, max_iter, tol, smoothing)
     tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
                                                           coincidence, tail)
+    kind, codes, classes = _kind_and_codes(data, method, geometry, model)
+    sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
+    tau, choice, selection = _resolved_tau(tau, data, method, sim, model)
+    units, out = _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter,
+                       tol, model, tail)
+    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
+                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing),
+                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)))
+    if choice is not None:
+        params["tau_auto"] = choice.as_dict()
+    return _assemble(data, method, kind, units, codes, classes, out, params)
+
+
+def _kind_and_codes(data, method, geometry, model):
+    """The label type to fuse (``"wbf"`` only on boxes) and the class codes: the corpus' own, or
+    those of a fixed ``model``'s classes."""
     kind = label_type(data, geometry)
     if method == "wbf" and kind != "boxes":
         raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
@@ -220,11 +236,24 @@ def consensus(
     codes, classes = encode_classes(data)
     if model is not None:
         codes, classes = _model_codes(data, model), tuple(model.classes)
-    sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
+    return kind, codes, classes
+
+
+def _resolved_tau(tau, data, method, sim, model):
+    """``(tau, choice, selection)``: the matching threshold (given, chosen from the data by
+    :func:`agreement.consensus.threshold.resolve_tau`, or the fixed model's), the automatic choice
+    (or None) and how it was selected (``"given"``, ``"auto"`` or ``"model"``)."""
     auto = isinstance(tau, str)
     tau, choice = resolve_tau(tau, data, "iou" if method == "wbf" else sim,
                               getattr(model, "tau", None) if model is not None else None)
     selection = "given" if not auto else ("auto" if choice is not None else "model")
+    return tau, choice, selection
+
+
+def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter, tol, model,
+          tail):
+    """The units and the per-unit outputs of ``method``: WBF's own clusters, or the correspondence
+    units (:func:`agreement.consensus.units.build_units`) fused by the EM or by majority vote."""
     if method == "wbf":
         units, out = _run_wbf(data, codes, tau)
     else:
@@ -232,12 +261,7 @@ def consensus(
                             keys=data.cuboids if kind == "cuboids" else None)
         out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
                if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
-    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
-                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing),
-                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)))
-    if choice is not None:
-        params["tau_auto"] = choice.as_dict()
-    return _assemble(data, method, kind, units, codes, classes, out, params)
+    return units, out
 
 
 def _assemble(data, method, kind, units, codes, classes, out, params) -> ConsensusResult:
