@@ -44,7 +44,7 @@ class ListAgreementRuns(AgreementOperator):
 
 def _describe_run(dataset, item: dict) -> str:
     """One line per run: key, method, when, and its headline number (three significant figures)."""
-    from agreement.fo.figures import METHOD_VIEWS, sig3
+    from agreement.fo.panel_data import METHOD_VIEWS, sig3
 
     view = METHOD_VIEWS.get(item["method"]) or {}
     title = view.get("title", item["method"])

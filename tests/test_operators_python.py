@@ -50,7 +50,8 @@ def test_every_registered_operator_has_a_python_signature_and_help():
 def test_compute_operators_return_the_typed_results_of_their_run(fo, make_dataset):
     import fiftyone.operators as foo
 
-    from agreement.fo.run_results import KalosResults, OTAgreementResults
+    from agreement.fo.methods.kalos import KalosResults
+    from agreement.fo.methods.ot_agreement import OTAgreementResults
 
     ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     res = _op("compute_kalos")(ds, key="ka", tau=0.4, **params)

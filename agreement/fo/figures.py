@@ -60,109 +60,12 @@ def floats(values) -> list:
 # --------------------------------------------------------------------------- methods
 # per method: the per-sample score field suffix, its axis title, headline cards
 # (summary key, label, optional se / interval keys), and where the optional plots come from
-METHOD_VIEWS: dict[str, dict[str, Any]] = {
-    "iaa.ot_agreement": {
-        "title": "OT agreement",
-        "score_suffix": "ot",
-        "score_label": "OT score (mean over rater pairs)",
-        "score_axis": "OT score of the sample (1 = identical box sets)",
-        "score_name": "OT score",
-        "score_range": lambda params: (1 - float(params.get("beta", 0.5)), 1.0),
-        "cards": [
-            {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "exact": "alpha_ot_exact",
-             "reason": "alpha_ot_reason"},
-            {"key": "mean_ot", "label": "mean OT score"},
-            {"key": "f1", "label": "F1@IoU (baseline)"},
-            {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
-            {"key": "n_undefined", "label": "samples without a score", "integer": True},
-        ],
-        "pair_matrix": ("alpha_ot", "αOT per rater pair"),
-        "pair_value": "αOT",
-        "view_labels": ("mean OT score", "samples without a score"),
-    },
-    "iaa.kalos": {
-        "title": "KαLOS",
-        "score_suffix": "alpha",
-        "score_label": "Krippendorff's α of the sample",
-        "score_axis": "α of the sample (1 perfect, 0 chance)",
-        "score_name": "α",
-        "score_range": lambda params: (-1.0, 1.0),
-        "cards": [
-            {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
-            {"key": "mean_alpha", "label": "mean α (defined samples)"},
-            {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
-            {"key": "tau", "label": "τ"},
-        ],
-        "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
-        "pair_value": "α",
-        "view_labels": ("mean α (defined samples)", "samples with α undefined"),
-        "bars": lambda detail, info: kalos_bars(detail),
-        "curves": lambda detail, info: kalos_curves(detail, info),
-    },
-    "iaa.geometry_agreement": {
-        "title": "Geometry agreement",
-        "score_suffix": "distance",
-        "higher_is_better": False,
-        "score_label": "mean matched distance on the sample (0 = identical)",
-        "score_axis": "mean matched distance of the sample (0 = identical)",
-        "score_name": "distance",
-        "score_range": lambda params: (0.0, 1.0 - float(params.get("threshold", 0.5))),
-        "cards": [
-            {"key": "sigma", "label": "σ (Braylan)", "lo": "sigma_ci_low", "hi": "sigma_ci_high", "reason": "sigma_reason"},
-            {"key": "distance_alpha", "label": "distance α", "lo": "distance_alpha_ci_low",
-             "hi": "distance_alpha_ci_high", "reason": "distance_alpha_reason"},
-            {"key": "ks", "label": "KS", "lo": "ks_ci_low", "hi": "ks_ci_high", "reason": "ks_reason"},
-            {"key": "detection_alpha", "label": "detection agreement", "lo": "detection_alpha_ci_low",
-             "hi": "detection_alpha_ci_high", "reason": "detection_alpha_reason"},
-            {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
-             "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
-        ],
-        "curves": lambda detail, info: distance_curves(detail, info),
-    },
-    "iaa.mask_consensus": {
-        "title": "STAPLE mask consensus",
-        "score_suffix": "sensitivity",
-        "score_label": "mean rater sensitivity on the sample",
-        "score_axis": "mean rater sensitivity of the sample",
-        "score_name": "sensitivity",
-        "score_range": lambda params: (0.0, 1.0),
-        "cards": [
-            {"key": "mean_sensitivity", "label": "mean sensitivity"},
-            {"key": "mean_specificity", "label": "mean specificity"},
-            {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
-            {"key": "n_skipped", "label": "samples skipped", "integer": True},
-        ],
-        "bars": lambda detail, info: rater_bars(detail, [("rater_sensitivity", "sensitivity"),
-                                                          ("rater_specificity", "specificity")],
-                                                 "Each rater's sensitivity and specificity (STAPLE, whole run)",
-                                                 "sensitivity or specificity (0 to 1)"),
-    },
-    "iaa.calibration": {
-        "title": "Calibration",
-        "score_suffix": None,
-        "cards": [
-            {"key": "best_distance", "label": "best-separating distance", "reason": "reason"},
-            {"key": "ks", "label": "KS (one-sided)", "reason": "reason"},
-            {"key": "tau_star", "label": "τ* (distance)", "reason": "reason"},
-            {"key": "similarity_threshold", "label": "τ for KαLOS (similarity)", "reason": "reason"},
-            {"key": "beta_star", "label": "β* for OT (λ = 1)", "reason": "beta_reason"},
-        ],
-        "curves": lambda detail, info: calibration_curves(detail),
-    },
-}
+#: The panel's view of each method's runs, by method marker: registered by the registry of methods
+#: (:func:`agreement.fo.methods.declarations`) from each method's declaration.
+METHOD_VIEWS: dict[str, dict[str, Any]] = {}
 
 
 CONSENSUS_METHOD = "iaa.consensus"
-METHOD_VIEWS[CONSENSUS_METHOD] = {
-    "title": "Consensus",
-    "score_suffix": "min_confidence",
-    "score_label": "lowest confidence of the sample's consensus labels",
-    "score_axis": "lowest confidence of the sample's consensus labels (1 = certain)",
-    "score_name": "lowest confidence",
-    "score_range": lambda params: (0.0, 1.0),
-    "cards": [],
-    "view_labels": ("mean lowest confidence", "samples without consensus labels"),
-}
 
 
 

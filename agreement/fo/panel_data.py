@@ -20,7 +20,7 @@ Two kinds of numbers are kept apart and always labelled:
   and per rater pair (observed disagreement of the view's samples against the
   run's chance baseline ``D_e``, see :func:`view_alpha_ot`).
 
-Methods plug in through ``METHOD_VIEWS`` (:mod:`agreement.fo.figures`): which sample field is the per-sample
+Methods plug in through their declaration's view (``METHOD_VIEWS``, :mod:`agreement.fo.methods`): which sample field is the per-sample
 score, its axis title, which summary keys are headline numbers, where the
 rater-pair matrix lives.
 """
@@ -36,6 +36,7 @@ import numpy as np
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
+from agreement.fo.methods import declarations
 from agreement.fo.figures import (
     CONSENSUS_METHOD,
     METHOD_VIEWS,
@@ -59,6 +60,8 @@ __all__ = [
     "CONSENSUS_METHOD", "consensus_cards", "rater_report_rows", "rater_report_markdown", "confusion_matrix",
     "confusion_figure", "review_queue_view", "REVIEW_HELP",
 ]
+
+declarations()  # every declared method's panel view is registered in METHOD_VIEWS
 
 
 # --------------------------------------------------------------------------- cards

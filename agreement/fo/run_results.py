@@ -23,7 +23,7 @@ load; rater-pair tables are given back as one record per pair.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -35,12 +35,6 @@ from agreement.rater_pairs import columns_to_records, records_to_columns
 
 __all__ = [
     "AgreementResults",
-    "OTAgreementResults",
-    "KalosResults",
-    "GeometryAgreementResults",
-    "MaskConsensusResults",
-    "CalibrationResults",
-    "ConsensusResults",
     "SimulationResults",
     "results_class",
     "register_results_class",
@@ -127,6 +121,9 @@ class AgreementResults(fors.RunResults):
         **kwargs: further stored attributes (kept as they are).
     """
 
+    #: the panel's view of the method's runs (cards, figures); a declared method's results class sets it
+    view: ClassVar[dict | None] = None
+
     def __init__(self, samples, config, key, backend=None, summary: dict | None = None,
                  detail: dict | None = None, **kwargs):
         super().__init__(samples, config, key, backend=backend, **kwargs)
@@ -167,10 +164,13 @@ class AgreementResults(fors.RunResults):
         returns)."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
+    def _view(self) -> dict:
+        return type(self).view or METHOD_VIEWS.get(self.method) or {}
+
     def report(self) -> str:
         """The headline numbers as text: one line each, an interval or standard error where the run has one,
         ``undefined`` with the reason where a number is NaN."""
-        view = METHOD_VIEWS.get(self.method) or {}
+        view = self._view()
         lines = [f"{view.get('title', self.method)} run {self.key!r}"]
         cards = view.get("cards") or [{"key": k, "label": k} for k, v in self.summary.items()
                                       if isinstance(v, (int, float)) and not k.endswith("_reason")]
@@ -203,7 +203,7 @@ class AgreementResults(fors.RunResults):
     def figures(self) -> list[dict]:
         """The whole-run figures the App panel draws for this run (plotly figures as dicts: ``name``,
         ``title``, ``traces``, ``layout``): the rater-pair matrix, per-rater bars and curves the method has."""
-        view = METHOD_VIEWS.get(self.method) or {}
+        view = self._view()
         info = {"params": self.params, "method": self.method}
         out = []
         if view.get("pair_matrix") and self.detail.get("rater_pairs") and self.detail.get("raters"):
@@ -231,52 +231,12 @@ class AgreementResults(fors.RunResults):
         return go.Figure(chosen[0]["traces"], chosen[0]["layout"])
 
 
-class OTAgreementResults(AgreementResults):
-    """OT agreement (Prokhorov & Kalinin): ``alpha_ot`` (αOT, 1 perfect, 0 chance) with ``alpha_ot_se``,
-    ``mean_ot`` (OT score in [1 − β, 1]), baselines ``f1`` and ``threshold_alpha``, ``n_undefined``;
-    ``detail["rater_pairs"]`` per rater pair."""
-
-
-class KalosResults(AgreementResults):
-    """KαLOS (Tschirschwitz & Rodehorst): ``global_alpha`` (pooled nominal α), ``mean_alpha`` over defined
-    samples, ``n_undefined``, ``tau``; ``detail``: rater vitality, class difficulty, sensitivity curve,
-    rater pairs."""
-
-
-class GeometryAgreementResults(AgreementResults):
-    """Chance-corrected geometry agreement (Braylan et al.): ``sigma``, ``ks``, ``distance_alpha``,
-    ``detection_alpha``, ``classification_alpha``, each with bootstrap ``*_ci_low``/``*_ci_high`` and a
-    ``*_reason`` where undefined."""
-
-
-class MaskConsensusResults(AgreementResults):
-    """STAPLE mask consensus: ``mean_sensitivity``, ``mean_specificity``, ``staple_vs_majority_dice``,
-    ``n_skipped``; per-rater sensitivity and specificity in ``detail``."""
-
-
-class CalibrationResults(AgreementResults):
-    """Calibration of distance and threshold: ``best_distance``, ``ks``, ``tau_star``,
-    ``similarity_threshold`` (τ for KαLOS), ``beta_star`` (β for OT); per-distance curves in ``detail``."""
-
-
-class ConsensusResults(AgreementResults):
-    """Consensus labels: counts of consensus and review labels; ``detail["rater_report"]`` per rater
-    (sensitivity, false-positive rate, precision, localisation error, class confusion)."""
-
-
 class SimulationResults(AgreementResults):
     """Simulated raters: what was simulated from which reference field (``summary``/``detail``)."""
 
 
-_BY_METHOD = {
-    "iaa.ot_agreement": OTAgreementResults,
-    "iaa.kalos": KalosResults,
-    "iaa.geometry_agreement": GeometryAgreementResults,
-    "iaa.mask_consensus": MaskConsensusResults,
-    "iaa.calibration": CalibrationResults,
-    "iaa.consensus": ConsensusResults,
-    "iaa.simulate_raters": SimulationResults,
-}
+#: method marker -> results class: the declared methods' own (registered by :func:`agreement.fo.methods.declarations`)
+_BY_METHOD: dict[str, type[AgreementResults]] = {"iaa.simulate_raters": SimulationResults}
 
 
 def register_results_class(method: str, cls: type[AgreementResults]) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from agreement.calibration import calibrate
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figures import calibration_curves
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.similarity import SIMILARITIES, supported_similarities
 
@@ -53,11 +55,35 @@ def _derive(params: dict) -> dict:
     return {**params, "distances": list(dict.fromkeys(params["distances"])) if params["distances"] else None}
 
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "Calibration",
+    "score_suffix": None,
+    "cards": [
+        {"key": "best_distance", "label": "best-separating distance", "reason": "reason"},
+        {"key": "ks", "label": "KS (one-sided)", "reason": "reason"},
+        {"key": "tau_star", "label": "τ* (distance)", "reason": "reason"},
+        {"key": "similarity_threshold", "label": "τ for KαLOS (similarity)", "reason": "reason"},
+        {"key": "beta_star", "label": "β* for OT (λ = 1)", "reason": "beta_reason"},
+    ],
+    "curves": lambda detail, info: calibration_curves(detail),
+}
+
+
+class CalibrationResults(AgreementResults):
+    """Calibration of distance and threshold: ``best_distance``, ``ks``, ``tau_star``,
+    ``similarity_threshold`` (τ for KαLOS), ``beta_star`` (β for OT); per-distance curves in ``detail``."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="calibrate_agreement",
     label="Annotator Agreement: calibrate distance and τ",
     description="Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*",
     spec=SPEC,
+    view=VIEW,
+    results_cls=CalibrationResults,
     params=(
         Param("distances", list, None, "Candidate distances",
               "1 − similarity; empty: every distance the labels' geometry supports (boxes: iou, giou, centroid; "

@@ -44,6 +44,7 @@ from agreement.consensus.threshold import AUTO_TAU_RANGE
 from agreement.similarity import SIMILARITIES
 from agreement.fo import runs
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.writing import declare_sample_field, label_document, new_object_id_bytes, object_id_strings
@@ -217,12 +218,34 @@ def _band(band: list) -> list:
 
 _TAU_LO, _TAU_HI = AUTO_TAU_RANGE
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "Consensus",
+    "score_suffix": "min_confidence",
+    "score_label": "lowest confidence of the sample's consensus labels",
+    "score_axis": "lowest confidence of the sample's consensus labels (1 = certain)",
+    "score_name": "lowest confidence",
+    "score_range": lambda params: (0.0, 1.0),
+    "cards": [],
+    "view_labels": ("mean lowest confidence", "samples without consensus labels"),
+}
+
+
+class ConsensusResults(AgreementResults):
+    """Consensus labels: counts of consensus and review labels; ``detail["rater_report"]`` per rater
+    (sensitivity, false-positive rate, precision, localisation error, class confusion)."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_consensus",
     label="Annotator Agreement: consensus labels",
     description="One label set from many raters, weighted by each rater's sensitivity, false positives, "
                 "class confusion and localisation noise, with a review queue and a rater report",
     spec=SPEC,
+    view=VIEW,
+    results_cls=ConsensusResults,
     params=(
         Param("method", str, "em", "Method", "How the raters' labels are fused", choices=METHODS, radio=True,
               choice_help={"em": "EM (rater sensitivity, false positives, confusion, box noise)",

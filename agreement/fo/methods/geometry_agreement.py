@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figures import distance_curves
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
 from agreement.similarity import similarity_options
@@ -95,11 +97,44 @@ def _from_form(values: dict) -> dict:
     return values
 
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "Geometry agreement",
+    "score_suffix": "distance",
+    "higher_is_better": False,
+    "score_label": "mean matched distance on the sample (0 = identical)",
+    "score_axis": "mean matched distance of the sample (0 = identical)",
+    "score_name": "distance",
+    "score_range": lambda params: (0.0, 1.0 - float(params.get("threshold", 0.5))),
+    "cards": [
+        {"key": "sigma", "label": "σ (Braylan)", "lo": "sigma_ci_low", "hi": "sigma_ci_high", "reason": "sigma_reason"},
+        {"key": "distance_alpha", "label": "distance α", "lo": "distance_alpha_ci_low",
+         "hi": "distance_alpha_ci_high", "reason": "distance_alpha_reason"},
+        {"key": "ks", "label": "KS", "lo": "ks_ci_low", "hi": "ks_ci_high", "reason": "ks_reason"},
+        {"key": "detection_alpha", "label": "detection agreement", "lo": "detection_alpha_ci_low",
+         "hi": "detection_alpha_ci_high", "reason": "detection_alpha_reason"},
+        {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
+         "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
+    ],
+    "curves": lambda detail, info: distance_curves(detail, info),
+}
+
+
+class GeometryAgreementResults(AgreementResults):
+    """Chance-corrected geometry agreement (Braylan et al.): ``sigma``, ``ks``, ``distance_alpha``,
+    ``detection_alpha``, ``classification_alpha``, each with bootstrap ``*_ci_low``/``*_ci_high`` and a
+    ``*_reason`` where undefined."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_geometry_agreement",
     label="Annotator Agreement: geometry agreement (σ, KS)",
     description="Do raters find the same objects, agree what they are, and where? Each chance-corrected",
     spec=SPEC,
+    view=VIEW,
+    results_cls=GeometryAgreementResults,
     params=(
         Param("distance", str, "giou", "Distance",
               "1 − similarity: giou (default), iou, centroid, polygon_*, mask_iou, oks, cuboid_iou (3D)",

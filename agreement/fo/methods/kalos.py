@@ -25,6 +25,8 @@ import numpy as np
 
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figures import kalos_bars, kalos_curves
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
@@ -166,11 +168,43 @@ def _derive(params: dict) -> dict:
     return {**params, "taus": [float(t) for t in (params["taus"] or DEFAULT_TAUS)]}
 
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "KαLOS",
+    "score_suffix": "alpha",
+    "score_label": "Krippendorff's α of the sample",
+    "score_axis": "α of the sample (1 perfect, 0 chance)",
+    "score_name": "α",
+    "score_range": lambda params: (-1.0, 1.0),
+    "cards": [
+        {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
+        {"key": "mean_alpha", "label": "mean α (defined samples)"},
+        {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
+        {"key": "tau", "label": "τ"},
+    ],
+    "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
+    "pair_value": "α",
+    "view_labels": ("mean α (defined samples)", "samples with α undefined"),
+    "bars": lambda detail, info: kalos_bars(detail),
+    "curves": lambda detail, info: kalos_curves(detail, info),
+}
+
+
+class KalosResults(AgreementResults):
+    """KαLOS (Tschirschwitz & Rodehorst): ``global_alpha`` (pooled nominal α), ``mean_alpha`` over defined
+    samples, ``n_undefined``, ``tau``; ``detail``: rater vitality, class difficulty, sensitivity curve,
+    rater pairs."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_kalos",
     label="Annotator Agreement: KaLOS",
     description="Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
     spec=SPEC,
+    view=VIEW,
+    results_cls=KalosResults,
     params=(
         Param("similarity", str, "iou", "Similarity",
               "How alike two annotations are; the label type must carry that geometry",

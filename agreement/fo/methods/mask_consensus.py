@@ -23,6 +23,8 @@ import numpy as np
 import fiftyone as fo
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figures import rater_bars
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.mask_consensus import mask_consensus
 
@@ -83,11 +85,41 @@ SPEC = MethodSpec(
 )
 
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "STAPLE mask consensus",
+    "score_suffix": "sensitivity",
+    "score_label": "mean rater sensitivity on the sample",
+    "score_axis": "mean rater sensitivity of the sample",
+    "score_name": "sensitivity",
+    "score_range": lambda params: (0.0, 1.0),
+    "cards": [
+        {"key": "mean_sensitivity", "label": "mean sensitivity"},
+        {"key": "mean_specificity", "label": "mean specificity"},
+        {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
+        {"key": "n_skipped", "label": "samples skipped", "integer": True},
+    ],
+    "bars": lambda detail, info: rater_bars(detail, [("rater_sensitivity", "sensitivity"),
+                                                      ("rater_specificity", "specificity")],
+                                             "Each rater's sensitivity and specificity (STAPLE, whole run)",
+                                             "sensitivity or specificity (0 to 1)"),
+}
+
+
+class MaskConsensusResults(AgreementResults):
+    """STAPLE mask consensus: ``mean_sensitivity``, ``mean_specificity``, ``staple_vs_majority_dice``,
+    ``n_skipped``; per-rater sensitivity and specificity in ``detail``."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_mask_consensus",
     label="Annotator Agreement: STAPLE mask consensus",
     description="Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
     spec=SPEC,
+    view=VIEW,
+    results_cls=MaskConsensusResults,
     params=(
         Param("threshold", float, 0.5, "Consensus threshold",
               "A pixel is in the consensus when its STAPLE probability reaches this", low=0.0, high=1.0,

@@ -70,6 +70,7 @@ from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.arrays import mean_of_defined
 from agreement.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.engine import MethodOutput, MethodSpec
 from agreement.fo.reading import read_assignment
 from agreement.ot import NORMALIZATIONS
@@ -246,11 +247,43 @@ SPEC = MethodSpec(
 )
 
 
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "OT agreement",
+    "score_suffix": "ot",
+    "score_label": "OT score (mean over rater pairs)",
+    "score_axis": "OT score of the sample (1 = identical box sets)",
+    "score_name": "OT score",
+    "score_range": lambda params: (1 - float(params.get("beta", 0.5)), 1.0),
+    "cards": [
+        {"key": "alpha_ot", "label": "αOT", "se": "alpha_ot_se", "exact": "alpha_ot_exact",
+         "reason": "alpha_ot_reason"},
+        {"key": "mean_ot", "label": "mean OT score"},
+        {"key": "f1", "label": "F1@IoU (baseline)"},
+        {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
+        {"key": "n_undefined", "label": "samples without a score", "integer": True},
+    ],
+    "pair_matrix": ("alpha_ot", "αOT per rater pair"),
+    "pair_value": "αOT",
+    "view_labels": ("mean OT score", "samples without a score"),
+}
+
+
+class OTAgreementResults(AgreementResults):
+    """OT agreement (Prokhorov & Kalinin): ``alpha_ot`` (αOT, 1 perfect, 0 chance) with ``alpha_ot_se``,
+    ``mean_ot`` (OT score in [1 − β, 1]), baselines ``f1`` and ``threshold_alpha``, ``n_undefined``;
+    ``detail["rater_pairs"]`` per rater pair."""
+
+    view = VIEW
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_ot_agreement",
     label="Annotator Agreement: OT agreement",
     description="Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus",
     spec=SPEC,
+    view=VIEW,
+    results_cls=OTAgreementResults,
     params=(
         Param("lam", float, 0.5, "λ (localisation weight)",
               "Pair cost = λ·(1−GIoU)/2 + (1−λ)·[labels differ]; 1 ignores labels, 0 ignores boxes",
