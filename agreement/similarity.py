@@ -138,6 +138,7 @@ DEFAULT_RASTER_SIZE: tuple[int, int] = (1024, 1024)
 
 _BOX = ("iou", "giou", "centroid")
 _POLYGON = ("polygon_iou", "polygon_giou")
+_3D = ("point3d", "polyline3d_f1", "segment_jaccard", "cuboid_iou")  # scene units, no image frame
 _MAX_NAMED = 5  # annotations named in an error message
 
 
@@ -285,27 +286,8 @@ def check_similarity(
             what = "a 2D box (3D labels: use 'cuboid_iou')" if data.cuboids is not None else "a finite 2D box"
             raise _lacking(data, bad, what, name)
         return report
-    if name in ("point3d", "polyline3d_f1", "segment_jaccard"):
-        needs = {"point3d": "points3d", "polyline3d_f1": "polylines3d", "segment_jaccard": "segments"}[name]
-        if getattr(data, needs) is None:
-            raise ValueError(f"similarity {name!r} needs {needs}, and the annotations have none")
-        if name == "segment_jaccard":
-            from agreement.geometry.cuboids import validate_segment_indices
-
-            if data.num_points is None:
-                raise ValueError("similarity 'segment_jaccard' needs the number of points of each sample's cloud")
-            for i, seg in enumerate(data.segments):
-                s_i = data.sample_index[i]
-                validate_segment_indices(seg, int(data.num_points[s_i]),
-                                         where=f"sample {data.sample_names[s_i]!r}, label {data.label_ids[i]!r}")
-        return report
-    if name == "cuboid_iou":
-        if data.cuboids is None:
-            raise ValueError("similarity 'cuboid_iou' needs 3D cuboids (location, dimensions, rotation), "
-                             "and the annotations have none")
-        from agreement.geometry.cuboids import validate_cuboids
-
-        validate_cuboids(data.cuboids, where="3D labels")
+    if name in _3D:
+        _check_3d(name, data)
         return report
     if name in _POLYGON:
         if data.polygons is None:
@@ -316,24 +298,7 @@ def check_similarity(
         report["repaired_polygons"] = _geometries(data)[1]
         return report
     if name == "mask_iou":
-        has_mask = np.array(
-            [data.masks is not None and data.masks[i] is not None for i in range(N)], dtype=bool
-        )
-        has_poly = np.array(
-            [data.polygons is not None and _has_polygon(data.polygons[i]) for i in range(N)], dtype=bool
-        )
-        missing = np.flatnonzero(~has_mask & ~has_poly)
-        if len(missing):
-            raise _lacking(data, missing, "an instance mask or a polygon", name)
-        unsized = ~np.isfinite(data.image_sizes).all(axis=1) | (data.image_sizes <= 0).any(axis=1)
-        no_size = np.flatnonzero(has_mask & unsized[data.sample_index])
-        if len(no_size):
-            raise _lacking(data, no_size, "the image size (width, height) to place its instance mask", name)
-        bad = [i for i in np.flatnonzero(has_mask) if np.ndim(data.masks[i]) != 2]
-        if bad:
-            raise _lacking(data, np.asarray(bad), "a 2-D instance mask", name)
-        if has_poly[~has_mask].any():
-            report["repaired_polygons"] = _geometries(data)[1]
+        _check_masks(data, name, report)
         return report
     # oks
     if data.keypoints is None:
@@ -347,6 +312,56 @@ def check_similarity(
     if len(empty):
         raise _lacking(data, empty, "at least one labelled keypoint (OKS is undefined without)", name)
     return report
+
+
+def _check_3d(name: str, data: MultiRaterAnnotations) -> None:
+    """:func:`check_similarity` of the 3D similarities: the geometry is present, segment indices are
+    within their cloud, cuboids are valid."""
+    if name in ("point3d", "polyline3d_f1", "segment_jaccard"):
+        needs = {"point3d": "points3d", "polyline3d_f1": "polylines3d", "segment_jaccard": "segments"}[name]
+        if getattr(data, needs) is None:
+            raise ValueError(f"similarity {name!r} needs {needs}, and the annotations have none")
+        if name == "segment_jaccard":
+            from agreement.geometry.cuboids import validate_segment_indices
+
+            if data.num_points is None:
+                raise ValueError("similarity 'segment_jaccard' needs the number of points of each sample's cloud")
+            for i, seg in enumerate(data.segments):
+                s_i = data.sample_index[i]
+                validate_segment_indices(seg, int(data.num_points[s_i]),
+                                         where=f"sample {data.sample_names[s_i]!r}, label {data.label_ids[i]!r}")
+        return
+    # cuboid_iou
+    if data.cuboids is None:
+        raise ValueError("similarity 'cuboid_iou' needs 3D cuboids (location, dimensions, rotation), "
+                         "and the annotations have none")
+    from agreement.geometry.cuboids import validate_cuboids
+
+    validate_cuboids(data.cuboids, where="3D labels")
+
+
+def _check_masks(data: MultiRaterAnnotations, name: str, report: dict) -> None:
+    """:func:`check_similarity` of ``"mask_iou"``: every annotation has a 2-D instance mask (in an image
+    of known size) or a polygon; the polygons' repairs go to ``report``."""
+    N = len(data)
+    has_mask = np.array(
+        [data.masks is not None and data.masks[i] is not None for i in range(N)], dtype=bool
+    )
+    has_poly = np.array(
+        [data.polygons is not None and _has_polygon(data.polygons[i]) for i in range(N)], dtype=bool
+    )
+    missing = np.flatnonzero(~has_mask & ~has_poly)
+    if len(missing):
+        raise _lacking(data, missing, "an instance mask or a polygon", name)
+    unsized = ~np.isfinite(data.image_sizes).all(axis=1) | (data.image_sizes <= 0).any(axis=1)
+    no_size = np.flatnonzero(has_mask & unsized[data.sample_index])
+    if len(no_size):
+        raise _lacking(data, no_size, "the image size (width, height) to place its instance mask", name)
+    bad = [i for i in np.flatnonzero(has_mask) if np.ndim(data.masks[i]) != 2]
+    if bad:
+        raise _lacking(data, np.asarray(bad), "a 2-D instance mask", name)
+    if has_poly[~has_mask].any():
+        report["repaired_polygons"] = _geometries(data)[1]
 
 
 # --------------------------------------------------------------------------
@@ -520,6 +535,28 @@ def similarity_matrix(
     n, m = len(ra), len(rb)
     if n == 0 or m == 0:
         return np.zeros((n, m))
+    if name in _3D:
+        return _similarity_3d(name, data, ra, rb)
+    size = _frame(data, ra)
+    if name == "iou":
+        return pairwise_iou(data.boxes[ra], data.boxes[rb])
+    if name == "giou":
+        return np.clip(giou_to_similarity(pairwise_giou(data.boxes[ra], data.boxes[rb])), 0.0, 1.0)
+    if name == "centroid":
+        return pairwise_centroid_closeness(data.boxes[ra], data.boxes[rb], size)
+    if name in _POLYGON:
+        ga, gb = _polygon_geoms(data, ra, name), _polygon_geoms(data, rb, name)
+        if name == "polygon_iou":
+            return pairwise_polygon_iou(ga, gb)
+        return np.clip(giou_to_similarity(pairwise_polygon_giou(ga, gb)), 0.0, 1.0)
+    if name == "mask_iou":
+        return pairwise_placed_mask_iou(_placed(data, ra, size), _placed(data, rb, size))
+    return _oks_similarity(data, ra, rb, sigmas, size)
+
+
+def _similarity_3d(name: str, data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """:func:`similarity_matrix` of the 3D similarities (``point3d``, ``polyline3d_f1``,
+    ``segment_jaccard``, ``cuboid_iou``), in scene units (no image frame)."""
     if name == "point3d":
         from agreement.geometry.cuboids import pairwise_point_similarity
 
@@ -535,27 +572,17 @@ def similarity_matrix(
 
         n_points = int(data.num_points[data.sample_index[np.r_[ra, rb]]].max())  # rows_b may span samples
         return pairwise_segment_jaccard([data.segments[i] for i in ra], [data.segments[i] for i in rb], n_points)
-    if name == "cuboid_iou":
-        from agreement.geometry.cuboids import pairwise_cuboid_iou
+    # cuboid_iou
+    from agreement.geometry.cuboids import pairwise_cuboid_iou
 
-        if data.cuboids is None:
-            raise ValueError("similarity 'cuboid_iou' needs 3D cuboids, and the annotations have none")
-        return np.clip(pairwise_cuboid_iou(data.cuboids[ra], data.cuboids[rb]), 0.0, 1.0)
-    size = _frame(data, ra)
-    if name == "iou":
-        return pairwise_iou(data.boxes[ra], data.boxes[rb])
-    if name == "giou":
-        return np.clip(giou_to_similarity(pairwise_giou(data.boxes[ra], data.boxes[rb])), 0.0, 1.0)
-    if name == "centroid":
-        return pairwise_centroid_closeness(data.boxes[ra], data.boxes[rb], size)
-    if name in _POLYGON:
-        ga, gb = _polygon_geoms(data, ra, name), _polygon_geoms(data, rb, name)
-        if name == "polygon_iou":
-            return pairwise_polygon_iou(ga, gb)
-        return np.clip(giou_to_similarity(pairwise_polygon_giou(ga, gb)), 0.0, 1.0)
-    if name == "mask_iou":
-        return pairwise_placed_mask_iou(_placed(data, ra, size), _placed(data, rb, size))
-    # oks
+    if data.cuboids is None:
+        raise ValueError("similarity 'cuboid_iou' needs 3D cuboids, and the annotations have none")
+    return np.clip(pairwise_cuboid_iou(data.cuboids[ra], data.cuboids[rb]), 0.0, 1.0)
+
+
+def _oks_similarity(data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray, sigmas,
+                    size: tuple[float, float] | None) -> np.ndarray:
+    """:func:`similarity_matrix` of ``"oks"``: rows without a labelled keypoint are named."""
     if data.keypoints is None:
         raise ValueError("similarity 'oks' needs keypoints, and the annotations have none")
     sig = _oks_sigmas(data, sigmas)
