@@ -129,3 +129,37 @@ def test_the_manifest_lists_every_registered_operator_and_no_other():
     text = MANIFEST.read_text()
     assert missing_operators(text) == []
     assert set(listed_operators(text)) == {cls().config.name for cls in OPERATORS}
+
+
+def test_the_parameter_reference_is_made_from_the_declarations():
+    from agreement.fo.reference import REFERENCE, reference_text
+
+    assert REFERENCE.read_text() == reference_text(), "run python -m agreement.fo.reference"
+    text = REFERENCE.read_text()
+    for name in ("compute_kalos", "compute_ot_agreement", "compute_geometry_agreement", "compute_consensus",
+                 "compute_mask_consensus", "calibrate_agreement"):
+        assert f"## `{name}`" in text
+    assert "| `beta` | float | `0.5` | in (0.0, 1.0] |" in text
+    assert "| `tau` | float | `'auto'` | in (0.0, 1.0] or 'auto' |" in text
+
+
+def test_every_declared_default_is_inside_its_declared_range():
+    from agreement.fo.methods import declarations
+
+    for decl in declarations():
+        for p in decl.params:
+            assert p.validate(p.default) is not None or p.default is None, (decl.operator, p.name)
+        with pytest.raises(ValueError):
+            decl.param(decl.params[0].name).validate(object())
+
+
+def test_beta_zero_is_refused_by_the_function_and_the_operator(fo, make_dataset):
+    """The form once accepted β = 0, which the OT kernel refuses: both now take the declared range (0, 1]."""
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
+
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    with pytest.raises(ValueError, match=r"beta must be in \(0.0, 1.0\], got 0"):
+        compute_ot_agreement(ds, "o", beta=0, **params)
+    with pytest.raises(Exception, match=r"beta must be in \(0.0, 1.0\]"):
+        _op("compute_ot_agreement")(ds, key="o", beta=0.0, **params)
+    assert ds.list_runs() == []

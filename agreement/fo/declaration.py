@@ -90,7 +90,8 @@ class Param:
             return ""
         lo = "(" if self.low_open else "["
         hi = ")" if self.high_open else "]"
-        return f"in {lo}{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}{hi}"
+        text = f"in {lo}{'-inf' if self.low is None else self.low}, {'inf' if self.high is None else self.high}{hi}"
+        return text + "".join(f" or {v!r}" for v in self.special)
 
     def validate(self, value: Any) -> Any:
         """``value`` converted to the parameter's type and checked against its range and choices.
@@ -112,8 +113,7 @@ class Param:
                              f"{unknown if self.kind is list else unknown[0]!r}; choose from {list(self.choices)}")
         for v in items:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not self._in_range(v):
-                also = "".join(f" or {x!r}" for x in self.special if x is not None)
-                raise ValueError(f"{self.name} must be {self.range_text()}{also}, got {v!r}")
+                raise ValueError(f"{self.name} must be {self.range_text()}, got {v!r}")
         return self.check(value) if self.check is not None else value
 
     def _converted(self, value: Any) -> Any:
