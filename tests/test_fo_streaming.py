@@ -352,8 +352,9 @@ def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask
     assert _same(dask, serial)
     assert len(scattered) == 1 and type(scattered[0]).__name__ == "ChancePlan"
     assert len(submitted) == 7
-    for env, name, stages, job, state in submitted:
+    for env, name, stages, job, state, spec, process in submitted:
         assert job.state is None and isinstance(state, distributed.Future)
+        assert spec.method == "iaa.ot_agreement" and process.__name__ == "process_shard"
 
 
 def test_dask_local_cluster_is_started_and_closed_for_the_run(fo, sparse_crowd):

@@ -117,25 +117,23 @@ def dask_client(dask_address: str | None = None, workers: int | None = None) -> 
         cluster.close()
 
 
-def _shard_task(env: dict, dataset_name: str, stages: list, job, state: Any = None) -> Any:
-    """One shard on a worker: connect to the run's database, rebuild its view, process the shard.
-    ``state`` is the method's prepared state, sent to the cluster once for every shard (see :func:`run_shards`)."""
+def _shard_task(env: dict, dataset_name: str, stages: list, job, state: Any, spec, process: Callable) -> Any:
+    """One shard on a worker: connect to the run's database, rebuild its view, ``process(view, job, spec)``.
+    ``state`` is the method's prepared state, sent to the cluster once for every shard (see :func:`run_shards`);
+    ``spec`` and ``process`` travel with the task (functions by reference: the worker imports their modules)."""
     os.environ.update(env)
     job = dataclasses.replace(job, state=state)
     import fiftyone as fo
     import fiftyone.core.view as fov
 
-    from agreement.fo.engine import process_shard
-    from agreement.fo.methods import spec_of
-
     dataset = fo.load_dataset(dataset_name)
     view = fov.DatasetView._build(dataset, stages) if stages else dataset
-    return process_shard(view, job, spec_of(job.method))
+    return process(view, job, spec)
 
 
-def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], dask_address: str | None = None,
-               workers: int | None = None) -> list:
-    """Runs every shard job on a Dask cluster; returns their results in shard order.
+def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], spec, process: Callable,
+               dask_address: str | None = None, workers: int | None = None) -> list:
+    """Runs ``process(view, job, spec)`` for every shard job on a Dask cluster; returns the results in shard order.
 
     The jobs' common ``state`` (what the method's ``prepare`` returned, e.g. OT's
     chance plan: 50 MB at 1,000,000 samples) is sent to the cluster once and
@@ -153,7 +151,7 @@ def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], da
     with dask_client(dask_address, workers) as client:
         state = client.scatter(jobs[0].state, broadcast=False) if jobs and jobs[0].state is not None else None
         futures = [client.submit(_shard_task, env, dataset_name, stages, dataclasses.replace(job, state=None), state,
-                                 key=f"iaa-shard-{job.index}-{os.getpid()}-{id(job)}", pure=False) for job in jobs]
+                                 spec, process, key=f"iaa-shard-{job.index}-{os.getpid()}-{id(job)}", pure=False) for job in jobs]
         done = 0
         for _ in as_completed(futures):
             done += 1

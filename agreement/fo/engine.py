@@ -30,6 +30,7 @@ from typing import Any, Callable, ContextManager, Mapping, Sequence
 import numpy as np
 
 from agreement.fo import runs
+from agreement.fo.distributed import check_backend, run_shards
 from agreement.fo.reading import ReadResult, current_stamps, join_reads, plan_corpus, read_annotations
 from agreement.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
@@ -348,8 +349,6 @@ def run_method(
 
     params = dict(params)
     runs.validate_key(key)
-    from agreement.fo.distributed import check_backend
-
     check_backend(backend, dask_address, workers)
     why = spec.whole_corpus(params) if spec.kernel is not None else "it does not stream"
     if why is None:
@@ -574,11 +573,10 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         # merge and finish; it is waited for before the run completes, or before a failed run is discarded
         with ShardWriter() as writer:  # shard k is written while shard k + 1 is read and computed
             if backend == "dask":
-                from agreement.fo.distributed import run_shards
-
                 for job in jobs:
                     job.run_plan = register()
-                results = run_shards(samples, jobs, report, dask_address=dask_address, workers=workers)
+                results = run_shards(samples, jobs, report, spec, process_shard, dask_address=dask_address,
+                                     workers=workers)
             else:
                 results = []
                 jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory

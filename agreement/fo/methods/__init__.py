@@ -1,4 +1,4 @@
-"""Every method the plugin offers: the one registry that the operators, the panel and the Dask workers read.
+"""Every method the plugin offers: the one registry that the operators, the panel and the docs read.
 
 A method is a module of this package that defines ``DECLARATION``, an
 :class:`agreement.fo.declaration.MethodDeclaration` (its parameters, engine
@@ -15,11 +15,10 @@ import pkgutil
 from functools import lru_cache
 
 from agreement.fo.declaration import MethodDeclaration
-from agreement.fo.engine import MethodSpec
 from agreement.fo.figures import METHOD_VIEWS
 from agreement.fo.run_results import register_results_class
 
-__all__ = ["declarations", "declaration_of", "spec_of", "streamed_methods"]
+__all__ = ["declarations", "declaration_of"]
 
 @lru_cache(maxsize=None)
 def _declared() -> tuple[MethodDeclaration, ...]:
@@ -46,20 +45,3 @@ def declaration_of(operator: str) -> MethodDeclaration:
         if decl.operator == operator:
             return decl
     raise KeyError(f"no declared method {operator!r}; declared: {[d.operator for d in _declared()]}")
-
-
-def _specs() -> dict[str, MethodSpec]:
-    return {d.method: d.spec for d in _declared()}
-
-
-def spec_of(method: str) -> MethodSpec:
-    """The engine spec of the method with run marker ``method`` (e.g. ``"iaa.kalos"``)."""
-    specs = _specs()
-    if method not in specs:
-        raise KeyError(f"no agreement method {method!r}; known: {sorted(specs)}")
-    return specs[method]
-
-
-def streamed_methods() -> list[str]:
-    """The method markers whose runs stream (a kernel and a finish): they take shard sizes and backends."""
-    return sorted(m for m, spec in _specs().items() if spec.kernel is not None)
