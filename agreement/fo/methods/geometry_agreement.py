@@ -27,8 +27,9 @@ import numpy as np
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import distance_curves
+from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
 from agreement.similarity import similarity_options
 
@@ -153,12 +154,7 @@ DECLARATION = MethodDeclaration(
         Param("seed", int, 0, "Seed", "Seed of the chance sample and the bootstrap"),
         Param("confidence", float, 0.95, "Interval confidence", "Coverage of the bootstrap intervals",
               low=0.0, high=1.0, low_open=True, high_open=True, form=False),
-        Param("point3d_scale", float, 2.0, "3D point falloff scale (scene units)",
-              "Similarity exp(−d²/(2·scale²)) of 'point3d': at d = scale it is 0.61", low=0.0, low_open=True,
-              show_if=lambda p: p.get("distance") == "point3d"),
-        Param("polyline3d_tolerance", float, 0.5, "3D polyline tolerance (scene units)",
-              "A point of one line counts as matched within this distance of the other ('polyline3d_f1')",
-              low=0.0, low_open=True, show_if=lambda p: p.get("distance") == "polyline3d_f1"),
+        *scene_unit_params("distance"),
     ),
     outputs=(("sigma", "σ (share of within distances below chance 5th percentile; ≈0.05 chance)", "float"),
              ("distance_alpha", "Distance α (1 identical, 0 chance)", "float"),

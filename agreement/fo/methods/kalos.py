@@ -26,8 +26,9 @@ import numpy as np
 from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import kalos_bars, kalos_curves
+from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.reading import LABEL_TYPES
 from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.correspondence import COSTS, SOLVERS
@@ -221,12 +222,7 @@ DECLARATION = MethodDeclaration(
         Param("session_attr", str, None, "Session attribute",
               "Optional label attribute naming sessions, for intra-annotator consistency (raters who labelled "
               "the same images in several sessions)"),
-        Param("point3d_scale", float, 2.0, "3D point falloff scale (scene units)",
-              "Similarity exp(−d²/(2·scale²)) of 'point3d': at d = scale it is 0.61", low=0.0, low_open=True,
-              show_if=lambda p: p.get("similarity") == "point3d"),
-        Param("polyline3d_tolerance", float, 0.5, "3D polyline tolerance (scene units)",
-              "A point of one line counts as matched within this distance of the other ('polyline3d_f1')",
-              low=0.0, low_open=True, show_if=lambda p: p.get("similarity") == "polyline3d_f1"),
+        *scene_unit_params("similarity"),
     ),
     outputs=(("global_alpha", "Global alpha (pooled)", "float"),
              ("mean_alpha", "Mean alpha over samples where defined", "float"),
