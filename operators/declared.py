@@ -83,7 +83,8 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
             if decl.streams:
                 execution_inputs(inputs, ctx)
             run_inputs(inputs, ctx, default_prefix=decl.key_prefix)
-            return types.Property(inputs, view=types.View(label=decl.label.split(": ", 1)[-1]))
+            title = decl.label.split(": ", 1)[-1]
+            return types.Property(inputs, view=types.View(label=title[:1].upper() + title[1:]))
 
         def execute(self, ctx):
             p = ctx.params
