@@ -24,6 +24,7 @@ METHODS = [
     ("calibrate_agreement", "boxes", {}),
     ("compute_consensus", "boxes", {}),
     ("compute_mask_consensus", "masks", {}),
+    ("simulate_raters", "boxes", {"field": "a", "num_raters": 2, "magnitude": 0.5}),
 ]
 
 
@@ -65,6 +66,7 @@ def test_fiftyone_run_commands_rename_load_and_delete_every_method(fo, make_data
     ds, rater_params, _, _ = kind_dataset(fo, make_dataset, kind, "fields")
     schema_before = set(ds.get_field_schema(flat=True))
     stored_before = _stored_names(ds)
+    rater_params = {} if op == "simulate_raters" else rater_params
     _run(ds, op, key="runx", **rater_params, **extra)
 
     written = set(ds.get_field_schema(flat=True)) - schema_before
