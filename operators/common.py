@@ -311,7 +311,9 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
 
 
 def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
-    from agreement.fo.reading import LABEL_TYPES, detect_raters, label_fields, recorded_layout
+    from agreement.fo.assignment import recorded_layout
+    from agreement.fo.label_schema import detect_raters, label_fields
+    from agreement.fo.projection import LABEL_TYPES
 
     dataset = ctx.dataset
     choices = label_fields(dataset, label_types or tuple(LABEL_TYPES)) if dataset is not None else []
@@ -363,7 +365,7 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
 
 def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
     """Form fragment: the assigned-raters field, preselected from what the dataset records."""
-    from agreement.fo.reading import assignment_candidates, recorded_assignment
+    from agreement.fo.assignment import assignment_candidates, recorded_assignment
 
     dataset = ctx.dataset
     list_fields = assignment_candidates(dataset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.reading import label_fields
+from agreement.fo.label_schema import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
 from .python_call import AgreementOperator

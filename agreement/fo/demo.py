@@ -33,7 +33,7 @@ import fiftyone as fo
 import fiftyone.operators as foo
 
 from agreement.fo.build import add_corpus_fields, samples_from_corpus
-from agreement.fo.reading import declare_raters_field
+from agreement.fo.assignment import declare_raters_field
 from agreement.rater_pairs import records_to_matrix
 from agreement.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
 from agreement.synthetic.demo_extras import (

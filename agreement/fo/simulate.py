@@ -22,7 +22,7 @@ from typing import Callable
 
 from agreement.fo.build import corpus_label_fields
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
-from agreement.fo.reading import declare_raters_field
+from agreement.fo.assignment import declare_raters_field
 from agreement.noise.empirical import School, load_profile, simulate
 from agreement.noise.perturbations import perturbation_series
 from agreement.validation import AnnotationError

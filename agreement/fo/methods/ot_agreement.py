@@ -71,8 +71,8 @@ from agreement.arrays import mean_of_defined
 from agreement.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
-from agreement.fo.reading import read_assignment
+from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.assignment import read_assignment
 from agreement.ot import NORMALIZATIONS
 from agreement.rater_pairs import RaterPairTable
 
