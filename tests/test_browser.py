@@ -435,7 +435,7 @@ def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_
     from playwright.sync_api import sync_playwright
 
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.panel_data import consensus_counts
+    from agreement.fo.consensus_panel_data import consensus_counts
     from agreement.fo.runs import load_agreement_results
 
     url, dataset, log = app_server

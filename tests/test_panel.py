@@ -459,7 +459,8 @@ def _consensus_labels(samples):
 
 
 def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds):
-    from agreement.fo.panel_data import REPORT_COLUMNS, run_panel_data
+    from agreement.fo.consensus_panel_data import REPORT_COLUMNS
+    from agreement.fo.panel_data import run_panel_data
     from agreement.fo.runs import load_agreement_results
 
     ds, raters = consensus_ds

@@ -23,6 +23,10 @@ Two kinds of numbers are kept apart and always labelled:
 Methods plug in through their declaration's view (``METHOD_VIEWS``, :mod:`agreement.fo.methods`): which sample field is the per-sample
 score, its axis title, which summary keys are headline numbers, where the
 rater-pair matrix lives.
+
+A consensus run's part is in :mod:`agreement.fo.consensus_panel_data`, the
+labels of one sample explained in :mod:`agreement.fo.label_explanations`
+(their public names are importable from here too).
 """
 
 from __future__ import annotations
@@ -52,6 +56,15 @@ from agreement.fo.figures import (
     pair_matrix_figure,
     sig3,
 )
+from agreement.fo.consensus_panel_data import (
+    REVIEW_HELP,
+    _consensus_data,
+    consensus_cards,
+    rater_report_markdown,
+    rater_report_rows,
+    review_queue_view,
+)
+from agreement.fo.label_explanations import label_explanations
 
 __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
@@ -393,110 +406,6 @@ def compare_markdown(run_data: list[dict], n: int) -> str:
     return head + "\n" + "\n".join(rows)
 
 
-def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
-    """Per label of one sample: rater, class, nearest counterpart, cost or similarity, and why it is unmatched.
-
-    OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
-    ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
-    from ``{key}_unit`` (the other members of its unit are its counterparts).
-    Other methods: the labels with their rater only.
-    """
-    key = info["key"]
-    layout = info.get("input") or {}
-    found = samples._root_dataset.select(sample_id)
-    if not len(found):  # not a sample of the dataset (a patch of a patches view, say): nothing to explain
-        return []
-    sample = found.first()
-    fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
-    labels = []  # (rater, label)
-    for f in fields:
-        value = sample[f] if f in sample.field_names else None
-        if value is None:
-            continue
-        items = getattr(value, "detections", None)
-        if items is None:
-            items = getattr(value, "polylines", None) or getattr(value, "keypoints", None) or []
-        for lab in items:
-            rater = (f if layout.get("layout") != "attribute"
-                     else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None))
-            labels.append((str(rater), lab))
-    by_id = {lab.id: (r, lab) for r, lab in labels}
-
-    def attr(lab, name):
-        try:
-            return lab.get_attribute_value(name, None)
-        except Exception:
-            return None
-
-    def describe(lid):
-        if lid is None or lid not in by_id:
-            return None
-        r, lab = by_id[lid]
-        return f"{r}: {lab.label}"
-
-    rows = []
-    if info["method"] == "iaa.ot_agreement":
-        for r, lab in labels:
-            reason = attr(lab, f"{key}_reason")
-            match_id = attr(lab, f"{key}_match")
-            if reason is None and match_id is not None:  # a matched label stores no reason
-                reason = "matched"
-            nearest = describe(attr(lab, f"{key}_nearest_id"))
-            match = describe(match_id)
-            cost = attr(lab, f"{key}_nearest_cost")
-            rows.append({
-                "id": lab.id, "rater": r, "label": lab.label,
-                "status": reason or "not scored",
-                "counterpart": match or nearest or "none (nobody else drew anything here)",
-                "value": (f"cost {sig3(attr(lab, f'{key}_cost'))} paid" if reason == "matched"
-                          else f"cost {sig3(cost)} to the nearest (unmatched at β)" if cost is not None else "—"),
-                "disagrees": reason not in (None, "matched"),
-            })
-    elif info["method"] == "iaa.kalos":
-        units: dict = {}
-        for r, lab in labels:
-            units.setdefault(attr(lab, f"{key}_unit"), []).append((r, lab))
-        for r, lab in labels:
-            unit = attr(lab, f"{key}_unit")
-            others = [(r2, l2) for r2, l2 in units.get(unit, []) if l2.id != lab.id] if unit is not None else []
-            differ = [f"{r2}: {l2.label}" for r2, l2 in others if l2.label != lab.label]
-            status = ("alone in its unit: no other rater drew this object" if not others else
-                      "class differs within the unit" if differ else "matched")
-            rows.append({
-                "id": lab.id, "rater": r, "label": lab.label, "status": status,
-                "counterpart": ", ".join(f"{r2}: {l2.label}" for r2, l2 in others) or "none",
-                "value": f"unit {unit}" if unit is not None else "no unit",
-                "disagrees": status != "matched",
-            })
-    elif info["method"] == CONSENSUS_METHOD:
-        rows = _consensus_explanations(sample, key, labels, attr)
-    else:
-        for r, lab in labels:
-            rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—",
-                         "value": "—", "disagrees": False})
-    rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
-    return rows
-
-
-def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
-    """Per rater label of a consensus run: the consensus label it was fused into, and whether it agrees."""
-    field = f"{key}_consensus"
-    value = sample[field] if field in sample.field_names else None
-    cons = {c.id: c for c in (getattr(value, value._LABEL_LIST_FIELD) if value is not None else [])}
-    rows = []
-    for r, lab in labels:
-        c = cons.get(attr(lab, f"{key}_consensus_id"))
-        agrees = bool(attr(lab, f"{key}_agrees"))
-        status = ("in no consensus label" if c is None else "agrees with its consensus label" if agrees
-                  else "its consensus label has another class")
-        flagged = " (flagged for review)" if c is not None and attr(c, f"{key}_review") else ""
-        rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": status,
-                     "counterpart": f"consensus: {c.label}{flagged}" if c is not None else "none",
-                     "value": f"confidence {sig3(c.confidence)}" if c is not None else "—",
-                     "disagrees": not agrees})
-    return rows
-
-
 # --------------------------------------------------------------------------- views
 def bin_view(samples, field: str, lo: float, hi: float, last: bool):
     """The samples whose score falls in ``[lo, hi)`` (``[lo, hi]`` for the last bin)."""
@@ -512,156 +421,6 @@ def lowest_first_view(samples, field: str, descending: bool = False):
 def unscored_view(samples, field: str):
     """The samples the run gave no score (see :func:`undefined_reasons` for why)."""
     return samples.exists(field, False)
-
-
-# --------------------------------------------------------------------------- consensus runs
-REVIEW_HELP = (
-    "**Review queue** loads the consensus labels flagged for review as patches, least confident first "
-    "(the same view as the operator *load_agreement_view* in mode *review*). Tag each patch `accepted` or "
-    "`rejected` with FiftyOne's own label tagging (select patches, the tag icon above the grid, *Labels*). "
-    "Then the operator **finalize_consensus** writes the reviewed label set `{key}_final`: rejected labels "
-    "left out, accepted ones no longer flagged."
-)
-REPORT_COLUMNS = (  # short headings: the table must fit a panel column; REPORT_NOTE says what they mean
-    ("sensitivity", "sensitivity"),
-    ("false_positive_rate", "FP / sample"),
-    ("precision", "precision"),
-    ("localisation_error", "loc. error"),
-    ("agreement", "agrees"),
-    ("n_labels", "labels"),
-    ("n_samples", "samples"),
-)
-REPORT_NOTE = (
-    "*sensitivity*: share of the consensus objects on its samples that the rater drew; *FP / sample*: false "
-    "positives per assigned sample; *precision*: share of its labels that are real objects; *loc. error*: "
-    "localisation error, mean 1 − IoU to the consensus label; *agrees*: share of its labels in a consensus "
-    "label of their class; *labels*, *samples*: counted for the rater."
-)
-CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
-                          "majority": "majority vote", "wbf": "weighted boxes fusion"}
-
-
-def _tau_sources() -> dict[str, str]:
-    from agreement.consensus.threshold import AUTO_TAU_RANGE
-
-    lo, hi = AUTO_TAU_RANGE
-    return {"auto": f"chosen from the data in [{lo:g}, {hi:g}]", "given": "given", "model": "the fitted model's"}
-
-
-def consensus_tau_card(summary: dict) -> dict:
-    """The card of a consensus run's correspondence threshold τ and where it came from (runs made before
-    ``tau="auto"`` record only the number)."""
-    tau, source = summary.get("tau"), _tau_sources().get(summary.get("tau_selection"))
-    text = sig3(tau) if is_finite(tau) else "not recorded"
-    return {"label": "same-object threshold τ", "value": tau if is_finite(tau) else None,
-            "text": f"{text} ({source})" if source and is_finite(tau) else text}
-
-
-def _consensus_paths(samples, key: str) -> tuple[str, str]:
-    """The consensus field ``{key}_consensus`` and the path of its label list (``…consensus.detections``)."""
-    from agreement.fo.reading import LABEL_TYPES
-
-    field = f"{key}_consensus"
-    doc_type = getattr(samples._root_dataset.get_field(field), "document_type", None)
-    if doc_type not in LABEL_TYPES:
-        raise PanelDataError(f"field {field!r} of the consensus run {key!r} is missing or not a label list")
-    return field, f"{field}.{LABEL_TYPES[doc_type]}"
-
-
-def consensus_counts(samples, key: str) -> dict:
-    """Consensus labels of run ``key`` in ``samples``, those flagged for review and their mean confidence.
-
-    One database aggregation (``Count``, ``CountValues`` of ``{key}_review``,
-    ``Mean`` of ``confidence``), never the values in Python.
-
-    Returns:
-        ``{"n_labels", "n_flagged", "share_flagged" (None without labels), "mean_confidence" (None)}``.
-    """
-    import fiftyone.core.aggregations as foa
-
-    _, path = _consensus_paths(samples, key)
-    n, flags, mean = samples.aggregate([foa.Count(path), foa.CountValues(f"{path}.{key}_review"),
-                                        foa.Mean(f"{path}.confidence")])
-    flagged = int(flags.get(True, 0))
-    return {"n_labels": int(n), "n_flagged": flagged, "share_flagged": flagged / n if n else None,
-            "mean_confidence": float(mean) if n and is_finite(mean) else None}
-
-
-def consensus_cards(samples, key: str) -> list[dict]:
-    """The consensus cards of ``samples``: consensus labels, share flagged for review, mean confidence.
-
-    ``value`` is the number, ``text`` what the panel shows (three significant figures).
-    """
-    c = consensus_counts(samples, key)
-    n, flagged, share = c["n_labels"], c["n_flagged"], c["share_flagged"]
-    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {count_text(n, 'label')})" if share is not None
-                  else "undefined: no consensus labels")
-    mean = c["mean_confidence"]
-    return [
-        {"label": "consensus labels", "value": n, "text": f"{n:,}"},
-        {"label": "flagged for review", "value": share, "text": share_text, "count": flagged},
-        {"label": "mean confidence of the consensus labels", "value": mean,
-         "text": sig3(mean) if mean is not None else "undefined: no consensus labels"},
-    ]
-
-
-def rater_report_rows(results: dict) -> list[dict]:
-    """The rater report of a consensus run's results, one row per rater:
-    ``{"rater", <column>: value, "text": {<column>: shown text}}`` for the columns of ``REPORT_COLUMNS``."""
-    report = (results.get("detail") or {}).get("rater_report") or {}
-    rows = []
-    for rater, entry in report.items():
-        row = {"rater": str(rater), "text": {}}
-        for k, _ in REPORT_COLUMNS:
-            v = entry.get(k)
-            row[k] = v
-            row["text"][k] = (f"{int(v):,}" if k.startswith("n_") and is_finite(v) else
-                              "< 0.001" if is_finite(v) and 0 < abs(v) < 1e-3 else sig3(v))
-        rows.append(row)
-    return rows
-
-
-def rater_report_markdown(rows: list[dict]) -> str:
-    """The rater report as a markdown table (three significant figures; "undefined" for NaN) and a note
-    saying what each column means."""
-    head = "| rater | " + " | ".join(name for _, name in REPORT_COLUMNS) + " |"
-    align = "|:--|" + "--:|" * len(REPORT_COLUMNS)
-    body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in REPORT_COLUMNS) + " |" for r in rows]
-    return "\n".join([head, align, *body]) + "\n\n" + REPORT_NOTE
-
-
-def review_queue_view(samples, key: str):
-    """The review queue of consensus run ``key`` on ``samples``: a patches view of the flagged consensus
-    labels, least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
-    from agreement.fo.methods.consensus import review_view
-
-    return review_view(samples, key)
-
-
-def _consensus_data(samples, info: dict, results: dict, whole: bool, rater: str | None) -> dict:
-    """The consensus part of :func:`run_panel_data`: cards (whole run, this view), rater report, confusion."""
-    key = info["key"]
-    rows = rater_report_rows(results)
-    raters = [r["rater"] for r in rows]
-    chosen = rater if rater in raters else (raters[0] if raters else None)
-    summary = results.get("summary") or {}
-    method = CONSENSUS_METHOD_NAMES.get(summary.get("method"), summary.get("method") or "unknown")
-    if summary.get("method") == "em":
-        method += f", {'converged' if summary.get('converged') else 'stopped'} after {summary.get('n_iter')} iterations"
-    out = {
-        "cards": consensus_cards(samples._root_dataset, key) + [
-            {"label": "consensus method", "value": summary.get("method"), "text": method},
-            consensus_tau_card(summary)],
-        "view_cards": [] if whole or not len(samples) else consensus_cards(samples, key),
-        "report_rows": rows,
-        "report_md": rater_report_markdown(rows) if rows else "No rater report in the run results.",
-        "raters": raters,
-        "rater": chosen,
-        "confusion": confusion_matrix(results, chosen) if chosen else None,
-        "review_help": REVIEW_HELP.format(key=key),
-    }
-    out["figure"] = confusion_figure(out["confusion"]) if out["confusion"] and out["confusion"]["classes"] else None
-    return out
 
 
 # --------------------------------------------------------------------------- everything

@@ -1,0 +1,117 @@
+"""The labels of one sample, explained for the App panel's sample view (what an SDK user can compute too).
+
+Per label: its rater, its class, its counterpart (the label it was matched
+to, the nearest one, the other members of its unit, or the consensus label it
+was fused into), what it cost or how confident, and whether it disagrees;
+read from what the run wrote on the labels (see :func:`label_explanations`).
+"""
+
+from __future__ import annotations
+
+from agreement.fo.figures import CONSENSUS_METHOD, sig3
+
+__all__ = ["label_explanations"]
+
+
+def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
+    """Per label of one sample: rater, class, nearest counterpart, cost or similarity, and why it is unmatched.
+
+    OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
+    ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
+    from ``{key}_unit`` (the other members of its unit are its counterparts).
+    Other methods: the labels with their rater only.
+    """
+    key = info["key"]
+    layout = info.get("input") or {}
+    found = samples._root_dataset.select(sample_id)
+    if not len(found):  # not a sample of the dataset (a patch of a patches view, say): nothing to explain
+        return []
+    sample = found.first()
+    fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
+    labels = []  # (rater, label)
+    for f in fields:
+        value = sample[f] if f in sample.field_names else None
+        if value is None:
+            continue
+        items = getattr(value, "detections", None)
+        if items is None:
+            items = getattr(value, "polylines", None) or getattr(value, "keypoints", None) or []
+        for lab in items:
+            rater = (f if layout.get("layout") != "attribute"
+                     else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None))
+            labels.append((str(rater), lab))
+    by_id = {lab.id: (r, lab) for r, lab in labels}
+
+    def attr(lab, name):
+        try:
+            return lab.get_attribute_value(name, None)
+        except Exception:
+            return None
+
+    def describe(lid):
+        if lid is None or lid not in by_id:
+            return None
+        r, lab = by_id[lid]
+        return f"{r}: {lab.label}"
+
+    rows = []
+    if info["method"] == "iaa.ot_agreement":
+        for r, lab in labels:
+            reason = attr(lab, f"{key}_reason")
+            match_id = attr(lab, f"{key}_match")
+            if reason is None and match_id is not None:  # a matched label stores no reason
+                reason = "matched"
+            nearest = describe(attr(lab, f"{key}_nearest_id"))
+            match = describe(match_id)
+            cost = attr(lab, f"{key}_nearest_cost")
+            rows.append({
+                "id": lab.id, "rater": r, "label": lab.label,
+                "status": reason or "not scored",
+                "counterpart": match or nearest or "none (nobody else drew anything here)",
+                "value": (f"cost {sig3(attr(lab, f'{key}_cost'))} paid" if reason == "matched"
+                          else f"cost {sig3(cost)} to the nearest (unmatched at β)" if cost is not None else "—"),
+                "disagrees": reason not in (None, "matched"),
+            })
+    elif info["method"] == "iaa.kalos":
+        units: dict = {}
+        for r, lab in labels:
+            units.setdefault(attr(lab, f"{key}_unit"), []).append((r, lab))
+        for r, lab in labels:
+            unit = attr(lab, f"{key}_unit")
+            others = [(r2, l2) for r2, l2 in units.get(unit, []) if l2.id != lab.id] if unit is not None else []
+            differ = [f"{r2}: {l2.label}" for r2, l2 in others if l2.label != lab.label]
+            status = ("alone in its unit: no other rater drew this object" if not others else
+                      "class differs within the unit" if differ else "matched")
+            rows.append({
+                "id": lab.id, "rater": r, "label": lab.label, "status": status,
+                "counterpart": ", ".join(f"{r2}: {l2.label}" for r2, l2 in others) or "none",
+                "value": f"unit {unit}" if unit is not None else "no unit",
+                "disagrees": status != "matched",
+            })
+    elif info["method"] == CONSENSUS_METHOD:
+        rows = _consensus_explanations(sample, key, labels, attr)
+    else:
+        for r, lab in labels:
+            rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—",
+                         "value": "—", "disagrees": False})
+    rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
+    return rows
+
+
+def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
+    """Per rater label of a consensus run: the consensus label it was fused into, and whether it agrees."""
+    field = f"{key}_consensus"
+    value = sample[field] if field in sample.field_names else None
+    cons = {c.id: c for c in (getattr(value, value._LABEL_LIST_FIELD) if value is not None else [])}
+    rows = []
+    for r, lab in labels:
+        c = cons.get(attr(lab, f"{key}_consensus_id"))
+        agrees = bool(attr(lab, f"{key}_agrees"))
+        status = ("in no consensus label" if c is None else "agrees with its consensus label" if agrees
+                  else "its consensus label has another class")
+        flagged = " (flagged for review)" if c is not None and attr(c, f"{key}_review") else ""
+        rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": status,
+                     "counterpart": f"consensus: {c.label}{flagged}" if c is not None else "none",
+                     "value": f"confidence {sig3(c.confidence)}" if c is not None else "—",
+                     "disagrees": not agrees})
+    return rows
