@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from agreement.fo.writing import db_value
+from agreement.fo.stored_values import db_value
 
 __all__ = ["pack", "unpack", "nested_to_columns", "columns_to_nested", "is_nested_columns", "MIN_PACKED"]
 

@@ -46,7 +46,7 @@ from agreement.fo.run_classes import (
     stored_label_attr,
     upgrade_legacy_run,
 )
-from agreement.fo.writing import db_value as _db_value
+from agreement.fo.stored_values import db_value as _db_value
 
 __all__ = [
     "PLUGIN_NAME",

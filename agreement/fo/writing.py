@@ -13,11 +13,13 @@ The attributes are declared in the dataset schema first (float, int, bool or
 string, from the values), so that the App and ``get_field_schema`` see them;
 then in-memory samples are reloaded, so that FiftyOne reads back exactly what
 was written.
+
+Values, labels and ObjectIds as stored are made in :mod:`agreement.fo.stored_values`
+(their names are importable from here too).
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +34,10 @@ from pymongo import UpdateOne
 import fiftyone.core.fields as fof
 
 from agreement.fo.gc_pause import gc_paused
+from agreement.fo.stored_values import (
+    _CONTAINERS, _STORED_AS_IS, db_value, label_document, label_field_value, new_object_id_bytes, new_object_ids,
+    object_id_strings,
+)
 
 __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_label_field", "label_field_value",
            "label_document",
@@ -44,18 +50,6 @@ __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_labe
 BATCH = 500
 #: ``bulk_write`` calls in flight at once.
 WRITERS = 2
-
-
-def db_value(v: Any) -> Any:
-    """A value as stored: numpy scalars as Python scalars, NaN as ``None``."""
-    if isinstance(v, (np.floating, float)):
-        v = float(v)
-        return None if math.isnan(v) else v
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 def _field_type(values: Sequence[Any]):
@@ -505,73 +499,6 @@ def _clean_column(values: Sequence[Any]) -> list:
     return [v if type(v) in _STORED_AS_IS else db_value(v) for v in values]
 
 
-#: Types stored exactly as they are (no conversion by :func:`db_value`).
-_STORED_AS_IS = frozenset({str, int, bool, type(None)})
-
-
-_CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}
-_ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint"}
-
-
-def label_document(container: str, _id: ObjectId | None = None, **values: Any) -> dict:
-    """A label as stored by FiftyOne (``_id``, ``_cls``, ``tags``, ``attributes``, then ``values``).
-
-    ``container`` is the list type (``"Detections"``, ``"Polylines"`` or
-    ``"Keypoints"``); a ``mask`` value is serialised as FiftyOne stores it.
-    ``_id``: the label's id (a new one when None, see :func:`new_object_ids`).
-    """
-    doc = {"_id": ObjectId() if _id is None else _id, "_cls": _ITEMS[container], "attributes": {}, "tags": []}
-    for k, v in values.items():
-        if type(v) in _STORED_AS_IS or type(v) is list:
-            doc[k] = v
-        elif k == "mask" and v is not None:
-            import fiftyone.core.utils as fou
-
-            doc[k] = fou.serialize_numpy_array(np.asarray(v))
-        else:
-            doc[k] = db_value(v)
-    return doc
-
-
-def new_object_ids(n: int) -> list[ObjectId]:
-    """``n`` new, distinct ObjectIds (:func:`new_object_id_bytes`), about ten times faster than
-    ``ObjectId()`` one at a time."""
-    data = new_object_id_bytes(n)
-    return [ObjectId(data[i:i + 12]) for i in range(0, len(data), 12)]
-
-
-def new_object_id_bytes(n: int) -> bytes:
-    """The 12 bytes of each of ``n`` new, distinct ObjectIds, one after the other, made in one vectorised step.
-
-    The layout of the BSON specification: a 4-byte big-endian timestamp, 5
-    random bytes and a 3-byte big-endian counter (here from a random start,
-    so that two calls in the same second cannot collide unless the 5 random
-    bytes do). Id ``i`` is ``ObjectId(data[12 i: 12 i + 12])``; its string,
-    :func:`object_id_strings`.
-    """
-    import os
-    import time
-
-    if n <= 0:
-        return b""
-    if n > 1 << 24:
-        return new_object_id_bytes(1 << 24) + new_object_id_bytes(n - (1 << 24))
-    raw = np.empty((n, 12), dtype=np.uint8)
-    raw[:, 0:4] = np.frombuffer(int(time.time()).to_bytes(4, "big"), dtype=np.uint8)
-    raw[:, 4:9] = np.frombuffer(os.urandom(5), dtype=np.uint8)
-    counter = (int.from_bytes(os.urandom(3), "big") + np.arange(n, dtype=np.uint64)) % (1 << 24)
-    raw[:, 9:12] = counter.astype(">u4").view(np.uint8).reshape(n, 4)[:, 1:]
-    return raw.tobytes()
-
-
-def object_id_strings(data: bytes) -> np.ndarray:
-    """The 24-digit hexadecimal strings (``str(ObjectId)``) of ObjectIds given as consecutive 12-byte
-    runs (:func:`new_object_id_bytes`), vectorised."""
-    import binascii
-
-    return np.frombuffer(binascii.hexlify(data), dtype="S24").astype(str).astype(object)
-
-
 def declare_label_field(dataset, name: str, container: str, attr_values: Mapping[str, Sequence[Any]] | None = None
                         ) -> None:
     """Declares label field ``name`` (an ``EmbeddedDocumentField`` of ``container``) and its extra label
@@ -586,11 +513,6 @@ def declare_label_field(dataset, name: str, container: str, attr_values: Mapping
             if dataset.get_field(name) is None:
                 dataset._merge_sample_field_schema({name: fof.EmbeddedDocumentField(cls)})
     declare_label_attrs(dataset, {f"{name}.{_CONTAINERS[container]}": dict(attr_values or {})})
-
-
-def label_field_value(container: str, docs: Sequence[dict]) -> dict:
-    """The stored value of a label field of type ``container`` holding the :func:`label_document` ``docs``."""
-    return {"_cls": container, _CONTAINERS[container]: list(docs)}
 
 
 def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:
