@@ -13,7 +13,7 @@ from agreement.calibration import calibrate
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import calibration_curves
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.similarity import SIMILARITIES, supported_similarities
 
 __all__ = ["calibrate_agreement", "METHOD", "SPEC", "DECLARATION"]

@@ -45,9 +45,10 @@ from agreement.similarity import SIMILARITIES
 from agreement.fo import runs
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.gc_pause import gc_paused
-from agreement.fo.writing import declare_sample_field, label_document, new_object_id_bytes, object_id_strings
+from agreement.fo.stored_values import label_document, new_object_id_bytes, object_id_strings
+from agreement.fo.writing import declare_sample_field
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC",
            "DECLARATION"]

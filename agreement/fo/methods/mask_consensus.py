@@ -25,7 +25,7 @@ import fiftyone as fo
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import rater_bars
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.engine import MethodOutput, MethodSpec
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.mask_consensus import mask_consensus
 
 __all__ = ["compute_mask_consensus", "METHOD", "SPEC", "DECLARATION"]
