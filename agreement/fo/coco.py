@@ -302,52 +302,13 @@ def export_multi_rater_coco(
     dataset = samples._root_dataset
     meta = dataset.info.get(INFO_KEY, {})
     if fields is None and field is None:
-        if meta.get("layout") == "attribute":
-            field, rater_attr = meta["field"], meta.get("rater_attr") or "annotator"
-        elif meta.get("rater_fields"):
-            fields = sorted(set(meta["rater_fields"].values()))
-        else:
-            raise ValueError("give `fields` or `field` (this dataset was not imported from multi-rater COCO)")
+        fields, field, rater_attr = _recorded_export_layout(meta, rater_attr)
     schema = samples.get_field_schema()
     if raters_field is not None and raters_field not in schema:
         raters_field = None
-    read = read_annotations(
-        samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
-        raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
-    )
+    read = _read_for_export(samples, fields, field, rater_attr, raters_field)
     ann = read.annotations
-    if np.isnan(ann.image_sizes).any():
-        dataset.compute_metadata()
-        read = read_annotations(
-            samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
-            raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
-        )
-        ann = read.annotations
-    box_fields = read.label_fields
-    extra_keys = ("coco_id", "area", "iscrowd")
-    per_label: dict[str, dict[str, Any]] = {}
-    polygons_by_label: dict[str, list] = {}
-    for bf in box_fields:
-        paths = [f"{bf}.detections.id"] + [f"{bf}.detections.{k}" for k in extra_keys] + [f"{bf}.detections.mask"]
-        vals = samples.values(paths)
-        for per_sample in zip(*vals):
-            if per_sample[0] is None:
-                continue
-            for lid, *rest in zip(*per_sample):
-                per_label[lid] = dict(zip(extra_keys, rest[:-1]))
-                mask = rest[-1]
-                if mask is not None:
-                    polygons_by_label[lid] = mask
-        pf = f"{bf}_polygons"
-        if pf in schema:
-            coco_ids, points = samples.values([f"{pf}.polylines.coco_id", f"{pf}.polylines.points"])
-            by_coco = {}
-            for cids, pts in zip(coco_ids, points):
-                for cid, p in zip(cids or [], pts or []):
-                    by_coco[cid] = [np.asarray(r, dtype=np.float64).reshape(-1, 2) for r in p]
-            for lid, extra in per_label.items():
-                if extra.get("coco_id") in by_coco:
-                    polygons_by_label[lid] = by_coco[extra["coco_id"]]
+    per_label, polygons_by_label = _stored_label_extras(samples, schema, read.label_fields)
     polys = []
     for i, lid in enumerate(ann.label_ids):
         p = polygons_by_label.get(lid)
@@ -387,6 +348,64 @@ def export_multi_rater_coco(
     coco = MultiRaterCoco(corpus, images, categories, extras, rater_ids, dict(meta.get("info") or {}))
     write_multi_rater_coco(coco, path)
     return {"images": ann.num_samples, "annotations": len(ann), "raters": list(names)}
+
+
+def _recorded_export_layout(meta: dict, rater_attr: str | None) -> tuple:
+    """``(fields, field, rater_attr)`` of the layout recorded at import (``meta``: ``dataset.info["iaa_coco"]``)."""
+    fields = field = None
+    if meta.get("layout") == "attribute":
+        field, rater_attr = meta["field"], meta.get("rater_attr") or "annotator"
+    elif meta.get("rater_fields"):
+        fields = sorted(set(meta["rater_fields"].values()))
+    else:
+        raise ValueError("give `fields` or `field` (this dataset was not imported from multi-rater COCO)")
+    return fields, field, rater_attr
+
+
+def _read_for_export(samples, fields, field, rater_attr, raters_field):
+    """The read of ``samples`` to export (boxes past the border are errors), with image sizes: computed
+    first when some are missing."""
+    read = read_annotations(
+        samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
+        raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
+    )
+    if np.isnan(read.annotations.image_sizes).any():
+        samples._root_dataset.compute_metadata()
+        read = read_annotations(
+            samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
+            raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
+        )
+    return read
+
+
+def _stored_label_extras(samples, schema, box_fields) -> tuple[dict, dict]:
+    """Per label id of the box fields: its stored COCO extras (``coco_id``, ``area``, ``iscrowd``), and its
+    polygon (the rings of the ``<box field>_polygons`` Polylines with its ``coco_id``, else its instance mask)."""
+    extra_keys = ("coco_id", "area", "iscrowd")
+    per_label: dict[str, dict[str, Any]] = {}
+    polygons_by_label: dict[str, list] = {}
+    for bf in box_fields:
+        paths = [f"{bf}.detections.id"] + [f"{bf}.detections.{k}" for k in extra_keys] + [f"{bf}.detections.mask"]
+        vals = samples.values(paths)
+        for per_sample in zip(*vals):
+            if per_sample[0] is None:
+                continue
+            for lid, *rest in zip(*per_sample):
+                per_label[lid] = dict(zip(extra_keys, rest[:-1]))
+                mask = rest[-1]
+                if mask is not None:
+                    polygons_by_label[lid] = mask
+        pf = f"{bf}_polygons"
+        if pf in schema:
+            coco_ids, points = samples.values([f"{pf}.polylines.coco_id", f"{pf}.polylines.points"])
+            by_coco = {}
+            for cids, pts in zip(coco_ids, points):
+                for cid, p in zip(cids or [], pts or []):
+                    by_coco[cid] = [np.asarray(r, dtype=np.float64).reshape(-1, 2) for r in p]
+            for lid, extra in per_label.items():
+                if extra.get("coco_id") in by_coco:
+                    polygons_by_label[lid] = by_coco[extra["coco_id"]]
+    return per_label, polygons_by_label
 
 
 def _mask_polygons(mask: np.ndarray, box: np.ndarray) -> list[np.ndarray] | None:
