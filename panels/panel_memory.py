@@ -1,0 +1,53 @@
+"""What each "Annotator Agreement" panel remembers between events, on the server.
+
+Never in the App's panel state: every state write makes the App update its
+workspace, which drops the sidebar filters (see :mod:`.agreement_panel`).
+One :class:`_Memory` per panel id, the least recently used forgotten past
+``_MAX_PANELS``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Memory:
+    """What a panel instance remembers between events, on the server (never in App state, see above)."""
+
+    filters: dict = field(default_factory=dict)
+    reset_until: float = 0.0
+    drill: dict | None = None  # {"stages": [...], "what": str, "bin": int | None}
+    sig: str | None = None
+    figures: dict = field(default_factory=dict)  # name -> {"layout", "config", "click"}
+    undefined: list = field(default_factory=list)
+    compare: dict | None = None
+    modal: dict | None = None
+    whole: bool = True
+    # the source of truth for rendering: the App may send events with an older copy of the panel state
+    run_key: str | None = None
+    runs: list | None = None
+    compare_on: bool | None = None
+    compare_key: str | None = None
+    shown: dict = field(default_factory=dict)  # error, has_cards, score_field, n_bars, n_curves
+    dataset: str | None = None
+    run_labels: dict = field(default_factory=dict)  # key -> "key — method, time" for the run dropdown
+    touched: float = 0.0
+    consensus_rater: str | None = None  # the rater whose confusion matrix a consensus run shows
+    consensus: dict | None = None  # a consensus run: {"raters", "rater", "n_flagged"}
+
+
+_MEMORY: dict[str, _Memory] = {}
+_MAX_PANELS = 64
+
+
+def _memory(ctx) -> _Memory:
+    pid = str(ctx.params.get("panel_id") or "default")
+    mem = _MEMORY.get(pid)
+    if mem is None:
+        if len(_MEMORY) >= _MAX_PANELS:  # forget the least recently used panel
+            del _MEMORY[min(_MEMORY, key=lambda k: _MEMORY[k].touched)]
+        mem = _MEMORY[pid] = _Memory()
+    mem.touched = time.time()
+    return mem
