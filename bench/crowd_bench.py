@@ -1,6 +1,6 @@
 """Crowd benchmark: every compute operator on a crowd design, against the same corpus with few raters.
 
-A generated crowd corpus (:func:`agreement.synthetic.crowd.crowd_corpus`) of
+A generated crowd corpus (:func:`agreement.simulate.synthetic.crowd.crowd_corpus`) of
 ``--samples`` samples (default 2,000) with 10 raters assigned per sample,
 once drawn from ``--crowd`` raters (default 500) and once from 10 raters in
 all (every rater on every sample). Both are loaded into FiftyOne in the
@@ -118,7 +118,7 @@ def run_operators(datasets: dict, operators: list[tuple[str, dict]], repeat: int
 
 
 def main(argv=None) -> None:
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--samples", type=int, default=2000)

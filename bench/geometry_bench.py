@@ -1,10 +1,10 @@
-"""Benchmark of chance-corrected geometry agreement (agreement.geometry_agreement).
+"""Benchmark of chance-corrected geometry agreement (agreement.methods.geometry_agreement).
 
 Prints run times (and ratios measured in this run, never timed assertions):
 
 1. the shared LVIS data (200 images, 2 raters) for GIoU and IoU, with and
    without the bootstrap, against a naive baseline (one
-   ``agreement.baselines.threshold_match`` call per set pair, the same set
+   ``agreement.methods.ot.baselines.threshold_match`` call per set pair, the same set
    pairs);
 2. a generated 20,000-sample, 5-rater corpus of deterministic jittered boxes
    (3 objects per image), at the default pair budget (which bounds the chance
@@ -35,10 +35,10 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from agreement.baselines import threshold_match  # noqa: E402
-from agreement.data import MultiRaterAnnotations  # noqa: E402
-from agreement.geometry_agreement import geometry_agreement  # noqa: E402
-from agreement.synthetic.crowd import crowd_corpus  # noqa: E402
+from agreement.methods.ot.baselines import threshold_match  # noqa: E402
+from agreement.core.data import MultiRaterAnnotations  # noqa: E402
+from agreement.methods.geometry_agreement import geometry_agreement  # noqa: E402
+from agreement.simulate.synthetic.crowd import crowd_corpus  # noqa: E402
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 
@@ -106,7 +106,7 @@ def main() -> None:
 
     # 1. LVIS ------------------------------------------------------------------
     if LVIS.exists():
-        from agreement.coco import read_multi_rater_coco
+        from agreement.io.coco import read_multi_rater_coco
 
         data = read_multi_rater_coco(LVIS).annotations
         print(f"1. LVIS (shared data): {data.num_samples} images, {data.num_raters} raters, {len(data):,} boxes")

@@ -5,7 +5,7 @@ Prints, in one run:
 1. **Shared LVIS data** (200 images, 2 raters; ``../shared/data``): greedy
    correspondence, ψ_soft cost, box IoU, τ = 0.5 (the reference's
    ``greedy`` / ``category_lenient`` / ``bbox_iou_similarity``). Time per
-   sample of :func:`agreement.kalos.kalos_alpha` and of the reference's
+   sample of :func:`agreement.methods.kalos.kalos_alpha` and of the reference's
    ``calculate_iaa``, their ratio (target: at least 5x), and a check that
    the units of every sample, every defined per-sample α and the global α
    are the same (to 1e-9), and that every sample where the reference
@@ -42,10 +42,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agreement.coco import parse_multi_rater_coco  # noqa: E402
-from agreement.correspondence import SOLVERS  # noqa: E402
-from agreement.data import MultiRaterAnnotations  # noqa: E402
-from agreement.kalos import kalos_alpha  # noqa: E402
+from agreement.io.coco import parse_multi_rater_coco  # noqa: E402
+from agreement.geometry.correspondence import SOLVERS  # noqa: E402
+from agreement.core.data import MultiRaterAnnotations  # noqa: E402
+from agreement.methods.kalos import kalos_alpha  # noqa: E402
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 W, H = 640, 480

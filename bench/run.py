@@ -182,9 +182,9 @@ def pot_ot_cost(c: np.ndarray, beta: float) -> float:
 
 def bench_ot(args) -> dict | None:
     """Every LVIS per-sample score and exact alpha-OT vs a plain POT ``ot.emd`` loop."""
-    from agreement.alpha_ot import alpha_ot
-    from agreement.coco import read_multi_rater_coco
-    from agreement.ot import pair_cost_matrix, sample_ot_scores
+    from agreement.methods.ot.alpha_ot import alpha_ot
+    from agreement.io.coco import read_multi_rater_coco
+    from agreement.methods.ot import pair_cost_matrix, sample_ot_scores
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
                         "lvis_v1.0_val_doubly_annos_subset200.json")

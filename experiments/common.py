@@ -6,7 +6,7 @@
 * :func:`noisy_pair`: a 2-rater corpus, the reference rater (LVIS ``r1``)
   against one copy of it under an OT-paper perturbation (shift, drop, swap)
   at noise level ``γ``. The perturbations are coupled across ``γ`` (same
-  seed and stream: :mod:`agreement.noise.perturbations`), so that a sample's
+  seed and stream: :mod:`agreement.simulate.noise.perturbations`), so that a sample's
   scores over the levels measure the score, not the draw.
 * :func:`select_raters`: the corpus restricted to some raters.
 * :data:`METRICS` and :func:`evaluate`: the metric registry. Every shipped
@@ -36,13 +36,13 @@ if str(REPO) not in sys.path:  # scripts run as ``python experiments/x.py``
 
 from scipy.stats import kendalltau  # noqa: E402
 
-from agreement.alpha_ot import alpha_ot  # noqa: E402
-from agreement.baselines import threshold_baselines  # noqa: E402
-from agreement.coco import read_multi_rater_coco  # noqa: E402
-from agreement.data import MultiRaterAnnotations  # noqa: E402
-from agreement.kalos import grouped_alpha, kalos_alpha  # noqa: E402
-from agreement.noise import perturbation_series  # noqa: E402
-from agreement.ot import sample_ot_scores  # noqa: E402
+from agreement.methods.ot.alpha_ot import alpha_ot  # noqa: E402
+from agreement.methods.ot.baselines import threshold_baselines  # noqa: E402
+from agreement.io.coco import read_multi_rater_coco  # noqa: E402
+from agreement.core.data import MultiRaterAnnotations  # noqa: E402
+from agreement.methods.kalos import grouped_alpha, kalos_alpha  # noqa: E402
+from agreement.simulate.noise import perturbation_series  # noqa: E402
+from agreement.methods.ot import sample_ot_scores  # noqa: E402
 
 LVIS_NAME = "lvis_v1.0_val_doubly_annos_subset200.json"
 LVIS_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / LVIS_NAME
@@ -101,7 +101,7 @@ def noisy_pair(data: MultiRaterAnnotations, kind: str, gamma: float, seed: int =
                rater: str = REFERENCE) -> MultiRaterAnnotations:
     """Reference rater vs a perturbed copy of it (raters ``"noisy"`` and ``rater``).
 
-    The perturbation (:func:`agreement.noise.perturbation_series`) uses the
+    The perturbation (:func:`agreement.simulate.noise.perturbation_series`) uses the
     stream ``kind`` and ``seed`` for every ``γ``: the boxes dropped at ``γ``
     are dropped at every larger ``γ``, shifts are stretched along fixed
     directions, swapped pairs are a prefix of those at a larger ``γ``.
@@ -211,7 +211,7 @@ def _nanmean(x: np.ndarray) -> float:
 def _geometry(data):
     # Imported here so that the other experiments run while the geometry
     # module is being changed; it is pure (no FiftyOne).
-    from agreement.geometry_agreement import geometry_agreement
+    from agreement.methods.geometry_agreement import geometry_agreement
 
     return geometry_agreement(data, distance="giou", threshold=0.5, bootstrap=None,
                               max_pairs=GEOMETRY_MAX_PAIRS, seed=0)

@@ -4,11 +4,11 @@ Two corpora with a known truth, each with five simulated raters in five
 mixes, at magnitudes ``λ`` in :data:`MAGNITUDES`:
 
 * **demo**: the 300 synthetic scenes of the demo (``generate_scenes``,
-  ``ground_truth``), raters from :class:`agreement.synthetic.RaterProfile`
+  ``ground_truth``), raters from :class:`agreement.simulate.synthetic.RaterProfile`
   (misses, Gaussian box jitter relative to the box, false positives per
   image, class swaps), plus the demo's own five raters;
 * **LVIS**: the shared LVIS subset, ``r1`` as the truth, raters from the
-  empirical noise generator (:func:`agreement.noise.simulate`, the shipped
+  empirical noise generator (:func:`agreement.simulate.noise.simulate`, the shipped
   ``lvis`` profile: misses and false positives at 19.6 % per box, heavy-
   tailed box residuals, rare class mistakes) at magnitude ``λ``.
 
@@ -57,12 +57,12 @@ import time
 import numpy as np
 
 import common as C
-from agreement.baselines import threshold_match
-from agreement.consensus import consensus
-from agreement.data import MultiRaterAnnotations
+from agreement.methods.ot.baselines import threshold_match
+from agreement.methods.consensus import consensus
+from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
-from agreement.noise import School, load_profile, simulate
-from agreement.synthetic import (
+from agreement.simulate.noise import School, load_profile, simulate
+from agreement.simulate.synthetic import (
     DEMO_PROFILES,
     SIMILAR_CLASSES,
     RaterProfile,
@@ -543,7 +543,7 @@ def write_markdown(cells: dict, summary: dict, path) -> None:
              "simulated swaps, and the class accuracy of each consensus.\n")
     L.append(class_table(cells))
     L.append("\n## The EM's τ: chosen from the data, against the fixed τ = 0.5\n")
-    L.append("The τ the EM chose (`tau=\"auto\"`, the default: `agreement.consensus.threshold.select_tau`), and "
+    L.append("The τ the EM chose (`tau=\"auto\"`, the default: `agreement.methods.consensus.threshold.select_tau`), and "
              "F1 minus the best tuned baseline with it and with the fixed τ = 0.5 (the default before):\n")
     L.append(C.markdown_table(["cell", "τ chosen", "EM(τ auto) − best", "EM(τ=0.5) − best"],
                               [[_key(k), f"{summary['tau_auto'][k]:.2f}", f"{summary['targets'][k]['f1_margin']:+.3f}",

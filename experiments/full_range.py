@@ -2,7 +2,7 @@
 
 For each magnitude λ in ``MAGNITUDES`` (0 to 5) and each seed, the corpus is
 LVIS ``r1`` against one rater simulated from it with the LVIS profile
-(:func:`agreement.noise.simulate`, ``λ`` scaling every error rate and every
+(:func:`agreement.simulate.noise.simulate`, ``λ`` scaling every error rate and every
 localisation residual; ``λ = 1`` reproduces the profile fitted from the real
 ``r1``/``r2`` pairs, so ``r1`` vs a simulated rater at ``λ = 1`` should look
 like the real ``r1`` vs ``r2``). Every shipped score is computed at corpus
@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 import common as C
-from agreement.noise import simulate
+from agreement.simulate.noise import simulate
 
 MAGNITUDES = (0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)
 SEEDS = (0, 1, 2)
@@ -60,7 +60,7 @@ def _interp_lambda(mags, curve, value) -> float:
 
 def strict_and_loose(pair) -> tuple[float, float]:
     """Share of boxes matched at IoU ≥ 0.5 (class-agnostic F1) and at GIoU ≥ 0 (geometry matching)."""
-    from agreement.baselines import threshold_baselines
+    from agreement.methods.ot.baselines import threshold_baselines
 
     strict = threshold_baselines(pair, 0.5, class_aware=False).f1_micro
     loose = 1.0 - C._geometry(pair).unmatched_within

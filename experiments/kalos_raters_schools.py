@@ -15,10 +15,10 @@ in ``K``, up to sampling noise.
 their independent noise (``λ = 1``): school A shifts every box by
 ``+SHIFT`` box widths and widens it by ``exp(+SHIFT)``, school B the opposite,
 and each school relabels a share ``CLASS_MAP_RATE`` of the classes by its own
-fixed class map (:class:`agreement.noise.School`). Reported per split: KαLOS
+fixed class map (:class:`agreement.simulate.noise.School`). Reported per split: KαLOS
 global α of all raters, and of the same number of raters without schools
 (control); the mean pairwise α (KαLOS collaboration matrix,
-:func:`agreement.diagnostics.collaboration_clusters`) within school A, within
+:func:`agreement.methods.kalos.diagnostics.collaboration_clusters`) within school A, within
 school B and across the schools; the mean OT score within vs across; and
 whether cutting the collaboration dendrogram into two clusters recovers the
 schools exactly (share of seeds).
@@ -37,11 +37,11 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster
 
 import common as C
-from agreement.diagnostics import collaboration_clusters
-from agreement.kalos import kalos_alpha
-from agreement.noise import School, simulate
-from agreement.ot import sample_ot_scores
-from agreement.rater_pairs import records_to_matrix
+from agreement.methods.kalos.diagnostics import collaboration_clusters
+from agreement.methods.kalos import kalos_alpha
+from agreement.simulate.noise import School, simulate
+from agreement.methods.ot import sample_ot_scores
+from agreement.core.rater_pairs import records_to_matrix
 
 RATERS = (2, 3, 4, 6, 8, 10, 12, 14, 16, 18)
 SEEDS = (0, 1, 2)

@@ -9,7 +9,7 @@ belong together when they derive from the same reference box.
 
 KαLOS clusters each image's boxes into units (box IoU, τ = 0.5, ψ_soft) with
 the greedy, sequential Hungarian and agglomerative solvers
-(:mod:`agreement.correspondence`). Over every pair of boxes of different
+(:mod:`agreement.geometry.correspondence`). Over every pair of boxes of different
 raters on the same image (the pairs a solver can merge: a unit holds at most
 one box per rater), with *merged* = same unit and *true* = same source:
 
@@ -39,8 +39,8 @@ import numpy as np
 
 import common as C
 from agreement.geometry.boxes import pairwise_iou
-from agreement.kalos import kalos_alpha
-from agreement.noise import simulate
+from agreement.methods.kalos import kalos_alpha
+from agreement.simulate.noise import simulate
 
 SOLVERS = ("greedy", "hungarian", "agglomerative")
 MAGNITUDES = (0.5, 1.0, 2.0, 3.0, 4.0)

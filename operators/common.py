@@ -222,7 +222,7 @@ def rater_layout_kwargs(params: dict) -> dict:
     ``raters_field`` (default: the assignment recorded on the dataset) +
     ``assume_crossed``; and ``box_policy`` (``"clip"``, ``"drop"``, ``"error"``).
     """
-    from agreement.validation import BOX_POLICIES
+    from agreement.core.validation import BOX_POLICIES
 
     fields = params.get("fields")
     field = params.get("field")

@@ -217,7 +217,7 @@ class ImportLabelStudio(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
-        from agreement.labelstudio import ROTATED_POLICIES
+        from agreement.io.labelstudio import ROTATED_POLICIES
 
         inputs = types.Object()
         inputs.str("json_path", required=True, label="Label Studio JSON export",

@@ -40,7 +40,7 @@ class SimulateRaters(AgreementOperator):
                      description="empirical: λ scales every error rate and residual (1 = as fitted); perturbations: γ")
         if (ctx.params.get("noise") or "empirical") == "empirical":
             inputs.str("profile", default="lvis", label="Noise profile",
-                       description="'lvis' (shipped) or a JSON file from `python -m agreement.noise.fit`")
+                       description="'lvis' (shipped) or a JSON file from `python -m agreement.simulate.noise.fit`")
             inputs.int("school_size", default=0, min=0, label="School size",
                        description="The first raters share a systematic box offset (0: no school)")
         inputs.int("seed", default=0, label="Seed")

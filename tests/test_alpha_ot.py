@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.alpha_ot import alpha_ot, canonical_sample_order
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.ot import ot_score, sample_ot_scores
+from agreement.methods.ot.alpha_ot import alpha_ot, canonical_sample_order
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.methods.ot import ot_score, sample_ot_scores
 
 
 def _set(boxes, labels, prefix="x"):
@@ -308,7 +308,7 @@ def test_observed_costs_from_sample_ot_scores_give_the_same_result(norm):
 def _cut(data, bounds):
     import dataclasses
 
-    from agreement.data import class_order
+    from agreement.core.data import class_order
 
     vocab = class_order(data.labels.tolist())
     return [dataclasses.replace(data.select_samples(np.arange(lo, hi)), classes=vocab)
@@ -319,9 +319,9 @@ def _cut(data, bounds):
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 49), max_size=5, unique=True),
        max_pairs=st.sampled_from([50, 2_000, 1_000_000]))
 def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
-    from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
-    from agreement.ot import sample_ot_scores
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+    from agreement.methods.ot import sample_ot_scores
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(50, 9, 3, min_objects=0, max_objects=5, seed=seed)
     whole = alpha_ot(data, max_pairs=max_pairs, seed=seed)
@@ -339,8 +339,8 @@ def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
 
 
 def test_chance_plan_depends_on_the_assignment_only():
-    from agreement.alpha_ot import plan_chance
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.methods.ot.alpha_ot import plan_chance
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(40, 6, 3, seed=2)
     cs, cr = np.nonzero(data.assigned)
@@ -358,8 +358,8 @@ def test_chance_plan_depends_on_the_assignment_only():
 
 
 def test_cell_sets_that_miss_a_cell_are_refused():
-    from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(20, 4, 3, seed=1)
     cs, cr = np.nonzero(data.assigned)

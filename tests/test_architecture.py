@@ -19,7 +19,7 @@ def _pure_modules():
 
 def test_pure_library_does_not_import_fiftyone():
     modules = sorted(_pure_modules())
-    assert "agreement.geometry.boxes" in modules and "agreement.coco" in modules
+    assert "agreement.geometry.boxes" in modules and "agreement.io.coco" in modules
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"
@@ -148,3 +148,14 @@ def test_no_import_circle_even_through_imports_inside_functions():
         if v not in index:
             visit(v)
     assert not circles, f"import circles: {circles}"
+
+
+def test_the_library_is_laid_out_by_role():
+    """``agreement/`` holds folders by role, no flat modules: the data model and what every method shares
+    (``core``), geometry and correspondence (``geometry``), one folder per method (``methods``), formats
+    (``io``), simulated raters (``simulate``) and the FiftyOne bridge (``fo``)."""
+    root = REPO / "agreement"
+    entries = {p.name for p in root.iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", "core", "geometry", "methods", "io", "simulate", "fo"}, entries
+    methods = {p.name for p in (root / "methods").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert methods == {"ot", "kalos", "geometry_agreement", "consensus"}, methods

@@ -1,11 +1,11 @@
-"""agreement.arrays.unique_sorted against np.unique (the oracle)."""
+"""agreement.core.arrays.unique_sorted against np.unique (the oracle)."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from agreement.arrays import unique_sorted
+from agreement.core.arrays import unique_sorted
 
 
 @settings(max_examples=200, deadline=None)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from agreement.calibration import (
+from agreement.methods.kalos.calibration import (
     beta_from_tau,
     calibrate,
     disagreement_samples,
@@ -21,7 +21,7 @@ from agreement.calibration import (
     plot_calibration_png,
     select_tau,
 )
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_giou, pairwise_iou
 
 
@@ -311,7 +311,7 @@ def test_tau_ks_max_fallback_is_middle_of_gap():
 
 
 def test_binned_density_for_large_samples(monkeypatch):
-    import agreement.calibration as cal
+    import agreement.methods.kalos.calibration as cal
 
     rng = np.random.default_rng(2)
     d_o = rng.beta(2, 14, size=5000)
@@ -337,7 +337,7 @@ def test_beta_from_tau():
 
 def test_beta_star_matches_ot_matching():
     """At λ = 1 and β = τ*_giou, OT matches exactly the pairs with d_giou < τ*."""
-    from agreement.ot import ot_match
+    from agreement.methods.ot import ot_match
 
     data = _corpus(6, S=80, mode="jitter")
     res = calibrate(data, ("giou",))
@@ -411,7 +411,7 @@ def test_png_writer(tmp_path):
 
 @pytest.mark.shared_data
 def test_lvis_calibration_and_reference(lvis_path):
-    from agreement.coco import read_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
 
     data = read_multi_rater_coco(lvis_path).annotations
     res = calibrate(data)

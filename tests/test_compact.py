@@ -52,7 +52,7 @@ def test_nested_maps_round_trip_through_columns():
 
 def test_long_record_tables_are_stored_as_packed_columns_and_read_back_as_records():
     """Rater-pair records go through records_to_columns (how runs store them): numeric columns packed, exact back."""
-    from agreement.rater_pairs import columns_to_records, records_to_columns
+    from agreement.core.rater_pairs import columns_to_records, records_to_columns
 
     rng = np.random.default_rng(0)
     rows = [{"rater_a": f"w{i}", "rater_b": f"w{i + 1}", "alpha": None if i % 7 == 0 else float(rng.random()),

@@ -1,4 +1,4 @@
-"""Consensus labels (agreement.consensus): identity, absence semantics, fusion, EM estimates, results, bad input."""
+"""Consensus labels (agreement.methods.consensus): identity, absence semantics, fusion, EM estimates, results, bad input."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from agreement.consensus import consensus
-from agreement.consensus.fusion import fuse_boxes
-from agreement.consensus.scale import member_pairs, pairwise_scales
-from agreement.consensus.units import units_from_labels
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.synthetic import generate_scenes, ground_truth, simulate_demo_raters
+from agreement.methods.consensus import consensus
+from agreement.methods.consensus.fusion import fuse_boxes
+from agreement.methods.consensus.scale import member_pairs, pairwise_scales
+from agreement.methods.consensus.units import units_from_labels
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.simulate.synthetic import generate_scenes, ground_truth, simulate_demo_raters
 
 RATERS = ("a", "b", "c")
 
@@ -240,7 +240,7 @@ def _demo(n=150, seed=0):
 def test_pair_medians_are_the_median_of_each_key(rows, few_keys):
     """The grouped median (argsort of values, then a stable sort of the keys, narrowed to 16 bits when
     they fit) against np.median per key, for keys under and over 2**16."""
-    from agreement.consensus.scale import _pair_medians
+    from agreement.methods.consensus.scale import _pair_medians
 
     key = np.array([k % 5 if few_keys else k for k, _ in rows], dtype=np.int64)
     z = np.array([v for _, v in rows])
@@ -253,8 +253,8 @@ def test_pair_medians_are_the_median_of_each_key(rows, few_keys):
 def test_box_pair_terms_give_the_pair_differences_of_the_boxes():
     """The EM's precomputed box pair terms (BoxPairs, selected by a mask) equal the differences of
     the boxes computed directly (centre over the fused size, log sizes), bit for bit."""
-    from agreement.consensus.fusion import BoxOffsets, Fused
-    from agreement.consensus.scale import BoxPairs
+    from agreement.methods.consensus.fusion import BoxOffsets, Fused
+    from agreement.methods.consensus.scale import BoxPairs
 
     rng = np.random.default_rng(3)
     unit = np.repeat(np.arange(40), rng.integers(1, 5, 40))
@@ -288,7 +288,7 @@ def test_em_on_the_demo_estimates_its_raters_and_beats_single_raters():
     assert conf[ci, ei] > 0.3 and conf[ei, ci] > 0.3
     assert res.report.confusion[rep["careful"]][ci, ci] > 0.9
     assert res.report.n_samples[rep["part_time"]] < res.report.n_samples[rep["careful"]]
-    from agreement.baselines import f1_at_iou
+    from agreement.methods.ot.baselines import f1_at_iou
 
     def f1(ann, rater):
         tp = n = 0
@@ -459,7 +459,7 @@ def test_bounded_least_squares_equals_scipy_lsq_linear(seed, n_unknowns, lower):
     from scipy.optimize import lsq_linear
     from scipy.sparse import csr_matrix
 
-    from agreement.consensus.scale import bounded_least_squares
+    from agreement.methods.consensus.scale import bounded_least_squares
 
     rng = np.random.default_rng(seed)
     rows = 3 * n_unknowns
@@ -477,8 +477,8 @@ def test_bounded_least_squares_equals_scipy_lsq_linear(seed, n_unknowns, lower):
 
 def test_em_stops_once_every_raters_noise_moves_by_under_a_tenth_of_its_standard_error(monkeypatch):
     """The crowd stopping rule: each σ_r within a small fraction of its standard error of the fully settled EM."""
-    import agreement.consensus.em as em
-    from agreement.synthetic.crowd import crowd_corpus
+    import agreement.methods.consensus.em as em
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(300, 120, 8, seed=3)
     quick = consensus(corpus)

@@ -5,7 +5,7 @@
   float64, and to float32 precision as it ships;
 * the class EM against a textbook Dawid-Skene written here (loops, dicts)
   and against crowd-kit's ``DawidSkene`` (test-only dependency);
-* the corpus-level pattern STAPLE against :func:`agreement.staple.staple`
+* the corpus-level pattern STAPLE against :func:`agreement.methods.consensus.staple.staple`
   on the expanded raters × pixels matrix.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.consensus import consensus, dawid_skene, weighted_boxes_fusion
-from agreement.consensus.pixels import pattern_staple
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.staple import staple
+from agreement.methods.consensus import consensus, dawid_skene, weighted_boxes_fusion
+from agreement.methods.consensus.pixels import pattern_staple
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.methods.consensus.staple import staple
 
 # --------------------------------------------------------------------------
 # WBF against ensemble-boxes
@@ -259,7 +259,7 @@ def test_consensus_class_posterior_is_dawid_skene_when_every_object_is_certain()
 
 
 # --------------------------------------------------------------------------
-# Pattern STAPLE against agreement.staple
+# Pattern STAPLE against agreement.methods.consensus.staple
 # --------------------------------------------------------------------------
 
 

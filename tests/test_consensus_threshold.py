@@ -1,4 +1,4 @@
-"""tau="auto" (agreement.consensus.threshold): the correspondence threshold chosen from the corpus."""
+"""tau="auto" (agreement.methods.consensus.threshold): the correspondence threshold chosen from the corpus."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.consensus import consensus
-from agreement.consensus.threshold import AUTO_TAU_RANGE, select_tau
-from agreement.consensus.fusion import box_iou_paired
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.methods.consensus import consensus
+from agreement.methods.consensus.threshold import AUTO_TAU_RANGE, select_tau
+from agreement.methods.consensus.fusion import box_iou_paired
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
 
 RATERS = ("a", "b", "c")

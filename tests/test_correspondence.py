@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agreement.correspondence import (
+from agreement.geometry.correspondence import (
     COSTS,
     SOLVERS,
     canonical_rank,

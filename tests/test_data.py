@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 
 
 def _set(boxes, labels):

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agreement.coco import read_multi_rater_coco
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.diagnostics import (
+from agreement.io.coco import read_multi_rater_coco
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.methods.kalos.diagnostics import (
     class_difficulty,
     collaboration_clusters,
     intra_annotator_consistency,
@@ -20,8 +20,8 @@ from agreement.diagnostics import (
     session_consistency,
     sessions_as_raters,
 )
-from agreement.kalos import kalos_alpha
-from agreement.krippendorff import nominal_alpha
+from agreement.methods.kalos import kalos_alpha
+from agreement.core.krippendorff import nominal_alpha
 
 
 def aset(boxes, labels, ids=None):
@@ -289,8 +289,8 @@ def test_diagnostics_walked_in_runs_of_samples_equal_the_whole_corpus(monkeypatc
     """Vitality, class difficulty and pairwise α add the exact statistics of runs of whole samples
     (bounded memory on a large corpus); the result equals one pass over every value: per-sample vitality
     bit for bit (each sample lies in one run), the corpus numbers to rounding."""
-    import agreement.diagnostics as diag
-    from agreement.synthetic.crowd import crowd_corpus
+    import agreement.methods.kalos.diagnostics as diag
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(40, 6, 4, min_objects=0, max_objects=5, num_classes=3, seed=5)
     result = kalos_alpha(corpus)
@@ -315,8 +315,8 @@ def test_diagnostics_walked_in_runs_of_samples_equal_the_whole_corpus(monkeypatc
 
 
 def test_sample_runs_cover_every_sample_once_and_never_cut_one():
-    import agreement.diagnostics as diag
-    from agreement.synthetic.crowd import crowd_corpus
+    import agreement.methods.kalos.diagnostics as diag
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(25, 5, 3, min_objects=0, max_objects=6, seed=2)
     result = kalos_alpha(corpus)
@@ -336,8 +336,8 @@ def test_sample_runs_cover_every_sample_once_and_never_cut_one():
 def test_assigned_cells_are_the_raters_with_values_in_each_sample(monkeypatch, chunk):
     """The assignment the pairwise diagnostics use is read from the values as sparse cells, a run of values
     at a time: the cells of every (sample, rater) with a value, each once, sorted, whatever the run size."""
-    import agreement.diagnostics as diag
-    from agreement.synthetic.crowd import crowd_corpus
+    import agreement.methods.kalos.diagnostics as diag
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(30, 40, 4, min_objects=0, max_objects=4, seed=9)
     result = kalos_alpha(corpus)

@@ -36,7 +36,7 @@ def _run(ds, op, **params):
 def _import(tmp_path, coco, name, layout="attribute"):
     import fiftyone as fo
 
-    from agreement.coco import write_multi_rater_coco
+    from agreement.io.coco import write_multi_rater_coco
 
     import fiftyone.operators as foo
 
@@ -52,8 +52,8 @@ def _import(tmp_path, coco, name, layout="attribute"):
 @pytest.fixture
 def crowd_coco():
     """A sparse-assignment crowd corpus as multi-rater COCO: 40 samples, 30 raters, 4 per sample."""
-    from agreement.coco import MultiRaterCoco
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.io.coco import MultiRaterCoco
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(40, 30, 4, min_objects=1, max_objects=5, seed=3)
     corpus = type(corpus)(
@@ -89,7 +89,7 @@ def test_recorded_assignment_is_used_without_raters_field(tmp_path, crowd_coco, 
 
 
 def test_kalos_default_on_crowd_equals_the_pure_library_with_the_assignment(tmp_path, crowd_coco):
-    from agreement.kalos import kalos_alpha
+    from agreement.methods.kalos import kalos_alpha
 
     ds = _import(tmp_path, crowd_coco, "crowd-pure")
     try:
@@ -180,7 +180,7 @@ def _attr_ds(fo, make_dataset, assigned_values, who=("u1", "u2")):
 ])
 def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
     from agreement.fo.reading import read_annotations
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     ds = _attr_ds(fo, make_dataset, assigned)
     with pytest.raises(AnnotationError, match=message):
@@ -189,7 +189,7 @@ def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
 
 def test_labels_without_rater_name_the_count_and_first_samples(fo, make_dataset):
     from agreement.fo.reading import read_annotations
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     ds = _attr_ds(fo, make_dataset, [["u1", "u2"]] * 4, who=("u1", None))
     with pytest.raises(AnnotationError, match=r"4 label\(s\) on 4 sample\(s\) have no 'annotator'.*0\.jpg.*1\.jpg"):

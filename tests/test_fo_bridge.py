@@ -80,7 +80,7 @@ def test_attribute_layout_without_raters_field_assumes_fully_crossed(fo, per_rat
 )
 def test_bad_boxes_name_sample_and_field(fo, make_dataset, box, message):
     from agreement.fo.reading import read_annotations
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     ds = make_dataset([
         fo.Sample(filepath="/data/good.jpg", a=fo.Detections(detections=[_det(fo, "x", [0.1, 0.1, 0.1, 0.1])]),
@@ -105,7 +105,7 @@ def test_boxes_past_the_border_are_clipped_and_reported(fo, make_dataset):
 
 def test_bad_layouts_are_clear_errors(fo, per_rater_ds, make_dataset):
     from agreement.fo.reading import read_annotations
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     per_rater_ds.add_sample_field("note", fo.StringField)
     with pytest.raises(AnnotationError, match="field 'note' is a StringField, not a label field"):
@@ -252,7 +252,7 @@ def test_run_on_a_view_writes_only_its_samples(per_rater_ds):
 
 def test_masks_and_keypoints_are_read(fo, make_dataset):
     from agreement.fo.reading import read_annotations
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     m = np.zeros((4, 6), dtype=bool)
     m[1:3, 2:5] = True

@@ -33,7 +33,7 @@ def _run(ds, op, **params):
 def crowd_ds(fo, make_dataset):
     """60 samples, 5 raters (all assigned), true objects in 'truth'."""
     from agreement.fo.build import samples_from_corpus
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
     samples = samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
@@ -85,7 +85,7 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     ({"tau": "auto"}, None, "auto"),
 ])
 def test_the_consensus_tau_is_chosen_from_the_data_unless_given(crowd_ds, params, tau, selection):
-    from agreement.consensus import consensus
+    from agreement.methods.consensus import consensus
     from agreement.fo.reading import read_annotations
     from agreement.fo.runs import load_agreement_results
 

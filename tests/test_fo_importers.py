@@ -28,8 +28,8 @@ OP = "@iaa/agreement/{}"
 
 def _grid_corpus(num_samples: int = 10, seed: int = 3):
     """A 3-rater corpus (2 of 3 raters per image, some explicit absence) with boxes on the pixel grid."""
-    from agreement.data import MultiRaterAnnotations
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.core.data import MultiRaterAnnotations
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(num_samples, 3, raters_per_sample=2, min_objects=0, max_objects=5, seed=seed)
     px = corpus.boxes * [W, H, W, H]
@@ -268,7 +268,7 @@ def test_operator_reports_errors_by_name(fo, original, tmp_path):
 
 def _ls_corpus():
     """3 annotators on the pixel grid; every third annotation is a polygon (a diamond touching its box)."""
-    from agreement.data import MultiRaterAnnotations
+    from agreement.core.data import MultiRaterAnnotations
 
     c = _grid_corpus(num_samples=12, seed=5)
     polys = []
@@ -284,7 +284,7 @@ def _ls_corpus():
 
 
 def _write_kalos_coco(corpus, path) -> None:
-    from agreement.coco import MultiRaterCoco, write_multi_rater_coco
+    from agreement.io.coco import MultiRaterCoco, write_multi_rater_coco
 
     cats = [{"id": k + 1, "name": n} for k, n in enumerate(sorted(set(corpus.labels.tolist())))]
     images = [{"id": int(corpus.sample_ids[s]), "file_name": corpus.sample_names[s]} for s in range(corpus.num_samples)]
@@ -338,7 +338,7 @@ def test_label_studio_attribute_layout_keypoints_and_counts(fo, tmp_path):
     path = tmp_path / "export.json"
     path.write_text(json.dumps(tasks))
     before = _datasets(fo)
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     with pytest.raises(AnnotationError, match=r"export.json: task 1, annotation \d+, region 'r\d+' .*rotated by 30"):
         import_label_studio(path, "ls-attr", layout="attribute")

@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _crowd_dataset(fo, name: str, samples: int = 300):
     from agreement.fo.build import samples_from_corpus
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(samples, 4, 4, min_objects=2, max_objects=6, seed=5)
     if fo.dataset_exists(name):

@@ -87,7 +87,7 @@ def test_fields_labels_and_results_are_written(fo, ot_ds):
                 "exact"} <= set(r)
         assert 0.5 <= r["mean_ot"] <= 1 and r["exact"] == 1.0
     assert "per_rater_pair" not in res["detail"] and "rater_pair_mean_ot" not in res["detail"]
-    from agreement.rater_pairs import records_to_matrix
+    from agreement.core.rater_pairs import records_to_matrix
 
     raters, m, shared = records_to_matrix(recs, "alpha_ot", res["detail"]["raters"])
     assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True) and shared[0, 1] == 4
@@ -143,10 +143,10 @@ def test_single_sample_gives_undefined_alpha_with_reason(fo, ot_ds):
 
 @pytest.mark.shared_data
 def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
-    from agreement.alpha_ot import alpha_ot
-    from agreement.coco import read_multi_rater_coco
+    from agreement.methods.ot.alpha_ot import alpha_ot
+    from agreement.io.coco import read_multi_rater_coco
     from agreement.fo.coco import import_multi_rater_coco
-    from agreement.ot import sample_ot_scores
+    from agreement.methods.ot import sample_ot_scores
 
     ds = import_multi_rater_coco(lvis_path, dataset_name="lvis_ot", polygons="none")
     try:

@@ -17,7 +17,7 @@ def scored(fo, make_dataset):
     import fiftyone.operators as foo
 
     from agreement.fo.build import samples_from_corpus
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(12, 3, raters_per_sample=3, seed=2)
     ds = make_dataset()

@@ -34,7 +34,7 @@ def sparse_crowd(fo, make_dataset):
     border, several classes."""
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.reading import declare_raters_field
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(60, 12, 4, min_objects=1, max_objects=6, seed=3)
     samples = samples_from_corpus(corpus, [f"/stream/{i:03d}.jpg" for i in range(60)], layout="attribute",
@@ -264,7 +264,7 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
 def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(30, 3, 3, min_objects=0, max_objects=5, seed=8)
     ds = make_dataset(samples_from_corpus(corpus, [f"/f/{i}.jpg" for i in range(30)], layout="fields",
@@ -383,8 +383,8 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
 def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.synthetic.crowd import crowd_corpus
-    from agreement.validation import AnnotationError
+    from agreement.simulate.synthetic.crowd import crowd_corpus
+    from agreement.core.validation import AnnotationError
 
     corpus, _ = crowd_corpus(5, 3, 3, seed=1)
     ds = make_dataset(samples_from_corpus(corpus, [f"/e/{i}.jpg" for i in range(5)], layout="fields",

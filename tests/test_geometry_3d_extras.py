@@ -4,10 +4,10 @@ ordering (noisier annotations score lower), KaLOS units, and bad input."""
 import numpy as np
 import pytest
 
-from agreement.data import MultiRaterAnnotations
-from agreement.geometry_agreement import geometry_agreement
-from agreement.kalos import kalos_alpha
-from agreement.similarity import check_similarity
+from agreement.core.data import MultiRaterAnnotations
+from agreement.methods.geometry_agreement import geometry_agreement
+from agreement.methods.kalos import kalos_alpha
+from agreement.geometry.similarity import check_similarity
 
 
 def _corpus(kind: str, noise: float, n_samples: int = 40, n_raters: int = 3, seed: int = 0):
@@ -73,7 +73,7 @@ def test_missing_3d_geometry_is_named():
 
 
 def test_3d_parameters_are_scoped_and_validated():
-    from agreement.similarity import similarity_matrix, similarity_options
+    from agreement.geometry.similarity import similarity_matrix, similarity_options
 
     data = _corpus("point3d", 0.3)
     rows = np.arange(6)

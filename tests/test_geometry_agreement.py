@@ -1,4 +1,4 @@
-"""Chance-corrected geometry agreement (agreement.geometry_agreement).
+"""Chance-corrected geometry agreement (agreement.methods.geometry_agreement).
 
 Covers issue 5, items 1-6: the ordering property for every offered distance,
 chance correction on an easy corpus, label flips, missed objects, both ends
@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from agreement.baselines import threshold_match
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.geometry_agreement import (
+from agreement.methods.ot.baselines import threshold_match
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.methods.geometry_agreement import (
     DISTANCES,
     GeometryAgreementResult,
     _Cells,
@@ -36,10 +36,10 @@ from agreement.geometry_agreement import (
     _within_set_pairs,
     geometry_agreement,
 )
-from agreement.krippendorff import encode_values, nominal_alpha
-from agreement.rater_pairs import RaterPairTable
-from agreement.synthetic.crowd import crowd_corpus
-from agreement.validation import AnnotationError
+from agreement.core.krippendorff import encode_values, nominal_alpha
+from agreement.core.rater_pairs import RaterPairTable
+from agreement.simulate.synthetic.crowd import crowd_corpus
+from agreement.core.validation import AnnotationError
 
 REPO = Path(__file__).resolve().parent.parent
 CLASSES = ("a", "b", "c", "d")
@@ -188,7 +188,7 @@ _THRESHOLD = {"oks": 0.0, "cuboid_iou": 0.0}
 
 
 def test_offered_distances_are_similarities():
-    from agreement.similarity import SIMILARITIES
+    from agreement.geometry.similarity import SIMILARITIES
 
     assert set(DISTANCES) <= set(SIMILARITIES)
     assert DISTANCES[:2] == ("giou", "iou")
@@ -518,7 +518,7 @@ def test_identical_numbers_after_a_restart():
         import json, sys
         sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_geometry_agreement import _messy_corpus
-        from agreement.geometry_agreement import geometry_agreement
+        from agreement.methods.geometry_agreement import geometry_agreement
         r = geometry_agreement(_messy_corpus(30, seed=4), bootstrap=30, max_pairs=2_000)
         print(json.dumps(r.headline(), sort_keys=True, default=str))
     """)
@@ -833,7 +833,7 @@ def test_ranges_and_consistency(data, distance, threshold):
 
 @pytest.mark.shared_data
 def test_lvis_geometry_agreement(lvis_path):
-    from agreement.coco import read_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
 
     data = read_multi_rater_coco(lvis_path).annotations
     print()
@@ -869,9 +869,9 @@ def test_lvis_geometry_agreement(lvis_path):
 def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts, max_pairs):
     import dataclasses
 
-    from agreement.data import class_order
-    from agreement.geometry_agreement import geometry_shard, merge_geometry_shards
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.core.data import class_order
+    from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_shards
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(60, 8, 3, min_objects=0, max_objects=6, seed=seed)
     whole = geometry_agreement(data, bootstrap=30, max_pairs=max_pairs, seed=seed)

@@ -39,7 +39,7 @@ from agreement.geometry.cuboids import (
     stack_cuboids,
     validate_cuboids,
 )
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 OCTAGON_PRISM = 2.0 * (math.sqrt(2.0) - 1.0)  # |unit cube ∩ cube turned 45° about an axis|
 

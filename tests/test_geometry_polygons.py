@@ -23,7 +23,7 @@ from agreement.geometry.polygons import (
     polygon_boxes,
     validate_polygons,
 )
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 
 def rect(x, y, w, h):

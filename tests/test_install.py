@@ -244,7 +244,7 @@ def test_core_wheel_holds_the_library_and_depends_on_the_core_only(tmp_path):
         meta = email.message_from_bytes(z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))))
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"agreement"}
-    assert "agreement/noise/profiles/lvis.json" in names and "agreement/fo/importers/common.py" in names
+    assert "agreement/simulate/noise/profiles/lvis.json" in names and "agreement/fo/importers/common.py" in names
     from packaging.requirements import Requirement
 
     required = {str(Requirement(r)) for r in meta.get_all("Requires-Dist") if "extra ==" not in r}

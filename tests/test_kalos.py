@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agreement.coco import read_multi_rater_coco
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.io.coco import read_multi_rater_coco
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
-from agreement.kalos import (
+from agreement.methods.kalos import (
     DEFAULT_TAUS,
     NO_OBJECT,
     _candidates,
@@ -25,7 +25,7 @@ from agreement.kalos import (
     reliability_alpha,
     sensitivity_curve,
 )
-from agreement.krippendorff import nominal_alpha
+from agreement.core.krippendorff import nominal_alpha
 
 
 def aset(boxes, labels, ids=None):
@@ -322,7 +322,7 @@ def test_vectorised_candidates_equal_the_similarity_registry():
     rng = np.random.default_rng(2)
     data = random_corpus(rng, 40, 4)
     fast = _candidates(data, "iou", 0.3)
-    from agreement.similarity import similarity_matrix
+    from agreement.geometry.similarity import similarity_matrix
 
     slow = _candidates(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
     key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), c.s.tolist()))  # noqa: E731
@@ -337,7 +337,7 @@ def test_vectorised_candidates_equal_the_similarity_registry():
 def test_other_box_similarities_run_through_the_registry(similarity):
     """The named similarity is the one the units are built with: the same units and α as the registry's
     function passed as a callable, every pair in a unit similar enough under it, other units than IoU's."""
-    from agreement.similarity import similarity_matrix
+    from agreement.geometry.similarity import similarity_matrix
 
     data = random_corpus(np.random.default_rng(3), 20, 3)
     res = kalos_alpha(data, similarity=similarity, tau=0.6)
@@ -564,8 +564,8 @@ def test_sensitivity_curve_with_another_solver_and_similarity():
 
 def test_corpus_without_any_cross_rater_pair():
     """Only one rater drew anything: no candidate pair at all, every annotation its own unit."""
-    from agreement.data import AnnotationSet, MultiRaterAnnotations
-    from agreement.kalos import kalos_alpha
+    from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+    from agreement.methods.kalos import kalos_alpha
 
     one = AnnotationSet(np.array([[0.1, 0.1, 0.2, 0.2]]), ["x"], [None])
     data = MultiRaterAnnotations.from_sets(["s0", "s1"], ["a", "b"], [{"a": one, "b": AnnotationSet.empty()},
@@ -585,7 +585,7 @@ def _shards_of(data, bounds):
     """``data`` cut at ``bounds``, each part coded by the whole corpus' class vocabulary."""
     import dataclasses
 
-    from agreement.data import class_order
+    from agreement.core.data import class_order
 
     vocab = class_order(data.labels.tolist())
     parts = []
@@ -598,9 +598,9 @@ def _shards_of(data, bounds):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 39), max_size=6, unique=True))
 def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts):
-    from agreement.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
-    from agreement.kalos import kalos_shard, merge_kalos_shards
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
+    from agreement.methods.kalos import kalos_shard, merge_kalos_shards
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(40, 8, 3, min_objects=0, max_objects=5, seed=seed)
     whole, curve = kalos_alpha(data), sensitivity_curve(data)
@@ -625,7 +625,7 @@ def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts):
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_coincidence_counts_merge_exactly_in_any_order(data):
-    from agreement.kalos import CoincidenceCounts
+    from agreement.methods.kalos import CoincidenceCounts
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     mats = [np.where(rng.random((5, 7)) < 0.3, -1, rng.integers(0, 4, (5, 7))) for _ in range(3)]
@@ -643,8 +643,8 @@ def test_coincidence_counts_merge_exactly_in_any_order(data):
 
 
 def test_shards_with_another_vocabulary_are_refused():
-    from agreement.kalos import kalos_shard, merge_kalos_shards
-    from agreement.synthetic.crowd import crowd_corpus
+    from agreement.methods.kalos import kalos_shard, merge_kalos_shards
+    from agreement.simulate.synthetic.crowd import crowd_corpus
 
     import dataclasses
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.krippendorff import (
+from agreement.core.krippendorff import (
     AlphaResult,
     alpha_from_coincidence,
     coincidence_matrix,

@@ -56,7 +56,7 @@ pytestmark = pytest.mark.shared_data
 @functools.lru_cache(maxsize=None)
 def _curves(path: str) -> dict:
     """The curves of every score (computed once per test session)."""
-    from agreement.coco import read_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
 
     return C.monotonicity_curves(read_multi_rater_coco(path).annotations)
 

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from agreement.data import AnnotationSet, MultiRaterAnnotations
-from agreement.noise import (
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.simulate.noise import (
     FalsePositiveShape,
     LocalisationProfile,
     NoiseProfile,
@@ -37,8 +37,8 @@ from agreement.noise import (
     perturbation_series,
     simulate,
 )
-from agreement.noise.empirical import PROFILES_DIR
-from agreement.noise.fit import fit_profile, fit_student_t, main as fit_main, pair_statistics
+from agreement.simulate.noise.empirical import PROFILES_DIR
+from agreement.simulate.noise.fit import fit_profile, fit_student_t, main as fit_main, pair_statistics
 
 
 # ---------------------------------------------------------------- fixtures
@@ -84,7 +84,7 @@ def _profile(**kw) -> NoiseProfile:
 
 @pytest.fixture(scope="module")
 def lvis():
-    from agreement.coco import read_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
 
     if not LVIS_PATH.exists():
         pytest.skip(f"shared data not found: {LVIS_PATH.name} is expected in ../shared/data beside the repository")
@@ -402,7 +402,7 @@ def test_stage4_localisation_residuals_follow_the_student_t_scaled_by_lambda():
         assert 2.5 < fit.df < 7
         assert fit_student_t(r2[:, k]).scale / fit.scale == pytest.approx(2.0, rel=0.1)
     # Residuals were drawn within the profile's IoU threshold (at λ = 1).
-    from agreement.noise.empirical import _elementwise_iou
+    from agreement.simulate.noise.empirical import _elementwise_iou
 
     sim, rep = simulate(ref, prof, magnitude=1.0, num_raters=1, seed=5)
     assert np.all(_elementwise_iou(ref.boxes[rep.source], sim.boxes) >= 0.5 - 1e-9)

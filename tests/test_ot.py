@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_giou
-from agreement.ot import (
+from agreement.methods.ot import (
     ot_cost_from_matrix,
     ot_from_cost_matrix,
     ot_match,
@@ -23,7 +23,7 @@ from agreement.ot import (
     sample_ot_scores,
     set_pair_costs,
 )
-from agreement.ot_bounds import score_bounds
+from agreement.methods.ot.bounds import score_bounds
 
 pot = pytest.importorskip("ot")
 
@@ -463,7 +463,7 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
 def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalization):
     """Without detail, pairs of different labels are dropped before their costs when they can never be
     eligible (1 - lam >= the threshold): the costs must be those of the full (detail) solve, bit for bit."""
-    from agreement.ot import _PairCosts, _solve_set_pairs
+    from agreement.methods.ot import _PairCosts, _solve_set_pairs
 
     rng = np.random.default_rng(11)
     data = _corpus(rng, S=30, raters=("r1", "r2", "r3"), p_assign=0.9, max_boxes=7)
@@ -482,7 +482,7 @@ def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalizatio
 
 def test_paired_geometry_is_bit_identical_to_pairwise():
     from agreement.geometry.boxes import pairwise_iou
-    from agreement.ot import _PairCosts
+    from agreement.methods.ot import _PairCosts
 
     rng = np.random.default_rng(3)
     bx, lb = random_set(rng, 40)
@@ -500,7 +500,7 @@ def test_paired_geometry_is_bit_identical_to_pairwise():
 @pytest.mark.parametrize("cardinality_first", [False, True])
 @pytest.mark.parametrize("max_perms", [720, 1])  # vectorised enumeration, and linear_sum_assignment
 def test_max_weight_matchings_oracle(monkeypatch, cardinality_first, max_perms):
-    import agreement.ot as ot_mod
+    import agreement.methods.ot as ot_mod
 
     monkeypatch.setattr(ot_mod, "_MAX_PERMUTATIONS", max_perms)
     rng = np.random.default_rng(7)
@@ -531,7 +531,7 @@ def test_max_weight_matchings_oracle(monkeypatch, cardinality_first, max_perms):
 
 def test_max_weight_matchings_with_hundreds_of_component_shapes(monkeypatch):
     """More than 256 distinct component shapes (r, q): the grouping by shape is not limited to small codes."""
-    import agreement.ot as ot_mod
+    import agreement.methods.ot as ot_mod
 
     monkeypatch.setattr(ot_mod, "_MAX_PERMUTATIONS", 1)  # every component by linear_sum_assignment
     rng = np.random.default_rng(3)

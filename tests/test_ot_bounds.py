@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.ot import ot_from_cost_matrix, ot_match, pair_cost_matrix
-from agreement.ot_bounds import match_giou_threshold, relative_position, score_bounds
+from agreement.methods.ot import ot_from_cost_matrix, ot_match, pair_cost_matrix
+from agreement.methods.ot.bounds import match_giou_threshold, relative_position, score_bounds
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from agreement.rater_pairs import RaterPairTable, records_to_matrix, shared_sample_pairs
+from agreement.core.rater_pairs import RaterPairTable, records_to_matrix, shared_sample_pairs
 
 
 def _brute(assigned):
@@ -43,7 +43,7 @@ def test_table_holds_only_pairs_that_share_samples():
 
 
 def test_columns_round_trip_to_the_records():
-    from agreement.rater_pairs import columns_to_records, records_to_columns
+    from agreement.core.rater_pairs import columns_to_records, records_to_columns
 
     assigned = np.array([[1, 1, 1], [1, 1, 0], [0, 1, 1]], dtype=bool)
     t = RaterPairTable.from_assignment(("a", "b", "c"), assigned)

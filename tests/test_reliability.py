@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.krippendorff import nominal_alpha
-from agreement.reliability import SparseReliability, grouped_values_alpha, leave_one_rater_out
+from agreement.core.krippendorff import nominal_alpha
+from agreement.core.reliability import SparseReliability, grouped_values_alpha, leave_one_rater_out
 
 
 @st.composite

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 
 #: IoU(A, B) = 0.125 / 0.25 = 0.5 exactly, likewise (C, D); every number a power of two or a sum of two.
 A, B = [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.25]
@@ -36,7 +36,7 @@ def _half_iou_corpus(S=6):
 
 
 def test_the_boxes_have_iou_exactly_one_half():
-    from agreement.similarity import similarity_matrix
+    from agreement.geometry.similarity import similarity_matrix
 
     data = _half_iou_corpus(1)
     sim = similarity_matrix("iou", data, np.array([0, 1]), np.array([2, 3]))
@@ -44,7 +44,7 @@ def test_the_boxes_have_iou_exactly_one_half():
 
 
 def test_kalos_matches_at_iou_exactly_tau():
-    from agreement.kalos import kalos_alpha
+    from agreement.methods.kalos import kalos_alpha
 
     data = _half_iou_corpus()
     at = kalos_alpha(data, tau=0.5)
@@ -57,7 +57,7 @@ def test_kalos_matches_at_iou_exactly_tau():
 
 
 def test_consensus_units_join_at_iou_exactly_tau():
-    from agreement.consensus import consensus
+    from agreement.methods.consensus import consensus
 
     data = _half_iou_corpus()
     for method in ("em", "majority"):
@@ -68,7 +68,7 @@ def test_consensus_units_join_at_iou_exactly_tau():
 
 
 def test_geometry_agreement_matches_at_similarity_exactly_the_threshold():
-    from agreement.geometry_agreement import geometry_agreement
+    from agreement.methods.geometry_agreement import geometry_agreement
 
     data = _half_iou_corpus()
     at = geometry_agreement(data, distance="iou", threshold=0.5, bootstrap=None)
@@ -79,7 +79,7 @@ def test_geometry_agreement_matches_at_similarity_exactly_the_threshold():
 
 
 def test_f1_at_iou_matches_at_iou_exactly_the_threshold():
-    from agreement.baselines import f1_at_iou
+    from agreement.methods.ot.baselines import f1_at_iou
 
     assert f1_at_iou(np.array([A, C]), ["x", "y"], np.array([B, D]), ["x", "y"], iou_threshold=0.5).f1 == 1.0
     assert f1_at_iou(np.array([A, C]), ["x", "y"], np.array([B, D]), ["x", "y"], iou_threshold=ABOVE).f1 == 0.0
@@ -133,7 +133,7 @@ INSIDE = [0.5, 0.5, 0.125, 0.125]
 
 @pytest.mark.parametrize("edge", list(EDGES))
 def test_check_boxes_clips_drops_or_refuses_a_box_past_each_border(edge):
-    from agreement.validation import AnnotationError, RepairReport, check_boxes
+    from agreement.core.validation import AnnotationError, RepairReport, check_boxes
 
     partly, clipped, outside, collapsed = EDGES[edge]
     boxes = np.array([INSIDE, partly, outside])
@@ -219,7 +219,7 @@ def test_drop_drops_each_border_and_reports_it(edge_ds):
 @pytest.mark.parametrize("edge", list(EDGES))
 def test_error_refuses_each_border_naming_sample_and_field(edge_ds, edge):
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.validation import AnnotationError
+    from agreement.core.validation import AnnotationError
 
     ds = edge_ds
     view = ds.select(ds.values("id")[list(EDGES).index(edge)])

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 
 
 def _set(boxes, labels, prefix):
@@ -47,7 +47,7 @@ def _chance_corpus():
 def _brute_force_chance(data, lam=0.5, beta=0.5):
     """D_e by plain loops: every rater pair that shares a sample, every ordered (i, j), i != j, with a on i
     and b on j; and the number of such cross pairs."""
-    from agreement.ot import ot_match
+    from agreement.methods.ot import ot_match
 
     costs = []
     R = data.num_raters
@@ -64,7 +64,7 @@ def _brute_force_chance(data, lam=0.5, beta=0.5):
 
 
 def test_alpha_ot_exact_chance_equals_the_brute_force_cross_pairs():
-    from agreement.alpha_ot import alpha_ot
+    from agreement.methods.ot.alpha_ot import alpha_ot
 
     data = _chance_corpus()
     exact, n = _brute_force_chance(data)
@@ -77,7 +77,7 @@ def test_alpha_ot_monte_carlo_mean_is_the_exact_value_and_its_spread_the_reporte
     """Over 200 seeds of a small draw budget (every stratum drawn, none exact): the mean of the estimates
     is the brute-force D_e within four standard errors of that mean, and the spread of the estimates is the
     reported standard error (ratio in [0.7, 1.4]); the same for αOT and its delta-method standard error."""
-    from agreement.alpha_ot import alpha_ot
+    from agreement.methods.ot.alpha_ot import alpha_ot
 
     data = _chance_corpus()
     exact, n = _brute_force_chance(data)
@@ -117,7 +117,7 @@ def _geometry_corpus():
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95])
 def test_bootstrap_interval_ends_are_the_quantiles_of_the_resamples(monkeypatch, confidence):
-    import agreement.geometry_agreement as ga
+    import agreement.methods.geometry_agreement as ga
 
     seen = []
     real = ga._bootstrap_values
@@ -152,7 +152,7 @@ def test_bootstrap_interval_ends_are_the_quantiles_of_the_resamples(monkeypatch,
 
 def test_bootstrap_resamples_are_reproduced_by_the_same_seed():
     """The same seed gives the same intervals; another seed other intervals (the resamples are drawn)."""
-    from agreement.geometry_agreement import geometry_agreement
+    from agreement.methods.geometry_agreement import geometry_agreement
 
     data = _geometry_corpus()
     a = geometry_agreement(data, bootstrap=200, seed=1)
@@ -184,7 +184,7 @@ def _toy_consensus_corpus():
 
 
 def _fixed_model():
-    from agreement.consensus.em import ConsensusModel
+    from agreement.methods.consensus.em import ConsensusModel
 
     classes = ("cat", "cow", "dog")
     confusion = np.array([
@@ -202,7 +202,7 @@ def _fixed_model():
 
 def _closed_form(data, model, members, sample):
     """(existence posterior, top class probability) of a unit: ``members`` its corpus rows, ``sample`` its
-    sample; the formulas of the module docstring of agreement.consensus.em, term by term."""
+    sample; the formulas of the module docstring of agreement.methods.consensus.em, term by term."""
     se, lam, mu, rho = model.sensitivity, model.false_positive_rate, model.object_rate, model.coincidence
     p, pi = model.class_prior, model.confusion
     code = {c: k for k, c in enumerate(model.classes)}
@@ -220,7 +220,7 @@ def _closed_form(data, model, members, sample):
 
 
 def test_em_confidence_for_a_fixed_model_is_the_closed_form_posterior():
-    from agreement.consensus import consensus
+    from agreement.methods.consensus import consensus
 
     data = _toy_consensus_corpus()
     model = _fixed_model()
@@ -241,7 +241,7 @@ def test_em_closed_form_moves_with_every_model_parameter():
     """Each parameter of the model enters the confidence: changing any one changes it as the closed form says."""
     from dataclasses import replace
 
-    from agreement.consensus import consensus
+    from agreement.methods.consensus import consensus
 
     data = _toy_consensus_corpus()
     base = _fixed_model()

@@ -65,7 +65,7 @@ def awkward(fo, make_dataset):
 def _corpus(ds, exclude, clip: bool):
     """The corpus the run should see, from the raw values: samples in id order, each assigned rater's
     labels in stored order, ``exclude(label)`` left out, boxes clipped to the image when ``clip``."""
-    from agreement.data import AnnotationSet, MultiRaterAnnotations
+    from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 
     sids, assigned, lists = ds.values("id"), ds.values("raters"), ds.values("gt")
     order = sorted(range(len(sids)), key=lambda i: sids[i])
@@ -141,7 +141,7 @@ def _assert_same(got: dict, expected: dict, every_id, what):
 
 
 def _expected_ot(data):
-    from agreement.ot import sample_ot_scores
+    from agreement.methods.ot import sample_ot_scores
 
     sc = sample_ot_scores(data, lam=0.5, beta=0.5)
     ids, names = data.label_ids, data.raters
@@ -163,14 +163,14 @@ def _expected_ot(data):
 
 
 def _expected_kalos(data):
-    from agreement.kalos import kalos_alpha
+    from agreement.methods.kalos import kalos_alpha
 
     res = kalos_alpha(data, similarity="iou", tau=0.5)
     return {lid: {"unit": int(u) if u >= 0 else None} for lid, u in zip(data.label_ids, res.unit)}
 
 
 def _expected_geometry(data):
-    from agreement.geometry_agreement import geometry_agreement
+    from agreement.methods.geometry_agreement import geometry_agreement
 
     res = geometry_agreement(data, distance="giou", threshold=0.5, bootstrap=None)
     return {lid: {"distance": float(d)} for lid, d in zip(data.label_ids, res.row_distance)}
@@ -219,7 +219,7 @@ def test_consensus_links_are_the_pure_librarys_label_by_label(awkward):
     """Consensus: a rater label's ``consensus_id`` is the consensus label of its pure unit (two labels
     share one exactly when the pure consensus puts them in one kept unit; that label lists them as its
     members and has the unit's confidence), and ``agrees`` is the pure ``row_agrees``."""
-    from agreement.consensus import consensus
+    from agreement.methods.consensus import consensus
     from agreement.fo.methods.consensus import compute_consensus
 
     ds = awkward

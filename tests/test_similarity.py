@@ -1,4 +1,4 @@
-"""Tests of agreement.similarity (the registry) and of masks/keypoints in agreement.data.
+"""Tests of agreement.geometry.similarity (the registry) and of masks/keypoints in agreement.core.data.
 
 Each similarity is checked against the geometry function it wraps, for
 range, symmetry and identity, and for its errors on missing geometry. The
@@ -15,14 +15,14 @@ import logging
 import numpy as np
 import pytest
 
-import agreement.similarity as similarity_module
-from agreement.data import AnnotationSet, MultiRaterAnnotations
+import agreement.geometry.similarity as similarity_module
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import giou_to_similarity, pairwise_centroid_closeness, pairwise_giou, pairwise_iou
 from agreement.geometry.keypoints import pairwise_oks
 from agreement.geometry.masks import pairwise_mask_iou, pairwise_polygon_mask_iou
 from agreement.geometry.polygons import pairwise_polygon_giou, pairwise_polygon_iou, polygon_boxes
-from agreement.similarity import SIMILARITIES, check_similarity, distance_matrix, similarity_matrix
-from agreement.validation import AnnotationError
+from agreement.geometry.similarity import SIMILARITIES, check_similarity, distance_matrix, similarity_matrix
+from agreement.core.validation import AnnotationError
 
 RATERS = ("r1", "r2", "r3")
 
@@ -326,7 +326,7 @@ def test_data_rejects_inconsistent_masks_and_keypoints():
 @pytest.mark.shared_data
 def test_lvis_polygon_similarities_equal_the_kalos_reference(lvis_path):
     sim_fns = pytest.importorskip("kalos.iaa.similarity_functions")
-    from agreement.coco import read_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
 
     data = read_multi_rater_coco(lvis_path).annotations
     report = check_similarity("polygon_iou", data)
@@ -362,7 +362,7 @@ def test_lvis_polygon_similarities_equal_the_kalos_reference(lvis_path):
 
 def test_supported_similarities_are_those_every_label_allows(data):
     """Each kind of geometry adds its similarities; a geometry some labels lack leaves its own out."""
-    from agreement.similarity import supported_similarities
+    from agreement.geometry.similarity import supported_similarities
 
     assert supported_similarities(corpus(polygons=False, masks=False, keypoints=False)) == ("iou", "giou", "centroid")
     assert supported_similarities(corpus(masks=False, keypoints=False)) == (

@@ -1,4 +1,4 @@
-"""Tests of agreement.staple: binary STAPLE, majority vote, Dice, instance unions.
+"""Tests of agreement.methods.consensus.staple: binary STAPLE, majority vote, Dice, instance unions.
 
 Oracles: SimpleITK's ``STAPLEImageFilter`` (test-only dependency) with the
 same iteration limit, on random and structured masks; a plain per-pixel EM
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agreement.staple as staple_module
-from agreement.staple import InsufficientRatersError, dice, majority_vote, staple, union_of_instances
+import agreement.methods.consensus.staple as staple_module
+from agreement.methods.consensus.staple import InsufficientRatersError, dice, majority_vote, staple, union_of_instances
 
 sitk = pytest.importorskip("SimpleITK")
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.data import MultiRaterAnnotations
-from agreement.synthetic import (
+from agreement.core.data import MultiRaterAnnotations
+from agreement.simulate.synthetic import (
     CLASSES,
     DEMO_PROFILES,
     SIMILAR_CLASSES,
@@ -32,7 +32,7 @@ from agreement.synthetic import (
     simulate_rater,
     write_scenes,
 )
-from agreement.validation import validate_boxes
+from agreement.core.validation import validate_boxes
 
 N_SCENES = 300
 _SMALL_SCENES = generate_scenes(30, seed=5)
@@ -92,7 +92,7 @@ def _assert_valid_boxes(boxes: np.ndarray) -> None:
 
 # ------------------------------------------------------------------- scenes
 def test_no_fiftyone_import():
-    code = "import sys, agreement.synthetic; assert 'fiftyone' not in sys.modules"
+    code = "import sys, agreement.simulate.synthetic; assert 'fiftyone' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
 
 
@@ -237,7 +237,7 @@ def test_demo_profiles_are_distinct_and_documented():
     assert {"careful", "sloppy", "misses_small", "confuses_classes", "part_time"} <= set(names)
     assert all(p.description for p in DEMO_PROFILES)
     assert len({dataclasses.astuple(dataclasses.replace(p, name="x", description="")) for p in DEMO_PROFILES}) == len(names)
-    import agreement.synthetic.demo_raters as dr
+    import agreement.simulate.synthetic.demo_raters as dr
 
     for name in names:
         assert name in dr.__doc__

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from agreement.validation import AnnotationError, RepairReport, check_boxes, validate_boxes
+from agreement.core.validation import AnnotationError, RepairReport, check_boxes, validate_boxes
 
 WHERE = ["sample 'a.jpg', field 'r1', label 0", "sample 'b.jpg', field 'r2', label 1"]
 

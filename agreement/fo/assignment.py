@@ -20,10 +20,10 @@ import numpy as np
 
 import fiftyone.core.fields as fof
 
-from agreement.arrays import unique_sorted
+from agreement.core.arrays import unique_sorted
 from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters
 from agreement.fo.projection import LABEL_TYPES
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 __all__ = ["declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence",
            "assignment_candidates", "CorpusPlan", "plan_corpus", "coverage_evidence", "read_assignment",
@@ -231,7 +231,7 @@ def plan_corpus(
     (``read_annotations(..., plan=...)``), so that rater indices and class
     codes are the same in all of them.
     """
-    from agreement.data import class_order
+    from agreement.core.data import class_order
 
     _check_layout_choice(fields, field, box_policy)
     if fields is not None:
@@ -266,8 +266,8 @@ def plan_corpus(
 
 def _distinct_raters_and_classes(samples, list_path: str, rater_attr: str | None = None) -> tuple[tuple, tuple]:
     """The raters (``str``, sorted; none without ``rater_attr``) and classes
-    (:func:`agreement.data.class_order`) of the labels of a label list, in one aggregation over the view."""
-    from agreement.data import class_order
+    (:func:`agreement.core.data.class_order`) of the labels of a label list, in one aggregation over the view."""
+    from agreement.core.data import class_order
 
     group = {"_id": None, "c": {"$addToSet": "$l.label"}}
     if rater_attr is not None:

@@ -12,7 +12,7 @@ import numpy as np
 
 import fiftyone as fo
 
-from agreement.data import MultiRaterAnnotations
+from agreement.core.data import MultiRaterAnnotations
 
 __all__ = ["corpus_label_fields", "samples_from_corpus", "add_corpus_fields"]
 

@@ -33,10 +33,10 @@ import numpy as np
 
 import fiftyone as fo
 
-from agreement.coco import MultiRaterCoco, read_multi_rater_coco, write_multi_rater_coco
-from agreement.data import MultiRaterAnnotations
+from agreement.io.coco import MultiRaterCoco, read_multi_rater_coco, write_multi_rater_coco
+from agreement.core.data import MultiRaterAnnotations
 from agreement.fo.reading import read_annotations
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 __all__ = ["import_multi_rater_coco", "export_multi_rater_coco", "rater_field_name"]
 
@@ -77,7 +77,7 @@ def import_multi_rater_coco(
     """Builds a FiftyOne dataset from a multi-rater COCO file.
 
     Nothing is half-imported. The file is parsed and fully checked first
-    (:func:`agreement.coco.parse_multi_rater_coco` lists the checks: types,
+    (:func:`agreement.io.coco.parse_multi_rater_coco` lists the checks: types,
     unique ids, dangling references), the samples are built in memory, then
     written to a new non-persistent dataset under a temporary name. Only once
     that dataset is complete does it take ``dataset_name``: an existing

@@ -21,7 +21,7 @@ went from 12.6 to 7.9 MB (saving them 0.10 -> 0.06 s) and KαLOS's from 3.7 to
 1.3 MB (0.04 -> 0.01 s). :func:`unpack` gives back the same plain values
 (``None`` for NaN, Python ``int``/``float``/``str``), so readers never see the
 encoding. Tables of records (the rater pairs) are stored as columns by their
-producers (:func:`agreement.rater_pairs.records_to_columns`).
+producers (:func:`agreement.core.rater_pairs.records_to_columns`).
 
 The nested ``{"a|b": {sample_id: score}}`` map of per-(sample, rater pair)
 scores is stored as dictionary-coded parallel columns

@@ -43,7 +43,7 @@ CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity an
 
 
 def _tau_sources() -> dict[str, str]:
-    from agreement.consensus.threshold import AUTO_TAU_RANGE
+    from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
 
     lo, hi = AUTO_TAU_RANGE
     return {"auto": f"chosen from the data in [{lo:g}, {hi:g}]", "given": "given", "model": "the fitted model's"}

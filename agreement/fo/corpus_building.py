@@ -3,9 +3,9 @@
 The rows (one per label, already in corpus order) become geometry (boxes,
 polygons from polylines, keypoints, 3D cuboids and points, 3D polylines,
 point-cloud segments, instance masks), are validated (see
-:mod:`agreement.validation`: errors name the sample, the field and the label;
+:mod:`agreement.core.validation`: errors name the sample, the field and the label;
 repairs are counted per rater) and are assembled into a
-:class:`agreement.data.MultiRaterAnnotations` (:func:`_corpus`).
+:class:`agreement.core.data.MultiRaterAnnotations` (:func:`_corpus`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
-from agreement.data import MultiRaterAnnotations
+from agreement.core.data import MultiRaterAnnotations
 from agreement.fo.label_schema import _sample_label
-from agreement.validation import AnnotationError, RepairReport, check_boxes
+from agreement.core.validation import AnnotationError, RepairReport, check_boxes
 
 
 def _boxes_from_polylines(points_per_label: list) -> tuple[np.ndarray, list]:
@@ -139,7 +139,7 @@ def _masks(flat_masks: list | None) -> list | None:
 def _validated(boxes, labels, s_idx, field_of_row, sample_ids, filepaths, policy, repairs, raters_of_row):
     """Validates boxes, building location strings only for boxes that need a message.
 
-    Returns ``(boxes, keep)`` (see :func:`agreement.validation.check_boxes`).
+    Returns ``(boxes, keep)`` (see :func:`agreement.core.validation.check_boxes`).
     """
     missing_label = np.array([lab is None for lab in labels], dtype=bool)
     if missing_label.any():

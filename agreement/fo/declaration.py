@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from agreement.fo.engine import MethodSpec, execution_options, run_method
-from agreement.validation import BOX_POLICIES
+from agreement.core.validation import BOX_POLICIES
 
 __all__ = ["Param", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
            "parameter_table", "split_kwargs"]

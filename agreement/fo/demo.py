@@ -4,9 +4,9 @@ agreement computation the plugin has, run through ``execute_operator``.
 Run it with ``make demo`` (or ``python -m agreement.fo.demo``). It
 
 1. renders a few hundred images of shapes on textured backgrounds
-   (:mod:`agreement.synthetic.scenes`) under FiftyOne's dataset directory;
+   (:mod:`agreement.simulate.synthetic.scenes`) under FiftyOne's dataset directory;
 2. simulates five raters with documented profiles
-   (:mod:`agreement.synthetic.demo_raters`: careful, sloppy, misses_small,
+   (:mod:`agreement.simulate.synthetic.demo_raters`: careful, sloppy, misses_small,
    confuses_classes, part_time);
 3. loads them into the persistent dataset ``iaa-demo``, in both layouts: one
    ``Detections`` field per rater, and one field ``annotations`` whose labels
@@ -34,9 +34,9 @@ import fiftyone.operators as foo
 
 from agreement.fo.build import add_corpus_fields, samples_from_corpus
 from agreement.fo.assignment import declare_raters_field
-from agreement.rater_pairs import records_to_matrix
-from agreement.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
-from agreement.synthetic.demo_extras import (
+from agreement.core.rater_pairs import records_to_matrix
+from agreement.simulate.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
+from agreement.simulate.synthetic.demo_extras import (
     CUBOID_PROFILES,
     MASK_PROFILES,
     generate_cuboid_scenes,

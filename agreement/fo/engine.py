@@ -32,7 +32,7 @@ from agreement.fo import runs
 from agreement.fo.distributed import check_backend, run_shards
 from agreement.fo.assignment import plan_corpus
 from agreement.fo.reading import ReadResult, current_stamps, join_reads, read_annotations
-from agreement.validation import AnnotationError, RepairReport
+from agreement.core.validation import AnnotationError, RepairReport
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary

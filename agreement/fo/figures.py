@@ -289,7 +289,7 @@ def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEAT
         ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
         or no data; ``shared`` the shared-sample counts), or ``None``.
     """
-    from agreement.rater_pairs import records_to_matrix
+    from agreement.core.rater_pairs import records_to_matrix
 
     raters = list(detail["raters"])
     records = detail.get("rater_pairs") or []

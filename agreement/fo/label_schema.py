@@ -17,7 +17,7 @@ from typing import Sequence
 import fiftyone.core.fields as fof
 
 from agreement.fo.projection import LABEL_TYPES
-from agreement.validation import BOX_POLICIES, AnnotationError
+from agreement.core.validation import BOX_POLICIES, AnnotationError
 
 __all__ = ["label_fields", "detect_raters"]
 

@@ -20,7 +20,7 @@ Supported label types: ``Detections`` (boxes, and their instance masks with
 ``masks=True``), ``Polylines`` (polygons; the box is the polygon's bounding
 box), ``Keypoints`` (points, NaN where missing; the box is the bounding box of
 the labelled points, used as the object scale of OKS). Boxes are validated (see
-:mod:`agreement.validation`): NaN/infinite/negative-size boxes are errors that
+:mod:`agreement.core.validation`): NaN/infinite/negative-size boxes are errors that
 name the sample, the field and the label; boxes past the image border are
 clipped (``box_policy="clip"``), dropped (``"drop"``) or rejected
 (``"error"``), and every repair is counted per rater.
@@ -42,7 +42,7 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
-from agreement.data import MultiRaterAnnotations
+from agreement.core.data import MultiRaterAnnotations
 from agreement.fo.assignment import (
     CorpusPlan, _check_listed_raters_known, _check_planned_raters, _check_raters_field_type, _checked_assignment,
     _crossed_refusal, assignment_candidates, coverage_evidence, crossed_evidence, declare_raters_field, plan_corpus,
@@ -52,7 +52,7 @@ from agreement.fo.corpus_building import _corpus
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_fields
 from agreement.fo.projection import LABEL_TYPES, read_values
-from agreement.validation import AnnotationError, RepairReport
+from agreement.core.validation import AnnotationError, RepairReport
 
 __all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES",
            "declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
@@ -135,7 +135,7 @@ class ReadResult:
 def join_reads(parts: Sequence[ReadResult]) -> ReadResult:
     """One read of the shards ``parts`` of a view, read with one :func:`plan_corpus` plan, in shard order.
 
-    The corpus is :meth:`agreement.data.MultiRaterAnnotations.concat` of the
+    The corpus is :meth:`agreement.core.data.MultiRaterAnnotations.concat` of the
     parts' (the same raters and class codes, by the plan), the stored label
     ids and stamps are the parts' one after the other, and the repairs are
     summed. Reading a large view in shards and joining them keeps the read's
@@ -179,7 +179,7 @@ def read_annotations(
             sample (``attribute`` layout); default: the one recorded on the
             dataset (see :func:`recorded_assignment`).
         box_policy: ``"clip"``, ``"drop"`` or ``"error"`` for boxes past the
-            image border (see :mod:`agreement.validation`).
+            image border (see :mod:`agreement.core.validation`).
         min_raters: fewer raters than this is an error.
         image_sizes: also read ``metadata.width``/``height`` (NaN when missing).
         masks: also read the instance masks of ``Detections`` (``None`` where

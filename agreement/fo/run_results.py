@@ -31,7 +31,7 @@ import fiftyone.core.runs as fors
 
 from agreement.fo.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
 from agreement.fo.figures import METHOD_VIEWS, pair_matrix, pair_matrix_figure, sig3
-from agreement.rater_pairs import columns_to_records, records_to_columns
+from agreement.core.rater_pairs import columns_to_records, records_to_columns
 
 __all__ = [
     "AgreementResults",

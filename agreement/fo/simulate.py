@@ -23,9 +23,9 @@ from typing import Callable
 from agreement.fo.build import corpus_label_fields
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
 from agreement.fo.assignment import declare_raters_field
-from agreement.noise.empirical import School, load_profile, simulate
-from agreement.noise.perturbations import perturbation_series
-from agreement.validation import AnnotationError
+from agreement.simulate.noise.empirical import School, load_profile, simulate
+from agreement.simulate.noise.perturbations import perturbation_series
+from agreement.core.validation import AnnotationError
 
 __all__ = ["simulate_raters", "NOISE_MODELS", "METHOD", "SPEC"]
 
@@ -60,7 +60,7 @@ def simulate_raters(
             residual of the profile); γ for the perturbations (fraction
             dropped or swapped in [0, 1], centre shift relative to box size).
         profile: ``"lvis"`` (shipped, fitted on the shared LVIS pairs) or a
-            JSON profile file (``python -m agreement.noise.fit``).
+            JSON profile file (``python -m agreement.simulate.noise.fit``).
         noise: ``"empirical"`` (KαLOS generator) or the OT paper's ``"drop"``,
             ``"shift"``, ``"swap"``.
         seed: seed of every random draw.
@@ -121,7 +121,7 @@ def _simulated(reference, params: dict, names: list[str]):
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """Simulated raters from the reference (pure :mod:`agreement.noise`), as label fields."""
+    """Simulated raters from the reference (pure :mod:`agreement.simulate.noise`), as label fields."""
     key = params["key"]
     names = [f"r{j + 1}" for j in range(params["num_raters"])]
     report(0.0, "simulating")

@@ -13,7 +13,7 @@ cache-sized temporaries are allocated, whatever ``n`` and ``m``.
 
 Inputs are assumed finite with non-negative widths and heights; checking
 that, and repairing boxes that leave the image, is the job of
-:mod:`agreement.validation`. Only the array shape is checked here.
+:mod:`agreement.core.validation`. Only the array shape is checked here.
 
 Degenerate cases
 ----------------

@@ -92,7 +92,7 @@ from agreement.geometry.cuboid_frames import (
 from agreement.geometry.points3d import pairwise_point_distance, pairwise_point_similarity
 from agreement.geometry.polylines3d import pairwise_polyline_boundary_f1, polyline_boundary_f1
 from agreement.geometry.segments import pairwise_segment_jaccard, segment_jaccard, validate_segment_indices
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 
 __all__ = [

@@ -29,7 +29,7 @@ only by floating-point rounding.
 
 Bad polygons (:func:`validate_polygons`)
 ----------------------------------------
-* NaN or infinite coordinates: an :class:`~agreement.validation.AnnotationError`.
+* NaN or infinite coordinates: an :class:`~agreement.core.validation.AnnotationError`.
 * A ring with fewer than three distinct points, or enclosing no area
   (collinear points): the ring is **dropped** (a repair).
 * A self-intersecting ring (a bow tie, a loop): repaired with
@@ -38,7 +38,7 @@ Bad polygons (:func:`validate_polygons`)
   the KαLOS reference tries first, keeps only one of them) and drops
   collapsed lines and points.
 * An annotation left with no area at all (every ring dropped):
-  an :class:`~agreement.validation.AnnotationError`, since IoU is undefined
+  an :class:`~agreement.core.validation.AnnotationError`, since IoU is undefined
   for it.
 
 Repairs are counted per annotation and returned, so that callers can report
@@ -63,7 +63,7 @@ from typing import Sequence
 import numpy as np
 import shapely
 
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 __all__ = [
     "validate_polygons",
@@ -105,7 +105,7 @@ def _ring_points(polygons: Sequence[Polygon | None], where) -> tuple[list, list,
     closing point) dropped: ``(coords, ring_ann, ring_len, repaired, has)``, with the annotation and length
     of each ring kept, ``repaired`` marking annotations that lost a ring (empty or fewer than three points)
     and ``has`` those with a polygon. Non-finite coordinates or a malformed ring raise
-    :class:`~agreement.validation.AnnotationError` (named through ``where``)."""
+    :class:`~agreement.core.validation.AnnotationError` (named through ``where``)."""
     n = len(polygons)
     coords, ring_ann, ring_len = [], [], []
     repaired = np.zeros(n, dtype=bool)

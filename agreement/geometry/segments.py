@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from agreement.arrays import unique_sorted
-from agreement.validation import AnnotationError
+from agreement.core.arrays import unique_sorted
+from agreement.core.validation import AnnotationError
 
 
 # --------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import fiftyone as fo
 # the temporary-name-then-rename swap of the multi-rater COCO importer, reused
 from agreement.fo.coco import INFO_KEY, LAYOUTS, _RESERVED, _discard, _swap_in, _temporary_name, rater_field_name
 from agreement.fo.assignment import declare_raters_field
-from agreement.validation import AnnotationError
+from agreement.core.validation import AnnotationError
 
 __all__ = ["KINDS", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields", "check_layout"]
 

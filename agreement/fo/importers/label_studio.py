@@ -1,6 +1,6 @@
 """Label Studio's JSON export (several annotations per task) as a multi-rater FiftyOne dataset.
 
-Parsing is :mod:`agreement.labelstudio` (no FiftyOne); this module turns the
+Parsing is :mod:`agreement.io.labelstudio` (no FiftyOne); this module turns the
 regions into labels and writes the dataset in either layout
 (:mod:`agreement.fo.importers.common`):
 
@@ -25,7 +25,7 @@ from typing import Mapping
 import fiftyone as fo
 
 from agreement.fo.importers.common import MergedImages, MultiRaterImportError, check_layout, write_merged_dataset
-from agreement.labelstudio import LabelStudioExport, Region, read_label_studio
+from agreement.io.labelstudio import LabelStudioExport, Region, read_label_studio
 
 __all__ = ["import_label_studio"]
 
@@ -91,7 +91,7 @@ def import_label_studio(
         skipped and repaired regions by reason, overall and per annotator.
 
     Raises:
-        agreement.validation.AnnotationError: malformed input (names task,
+        agreement.core.validation.AnnotationError: malformed input (names task,
             annotation and region); nothing is written.
         MultiRaterImportError: no annotator in the file, or annotator names
             whose field names clash.

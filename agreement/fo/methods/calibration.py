@@ -1,6 +1,6 @@
 """Calibration of the distance function and of τ on a FiftyOne dataset or view.
 
-Wraps :func:`agreement.calibration.calibrate` (KαLOS's data-driven choice:
+Wraps :func:`agreement.methods.kalos.calibration.calibrate` (KαLOS's data-driven choice:
 observed vs expected disagreement, Kolmogorov–Smirnov separation, τ* at the
 first density crossing above the observed mode, and the matching OT β*). The
 run writes no fields: its results hold the headline numbers and, per
@@ -9,12 +9,12 @@ distance, both distributions as plot data.
 
 from __future__ import annotations
 
-from agreement.calibration import calibrate
+from agreement.methods.kalos.calibration import calibrate
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import calibration_curves
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.similarity import SIMILARITIES, supported_similarities
+from agreement.geometry.similarity import SIMILARITIES, supported_similarities
 
 __all__ = ["calibrate_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -22,7 +22,7 @@ METHOD = "iaa.calibration"
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """Observed vs expected disagreement per distance (pure :func:`agreement.calibration.calibrate`)."""
+    """Observed vs expected disagreement per distance (pure :func:`agreement.methods.kalos.calibration.calibrate`)."""
     report(0.0, "observed and expected disagreement")
     distances = params["distances"]
     if distances is None:  # every distance the labels' geometry supports
@@ -34,7 +34,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     summary = {**result.summary(), "distances": list(distances),
                "distances_selection": "given" if params["distances"] else "auto"}
     if params.get("plot_path"):
-        from agreement.calibration import plot_calibration_png
+        from agreement.methods.kalos.calibration import plot_calibration_png
 
         summary["plot_path"] = plot_calibration_png(result, params["plot_path"])
     return MethodOutput(summary, result.to_dict(include_samples=False))
@@ -103,7 +103,7 @@ DECLARATION = MethodDeclaration(
 
 #: ``calibrate_agreement(samples, key, *, fields=..., distances=None, seed=0, plot_path=None)``: which distance
 #: separates observed from chance disagreement best (KS), τ* and β*, stored as run ``key`` (no field is written).
-#: Returns the flat summary of :meth:`agreement.calibration.CalibrationResult.summary` (``best_distance``, ``ks``,
+#: Returns the flat summary of :meth:`agreement.methods.kalos.calibration.CalibrationResult.summary` (``best_distance``, ``ks``,
 #: ``tau_star``, ``similarity_threshold`` (the τ to give KαLOS), ``beta_star``, ``beta_star_oc_cost``, and per
 #: distance ``ks_<d>``, ``ks2_<d>``, ``tau_<d>``) with NaN as ``None``.
 calibrate_agreement = python_function(DECLARATION)

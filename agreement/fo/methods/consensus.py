@@ -1,6 +1,6 @@
 """Consensus labels on a FiftyOne dataset: one label set from many raters, a review queue, a rater report.
 
-Wraps :func:`agreement.consensus.consensus` (EM over rater sensitivity,
+Wraps :func:`agreement.methods.consensus.consensus` (EM over rater sensitivity,
 false positives, class confusion and localisation noise; or a quorum vote;
 or weighted boxes fusion) on the one run lifecycle of
 :mod:`agreement.fo.engine`.
@@ -39,9 +39,9 @@ from __future__ import annotations
 import numpy as np
 from bson import ObjectId
 
-from agreement.consensus import METHODS, consensus
-from agreement.consensus.threshold import AUTO_TAU_RANGE
-from agreement.similarity import SIMILARITIES
+from agreement.methods.consensus import METHODS, consensus
+from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
+from agreement.geometry.similarity import SIMILARITIES
 from agreement.fo import runs
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.run_results import AgreementResults
@@ -148,7 +148,7 @@ def _member_ids(member_labels: np.ndarray, offsets: np.ndarray, units: np.ndarra
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """The consensus (pure :func:`agreement.consensus.consensus`), as a label field of the raters' type."""
+    """The consensus (pure :func:`agreement.methods.consensus.consensus`), as a label field of the raters' type."""
     data = read.annotations
     report(0.0, "units, EM and fused geometry")
     res = consensus(data, method=params["method"], tau=params["tau"], min_confidence=params["min_confidence"],

@@ -1,6 +1,6 @@
 """Chance-corrected geometry agreement on a FiftyOne dataset or view.
 
-Wraps :func:`agreement.geometry_agreement.geometry_agreement` (Braylan, Alonso
+Wraps :func:`agreement.methods.geometry_agreement.geometry_agreement` (Braylan, Alonso
 & Lease 2022, as documented by the Potato annotation tool): the within-item
 distances of matched annotations on the same sample against the between-item
 distances of the same matching across samples, σ, distance α, KS, detection
@@ -30,8 +30,8 @@ from agreement.fo.figures import distance_curves
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
-from agreement.similarity import similarity_options
+from agreement.methods.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
+from agreement.geometry.similarity import similarity_options
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -44,7 +44,7 @@ def _shard_kw(params: dict) -> dict:
 
 
 def _kernel(read, params: dict, extra: dict) -> MethodOutput:
-    """The within-item measurement of one shard (:func:`agreement.geometry_agreement.geometry_shard`):
+    """The within-item measurement of one shard (:func:`agreement.methods.geometry_agreement.geometry_shard`):
     per-sample distance and matched share, per-label distance, and the shard's statistics."""
     shard = geometry_shard(read.annotations, **_shard_kw(params))
     out = shard.outputs

@@ -5,8 +5,8 @@ finds Consensus"): per sample, a correspondence solver clusters the raters'
 annotations into units (candidates where similarity ≥ τ), a rater assigned to
 the sample with no member in a unit contributes ``no_object``, and nominal
 Krippendorff's α over the reliability matrix is the score
-(:mod:`agreement.kalos`). The run also holds the τ sensitivity curve and the
-diagnostics of :mod:`agreement.diagnostics`.
+(:mod:`agreement.methods.kalos`). The run also holds the τ sensitivity curve and the
+diagnostics of :mod:`agreement.methods.kalos.diagnostics`.
 
 Written to the dataset (``key`` is the run key):
 
@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from agreement.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
+from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import kalos_bars, kalos_curves
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.reading import LABEL_TYPES
-from agreement.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
-from agreement.correspondence import COSTS, SOLVERS
-from agreement.similarity import similarity_options
+from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
+from agreement.geometry.correspondence import COSTS, SOLVERS
+from agreement.geometry.similarity import similarity_options
 
 __all__ = ["compute_kalos", "METHOD", "SPEC", "DECLARATION"]
 
@@ -62,7 +62,7 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
 
 def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     """KαLOS of one shard: per-sample α and unit counts, per-label unit ids, and the shard's mergeable
-    statistics (:func:`agreement.kalos.kalos_shard`)."""
+    statistics (:func:`agreement.methods.kalos.kalos_shard`)."""
     kw = dict(similarity=params["similarity"], solver=params["solver"], cost=params["cost"])
     shard = kalos_shard(read.annotations, tau=params["tau"], taus=params["taus"], **kw)
     result = shard.result
@@ -165,7 +165,7 @@ SOLVER_HELP = {
 
 
 def _derive(params: dict) -> dict:
-    """The recorded parameters: the τ curve's values default to :data:`agreement.kalos.DEFAULT_TAUS`."""
+    """The recorded parameters: the τ curve's values default to :data:`agreement.methods.kalos.DEFAULT_TAUS`."""
     return {**params, "taus": [float(t) for t in (params["taus"] or DEFAULT_TAUS)]}
 
 

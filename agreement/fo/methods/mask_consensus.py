@@ -4,7 +4,7 @@ Per sample and per class, each assigned rater's instances of the class form
 their union (a full-frame binary mask: instance masks placed in the image, or
 polygons rasterised with OpenCV); a rater who is assigned and drew no instance
 of the class contributes an empty mask (explicit absence). STAPLE
-(:func:`agreement.staple.staple`) estimates each rater's sensitivity and
+(:func:`agreement.methods.consensus.staple.staple`) estimates each rater's sensitivity and
 specificity and a consensus probability map; the consensus (probability
 ≥ ``threshold``) is written as a new ``Detections`` field ``{key}_consensus``
 with one detection per class (its mask cropped to its bounding box, with the
@@ -26,7 +26,7 @@ from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import rater_bars
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.mask_consensus import mask_consensus
+from agreement.methods.consensus.mask_consensus import mask_consensus
 
 __all__ = ["compute_mask_consensus", "METHOD", "SPEC", "DECLARATION"]
 
@@ -43,7 +43,7 @@ def _check(read, params: dict) -> None:
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """STAPLE per sample and class (pure :func:`agreement.mask_consensus.mask_consensus`), as Detections."""
+    """STAPLE per sample and class (pure :func:`agreement.methods.consensus.mask_consensus.mask_consensus`), as Detections."""
     data = read.annotations
     res = mask_consensus(data, threshold=params["threshold"], max_iter=params["max_iter"], progress=report)
     sid = data.sample_ids

@@ -1,9 +1,9 @@
 """OT agreement on a FiftyOne dataset or view: compute, write back, register the run.
 
 For every sample, every pair of raters assigned to it is scored with the
-optimal-transport agreement of :mod:`agreement.ot` (Prokhorov & Kalinin), the
-corpus gets the chance-corrected αOT of :mod:`agreement.alpha_ot` (overall and
-per rater pair), and the threshold baselines of :mod:`agreement.baselines`
+optimal-transport agreement of :mod:`agreement.methods.ot` (Prokhorov & Kalinin), the
+corpus gets the chance-corrected αOT of :mod:`agreement.methods.ot.alpha_ot` (overall and
+per rater pair), and the threshold baselines of :mod:`agreement.methods.ot.baselines`
 (F1@IoU, mean IoU, Krippendorff's α over threshold matching) are computed in
 the same run for comparison.
 
@@ -49,7 +49,7 @@ have reason ``"no counterpart"``).
 
 Run results: ``summary`` (the headline numbers) and ``detail``:
 ``raters``; ``rater_pairs``, one record per rater pair that shares at least
-one sample (:meth:`agreement.rater_pairs.RaterPairTable.to_records`: a pair
+one sample (:meth:`agreement.core.rater_pairs.RaterPairTable.to_records`: a pair
 that shares no sample is absent, "no data") with ``n_shared_samples``,
 ``mean_ot``, ``alpha_ot``, ``alpha_ot_se``, ``observed_cost``,
 ``expected_cost``, ``expected_cost_se``, ``n_cross_pairs``, ``exact`` (1.0 or
@@ -66,15 +66,15 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
-from agreement.alpha_ot import CellSets, finish_alpha_ot, plan_chance
-from agreement.arrays import mean_of_defined
-from agreement.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
+from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+from agreement.core.arrays import mean_of_defined
+from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.assignment import read_assignment
-from agreement.ot import NORMALIZATIONS
-from agreement.rater_pairs import RaterPairTable
+from agreement.methods.ot import NORMALIZATIONS
+from agreement.core.rater_pairs import RaterPairTable
 
 __all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC", "DECLARATION"]
 
@@ -99,7 +99,7 @@ def _ot_kw(params: dict) -> dict:
 
 def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     """The αOT chance sample, drawn from the view's assignment before the first shard
-    (:func:`agreement.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass."""
+    (:func:`agreement.methods.ot.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass."""
     cs, cr = read_assignment(samples, plan, sample_ids)
     return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"])
 

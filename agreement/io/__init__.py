@@ -1,0 +1,1 @@
+"""Input and output formats: multi-rater COCO and Label Studio exports."""

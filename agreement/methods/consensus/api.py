@@ -1,0 +1,297 @@
+"""The entry point: :func:`consensus` (see the package docstring for the overview).
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from agreement.methods.consensus.em import ConsensusModel, fit_em
+from agreement.methods.consensus.majority import majority_vote
+from agreement.methods.consensus.pixels import fuse_pixels
+from agreement.methods.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
+from agreement.methods.consensus.result import ConsensusResult
+from agreement.methods.consensus.threshold import check_tau_or_auto, resolve_tau
+from agreement.methods.consensus.units import (
+    METHODS,
+    UnitTable,
+    build_units,
+    check_probability,
+    check_review_band,
+    estimate_coincidence,
+    label_type,
+    units_from_labels,
+)
+from agreement.methods.consensus.wbf import weighted_boxes_fusion
+from agreement.geometry.correspondence import check_cost, check_solver
+from agreement.core.data import MultiRaterAnnotations, encode_classes
+
+__all__ = ["consensus"]
+
+
+def _check_inputs(data, method, max_iter, tol, smoothing) -> None:
+    if not isinstance(data, MultiRaterAnnotations):
+        raise TypeError(f"data must be a MultiRaterAnnotations, got {type(data).__name__}")
+    if data.num_raters < 2:
+        raise ValueError(
+            f"a consensus combines raters: it needs at least two, got {data.num_raters} ({list(data.raters)})"
+        )
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(map(repr, METHODS))}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    for name, v in (("tol", tol), ("smoothing", smoothing)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+
+def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, coincidence, tail):
+    """The validated ``(tau, min_confidence, quorum, review_band)``; ``ValueError`` naming a bad one."""
+    check_solver(solver)
+    check_cost(cost)
+    if coincidence is not None and not (isinstance(coincidence, (int, float)) and 0 < coincidence < 1):
+        raise ValueError(f"coincidence must be in (0, 1), got {coincidence!r}")
+    if tail is not None and not (isinstance(tail, (int, float)) and not isinstance(tail, bool) and tail > 0):
+        raise ValueError(f"tail must be a number > 0 (inf: Gaussian), got {tail!r}")
+    return (check_tau_or_auto(tau), check_probability(min_confidence, "min_confidence"),
+            check_probability(quorum, "quorum"), check_review_band(review_band))
+
+
+def _model_codes(data, model: ConsensusModel) -> np.ndarray:
+    """Class codes of ``data`` in the classes of a fitted ``model``; its raters must match."""
+    if tuple(model.raters) != tuple(data.raters):
+        raise ValueError(f"the model was fitted on raters {list(model.raters)}, the data has {list(data.raters)}")
+    index = {c: k for k, c in enumerate(model.classes)}
+    unknown = sorted({str(v) for v in data.labels.tolist() if v not in index})
+    if unknown:
+        raise ValueError(f"classes {unknown[:5]} are not in the fitted model's classes")
+    return np.fromiter((index[v] for v in data.labels.tolist()), np.int64, len(data))
+
+
+def _run_wbf(data, codes, tau: float) -> tuple[UnitTable, dict]:
+    """WBF clusters as units: fused boxes, fused scores, class = the cluster's."""
+    b = data.boxes
+    res = weighted_boxes_fusion(np.concatenate([b[:, :2], b[:, :2] + b[:, 2:]], axis=1), np.ones(len(data)),
+                                codes, data.rater_index, groups=data.sample_index,
+                                group_models=data.assigned, iou_thr=tau)
+    order = np.lexsort((np.arange(len(res.group)), res.group))  # units sample by sample
+    new = np.empty(len(order), np.int64)
+    new[order] = np.arange(len(order))
+    row_unit = np.where(res.cluster >= 0, new[np.maximum(res.cluster, 0)], -1)
+    units = units_from_labels(row_unit, data.sample_index, len(order))
+    fb = res.boxes[order]
+    n = len(order)
+    return units, dict(confidence=res.scores[order], top_class=res.labels[order], top_probability=np.ones(n),
+                       second_class=np.full(n, -1), second_probability=np.zeros(n),
+                       boxes=np.concatenate([fb[:, :2], fb[:, 2:] - fb[:, :2]], axis=1))
+
+
+def _run_majority(data, kind, units, codes, C) -> dict:
+    fit = majority_vote(data, kind, units, codes, C)
+    out = dict(confidence=fit.support, top_class=fit.top_class, top_probability=fit.top_probability,
+               second_class=fit.second_class, second_probability=fit.second_probability,
+               boxes=data.boxes[fit.chosen])
+    if kind == "keypoints":
+        out["keypoints"] = data.keypoints[fit.chosen]
+    elif kind == "cuboids":
+        out["cuboids"] = data.cuboids[fit.chosen]
+    elif kind == "masks":
+        out["masks"] = [data.masks[i] for i in fit.chosen]
+    elif kind == "polygons":
+        out["polygons"] = [data.polygons[i] for i in fit.chosen]
+    return out
+
+
+def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail) -> dict:
+    rho = coincidence if coincidence is not None else estimate_coincidence(data, kind, tau)
+    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model, tail)
+    out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
+               second_class=fit.second_class, second_probability=fit.second_probability,
+               boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,
+               model=replace(fit.model, tau=float(tau)), n_iter=fit.n_iter, converged=fit.converged)
+    if kind in ("masks", "polygons"):
+        px = fuse_pixels(data, units, kind)
+        out.update(boxes=px.boxes, masks=px.masks, polygons=px.polygons, pixel=px)
+    return out
+
+
+def consensus(
+    data: MultiRaterAnnotations,
+    method: str = "em",
+    *,
+    tau: float | str = "auto",
+    min_confidence: float = 0.5,
+    quorum: float = 0.5,
+    review_band: tuple[float, float] = (0.2, 0.8),
+    similarity: str | Callable | None = None,
+    solver: str = "greedy",
+    cost: str = "soft",
+    geometry: str = "auto",
+    smoothing: float = 1.0,
+    coincidence: float | None = None,
+    max_iter: int = 200,
+    tol: float = 1e-5,
+    model: ConsensusModel | None = None,
+    tail: float | None = None,
+) -> ConsensusResult:
+    r"""Consensus labels of a multi-rater corpus, with confidences, review flags and a rater report.
+
+    Parameters
+    ----------
+    data : MultiRaterAnnotations
+        At least two raters. ``data.assigned`` separates a rater who was not
+        given a sample (says nothing about it) from one who looked and drew
+        nothing (evidence that there is no object).
+    method : {"em", "majority", "wbf"}, default="em"
+        ``"em"``: the joint model of :mod:`agreement.methods.consensus.em` (existence,
+        Dawid-Skene classes, localisation noise per rater); ``"majority"``:
+        quorum vote over units (:mod:`agreement.methods.consensus.majority`,
+        CVAT-like); ``"wbf"``: Weighted Boxes Fusion (boxes only,
+        :mod:`agreement.methods.consensus.wbf`).
+    tau : float in (0, 1] or "auto", default="auto"
+        Similarity threshold of the correspondence (``"em"``, ``"majority"``:
+        candidate pairs have similarity ``>= tau``) or WBF's ``iou_thr`` (a
+        box joins a cluster at IoU ``> tau``). ``"auto"``: the threshold of
+        fewest expected split and merged objects in ``[0.3, 0.5]``, estimated
+        from the corpus (:func:`agreement.methods.consensus.threshold.select_tau`; with
+        ``model``, the model's); the result's ``params`` give the ``tau`` used
+        and ``tau_auto``, what it was chosen from.
+    min_confidence : float in (0, 1], default=0.5
+        A unit is a consensus label when its confidence reaches it (``"em"``:
+        the existence posterior; ``"wbf"``: the fused score).
+    quorum : float in (0, 1], default=0.5
+        ``"majority"``: share of the assigned raters who must have drawn the object.
+    review_band : (lo, hi), default=(0.2, 0.8)
+        Units with confidence in ``[lo, hi)``, or with confidence ``>= lo``
+        and class probability ``< hi``, are flagged for review.
+    similarity : str or callable, optional
+        Of the correspondence (:func:`agreement.methods.kalos.candidate_pairs`);
+        default ``"cuboid_iou"`` for 3D cuboids, ``"iou"`` otherwise.
+    solver, cost : str
+        Correspondence solver and cost (:mod:`agreement.geometry.correspondence`).
+    geometry : {"auto", "boxes", "polygons", "masks", "keypoints", "cuboids"}
+        What to fuse (:func:`agreement.methods.consensus.units.label_type`).
+    smoothing : float >= 0, default=1
+        ``α``, strength of the confusion matrices' Dirichlet prior (``"em"``).
+    coincidence : float in (0, 1), optional
+        ``ρ`` (``"em"``); default estimated from pairs of different samples.
+    max_iter, tol
+        EM stopping rule: at most ``max_iter`` iterations; stop when the
+        log-likelihood gains at most ``tol`` per unit (:mod:`agreement.methods.consensus.em`).
+    model : ConsensusModel, optional
+        Fixed EM parameters (from an earlier ``result.model``): no fitting,
+        so that shards of a corpus get the same numbers as the whole.
+    tail : float > 0, optional
+        ``ν`` of the Student-t weights of the EM's geometry fusion
+        (:mod:`agreement.methods.consensus.scale`); ``inf`` is the Gaussian
+        precision-weighted mean; default: chosen from the data (real
+        annotators' boxes are heavy-tailed: ν ≈ 2-3 on LVIS, ∞ on the demo).
+
+    Returns
+    -------
+    ConsensusResult
+
+    Raises
+    ------
+    ValueError
+        Fewer than two raters; unknown method, solver, cost or geometry;
+        ``tau``, ``min_confidence`` or ``quorum`` outside ``(0, 1]``; a bad
+        ``review_band``; an unsupported label type (3D points, 3D
+        polylines, point-cloud segments); mixed label types across raters;
+        ``method="wbf"`` on anything but boxes; an annotation without class.
+    TypeError
+        ``data`` is not a :class:`~agreement.core.data.MultiRaterAnnotations`.
+
+    References
+    ----------
+    See :mod:`agreement.methods.consensus`.
+    """
+    _check_inputs(data, method, max_iter, tol, smoothing)
+    tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
+                                                          coincidence, tail)
+    kind, codes, classes = _kind_and_codes(data, method, geometry, model)
+    sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
+    tau, choice, selection = _resolved_tau(tau, data, method, sim, model)
+    units, out = _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter,
+                       tol, model, tail)
+    params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
+                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing),
+                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)))
+    if choice is not None:
+        params["tau_auto"] = choice.as_dict()
+    return _assemble(data, method, kind, units, codes, classes, out, params)
+
+
+def _kind_and_codes(data, method, geometry, model):
+    """The label type to fuse (``"wbf"`` only on boxes) and the class codes: the corpus' own, or
+    those of a fixed ``model``'s classes."""
+    kind = label_type(data, geometry)
+    if method == "wbf" and kind != "boxes":
+        raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
+                         "their boxes only)")
+    codes, classes = encode_classes(data)
+    if model is not None:
+        codes, classes = _model_codes(data, model), tuple(model.classes)
+    return kind, codes, classes
+
+
+def _resolved_tau(tau, data, method, sim, model):
+    """``(tau, choice, selection)``: the matching threshold (given, chosen from the data by
+    :func:`agreement.methods.consensus.threshold.resolve_tau`, or the fixed model's), the automatic choice
+    (or None) and how it was selected (``"given"``, ``"auto"`` or ``"model"``)."""
+    auto = isinstance(tau, str)
+    tau, choice = resolve_tau(tau, data, "iou" if method == "wbf" else sim,
+                              getattr(model, "tau", None) if model is not None else None)
+    selection = "given" if not auto else ("auto" if choice is not None else "model")
+    return tau, choice, selection
+
+
+def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter, tol, model,
+          tail):
+    """The units and the per-unit outputs of ``method``: WBF's own clusters, or the correspondence
+    units (:func:`agreement.methods.consensus.units.build_units`) fused by the EM or by majority vote."""
+    if method == "wbf":
+        units, out = _run_wbf(data, codes, tau)
+    else:
+        units = build_units(data, codes, sim, tau, solver, cost,
+                            keys=data.cuboids if kind == "cuboids" else None)
+        out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
+               if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
+    return units, out
+
+
+def _assemble(data, method, kind, units, codes, classes, out, params) -> ConsensusResult:
+    conf, top = out["confidence"], np.asarray(out["top_class"], np.int64)
+    kept = conf >= (params["quorum"] if method == "majority" else params["min_confidence"])
+    review = review_flags(conf, out["top_probability"], params["review_band"])
+    pixel = out.get("pixel")
+    sim = member_similarity(data, kind, units, out["boxes"], out.get("keypoints"), out.get("cuboids"),
+                            None if pixel is None else pixel.member_iou)
+    rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review, sim)
+    report = rater_report(data, units, codes, classes, kept, top, rs["row_agrees"], sim,
+                          existence=conf if method == "em" else None,
+                          model=out.get("model") if method == "em" else None, pixel=pixel)
+    if pixel is not None:
+        params.update(pixel_n_iter=int(pixel.n_iter), pixel_converged=bool(pixel.converged))
+    if out.get("model") is not None:
+        params.update(tail=float(out["model"].tail), coincidence=float(out["model"].coincidence))
+    return ConsensusResult(
+        method=method, geometry=kind, raters=tuple(data.raters), classes=tuple(classes),
+        sample_ids=data.sample_ids, unit_sample=units.unit_sample, confidence=conf, label_code=top,
+        class_probability=out["top_probability"], second_code=np.asarray(out["second_class"], np.int64),
+        second_probability=out["second_probability"], boxes=out["boxes"], member_rows=units.order,
+        member_offsets=units.starts, support=units.size,
+        n_assigned=data.assigned.sum(axis=1)[units.unit_sample], is_consensus=kept,
+        consensus_index=rs["consensus_index"], review=review, row_unit=units.row_unit,
+        row_consensus=rs["row_consensus"], row_agrees=rs["row_agrees"], row_similarity=rs["row_similarity"],
+        sample_n_consensus=rs["sample_n_consensus"], sample_n_review=rs["sample_n_review"],
+        sample_min_confidence=rs["sample_min_confidence"], report=report, params=params,
+        sample_assigned=data.assigned.any(axis=1), image_sizes=data.image_sizes, sample_names=data.sample_names,
+        masks=out.get("masks"), polygons=out.get("polygons"), keypoints=out.get("keypoints"),
+        cuboids=out.get("cuboids"), model=out.get("model"), n_iter=out.get("n_iter", 0),
+        converged=out.get("converged", True),
+    )

@@ -1,0 +1,89 @@
+"""Quorum vote over units, as CVAT's consensus merge does.
+
+Per unit (the annotations a correspondence solver judged to be one object,
+:mod:`agreement.methods.consensus.units`):
+
+* **support** ``m_u / K_u``: the share of the raters assigned to the sample
+  who drew the object; the unit becomes a consensus label when the support
+  reaches ``quorum`` (CVAT: "minimum required share of sources having an
+  annotation for it to be accepted"). The support is the label's
+  ``confidence``;
+* **class**: the plurality of the members' classes (ties: the first class in
+  sorted order); its vote share is the class probability;
+* **geometry**: the member closest to the unweighted mean shape (largest IoU
+  with the mean box; for 3D cuboids, smallest distance to the mean
+  location), kept as drawn, masks, polygons and keypoints included.
+
+No rater is weighted: every member counts once, which is what the EM of
+:mod:`agreement.methods.consensus.em` improves on.
+
+Reference: CVAT consensus merging (``quorum``, ``iou_threshold``;
+https://docs.cvat.ai), after Datumaro's ``IntersectMerge``.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agreement.methods.consensus.fusion import box_iou_paired
+from agreement.methods.consensus.units import UnitTable
+
+__all__ = ["MajorityFit", "majority_vote"]
+
+
+@dataclass(frozen=True)
+class MajorityFit:
+    """Per unit: ``support`` (share of assigned raters), plurality class and its share,
+    the runner-up (``-1``, 0 if none) and the chosen member row ``chosen``."""
+
+    support: np.ndarray
+    top_class: np.ndarray
+    top_probability: np.ndarray
+    second_class: np.ndarray
+    second_probability: np.ndarray
+    chosen: np.ndarray
+
+
+def _plurality(units: UnitTable, mc: np.ndarray, C: int) -> tuple[np.ndarray, ...]:
+    """Plurality class and runner-up of every unit (ties: smaller class code first)."""
+    U, mu, size = units.n_units, units.member_unit, units.size
+    key, cnt = np.unique(mu * C + mc, return_counts=True)
+    ku, kc = key // C, key % C
+    order = np.lexsort((kc, -cnt, ku))  # per unit: most votes first, then smaller code
+    ku, kc, cnt = ku[order], kc[order], cnt[order]
+    first = np.searchsorted(ku, np.arange(U))
+    top, top_p = kc[first], cnt[first] / size
+    has2 = (first + 1 < len(ku)) & (np.r_[ku, -1][np.minimum(first + 1, len(ku))] == np.arange(U))
+    nxt = np.minimum(first + 1, len(ku) - 1)
+    second = np.where(has2, kc[nxt], -1)
+    second_p = np.where(has2, cnt[nxt] / size, 0.0)
+    return top, top_p, second, second_p
+
+
+def _closest_to_mean(data, kind: str, units: UnitTable) -> np.ndarray:
+    """The member row nearest the unit's unweighted mean shape."""
+    U, mu, order = units.n_units, units.member_unit, units.order
+    size = units.size.astype(np.float64)
+    if kind == "cuboids":
+        loc = data.cuboids[order, :3]
+        mean = np.stack([np.bincount(mu, loc[:, k], U) for k in range(3)], axis=1) / size[:, None]
+        score = -np.linalg.norm(loc - mean[mu], axis=1)
+    else:
+        b = data.boxes[order]
+        mean = np.stack([np.bincount(mu, b[:, k], U) for k in range(4)], axis=1) / size[:, None]
+        score = box_iou_paired(b, mean[mu])
+    # First best member of each unit: sort by (unit, -score, position).
+    pick = np.lexsort((np.arange(len(order)), -score, mu))
+    return order[pick[units.starts[:-1]]]
+
+
+def majority_vote(data, kind: str, units: UnitTable, codes: np.ndarray, n_classes: int) -> MajorityFit:
+    """Support, plurality class and closest-to-mean member of every unit (module docstring)."""
+    k_assigned = data.assigned.sum(axis=1)[units.unit_sample]
+    support = units.size / np.maximum(k_assigned, 1)
+    top, top_p, second, second_p = _plurality(units, codes[units.order], n_classes)
+    return MajorityFit(support, top, top_p, second, second_p, _closest_to_mean(data, kind, units))

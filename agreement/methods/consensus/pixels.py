@@ -1,0 +1,231 @@
+r"""Masks and polygons of a unit by a reliability-weighted pixel vote: corpus-level STAPLE.
+
+Each unit's members (instance masks placed in the image, or polygons
+rasterised with OpenCV, see :mod:`agreement.geometry.masks`) are painted into
+the unit's frame, the union of their pixel extents. Every rater ``r`` is a
+binary classifier of pixels with a sensitivity ``p_r`` and a specificity
+``q_r`` shared by **all** units (one STAPLE over the whole corpus: a unit has
+few members, too few to estimate a rater's reliability from it alone); a
+pixel is decided only by the members of its unit (the other raters did not
+draw this object: that is detection, modelled by the existence posterior of
+:mod:`agreement.methods.consensus.em`, not segmentation). The EM is STAPLE's
+(Warfield, Zou & Wells 2004; :mod:`agreement.methods.consensus.staple`), with its
+initialisation (vote share), prior (foreground share of the observed
+decisions) and stopping rule (no ``p_r`` or ``q_r`` moved by more than
+``tol``):
+
+.. math::
+
+    p_r = \frac{\sum_x W_x D_{rx}}{\sum_x W_x}, \quad
+    q_r = \frac{\sum_x (1 - W_x)(1 - D_{rx})}{\sum_x (1 - W_x)}, \quad
+    \operatorname{logit} W_x = \operatorname{logit} g + \sum_{r \ni x}
+        \Bigl[D_{rx} \log\frac{p_r}{1 - q_r} + (1 - D_{rx}) \log\frac{1 - p_r}{q_r}\Bigr]
+
+summed over the members of ``x``'s unit. Pixels are grouped per unit by
+their pattern of member decisions before iterating, so memory and work per
+iteration are in the number of (unit, pattern) pairs, not pixels; the result
+equals :func:`agreement.methods.consensus.staple.staple` on the full raters × pixels matrix with
+non-members unobserved (checked in the tests). The consensus is ``W > 0.5``,
+cropped to its bounding box; polygons are traced from it with
+``cv2.findContours``, except that a fused mask equal to a member's raster
+returns that member's polygon unchanged.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy.special import expit
+
+from agreement.methods.consensus.units import UnitTable
+from agreement.core.data import MultiRaterAnnotations
+from agreement.geometry.masks import PlacedMask, place_masks, rasterize_polygons
+from agreement.geometry.similarity import DEFAULT_RASTER_SIZE
+
+__all__ = ["PixelFusion", "fuse_pixels", "pattern_staple"]
+
+
+@dataclass(frozen=True)
+class PixelFusion:
+    """Fused masks or polygons of every unit.
+
+    Attributes
+    ----------
+    boxes : ndarray (U, 4)
+        Relative boxes of the fused masks (their pixel extents).
+    masks : list of U boolean arrays spanning ``boxes`` (``kind="masks"``), else None.
+    polygons : list of U lists of ``(k, 2)`` relative rings (``kind="polygons"``), else None.
+    sensitivity, specificity : ndarray (R,)
+        Pixel sensitivity ``p_r`` and specificity ``q_r`` of every rater (NaN: no pixel data).
+    member_iou : ndarray (M,)
+        Pixel IoU of every member (unit order) with its unit's fused mask.
+    n_iter : int
+    converged : bool
+    """
+
+    boxes: np.ndarray
+    masks: list | None
+    polygons: list | None
+    sensitivity: np.ndarray
+    specificity: np.ndarray
+    member_iou: np.ndarray
+    n_iter: int
+    converged: bool
+
+
+def _placed_rows(data: MultiRaterAnnotations, kind: str, rows: np.ndarray) -> tuple[dict, dict]:
+    """``{row: PlacedMask}`` and ``{sample: (W, H)}`` for the member rows, sample by sample."""
+    placed, frames = {}, {}
+    srows = data.sample_index[rows]
+    for s in np.unique(srows).tolist():
+        these = rows[srows == s]
+        size = data.image_sizes[s]
+        known = bool(np.isfinite(size).all() and (size > 0).all())
+        if kind == "masks":
+            if not known:
+                raise ValueError(
+                    f"sample {data.sample_names[s]!r}: instance masks need the image size (width, height) "
+                    "to be placed and fused"
+                )
+            pm = place_masks([data.masks[i] for i in these], data.boxes[these], tuple(size))
+        else:
+            size = size if known else np.asarray(DEFAULT_RASTER_SIZE, float)
+            pm = rasterize_polygons([data.polygons[i] for i in these], tuple(size))
+        frames[s] = (int(round(size[0])), int(round(size[1])))
+        placed.update(zip(these.tolist(), pm))
+    return placed, frames
+
+
+def _unit_patterns(members: list[PlacedMask]):
+    """Frame ``(x0, y0, h, w)``, pixel pattern index ``(h*w,)``, pattern bits ``(P, m)`` and counts."""
+    live = [p for p in members if p.mask.size]
+    m = len(members)
+    if not live:
+        return (0, 0, 0, 0), np.zeros(0, np.int64), np.zeros((0, m), bool), np.zeros(0)
+    x0 = min(p.x0 for p in live)
+    y0 = min(p.y0 for p in live)
+    x1 = max(p.x0 + p.mask.shape[1] for p in live)
+    y1 = max(p.y0 + p.mask.shape[0] for p in live)
+    h, w = y1 - y0, x1 - x0
+    stack = np.zeros((m, h, w), dtype=bool)
+    for j, p in enumerate(members):
+        if p.mask.size:
+            stack[j, p.y0 - y0: p.y0 - y0 + p.mask.shape[0], p.x0 - x0: p.x0 - x0 + p.mask.shape[1]] = p.mask
+    flat = stack.reshape(m, -1)
+    if m <= 62:
+        code = (flat.T.astype(np.int64) << np.arange(m, dtype=np.int64)).sum(axis=1)
+        _, first, inverse, counts = np.unique(code, return_index=True, return_inverse=True, return_counts=True)
+        bits = flat[:, first].T
+    else:
+        bits, inverse, counts = np.unique(flat.T, axis=0, return_inverse=True, return_counts=True)
+    return (x0, y0, h, w), inverse.reshape(-1), bits, counts.astype(np.float64)
+
+
+def pattern_staple(entry_count: np.ndarray, pair_entry: np.ndarray, pair_rater: np.ndarray, pair_bit: np.ndarray,
+                   n_raters: int, max_iter: int = 10_000, tol: float = 1e-7):
+    """STAPLE over grouped pixels: ``entry_count[e]`` pixels share the member decisions ``pair_bit`` of
+    the pairs ``(pair_entry, pair_rater)``. Returns ``(W, p, q, n_iter, converged)``; see the module docstring."""
+    E = len(entry_count)
+    bitf = pair_bit.astype(np.float64)
+    c = entry_count[pair_entry]
+    n_obs, n_fg = float(c.sum()), float((c * bitf).sum())
+    if n_fg == 0.0 or n_fg == n_obs:
+        W = np.full(E, 0.0 if n_fg == 0.0 else 1.0)
+        return W, np.full(n_raters, np.nan), np.full(n_raters, np.nan), 0, True
+    g = n_fg / n_obs
+    n_seen = np.bincount(pair_entry, minlength=E)
+    W = np.bincount(pair_entry, weights=bitf, minlength=E) / np.maximum(n_seen, 1)
+    last_p = last_q = np.full(n_raters, -10.0)
+    logit_g = np.log(g) - np.log1p(-g)
+    converged, n_iter = False, 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for n_iter in range(1, max_iter + 1):
+            cw, cv = c * W[pair_entry], c * (1.0 - W[pair_entry])
+            p = np.bincount(pair_rater, cw * bitf, n_raters) / np.bincount(pair_rater, cw, n_raters)
+            q = np.bincount(pair_rater, cv * (1 - bitf), n_raters) / np.bincount(pair_rater, cv, n_raters)
+            lp, l1p, lq, l1q = np.log(p), np.log1p(-p), np.log(q), np.log1p(-q)
+            term = np.where(pair_bit, lp[pair_rater] - l1q[pair_rater], l1p[pair_rater] - lq[pair_rater])
+            term = np.where(np.isnan(term), 0.0, term)
+            W = expit(logit_g + np.bincount(pair_entry, weights=term, minlength=E))
+            W = np.where(np.isnan(W), g, W)
+            change = np.nanmax(np.abs(np.concatenate([p - last_p, q - last_q])), initial=0.0)
+            last_p, last_q = p, q
+            if change <= tol:
+                converged = True
+                break
+    return W, p, q, n_iter, converged
+
+
+def _contour_rings(fg: np.ndarray, x0: int, y0: int, W: int, H: int) -> list[np.ndarray]:
+    contours, _ = cv2.findContours(fg.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    rings = []
+    for cnt in contours:
+        pts = cnt.reshape(-1, 2).astype(np.float64)
+        if len(pts) >= 3:
+            rings.append((pts + [x0 + 0.5, y0 + 0.5]) / [W, H])
+    return rings
+
+
+def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_iter: int = 10_000,
+                tol: float = 1e-7) -> PixelFusion:
+    """Fuses the masks (``kind="masks"``) or polygons (``"polygons"``) of every unit (module docstring)."""
+    U, order, starts = units.n_units, units.order, units.starts
+    placed, frames = _placed_rows(data, kind, order)
+    info, e_count, p_entry, p_member, p_bit = [], [], [], [], []
+    n_entries = 0
+    for u in range(U):
+        rows = order[starts[u]:starts[u + 1]]
+        frame, inverse, bits, counts = _unit_patterns([placed[int(i)] for i in rows])
+        info.append((frame, inverse, n_entries))
+        P, m = bits.shape
+        e_count.append(counts)
+        p_entry.append(np.repeat(np.arange(n_entries, n_entries + P), m))
+        p_member.append(np.tile(np.arange(starts[u], starts[u + 1]), P))
+        p_bit.append(bits.reshape(-1))
+        n_entries += P
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    entry_count, pair_entry = cat(e_count, np.float64), cat(p_entry, np.int64)
+    pair_member, pair_bit = cat(p_member, np.int64), cat(p_bit, bool)
+    pair_rater = data.rater_index[order][pair_member]
+    W, p, q, n_iter, conv = pattern_staple(entry_count, pair_entry, pair_rater, pair_bit, data.num_raters,
+                                           max_iter, tol)
+    fused_e = W > 0.5
+    cnt = entry_count[pair_entry]
+    inter = np.bincount(pair_member, cnt * (pair_bit & fused_e[pair_entry]), len(order))
+    union = np.bincount(pair_member, cnt * (pair_bit | fused_e[pair_entry]), len(order))
+    member_iou = np.divide(inter, union, out=np.zeros(len(order)), where=union > 0)
+    return _assemble(data, units, kind, placed, frames, info, fused_e, p, q, member_iou, n_iter, conv)
+
+
+def _assemble(data, units, kind, placed, frames, info, fused_e, p, q, member_iou, n_iter, conv) -> PixelFusion:
+    """Per unit: the fused mask cropped to its box, and the polygon traced from it (or a member's own)."""
+    U, order, starts = units.n_units, units.order, units.starts
+    boxes = np.zeros((U, 4))
+    masks, polygons = [], []
+    for u in range(U):
+        (x0, y0, h, w), inverse, base = info[u]
+        W, H = frames[int(units.unit_sample[u])]
+        rows = order[starts[u]:starts[u + 1]]
+        fg = fused_e[base + inverse].reshape(h, w) if h and w else np.zeros((0, 0), bool)
+        if not fg.any():  # nothing above 0.5: the member of the most sensitive rater
+            best = int(rows[np.nanargmax(np.nan_to_num(p[data.rater_index[rows]], nan=-1.0))])
+            pm = placed[best]
+            x0, y0, fg = pm.x0, pm.y0, pm.mask
+        ys, xs = np.nonzero(fg) if fg.size else (np.zeros(0, int), np.zeros(0, int))
+        if len(ys):
+            r0, r1, c0, c1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+            fg, x0, y0 = fg[r0:r1, c0:c1], x0 + c0, y0 + r0
+        boxes[u] = [x0 / W, y0 / H, fg.shape[1] / W, fg.shape[0] / H]
+        if kind == "masks":
+            masks.append(fg)
+            continue
+        same = np.flatnonzero(member_iou[starts[u]:starts[u + 1]] == 1.0)
+        rings = [np.asarray(r, float) for r in data.polygons[int(rows[same[0]])]] if len(same) else \
+            _contour_rings(fg, x0, y0, W, H)
+        polygons.append(rings or [np.asarray(r, float) for r in data.polygons[int(rows[0])]])
+    return PixelFusion(boxes, masks if kind == "masks" else None, polygons if kind == "polygons" else None,
+                       p, q, member_iou, n_iter, conv)

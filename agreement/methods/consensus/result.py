@@ -1,0 +1,238 @@
+"""Results of a consensus: per unit, per annotation, per sample and per rater.
+
+:class:`ConsensusResult` is what :func:`agreement.methods.consensus.consensus`
+returns, whatever the method; :class:`RaterReport` is item 3 of the issue,
+the per-rater report to send to a labelling vendor.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agreement.core.data import MultiRaterAnnotations
+
+__all__ = ["RaterReport", "ConsensusResult"]
+
+
+@dataclass(frozen=True)
+class RaterReport:
+    """Per rater (arrays of length R, in ``raters`` order).
+
+    Attributes
+    ----------
+    raters : tuple of str
+    sensitivity : ndarray
+        Probability of drawing an object that exists, in ``[0, 1]``. EM: the
+        fitted ``se_r``; majority and WBF: the share of the consensus labels
+        on the rater's samples that the rater drew. NaN: no object on any of
+        its samples.
+    false_positive_rate : ndarray
+        Spurious labels per assigned sample, ``>= 0``. EM: the fitted
+        ``λ_r``; otherwise labels in no consensus label per assigned sample.
+    precision : ndarray
+        Share of the rater's labels that are real objects, in ``[0, 1]``.
+        EM: mean existence posterior of the units of its labels; otherwise
+        the share of its labels in a consensus label. NaN: no labels.
+    localisation_error : ndarray
+        Mean ``1 - similarity`` of its labels in consensus labels to the
+        consensus geometry (box IoU; pixel IoU for masks and polygons; OKS
+        for keypoints; cuboid IoU in 3D), in ``[0, 1]``. NaN: none.
+    localisation_noise : ndarray
+        EM: the fitted ``σ_r`` (geometry noise relative to object size); NaN otherwise.
+    agreement : ndarray
+        Share of its labels that agree with the consensus (same kept unit, same class).
+    confusion : ndarray (R, C, C)
+        ``[r, y, c]``: probability that rater ``r`` says ``c`` for an object
+        of class ``y``. EM: the fitted Dawid-Skene matrices; otherwise the
+        row-normalised counts of (consensus class, rater's class) over its
+        labels in consensus labels (NaN rows: no such object).
+    classes : tuple
+    n_labels : ndarray of int
+        Annotations of the rater.
+    n_samples : ndarray of int
+        Samples the rater was assigned (explicit absences included).
+    pixel_sensitivity, pixel_specificity : ndarray or None
+        Masks and polygons (EM): the rater's STAPLE pixel rates.
+    """
+
+    raters: tuple
+    sensitivity: np.ndarray
+    false_positive_rate: np.ndarray
+    precision: np.ndarray
+    localisation_error: np.ndarray
+    localisation_noise: np.ndarray
+    agreement: np.ndarray
+    confusion: np.ndarray = field(repr=False)
+    classes: tuple = ()
+    n_labels: np.ndarray = None
+    n_samples: np.ndarray = None
+    pixel_sensitivity: np.ndarray | None = None
+    pixel_specificity: np.ndarray | None = None
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        """``{rater: {field: value}}`` with plain numbers (NaN kept) and the confusion matrix as
+        ``{true class: {given class: probability}}`` over the classes the rater saw or used."""
+        out = {}
+        for r, name in enumerate(self.raters):
+            rows = {}
+            conf = self.confusion[r]
+            used = np.flatnonzero(np.isfinite(conf).all(axis=1) & (conf.max(axis=1) > 0)) if conf.size else []
+            for y in used:
+                nz = np.flatnonzero(conf[y] >= 1e-3)
+                rows[str(self.classes[y])] = {str(self.classes[c]): float(conf[y, c]) for c in nz}
+            entry = {k: float(getattr(self, k)[r]) for k in (
+                "sensitivity", "false_positive_rate", "precision", "localisation_error", "localisation_noise",
+                "agreement")}
+            entry.update(n_labels=int(self.n_labels[r]), n_samples=int(self.n_samples[r]), confusion=rows)
+            if self.pixel_sensitivity is not None:
+                entry.update(pixel_sensitivity=float(self.pixel_sensitivity[r]),
+                             pixel_specificity=float(self.pixel_specificity[r]))
+            out[name] = entry
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class ConsensusResult:
+    """A consensus of a multi-rater corpus.
+
+    Per **unit** (a candidate object: annotations judged to be one object;
+    ``U`` units, numbered sample by sample):
+
+    * ``unit_sample`` (U,): its sample;
+    * ``confidence`` (U,): EM: the posterior probability that the object
+      exists; majority: the share of assigned raters who drew it; WBF: the
+      fused score (members' mean score × min(raters, members) / raters);
+    * ``label`` (U,) class names, ``label_code`` (U,), ``class_probability``
+      (U,): the top class and its posterior (EM) or vote share;
+      ``second_label``/``second_probability``: the runner-up (``None``, 0);
+    * ``boxes`` (U, 4) relative ``[x, y, w, h]`` (NaN for 3D); ``masks``,
+      ``polygons``, ``keypoints`` (U, K, 2), ``cuboids`` (U, 9) when the
+      geometry is of that type (else None);
+    * ``member_rows`` and ``member_offsets`` (U + 1): the annotation rows
+      fused into unit ``u`` are ``member_rows[member_offsets[u]:member_offsets[u + 1]]``;
+    * ``support`` (U,) raters who drew it, ``n_assigned`` (U,) raters assigned to its sample;
+    * ``is_consensus`` (U,): kept as a consensus label (``confidence >=
+      min_confidence``; majority: ``>= quorum``); ``consensus_index`` (U,):
+      its index among the consensus labels, ``-1`` if not kept;
+    * ``review`` (U,): a person should look: the confidence is inside
+      ``review_band`` ``[lo, hi)``, or the unit's confidence is at least
+      ``lo`` and its class probability below ``hi``.
+
+    Per **annotation row** (N, the rows of the input corpus): ``row_unit``
+    (``-1``: in no unit), ``row_consensus`` (index of its consensus label or
+    ``-1``), ``row_agrees`` (its unit is a consensus label of its class),
+    ``row_similarity`` (to the consensus geometry; NaN outside a unit).
+
+    Per **sample** (S): ``sample_n_consensus``, ``sample_n_review`` (units
+    flagged), ``sample_min_confidence`` (lowest confidence of its consensus
+    labels; NaN without any).
+
+    Per **rater**: ``report`` (:class:`RaterReport`). ``model`` holds the
+    EM's fitted parameters (:class:`agreement.methods.consensus.em.ConsensusModel`;
+    None for the other methods), reusable with ``consensus(..., model=...)``.
+    """
+
+    method: str
+    geometry: str
+    raters: tuple
+    classes: tuple
+    sample_ids: np.ndarray
+    unit_sample: np.ndarray
+    confidence: np.ndarray
+    label_code: np.ndarray
+    class_probability: np.ndarray
+    second_code: np.ndarray
+    second_probability: np.ndarray
+    boxes: np.ndarray
+    member_rows: np.ndarray
+    member_offsets: np.ndarray
+    support: np.ndarray
+    n_assigned: np.ndarray
+    is_consensus: np.ndarray
+    consensus_index: np.ndarray
+    review: np.ndarray
+    row_unit: np.ndarray
+    row_consensus: np.ndarray
+    row_agrees: np.ndarray
+    row_similarity: np.ndarray
+    sample_n_consensus: np.ndarray
+    sample_n_review: np.ndarray
+    sample_min_confidence: np.ndarray
+    report: RaterReport
+    params: dict
+    sample_assigned: np.ndarray = field(default=None, repr=False)
+    image_sizes: np.ndarray | None = field(default=None, repr=False)
+    sample_names: np.ndarray | None = field(default=None, repr=False)
+    masks: list | None = None
+    polygons: list | None = None
+    keypoints: np.ndarray | None = None
+    cuboids: np.ndarray | None = None
+    model: Any = None
+    n_iter: int = 0
+    converged: bool = True
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_sample)
+
+    @property
+    def n_consensus(self) -> int:
+        return int(self.is_consensus.sum())
+
+    @property
+    def label(self) -> np.ndarray:
+        """Top class name of every unit."""
+        return _names(self.classes, self.label_code)
+
+    @property
+    def second_label(self) -> np.ndarray:
+        """Runner-up class name of every unit (``None`` where there is none)."""
+        return _names(self.classes, self.second_code)
+
+    def members(self, u: int) -> np.ndarray:
+        """Annotation rows fused into unit ``u``."""
+        return self.member_rows[self.member_offsets[u]:self.member_offsets[u + 1]]
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers as a flat dict (the operator's ``ExecutionResult.result``)."""
+        kept = self.is_consensus
+        return {
+            "method": self.method, "geometry": self.geometry, "n_samples": int(len(self.sample_ids)),
+            "n_units": int(self.n_units), "n_consensus": int(kept.sum()), "n_review": int(self.review.sum()),
+            "n_review_samples": int((self.sample_n_review > 0).sum()),
+            "mean_confidence": float(self.confidence[kept].mean()) if kept.any() else float("nan"),
+            "agreement": float(self.row_agrees.mean()) if len(self.row_agrees) else float("nan"),
+            "n_iter": int(self.n_iter), "converged": bool(self.converged),
+            **{k: v for k, v in self.params.items() if isinstance(v, (int, float, str, bool))},
+        }
+
+    def to_annotations(self, name: str = "consensus") -> MultiRaterAnnotations:
+        """The consensus labels as a one-rater corpus (assigned wherever a rater was).
+
+        Keeps boxes, class names and the fused masks, polygons, keypoints or
+        cuboids; label ids are ``None``. Useful to score the consensus like
+        any rater (e.g. against a reference).
+        """
+        keep = np.flatnonzero(self.is_consensus)
+        return MultiRaterAnnotations(
+            sample_ids=self.sample_ids, raters=(name,), assigned=np.asarray(self.sample_assigned)[:, None],
+            boxes=self.boxes[keep], labels=self.label[keep], label_ids=np.full(len(keep), None, dtype=object),
+            sample_index=self.unit_sample[keep], rater_index=np.zeros(len(keep), np.intp),
+            image_sizes=self.image_sizes, sample_names=self.sample_names,
+            polygons=[self.polygons[u] for u in keep] if self.polygons is not None else None,
+            masks=[self.masks[u] for u in keep] if self.masks is not None else None,
+            keypoints=self.keypoints[keep] if self.keypoints is not None else None,
+            cuboids=self.cuboids[keep] if self.cuboids is not None else None,
+        )
+
+
+def _names(classes: tuple, codes: np.ndarray) -> np.ndarray:
+    table = np.empty(len(classes) + 1, dtype=object)
+    table[:-1] = list(classes)
+    table[-1] = None
+    return table[np.where(codes >= 0, codes, len(classes))]

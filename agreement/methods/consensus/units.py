@@ -1,0 +1,249 @@
+"""Consensus input: parameter checks, the label type of a corpus, and its units.
+
+A **unit** is one candidate object of one sample: the annotations of
+different raters that a correspondence solver (:mod:`agreement.geometry.correspondence`,
+KαLOS greedy by default) judged to be the same object, at most one per rater.
+Every consensus method except WBF starts from the units; WBF clusters boxes
+its own way (:mod:`agreement.methods.consensus.wbf`).
+
+:class:`UnitTable` holds the units of a whole corpus in flat arrays so that
+every later step is a few vectorised passes: the unit of each annotation row,
+the sample of each unit, and the rows of each unit contiguous in ``order``.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from agreement.geometry.correspondence import check_cost, check_solver, check_tau, solve_units
+from agreement.core.data import MultiRaterAnnotations, encode_classes
+from agreement.methods.kalos import candidate_pairs
+
+__all__ = [
+    "METHODS",
+    "GEOMETRIES",
+    "UnitTable",
+    "check_probability",
+    "check_review_band",
+    "label_type",
+    "encode_classes",
+    "build_units",
+    "units_from_labels",
+    "estimate_coincidence",
+]
+
+#: Consensus methods, the default first.
+METHODS: tuple[str, ...] = ("em", "majority", "wbf")
+#: Geometries the consensus fuses (``"auto"`` picks the one the labels carry).
+GEOMETRIES: tuple[str, ...] = ("boxes", "polygons", "masks", "keypoints", "cuboids")
+_UNSUPPORTED = {"points3d": "3D points", "polylines3d": "3D polylines", "segments": "point-cloud segments"}
+
+
+def check_probability(value: float, name: str) -> float:
+    """``value`` as a float in ``(0, 1]``; ``ValueError`` naming ``name`` otherwise (NaN, bool, str too)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    v = float(value)
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+    return v
+
+
+def check_review_band(band) -> tuple[float, float]:
+    """``(lo, hi)`` with ``0 <= lo <= hi <= 1``; ``ValueError`` otherwise."""
+    try:
+        lo, hi = (float(v) for v in band)
+    except (TypeError, ValueError):
+        raise ValueError(f"review_band must be two numbers (lo, hi) in [0, 1], got {band!r}") from None
+    if not (0.0 <= lo <= hi <= 1.0):
+        raise ValueError(f"review_band must satisfy 0 <= lo <= hi <= 1, got {band!r}")
+    return lo, hi
+
+
+def _row_kinds(data: MultiRaterAnnotations) -> np.ndarray:
+    """Per row: ``"masks"``, ``"polygons"`` or ``"boxes"`` (what the row carries)."""
+    kind = np.full(len(data), "boxes", dtype=object)
+    if data.polygons is not None:
+        has = np.fromiter((p is not None and len(p) > 0 for p in data.polygons), bool, len(data))
+        kind[has] = "polygons"
+    if data.masks is not None:
+        has = np.fromiter((m is not None for m in data.masks), bool, len(data))
+        kind[has] = "masks"
+    return kind
+
+
+def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
+    """The geometry a consensus of ``data`` fuses: one of :data:`GEOMETRIES`.
+
+    ``"auto"``: cuboids if the corpus holds 3D cuboids, keypoints if it holds
+    keypoints, masks or polygons if *every* annotation carries one, boxes
+    otherwise. A named geometry must be present on every annotation
+    (``"boxes"`` always is, for 2D labels: masks, polygons and keypoints have
+    boxes).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``geometry``; for 3D points, 3D polylines or point-cloud
+        segments (no consensus for them); for **mixed label types across
+        raters** (some raters drew masks or polygons, others plain boxes),
+        naming the raters of each type; for a geometry the labels lack.
+    """
+    if geometry != "auto" and geometry not in GEOMETRIES:
+        raise ValueError(f"unsupported geometry {geometry!r}; choose 'auto' or one of {', '.join(GEOMETRIES)}")
+    for attr, what in _UNSUPPORTED.items():
+        if getattr(data, attr) is not None:
+            raise ValueError(
+                f"consensus supports boxes, polygons, masks, keypoints and 3D cuboids; these labels are "
+                f"{what}, an unsupported label type"
+            )
+    if data.cuboids is not None:
+        if geometry not in ("auto", "cuboids"):
+            raise ValueError(f"the labels are 3D cuboids; geometry={geometry!r} does not apply to them")
+        return "cuboids"
+    if geometry == "cuboids":
+        raise ValueError("geometry='cuboids' needs 3D cuboids, and the labels have none")
+    if data.keypoints is not None:
+        if geometry in ("auto", "keypoints", "boxes"):
+            return "keypoints" if geometry != "boxes" else "boxes"
+        raise ValueError(f"the labels are keypoints; geometry={geometry!r} does not apply to them")
+    if geometry == "keypoints":
+        raise ValueError("geometry='keypoints' needs keypoints, and the labels have none")
+    if geometry == "boxes":
+        return "boxes"
+    kind = _row_kinds(data)
+    present = sorted(set(kind.tolist()))
+    if len(present) > 1:
+        by_kind = {k: sorted({data.raters[r] for r in np.unique(data.rater_index[kind == k])}) for k in present}
+        detail = "; ".join(f"{k}: {', '.join(v)}" for k, v in by_kind.items())
+        raise ValueError(
+            f"mixed label types across raters ({detail}): consensus fuses one geometry; give every rater "
+            "the same label type, or pass geometry='boxes' to fuse the boxes only"
+        )
+    found = present[0] if present else "boxes"
+    if geometry not in ("auto", found):
+        raise ValueError(f"geometry={geometry!r} but the labels carry {found}")
+    return found
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """The units of a corpus, flat.
+
+    Attributes
+    ----------
+    row_unit : ndarray (N,) of int
+        Global unit of every annotation row, ``0 .. U - 1`` (``-1``: in no
+        unit, e.g. a zero-area box that WBF skips).
+    unit_sample : ndarray (U,) of int
+        Sample of each unit; units are numbered sample by sample.
+    order : ndarray (M,) of int
+        The rows that are in a unit, sorted by unit (stable: by rater within
+        a unit).
+    starts : ndarray (U + 1,) of int
+        Unit ``u`` holds rows ``order[starts[u]:starts[u + 1]]``.
+    member_unit : ndarray (M,) of int
+        ``row_unit[order]``.
+    """
+
+    row_unit: np.ndarray
+    unit_sample: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+    member_unit: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_sample)
+
+    @property
+    def size(self) -> np.ndarray:
+        """``(U,)`` members per unit."""
+        return np.diff(self.starts)
+
+    def first(self) -> np.ndarray:
+        """``(U,)`` the first member row of each unit (the reference of the fusion)."""
+        return self.order[self.starts[:-1]]
+
+
+def units_from_labels(row_unit: np.ndarray, sample_index: np.ndarray, n_units: int | None = None) -> UnitTable:
+    """A :class:`UnitTable` from a global unit per row (``-1`` for none) and each row's sample."""
+    row_unit = np.asarray(row_unit, dtype=np.int64)
+    U = int(row_unit.max()) + 1 if n_units is None and len(row_unit) and row_unit.max() >= 0 else int(n_units or 0)
+    inside = np.flatnonzero(row_unit >= 0)
+    order = inside[np.argsort(row_unit[inside], kind="stable")]
+    member_unit = row_unit[order]
+    starts = np.searchsorted(member_unit, np.arange(U + 1)).astype(np.int64)
+    unit_sample = np.zeros(U, dtype=np.int64)
+    if U:
+        unit_sample = np.asarray(sample_index, dtype=np.int64)[order[starts[:-1]]]
+    return UnitTable(row_unit, unit_sample, order, starts, member_unit)
+
+
+def build_units(
+    data: MultiRaterAnnotations,
+    codes: np.ndarray,
+    similarity: str | Callable,
+    tau: float,
+    solver: str = "greedy",
+    cost: str = "soft",
+    keys: np.ndarray | None = None,
+) -> UnitTable:
+    """Units of every sample by the KαLOS correspondence (:func:`agreement.geometry.correspondence.solve_units`).
+
+    Candidate pairs are annotations of different raters on one sample with
+    similarity ``>= tau`` (:func:`agreement.methods.kalos.candidate_pairs`); the
+    solver clusters them, at most one annotation per rater per unit, under
+    the class-aware cost ψ_soft (``cost="soft"``) or ``-s``.
+    """
+    tau = check_tau(tau)
+    check_solver(solver)
+    check_cost(cost)
+    i, j, s = candidate_pairs(data, similarity, tau)
+    local = solve_units(data.rater_index, codes, i, j, s, tau=tau, solver=solver, cost=cost,
+                        group=data.sample_index, keys=data.boxes if keys is None else keys)
+    S = data.num_samples
+    n_local = np.zeros(S, dtype=np.int64)
+    if len(local):
+        np.maximum.at(n_local, data.sample_index, local + 1)
+    offset = np.cumsum(n_local) - n_local
+    row_unit = offset[data.sample_index] + local if len(local) else np.zeros(0, np.int64)
+    return units_from_labels(row_unit, data.sample_index, int(n_local.sum()))
+
+
+def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: int = 1000, seed: int = 0) -> float:
+    """``ρ``: the chance that two unrelated labels match, i.e. reach similarity ``tau``.
+
+    Estimated from up to ``n × n`` pairs of annotations of *different*
+    samples drawn with a fixed seed: box IoU for 2D labels, cuboid IoU for
+    3D (``n`` capped at 300 there). Where no pair matches, half of one pair
+    in the number compared (a conservative floor); at most 0.5.
+    """
+    rng = np.random.default_rng(seed)
+    N = len(data)
+    if N < 2:
+        return 0.5
+    if kind == "cuboids":
+        from agreement.geometry.cuboids import pairwise_cuboid_iou
+
+        n = min(n, 300)
+    a = np.sort(rng.choice(N, size=min(n, N), replace=False))
+    b = np.sort(rng.choice(N, size=min(n, N), replace=False))
+    if kind == "cuboids":
+        sim = pairwise_cuboid_iou(data.cuboids[a], data.cuboids[b])
+    else:
+        from agreement.geometry.boxes import pairwise_iou
+
+        sim = pairwise_iou(data.boxes[a], data.boxes[b])
+    other = data.sample_index[a][:, None] != data.sample_index[b][None, :]
+    pairs = int(other.sum())
+    if pairs == 0:
+        return 0.5
+    hits = int((sim[other] >= tau).sum())
+    return float(min(0.5, max(hits, 0.5) / pairs))
+

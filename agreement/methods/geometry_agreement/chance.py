@@ -1,0 +1,220 @@
+"""The chance baseline of :mod:`agreement.methods.geometry_agreement`: between-item set pairs (rater ``a``'s
+set on sample ``i`` against rater ``b``'s on sample ``j != i``), stratified by rater pair, measured
+whole when they fit the pair budget and drawn uniformly with replacement otherwise, and their
+threshold matching.
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
+from agreement.methods.geometry_agreement.within import _PairSums
+
+
+_TAG_BETWEEN = 0x6E0B
+_DRAW_CHUNK = 65_536
+
+
+@dataclass(frozen=True)
+class _Strata:
+    """The chance population, one stratum per rater pair that shares a
+    measured sample, ordered by rater names: ``first`` (rater a, the first set)
+    and ``second`` (rater b). Stratum ``x`` holds every ``(i, j)`` with ``i``
+    in ``first``'s measured samples and ``j`` in ``second``'s, canonical
+    sample order (``size`` of them, ``pop`` with ``i != j``, costing ``cost``
+    comparisons). ``rater_samples[rater_ptr[r]:rater_ptr[r + 1]]`` lists rater
+    ``r``'s measured samples in canonical order."""
+
+    first: np.ndarray
+    second: np.ndarray
+    size: np.ndarray
+    pop: np.ndarray
+    cost: np.ndarray
+    rater_ptr: np.ndarray
+    rater_samples: np.ndarray
+
+    def locate(self, x: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Samples ``(i, j)`` of position ``loc`` (``i``-major) of stratum ``x``."""
+        nb = self.rater_ptr[self.second[x] + 1] - self.rater_ptr[self.second[x]]
+        i = self.rater_samples[self.rater_ptr[self.first[x]] + loc // nb]
+        j = self.rater_samples[self.rater_ptr[self.second[x]] + loc % nb]
+        return i, j
+
+
+class _Cells:
+    """The assigned (sample, rater) cells of a corpus and their set sizes, sparse: ``counts[s, r]`` of
+    :meth:`agreement.core.data.MultiRaterAnnotations.counts` for arrays ``s``, ``r`` (0 where not assigned),
+    in memory of the assigned cells rather than samples × raters."""
+
+    def __init__(self, s: np.ndarray, r: np.ndarray, n: np.ndarray, n_raters: int):
+        self.R = int(n_raters)
+        key = s.astype(np.int64) * self.R + r
+        o = np.argsort(key, kind="stable")
+        self.key, self.s, self.r, self.n = key[o], s[o].astype(np.intp), r[o].astype(np.intp), n[o].astype(np.int64)
+
+    @classmethod
+    def of(cls, data) -> "_Cells":
+        s, r = np.nonzero(data.assigned)
+        return cls(s, r, data.counts()[s, r], data.num_raters)
+
+    def __getitem__(self, where) -> np.ndarray:
+        s, r = where
+        key = np.asarray(s, dtype=np.int64) * self.R + np.asarray(r, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
+        found = self.key[pos] == key if len(self.key) else np.zeros(np.shape(key), dtype=bool)
+        return np.where(found, self.n[pos] if len(self.n) else 0, 0)
+
+
+def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int) -> _Strata:
+    """Sizes and costs of the strata, from per-rater sums and the per-rater-pair sums of the triples.
+
+    For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
+    their shared samples ``C``: ``size = |S_a| |S_b|``, ``pop = size - |C|``
+    and ``cost = sum_{i in S_a, j in S_b, i != j} max(1, n_ia n_jb)``
+    ``= (sum n_a)(sum n_b) + #{n_ia n_jb = 0} - sum_{C} max(1, n_ia n_ib)``.
+    """
+    R = len(raters)
+    names = list(raters)
+    nrank = np.empty(R, dtype=np.int64)
+    nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
+    # Each rater's measured samples, canonical order (CSR by rater).
+    cpos = np.full(S, -1, dtype=np.int64)
+    cpos[canon_kept] = np.arange(len(canon_kept))
+    keep = cpos[cells.s] >= 0
+    pos, rr = cpos[cells.s[keep]], cells.r[keep]
+    o = np.lexsort((pos, rr))
+    rsamp, rr = canon_kept[pos[o]].astype(np.intp), rr[o]
+    ptr = np.searchsorted(rr, np.arange(R + 1)).astype(np.intp)
+    nS = np.diff(ptr).astype(np.int64)
+    n_cell = cells.n[keep][o]
+    tot = np.bincount(rr, weights=n_cell, minlength=R).astype(np.int64)
+    nz = np.bincount(rr, weights=n_cell > 0, minlength=R).astype(np.int64)
+    # Strata: the distinct rater pairs of the measured triples, by names.
+    pa, pb = pair_sums.code // R, pair_sums.code % R
+    swap = nrank[pa] > nrank[pb]
+    fa, fb = np.where(swap, pb, pa), np.where(swap, pa, pb)
+    code, inv = np.unique(nrank[fa] * R + nrank[fb], return_inverse=True)
+    inv = inv.reshape(-1)
+    common, diag = np.zeros(len(code), np.int64), np.zeros(len(code), np.int64)
+    np.add.at(common, inv, pair_sums.count)
+    np.add.at(diag, inv, pair_sums.cost)
+    first = np.zeros(len(code), np.intp)
+    second = np.zeros(len(code), np.intp)
+    first[inv], second[inv] = fa, fb
+    size = nS[first] * nS[second]
+    cost = tot[first] * tot[second] + (size - nz[first] * nz[second]) - diag
+    return _Strata(first, second, size, size - common, cost, ptr, rsamp)
+
+
+@dataclass(frozen=True)
+class _ChanceSample:
+    """Distinct between-item set pairs ``(i, first[x])`` vs ``(j, second[x])``
+    of stratum ``x``, with their multiplicity, sorted by ``(x, i, j)``."""
+
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    mult: np.ndarray
+    draws: int
+    exact: bool
+    n_population: int
+
+
+def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: int) -> _ChanceSample:
+    """Every between-item set pair when their cost fits in ``budget``;
+    otherwise uniform draws with replacement over the strata (a draw with
+    ``i == j`` is rejected) until the next one would exceed it."""
+    n_pop, pop_cost = int(strata.pop.sum()), int(strata.cost.sum())
+    exact = pop_cost <= budget
+    cum_end = np.cumsum(strata.size)
+    cum_start = cum_end - strata.size
+    bi, bj, bx, draws = [], [], [], 0
+    if n_pop and exact:
+        x = np.repeat(np.arange(len(strata.size)), strata.size)
+        i, j = strata.locate(x, np.arange(int(cum_end[-1]), dtype=np.int64) - cum_start[x])
+        ok = i != j
+        bi, bj, bx, draws = [i[ok]], [j[ok]], [x[ok]], n_pop
+    elif n_pop:
+        rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BETWEEN]))
+        remaining = budget
+        while remaining > 0:
+            u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
+            x = np.searchsorted(cum_end, u, side="right")
+            i, j = strata.locate(x, u - cum_start[x])
+            ok = i != j
+            i, j, x = i[ok], j[ok], x[ok]
+            cc = np.cumsum(np.maximum(1, counts[i, strata.first[x]] * counts[j, strata.second[x]]))
+            take = int(np.searchsorted(cc, remaining, side="right"))
+            bi.append(i[:take]); bj.append(j[:take]); bx.append(x[:take])
+            draws += take
+            if take < len(cc):
+                break
+            remaining -= int(cc[-1]) if len(cc) else 0
+    i, j, x = (np.concatenate(v).astype(np.intp) if v else np.zeros(0, np.intp) for v in (bi, bj, bx))
+    mult = np.zeros(0, np.int64)
+    if len(i):  # distinct set pairs, sorted by (x, i, j), with multiplicities
+        o = np.lexsort((j, i, x))
+        i, j, x = i[o], j[o], x[o]
+        new = np.r_[True, (x[1:] != x[:-1]) | (i[1:] != i[:-1]) | (j[1:] != j[:-1])]
+        start = np.flatnonzero(new)
+        mult = np.diff(np.r_[start, len(i)]).astype(np.int64)
+        i, j, x = i[start], j[start], x[start]
+    return _ChanceSample(i, j, strata.first[x], strata.second[x], mult, int(draws), bool(exact), n_pop)
+
+
+@dataclass(frozen=True)
+class _BetweenMatch:
+    """The threshold matching of the chance sample: per matched pair its set
+    pair (``pid``) and distance; per set pair its sizes and unmatched count;
+    and the comparisons spent."""
+
+    pid: np.ndarray
+    distance: np.ndarray
+    n: np.ndarray
+    m: np.ndarray
+    unmatched: np.ndarray
+    comparisons: int
+
+
+def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stack_fn, t: float) -> _BetweenMatch:
+    """Matches every drawn set pair: one similarity block per (sample ``i``,
+    rater ``a``) against the sets of all its partners."""
+    R, N = data.num_raters, len(data)
+    bi, bj, ba, bb = chance.i, chance.j, chance.a, chance.b
+    K = len(bi)
+    bn = counts[bi, ba].astype(np.int64) if K else np.zeros(0, np.int64)
+    bm = counts[bj, bb].astype(np.int64) if K else np.zeros(0, np.int64)
+    tasks_a, tasks_b, task_pairs = [], [], []
+    if K:
+        go = np.lexsort((bj, ba, bi))
+        gkey = bi[go].astype(np.int64) * R + ba[go]
+        starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]])
+        ends = np.r_[starts[1:], len(go)]
+        for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
+            ks = go[lo_g:hi_g]
+            i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
+            if counts[i0, a0] == 0:
+                continue
+            ks = ks[bm[ks] > 0]
+            if not len(ks):
+                continue
+            cstart = data.offsets[bj[ks] * R + bb[ks]]
+            clen = bm[ks]
+            cend = np.cumsum(clen)
+            tasks_b.append(np.repeat(cstart - (cend - clen), clen) + np.arange(int(cend[-1])))
+            ra = data.rows(i0, a0)
+            tasks_a.append(np.arange(ra.start, ra.stop))
+            task_pairs.append(np.repeat(ks, clen))  # set pair of every column
+    colpos, ei, ej, es = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
+    ep = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
+    mk = _match_entries(ep, ei, ej, es, N)
+    pid = ep[mk]
+    matched = np.bincount(pid, minlength=K).astype(np.int64)
+    return _BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,
+                         int(np.maximum(1, bn * bm).sum()) if K else 0)

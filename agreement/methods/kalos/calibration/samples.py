@@ -1,0 +1,228 @@
+"""The two disagreement samples of the calibration (:mod:`agreement.methods.kalos.calibration`): observed ``D_o``
+(every annotation's nearest-neighbour distance to each other assigned rater's set on its sample, 1
+against an empty set) and expected ``D_e`` (the same against a randomly drawn rater's set on a
+randomly drawn other sample), drawn in canonical sample order from ``numpy.random.default_rng(seed)``.
+
+Reference: Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (empirical disagreement
+distributions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.core.data import MultiRaterAnnotations
+from agreement.geometry.similarity import check_similarity, SIMILARITIES, similarity_matrix
+
+
+KNOWN_DISTANCES = SIMILARITIES
+
+
+# --------------------------------------------------------------------------
+# D_o and D_e
+# --------------------------------------------------------------------------
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_distance(distance: Any) -> str:
+    if not isinstance(distance, str) or distance not in KNOWN_DISTANCES:
+        raise ValueError(f"unknown distance {distance!r}; expected one of {KNOWN_DISTANCES}")
+    return distance
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which sets are compared: observed (sample, rater a, rater b) triples and
+    the expected draws (reference cell -> drawn cell), in canonical order."""
+
+    observed: tuple[tuple[int, int, int], ...]
+    ref_sample: np.ndarray
+    ref_rater: np.ndarray
+    draw_sample: np.ndarray
+    draw_rater: np.ndarray
+    n_eligible: int
+
+
+def _plan(data: MultiRaterAnnotations, seed: int) -> _Plan:
+    order = canonical_sample_order(data.sample_ids)
+    assigned = data.assigned
+    counts = data.counts()
+    observed = []
+    for s in order:
+        raters = np.flatnonzero(assigned[s])
+        for i, a in enumerate(raters):
+            for b in raters[i + 1:]:
+                if counts[s, a] or counts[s, b]:
+                    observed.append((int(s), int(a), int(b)))
+    # Expected: one draw per non-empty (sample, rater) set.
+    eligible = order[assigned[order].any(axis=1)]  # samples with an assigned rater
+    E = len(eligible)
+    ref_s, ref_r = [], []
+    for s in order:
+        for r in np.flatnonzero(assigned[s] & (counts[s] > 0)):
+            ref_s.append(s)
+            ref_r.append(r)
+    ref_s = np.asarray(ref_s, dtype=np.intp)
+    ref_r = np.asarray(ref_r, dtype=np.intp)
+    if E < 2 or len(ref_s) == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return _Plan(tuple(observed), empty, empty, empty, empty, E)
+    rng = np.random.default_rng(seed)
+    pos = np.full(data.num_samples, -1, dtype=np.intp)
+    pos[eligible] = np.arange(E)
+    k = rng.integers(0, E - 1, size=len(ref_s))
+    k += k >= pos[ref_s]  # skip the reference sample itself: never the same sample
+    draw_s = eligible[k]
+    n_assigned = assigned[draw_s].sum(axis=1)
+    j = rng.integers(0, n_assigned)  # rank of the drawn rater among those assigned
+    rank = np.cumsum(assigned[draw_s], axis=1) - 1
+    draw_r = np.argmax(assigned[draw_s] & (rank == j[:, None]), axis=1).astype(np.intp)
+    return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, E)
+
+
+def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas) -> np.ndarray:
+    """``1 - similarity`` of two row ranges (non-finite values are caught by
+    :func:`_finish`, once, rather than per matrix)."""
+    ra, rb = np.arange(rows_a.start, rows_a.stop), np.arange(rows_b.start, rows_b.stop)
+    sim = np.asarray(similarity_matrix(name, data, ra, rb, sigmas=sigmas), dtype=np.float64)
+    if sim.shape != (len(ra), len(rb)):
+        raise ValueError(f"similarity {name!r} returned shape {sim.shape}, expected {(len(ra), len(rb))}")
+    return np.subtract(1.0, sim)
+
+
+def _finish(name: str, data: MultiRaterAnnotations, chunks: list, samples: list) -> np.ndarray:
+    """Concatenates the chunks; raises naming the first sample with a non-finite
+    distance; clips rounding to ``[0, 1]`` (similarities are in ``[0, 1]``)."""
+    if not chunks:
+        return np.zeros(0)
+    out = np.concatenate(chunks)
+    if not np.all(np.isfinite(out)):
+        bad = next(s for c, s in zip(chunks, samples) if not np.all(np.isfinite(c)))
+        raise ValueError(
+            f"similarity {name!r} is not finite on sample {data.sample_names[bad]!r}: check its annotations "
+            "(agreement.core.validation repairs or rejects bad geometry)"
+        )
+    np.clip(out, 0.0, 1.0, out=out)
+    return out
+
+
+def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+    # Triples (s, a, b) come grouped by (s, a) with b increasing; rater b's rows
+    # follow a's on the sample, so a's rows against the rows of every later
+    # rater are one matrix (the upper triangle of rater pairs, each cross pair
+    # computed once), split by column ranges.
+    chunks, samples = [], []
+    triples = plan.observed
+    i = 0
+    while i < len(triples):
+        s, a, _ = triples[i]
+        j = i
+        while j < len(triples) and triples[j][0] == s and triples[j][1] == a:
+            j += 1
+        later = [t[2] for t in triples[i:j]]
+        ra = data.rows(s, a)
+        na = ra.stop - ra.start
+        first, last = data.rows(s, later[0]), data.rows(s, later[-1])
+        block = slice(first.start, last.stop)  # rows of raters later[0]..later[-1] on s
+        d = _distance_matrix(distance, data, ra, block, sigmas) if na and block.stop > block.start else None
+        for b in later:
+            rb = data.rows(s, b)
+            nb = rb.stop - rb.start
+            if nb == 0:
+                chunks.append(np.ones(na))  # b's explicit absence: a's annotations unmatched
+            elif na == 0:
+                chunks.append(np.ones(nb))
+            else:
+                sub = d[:, rb.start - block.start:rb.stop - block.start]
+                chunks.append(sub.min(axis=1))
+                samples.append(s)
+                chunks.append(sub.min(axis=0))
+            samples.append(s)
+        i = j
+    return _finish(distance, data, chunks, samples)
+
+
+def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+    chunks, samples = [], []
+    for s, r, s2, r2 in zip(plan.ref_sample, plan.ref_rater, plan.draw_sample, plan.draw_rater):
+        ra, rb = data.rows(s, r), data.rows(s2, r2)
+        if rb.stop == rb.start:
+            chunks.append(np.ones(ra.stop - ra.start))
+        else:
+            chunks.append(_distance_matrix(distance, data, ra, rb, sigmas).min(axis=1))
+        samples.append(s)
+    return _finish(distance, data, chunks, samples)
+
+
+def disagreement_samples(
+    data: MultiRaterAnnotations, distance: str, seed: int = 0, *, sigmas: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Observed and expected disagreement samples of one distance.
+
+    .. math::
+
+        D_o &= \bigl\{\min_{y \in B_i} d(x, y) \;:\; x \in A_i,\ a \ne b
+               \text{ both assigned to } i\bigr\} \\
+        D_e &= \bigl\{\min_{y \in B'_j} d(x, y) \;:\; x \in A_i,\
+               (j, b') \text{ drawn},\ j \ne i\bigr\}
+
+    with ``d = 1 - similarity``, and ``min`` over an empty set taken as 1
+    (explicit absence: the other rater drew nothing). Raters not assigned to a
+    sample (implicit absence) contribute nothing. For ``D_e``, every non-empty
+    set ``A_i`` (sample ``i``, rater ``a``) gets one draw: a sample ``j != i``
+    uniformly among the samples with at least one assigned rater, then a rater
+    ``b'`` uniformly among those assigned to ``j`` (possibly ``a`` itself, as in
+    the reference); ``B'_j`` may be empty (then 1).
+
+    Parameters
+    ----------
+    data : MultiRaterAnnotations
+        The corpus.
+    distance : str
+        A similarity name of :func:`agreement.geometry.similarity.similarity_matrix`:
+        ``"iou"``, ``"giou"`` (``(1 + GIoU) / 2``), ``"centroid"``,
+        ``"polygon_iou"``, ``"polygon_giou"``, ``"mask_iou"``, ``"oks"``.
+    seed : int, default=0
+        Seed of the ``D_e`` draws (``numpy.random.default_rng(seed)``; the draws
+        do not depend on the distance).
+    sigmas : array-like of shape (K,), optional
+        Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
+
+    Returns
+    -------
+    d_observed : ndarray of shape (n_o,), float64
+        In ``[0, 1]``; ``n_o = sum_i sum_{a != b} |A_i|`` over raters ``a, b``
+        both assigned to ``i``. Samples in canonical order (``str`` of the
+        id), then rater pairs ``a < b`` by name: ``a``'s annotations against
+        ``b``, then ``b``'s against ``a``.
+    d_expected : ndarray of shape (n_e,), float64
+        In ``[0, 1]``; one value per annotation (``n_e`` = all annotations) when
+        at least two samples have an assigned rater, empty otherwise.
+
+    Raises
+    ------
+    ValueError
+        Unknown distance, a negative or non-integer seed, annotations lacking
+        the geometry the distance needs (from
+        :func:`agreement.geometry.similarity.check_similarity`, which names them), or a
+        similarity that is not finite (the message names the sample).
+
+    References
+    ----------
+    Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (principled
+    configuration, empirical disagreement distributions).
+    """
+    _check_distance(distance)
+    plan = _plan(data, _check_seed(seed))
+    check_similarity(distance, data, sigmas=sigmas)
+    return _observed(data, distance, plan, sigmas), _expected(data, distance, plan, sigmas)

@@ -1,0 +1,539 @@
+r"""αOT: chance-corrected OT agreement over a corpus.
+
+.. math:: \alpha_{OT} = 1 - D_o / D_e
+
+* ``D_o`` (observed disagreement): the mean OT cost (:mod:`agreement.methods.ot`) over
+  every (sample, pair of raters both assigned to it);
+* ``D_e`` (expected, chance disagreement): the mean OT cost between rater
+  ``a``'s set on sample ``i`` and rater ``b``'s set on a different sample
+  ``j != i``, over every such *cross pair*: every rater pair ``{a, b}`` that
+  shares at least one sample (the pairs behind ``D_o``) and every ordered
+  sample pair ``(i, j)``, ``i != j``, with ``a`` assigned to ``i`` and ``b``
+  to ``j``: ``N_ab = n_a n_b - n_ab`` cross pairs for raters assigned to
+  ``n_a`` and ``n_b`` samples, ``n_ab`` of them shared (for two raters on
+  ``S`` samples: ``S (S - 1)``). Two raters who never share a sample are
+  never compared, so they add nothing to ``D_o`` and nothing to ``D_e``.
+
+Range: at most 1; 1 perfect agreement, 0 agreement at chance level (same-sample
+sets agree no better than sets of different images), below 0 worse than
+chance. Undefined (NaN, with a reason) when no sample has two raters
+(no ``D_o``), when there is no cross pair (e.g. a single sample), or when
+``D_e = 0`` (every cross pair agrees perfectly, e.g. all sets empty).
+
+Per rater pair (:attr:`AlphaOTResult.pairs`, one row per pair that shares a
+sample): ``alpha_ab = 1 - D_o,ab / D_e,ab`` over its shared samples and its
+``N_ab`` cross pairs. Its chance baseline is defined whenever ``N_ab >= 1``
+(even for a pair sharing a single sample); a pair with ``N_ab = 0`` (both
+raters assigned to the same single sample and nothing else) has αOT NaN
+with that reason.
+
+Chance baseline. When the number of cross pairs ``N = sum_ab N_ab`` is at
+most ``max_pairs`` they are all evaluated (exact). Otherwise ``D_e`` is a
+stratified Monte-Carlo estimate: each rater pair is a stratum and gets
+``n_ab = max(2, ceil(max_pairs N_ab / N))`` draws (exact when
+``n_ab >= N_ab``); draws are uniform with replacement,
+``D_e = sum_ab (N_ab / N) mean_ab`` and
+``SE(D_e)^2 = sum_ab (N_ab / N)^2 s_ab^2 / n_ab``; the standard error of αOT is
+the delta-method ``D_o / D_e^2 SE(D_e)`` (``D_o`` is exact). The work is
+``O(max_pairs + P)`` OT evaluations for ``P`` rater pairs that share samples
+(at most the number of (sample, rater pair) triples), never ``O(R^2)``.
+
+Determinism. Samples are put in a canonical order (sorted by ``str`` of the
+sample id) and each rater pair in name order. Draw ``k`` of the stratum
+``{a, b}`` is ``splitmix64(key_ab + (k + 1) * 0x9E3779B97F4A7C15)`` (Steele,
+Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)
+with ``key_ab = splitmix64(splitmix64(seed) xor (crc32(a) << 32 | crc32(b)))``,
+mapped to a position in the canonically ordered product ``S_a x S_b``
+(draws with ``i == j`` are rejected and the stream continues): a
+counter-based generator, so every stratum is drawn at once, vectorised. The
+numbers therefore do not depend on the order of samples, raters or labels (up
+to float rounding in the order of a set's boxes), and a rater pair's random
+stream does not depend on the other raters (its number of draws does,
+through ``N``).
+
+Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
+Detection with Optimal Transport" (αOT); the chance correction follows
+Krippendorff's ``1 - D_o / D_e`` (Krippendorff 2011).
+
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
+from agreement.core.arrays import unique_sorted
+from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
+
+__all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order", "ChancePlan", "plan_chance", "CellSets",
+           "finish_alpha_ot"]
+
+
+@dataclass(frozen=True, eq=False)
+class AlphaOTResult:
+    """Corpus αOT, its parts, and αOT per rater pair.
+
+    Attributes:
+        alpha: ``1 - observed / expected``; NaN with ``reason`` when undefined.
+        observed: ``D_o``, mean OT cost over every (sample, rater pair).
+        expected: ``D_e``, mean OT cost over cross pairs (exact or estimated).
+        expected_se: standard error of ``expected`` (0 when exact).
+        alpha_se: delta-method standard error of ``alpha`` (0 when exact).
+        exact: whether every cross pair was evaluated.
+        n_observed: number of (sample, rater pair) units behind ``observed``.
+        n_expected: number of cross pairs evaluated (draws when estimated).
+        n_cross_pairs: number of cross pairs in the population.
+        reason: ``""`` or why ``alpha`` is NaN.
+        pairs: :class:`agreement.core.rater_pairs.RaterPairTable` of the rater
+            pairs that share at least one sample (absent pair: no data), with
+            values ``alpha_ot``, ``alpha_ot_se``, ``observed_cost``,
+            ``expected_cost``, ``expected_cost_se``, ``exact`` (1.0 / 0.0),
+            ``n_cross_pairs`` and ``n_expected``, and ``reasons["alpha_ot"]``
+            for a NaN ``alpha_ot``.
+        raters: the rater names.
+        lam, beta, normalization, max_pairs, seed: the parameters.
+    """
+
+    alpha: float
+    observed: float
+    expected: float
+    expected_se: float
+    alpha_se: float
+    exact: bool
+    n_observed: int
+    n_expected: int
+    n_cross_pairs: int
+    reason: str
+    pairs: RaterPairTable
+    raters: tuple[str, ...]
+    lam: float
+    beta: float
+    normalization: str
+    max_pairs: int
+    seed: int
+
+    def __eq__(self, other) -> bool:
+        """Equal numbers, parameters and per-pair values (NaN equal to NaN)."""
+        if not isinstance(other, AlphaOTResult):
+            return NotImplemented
+        scalars = ("alpha", "observed", "expected", "expected_se", "alpha_se", "exact", "n_observed",
+                   "n_expected", "n_cross_pairs", "reason", "raters", "lam", "beta", "normalization",
+                   "max_pairs", "seed")
+        same = all(_same(getattr(self, k), getattr(other, k)) for k in scalars)
+        return same and self.pairs.to_records() == other.pairs.to_records()
+
+
+def _same(x, y) -> bool:
+    if isinstance(x, float) and isinstance(y, float):
+        return x == y or (np.isnan(x) and np.isnan(y))
+    return x == y
+
+
+def canonical_sample_order(sample_ids: np.ndarray) -> np.ndarray:
+    """Sample indices sorted by ``str(sample_id)`` (stable): the order in which
+    αOT enumerates and draws cross pairs, independent of the corpus order."""
+    keys = [str(x) for x in np.asarray(sample_ids, dtype=object).reshape(-1)]
+    return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp)
+
+
+# ---------------------------------------------------------------------------
+# Counter-based random draws (splitmix64), vectorised over strata
+# ---------------------------------------------------------------------------
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser of a uint64 array (wrapping arithmetic)."""
+    z = np.asarray(z, dtype=np.uint64)
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def _stratum_keys(seed: int, raters, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``key_ab`` of each stratum ``(first[p], second[p])`` (rater indices; module docstring)."""
+    base = _mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+    crc = np.array([zlib.crc32(str(r).encode()) for r in raters], dtype=np.uint64)
+    return _mix64((base ^ ((crc[first] << np.uint64(32)) | crc[second])) + _GOLDEN)
+
+
+def _uniform(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
+    """Uniform ``[0, 1)`` numbers: draw ``counter`` of the stream ``keys`` (53 bits)."""
+    z = _mix64(keys + (counter.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
+    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+# ---------------------------------------------------------------------------
+# αOT
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Strata:
+    """The chance strata (one per rater pair of the table): who, where, how many."""
+
+    first: np.ndarray  # rater index of the name-first rater of each pair
+    second: np.ndarray
+    start_first: np.ndarray  # position of its cells in ``cell_sample``
+    start_second: np.ndarray
+    n_first: np.ndarray  # number of samples assigned to it
+    n_second: np.ndarray
+    size: np.ndarray  # N_ab: cross pairs
+    cell_sample: np.ndarray  # the assigned cells, by rater then canonical sample order: sample
+    cell_rater: np.ndarray  # and rater
+
+
+def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable) -> _Strata:
+    S, R = len(sample_ids), len(raters)
+    srank = np.empty(S, np.intp)
+    srank[canonical_sample_order(sample_ids)] = np.arange(S)
+    order = np.lexsort((srank[cs], cr))
+    cs, cr = cs[order], cr[order]
+    start = np.searchsorted(cr, np.arange(R + 1))
+    count = np.diff(start)
+    names = list(raters)
+    nrank = np.empty(R, np.intp)
+    nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
+    swap = nrank[table.a] > nrank[table.b]
+    first = np.where(swap, table.b, table.a)
+    second = np.where(swap, table.a, table.b)
+    size = count[first].astype(np.int64) * count[second] - table.n_shared
+    return _Strata(first, second, start[first], start[second], count[first], count[second], size, cs, cr)
+
+
+def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
+                 keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cross pairs evaluated, as ``(stratum, cell of the first rater, cell of the second)``
+    (cells: positions in ``st.cell_sample``): every one of an exact stratum, and
+    ``n_alloc`` draws (uniform with replacement, different samples) of each other stratum."""
+    ex = strata[exact]
+    prod = st.n_first[ex].astype(np.int64) * st.n_second[ex]
+    p = np.repeat(ex, prod)
+    u = np.arange(int(prod.sum())) - np.repeat(np.cumsum(prod) - prod, prod)
+    ci, cj = _cells(st, p, u)
+    ok = st.cell_sample[ci] != st.cell_sample[cj]
+    parts = [(p[ok], ci[ok], cj[ok])]
+    mc = strata[~exact]
+    drawn = np.zeros(len(mc), np.int64)  # counter of each stratum's stream
+    need = n_alloc[~exact].astype(np.int64)
+    while need.sum():
+        local = np.repeat(np.arange(len(mc)), need)
+        p = mc[local]
+        k = drawn[local] + (np.arange(len(p)) - np.repeat(np.cumsum(need) - need, need))
+        prod = st.n_first[p].astype(np.float64) * st.n_second[p]
+        u = np.minimum(np.floor(_uniform(keys[p], k) * prod), prod - 1).astype(np.int64)
+        ci, cj = _cells(st, p, u)
+        drawn += need
+        ok = st.cell_sample[ci] != st.cell_sample[cj]
+        parts.append((p[ok], ci[ok], cj[ok]))
+        need = np.bincount(local[~ok], minlength=len(mc)).astype(np.int64)
+    return tuple(np.concatenate([x[q] for x in parts]) for q in range(3))
+
+
+def _cells(st: _Strata, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position ``u`` of the product ``S_first x S_second`` of stratum ``p`` (row-major, both
+    sides in canonical sample order) as the two cells."""
+    ns = st.n_second[p]
+    return st.start_first[p] + u // ns, st.start_second[p] + u % ns
+
+
+def alpha_ot(
+    data,
+    lam: float = 0.5,
+    beta: float = 0.5,
+    normalization: str = "paper",
+    max_pairs: int = 100_000,
+    seed: int = 0,
+    max_block: int = 1 << 17,
+    observed_costs: np.ndarray | None = None,
+) -> AlphaOTResult:
+    """Chance-corrected OT agreement ``alpha_OT = 1 - D_o / D_e`` of a corpus.
+
+    ``D_o`` is the mean OT cost over every (sample, rater pair both assigned);
+    ``D_e`` the mean OT cost between rater ``a``'s set on sample ``i`` and rater
+    ``b``'s set on sample ``j != i``, for the rater pairs that share a sample,
+    exact when the number of such cross pairs is at most ``max_pairs``, else a
+    stratified fixed-seed Monte-Carlo estimate with about ``max_pairs`` draws
+    and a standard error (module docstring). Range: at most 1 (1 perfect, 0
+    chance, < 0 below chance). Work: ``O(max_pairs + T)`` set pairs for ``T``
+    (sample, assigned rater pair) triples, never ``O(R^2)``.
+
+    Args:
+        data: a :class:`agreement.core.data.MultiRaterAnnotations`.
+        lam: localisation weight in ``[0, 1]``.
+        beta: dummy cost in ``(0, 1]``.
+        normalization: ``"paper"`` or ``"oc_cost"``.
+        max_pairs: the chance budget: largest number of cross pairs evaluated
+            exactly, and the number of Monte-Carlo draws beyond it.
+        seed: seed of the Monte-Carlo draws.
+        max_block: box pairs per vectorised block.
+        observed_costs: the OT cost of every (sample, assigned rater pair), in
+            the order of :func:`agreement.methods.ot.assigned_pair_cells`, when
+            already computed with the same ``lam``, ``beta`` and
+            ``normalization`` (``sample_ot_scores(...).pair_cost``); computed
+            here when None.
+
+    Returns:
+        :class:`AlphaOTResult`, with αOT per rater pair in a sparse table; NaN
+        with a reason where undefined (no sample with two raters, no cross
+        pair, ``D_e = 0``).
+
+    Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
+    Detection with Optimal Transport".
+    """
+    check_ot_params(lam, beta, normalization)
+    R = data.num_raters
+    cs, cr = np.nonzero(data.assigned)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed)
+    s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
+    if observed_costs is None:
+        pc = _PairCosts(data.boxes, data.labels, lam)
+        c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
+    else:
+        c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
+        if len(c_obs) != len(s):
+            raise ValueError(f"observed_costs has {len(c_obs)} values for {len(s)} (sample, assigned rater pair) cells")
+    sets = CellSets.of(data, plan.cell_key)
+    return finish_alpha_ot(plan, sets, c_obs, a.astype(np.int64) * R + b, lam, beta, normalization, max_block)
+
+
+@dataclass(frozen=True, eq=False)
+class ChancePlan:
+    """The chance sample of αOT, drawn from the assignment alone (module docstring): which cross pairs
+    are evaluated, and the (sample, rater) cells whose sets they need.
+
+    Attributes:
+        raters: the rater names; sample indices refer to the ``sample_ids`` planned.
+        table: the rater pairs that share a sample (``a``, ``b``, ``n_shared``; no values).
+        strata: per rater pair, its samples and cross-pair population.
+        stratum: stratum of every cross pair evaluated (draws included).
+        pair_inv: distinct cell pair of every cross pair evaluated.
+        first_key, second_key: per distinct cell pair, the key ``sample * R + rater`` of each side.
+        cell_key: the distinct cells needed, sorted (``sample * R + rater``).
+        exact_strata: the strata whose every cross pair is evaluated.
+        max_pairs, seed: the budget and the seed.
+    """
+
+    raters: tuple
+    table: RaterPairTable
+    strata: _Strata
+    stratum: np.ndarray
+    pair_inv: np.ndarray
+    first_key: np.ndarray
+    second_key: np.ndarray
+    cell_key: np.ndarray
+    exact_strata: np.ndarray
+    max_pairs: int
+    seed: int
+
+    def cells_of_samples(self, lo: int, hi: int) -> np.ndarray:
+        """The needed cell keys of samples ``lo .. hi - 1`` (a shard of consecutive samples)."""
+        R = len(self.raters)
+        return self.cell_key[np.searchsorted(self.cell_key, lo * R): np.searchsorted(self.cell_key, hi * R)]
+
+
+def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, max_pairs: int = 100_000,
+                seed: int = 0) -> ChancePlan:
+    """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
+
+    ``(cell_sample[k], cell_rater[k])`` are the assigned (sample, rater)
+    cells, sorted by sample then rater. The draws depend on the sample ids,
+    the rater names, the assignment, ``max_pairs`` and ``seed`` only: not on
+    any annotation, the order of the samples or how they are sharded, so a
+    streamed run can collect the sets it needs while it reads its shards.
+    """
+    if isinstance(max_pairs, bool) or int(max_pairs) < 1:
+        raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
+    max_pairs = int(max_pairs)
+    sample_ids = np.asarray(sample_ids, dtype=object)
+    raters = tuple(raters)
+    S, R = len(sample_ids), len(raters)
+    cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
+    _, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
+    table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
+    st = _strata(sample_ids, cs, cr, raters, table)
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
+    if N_tot <= max_pairs:
+        n_alloc = st.size.copy()
+    else:
+        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
+    exact = n_alloc[strata] >= st.size[strata]
+    keys = _stratum_keys(seed, raters, st.first, st.second)
+    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
+    C = len(st.cell_sample)
+    uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
+    first_key = st.cell_sample[uniq // C].astype(np.int64) * R + st.cell_rater[uniq // C]
+    second_key = st.cell_sample[uniq % C].astype(np.int64) * R + st.cell_rater[uniq % C]
+    cell_key = unique_sorted(np.concatenate([first_key, second_key]))
+    return ChancePlan(raters, table, st, sp, inv.reshape(-1), first_key, second_key, cell_key, strata[exact],
+                      max_pairs, int(seed))
+
+
+@dataclass(frozen=True, eq=False)
+class CellSets:
+    """The annotations of some (sample, rater) cells: the sets a chance sample needs.
+
+    Attributes:
+        key: ``(K,)`` cell keys ``sample * R + rater``, sorted.
+        offsets: ``(K + 1,)``: the rows of cell ``k`` are ``offsets[k]:offsets[k + 1]``.
+        boxes: ``(N, 4)`` relative ``[x, y, w, h]``.
+        labels: ``(N,)`` class labels.
+    """
+
+    key: np.ndarray
+    offsets: np.ndarray
+    boxes: np.ndarray
+    labels: np.ndarray
+
+    @classmethod
+    def of(cls, data, keys: np.ndarray, sample_offset: int = 0) -> "CellSets":
+        """The cells ``keys`` of ``data``, whose sample ``s`` is sample ``sample_offset + s`` of the corpus."""
+        R = data.num_raters
+        keys = np.asarray(keys, dtype=np.int64)
+        local = keys - sample_offset * R
+        lo, hi = data.offsets[local], data.offsets[local + 1]
+        n = hi - lo
+        rows = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        return cls(keys, np.r_[0, np.cumsum(n)].astype(np.intp), data.boxes[rows], data.labels[rows])
+
+    @classmethod
+    def concat(cls, parts) -> "CellSets":
+        """The cells of several parts (disjoint keys), sorted by key."""
+        parts = [p for p in parts if len(p.key)]
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(1, np.intp), np.zeros((0, 4)), np.zeros(0, dtype=object))
+        key = np.concatenate([p.key for p in parts])
+        n = np.concatenate([np.diff(p.offsets) for p in parts])
+        start = np.concatenate([p.offsets[:-1] + base for p, base in
+                                zip(parts, np.cumsum([0] + [len(p.boxes) for p in parts[:-1]]))])
+        boxes = np.concatenate([p.boxes for p in parts])
+        labels = np.concatenate([p.labels for p in parts])
+        o = np.argsort(key, kind="stable")
+        key, n, start = key[o], n[o], start[o]
+        rows = np.repeat(start - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        return cls(key, np.r_[0, np.cumsum(n)].astype(np.intp), boxes[rows], labels[rows])
+
+
+def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray, observed_pair: np.ndarray,
+                    lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
+                    max_block: int = 1 << 17) -> AlphaOTResult:
+    """αOT from the planned chance sample, the sets of its cells and the observed costs.
+
+    Args:
+        plan: from :func:`plan_chance`.
+        sets: the :class:`CellSets` of ``plan.cell_key`` (from one corpus or merged from shards).
+        observed_costs: the OT cost of every (sample, assigned rater pair), in corpus sample order.
+        observed_pair: the rater pair of each, as ``a * R + b`` (``a < b``).
+        lam, beta, normalization, max_block: as in :func:`alpha_ot`.
+    """
+    check_ot_params(lam, beta, normalization)
+    if not np.array_equal(sets.key, plan.cell_key):
+        raise ValueError("the cell sets do not hold the cells the chance plan needs")
+    R = len(plan.raters)
+    table = RaterPairTable(plan.table.raters, plan.table.a, plan.table.b, plan.table.n_shared)
+    c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
+    pid = np.searchsorted(table.a.astype(np.int64) * R + table.b, np.asarray(observed_pair, dtype=np.int64))
+    P = len(table)
+    obs = np.bincount(pid, c_obs, P) / np.maximum(table.n_shared, 1)
+    st = plan.strata
+    mean_e, se_e, n_eval, is_exact = _chance(plan, sets, float(lam), float(beta), normalization, max_block)
+
+    pair_alpha, pair_se, pair_reason = _pair_alphas(plan.raters, st, obs, mean_e, se_e)
+    table.values.update({
+        "alpha_ot": pair_alpha, "alpha_ot_se": pair_se, "observed_cost": obs, "expected_cost": mean_e,
+        "expected_cost_se": se_e, "exact": is_exact.astype(np.float64),
+        "n_cross_pairs": st.size.astype(np.float64), "n_expected": n_eval.astype(np.float64),
+    })
+    table.reasons["alpha_ot"] = pair_reason
+
+    D_o = float(c_obs.mean()) if c_obs.size else float("nan")
+    N_tot = int(st.size.sum())
+    strata = np.flatnonzero(st.size > 0)
+    if N_tot > 0:
+        w = st.size[strata].astype(np.float64) / N_tot
+        D_e = float(np.dot(w, mean_e[strata]))
+        SE_e = float(np.sqrt(np.dot(w * w, se_e[strata] ** 2)))
+    else:
+        D_e, SE_e = float("nan"), float("nan")
+    if R < 2:
+        alpha, a_se, reason = float("nan"), float("nan"), f"fewer than two raters ({R}): nothing to compare"
+    else:
+        alpha, a_se, reason = _finish(D_o, D_e, SE_e, int(c_obs.size), N_tot)
+    return AlphaOTResult(
+        alpha=alpha, observed=D_o, expected=D_e, expected_se=SE_e, alpha_se=a_se, exact=bool(is_exact.all()),
+        n_observed=int(c_obs.size), n_expected=int(n_eval.sum()), n_cross_pairs=N_tot, reason=reason,
+        pairs=table, raters=plan.raters, lam=float(lam), beta=float(beta),
+        normalization=normalization, max_pairs=plan.max_pairs, seed=plan.seed,
+    )
+
+
+def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normalization: str,
+            max_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per stratum: mean chance cost, its standard error (0 when exact), the number of
+    cross pairs evaluated, and whether they are all of them (module docstring)."""
+    st = plan.strata
+    P = len(st.size)
+    pc = _PairCosts(sets.boxes, sets.labels, lam)
+    off = sets.offsets
+    ca = np.searchsorted(sets.key, plan.first_key)
+    cb = np.searchsorted(sets.key, plan.second_key)
+    cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
+                          beta, normalization, max_block).cost
+    sp = plan.stratum
+    c = cu[plan.pair_inv]
+    n_eval = np.bincount(sp, minlength=P).astype(np.int64)
+    mean_e = np.full(P, np.nan)
+    se_e = np.full(P, np.nan)
+    has = n_eval > 0
+    mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
+    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
+    is_exact = np.zeros(P, bool)
+    is_exact[plan.exact_strata] = True
+    is_exact[st.size == 0] = True
+    se_e[is_exact & has] = 0.0
+    mc = ~is_exact & (n_eval > 1)  # every drawn stratum has at least two draws
+    se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
+    return mean_e, se_e, n_eval, is_exact
+
+
+def _pair_alphas(raters, st: _Strata, obs: np.ndarray, exp: np.ndarray, se_e: np.ndarray):
+    """Per rater pair ``1 - D_o / D_e`` and its delta-method SE; NaN with a reason where undefined."""
+    P = len(obs)
+    alpha = np.full(P, np.nan)
+    se = np.full(P, np.nan)
+    reason = np.full(P, "", dtype=object)
+    ok = (st.size > 0) & (exp > 1e-15)
+    alpha[ok] = 1.0 - obs[ok] / exp[ok]
+    se[ok] = obs[ok] / (exp[ok] * exp[ok]) * se_e[ok]
+    for p in np.flatnonzero(~ok).tolist():
+        who = f"raters {raters[st.first[p]]!r} and {raters[st.second[p]]!r}"
+        reason[p] = (
+            f"D_e undefined for {who}: no cross-sample pair (both were assigned only the samples they share, "
+            "and only one)" if st.size[p] == 0 else
+            f"D_e = 0 for {who}: every cross-sample pair agrees perfectly (e.g. all sets empty); "
+            "there is no variation to correct for chance")
+    return alpha, se, reason
+
+
+def _finish(d_o: float, d_e: float, se_e: float, n_obs: int, n_cross: int) -> tuple[float, float, str]:
+    if n_obs == 0:
+        return float("nan"), float("nan"), "D_o undefined for the corpus: no sample has two raters assigned"
+    if n_cross == 0:
+        return float("nan"), float("nan"), (
+            "D_e undefined for the corpus: no cross-sample pair (a single sample, or raters never "
+            "assigned to different samples)")
+    if not d_e > 1e-15:
+        return float("nan"), float("nan"), (
+            "D_e = 0 for the corpus: every cross-sample pair agrees perfectly (e.g. all sets empty); "
+            "there is no variation to correct for chance")
+    alpha = 1.0 - d_o / d_e
+    se = d_o / (d_e * d_e) * se_e if np.isfinite(se_e) else float("nan")
+    return alpha, se, ""

@@ -1,0 +1,1 @@
+"""Simulated raters: the papers' noise models and synthetic scenes and crowds."""
