@@ -80,7 +80,10 @@ def test_every_other_operator_runs_from_python(fo, make_dataset, tmp_path):
 
     assert _op("list_agreement_runs")(ds)["keys"] == ["cons"]
     assert _op("get_agreement_run_info")(ds, key="cons")["method"] == "iaa.consensus"
-    assert _op("load_agreement_view")(ds, key="cons")["count"] >= 0
+    lowest = _op("load_agreement_view")(ds, key="cons", limit=5)  # least confident samples first
+    scores = dict(zip(ds.values("id"), ds.values("cons_min_confidence")))
+    assert lowest["count"] == len(lowest["sample_ids"]) == 5
+    assert [scores[i] for i in lowest["sample_ids"]] == sorted(scores[i] for i in lowest["sample_ids"])
     assert _op("rename_agreement_run")(ds, key="cons", new_key="cons2")["key"] == "cons2"
     _op("delete_agreement_run")(ds, key="cons2")
     assert ds.list_runs() == []

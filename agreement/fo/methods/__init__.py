@@ -18,7 +18,7 @@ from agreement.fo.declaration import MethodDeclaration
 from agreement.fo.figures import METHOD_VIEWS
 from agreement.fo.run_results import register_results_class
 
-__all__ = ["declarations", "declaration_of"]
+__all__ = ["declarations"]
 
 @lru_cache(maxsize=None)
 def _declared() -> tuple[MethodDeclaration, ...]:
@@ -37,11 +37,3 @@ def _declared() -> tuple[MethodDeclaration, ...]:
 def declarations() -> list[MethodDeclaration]:
     """Every declared method, by module name; their panel views and results classes are registered."""
     return list(_declared())
-
-
-def declaration_of(operator: str) -> MethodDeclaration:
-    """The declared method whose operator is ``operator`` (e.g. ``"compute_kalos"``)."""
-    for decl in _declared():
-        if decl.operator == operator:
-            return decl
-    raise KeyError(f"no declared method {operator!r}; declared: {[d.operator for d in _declared()]}")
