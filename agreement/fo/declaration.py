@@ -203,7 +203,8 @@ class MethodDeclaration:
             raises ``ValueError`` for a combination that is not allowed).
         records_key: the run key is one of the recorded parameters (``params["key"]``: a method that names
             what it writes inside its own label field after the key).
-        view: the panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`); ``None``: declared there.
+        view: the panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`); ``None``: its results
+            class's ``view``.
         results_cls: its typed results class (:mod:`agreement.fo.run_results`); ``None``: registered there.
         streams: the form offers the execution options (a method with a kernel).
         label_types: the label types the form offers as rater fields (FiftyOne label classes; empty: all).

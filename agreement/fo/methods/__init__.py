@@ -27,8 +27,9 @@ def _declared() -> tuple[MethodDeclaration, ...]:
         decl = getattr(importlib.import_module(f"{__name__}.{info.name}"), "DECLARATION", None)
         if isinstance(decl, MethodDeclaration):
             found.append(decl)
-            if decl.view is not None:
-                METHOD_VIEWS.setdefault(decl.method, decl.view)
+            view = decl.view if decl.view is not None else getattr(decl.results_cls, "view", None)
+            if view is not None:
+                METHOD_VIEWS.setdefault(decl.method, view)
             if decl.results_cls is not None:
                 register_results_class(decl.method, decl.results_cls)
     return tuple(found)

@@ -82,7 +82,6 @@ DECLARATION = MethodDeclaration(
     label="Annotator Agreement: calibrate distance and τ",
     description="Observed vs chance disagreement per distance (KS), the data-driven τ* and OT β*",
     spec=SPEC,
-    view=VIEW,
     results_cls=CalibrationResults,
     params=(
         Param("distances", list, None, "Candidate distances",

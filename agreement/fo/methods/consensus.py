@@ -245,7 +245,6 @@ DECLARATION = MethodDeclaration(
     description="One label set from many raters, weighted by each rater's sensitivity, false positives, "
                 "class confusion and localisation noise, with a review queue and a rater report",
     spec=SPEC,
-    view=VIEW,
     results_cls=ConsensusResults,
     params=(
         Param("method", str, "em", "Method", "How the raters' labels are fused", choices=METHODS, radio=True,

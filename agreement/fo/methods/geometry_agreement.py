@@ -134,7 +134,6 @@ DECLARATION = MethodDeclaration(
     label="Annotator Agreement: geometry agreement (σ, KS)",
     description="Do raters find the same objects, agree what they are, and where? Each chance-corrected",
     spec=SPEC,
-    view=VIEW,
     results_cls=GeometryAgreementResults,
     params=(
         Param("distance", str, "giou", "Distance",

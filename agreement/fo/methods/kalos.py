@@ -204,7 +204,6 @@ DECLARATION = MethodDeclaration(
     label="Annotator Agreement: KaLOS",
     description="Localisation-first correspondence, then Krippendorff's alpha per sample and corpus, with diagnostics",
     spec=SPEC,
-    view=VIEW,
     results_cls=KalosResults,
     params=(
         Param("similarity", str, "iou", "Similarity",

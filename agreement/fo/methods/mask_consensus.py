@@ -118,7 +118,6 @@ DECLARATION = MethodDeclaration(
     label="Annotator Agreement: STAPLE mask consensus",
     description="Consensus masks per class and each rater's sensitivity and specificity (STAPLE)",
     spec=SPEC,
-    view=VIEW,
     results_cls=MaskConsensusResults,
     params=(
         Param("threshold", float, 0.5, "Consensus threshold",

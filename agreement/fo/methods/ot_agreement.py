@@ -282,7 +282,6 @@ DECLARATION = MethodDeclaration(
     label="Annotator Agreement: OT agreement",
     description="Optimal-transport agreement per sample and chance-corrected alpha-OT per corpus",
     spec=SPEC,
-    view=VIEW,
     results_cls=OTAgreementResults,
     params=(
         Param("lam", float, 0.5, "λ (localisation weight)",
