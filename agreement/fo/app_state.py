@@ -1,0 +1,67 @@
+"""What the App's user is doing, shared between the panel and the operators' forms.
+
+The panel remembers the run it shows (:func:`remember_open_run`); an
+operator's form preselects it (:func:`open_run`). The choice is kept in the
+dataset's FiftyOne execution store (``iaa_agreement``), so that it is seen by
+every process of the App server and survives a page reload; on a FiftyOne
+without execution stores it is kept in this process, which is where the App
+resolves operator forms and panel events.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["remember_open_run", "open_run", "STORE_NAME"]
+
+STORE_NAME = "iaa_agreement"
+_OPEN_RUN = "open_run"
+_LOCAL: dict[str, Any] = {}  # dataset id -> run key, where there is no execution store
+
+
+def _store(dataset):
+    """The dataset's execution store of this plugin, or None (FiftyOne without stores, no database)."""
+    try:
+        from fiftyone.operators.store import ExecutionStore
+    except ImportError:
+        return None
+    try:
+        return ExecutionStore.create(STORE_NAME, dataset._doc.id)
+    except Exception:  # noqa: BLE001 - a missing store only loses the preselection
+        logger.debug("no execution store for %s", getattr(dataset, "name", dataset), exc_info=True)
+        return None
+
+
+def remember_open_run(dataset, key: str | None) -> None:
+    """Records that run ``key`` is the one open in the panel on ``dataset`` (``None``: no run open)."""
+    if dataset is None:
+        return
+    dataset = getattr(dataset, "_root_dataset", dataset)
+    _LOCAL[str(dataset._doc.id)] = key
+    store = _store(dataset)
+    if store is None:
+        return
+    try:
+        if store.get(_OPEN_RUN) != key:
+            store.set(_OPEN_RUN, key)
+    except Exception:  # noqa: BLE001 - best effort: the in-process value still holds
+        logger.debug("could not record the open run", exc_info=True)
+
+
+def open_run(dataset) -> str | None:
+    """The run last open in the panel on ``dataset`` if it still exists, else None."""
+    if dataset is None:
+        return None
+    dataset = getattr(dataset, "_root_dataset", dataset)
+    key = _LOCAL.get(str(dataset._doc.id))
+    if key is None:
+        store = _store(dataset)
+        if store is not None:
+            try:
+                key = store.get(_OPEN_RUN)
+            except Exception:  # noqa: BLE001
+                key = None
+    return key if key is not None and key in dataset.list_runs() else None
