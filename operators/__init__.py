@@ -5,6 +5,7 @@ from .consensus import ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
 from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
+from .review import ReviewConsensusLabels
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
 
 OPERATORS = [
@@ -12,6 +13,7 @@ OPERATORS = [
     ImportMultiRater,
     ImportLabelStudio,
     SimulateRaters,
+    ReviewConsensusLabels,
     FinalizeConsensus,
     ExportRaterReport,
     ExportMultiRaterCoco,

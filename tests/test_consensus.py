@@ -353,8 +353,9 @@ def test_result_fields_are_consistent():
     assert np.all(res.consensus_index[~kept] == -1)
     assert res.sample_n_consensus.sum() == kept.sum() and len(res.sample_n_review) == S
     assert res.sample_n_review.sum() == res.review.sum()
+    assert not np.any(res.review & ~kept)  # only consensus labels are flagged: the queue holds them all
     for s in range(S):
-        c = res.confidence[(res.unit_sample == s) & kept]
+        c = (res.confidence * res.class_probability)[(res.unit_sample == s) & kept]  # label confidence
         assert (np.isnan(res.sample_min_confidence[s]) and not len(c)) or res.sample_min_confidence[s] == c.min()
     agrees = res.row_agrees
     assert np.all(res.row_consensus[agrees] >= 0)

@@ -35,6 +35,7 @@ import fiftyone as fo
 
 from agreement.io.coco import MultiRaterCoco, read_multi_rater_coco, write_multi_rater_coco
 from agreement.core.data import MultiRaterAnnotations
+from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.fo.reading import read_annotations
 from agreement.core.validation import AnnotationError
 
@@ -112,9 +113,13 @@ def import_multi_rater_coco(
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
     coco = read_multi_rater_coco(coco_path)
     _check_extra_keys(coco, {rater_attr} if layout == "attribute" else set(), os.fspath(coco_path))
+    rings = coco.annotations.polygons
+    if polygons == "polylines" and (rings is None or not any(rings)):
+        polygons = "none"  # no annotation has a segmentation: no empty ``_polygons`` fields
     rater_fields = _rater_fields(coco.annotations.raters, layout, field, polygons)
     image_dir = os.fspath(image_dir) if image_dir is not None else os.path.dirname(os.path.abspath(coco_path))
-    samples = _build_samples(coco, rater_fields, layout, polygons, rater_attr, image_dir)
+    media = decide_media_type(_filepaths(coco, image_dir), reason="COCO annotations describe images")
+    samples = _build_samples(coco, rater_fields, layout, polygons, rater_attr, image_dir, media.media_type)
     info = {
         "source": os.path.basename(os.fspath(coco_path)),
         "layout": layout,
@@ -125,8 +130,9 @@ def import_multi_rater_coco(
         "rater_ids": dict(coco.rater_ids),
         "categories": coco.categories,
         "info": coco.info,
+        "media": media.to_dict(),
     }
-    dataset = _write_temporary(name, samples, rater_fields, polygons, info)
+    dataset = _write_temporary(name, samples, rater_fields, polygons, info, media.media_type)
     return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
 
 
@@ -170,16 +176,22 @@ def _rater_fields(raters: Sequence[str], layout: str, field: str, polygons: str)
     return rater_fields
 
 
+def _filepaths(coco: MultiRaterCoco, image_dir: str) -> list[str]:
+    """The file path of each image of the file, in order."""
+    return [os.path.join(image_dir, img.get("file_name", f"{img['id']}.jpg")) for img in coco.images]
+
+
 def _build_samples(
-    coco: MultiRaterCoco, rater_fields: dict[str, str], layout: str, polygons: str, rater_attr: str, image_dir: str
+    coco: MultiRaterCoco, rater_fields: dict[str, str], layout: str, polygons: str, rater_attr: str, image_dir: str,
+    media_type: str = "image",
 ) -> list[fo.Sample]:
-    """One in-memory sample per image (nothing is written)."""
+    """One in-memory sample per image (nothing is written), of ``media_type`` whatever the file names say."""
     ann = coco.annotations
     samples = []
-    for s, img in enumerate(coco.images):
+    for s, (img, path) in enumerate(zip(coco.images, _filepaths(coco, image_dir))):
         W, H = ann.image_sizes[s]
-        sample = fo.Sample(
-            filepath=os.path.join(image_dir, img.get("file_name", f"{img['id']}.jpg")),
+        sample = media_sample(
+            path, media_type,
             metadata=fo.ImageMetadata(width=int(W), height=int(H)),
             coco_id=img["id"],
             raters=[str(r) for r in img["rater_list"]],
@@ -224,11 +236,13 @@ def _temporary_name(name: str, purpose: str) -> str:
 
 
 def _write_temporary(
-    name: str, samples: list[fo.Sample], rater_fields: dict[str, str], polygons: str, info: dict
+    name: str, samples: list[fo.Sample], rater_fields: dict[str, str], polygons: str, info: dict,
+    media_type: str = "image",
 ) -> fo.Dataset:
     """A complete, non-persistent dataset under a temporary name; deleted again if writing fails."""
     dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
     try:
+        set_empty_dataset_media_type(dataset, media_type)
         # declare every rater field up front so that a rater absent from the
         # first samples still gets a typed (None-valued) field
         for fname in dict.fromkeys(rater_fields.values()):

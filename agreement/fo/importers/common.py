@@ -35,6 +35,7 @@ import fiftyone as fo
 # the temporary-name-then-rename swap of the multi-rater COCO importer, reused
 from agreement.fo.coco import INFO_KEY, LAYOUTS, _RESERVED, _discard, _swap_in, _temporary_name, rater_field_name
 from agreement.fo.assignment import declare_raters_field
+from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.core.validation import AnnotationError
 
 __all__ = ["KINDS", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields", "check_layout"]
@@ -122,9 +123,10 @@ def _set_rater(label: fo.Label, rater_attr: str, rater: str, image: str) -> None
     label[rater_attr] = rater
 
 
-def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], layout: str, rater_attr: str) -> fo.Sample:
+def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], layout: str, rater_attr: str,
+            media_type: str = "image") -> fo.Sample:
     size = merged.sizes[i]
-    sample = fo.Sample(filepath=merged.filepaths[i])
+    sample = media_sample(merged.filepaths[i], media_type)
     if size is not None:
         sample.metadata = fo.ImageMetadata(width=int(size[0]), height=int(size[1]))
     per_rater = merged.labels[i]
@@ -179,9 +181,11 @@ def write_merged_dataset(
     taken = {k for extra in merged.extra for k in extra}.intersection(n for per in fields.values() for n in per.values())
     if taken:
         raise MultiRaterImportError(f"rater field name(s) {sorted(taken)} clash with sample fields this import writes")
-    samples = [_sample(merged, i, fields, layout, rater_attr) for i in range(len(merged.keys))]
+    media = decide_media_type(merged.filepaths, reason=f"the annotations of {source or 'these exports'} are image annotations")
+    samples = [_sample(merged, i, fields, layout, rater_attr, media.media_type) for i in range(len(merged.keys))]
     dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
     try:
+        set_empty_dataset_media_type(dataset, media.media_type)
         for fname, kind in dict.fromkeys((f, k) for per in fields.values() for k, f in per.items()):
             dataset.add_sample_field(fname, fo.EmbeddedDocumentField, embedded_doc_type=KINDS[kind][1])
         dataset.add_sample_field("raters", fo.ListField, subfield=fo.StringField)
@@ -197,7 +201,7 @@ def write_merged_dataset(
             "categories": None,
             "info": {},
         }
-        dataset.info[IMPORT_INFO_KEY] = report or {}
+        dataset.info[IMPORT_INFO_KEY] = {**(report or {}), "media": media.to_dict()}
         dataset.save()
         if layout == "attribute":
             for fname in fields[merged.raters[0]].values():

@@ -272,7 +272,7 @@ DECLARATION = MethodDeclaration(
     ),
     outputs=(("n_consensus", "Consensus labels", "int"), ("n_review", "Labels to review", "int"),
              ("mean_confidence", "Mean confidence", "float"), ("tau", "τ used", "float")),
-    key_prefix="consensus",
+    key_prefix="merged",  # fields merged_consensus, merged_final, ... (not consensus_consensus)
     derive=_derive,
     streams=False,
     from_form=_from_form,
@@ -326,17 +326,20 @@ def export_rater_report(samples, key: str, output_dir: str) -> dict:
 def review_view(samples, key: str):
     """The review queue: a patches view of the consensus labels flagged for review, least confident first.
 
-    Ties (frequent under majority voting) are broken by the label id, so the
-    App and the SDK list the queue in the same order. FiftyOne makes patches
-    of images only: on other media (3D scenes, point clouds) the queue is the
-    samples with a flagged label, showing only those labels, the sample of
-    the least confident one first (ties by sample id).
+    The queue holds the run's consensus field and nothing else (no rater's
+    labels, no other run's), so that tagging "all labels" of a patch in the
+    App tags exactly the flagged consensus label under review. Ties (frequent
+    under majority voting) are broken by the label id, so the App and the SDK
+    list the queue in the same order. FiftyOne makes patches of images only:
+    on other media (3D scenes, point clouds) the queue is the samples with a
+    flagged label, showing only those labels, the sample of the least
+    confident one first (ties by sample id).
     """
     from fiftyone import ViewField as F
 
     _require_consensus_run(samples, key)
     field = f"{key}_consensus"
-    flagged = samples.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
+    flagged = samples.select_fields(field).filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
     if samples.media_type == "image":
         return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
     from agreement.fo.reading import LABEL_TYPES

@@ -267,11 +267,13 @@ def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing,
 def _assemble(data, method, kind, units, codes, classes, out, params) -> ConsensusResult:
     conf, top = out["confidence"], np.asarray(out["top_class"], np.int64)
     kept = conf >= (params["quorum"] if method == "majority" else params["min_confidence"])
-    review = review_flags(conf, out["top_probability"], params["review_band"])
+    # only consensus labels are reviewed: a candidate below the keep threshold is no label, so no flag
+    review = review_flags(conf, out["top_probability"], params["review_band"]) & kept
     pixel = out.get("pixel")
     sim = member_similarity(data, kind, units, out["boxes"], out.get("keypoints"), out.get("cuboids"),
                             None if pixel is None else pixel.member_iou)
-    rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review, sim)
+    rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review, sim,
+                                  class_probability=out["top_probability"])
     report = rater_report(data, units, codes, classes, kept, top, rs["row_agrees"], sim,
                           existence=conf if method == "em" else None,
                           model=out.get("model") if method == "em" else None, pixel=pixel)

@@ -73,8 +73,15 @@ def review_flags(confidence: np.ndarray, class_probability: np.ndarray, band: tu
 
 def row_and_sample_summaries(data, units: UnitTable, kept: np.ndarray, confidence: np.ndarray,
                              label_code: np.ndarray, codes: np.ndarray, review: np.ndarray,
-                             similarity: np.ndarray) -> dict[str, np.ndarray]:
-    """Per row: consensus index, agreement, similarity; per sample: counts and minimum confidence."""
+                             similarity: np.ndarray,
+                             class_probability: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per row: consensus index, agreement, similarity; per sample: counts and the lowest label confidence.
+
+    A consensus label's confidence is its existence posterior times its class posterior
+    (``confidence * class_probability``; the existence posterior alone without ``class_probability``):
+    ``sample_min_confidence`` is the lowest of these over the sample's consensus labels, the value the
+    review queue sorts by. ``sample_n_review`` counts the sample's flagged units (``review``).
+    """
     N, S = len(data), data.num_samples
     cons_index = np.where(kept, np.cumsum(kept) - 1, -1)
     row_unit = units.row_unit
@@ -86,7 +93,8 @@ def row_and_sample_summaries(data, units: UnitTable, kept: np.ndarray, confidenc
     row_sim[units.order] = similarity
     us = units.unit_sample
     min_conf = np.full(S, np.inf)
-    np.minimum.at(min_conf, us[kept], confidence[kept])
+    label_confidence = confidence if class_probability is None else confidence * class_probability
+    np.minimum.at(min_conf, us[kept], label_confidence[kept])
     return {
         "consensus_index": cons_index, "row_consensus": row_cons, "row_agrees": row_agrees,
         "row_similarity": row_sim,

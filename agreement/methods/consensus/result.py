@@ -121,16 +121,18 @@ class ConsensusResult:
       its index among the consensus labels, ``-1`` if not kept;
     * ``review`` (U,): a person should look: the confidence is inside
       ``review_band`` ``[lo, hi)``, or the unit's confidence is at least
-      ``lo`` and its class probability below ``hi``.
+      ``lo`` and its class probability below ``hi``; only consensus labels
+      (kept units) are flagged.
 
     Per **annotation row** (N, the rows of the input corpus): ``row_unit``
     (``-1``: in no unit), ``row_consensus`` (index of its consensus label or
     ``-1``), ``row_agrees`` (its unit is a consensus label of its class),
     ``row_similarity`` (to the consensus geometry; NaN outside a unit).
 
-    Per **sample** (S): ``sample_n_consensus``, ``sample_n_review`` (units
-    flagged), ``sample_min_confidence`` (lowest confidence of its consensus
-    labels; NaN without any).
+    Per **sample** (S): ``sample_n_consensus``, ``sample_n_review`` (consensus
+    labels flagged: ``review`` is set on kept units only), ``sample_min_confidence``
+    (lowest label confidence, ``confidence * class_probability``, of its
+    consensus labels, the order of the review queue; NaN without any).
 
     Per **rater**: ``report`` (:class:`RaterReport`). ``model`` holds the
     EM's fitted parameters (:class:`agreement.methods.consensus.em.ConsensusModel`;
