@@ -49,9 +49,13 @@ from agreement.fo.panel_data import (
 )
 from agreement.fo.label_schema import label_fields
 
+from agreement.fo.app_state import remember_open_run
+
+from .panel_filters import _app_can_set_filters, _same
 from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
 from .panel_memory import _MEMORY, _Memory, _memory
+from .panel_raters import RaterEvents, refresh_raters
 from .panel_sections import refresh_compare, refresh_consensus, refresh_modal
 
 logger = logging.getLogger(__name__)
@@ -64,42 +68,7 @@ RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanishe
 RESTORE_EXTENSION = 3.0
 
 
-_SET_FILTERS: bool | None = None
-
-
-def _app_can_set_filters() -> bool:
-    """Whether this FiftyOne App has the ``set_filters`` operator (newer Apps; not 1.0)."""
-    global _SET_FILTERS
-    if _SET_FILTERS is None:
-        import glob
-        import os
-
-        import fiftyone
-
-        found = False
-        static = os.path.join(os.path.dirname(fiftyone.__file__), "server", "static", "assets")
-        for path in glob.glob(os.path.join(static, "*.js")):
-            try:
-                with open(path, encoding="utf-8", errors="ignore") as f:
-                    if "set_filters`" in f.read():
-                        found = True
-                        break
-            except OSError:
-                continue
-        _SET_FILTERS = found
-    return _SET_FILTERS
-
-
-def _strip(stage: dict) -> dict:
-    return {k: v for k, v in stage.items() if k != "_uuid"}
-
-
-def _same(a: list, b: list) -> bool:
-    return json.dumps([_strip(s) for s in a], sort_keys=True, default=str) == \
-        json.dumps([_strip(s) for s in b], sort_keys=True, default=str)
-
-
-class AgreementPanel(foo.Panel):
+class AgreementPanel(RaterEvents, foo.Panel):
     @property
     def config(self):
         return foo.PanelConfig(
@@ -328,6 +297,11 @@ class AgreementPanel(foo.Panel):
                 ctx.trigger("set_filters", params={})
         ctx.panel.data.drill_md = drill_md(mem)
 
+    def _option_changed(self, ctx, mem: _Memory) -> None:
+        """A rater or heatmap control changed (:class:`.panel_raters.RaterEvents`): redraw."""
+        self._expect_reset(ctx, mem)
+        self._refresh(ctx, force=True)
+
     # ----------------------------------------------------------------- helpers
     def _expect_reset(self, ctx, mem: _Memory) -> None:
         filters = self._request_filters(ctx)
@@ -461,13 +435,14 @@ class AgreementPanel(foo.Panel):
         try:
             marks = self._marks(mem, key)
             data = run_panel_data(base, key, whole=whole, selected_bin=marks["bin"], selected_pair=marks["pair"],
-                                  rater=mem.consensus_rater or state.consensus_rater)
+                                  rater=mem.consensus_rater or state.consensus_rater, options=mem.options)
         except (PanelDataError, runs.RunError) as e:
             self._show_error(ctx, mem, str(e), changed)
             return
         self._show_run(ctx, mem, data, error, changed)
         self._fill_view_data(ctx.panel.data, mem, data, n_view, filters, base_stages)
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
+        refresh_raters(ctx.panel.data, mem, data)
         refresh_compare(ctx, mem, base, key, info, compare, compare_key)
         refresh_modal(ctx, mem, base, key, info)
 
@@ -510,6 +485,9 @@ class AgreementPanel(foo.Panel):
         changed = self._set_state(ctx, runs=keys, **decided)
         mem.runs, mem.run_key = keys, key
         mem.run_labels = run_labels(dataset, keys)
+        if key != mem.remembered:  # the operators' forms preselect the run the panel shows
+            remember_open_run(dataset, key)
+            mem.remembered = key
         return key, error, changed
 
     def _show_no_runs(self, ctx, mem: _Memory, changed: bool) -> None:
@@ -550,7 +528,8 @@ class AgreementPanel(foo.Panel):
         """The view-level panel data (notes, figures' traces) and the figures the layout draws (memory)."""
         hist = data["histogram"]
         mem.figures = {name: {"layout": fig["layout"], "config": fig["config"], "click": fig.get("click"),
-                              "traces": fig["traces"]} for name, fig in data["figures"].items()}
+                              "traces": fig["traces"], "per_rater": fig.get("per_rater", False)}
+                       for name, fig in data["figures"].items()}
         mem.undefined = data["undefined"]
         pdata.view_note = view_note(data, n_view, filters, base_stages)
         pdata.drill_md = drill_md(mem)

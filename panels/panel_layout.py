@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
+from agreement.fo.rater_tables import natural_key
+
 from .panel_markdown import EMPTY_HELP
 from .panel_memory import _memory
+from .panel_raters import render_pair_controls, render_rater_table
 
 
 def render_panel(handlers, ctx):
@@ -88,31 +91,43 @@ def render_panel(handlers, ctx):
                 short = g["reason"] if len(g["reason"]) <= 40 else g["reason"][:38] + "…"
                 undef.btn(f"show_unscored_{i}", label=f"{g['count']}: {short}", on_click=handlers.on_show_unscored,
                           params={"reason": g["reason"]}, variant="outlined")
+    if mem.raters and not mem.raters["consensus"]:
+        render_rater_table(handlers, panel, mem)
+    per_rater = [f"bars_{i}" for i in range(shown.get("n_bars", 0)) if (mem.figures.get(f"bars_{i}") or {}).get("per_rater")]
+    for name in per_rater:  # beside the rater table: its lowest and highest raters
+        _bars(handlers, panel, mem, name)
     if "pair_matrix" in mem.figures:
+        render_pair_controls(handlers, panel, mem)
         clickable = mem.figures["pair_matrix"].get("click")
         _plot(panel, mem, "pair_matrix", **({"on_click": handlers.on_pair_click} if clickable else {}))
     for i in range(shown.get("n_bars", 0)):
-        name = f"bars_{i}"
-        click = (mem.figures.get(name) or {}).get("click")
-        handler = {"vitality": handlers.on_vitality_click, "class": handlers.on_class_click}.get(click)
-        _plot(panel, mem, name, **({"on_click": handler} if handler else {}))
+        if f"bars_{i}" not in per_rater:
+            _bars(handlers, panel, mem, f"bars_{i}")
     for i in range(shown.get("n_curves", 0)):
         _plot(panel, mem, f"curve_{i}")
     return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
 
 
+def _bars(handlers, panel, mem, name: str) -> None:
+    """A bar chart, its bars clickable when they are raters (vitality) or classes."""
+    click = (mem.figures.get(name) or {}).get("click")
+    handler = {"vitality": handlers.on_vitality_click, "class": handlers.on_class_click}.get(click)
+    _plot(panel, mem, name, **({"on_click": handler} if handler else {}))
+
+
 def _render_consensus(handlers, panel, mem) -> None:
-    """The review-queue button and note, the rater report and one rater's confusion matrix."""
+    """The review-queue button and note, the rater report (sortable, :mod:`.panel_raters`) and one rater's
+    confusion matrix."""
     cons = mem.consensus
     n = cons["n_flagged"]
     label = (f"Review queue: the {n:,} flagged consensus label{'s' if n != 1 else ''}, least confident first"
              if n else "Review queue (no consensus label in view is flagged)")
     panel.btn("review_queue", label=label, on_click=handlers.on_review_queue, variant="contained")
     panel.str("review_md", view=types.MarkdownView())
-    panel.str("consensus_report_md", view=types.MarkdownView())
+    render_rater_table(handlers, panel, mem)
     if cons["raters"]:
         choices = types.DropdownView()
-        for r in cons["raters"]:
+        for r in sorted(cons["raters"], key=natural_key):
             choices.add_choice(r, label=r)
         panel.enum("consensus_rater", cons["raters"], default=cons["rater"], label="Confusion matrix of rater",
                    view=choices, on_change=handlers.on_change_consensus_rater)

@@ -36,6 +36,10 @@ class _Memory:
     touched: float = 0.0
     consensus_rater: str | None = None  # the rater whose confusion matrix a consensus run shows
     consensus: dict | None = None  # a consensus run: {"raters", "rater", "n_flagged"}
+    options: dict = field(default_factory=dict)  # the rater table's and heatmap's controls (.panel_raters)
+    raters: dict | None = None  # the rater table: {"columns", "sort", "worst_first", "consensus"}
+    pairs: dict | None = None  # the heatmap's choices: {"raters", "has_observed"}
+    remembered: str | None = None  # the run last recorded as open (agreement.fo.app_state)
 
 
 _MEMORY: dict[str, _Memory] = {}

@@ -10,14 +10,14 @@ from .panel_markdown import open_sample_md
 
 
 def refresh_consensus(pdata, mem, cons: dict | None) -> None:
-    """A consensus run's rater report, confusion matrix and review-queue note (panel data and memory)."""
+    """A consensus run's confusion matrix and review-queue note (panel data and memory); its rater report
+    is the panel's rater table (:mod:`.panel_raters`)."""
     mem.consensus = None
     if cons is None:
         return
     counts = {c["label"]: c for c in (cons["view_cards"] or cons["cards"])}
     n_flagged = counts.get("flagged for review", {}).get("count") or 0
     mem.consensus = {"raters": cons["raters"], "rater": cons["rater"], "n_flagged": int(n_flagged)}
-    pdata.consensus_report_md = "**Rater report** (whole run, against the consensus)\n\n" + cons["report_md"]
     pdata.review_md = cons["review_help"]
     pdata.confusion = mem.figures["confusion"]["traces"] if "confusion" in mem.figures else []
 

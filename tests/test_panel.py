@@ -8,6 +8,11 @@ pytestmark = pytest.mark.fiftyone
 PANEL = "@iaa/agreement/annotator_agreement"
 
 
+def _g3(x: float) -> str:
+    """Three significant figures, trailing zeros kept (what the panel writes: 0.560, 1.00)."""
+    return f"{x:#.3g}".rstrip(".")
+
+
 def _panel(ds, method, state=None, view=None, filters=None, current_sample=None, panel_id="test-panel", **event):
     """Runs one panel event as the App would send it; returns (state, data, requests) after it."""
     import fiftyone.operators as foo
@@ -114,7 +119,7 @@ def test_on_load_shows_cards_histogram_and_matrix(scored):
     labels = [c["label"] for c in state["cards"]]
     assert labels[0] == "αOT" and "mean OT score" in labels
     value = state["cards"][0]["value"]
-    assert state["cards"][0]["text"].startswith(f"{value:.3g}")  # three significant figures
+    assert state["cards"][0]["text"].startswith(_g3(value))  # three significant figures
     hist = data["histogram"][0]
     assert hist["type"] == "bar" and sum(hist["y"]) == len(scored)
     heat = data["pair_matrix"][0]
@@ -475,15 +480,15 @@ def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds
         assert cards["flagged for review"]["count"] == len(flagged) > 0
         share = len(flagged) / len(labels)
         assert cards["flagged for review"]["value"] == pytest.approx(share)
-        assert cards["flagged for review"]["text"] == f"{100 * share:.3g}% ({len(flagged)} of {len(labels)} labels)"
+        assert cards["flagged for review"]["text"] == f"{_g3(100 * share)}% ({len(flagged)} of {len(labels)} labels)"
         mean = float(np.mean([d.confidence for d in labels]))
-        assert cards["mean confidence of the consensus labels"]["text"] == f"{mean:.3g}"
+        assert cards["mean confidence of the consensus labels"]["text"] == _g3(mean)
         assert "| flagged for review |" in data["summary_md"]
         assert ("this view" in data["summary_md"]) is not whole
     assert cons["cards"][0]["value"] == results["summary"]["n_consensus"]
     tau = {c["label"]: c for c in cons["cards"]}["same-object threshold τ"]
     assert tau["value"] == results["summary"]["tau"] == results["detail"]["tau"]
-    assert tau["text"] == f"{tau['value']:.3g} (chosen from the data in [0.3, 0.5])"
+    assert tau["text"] == f"{_g3(tau['value'])} (chosen from the data in [0.3, 0.5])"
     report = results["detail"]["rater_report"]
     assert [r["rater"] for r in cons["report_rows"]] == list(report) == raters
     for row in cons["report_rows"]:
@@ -513,7 +518,7 @@ def test_consensus_confusion_figure_is_titled_with_named_hover(consensus_ds):
     assert trace["type"] == "heatmap" and trace["x"] == trace["y"]
     assert f"{raters[1]} says" in trace["hovertext"][0][1] and f"consensus {trace['y'][0]}" in trace["hovertext"][0][1]
     cells = [(t, v) for trow, zrow in zip(trace["text"], trace["z"]) for t, v in zip(trow, zrow) if v]
-    assert cells and all(t == f"{v:.3g}" for t, v in cells)  # three significant figures
+    assert cells and all(t == _g3(v) for t, v in cells)  # three significant figures
 
 
 def test_consensus_panel_shows_report_heatmap_and_opens_the_review_queue(consensus_ds):
@@ -522,7 +527,7 @@ def test_consensus_panel_shows_report_heatmap_and_opens_the_review_queue(consens
     ds, raters = consensus_ds
     state, data, requests = _panel(ds, "on_load")
     assert state["run_key"] == "cons" and state["method"] == "iaa.consensus"
-    assert "**Rater report**" in data["consensus_report_md"] and "finalize_consensus" in data["review_md"]
+    assert "**Rater report**" in data["rater_table_md"] and "finalize_consensus" in data["review_md"]
     assert "accepted" in data["review_md"] and "rejected" in data["review_md"]
     plots = _plots(_output(requests))
     assert {"confusion", "histogram"} <= set(plots)

@@ -13,10 +13,10 @@ and where the rater-pair matrix and the plots come from.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
+from agreement.fo.figure_base import (FIGURE_CONFIG, count_text, figure, figure_layout, floats, is_finite, plural,
+                                      sig3, wrap_lines)
 
 __all__ = [
     "PanelDataError", "METHOD_VIEWS", "CONSENSUS_METHOD", "FIGURE_CONFIG", "sig3", "count_text", "is_finite",
@@ -30,31 +30,7 @@ class PanelDataError(ValueError):
     """The run cannot be shown; the message says why and what to do."""
 
 
-
-# --------------------------------------------------------------------------- formatting
-def sig3(x, signed: bool = False) -> str:
-    """``x`` to three significant figures (``"undefined"`` for None/NaN)."""
-    if x is None or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(float(x)):
-        return "undefined"
-    x = float(x)
-    if x == 0:
-        return "0"
-    text = f"{x:.3g}"
-    if "e" in text:  # 1.23e+03 reads badly in a card; big numbers are counts anyway
-        text = f"{x:,.0f}" if abs(x) >= 1 else f"{x:.2e}"
-    return ("+" + text) if signed and x > 0 else text
-
-
-def count_text(n: int, what: str = "sample") -> str:
-    return f"{int(n):,} {what}{'' if int(n) == 1 else 's'}"
-
-
-def is_finite(x) -> bool:
-    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
-
-
-def floats(values) -> list:
-    return [float(v) if is_finite(v) else None for v in (values if values is not None else [])]
+from agreement.fo.pair_heatmap import MAX_HEATMAP_RATERS, pair_matrix, pair_matrix_figure  # noqa: E402
 
 
 # --------------------------------------------------------------------------- methods
@@ -67,43 +43,6 @@ METHOD_VIEWS: dict[str, dict[str, Any]] = {}
 
 CONSENSUS_METHOD = "iaa.consensus"
 
-
-
-# --------------------------------------------------------------------------- figures
-FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
-
-
-def figure_layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320,
-            subtitle: str | None = None, **extra) -> dict:
-    """A plotly layout with a title (and a smaller second line), both axis titles, room for the tick
-    labels, no zooming."""
-    text = f"<b>{title}</b>" + (f"<br><span style='font-size:12px'>{subtitle}</span>" if subtitle else "")
-    layout = {
-        "title": {"text": text, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
-                  "pad": {"t": 10}, "font": {"size": 15}},
-        "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
-        "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
-        "showlegend": bool(legend),
-        "height": height,
-        "margin": {"t": 76 if subtitle else 48, "l": 64, "r": 24, "b": 56, "pad": 2},
-        "hoverlabel": {"namelength": -1},
-        "dragmode": False,
-    }
-    if legend:
-        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top"}
-        layout["margin"]["b"] = 120
-        layout["height"] = height + 60
-    for k, v in extra.items():
-        if isinstance(v, dict) and isinstance(layout.get(k), dict):
-            layout[k] = {**layout[k], **v}
-        else:
-            layout[k] = v
-    return layout
-
-
-def figure(name: str, title: str, traces: list, layout: dict, clickable: str | None = None) -> dict:
-    return {"name": name, "title": title, "traces": traces, "layout": layout, "config": dict(FIGURE_CONFIG),
-            "click": clickable}
 
 
 def rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: str) -> list[dict]:
@@ -120,8 +59,11 @@ def rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: 
     if not (raters and traces):
         return []
     layout = figure_layout(title.replace(" (STAPLE, whole run)", ""), "rater", ytitle, legend=len(traces) > 1,
-                     barmode="group", subtitle="STAPLE, whole run" if "STAPLE" in title else None)
-    return [figure("bars_rater", title, traces, layout)]
+                           barmode="group", subtitle="STAPLE, whole run" if "STAPLE" in title else None,
+                           xaxis={"type": "category"})
+    fig = figure("bars_rater", title, traces, layout)
+    fig["per_rater"] = True  # the panel shows the lowest and highest k raters of a crowd
+    return [fig]
 
 
 def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
@@ -144,6 +86,7 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             figure_layout("Rater vitality (whole run)", "rater", "vitality (< 0: lowers agreement)",
                     subtitle="α − α without the rater · click a bar: that rater's labels that match nobody"),
             clickable="vitality"))
+        bars[-1]["per_rater"] = True  # the panel shows the lowest and highest k raters of a crowd
     cd = detail.get("class_difficulty") or {}
     if cd.get("classes"):
         order = [i for i in cd.get("hardest_first", []) if cd["alpha"][i] is not None][:top]
@@ -153,14 +96,15 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             units = [int(cd["n_units"][i]) if cd.get("n_units") else None for i in order]
             hover = [f"{c}: α {sig3(a)} over {count_text(n, 'unit') if n is not None else 'its units'}"
                      f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units)]
-            title = f"Class difficulty: the {len(order)} classes with the lowest α (whole run)"
+            what = (f"the {len(order)} {plural(len(order), 'class')} with the lowest α" if len(order) > 1
+                    else "its one class" if len(cd["classes"]) == 1 else "the class with the lowest α")
+            title = f"Class difficulty: {what} (whole run)"
             bars.append(figure(
                 "classes", title,
                 [{"type": "bar", "x": classes, "y": ys, "name": "α", "hovertext": hover,
                   "hovertemplate": "%{hovertext}<extra></extra>"}],
                 figure_layout("Class difficulty (whole run)", "class", "α of the class (1 perfect, 0 chance)",
-                        subtitle=f"the {len(order)} classes with the lowest α · click a bar: "
-                                 "that class's units with disagreement"),
+                        subtitle=f"{what} · click a bar: that class's units with disagreement"),
                 clickable="class"))
     return bars
 
@@ -260,98 +204,11 @@ def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_
              "marker": {"color": colors}}
     better = "higher is better" if view.get("higher_is_better", True) else "lower is better"
     title = f"Per-sample {score} ({title_suffix}; click a bar to load its samples)"
-    layout = figure_layout(f"Per-sample {score}", f"{view.get('score_axis', score)}; {better}", "number of samples",
-                     subtitle=title_suffix + (" · click a bar to load its samples" if clickable else ""),
+    axis = "<br>".join(wrap_lines(view.get("score_axis", score), 52))  # an axis title wider than the plot is cut
+    layout = figure_layout(f"Per-sample {score}", axis, "number of samples",
+                     subtitle=f"{title_suffix} · {better}" + (" · click a bar to load its samples" if clickable else ""),
                      xaxis={"range": [edges[0] - width * 0.6, edges[-1] + width * 0.6]}, bargap=0.05)
     return figure(name, title, [trace], layout, clickable="histogram" if clickable else None)
-
-
-
-# --------------------------------------------------------------------------- rater pairs
-MAX_HEATMAP_RATERS = 30
-
-
-def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS,
-                override: dict | None = None) -> dict | None:
-    """The rater-pair heatmap from the sparse ``detail["rater_pairs"]`` records.
-
-    Raters in ``detail["rater_order"]`` (clustering order) when given, else as
-    listed. With more than ``max_raters`` raters, the ``max_raters`` who share
-    the most samples with others are shown, and the title says so. A cell of
-    two raters who never shared a sample is empty ("no data"), not 0.
-
-    Args:
-        override: optional ``"a|b"`` → ``{value: v, "n_samples": n}`` replacing
-            the records' values and shared counts (a view's numbers); pairs
-            absent from it have no data.
-
-    Returns:
-        ``{"raters", "z", "shared", "title"}`` (``z`` ``None`` where undefined
-        or no data; ``shared`` the shared-sample counts), or ``None``.
-    """
-    from agreement.core.rater_pairs import records_to_matrix
-
-    raters = list(detail["raters"])
-    records = detail.get("rater_pairs") or []
-    if override is not None:
-        new = []
-        for rec in records:
-            o = override.get(f"{rec['rater_a']}|{rec['rater_b']}") or override.get(f"{rec['rater_b']}|{rec['rater_a']}")
-            if o is not None:
-                new.append({**rec, value: o.get(value), "n_shared_samples": int(o.get("n_samples", 0))})
-        records = new
-    order = detail.get("rater_order") or list(range(len(raters)))
-    ordered = [raters[i] for i in order]
-    if len(ordered) > max_raters:
-        weight: dict[str, int] = {}
-        for rec in detail.get("rater_pairs") or []:
-            for r in (rec["rater_a"], rec["rater_b"]):
-                weight[r] = weight.get(r, 0) + int(rec.get("n_shared_samples", 0))
-        top = set(sorted(ordered, key=lambda r: (-weight.get(r, 0), r))[:max_raters])
-        title = f"{title}: the {max_raters} of {len(ordered)} raters who share the most samples"
-        ordered = [r for r in ordered if r in top]
-    if not ordered:
-        return None
-    names, z, shared = records_to_matrix(records, value, ordered)
-    return {
-        "raters": names,
-        "z": [[None if not np.isfinite(v) else float(v) for v in row] for row in z],
-        "shared": shared.tolist(),
-        "title": title,
-    }
-
-
-def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "",
-                       selected: list | None = None) -> dict:
-    """The heatmap figure: values in the cells (three significant figures), hover naming both raters."""
-    raters, z, shared = pm["raters"], pm["z"], pm["shared"]
-    text = [["" if v is None else sig3(v) for v in row] for row in z]
-    hover = []
-    for i, a in enumerate(raters):
-        row = []
-        for j, b in enumerate(raters):
-            if i == j:
-                row.append(f"{a}: the diagonal (a rater with itself) is not measured")
-            elif z[i][j] is None:
-                row.append(f"{a} vs {b}: no data ({count_text(shared[i][j])} shared)")
-            else:
-                row.append(f"{a} vs {b}: {value_name} {sig3(z[i][j])} on {count_text(shared[i][j], 'shared sample')}{where}"
-                           + ("<br>click: the samples where they disagree most" if clickable else ""))
-        hover.append(row)
-    n = len(raters)
-    title = f"{pm['title']} ({scope}{'; click a cell to see where the two disagree' if clickable else ''})"
-    subtitle = scope + (" · click a cell: where the two disagree most" if clickable else "")
-    trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
-             "zmin": -0.2, "zmax": 1.0, "xgap": 1, "ygap": 1,
-             "colorbar": {"title": {"text": value_name, "side": "right"}, "thickness": 14}}
-    layout = figure_layout(pm["title"], "rater", "rater", height=max(360, 140 + 44 * n), subtitle=subtitle,
-                     xaxis={"tickangle": -30, "type": "category"}, yaxis={"autorange": "reversed", "type": "category"})
-    if selected and all(r in raters for r in selected):  # the drilled pair: outline both of its cells
-        i, j = raters.index(selected[0]), raters.index(selected[1])
-        layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.5, "x1": c + 0.5, "y0": r - 0.5,
-                             "y1": r + 0.5, "line": {"color": "#ff6d04", "width": 3}} for r, c in ((i, j), (j, i))]
-    return figure("pair_matrix", title, [trace], layout, clickable="pair" if clickable else None)
 
 
 

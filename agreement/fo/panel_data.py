@@ -65,6 +65,8 @@ from agreement.fo.consensus_panel_data import (
     review_queue_view,
 )
 from agreement.fo.label_explanations import label_explanations
+from agreement.fo.rater_panel_data import pair_section, rater_table, trim_rater_bars, view_alpha_ot
+from agreement.fo.rater_tables import rater_options
 
 __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
@@ -127,48 +129,6 @@ def input_cards(info: dict, summary: dict) -> list[dict]:
         text = f"{', '.join(parts)} (box_policy={policy!r}; per rater in the run's repairs)"
         cards.append({"label": "boxes past the border", "value": text, "text": text})
     return cards
-
-
-def view_alpha_ot(pair_scores: dict, records: list[dict], ids: set | None) -> dict:
-    """αOT of a subset of samples against the run's chance baseline.
-
-    ``D_o`` is the mean OT cost ``1 - score`` over the subset's (sample, rater
-    pair) cells (``pair_sample_scores``); ``D_e`` is the run's chance cost,
-    per pair (``expected_cost`` of its record) and overall (the
-    ``n_cross_pairs``-weighted mean of the pairs', which is the run's ``D_e``).
-    So ``1 - D_o / D_e`` is the run's αOT when ``ids`` is every sample, and on
-    a subset says how far its samples agree above what the whole run's chance
-    level would give (a subset's own chance level is not recomputed).
-
-    Args:
-        pair_scores: ``detail["pair_sample_scores"]`` (``"a|b"`` → sample id → score).
-        records: ``detail["rater_pairs"]``.
-        ids: the subset's sample ids (``None``: every sample).
-
-    Returns:
-        ``{"alpha", "observed_cost", "expected_cost", "n_cells", "pairs": {"a|b": {"alpha", "mean_ot",
-        "n_samples"}}}`` (``alpha`` ``None`` where undefined).
-    """
-    by_pair = {f"{r['rater_a']}|{r['rater_b']}": r for r in records}
-    pairs, total, n_total, de_num, de_den = {}, 0.0, 0, 0.0, 0.0
-    for name, scores in pair_scores.items():
-        vals = [v for sid, v in scores.items() if v is not None and (ids is None or sid in ids)]
-        rec = by_pair.get(name) or by_pair.get("|".join(reversed(name.split("|")))) or {}
-        de = rec.get("expected_cost")
-        if is_finite(de) and is_finite(rec.get("n_cross_pairs")):
-            de_num += float(de) * float(rec["n_cross_pairs"])
-            de_den += float(rec["n_cross_pairs"])
-        if not vals:
-            continue
-        mean = float(np.mean(vals))
-        total += float(np.sum(vals))
-        n_total += len(vals)
-        alpha = 1.0 - (1.0 - mean) / de if is_finite(de) and de > 0 else None
-        pairs[name] = {"alpha": alpha, "mean_ot": mean, "n_samples": len(vals)}
-    d_e = de_num / de_den if de_den > 0 else None
-    d_o = 1.0 - total / n_total if n_total else None
-    alpha = 1.0 - d_o / d_e if d_o is not None and d_e else None
-    return {"alpha": alpha, "observed_cost": d_o, "expected_cost": d_e, "n_cells": n_total, "pairs": pairs}
 
 
 def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> list[dict]:
@@ -425,7 +385,7 @@ def unscored_view(samples, field: str):
 
 # --------------------------------------------------------------------------- everything
 def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: int | None = None,
-                   selected_pair: list | None = None, rater: str | None = None) -> dict:
+                   selected_pair: list | None = None, rater: str | None = None, options: dict | None = None) -> dict:
     """Everything the panel shows for run ``key`` on ``samples`` (the current view).
 
     Args:
@@ -435,6 +395,9 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         selected_bin: a histogram bar to highlight.
         selected_pair: two raters whose heatmap cells to outline.
         rater: for a consensus run, the rater whose confusion matrix to draw (default: the first).
+        options: the rater table's and heatmap's controls (:data:`agreement.fo.rater_tables.DEFAULT_OPTIONS`:
+            sort column and order, name filter, minimum labels, rows, bars per end, the heatmap's rule,
+            size, named rater, minimum shared samples, statistic, support in the cells).
 
     Returns:
         ``{"title", "method", "cards" (whole run), "view_cards", "summary_md", "n_view", "n_run",
@@ -442,7 +405,9 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         "pair_matrix": {...} or None, "figures": {name: figure}, "bars": [figure], "curves": [figure],
         "undefined": [...], "consensus": {...} or None}``; for a consensus run, ``"consensus"`` holds
         ``"cards"``, ``"view_cards"`` (see :func:`consensus_cards`), ``"report_rows"``, ``"report_md"``,
-        ``"raters"``, ``"rater"``, ``"confusion"`` and ``"review_help"``, and the figures a ``"confusion"``.
+        ``"raters"``, ``"rater"``, ``"confusion"`` and ``"review_help"``, and the figures a ``"confusion"``;
+        ``"rater_table"`` (:func:`agreement.fo.rater_panel_data.rater_table`) and ``"pairs"``
+        (:func:`agreement.fo.rater_panel_data.pair_section`, its heatmap's note and choices) or None.
 
     Raises:
         PanelDataError: for a run of an unknown method or older format.
@@ -450,6 +415,7 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     """
     info = runs.get_agreement_run_info(samples, key)
     view = _method_view(info)
+    opts = rater_options(options)
     results = load_results(samples, info)
     summary = results.get("summary", {})
     detail = results.get("detail", {})
@@ -492,27 +458,17 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     if data["histogram"] is not None:
         data["figures"]["histogram"] = histogram_figure(
             data["histogram"], view, selected_bin, "whole dataset" if whole else f"{count_text(n_view)} in view")
-    if view.get("pair_matrix") and detail.get("raters") and detail.get("rater_pairs") is not None:
-        name, title = view["pair_matrix"]
-        override, scope, where = None, "whole run", ""
-        if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
-            scope = "all samples" if whole else f"{count_text(n_view)} in view; chance level of the whole run"
-            if not whole:
-                va = view_alpha_ot(detail["pair_sample_scores"], detail["rater_pairs"], ids)
-                override = {p: {"alpha_ot": v["alpha"], "n_samples": v["n_samples"]} for p, v in va["pairs"].items()}
-                where = " in view"
-        elif not whole:
-            scope = "whole run, not recomputed on views"
-        pm = pair_matrix(detail, name, title, override=override)
-        data["pair_matrix"] = pm
-        if pm is not None:
-            data["figures"]["pair_matrix"] = pair_matrix_figure(pm, view.get("pair_value", name), scope,
-                                                                clickable=bool(field), where=where,
-                                                                selected=selected_pair)
+    table = rater_table(samples, info, results, opts)
+    data["rater_table"] = table
+    pairs = pair_section(samples, info, results, whole, ids, n_view, opts, selected_pair, clickable=bool(field))
+    data["pairs"] = pairs
+    if pairs is not None:
+        data["pair_matrix"] = pairs["matrix"]
+        data["figures"]["pair_matrix"] = pairs["figure"]
     if view.get("curves"):
         data["curves"] = view["curves"](detail, info)
     if view.get("bars"):
-        data["bars"] = view["bars"](detail, info)
+        data["bars"] = trim_rater_bars(view["bars"](detail, info), opts, table["eligible"] if table else None)
     for fig in data["bars"] + data["curves"]:
         data["figures"][fig["name"]] = fig
     return data

@@ -183,7 +183,7 @@ VIEW = {
         {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
         {"key": "tau", "label": "τ"},
     ],
-    "pair_matrix": ("alpha", "α per rater pair (clustering order)"),
+    "pair_matrix": ("alpha", "α per rater pair"),
     "pair_value": "α",
     "view_labels": ("mean α (defined samples)", "samples with α undefined"),
     "bars": lambda detail, info: kalos_bars(detail),

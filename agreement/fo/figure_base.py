@@ -1,0 +1,121 @@
+"""What every figure and card of the panel shares: number formatting and the plotly layout (no FiftyOne).
+
+The panel's column is narrow (about 480 px at 1280 × 720, 560 px at
+1440 × 900), so :func:`figure_layout` wraps titles and subtitles into lines
+that fit it and makes room for them, and :func:`sig3` writes every number
+with three significant figures (``0.560``, not ``0.56``).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+
+__all__ = ["FIGURE_CONFIG", "TITLE_CHARS", "SUBTITLE_CHARS", "sig3", "count_text", "plural", "is_finite", "floats",
+           "wrap_lines", "figure_layout", "figure", "add_subtitle"]
+
+FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
+#: Characters per line of a figure's title (15 px bold) and subtitle (12 px) in a 460 px wide plot.
+TITLE_CHARS = 46
+SUBTITLE_CHARS = 66
+
+
+def sig3(x, signed: bool = False) -> str:
+    """``x`` to three significant figures, trailing zeros kept (``0.560``, ``1.00``, ``−0.235``);
+    ``"undefined"`` for None/NaN; numbers of 1,000 and more as integers with thousands separators,
+    below 0.001 in scientific notation."""
+    if x is None or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(float(x)):
+        return "undefined"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:  # big numbers are counts: 1,234
+        text = f"{x:,.0f}"
+    elif abs(x) < 1e-3:
+        text = f"{x:.2e}"
+    else:
+        text = f"{x:#.3g}".rstrip(".")
+    return ("+" + text) if signed and x > 0 else text
+
+
+def count_text(n: int, what: str = "sample") -> str:
+    """``"1 sample"``, ``"1,234 samples"``."""
+    return f"{int(n):,} {plural(n, what)}"
+
+
+def plural(n: int, what: str) -> str:
+    """``what``, with an ``s`` (``es`` after s/x) unless ``n`` is 1: ``class`` → ``classes``."""
+    if int(n) == 1:
+        return what
+    return what + ("es" if what.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def is_finite(x) -> bool:
+    """Whether ``x`` is a finite number (``None``, NaN, strings: no)."""
+    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
+
+
+def floats(values) -> list:
+    """``values`` as floats, ``None`` where not finite."""
+    return [float(v) if is_finite(v) else None for v in (values if values is not None else [])]
+
+
+def wrap_lines(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces (a ``" · "`` separator
+    preferably ends a line); explicit line breaks (``"\\n"``) kept."""
+    lines = []
+    for part in str(text).split("\n"):
+        lines += textwrap.wrap(part, width=width, break_long_words=False, break_on_hyphens=False) or [""]
+    return lines
+
+
+def figure_layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320,
+                  subtitle: str | None = None, **extra) -> dict:
+    """A plotly layout with a title (wrapped to the panel's column) and a smaller subtitle below it,
+    both axis titles, room for the tick labels, no zooming; ``height`` is the plot area's height plus
+    the usual margins and grows with the title's lines."""
+    t_lines = wrap_lines(title, TITLE_CHARS)
+    s_lines = wrap_lines(subtitle, SUBTITLE_CHARS) if subtitle else []
+    text = "<br>".join(f"<b>{line}</b>" for line in t_lines)
+    if s_lines:
+        text += "<br>" + "<br>".join(f"<span style='font-size:12px'>{line}</span>" for line in s_lines)
+    top = 22 + 20 * len(t_lines) + 16 * len(s_lines)
+    layout = {
+        "title": {"text": text, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
+                  "pad": {"t": 10}, "font": {"size": 15}},
+        "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},
+        "yaxis": {"title": {"text": ytitle}, "automargin": True, "fixedrange": True},
+        "showlegend": bool(legend),
+        "height": height + max(0, top - 48),
+        "margin": {"t": top, "l": 64, "r": 24, "b": 56, "pad": 2},
+        "hoverlabel": {"namelength": -1},
+        "dragmode": False,
+    }
+    if legend:
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top"}
+        layout["margin"]["b"] = 120
+        layout["height"] += 60
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(layout.get(k), dict):
+            layout[k] = {**layout[k], **v}
+        else:
+            layout[k] = v
+    return layout
+
+
+def figure(name: str, title: str, traces: list, layout: dict, clickable: str | None = None) -> dict:
+    """A figure as the panel and the typed results pass it around: ``{"name", "title", "traces",
+    "layout", "config", "click"}``."""
+    return {"name": name, "title": title, "traces": traces, "layout": layout, "config": dict(FIGURE_CONFIG),
+            "click": clickable}
+
+
+def add_subtitle(layout: dict, text: str) -> dict:
+    """``layout`` with ``text`` as further subtitle lines under its title (wrapped, room made)."""
+    lines = wrap_lines(text, SUBTITLE_CHARS)
+    layout["title"]["text"] += "".join(f"<br><span style='font-size:12px'>{line}</span>" for line in lines)
+    layout["margin"]["t"] += 16 * len(lines)
+    layout["height"] += 16 * len(lines)
+    return layout
