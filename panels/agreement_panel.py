@@ -156,6 +156,9 @@ class AgreementPanel(RaterEvents, foo.Panel):
         except ViewError as e:
             ctx.ops.notify(str(e), variant="warning")
             return
+        if not items:  # an empty cell: nothing to load (the grid would go blank)
+            ctx.ops.notify(f"{a} and {b} have no scored sample in common in this view", variant="info")
+            return
         chosen = items[:DRILL_LIMIT]
         view = base.select([sid for sid, _ in chosen], ordered=True)
         own = info["method"] == "iaa.ot_agreement"
@@ -531,7 +534,7 @@ class AgreementPanel(RaterEvents, foo.Panel):
                               "traces": fig["traces"], "per_rater": fig.get("per_rater", False)}
                        for name, fig in data["figures"].items()}
         mem.undefined = data["undefined"]
-        pdata.view_note = view_note(data, n_view, filters, base_stages)
+        pdata.view_note = view_note(data, n_view, filters, base_stages, mem.drill)
         pdata.drill_md = drill_md(mem)
         pdata.summary_md = f"**{data['title']}**\n\n{data['summary_md']}"
         if n_view == 0:

@@ -38,7 +38,22 @@ def _strip(stage: dict) -> dict:
     return {k: v for k, v in stage.items() if k != "_uuid"}
 
 
+def _numbers(x):
+    """``x`` with every number as a float: the App sends back ``0.0`` as ``0`` (JavaScript has one number
+    type), so a histogram bar's stage ``ot >= 0.0`` came back as ``ot >= 0`` and was not recognised as the
+    panel's drill-down (the next bar then narrowed it instead of replacing it)."""
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, dict):
+        return {k: _numbers(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_numbers(v) for v in x]
+    return x
+
+
 def _same(a: list, b: list) -> bool:
-    """Whether two lists of serialised view stages are the same stages."""
-    return json.dumps([_strip(s) for s in a], sort_keys=True, default=str) == \
-        json.dumps([_strip(s) for s in b], sort_keys=True, default=str)
+    """Whether two lists of serialised view stages are the same stages (numbers compared as numbers)."""
+    return json.dumps(_numbers([_strip(s) for s in a]), sort_keys=True, default=str) == \
+        json.dumps(_numbers([_strip(s) for s in b]), sort_keys=True, default=str)

@@ -61,8 +61,18 @@ def drill_md(mem) -> str:
     return text
 
 
-def view_note(data, n_view, filters, base_stages) -> str:
-    """What the charts describe: the whole dataset, or how many samples of the run (through which stages, filters)."""
+def view_note(data, n_view, filters, base_stages, drill: dict | None = None) -> str:
+    """What the charts describe: the whole dataset, or how many samples of the run (through which stages,
+    filters); with the panel's drill-down (``drill``), that the grid shows the samples it loaded while the
+    charts describe the view before it (after a reload too: the grid and the note never disagree)."""
+    if drill:
+        unit = drill.get("unit", "sample")
+        n = int(drill.get("count") or 0)
+        grid = f"**The grid shows the {n:,} {unit}{'s' if n != 1 else ''} the panel loaded** (see *Loaded* below)"
+        if data["whole"] or base_stages is None and n_view == data["n_run"]:
+            return f"{grid}; the charts describe the {n_view:,} samples in view before it: the whole dataset."
+        return (f"{grid}; the charts describe the {n_view:,} samples in view before it, of {data['n_run']:,} in "
+                "the run.")
     if data["whole"] or base_stages is None and n_view == data["n_run"]:
         text = f"**{n_view:,} samples in view: the whole dataset.**"
     else:

@@ -222,6 +222,10 @@ def test_histogram_clicks_add_to_the_view_and_replace_each_other(scored):
     # the App now shows the drilled view; the charts still describe the user's view, with the bar marked
     state, data, _ = _panel(scored, "on_change_view", state, view=view)
     assert data["histogram"][0]["y"] == counts
+    # the note says what the grid shows (the drilled samples) and what the charts describe (issue 38: after a
+    # reload the note said "30 samples in view" while the grid showed the drill-down's few)
+    assert data["view_note"].startswith(f"**The grid shows the {counts[first]} sample")
+    assert f"the charts describe the {len(user)} samples in view before it" in data["view_note"]
     assert data["histogram"][0]["marker"]["color"][first] != data["histogram"][0]["marker"]["color"][second]
     # another bar replaces the drill-down instead of narrowing it to nothing
     state, data, requests = _panel(scored, "on_histogram_click", state, view=view, idx=second)

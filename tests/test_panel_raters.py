@@ -299,3 +299,33 @@ def test_the_consensus_rater_report_is_sortable(crowd):
     fp = [float(x) for x in re.findall(r"^\| w\d+ \| \*\*([\d.]+|0)\*\*", data["rater_table_md"], flags=re.M)]
     assert fp and fp == sorted(fp, reverse=True)  # worst (most false positives) first
     np.testing.assert_array_less(-1, fp)
+
+
+@pytest.mark.fiftyone
+def test_clicking_an_empty_cell_loads_nothing(crowd):
+    import fiftyone.operators as foo
+
+    from agreement.fo.runs import load_agreement_results
+
+    met = {(r["rater_a"], r["rater_b"]) for r in load_agreement_results(crowd, "kalos")["detail"]["rater_pairs"]}
+    a, b = next((f"w{i}", f"w{j}") for i in range(40) for j in range(i + 1, 40)
+                if (f"w{i}", f"w{j}") not in met and (f"w{j}", f"w{i}") not in met)
+    state, _, _ = _panel(crowd, "on_load", panel_id="empty-cell")
+    params = {"__method__": "on_pair_click", "panel_id": "empty-cell", "panel_state": state, "x": a, "y": b}
+    r = foo.execute_operator(PANEL, ctx=dict(view=crowd.view(), params=params))
+    uris = [q["operator_uri"] for q in r.executor.to_json()["requests"]]
+    assert "set_view" not in uris and "notify" in uris  # the grid is not emptied
+
+
+def test_a_drill_down_stage_sent_back_with_whole_numbers_is_still_the_panels():
+    """The App sends a stage's 0.0 back as 0 (one number type in JavaScript): the panel must still see its
+    own histogram drill-down, or the next bar narrows it instead of replacing it."""
+    from panels.panel_filters import _same
+
+    mine = [{"_cls": "fiftyone.core.stages.Match", "kwargs": [["filter", {"$and": [
+        {"$gte": ["$kalos_alpha", -0.1]}, {"$lt": ["$kalos_alpha", 0.0]}]}]], "_uuid": "x"}]
+    echoed = [{"_cls": "fiftyone.core.stages.Match", "kwargs": [["filter", {"$and": [
+        {"$gte": ["$kalos_alpha", -0.1]}, {"$lt": ["$kalos_alpha", 0]}]}]], "_uuid": "y"}]
+    assert _same(mine, echoed)
+    assert not _same(mine, [{**echoed[0], "kwargs": [["filter", {"$lt": ["$kalos_alpha", 1]}]]}])
+    assert not _same([{"a": True}], [{"a": 1}])  # a flag is not a number
