@@ -17,6 +17,8 @@ from fiftyone.operators.message import GeneratedMessage, MessageType
 
 from agreement.fo.runs import list_agreement_runs
 
+from .errors import OperatorInputError  # noqa: F401 - the operators' modules import it from here
+
 logger = logging.getLogger(__name__)
 
 
@@ -45,10 +47,17 @@ Progress = Callable[[float, str], None]
 """A ``callback(fraction, label)``: ``fraction`` in [0, 1] of the whole run, ``label`` names the stage."""
 
 
+Triggers = Callable[[dict], list]
+"""``result -> [(operator name, params), ...]``: App operators to trigger once the run is done (e.g. open the
+dataset an import made)."""
+
+
 def execute_with_progress(
     ctx,
     compute: Callable[[Progress], dict],
     reload_dataset: bool = False,
+    outputs: Callable[[dict], types.Property] | None = None,
+    triggers: Triggers | None = None,
 ) -> dict | Iterator[Any]:
     """Runs ``compute(progress)`` (a call of the bridge) and reports its stages to whoever runs the operator.
 
@@ -67,9 +76,18 @@ def execute_with_progress(
       ``execute_operator`` does not put in the request): a generator is
       returned. ``compute`` runs in a worker thread; the generator yields a
       ``set_progress`` trigger for each stage as it happens, then
-      ``reload_dataset`` (if asked) and finally the summary as the stream's
-      ``ExecutionResult`` message, which the App shows as the operator's
-      output. If the client goes away, the worker still finishes its run.
+      ``reload_dataset`` (if asked), the ``triggers`` and finally the result.
+      If the client goes away, the worker still finishes its run.
+
+    The App shows ``set_progress`` in a box of its own (FiftyOne's operator
+    IO modal, with a "Done" button) that nothing but that button closes, and
+    the operator's output in its prompt, underneath: the result would stay
+    hidden under a finished progress bar. So, given ``outputs``, the stream
+    ends with a ``show_output`` trigger that puts the result (as
+    ``outputs(result)`` lays it out) into that same box, in place of the
+    progress bar, and an empty ``ExecutionResult`` (the prompt then closes by
+    itself: nothing is shown twice). Without ``outputs``, the result is the
+    ``ExecutionResult``, which the prompt shows.
 
     Exceptions of ``compute`` reach the caller unchanged in the first two
     cases; in the App's stream they end the stream with an error line (the
@@ -81,13 +99,17 @@ def execute_with_progress(
             and returns the operator's result (a JSON-able dict).
         reload_dataset: ask the App to reload its dataset afterwards (the run
             wrote new fields); never for delegated runs.
+        outputs: ``result -> output property`` (the operator's
+            ``resolve_output`` for that result): how the App shows the result.
+        triggers: App operators to trigger after the run (never for
+            delegated runs).
 
     Returns:
         The result of ``compute``, or (the App's immediate run) a generator of
         :class:`fiftyone.operators.message.GeneratedMessage`.
     """
     if _streams_to_app(ctx):
-        return _stream(ctx, compute, reload_dataset)
+        return _stream(ctx, compute, reload_dataset, outputs, triggers)
 
     def progress(fraction: float, label: str) -> None:
         ctx.set_progress(progress=fraction, label=label)
@@ -95,6 +117,9 @@ def execute_with_progress(
     result = compute(progress)
     if reload_dataset:
         refresh_app(ctx)
+    if triggers is not None and not ctx.delegated:
+        for name, params in triggers(result):
+            ctx.trigger(name, params)
     return result
 
 
@@ -116,7 +141,9 @@ def _streams_to_app(ctx) -> bool:
 _DONE = object()
 
 
-def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> Iterator[Any]:
+def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
+            outputs: Callable[[dict], types.Property] | None = None, triggers: Triggers | None = None,
+            ) -> Iterator[Any]:
     """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers.
 
     Reports that pile up while the App reads are thinned to the latest of each stage, so a bridge
@@ -156,9 +183,23 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool) -> I
         logger.error("%s failed", uri, exc_info=error)
         yield _StreamError(error)
         return
+    yield from _stream_end(ctx, outcome["result"], reload_dataset, outputs, triggers)
+
+
+def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict], types.Property] | None,
+                triggers: Triggers | None) -> Iterator[Any]:
+    """The stream's last lines: reload, the triggers, the result in the progress box (``show_output``) and
+    an empty ``ExecutionResult``; without ``outputs``, the result as the ``ExecutionResult``."""
     if reload_dataset:
         yield ctx.trigger("reload_dataset")
-    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult(outcome["result"]))
+    for name, params in triggers(result) if triggers is not None else ():
+        yield ctx.trigger(name, params)
+    if outputs is None:
+        yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult(result))
+        return
+    shown = _StreamResult(result).to_json()
+    yield ctx.trigger("show_output", {"outputs": outputs(shown).to_json(), "results": shown})
+    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult({}))
 
 
 class _StreamResult:
@@ -204,11 +245,8 @@ def refresh_app(ctx) -> None:
         ctx.trigger("reload_dataset")
 
 
-class OperatorInputError(ValueError):
-    """A parameter is missing or invalid; the message says which and why."""
-
-
-def require(params: dict, name: str, what: str):
+def require(params: dict, name: str, what: str) -> Any:
+    """``params[name]``; raises :class:`OperatorInputError` saying ``what`` it is when it is missing or empty."""
     value = params.get(name)
     if value in (None, "", []):
         raise OperatorInputError(f"parameter {name!r} is required: {what}")
@@ -283,22 +321,42 @@ def run_key_input(inputs: types.Object, ctx, label: str = "Run key", default_pre
             prop.error_message = str(e)
 
 
-def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str = "Run") -> list[str]:
-    """A dropdown of this plugin's runs on the current dataset."""
-    keys = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
+def preferred_run(dataset, keys: list[str]) -> str | None:
+    """The run a form preselects among ``keys``: the one open in the panel, else the newest."""
+    from agreement.fo.app_state import open_run
+
+    if not keys:
+        return None
+    opened = open_run(dataset) if dataset is not None else None
+    if opened in keys:
+        return opened
+
+    def stamp(key: str) -> str:
+        try:
+            return str(dataset.get_run_info(key).timestamp)
+        except Exception:  # noqa: BLE001 - a run without info sorts first
+            return ""
+
+    return max(keys, key=lambda k: (stamp(k), k))
+
+
+def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str = "Run",
+                        method: str | None = None, kind: str = "agreement run",
+                        needs: str = "run one of the compute operators first") -> list[str]:
+    """A dropdown of this plugin's runs on the current dataset (only of ``method`` when given), the run open
+    in the panel preselected, else the newest (:func:`preferred_run`); without any, a warning that this
+    operator needs a ``kind`` and how to get one (``needs``)."""
+    keys = list_agreement_runs(ctx.dataset, method=method) if ctx.dataset is not None else []
     if not keys:
         inputs.view(
             "no_runs",
-            types.Warning(
-                label="No agreement runs",
-                description="This dataset has no agreement runs yet: run one of the compute operators first.",
-            ),
+            types.Warning(label=f"No {kind}s", description=f"This needs a {kind} and this dataset has none: {needs}."),
         )
         return keys
     choices = types.DropdownView()
     for k in keys:
         choices.add_choice(k, label=k)
-    inputs.enum(name, keys, required=True, label=label, view=choices, default=keys[0])
+    inputs.enum(name, keys, required=True, label=label, view=choices, default=preferred_run(ctx.dataset, keys))
     return keys
 
 
@@ -353,12 +411,16 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
                description="The label attribute that names the rater")
     field = ctx.params.get("field") or recorded_field
     if field:
+        from .target import form_target_view
+
+        samples = form_target_view(ctx)
         try:
-            found = detect_raters(ctx.view, field, ctx.params.get("rater_attr") or "annotator")
+            found = detect_raters(samples, field, ctx.params.get("rater_attr") or "annotator")
         except Exception:  # a bad field choice is reported on execution
             found = []
+        where = "" if samples is dataset else f" in the chosen target ({samples.count():,} samples)"
         inputs.view("raters_found", types.Notice(
-            label=f"Raters found: {', '.join(found)}" if found else "No labels carry this attribute"
+            label=f"Raters found{where}: {', '.join(found)}" if found else f"No labels carry this attribute{where}"
         ))
     _assignment_inputs(inputs, ctx, field)
 

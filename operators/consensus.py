@@ -1,54 +1,86 @@
-"""Operators after a consensus run: finalize the reviewed label set, export the rater report."""
+"""Operators after a consensus run: finalize the reviewed label set, export the rater report.
+
+Neither offers a target: finalize writes ``<key>_final`` for every sample of
+the run (a subset would leave the field half written), and the rater report is
+the one the run computed and stored, whatever view is loaded. Both say which
+samples the run itself was computed on.
+"""
 
 from __future__ import annotations
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .common import existing_run_choice, refresh_app, require
 from .python_call import AgreementOperator
-from .common import refresh_app, require
+
+NEEDS = "run compute_consensus first (KαLOS, OT and geometry runs have no consensus labels)"
+
+
+def consensus_run_choice(inputs: types.Object, ctx) -> list[str]:
+    """The run picker of an operator that takes only consensus runs."""
+    from agreement.fo.methods.consensus import METHOD
+
+    return existing_run_choice(inputs, ctx, label="Consensus run", method=METHOD, kind="consensus run",
+                               needs=NEEDS)
+
+
+def _computed_on(ctx, key: str) -> str:
+    from agreement.fo.declaration import run_target
+
+    return run_target(ctx.dataset, key)
 
 
 class FinalizeConsensus(AgreementOperator):
+    outputs = (("key", "Run", "str"), ("field", "Field written", "str"), ("kept", "Labels kept", "int"),
+               ("rejected", "Rejected (left out)", "int"), ("accepted", "Accepted (no longer flagged)", "int"),
+               ("still_flagged", "Still flagged (kept, not reviewed)", "int"),
+               ("computed_on", "The run was computed on", "str"))
+
     @property
     def config(self):
         return foo.OperatorConfig(name="finalize_consensus", label="Annotator Agreement: finalize reviewed consensus",
                                   description="Writes <key>_final: consensus labels minus those a reviewer tagged "
-                                              "'rejected'")
+                                              "'rejected'", dynamic=True)
 
     def resolve_input(self, ctx):
-        from .common import existing_run_choice
-
         inputs = types.Object()
-        existing_run_choice(inputs, ctx)
+        keys = consensus_run_choice(inputs, ctx)
+        key = ctx.params.get("key") or (inputs.properties["key"].default if keys else None)
+        if key in keys:
+            inputs.view("what", types.Notice(
+                label=f"Writes {key}_final for every sample of run {key!r} (computed on {_computed_on(ctx, key)})"))
         return types.Property(inputs, view=types.View(label="Finalize consensus"))
 
     def execute(self, ctx):
         from agreement.fo.methods.consensus import finalize_consensus
 
-        counts = finalize_consensus(ctx.dataset, require(ctx.params, "key", "the consensus run"))
+        key = require(ctx.params, "key", "the consensus run")
+        counts = finalize_consensus(ctx.dataset, key)
         refresh_app(ctx)
-        return counts
+        return {"key": key, "field": f"{key}_final", **counts, "computed_on": _computed_on(ctx, key)}
 
 
 class ExportRaterReport(AgreementOperator):
+    outputs = (("key", "Run", "str"), ("json", "JSON file", "str"), ("csv", "CSV file", "str"),
+               ("raters", "Raters (CSV rows)", "int"), ("computed_on", "The run was computed on", "str"))
+
     @property
     def config(self):
         return foo.OperatorConfig(name="export_rater_report", label="Annotator Agreement: export rater report",
                                   description="Per rater: sensitivity, false positives, precision, localisation "
-                                              "error and confusion, as CSV and JSON")
+                                              "error and confusion, as CSV and JSON", dynamic=True)
 
     def resolve_input(self, ctx):
-        from .common import existing_run_choice
-
         inputs = types.Object()
-        existing_run_choice(inputs, ctx)
-        inputs.str("output_dir", required=True, label="Folder to write the report to")
+        if consensus_run_choice(inputs, ctx):
+            inputs.str("output_dir", required=True, label="Folder to write the report to")
         return types.Property(inputs, view=types.View(label="Export rater report"))
 
     def execute(self, ctx):
         from agreement.fo.methods.consensus import export_rater_report
 
         p = ctx.params
-        return export_rater_report(ctx.dataset, require(p, "key", "the consensus run"),
-                                   require(p, "output_dir", "a folder for the report"))
+        key = require(p, "key", "the consensus run")
+        out = export_rater_report(ctx.dataset, key, require(p, "output_dir", "a folder for the report"))
+        return {"key": key, **out, "computed_on": _computed_on(ctx, key)}

@@ -24,7 +24,9 @@ from .common import (
     require,
     run_inputs,
 )
+from .outputs import result_property, run_fields
 from .python_call import AgreementOperator
+from .target import target_input, target_record, target_view
 
 __all__ = ["declared_operators", "operator_class"]
 
@@ -63,13 +65,37 @@ def _given(decl: MethodDeclaration, params: dict) -> dict:
     return decl.from_form(given)
 
 
+def _outputs(decl: MethodDeclaration) -> tuple:
+    """The result keys every run of the method returns: the key, the declared headline numbers, the target
+    and the fields written."""
+    kinds = {"int": "int", "str": "str"}
+    return (("key", "Run", "str"), *((n, label, kinds.get(k, "float")) for n, label, k in decl.outputs),
+            ("target", "Computed on", "str"), ("fields_written", "Fields written", "list"))
+
+
+def _compute(decl: MethodDeclaration, samples, key: str, record: dict, kwargs: dict):
+    """The operator's work: the run on ``samples`` (its target recorded), then its result: the headline
+    numbers, what it was computed on and the fields it wrote."""
+    from agreement.fo.declaration import run_target
+    from agreement.fo.runs import get_agreement_run_info
+
+    def compute(progress) -> dict:
+        summary = run_declared(decl, samples, key, progress=progress, target=record, **kwargs)
+        info = get_agreement_run_info(samples, key)
+        return {"key": key, **summary, "target": run_target(record), "fields_written": run_fields(info)}
+
+    return compute
+
+
 def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
     """The operator class of a declared method."""
 
     class DeclaredOperator(AgreementOperator):
         computes_run = True
         shared_params = True
+        takes_target = True
         declaration = decl
+        outputs = _outputs(decl)
 
         @property
         def config(self):
@@ -77,6 +103,7 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
 
         def resolve_input(self, ctx):
             inputs = types.Object()
+            target_input(inputs, ctx, "Compute on")
             rater_layout_inputs(inputs, ctx, decl.label_types or None)
             for p in decl.params:
                 _param_input(inputs, p, ctx.params)
@@ -91,18 +118,12 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
             key = require(p, "key", "a name for this run")
             kwargs = dict(**rater_layout_kwargs(p), **_given(decl, p), **execution_kwargs(p),
                           overwrite=bool(p.get("overwrite", False)))
-            return execute_with_progress(
-                ctx, lambda progress: {"key": key, **run_declared(decl, ctx.view, key, progress=progress, **kwargs)},
-                reload_dataset=True)
+            samples = target_view(ctx)
+            return execute_with_progress(ctx, _compute(decl, samples, key, target_record(ctx, samples), kwargs),
+                                         reload_dataset=True, outputs=lambda r: result_property(self.outputs, r))
 
         def resolve_delegation(self, ctx):
             return ctx.params.get("delegate", None)
-
-        def resolve_output(self, ctx):
-            outputs = types.Object()
-            for name, label, kind in decl.outputs:
-                {"int": outputs.int, "str": outputs.str}.get(kind, outputs.float)(name, label=label)
-            return types.Property(outputs)
 
     name = "".join(part.title() for part in decl.operator.split("_"))
     DeclaredOperator.__name__ = DeclaredOperator.__qualname__ = name

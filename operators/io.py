@@ -10,11 +10,31 @@ import fiftyone.operators.types as types
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
 from agreement.fo.reading import read_annotations
 
-from .python_call import AgreementOperator
 from .common import Progress, compute_config, execute_with_progress, require
+from .outputs import result_property
+from .python_call import AgreementOperator
+from .target import target_input, target_record, target_view
+
+#: what every import returns first: the new dataset, opened in the App when the import ends
+IMPORTED = (("dataset_name", "Dataset (now open)", "str"), ("media_type", "Media type", "str"),
+            ("num_samples", "Samples", "int"), ("raters", "Raters", "list"), ("layout", "Layout", "str"),
+            ("rater_fields", "Rater fields (rater: field)", "json"))
+
+
+def _open_imported(result: dict) -> list:
+    """The App opens the dataset an import made (its dataset selector then lists it)."""
+    return [("open_dataset", {"dataset": result["dataset_name"]})]
+
+
+def _run_import(operator, ctx, compute):
+    """An import operator's execution: ``compute`` with progress, the new dataset opened, its result shown."""
+    return execute_with_progress(ctx, compute, outputs=lambda r: result_property(operator.outputs, r),
+                                 triggers=_open_imported)
 
 
 class ImportMultiRaterCoco(AgreementOperator):
+    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json"))
+
     @property
     def config(self):
         return compute_config(
@@ -57,30 +77,28 @@ class ImportMultiRaterCoco(AgreementOperator):
             overwrite=bool(p.get("overwrite", False)),
             persistent=bool(p.get("persistent", True)),
         )
-        return execute_with_progress(ctx, lambda progress: _import(
+        return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater_coco(coco_path, **kwargs), _coco_import_result))
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("dataset_name", label="Dataset")
-        outputs.int("num_samples", label="Samples")
-        outputs.int("num_labels", label="Labels")
-        outputs.obj("per_rater", label="Per rater", view=types.JSONView())
-        return types.Property(outputs)
 
 
 class ExportMultiRaterCoco(AgreementOperator):
+    takes_target = True
+    outputs = (("path", "File written", "str"), ("target", "Samples exported", "str"), ("images", "Images", "int"),
+               ("annotations", "Annotations", "int"), ("raters", "Raters", "list"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
             name="export_multi_rater_coco",
             label="Annotator Agreement: export multi-rater COCO",
-            description="Writes the current view back to the multi-rater COCO layout",
+            description="Writes the dataset (or the current view, or the selected samples) back to the "
+                        "multi-rater COCO layout",
             dynamic=True,
         )
 
     def resolve_input(self, ctx):
         inputs = types.Object()
+        target_input(inputs, ctx, "Export")
         inputs.str("coco_path", required=True, label="Output JSON file")
         inputs.list("fields", types.String(), required=False, label="Rater fields",
                     description="One label field per rater (default: the layout recorded at import)")
@@ -90,11 +108,16 @@ class ExportMultiRaterCoco(AgreementOperator):
 
     def execute(self, ctx):
         p = ctx.params
+        from .reports import describe_target
+
         path = require(p, "coco_path", "the output JSON file")
-        return export_multi_rater_coco(
-            ctx.view, path, fields=p.get("fields") or None, field=p.get("field") or None,
+        samples = target_view(ctx)
+        record = target_record(ctx, samples)
+        out = export_multi_rater_coco(
+            samples, path, fields=p.get("fields") or None, field=p.get("field") or None,
             rater_attr=p.get("rater_attr") or None,
         )
+        return {"path": str(path), "target": describe_target(record), **out}
 
 
 def _layout_inputs(inputs: types.Object, ctx) -> None:
@@ -130,11 +153,13 @@ def _coco_import_result(dataset) -> dict:
     summary = read.annotations.summary()
     return {
         "dataset_name": dataset.name,
+        "media_type": dataset.media_type,
         "num_samples": summary["samples"],
+        "raters": list(read.annotations.raters),
+        "layout": meta["layout"],
+        "rater_fields": meta["rater_fields"],
         "num_labels": summary["annotations"],
         "per_rater": summary["per_rater"],
-        "rater_fields": meta["rater_fields"],
-        "layout": meta["layout"],
     }
 
 
@@ -150,7 +175,9 @@ def _import_result(dataset, report: dict) -> dict:
     meta = dataset.info["iaa_coco"]
     return {
         "dataset_name": dataset.name,
+        "media_type": dataset.media_type,
         "num_samples": dataset.count(),
+        "raters": list(meta.get("rater_fields") or {}),
         "layout": meta["layout"],
         "rater_fields": meta["rater_fields"],
         "field": meta["field"],
@@ -159,6 +186,8 @@ def _import_result(dataset, report: dict) -> dict:
 
 
 class ImportMultiRater(AgreementOperator):
+    outputs = IMPORTED + (("per_rater", "Per rater: images, labels, images missing", "json"),)
+
     @property
     def config(self):
         return compute_config(
@@ -196,18 +225,13 @@ class ImportMultiRater(AgreementOperator):
         name = require(p, "dataset_name", "the name of the new dataset")
         kwargs = dict(complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
                       **_layout_kwargs(p))
-        return execute_with_progress(ctx, lambda progress: _import(
+        return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater(exports, name, **kwargs), lambda out: _import_result(*out)))
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("dataset_name", label="Dataset")
-        outputs.int("num_samples", label="Samples")
-        outputs.obj("per_rater", label="Per rater: images, labels, images missing", view=types.JSONView())
-        return types.Property(outputs)
 
 
 class ImportLabelStudio(AgreementOperator):
+    outputs = IMPORTED + (("skipped", "Skipped regions", "json"), ("repaired", "Repaired regions", "json"))
+
     @property
     def config(self):
         return compute_config(
@@ -243,13 +267,5 @@ class ImportLabelStudio(AgreementOperator):
             image_key=p.get("image_key") or None, rotated=p.get("rotated") or "error",
             rater_names=p.get("rater_names") or None, **_layout_kwargs(p),
         )
-        return execute_with_progress(ctx, lambda progress: _import(
+        return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_label_studio(path, **kwargs), lambda out: _import_result(*out)))
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("dataset_name", label="Dataset")
-        outputs.int("num_samples", label="Samples (tasks)")
-        outputs.obj("skipped", label="Skipped regions", view=types.JSONView())
-        outputs.obj("repaired", label="Repaired regions", view=types.JSONView())
-        return types.Property(outputs)

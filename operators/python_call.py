@@ -46,6 +46,9 @@ EXECUTION = {
     "delegate": (None, "queue the run for FiftyOne's delegated-operation service"),
 }
 
+TARGET_HELP = ("the samples to work on: 'dataset', 'current view' or 'selected samples' (default: the dataset "
+               "or view the operator is called with)")
+
 
 def _described(prop) -> tuple[Any, str]:
     view = getattr(prop, "view", None)
@@ -90,6 +93,16 @@ class AgreementOperator(foo.Operator):
 
     computes_run = False
     shared_params = False
+    #: the operator offers the target choice (:mod:`operators.target`): it takes ``view_target``
+    takes_target = False
+    #: the result keys the operator always returns, as ``(key, label, kind)`` (:data:`operators.outputs.Output`)
+    outputs: tuple = ()
+
+    def resolve_output(self, ctx):
+        """The result as the App shows it: :attr:`outputs`, then every other key of the result."""
+        from .outputs import result_property
+
+        return result_property(self.outputs, getattr(ctx, "results", None))
 
     def _accepted(self, samples=None, params: dict | None = None) -> dict[str, tuple]:
         accepted = form_parameters(self, samples, params)
@@ -98,12 +111,16 @@ class AgreementOperator(foo.Operator):
         if self.shared_params:
             for name, (default, text) in {**RATER_LAYOUT, **EXECUTION}.items():
                 accepted.setdefault(name, (default, text, False))
+        if self.takes_target:
+            accepted.setdefault("view_target", (None, TARGET_HELP, False))
         return accepted
 
     def __call__(self, sample_collection=None, **params):
         """Runs the operator on ``sample_collection`` with the form's parameters as keyword arguments.
 
-        ``sample_collection`` is the dataset or view (``None`` for the import operators, which make one).
+        ``sample_collection`` is the dataset or view (``None`` for the import operators, which make one); an
+        operator that offers a target works on it (a view: on exactly its samples) unless ``view_target``
+        names another (``"dataset"``, ``"current view"``, ``"selected samples"``).
 
         Returns:
             the run's typed results (operators that compute a run), else the operator's result dict.
@@ -112,13 +129,20 @@ class AgreementOperator(foo.Operator):
             TypeError: a parameter the operator does not take (the message lists those it takes).
             fiftyone.operators.executor.ExecutionError: the operator failed (its message says why).
         """
+        from .target import CALLER_KEY, TARGET_PARAM, normalize_target
+
         accepted = self._accepted(sample_collection, params)
         unknown = sorted(set(params) - set(accepted))
         if unknown:
             raise TypeError(f"{self.uri}() got parameters it does not take: {unknown}; "
                             f"it takes: {sorted(accepted)}")
+        params = dict(params)
+        if TARGET_PARAM in accepted and sample_collection is not None:
+            given = normalize_target(params.get(TARGET_PARAM))  # refuses an unknown target, naming the choices
+            whole = not sample_collection.view()._serialize()
+            params[TARGET_PARAM] = given or ("DATASET" if whole else "CURRENT_VIEW")
         ctx = dict(view=sample_collection.view()) if sample_collection is not None else {}
-        result = foo.execute_operator(self.uri, ctx=dict(ctx, params=params))
+        result = foo.execute_operator(self.uri, ctx=dict(ctx, params=params, **{CALLER_KEY: "python"}))
         out = result.result
         if self.computes_run and isinstance(out, dict) and out.get("key"):
             return sample_collection._root_dataset.load_run_results(out["key"], cache=False)

@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+import csv
+
 import fiftyone.operators.types as types
 
 from agreement.fo.reports import export_agreement_report
 from agreement.fo.runs import list_agreement_runs
 
+from .common import OperatorInputError, compute_config, execute_with_progress, require
+from .outputs import result_property
 from .python_call import AgreementOperator
-from .common import OperatorInputError, compute_config, require
+from .target import target_input, target_record, target_view
+
+
+def csv_rows(path: str) -> int:
+    """The number of data rows of a CSV file written by the plugin (its header row not counted)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return max(sum(1 for _ in csv.reader(f)) - 1, 0)
+
+
+def describe_target(record: dict) -> str:
+    """The target of an operation that records no run, as a sentence (see
+    :func:`agreement.fo.declaration.run_target`)."""
+    from agreement.fo.declaration import run_target
+
+    return run_target(record)
 
 
 class ExportAgreementReport(AgreementOperator):
+    takes_target = True
+    outputs = (("output_dir", "Folder", "str"), ("target", "Per-sample tables of", "str"),
+               ("runs", "Runs exported", "list"), ("num_files", "Files written", "int"),
+               ("files", "Files", "list"), ("rows", "Rows per CSV file", "json"))
+
     @property
     def config(self):
         return compute_config(
@@ -22,6 +45,7 @@ class ExportAgreementReport(AgreementOperator):
 
     def resolve_input(self, ctx):
         inputs = types.Object()
+        target_input(inputs, ctx, "Per-sample tables of")
         keys = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
         if keys:
             dropdown = types.DropdownView(multiple=True)
@@ -33,7 +57,8 @@ class ExportAgreementReport(AgreementOperator):
             inputs.view("no_runs", types.Warning(label="No agreement runs",
                                                  description="Run one of the compute operators first."))
         inputs.str("output_dir", required=True, label="Output folder")
-        inputs.bool("samples_csv", default=True, label="Also write the per-sample table")
+        inputs.bool("samples_csv", default=True, label="Also write the per-sample table",
+                    description="One row per sample of the chosen target (the run results are the whole run's)")
         return types.Property(inputs, view=types.View(label="Export agreement report"))
 
     def execute(self, ctx):
@@ -42,13 +67,15 @@ class ExportAgreementReport(AgreementOperator):
         keys = p.get("keys") or p.get("key") or None
         if ctx.dataset is None:
             raise OperatorInputError("no dataset: open or pass the dataset whose runs to export")
-        written = export_agreement_report(ctx.view, out, keys=keys, samples_csv=bool(p.get("samples_csv", True)))
-        files = [path for per in written["runs"].values() for path in per.values()]
-        return {"output_dir": written["output_dir"], "runs": sorted(written["runs"]), "files": files,
-                "num_files": len(files)}
+        samples = target_view(ctx)
+        record = target_record(ctx, samples)
 
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("output_dir", label="Folder")
-        outputs.list("files", types.String(), label="Files written")
-        return types.Property(outputs)
+        def compute(progress) -> dict:
+            progress(0.0, "writing the report files")
+            written = export_agreement_report(samples, out, keys=keys, samples_csv=bool(p.get("samples_csv", True)))
+            files = [path for per in written["runs"].values() for path in per.values()]
+            return {"output_dir": written["output_dir"], "target": describe_target(record),
+                    "runs": sorted(written["runs"]), "num_files": len(files), "files": files,
+                    "rows": {path: csv_rows(path) for path in files if path.endswith(".csv")}}
+
+        return execute_with_progress(ctx, compute, outputs=lambda r: result_property(self.outputs, r))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
+from .common import preferred_run
 from .python_call import AgreementOperator
 
 _DECISIONS = {"accept": "accepted", "reject": "rejected", "undo": None}
@@ -62,6 +63,11 @@ def _flagged(dataset, key: str, ids: list[str]) -> list[str]:
 
 
 class ReviewConsensusLabels(AgreementOperator):
+    outputs = (("key", "Run", "str"), ("decision", "Decision", "str"), ("tagged", "Consensus labels tagged", "int"),
+               ("left_alone", "Other selected labels left alone", "int"), ("flagged", "Flagged in the run", "int"),
+               ("accepted", "Accepted so far", "int"), ("rejected", "Rejected so far", "int"),
+               ("pending", "Still to review", "int"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -79,7 +85,8 @@ class ReviewConsensusLabels(AgreementOperator):
                                                  description="Run compute_consensus first: only its flagged "
                                                              "labels can be reviewed."))
             return types.Property(inputs)
-        default = next((k for k in (_queue_key(ctx), open_run(ctx.dataset)) if k in keys), keys[-1])
+        default = next((k for k in (_queue_key(ctx), open_run(ctx.dataset)) if k in keys), None) or \
+            preferred_run(ctx.dataset, keys)
         runs = types.DropdownView()
         for k in keys:
             runs.add_choice(k, label=k)
@@ -121,15 +128,3 @@ class ReviewConsensusLabels(AgreementOperator):
         if not ctx.delegated:
             ctx.trigger("reload_samples")
         return {"key": key, **out, "decision": decision, "left_alone": others}
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("key", label="Run")
-        outputs.str("decision", label="Decision")
-        outputs.int("tagged", label="Consensus labels tagged")
-        outputs.int("left_alone", label="Other selected labels left alone")
-        outputs.int("flagged", label="Flagged in the run")
-        outputs.int("accepted", label="Accepted so far")
-        outputs.int("rejected", label="Rejected so far")
-        outputs.int("pending", label="Still to review")
-        return types.Property(outputs)

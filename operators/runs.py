@@ -12,6 +12,9 @@ from .common import existing_run_choice, require
 
 
 class ListAgreementRuns(AgreementOperator):
+    outputs = (("table", "Newest first", "md"), ("keys", "Agreement runs", "list"),
+               ("newest_first", "Newest first (keys)", "list"), ("runs", "Runs", "json"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -35,11 +38,6 @@ class ListAgreementRuns(AgreementOperator):
         return {"keys": keys, "runs": listed, "newest_first": [r["key"] for r in newest],
                 "table": "\n".join(r["description"] for r in newest)}
 
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.list("keys", types.String(), label="Agreement runs")
-        outputs.str("table", label="Newest first", view=types.MarkdownView())
-        return types.Property(outputs)
 
 
 def _describe_run(dataset, item: dict) -> str:
@@ -61,6 +59,12 @@ def _describe_run(dataset, item: dict) -> str:
 
 
 class GetAgreementRunInfo(AgreementOperator):
+    outputs = (("key", "Run", "str"), ("method", "Method", "str"), ("computed_on", "Computed on", "str"),
+               ("timestamp", "When", "str"), ("status", "Status", "str"), ("params", "Parameters", "json"),
+               ("input", "Input layout", "json"), ("summary", "Headline numbers", "json"),
+               ("sample_fields", "Fields written", "list"), ("label_attrs", "Label attributes written", "json"),
+               ("format_version", "Format version", "int"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -76,22 +80,21 @@ class GetAgreementRunInfo(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Agreement run info"))
 
     def execute(self, ctx):
+        from agreement.fo.declaration import run_target
+
         key = require(ctx.params, "key", "the run to describe")
         info = fo_runs.get_agreement_run_info(ctx.dataset, key)
         results = fo_runs.load_agreement_results(ctx.dataset, key)
         info["summary"] = results.get("summary", {})
+        info["computed_on"] = run_target(info)
         return info
-
-    def resolve_output(self, ctx):
-        outputs = types.Object()
-        outputs.str("method", label="Method")
-        outputs.obj("params", label="Parameters", view=types.JSONView())
-        outputs.obj("summary", label="Headline numbers", view=types.JSONView())
-        outputs.list("sample_fields", types.String(), label="Fields written")
-        return types.Property(outputs)
 
 
 class RenameAgreementRun(AgreementOperator):
+    outputs = (("renamed", "Run renamed", "str"), ("key", "New key", "str"), ("old_key", "Old key", "str"),
+               ("renamed_sample_fields", "Fields renamed (old: new)", "json"),
+               ("renamed_label_attrs", "Label attributes renamed ([field, old, new])", "json"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -109,14 +112,23 @@ class RenameAgreementRun(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Rename agreement run"))
 
     def execute(self, ctx):
+        from agreement.fo.app_state import open_run, remember_open_run
+
         key = require(ctx.params, "key", "the run to rename")
         new_key = require(ctx.params, "new_key", "the new name")
+        was_open = open_run(ctx.dataset) == key
         out = fo_runs.rename_agreement_run(ctx.dataset, key, new_key)
-        ctx.trigger("reload_dataset")
-        return {"key": new_key, "old_key": key, **out}
+        if was_open:  # the panel's run keeps being preselected under its new name
+            remember_open_run(ctx.dataset, new_key)
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
+        return {"renamed": f"{key} → {new_key}", "key": new_key, "old_key": key, **out}
 
 
 class DeleteAgreementRun(AgreementOperator):
+    outputs = (("key", "Run deleted", "str"), ("deleted_sample_fields", "Fields deleted", "list"),
+               ("deleted_label_attrs", "Label attributes deleted ([field, attribute])", "json"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -144,11 +156,45 @@ class DeleteAgreementRun(AgreementOperator):
     def execute(self, ctx):
         key = require(ctx.params, "key", "the run to delete")
         out = fo_runs.delete_agreement_run(ctx.dataset, key)
-        ctx.trigger("reload_dataset")
+        if not ctx.delegated:
+            ctx.trigger("reload_dataset")
         return {"key": key, **out}
 
 
+_MODES = {
+    "lowest": "Lowest-scoring samples",
+    "pair": "One rater pair's disagreements",
+    "unmatched": "One rater's labels that match nobody",
+    "class": "One class's units the raters disagree on",
+    "review": "Consensus review queue (flagged labels, least confident first)",
+}
+
+
+def view_modes(info: dict) -> list[str]:
+    """The drill-downs a run offers: by its per-sample score (lowest, pair), its label matches (OT, KαLOS),
+    its units (KαLOS) or its review queue (consensus)."""
+    from agreement.fo.methods.consensus import METHOD as CONSENSUS
+    from agreement.fo.panel_data import score_field
+
+    try:
+        scored = score_field(info) is not None
+    except Exception:  # noqa: BLE001 - a method without a panel view has no score
+        scored = False
+    method = info["method"]
+    modes = ["lowest", "pair"] if scored else []
+    if method in ("iaa.kalos", "iaa.ot_agreement"):
+        modes.append("unmatched")
+    if method == "iaa.kalos":
+        modes.append("class")
+    if method == CONSENSUS:
+        modes.append("review")
+    return modes
+
+
 class LoadAgreementView(AgreementOperator):
+    outputs = (("key", "Run", "str"), ("description", "Showing", "str"), ("count", "Samples or patches", "int"),
+               ("saved_view", "Saved as view", "str"))
+
     @property
     def config(self):
         return foo.OperatorConfig(
@@ -164,17 +210,20 @@ class LoadAgreementView(AgreementOperator):
         keys = existing_run_choice(inputs, ctx)
         if not keys:
             return types.Property(inputs, view=types.View(label="Load agreement view"))
+        key = ctx.params.get("key") if ctx.params.get("key") in keys else inputs.properties["key"].default
+        info = fo_runs.get_agreement_run_info(ctx.dataset, key)
+        offered = view_modes(info)
+        if not offered:
+            inputs.view("no_modes", types.Warning(label=f"Run {key!r} ({info['method']}) has nothing to drill into",
+                                                  description="Choose an OT, KαLOS, geometry or consensus run"))
+            return types.Property(inputs, view=types.View(label="Load agreement view"))
         mode = types.RadioGroup()
-        mode.add_choice("lowest", label="Lowest-scoring samples")
-        mode.add_choice("pair", label="One rater pair's disagreements")
-        mode.add_choice("unmatched", label="One rater's labels that match nobody")
-        mode.add_choice("class", label="One class's units the raters disagree on (KαLOS)")
-        mode.add_choice("review", label="Consensus review queue (flagged labels, least confident first)")
-        inputs.enum("mode", ["lowest", "pair", "unmatched", "class", "review"], default="lowest", label="Show",
-                    view=mode)
-        chosen = ctx.params.get("mode")
-        if chosen in ("pair", "unmatched", "class") and ctx.params.get("key") in keys:
-            detail = fo_runs.load_agreement_results(ctx.dataset, ctx.params["key"]).get("detail", {})
+        for value in offered:
+            mode.add_choice(value, label=_MODES[value])
+        chosen = ctx.params.get("mode") if ctx.params.get("mode") in offered else offered[0]
+        inputs.enum("mode", offered, default=offered[0], label="Show", view=mode)
+        if chosen in ("pair", "unmatched", "class"):
+            detail = fo_runs.load_agreement_results(ctx.dataset, key).get("detail", {})
             raters = detail.get("raters", [])
             if chosen == "pair":
                 inputs.enum("rater_a", raters, required=True, label="Rater A")
@@ -183,8 +232,7 @@ class LoadAgreementView(AgreementOperator):
                 inputs.enum("rater", raters, required=True, label="Rater")
             else:
                 classes = (detail.get("class_difficulty") or {}).get("classes") or []
-                inputs.enum("label_class", classes, required=True, label="Class",
-                            description="Classes of a KαLOS run" if classes else "Only KαLOS runs have classes")
+                inputs.enum("label_class", classes, required=True, label="Class")
         inputs.int("limit", default=50, min=1, label="At most this many samples")
         inputs.float("max_score", required=False, label="Only scores up to", description="Optional score threshold")
         inputs.str("save_as", required=False, label="Save as view",
@@ -199,13 +247,14 @@ class LoadAgreementView(AgreementOperator):
         key = require(p, "key", "the run whose disagreements to show")
         limit = p.get("limit", 50)
         max_score = p.get("max_score")
-        if p.get("mode") == "review":
+        mode = p.get("mode") or (view_modes(fo_runs.get_agreement_run_info(ctx.dataset, key)) or ["lowest"])[0]
+        if mode == "review":
             from agreement.fo.methods.consensus import review_view
 
             view = review_view(ctx.view, key)
             ctx.ops.set_view(view=view)
-            return {"key": key, "count": len(view), "saved_view": None, "label_ids": view.values("id")}
-        mode = p.get("mode") or "lowest"
+            return {"key": key, "description": f"the review queue of consensus run {key!r}, least confident first",
+                    "count": len(view), "saved_view": None, "label_ids": view.values("id")}
         if mode == "pair":
             a, b = require(p, "rater_a", "the first rater"), require(p, "rater_b", "the second rater")
             view = rater_pair_view(ctx.view, key, a, b, max_score=max_score, limit=limit)

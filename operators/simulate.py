@@ -7,11 +7,19 @@ import fiftyone.operators.types as types
 from agreement.fo.label_schema import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
-from .python_call import AgreementOperator
 from .common import compute_config, execute_with_progress, require, run_inputs
+from .outputs import result_property
+from .python_call import AgreementOperator
+from .target import target_input, target_record, target_view
 
 
 class SimulateRaters(AgreementOperator):
+    takes_target = True
+    outputs = (("key", "Run", "str"), ("target", "Simulated on", "str"), ("fields", "Fields written", "list"),
+               ("raters", "Simulated raters", "list"), ("labels", "Labels drawn", "json"),
+               ("school", "School (raters sharing an offset)", "json"),
+               ("cannibalised", "Boxes merged away", "json"))
+
     @property
     def config(self):
         return compute_config(
@@ -22,6 +30,7 @@ class SimulateRaters(AgreementOperator):
 
     def resolve_input(self, ctx):
         inputs = types.Object()
+        target_input(inputs, ctx, "Simulate on")
         choices = label_fields(ctx.dataset) if ctx.dataset is not None else []
         if not choices:
             inputs.view("no_fields", types.Warning(label="No label fields",
@@ -65,6 +74,11 @@ class SimulateRaters(AgreementOperator):
             school_size=int(p.get("school_size", 0) or 0),
             overwrite=bool(p.get("overwrite", False)),
         )
+        from .reports import describe_target
+
+        samples = target_view(ctx)
+        where = describe_target(target_record(ctx, samples))
         return execute_with_progress(
-            ctx, lambda progress: simulate_raters(ctx.view, **kwargs, progress=progress), reload_dataset=True
+            ctx, lambda progress: {"target": where, **simulate_raters(samples, **kwargs, progress=progress)},
+            reload_dataset=True, outputs=lambda r: result_property(self.outputs, r),
         )

@@ -162,7 +162,9 @@ def test_a_method_declared_in_one_file_gets_operator_python_call_panel_and_run_c
     # a and b match (IoU 1, 0.82, 0.67 on the three samples), c matches nobody
     assert out["values"] == pytest.approx([1.0, 0.036 / 0.044, 0.032 / 0.048])
     assert out["mean_iou"] == pytest.approx(sum(out["values"]) / 3)
-    assert out["params"] == {"threshold": 0.3}
+    # the method's parameters, and the samples the run was asked to compute on (the dataset, from Python)
+    assert out["params"] == {"threshold": 0.3, "target": {"target": "dataset", "n_samples": 3, "dataset_samples": 3,
+                                                          "via": "python"}}
     assert out["cards"]["mean IoU of matched boxes"] != "undefined"
     assert out["renamed"] == ["m2_mean_iou"] and out["left"] == [] and out["runs"] == []
     assert "threshold" in out["refused"]  # FiftyOne's own form validation, from the declared range

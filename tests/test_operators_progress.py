@@ -73,7 +73,12 @@ def _stages(labels: list[str]) -> list[str]:
 
 
 def _same_summary(result: dict, key: str, summary: dict) -> None:
-    assert result == {"key": key, **summary}
+    """The operator's result: the run key, the bridge's summary, then what it was computed on and the fields
+    it wrote."""
+    assert {k: v for k, v in result.items() if k not in ("target", "fields_written")} == {"key": key, **summary}
+    assert result["target"] == "whole dataset (4 samples)"
+    assert result["fields_written"] and all(f.startswith(f"{key}_") or f".{key}_" in f
+                                            for f in result["fields_written"])
 
 
 def _three_figures(summary: dict) -> dict:
@@ -149,9 +154,13 @@ def test_app_immediate_run_streams_stages_then_the_result(ds, name):
     assert all(line["cls"] == "InvocationRequest" for line in lines[:-1])
     streamed = [t["params"]["label"] for t in triggers if t["operator_uri"] == "set_progress"]
     assert _stages(streamed) == _stages(labels)
-    assert triggers[-1]["operator_uri"] == "reload_dataset"
-    assert lines[-1]["cls"] == "ExecutionResult"
-    _same_summary(lines[-1]["body"], "app", _three_figures(summary))  # the App shows 3 significant figures
+    assert [t["operator_uri"] for t in triggers[-2:]] == ["reload_dataset", "show_output"]
+    # the result replaces the progress bar in the App's progress box (show_output), laid out by the
+    # operator's output form, one property per key; the prompt gets an empty result and closes by itself
+    shown = triggers[-1]["params"]
+    _same_summary(shown["results"], "app", _three_figures(summary))  # the App shows 3 significant figures
+    assert set(shown["outputs"]["type"]["properties"]) == set(shown["results"])
+    assert lines[-1]["cls"] == "ExecutionResult" and not lines[-1]["body"]
     assert "app" in ds.list_runs()
 
 
@@ -327,3 +336,40 @@ def test_helper_thins_a_flood_of_reports_to_the_latest_of_each_stage():
     labels = [line["body"]["params"]["label"] for line in lines[:-1]]
     assert labels == sorted(labels) and set(labels) == {"one", "two"}  # both, in order
     assert lines[-2]["body"]["params"] == {"progress": 1999 / 2000, "label": "two"}
+
+
+def test_helper_puts_the_result_in_the_progress_box_and_triggers_after_the_run():
+    """Given the operator's outputs, the App's stream ends with the result in the progress box
+    (``show_output``, which replaces the progress bar: FiftyOne's App closes that box only by its button)
+    and an empty ``ExecutionResult`` (the prompt closes instead of showing the result a second time
+    underneath); the triggers (e.g. open the imported dataset) come after the run, never for a delegated one."""
+    import fiftyone.operators.types as types
+
+    from operators.common import execute_with_progress
+
+    def outputs(result: dict):
+        obj = types.Object()
+        for name in result:
+            obj.str(name, label=name)
+        return types.Property(obj)
+
+    def then(result: dict) -> list:
+        return [("open_dataset", {"dataset": "made"})]
+
+    lines = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(), reload_dataset=True,
+                                                        outputs=outputs, triggers=then)]
+    uris = [line["body"]["operator_uri"] for line in lines[:-1]]
+    assert uris[-3:] == ["reload_dataset", "open_dataset", "show_output"]
+    assert set(uris[:-3]) == {"set_progress"}
+    shown = lines[-2]["body"]["params"]
+    assert shown["results"]["long"] == 0.707 and shown["results"]["undefined"] is None
+    assert set(shown["outputs"]["type"]["properties"]) == set(shown["results"])
+    assert lines[-1]["cls"] == "ExecutionResult" and lines[-1]["body"] == {}
+    json.dumps(lines, allow_nan=False)
+
+    sdk = FakeCtx()
+    assert execute_with_progress(sdk, _work(), outputs=outputs, triggers=then)["value"] == 0.25
+    assert sdk.triggered == [("open_dataset", {"dataset": "made"})]
+    delegated = FakeCtx(delegated=True)
+    execute_with_progress(delegated, _work(), outputs=outputs, triggers=then)
+    assert delegated.triggered == []

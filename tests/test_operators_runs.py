@@ -69,9 +69,9 @@ def test_forms_resolve_with_and_without_runs(fo, make_dataset):
     runs.write_sample_values(ds, plan, "score", {ds.first().id: 1.0})
     runs.register_run(ds, plan, {}, {}, {"summary": {}})
     for name in ("get_agreement_run_info", "rename_agreement_run", "delete_agreement_run"):
-        props = _form(ds, name)  # the runs to choose from, the first preselected
+        props = _form(ds, name)  # the runs to choose from, the newest preselected (no run open in a panel)
         assert "no_runs" not in props, name
-        assert props["key"].type.values == ["k1", "k2"] and props["key"].default == "k1", name
+        assert props["key"].type.values == ["k1", "k2"] and props["key"].default == "k2", name
     assert "new_key" in _form(ds, "rename_agreement_run")
     notice = _form(ds, "delete_agreement_run", {"key": "k2"})["what"].view.label
     assert notice == "Will delete: k2_score, a.k2_cost"  # exactly what the run wrote

@@ -26,7 +26,7 @@ from agreement.fo.engine import MethodSpec, execution_options, run_method
 from agreement.core.validation import BOX_POLICIES
 
 __all__ = ["Param", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
-           "parameter_table", "split_kwargs"]
+           "parameter_table", "split_kwargs", "run_target", "collection_target"]
 
 _KINDS = (float, int, str, bool, list)
 
@@ -263,22 +263,38 @@ def split_kwargs(decl: MethodDeclaration, kwargs: Mapping[str, Any]) -> tuple[Ra
 
 
 def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = False,
-                 progress: Callable[[float, str], None] | None = None, **kwargs) -> dict:
+                 progress: Callable[[float, str], None] | None = None, target: Mapping[str, Any] | None = None,
+                 **kwargs) -> dict:
     """Runs the declared method on ``samples`` as run ``key``: validates everything before reading anything,
-    then :func:`agreement.fo.engine.run_method`. Returns the headline numbers (NaN as ``None``)."""
+    then :func:`agreement.fo.engine.run_method`. Returns the headline numbers (NaN as ``None``).
+
+    ``target`` (the operators give it) is recorded with the run's parameters as ``params["target"]``:
+    which samples the run was asked to compute on (see :func:`run_target`)."""
     layout, execution, own = split_kwargs(decl, kwargs)
     params = decl.validate(own)
     if decl.records_key:
         params["key"] = key
+    if target is not None:
+        params["target"] = dict(target)
     return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
                       **execution.as_kwargs())
+
+
+def collection_target(samples, via: str = "python") -> dict:
+    """The target record of a run on ``samples`` given in Python: the ``"dataset"`` (the dataset, or a view
+    of all its samples without stages), else a ``"view"``, with its number of samples and the dataset's."""
+    dataset = samples._root_dataset
+    n, total = samples.count(), dataset.count()
+    whole = samples is dataset or (n == total and not samples.view()._serialize())
+    return {"target": "dataset" if whole else "view", "n_samples": n, "dataset_samples": total, "via": via}
 
 
 def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
     """The method as a Python function ``(samples, key, **params) -> headline numbers``, with the declared
     signature and a docstring listing every parameter."""
     def compute(samples, key: str, overwrite: bool = False, progress=None, **kwargs) -> dict:
-        return run_declared(decl, samples, key, overwrite=overwrite, progress=progress, **kwargs)
+        return run_declared(decl, samples, key, overwrite=overwrite, progress=progress,
+                            target=collection_target(samples), **kwargs)
 
     K = inspect.Parameter.KEYWORD_ONLY
     sig = [inspect.Parameter("samples", inspect.Parameter.POSITIONAL_OR_KEYWORD),
@@ -303,3 +319,35 @@ def parameter_table(decl: MethodDeclaration) -> str:
         where = "" if p.form else " (Python only)"
         rows.append(f"| `{p.name}` | {p.kind.__name__} | `{p.default!r}` | {p.range_text()} | {p.help}{where} |")
     return "\n".join(rows)
+
+
+def run_target(dataset_or_info, key: str | None = None) -> str:
+    """Which samples a run was computed on, as the panel shows it: ``"current view (73 of 200 samples)"``,
+    ``"whole dataset (200 samples)"``, ``"selected samples (5 of 200 samples)"``, ``"view (5 of 200 samples)"``
+    (a view given in Python).
+
+    Args:
+        dataset_or_info: the run's info (:func:`agreement.fo.runs.get_agreement_run_info`), its ``params``, or
+            the recorded target itself; or a dataset or view, with ``key``.
+        key: the run, when a dataset is given.
+
+    Returns:
+        The sentence; ``"not recorded"`` for a run from before the target was recorded.
+    """
+    info = dataset_or_info
+    if not isinstance(info, Mapping):
+        from agreement.fo.runs import get_agreement_run_info
+
+        if key is None:
+            raise TypeError("run_target(dataset, key): give the run key with a dataset")
+        info = get_agreement_run_info(dataset_or_info, key)
+    params = info["params"] if isinstance(info.get("params"), Mapping) else info
+    record = params["target"] if isinstance(params.get("target"), Mapping) else params
+    if not isinstance(record, Mapping) or not isinstance(record.get("target"), str):
+        return "not recorded"
+    n, total = record.get("n_samples"), record.get("dataset_samples")
+    if record["target"] == "dataset":
+        return f"whole dataset ({n:,} samples)" if isinstance(n, int) else "whole dataset"
+    if isinstance(n, int) and isinstance(total, int):
+        return f"{record['target']} ({n:,} of {total:,} samples)"
+    return record["target"]
