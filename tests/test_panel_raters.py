@@ -132,6 +132,10 @@ def test_heatmap_cells_carry_their_support_and_the_minimum_hides_thin_pairs():
     assert "observed agreement 0.900, 95% [" in hover_ab and "(9 of 10 objects alike)" in hover_ab
     assert "hidden, 1 shared sample" in trace["hovertext"][i["c"]][i["d"]]
     assert trace["text"][i["a"]][i["b"]] == "0.900<br>n=5" and trace["text"][i["c"]][i["d"]] == "n=1"
+    assert trace["text"][i["a"]][i["d"]] == ""  # never met: empty, unlike a pair whose value is undefined
+    undefined = pair_matrix({"raters": RATERS, "rater_pairs": RECORDS + [_rec("a", "d", 2, None)]}, "alpha", "t",
+                            raters=["a", "d"])
+    assert pair_matrix_figure(undefined, "α", "s", False)["traces"][0]["text"][0][1] == "undef."
     assert "1 pair below 2 shared samples hidden" in fig["layout"]["title"]["text"]
     # every rater named on both axes, the height from the number of raters
     assert fig["layout"]["xaxis"]["tickvals"] == pm["raters"] == fig["layout"]["yaxis"]["ticktext"]
@@ -329,3 +333,14 @@ def test_a_drill_down_stage_sent_back_with_whole_numbers_is_still_the_panels():
     assert _same(mine, echoed)
     assert not _same(mine, [{**echoed[0], "kwargs": [["filter", {"$lt": ["$kalos_alpha", 1]}]]}])
     assert not _same([{"a": True}], [{"a": 1}])  # a flag is not a number
+
+
+def test_numbers_have_three_significant_figures_with_their_trailing_zeros():
+    from agreement.fo.figure_base import count_text, sig3
+
+    cases = {0.56: "0.560", 1.0: "1.00", -0.0714: "-0.0714", 0.000321: "0.000321", 5e-5: "5.00e-05", 12.0: "12.0",
+             999.5: "1,000", 1234.5: "1,234", 0: "0", None: "undefined", float("nan"): "undefined"}
+    for x, text in cases.items():
+        assert sig3(x) == text, x
+    assert sig3(0.5, signed=True) == "+0.500"
+    assert count_text(1, "class") == "1 class" and count_text(3, "class") == "3 classes"

@@ -19,13 +19,13 @@ __all__ = ["FIGURE_CONFIG", "TITLE_CHARS", "SUBTITLE_CHARS", "sig3", "count_text
 FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
 #: Characters per line of a figure's title (15 px bold) and subtitle (12 px) in a 460 px wide plot.
 TITLE_CHARS = 46
-SUBTITLE_CHARS = 66
+SUBTITLE_CHARS = 72
 
 
 def sig3(x, signed: bool = False) -> str:
     """``x`` to three significant figures, trailing zeros kept (``0.560``, ``1.00``, ``−0.235``);
     ``"undefined"`` for None/NaN; numbers of 1,000 and more as integers with thousands separators,
-    below 0.001 in scientific notation."""
+    below 0.0001 in scientific notation."""
     if x is None or not isinstance(x, (int, float, np.floating, np.integer)) or not math.isfinite(float(x)):
         return "undefined"
     x = float(x)
@@ -33,10 +33,9 @@ def sig3(x, signed: bool = False) -> str:
         return "0"
     if abs(x) >= 1000:  # big numbers are counts: 1,234
         text = f"{x:,.0f}"
-    elif abs(x) < 1e-3:
-        text = f"{x:.2e}"
-    else:
-        text = f"{x:#.3g}".rstrip(".")
+    else:  # 0.000321; below 1e-4 in scientific notation (1.23e-05)
+        text = f"{x:#.3g}"
+        text = f"{x:,.0f}" if "e+" in text else text if "e" in text else text.rstrip(".")
     return ("+" + text) if signed and x > 0 else text
 
 

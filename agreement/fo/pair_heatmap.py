@@ -245,7 +245,7 @@ def _cell_texts(pm: dict, z: list, show_support: bool) -> list[list[str]]:
             if i == j or not pm["shared"][i][j]:
                 line.append("")
                 continue
-            t = "" if v is None else sig3(v)
+            t = ("" if pm["hidden"][i][j] else "undef.") if v is None else sig3(v)  # undefined, not "never met"
             if show_support:
                 t = (t + "<br>" if t else "") + f"n={pm['shared'][i][j]}"
             line.append(t)
