@@ -58,6 +58,7 @@ def execute_with_progress(
     reload_dataset: bool = False,
     outputs: Callable[[dict], types.Property] | None = None,
     triggers: Triggers | None = None,
+    show: Callable[[dict], dict] | None = None,
 ) -> dict | Iterator[Any]:
     """Runs ``compute(progress)`` (a call of the bridge) and reports its stages to whoever runs the operator.
 
@@ -103,13 +104,15 @@ def execute_with_progress(
             ``resolve_output`` for that result): how the App shows the result.
         triggers: App operators to trigger after the run (never for
             delegated runs).
+        show: ``result -> what the App shows`` (default: the result), e.g.
+            the result with the fields the run wrote beside it.
 
     Returns:
         The result of ``compute``, or (the App's immediate run) a generator of
         :class:`fiftyone.operators.message.GeneratedMessage`.
     """
     if _streams_to_app(ctx):
-        return _stream(ctx, compute, reload_dataset, outputs, triggers)
+        return _stream(ctx, compute, reload_dataset, outputs, triggers, show)
 
     def progress(fraction: float, label: str) -> None:
         ctx.set_progress(progress=fraction, label=label)
@@ -143,7 +146,7 @@ _DONE = object()
 
 def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
             outputs: Callable[[dict], types.Property] | None = None, triggers: Triggers | None = None,
-            ) -> Iterator[Any]:
+            show: Callable[[dict], dict] | None = None) -> Iterator[Any]:
     """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers.
 
     Reports that pile up while the App reads are thinned to the latest of each stage, so a bridge
@@ -183,11 +186,11 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
         logger.error("%s failed", uri, exc_info=error)
         yield _StreamError(error)
         return
-    yield from _stream_end(ctx, outcome["result"], reload_dataset, outputs, triggers)
+    yield from _stream_end(ctx, outcome["result"], reload_dataset, outputs, triggers, show)
 
 
 def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict], types.Property] | None,
-                triggers: Triggers | None) -> Iterator[Any]:
+                triggers: Triggers | None, show: Callable[[dict], dict] | None) -> Iterator[Any]:
     """The stream's last lines: reload, the triggers, the result in the progress box (``show_output``) and
     an empty ``ExecutionResult``; without ``outputs``, the result as the ``ExecutionResult``."""
     if reload_dataset:
@@ -197,7 +200,7 @@ def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict
     if outputs is None:
         yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult(result))
         return
-    shown = _StreamResult(result).to_json()
+    shown = _StreamResult(show(result) if show is not None else result).to_json()
     yield ctx.trigger("show_output", {"outputs": outputs(shown).to_json(), "results": shown})
     yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult({}))
 

@@ -66,25 +66,30 @@ def _given(decl: MethodDeclaration, params: dict) -> dict:
 
 
 def _outputs(decl: MethodDeclaration) -> tuple:
-    """The result keys every run of the method returns: the key, the declared headline numbers, the target
-    and the fields written."""
+    """The result keys every run of the method returns (the key, the declared headline numbers, the target),
+    and the fields written, which the App shows beside them."""
     kinds = {"int": "int", "str": "str"}
     return (("key", "Run", "str"), *((n, label, kinds.get(k, "float")) for n, label, k in decl.outputs),
             ("target", "Computed on", "str"), ("fields_written", "Fields written", "list"))
 
 
 def _compute(decl: MethodDeclaration, samples, key: str, record: dict, kwargs: dict):
-    """The operator's work: the run on ``samples`` (its target recorded), then its result: the headline
-    numbers, what it was computed on and the fields it wrote."""
+    """The operator's work: the run on ``samples`` (its target recorded), then its result: the key, the
+    headline numbers and what it was computed on."""
     from agreement.fo.declaration import run_target
-    from agreement.fo.runs import get_agreement_run_info
 
     def compute(progress) -> dict:
         summary = run_declared(decl, samples, key, progress=progress, target=record, **kwargs)
-        info = get_agreement_run_info(samples, key)
-        return {"key": key, **summary, "target": run_target(record), "fields_written": run_fields(info)}
+        return {"key": key, **summary, "target": run_target(record)}
 
     return compute
+
+
+def _with_fields(samples, result: dict) -> dict:
+    """What the App shows of a run's result: the result, and the fields the run wrote (from its run info)."""
+    from agreement.fo.runs import get_agreement_run_info
+
+    return {**result, "fields_written": run_fields(get_agreement_run_info(samples, result["key"]))}
 
 
 def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
@@ -120,7 +125,8 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
                           overwrite=bool(p.get("overwrite", False)))
             samples = target_view(ctx)
             return execute_with_progress(ctx, _compute(decl, samples, key, target_record(ctx, samples), kwargs),
-                                         reload_dataset=True, outputs=lambda r: result_property(self.outputs, r))
+                                         reload_dataset=True, outputs=lambda r: result_property(self.outputs, r),
+                                         show=lambda r: _with_fields(samples, r))
 
         def resolve_delegation(self, ctx):
             return ctx.params.get("delegate", None)

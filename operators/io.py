@@ -18,7 +18,7 @@ from .target import target_input, target_record, target_view
 #: what every import returns first: the new dataset, opened in the App when the import ends
 IMPORTED = (("dataset_name", "Dataset (now open)", "str"), ("media_type", "Media type", "str"),
             ("num_samples", "Samples", "int"), ("raters", "Raters", "list"), ("layout", "Layout", "str"),
-            ("rater_fields", "Rater fields (rater: field)", "json"))
+            ("rater_fields", "Rater fields (rater: field)", "json"), ("field", "Label field (one-field layout)", "str"))
 
 
 def _open_imported(result: dict) -> list:
@@ -186,7 +186,8 @@ def _import_result(dataset, report: dict) -> dict:
 
 
 class ImportMultiRater(AgreementOperator):
-    outputs = IMPORTED + (("per_rater", "Per rater: images, labels, images missing", "json"),)
+    outputs = IMPORTED + (("images", "Images matched across the exports", "int"),
+                          ("per_rater", "Per rater: images, labels, images missing", "json"))
 
     @property
     def config(self):
@@ -230,7 +231,9 @@ class ImportMultiRater(AgreementOperator):
 
 
 class ImportLabelStudio(AgreementOperator):
-    outputs = IMPORTED + (("skipped", "Skipped regions", "json"), ("repaired", "Repaired regions", "json"))
+    outputs = IMPORTED + (("tasks", "Tasks", "int"), ("regions", "Regions", "int"),
+                          ("per_rater", "Regions per rater", "json"), ("skipped", "Skipped regions", "json"),
+                          ("repaired", "Repaired regions", "json"))
 
     @property
     def config(self):

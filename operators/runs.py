@@ -193,7 +193,8 @@ def view_modes(info: dict) -> list[str]:
 
 class LoadAgreementView(AgreementOperator):
     outputs = (("key", "Run", "str"), ("description", "Showing", "str"), ("count", "Samples or patches", "int"),
-               ("saved_view", "Saved as view", "str"))
+               ("saved_view", "Saved as view", "str"), ("sample_ids", "Sample ids, in order", "list"),
+               ("label_ids", "Label ids of the queue, in order", "list"))
 
     @property
     def config(self):

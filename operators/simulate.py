@@ -18,7 +18,10 @@ class SimulateRaters(AgreementOperator):
     outputs = (("key", "Run", "str"), ("target", "Simulated on", "str"), ("fields", "Fields written", "list"),
                ("raters", "Simulated raters", "list"), ("labels", "Labels drawn", "json"),
                ("school", "School (raters sharing an offset)", "json"),
-               ("cannibalised", "Boxes merged away", "json"))
+               ("cannibalised", "Boxes merged away", "json"),
+               ("clipped_boxes", "Reference boxes clipped to the image", "int"),
+               ("outside_boxes", "Reference boxes outside the image", "int"),
+               ("dropped_boxes", "Reference boxes dropped", "int"), ("resized_masks", "Masks resized", "int"))
 
     @property
     def config(self):

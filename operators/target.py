@@ -106,8 +106,8 @@ def target_input(inputs: types.Object, ctx, action: str = "Compute on") -> None:
     A target given that names no target, or the selected samples with none selected, marks the choice
     invalid with the reason (the App shows it; an SDK call is refused with it).
     """
-    if ctx.dataset is None:
-        return
+    if ctx.dataset is None or not hasattr(types.Object, "view_target"):
+        return  # a FiftyOne without the selector: the operator runs on the dataset (or the target given)
     default = _default(ctx)
     prop = inputs.view_target(ctx, **_supported(dict(
         default_target=default, action_description=action, allow_selected_samples=True,
@@ -145,7 +145,12 @@ def target_view(ctx):
     ctx.request_params.setdefault("params", params)
     if target == DATASET:  # also on a FiftyOne whose target_view() would take the current view
         return ctx.dataset
-    return ctx.target_view()
+    if hasattr(ctx, "target_view"):
+        return ctx.target_view()
+    view = ctx.view  # a FiftyOne without target views
+    if target == SELECTED:
+        return view.select(ctx.selected)
+    return view._base_view if target == BASE_VIEW else view
 
 
 def form_target_view(ctx):

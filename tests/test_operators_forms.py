@@ -1,0 +1,208 @@
+"""The operators' forms and results (issue 38): run pickers preselect the run open in the panel, else the
+newest, and list only the runs the operator accepts; every operator shows what it returned."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from label_kinds import RATERS, kind_dataset
+
+pytestmark = pytest.mark.fiftyone
+
+URI = "@iaa/agreement/{}"
+PICKERS = ("get_agreement_run_info", "rename_agreement_run", "delete_agreement_run", "load_agreement_view")
+
+
+def _ctx(ds, params=None, results=None):
+    from fiftyone.operators.executor import ExecutionContext
+
+    request = {"dataset_name": ds.name, "view": ds.view()._serialize(), "params": dict(params or {})}
+    if results is not None:
+        request["results"] = results
+    return ExecutionContext(request_params=request)
+
+
+def _form(ds, name, params=None):
+    import fiftyone.operators as foo
+
+    return foo.get_operator(URI.format(name)).resolve_input(_ctx(ds, params)).type.properties
+
+
+def _fake_run(ds, key: str) -> None:
+    from agreement.fo import runs
+
+    plan = runs.prepare_run(ds, key, "iaa.test", ["score"])
+    runs.write_sample_values(ds, plan, "score", {ds.first().id: 1.0})
+    runs.register_run(ds, plan, {}, {}, {"summary": {}})
+
+
+def test_run_pickers_preselect_the_open_run_else_the_newest(fo, make_dataset):
+    from agreement.fo.app_state import remember_open_run
+
+    ds = make_dataset([fo.Sample(filepath="/data/x.jpg")])
+    for key in ("b_old", "m_mid", "z_new", "a_newest"):  # the newest is alphabetically first
+        _fake_run(ds, key)
+    for name in PICKERS:
+        assert _form(ds, name)["key"].default == "a_newest", name
+    remember_open_run(ds, "m_mid")
+    for name in PICKERS:
+        assert _form(ds, name)["key"].default == "m_mid", name
+    remember_open_run(ds, None)
+    assert _form(ds, "rename_agreement_run")["key"].default == "a_newest"
+
+
+def test_a_renamed_open_run_stays_preselected(fo, make_dataset):
+    import fiftyone.operators as foo
+
+    from agreement.fo.app_state import open_run, remember_open_run
+
+    ds = make_dataset([fo.Sample(filepath="/data/x.jpg")])
+    _fake_run(ds, "k")
+    _fake_run(ds, "later")
+    remember_open_run(ds, "k")
+    out = foo.get_operator(URI.format("rename_agreement_run"))(ds, key="k", new_key="k2")
+    assert out["renamed"] == "k → k2" and out["renamed_sample_fields"] == {"k_score": "k2_score"}
+    assert open_run(ds) == "k2" and _form(ds, "get_agreement_run_info")["key"].default == "k2"
+
+
+@pytest.fixture
+def consensus_ds(fo, make_dataset):
+    """8 samples, raters a..d; runs ``ot`` (OT), ``kalos`` (KαLOS), then ``cons`` and ``cons_b`` (consensus)."""
+    import fiftyone.operators as foo
+
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    for op, key in (("compute_consensus", "cons"), ("compute_ot_agreement", "ot"), ("compute_kalos", "kalos"),
+                    ("compute_consensus", "cons_b")):
+        foo.execute_operator(URI.format(op), ctx=dict(view=ds.view(), params=dict(key=key, **params)))
+    return ds, params
+
+
+def test_consensus_operators_list_only_consensus_runs(consensus_ds, fo, make_dataset):
+    from agreement.fo.app_state import remember_open_run
+
+    ds, _ = consensus_ds
+    for name in ("finalize_consensus", "export_rater_report"):
+        key = _form(ds, name)["key"]
+        assert key.type.values == ["cons", "cons_b"] and key.default == "cons_b", name
+    remember_open_run(ds, "kalos")  # a run the operator does not take: the newest consensus run
+    assert _form(ds, "finalize_consensus")["key"].default == "cons_b"
+    remember_open_run(ds, "cons")
+    assert _form(ds, "finalize_consensus")["key"].default == "cons"
+    assert _form(ds, "finalize_consensus")["what"].view.label.startswith("Writes cons_final for every sample")
+
+    other, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    import fiftyone.operators as foo
+
+    foo.execute_operator(URI.format("compute_kalos"), ctx=dict(view=other.view(), params=dict(key="k", **params)))
+    for name in ("finalize_consensus", "export_rater_report"):
+        props = _form(other, name)
+        assert "key" not in props, name
+        assert props["no_runs"].view.label == "No consensus runs", name
+        assert "compute_consensus" in props["no_runs"].view.description, name
+
+
+def test_load_agreement_view_offers_the_drill_downs_of_the_chosen_run(consensus_ds):
+    ds, _ = consensus_ds
+    modes = {key: _form(ds, "load_agreement_view", {"key": key})["mode"].type.values for key in ("cons", "ot", "kalos")}
+    assert modes == {"cons": ["lowest", "pair", "review"], "ot": ["lowest", "pair", "unmatched"],
+                     "kalos": ["lowest", "pair", "unmatched", "class"]}
+
+
+def _every_operator_run(fo, ds, params, tmp_path) -> dict[str, tuple[dict, object]]:
+    """Each operator executed once as the SDK runs it: ``{name: (params, dataset or None)}`` in order."""
+    from fiftyone import ViewField as F
+    from labelstudio_export import annotation, rectangle, task
+
+    ds.set_values("metadata", [fo.ImageMetadata(width=100, height=80) for _ in range(len(ds))])
+    coco = tmp_path / "raters.json"
+    exports = []
+    for r in ("a", "b"):
+        d = tmp_path / "exports" / r
+        ds.export(export_dir=str(d), dataset_type=fo.types.COCODetectionDataset, label_field=r,
+                  export_media=False, progress=False)
+        exports.append({"rater": r, "path": str(d), "format": "coco"})
+    ls = tmp_path / "ls.json"
+    ls.write_text(json.dumps([task(1, "x.jpg", [annotation(1, [rectangle([0.1, 0.1, 0.2, 0.2], "c", 100, 80)]),
+                                                 annotation(2, [rectangle([0.1, 0.1, 0.2, 0.3], "c", 100, 80)])])]))
+    return {
+        "compute_consensus": (dict(key="cons", method="majority", **params), ds),  # half-vote labels flagged
+        "compute_ot_agreement": (dict(key="ot", **params), ds),
+        "compute_kalos": (dict(key="kalos", **params), ds),
+        "compute_geometry_agreement": (dict(key="geo", **params), ds),
+        "calibrate_agreement": (dict(key="cal", **params), ds),
+        "review_consensus_labels": (lambda: dict(key="cons", decision="reject", label_ids=ds.filter_labels(
+            "cons_consensus", F("cons_review") == True).values("cons_consensus.detections.id",  # noqa: E712
+                                                                unwind=True)[:1]), ds),
+        "finalize_consensus": (dict(key="cons"), ds),
+        "export_rater_report": (dict(key="cons", output_dir=str(tmp_path / "raters")), ds),
+        "export_agreement_report": (dict(output_dir=str(tmp_path / "report")), ds),
+        "export_multi_rater_coco": (dict(coco_path=str(coco), fields=list(RATERS)), ds),
+        "simulate_raters": (dict(field="a", key="sim", num_raters=2, magnitude=0.5), ds),
+        "list_agreement_runs": ({}, ds),
+        "get_agreement_run_info": (dict(key="ot"), ds),
+        "load_agreement_view": (dict(key="ot", limit=3), ds),
+        "rename_agreement_run": (dict(key="geo", new_key="geo2"), ds),
+        "delete_agreement_run": (dict(key="geo2"), ds),
+        "import_multi_rater_coco": (dict(coco_path=str(coco), dataset_name="forms-coco", persistent=False), None),
+        "import_multi_rater": (dict(exports=exports, dataset_name="forms-multi", persistent=False), None),
+        "import_label_studio": (dict(json_path=str(ls), dataset_name="forms-ls", persistent=False), None),
+    }
+
+
+def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path):
+    """Executed on a small dataset, each operator's result has an output property per key (as the App
+    resolves the output for that result), and its output form without a result is not empty."""
+    import fiftyone.operators as foo
+
+    from operators import OPERATORS
+
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    runs = _every_operator_run(fo, ds, params, tmp_path)
+    assert set(runs) >= {cls().config.name for cls in OPERATORS} - {"compute_mask_consensus"}
+    masks, mask_params, _, _ = kind_dataset(fo, make_dataset, "masks", "fields")
+    runs["compute_mask_consensus"] = (dict(key="st", **mask_params), masks)
+    try:
+        for name, (given, samples) in runs.items():
+            given = given() if callable(given) else given
+            op = foo.get_operator(URI.format(name))
+            ctx = dict(view=samples.view()) if samples is not None else {}
+            result = foo.execute_operator(op.uri, ctx=dict(ctx, params=given)).result
+            assert isinstance(result, dict) and result, name
+            where = samples if samples is not None else fo.load_dataset(result["dataset_name"])
+            shown = op.resolve_output(_ctx(where, given, results=result)).type.properties
+            valued = {k for k, v in result.items() if v not in (None, "")}  # an empty value shows no line
+            assert valued <= set(shown), (name, sorted(valued - set(shown)))
+            static = op.resolve_output(_ctx(where, given)).type.properties
+            assert static, name
+            assert all(p.view is not None and p.view.label for p in shown.values()), name
+            # declared, not only shown: every key but a method's further summary numbers has its own label
+            extra = set(result) - set(static)
+            if getattr(op, "declaration", None) is None:
+                assert not extra, (name, sorted(extra))
+            else:
+                assert {"key", "target", "fields_written"} <= set(static) and not extra & {"target", "key"}, name
+    finally:
+        for made in ("forms-coco", "forms-multi", "forms-ls"):
+            if fo.dataset_exists(made):
+                fo.delete_dataset(made)
+
+
+def test_imports_open_the_new_dataset_in_the_app(fo, tmp_path):
+    import fiftyone.operators as foo
+    from labelstudio_export import annotation, rectangle, task
+
+    ls = tmp_path / "ls.json"
+    ls.write_text(json.dumps([task(1, "x.jpg", [annotation(1, [rectangle([0.1, 0.1, 0.2, 0.2], "c", 100, 80)]),
+                                                 annotation(2, [rectangle([0.1, 0.1, 0.2, 0.3], "c", 100, 80)])])]))
+    try:
+        run = foo.execute_operator(URI.format("import_label_studio"),
+                                   ctx=dict(params=dict(json_path=str(ls), dataset_name="opened", persistent=False)))
+        requests = run.executor.to_json()["requests"]
+        assert {"operator_uri": "open_dataset", "params": {"dataset": "opened"}} in [
+            {k: r[k] for k in ("operator_uri", "params")} for r in requests]
+        assert run.result["media_type"] == "image" and run.result["raters"] and run.result["num_samples"] == 1
+    finally:
+        if fo.dataset_exists("opened"):
+            fo.delete_dataset("opened")
