@@ -56,7 +56,8 @@ def _kind(value: Any) -> str:
 def result_property(declared: Sequence[Output], results: Mapping[str, Any] | None = None,
                     label: str | None = None) -> types.Property:
     """The output form: the ``declared`` outputs (those the results hold, when results are given), then one
-    for every other key of ``results``, labelled by its name.
+    for every other key of ``results``, labelled by its name; keys whose value is ``None`` or empty text are
+    left out (a reason for an undefined value where the value is defined, ...).
 
     Args:
         declared: the outputs the operator always returns, in the order to show them.
@@ -67,11 +68,11 @@ def result_property(declared: Sequence[Output], results: Mapping[str, Any] | Non
     outputs = types.Object()
     results = results if isinstance(results, Mapping) else {}
     for name, text, kind in declared:
-        if not results or name in results:
+        if not results or results.get(name) not in (None, ""):  # an empty value is left out, not shown blank
             add_output(outputs, name, text, kind)
     known = {name for name, _, _ in declared}
     for name, value in results.items():
-        if name not in known:
+        if name not in known and value not in (None, ""):  # e.g. "global reason" where α is defined
             add_output(outputs, name, name.replace("_", " "), _kind(value))
     return types.Property(outputs, view=types.View(label=label) if label else None)
 

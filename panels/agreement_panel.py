@@ -56,6 +56,7 @@ from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
 from .panel_memory import _MEMORY, _Memory, _memory
 from .panel_raters import RaterEvents, refresh_raters
+from .panel_review import ReviewActions, refresh_review
 from .panel_sections import refresh_compare, refresh_consensus, refresh_modal
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanishe
 RESTORE_EXTENSION = 3.0
 
 
-class AgreementPanel(RaterEvents, foo.Panel):
+class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
     @property
     def config(self):
         return foo.PanelConfig(
@@ -447,7 +448,8 @@ class AgreementPanel(RaterEvents, foo.Panel):
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
         refresh_raters(ctx.panel.data, mem, data)
         refresh_compare(ctx, mem, base, key, info, compare, compare_key)
-        refresh_modal(ctx, mem, base, key, info)
+        if not refresh_review(ctx, mem):  # the review queue explains its open patch itself
+            refresh_modal(ctx, mem, base, key, info)
 
     @staticmethod
     def _follow_dataset(ctx) -> _Memory:

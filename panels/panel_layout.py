@@ -13,6 +13,7 @@ from agreement.fo.rater_tables import natural_key
 
 from .panel_markdown import EMPTY_HELP
 from .panel_memory import _memory
+from .panel_review import render_review
 from .panel_raters import render_pair_controls, render_rater_table
 
 
@@ -40,6 +41,7 @@ def render_panel(handlers, ctx):
     panel.enum("run_key", keys, default=mem.run_key or state.run_key, label="Run", view=choices,
                on_change=handlers.on_change_run)
     if mem.modal is not None:  # a sample is open: explain its labels (the dashboard is behind the modal)
+        render_review(handlers, panel, mem)  # a patch of the review queue: its decision buttons
         if mem.modal["n_disagree"]:
             panel.btn("show_disagreeing", label=f"Show only the {mem.modal['n_disagree']} disagreeing labels "
                       "of this sample", on_click=handlers.on_show_disagreeing, variant="outlined")
@@ -57,6 +59,7 @@ def render_panel(handlers, ctx):
         row.btn("clear_drill", label="Undo the panel's drill-down", on_click=handlers.on_clear_drill,
                 variant="outlined")
     panel.str("drill_md", view=types.MarkdownView())
+    render_review(handlers, panel, mem)  # the review queue is loaded: where the review stands
     if not shown.get("has_cards"):
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
     panel.str("summary_md", view=types.MarkdownView())

@@ -35,6 +35,7 @@ class _Memory:
     run_labels: dict = field(default_factory=dict)  # key -> "key — method, time" for the run dropdown
     touched: float = 0.0
     consensus_rater: str | None = None  # the rater whose confusion matrix a consensus run shows
+    review: dict | None = None  # the review queue is the view: {"key", "progress", "label"} (.panel_review)
     consensus: dict | None = None  # a consensus run: {"raters", "rater", "n_flagged"}
     options: dict = field(default_factory=dict)  # the rater table's and heatmap's controls (.panel_raters)
     raters: dict | None = None  # the rater table: {"columns", "sort", "worst_first", "consensus"}

@@ -126,6 +126,7 @@ def test_on_load_shows_cards_histogram_and_matrix(scored):
     assert heat["x"] == ["a", "b", "c"] and heat["z"][0][0] is None
     assert "whole dataset" in data["view_note"] and "| whole run (30 samples) |" in data["summary_md"]
     assert "*Rater assignment:*" in data["summary_md"]
+    assert "*Computed on:* whole dataset (30 samples)" in data["summary_md"]  # the target the run recorded
     assert any(uri == "show_panel_output" for uri, _ in requests)
 
 

@@ -107,9 +107,15 @@ def _card(summary: dict, spec: dict) -> dict:
 
 
 def input_cards(info: dict, summary: dict) -> list[dict]:
-    """Cards that say what the run assumed about its input: the rater assignment and the box repairs."""
+    """Cards that say what the run assumed about its input: the samples it was computed on (the target the
+    user chose), the rater assignment and the box repairs."""
+    from agreement.fo.declaration import run_target
+
     layout = info.get("input") or {}
     cards = []
+    target = run_target(info)
+    if target != "not recorded":
+        cards.append({"label": "computed on", "value": target, "text": target})
     if layout.get("layout") == "attribute":
         if layout.get("raters_field"):
             source = layout.get("raters_field_source") or "given"
@@ -155,7 +161,7 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
     return cards
 
 
-_NOTE_CARDS = ("rater assignment", "boxes past the border")
+_NOTE_CARDS = ("computed on", "rater assignment", "boxes past the border")
 
 
 def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int, n_run: int,
