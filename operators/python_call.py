@@ -83,6 +83,20 @@ def form_parameters(operator: foo.Operator, samples=None, params: dict | None = 
     return out
 
 
+def _with_required_defaults(operator: "AgreementOperator", samples, params: dict, accepted: dict) -> dict:
+    """``params`` with the default the form shows for every required parameter not given (the App fills
+    them in; FiftyOne's SDK would refuse the call): e.g. the label field the dataset records. The form is
+    resolved again after each filling, since a choice can bring further fields (at most three rounds)."""
+    for _ in range(3):
+        missing = {name: default for name, (default, _, required) in accepted.items()
+                   if required and name not in params and default not in (None, "", [])}
+        if not missing:
+            break
+        params.update(missing)
+        accepted = operator._accepted(samples, params)
+    return params
+
+
 class AgreementOperator(foo.Operator):
     """A plugin operator that is also a Python function of a dataset or view (see the module docstring).
 
@@ -136,7 +150,7 @@ class AgreementOperator(foo.Operator):
         if unknown:
             raise TypeError(f"{self.uri}() got parameters it does not take: {unknown}; "
                             f"it takes: {sorted(accepted)}")
-        params = dict(params)
+        params = _with_required_defaults(self, sample_collection, dict(params), accepted)
         if TARGET_PARAM in accepted and sample_collection is not None:
             given = normalize_target(params.get(TARGET_PARAM))  # refuses an unknown target, naming the choices
             whole = not sample_collection.view()._serialize()

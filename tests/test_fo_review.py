@@ -186,3 +186,14 @@ def test_review_operator_from_python_tags_given_ids_and_refuses_others(crowd):
     assert crowd.select_labels(ids=[lid]).values("cons_consensus.detections.tags")[0] == [["rejected"]]
     out = op(q, key="cons", decision="undo", label_ids=[lid])
     assert out["rejected"] == 0 and _all_tags(crowd) == before
+
+
+def test_python_call_with_the_forms_defaults_uses_the_layout_the_import_recorded(crowd):
+    """A call that gives only the key: the required label field is the one the import recorded (the App's
+    form fills it in; FiftyOne's SDK alone refused the call with 'field: Required property')."""
+    import fiftyone.operators as foo
+
+    results = foo.get_operator("@iaa/agreement/compute_kalos")(crowd, key="kalos_defaults")
+    info = crowd.get_run_info("kalos_defaults").config
+    assert info.input["field"] == "ground_truth" and info.input["raters_field"] == "raters"
+    assert results.summary["n_defined"] > 0
