@@ -272,7 +272,8 @@ def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
 
     def run(key):
         foo.execute_operator("@iaa/agreement/compute_consensus",
-                             ctx=dict(view=view, params={"fields": raters, "key": key}))
+                             ctx=dict(view=view, params={"fields": raters, "key": key,
+                                                         "view_target": "CURRENT_VIEW"}))
 
     run("once")
     monkeypatch.setattr(engine, "WHOLE_READ_PART", 7)

@@ -136,7 +136,7 @@ def test_bad_parameters_are_refused_before_anything_is_written(fo, ot_ds, params
 
 
 def test_single_sample_gives_undefined_alpha_with_reason(fo, ot_ds):
-    r = _run(ot_ds.limit(1), fields=["a", "b"], key="one")
+    r = _run(ot_ds.limit(1), fields=["a", "b"], key="one", view_target="CURRENT_VIEW")  # the view, not the dataset
     assert r["alpha_ot"] is None and r["alpha_ot_reason"]
     assert r["mean_ot"] is not None and not math.isnan(r["mean_ot"])
 

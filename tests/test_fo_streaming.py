@@ -52,7 +52,9 @@ STREAMED = ["compute_kalos", "compute_geometry_agreement", "compute_ot_agreement
 def _run(fo, view, key: str, op: str = "compute_kalos", **params):
     import fiftyone.operators as foo
 
-    params = {"field": "ground_truth", "rater_attr": "annotator", "key": key, **params}
+    # the view given is the target (a request naming none runs on the whole dataset)
+    params = {"field": "ground_truth", "rater_attr": "annotator", "key": key, "view_target": "CURRENT_VIEW",
+              **params}
     return foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=view, params=params)).result
 
 
