@@ -430,6 +430,7 @@ class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
                           ctx.request_params.get("extended"), self._marks(mem, key), ctx.current_sample],
                          sort_keys=True, default=str)
         if not force and sig == mem.sig:
+            refresh_review(ctx, mem)  # decisions change no view: the review count is read again
             return
         mem.sig = sig
         whole = (not base_stages and not filters and not ctx.request_params.get("extended")

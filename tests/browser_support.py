@@ -269,3 +269,13 @@ def _tag_first_patch(page, tag: str) -> None:
     page.locator('[data-cy="tagger-container"] input').fill(tag)
     page.get_by_text(re.compile(f'^Add "{tag}" tag to')).first.click()
     page.get_by_text("Apply", exact=True).last.click()
+
+
+def open_dataset_page(page, url: str, name: str) -> None:
+    """Opens dataset ``name`` in the App and dismisses the App's own promotion popover."""
+    page.goto(f"{url}/datasets/{name}")
+    page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    dismiss = page.get_by_text("Dismiss")
+    if dismiss.count():
+        dismiss.first.click(timeout=5000)

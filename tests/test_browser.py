@@ -55,6 +55,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_plots,
     _wait_texts,
     browser_tools,
+    open_dataset_page,
     start_app,
 )
 
@@ -110,12 +111,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
         browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport=VIEWPORT)
-            page.goto(f"{url}/datasets/{dataset.name}")
-            page.locator('[data-cy="entry-counts"]').wait_for(timeout=60_000)
-            page.wait_for_timeout(1500)
-            dismiss = page.get_by_text("Dismiss")
-            if dismiss.count():
-                dismiss.first.click(timeout=5000)
+            open_dataset_page(page, url, dataset.name)
             assert _count(page) == len(dataset)
 
             # 1. a sidebar filter, then the panel: the filter survives opening it and five seconds
