@@ -20,10 +20,14 @@ FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-__all__ = ["ClassRatings", "TagRatings", "MISSING"]
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
+
+__all__ = ["ClassRatings", "TagRatings", "MISSING", "class_ratings", "tag_ratings"]
 
 #: The code of a missing rating in :attr:`ClassRatings.codes`.
 MISSING = -1
@@ -112,3 +116,51 @@ class TagRatings:
     def select_samples(self, keep: np.ndarray) -> "TagRatings":
         """The ratings of the samples ``keep`` (a boolean mask or indices)."""
         return TagRatings(self.sample_ids[keep], self.raters, self.classes, self.present[keep], self.rated[keep])
+
+
+def _classes_of(labels: np.ndarray, classes: Sequence[str] | None) -> tuple:
+    from agreement.core.data import class_order
+
+    found = class_order(labels.tolist())
+    if classes is None:
+        return tuple(found)
+    unknown = sorted(set(found) - set(classes), key=str)
+    if unknown:
+        raise ValueError(f"labels {unknown} are not among the classes given {list(classes)}")
+    return tuple(classes)
+
+
+def class_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None = None) -> ClassRatings:
+    """The corpus ``data`` (rows without geometry, one per label) as one class per rater and sample.
+
+    Args:
+        data: a :class:`agreement.core.data.MultiRaterAnnotations` whose cells hold at most one label.
+        classes: the class order (an ordinal scale's); default the corpus' vocabulary (``data.classes``), else
+            :func:`agreement.core.data.class_order` of its labels.
+
+    Raises:
+        ValueError: a rater with two labels on one sample (naming them), a label outside ``classes``.
+    """
+    S, R = data.num_samples, data.num_raters
+    counts = np.diff(data.offsets).reshape(S, R)
+    if (counts > 1).any():
+        s, r = map(int, np.argwhere(counts > 1)[0])
+        rows = data.labels[data.offsets[s * R + r]: data.offsets[s * R + r + 1]].tolist()
+        raise ValueError(f"sample {data.sample_names[s]!r}: rater {data.raters[r]!r} gave {counts[s, r]} classes "
+                         f"{rows}; one class per rater and sample is read as a classification (several are tags: "
+                         "read them as a set)")
+    classes = _classes_of(data.labels, classes if classes is not None else data.classes)
+    index = {c: i for i, c in enumerate(classes)}
+    codes = np.full((S, R), MISSING, dtype=np.int64)
+    codes[data.sample_index, data.rater_index] = [index[c] for c in data.labels.tolist()]
+    return ClassRatings(data.sample_ids, data.raters, classes, codes, data.assigned)
+
+
+def tag_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None = None) -> TagRatings:
+    """The corpus ``data`` (rows without geometry, one per tag) as one set of tags per rater and sample: an
+    assigned rater without a tag gave the empty set; a tag given twice by one rater counts once."""
+    classes = _classes_of(data.labels, classes if classes is not None else data.classes)
+    index = {c: i for i, c in enumerate(classes)}
+    present = np.zeros((data.num_samples, data.num_raters, len(classes)), dtype=bool)
+    present[data.sample_index, data.rater_index, [index[c] for c in data.labels.tolist()]] = True
+    return TagRatings(data.sample_ids, data.raters, classes, present, data.assigned)

@@ -21,8 +21,7 @@ import numpy as np
 import fiftyone.core.fields as fof
 
 from agreement.core.arrays import unique_sorted
-from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters
-from agreement.fo.projection import LABEL_TYPES
+from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_list_path
 from agreement.core.validation import AnnotationError
 
 __all__ = ["declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence",
@@ -238,11 +237,11 @@ def plan_corpus(
         fields = sorted(dict.fromkeys(fields))
         classes = set()
         for f in fields:
-            classes.update(_distinct_raters_and_classes(samples, f"{f}.{LABEL_TYPES[_label_type(samples, f)]}")[1])
+            classes.update(_distinct_raters_and_classes(samples, label_list_path(f, _label_type(samples, f)))[1])
         return CorpusPlan(tuple(fields), class_order(classes), tuple(fields), "fields")
-    lf = LABEL_TYPES[_label_type(samples, field)]
+    list_path = label_list_path(field, _label_type(samples, field))
     assignment = recorded_assignment(samples, field, raters_field)
-    named, classes = _distinct_raters_and_classes(samples, f"{field}.{lf}", rater_attr)
+    named, classes = _distinct_raters_and_classes(samples, list_path, rater_attr)
     listed: set = set()
     evidence = carried = None
     if assignment.raters_field is not None:
@@ -258,7 +257,7 @@ def plan_corpus(
             f"{list(raters) or 'nobody'} in attribute {rater_attr!r}"
         )
     if assignment.raters_field is None:
-        evidence = _coverage_in_database(samples, f"{field}.{lf}", rater_attr, raters)
+        evidence = _coverage_in_database(samples, list_path, rater_attr, raters)
         if not assume_crossed and evidence["implausible"]:
             raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
     return CorpusPlan(raters, classes, (field,), "attribute", assignment.raters_field, named, evidence, carried)

@@ -117,7 +117,13 @@ class _Where:
         return f"{_sample_label(self.sample_ids[s], self.filepaths[s])}, field {self.field_of_row[i]!r}{rater}"
 
 
+#: Image-level label types: their rows have no geometry (NaN boxes).
+_IMAGE_LEVEL = (fol.Classification, fol.Classifications, fol.Segmentation)
+
+
 def _geometry(flat_geo: list, ltype: type, where) -> tuple[np.ndarray, list | None, np.ndarray | None]:
+    if ltype in _IMAGE_LEVEL:
+        return np.full((len(flat_geo), 4), np.nan), None, None
     if ltype is fol.Detections:
         if any(b is None or len(b) != 4 for b in flat_geo):  # 3D detections carry no 2D box
             flat_geo = [[np.nan] * 4 if b is None or len(b) != 4 else b for b in flat_geo]
@@ -206,7 +212,7 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         segments = [np.asarray(v if v is not None else [], dtype=np.int64).reshape(-1) for v in extra["point_indices"]]
     boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
     cuboids, points3d = _three_d(extra, where, len(boxes))
-    no_2d = cuboids is not None or points3d is not None or polylines3d is not None or (
+    no_2d = ltype in _IMAGE_LEVEL or cuboids is not None or points3d is not None or polylines3d is not None or (
         segments is not None and not np.isfinite(boxes).all()  # point-cloud segments without a 2D box
     )
     if polylines3d is not None:
@@ -221,8 +227,9 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
         rows = _drop_rows(keep, rows)
         where = _Where(rows["sample_index"], field_of_row[keep],  sample_ids, filepaths,
                        raters_of_row[keep] if raters_of_row is not None else None)
-    rows["masks"] = _masks(rows["masks"])
-    if rows["masks"] is not None:
+    semantic = ltype is fol.Segmentation
+    rows["masks"] = _semantic_masks(extra["mask"], extra["mask_path"], where) if semantic else _masks(rows["masks"])
+    if rows["masks"] is not None and not semantic:
         _check_masks(rows["masks"], rows["boxes"], rows["sample_index"],
                      _sizes(values, image_sizes, len(sample_ids)), where, repairs)
     return MultiRaterAnnotations(
@@ -256,3 +263,29 @@ def _check_masks(masks, boxes, s_idx, sizes, where, repairs: RepairReport) -> No
                 repairs.examples.append(
                     f"{where[i]}: mask of shape {m.shape} stretched to its box ({r1 - r0} x {c1 - c0} pixels)"
                 )
+
+
+def _semantic_masks(masks: list, paths: list, where) -> list:
+    """The semantic mask of every row: stored (``mask``) or read from ``mask_path``, as a 2-D integer array
+    (an ``(H, W, 1)`` mask is squeezed). A row with neither, or with a file that cannot be read, or a mask
+    that is not 2-D, is an error naming the sample and the rater."""
+    from fiftyone.core.labels import Segmentation
+
+    out = []
+    for i, (m, p) in enumerate(zip(masks, paths)):
+        if m is None and p:
+            if not os.path.isfile(p):
+                raise AnnotationError(f"{where[i]}: the mask file {p!r} does not exist")
+            m = Segmentation(mask_path=p).get_mask()
+        if m is None:
+            raise AnnotationError(f"{where[i]}: the Segmentation has neither a mask nor a mask_path")
+        m = np.asarray(m)
+        if m.ndim == 3 and m.shape[2] == 1:
+            m = m[:, :, 0]
+        if m.ndim != 2 or not np.issubdtype(m.dtype, np.integer):
+            raise AnnotationError(
+                f"{where[i]}: a semantic mask must be a 2-D array of integer class values, got shape {m.shape} "
+                f"of {m.dtype} (RGB masks are not read: store class values with mask_targets)"
+            )
+        out.append(m)
+    return out

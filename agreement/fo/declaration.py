@@ -26,7 +26,7 @@ from agreement.fo.engine import MethodSpec, execution_options, run_method
 from agreement.core.validation import BOX_POLICIES
 
 __all__ = ["Param", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
-           "parameter_table", "split_kwargs", "run_target", "collection_target"]
+           "parameter_table", "split_kwargs", "run_target", "collection_target", "accepted_types", "check_label_type"]
 
 _KINDS = (float, int, str, bool, list)
 
@@ -207,7 +207,9 @@ class MethodDeclaration:
             class's ``view``.
         results_cls: its typed results class (:mod:`agreement.fo.run_results`); ``None``: registered there.
         streams: the form offers the execution options (a method with a kernel).
-        label_types: the label types the form offers as rater fields (FiftyOne label classes; empty: all).
+        label_types: the label types it reads, which the form offers as rater fields (FiftyOne label classes;
+            empty: the instance label lists, see :func:`accepted_types`); others are refused by
+            :func:`check_label_type`, naming the operators that read them.
         from_form: ``form values -> method keyword arguments`` (form-only controls resolved; the values the
             user left empty are absent).
     """
@@ -271,6 +273,7 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     ``target`` (the operators give it) is recorded with the run's parameters as ``params["target"]``:
     which samples the run was asked to compute on (see :func:`run_target`)."""
     layout, execution, own = split_kwargs(decl, kwargs)
+    check_label_type(decl, samples, layout)
     params = decl.validate(own)
     if decl.records_key:
         params["key"] = key
@@ -278,6 +281,39 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
         params["target"] = dict(target)
     return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
                       **execution.as_kwargs())
+
+
+def accepted_types(decl: MethodDeclaration) -> tuple[type, ...]:
+    """The label types the method reads: its declared ``label_types``, else the instance label lists
+    (``Detections``, ``Polylines``, ``Keypoints``)."""
+    from agreement.fo.projection import LABEL_TYPES
+
+    return tuple(decl.label_types) or tuple(LABEL_TYPES)
+
+
+def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> None:
+    """Refuses rater fields of a label type the method does not read, naming the operators that do.
+
+    Raises:
+        ValueError: e.g. "compute_ot_agreement does not apply to Classification fields ('r1', 'r2'); for
+            Classification fields use compute_class_agreement or compute_consensus".
+    """
+    from agreement.fo.label_schema import _label_type
+
+    names = list(layout.fields) if layout.fields is not None else [layout.field] if layout.field else []
+    types = {name: _label_type(samples, name) for name in names}
+    wrong = {n: t for n, t in types.items() if t not in accepted_types(decl)}
+    if not wrong:
+        return
+    kind = next(iter(wrong.values()))
+    from agreement.fo.methods import declarations
+
+    others = [d.operator for d in declarations() if kind in accepted_types(d)]
+    where = ", ".join(repr(n) for n in wrong)
+    takes = ", ".join(t.__name__ for t in accepted_types(decl))
+    raise ValueError(f"{decl.operator} does not apply to {kind.__name__} fields ({where}); it reads {takes}. "
+                     + (f"For {kind.__name__} fields use {' or '.join(others)}" if others
+                        else f"No operator reads {kind.__name__} fields"))
 
 
 def collection_target(samples, via: str = "python") -> dict:

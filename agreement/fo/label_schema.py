@@ -15,11 +15,18 @@ import os
 from typing import Sequence
 
 import fiftyone.core.fields as fof
+import fiftyone.core.labels as fol
 
-from agreement.fo.projection import LABEL_TYPES
+from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS
 from agreement.core.validation import BOX_POLICIES, AnnotationError
 
-__all__ = ["label_fields", "detect_raters"]
+__all__ = ["label_fields", "detect_raters", "IMAGE_LABEL_TYPES", "SUPPORTED_TYPES", "label_list_path"]
+
+#: Image-level label types: a class (``Classification``), a set of tags (``Classifications``), a semantic mask.
+IMAGE_LABEL_TYPES = (fol.Classification, fol.Classifications, fol.Segmentation)
+
+#: Every label type a rater field may hold: the instance lists (:data:`LABEL_TYPES`) and the image-level types.
+SUPPORTED_TYPES = tuple(LABEL_TYPES) + IMAGE_LABEL_TYPES
 
 
 def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
@@ -28,20 +35,28 @@ def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[st
     return sorted(schema)
 
 
+def label_list_path(field: str, doc_type: type) -> str:
+    """The path of the labels of ``field``: its list (``r1.detections``, ``r1.classifications``), or the field
+    itself for a single label (``Classification``, ``Segmentation``; MongoDB's ``$unwind`` takes one document
+    as a list of one)."""
+    attr = LIST_ATTRS.get(doc_type)
+    return f"{field}.{attr}" if attr is not None else field
+
+
 def _label_type(samples, name: str) -> type:
     schema = samples.get_field_schema()
     if name not in schema:
         raise AnnotationError(
             f"field {name!r} does not exist on dataset {samples._dataset.name!r}; "
-            f"label fields are: {label_fields(samples) or 'none'}"
+            f"label fields are: {label_fields(samples, SUPPORTED_TYPES) or 'none'}"
         )
     f = schema[name]
     doc_type = getattr(f, "document_type", None) if isinstance(f, fof.EmbeddedDocumentField) else None
-    if doc_type not in LABEL_TYPES:
+    if doc_type not in SUPPORTED_TYPES:
         what = doc_type.__name__ if doc_type is not None else type(f).__name__
         raise AnnotationError(
             f"field {name!r} is a {what}, not a label field of a supported type "
-            f"({', '.join(t.__name__ for t in LABEL_TYPES)})"
+            f"({', '.join(t.__name__ for t in SUPPORTED_TYPES)})"
         )
     return doc_type
 
@@ -60,6 +75,5 @@ def _check_layout_choice(fields, field, box_policy: str) -> None:
 
 def detect_raters(samples, field: str, rater_attr: str = "annotator") -> list[str]:
     """The distinct values of ``rater_attr`` on the labels of ``field``, sorted."""
-    list_field = LABEL_TYPES[_label_type(samples, field)]
-    values = samples.distinct(f"{field}.{list_field}.{rater_attr}")
+    values = samples.distinct(f"{label_list_path(field, _label_type(samples, field))}.{rater_attr}")
     return sorted(str(v) for v in values if v is not None)

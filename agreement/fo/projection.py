@@ -30,10 +30,13 @@ from typing import Any, Sequence
 
 import fiftyone.core.labels as fol
 
-__all__ = ["read_values", "plain_collection", "LABEL_TYPES"]
+__all__ = ["read_values", "plain_collection", "LABEL_TYPES", "LIST_ATTRS"]
 
-#: The label list types the plugin reads, and the attribute that holds their labels.
+#: The instance label list types the plugin reads, and the attribute that holds their labels.
 LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
+
+#: Every label list type the plugin reads (the instance types and ``Classifications``, tags), and its list.
+LIST_ATTRS = {**LABEL_TYPES, fol.Classifications: "classifications"}
 
 #: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
 _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})
@@ -88,7 +91,7 @@ def _expression(samples, path: str) -> Any:
     """The ``$project`` expression of ``path``, or ``None`` when :meth:`values` must read it."""
     if path == "id":
         return "$_id"
-    list_fields = set(LABEL_TYPES.values())
+    list_fields = set(LIST_ATTRS.values())
     parts = path.split(".")
     if parts[0] == "frames" or parts[-1] in _ENCODED_LEAVES or any(p.startswith("$") or not p for p in parts):
         return None
@@ -117,10 +120,10 @@ def _expression(samples, path: str) -> Any:
 
 def _is_label_list(samples, list_path: str) -> bool:
     """Whether ``<field>.<list>`` is the list of a declared label list field this plugin reads
-    (:data:`LABEL_TYPES`)."""
+    (:data:`LIST_ATTRS`)."""
     field_name, list_name = list_path.rsplit(".", 1)
     doc_type = getattr(samples.get_field(field_name), "document_type", None)
-    return LABEL_TYPES.get(doc_type) == list_name
+    return LIST_ATTRS.get(doc_type) == list_name
 
 
 def _declared_plain(samples, path: str, leaf: str) -> bool:

@@ -51,7 +51,7 @@ from agreement.fo.assignment import (
 from agreement.fo.corpus_building import _corpus
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_fields
-from agreement.fo.projection import LABEL_TYPES, read_values
+from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS, read_values
 from agreement.core.validation import AnnotationError, RepairReport
 
 __all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES",
@@ -116,7 +116,10 @@ class ReadResult:
 
     @property
     def label_fields(self) -> list[str]:
-        """The label fields read, sorted."""
+        """The label list fields read, sorted: those whose labels can carry per-label results (a field of one
+        label, ``Classification`` or ``Segmentation``, has none: its results are per sample)."""
+        if self.layout.get("label_type") in {t.__name__ for t in SINGLE_LABEL_TYPES}:
+            return []
         return sorted(set(self.label_field_of_rater.values()))
 
     def rows_of_field(self, label_field: str, part: slice | None = None) -> np.ndarray:
@@ -218,6 +221,13 @@ def read_annotations(
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
                                        _extras(samples, fields, ltype, masks, three_d), plan)
     ltype = _label_type(samples, field)
+    if ltype in SINGLE_LABEL_TYPES:
+        raise AnnotationError(
+            f"field {field!r} is a {ltype.__name__}, which holds one label per sample, so it cannot hold several "
+            f"raters' labels named by {rater_attr!r}: give one {ltype.__name__} field per rater (`fields`)"
+            + (", or one Classifications field whose labels carry the rater attribute"
+               if ltype is fol.Classification else "")
+        )
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with gc_paused():
         return _read_attribute_layout(
@@ -280,14 +290,21 @@ def _declared(samples, path: str) -> bool:
         return False
 
 
+#: Label types of which a field holds one label, not a list (read as a list of one, or ``None``).
+SINGLE_LABEL_TYPES = (fol.Classification, fol.Segmentation)
+
+
 def _extras(samples, fields: Sequence[str], ltype: type, masks: bool, three_d: bool) -> list[str]:
     """Per-label attributes read besides geometry, label and id.
 
     ``Detections``: ``mask`` (on request), ``location``/``dimensions``/
     ``rotation`` (3D cuboids, or 3D points when no label has dimensions),
     ``point_indices`` (point-cloud segments, when declared). ``Polylines``:
-    ``points3d`` (3D polylines, when declared).
+    ``points3d`` (3D polylines, when declared). ``Segmentation``: ``mask`` and
+    ``mask_path`` (the semantic mask, stored or on disk).
     """
+    if ltype is fol.Segmentation:
+        return ["mask", "mask_path"]
     if ltype is fol.Polylines:
         return ["points3d"] if all(_declared(samples, f"{f}.polylines.points3d") for f in fields) else []
     if ltype is not fol.Detections:
@@ -299,10 +316,27 @@ def _extras(samples, fields: Sequence[str], ltype: type, masks: bool, three_d: b
 
 
 def _geometry_paths(field: str, ltype: type, extras: Sequence[str] = ()) -> list[str]:
-    """Paths read per label field: geometry, label, id, then ``extras``."""
-    lf = LABEL_TYPES[ltype]
-    geo = "bounding_box" if ltype is fol.Detections else "points"
-    return [f"{field}.{lf}.{geo}", f"{field}.{lf}.label", f"{field}.{lf}.id"] + [f"{field}.{lf}.{e}" for e in extras]
+    """Paths read per label field: geometry, label, id, then ``extras`` (image-level labels have no geometry:
+    their label, or their id for a semantic mask, is read in its place)."""
+    prefix = f"{field}.{LIST_ATTRS[ltype]}" if ltype in LIST_ATTRS else field
+    geo = {fol.Detections: "bounding_box", fol.Polylines: "points", fol.Keypoints: "points"}.get(ltype, "label")
+    label = "label"
+    if ltype is fol.Segmentation:
+        geo = label = "id"
+    return [f"{prefix}.{geo}", f"{prefix}.{label}", f"{prefix}.id"] + [f"{prefix}.{e}" for e in extras]
+
+
+def _as_lists(block: list, ltype: type) -> list:
+    """A single-label field's columns (:data:`SINGLE_LABEL_TYPES`) as the label lists of a list field: a
+    list of one label where the field is set (its id read), ``None`` where it is not. A semantic mask's
+    label is ``"segmentation"`` (its classes are its pixel values)."""
+    if ltype not in SINGLE_LABEL_TYPES:
+        return block
+    ids = block[2]
+    out = [[None if i is None else [v] for v, i in zip(col, ids)] for col in block]
+    if ltype is fol.Segmentation:
+        out[1] = [None if i is None else ["segmentation"] for i in ids]
+    return out
 
 
 def _is_3d(samples, field: str) -> bool:
@@ -345,7 +379,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     counts = np.zeros((S, R), dtype=np.intp)
     geo_cols, label_cols, id_cols, extra_cols = [], [], [], []
     for r, fi in enumerate(order):
-        block = values[nb + width * fi: nb + width * fi + width]
+        block = _as_lists(values[nb + width * fi: nb + width * fi + width], ltype)
         geo, labs, ids = block[:3]
         assigned[:, r] = [g is not None for g in geo]
         counts[:, r] = [len(g) if g is not None else 0 for g in geo]
@@ -381,10 +415,21 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         "fields": list(fields),
         "label_type": ltype.__name__,
         "assignment": "a rater is assigned to a sample where its field is not None",
+        **({"mask_targets": _mask_targets(samples, fields)} if ltype is fol.Segmentation else {}),
         "box_policy": box_policy,
     }
     return ReadResult(ann, layout, repairs, {r: r for r in raters},
                       stored_ids=dict(zip(raters, id_cols)), stamps=list(values[nb - 1]) if stamped else None)
+
+
+def _mask_targets(samples, fields: Sequence[str]) -> dict | None:
+    """The classes of the semantic masks of ``fields``: the dataset's ``mask_targets`` of the first field
+    that has them, else its default ``default_mask_targets``, as ``{"value": "name"}`` (``None``: none recorded,
+    the pixel values are the classes)."""
+    dataset = samples._root_dataset
+    targets = next((dataset.mask_targets[f] for f in fields if f in (dataset.mask_targets or {})), None)
+    targets = targets if targets is not None else (dataset.default_mask_targets or None)
+    return None if not targets else {str(k): str(v) for k, v in targets.items()}
 
 
 def _num_points(samples, extra: dict) -> list | None:
@@ -400,7 +445,7 @@ def _num_points(samples, extra: dict) -> list | None:
 
 def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_policy, min_raters, image_sizes,
                            extras=(), assume_crossed=False, plan=None):
-    lf = LABEL_TYPES[ltype]
+    lf = LIST_ATTRS[ltype]
     gpaths = _geometry_paths(field, ltype, extras)
     raters_field = assignment.raters_field
     stamped = positions_as_stored(samples)

@@ -36,7 +36,6 @@ from typing import Any, Iterable, Mapping
 import fiftyone.core.runs as fors
 
 from agreement.fo.locking import schema_lock
-from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.run_results import retype_results
 from agreement.fo.writing import unset_run_values
 
@@ -137,8 +136,9 @@ def upgrade_legacy_run(dataset, key: str) -> bool:
 
 def label_path(dataset, label_field: str, attr: str) -> str:
     """The schema path of attribute ``attr`` of the labels of ``label_field`` (``<field>.<list>.<attr>``)."""
-    doc_type = dataset.get_field(label_field).document_type
-    return f"{label_field}.{LABEL_TYPES[doc_type]}.{attr}"
+    from agreement.fo.label_schema import label_list_path
+
+    return f"{label_list_path(label_field, dataset.get_field(label_field).document_type)}.{attr}"
 
 
 def remove_run_fields(dataset, config: AgreementRunConfig) -> dict:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from agreement.fo.locking import schema_lock
 from agreement.fo.run_results import results_class, to_json
-from agreement.fo.reading import LABEL_TYPES
+from agreement.fo.label_schema import label_list_path
 from agreement.fo.run_classes import (
     PLUGIN_NAME,
     RUN_FORMAT_VERSION,
@@ -372,7 +372,7 @@ def declare_label_attrs(samples, plan: RunPlan, columns: dict[str, dict[str, Seq
     dataset = _dataset(samples)
     named = {}
     for lf, cols in columns.items():
-        list_path = f"{lf}.{LABEL_TYPES[dataset.get_field(lf).document_type]}"
+        list_path = label_list_path(lf, dataset.get_field(lf).document_type)
         for suffix in cols:
             if [lf, plan.label_attr(suffix)] not in plan.label_attrs:
                 raise RunError(f"label attribute {plan.label_attr(suffix)!r} on {lf!r} was not planned for run {plan.key!r}")
@@ -459,7 +459,7 @@ def stage_run_columns(
             if [label_field, attr] not in plan.label_attrs:
                 raise RunError(f"label attribute {attr!r} on {label_field!r} was not planned for run {plan.key!r}")
             named[attr] = vals
-        list_path = f"{label_field}.{LABEL_TYPES[dataset.get_field(label_field).document_type]}"
+        list_path = label_list_path(label_field, dataset.get_field(label_field).document_type)
         blocks.append(LabelColumns(list_path, sids, lids, named, stored[0] if stored else None))
     declare_columns(dataset, {name: list(values.values()) for name, values in fields.items()},
                     {b.list_path: b.columns for b in blocks})
