@@ -302,6 +302,9 @@ def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> N
 
     names = list(layout.fields) if layout.fields is not None else [layout.field] if layout.field else []
     types = {name: _label_type(samples, name) for name in names}
+    if len(set(types.values())) > 1:
+        raise ValueError("every rater field must hold the same label type; got "
+                         + ", ".join(f"{n!r}: {t.__name__}" for n, t in types.items()))
     wrong = {n: t for n, t in types.items() if t not in accepted_types(decl)}
     if not wrong:
         return

@@ -20,8 +20,9 @@ from typing import Iterable
 
 from fiftyone import ViewField as F
 
+from agreement.fo.label_schema import label_list_path
 from agreement.fo.methods.consensus import _require_consensus_run
-from agreement.fo.reading import LABEL_TYPES
+from agreement.fo.projection import LIST_ATTRS
 
 __all__ = ["DECISIONS", "ReviewError", "review_labels", "review_progress", "next_pending", "queue_label_ids"]
 
@@ -38,14 +39,22 @@ def _field(samples, key: str) -> tuple[str, str]:
     _require_consensus_run(samples, key)
     field = f"{key}_consensus"
     dataset = samples._root_dataset
-    return field, f"{field}.{LABEL_TYPES[dataset.get_field(field).document_type]}"
+    return field, label_list_path(field, dataset.get_field(field).document_type)
+
+
+def _lists(dataset, field: str, *columns: list) -> tuple[list, ...]:
+    """Per-sample columns of a consensus field's labels as lists: a field of one label (a class consensus,
+    ``Classification``) gives its value per sample, made a list of one (``[]`` where it is ``None``)."""
+    if dataset.get_field(field).document_type in LIST_ATTRS:
+        return columns
+    return tuple([[] if v is None else [v] for v in col] for col in columns)
 
 
 def _flags(dataset, key: str, ids: list[str]) -> dict[str, bool]:
     """``{label id: flagged}`` of those of ``ids`` that are consensus labels of run ``key``."""
     field, items = _field(dataset, key)
     view = dataset.select_labels(ids=ids, fields=field)
-    found_ids, flags = view.values([f"{items}.id", f"{items}.{key}_review"])
+    found_ids, flags = _lists(dataset, field, *view.values([f"{items}.id", f"{items}.{key}_review"]))
     return {i: bool(f) for per_i, per_f in zip(found_ids, flags) for i, f in zip(per_i or [], per_f or [])}
 
 
@@ -111,7 +120,8 @@ def review_progress(samples, key: str) -> dict:
     """
     dataset = samples._root_dataset
     field, items = _field(dataset, key)
-    tags = dataset.filter_labels(field, F(f"{key}_review") == True).values(f"{items}.tags")  # noqa: E712
+    flagged_view = dataset.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
+    ids, tags = _lists(dataset, field, *flagged_view.values([f"{items}.id", f"{items}.tags"]))
     flagged = accepted = rejected = 0
     for per_sample in tags:
         for t in per_sample or []:
@@ -133,14 +143,16 @@ def queue_label_ids(queue, key: str, sample_ids: Iterable[str] | None = None) ->
     if _is_queue_of(queue, field):
         return [i for i in view.values(f"{field}.id") if i is not None]
     _, items = _field(queue, key)
-    return [i for per in view.values(f"{items}.id") for i in (per or [])]
+    (ids,) = _lists(queue._root_dataset, field, view.values(f"{items}.id"))
+    return [i for per in ids for i in (per or [])]
 
 
 def _decided(dataset, key: str, label_ids: list[str]) -> set[str]:
     """Those of ``label_ids`` (consensus labels of run ``key``) tagged ``accepted`` or ``rejected`` on the
     dataset (the source of truth: a queue opened earlier may hold older tags)."""
     field, items = _field(dataset, key)
-    ids, tags = dataset.select_labels(ids=label_ids, fields=field).values([f"{items}.id", f"{items}.tags"])
+    ids, tags = _lists(dataset, field,
+                       *dataset.select_labels(ids=label_ids, fields=field).values([f"{items}.id", f"{items}.tags"]))
     return {i for per_i, per_t in zip(ids, tags) for i, t in zip(per_i or [], per_t or [])
             if {"accepted", "rejected"} & set(t or [])}
 
@@ -154,6 +166,7 @@ def next_pending(queue, key: str, current: str | None = None) -> str | None:
         per_sample = [[lid] for lid in per_sample]
     else:
         ids, per_sample = queue.values(["id", f"{items}.id"])
+        (per_sample,) = _lists(queue._root_dataset, field, per_sample)
         per_sample = [list(p or []) for p in per_sample]
     decided = _decided(queue._root_dataset, key, [i for p in per_sample for i in p])
     pending = [any(i not in decided for i in p) for p in per_sample]

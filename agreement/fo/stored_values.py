@@ -23,8 +23,12 @@ __all__ = ["db_value", "label_document", "label_field_value", "new_object_ids", 
 _STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
-_CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints"}
-_ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint"}
+_CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints",
+               "Classifications": "classifications"}
+_ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint",
+          "Classifications": "Classification", "Classification": "Classification", "Segmentation": "Segmentation"}
+#: Label types of which a field holds one label (its value is the label document itself).
+SINGLE = frozenset({"Classification", "Segmentation"})
 
 
 def db_value(v: Any) -> Any:
@@ -98,6 +102,15 @@ def object_id_strings(data: bytes) -> np.ndarray:
     return np.frombuffer(binascii.hexlify(data), dtype="S24").astype(str).astype(object)
 
 
-def label_field_value(container: str, docs: Sequence[dict]) -> dict:
-    """The stored value of a label field of type ``container`` holding the :func:`label_document` ``docs``."""
+def label_field_value(container: str, docs: Sequence[dict]) -> dict | None:
+    """The stored value of a label field of type ``container`` holding the :func:`label_document` ``docs``
+    (a single-label type, :data:`SINGLE`: the one document, ``None`` without one)."""
+    if container in SINGLE:
+        return docs[0] if len(docs) else None
     return {"_cls": container, _CONTAINERS[container]: list(docs)}
+
+
+def label_path(name: str, container: str) -> str:
+    """The path of the labels of label field ``name`` of type ``container``: its list, or the field itself for a
+    single-label type."""
+    return name if container in SINGLE else f"{name}.{_CONTAINERS[container]}"

@@ -35,8 +35,8 @@ import fiftyone.core.fields as fof
 
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.stored_values import (
-    _CONTAINERS, _STORED_AS_IS, db_value, label_document, label_field_value, new_object_id_bytes, new_object_ids,
-    object_id_strings,
+    _CONTAINERS, _STORED_AS_IS, db_value, label_document, label_field_value, label_path, new_object_id_bytes,
+    new_object_ids, object_id_strings,
 )
 
 __all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_label_field", "label_field_value",
@@ -512,7 +512,7 @@ def declare_label_field(dataset, name: str, container: str, attr_values: Mapping
         with schema_lock(dataset):
             if dataset.get_field(name) is None:
                 dataset._merge_sample_field_schema({name: fof.EmbeddedDocumentField(cls)})
-    declare_label_attrs(dataset, {f"{name}.{_CONTAINERS[container]}": dict(attr_values or {})})
+    declare_label_attrs(dataset, {label_path(name, container): dict(attr_values or {})})
 
 
 def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:

@@ -39,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 from bson import ObjectId
 
+import fiftyone as fo
+
 from agreement.methods.consensus import METHODS, consensus
 from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
 from agreement.geometry.similarity import SIMILARITIES
@@ -149,6 +151,13 @@ def _member_ids(member_labels: np.ndarray, offsets: np.ndarray, units: np.ndarra
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     """The consensus (pure :func:`agreement.methods.consensus.consensus`), as a label field of the raters' type."""
+    if read.layout.get("label_type") in ("Classification", "Classifications"):
+        from agreement.fo.class_consensus import class_consensus_output
+
+        return class_consensus_output(read, params, report)
+    if params["method"] == "mace":
+        raise ValueError("method='mace' (MACE) fuses image-level classes (Classification fields); for "
+                         f"{read.layout.get('label_type')} use 'em', 'majority' or 'wbf'")
     data = read.annotations
     report(0.0, "units, EM and fused geometry")
     res = consensus(data, method=params["method"], tau=params["tau"], min_confidence=params["min_confidence"],
@@ -247,10 +256,13 @@ DECLARATION = MethodDeclaration(
     spec=SPEC,
     results_cls=ConsensusResults,
     params=(
-        Param("method", str, "em", "Method", "How the raters' labels are fused", choices=METHODS, radio=True,
-              choice_help={"em": "EM (rater sensitivity, false positives, confusion, box noise)",
+        Param("method", str, "em", "Method", "How the raters' labels are fused", choices=(*METHODS, "mace"),
+              radio=True,
+              choice_help={"em": "EM (rater sensitivity, false positives, confusion, box noise; classes: "
+                                 "Dawid-Skene)",
                            "majority": "majority vote with a quorum (CVAT-like)",
-                           "wbf": "weighted boxes fusion (boxes only)"}),
+                           "wbf": "weighted boxes fusion (boxes only)",
+                           "mace": "MACE, per-rater competence and spamming (classes only)"}),
         Param("tau_auto", bool, True, "Choose τ from the data",
               f"The IoU threshold for 'the same object' ({_TAU_LO:g}-{_TAU_HI:g}) with the fewest expected split "
               "and merged objects, estimated from how raters' boxes overlap", python=False),
@@ -273,6 +285,7 @@ DECLARATION = MethodDeclaration(
     outputs=(("n_consensus", "Consensus labels", "int"), ("n_review", "Labels to review", "int"),
              ("mean_confidence", "Mean confidence", "float"), ("tau", "τ used", "float")),
     key_prefix="merged",  # fields merged_consensus, merged_final, ... (not consensus_consensus)
+    label_types=(fo.Detections, fo.Polylines, fo.Keypoints, fo.Classification, fo.Classifications),
     derive=_derive,
     streams=False,
     from_form=_from_form,
@@ -340,6 +353,8 @@ def review_view(samples, key: str):
     _require_consensus_run(samples, key)
     field = f"{key}_consensus"
     flagged = samples.select_fields(field).filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
+    if samples.get_field(field).document_type is fo.Classification:  # classes: the samples, least confident first
+        return flagged.sort_by([(f"{field}.confidence", 1), ("_id", 1)])
     if samples.media_type == "image":
         return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
     from agreement.fo.reading import LABEL_TYPES
@@ -365,7 +380,8 @@ def finalize_consensus(samples, key: str) -> dict:
         if labels is None:
             continue
         items = []
-        for lab in getattr(labels, labels._LABEL_LIST_FIELD):
+        single = isinstance(labels, fo.Classification)
+        for lab in [labels] if single else getattr(labels, labels._LABEL_LIST_FIELD):
             flagged = bool(lab[f"{key}_review"])
             if flagged and "rejected" in lab.tags:
                 counts["rejected"] += 1
@@ -378,7 +394,7 @@ def finalize_consensus(samples, key: str) -> dict:
                 counts["still_flagged"] += 1
             counts["kept"] += 1
             items.append(lab)
-        out[sid] = type(labels)(**{labels._LABEL_LIST_FIELD: items})
+        out[sid] = (items[0] if items else None) if single else type(labels)(**{labels._LABEL_LIST_FIELD: items})
     runs.add_run_sample_field(dataset, key, dst)
     declare_sample_field(dataset, dst, list(out.values()))
     dataset.set_values(dst, out, key_field="id")

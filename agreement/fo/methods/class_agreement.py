@@ -1,0 +1,253 @@
+"""Agreement on image-level classes and tags on a FiftyOne dataset or view: compute, write back, register.
+
+The raters' labels are one ``Classification`` field per rater, or one
+``Classifications`` field whose labels carry the rater attribute (with the
+assignment the dataset records, as for boxes), or one ``Classifications``
+field per rater holding tags. Read as:
+
+* **classes** (one class per rater and sample): Krippendorff's α over the
+  reliability matrix, ``nominal`` by default, ``ordinal`` or ``interval``
+  when the classes are ordered or numeric (``level``), with a seeded
+  bootstrap interval over samples; per rater, vitality (α − α without the
+  rater) and agreement with the majority; per rater pair, Cohen's κ,
+  pairwise α and observed agreement (pairs that never met are absent); per
+  class, difficulty and the confusion between raters
+  (:mod:`agreement.methods.classes`).
+* **tags** (a set per rater and sample): α over the sets with the MASI
+  distance (Passonneau 2006), and per tag α over its presence and absence.
+
+Written to the dataset (``key`` is the run key):
+
+==========================  =====================================================
+``{key}_agreement``         per sample: observed agreement, the share of agreeing
+                            pairs of raters (tags: 1 − mean MASI distance);
+                            ``None`` with fewer than two ratings
+``{key}_n_ratings``         per sample: raters who gave a class (or a tag set)
+==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import fiftyone.core.labels as fol
+
+from agreement.core.data import class_order
+from agreement.core.ratings import class_ratings, tag_ratings
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figures import kalos_bars
+from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.run_results import AgreementResults
+from agreement.methods.classes.alpha import bootstrap_alpha, class_alpha
+from agreement.methods.classes.diagnostics import (
+    class_difficulty, confusion_between_raters, pairwise, rater_vitality, sample_observed_agreement,
+)
+from agreement.methods.classes.sets import masi_alpha, per_class_alpha, sample_masi_agreement
+
+__all__ = ["compute_class_agreement", "METHOD", "SPEC", "DECLARATION", "reading_of", "scale_values"]
+
+METHOD = "iaa.class_agreement"
+READINGS = ("auto", "classes", "tags")
+
+
+def reading_of(read, labels: str) -> str:
+    """``"classes"`` or ``"tags"``: as asked, or (``"auto"``) ``Classification`` fields as classes,
+    ``Classifications`` per rater as tags, one ``Classifications`` field with a rater attribute as classes
+    when no rater gave two labels on one sample, else as tags."""
+    if labels != "auto":
+        return labels
+    kind = read.layout.get("label_type")
+    if kind == "Classification":
+        return "classes"
+    if read.layout.get("layout") == "fields":
+        return "tags"
+    data = read.annotations
+    return "tags" if len(data) and np.diff(data.offsets).max() > 1 else "classes"
+
+
+def scale_values(classes: tuple, level: str, order: list | None) -> tuple[tuple, np.ndarray | None]:
+    """The class order and, for ``interval``, the number of each class.
+
+    ``nominal``: the classes as read (or ``order``). ``ordinal``: ``order`` (lowest first), or the classes
+    sorted as numbers when every class name is one; else refused. ``interval``: every class name a number.
+
+    Raises:
+        ValueError: a level that does not fit the classes, or an ``order`` that misses classes found.
+    """
+    numbers = {}
+    for c in classes:
+        try:
+            numbers[c] = float(c)
+        except (TypeError, ValueError):
+            pass
+    if order:
+        missing = [c for c in classes if c not in order]
+        if missing:
+            raise ValueError(f"classes {missing} are labelled but not in the order given {order}; list every "
+                             "class, lowest first")
+        classes = tuple(order)
+    if level == "interval":
+        words = [c for c in classes if c not in numbers or not math.isfinite(numbers[c])]
+        if words:
+            raise ValueError(f"level='interval' needs numeric classes, but {words[:5]} are not numbers; use "
+                             "level='ordinal' with classes=[...] lowest first, or 'nominal'")
+        return classes, np.array([numbers[c] for c in classes])
+    if level == "ordinal" and not order:
+        if len(numbers) < len(classes):
+            words = [c for c in classes if c not in numbers]
+            raise ValueError(f"level='ordinal' needs the order of the classes {list(classes)}: give classes=[...] "
+                             f"lowest first (the names {words[:5]} are not numbers to sort by)")
+        classes = tuple(sorted(classes, key=lambda c: numbers[c]))
+    return classes, None
+
+
+def _check(read, params: dict) -> None:
+    data = read.annotations
+    rated = np.zeros(data.num_raters, dtype=np.int64)
+    np.add.at(rated, data.rater_index, 1)
+    silent = [r for r, n in zip(data.raters, rated) if n == 0]
+    if silent:
+        where = read.layout.get("fields") or read.layout.get("field")
+        raise ValueError(f"rater(s) {silent} gave no label on the {data.num_samples} samples of the view (field(s) "
+                         f"{where!r}): leave them out of the rater fields, or compute on the samples they labelled")
+
+
+def _classes_output(read, params: dict, report) -> MethodOutput:
+    data = read.annotations
+    found = data.classes if data.classes is not None else class_order(data.labels.tolist())
+    classes, values = scale_values(tuple(found), params["level"], params["classes"])
+    ratings = class_ratings(read.annotations, classes)
+    codes, level, K = ratings.codes, params["level"], len(classes)
+    kw = dict(level=level, values=values, n_classes=K)
+    res = class_alpha(codes, **kw)
+    report(0.3, "bootstrap interval")
+    low, high = (bootstrap_alpha(codes, n_boot=params["bootstrap"], seed=params["seed"], **kw)
+                 if params["bootstrap"] and math.isfinite(res.alpha) else (None, None))
+    report(0.6, "raters, pairs and classes")
+    agreement = sample_observed_agreement(codes, n_classes=K)
+    vitality = rater_vitality(codes, **kw)
+    difficulty = class_difficulty(codes, n_classes=K)
+    summary = {
+        "alpha": res.alpha, "alpha_low": low, "alpha_high": high, "reason": res.reason,
+        "observed_disagreement": res.observed, "expected_disagreement": res.expected,
+        "n_pairable": int(res.n_pairable), "n_units": int(res.n_units),
+        "mean_agreement": float(np.nanmean(agreement)) if np.isfinite(agreement).any() else None,
+        "level": level, "read_as": "classes", "n_raters": len(ratings.raters), "n_classes": K,
+    }
+    detail = {
+        "classes": list(classes),
+        "rater_vitality": {"raters": list(ratings.raters), "alpha": res.alpha,
+                           "alpha_without": res.alpha - vitality, "vitality": vitality,
+                           "reason": ["" if np.isfinite(v) else "alpha undefined without the rater"
+                                      for v in vitality]},
+        "class_match": {"classes": list(classes), "match_rate": difficulty.match_rate,
+                        "n_values": difficulty.n_values},
+        "confusion": {"classes": list(classes), "matrix": confusion_between_raters(codes, n_classes=K)},
+        "rater_pairs": pairwise(codes, raters=ratings.raters, **kw).to_columns(arrays=True),
+    }
+    n = (codes >= 0).sum(axis=1)
+    return MethodOutput(summary, detail, sample_values={"agreement": agreement, "n_ratings": n.astype(int)})
+
+
+def _tags_output(read, params: dict, report) -> MethodOutput:
+    ratings = tag_ratings(read.annotations, params["classes"] or None)
+    res = masi_alpha(ratings.present, ratings.rated)
+    report(0.5, "per tag")
+    per_tag = per_class_alpha(ratings.present, ratings.rated)
+    agreement = sample_masi_agreement(ratings.present, ratings.rated)
+    summary = {
+        "alpha": res.alpha, "alpha_low": None, "alpha_high": None, "reason": res.reason,
+        "observed_disagreement": res.observed, "expected_disagreement": res.expected,
+        "n_pairable": int(res.n_pairable), "n_units": int(res.n_units),
+        "mean_agreement": float(np.nanmean(agreement)) if np.isfinite(agreement).any() else None,
+        "level": "masi", "read_as": "tags", "n_raters": len(ratings.raters), "n_classes": len(ratings.classes),
+    }
+    detail = {"classes": list(ratings.classes),
+              "tag_alpha": {"classes": list(ratings.classes), "alpha": per_tag.alpha,
+                            "reason": [str(r) for r in per_tag.reason]}}
+    n = ratings.rated.sum(axis=1)
+    return MethodOutput(summary, detail, sample_values={"agreement": agreement, "n_ratings": n.astype(int)})
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    report(0.0, "reliability matrix and alpha")
+    if reading_of(read, params["labels"]) == "tags":
+        if params["level"] != "nominal":
+            raise ValueError(f"level={params['level']!r} applies to classes; tag sets are compared with the MASI "
+                             "distance (leave level='nominal')")
+        return _tags_output(read, params, report)
+    return _classes_output(read, params, report)
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("agreement", "n_ratings"),
+    label_suffixes=(),
+    compute=_compute,
+    check=_check,
+)
+
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "Class agreement",
+    "score_suffix": "agreement",
+    "score_label": "share of agreeing rater pairs on the sample",
+    "score_axis": "observed agreement of the sample (1 = all raters agree)",
+    "score_name": "agreement",
+    "score_range": lambda params: (0.0, 1.0),
+    "cards": [
+        {"key": "alpha", "label": "Krippendorff's α", "reason": "reason"},
+        {"key": "alpha_low", "label": "95% interval, low"},
+        {"key": "alpha_high", "label": "95% interval, high"},
+        {"key": "mean_agreement", "label": "mean observed agreement"},
+    ],
+    "pair_matrix": ("kappa", "Cohen's κ per rater pair"),
+    "pair_value": "κ",
+    "view_labels": ("mean observed agreement", "samples with fewer than two ratings"),
+    "bars": lambda detail, info: kalos_bars(detail),
+}
+
+
+class ClassAgreementResults(AgreementResults):
+    """Class agreement: ``alpha`` (Krippendorff's, at ``level``) with ``alpha_low``/``alpha_high`` (bootstrap),
+    ``mean_agreement``; ``detail``: rater vitality, rater pairs (κ, α, observed agreement), class difficulty,
+    the confusion between raters, per-tag α for tags."""
+
+    view = VIEW
+
+
+DECLARATION = MethodDeclaration(
+    operator="compute_class_agreement",
+    label="Annotator Agreement: classes and tags",
+    description="Krippendorff's alpha on image-level classes (nominal, ordinal, interval) or tag sets (MASI), "
+                "with rater, pair and class diagnostics",
+    spec=SPEC,
+    results_cls=ClassAgreementResults,
+    params=(
+        Param("labels", str, "auto", "Read labels as",
+              "classes: one class per rater and sample; tags: a set per rater and sample; auto: Classification "
+              "fields as classes, Classifications per rater as tags, one Classifications field with a rater "
+              "attribute as classes unless a rater gave two labels on a sample", choices=READINGS),
+        Param("level", str, "nominal", "Level of measurement",
+              "nominal: classes are names; ordinal: ordered (give their order, or numeric names); interval: "
+              "numeric class names", choices=("nominal", "ordinal", "interval"), radio=True),
+        Param("classes", list, None, "Class order", "The classes lowest first (ordinal); default: as found",
+              item=str, form=False),
+        Param("bootstrap", int, 1000, "Bootstrap resamples",
+              "Resamples of the samples for the 95% interval of α (0: none)", low=0),
+        Param("seed", int, 0, "Seed", "Seed of the bootstrap", low=0, form=False),
+    ),
+    outputs=(("alpha", "Krippendorff's alpha", "float"), ("alpha_low", "95% interval, low", "float"),
+             ("alpha_high", "95% interval, high", "float"), ("mean_agreement", "Mean observed agreement", "float"),
+             ("read_as", "Read as", "str")),
+    key_prefix="classes",
+    streams=False,
+    label_types=(fol.Classification, fol.Classifications),
+)
+
+#: ``compute_class_agreement(samples, key, *, fields=..., level="nominal", bootstrap=1000, ...)``: Krippendorff's α
+#: on image-level classes or tag sets, stored as run ``key``; returns ``alpha``, ``alpha_low``, ``alpha_high``,
+#: ``reason``, ``mean_agreement``, ``n_units``, ``level``, ``read_as``.
+compute_class_agreement = python_function(DECLARATION)
