@@ -187,17 +187,20 @@ def _import_result(dataset, report: dict) -> dict:
 
 class ImportMultiRater(AgreementOperator):
     outputs = IMPORTED + (("images", "Images matched across the exports", "int"),
-                          ("per_rater", "Per rater: images, labels, images missing", "json"))
+                          ("per_rater", "Per rater: images, labels, images missing", "json"),
+                          ("label_fields", "Image-level labels (kind: label type)", "json"))
 
     @property
     def config(self):
         return compute_config(
             "import_multi_rater",
             "Annotator Agreement: import one export per rater",
-            "Merges per-rater exports in any format FiftyOne reads (COCO, CVAT image, VOC, YOLO, ...) by image",
+            "Merges per-rater exports in any format FiftyOne reads (COCO, CVAT image, VOC, YOLO, classification "
+            "tree, segmentation masks, ...) by image",
         )
 
     def resolve_input(self, ctx):
+        from agreement.fo.importers.image_level import LABEL_TYPES
         from agreement.fo.importers.multi_rater import FORMATS
 
         inputs = types.Object()
@@ -215,6 +218,12 @@ class ImportMultiRater(AgreementOperator):
                                 "(explicit absence); otherwise it means the rater was not assigned it")
         inputs.str("image_dir", required=False, label="Image folder",
                     description="Where the images are (default: where the exports point)")
+        inputs.enum("label_type", list(LABEL_TYPES), default="auto", label="Image-level classes",
+                    description="Classification tree folders, CVAT tags: classification (one class per rater and "
+                                "image), tags (a set), or auto (tags when some image has several)")
+        inputs.str("mask_targets", required=False, label="Mask targets (segmentation)",
+                   description='JSON {"pixel value": "class"}, e.g. {"1": "road", "2": "car"}; default: the '
+                               "exports' own, else none (pixel values are the classes)")
         _layout_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Import one export per rater"))
 
@@ -225,15 +234,33 @@ class ImportMultiRater(AgreementOperator):
         exports = require(p, "exports", "a list of {rater, path, format}, one per rater")
         name = require(p, "dataset_name", "the name of the new dataset")
         kwargs = dict(complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
+                      label_type=p.get("label_type") or "auto", mask_targets=_mask_targets(p.get("mask_targets")),
                       **_layout_kwargs(p))
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater(exports, name, **kwargs), lambda out: _import_result(*out)))
 
 
+def _mask_targets(value: Any) -> dict | None:
+    """``mask_targets`` as given: a mapping (Python call) or its JSON text (the form); empty: ``None``."""
+    if value in (None, "", {}):
+        return None
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise ValueError(f'mask_targets must be JSON such as {{"1": "road"}}, got {value!r} ({e})') from e
+    if not isinstance(value, dict):
+        raise ValueError(f"mask_targets must map pixel values to class names, got {value!r}")
+    return value
+
+
 class ImportLabelStudio(AgreementOperator):
     outputs = IMPORTED + (("tasks", "Tasks", "int"), ("regions", "Regions", "int"),
                           ("per_rater", "Regions per rater", "json"), ("skipped", "Skipped regions", "json"),
-                          ("repaired", "Repaired regions", "json"))
+                          ("repaired", "Repaired regions", "json"),
+                          ("choices", "Choices controls (class or tags, classes, answered)", "json"))
 
     @property
     def config(self):
@@ -257,6 +284,9 @@ class ImportLabelStudio(AgreementOperator):
                    description="Default: 'image', else the task data's only string value")
         inputs.enum("rotated", list(ROTATED_POLICIES), default="error", label="Rotated rectangles",
                     description="error: refuse the file; bbox: their bounding box (counted); skip: leave out (counted)")
+        inputs.str("label_config", required=False, label="Label config (XML file or text)",
+                   description="The project's labeling interface: decides whether a Choices control is one class "
+                               "or tags, and checks the choices (default: inferred from the export)")
         _layout_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Import a Label Studio export"))
 
@@ -268,7 +298,8 @@ class ImportLabelStudio(AgreementOperator):
         kwargs = dict(
             dataset_name=p.get("dataset_name") or None, image_dir=p.get("image_dir") or None,
             image_key=p.get("image_key") or None, rotated=p.get("rotated") or "error",
-            rater_names=p.get("rater_names") or None, **_layout_kwargs(p),
+            rater_names=p.get("rater_names") or None, label_config=p.get("label_config") or None,
+            **_layout_kwargs(p),
         )
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_label_studio(path, **kwargs), lambda out: _import_result(*out)))

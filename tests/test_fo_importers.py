@@ -308,7 +308,11 @@ def test_label_studio_export_with_three_annotators_equals_the_kalos_coco_file(fo
             coco_path=str(coco_path), dataset_name="coco", persistent=False)))
         a, b = fo.load_dataset("ls"), fo.load_dataset("coco")
         assert ls["tasks"] == corpus.num_samples and sorted(ls["raters"]) == ["alice", "bob", "carol"]
-        assert ls["skipped"] == {"choices regions": int(corpus.assigned.sum())} and ls["repaired"] == {}
+        assert ls["skipped"] == {} and ls["repaired"] == {}
+        # every annotation's image-level choice is a class, in its own field beside the boxes
+        assert ls["choices"]["quality"]["answered"] == int(corpus.assigned.sum())
+        assert a.count("alice_quality") == int(corpus.assigned[:, 0].sum())
+        assert a.distinct("bob_quality.label") == ["good"]
         for r in corpus.raters:
             assert [None if v is None else len(v) for v in a.values(f"{r}.detections")] == \
                    [None if v is None else len(v) for v in b.values(f"{r}.detections")]

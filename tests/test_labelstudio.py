@@ -137,3 +137,69 @@ def test_image_file_names_from_label_studio_paths():
 def test_rater_names_rename_annotators():
     parsed = _one([rectangle([0.1, 0.1, 0.1, 0.1], "x", W, H)], rater_names={3: "alice"})
     assert parsed.raters == ["alice"]
+
+
+def _choice(control: str, values, rid: str | None = None) -> dict:
+    return {"id": rid or f"{control}-{values}", "type": "choices", "from_name": control, "to_name": "image",
+            "value": {"choices": values}}
+
+
+CONFIG = """<View><Image name="image" value="$image"/>
+  <Choices name="quality" toName="image"><Choice value="bad"/><Choice value="good" alias="ok"/></Choices>
+  <Choices name="content" toName="image" choice="multiple"><Choice value="cat"/><Choice value="dog"/></Choices>
+  <Choices name="attr" toName="image" perRegion="true"><Choice value="x"/></Choices>
+</View>"""
+
+
+def test_choices_are_read_per_annotation_and_control():
+    box = rectangle([0.1, 0.1, 0.1, 0.1], "car", W, H)
+    per_region = _choice("attr", ["x"], rid=box["id"])  # shares the region's id: a region attribute, not read
+    tasks = [task(1, "a.jpg", [annotation(3, [box, per_region, _choice("quality", ["good"]),
+                                              _choice("content", ["dog", "cat"])]),
+                               annotation(4, [_choice("quality", ["bad"])])]),
+             task(2, "b.jpg", [annotation(3, [])])]
+    parsed = parse_label_studio(tasks)
+    assert parsed.choices == {(0, "3"): {"quality": ["good"], "content": ["dog", "cat"]}, (0, "4"): {"quality": ["bad"]},
+                              (1, "3"): {}}
+    assert len(parsed.regions[(0, "3")]) == 1 and parsed.skipped == {}
+    # without the label config: several choices make tags; classes are the values seen, sorted
+    assert {n: (c.multiple, c.classes, c.source) for n, c in parsed.controls.items()} == {
+        "quality": (False, ("bad", "good"), "inferred from the export"),
+        "content": (True, ("cat", "dog"), "inferred from the export")}
+    report = parsed.report()["choices"]
+    assert report["quality"]["not_answered"] == 1 and report["quality"]["not_answered_means"] == "missing (no class)"
+    assert report["content"]["not_answered_means"] == "explicit absence (no tag)"
+
+
+def test_the_label_config_decides_and_checks_the_choices(tmp_path):
+    from agreement.io.labelstudio_choices import parse_label_config
+
+    controls = parse_label_config(CONFIG)
+    assert list(controls) == ["quality", "content"]  # the per-region control is left out
+    assert controls["quality"].classes == ("bad", "ok") and not controls["quality"].multiple
+    assert controls["content"].multiple and controls["content"].label_type == "tags"
+    (tmp_path / "c.xml").write_text(CONFIG)
+    parsed = _one([_choice("content", ["cat"])], label_config=tmp_path / "c.xml")
+    assert parsed.controls["content"].multiple and parsed.controls["quality"].source == "label config"
+    with pytest.raises(AnnotationError, match=r"task 1, annotation \d+ \(annotator '3'\): \['good'\] not listed in "
+                       r"the label config's <Choices name='quality'> \(its choices: \['bad', 'ok'\]\)"):
+        _one([_choice("quality", ["good"])], label_config=CONFIG)
+    with pytest.raises(AnnotationError, match="2 choices .* on <Choices name='quality'>, a single-choice control"):
+        _one([_choice("quality", ["bad", "ok"])], label_config=CONFIG)
+    with pytest.raises(AnnotationError, match="control 'mood' is not a <Choices> control"):
+        _one([_choice("mood", ["x"])], label_config=CONFIG)
+    with pytest.raises(AnnotationError, match="label config is not valid XML"):
+        _one([], label_config="<View>")
+    with pytest.raises(AnnotationError, match="not XML and not a readable file"):
+        _one([], label_config=tmp_path / "missing.xml")
+
+
+def test_malformed_choices():
+    with pytest.raises(AnnotationError, match=r"annotator '3'\), result 'q' \(choices 'quality'\): value.choices must "
+                                              "be a list of strings"):
+        _one([_choice("quality", "good", rid="q")])
+    with pytest.raises(AnnotationError, match="control 'quality' is answered twice in one annotation"):
+        _one([_choice("quality", ["good"], rid="q1"), _choice("quality", ["bad"], rid="q2")])
+    twice = task(1, "a.jpg", [annotation(3, [_choice("quality", ["good"])]), annotation(3, [_choice("quality", ["bad"])])])
+    with pytest.raises(AnnotationError, match="annotator '3' has a second annotation on this task"):
+        parse_label_studio([twice])

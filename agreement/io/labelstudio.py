@@ -21,8 +21,14 @@ annotation with an empty ``result`` is **explicit absence** (the annotator
 looked and drew nothing); an annotator with no annotation on a task is
 **implicit absence**.
 
+Image-level ``choices`` results (a result of type ``choices`` with its own
+``id``) are read per annotation as ``{control: [choices]}``: one class per
+annotator and task for a single-choice control, a set of tags for a
+multiple-choice one, checked against the project's label config when it is
+given (:mod:`agreement.io.labelstudio_choices`, which documents absence).
+
 What is not a supported region is counted, per annotator and reason, never
-silently dropped: other types (``choices``, ``brushlabels``,
+silently dropped: other types (``brushlabels``, ``taxonomy``,
 ``ellipselabels``, ``relation``, ...), regions with no or several labels,
 polygons with fewer than three points, cancelled annotations. Rotated
 rectangles are an error unless ``rotated="bbox"`` (their axis-aligned
@@ -49,6 +55,7 @@ import numpy as np
 
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.core.validation import AnnotationError
+from agreement.io.labelstudio_choices import ChoiceControl, add_choices, choices_of, parse_label_config, resolve_controls
 
 __all__ = ["Region", "LabelStudioExport", "read_label_studio", "parse_label_studio", "ROTATED_POLICIES"]
 
@@ -88,6 +95,11 @@ class LabelStudioExport:
             annotation (an empty list is explicit absence).
         per_rater: per annotator ``{"tasks", "regions", "skipped", "repaired"}``.
         skipped, repaired: the same counts over all annotators, by reason.
+        choices: ``{(task index, rater): {control: [choices]}}`` for every
+            submitted annotation (``{}``: it answered no control).
+        controls: the ``Choices`` controls (:class:`ChoiceControl`), from the
+            label config or inferred from the export.
+        where: ``{(task index, rater): "file: task .., annotation .. (annotator ..)"}``.
     """
 
     tasks: list[dict]
@@ -96,6 +108,19 @@ class LabelStudioExport:
     per_rater: dict[str, dict]
     skipped: dict[str, int] = field(default_factory=dict)
     repaired: dict[str, int] = field(default_factory=dict)
+    choices: dict[tuple[int, str], dict[str, list[str]]] = field(default_factory=dict)
+    controls: dict[str, ChoiceControl] = field(default_factory=dict)
+    where: dict[tuple[int, str], str] = field(default_factory=dict)
+
+    def choices_report(self) -> dict:
+        """Per control: its label type, classes, where they come from, and how many annotations answered it."""
+        out = {}
+        for name, c in self.controls.items():
+            answered = sum(1 for per in self.choices.values() if per.get(name))
+            out[name] = {"label_type": c.label_type, "classes": list(c.classes), "source": c.source,
+                         "answered": answered, "not_answered": len(self.choices) - answered,
+                         "not_answered_means": "explicit absence (no tag)" if c.multiple else "missing (no class)"}
+        return out
 
     def report(self) -> dict:
         """Counts for people: tasks, annotators, regions, skipped and repaired by reason."""
@@ -106,6 +131,7 @@ class LabelStudioExport:
             "skipped": dict(self.skipped),
             "repaired": dict(self.repaired),
             "per_rater": {r: dict(v) for r, v in self.per_rater.items()},
+            **({"choices": self.choices_report()} if self.controls else {}),
         }
 
     def to_annotations(self, kinds: Sequence[str] = ("box", "polygon")) -> MultiRaterAnnotations:
@@ -152,8 +178,9 @@ def parse_label_studio(
     image_key: str | None = None,
     rotated: str = "error",
     rater_names: Mapping[str, str] | None = None,
+    label_config: str | os.PathLike | None = None,
 ) -> LabelStudioExport:
-    """Parses the JSON export (a list of tasks) into regions per (task, annotator).
+    """Parses the JSON export (a list of tasks) into regions and choices per (task, annotator).
 
     Args:
         data: the decoded JSON (a list of tasks, or one task).
@@ -163,9 +190,13 @@ def parse_label_studio(
         rotated: rotated rectangles: ``"error"`` (default), ``"bbox"`` (their
             bounding box, counted as repaired) or ``"skip"`` (counted).
         rater_names: optional new names by annotator (``{"7": "alice"}``).
+        label_config: the project's label config (XML text or a path): decides
+            whether a ``Choices`` control is one class or tags, lists its
+            classes, and is checked (see :mod:`agreement.io.labelstudio_choices`).
 
     Raises:
-        AnnotationError: malformed input, naming the task, annotation and region.
+        AnnotationError: malformed input, naming the task, annotation and region;
+            choices that disagree with ``label_config``, naming the annotator.
         ValueError: an unknown ``rotated`` policy.
     """
     if rotated not in ROTATED_POLICIES:
@@ -175,6 +206,7 @@ def parse_label_studio(
     if not isinstance(data, list):
         raise AnnotationError(f"{source}: expected Label Studio's JSON export, a list of tasks; got {type(data).__name__}")
     names = {str(k): str(v) for k, v in (rater_names or {}).items()}
+    config = parse_label_config(label_config) if label_config is not None else None
     out = LabelStudioExport([], [], {}, {})
     skipped, repaired = Counter(), Counter()
     seen_ids: dict[Any, int] = {}
@@ -196,6 +228,7 @@ def parse_label_studio(
         for a, ann in enumerate(annotations):
             _annotation(out, t, task_rec, ann, a, where, rotated, names, skipped, repaired)
     out.skipped, out.repaired = dict(skipped), dict(repaired)
+    out.controls = resolve_controls(out.choices, out.where, config)
     return out
 
 
@@ -219,12 +252,19 @@ def _annotation(out: LabelStudioExport, t: int, task: dict, ann: Any, a: int, wh
     results = ann.get("result") or []
     if not isinstance(results, list):
         raise AnnotationError(f"{where}: 'result' must be a list, got {type(results).__name__}")
-    regions = []
+    regions, choices = [], {}
+    who = f"{where} (annotator {rater!r})"
     for group in _grouped(results, where):
+        found = choices_of(group, who)
+        if found is not None:
+            add_choices(choices, found, who)
+            continue
         region = _region(group, task, where, rotated, stats, skipped, repaired)
         if region is not None:
             regions.append(region)
     out.regions[(t, rater)] = regions
+    out.choices[(t, rater)] = choices
+    out.where[(t, rater)] = who
     stats["tasks"] += 1
     stats["regions"] += len(regions)
 

@@ -21,6 +21,23 @@ kind           ``layout="fields"``         ``layout="attribute"``
 
 the same names as :func:`agreement.fo.coco.import_multi_rater_coco` (whose
 ``_polygons`` fields hold the polygons of the boxes' annotations).
+
+Image-level kinds are declared by the importer (:class:`KindSpec` in
+:attr:`MergedImages.kind_specs`): a class per rater and image
+(``Classification``), a set of tags (``Classifications``) or a semantic mask
+(``Segmentation``), each with its field suffix (``_class``, ``_tags``,
+``_mask``, or a Label Studio control's ``_<name>``). An import without
+instance labels writes no box field; its first image-level kind marked
+``bare_alone`` then takes the bare name (``<rater field>`` / ``<field>``).
+In the attribute layout a class or tags field is one ``Classifications``
+whose labels carry the rater attribute; a semantic mask has no attribute
+layout (a ``Segmentation`` field holds one mask).
+
+Absence for image-level kinds, in the fields layout: a class or a mask that
+the rater did not give is ``None`` (missing: Krippendorff's α treats it as a
+missing value, as it treats an unassigned rater); a rater assigned the image
+who gave no tag has an empty ``Classifications`` (explicit absence), one not
+assigned ``None``. The sample's ``raters`` list says who was assigned.
 """
 
 from __future__ import annotations
@@ -28,7 +45,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field as dc_field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import fiftyone as fo
 
@@ -38,9 +55,38 @@ from agreement.fo.assignment import declare_raters_field
 from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.core.validation import AnnotationError
 
-__all__ = ["KINDS", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields", "check_layout"]
+__all__ = ["KINDS", "KindSpec", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields",
+           "check_layout"]
 
-KINDS = {"detections": ("", fo.Detections), "polylines": ("_polygons", fo.Polylines), "keypoints": ("_keypoints", fo.Keypoints)}
+
+@dataclass(frozen=True)
+class KindSpec:
+    """How one label kind is written.
+
+    Attributes:
+        suffix: appended to the rater's field name (fields layout) or to
+            ``field`` (attribute layout).
+        doc_type: the FiftyOne label type of a rater's field: ``Detections``,
+            ``Polylines``, ``Keypoints`` (instance lists), ``Classification``
+            (one class), ``Classifications`` (tags) or ``Segmentation``.
+        bare_alone: when the import has no instance labels, the first such
+            kind takes the bare field name (no suffix).
+        classes: recorded as ``dataset.classes[<field>]`` (the class order).
+        mask_targets: recorded as ``dataset.mask_targets[<field>]``.
+    """
+
+    suffix: str
+    doc_type: type
+    bare_alone: bool = False
+    classes: tuple[str, ...] | None = None
+    mask_targets: dict[int, str] | None = None
+
+
+#: The instance kinds (every importer may produce them), by their list attribute.
+KINDS = {"detections": KindSpec("", fo.Detections), "polylines": KindSpec("_polygons", fo.Polylines),
+         "keypoints": KindSpec("_keypoints", fo.Keypoints)}
+_LISTS = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints",
+          fo.Classifications: "classifications"}
 IMPORT_INFO_KEY = "iaa_import"
 
 
@@ -60,6 +106,9 @@ class MergedImages:
         labels: per image, ``{rater: None or {kind: [FiftyOne labels]}}``;
             a rater absent from the mapping is not assigned (implicit absence).
         extra: per image, sample-level fields to set (e.g. ``ls_task_id``).
+        kind_specs: the image-level kinds of this import, in field order
+            (``{kind: KindSpec}``); a rater's ``{kind: labels}`` lacking such a
+            kind gave nothing of it (``None`` in its field).
     """
 
     keys: list[str]
@@ -68,11 +117,20 @@ class MergedImages:
     raters: list[str]
     labels: list[dict[str, dict[str, list] | None]]
     extra: list[dict] = dc_field(default_factory=list)
+    kind_specs: dict[str, KindSpec] = dc_field(default_factory=dict)
+
+    def spec(self, kind: str) -> KindSpec:
+        """The :class:`KindSpec` of ``kind`` (an instance kind or a declared image-level one)."""
+        return KINDS[kind] if kind in KINDS else self.kind_specs[kind]
 
     def kinds(self) -> list[str]:
-        """The label kinds some rater has, in :data:`KINDS` order (``detections`` always)."""
+        """The kinds to write: the instance kinds some rater has, in :data:`KINDS` order (``detections``
+        whenever there is one, or no image-level kind), then the declared image-level kinds."""
         found = {k for per in self.labels for v in per.values() if v for k, labs in v.items() if labs}
-        return [k for k in KINDS if k == "detections" or k in found]
+        instance = [k for k in KINDS if k in found]
+        if instance or not self.kind_specs:
+            instance = [k for k in KINDS if k == "detections" or k in found]
+        return instance + list(self.kind_specs)
 
 
 def check_layout(layout: str, field: str, rater_attr: str) -> None:
@@ -100,16 +158,52 @@ def check_rater_names(raters: Sequence[str], source: str = "the exports") -> Non
         seen[r] = i
 
 
-def kind_fields(raters: Sequence[str], kinds: Sequence[str], layout: str, field: str) -> dict[str, dict[str, str]]:
-    """``{rater: {kind: field name}}``; rater names whose field names clash are an error."""
+def kind_fields(raters: Sequence[str], kinds: Sequence[str], layout: str, field: str,
+                specs: Mapping[str, KindSpec] | None = None) -> dict[str, dict[str, str]]:
+    """``{rater: {kind: field name}}``; rater names whose field names clash are an error.
+
+    ``specs`` gives the image-level kinds' :class:`KindSpec` (the instance
+    kinds' are :data:`KINDS`)."""
+    specs = {**KINDS, **(specs or {})}
+    bare = None
+    if not any(k in KINDS for k in kinds):
+        bare = next((k for k in kinds if specs[k].bare_alone), None)
+    suffix = {k: "" if k == bare else specs[k].suffix for k in kinds}
     if layout == "attribute":
-        return {r: {k: field + KINDS[k][0] for k in kinds} for r in raters}
+        out = {r: {k: field + suffix[k] for k in kinds} for r in raters}
+        if len(set(out[raters[0]].values()) if raters else ()) != len(kinds):
+            raise MultiRaterImportError(f"label kinds {list(kinds)} map to clashing field names {out[raters[0]]}")
+        return out
     base = {r: rater_field_name(r) for r in raters}
-    out = {r: {k: base[r] + KINDS[k][0] for k in kinds} for r in raters}
+    out = {r: {k: base[r] + suffix[k] for k in kinds} for r in raters}
     names = [n for per in out.values() for n in per.values()]
     if len(set(names)) != len(names):
         raise MultiRaterImportError(f"rater names {list(raters)} map to clashing field names {base}: rename a rater")
     return out
+
+
+def _field_type(spec: KindSpec, layout: str) -> type:
+    """The label type of a kind's field: a class is a ``Classifications`` list in the attribute layout."""
+    if layout == "attribute" and spec.doc_type is fo.Classification:
+        return fo.Classifications
+    return spec.doc_type
+
+
+def _rater_value(spec: KindSpec, labels: list | None, rater: str, image: str) -> fo.Label | None:
+    """One rater's field value in the fields layout (see the module docstring for absence)."""
+    t = spec.doc_type
+    if t in KINDS_TYPES:
+        return t(**{_LISTS[t]: list(labels or [])})
+    if t is fo.Classifications:
+        return None if labels is None else fo.Classifications(classifications=list(labels))
+    labels = list(labels or [])
+    if len(labels) > 1:
+        raise MultiRaterImportError(f"image {image!r}: rater {rater!r} gave {len(labels)} {t.__name__} labels "
+                                    f"({[getattr(x, 'label', None) for x in labels]}); a {t.__name__} field holds one")
+    return labels[0] if labels else None
+
+
+KINDS_TYPES = tuple(spec.doc_type for spec in KINDS.values())
 
 
 def _set_rater(label: fo.Label, rater_attr: str, rater: str, image: str) -> None:
@@ -137,16 +231,19 @@ def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], lay
     if layout == "fields":
         for r in assigned:
             for kind, fname in fields[r].items():
-                sample[fname] = KINDS[kind][1](**{kind: list(per_rater[r].get(kind, []))})
+                value = _rater_value(merged.spec(kind), per_rater[r].get(kind), r, merged.keys[i])
+                if value is not None:
+                    sample[fname] = value
         return sample
     if assigned:
         for kind, fname in fields[merged.raters[0]].items():
             labels = []
             for r in assigned:
-                for label in per_rater[r].get(kind, []):
+                for label in per_rater[r].get(kind) or []:
                     _set_rater(label, rater_attr, r, merged.keys[i])
                     labels.append(label)
-            sample[fname] = KINDS[kind][1](**{kind: labels})
+            ftype = _field_type(merged.spec(kind), layout)
+            sample[fname] = ftype(**{_LISTS[ftype]: labels})
     return sample
 
 
@@ -165,19 +262,27 @@ def write_merged_dataset(
 
     The samples get a ``raters`` list field (the raters assigned to the
     image). ``dataset.info["iaa_coco"]`` records the layout (as the COCO
-    importer does, so the compute operators preselect it) and, in the
-    attribute layout, ``raters`` is declared as the assignment of every label
-    field (:func:`agreement.fo.reading.declare_raters_field`).
-    ``dataset.info["iaa_import"]`` keeps ``report``.
+    importer does, so the compute operators preselect it; ``rater_fields`` and
+    ``field`` name the first kind's fields, ``label_fields`` every kind's)
+    and, in the attribute layout, ``raters`` is declared as the assignment of
+    every label field (:func:`agreement.fo.assignment.declare_raters_field`).
+    ``dataset.info["iaa_import"]`` keeps ``report``. Image-level kinds record
+    their ``classes`` and ``mask_targets`` on the dataset, per field.
 
     Raises:
         ValueError: ``name`` exists and ``overwrite`` is false.
-        MultiRaterImportError: rater names whose field names clash.
+        MultiRaterImportError: rater names whose field names clash; semantic
+            masks asked in the attribute layout.
     """
     if fo.dataset_exists(name) and not overwrite:
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
     kinds = merged.kinds()
-    fields = kind_fields(merged.raters, kinds, layout, field)
+    if layout == "attribute" and any(merged.spec(k).doc_type is fo.Segmentation for k in kinds):
+        raise MultiRaterImportError(
+            f"{source or 'this import'}: semantic masks (Segmentation) import in the fields layout only: a "
+            "Segmentation field holds one mask, so it cannot hold several raters' masks; use layout='fields'"
+        )
+    fields = kind_fields(merged.raters, kinds, layout, field, merged.kind_specs)
     taken = {k for extra in merged.extra for k in extra}.intersection(n for per in fields.values() for n in per.values())
     if taken:
         raise MultiRaterImportError(f"rater field name(s) {sorted(taken)} clash with sample fields this import writes")
@@ -187,16 +292,21 @@ def write_merged_dataset(
     try:
         set_empty_dataset_media_type(dataset, media.media_type)
         for fname, kind in dict.fromkeys((f, k) for per in fields.values() for k, f in per.items()):
-            dataset.add_sample_field(fname, fo.EmbeddedDocumentField, embedded_doc_type=KINDS[kind][1])
+            dataset.add_sample_field(fname, fo.EmbeddedDocumentField,
+                                     embedded_doc_type=_field_type(merged.spec(kind), layout))
         dataset.add_sample_field("raters", fo.ListField, subfield=fo.StringField)
         dataset.add_samples(samples, dynamic=True, progress=False)
+        _record_classes(dataset, merged, fields)
+        primary = kinds[0]
         dataset.info[INFO_KEY] = {
             "source": source,
             "layout": layout,
             "polygons": "polylines",
-            "field": field if layout == "attribute" else None,
+            "field": fields[merged.raters[0]][primary] if layout == "attribute" else None,
             "rater_attr": rater_attr if layout == "attribute" else None,
-            "rater_fields": {r: per["detections"] for r, per in fields.items()},
+            "rater_fields": {r: per[primary] for r, per in fields.items()},
+            "label_fields": {k: {"type": _field_type(merged.spec(k), layout).__name__,
+                                 "fields": {r: per[k] for r, per in fields.items()}} for k in kinds},
             "rater_ids": {r: r for r in merged.raters},
             "categories": None,
             "info": {},
@@ -210,6 +320,18 @@ def write_merged_dataset(
         _discard(dataset)
         raise
     return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
+
+
+def _record_classes(dataset: fo.Dataset, merged: MergedImages, fields: dict[str, dict[str, str]]) -> None:
+    """``dataset.classes`` and ``dataset.mask_targets`` of every image-level field whose kind names them."""
+    for kind, spec in merged.kind_specs.items():
+        names = sorted({per[kind] for per in fields.values() if kind in per})
+        for fname in names:
+            if spec.classes is not None:
+                dataset.classes[fname] = [str(c) for c in spec.classes]
+            if spec.mask_targets:
+                dataset.mask_targets[fname] = {int(k): str(v) for k, v in spec.mask_targets.items()}
+    dataset.save()
 
 
 def file_key(path: str) -> str:

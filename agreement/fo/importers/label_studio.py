@@ -9,7 +9,18 @@ regions into labels and writes the dataset in either layout
   annotation's ``bbox`` does, a ``Detection`` of its bounding box in the box
   field (so a Label Studio export and the equivalent KαLOS COCO file import
   to the same labels);
-* a keypoint becomes a one-point ``Keypoint`` in the ``_keypoints`` field.
+* a keypoint becomes a one-point ``Keypoint`` in the ``_keypoints`` field;
+* the answer to an image-level ``Choices`` control named ``<control>``
+  becomes a ``Classification`` (single choice) or a ``Classifications`` of
+  tags (multiple choice) in the field ``<rater field>_<control>`` (fields
+  layout) or, with the rater in ``rater_attr``, in the ``Classifications``
+  field ``<field>_<control>`` (attribute layout). An annotation that gave no
+  choice is a missing class (the field is ``None``) but explicit absence of
+  tags (an empty ``Classifications``); the ``raters`` list says who was
+  assigned. The classes are recorded in ``dataset.classes[<field>]`` (the
+  label config's order when ``label_config`` is given). See
+  :mod:`agreement.io.labelstudio_choices` for the checks the label config
+  adds. A project without rectangles, polygons or keypoints gets no box field.
 
 Every label carries ``ls_region_id``; every sample ``ls_task_id`` and
 ``ls_image`` (the task's image reference). One sample per task, in file order;
@@ -20,11 +31,18 @@ the image's file name (the files need not exist).
 from __future__ import annotations
 
 import os
+import re
 from typing import Mapping
 
 import fiftyone as fo
 
-from agreement.fo.importers.common import MergedImages, MultiRaterImportError, check_layout, write_merged_dataset
+from agreement.fo.importers.common import (
+    KindSpec,
+    MergedImages,
+    MultiRaterImportError,
+    check_layout,
+    write_merged_dataset,
+)
 from agreement.io.labelstudio import LabelStudioExport, Region, read_label_studio
 
 __all__ = ["import_label_studio"]
@@ -44,6 +62,27 @@ def _labels(regions: list[Region]) -> dict[str, list]:
     return out
 
 
+def _choice_kinds(parsed: LabelStudioExport) -> dict[str, KindSpec]:
+    """One kind per ``Choices`` control: ``choices:<control>``, field suffix ``_<control>``."""
+    specs = {}
+    for name, control in parsed.controls.items():
+        suffix = "_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+        specs[f"choices:{name}"] = KindSpec(suffix, fo.Classifications if control.multiple else fo.Classification,
+                                            classes=control.classes)
+    return specs
+
+
+def _choice_labels(parsed: LabelStudioExport, t: int, rater: str) -> dict[str, list]:
+    """The answers of one annotation, by kind: a class answered, or tags (an empty list: no tag)."""
+    out = {}
+    answers = parsed.choices.get((t, rater), {})
+    for name, control in parsed.controls.items():
+        got = answers.get(name) or []
+        if got or control.multiple:
+            out[f"choices:{name}"] = [fo.Classification(label=c) for c in got]
+    return out
+
+
 def _merged(parsed: LabelStudioExport, image_dir: str) -> MergedImages:
     keys, filepaths, sizes, labels, extra = [], [], [], [], []
     for t, task in enumerate(parsed.tasks):
@@ -51,9 +90,10 @@ def _merged(parsed: LabelStudioExport, image_dir: str) -> MergedImages:
         filepaths.append(os.path.join(image_dir, task["file_name"]))
         w, h = task["width"], task["height"]
         sizes.append((int(round(w)), int(round(h))) if w and h else None)
-        labels.append({r: _labels(parsed.regions[(t, r)]) for r in parsed.raters if (t, r) in parsed.regions})
+        labels.append({r: {**_labels(parsed.regions[(t, r)]), **_choice_labels(parsed, t, r)}
+                       for r in parsed.raters if (t, r) in parsed.regions})
         extra.append({"ls_task_id": task["id"], "ls_image": task["image"]})
-    return MergedImages(keys, filepaths, sizes, list(parsed.raters), labels, extra)
+    return MergedImages(keys, filepaths, sizes, list(parsed.raters), labels, extra, _choice_kinds(parsed))
 
 
 def import_label_studio(
@@ -66,6 +106,7 @@ def import_label_studio(
     image_key: str | None = None,
     rotated: str = "error",
     rater_names: Mapping[str, str] | None = None,
+    label_config: str | os.PathLike | None = None,
     overwrite: bool = False,
     persistent: bool = False,
 ) -> tuple[fo.Dataset, dict]:
@@ -82,13 +123,21 @@ def import_label_studio(
         image_key: the task ``data`` key of the image (default ``"image"``).
         rotated: ``"error"`` (default), ``"bbox"`` or ``"skip"`` for rotated rectangles.
         rater_names: new names by annotator id or email (``{"7": "alice"}``).
+        label_config: the project's label config (XML text, or a path to
+            it): whether each ``Choices`` control is one class or tags, its
+            classes in order, and checks (a choice it does not list, several
+            choices on a single-choice control: errors naming the task,
+            annotation and annotator). Default: inferred from the export (a
+            control is tags when some annotation gave several choices).
         overwrite: replace an existing dataset of that name (once the new one
             is complete).
         persistent: keep the dataset after the process exits.
 
     Returns:
         ``(dataset, report)``: the report counts tasks, regions, and the
-        skipped and repaired regions by reason, overall and per annotator.
+        skipped and repaired regions by reason, overall and per annotator;
+        ``report["choices"][control]`` gives each control's label type,
+        classes and how many annotations answered it.
 
     Raises:
         agreement.core.validation.AnnotationError: malformed input (names task,
@@ -101,7 +150,8 @@ def import_label_studio(
     name = dataset_name or os.path.splitext(os.path.basename(path))[0]
     if fo.dataset_exists(name) and not overwrite:
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
-    parsed = read_label_studio(path, image_key=image_key, rotated=rotated, rater_names=rater_names)
+    parsed = read_label_studio(path, image_key=image_key, rotated=rotated, rater_names=rater_names,
+                               label_config=label_config)
     if not parsed.tasks:
         raise MultiRaterImportError(f"{path}: the export has no tasks")
     if not parsed.regions:

@@ -9,6 +9,15 @@ Absence. An image that is in a rater's export is one the rater looked at: its
 labels, or explicit absence (an empty set) when it has none. An image that a
 rater's export lacks is implicit absence (not assigned), unless the export is
 declared ``complete`` (it covers every image: then it is explicit absence).
+
+Image-level labels (:mod:`agreement.fo.importers.image_level`): the classes
+of an image classification directory tree (``"classification_tree"``), the
+``<tag>`` elements of CVAT for images XML and the masks of an image
+segmentation directory (``"segmentation_dir"``) become a ``Classification``
+(``_class``), ``Classifications`` (``_tags``) or ``Segmentation`` (``_mask``)
+field per rater; an import with no instance labels names these fields after
+the raters alone (``alice``). ``label_type`` chooses class or tags,
+``mask_targets`` the masks' classes.
 """
 
 from __future__ import annotations
@@ -23,6 +32,16 @@ import fiftyone as fo
 import fiftyone.types as fot
 
 from agreement.fo.coco import _discard, _temporary_name
+from agreement.fo.importers.image_level import (
+    CLASS_CARRIERS,
+    IMAGE_KINDS,
+    LABEL_TYPES,
+    check_listed,
+    class_labels,
+    cvat_listed_labels,
+    export_label_path,
+    image_kind_specs,
+)
 from agreement.fo.importers.common import (
     KINDS,
     MergedImages,
@@ -45,6 +64,8 @@ FORMATS: dict[str, tuple[str, dict]] = {
     "yolov4": ("YOLOv4Dataset", {"include_all_data": True}),
     "kitti": ("KITTIDetectionDataset", {}),
     "fiftyone_detection": ("FiftyOneImageDetectionDataset", {}),
+    "classification_tree": ("ImageClassificationDirectoryTree", {}),
+    "segmentation_dir": ("ImageSegmentationDirectory", {}),
 }
 _KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
 _WRAP = {fo.Detection: ("detections", fo.Detections), fo.Polyline: ("polylines", fo.Polylines),
@@ -106,7 +127,8 @@ def resolve_format(fmt: Any) -> tuple[type, dict]:
         type_name, options = FORMATS[name.lower()]
         return getattr(fot, type_name), dict(options)
     cls = getattr(fot, name.rsplit(".", 1)[-1], None)
-    if isinstance(cls, type) and issubclass(cls, (fot.ImageLabelsDataset, fot.ImageDetectionDataset)):
+    if isinstance(cls, type) and issubclass(cls, (fot.ImageLabelsDataset, fot.ImageDetectionDataset,
+                                                  fot.ImageClassificationDataset, fot.ImageSegmentationDataset)):
         return cls, {}
     raise MultiRaterImportError(
         f"format {name!r} is not one FiftyOne can import here: use one of {', '.join(FORMATS)}, or the name of a "
@@ -170,13 +192,16 @@ def _load(export: RaterExport, tmp_name: str) -> fo.Dataset:
 
 
 def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
-    """``({key: (filepath, size, {kind: [labels]})}, report)`` of one rater's temporary dataset."""
+    """``({key: (filepath, size, {kind: [labels]})}, report)`` of one rater's temporary dataset.
+
+    The report's private ``_classes`` and ``_mask_targets`` are what the export declares."""
     schema = ds.get_field_schema()
+    cls = resolve_format(export.format)[0]
     label_fields, skipped = {}, {}
     for name, fld in schema.items():
         doc = getattr(fld, "document_type", None)
-        if doc in _KIND_OF or doc in _WRAP:
-            kind = _KIND_OF.get(doc) or _WRAP[doc][0]
+        if doc in _KIND_OF or doc in _WRAP or doc in IMAGE_KINDS:
+            kind = _KIND_OF.get(doc) or IMAGE_KINDS.get(doc) or _WRAP[doc][0]
             if kind in label_fields.values():
                 raise MultiRaterImportError(f"rater {export.rater!r}: {os.fspath(export.path)!r} gives several "
                                             f"{kind} fields ({sorted(label_fields)}, {name!r}); import one label type")
@@ -191,24 +216,35 @@ def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
         if n:
             skipped_counts[f"{tname} labels"] = n
     images: dict[str, tuple] = {}
-    counts = {k: 0 for k in KINDS}
+    counts = {k: 0 for k in (*KINDS, "class", "segmentation")}
+    tree = cls.__name__ == "ImageClassificationDirectoryTree"
+    carries_class = cls.__name__ in CLASS_CARRIERS or "class" in label_fields.values()
     for i, path in enumerate(paths):
         key = file_key(path)
+        labels = {"class": []} if carries_class else {}
+        for f, kind in label_fields.items():
+            v = values[f][i]
+            if kind in ("class", "segmentation"):
+                labs = class_labels(v)
+            else:
+                if isinstance(v, tuple(_WRAP)):
+                    v = _WRAP[type(v)][1](**{kind: [v]})
+                labs = list(getattr(v, kind)) if v is not None else []
+            counts[kind] += len(labs)
+            labels[kind] = labs
+        if key in images and tree:  # an image in several class folders: its classes
+            images[key][2]["class"] += labels.get("class", [])
+            continue
         if key in images:
             raise MultiRaterImportError(
                 f"rater {export.rater!r}: {os.fspath(export.path)!r} has two images named {key!r} "
                 f"({images[key][0]!r} and {path!r}); images are matched across exports by file name"
             )
-        labels = {}
-        for f, kind in label_fields.items():
-            v = values[f][i]
-            if isinstance(v, tuple(_WRAP)):
-                v = _WRAP[type(v)][1](**{kind: [v]})
-            labs = list(getattr(v, kind)) if v is not None else []
-            counts[kind] += len(labs)
-            labels[kind] = labs
         size = (int(widths[i]), int(heights[i])) if widths[i] and heights[i] else None
         images[key] = (path, size, labels)
+    if cls.__name__ == "CVATImageDataset":
+        check_listed(export.rater, os.fspath(export.path), images,
+                     cvat_listed_labels(export_label_path(os.fspath(export.path))))
     report = {
         "path": os.fspath(export.path),
         "format": cls_name(export.format),
@@ -216,6 +252,8 @@ def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
         "labels": int(sum(counts.values())),
         "labels_by_kind": {k: v for k, v in counts.items() if v},
         "skipped": skipped_counts,
+        "_classes": list(ds.default_classes or ds.classes.get("labels") or []),
+        "_mask_targets": dict(ds.mask_targets.get("labels") or ds.default_mask_targets or {}),
     }
     return images, report
 
@@ -266,7 +304,8 @@ def _merge(per_rater: dict[str, dict], exports: list[RaterExport], default_compl
             if key in per_rater[e.rater]:
                 per[e.rater] = per_rater[e.rater][key][2]
             elif (e.complete if e.complete is not None else default_complete):
-                per[e.rater] = {}
+                carries = any("class" in v[2] for v in per_rater[e.rater].values())
+                per[e.rater] = {"class": []} if carries else {}
         labels.append(per)
     for e in exports:
         missing = [k for k in keys if k not in per_rater[e.rater]]
@@ -279,6 +318,16 @@ def _merge(per_rater: dict[str, dict], exports: list[RaterExport], default_compl
     return MergedImages(keys, filepaths, sizes, raters, labels)
 
 
+def _image_kinds(per_rater: dict, specs: list[RaterExport], reports: dict, label_type: str,
+                 mask_targets: Mapping | None) -> dict:
+    """The image-level kinds of the import (:func:`image_kind_specs`), the exports' declarations taken out of
+    the reports."""
+    declared = {r: rep.pop("_classes") for r, rep in reports.items()}
+    targets = {r: rep.pop("_mask_targets") for r, rep in reports.items()}
+    paths = {s.rater: os.fspath(s.path) for s in specs}
+    return image_kind_specs(per_rater, paths, label_type, declared, targets, mask_targets, reports)
+
+
 def import_multi_rater(
     exports: Sequence[RaterExport | Mapping | Sequence],
     dataset_name: str,
@@ -289,6 +338,8 @@ def import_multi_rater(
     image_dir: str | os.PathLike | None = None,
     overwrite: bool = False,
     persistent: bool = False,
+    label_type: str = "auto",
+    mask_targets: Mapping[Any, str] | None = None,
 ) -> tuple[fo.Dataset, dict]:
     """Merges one export per rater, read by FiftyOne's importers, into one multi-rater dataset.
 
@@ -306,18 +357,31 @@ def import_multi_rater(
         overwrite: replace an existing dataset of that name (once the new
             one is complete).
         persistent: keep the dataset after the process exits.
+        label_type: image-level classes (a classification tree, CVAT tags):
+            ``"classification"`` (one per rater and image), ``"tags"`` or
+            ``"auto"`` (tags when some rater gave an image several).
+        mask_targets: ``{pixel value: class}`` of semantic masks, recorded as
+            the mask fields' ``mask_targets`` (default: those the exports
+            record, else none).
 
     Returns:
         ``(dataset, report)``; ``report["per_rater"][rater]`` has ``images``,
-        ``labels``, ``images_missing`` and the skipped labels.
+        ``labels`` (``labels_by_kind``), ``images_missing``, the skipped
+        labels and, for masks, ``mask_values``; ``report["label_fields"]``
+        the kinds written and their fields' type.
 
     Raises:
         MultiRaterImportError: no or duplicate rater names, an unknown format,
             an export FiftyOne cannot read, two images of one export with the
             same file name, an export that matches no image of the others,
-            sizes that disagree. Nothing is left behind.
+            sizes that disagree, several classes on an image with
+            ``label_type="classification"``, a CVAT tag its file does not
+            declare, a mask that is not a 2-D integer image or has values
+            outside ``mask_targets``. Nothing is left behind.
     """
     check_layout(layout, field, rater_attr)
+    if label_type not in LABEL_TYPES:
+        raise ValueError(f"label_type must be one of {LABEL_TYPES}, got {label_type!r}")
     specs = [RaterExport.coerce(e, i) for i, e in enumerate(exports or [])]
     if not specs:
         raise MultiRaterImportError("no exports given: expected one {rater, path, format} per rater")
@@ -334,11 +398,14 @@ def import_multi_rater(
             temps.append(tmp)
             per_rater[s.rater], reports[s.rater] = _extract(s, tmp)
         _check_overlap(per_rater, specs)
+        kind_specs = _image_kinds(per_rater, specs, reports, label_type, mask_targets)
         merged = _merge(per_rater, specs, bool(complete), image_dir, reports)
+        merged.kind_specs = kind_specs
     finally:
         for tmp in temps:
             _discard(tmp)
-    report = {"images": len(merged.keys), "raters": merged.raters, "per_rater": reports}
+    report = {"images": len(merged.keys), "raters": merged.raters, "per_rater": reports,
+              "label_fields": {k: s.doc_type.__name__ for k, s in kind_specs.items()}}
     dataset = write_merged_dataset(merged, dataset_name, layout, field, rater_attr, overwrite, persistent,
                                    source="import_multi_rater", report=report)
     return dataset, report
