@@ -160,9 +160,13 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
 
     ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     runs = _every_operator_run(fo, ds, params, tmp_path)
-    assert set(runs) >= {cls().config.name for cls in OPERATORS} - {"compute_mask_consensus"}
+    image_level = {"compute_class_agreement"}
+    assert set(runs) >= {cls().config.name for cls in OPERATORS} - {"compute_mask_consensus"} - image_level
     masks, mask_params, _, _ = kind_dataset(fo, make_dataset, "masks", "fields")
     runs["compute_mask_consensus"] = (dict(key="st", **mask_params), masks)
+    classes = make_dataset([fo.Sample(filepath=f"/nonexistent/c{i}", r1=fo.Classification(label="ab"[i % 2]),
+                                      r2=fo.Classification(label="ab"[i // 2 % 2])) for i in range(8)])
+    runs["compute_class_agreement"] = (dict(key="ca", fields=["r1", "r2"], bootstrap=50), classes)
     try:
         for name, (given, samples) in runs.items():
             given = given() if callable(given) else given

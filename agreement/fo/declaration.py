@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
@@ -309,9 +310,11 @@ def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> N
     if not wrong:
         return
     kind = next(iter(wrong.values()))
-    from agreement.fo.methods import declarations
-
-    others = [d.operator for d in declarations() if kind in accepted_types(d)]
+    # every declaration lives in the registry package, so it is loaded whenever a declaration exists; it is
+    # looked up, not imported (the registry imports this module)
+    registry = sys.modules.get("agreement.fo.methods")
+    found = registry.declarations() if registry is not None else [decl]
+    others = [d.operator for d in found if kind in accepted_types(d)]
     where = ", ".join(repr(n) for n in wrong)
     takes = ", ".join(t.__name__ for t in accepted_types(decl))
     raise ValueError(f"{decl.operator} does not apply to {kind.__name__} fields ({where}); it reads {takes}. "
