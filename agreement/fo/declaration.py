@@ -274,7 +274,9 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     ``target`` (the operators give it) is recorded with the run's parameters as ``params["target"]``:
     which samples the run was asked to compute on (see :func:`run_target`)."""
     layout, execution, own = split_kwargs(decl, kwargs)
-    check_label_type(decl, samples, layout)
+    kind = check_label_type(decl, samples, layout)
+    if kind is not None and any(p.name == LABEL_TYPE_PARAM for p in decl.method_params):
+        own[LABEL_TYPE_PARAM] = kind.__name__  # a method that runs differently per label type is told it
     params = decl.validate(own)
     if decl.records_key:
         params["key"] = key
@@ -292,8 +294,13 @@ def accepted_types(decl: MethodDeclaration) -> tuple[type, ...]:
     return tuple(decl.label_types) or tuple(LABEL_TYPES)
 
 
-def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> None:
-    """Refuses rater fields of a label type the method does not read, naming the operators that do.
+#: A method parameter of this name is filled in by :func:`run_declared` with the rater fields' label type.
+LABEL_TYPE_PARAM = "label_type"
+
+
+def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> type | None:
+    """Refuses rater fields of a label type the method does not read, naming the operators that do;
+    returns their label type (``None`` without a field named).
 
     Raises:
         ValueError: e.g. "compute_ot_agreement does not apply to Classification fields ('r1', 'r2'); for
@@ -308,7 +315,7 @@ def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> N
                          + ", ".join(f"{n!r}: {t.__name__}" for n, t in types.items()))
     wrong = {n: t for n, t in types.items() if t not in accepted_types(decl)}
     if not wrong:
-        return
+        return next(iter(types.values()), None)
     kind = next(iter(wrong.values()))
     # every declaration lives in the registry package, so it is loaded whenever a declaration exists; it is
     # looked up, not imported (the registry imports this module)

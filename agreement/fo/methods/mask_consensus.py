@@ -10,6 +10,12 @@ specificity and a consensus probability map; the consensus (probability
 with one detection per class (its mask cropped to its bounding box, with the
 mean probability inside as ``staple_probability``).
 
+On ``Segmentation`` rater fields (semantic masks, classes from the
+dataset's ``mask_targets``) the run is multi-class STAPLE per sample instead,
+streamed (:mod:`agreement.fo.semantic_consensus`): ``{key}_consensus`` is a
+``Segmentation``, and each rater's sensitivity and specificity per class are
+pooled over samples.
+
 Samples where fewer than two raters carry masks or polygons are counted and
 skipped with a reason, never silently dropped. Samples without an image size
 (``metadata.width``/``height``) are skipped with a reason too: masks are
@@ -26,6 +32,7 @@ from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import rater_bars
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.semantic_consensus import semantic_finish, semantic_kernel
 from agreement.methods.consensus.mask_consensus import mask_consensus
 
 __all__ = ["compute_mask_consensus", "METHOD", "SPEC", "DECLARATION"]
@@ -35,6 +42,8 @@ MAX_LISTED = 1000
 
 
 def _check(read, params: dict) -> None:
+    if read.layout.get("label_type") == "Segmentation":
+        return  # semantic masks: checked per sample (shapes, values in mask_targets) before anything is written
     if read.annotations.masks is None and read.annotations.polygons is None:
         raise ValueError(
             "mask consensus needs instance masks (Detections with masks) or polygons (Polylines); "
@@ -80,8 +89,12 @@ SPEC = MethodSpec(
     sample_suffixes=("consensus", "sensitivity"),
     label_suffixes=(),
     compute=_compute,
-    read_options=lambda p: {"image_sizes": True, "masks": True},
+    read_options=lambda p: {} if p.get("label_type") == "Segmentation" else {"image_sizes": True, "masks": True},
     check=_check,
+    kernel=semantic_kernel,
+    finish=semantic_finish,
+    # semantic masks stream (multi-class STAPLE per sample, sums pooled); instance masks are fused at once
+    whole_corpus=lambda p: None if p.get("label_type") == "Segmentation" else "instance masks are fused at once",
 )
 
 
@@ -124,13 +137,16 @@ DECLARATION = MethodDeclaration(
               "A pixel is in the consensus when its STAPLE probability reaches this", low=0.0, high=1.0,
               low_open=True, high_open=True),
         Param("max_iter", int, 10_000, "Maximum EM iterations", "Iterations of STAPLE's EM at most", low=1),
+        Param("label_type", str, None, "Label type",
+              "The rater fields' label type, filled in from them (Segmentation: multi-class STAPLE)",
+              choices=("Detections", "Polylines", "Segmentation"), form=False),
     ),
     outputs=(("n_consensus", "Samples with a consensus", "int"), ("n_skipped", "Samples skipped", "int"),
              ("mean_sensitivity", "Mean rater sensitivity", "float"),
              ("mean_specificity", "Mean rater specificity", "float")),
     key_prefix="staple",
     streams=False,
-    label_types=(fo.Detections, fo.Polylines),
+    label_types=(fo.Detections, fo.Polylines, fo.Segmentation),
 )
 
 #: ``compute_mask_consensus(samples, key, *, fields=..., threshold=0.5, max_iter=10000)``: STAPLE consensus masks
