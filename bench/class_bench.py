@@ -75,6 +75,7 @@ def main(argv=None) -> None:
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--raters", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--operators", nargs="*", help="time only these operators (default: all)")
     args = parser.parse_args(argv)
     os.environ.setdefault("FIFTYONE_PLUGINS_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     t = time.perf_counter()
@@ -85,6 +86,8 @@ def main(argv=None) -> None:
     print(f"{'operator':<44} {'seconds':>8} {'x read':>7}")
     k = 0
     for name, params in OPERATORS:
+        if args.operators and name not in args.operators:
+            continue
         times = []
         for _ in range(args.repeat):
             times.append(run(ds, name, params, names, k))
