@@ -1,0 +1,234 @@
+r"""Crowd judgements as a reliability matrix: ``worker<TAB>item<TAB>label`` files, with reported repairs.
+
+The format is the one of the Get-Another-Label project (Ipeirotis, Provost &
+Wang, HCOMP 2010): a tab-separated file without header, one judgement per
+line. Items become samples, workers raters, labels classes
+(:class:`agreement.core.ratings.ClassRatings`, workers and items sorted by
+name, so the result does not depend on the order of the lines).
+
+Real files are not clean. Two repairs, each a parameter and each reported in
+:class:`JudgementReport` (counts and the first lines concerned):
+
+* **Repeated judgements** (one worker judged one item more than once; the
+  shared ``adultcontent3`` file has 8,039 such (worker, item) pairs carrying
+  9,050 judgements beyond the first, 2,648 of the pairs with different labels):
+  ``repeated="mode"`` (default) keeps the worker's most frequent label for
+  the item, ties going to the tied label judged last (the worker's latest
+  opinion); ``"last"`` / ``"first"`` keep the last / first judgement in file
+  order; ``"error"`` refuses. The default keeps every worker's vote on every
+  item they saw (one per rater and unit, as alpha requires) and, among
+  several, the one the worker stood by most often: dropping the pair would
+  lose data, and counting it several times would weight that worker above
+  the others on the item.
+* **Labels outside the categories** (737 judgements carry ``B``; the shared
+  README says the categories file does not list it, but the file's last line,
+  without a final newline, is ``B``: :func:`read_categories` reads it, so with
+  that file ``B`` is a fifth class, and with ``categories=("G", "P", "R", "X")``
+  it is unknown): ``unknown_labels="error"`` (default)
+  refuses, naming the labels, their counts and the first lines, and saying
+  how to proceed; ``"drop"`` leaves those judgements out (the worker stays
+  assigned to the item: a missing value, not an absent rater); ``"keep"``
+  adds the labels as classes after the categories. An unlisted label is a
+  question only the user can answer (a typo, a "broken link" answer, a
+  category the list forgot), so there is no silent default. Dropping happens
+  before repeated judgements are resolved.
+
+Parsing uses the standard library and numpy (pandas is not a dependency of
+the pure library). This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+
+from agreement.core.ratings import MISSING, ClassRatings
+
+__all__ = ["JudgementReport", "read_categories", "read_judgements", "REPEATED_POLICIES", "UNKNOWN_POLICIES"]
+
+REPEATED_POLICIES = ("mode", "last", "first", "error")
+UNKNOWN_POLICIES = ("error", "drop", "keep")
+#: How many example lines a report and an error message show.
+N_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class JudgementReport:
+    """What :func:`read_judgements` read and repaired.
+
+    Attributes:
+        path: the file read.
+        n_judgements: judgements (non-blank lines) in the file.
+        n_workers, n_items: distinct workers and items (raters and samples).
+        classes: the classes of the ratings, in code order.
+        repeated: the policy applied to repeated judgements.
+        n_repeated_pairs: (worker, item) pairs judged more than once (after dropping unknown labels).
+        n_repeated_judgements: judgements beyond the first of such pairs (the judgements set aside).
+        n_conflicting_pairs: repeated pairs whose judgements disagree.
+        repeated_examples: up to five ``"line N: worker item label"`` of repeated pairs.
+        unknown_labels: the policy applied to labels outside the categories.
+        unknown_counts: label → number of judgements, for labels outside the categories.
+        n_unknown: judgements with such labels.
+        n_dropped: judgements left out because of their label.
+        unknown_examples: up to five lines with such labels.
+    """
+
+    path: str
+    n_judgements: int
+    n_workers: int
+    n_items: int
+    classes: tuple
+    repeated: str
+    n_repeated_pairs: int
+    n_repeated_judgements: int
+    n_conflicting_pairs: int
+    repeated_examples: tuple
+    unknown_labels: str
+    unknown_counts: dict
+    n_unknown: int
+    n_dropped: int
+    unknown_examples: tuple
+
+    def summary(self) -> str:
+        """One paragraph saying what was read and repaired."""
+        parts = [f"{self.n_judgements:,} judgements by {self.n_workers:,} workers on {self.n_items:,} items, "
+                 f"classes {list(self.classes)}"]
+        if self.n_repeated_pairs:
+            parts.append(f"{self.n_repeated_pairs:,} (worker, item) pairs judged more than once "
+                         f"({self.n_repeated_judgements:,} extra judgements, {self.n_conflicting_pairs:,} pairs "
+                         f"with different labels): kept one per pair by repeated={self.repeated!r}")
+        if self.n_unknown:
+            parts.append(f"{self.n_unknown:,} judgements with labels outside the categories {self.unknown_counts}: "
+                         f"unknown_labels={self.unknown_labels!r}" + (f", {self.n_dropped:,} dropped"
+                                                                      if self.n_dropped else ""))
+        return "; ".join(parts) + "."
+
+
+def read_categories(path: str | Path) -> tuple[str, ...]:
+    """The categories of a categories file: one per non-blank line (a last line without a newline too; only
+    its first tab-separated field), in file order (an ordinal scale's order)."""
+    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    cats = tuple(ln.split("\t")[0] for ln in lines if ln)
+    if len(set(cats)) != len(cats):
+        raise ValueError(f"{path}: a category is listed twice: {list(cats)}")
+    return cats
+
+
+def _parse(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    workers, items, labels, lines = [], [], [], []
+    with path.open(encoding="utf-8", newline="") as f:
+        for no, raw in enumerate(f, 1):
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3 or not all(fields):
+                raise ValueError(f"{path}, line {no}: expected worker<TAB>item<TAB>label with three non-empty "
+                                 f"fields, got {line!r}")
+            workers.append(fields[0])
+            items.append(fields[1])
+            labels.append(fields[2])
+            lines.append(no)
+    return (np.array(workers, dtype=object), np.array(items, dtype=object), np.array(labels, dtype=object),
+            np.array(lines, dtype=np.int64))
+
+
+def _examples(idx: np.ndarray, w: np.ndarray, i: np.ndarray, lab: np.ndarray, ln: np.ndarray) -> tuple:
+    return tuple(f"line {ln[k]}: {w[k]} {i[k]} {lab[k]}" for k in idx[:N_EXAMPLES])
+
+
+def _resolve_repeats(key: np.ndarray, code: np.ndarray, n_codes: int, policy: str) -> np.ndarray:
+    """Indices (file order) of the one judgement kept per key."""
+    n = len(key)
+    if policy == "first":
+        return np.sort(np.unique(key, return_index=True)[1])
+    if policy == "last":
+        return np.sort(n - 1 - np.unique(key[::-1], return_index=True)[1])
+    kl = key * n_codes + code  # (pair, label) combinations
+    uniq, first_rev, counts = np.unique(kl[::-1], return_index=True, return_counts=True)
+    last_pos = n - 1 - first_rev  # the latest judgement of each (pair, label)
+    order = np.lexsort((last_pos, counts, uniq // n_codes))  # by pair, then count, then recency
+    pair_sorted = (uniq // n_codes)[order]
+    is_last = np.r_[pair_sorted[1:] != pair_sorted[:-1], True]
+    return np.sort(last_pos[order][is_last])
+
+
+def read_judgements(path: str | Path, categories: Sequence[str] | str | Path | None = None, *,
+                    repeated: Literal["mode", "last", "first", "error"] = "mode",
+                    unknown_labels: Literal["error", "drop", "keep"] = "error",
+                    ) -> tuple[ClassRatings, JudgementReport]:
+    """Reads a ``worker<TAB>item<TAB>label`` judgement file into one class per worker and item.
+
+    Args:
+        path: the TSV file (no header, one judgement per line, blank lines ignored).
+        categories: the classes in order (an ordinal scale's order), or the path of a categories file
+            (:func:`read_categories`); default: every label found, sorted.
+        repeated: one judgement per (worker, item) from several: ``"mode"`` (the most frequent label,
+            ties to the one judged last), ``"last"``, ``"first"``, or ``"error"``.
+        unknown_labels: labels outside ``categories``: ``"error"``, ``"drop"`` (the judgements; the
+            worker stays assigned to the item) or ``"keep"`` (as further classes, sorted, after the categories).
+
+    Returns:
+        ``(ratings, report)``: :class:`agreement.core.ratings.ClassRatings` with items as samples and
+        workers as raters (both sorted by name; ``assigned`` marks every (item, worker) with a judgement,
+        also a dropped one), and the :class:`JudgementReport` of what was repaired.
+
+    Raises:
+        ValueError: a malformed line (naming it); unknown labels with ``unknown_labels="error"`` or
+            repeated judgements with ``repeated="error"`` (naming counts and first lines, and how to proceed).
+    """
+    if repeated not in REPEATED_POLICIES:
+        raise ValueError(f"repeated must be one of {REPEATED_POLICIES}, got {repeated!r}")
+    if unknown_labels not in UNKNOWN_POLICIES:
+        raise ValueError(f"unknown_labels must be one of {UNKNOWN_POLICIES}, got {unknown_labels!r}")
+    path = Path(path)
+    w, it, lab, ln = _parse(path)
+    if isinstance(categories, (str, Path)):
+        categories = read_categories(categories)
+    found = sorted(set(lab.tolist()))
+    cats = tuple(found) if categories is None else tuple(categories)
+    unknown_mask = ~np.isin(lab, np.array(cats, dtype=object))
+    unknown_counts = {str(k): int(v) for k, v in zip(*np.unique(lab[unknown_mask].astype(str), return_counts=True))}
+    unknown_ex = _examples(np.flatnonzero(unknown_mask), w, it, lab, ln)
+    if unknown_mask.any() and unknown_labels == "error":
+        raise ValueError(
+            f"{path}: {int(unknown_mask.sum()):,} judgements carry labels that are not among the categories "
+            f"{list(cats)}: {unknown_counts}; first: {'; '.join(unknown_ex)}. Pass unknown_labels='drop' to leave "
+            "them out (the workers stay assigned: missing values), unknown_labels='keep' to add them as classes, "
+            "or list them in the categories.")
+    classes = cats + (tuple(unknown_counts) if unknown_labels == "keep" else ())
+    workers, wi = np.unique(w.astype(str), return_inverse=True)
+    items, ii = np.unique(it.astype(str), return_inverse=True)
+    S, R = len(items), len(workers)
+    assigned = np.zeros((S, R), dtype=bool)
+    assigned[ii, wi] = True
+    keep = ~unknown_mask if unknown_labels == "drop" else np.ones(len(lab), dtype=bool)
+    index = {c: k for k, c in enumerate(classes)}
+    code = np.array([index[x] for x in lab[keep].tolist()], dtype=np.int64)
+    key = ii[keep].astype(np.int64) * R + wi[keep]
+    kept_idx = np.flatnonzero(keep)
+    uniq_keys, inv, n_per = np.unique(key, return_inverse=True, return_counts=True)
+    rep = n_per[inv] > 1
+    L = max(len(classes), 1)
+    pair_of_label = np.unique(key * L + code) // L  # one entry per distinct (pair, label)
+    n_labels = np.bincount(np.searchsorted(uniq_keys, pair_of_label), minlength=len(uniq_keys))
+    n_conflicting = int((n_labels > 1).sum())
+    rep_ex = _examples(kept_idx[rep], w, it, lab, ln)
+    if rep.any() and repeated == "error":
+        raise ValueError(
+            f"{path}: {int((n_per > 1).sum()):,} (worker, item) pairs are judged more than once "
+            f"({int((n_per - 1).sum()):,} extra judgements, {n_conflicting:,} pairs with different labels); "
+            f"first: {'; '.join(rep_ex)}. Pass repeated='mode' (the worker's most frequent label, ties to the "
+            "latest), 'last' or 'first' to keep one judgement per pair.")
+    chosen = _resolve_repeats(key, code, L, repeated)
+    codes = np.full((S, R), MISSING, dtype=np.int64)
+    codes[ii[kept_idx[chosen]], wi[kept_idx[chosen]]] = code[chosen]
+    ratings = ClassRatings(items.astype(object), tuple(workers.tolist()), classes, codes, assigned)
+    report = JudgementReport(
+        str(path), len(lab), R, S, classes, repeated, int((n_per > 1).sum()), int((n_per - 1).sum()),
+        n_conflicting, rep_ex, unknown_labels, unknown_counts, int(unknown_mask.sum()), int((~keep).sum()),
+        unknown_ex)
+    return ratings, report

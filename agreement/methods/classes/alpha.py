@@ -1,0 +1,421 @@
+r"""Krippendorff's alpha for one class per rater and sample, at the nominal, ordinal or interval level.
+
+The input is a reliability matrix of class codes ``codes`` of shape ``(S, R)``:
+``S`` units (samples) as rows, ``R`` raters as columns, each cell a class code
+in ``0 .. K-1`` or ``-1`` for a missing value (the layout of
+:class:`agreement.core.ratings.ClassRatings`; note that
+:mod:`agreement.core.krippendorff` takes the transpose, raters as rows).
+
+Following Krippendorff (2011):
+
+* ``n_uc`` is the number of values ``c`` in unit ``u`` and ``m_u = sum_c n_uc``;
+  only units with ``m_u >= 2`` are *pairable*;
+* the **coincidence matrix** is
+  ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)`` over pairable units,
+  ``n_c = sum_k o_ck`` and ``n = sum_c n_c`` (the number of pairable values);
+* with a squared difference ``delta2_ck`` of the level of measurement,
+  ``D_o = sum_ck o_ck delta2_ck / n`` and
+  ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``;
+* ``alpha = 1 - D_o / D_e``, at most 1: 1 perfect agreement, 0 agreement at
+  chance level, below 0 systematic disagreement.
+
+The differences (:func:`delta_matrix`):
+
+* nominal: ``delta2_ck = [c != k]``;
+* ordinal (codes are ranks ``0 < 1 < ... < K-1``):
+  ``delta2_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)**2``, i.e. the squared
+  distance between the mid-ranks ``r_g = sum_{h<=g} n_h - n_g / 2`` of the two
+  classes in the pooled pairable values;
+* interval: ``delta2_ck = (v_c - v_k)**2`` with ``v`` the numeric value of each code.
+
+``alpha`` is undefined (NaN, with a reason) when there are fewer than two
+pairable values or when they show no variation (``D_e = 0``).
+
+Reference: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability",
+University of Pennsylvania, 2011 (https://repository.upenn.edu/asc_papers/43).
+This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "LEVELS",
+    "Level",
+    "ClassAlpha",
+    "check_codes",
+    "unit_counts",
+    "coincidence_matrix",
+    "coincidence_sparse",
+    "unit_coincidences",
+    "delta_matrix",
+    "alpha_from_coincidence",
+    "class_alpha",
+    "bootstrap_alpha",
+]
+
+Level = Literal["nominal", "ordinal", "interval"]
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
+
+#: ``D_e`` at or below this (relative to the largest difference) is no variation.
+NO_VARIATION_EPS = 1e-15
+
+#: At most this many resampling weights are held in memory at once by :func:`bootstrap_alpha`.
+_BOOT_CHUNK = 1 << 22
+
+REASON_FEW = "fewer than 2 pairable values (n = {n:g}): no unit has two or more values"
+REASON_FLAT = "no variation: the pairable values do not differ (D_e = 0)"
+
+
+@dataclass(frozen=True)
+class ClassAlpha:
+    """Krippendorff's alpha with its parts.
+
+    Attributes:
+        alpha: ``1 - observed / expected`` (at most 1); NaN when undefined.
+        observed: the observed disagreement ``D_o`` (NaN with fewer than two pairable values).
+        expected: the expected disagreement ``D_e`` (NaN with fewer than two pairable values).
+        n_pairable: ``n``, the number of pairable values.
+        n_units: the number of pairable units (units with at least two values).
+        reason: why ``alpha`` is NaN; ``""`` when it is defined.
+    """
+
+    alpha: float
+    observed: float
+    expected: float
+    n_pairable: float
+    n_units: int
+    reason: str = ""
+
+    @property
+    def defined(self) -> bool:
+        """``alpha`` is a number."""
+        return not np.isnan(self.alpha)
+
+
+def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, int]:
+    """Validates a ``(S, R)`` matrix of class codes (``-1`` missing) and returns it as int64 with ``K``.
+
+    Args:
+        codes: ``(S, R)`` integer codes in ``[-1, K-1]``.
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Raises:
+        ValueError: not two-dimensional, not integer, a code below ``-1`` or at least ``n_classes``.
+    """
+    arr = np.asarray(codes)
+    if arr.ndim != 2:
+        raise ValueError(f"codes must be a (samples, raters) matrix, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"codes must be integers (-1 for missing), got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    top = int(arr.max()) + 1 if arr.size else 0
+    if arr.size and arr.min() < -1:
+        raise ValueError(f"codes must be >= -1 (-1 is missing), got {int(arr.min())}")
+    K = top if n_classes is None else int(n_classes)
+    if top > K:
+        raise ValueError(f"code {top - 1} is out of range for n_classes={K}")
+    return arr, max(K, 0)
+
+
+def _check_level(level: str, values: np.ndarray | None, K: int) -> np.ndarray | None:
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    if level != "interval":
+        return None
+    if values is None:
+        return np.arange(K, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(v) < K:
+        raise ValueError(f"values must give a number for each of the {K} codes, got {len(v)}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite numbers")
+    return v
+
+
+def unit_counts(codes: np.ndarray, n_classes: int | None = None) -> sp.csr_matrix:
+    """``n_uc``: the number of values of each class in each unit, as a sparse ``(S, K)`` matrix.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+    """
+    codes, K = check_codes(codes, n_classes)
+    S = codes.shape[0]
+    s, r = np.nonzero(codes >= 0)
+    data = np.ones(len(s), dtype=np.float64)
+    out = sp.csr_matrix((data, (s, codes[s, r])), shape=(S, K))
+    out.sum_duplicates()
+    return out
+
+
+def _pairable(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """The rows of pairable units, their ``m_u`` and their indices."""
+    m = np.asarray(counts.sum(axis=1)).reshape(-1)
+    keep = np.flatnonzero(m >= 2)
+    return counts[keep], m[keep], keep
+
+
+def _coincidence_of(counts: sp.csr_matrix) -> np.ndarray:
+    """``sum_u (n_u n_u^T - diag n_u) / (m_u - 1)`` over the pairable rows of ``counts``, dense ``(K, K)``."""
+    return np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
+
+
+def coincidence_sparse(counts: sp.csr_matrix) -> sp.csr_matrix:
+    """The coincidence matrix of unit counts ``(S, K)`` as a sparse ``(K, K)`` matrix.
+
+    The integer products ``n_uc n_uk - [c = k] n_uc`` are summed exactly within
+    groups of units with the same ``m_u`` and divided by ``m_u - 1`` once per
+    group, so the result does not drift with the number of units.
+    """
+    K = counts.shape[1]
+    U0, m, _ = _unit_products(counts)
+    groups, g = np.unique(m, return_inverse=True)
+    G = sp.csr_matrix((np.ones(len(m)), (g.reshape(-1), np.arange(len(m)))), shape=(len(groups), len(m))) @ U0
+    flat = sp.csr_matrix(1.0 / (groups - 1.0)) @ G if len(groups) else sp.csr_matrix((1, K * K))
+    flat = sp.coo_matrix(flat)
+    return sp.csr_matrix((flat.data, (flat.col // max(K, 1), flat.col % max(K, 1))), shape=(K, K))
+
+
+def _unit_products(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Per pairable unit, ``n_u n_u^T - diag n_u`` flattened (``c * K + k``), with ``m_u`` and the unit indices."""
+    N, m, keep = _pairable(counts)
+    N = sp.csr_matrix(N)
+    N.sum_duplicates()
+    N.sort_indices()
+    K = N.shape[1]
+    k = np.diff(N.indptr)
+    reps = k * k
+    row = np.repeat(np.arange(len(k)), reps)
+    off = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    kk = np.maximum(np.repeat(k, reps), 1)
+    i = N.indptr[row] + off // kk
+    j = N.indptr[row] + off % kk
+    ci, cj = N.indices[i].astype(np.int64), N.indices[j].astype(np.int64)
+    val = N.data[i] * N.data[j] - np.where(ci == cj, N.data[i], 0.0)
+    U0 = sp.csr_matrix((val, (row, ci * K + cj)), shape=(len(k), K * K))
+    return U0, m, keep
+
+
+def coincidence_matrix(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """The ``(K, K)`` coincidence matrix ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)``.
+
+    Sums over pairable units (``m_u >= 2``); symmetric, with row sums ``n_c``
+    (Krippendorff 2011). Built from a sparse ``(S, K)`` count matrix, in time
+    linear in the number of ratings.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+    """
+    return _coincidence_of(unit_counts(codes, n_classes))
+
+
+def unit_coincidences(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Each pairable unit's contribution to the coincidence matrix, one sparse row per unit.
+
+    Row ``u`` holds ``(n_u n_u^T - diag n_u) / (m_u - 1)`` flattened to ``K * K``
+    (index ``c * K + k``); the rows sum to :func:`coincidence_matrix`.
+
+    Args:
+        counts: ``(S, K)`` sparse unit counts (:func:`unit_counts`).
+
+    Returns:
+        ``(U, keep)``: ``U`` a ``(S_pairable, K * K)`` CSR matrix and ``keep`` the
+        indices of the pairable units.
+    """
+    U0, m, keep = _unit_products(counts)
+    return sp.csr_matrix(sp.diags(1.0 / (m - 1.0)) @ U0), keep
+
+
+def delta_matrix(level: Level, n_c: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    """The squared differences ``delta2_ck`` of a level of measurement (Krippendorff 2011).
+
+    * nominal: ``[c != k]``;
+    * ordinal: ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)**2 = (r_k - r_c)**2`` with
+      the mid-ranks ``r_g = sum_{h<=g} n_h - n_g / 2`` (codes are ranks);
+    * interval: ``(v_c - v_k)**2``.
+
+    Args:
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        n_c: ``(..., K)`` pairable values per class (the coincidence matrix's
+            row sums); a leading batch shape gives a batch of matrices.
+        values: ``(K,)`` numeric value of each code (interval; default the codes).
+
+    Returns:
+        ``(..., K, K)`` float64, zero on the diagonal.
+    """
+    n_c = np.asarray(n_c, dtype=np.float64)
+    K = n_c.shape[-1]
+    if level == "nominal":
+        return np.broadcast_to(1.0 - np.eye(K), n_c.shape[:-1] + (K, K)).copy()
+    if level == "ordinal":
+        mid = np.cumsum(n_c, axis=-1) - n_c / 2.0
+        return (mid[..., :, None] - mid[..., None, :]) ** 2
+    v = _check_level(level, values, K)[:K]
+    d = (v[:, None] - v[None, :]) ** 2
+    return np.broadcast_to(d, n_c.shape[:-1] + (K, K)).copy()
+
+
+def _alpha_batch(o: np.ndarray, level: Level, values: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices ``(..., K, K)``."""
+    o = np.asarray(o, dtype=np.float64)
+    n_c = o.sum(axis=-1)
+    n = n_c.sum(axis=-1)
+    d = delta_matrix(level, n_c, values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = n >= 2
+        d_o = np.where(ok, np.maximum((o * d).sum(axis=(-1, -2)) / n, 0.0), np.nan)
+        d_e = np.where(ok, np.einsum("...c,...ck,...k->...", n_c, d, n_c) / (n * (n - 1.0)), np.nan)
+        scale = np.maximum(d.max(axis=(-1, -2)), 1.0) if d.size else np.ones_like(n)
+        flat = ok & (d_e <= NO_VARIATION_EPS * scale)
+        alpha = np.where(ok & ~flat, 1.0 - d_o / d_e, np.nan)
+    d_e = np.where(flat, 0.0, d_e)
+    return alpha, d_o, d_e, n
+
+
+def alpha_from_coincidence(o: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None,
+                           n_units: int = -1) -> ClassAlpha:
+    """Krippendorff's alpha from a coincidence matrix at a level of measurement.
+
+    ``n_c = sum_k o_ck``, ``n = sum_c n_c``, ``D_o = sum_ck o_ck delta2_ck / n``,
+    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``, ``alpha = 1 - D_o / D_e``
+    (at most 1; Krippendorff 2011), ``delta2`` from :func:`delta_matrix`.
+
+    Args:
+        o: ``(K, K)`` symmetric coincidence matrix.
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        values: ``(K,)`` numeric values of the codes (interval only; default the codes).
+        n_units: the number of pairable units behind ``o`` (reported only).
+
+    Returns:
+        :class:`ClassAlpha`; NaN with a reason when ``n < 2`` or ``D_e = 0``.
+    """
+    o = np.asarray(o, dtype=np.float64)
+    if o.ndim != 2 or o.shape[0] != o.shape[1]:
+        raise ValueError(f"coincidence matrix must be square, got shape {o.shape}")
+    _check_level(level, values, o.shape[0])
+    alpha, d_o, d_e, n = (float(x) for x in _alpha_batch(o, level, values))
+    if not n >= 2:
+        return ClassAlpha(np.nan, np.nan, np.nan, n, n_units, REASON_FEW.format(n=n))
+    if np.isnan(alpha):
+        return ClassAlpha(np.nan, d_o, 0.0, n, n_units, REASON_FLAT)
+    return ClassAlpha(alpha, d_o, d_e, n, n_units, "")
+
+
+def class_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+                n_classes: int | None = None) -> ClassAlpha:
+    """Krippendorff's alpha of a ``(samples, raters)`` matrix of class codes.
+
+    ``alpha = 1 - D_o / D_e`` with ``D_o = sum_ck o_ck delta2_ck / n`` and
+    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))`` from the coincidence matrix
+    ``o`` (:func:`coincidence_matrix`), its row sums ``n_c`` and ``n = sum_c n_c``;
+    ``delta2`` is the level's squared difference (:func:`delta_matrix`). Range:
+    at most 1; 1 perfect agreement, 0 chance, below 0 systematic disagreement.
+    Missing values (``-1``) are allowed anywhere; units with fewer than two
+    values are not pairable and do not count.
+
+    Args:
+        codes: ``(S, R)`` class codes in ``0 .. K-1``, ``-1`` missing (rows units, columns raters).
+        level: ``"nominal"``, ``"ordinal"`` (codes are ranks) or ``"interval"``.
+        values: ``(K,)`` numeric value of each code, for ``"interval"`` (default: the codes themselves).
+        n_classes: ``K`` (default: the largest code + 1); classes nobody used change nothing.
+
+    Returns:
+        :class:`ClassAlpha` ``(alpha, observed, expected, n_pairable, n_units, reason)``;
+        NaN with a reason when fewer than two pairable values exist or they show no variation.
+
+    Reference:
+        K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+
+    Examples:
+        >>> class_alpha(np.array([[0, 0], [1, 1], [0, 1]])).alpha  # doctest: +ELLIPSIS
+        0.444...
+    """
+    codes, K = check_codes(codes, n_classes)
+    _check_level(level, values, K)
+    counts = unit_counts(codes, K)
+    n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
+    return alpha_from_coincidence(_coincidence_of(counts), level, values, n_units)
+
+
+def bootstrap_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None,
+                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95, *,
+                    n_classes: int | None = None) -> tuple[float, float]:
+    """A percentile bootstrap confidence interval of :func:`class_alpha` that resamples units.
+
+    Each replicate draws ``S_p`` pairable units with replacement (``S_p`` the
+    number of pairable units; units without a pair add nothing to alpha) and
+    computes alpha of the coincidence matrix ``o* = sum_u w_u o^u``, with
+    ``w_u`` the number of times unit ``u`` was drawn and ``o^u`` its
+    contribution (:func:`unit_coincidences`, precomputed once, sparse). For
+    the ordinal level the differences follow each replicate's marginals.
+    The interval is the ``(1 - ci)/2`` and ``(1 + ci)/2`` percentiles of the
+    defined replicates (Efron & Tibshirani 1993, percentile method).
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        values: ``(K,)`` numeric value of each code (interval).
+        n_boot: the number of replicates.
+        seed: seed of ``numpy.random.default_rng``: the same seed gives the same interval.
+        ci: the coverage, in ``(0, 1)``.
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` when no replicate has a defined alpha.
+
+    Reference:
+        K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011;
+        B. Efron and R. Tibshirani, "An Introduction to the Bootstrap", 1993.
+    """
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must be in (0, 1), got {ci}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    codes, K = check_codes(codes, n_classes)
+    _check_level(level, values, K)
+    U, freq = _unit_patterns(unit_counts(codes, K))
+    S_p = int(freq.sum())
+    if S_p == 0:
+        return (np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    UT = U.T.tocsr()
+    P = len(freq)
+    chunk = max(1, _BOOT_CHUNK // P)
+    alphas = []
+    for start in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - start)
+        w = rng.multinomial(S_p, freq / S_p, size=b).astype(np.float64)  # (b, P) draws of each pattern
+        o = np.asarray(UT @ w.T).T.reshape(b, K, K)
+        alphas.append(_alpha_batch(o, level, values)[0])
+    a = np.concatenate(alphas)
+    if not np.isfinite(a).any():
+        return (np.nan, np.nan)
+    low, high = np.nanpercentile(a, [50.0 * (1.0 - ci), 50.0 * (1.0 + ci)])
+    return float(low), float(high)
+
+
+def _unit_patterns(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The distinct count vectors of the pairable units (sorted), their coincidence rows and frequencies.
+
+    Drawing ``S_p`` units uniformly with replacement is drawing the distinct
+    patterns from a multinomial with their frequencies: the same distribution,
+    with far fewer categories when many units look alike, and independent of
+    the order of the units.
+    """
+    N, _, _ = _pairable(counts)
+    if N.shape[0] * max(N.shape[1], 1) <= (1 << 26):
+        patterns, freq = np.unique(N.toarray(), axis=0, return_counts=True)
+        P = sp.csr_matrix(patterns)
+    else:  # too wide to compare densely: every unit is its own pattern
+        P, freq = N, np.ones(N.shape[0], dtype=np.int64)
+    U, _ = unit_coincidences(P)
+    return U, freq.astype(np.float64)

@@ -1,0 +1,331 @@
+r"""Diagnostics of class agreement: per sample, per rater, per rater pair and per class.
+
+All functions take the ``(S, R)`` reliability matrix of class codes of
+:mod:`agreement.methods.classes.alpha` (rows samples, columns raters, ``-1``
+missing) and are vectorised: work grows with the number of ratings (and, for
+:func:`pairwise`, with the number of (sample, rater pair) triples), never with
+a loop over raters or pairs.
+
+* :func:`sample_observed_agreement`: the share of agreeing pairs of ratings per sample.
+* :func:`rater_vitality`: ``alpha - alpha_{-r}``, positive when rater ``r`` helps.
+* :func:`agreement_with_consensus`: each rater's share of ratings equal to a consensus class.
+* :func:`pairwise`: Cohen's kappa, pairwise alpha and observed agreement of every rater pair that met.
+* :func:`class_difficulty` and :func:`confusion_between_raters`: from the coincidence matrix.
+
+References: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011;
+J. Cohen, "A Coefficient of Agreement for Nominal Scales", Educational and
+Psychological Measurement 20(1), 1960. This module does not import FiftyOne.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
+from agreement.methods.classes.alpha import (
+    Level,
+    _alpha_batch,
+    _check_level,
+    _unit_products,
+    check_codes,
+    coincidence_matrix,
+    unit_counts,
+)
+
+__all__ = [
+    "ClassDifficulty",
+    "sample_observed_agreement",
+    "alpha_without_rater",
+    "rater_vitality",
+    "agreement_with_consensus",
+    "pairwise",
+    "class_difficulty",
+    "confusion_between_raters",
+]
+
+
+def sample_observed_agreement(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """The share of agreeing ordered pairs of ratings on each sample.
+
+    ``a_u = sum_c n_uc (n_uc - 1) / (m_u (m_u - 1))``: of the ordered pairs of
+    different raters who both rated sample ``u``, the share that gave the same
+    class (the per-unit observed agreement of Krippendorff 2011 and Fleiss' ``P_i``).
+    Range ``[0, 1]``; no chance correction.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(S,)`` float; NaN where fewer than two raters rated the sample.
+    """
+    counts = unit_counts(codes, n_classes)
+    m = np.asarray(counts.sum(axis=1)).reshape(-1)
+    same = np.asarray(counts.multiply(counts).sum(axis=1)).reshape(-1) - m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(m >= 2, same / (m * (m - 1.0)), np.nan)
+
+
+def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
+    """``(R, K, K)``: the coincidence matrix of ``codes`` without each rater's column.
+
+    With ``o^u = (n_u n_u^T - diag n_u) / (m_u - 1)``, removing a value ``c``
+    from unit ``u`` turns its contribution into
+    ``[(m_u - 1) o^u - e_c n_u^T - n_u e_c^T + 2 E_cc] / (m_u - 2)`` when
+    ``m_u >= 3`` and into nothing when ``m_u = 2``; the per-rater sums of these
+    corrections are sparse products over the rater's ratings.
+    """
+    S, R = codes.shape
+    counts = unit_counts(codes, K)
+    U0, m_p, keep = _unit_products(counts)
+    m = np.zeros(S)
+    m[keep] = m_p
+    o_all = (np.asarray(U0.T @ (1.0 / (m_p - 1.0)))).reshape(K, K)
+    s, r = np.nonzero(codes >= 0)
+    c = codes[s, r]
+    ms = m[s]
+    # the change of the pairable unit's scaled product (m-1) o^u / (m-2) - o^u = o^u / (m-2), or -o^u when m = 2
+    pos = np.searchsorted(keep, s)
+    pair = ms >= 2
+    coef = np.where(ms >= 3, 1.0 / np.maximum(ms - 2.0, 1.0), -1.0) / np.maximum(ms - 1.0, 1.0)
+    X = sp.csr_matrix((coef[pair], (r[pair], pos[pair])), shape=(R, len(keep)))
+    delta = np.asarray((X @ U0).todense()).reshape(R, K, K)
+    big = ms >= 3
+    inv = 1.0 / np.maximum(ms[big] - 2.0, 1.0)
+    Y = sp.csr_matrix((inv, (r[big] * K + c[big], s[big])), shape=(R * K, S))
+    G = np.asarray((Y @ counts).todense()).reshape(R, K, K)  # G[r, c, :] = sum n_u / (m_u - 2)
+    delta -= G + G.transpose(0, 2, 1)
+    diag = np.bincount(r[big] * K + c[big], 2.0 * inv, minlength=R * K).reshape(R, K)
+    delta[:, np.arange(K), np.arange(K)] += diag
+    return o_all[None] + delta
+
+
+def alpha_without_rater(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+                        n_classes: int | None = None) -> np.ndarray:
+    """``alpha_{-r}``: Krippendorff's alpha of the reliability matrix without rater ``r``'s column, for each ``r``.
+
+    Computed from the full coincidence matrix by subtracting each rater's
+    contribution (:func:`_without_rater_coincidences`), equal to ``R`` full
+    recomputations. Range: at most 1.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        values: ``(K,)`` numeric value of each code (interval).
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(R,)`` float; NaN where alpha without the rater is undefined.
+    """
+    codes, K = check_codes(codes, n_classes)
+    _check_level(level, values, K)
+    if codes.shape[1] == 0:
+        return np.zeros(0)
+    return _alpha_batch(_without_rater_coincidences(codes, K), level, values)[0]
+
+
+def rater_vitality(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+                   n_classes: int | None = None) -> np.ndarray:
+    """Rater vitality ``v_r = alpha - alpha_{-r}``: how much alpha drops when rater ``r`` is left out.
+
+    ``v_r > 0``: the rater helps (alpha is higher with them); ``v_r < 0``: the
+    rater lowers agreement. The same sign as the KαLOS diagnostics
+    (:func:`agreement.methods.kalos.diagnostics.rater_vitality`). Range:
+    differences of alphas, in ``(-inf, 2]`` in theory, small in practice.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        values: ``(K,)`` numeric value of each code (interval).
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(R,)`` float; NaN where alpha or alpha without the rater is undefined
+        (for instance with two raters: without one, no pair is left).
+
+    Reference:
+        K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011
+        (alpha); vitality is the leave-one-rater-out jackknife difference.
+    """
+    codes, K = check_codes(codes, n_classes)
+    _check_level(level, values, K)
+    o = coincidence_matrix(codes, K)
+    alpha = float(_alpha_batch(o, level, values)[0])
+    return alpha - alpha_without_rater(codes, level, values, n_classes=K)
+
+
+def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> np.ndarray:
+    """Each rater's share of ratings equal to the consensus class of the sample.
+
+    ``a_r = #{u : x_ur = y_u} / #{u : x_ur and y_u given}`` with ``x`` the
+    ratings and ``y`` the consensus (e.g. a majority vote or Dawid–Skene).
+    Range ``[0, 1]``; no chance correction.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        consensus_codes: ``(S,)`` consensus class of each sample, ``-1`` where there is none.
+
+    Returns:
+        ``(R,)`` float; NaN for a rater with no rating on a sample with a consensus.
+    """
+    codes, _ = check_codes(codes)
+    y = np.asarray(consensus_codes, dtype=np.int64).reshape(-1)
+    if len(y) != codes.shape[0]:
+        raise ValueError(f"consensus_codes must have {codes.shape[0]} entries, got {len(y)}")
+    both = (codes >= 0) & (y[:, None] >= 0)
+    n = both.sum(axis=0)
+    hit = (both & (codes == y[:, None])).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 0, hit / n, np.nan)
+
+
+def pairwise(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+             raters: Sequence[str] | None = None, n_classes: int | None = None) -> RaterPairTable:
+    """Agreement of every pair of raters that met (both rated at least one sample).
+
+    For raters ``a < b`` and their ``N`` shared samples, with the contingency
+    table ``C_ck`` (``a`` said ``c``, ``b`` said ``k``) and its margins ``r^a``, ``r^b``:
+
+    * ``observed_agreement = p_o = sum_c C_cc / N`` in ``[0, 1]``;
+    * ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_e = sum_c r^a_c r^b_c / N**2``
+      (Cohen 1960; equal to ``sklearn.metrics.cohen_kappa_score`` on the shared
+      samples), at most 1, NaN when ``p_e = 1`` (both used one and the same class);
+    * ``alpha``: Krippendorff's alpha of the two columns at ``level`` (every
+      shared sample is a unit of two values, ``n = 2N``, ``n_c = r^a_c + r^b_c``):
+      ``D_o`` = mean over shared samples of ``delta2(c_a, c_b)`` and
+      ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``; NaN with a reason when
+      the pair's values show no variation.
+
+    Pairs that never met are **absent** from the table (no data), not 0 or NaN.
+    Work grows with the (sample, rater pair) triples, ``sum_u m_u (m_u - 1) / 2``.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        level: ``"nominal"``, ``"ordinal"`` or ``"interval"`` (for ``alpha``).
+        values: ``(K,)`` numeric value of each code (interval).
+        raters: the rater names (default ``"0"``, ``"1"``, ...).
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        :class:`agreement.core.rater_pairs.RaterPairTable` with ``n_shared`` the
+        number of samples both rated and values ``kappa``, ``alpha`` and
+        ``observed_agreement`` (reasons for NaN in ``reasons``).
+
+    Reference:
+        J. Cohen, 1960; K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+    """
+    codes, K = check_codes(codes, n_classes)
+    v = _check_level(level, values, K)
+    S, R = codes.shape
+    names = tuple(str(i) for i in range(R)) if raters is None else tuple(raters)
+    if len(names) != R:
+        raise ValueError(f"raters must name the {R} columns, got {len(names)}")
+    ss, rr = np.nonzero(codes >= 0)
+    sample, a, b, pid = shared_pairs_of_cells(ss, rr, S, R)
+    table = RaterPairTable.from_shared_pairs(names, a, b, pid)
+    P = len(table)
+    ca, cb = codes[sample, a], codes[sample, b]
+    N = table.n_shared.astype(np.float64)
+    ra = np.bincount(pid * K + ca, minlength=P * K).reshape(P, K).astype(np.float64)
+    rb = np.bincount(pid * K + cb, minlength=P * K).reshape(P, K).astype(np.float64)
+    agree = np.bincount(pid, (ca == cb).astype(np.float64), minlength=P)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_o = agree / N
+        p_e = (ra * rb).sum(axis=1) / (N * N)
+        undefined_k = np.isclose(p_e, 1.0, rtol=0.0, atol=1e-15)
+        kappa = np.where(undefined_k, np.nan, (p_o - p_e) / (1.0 - p_e))
+    alpha, alpha_reason = _pair_alpha(level, v, pid, ca, cb, ra + rb, N)
+    table.values.update({"kappa": kappa, "alpha": alpha, "observed_agreement": p_o})
+    kappa_reason = np.where(undefined_k, "both raters gave one and the same class on every shared sample "
+                                         "(p_e = 1)", "").astype(object)
+    table.reasons.update({"kappa": kappa_reason, "alpha": alpha_reason})
+    return table
+
+
+def _pair_alpha(level: str, v: np.ndarray | None, pid: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+                n_c: np.ndarray, N: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two-rater alpha per pair from the triples and the pair margins ``n_c = r^a + r^b``."""
+    P, K = n_c.shape
+    n = 2.0 * N
+    if level == "nominal":
+        d_pair = (ca != cb).astype(np.float64)
+        d_e_num = n * n - (n_c * n_c).sum(axis=1)
+    else:
+        if level == "ordinal":  # mid-ranks of the pair's own pooled values
+            vals = np.cumsum(n_c, axis=1) - n_c / 2.0
+            pid_k = pid * K
+            d_pair = (vals.reshape(-1)[pid_k + ca] - vals.reshape(-1)[pid_k + cb]) ** 2
+        else:
+            vals = np.broadcast_to(v[:K], (P, K))
+            d_pair = (v[ca] - v[cb]) ** 2
+        mean = (n_c * vals).sum(axis=1) / n
+        d_e_num = 2.0 * n * (n_c * (vals - mean[:, None]) ** 2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_o = np.bincount(pid, d_pair, minlength=P) / N
+        d_e = d_e_num / (n * (n - 1.0))
+        scale = 1.0 if level == "nominal" else np.maximum(np.max(vals, axis=1) - np.min(vals, axis=1), 1.0) ** 2
+        flat = d_e <= 1e-15 * scale
+        alpha = np.where(flat, np.nan, 1.0 - d_o / d_e)
+    reason = np.where(flat, "no variation: the pair's values do not differ (D_e = 0)", "").astype(object)
+    return alpha, reason
+
+
+@dataclass(frozen=True)
+class ClassDifficulty:
+    """How often each class is matched by another rater on the same sample.
+
+    Attributes:
+        match_rate: ``(K,)`` ``o_cc / n_c`` in ``[0, 1]``; NaN for a class without pairable values.
+        n_values: ``(K,)`` ``n_c``, the pairable values of each class.
+    """
+
+    match_rate: np.ndarray
+    n_values: np.ndarray
+
+
+def class_difficulty(codes: np.ndarray, n_classes: int | None = None) -> ClassDifficulty:
+    """Per class, the share of its pairable values matched by the same class from another rater.
+
+    ``match_c = o_cc / n_c`` from the coincidence matrix ``o`` (Krippendorff
+    2011): of the pairs of values on a sample that start with a rating ``c``,
+    the share whose other rating is ``c`` too. Range ``[0, 1]``; low values
+    mark a class that raters confuse with others (see
+    :func:`confusion_between_raters` for with which).
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+    """
+    o = coincidence_matrix(codes, n_classes)
+    n_c = o.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(n_c > 0, np.diag(o) / n_c, np.nan)
+    return ClassDifficulty(rate, n_c)
+
+
+def confusion_between_raters(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """The coincidence matrix normalised by rows: ``o_ck / n_c``.
+
+    Row ``c`` is the distribution of the other rating in pairs of ratings on
+    the same sample whose first rating is ``c`` (symmetric in the raters, unlike
+    a confusion matrix against a reference). Rows sum to 1; the diagonal is
+    :func:`class_difficulty`'s ``match_rate``.
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(K, K)`` float; NaN rows for classes without pairable values.
+
+    Reference:
+        K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+    """
+    o = coincidence_matrix(codes, n_classes)
+    n_c = o.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n_c > 0, o / n_c, np.nan)
