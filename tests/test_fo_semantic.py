@@ -95,3 +95,43 @@ def test_bad_masks_are_refused_naming_sample_and_rater(fo, seg_ds):
     with pytest.raises(Exception, match=r"seg0.*rater 's2'.*not in the dataset's mask_targets.*7 \(1920 pixels\)"):
         compute_mask_consensus(ds, "bad", fields=list(RATERS))
     assert set(ds.get_field_schema()) == before and "bad" not in ds.list_runs()
+
+
+def test_mask_agreement_pixel_alpha_equals_krippendorff_and_dice_by_hand(seg_ds):
+    krippendorff = pytest.importorskip("krippendorff")
+    ds, masks = seg_ds
+    res = _op(ds, "compute_mask_agreement", key="ma", fields=list(RATERS), n_pixels=0)
+    data = np.concatenate([np.stack([m.reshape(-1) for m in per]) for per in masks], axis=1).astype(float)
+    assert res["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"),
+                                         abs=1e-9)
+    first = dict(zip(ds.values("filepath"), ds.values("ma_dice")))["/nonexistent/seg0"]
+    a, b, c = masks[0]
+    want = []
+    for x, y in ((a, b), (a, c), (b, c)):
+        per = [2 * ((x == k) & (y == k)).sum() / ((x == k).sum() + (y == k).sum()) for k in (0, 1, 2)
+               if (x == k).any() or (y == k).any()]
+        want.append(np.mean(per))
+    assert first == pytest.approx(np.mean(want))
+    detail = ds.load_run_results("ma").detail
+    assert detail["class_alpha"]["classes"] == [0, 1, 2]
+    assert len(detail["pair_class_dice"]["dice"]) == len(masks) * 3 * 3
+    ds.delete_run("ma")
+    assert not any(f.startswith("ma_") for f in ds.get_field_schema())
+
+
+def test_mask_agreement_sampled_alpha_is_the_same_in_any_shard_size_and_order(seg_ds):
+    from agreement.fo.methods.mask_agreement import compute_mask_agreement
+
+    ds, _ = seg_ds
+    a = compute_mask_agreement(ds, "x1", fields=list(RATERS), n_pixels=500)
+    b = compute_mask_agreement(ds.sort_by("filepath", reverse=True), "x2", fields=list(RATERS), n_pixels=500,
+                               shard_size=2)
+    assert a["alpha"] == pytest.approx(b["alpha"], abs=1e-12) and a["dice"] == pytest.approx(b["dice"], abs=1e-12)
+
+
+def test_operators_that_do_not_read_masks_say_which_do(seg_ds):
+    from agreement.fo.methods.kalos import compute_kalos
+
+    ds, _ = seg_ds
+    with pytest.raises(ValueError, match="Segmentation fields.*compute_mask_agreement or compute_mask_consensus"):
+        compute_kalos(ds, "k", fields=list(RATERS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from label_kinds import RATERS, kind_dataset
@@ -160,13 +161,18 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
 
     ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     runs = _every_operator_run(fo, ds, params, tmp_path)
-    image_level = {"compute_class_agreement"}
+    image_level = {"compute_class_agreement", "compute_mask_agreement"}
     assert set(runs) >= {cls().config.name for cls in OPERATORS} - {"compute_mask_consensus"} - image_level
     masks, mask_params, _, _ = kind_dataset(fo, make_dataset, "masks", "fields")
     runs["compute_mask_consensus"] = (dict(key="st", **mask_params), masks)
     classes = make_dataset([fo.Sample(filepath=f"/nonexistent/c{i}", r1=fo.Classification(label="ab"[i % 2]),
                                       r2=fo.Classification(label="ab"[i // 2 % 2])) for i in range(8)])
     runs["compute_class_agreement"] = (dict(key="ca", fields=["r1", "r2"], bootstrap=50), classes)
+    grid = np.indices((6, 6)).sum(axis=0) % 3
+    segs = make_dataset([fo.Sample(filepath=f"/nonexistent/m{i}", m1=fo.Segmentation(mask=grid.astype(np.uint8)),
+                                   m2=fo.Segmentation(mask=np.roll(grid, i, axis=0).astype(np.uint8)))
+                         for i in range(3)])
+    runs["compute_mask_agreement"] = (dict(key="ma", fields=["m1", "m2"]), segs)
     try:
         for name, (given, samples) in runs.items():
             given = given() if callable(given) else given

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Large tables of ``detail`` stored as one packed string each.
-COMPACT_DETAIL = ("rater_pairs", "pair_sample_scores")
+COMPACT_DETAIL = ("rater_pairs", "pair_sample_scores", "pair_class_dice")
 #: Those of them that are ``{outer: {inner: value}}`` maps, stored as columns.
 NESTED_DETAIL = ("pair_sample_scores",)
 
