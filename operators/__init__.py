@@ -3,7 +3,7 @@
 from .simulate import SimulateRaters
 from .consensus import ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
-from .io import ExportMultiRaterCoco, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
+from .io import ExportMultiRaterCoco, ImportJudgements, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
 from .review import ReviewConsensusLabels
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
@@ -12,6 +12,7 @@ OPERATORS = [
     ImportMultiRaterCoco,
     ImportMultiRater,
     ImportLabelStudio,
+    ImportJudgements,
     SimulateRaters,
     ReviewConsensusLabels,
     FinalizeConsensus,

@@ -303,3 +303,68 @@ class ImportLabelStudio(AgreementOperator):
         )
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_label_studio(path, **kwargs), lambda out: _import_result(*out)))
+
+
+class ImportJudgements(AgreementOperator):
+    outputs = IMPORTED + (("judgements", "Judgements in the file", "int"), ("classes", "Classes", "list"),
+                          ("repeated_pairs", "(worker, item) pairs judged more than once", "int"),
+                          ("repeated_judgements_set_aside", "Repeated judgements set aside", "int"),
+                          ("conflicting_pairs", "Repeated pairs with different labels", "int"),
+                          ("unknown_counts", "Labels outside the categories (label: judgements)", "json"),
+                          ("dropped", "Judgements dropped", "int"), ("summary", "What was read and repaired", "str"))
+
+    @property
+    def config(self):
+        return compute_config(
+            "import_judgements",
+            "Annotator Agreement: import crowd judgements",
+            "Builds a dataset of image-level classes from a worker<TAB>item<TAB>label file (one sample per item, "
+            "the workers as raters)",
+        )
+
+    def resolve_input(self, ctx):
+        from agreement.io.judgements import REPEATED_POLICIES, UNKNOWN_POLICIES
+
+        inputs = types.Object()
+        inputs.str("path", required=True, label="Judgement file (TSV)",
+                   description="One judgement per line: worker, item, label, tab-separated, no header")
+        inputs.str("dataset_name", required=True, label="Dataset name")
+        inputs.str("categories", required=False, label="Categories",
+                   description="A file of one class per line, or the classes separated by commas; lowest first for "
+                               "ordered classes (default: the labels found)")
+        inputs.enum("repeated", list(REPEATED_POLICIES), default="mode", label="Repeated judgements",
+                    description="A worker who judged an item several times: mode (their most frequent label), "
+                                "last, first, or error")
+        inputs.enum("unknown_labels", list(UNKNOWN_POLICIES), default="error", label="Labels not in the categories",
+                    description="error: refuse the file, naming them; drop: leave those judgements out; keep: add "
+                                "them as classes")
+        return types.Property(inputs, view=types.View(label="Import crowd judgements"))
+
+    def execute(self, ctx):
+        from agreement.fo.importers.judgements import import_judgements
+
+        p = ctx.params
+        path = require(p, "path", "the worker<TAB>item<TAB>label file")
+        name = require(p, "dataset_name", "the name of the new dataset")
+        kwargs = dict(categories=_categories(p.get("categories")), repeated=p.get("repeated") or "mode",
+                      unknown_labels=p.get("unknown_labels") or "error")
+
+        def summarise(out) -> dict:
+            dataset, record = out
+            keep = ("judgements", "classes", "repeated_pairs", "repeated_judgements_set_aside", "conflicting_pairs",
+                    "unknown_counts", "dropped", "summary")
+            return _import_result(dataset, {k: record[k] for k in keep})
+
+        return _run_import(self, ctx, lambda progress: _import(
+            progress, lambda: import_judgements(path, name, **kwargs), summarise))
+
+
+def _categories(value: Any) -> Any:
+    """The categories as given: a file path, or names separated by commas (the form), or a list (Python)."""
+    import os
+
+    if not value:
+        return None
+    if isinstance(value, str) and not os.path.isfile(value) and "," in value:
+        return [c.strip() for c in value.split(",") if c.strip()]
+    return value
