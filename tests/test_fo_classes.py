@@ -163,7 +163,8 @@ def test_consensus_of_classes_review_and_finalize(class_ds, method):
         assert counts["rejected"] == 1 and counts["kept"] == res["n_consensus"] - 1
     report = ds.load_run_results("cc").detail["rater_report"]
     assert set(report) == set(RATERS)
-    assert all(abs(sum(row.values()) - 1) < 1e-6 for r in report.values() for row in r["confusion"].values())
+    rows = [row for r in report.values() for row in r["confusion"].values() if None not in row.values()]
+    assert rows and all(abs(sum(row.values()) - 1) < 1e-5 for row in rows)
     ds.delete_run("cc")
     assert not any(f.startswith("cc_") for f in ds.get_field_schema())
     assert compute_consensus  # the Python call is the same function the operator runs

@@ -36,8 +36,8 @@ def _rater_report(ratings, res, agree: np.ndarray, n: np.ndarray) -> dict:
             "competence": float(res.rater_competence[r]),
             "agreement": float(agree[r]) if n[r] else None,
             "labels": int(n[r]),
-            "confusion": {t: {c: round(float(conf[i, j]), 6) for j, c in enumerate(classes)}
-                          for i, t in enumerate(classes)},
+            "confusion": {t: {c: round(float(conf[i, j]), 6) if np.isfinite(conf[i, j]) else None
+                              for j, c in enumerate(classes)} for i, t in enumerate(classes)},
         }
     return report
 
