@@ -436,6 +436,8 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
         raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
     if shard_size is None and spec.finish_rereads:
         shard_size = DEFAULT_SHARD_SIZE  # one shard for a small view: its re-reads are served from memory
+    if shard_size is None and spec.shard_cap is not None:
+        shard_size = min(default_shard_size(len(ids)), spec.shard_cap)
     shard_size = check_shard_size(shard_size, len(ids))
     plan = plan_corpus(samples, **_plan_layout(layout))
     # the key and the declarations are checked now; the documents are scanned for stray label attributes

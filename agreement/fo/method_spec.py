@@ -78,6 +78,9 @@ class MethodSpec:
             first shard (e.g. a chance sample drawn from the assignment, whose sets the shards
             then collect as they pass); the kernel finds it in ``extra["state"]``, with the
             shard's first corpus position in ``extra["sample_offset"]``.
+        shard_cap: at most this many samples per shard when no shard size is given (a method whose samples
+            are large, e.g. full-image masks: 200 samples of three 512 x 512 masks are about 160 MB); ``None``:
+            :func:`agreement.fo.engine.default_shard_size`.
         finish_rereads: its ``finish`` reads samples again (:attr:`StreamContext.read_samples`);
             a view of one shard serves them from memory, so such a method streams a view of at
             most :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE` samples in one shard by default (not
@@ -100,6 +103,7 @@ class MethodSpec:
     whole_corpus: Callable[[dict], str | None] = lambda params: None
     prepare: Callable[[Any, Any, list, Mapping, dict], Any] | None = None
     finish_rereads: bool = False
+    shard_cap: int | None = None
 
 
 @dataclass

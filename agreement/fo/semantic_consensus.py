@@ -45,8 +45,9 @@ def check_sample_masks(name: str, raters: list[str], masks: list[np.ndarray], ta
     if targets is None:
         return
     for r, m in zip(raters, masks):
-        values, counts = np.unique(m, return_counts=True)
-        bad = [(int(v), int(c)) for v, c in zip(values, counts) if int(v) not in targets and int(v) != 0]
+        counts = np.bincount(m.ravel())
+        values = np.flatnonzero(counts)
+        bad = [(int(v), int(counts[v])) for v in values if int(v) not in targets and int(v) != 0]
         if bad:
             raise AnnotationError(f"sample {name!r}, rater {r!r}: mask values not in the dataset's mask_targets "
                                   f"{sorted(targets)}: " + ", ".join(f"{v} ({c} pixels)" for v, c in bad[:5])
@@ -71,14 +72,25 @@ def _sample_masks(data, s: int) -> tuple[list[str], list[np.ndarray]]:
 
 def _fuse(masks: list[np.ndarray], max_iter: int):
     """STAPLE on the values present, coded compactly; the consensus in values, undecided pixels by vote."""
-    values = np.unique(np.concatenate([np.unique(m) for m in masks]))
-    coded = [np.searchsorted(values, m) for m in masks]
+    present = np.zeros(int(max(m.max() for m in masks)) + 1, dtype=bool)
+    for m in masks:
+        present[np.bincount(m.ravel(), minlength=len(present)) > 0] = True
+    values = np.flatnonzero(present)
+    if len(values) == len(present):  # the values are 0 .. k-1 already (the usual case): no recoding
+        coded = masks
+    else:
+        lut = np.zeros(len(present), dtype=np.uint8 if len(values) <= 256 else np.int64)
+        lut[values] = np.arange(len(values))
+        coded = [lut[m] for m in masks]
     res = multilabel_staple(coded, max_iter=max_iter)
     cons = res.consensus
-    undecided = cons == res.label_undecided
-    if undecided.any():
-        votes = np.stack([(np.stack(coded) == k).sum(axis=0) for k in range(len(values))])
-        cons = np.where(undecided, votes.argmax(axis=0), cons)
+    undecided = np.flatnonzero(cons.ravel() == res.label_undecided)
+    if len(undecided):  # the raters' vote there (ties: the lowest value)
+        said = np.stack([c.ravel()[undecided] for c in coded])
+        votes = np.stack([(said == k).sum(axis=0) for k in range(len(values))])
+        cons = cons.copy().ravel()
+        cons[undecided] = votes.argmax(axis=0)
+        cons = cons.reshape(res.consensus.shape)
     return values, values[cons], res
 
 

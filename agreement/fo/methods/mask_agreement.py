@@ -109,6 +109,7 @@ SPEC = MethodSpec(
     compute=None,
     kernel=_kernel,
     finish=_finish,
+    shard_cap=200,  # full-image masks: 200 samples of three 512 x 512 masks are about 160 MB
 )
 
 #: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).

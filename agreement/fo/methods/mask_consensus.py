@@ -93,6 +93,7 @@ SPEC = MethodSpec(
     check=_check,
     kernel=semantic_kernel,
     finish=semantic_finish,
+    shard_cap=200,  # semantic masks stream in shards of at most 200 samples (about 160 MB at 3 x 512 x 512)
     # semantic masks stream (multi-class STAPLE per sample, sums pooled); instance masks are fused at once
     whole_corpus=lambda p: None if p.get("label_type") == "Segmentation" else "instance masks are fused at once",
 )
