@@ -135,3 +135,13 @@ def test_operators_that_do_not_read_masks_say_which_do(seg_ds):
     ds, _ = seg_ds
     with pytest.raises(ValueError, match="Segmentation fields.*compute_mask_agreement or compute_mask_consensus"):
         compute_kalos(ds, "k", fields=list(RATERS))
+
+
+def test_a_rater_field_without_any_mask_is_refused(fo, seg_ds):
+    from agreement.fo.methods.mask_agreement import compute_mask_agreement
+
+    ds, _ = seg_ds
+    ds.add_sample_field("s4", fo.EmbeddedDocumentField, embedded_doc_type=fo.Segmentation)
+    with pytest.raises(ValueError, match=r"\['s4'\] hold no mask"):
+        compute_mask_agreement(ds, "bad", fields=[*RATERS, "s4"])
+    assert "bad" not in ds.list_runs()

@@ -315,7 +315,13 @@ def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> t
                          + ", ".join(f"{n!r}: {t.__name__}" for n, t in types.items()))
     wrong = {n: t for n, t in types.items() if t not in accepted_types(decl)}
     if not wrong:
-        return next(iter(types.values()), None)
+        kind = next(iter(types.values()), None)
+        if kind is not None and kind.__name__ == "Segmentation":  # streamed: no whole-corpus check sees this
+            silent = [n for n in names if not len(samples.exists(n).limit(1))]
+            if silent:
+                raise ValueError(f"rater field(s) {silent} hold no mask on the {len(samples)} samples of the view: "
+                                 "leave them out of the rater fields, or compute on the samples they labelled")
+        return kind
     kind = next(iter(wrong.values()))
     # every declaration lives in the registry package, so it is loaded whenever a declaration exists; it is
     # looked up, not imported (the registry imports this module)
