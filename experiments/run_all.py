@@ -265,6 +265,7 @@ def main(argv=None) -> float:
                      ("kalos_raters_schools", lambda: kalos_raters_schools.main(q)),
                      ("solver_recovery", lambda: solver_recovery.main(q)),
                      ("consensus", lambda: consensus.main(q)),
+                     ("class_consensus", lambda: __import__("class_consensus").main(q)),
                      ("monotonicity", lambda: monotonicity(data))):
         t = time.perf_counter()
         print(f"== {name}", flush=True)

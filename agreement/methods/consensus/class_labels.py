@@ -357,7 +357,7 @@ def _mace_run(d: _Ratings, pair, strat, method, priors, smoothing, max_iter, tol
 
 def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10, max_iter: int = 500,
          tol: float = 1e-6, method: str = "vb", alpha: float = 0.5, beta: float = 0.5,
-         strategy_prior: float = 10.0, smoothing: float | None = None) -> ClassConsensus:
+         strategy_prior: float = 10.0, smoothing: float | None = None, data_start: bool = True) -> ClassConsensus:
     r"""MACE (Multi-Annotator Competence Estimation): who is spamming, and the classes.
 
     Model (Hovy et al. 2013): the true class ``T_s`` is uniform on ``K``
@@ -373,6 +373,13 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     M-steps until no parameter moves by more than ``tol`` or ``max_iter``
     M-steps; the run with the largest log marginal likelihood
     ``\sum_s \log \sum_t K^{-1} \prod_r P(c_{sr} | t)`` wins (first one on ties).
+    With ``data_start`` (default) one more run starts from the data, whatever
+    the seed and the order of raters: ``θ_r = 1/2`` and ``ξ_r`` the rater's
+    own label frequencies (add-one smoothed). A rater who always gives one
+    class then starts as a spammer; random starts alone often end in the
+    basin where a block of such raters is "competent" (the simulated crowd of
+    three good raters and four always-one-class spammers: in 4 of 10 seeds
+    ten random starts all did, at a log-likelihood about 1000 lower).
     ``method="vb"`` (default, as crowd-kit): variational Bayes with a
     ``Beta(alpha, beta)`` prior on ``θ_r`` and a symmetric
     ``Dirichlet(strategy_prior)`` on ``ξ_r``, parameters
@@ -382,7 +389,7 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
 
     Note on crowd-kit 1.4: its restarts all reuse ``random_state`` and so are
     one run repeated; it runs exactly ``n_iter = 50`` steps. Pass
-    ``n_restarts=1, max_iter=50, tol=0`` to reproduce it.
+    ``n_restarts=1, max_iter=50, tol=0, data_start=False`` to reproduce it.
 
     Args:
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
@@ -393,6 +400,7 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
         alpha, beta: the Beta prior on the competence ``θ_r`` (``"vb"``).
         strategy_prior: the Dirichlet prior on ``ξ_r`` (``"vb"``).
         smoothing: the ``"em"`` pseudo-count (None: ``0.01 / K``).
+        data_start: also run from the data-driven start (above).
 
     Returns:
         :class:`ClassConsensus` with ``spamming``, ``log_likelihood`` and a uniform ``class_prior``.
@@ -417,8 +425,10 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     smoothing = 0.01 / K if smoothing is None else float(smoothing)
     priors = (float(alpha), float(beta), float(strategy_prior))
     best = None
-    for restart in range(n_restarts):
-        pair, strat = _mace_start(len(cols), K, seed, restart)
+    freq = np.bincount(d.r * K + d.a, minlength=len(cols) * K).reshape(len(cols), K) + 1.0
+    data = (np.full((len(cols), 2), 0.5), freq / freq.sum(axis=1, keepdims=True))
+    for restart in range(n_restarts + bool(data_start)):
+        pair, strat = _mace_start(len(cols), K, seed, restart) if restart < n_restarts else data
         pair, strat, n_iter, converged = _mace_run(d, pair, strat, method, priors, smoothing, max_iter, tol)
         T, _, ll = _mace_e_step(d, pair, strat)
         if best is None or ll > best[0]:
