@@ -138,13 +138,17 @@ def test_bad_inputs_are_refused_before_anything_is_written(fo, class_ds):
     assert "bad" not in ds.list_runs()
 
 
-@pytest.mark.parametrize("method", ["em", "mace", "majority"])
-def test_consensus_of_classes_review_and_finalize(class_ds, method):
+LAYOUTS = {"fields": dict(fields=list(RATERS)), "attribute": dict(field="crowd", raters_field="assigned")}
+
+
+@pytest.mark.parametrize("method,layout", [("em", "fields"), ("mace", "attribute"), ("majority", "fields"),
+                                           ("em", "attribute")])
+def test_consensus_of_classes_review_and_finalize(class_ds, method, layout):
     from agreement.fo.methods.consensus import compute_consensus, finalize_consensus, review_view
     from agreement.fo.review import review_labels, review_progress
 
     ds, codes = class_ds
-    res = _op(ds, "compute_consensus", key="cc", fields=list(RATERS), method=method)
+    res = _op(ds, "compute_consensus", key="cc", method=method, **LAYOUTS[layout])
     assert res["n_consensus"] == int((codes >= 0).any(axis=1).sum())
     labels = ds.values("cc_consensus")
     assert all(lab is None or lab.label in CLASSES for lab in labels)
