@@ -19,11 +19,11 @@ _DECISIONS = {"accept": "accepted", "reject": "rejected", "undo": None}
 
 
 def _queue_key(ctx) -> str | None:
-    """The consensus run whose review queue is the current view (a patches view of ``{key}_consensus``)."""
-    field = getattr(ctx.view, "patches_field", None) if ctx.view is not None else None
-    if field and field.endswith("_consensus"):
-        return field[: -len("_consensus")]
-    return None
+    """The consensus run whose review queue is the current view (a patches view of ``{key}_consensus``, or
+    the flagged samples of a class consensus)."""
+    from agreement.fo.review import queue_key
+
+    return queue_key(ctx.view) if ctx.view is not None else None
 
 
 def _consensus_runs(dataset) -> list[str]:
@@ -107,8 +107,8 @@ class ReviewConsensusLabels(AgreementOperator):
                    if others else ""))
         inputs.view("chosen", types.Notice(label=text) if ids else types.Warning(
             label="Nothing to review selected",
-            description="Open the run's review queue (the panel's Review queue button), then select patches or "
-                        "labels, or give label_ids from Python"))
+            description="Open the run's review queue (the panel's Review queue button), then select patches "
+                        "(samples, for a class consensus) or labels, or give label_ids from Python"))
         return types.Property(inputs, view=types.View(label="Review consensus labels"))
 
     def execute(self, ctx):

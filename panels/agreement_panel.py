@@ -177,19 +177,23 @@ class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
     def on_vitality_click(self, ctx):
         from agreement.fo.views import unmatched_labels_view
 
-        self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)")
+        self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)",
+                        "the samples where {}'s class differs from another rater's")
 
     def on_class_click(self, ctx):
         from agreement.fo.views import class_disagreement_view
 
-        self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on")
+        self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on",
+                        "the samples where a rater said {} and the raters disagree")
 
-    def _drill_bar(self, ctx, make_view, what: str) -> None:
-        """Drills down to ``make_view(base, key, x)`` for the clicked bar ``x``, described as ``what.format(x)``."""
+    def _drill_bar(self, ctx, make_view, what: str, class_what: str) -> None:
+        """Drills down to ``make_view(base, key, x)`` for the clicked bar ``x``, described as ``what.format(x)``
+        (``class_what`` for a class agreement run, whose drill-downs are samples, not labels)."""
         key, info, base, base_stages = self._context(ctx)
         x = ctx.params.get("x")
         if x:
-            self._drill(ctx, base, base_stages, make_view(base, key, x), what.format(x))
+            text = class_what if info["method"] == "iaa.class_agreement" else what
+            self._drill(ctx, base, base_stages, make_view(base, key, x), text.format(x))
 
     def on_scatter_click(self, ctx):
         sid = ctx.params.get("id")
@@ -276,23 +280,30 @@ class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
         self._refresh(ctx, force=True)
 
     def on_review_queue(self, ctx):
-        """Loads the consensus run's review queue (a patches view) on the samples the panel describes.
+        """Loads the consensus run's review queue (a patches view; a class consensus: the flagged samples) on
+        the samples the panel describes.
 
         A patches view has none of the sample fields the sidebar filters may be on, so the filters go into
         the view as stages (the queue covers the filtered samples) and come back as sidebar filters when
         the drill-down is undone."""
+        from agreement.fo.consensus_panel_data import is_class_consensus
+
         key, info, base, base_stages = self._context(ctx)
         mem = _memory(ctx)
         view = review_queue_view(base, key)
         prefix = base._serialize()  # a patches view's own _stages omit those before to_patches: serialise it whole
         added = view._serialize()[len(prefix):]
         count = len(view)
-        mem.drill = {"stages": added, "what": f"the review queue of run {key!r}: the consensus labels flagged for "
-                     "review, least confident first (tag them `accepted` or `rejected`)", "bin": None,
-                     "count": count, "unit": "flagged label", "run": key,
+        classes = is_class_consensus(base, key)  # one label per sample: the queue is the flagged samples
+        what = (f"the review queue of run {key!r}: the samples whose consensus class is flagged for review, least "
+                "confident first (open one: Accept, Reject, Next)" if classes else
+                f"the review queue of run {key!r}: the consensus labels flagged for review, least confident first "
+                "(tag them `accepted` or `rejected`)")
+        mem.drill = {"stages": added, "what": what, "bin": None, "count": count,
+                     "unit": "flagged sample" if classes else "flagged label", "run": key,
                      "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
         mem.sig = None
-        mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the patches view
+        mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the queue (the filters are stages)
         if base_stages is None:  # a saved view
             ctx.ops.set_view(view=view)
         else:

@@ -123,8 +123,9 @@ def _render_consensus(handlers, panel, mem) -> None:
     confusion matrix."""
     cons = mem.consensus
     n = cons["n_flagged"]
-    label = (f"Review queue: the {n:,} flagged consensus label{'s' if n != 1 else ''}, least confident first"
-             if n else "Review queue (no consensus label in view is flagged)")
+    what = "sample" if cons.get("samples") else "consensus label"  # a class consensus: one label per sample
+    label = (f"Review queue: the {n:,} flagged {what}{'s' if n != 1 else ''}, least confident first"
+             if n else f"Review queue (no {what} in view is flagged)")
     panel.btn("review_queue", label=label, on_click=handlers.on_review_queue, variant="contained")
     panel.str("review_md", view=types.MarkdownView())
     render_rater_table(handlers, panel, mem)

@@ -109,7 +109,7 @@ def open_sample_md(rows: list, key: str) -> str:
         return f"**Labels of the open sample**\n\nNo labels of run {key!r}'s raters here."
     n_dis = sum(r["disagrees"] for r in rows)
     lines = [f"**Labels of the open sample** ({n_dis} of {len(rows)} disagree, run {key!r})", "",
-             "| rater | label | status | counterpart (rater: label) | cost / unit |", "|:--|:--|:--|:--|:--|"]
+             "| rater | label | status | counterpart (rater: label) | detail |", "|:--|:--|:--|:--|:--|"]
     for r in rows:
         lines.append(f"| {r['rater']} | {r['label']} | {r['status']} | {r['counterpart']} | {r['value']} |")
     return "\n".join(lines)

@@ -1,9 +1,9 @@
 """The review step in the "Annotator Agreement" panel: accept, reject, undo and next on the review queue.
 
 When the current view is a consensus run's review queue (a patches view of
-``{key}_consensus``, loaded by the panel's **Review queue** button or the
-operator ``load_agreement_view``), the panel shows where the review stands
-and, with a patch open, what the label is and the buttons **Accept**,
+``{key}_consensus``, or for a class consensus the flagged samples, loaded by
+the panel's **Review queue** button or the operator ``load_agreement_view``),
+the panel shows where the review stands and, with a patch (sample) open, what the label is and the buttons **Accept**,
 **Reject**, **Undo** and **Next**. A decision tags that one consensus label
 (:func:`agreement.fo.review.review_labels`), never a rater's or another
 run's, and opens the next undecided patch.
@@ -23,19 +23,24 @@ __all__ = ["queue_run", "refresh_review", "render_review", "ReviewActions"]
 
 
 def queue_run(ctx) -> str | None:
-    """The consensus run whose review queue is the current view, or None."""
-    from agreement.fo.methods.consensus import METHOD
-    from agreement.fo.runs import list_agreement_runs
+    """The consensus run whose review queue is the current view (patches of its consensus labels, or the
+    flagged samples of a class consensus), or None."""
+    from agreement.fo.review import queue_key
 
-    field = getattr(ctx.view, "patches_field", None) if ctx.view is not None else None
-    if not field or not field.endswith("_consensus"):
+    return queue_key(ctx.view) if ctx.view is not None else None
+
+
+def _attr(label, name: str):
+    """A label's attribute ``name``, ``None`` when it has none."""
+    try:
+        return label.get_attribute_value(name, None)
+    except Exception:  # noqa: BLE001 - an older label without it
         return None
-    key = field[: -len("_consensus")]
-    return key if key in list_agreement_runs(ctx.dataset, method=METHOD) else None
 
 
 def _open_label(ctx, key: str) -> dict | None:
-    """The consensus label of the open patch: id, class, confidence, support, tags; None if no patch is open."""
+    """The consensus label of the open patch (a class consensus: of the open sample): id, class, confidence,
+    support, tags; None if nothing is open."""
     pid = ctx.current_sample
     if not pid:
         return None
@@ -48,7 +53,7 @@ def _open_label(ctx, key: str) -> dict | None:
     if label is None:
         return None
     return {"patch": pid, "id": label.id, "label": label.label, "confidence": label.confidence,
-            "class_confidence": label[f"{key}_class_confidence"], "support": label[f"{key}_support"],
+            "class_confidence": _attr(label, f"{key}_class_confidence"), "support": _attr(label, f"{key}_support"),
             "tags": list(label.tags or [])}
 
 
@@ -77,15 +82,16 @@ def review_markdown(key: str, progress: dict, label: dict | None) -> str:
     lines = [f"**Review of run `{key}`**: {done} of {progress['flagged']} flagged labels decided "
              f"({progress['accepted']} accepted, {progress['rejected']} rejected), {progress['pending']} to go."]
     if label is None:
-        lines.append("Open a patch: the panel then shows **Accept**, **Reject** and **Next**, which tag only that "
-                     "consensus label. Or select patches and run *review_consensus_labels*. When done, "
-                     f"*finalize_consensus* writes `{key}_final`.")
+        lines.append("Open a patch (a class consensus: a sample): the panel then shows **Accept**, **Reject** and "
+                     "**Next**, which tag only that consensus label. Or select patches (samples) and run "
+                     f"*review_consensus_labels*. When done, *finalize_consensus* writes `{key}_final`.")
         return "\n\n".join(lines)
     decision = next((t for t in ("rejected", "accepted") if t in label["tags"]), None)
+    posterior = (f" (class posterior {sig3(label['class_confidence'])})"
+                 if label.get("class_confidence") is not None else "")
     lines.append(
-        f"This label: class **{label['label']}** (class posterior {sig3(label['class_confidence'])}), "
-        f"confidence {sig3(label['confidence'])}, drawn by {sig3(100 * (label['support'] or 0))} % of the raters "
-        f"assigned. Decision: **{decision or 'none yet'}**.")
+        f"This label: class **{label['label']}**{posterior}, confidence {sig3(label['confidence'])}, given by "
+        f"{sig3(100 * (label['support'] or 0))} % of the raters assigned. Decision: **{decision or 'none yet'}**.")
     return "\n\n".join(lines)
 
 

@@ -17,7 +17,8 @@ def refresh_consensus(pdata, mem, cons: dict | None) -> None:
         return
     counts = {c["label"]: c for c in (cons["view_cards"] or cons["cards"])}
     n_flagged = counts.get("flagged for review", {}).get("count") or 0
-    mem.consensus = {"raters": cons["raters"], "rater": cons["rater"], "n_flagged": int(n_flagged)}
+    mem.consensus = {"raters": cons["raters"], "rater": cons["rater"], "n_flagged": int(n_flagged),
+                     "samples": bool(cons.get("class_consensus"))}
     pdata.review_md = cons["review_help"]
     pdata.confusion = mem.figures["confusion"]["traces"] if "confusion" in mem.figures else []
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from agreement.fo.figures import PanelDataError, confusion_figure, confusion_matrix, count_text, is_finite, sig3
 
 __all__ = ["consensus_cards", "consensus_counts", "consensus_tau_card", "rater_report_rows",
-           "rater_report_markdown", "review_queue_view", "REVIEW_HELP", "REPORT_COLUMNS", "REPORT_NOTE"]
+           "rater_report_markdown", "review_queue_view", "REVIEW_HELP", "REPORT_COLUMNS", "REPORT_NOTE",
+           "CLASS_REPORT_COLUMNS", "CLASS_REVIEW_HELP", "default_rater", "is_class_consensus"]
 
 
 REVIEW_HELP = (
@@ -32,12 +33,29 @@ REPORT_COLUMNS = (  # short headings: the table must fit a panel column; REPORT_
     ("n_labels", "labels"),
     ("n_samples", "samples"),
 )
+#: The rater report of a class consensus (Dawid–Skene, MACE, majority): competence, agreement, labels.
+CLASS_REPORT_COLUMNS = (("competence", "competence"), ("agreement", "agrees"), ("labels", "labels"))
+CLASS_REPORT_NOTE = (
+    "*competence*: the model's estimate that the rater gives the true class (Dawid–Skene: the mean of its "
+    "confusion matrix's diagonal; MACE: its competence; majority: its agreement); *agrees*: share of its "
+    "classes equal to the consensus; *labels*: the classes it gave."
+)
+CLASS_REVIEW_HELP = (
+    "**Review queue** loads the samples whose consensus class is flagged for review, least confident first "
+    "(the same view as the operator *load_agreement_view* in mode *review*; a class consensus is one label per "
+    "sample, so the queue is samples, not patches). Open a sample: the panel shows **Accept**, **Reject** and "
+    "**Next**, which tag only its consensus label `accepted` or `rejected`; or select samples and run "
+    "*review_consensus_labels*. Then **finalize_consensus** writes `{key}_final`: rejected labels left out, "
+    "accepted ones no longer flagged."
+)
 REPORT_NOTE = (
     "*sensitivity*: share of the consensus objects on its samples that the rater drew; *FP / sample*: false "
     "positives per assigned sample; *precision*: share of its labels that are real objects; *loc. error*: "
     "localisation error, mean 1 − IoU to the consensus label; *agrees*: share of its labels in a consensus "
     "label of their class; *labels*, *samples*: counted for the rater."
 )
+CLASS_CONSENSUS_METHOD_NAMES = {"em": "Dawid–Skene (EM: each rater's confusion matrix)",
+                                "mace": "MACE (each rater's competence and spamming)", "majority": "majority vote"}
 CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
                           "majority": "majority vote", "wbf": "weighted boxes fusion"}
 
@@ -59,14 +77,26 @@ def consensus_tau_card(summary: dict) -> dict:
 
 
 def _consensus_paths(samples, key: str) -> tuple[str, str]:
-    """The consensus field ``{key}_consensus`` and the path of its label list (``…consensus.detections``)."""
+    """The consensus field ``{key}_consensus`` and the path of its labels (``…consensus.detections``; the
+    field itself for a class consensus, one ``Classification`` per sample)."""
+    import fiftyone.core.labels as fol
+
+    from agreement.fo.label_schema import label_list_path
     from agreement.fo.reading import LABEL_TYPES
 
     field = f"{key}_consensus"
     doc_type = getattr(samples._root_dataset.get_field(field), "document_type", None)
-    if doc_type not in LABEL_TYPES:
+    if doc_type not in LABEL_TYPES and doc_type is not fol.Classification:
         raise PanelDataError(f"field {field!r} of the consensus run {key!r} is missing or not a label list")
-    return field, f"{field}.{LABEL_TYPES[doc_type]}"
+    return field, label_list_path(field, doc_type)
+
+
+def is_class_consensus(samples, key: str) -> bool:
+    """Whether consensus run ``key`` fused image-level classes (its consensus is one ``Classification`` per
+    sample, its review queue the flagged samples rather than patches)."""
+    import fiftyone.core.labels as fol
+
+    return getattr(samples._root_dataset.get_field(f"{key}_consensus"), "document_type", None) is fol.Classification
 
 
 def consensus_counts(samples, key: str) -> dict:
@@ -106,17 +136,26 @@ def consensus_cards(samples, key: str) -> list[dict]:
     ]
 
 
+def _report_columns(report: dict) -> tuple[tuple, str]:
+    """The report's columns and note: a class consensus reports competence, boxes sensitivity and more."""
+    if any("competence" in (entry or {}) for entry in report.values()):
+        return CLASS_REPORT_COLUMNS, CLASS_REPORT_NOTE
+    return REPORT_COLUMNS, REPORT_NOTE
+
+
 def rater_report_rows(results: dict) -> list[dict]:
     """The rater report of a consensus run's results, one row per rater:
-    ``{"rater", <column>: value, "text": {<column>: shown text}}`` for the columns of ``REPORT_COLUMNS``."""
+    ``{"rater", <column>: value, "text": {<column>: shown text}}`` for the columns of ``REPORT_COLUMNS``
+    (a class consensus: ``CLASS_REPORT_COLUMNS``)."""
     report = (results.get("detail") or {}).get("rater_report") or {}
+    columns, _ = _report_columns(report)
     rows = []
     for rater, entry in report.items():
         row = {"rater": str(rater), "text": {}}
-        for k, _ in REPORT_COLUMNS:
+        for k, _ in columns:
             v = entry.get(k)
             row[k] = v
-            row["text"][k] = (f"{int(v):,}" if k.startswith("n_") and is_finite(v) else
+            row["text"][k] = (f"{int(v):,}" if (k.startswith("n_") or k == "labels") and is_finite(v) else
                               "< 0.001" if is_finite(v) and 0 < abs(v) < 1e-3 else sig3(v))
         rows.append(row)
     return rows
@@ -125,15 +164,28 @@ def rater_report_rows(results: dict) -> list[dict]:
 def rater_report_markdown(rows: list[dict]) -> str:
     """The rater report as a markdown table (three significant figures; "undefined" for NaN) and a note
     saying what each column means."""
-    head = "| rater | " + " | ".join(name for _, name in REPORT_COLUMNS) + " |"
-    align = "|:--|" + "--:|" * len(REPORT_COLUMNS)
-    body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in REPORT_COLUMNS) + " |" for r in rows]
-    return "\n".join([head, align, *body]) + "\n\n" + REPORT_NOTE
+    columns, note = (CLASS_REPORT_COLUMNS, CLASS_REPORT_NOTE) if rows and "competence" in rows[0] else \
+        (REPORT_COLUMNS, REPORT_NOTE)
+    head = "| rater | " + " | ".join(name for _, name in columns) + " |"
+    align = "|:--|" + "--:|" * len(columns)
+    body = ["| " + r["rater"] + " | " + " | ".join(r["text"][k] for k, _ in columns) + " |" for r in rows]
+    return "\n".join([head, align, *body]) + "\n\n" + note
+
+
+def default_rater(results: dict, raters: list[str]) -> str | None:
+    """The rater whose confusion matrix the panel shows first: the least competent one when the report
+    has competences (a class consensus; ties by name), else the first."""
+    report = (results.get("detail") or {}).get("rater_report") or {}
+    scored = [(float(report[r]["competence"]), r) for r in raters
+              if is_finite((report.get(r) or {}).get("competence"))]
+    if scored:
+        return min(scored)[1]
+    return raters[0] if raters else None
 
 
 def review_queue_view(samples, key: str):
     """The review queue of consensus run ``key`` on ``samples``: a patches view of the flagged consensus
-    labels, least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
+    labels (a class consensus: the flagged samples), least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
     from agreement.fo.methods.consensus import review_view
 
     return review_view(samples, key)
@@ -144,22 +196,26 @@ def _consensus_data(samples, info: dict, results: dict, whole: bool, rater: str 
     key = info["key"]
     rows = rater_report_rows(results)
     raters = [r["rater"] for r in rows]
-    chosen = rater if rater in raters else (raters[0] if raters else None)
-    summary = results.get("summary") or {}
-    method = CONSENSUS_METHOD_NAMES.get(summary.get("method"), summary.get("method") or "unknown")
-    if summary.get("method") == "em":
-        method += f", {'converged' if summary.get('converged') else 'stopped'} after {summary.get('n_iter')} iterations"
+    chosen = rater if rater in raters else default_rater(results, raters)
+    summary, detail = results.get("summary") or {}, results.get("detail") or {}
+    classes = is_class_consensus(samples, key)
+    names = CLASS_CONSENSUS_METHOD_NAMES if classes else CONSENSUS_METHOD_NAMES
+    method = names.get(summary.get("method"), summary.get("method") or "unknown")
+    n_iter, converged = summary.get("n_iter", detail.get("n_iter")), summary.get("converged", detail.get("converged"))
+    if summary.get("method") in ("em", "mace") and n_iter is not None:
+        method += f", {'converged' if converged else 'stopped'} after {n_iter} iterations"
     out = {
         "cards": consensus_cards(samples._root_dataset, key) + [
-            {"label": "consensus method", "value": summary.get("method"), "text": method},
-            consensus_tau_card(summary)],
+            {"label": "consensus method", "value": summary.get("method"), "text": method}]
+        + ([] if classes else [consensus_tau_card(summary)]),  # classes need no same-object threshold
         "view_cards": [] if whole or not len(samples) else consensus_cards(samples, key),
         "report_rows": rows,
         "report_md": rater_report_markdown(rows) if rows else "No rater report in the run results.",
         "raters": raters,
         "rater": chosen,
         "confusion": confusion_matrix(results, chosen) if chosen else None,
-        "review_help": REVIEW_HELP.format(key=key),
+        "review_help": (CLASS_REVIEW_HELP if is_class_consensus(samples, key) else REVIEW_HELP).format(key=key),
+        "class_consensus": is_class_consensus(samples, key),
     }
     out["figure"] = confusion_figure(out["confusion"]) if out["confusion"] and out["confusion"]["classes"] else None
     return out

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from agreement.fo.figures import CONSENSUS_METHOD, sig3
 
+CLASS_METHOD = "iaa.class_agreement"
+
 __all__ = ["label_explanations"]
 
 
@@ -18,8 +20,8 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
 
     OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
     ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
-    from ``{key}_unit`` (the other members of its unit are its counterparts).
-    Other methods: the labels with their rater only.
+    from ``{key}_unit`` (the other members of its unit are its counterparts). Class agreement runs: the other
+    raters' classes of the sample. Other methods: the labels with their rater only.
     """
     key = info["key"]
     layout = info.get("input") or {}
@@ -33,9 +35,7 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
         value = sample[f] if f in sample.field_names else None
         if value is None:
             continue
-        items = getattr(value, "detections", None)
-        if items is None:
-            items = getattr(value, "polylines", None) or getattr(value, "keypoints", None) or []
+        items = _items(value)
         for lab in items:
             rater = (f if layout.get("layout") != "attribute"
                      else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None))
@@ -88,6 +88,8 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
                 "value": f"unit {unit}" if unit is not None else "no unit",
                 "disagrees": status != "matched",
             })
+    elif info["method"] == CLASS_METHOD:
+        rows = _class_explanations(labels)
     elif info["method"] == CONSENSUS_METHOD:
         rows = _consensus_explanations(sample, key, labels, attr)
     else:
@@ -98,15 +100,45 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     return rows
 
 
-def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
-    """Per rater label of a consensus run: the consensus label it was fused into, and whether it agrees."""
-    field = f"{key}_consensus"
-    value = sample[field] if field in sample.field_names else None
-    cons = {c.id: c for c in (getattr(value, value._LABEL_LIST_FIELD) if value is not None else [])}
+def _items(value) -> list:
+    """The labels of a rater field's value: its list, or the one label of a ``Classification``."""
+    if value is None:
+        return []
+    list_field = getattr(value, "_LABEL_LIST_FIELD", None)
+    if list_field is not None:
+        return list(getattr(value, list_field) or [])
+    return [value] if getattr(value, "label", None) is not None else []
+
+
+def _class_explanations(labels: list) -> list[dict]:
+    """Per rater class of a class agreement run: the other raters' classes, and whether any differs."""
     rows = []
     for r, lab in labels:
-        c = cons.get(attr(lab, f"{key}_consensus_id"))
-        agrees = bool(attr(lab, f"{key}_agrees"))
+        others = [(r2, l2.label) for r2, l2 in labels if l2 is not lab]
+        differ = [f"{r2}: {c}" for r2, c in others if c != lab.label]
+        status = ("no other rater rated this sample" if not others else
+                  f"differs from {len(differ)} of {len(others)} other raters" if differ else "all raters agree")
+        rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": status,
+                     "counterpart": ", ".join(f"{r2}: {c}" for r2, c in others) or "none",
+                     "value": f"{len(others) - len(differ)} of {len(others)} agree" if others else "—",
+                     "disagrees": bool(differ)})
+    return rows
+
+
+def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
+    """Per rater label of a consensus run: the consensus label it was fused into (a class consensus: the
+    sample's consensus class), and whether it agrees."""
+    field = f"{key}_consensus"
+    value = sample[field] if field in sample.field_names else None
+    single = value is not None and getattr(value, "_LABEL_LIST_FIELD", None) is None
+    cons = {c.id: c for c in _items(value)}
+    rows = []
+    for r, lab in labels:
+        if single:  # one consensus class per sample: a rater agrees when it gave that class
+            c, agrees = value, lab.label == value.label
+        else:
+            c = cons.get(attr(lab, f"{key}_consensus_id"))
+            agrees = bool(attr(lab, f"{key}_agrees"))
         status = ("in no consensus label" if c is None else "agrees with its consensus label" if agrees
                   else "its consensus label has another class")
         flagged = " (flagged for review)" if c is not None and attr(c, f"{key}_review") else ""

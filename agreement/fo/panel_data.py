@@ -101,7 +101,7 @@ def _card(summary: dict, spec: dict) -> dict:
         text += " (exact chance baseline)"
     lo, hi = summary.get(spec.get("lo", "")), summary.get(spec.get("hi", ""))
     if is_finite(lo) and is_finite(hi):
-        text += f" [{sig3(lo)}, {sig3(hi)}]"
+        text += f" ({spec['interval']} [{sig3(lo)}, {sig3(hi)}])" if spec.get("interval") else f" [{sig3(lo)}, {sig3(hi)}]"
     card["text"] = text
     return card
 

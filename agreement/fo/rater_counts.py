@@ -20,7 +20,6 @@ from collections import OrderedDict
 import numpy as np
 
 from agreement.fo.pair_statistics import pair_unit_agreement
-from agreement.fo.reading import LABEL_TYPES
 
 __all__ = ["run_samples", "rater_label_counts", "kalos_pair_counts"]
 
@@ -51,7 +50,10 @@ def run_samples(samples, info: dict):
 
 
 def _list_path(dataset, field: str) -> str:
-    return f"{field}.{LABEL_TYPES[dataset.get_field(field).document_type]}"
+    """The path of a rater field's labels (the field itself for one ``Classification`` per sample)."""
+    from agreement.fo.label_schema import label_list_path
+
+    return label_list_path(field, dataset.get_field(field).document_type)
 
 
 def rater_label_counts(samples, info: dict) -> dict[str, dict[str, int]]:

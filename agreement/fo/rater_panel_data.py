@@ -18,20 +18,22 @@ import statistics
 import numpy as np
 
 from agreement.fo.figures import CONSENSUS_METHOD, METHOD_VIEWS
-from agreement.fo.figure_base import count_text, is_finite
+from agreement.fo.figure_base import count_text, is_finite, sig3
 from agreement.fo.pair_heatmap import PAIR_RULES, pair_matrix, pair_matrix_figure, select_pair_raters
 from agreement.fo.pair_statistics import contrast_note, pairwise_contrast
-from agreement.fo.rater_tables import (RATER_COLUMNS, RATER_NOTES, consensus_rater_rows, kalos_rater_rows,
+from agreement.fo.rater_tables import (CLASS_CONSENSUS, RATER_COLUMNS, RATER_NOTES, class_consensus_rater_rows,
+                                       class_rater_rows, consensus_rater_rows, kalos_rater_rows,
                                        natural_key, ot_rater_rows, rater_table_markdown, sort_rater_rows,
                                        top_bottom_bars, visible_columns)
 
 __all__ = ["rater_table", "pair_section", "trim_rater_bars", "view_alpha_ot", "POOLED_KEYS"]
 
-KALOS, OT = "iaa.kalos", "iaa.ot_agreement"
+KALOS, OT, CLASSES = "iaa.kalos", "iaa.ot_agreement", "iaa.class_agreement"
 #: The summary key of each method's pooled (headline) value that its pairwise values are read against.
-POOLED_KEYS = {KALOS: "global_alpha", OT: "alpha_ot"}
+POOLED_KEYS = {KALOS: "global_alpha", OT: "alpha_ot", CLASSES: "alpha"}
 _TITLES = {CONSENSUS_METHOD: "**Rater report** (whole run, against the consensus)", KALOS: "**Raters** (whole run)",
-           OT: "**Raters** (whole run)"}
+           OT: "**Raters** (whole run)", CLASSES: "**Raters** (whole run)",
+           CLASS_CONSENSUS: "**Rater report** (whole run, against the consensus)"}
 
 
 def rater_table(samples, info: dict, results: dict, options: dict) -> dict | None:
@@ -47,8 +49,16 @@ def rater_table(samples, info: dict, results: dict, options: dict) -> dict | Non
     if method not in RATER_COLUMNS:
         return None
     detail = results.get("detail") or {}
-    if method == CONSENSUS_METHOD:
-        rows = consensus_rater_rows(detail.get("rater_report") or {})
+    report = detail.get("rater_report") or {}
+    if method == CONSENSUS_METHOD and any("competence" in (e or {}) for e in report.values()):
+        method = CLASS_CONSENSUS  # a consensus of classes: competences, not sensitivities
+        rows = class_consensus_rater_rows(report)
+    elif method == CONSENSUS_METHOD:
+        rows = consensus_rater_rows(report)
+    elif method == CLASSES:
+        if not (detail.get("rater_vitality") or {}).get("raters"):
+            return None
+        rows = class_rater_rows(detail, rater_label_counts(samples, info))
     elif method == KALOS:
         if not (detail.get("rater_vitality") or {}).get("raters"):
             return None
@@ -137,6 +147,19 @@ def _support_line(records: list, min_support: int) -> str:
             f"*Min. shared samples* hides the thinner pairs (now {min_support}).")
 
 
+def _class_pair_note(records: list, value: str) -> str:
+    """What a class run's heatmap cells are, and its lowest pair (the pooled α counts every rater at once)."""
+    text = ("Each cell is Cohen's κ of two raters on the samples both rated (1 = always the same class, 0 = as "
+            "often as chance); the headline α pools all raters. An empty cell: the two never rated a sample "
+            "together (no data).")
+    defined = [r for r in records if is_finite(r.get(value))]
+    if defined:
+        low = min(defined, key=lambda r: (float(r[value]), str(r["rater_a"]), str(r["rater_b"])))
+        text += (f" Lowest pair: {low['rater_a']} × {low['rater_b']}, κ {sig3(low[value])} on "
+                 f"{count_text(int(low.get('n_shared_samples') or 0), 'shared sample')}.")
+    return text
+
+
 def _choose(records: list, name: str, ordered: list, options: dict) -> tuple[list, str]:
     rule, k = options["pair_rule"], options["pair_k"]
     rater = options["pair_rater"]
@@ -187,7 +210,10 @@ def pair_section(samples, info: dict, results: dict, whole: bool, ids, n_view: i
         obs_median = statistics.median(shares) if shares else None
         units = sum(c["n_units"] for c in counts.values())
         obs_pooled = sum(c["n_agree"] for c in counts.values()) / units if units else None
-    note = contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=info["method"] == KALOS)
+    if info["method"] == CLASSES:  # κ and α on one class per sample: no objects, no "no object" to explain
+        note = _class_pair_note(shown, name)
+    else:
+        note = contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=info["method"] == KALOS)
     note = "\n\n".join(t for t in (note, _support_line(shown, options["min_support"])) if t)
     stat = options["pair_stat"] if counts is not None else "value"
     fig = pair_matrix_figure(pm, value_name, scope, clickable, where=where, selected=selected, statistic=stat,

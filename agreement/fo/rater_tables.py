@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from agreement.fo.figure_base import add_subtitle, count_text, is_finite, plural, sig3
 
 __all__ = ["Column", "RATER_COLUMNS", "RATER_NOTES", "DEFAULT_OPTIONS", "MAX_ROWS", "MAX_BARS", "rater_options",
-           "natural_key", "f1_score", "consensus_rater_rows", "kalos_rater_rows", "ot_rater_rows",
+           "natural_key", "f1_score", "consensus_rater_rows", "kalos_rater_rows", "ot_rater_rows", "CLASS_CONSENSUS",
+           "class_rater_rows", "class_consensus_rater_rows",
            "sort_rater_rows", "visible_columns", "rater_table_markdown", "top_bottom_bars"]
 
 MAX_ROWS = 100
@@ -38,6 +39,8 @@ class Column:
     integer: bool = False
 
 
+#: The rater table of a consensus run on classes (its report holds competences, not sensitivities).
+CLASS_CONSENSUS = "iaa.consensus/classes"
 _COUNTS = (Column("n_labels", "labels", True, True), Column("n_samples", "samples", True, True))
 #: The columns of each method's rater table, the default sort column first.
 RATER_COLUMNS: dict[str, tuple[Column, ...]] = {
@@ -48,6 +51,11 @@ RATER_COLUMNS: dict[str, tuple[Column, ...]] = {
                   Column("partner_agreement", "agrees"), Column("n_partners", "partners", True, True)) + _COUNTS,
     "iaa.ot_agreement": (Column("pair_alpha", "pair αOT"), Column("n_partners", "partners", True, True),
                          Column("n_shared", "shared", True, True)) + _COUNTS,
+    "iaa.class_agreement": (Column("vitality", "vitality"), Column("alpha_without", "α without", False),
+                            Column("pair_kappa", "mean κ"), Column("partner_agreement", "agrees"),
+                            Column("n_partners", "partners", True, True)) + _COUNTS,
+    CLASS_CONSENSUS: (Column("competence", "competence"), Column("agreement", "agrees"),
+                      Column("n_labels", "labels", True, True)),
 }
 #: What each method's columns mean (under the table).
 RATER_NOTES = {
@@ -62,6 +70,15 @@ RATER_NOTES = {
         "global α without the rater; *agrees*: share of the objects it or a partner drew on shared samples that "
         "both drew alike (observed agreement, pooled over its pairs); *partners*: raters it shared a sample "
         "with; *labels*, *samples*: its labels and assigned samples."),
+    "iaa.class_agreement": (
+        "*vitality*: α minus α without the rater (< 0: the rater lowers agreement); *α without*: α without the "
+        "rater; *mean κ*: Cohen's κ with its partners, weighted by their shared samples; *agrees*: share of the "
+        "shared samples where it and a partner gave the same class (pooled over its pairs); *partners*: raters "
+        "it shared a sample with; *labels*, *samples*: the classes it gave and its assigned samples."),
+    CLASS_CONSENSUS: (
+        "*competence*: the model's estimate that the rater gives the true class (Dawid–Skene: mean of its "
+        "confusion matrix's diagonal; MACE: its competence); *agrees*: share of its classes equal to the "
+        "consensus; *labels*: the classes it gave."),
     "iaa.ot_agreement": (
         "*pair αOT*: mean αOT of its rater pairs, weighted by their shared samples; *partners*: raters it "
         "shared a sample with; *shared*: samples shared, summed over its pairs; *labels*, *samples*: its labels "
@@ -126,6 +143,37 @@ def consensus_rater_rows(report: dict) -> list[dict]:
     for rater, entry in report.items():
         row = {"rater": str(rater), **{c.key: entry.get(c.key) for c in cols if c.key != "f1"}}
         row["f1"] = f1_score(entry.get("sensitivity"), entry.get("precision"))
+        rows.append(_texts(row, cols))
+    return rows
+
+
+def class_consensus_rater_rows(report: dict) -> list[dict]:
+    """A class consensus run's ``detail["rater_report"]`` as rows: competence, agreement with the consensus,
+    labels."""
+    cols = RATER_COLUMNS[CLASS_CONSENSUS]
+    return [_texts({"rater": str(r), "competence": e.get("competence"), "agreement": e.get("agreement"),
+                    "n_labels": e.get("labels")}, cols) for r, e in report.items()]
+
+
+def class_rater_rows(detail: dict, counts: dict) -> list[dict]:
+    """A class agreement run's raters: vitality and α without them (``detail["rater_vitality"]``), their
+    mean κ and pooled observed agreement with their partners (``detail["rater_pairs"]``, weighted by shared
+    samples), partners, labels and samples (``counts``)."""
+    cols = RATER_COLUMNS["iaa.class_agreement"]
+    vit = detail.get("rater_vitality") or {}
+    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
+    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
+    records = list(detail.get("rater_pairs") or [])
+    kappa = _partners(records, "kappa", "n_shared_samples")
+    agree = _partners(records, "observed_agreement", "n_shared_samples")
+    rows = []
+    for r in (str(x) for x in detail.get("raters") or []):
+        k, a = kappa.get(r), agree.get(r)
+        row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
+               "pair_kappa": k["num"] / k["den"] if k and k["den"] else None,
+               "partner_agreement": a["num"] / a["den"] if a and a["den"] else None,
+               "n_partners": k["n"] if k else None,
+               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
         rows.append(_texts(row, cols))
     return rows
 

@@ -24,7 +24,8 @@ from agreement.fo.label_schema import label_list_path
 from agreement.fo.methods.consensus import _require_consensus_run
 from agreement.fo.projection import LIST_ATTRS
 
-__all__ = ["DECISIONS", "ReviewError", "review_labels", "review_progress", "next_pending", "queue_label_ids"]
+__all__ = ["DECISIONS", "ReviewError", "review_labels", "review_progress", "next_pending", "queue_label_ids",
+           "queue_key"]
 
 #: decision -> (tag added, tag removed); ``None`` undoes a decision
 DECISIONS = {"accepted": ("accepted", "rejected"), "rejected": ("rejected", "accepted"), None: (None, None)}
@@ -103,6 +104,34 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
     if decision:
         view.tag_labels(add, label_fields=[field])
     return {"tagged": len(ids), "decision": decision, **review_progress(dataset, key)}
+
+
+def queue_key(view) -> str | None:
+    """The consensus run whose review queue ``view`` is, or ``None``.
+
+    Boxes and other instances: a patches view of ``{key}_consensus``. Classes (a ``Classification`` per
+    sample): the samples view :func:`~agreement.fo.methods.consensus.review_view` builds, recognised by its
+    filter of ``{key}_consensus`` on ``{key}_review`` (the App's view of the queue, whatever stages the
+    user put before it).
+    """
+    import fiftyone.core.labels as fol
+    import fiftyone.core.stages as fos
+
+    from agreement.fo.methods.consensus import METHOD
+    from agreement.fo.runs import list_agreement_runs
+
+    if view is None:
+        return None
+    field = getattr(view, "patches_field", None)
+    if not field:
+        dataset = view._root_dataset
+        filtered = [s.field for s in getattr(view, "_stages", []) if isinstance(s, fos.FilterLabels)]
+        field = next((f for f in reversed(filtered) if f.endswith("_consensus") and getattr(
+            dataset.get_field(f), "document_type", None) is fol.Classification), None)
+    if not field or not field.endswith("_consensus"):
+        return None
+    key = field[: -len("_consensus")]
+    return key if key in list_agreement_runs(view._root_dataset, method=METHOD) else None
 
 
 def _is_queue_of(samples, field: str) -> bool:

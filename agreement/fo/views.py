@@ -3,7 +3,8 @@
 * :func:`lowest_scoring_view`: the samples from lowest agreement up;
 * :func:`rater_pair_view`: the samples where two raters agree least;
 * :func:`unmatched_labels_view`: one rater's labels that match nobody;
-* :func:`class_disagreement_view`: the labels of one class in units the raters disagree on;
+* :func:`class_disagreement_view`: the labels of one class in units the raters disagree on (class runs:
+  :func:`class_dispute_view`, the samples where that class is disputed);
 * :func:`disagreeing_labels_view`: the labels that disagree, optionally of one sample.
 
 Every function takes the collection to start from (the App's current view,
@@ -22,7 +23,8 @@ from agreement.fo.reading import LABEL_TYPES
 
 __all__ = [
     "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "write_rater_pair_field", "unmatched_labels_view", "class_disagreement_view",
-    "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT",
+    "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT", "class_rater_disagreement_view",
+    "class_dispute_view",
 ]
 
 DRILL_LIMIT = 50  # samples a drill-down loads at most (the lowest-scoring first)
@@ -215,6 +217,42 @@ def _kalos_unit_groups(samples, info: dict):
     return groups, assigned
 
 
+CLASS_METHOD = "iaa.class_agreement"
+
+
+def _class_table(samples, info: dict) -> tuple[list[str], list[dict[str, str]]]:
+    """The classes of a class agreement run's raters in ``samples``: sample ids and, per sample,
+    ``{rater: class}`` (raters without a class left out)."""
+    layout = info.get("input") or {}
+    if layout.get("layout") == "fields":
+        fields = list(layout.get("fields") or [])
+        ids, *columns = samples.values(["id"] + [f"{f}.label" for f in fields])
+        table = [{f: c for f, c in zip(fields, row) if c is not None} for row in zip(*columns)] if fields else []
+        return ids, table or [{} for _ in ids]
+    field, attr = layout["field"], layout.get("rater_attr") or "annotator"
+    ids, labels, raters = samples.values(["id", f"{field}.classifications.label",
+                                          f"{field}.classifications.{attr}"])
+    return ids, [{str(r): c for r, c in zip(rs or [], ls or []) if r is not None and c is not None}
+                 for ls, rs in zip(labels, raters)]
+
+
+def class_rater_disagreement_view(samples, key: str, rater: str):
+    """The samples of class agreement run ``key`` where ``rater``'s class differs from another rater's."""
+    info = runs.get_agreement_run_info(samples, key)
+    ids, table = _class_table(samples, info)
+    return samples.select([sid for sid, row in zip(ids, table)
+                           if rater in row and any(c != row[rater] for r, c in row.items() if r != rater)])
+
+
+def class_dispute_view(samples, key: str, label_class: str):
+    """The samples of class agreement run ``key`` where some rater gave ``label_class`` and the raters do
+    not all agree."""
+    info = runs.get_agreement_run_info(samples, key)
+    ids, table = _class_table(samples, info)
+    return samples.select([sid for sid, row in zip(ids, table)
+                           if label_class in row.values() and len(set(row.values())) > 1])
+
+
 def unmatched_labels_view(samples, key: str, rater: str):
     """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some.
 
@@ -232,6 +270,8 @@ def unmatched_labels_view(samples, key: str, rater: str):
         return _select_labels(samples, info, ids)
     if info["method"] == "iaa.ot_agreement":
         return disagreeing_labels_view(samples, key, raters=[str(rater)])
+    if info["method"] == CLASS_METHOD:  # one class per sample: the samples where the rater is contradicted
+        return class_rater_disagreement_view(samples, key, str(rater))
     raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
 
 
@@ -239,6 +279,8 @@ def class_disagreement_view(samples, key: str, label_class: str):
     """The labels of class ``label_class`` in KαLOS units the raters disagree on: a unit with a member
     of that class that some assigned rater missed, or whose members differ in class."""
     info = runs.get_agreement_run_info(samples, key)
+    if info["method"] == CLASS_METHOD:  # one class per sample: the samples where that class is disputed
+        return class_dispute_view(samples, key, label_class)
     if info["method"] != "iaa.kalos":
         raise ViewError(f"run {key!r} ({info['method']}) has no units; class drill-down needs a KαLOS run")
     groups, assigned = _kalos_unit_groups(samples, info)

@@ -37,7 +37,7 @@ import fiftyone.core.labels as fol
 from agreement.core.data import class_order
 from agreement.core.ratings import class_ratings, tag_ratings
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figures import kalos_bars
+from agreement.fo.class_figures import class_bars, class_curves
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.run_results import AgreementResults
 from agreement.methods.classes.alpha import bootstrap_alpha, class_alpha
@@ -198,15 +198,17 @@ VIEW = {
     "score_name": "agreement",
     "score_range": lambda params: (0.0, 1.0),
     "cards": [
-        {"key": "alpha", "label": "Krippendorff's α", "reason": "reason"},
-        {"key": "alpha_low", "label": "95% interval, low"},
-        {"key": "alpha_high", "label": "95% interval, high"},
+        {"key": "alpha", "label": "Krippendorff's α", "reason": "reason", "lo": "alpha_low", "hi": "alpha_high",
+         "interval": "95% bootstrap interval"},
         {"key": "mean_agreement", "label": "mean observed agreement"},
+        {"key": "level", "label": "level of measurement"},
+        {"key": "n_units", "label": "samples with two or more ratings", "integer": True},
     ],
     "pair_matrix": ("kappa", "Cohen's κ per rater pair"),
     "pair_value": "κ",
     "view_labels": ("mean observed agreement", "samples with fewer than two ratings"),
-    "bars": lambda detail, info: kalos_bars(detail),
+    "bars": lambda detail, info: class_bars(detail, info),
+    "curves": lambda detail, info: class_curves(detail, info),
 }
 
 
