@@ -338,6 +338,11 @@ class ImportJudgements(AgreementOperator):
         inputs.enum("unknown_labels", list(UNKNOWN_POLICIES), default="error", label="Labels not in the categories",
                     description="error: refuse the file, naming them; drop: leave those judgements out; keep: add "
                                 "them as classes")
+        inputs.str("field", default="judgements", label="Label field",
+                   description="The Classifications field holding every worker's label")
+        inputs.str("rater_attr", default="annotator", label="Rater attribute")
+        inputs.bool("overwrite", default=False, label="Replace an existing dataset of that name")
+        inputs.bool("persistent", default=True, label="Persistent dataset")
         return types.Property(inputs, view=types.View(label="Import crowd judgements"))
 
     def execute(self, ctx):
@@ -347,7 +352,9 @@ class ImportJudgements(AgreementOperator):
         path = require(p, "path", "the worker<TAB>item<TAB>label file")
         name = require(p, "dataset_name", "the name of the new dataset")
         kwargs = dict(categories=_categories(p.get("categories")), repeated=p.get("repeated") or "mode",
-                      unknown_labels=p.get("unknown_labels") or "error")
+                      unknown_labels=p.get("unknown_labels") or "error", field=p.get("field") or "judgements",
+                      rater_attr=p.get("rater_attr") or "annotator", overwrite=bool(p.get("overwrite", False)),
+                      persistent=bool(p.get("persistent", True)))
 
         def summarise(out) -> dict:
             dataset, record = out

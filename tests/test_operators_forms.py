@@ -127,6 +127,8 @@ def _every_operator_run(fo, ds, params, tmp_path) -> dict[str, tuple[dict, objec
     ls = tmp_path / "ls.json"
     ls.write_text(json.dumps([task(1, "x.jpg", [annotation(1, [rectangle([0.1, 0.1, 0.2, 0.2], "c", 100, 80)]),
                                                  annotation(2, [rectangle([0.1, 0.1, 0.2, 0.3], "c", 100, 80)])])]))
+    judgements = tmp_path / "judgements.tsv"
+    judgements.write_text("w1\ti1\ta\nw2\ti1\tb\nw1\ti2\ta\nw2\ti2\ta\n")
     return {
         "compute_consensus": (dict(key="cons", method="majority", **params), ds),  # half-vote labels flagged
         "compute_ot_agreement": (dict(key="ot", **params), ds),
@@ -149,6 +151,7 @@ def _every_operator_run(fo, ds, params, tmp_path) -> dict[str, tuple[dict, objec
         "import_multi_rater_coco": (dict(coco_path=str(coco), dataset_name="forms-coco", persistent=False), None),
         "import_multi_rater": (dict(exports=exports, dataset_name="forms-multi", persistent=False), None),
         "import_label_studio": (dict(json_path=str(ls), dataset_name="forms-ls", persistent=False), None),
+        "import_judgements": (dict(path=str(judgements), dataset_name="forms-judgements", persistent=False), None),
     }
 
 
@@ -194,7 +197,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
             else:
                 assert {"key", "target", "fields_written"} <= set(static) and not extra & {"target", "key"}, name
     finally:
-        for made in ("forms-coco", "forms-multi", "forms-ls"):
+        for made in ("forms-coco", "forms-multi", "forms-ls", "forms-judgements"):
             if fo.dataset_exists(made):
                 fo.delete_dataset(made)
 
