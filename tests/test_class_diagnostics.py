@@ -14,6 +14,7 @@ from hypothesis.extra.numpy import arrays
 from agreement.methods.classes import (
     LEVELS,
     agreement_with_consensus,
+    agreement_with_others_majority,
     alpha_without_rater,
     class_alpha,
     class_difficulty,
@@ -105,6 +106,35 @@ def test_agreement_with_consensus_by_hand():
     np.testing.assert_allclose(agreement_with_consensus(codes, consensus), [2 / 3, 1 / 3, np.nan])
     with pytest.raises(ValueError, match="entries"):
         agreement_with_consensus(codes, consensus[:2])
+
+
+def test_agreement_with_others_majority_by_hand():
+    # sample 0: others of r0 say (1, 1) -> r0's 0 misses; r1 and r2 see (0, 1): a tie, each hits with 1/2
+    # sample 1: r0 alone -> not scored; sample 2: r0 and r1 agree -> both hit
+    codes = np.array([[0, 1, 1], [2, -1, -1], [1, 1, -1]])
+    agreement, n = agreement_with_others_majority(codes, 3)
+    np.testing.assert_allclose(agreement, [0.5, 0.75, 0.5])
+    assert n.tolist() == [2, 2, 1]
+    agreement, n = agreement_with_others_majority(np.array([[0, -1], [-1, 1]]))
+    assert np.isnan(agreement).all() and n.tolist() == [0, 0]  # nobody met
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_agreement_with_others_majority_equals_a_loop(S, R, K, seed):
+    codes = np.random.default_rng(seed).integers(-1, K, size=(S, R))
+    agreement, n = agreement_with_others_majority(codes, K)
+    for r in range(R):
+        scores = []
+        for u in range(S):
+            others = [codes[u, q] for q in range(R) if q != r and codes[u, q] >= 0]
+            if codes[u, r] < 0 or not others:
+                continue
+            m = np.bincount(others, minlength=K)
+            tied = np.flatnonzero(m == m.max())
+            scores.append(1 / len(tied) if codes[u, r] in tied else 0.0)
+        assert n[r] == len(scores)
+        assert (np.isnan(agreement[r]) and not scores) or abs(agreement[r] - np.mean(scores)) < 1e-12
 
 
 # ---------------------------------------------------------------------------------------------------- pairs

@@ -88,6 +88,11 @@ def test_per_sample_agreement_is_a_sortable_field_and_the_run_is_fiftyones(class
     assert results.summary["alpha"] == pytest.approx(_oracle(codes, "nominal"), abs=1e-12)
     pairs = results.detail["rater_pairs"]
     assert {(p["rater_a"], p["rater_b"]) for p in pairs} == {(a, b) for i, a in enumerate(RATERS) for b in RATERS[i + 1:]}
+    from agreement.methods.classes import agreement_with_others_majority
+
+    majority = results.detail["rater_majority"]  # each rater against the majority of the others
+    assert majority["raters"] == list(RATERS)
+    assert np.allclose(majority["agreement"], agreement_with_others_majority(codes)[0], equal_nan=True)
     ds.delete_run("cls")  # FiftyOne's own command removes what the run wrote
     assert "cls_agreement" not in ds.get_field_schema() and "cls_n_ratings" not in ds.get_field_schema()
 

@@ -95,6 +95,7 @@ def test_class_run_shows_alpha_interval_histogram_kappa_vitality_difficulty_and_
     assert data["rater_table_md"].startswith("**Raters** (whole run)")
     worst = min(zip(detail["rater_vitality"]["vitality"], detail["rater_vitality"]["raters"]))[1]
     assert data["rater_table_md"].split("\n")[4].startswith(f"| {worst} |")
+    assert "with majority" in data["rater_table_md"].split("\n")[2]  # agreement with the others' majority
 
 
 def test_pairs_that_never_met_are_no_data(fo, make_dataset):

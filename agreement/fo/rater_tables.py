@@ -53,6 +53,7 @@ RATER_COLUMNS: dict[str, tuple[Column, ...]] = {
                          Column("n_shared", "shared", True, True)) + _COUNTS,
     "iaa.class_agreement": (Column("vitality", "vitality"), Column("alpha_without", "α without", False),
                             Column("pair_kappa", "mean κ"), Column("partner_agreement", "agrees"),
+                            Column("majority_agreement", "with majority"),
                             Column("n_partners", "partners", True, True)) + _COUNTS,
     CLASS_CONSENSUS: (Column("competence", "competence"), Column("agreement", "agrees"),
                       Column("n_labels", "labels", True, True)),
@@ -73,7 +74,8 @@ RATER_NOTES = {
     "iaa.class_agreement": (
         "*vitality*: α minus α without the rater (< 0: the rater lowers agreement); *α without*: α without the "
         "rater; *mean κ*: Cohen's κ with its partners, weighted by their shared samples; *agrees*: share of the "
-        "shared samples where it and a partner gave the same class (pooled over its pairs); *partners*: raters "
+        "shared samples where it and a partner gave the same class (pooled over its pairs); *with majority*: share "
+        "of its samples where it gave the majority class of the other raters (ties shared); *partners*: raters "
         "it shared a sample with; *labels*, *samples*: the classes it gave and its assigned samples."),
     CLASS_CONSENSUS: (
         "*competence*: the model's estimate that the rater gives the true class (Dawid–Skene: mean of its "
@@ -166,12 +168,15 @@ def class_rater_rows(detail: dict, counts: dict) -> list[dict]:
     records = list(detail.get("rater_pairs") or [])
     kappa = _partners(records, "kappa", "n_shared_samples")
     agree = _partners(records, "observed_agreement", "n_shared_samples")
+    maj = detail.get("rater_majority") or {}
+    majority = dict(zip(maj.get("raters") or [], maj.get("agreement") or []))
     rows = []
     for r in (str(x) for x in detail.get("raters") or []):
         k, a = kappa.get(r), agree.get(r)
         row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
                "pair_kappa": k["num"] / k["den"] if k and k["den"] else None,
                "partner_agreement": a["num"] / a["den"] if a and a["den"] else None,
+               "majority_agreement": majority.get(r),
                "n_partners": k["n"] if k else None,
                "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
         rows.append(_texts(row, cols))

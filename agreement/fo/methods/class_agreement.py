@@ -9,7 +9,7 @@ field per rater holding tags. Read as:
   reliability matrix, ``nominal`` by default, ``ordinal`` or ``interval``
   when the classes are ordered or numeric (``level``), with a seeded
   bootstrap interval over samples; per rater, vitality (α − α without the
-  rater) and agreement with the majority; per rater pair, Cohen's κ,
+  rater) and agreement with the majority of the other raters; per rater pair, Cohen's κ,
   pairwise α and observed agreement (pairs that never met are absent); per
   class, difficulty and the confusion between raters
   (:mod:`agreement.methods.classes`).
@@ -42,7 +42,12 @@ from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.run_results import AgreementResults
 from agreement.methods.classes.alpha import bootstrap_alpha, class_alpha
 from agreement.methods.classes.diagnostics import (
-    class_difficulty, confusion_between_raters, pairwise, rater_vitality, sample_observed_agreement,
+    agreement_with_others_majority,
+    class_difficulty,
+    confusion_between_raters,
+    pairwise,
+    rater_vitality,
+    sample_observed_agreement,
 )
 from agreement.methods.classes.sets import masi_alpha, per_class_alpha, sample_masi_agreement
 
@@ -129,6 +134,7 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
     agreement = sample_observed_agreement(codes, n_classes=K)
     vitality = rater_vitality(codes, **kw)
     difficulty = class_difficulty(codes, n_classes=K)
+    majority, n_majority = agreement_with_others_majority(codes, n_classes=K)
     summary = {
         "alpha": res.alpha, "alpha_low": low, "alpha_high": high, "reason": res.reason,
         "observed_disagreement": res.observed, "expected_disagreement": res.expected,
@@ -146,6 +152,7 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
                         "n_values": difficulty.n_values},
         "confusion": {"classes": list(classes), "matrix": confusion_between_raters(codes, n_classes=K)},
         "rater_pairs": pairwise(codes, raters=ratings.raters, **kw).to_columns(arrays=True),
+        "rater_majority": {"raters": list(ratings.raters), "agreement": majority, "n_samples": n_majority},
     }
     n = (codes >= 0).sum(axis=1)
     return MethodOutput(summary, detail, sample_values={"agreement": agreement, "n_ratings": n.astype(int)})

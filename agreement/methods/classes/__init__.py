@@ -26,6 +26,7 @@ from agreement.methods.classes.alpha import (
 from agreement.methods.classes.diagnostics import (
     ClassDifficulty,
     agreement_with_consensus,
+    agreement_with_others_majority,
     alpha_without_rater,
     class_difficulty,
     confusion_between_raters,
@@ -54,6 +55,7 @@ __all__ = [
     "unit_counts",
     "ClassDifficulty",
     "agreement_with_consensus",
+    "agreement_with_others_majority",
     "alpha_without_rater",
     "class_difficulty",
     "confusion_between_raters",

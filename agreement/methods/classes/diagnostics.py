@@ -9,6 +9,7 @@ a loop over raters or pairs.
 * :func:`sample_observed_agreement`: the share of agreeing pairs of ratings per sample.
 * :func:`rater_vitality`: ``alpha - alpha_{-r}``, positive when rater ``r`` helps.
 * :func:`agreement_with_consensus`: each rater's share of ratings equal to a consensus class.
+* :func:`agreement_with_others_majority`: the same against the majority of the *other* raters of each sample.
 * :func:`pairwise`: Cohen's kappa, pairwise alpha and observed agreement of every rater pair that met.
 * :func:`class_difficulty` and :func:`confusion_between_raters`: from the coincidence matrix.
 
@@ -37,6 +38,7 @@ from agreement.methods.classes.alpha import (
 )
 
 __all__ = [
+    "agreement_with_others_majority",
     "ClassDifficulty",
     "sample_observed_agreement",
     "alpha_without_rater",
@@ -181,6 +183,52 @@ def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> 
     hit = (both & (codes == y[:, None])).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n > 0, hit / n, np.nan)
+
+
+def agreement_with_others_majority(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Each rater's agreement with the majority vote of the other raters of the same samples.
+
+    For a rating ``x_ur = c`` and the other raters' class counts ``m_uk = n_uk - [k = c]``
+    of sample ``u``, the rating scores ``[m_uc = max_k m_uk] / #{k : m_uk = max_k m_uk}``
+    (a tie among the others' top classes gives each tied class its share, so the
+    score is the probability of agreeing with a majority vote whose ties are
+    broken uniformly at random). ``a_r`` is the mean score over the samples where
+    ``r`` and at least one other rater gave a class. Range ``[0, 1]``; no chance
+    correction. Leaving the rater out keeps them from voting for themselves,
+    which would lift every rater of a small panel towards 1 (with two raters,
+    a rater would always agree with a majority that includes them half the time).
+
+    Args:
+        codes: ``(S, R)`` class codes, ``-1`` missing.
+        n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(agreement, n)``: ``(R,)`` float (NaN for a rater who never met another) and ``(R,)`` int, the
+        number of scored samples.
+    """
+    codes, K = check_codes(codes, n_classes)
+    S, R = codes.shape
+    agreement, n = np.full(R, np.nan), np.zeros(R, dtype=np.int64)
+    s, r = np.nonzero(codes >= 0)
+    if not len(s):
+        return agreement, n
+    counts = unit_counts(codes, K).astype(np.int64)
+    score, scored = np.zeros(len(s)), np.zeros(len(s), dtype=bool)
+    step = max(1, (1 << 22) // max(K, 1))  # ratings per chunk: at most ~4M dense counts at a time
+    for lo in range(0, len(s), step):
+        i = np.arange(lo, min(lo + step, len(s)))
+        others = counts[s[i]].toarray()
+        others[np.arange(len(i)), codes[s[i], r[i]]] -= 1
+        top = others.max(axis=1)
+        ties = (others == top[:, None]).sum(axis=1)
+        hit = others[np.arange(len(i)), codes[s[i], r[i]]] == top
+        scored[i] = top > 0
+        score[i] = np.where(hit, 1.0 / ties, 0.0)
+    n = np.bincount(r[scored], minlength=R)
+    total = np.bincount(r[scored], weights=score[scored], minlength=R)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        agreement = np.where(n > 0, total / n, np.nan)
+    return agreement, n
 
 
 def pairwise(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
