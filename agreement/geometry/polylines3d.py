@@ -160,21 +160,38 @@ def polyline_boundary_f1(
     >>> round(polyline_boundary_f1(a, [[0, 0, 0], [5, 0, 0]], tolerance=0.5), 3)  # P = 0.55, R = 1
     0.71
     """
+    step = _check_step(tolerance, spacing)
+    return _f1(_prepared(a, "a", closed_a, step), _prepared(b, "b", closed_b, step), tolerance)
+
+
+def _check_step(tolerance: float, spacing: float | None) -> float:
+    """The sampling step (default ``tolerance / 4``), after checking both are positive and finite."""
     if not (np.isfinite(tolerance) and tolerance > 0):
         raise ValueError(f"tolerance must be a positive finite number, got {tolerance!r}")
     step = tolerance / 4.0 if spacing is None else float(spacing)
     if not (np.isfinite(step) and step > 0):
         raise ValueError(f"spacing must be a positive finite number, got {spacing!r}")
-    sa, da = _segments(_as_shapes(a, "a"), closed_a)
-    sb, db = _segments(_as_shapes(b, "b"), closed_b)
-    pa, wa = _samples(sa, da, step)
-    pb, wb = _samples(sb, db, step)
+    return step
+
+
+def _prepared(polyline, name: str, closed: bool, step: float) -> tuple:
+    """A polyline's segments, its length samples with their weights, and its bounding box."""
+    shapes = _as_shapes(polyline, name)
+    starts, dirs = _segments(shapes, closed)
+    points, weights = _samples(starts, dirs, step)
+    every = np.vstack(shapes)
+    return starts, dirs, points, weights, every.min(axis=0), every.max(axis=0)
+
+
+def _f1(a: tuple, b: tuple, tolerance: float) -> float:
+    """Boundary F1 of two prepared polylines (:func:`_prepared`)."""
+    sa, da, pa, wa = a[:4]
+    sb, db, pb, wb = b[:4]
     precision = float(np.sum(wa[_distance_to_segments(pa, sb, db) <= tolerance]) / np.sum(wa))
     recall = float(np.sum(wb[_distance_to_segments(pb, sa, da) <= tolerance]) / np.sum(wb))
     if precision + recall == 0:
         return 0.0
     return min(1.0, 2.0 * precision * recall / (precision + recall))
-
 
 def pairwise_polyline_boundary_f1(
     a: Sequence[ArrayLike | Sequence[ArrayLike]],
@@ -200,10 +217,19 @@ def pairwise_polyline_boundary_f1(
     f1 : ndarray of shape (n, m), float64
         In ``[0, 1]``.
     """
+    step = _check_step(tolerance, spacing)
     ca = [closed_a] * len(a) if isinstance(closed_a, (bool, np.bool_)) else list(closed_a)
     cb = [closed_b] * len(b) if isinstance(closed_b, (bool, np.bool_)) else list(closed_b)
-    out = np.empty((len(a), len(b)))
-    for i, pa in enumerate(a):
-        for j, pb in enumerate(b):
-            out[i, j] = polyline_boundary_f1(pa, pb, tolerance, bool(ca[i]), bool(cb[j]), spacing)
+    prep_a = [_prepared(p, "a", bool(c), step) for p, c in zip(a, ca)]
+    prep_b = [_prepared(p, "b", bool(c), step) for p, c in zip(b, cb)]
+    out = np.zeros((len(a), len(b)))
+    if not len(a) or not len(b):
+        return out
+    # two polylines whose bounding boxes are further apart than the tolerance share no point within it: F1 = 0
+    lo_a, hi_a = np.array([p[4] for p in prep_a]), np.array([p[5] for p in prep_a])
+    lo_b, hi_b = np.array([p[4] for p in prep_b]), np.array([p[5] for p in prep_b])
+    gap = np.maximum(lo_a[:, None, :] - hi_b[None, :, :], 0) + np.maximum(lo_b[None, :, :] - hi_a[:, None, :], 0)
+    near = np.einsum("ijk,ijk->ij", gap, gap) <= tolerance * tolerance
+    for i, j in zip(*np.nonzero(near)):
+        out[i, j] = _f1(prep_a[i], prep_b[j], tolerance)
     return out
