@@ -30,6 +30,7 @@ import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
     CHROMIUM_ARGS,
+    SCREENSHOTS,
     _assert_titled,
     _choose_run,
     _count,
@@ -98,7 +99,10 @@ def classes_app(fo, tmp_path_factory):
 
 
 def _panel_shot(page, path: Path) -> None:
-    """A screenshot of the window as the user sees it (the panel beside the grid), after the images load."""
+    """A screenshot of the window as the user sees it (the panel beside the grid), after the images load (only
+    when ``IAA_SCREENSHOTS_DIR`` is set)."""
+    if not SCREENSHOTS:
+        return
     page.wait_for_timeout(2500)
     page.screenshot(path=str(path))
 
