@@ -5,7 +5,8 @@ user can compute) and every drill-down from :mod:`agreement.fo.views`; this
 module follows the App's view and turns clicks into views. Its layout is in
 :mod:`.panel_layout`, its texts in :mod:`.panel_markdown`, the data of its
 optional sections (consensus, comparison, open sample) in
-:mod:`.panel_sections`, and what it remembers between events in
+:mod:`.panel_sections`, a semantic mask run's figures and drill-downs in
+:mod:`.panel_masks`, and what it remembers between events in
 :mod:`.panel_memory`.
 
 How it keeps the user's view
@@ -54,6 +55,7 @@ from agreement.fo.app_state import remember_open_run
 from .panel_filters import _app_can_set_filters, _same
 from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
+from .panel_masks import MaskEvents, refresh_masks, render_masks
 from .panel_memory import _MEMORY, _Memory, _memory
 from .panel_raters import RaterEvents, refresh_raters
 from .panel_review import ReviewActions, refresh_review
@@ -69,7 +71,7 @@ RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanishe
 RESTORE_EXTENSION = 3.0
 
 
-class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
+class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
     @property
     def config(self):
         return foo.PanelConfig(
@@ -457,6 +459,7 @@ class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
             return
         self._show_run(ctx, mem, data, error, changed)
         self._fill_view_data(ctx.panel.data, mem, data, n_view, filters, base_stages)
+        refresh_masks(ctx.panel.data, mem, base, data)  # a semantic mask run's class and pair figures
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
         refresh_raters(ctx.panel.data, mem, data)
         refresh_compare(ctx, mem, base, key, info, compare, compare_key)
@@ -572,7 +575,9 @@ class AgreementPanel(RaterEvents, ReviewActions, foo.Panel):
 
     # ------------------------------------------------------------------ render
     def render(self, ctx):
-        return render_panel(self, ctx)
+        layout = render_panel(self, ctx)
+        render_masks(self, layout.type, _memory(ctx))  # a mask run's figures close the dashboard
+        return layout
 
 
 def runs_score_field(info: dict) -> str | None:

@@ -5,7 +5,9 @@
 * :func:`unmatched_labels_view`: one rater's labels that match nobody;
 * :func:`class_disagreement_view`: the labels of one class in units the raters disagree on (class runs:
   :func:`class_dispute_view`, the samples where that class is disputed);
-* :func:`disagreeing_labels_view`: the labels that disagree, optionally of one sample.
+* :func:`disagreeing_labels_view`: the labels that disagree, optionally of one sample;
+* :func:`mask_class_view` (semantic mask runs): the samples where the raters', or one rater pair's, Dice
+  on a class is lowest (:func:`mask_dice_scores`: those samples with their Dice).
 
 Every function takes the collection to start from (the App's current view,
 filters included) and only adds stages to it, so a drill-down narrows what
@@ -24,7 +26,7 @@ from agreement.fo.reading import LABEL_TYPES
 __all__ = [
     "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "write_rater_pair_field", "unmatched_labels_view", "class_disagreement_view",
     "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT", "class_rater_disagreement_view",
-    "class_dispute_view",
+    "class_dispute_view", "mask_dice_scores", "mask_class_view",
 ]
 
 DRILL_LIMIT = 50  # samples a drill-down loads at most (the lowest-scoring first)
@@ -253,6 +255,63 @@ def class_dispute_view(samples, key: str, label_class: str):
                            if label_class in row.values() and len(set(row.values())) > 1])
 
 
+MASK_METHOD = "iaa.mask_agreement"
+
+
+def _mask_target(samples, key: str, label_class, pair=None) -> tuple[dict, int, str | None]:
+    """A mask agreement run's ``detail``, the value of ``label_class`` (a name or a value) and the run's
+    label of rater pair ``pair`` (``None`` without one)."""
+    from agreement.fo.mask_figures import class_value, mask_class_names, pair_label
+
+    info = runs.get_agreement_run_info(samples, key)
+    if info["method"] != MASK_METHOD:
+        raise ViewError(f"run {key!r} ({info['method']}) is not a semantic mask agreement run")
+    detail = runs.load_agreement_results(samples, key).get("detail", {})
+    rows = detail.get("pair_class_dice") or {}
+    names = mask_class_names(info, list(detail.get("classes") or []) + list(rows.get("class_value") or []))
+    value = class_value(names, label_class)
+    if value is None:
+        raise ViewError(f"run {key!r} has no class {label_class!r}; its classes are {list(names.values())}")
+    label = None
+    if pair is not None:
+        label = pair_label(dict.fromkeys(rows.get("pair") or []), pair)
+        if label is None:
+            raise ViewError(f"raters {pair!r} never met on a class in run {key!r}")
+    return detail, value, label
+
+
+def mask_dice_scores(samples, key: str, label_class, pair=None) -> list[tuple[str, float]]:
+    """``(sample id, Dice)`` of the samples of ``samples`` where two raters met on class ``label_class``
+    (a name from ``mask_targets`` or a pixel value) in mask agreement run ``key``, lowest first (ties by
+    sample id).
+
+    The Dice of a sample is its lowest rater-pair Dice on that class or, with ``pair`` (``"a | b"`` or
+    two raters), that pair's; two raters meet on a class where both rated the sample and either drew it.
+    """
+    detail, value, label = _mask_target(samples, key, label_class, pair)
+    rows = detail.get("pair_class_dice") or {}
+    in_view = set(samples.values("id"))
+    lowest: dict[str, float] = {}
+    for sid, p, c, d in zip(rows.get("sample") or [], rows.get("pair") or [], rows.get("class_value") or [],
+                            rows.get("dice") or []):
+        if int(c) != value or d is None or d != d or sid not in in_view or (label is not None and p != label):
+            continue
+        lowest[sid] = min(float(d), lowest.get(sid, float("inf")))
+    return sorted(lowest.items(), key=lambda t: (t[1], t[0]))
+
+
+def mask_class_view(samples, key: str, label_class, pair=None, limit: int | None = DRILL_LIMIT):
+    """The samples of ``samples`` where the raters' Dice on class ``label_class`` is lowest in mask
+    agreement run ``key`` (with ``pair``: that pair's Dice), lowest first, at most ``limit``
+    (:func:`mask_dice_scores`)."""
+    items = mask_dice_scores(samples, key, label_class, pair)
+    if limit is not None:
+        if int(limit) < 1:
+            raise ViewError(f"limit must be a positive number of samples, got {limit!r}")
+        items = items[: int(limit)]
+    return samples.select([sid for sid, _ in items], ordered=True)
+
+
 def unmatched_labels_view(samples, key: str, rater: str):
     """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some.
 
@@ -277,10 +336,13 @@ def unmatched_labels_view(samples, key: str, rater: str):
 
 def class_disagreement_view(samples, key: str, label_class: str):
     """The labels of class ``label_class`` in KαLOS units the raters disagree on: a unit with a member
-    of that class that some assigned rater missed, or whose members differ in class."""
+    of that class that some assigned rater missed, or whose members differ in class (class runs:
+    :func:`class_dispute_view`; semantic mask runs: :func:`mask_class_view`)."""
     info = runs.get_agreement_run_info(samples, key)
     if info["method"] == CLASS_METHOD:  # one class per sample: the samples where that class is disputed
         return class_dispute_view(samples, key, label_class)
+    if info["method"] == MASK_METHOD:  # semantic masks: the samples where that class's Dice is lowest
+        return mask_class_view(samples, key, label_class)
     if info["method"] != "iaa.kalos":
         raise ViewError(f"run {key!r} ({info['method']}) has no units; class drill-down needs a KαLOS run")
     groups, assigned = _kalos_unit_groups(samples, info)
