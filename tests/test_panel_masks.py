@@ -269,3 +269,32 @@ def test_open_sample_of_a_mask_run_hides_the_dashboard(mask_ds):
     plots = _plots(_output(requests))
     assert "mask_classes" not in plots and "mask_pairs" not in plots  # the modal explains the open sample
     assert data["labels_md"].startswith("**Labels of the open sample**")
+    assert "No labels of run" not in data["labels_md"]  # each rater's mask with its Dice against the others
+
+
+@pytest.mark.fiftyone
+def test_open_sample_lists_each_raters_mask_with_its_dice_against_the_others(mask_ds):
+    from agreement.fo.figure_base import sig3
+    from agreement.fo.label_explanations import label_explanations
+    from agreement.fo.runs import get_agreement_run_info
+
+    ds, masks, ids = mask_ds
+    info = get_agreement_run_info(ds, "seg")
+    i = 3  # r2 shifted by 3 pixels, r3 with the road cut: every pair differs
+    rows = {row["rater"]: row for row in label_explanations(ds, info, ids[i])}
+    per = masks[i]
+
+    def pair_dice(a, b):  # the mean over the classes in either mask, as the run's {key}_dice
+        vals = [_dice(per[a], per[b], c) for c in np.union1d(np.unique(per[a]), np.unique(per[b]))]
+        return float(np.mean([v for v in vals if v is not None]))
+
+    assert set(rows) == set(RATERS) and rows["r1"]["label"] == "background, road"
+    for r in RATERS:
+        others = [q for q in RATERS if q != r]
+        want = np.mean([pair_dice(r, q) for q in others])
+        assert rows[r]["value"] == f"mean Dice {sig3(want)}"
+        assert rows[r]["counterpart"] == ", ".join(f"{q}: Dice {sig3(pair_dice(r, q))}" for q in others)
+    means = {r: np.mean([pair_dice(r, q) for q in RATERS if q != r]) for r in RATERS}
+    assert [r for r in RATERS if rows[r]["disagrees"]] == [min(means, key=means.get)]
+    lone = label_explanations(ds, info, ids[8])  # r3 drew nothing there: two masks
+    assert {row["rater"] for row in lone} == {"r1", "r2"}

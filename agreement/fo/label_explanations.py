@@ -11,6 +11,7 @@ from __future__ import annotations
 from agreement.fo.figures import CONSENSUS_METHOD, sig3
 
 CLASS_METHOD = "iaa.class_agreement"
+MASK_METHOD = "iaa.mask_agreement"
 
 __all__ = ["label_explanations"]
 
@@ -21,7 +22,8 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
     ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
     from ``{key}_unit`` (the other members of its unit are its counterparts). Class agreement runs: the other
-    raters' classes of the sample. Other methods: the labels with their rater only.
+    raters' classes of the sample. Semantic mask runs: per rater's mask, its classes and its Dice with each
+    other rater's mask (:func:`_mask_explanations`). Other methods: the labels with their rater only.
     """
     key = info["key"]
     layout = info.get("input") or {}
@@ -29,6 +31,8 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     if not len(found):  # not a sample of the dataset (a patch of a patches view, say): nothing to explain
         return []
     sample = found.first()
+    if info["method"] == MASK_METHOD:
+        return _mask_explanations(sample, layout)
     fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
     labels = []  # (rater, label)
     for f in fields:
@@ -146,4 +150,46 @@ def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
                      "counterpart": f"consensus: {c.label}{flagged}" if c is not None else "none",
                      "value": f"confidence {sig3(c.confidence)}" if c is not None else "—",
                      "disagrees": not agrees})
+    return rows
+
+
+def _mask_explanations(sample, layout: dict) -> list[dict]:
+    """Per rater's ``Segmentation`` of a semantic mask run: the classes in its mask and its Dice with each other
+    rater's mask (mean over the classes in either mask, as the run's ``{key}_dice``); the rater(s) with the
+    lowest mean Dice below 1 are marked as disagreeing (the odd one out of the sample)."""
+    import numpy as np
+
+    from agreement.methods.semantic.pixels import sample_statistics
+
+    fields = list(layout.get("fields") or [])
+    names = {int(k): str(v) for k, v in (layout.get("mask_targets") or {}).items()}
+    labels, masks = [], []
+    for f in fields:
+        seg = sample[f] if f in sample.field_names else None
+        mask = seg.get_mask() if seg is not None and hasattr(seg, "get_mask") else None
+        if mask is not None:
+            labels.append((f, seg))
+            masks.append(mask)
+    if not masks:
+        return []
+    classes = [", ".join(names.get(int(v), str(int(v))) for v in np.unique(m)) for m in masks]
+    if len(masks) < 2:
+        return [{"id": labels[0][1].id, "rater": labels[0][0], "label": classes[0], "status": "no other rater's mask",
+                 "counterpart": "none", "value": "—", "disagrees": False}]
+    res = sample_statistics(masks, sample_key=str(sample.id),
+                            raters=[f for f, _ in labels])
+    with np.errstate(invalid="ignore"):
+        pair = np.array([np.nanmean(row) if np.isfinite(row).any() else np.nan for row in res.pair_dice])
+    dice = np.full((len(masks), len(masks)), np.nan)
+    for k, (i, j) in enumerate(res.pairs):
+        dice[i, j] = dice[j, i] = pair[k]
+    mean = np.array([np.nanmean(row) if np.isfinite(row).any() else np.nan for row in dice])
+    worst = np.nanmin(mean) if np.isfinite(mean).any() else np.nan
+    rows = []
+    for i, (rater, seg) in enumerate(labels):
+        others = [f"{labels[j][0]}: Dice {sig3(dice[i, j])}" for j in range(len(labels)) if j != i]
+        odd = bool(np.isfinite(mean[i]) and mean[i] == worst and worst < 1.0)
+        rows.append({"id": seg.id, "rater": rater, "label": classes[i],
+                     "status": "lowest Dice with the others" if odd else "agrees most with the others",
+                     "counterpart": ", ".join(others), "value": f"mean Dice {sig3(mean[i])}", "disagrees": odd})
     return rows
