@@ -84,6 +84,9 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
             ["Consensus labels: EM against majority vote and WBF, calibration, rater estimates (issue 12)",
              "`consensus.py`", f"{_link(R / 'consensus.md')}, {_link(R / 'consensus_f1.png')}, "
              f"{_link(R / 'consensus_reliability.png')}, {_link(R / 'consensus_sensitivity.png')}"],
+            ["Class consensus on simulated crowds: α against rater noise; Dawid–Skene and MACE against majority "
+             "vote with spammers (issue 39; simulated raters, not LVIS)", "`class_consensus.py`",
+             _link(R / "class_consensus.md")],
             ["Monotonicity of every score (the suite test)", "`tests/test_monotonicity.py`", "below"],
         ], align="lll"))
     L.append("")
