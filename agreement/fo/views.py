@@ -17,6 +17,7 @@ time and saved as named views of the dataset (:func:`save_agreement_view`).
 
 from __future__ import annotations
 
+import numpy as np
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
@@ -290,13 +291,16 @@ def mask_dice_scores(samples, key: str, label_class, pair=None) -> list[tuple[st
     """
     detail, value, label = _mask_target(samples, key, label_class, pair)
     rows = detail.get("pair_class_dice") or {}
-    in_view = set(samples.values("id"))
-    lowest: dict[str, float] = {}
-    for sid, p, c, d in zip(rows.get("sample") or [], rows.get("pair") or [], rows.get("class_value") or [],
-                            rows.get("dice") or []):
-        if int(c) != value or d is None or d != d or sid not in in_view or (label is not None and p != label):
-            continue
-        lowest[sid] = min(float(d), lowest.get(sid, float("inf")))
+    sid = np.asarray(rows.get("sample") or [], dtype=object)
+    dice = np.asarray([np.nan if d is None else d for d in rows.get("dice") or []], dtype=float)
+    keep = (np.asarray(rows.get("class_value") or [], dtype=np.int64) == value) & np.isfinite(dice)
+    if label is not None:
+        keep &= np.asarray(rows.get("pair") or [], dtype=object) == label
+    keep &= np.isin(sid, np.asarray(samples.values("id"), dtype=object))
+    sid, dice = sid[keep].astype(str), dice[keep]
+    order = np.lexsort((dice, sid))  # by sample, lowest Dice first: the first row of each sample is its lowest
+    first = np.unique(sid[order], return_index=True)[1]
+    lowest = dict(zip(sid[order][first].tolist(), dice[order][first].tolist()))
     return sorted(lowest.items(), key=lambda t: (t[1], t[0]))
 
 
