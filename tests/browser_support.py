@@ -3,6 +3,7 @@ that read the grid's counts, the panel's charts and texts, and pick from its dro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -48,6 +49,19 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+
+@contextlib.contextmanager
+def running_app(tmp_path_factory, name: str):
+    """The App's server for one test module (:func:`start_app`), its log in a temporary folder ``name``;
+    yields ``(url, log)`` and stops the server after the tests."""
+    log = tmp_path_factory.mktemp(name) / "server.log"
+    proc, url = start_app(log)
+    try:
+        yield url, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def start_app(log: Path) -> tuple[subprocess.Popen, str]:

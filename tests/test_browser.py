@@ -56,7 +56,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_texts,
     browser_tools,
     open_dataset_page,
-    start_app,
+    running_app,
 )
 
 pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
@@ -82,11 +82,8 @@ def app_server(fo, tmp_path_factory):
         r = foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=dataset.view(), params=dict(fields=fields,
                                                                                                **params)))
         assert r.error is None, r.error
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    proc, url = start_app(log)
-    yield url, fo.load_dataset(DATASET), log
-    proc.terminate()
-    proc.wait(timeout=30)
+    with running_app(tmp_path_factory, "server") as (url, log):
+        yield url, fo.load_dataset(DATASET), log
     fo.delete_dataset(DATASET)
 
 

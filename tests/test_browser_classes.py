@@ -41,7 +41,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
     open_dataset_page,
-    start_app,
+    running_app,
 )
 
 pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
@@ -90,11 +90,8 @@ def classes_app(fo, tmp_path_factory):
                                                                   params=dict(fields=RATERS, **params)))
         assert r.error is None, r.error
     print(f"both runs computed in {time.time() - started:.1f} s")  # a figure, not a test
-    log = tmp_path_factory.mktemp("classes-server") / "server.log"
-    proc, url = start_app(log)
-    yield url, dataset, log
-    proc.terminate()
-    proc.wait(timeout=30)
+    with running_app(tmp_path_factory, "classes-server") as (url, log):
+        yield url, dataset, log
     fo.delete_dataset(DATASET)
 
 

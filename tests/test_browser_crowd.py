@@ -41,7 +41,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
     open_dataset_page,
-    start_app,
+    running_app,
 )
 
 pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
@@ -59,11 +59,8 @@ def crowd_app(fo, tmp_path_factory):
             fo.delete_dataset(name)
     start = fo.Dataset(START, persistent=True)  # the App needs a dataset to start on; the import opens the new one
     start.add_sample(fo.Sample(filepath=os.path.join(os.path.dirname(export), "img0000")))
-    log = tmp_path_factory.mktemp("crowd-server") / "server.log"
-    proc, url = start_app(log)
-    yield url, export, log
-    proc.terminate()
-    proc.wait(timeout=30)
+    with running_app(tmp_path_factory, "crowd-server") as (url, log):
+        yield url, export, log
     for name in (START, CROWD):
         if fo.dataset_exists(name):
             fo.delete_dataset(name)

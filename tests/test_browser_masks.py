@@ -34,7 +34,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_plots,
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
-    start_app,
+    running_app,
 )
 from test_browser_classes import _overflowing, _panel_shot, _scroll_panel_to
 
@@ -97,11 +97,8 @@ def masks_app(fo, tmp_path_factory):
                              ctx=dict(view=dataset.view(), params=dict(fields=RATERS, key="seg")))
     assert r.error is None, r.error
     print(f"mask run computed in {time.time() - started:.1f} s")  # a figure, not a test
-    log = tmp_path_factory.mktemp("masks-server") / "server.log"
-    proc, url = start_app(log)
-    yield url, dataset, log
-    proc.terminate()
-    proc.wait(timeout=30)
+    with running_app(tmp_path_factory, "masks-server") as (url, log):
+        yield url, dataset, log
     fo.delete_dataset(DATASET)
 
 
