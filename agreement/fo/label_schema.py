@@ -20,7 +20,7 @@ import fiftyone.core.labels as fol
 from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS
 from agreement.core.validation import BOX_POLICIES, AnnotationError
 
-__all__ = ["label_fields", "detect_raters", "IMAGE_LABEL_TYPES", "SUPPORTED_TYPES", "label_list_path"]
+__all__ = ["label_fields", "frame_label_fields", "detect_raters", "IMAGE_LABEL_TYPES", "SUPPORTED_TYPES", "label_list_path"]
 
 #: Image-level label types: a class (``Classification``), a set of tags (``Classifications``), a semantic mask.
 IMAGE_LABEL_TYPES = (fol.Classification, fol.Classifications, fol.Segmentation)
@@ -43,14 +43,31 @@ def label_list_path(field: str, doc_type: type) -> str:
     return f"{field}.{attr}" if attr is not None else field
 
 
+def frame_label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
+    """Names ``frames.<field>`` of the frame fields of a video collection holding one of ``types`` (none for
+    other media)."""
+    if getattr(samples, "media_type", None) != "video":
+        return []
+    schema = samples.get_frame_field_schema(embedded_doc_type=tuple(types)) or {}
+    return sorted(f"frames.{name}" for name in schema)
+
+
 def _label_type(samples, name: str) -> type:
-    schema = samples.get_field_schema()
-    if name not in schema:
+    frame = name.startswith("frames.")
+    if frame and getattr(samples, "media_type", None) != "video":
+        raise AnnotationError(
+            f"field {name!r} is a frame field, but dataset {samples._dataset.name!r} holds "
+            f"{getattr(samples, 'media_type', None) or 'no'} media, not videos: frame labels exist only on video "
+            "datasets; name a sample label field instead"
+        )
+    schema = samples.get_frame_field_schema() if frame else samples.get_field_schema()
+    if (name[len("frames."):] if frame else name) not in schema:
+        known = label_fields(samples, SUPPORTED_TYPES) + frame_label_fields(samples, SUPPORTED_TYPES)
         raise AnnotationError(
             f"field {name!r} does not exist on dataset {samples._dataset.name!r}; "
-            f"label fields are: {label_fields(samples, SUPPORTED_TYPES) or 'none'}"
+            f"label fields are: {', '.join(known) or 'none'}"
         )
-    f = schema[name]
+    f = schema[name[len("frames."):] if frame else name]
     doc_type = getattr(f, "document_type", None) if isinstance(f, fof.EmbeddedDocumentField) else None
     if doc_type not in SUPPORTED_TYPES:
         what = doc_type.__name__ if doc_type is not None else type(f).__name__
