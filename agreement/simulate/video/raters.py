@@ -251,6 +251,9 @@ def _missed(track_idx: np.ndarray, k: int, noise: VideoNoise, rng: np.random.Gen
     p = rate * q / (1.0 - rate)
     if p > 1.0:  # visible runs cannot be shorter than one box: lengthen the missed runs instead
         p, q = 1.0, (1.0 - rate) / rate
+    if p <= 0.0 or q <= 0.0:  # a rate so close to 0 or 1 that the run probability underflows
+        missed[:] = q <= 0.0
+        return missed
     order = np.argsort(track_idx, kind="stable")  # each track's boxes, in frame order
     counts = np.bincount(track_idx, minlength=k)
     offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -258,7 +261,7 @@ def _missed(track_idx: np.ndarray, k: int, noise: VideoNoise, rng: np.random.Gen
         L = int(counts[j])
         state0 = rng.random() < rate  # stationary start
         states = (np.arange(L) % 2 == 0) == state0  # alternating, starting with state0 (True: missed)
-        lengths = np.where(states, rng.geometric(q, L), rng.geometric(p, L))
+        lengths = np.minimum(np.where(states, rng.geometric(q, L), rng.geometric(p, L)), L)  # longer runs: cut
         missed[order[offsets[j]:offsets[j + 1]]] = np.repeat(states, lengths)[:L]
     return missed
 
