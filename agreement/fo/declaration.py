@@ -273,6 +273,8 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
 
     ``target`` (the operators give it) is recorded with the run's parameters as ``params["target"]``:
     which samples the run was asked to compute on (see :func:`run_target`)."""
+    from agreement.fo.frame_runs import is_frame_layout, run_on_frames
+
     layout, execution, own = split_kwargs(decl, kwargs)
     kind = check_label_type(decl, samples, layout)
     if kind is not None and any(p.name == LABEL_TYPE_PARAM for p in decl.method_params):
@@ -282,6 +284,9 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
         params["key"] = key
     if target is not None:
         params["target"] = dict(target)
+    if is_frame_layout(layout.as_dict()):
+        return run_on_frames(decl, samples, key, layout.as_dict(), execution.as_kwargs(), params,
+                             overwrite=overwrite, progress=progress)
     return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
                       **execution.as_kwargs())
 

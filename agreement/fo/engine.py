@@ -33,6 +33,7 @@ from agreement.fo.distributed import check_backend, run_shards
 from agreement.fo.assignment import plan_corpus
 from agreement.fo.reading import ReadResult, current_stamps, join_reads, read_annotations
 from agreement.core.validation import AnnotationError, RepairReport
+from agreement.fo.frame_units import chance_groups
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
@@ -444,7 +445,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     # of the run's names while the run plans and reads its first shard, and waited for before its first write
     check = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
                              spec.label_suffixes, overwrite=overwrite, check_only=True, scan_in_background=True)
-    context = StreamContext(ids)
+    context = StreamContext(ids, groups=chance_groups(samples, ids))
     if spec.prepare is not None:
         report(0.02, "planning")
         context.state = spec.prepare(samples, plan, ids, layout, params)

@@ -115,11 +115,15 @@ class StreamContext:
         state: what the method's ``prepare`` returned (``None`` without one).
         read_samples: ``(sample_ids) -> MultiRaterAnnotations``: those samples read again, as the
             shards were read (for corpus statistics that need a few samples together).
+        groups: the group of each sample (integers, ``sample_ids`` order) when samples are not independent
+            items (frames: their video, :func:`agreement.fo.frame_units.chance_groups`); ``None``: each sample
+            is its own group. Chance baselines pair samples of different groups; bootstraps resample groups.
     """
 
     sample_ids: list
     state: Any = None
     read_samples: Callable[[Sequence[str]], Any] | None = None
+    groups: Any = None
 
 
 def clean_summary(summary: Mapping[str, Any]) -> dict:

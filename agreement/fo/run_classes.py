@@ -81,6 +81,11 @@ class AgreementRunConfig(fors.RunConfig):
         return list(getattr(self, "sample_fields", None) or [])
 
     @property
+    def owned_frame_fields(self) -> list[str]:
+        """The frame fields the run owns (a run on video frame labels)."""
+        return list(getattr(self, "frame_fields", None) or [])
+
+    @property
     def owned_label_attrs(self) -> list[list[str]]:
         """The per-label attributes the run owns, as ``[label field, attribute]``."""
         return [list(x) for x in (getattr(self, "label_attrs", None) or [])]
@@ -98,7 +103,7 @@ class AgreementRun(fors.Run):
         dataset = samples._root_dataset
         schema = dataset.get_field_schema()
         attrs = [label_path(dataset, lf, attr) for lf, attr in self.config.owned_label_attrs if lf in schema]
-        return self.config.owned_sample_fields + attrs
+        return self.config.owned_sample_fields + attrs + [f"frames.{f}" for f in self.config.owned_frame_fields]
 
     def cleanup(self, samples, key: str) -> None:
         """Removes every value and declaration of the run's fields and label attributes (not the run)."""
@@ -152,8 +157,11 @@ def remove_run_fields(dataset, config: AgreementRunConfig) -> dict:
     Returns:
         ``{"deleted_sample_fields": [...], "deleted_label_attrs": [...]}``
     """
+    from agreement.fo.frame_fields import remove_frame_run_fields
+
     sample_fields = list(getattr(config, "sample_fields", None) or [])
     label_attrs = [list(x) for x in (getattr(config, "label_attrs", None) or [])]
+    frame_fields = remove_frame_run_fields(dataset, config)
     unset_run_values(dataset, sample_fields, label_attrs)
     deleted_attrs = []
     with schema_lock(dataset):
@@ -170,7 +178,11 @@ def remove_run_fields(dataset, config: AgreementRunConfig) -> dict:
                 deleted_attrs.append([lf, attr])
         if declared:  # the values are gone already: drop the declarations without another pass over the samples
             dataset.remove_dynamic_sample_fields(declared)
-    return {"deleted_sample_fields": sample_fields, "deleted_label_attrs": deleted_attrs}
+    deleted_attrs += [[lf, attr] for lf, attr in label_attrs if lf.startswith("frames.")]
+    out = {"deleted_sample_fields": sample_fields, "deleted_label_attrs": deleted_attrs}
+    if frame_fields:
+        out["deleted_frame_fields"] = frame_fields
+    return out
 
 
 def _renamed(name: str, key: str, new_key: str) -> str:
@@ -223,7 +235,10 @@ def rename_run_fields(dataset, key: str, new_key: str) -> dict:
     Returns:
         ``{"renamed_sample_fields": {old: new}, "renamed_label_attrs": [[field, old, new], ...]}``
     """
+    from agreement.fo.frame_fields import check_frame_rename, rename_frame_run_fields
+
     renames, attr_renames = check_rename(dataset, key, new_key)
+    check_frame_rename(dataset, dataset.get_run_info(key).config, key, new_key)
     with schema_lock(dataset):
         schema = dataset.get_field_schema()
         present = {f: n for f, n in renames.items() if f in schema}
@@ -234,10 +249,14 @@ def rename_run_fields(dataset, key: str, new_key: str) -> dict:
             if lf in schema and dataset.get_field(label_path(dataset, lf, attr)) is not None:
                 dataset.rename_sample_field(label_path(dataset, lf, attr), label_path(dataset, lf, new))
         config = dataset.get_run_info(key).config
+        frame_renames = rename_frame_run_fields(dataset, config, key, new_key)
         config.sample_fields = [renames.get(f, f) for f in getattr(config, "sample_fields", None) or []]
         config.label_attrs = [[lf, new] for lf, _, new in attr_renames]
         dataset.update_run_config(key, config)
-    return {"renamed_sample_fields": renames, "renamed_label_attrs": [[lf, a, n] for lf, a, n in attr_renames]}
+    out = {"renamed_sample_fields": renames, "renamed_label_attrs": [[lf, a, n] for lf, a, n in attr_renames]}
+    if frame_renames:
+        out["renamed_frame_fields"] = frame_renames
+    return out
 
 
 def first_existing_label_attr(dataset, label_attrs: Iterable[tuple[str, str]]) -> tuple[str, str] | None:

@@ -521,6 +521,8 @@ def delete_agreement_run(samples, key: str) -> dict:
     removed = remove_run_fields(dataset, config)
     with schema_lock(dataset):
         config.sample_fields, config.label_attrs = [], []  # removed: nothing left for the cleanup hook
+        if getattr(config, "frame_fields", None):
+            config.frame_fields = []
         dataset.update_run_config(key, config)
         dataset.delete_run(key)
     return removed

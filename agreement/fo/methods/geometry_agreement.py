@@ -59,7 +59,7 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     res = merge_geometry_shards(
         stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
         bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
-        confidence=params["confidence"])
+        confidence=params["confidence"], groups=context.groups)
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
     between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]

@@ -262,11 +262,19 @@ def _undefined_reasons(R: int, pv: dict, engine: _Engine, n_within_pairs: int, n
     return why
 
 
-def _bootstrap_values(engine: _Engine, bootstrap: int | None, seed: int, S_m: int) -> dict[str, np.ndarray]:
+def _bootstrap_values(engine: _Engine, bootstrap: int | None, seed: int, S_m: int,
+                      groups: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every statistic on ``bootstrap`` resamples of the measured samples
-    (resample ``r`` from the seed sequence ``(seed, _TAG_BOOT, r)``)."""
+    (resample ``r`` from the seed sequence ``(seed, _TAG_BOOT, r)``); with
+    ``groups`` (the group of each measured sample, e.g. its video), resamples
+    of the groups, each drawn group bringing all its samples (a cluster
+    bootstrap: samples of one group are not independent)."""
     if bootstrap is None or S_m == 0:
         return {}
+    if groups is not None:
+        _, g = np.unique(groups, return_inverse=True)
+        g = g.reshape(-1)
+        G = int(g.max()) + 1
     vals = {k: np.empty(bootstrap) for k in GeometryAgreementResult._STATS}
     ch = engine.chunk_cols()
     for b0 in range(0, bootstrap, ch):
@@ -274,7 +282,10 @@ def _bootstrap_values(engine: _Engine, bootstrap: int | None, seed: int, S_m: in
         Wt = np.empty((S_m, b1 - b0))
         for r in range(b0, b1):
             rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BOOT, r]))
-            Wt[:, r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
+            if groups is None:
+                Wt[:, r - b0] = np.bincount(rng.integers(0, S_m, size=S_m), minlength=S_m)
+            else:
+                Wt[:, r - b0] = np.bincount(rng.integers(0, G, size=G), minlength=G)[g]
         res = engine.compute(Wt)
         for k in vals:
             vals[k][b0:b1] = res[k]
@@ -415,8 +426,14 @@ def merge_geometry_shards(
     sigmas: np.ndarray | None = None,
     stack: bool = True,
     checked: bool = False,
+    groups: np.ndarray | None = None,
 ) -> GeometryAgreementResult:
     """:func:`geometry_agreement` of a corpus from the :func:`geometry_shard` of its shards.
+
+    ``groups`` (one integer per corpus sample, optional): the between-item
+    chance pairs join samples of *different* groups and the bootstrap
+    resamples groups, e.g. frames of different videos (frames of one video
+    are not independent items); ``None``: every sample is its own group.
 
     The chance sample is drawn on the whole corpus (its strata need every
     rater's measured samples and set sizes), then its sets are read back:
@@ -445,7 +462,8 @@ def merge_geometry_shards(
     cidx = np.full(S, -1, dtype=np.int32 if S < 2**31 else np.int64)
     cidx[canon_kept] = np.arange(len(canon_kept))
     strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S)
-    chance = _chance_set_pairs(strata, sh.cells, max_pairs, seed)
+    groups = None if groups is None else np.asarray(groups, dtype=np.int64)
+    chance = _chance_set_pairs(strata, sh.cells, max_pairs, seed, groups)
     between = _between_of(chance, read_samples, distance, t, sigmas, stack, checked)
 
     # Statistics, reasons, intervals.
@@ -456,7 +474,7 @@ def merge_geometry_shards(
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
     why = _undefined_reasons(R, pv, engine, n_set_pairs, n_w, n_b, chance, bool(sh.skipped.any()), max_pairs, t)
-    boot = _bootstrap_values(engine, bootstrap, seed, S_m)
+    boot = _bootstrap_values(engine, bootstrap, seed, S_m, None if groups is None else groups[canon_kept])
     del engine  # its sorted copies are not needed for the p-values (which sort again): lower peak memory
     est = {k: _estimate(pv[k], why.get(k, ""), boot.get(k), bootstrap, S_m, confidence)
            for k in GeometryAgreementResult._STATS}

@@ -126,10 +126,16 @@ class _ChanceSample:
     n_population: int
 
 
-def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: int) -> _ChanceSample:
+def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: int,
+                      groups: np.ndarray | None = None) -> _ChanceSample:
     """Every between-item set pair when their cost fits in ``budget``;
     otherwise uniform draws with replacement over the strata (a draw with
-    ``i == j`` is rejected) until the next one would exceed it."""
+    ``i == j``, or with ``groups[i] == groups[j]`` when groups are given, is
+    rejected) until the next one would exceed it (or nothing but rejections
+    comes: no pair of different groups)."""
+    def apart(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return i != j if groups is None else groups[i] != groups[j]
+
     n_pop, pop_cost = int(strata.pop.sum()), int(strata.cost.sum())
     exact = pop_cost <= budget
     cum_end = np.cumsum(strata.size)
@@ -138,16 +144,18 @@ def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: in
     if n_pop and exact:
         x = np.repeat(np.arange(len(strata.size)), strata.size)
         i, j = strata.locate(x, np.arange(int(cum_end[-1]), dtype=np.int64) - cum_start[x])
-        ok = i != j
+        ok = apart(i, j)
+        n_pop = n_pop if groups is None else int(ok.sum())
         bi, bj, bx, draws = [i[ok]], [j[ok]], [x[ok]], n_pop
     elif n_pop:
         rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, _TAG_BETWEEN]))
-        remaining = budget
-        while remaining > 0:
+        remaining, fruitless = budget, 0
+        while remaining > 0 and fruitless < 20:
             u = rng.integers(0, int(cum_end[-1]), size=_DRAW_CHUNK, dtype=np.int64)
             x = np.searchsorted(cum_end, u, side="right")
             i, j = strata.locate(x, u - cum_start[x])
-            ok = i != j
+            ok = apart(i, j)
+            fruitless = 0 if ok.any() else fruitless + 1
             i, j, x = i[ok], j[ok], x[ok]
             cc = np.cumsum(np.maximum(1, counts[i, strata.first[x]] * counts[j, strata.second[x]]))
             take = int(np.searchsorted(cc, remaining, side="right"))

@@ -188,9 +188,11 @@ class _Strata:
     size: np.ndarray  # N_ab: cross pairs
     cell_sample: np.ndarray  # the assigned cells, by rater then canonical sample order: sample
     cell_rater: np.ndarray  # and rater
+    cell_group: np.ndarray  # and the group of the sample (a cross pair joins cells of different groups)
 
 
-def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable) -> _Strata:
+def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable,
+            groups: np.ndarray | None = None) -> _Strata:
     S, R = len(sample_ids), len(raters)
     srank = np.empty(S, np.intp)
     srank[canonical_sample_order(sample_ids)] = np.arange(S)
@@ -198,14 +200,27 @@ def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tupl
     cs, cr = cs[order], cr[order]
     start = np.searchsorted(cr, np.arange(R + 1))
     count = np.diff(start)
+    cg = cs if groups is None else np.asarray(groups, dtype=np.int64)[cs]
     names = list(raters)
     nrank = np.empty(R, np.intp)
     nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
     swap = nrank[table.a] > nrank[table.b]
     first = np.where(swap, table.b, table.a)
     second = np.where(swap, table.a, table.b)
-    size = count[first].astype(np.int64) * count[second] - table.n_shared
-    return _Strata(first, second, start[first], start[second], count[first], count[second], size, cs, cr)
+    same = table.n_shared if groups is None else _same_group_pairs(cg, cr, R, first, second)
+    size = count[first].astype(np.int64) * count[second] - same
+    return _Strata(first, second, start[first], start[second], count[first], count[second], size, cs, cr, cg)
+
+
+def _same_group_pairs(cg: np.ndarray, cr: np.ndarray, R: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per rater pair, the pairs of their cells in the same group: ``sum_g n_first(g) n_second(g)``."""
+    from scipy import sparse
+
+    _, g = np.unique(cg, return_inverse=True)
+    counts = sparse.csr_matrix((np.ones(len(cr), np.int64), (cr, g.reshape(-1))), shape=(R, int(g.max(initial=-1)) + 1))
+    if not len(first):
+        return np.zeros(0, np.int64)
+    return np.asarray(counts[first].multiply(counts[second]).sum(axis=1), dtype=np.int64).reshape(-1)
 
 
 def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
@@ -218,7 +233,7 @@ def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np
     p = np.repeat(ex, prod)
     u = np.arange(int(prod.sum())) - np.repeat(np.cumsum(prod) - prod, prod)
     ci, cj = _cells(st, p, u)
-    ok = st.cell_sample[ci] != st.cell_sample[cj]
+    ok = st.cell_group[ci] != st.cell_group[cj]
     parts = [(p[ok], ci[ok], cj[ok])]
     mc = strata[~exact]
     drawn = np.zeros(len(mc), np.int64)  # counter of each stratum's stream
@@ -231,7 +246,7 @@ def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np
         u = np.minimum(np.floor(_uniform(keys[p], k) * prod), prod - 1).astype(np.int64)
         ci, cj = _cells(st, p, u)
         drawn += need
-        ok = st.cell_sample[ci] != st.cell_sample[cj]
+        ok = st.cell_group[ci] != st.cell_group[cj]
         parts.append((p[ok], ci[ok], cj[ok]))
         need = np.bincount(local[~ok], minlength=len(mc)).astype(np.int64)
     return tuple(np.concatenate([x[q] for x in parts]) for q in range(3))
@@ -340,7 +355,7 @@ class ChancePlan:
 
 
 def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, max_pairs: int = 100_000,
-                seed: int = 0) -> ChancePlan:
+                seed: int = 0, groups: np.ndarray | None = None) -> ChancePlan:
     """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
 
     ``(cell_sample[k], cell_rater[k])`` are the assigned (sample, rater)
@@ -348,6 +363,10 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     the rater names, the assignment, ``max_pairs`` and ``seed`` only: not on
     any annotation, the order of the samples or how they are sharded, so a
     streamed run can collect the sets it needs while it reads its shards.
+
+    ``groups`` (one integer per sample, optional): a cross pair joins samples
+    of *different* groups, e.g. frames of different videos (frames of one
+    video are not independent items); ``None``: every sample is its own group.
     """
     if isinstance(max_pairs, bool) or int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
@@ -358,7 +377,7 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
     _, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
     table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
-    st = _strata(sample_ids, cs, cr, raters, table)
+    st = _strata(sample_ids, cs, cr, raters, table, groups)
     N_tot = int(st.size.sum())
     strata = np.flatnonzero(st.size > 0)
     if N_tot <= max_pairs:
