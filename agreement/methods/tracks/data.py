@@ -23,8 +23,9 @@ Canonical track order. The measures here break ties (Hungarian matching,
 clustering) by the order of the tracks. So that renumbering the tracks cannot
 change a result, tracks are ordered by their *content*, not by their ids: by
 first frame, last frame, number of boxes, the first box's ``x, y, w, h``, the
-track class, and only then the id (two tracks of one rater that agree on all of
-these are interchangeable up to that last key).
+track class, the sums of their box coordinates (plain and weighted by the frame
+number), and only then by id: two tracks of one rater that agree on all of
+these are in practice identical, hence interchangeable.
 
 This module does not import FiftyOne.
 """
@@ -233,8 +234,12 @@ class Tracks:
         first_box[raw_of[at_first]] = self.boxes[at_first]
         label_key = np.array([str(v) if v is not None else "" for v in label], dtype=object)
         label_rank = np.unique(label_key, return_inverse=True)[1] if T else np.zeros(0, np.int64)
-        order = np.lexsort((raw_ids, label_rank, first_box[:, 3], first_box[:, 2], first_box[:, 1],
-                            first_box[:, 0], length, last, first))
+        # content digests: sums of the coordinates, plain and frame-weighted, in (track, frame) order
+        by = np.lexsort((self.frames, raw_of))
+        weights = np.concatenate([self.boxes[by], self.boxes[by] * self.frames[by, None]], axis=1)
+        digest = [np.bincount(raw_of[by], weights=weights[:, c], minlength=T) for c in range(8)]
+        order = np.lexsort((raw_ids, *digest[::-1], label_rank, first_box[:, 3], first_box[:, 2],
+                            first_box[:, 1], first_box[:, 0], length, last, first))
         rank = np.empty(T, dtype=np.int64)
         rank[order] = np.arange(T)
         return TrackIndex(raw_ids[order], rank[raw_of], length[order], first[order], last[order], label[order])
