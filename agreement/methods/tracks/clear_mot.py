@@ -140,22 +140,18 @@ def _lsa_with_forbidden(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _frame_matches(dist: np.ndarray, o: np.ndarray, h: np.ndarray, last: dict) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1 and 2 on one frame: the matched (object row, hypothesis column) pairs."""
     dist = dist.copy()
-    o_done = np.zeros(len(o), dtype=bool)
-    h_done = np.zeros(len(h), dtype=bool)
-    rows, cols = [], []
-    for r, obj in enumerate(o.tolist()):
-        prev = last.get(obj)
-        if prev is None:
-            continue
-        hit = np.flatnonzero(~h_done & (h == prev))
-        if len(hit) and np.isfinite(dist[r, hit[0]]):
-            o_done[r] = h_done[hit[0]] = True
-            rows.append(r)
-            cols.append(int(hit[0]))
-    dist[o_done, :] = np.nan
-    dist[:, h_done] = np.nan
+    col_of = {hid: k for k, hid in enumerate(h.tolist())}  # a track has one box per frame
+    prev = np.array([col_of.get(last.get(obj), -1) for obj in o.tolist()], dtype=np.int64)
+    cand = np.flatnonzero(prev >= 0)
+    cand = cand[np.isfinite(dist[cand, prev[cand]])]
+    # objects in row order: the first one whose last hypothesis is this column takes it
+    _, first = np.unique(prev[cand], return_index=True)
+    rows = cand[np.sort(first)]
+    cols = prev[rows]
+    dist[rows, :] = np.nan
+    dist[:, cols] = np.nan
     r2, c2 = _lsa_with_forbidden(dist)
-    return np.r_[np.asarray(rows, np.int64), r2], np.r_[np.asarray(cols, np.int64), c2]
+    return np.r_[rows, r2], np.r_[cols, c2]
 
 
 def _matched_pairs(p: RaterPair, threshold: float) -> tuple[np.ndarray, np.ndarray]:

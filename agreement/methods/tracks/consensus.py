@@ -90,7 +90,9 @@ def consensus_of_video(video: VideoTracks, units: TrackUnits, quorum: float = 0.
     k = np.bincount(group, minlength=G)
     wd = w[rater]
     wsum = np.bincount(group, weights=wd, minlength=G)
-    mean = np.stack([np.bincount(group, weights=wd * boxes[:, c], minlength=G) for c in range(4)], axis=1)
+    mean = np.zeros((G, 4))
+    for c in range(4):
+        mean[:, c] = np.bincount(group, weights=wd * boxes[:, c], minlength=G)
     mean /= np.maximum(wsum, np.finfo(float).tiny)[:, None]
     codes, names = _label_codes(labels)
     K = len(names)
