@@ -1,4 +1,4 @@
-"""One export per rater, in any format FiftyOne reads, merged by image into one multi-rater dataset.
+"""One export per rater, in any format FiftyOne reads, merged by image (or video) into one multi-rater dataset.
 
 Each rater's export is read by FiftyOne's own importer
 (``fo.Dataset.from_dir``) into a temporary dataset; the temporaries are then
@@ -42,6 +42,7 @@ from agreement.fo.importers.image_level import (
     export_label_path,
     image_kind_specs,
 )
+from agreement.fo.importers.video import VIDEO_FORMATS, import_video_exports, is_video_format
 from agreement.fo.importers.common import (
     KINDS,
     MergedImages,
@@ -66,6 +67,7 @@ FORMATS: dict[str, tuple[str, dict]] = {
     "fiftyone_detection": ("FiftyOneImageDetectionDataset", {}),
     "classification_tree": ("ImageClassificationDirectoryTree", {}),
     "segmentation_dir": ("ImageSegmentationDirectory", {}),
+    **VIDEO_FORMATS,
 }
 _KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
 _WRAP = {fo.Detection: ("detections", fo.Detections), fo.Polyline: ("polylines", fo.Polylines),
@@ -128,11 +130,12 @@ def resolve_format(fmt: Any) -> tuple[type, dict]:
         return getattr(fot, type_name), dict(options)
     cls = getattr(fot, name.rsplit(".", 1)[-1], None)
     if isinstance(cls, type) and issubclass(cls, (fot.ImageLabelsDataset, fot.ImageDetectionDataset,
-                                                  fot.ImageClassificationDataset, fot.ImageSegmentationDataset)):
+                                                  fot.ImageClassificationDataset, fot.ImageSegmentationDataset,
+                                                  fot.VideoLabelsDataset)):
         return cls, {}
     raise MultiRaterImportError(
         f"format {name!r} is not one FiftyOne can import here: use one of {', '.join(FORMATS)}, or the name of a "
-        "FiftyOne image labels dataset type (fiftyone.types, e.g. 'COCODetectionDataset')"
+        "FiftyOne image or video labels dataset type (fiftyone.types, e.g. 'COCODetectionDataset', 'CVATVideoDataset')"
     )
 
 
@@ -352,8 +355,8 @@ def import_multi_rater(
             ``raters`` is declared as the assignment).
         complete: default for exports that do not say: an export covers
             every image, so an image it lacks is explicit absence.
-        image_dir: where the images are (file name = the matched name);
-            default: where the first export that has the image points.
+        image_dir: where the images (or videos) are (file name = the matched
+            name); default: where the first export that has the image points.
         overwrite: replace an existing dataset of that name (once the new
             one is complete).
         persistent: keep the dataset after the process exits.
@@ -363,6 +366,12 @@ def import_multi_rater(
         mask_targets: ``{pixel value: class}`` of semantic masks, recorded as
             the mask fields' ``mask_targets`` (default: those the exports
             record, else none).
+
+    Video formats (``"cvat_video"``, ``"fiftyone_video"`` or a FiftyOne
+    video labels dataset type) make a video dataset with frame fields
+    (:mod:`agreement.fo.importers.video`: tracks keep their id as ``index``;
+    the same video with different frame counts, rates or sizes across raters
+    is an error); all exports must then be videos.
 
     Returns:
         ``(dataset, report)``; ``report["per_rater"][rater]`` has ``images``,
@@ -386,11 +395,20 @@ def import_multi_rater(
     if not specs:
         raise MultiRaterImportError("no exports given: expected one {rater, path, format} per rater")
     check_rater_names([s.rater for s in specs])
+    classes = {s.rater: resolve_format(s.format)[0] for s in specs}
     for s in specs:
-        resolve_format(s.format)
         _from_dir_kwargs(s)
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} already exists; pass overwrite=True or another dataset_name")
+    videos = [r for r, c in classes.items() if is_video_format(c)]
+    if videos and len(videos) < len(specs):
+        raise MultiRaterImportError(f"the exports of {videos} hold videos, those of "
+                                    f"{[r for r in classes if r not in videos]} images: import them separately")
+    if videos:
+        if label_type != "auto" or mask_targets:
+            raise MultiRaterImportError("label_type and mask_targets apply to image-level labels, not to video exports")
+        return import_video_exports(specs, classes, dataset_name, layout, field, rater_attr, bool(complete), image_dir,
+                                    overwrite, persistent, _load, _check_overlap)
     per_rater, reports, temps = {}, {}, []
     try:
         for s in specs:
