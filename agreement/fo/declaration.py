@@ -276,6 +276,7 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     from agreement.fo.frame_runs import is_frame_layout, run_on_frames
 
     layout, execution, own = split_kwargs(decl, kwargs)
+    frames = is_frame_layout(layout.as_dict())  # all frame fields, or none (refuses a mix)
     kind = check_label_type(decl, samples, layout)
     if kind is not None and any(p.name == LABEL_TYPE_PARAM for p in decl.method_params):
         own[LABEL_TYPE_PARAM] = kind.__name__  # a method that runs differently per label type is told it
@@ -284,7 +285,7 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
         params["key"] = key
     if target is not None:
         params["target"] = dict(target)
-    if is_frame_layout(layout.as_dict()):
+    if frames:
         return run_on_frames(decl, samples, key, layout.as_dict(), execution.as_kwargs(), params,
                              overwrite=overwrite, progress=progress)
     return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,

@@ -37,17 +37,32 @@ def declare_frame_fields(units, dataset, frame_fields: Sequence[str], label_fiel
     fields with their attributes) and the attributes it added to the raters' label fields."""
     from agreement.fo.locking import schema_lock
 
-    schema = units.get_field_schema()
     flat = units.get_field_schema(flat=True)
     with schema_lock(dataset):
-        dataset._frame_doc_cls.merge_field_schema({f: schema[f] for f in frame_fields if f in schema})
+        have = dataset.get_frame_field_schema() or {}
+        for name in frame_fields:
+            if name in flat and name not in have:
+                dataset.add_frame_field(name, type(flat[name]), **_field_kwargs(flat[name]))
         frame_flat = dataset.get_frame_field_schema(flat=True) or {}
-        for lf in label_fields:
-            for path in sorted(p for p in flat if p.startswith(lf + ".") and p not in frame_flat):
-                field = flat[path]
-                kwargs = {"subfield": type(field.field)} if getattr(field, "field", None) is not None else {}
-                dataset.add_frame_field(path, type(field), **kwargs)
-        dataset.reload()
+        for top in list(frame_fields) + list(label_fields):
+            for path in sorted(p for p in flat if p.startswith(top + ".") and p not in frame_flat):
+                if path.rsplit(".", 1)[0] in frame_flat or path.count(".") == 1:
+                    dataset.add_frame_field(path, type(flat[path]), **_field_kwargs(flat[path]))
+                    frame_flat[path] = flat[path]
+
+
+def _field_kwargs(field) -> dict:
+    """The keyword arguments that declare a field like ``field`` (its list item or document type)."""
+    import fiftyone.core.fields as fof
+
+    if isinstance(field, fof.EmbeddedDocumentField):
+        return {"embedded_doc_type": field.document_type}
+    inner = getattr(field, "field", None)
+    if isinstance(field, fof.ListField) and inner is not None:
+        if isinstance(inner, fof.EmbeddedDocumentField):
+            return {"subfield": fof.EmbeddedDocumentField, "embedded_doc_type": inner.document_type}
+        return {"subfield": type(inner)}
+    return {}
 
 
 def write_video_aggregates(units, dataset, key: str, score: Mapping) -> dict:

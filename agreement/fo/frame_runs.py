@@ -173,8 +173,9 @@ def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
             raise RunError(f"run key {key!r} was taken by another process while this run was computing")
         samples.register_run(key, config, overwrite=False)
     try:
-        merge_back(units, dataset, frame_fields, unit_attrs)
+        # declared first: FiftyOne refuses to load a frame holding an undeclared field
         declare_frame_fields(units, dataset, frame_fields, sorted({lf for lf, _ in unit_attrs}))
+        merge_back(units, dataset, frame_fields, unit_attrs)
         counts = write_video_aggregates(units, dataset, key, score) if score else {}
     except BaseException:
         runs.discard_incomplete_run(dataset, key)
@@ -184,6 +185,7 @@ def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
         dataset.update_run_config(key, config)
     from agreement.fo.run_results import results_class
 
+    results = dict(results, summary={**(results.get("summary") or {}), **counts})
     run_results = results_class(method)(samples, config, key, **results)
     dataset.save_run_results(key, run_results, overwrite=True, cache=False)
     return clean_summary(counts)

@@ -1,0 +1,231 @@
+"""Frame-level labels (``frames.<field>``) through every compute operator: per-frame results on the frames,
+per-video aggregates on the samples, the run on the video dataset (FiftyOne's own ``rename_run`` and
+``delete_run`` included), chance pairs across videos, both rater layouts, and the bad inputs.
+
+The oracle: a frame run computes on each frame exactly what the same method computes on an image dataset
+whose samples are those frames (KαLOS: every number; OT: every per-sample score), except for the chance
+baselines, which draw their pairs from different videos (checked in the pure tests below)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agreement.methods.ot.alpha_ot import plan_chance
+
+N_VIDEOS, N_FRAMES = 5, 6
+RATERS = ("r1", "r2", "r3")
+
+
+def _boxes(v: int, f: int, rater: int) -> list[tuple[str, list[float], int]]:
+    """Deterministic boxes of rater ``rater`` on frame ``f`` of video ``v``: (label, box, track index)."""
+    rng = np.random.default_rng(1000 * v + 10 * f + rater)
+    out = []
+    for k in range(3):
+        if rater == 2 and (f + k) % 4 == 0:
+            continue  # rater r3 misses some boxes
+        x = 0.1 + 0.25 * k + 0.01 * f + rng.normal(0, 0.004 * (1 + v))
+        label = "car" if (k != 1 or rater != 1 or f % 3) else "truck"
+        out.append((label, [x, 0.3 + rng.normal(0, 0.004), 0.15, 0.2], k))
+    return out
+
+
+def _assigned(v: int, rater: int, f: int) -> str:
+    """``"labels"``, ``"empty"`` (explicit absence: the rater labelled the video, nothing on this frame) or
+    ``"none"`` (implicit absence: r3 was not given video 4)."""
+    if rater == 2 and v == 4:
+        return "none"
+    if rater == 1 and f == 3:
+        return "empty"
+    return "labels"
+
+
+def _dets(fo, v: int, f: int, rater: int, annotator: bool = False):
+    kind = _assigned(v, rater, f)
+    if kind == "none":
+        return None
+    items = [] if kind == "empty" else _boxes(v, f, rater)
+    extra = (lambda: {"annotator": RATERS[rater]}) if annotator else (lambda: {})
+    return fo.Detections(detections=[fo.Detection(label=lab, bounding_box=b, index=k, **extra())
+                                     for lab, b, k in items])
+
+
+@pytest.fixture(scope="module")
+def video_ds(fo):
+    ds = fo.Dataset()
+    samples = []
+    for v in range(N_VIDEOS):
+        s = fo.Sample(filepath=f"/videos/clip{v}.mp4")
+        s.metadata = fo.VideoMetadata(total_frame_count=N_FRAMES, frame_rate=25.0, frame_width=640, frame_height=480)
+        for f in range(1, N_FRAMES + 1):
+            frame = fo.Frame()
+            for r, name in enumerate(RATERS):
+                d = _dets(fo, v, f, r)
+                if d is not None:
+                    frame[name] = d
+            merged = [_dets(fo, v, f, r, annotator=True) for r in range(3)]
+            frame["labels"] = fo.Detections(detections=[d for m in merged if m is not None for d in m.detections])
+            s.frames[f] = frame
+        samples.append(s)
+    ds.add_samples(samples, progress=False)
+    ds.add_sample_field("assigned", fo.ListField, subfield=fo.StringField)
+    ds.set_values("assigned", [[n for r, n in enumerate(RATERS) if _assigned(v, r, 1) != "none"]
+                               for v in range(N_VIDEOS)])
+    yield ds
+    ds.delete()
+
+
+@pytest.fixture(scope="module")
+def image_ds(fo):
+    """The same frames as the samples of an image dataset (the oracle)."""
+    ds = fo.Dataset()
+    samples = []
+    for v in range(N_VIDEOS):
+        for f in range(1, N_FRAMES + 1):
+            s = fo.Sample(filepath=f"/videos/clip{v}_{f:03d}.jpg", video=v, frame=f)
+            for r, name in enumerate(RATERS):
+                s[name] = _dets(fo, v, f, r)
+            samples.append(s)
+    ds.add_samples(samples, progress=False)
+    yield ds
+    ds.delete()
+
+
+def _op(name: str):
+    import fiftyone.operators as foo
+
+    return foo.get_operator(f"@iaa/agreement/{name}")
+
+
+def _frame_values(ds, path: str) -> dict:
+    """``{(video index, frame number): value}`` of a frame path."""
+    out = {}
+    for fp, frames, values in zip(*ds.values(["filepath", "frames.frame_number", f"frames.{path}"])):
+        v = int(fp.split("clip")[1].split(".")[0])
+        out.update({(v, n): x for n, x in zip(frames, values)})
+    return out
+
+
+def _image_values(ds, path: str) -> dict:
+    return {(v, f): x for v, f, x in zip(*ds.values(["video", "frame", path]))}
+
+
+def _same(got: dict, want: dict) -> None:
+    """Equal keys; each value undefined in both or equal to 1e-12."""
+    assert got.keys() == want.keys()
+    for k, x in want.items():
+        assert (got[k] is None and x is None) or got[k] == pytest.approx(x, abs=1e-12), (k, got[k], x)
+
+
+def _no_units_left(fo):
+    assert not [n for n in fo.list_datasets() if n.startswith("iaa-frames-")]
+
+
+def test_kalos_per_frame_equals_kalos_on_the_frames_as_images(fo, video_ds, image_ds):
+    got = _op("compute_kalos")(video_ds, key="fk", fields=[f"frames.{r}" for r in RATERS]).summary
+    want = _op("compute_kalos")(image_ds, key="ik", fields=list(RATERS)).summary
+    assert got["n_videos"] == N_VIDEOS and got["n_frames"] == N_VIDEOS * N_FRAMES
+    assert got["global_alpha"] == pytest.approx(want["global_alpha"], abs=1e-12)
+    _same(_frame_values(video_ds, "fk_alpha"), _image_values(image_ds, "ik_alpha"))
+    # label attributes land on the frame labels, by label id
+    units = video_ds.values("frames.r1.detections.fk_unit", unwind=True)
+    assert len(units) == video_ds.count("frames.r1.detections") and all(u is not None for u in units)
+    # per video: mean, worst frame, share of frames below chance (0: the middle of α's range), frames scored
+    for sid, mean, worst, low, n in zip(*video_ds.values(["id", "fk_frames_mean", "fk_frames_worst",
+                                                          "fk_frames_low", "fk_frames_n"])):
+        vals = [x for x in video_ds[sid].frames.values() if x["fk_alpha"] is not None]
+        scores = np.array([x["fk_alpha"] for x in vals])
+        assert n == len(scores)
+        if n:
+            assert mean == pytest.approx(scores.mean()) and worst == pytest.approx(scores.min())
+            assert low == pytest.approx(np.mean(scores < 0.0))
+    info = video_ds.get_run_info("fk").config
+    assert info.frame_fields == ["fk_alpha", "fk_n_units"] and info.params["frames"]["threshold"] == 0.0
+    _no_units_left(fo)
+
+
+def test_ot_per_frame_scores_equal_image_scores_and_chance_pairs_cross_videos(fo, video_ds, image_ds):
+    got = _op("compute_ot_agreement")(video_ds, key="fo_ot", fields=[f"frames.{r}" for r in RATERS]).summary
+    _op("compute_ot_agreement")(image_ds, key="io_ot", fields=list(RATERS))
+    _same(_frame_values(video_ds, "fo_ot_ot"), _image_values(image_ds, "io_ot_ot"))
+    assert -1.0 <= got["alpha_ot"] <= 1.0  # defined: frames of different videos are paired
+    assert video_ds.count("frames.r2.detections.fo_ot_cost") == video_ds.count("frames.r2.detections")
+
+
+def test_attribute_layout_gives_the_fields_layout_numbers(fo, video_ds):
+    a = _op("compute_kalos")(video_ds, key="attr_k", field="frames.labels", rater_attr="annotator").summary
+    b = _op("compute_kalos")(video_ds, key="fields_k", fields=[f"frames.{r}" for r in RATERS]).summary
+    assert a["global_alpha"] == pytest.approx(b["global_alpha"], abs=1e-12)
+    c = _op("compute_kalos")(video_ds, key="attr_k2", field="frames.labels", raters_field="assigned").summary
+    assert c["global_alpha"] == pytest.approx(a["global_alpha"], abs=1e-12)
+    _same(_frame_values(video_ds, "attr_k_alpha"), _frame_values(video_ds, "fields_k_alpha"))
+
+
+def test_geometry_and_consensus_on_frames_through_execute_operator(fo, video_ds):
+    import fiftyone.operators as foo
+
+    fields = [f"frames.{r}" for r in RATERS]
+    res = foo.execute_operator("@iaa/agreement/compute_geometry_agreement",
+                               ctx=dict(view=video_ds.view(), params=dict(key="geo", fields=fields)))
+    assert res.result["sigma"] is not None and res.result["n_frames"] == N_VIDEOS * N_FRAMES
+    assert video_ds.count("frames.geo_distance") > 0 and video_ds.count("geo_frames_mean") > 0
+    res = foo.execute_operator("@iaa/agreement/compute_consensus",
+                               ctx=dict(view=video_ds.view(), params=dict(key="cons", fields=fields)))
+    assert res.result["n_consensus"] > 0
+    assert video_ds.count("frames.cons_consensus.detections") == res.result["n_consensus"]
+    _no_units_left(fo)
+
+
+def test_fiftyone_rename_and_delete_move_and_remove_the_frame_fields(fo, video_ds):
+    _op("compute_ot_agreement")(video_ds, key="tmp_ot", fields=["frames.r1", "frames.r2"])
+    before = set(video_ds.get_frame_field_schema(flat=True))
+    video_ds.rename_run("tmp_ot", "tmp_ot2")
+    after = set(video_ds.get_frame_field_schema(flat=True))
+    assert "tmp_ot2_ot" in after and "tmp_ot_ot" not in after
+    assert "r1.detections.tmp_ot2_cost" in after and "r1.detections.tmp_ot_cost" not in after
+    assert video_ds.count("frames.r1.detections.tmp_ot2_cost") > 0 and "tmp_ot2_frames_mean" in video_ds.get_field_schema()
+    video_ds.delete_run("tmp_ot2")
+    gone = set(video_ds.get_frame_field_schema(flat=True))
+    assert not [p for p in gone if "tmp_ot" in p] and not [f for f in video_ds.get_field_schema() if "tmp_ot" in f]
+    assert not video_ds.count("frames.r1.detections.tmp_ot2_cost")
+    assert {p for p in before if "tmp_ot" not in p} <= gone  # the raters' labels and other runs untouched
+    assert video_ds.count("frames.r1.detections") == sum(
+        len(_boxes(v, f, 0)) for v in range(N_VIDEOS) for f in range(1, N_FRAMES + 1))
+
+
+def test_bad_frame_inputs_are_refused_naming_the_fields(fo, video_ds, image_ds):
+    with pytest.raises(Exception, match=r"frames\.r9.*frames\.r1"):
+        _op("compute_kalos")(video_ds, key="bad", fields=["frames.r9", "frames.r1"])
+    with pytest.raises(Exception, match="frame labels exist only on video"):
+        _op("compute_kalos")(image_ds, key="bad", fields=["frames.r1", "frames.r2"])
+    with pytest.raises(Exception, match="all frame fields"):
+        _op("compute_kalos")(video_ds, key="bad", fields=["frames.r1", "labels"])
+    video_ds.add_frame_field("clash_alpha", fo.FloatField)
+    try:
+        with pytest.raises(Exception, match="clash_alpha.*already exists"):
+            _op("compute_kalos")(video_ds, key="clash", fields=["frames.r1", "frames.r2"])
+        assert "clash" not in video_ds.list_runs()
+    finally:
+        video_ds.delete_frame_field("clash_alpha")
+    _no_units_left(fo)
+
+
+def test_chance_pairs_join_samples_of_different_groups_only():
+    S, raters = 40, ("a", "b")
+    cs, cr = np.repeat(np.arange(S), 2), np.tile([0, 1], S)
+    ids = np.array([f"{i:04d}" for i in range(S)], dtype=object)
+    groups = np.arange(S) // 10
+    plan = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=groups)
+    # 40 x 40 cell pairs less those within a group (4 groups of 10 x 10)
+    assert int(plan.strata.size.sum()) == S * S - 4 * 100
+    st = plan.strata
+    ci, cj = np.asarray(plan.first_key) // 2, np.asarray(plan.second_key) // 2
+    assert len(ci) and np.all(groups[ci] != groups[cj])
+    # every sample its own group: the plan without groups, pair for pair
+    own = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=np.arange(S))
+    none = plan_chance(ids, cs, cr, raters, 100_000, 0)
+    assert np.array_equal(own.first_key, none.first_key) and np.array_equal(own.second_key, none.second_key)
+    assert np.array_equal(own.strata.size, none.strata.size) and st is not None
+    # one group: no cross pair at all (undefined, not a loop)
+    one = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=np.zeros(S, np.int64))
+    assert int(one.strata.size.sum()) == 0
