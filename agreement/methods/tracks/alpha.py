@@ -124,7 +124,12 @@ class TrackAlphas:
 
 
 def track_reliability(video: VideoTracks, units: TrackUnits) -> TrackReliability:
-    """One video's values for the three α from its indexed tracks and its track units."""
+    """One video's values for the three α from its indexed tracks and its track units.
+
+    ``present``/``classes`` per unit and rater; for localisation, with ``δ = 1 - STIoU`` in ``[0, 1]``,
+    ``loc_observed = Σ_u Σ_{s≠t∈u} δ(s, t) / (m_u - 1)`` and ``loc_pairs = Σ_{s≠t} δ(s, t)`` over the video's
+    pairable tracks (Krippendorff 2011; see the module).
+    """
     members, present = units.members, units.present
     classes = np.full(members.shape, None, dtype=object)
     classes[present] = video.track_label[members[present]]

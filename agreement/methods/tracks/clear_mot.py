@@ -206,7 +206,8 @@ def _fragmentations(p: RaterPair, matched: np.ndarray) -> int:
 
 
 def clear_mot_of_pair(p: RaterPair, threshold: float = 0.5) -> ClearMotResult:
-    """:func:`clear_mot` on a rater pair of an indexed video (reference ``g``, hypothesis ``h``)."""
+    """:func:`clear_mot` on a rater pair of an indexed video (reference ``g``, hypothesis ``h``): the same
+    definitions, ranges and references (Bernardin & Stiefelhagen 2008; Li, Huang & Nevatia 2009)."""
     threshold = check_tau(threshold, "threshold")
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     i, j = _matched_pairs(p, threshold)
@@ -259,7 +260,12 @@ def clear_mot(reference: Tracks, hypothesis: Tracks, threshold: float = 0.5) -> 
 
 
 def pool_clear_mot(results: Sequence[ClearMotResult]) -> ClearMotResult:
-    """CLEAR-MOT over several videos: every count added (MOTA and MOTP of the sums)."""
+    """CLEAR-MOT over several videos: every count added, ``MOTA = 1 - Σ(FN + FP + IDSW) / Σn_A`` (at most 1) and
+    ``MOTP = ΣIoU / Σ|M|`` (in ``[threshold, 1]``) of the sums.
+
+    Reference:
+        Bernardin & Stiefelhagen, EURASIP J. Image and Video Processing 2008; py-motmetrics' overall row.
+    """
     total = ClearMotResult(0, 0, 0, 0, 0, 0, 0, 0.0)
     for r in results:
         total = total + r

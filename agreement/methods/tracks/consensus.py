@@ -70,7 +70,7 @@ def _weights(raters: tuple[str, ...], weights: Mapping[str, float] | None) -> np
 
 def consensus_of_video(video: VideoTracks, units: TrackUnits, quorum: float = 0.5, min_raters: int = 1,
                        weights: Mapping[str, float] | None = None) -> ConsensusTracks:
-    """:func:`consensus_tracks` on an indexed video and its units."""
+    """:func:`consensus_tracks` on an indexed video and its units (the same formulas, ranges and reference)."""
     if not 0.0 < float(quorum) <= 1.0:
         raise ValueError(f"quorum must be in (0, 1], got {quorum!r}")
     if int(min_raters) < 1:

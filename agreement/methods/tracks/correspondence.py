@@ -187,7 +187,7 @@ def _agglomerate(video: VideoTracks, tau: float) -> list[list[int]]:
 
 
 def units_of_video(video: VideoTracks, tau: float = 0.5) -> TrackUnits:
-    """:func:`track_units` on an indexed video."""
+    """:func:`track_units` on an indexed video (the same rule, ranges and references)."""
     tau = check_tau(tau)
     groups = _agglomerate(video, tau)
     first = np.concatenate([t.index.first for t in video.tracks] + [np.zeros(0, np.int64)])

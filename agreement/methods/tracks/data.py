@@ -39,10 +39,10 @@ from typing import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["Tracks", "TrackIndex", "where"]
+__all__ = ["Tracks", "TrackIndex", "majority_labels"]
 
 
-def where(video: str | None = None, rater: str | None = None, frame: int | None = None,
+def _where(video: str | None = None, rater: str | None = None, frame: int | None = None,
           track: int | None = None) -> str:
     """A place for error messages: ``"video 'v', rater 'r', frame 3, track 7"`` with the parts that are known."""
     parts = []
@@ -145,7 +145,7 @@ class Tracks:
     video: str | None = None
 
     def __post_init__(self) -> None:
-        place = where(self.video, self.rater)
+        place = _where(self.video, self.rater)
         boxes = np.asarray(self.boxes, dtype=np.float64)
         if boxes.ndim == 1 and boxes.size == 0:
             boxes = boxes.reshape(0, 4)
@@ -165,17 +165,17 @@ class Tracks:
         frames, boxes, ids = self.frames, self.boxes, self.track_ids
         if len(frames) and frames.min() < 0:
             i = int(np.argmin(frames))
-            raise ValueError(f"{where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
+            raise ValueError(f"{_where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
                              "frame numbers must be >= 0")
         finite = np.isfinite(boxes).all(axis=1)
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"{where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
+            raise ValueError(f"{_where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
                              f"box {boxes[i].tolist()} has NaN or infinite coordinates")
         negative = (boxes[:, 2] < 0) | (boxes[:, 3] < 0)
         if negative.any():
             i = int(np.flatnonzero(negative)[0])
-            raise ValueError(f"{where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
+            raise ValueError(f"{_where(self.video, self.rater, int(frames[i]), int(ids[i]))}: "
                              f"box {boxes[i].tolist()} has a negative width or height")
         if len(frames) > 1:
             order = np.lexsort((frames, ids))
@@ -183,7 +183,7 @@ class Tracks:
             dup = (f[1:] == f[:-1]) & (t[1:] == t[:-1])
             if dup.any():
                 k = int(np.flatnonzero(dup)[0])
-                raise ValueError(f"{where(self.video, self.rater, int(f[k]), int(t[k]))}: "
+                raise ValueError(f"{_where(self.video, self.rater, int(f[k]), int(t[k]))}: "
                                  "the track id is given to two boxes on the same frame "
                                  f"({int(dup.sum())} such repeat(s)); a track has at most one box per frame")
 

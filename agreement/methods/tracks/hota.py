@@ -243,7 +243,8 @@ def _matches(p: RaterPair, ga: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def hota_of_pair(p: RaterPair) -> HotaResult:
-    """:func:`hota` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``)."""
+    """:func:`hota` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``): the same formulas,
+    ranges and reference (Luiten et al., IJCV 2021)."""
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     if n_g == 0 or n_h == 0:
         return _empty(n_g, n_h)
@@ -297,7 +298,10 @@ def pool_hota(results: Sequence[HotaResult]) -> HotaResult:
     """HOTA over several videos: the per-``α`` counts and sums added (TrackEval's ``combine_sequences``).
 
     ``DetA_α = Σ|TP| / Σ(|TP| + |FN| + |FP|)``, ``AssA_α = Σ_v Σ_c A(c) / Σ|TP|`` and so on; the same rules for
-    undefined values as one video. An empty sequence gives the result of no box (undefined).
+    undefined values as one video (ranges ``[0, 1]``). An empty sequence gives the result of no box (undefined).
+
+    Reference:
+        TrackEval's ``HOTA.combine_sequences`` (J. Luiten and A. Hoffhues, 2020); Luiten et al., IJCV 2021.
     """
     if not results:
         return _empty(0, 0)

@@ -98,7 +98,8 @@ class Idf1Result:
 
 
 def idf1_of_pair(p: RaterPair, threshold: float = 0.5) -> Idf1Result:
-    """:func:`idf1` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``)."""
+    """:func:`idf1` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``): the same formula, range
+    and reference (Ristani et al., ECCV Workshops 2016)."""
     threshold = check_tau(threshold, "threshold")
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     ok = p.iou >= threshold
@@ -139,7 +140,12 @@ def idf1(ground_truth: Tracks, tracker: Tracks, threshold: float = 0.5) -> Idf1R
 
 
 def pool_idf1(results: Sequence[Idf1Result]) -> Idf1Result:
-    """IDF1 over several videos: ``IDTP``, ``n_A`` and ``n_B`` added."""
+    """IDF1 over several videos: ``IDTP``, ``n_A`` and ``n_B`` added, ``IDF1 = 2 ΣIDTP / (Σn_A + Σn_B)`` in ``[0, 1]``
+    (tracks of different videos never match).
+
+    Reference:
+        Ristani et al., ECCV Workshops 2016; py-motmetrics' overall row.
+    """
     total = Idf1Result(0, 0, 0)
     for r in results:
         total = total + r
