@@ -2,7 +2,8 @@
 
 The rows (one per label, already in corpus order) become geometry (boxes,
 polygons from polylines, keypoints, 3D cuboids and points, 3D polylines,
-point-cloud segments, instance masks), are validated (see
+point-cloud segments, instance masks, temporal segments as boxes in relative
+time: :mod:`agreement.fo.temporal`), are validated (see
 :mod:`agreement.core.validation`: errors name the sample, the field and the label;
 repairs are counted per rater) and are assembled into a
 :class:`agreement.core.data.MultiRaterAnnotations` (:func:`_corpus`).
@@ -19,6 +20,7 @@ import fiftyone.core.labels as fol
 from agreement.core.data import MultiRaterAnnotations
 from agreement.fo.label_schema import _sample_label
 from agreement.core.validation import AnnotationError, RepairReport, check_boxes
+from agreement.fo.temporal import is_temporal, temporal_boxes
 
 
 def _boxes_from_polylines(points_per_label: list) -> tuple[np.ndarray, list]:
@@ -195,8 +197,9 @@ def _drop_rows(keep: np.ndarray, rows: dict) -> dict:
 
 def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
             s_idx, r_idx, field_of_row, raters_of_row, ltype, box_policy, repairs,
-            num_points=None, classes=None) -> MultiRaterAnnotations:
-    """Geometry, validation and the corpus, shared by both layouts (rows already in corpus order)."""
+            num_points=None, classes=None, frame_counts=None) -> MultiRaterAnnotations:
+    """Geometry, validation and the corpus, shared by both layouts (rows already in corpus order);
+    ``frame_counts``: per sample, the frame count of its video (temporal segments)."""
     where = _Where(s_idx, field_of_row, sample_ids, filepaths, raters_of_row)
     n = len(labels)
     polylines3d = None
@@ -210,7 +213,14 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
     segments = None
     if "point_indices" in extra and any(v is not None for v in extra["point_indices"]):
         segments = [np.asarray(v if v is not None else [], dtype=np.int64).reshape(-1) for v in extra["point_indices"]]
-    boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
+    keep_segments = None
+    if is_temporal(ltype):  # supports checked in frames (box_policy), then boxes in relative time
+        boxes, keep_segments = temporal_boxes(flat_geo, frame_counts, s_idx, where, labels, field_of_row,
+                                              box_policy, repairs, raters_of_row if raters_of_row is not None
+                                              else field_of_row)
+        polygons = keypoints = None
+    else:
+        boxes, polygons, keypoints = _geometry(flat_geo, ltype, where)
     cuboids, points3d = _three_d(extra, where, len(boxes))
     no_2d = ltype in _IMAGE_LEVEL or cuboids is not None or points3d is not None or polylines3d is not None or (
         segments is not None and not np.isfinite(boxes).all()  # point-cloud segments without a 2D box
@@ -220,6 +230,8 @@ def _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_g
     checked, keep = _validated(np.zeros((0, 4)) if no_2d else boxes, labels, s_idx, field_of_row, sample_ids,
                                filepaths, box_policy, repairs, raters_of_row)
     boxes = np.full_like(boxes, np.nan) if no_2d else checked  # 3D rows have no 2D box
+    if keep_segments is not None:  # box_policy="drop" of supports outside the video's frames
+        keep &= keep_segments
     rows = dict(boxes=boxes, labels=labels, label_ids=ids, sample_index=s_idx, rater_index=r_idx,
                 polygons=polygons, masks=extra.get("mask"), keypoints=keypoints, cuboids=cuboids,
                 points3d=points3d, polylines3d=polylines3d, segments=segments)

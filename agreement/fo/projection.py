@@ -32,8 +32,11 @@ import fiftyone.core.labels as fol
 
 __all__ = ["read_values", "plain_collection", "LABEL_TYPES", "LIST_ATTRS"]
 
-#: The instance label list types the plugin reads, and the attribute that holds their labels.
-LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
+#: The instance label list types the plugin reads, and the attribute that holds their labels: boxes, polygons,
+#: keypoints, and the temporal segments of videos (``TemporalDetections``, read as boxes in relative time:
+#: :mod:`agreement.fo.temporal`).
+LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints",
+               fol.TemporalDetections: "detections"}
 
 #: Every label list type the plugin reads (the instance types and ``Classifications``, tags), and its list.
 LIST_ATTRS = {**LABEL_TYPES, fol.Classifications: "classifications"}

@@ -19,7 +19,10 @@ Two layouts, both first-class:
 Supported label types: ``Detections`` (boxes, and their instance masks with
 ``masks=True``), ``Polylines`` (polygons; the box is the polygon's bounding
 box), ``Keypoints`` (points, NaN where missing; the box is the bounding box of
-the labelled points, used as the object scale of OKS). Boxes are validated (see
+the labelled points, used as the object scale of OKS), ``TemporalDetections`` on
+videos (the segment ``[first, last]`` of a video of ``metadata.total_frame_count``
+frames as the box ``[(first - 1) / N, 0, (last - first + 1) / N, 1]`` in relative
+time; supports are checked in frames, see :mod:`agreement.fo.temporal`). Boxes are validated (see
 :mod:`agreement.core.validation`): NaN/infinite/negative-size boxes are errors that
 name the sample, the field and the label; boxes past the image border are
 clipped (``box_policy="clip"``), dropped (``"drop"``) or rejected
@@ -52,6 +55,7 @@ from agreement.fo.corpus_building import _corpus
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_fields
 from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS, read_values
+from agreement.fo.temporal import FRAME_COUNT_PATH, check_temporal_media, frame_count_column, is_temporal
 from agreement.core.validation import AnnotationError, RepairReport
 
 __all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES",
@@ -77,6 +81,9 @@ class ReadResult:
         stamps: per sample, its ``last_modified_at`` read with its labels, when
             the lists read are the stored lists (:func:`positions_as_stored`):
             a write by position is guarded by it (``None``: not read).
+        frame_counts: temporal segments (``TemporalDetections``): per sample its
+            ``metadata.total_frame_count`` (NaN where unknown), to write segments
+            back in frames; ``None`` for other label types.
     """
 
     annotations: MultiRaterAnnotations
@@ -85,6 +92,7 @@ class ReadResult:
     label_field_of_rater: dict[str, str] = field(default_factory=dict)
     stored_ids: dict[str, list] = field(default_factory=dict)
     stamps: list | None = None
+    frame_counts: np.ndarray | None = None
 
     def stamps_of(self, part: slice | None = None) -> dict[str, object] | None:
         """Sample id -> ``last_modified_at`` as read (samples without one left out), for every sample or
@@ -153,8 +161,9 @@ def join_reads(parts: Sequence[ReadResult]) -> ReadResult:
     kept = set.intersection(*(set(p.stored_ids) for p in parts))
     stored = {f: [ids for p in parts for ids in p.stored_ids[f]] for f in sorted(kept)}
     stamps = None if any(p.stamps is None for p in parts) else [t for p in parts for t in p.stamps]
+    frames = None if any(p.frame_counts is None for p in parts) else np.concatenate([p.frame_counts for p in parts])
     return ReadResult(MultiRaterAnnotations.concat([p.annotations for p in parts]), parts[-1].layout, repairs,
-                      dict(parts[0].label_field_of_rater), stored, stamps)
+                      dict(parts[0].label_field_of_rater), stored, stamps, frames)
 
 
 def read_annotations(
@@ -214,6 +223,8 @@ def read_annotations(
                 + ", ".join(f"{f}: {t.__name__}" for f, t in types.items())
             )
         ltype = types[fields[0]]
+        check_temporal_media(samples, fields, ltype)
+        image_sizes = image_sizes and not is_temporal(ltype)  # relative time: no image size
         three_d = bool(cuboids) if cuboids is not None else (
             ltype is fol.Detections and all(_is_3d(samples, f) for f in fields)
         )
@@ -228,6 +239,8 @@ def read_annotations(
             + (", or one Classifications field whose labels carry the rater attribute"
                if ltype is fol.Classification else "")
         )
+    check_temporal_media(samples, [field], ltype)
+    image_sizes = image_sizes and not is_temporal(ltype)
     three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
     with gc_paused():
         return _read_attribute_layout(
@@ -251,10 +264,12 @@ def current_stamps(samples, ids: Sequence[str], chunk: int = 50_000) -> dict[str
     return out
 
 
-def _base_paths(image_sizes: bool, stamps: bool = False) -> list[str]:
+def _base_paths(image_sizes: bool, stamps: bool = False, frames: bool = False) -> list[str]:
     paths = ["id", "filepath"]
     if image_sizes:
         paths += ["metadata.width", "metadata.height"]
+    if frames:  # temporal segments: the videos' frame counts (agreement.fo.temporal.frame_count_column)
+        paths.append(FRAME_COUNT_PATH)
     if stamps:
         paths.append("last_modified_at")  # last: the readers take it as values[nb - 1]
     return paths
@@ -319,7 +334,8 @@ def _geometry_paths(field: str, ltype: type, extras: Sequence[str] = ()) -> list
     """Paths read per label field: geometry, label, id, then ``extras`` (image-level labels have no geometry:
     their label, or their id for a semantic mask, is read in its place)."""
     prefix = f"{field}.{LIST_ATTRS[ltype]}" if ltype in LIST_ATTRS else field
-    geo = {fol.Detections: "bounding_box", fol.Polylines: "points", fol.Keypoints: "points"}.get(ltype, "label")
+    geo = {fol.Detections: "bounding_box", fol.Polylines: "points", fol.Keypoints: "points",
+           fol.TemporalDetections: "support"}.get(ltype, "label")
     label = "label"
     if ltype is fol.Segmentation:
         geo = label = "id"
@@ -365,13 +381,13 @@ def _flatten(per_sample: list, counts: np.ndarray) -> list:
 
 def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=(), plan=None) -> ReadResult:
     stamped = positions_as_stored(samples)
-    paths = _base_paths(image_sizes, stamped)
+    paths = _base_paths(image_sizes, stamped, is_temporal(ltype))
     width = 3 + len(extras)
     for f in fields:
         paths += _geometry_paths(f, ltype, extras)
     values = read_values(samples, paths)
     sample_ids, filepaths = values[0], values[1]
-    nb = len(_base_paths(image_sizes, stamped))
+    nb = len(_base_paths(image_sizes, stamped, is_temporal(ltype)))
     S, R = len(sample_ids), len(fields)
     raters = tuple(sorted(fields))
     order = [fields.index(r) for r in raters]
@@ -407,9 +423,10 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     r_idx = np.repeat(np.tile(np.arange(R), S), flat_counts)
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
     repairs = RepairReport()
+    frames = frame_count_column(values, image_sizes, ltype)
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
                   s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs, _num_points(samples, extra),
-                  plan.classes if plan is not None else None)
+                  plan.classes if plan is not None else None, frames)
     layout = {
         "layout": "fields",
         "fields": list(fields),
@@ -418,8 +435,8 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         **({"mask_targets": _mask_targets(samples, fields)} if ltype is fol.Segmentation else {}),
         "box_policy": box_policy,
     }
-    return ReadResult(ann, layout, repairs, {r: r for r in raters},
-                      stored_ids=dict(zip(raters, id_cols)), stamps=list(values[nb - 1]) if stamped else None)
+    return ReadResult(ann, layout, repairs, {r: r for r in raters}, stored_ids=dict(zip(raters, id_cols)),
+                      stamps=list(values[nb - 1]) if stamped else None, frame_counts=frames)
 
 
 def _mask_targets(samples, fields: Sequence[str]) -> dict | None:
@@ -449,12 +466,12 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     gpaths = _geometry_paths(field, ltype, extras)
     raters_field = assignment.raters_field
     stamped = positions_as_stored(samples)
-    paths = _base_paths(image_sizes, stamped) + gpaths + [f"{field}.{lf}.{rater_attr}"]
+    paths = _base_paths(image_sizes, stamped, is_temporal(ltype)) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
         _check_raters_field_type(samples, raters_field)
         paths.append(raters_field)
     values = read_values(samples, paths)
-    nb = len(_base_paths(image_sizes, stamped))
+    nb = len(_base_paths(image_sizes, stamped, is_temporal(ltype)))
     sample_ids, filepaths = values[0], values[1]
     geo, labs, ids = values[nb: nb + 3]
     extra_cols = dict(zip(extras, values[nb + 3: nb + len(gpaths)]))
@@ -516,9 +533,10 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     field_of_row = np.full(int(counts.sum()), field, dtype=object)
     extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
     repairs = RepairReport()
+    frames = frame_count_column(values, image_sizes, ltype)
     ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, _flatten(geo, counts), labels,
                   label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs,
-                  _num_points(samples, extra), plan.classes if plan is not None else None)
+                  _num_points(samples, extra), plan.classes if plan is not None else None, frames)
     layout = {
         "layout": "attribute",
         "field": field,
@@ -533,7 +551,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     if evidence is not None:
         layout["crossed_evidence"] = {k: v for k, v in evidence.items() if k != "implausible"}
     return ReadResult(ann, layout, repairs, {r: field for r in raters}, stored_ids={field: ids},
-                      stamps=list(values[nb - 1]) if stamped else None)
+                      stamps=list(values[nb - 1]) if stamped else None, frame_counts=frames)
 
 
 def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, field: str,

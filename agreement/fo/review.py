@@ -9,9 +9,10 @@ reads those tags. Every function here touches exactly the flagged consensus
 labels of one run, given by id: a rater's label, another run's label or an
 unflagged consensus label is refused with its id, never tagged.
 
-Given the review queue itself (a patches view), the tags are written through
-it, so that the App's open queue shows them at once and FiftyOne carries them
-to the dataset; otherwise they are written on the dataset.
+Given the review queue itself (a patches view; a clips view of temporal
+segments), the tags are written through it, so that the App's open queue shows
+them at once and FiftyOne carries them to the dataset; otherwise they are
+written on the dataset.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
 def queue_key(view) -> str | None:
     """The consensus run whose review queue ``view`` is, or ``None``.
 
-    Boxes and other instances: a patches view of ``{key}_consensus``. Classes (a ``Classification`` per
+    Boxes and other instances: a patches view of ``{key}_consensus``; temporal segments: a clips view of it.
+    Classes (a ``Classification`` per
     sample): the samples view :func:`~agreement.fo.methods.consensus.review_view` builds, recognised by its
     filter of ``{key}_consensus`` on ``{key}_review`` (the App's view of the queue, whatever stages the
     user put before it).
@@ -122,7 +124,7 @@ def queue_key(view) -> str | None:
 
     if view is None:
         return None
-    field = getattr(view, "patches_field", None)
+    field = _queue_field(view)
     if not field:
         dataset = view._root_dataset
         filtered = [s.field for s in getattr(view, "_stages", []) if isinstance(s, fos.FilterLabels)]
@@ -134,9 +136,19 @@ def queue_key(view) -> str | None:
     return key if key in list_agreement_runs(view._root_dataset, method=METHOD) else None
 
 
+def _queue_field(view) -> str | None:
+    """The label field ``view`` is made of: its patches' field, or the ``TemporalDetections`` field of a clips
+    view (one clip per segment); ``None`` for other views."""
+    field = getattr(view, "patches_field", None)
+    if not field and getattr(view, "_is_clips", False):
+        field = getattr(view, "_classification_field", None)
+    return field or None
+
+
 def _is_queue_of(samples, field: str) -> bool:
-    """Whether ``samples`` is a patches view of ``field`` (tags written through it reach the dataset)."""
-    return getattr(samples, "patches_field", None) == field
+    """Whether ``samples`` is a patches view of ``field``, or a clips view of its segments (tags written
+    through it reach the dataset)."""
+    return _queue_field(samples) == field
 
 
 def review_progress(samples, key: str) -> dict:

@@ -24,9 +24,10 @@ _STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
 _CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints",
-               "Classifications": "classifications"}
+               "Classifications": "classifications", "TemporalDetections": "detections"}
 _ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint",
-          "Classifications": "Classification", "Classification": "Classification", "Segmentation": "Segmentation"}
+          "Classifications": "Classification", "Classification": "Classification", "Segmentation": "Segmentation",
+          "TemporalDetections": "TemporalDetection"}
 #: Label types of which a field holds one label (its value is the label document itself).
 SINGLE = frozenset({"Classification", "Segmentation"})
 

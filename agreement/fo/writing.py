@@ -200,7 +200,8 @@ def unset_run_values(dataset, sample_fields: Sequence[str], label_attrs: Sequenc
 
     coll = dataset._sample_collection
     schema = dataset.get_field_schema()
-    lists = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints"}
+    lists = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints",
+             fol.TemporalDetections: "detections"}
     by_path: dict[str, list[str]] = {}
     for lf, attr in label_attrs:
         list_field = lists.get(dataset.get_field(lf).document_type) if lf in schema else None

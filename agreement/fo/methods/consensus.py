@@ -10,7 +10,9 @@ Written to the dataset (``key`` is the run key):
 =================================  ==================================================
 ``{key}_consensus``                per sample: the consensus labels, of the raters'
                                    label type (``Detections`` with boxes, masks or
-                                   3D cuboids; ``Polylines``; ``Keypoints``); each
+                                   3D cuboids; ``Polylines``; ``Keypoints``;
+                                   ``TemporalDetections``, whose ``support`` is the
+                                   fused segment rounded to frames); each
                                    carries ``confidence`` (existence × class
                                    posterior; on a keypoint FiftyOne's per-point
                                    list, that value at every point), ``{key}_support`` (raters who drew it
@@ -26,7 +28,8 @@ label ``{key}_agrees``             per rater label: it is in a consensus label o
 =================================  ==================================================
 
 The review queue is ``load_agreement_view(mode="review", key=...)``: a
-patches view of the flagged consensus labels, least confident first. A
+patches view of the flagged consensus labels, least confident first (on
+videos with temporal segments, a clips view: one clip per flagged segment). A
 reviewer tags patches ``accepted`` or ``rejected``;
 :func:`finalize_consensus` writes the reviewed label set ``{key}_final``
 (owned by the run): flagged labels tagged ``rejected`` are left out, every
@@ -50,6 +53,7 @@ from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.stored_values import label_document, new_object_id_bytes, object_id_strings
+from agreement.fo.temporal import support_documents
 from agreement.fo.writing import declare_sample_field
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC",
@@ -88,8 +92,10 @@ class _ConsensusDocuments:
     is made), and the id of every unit's label (``unit_id``; ``None``: not kept), known up front for the
     rater labels' ``{key}_consensus_id``."""
 
-    def __init__(self, res, ltype: str, key: str, label_ids: np.ndarray, sample_ids) -> None:
+    def __init__(self, res, ltype: str, key: str, label_ids: np.ndarray, sample_ids,
+                 frame_counts: np.ndarray | None = None) -> None:
         self.res, self.ltype, self.key, self.sample_ids = res, ltype, key, sample_ids
+        self.frame_counts = frame_counts  # temporal segments: per sample, its video's frames
         self.kept = np.flatnonzero(res.is_consensus)
         self.id_bytes = new_object_id_bytes(len(self.kept))
         self.unit_id = np.full(res.n_units, None, dtype=object)
@@ -109,7 +115,9 @@ class _ConsensusDocuments:
         class_confidence = _stored(res.class_probability[at])
         review = res.review[at].astype(bool).tolist()
         members = _member_ids(self.member_labels, self.member_offsets, at)
-        if res.geometry == "boxes" and res.masks is None:
+        if self.frame_counts is not None:  # a segment in relative time, back to the frames of its video
+            geometry = iter(support_documents(res.boxes[at], self.frame_counts[res.unit_sample[at]]))
+        elif res.geometry == "boxes" and res.masks is None:
             geometry = ({"bounding_box": b} for b in res.boxes[at].tolist())
         else:
             geometry = (_geometry(res, u) for u in at.tolist())
@@ -165,7 +173,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
                     similarity=params["similarity"])
     report(0.7, "consensus labels")
     key, ltype = params["key"], read.layout["label_type"]
-    docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids)
+    docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids, read.frame_counts)
     row_id = np.where(res.row_consensus >= 0, docs.unit_id[np.maximum(res.row_unit, 0)], None)
     kept = res.is_consensus
     attrs = {"confidence": [[0.5]] if ltype == "Keypoints" else [0.5],  # a keypoint's: one per point
@@ -285,7 +293,8 @@ DECLARATION = MethodDeclaration(
     outputs=(("n_consensus", "Consensus labels", "int"), ("n_review", "Labels to review", "int"),
              ("mean_confidence", "Mean confidence", "float"), ("tau", "τ used", "float")),
     key_prefix="merged",  # fields merged_consensus, merged_final, ... (not consensus_consensus)
-    label_types=(fo.Detections, fo.Polylines, fo.Keypoints, fo.Classification, fo.Classifications),
+    label_types=(fo.Detections, fo.Polylines, fo.Keypoints, fo.TemporalDetections, fo.Classification,
+                 fo.Classifications),
     derive=_derive,
     streams=False,
     from_form=_from_form,
@@ -343,7 +352,10 @@ def review_view(samples, key: str):
     labels, no other run's), so that tagging "all labels" of a patch in the
     App tags exactly the flagged consensus label under review. Ties (frequent
     under majority voting) are broken by the label id, so the App and the SDK
-    list the queue in the same order. FiftyOne makes patches of images only:
+    list the queue in the same order. Temporal segments of videos
+    (``TemporalDetections``): a clips view, one clip per flagged segment
+    (FiftyOne's ``to_clips``, the patches of time; a tag on a clip's label
+    reaches the segment). FiftyOne makes patches of images only:
     on other media (3D scenes, point clouds) the queue is the samples with a
     flagged label, showing only those labels, the sample of the least
     confident one first (ties by sample id).
@@ -357,6 +369,8 @@ def review_view(samples, key: str):
         return flagged.sort_by([(f"{field}.confidence", 1), ("_id", 1)])
     if samples.media_type == "image":
         return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
+    if samples.get_field(field).document_type is fo.TemporalDetections:
+        return flagged.to_clips(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
     from agreement.fo.reading import LABEL_TYPES
 
     items = LABEL_TYPES[samples.get_field(field).document_type]  # detections, polylines or keypoints
