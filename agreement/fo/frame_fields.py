@@ -134,7 +134,7 @@ def remove_frame_run_fields(dataset, config) -> list[str]:
 
 
 def _renamed(name: str, key: str, new_key: str) -> str:
-    from agreement.fo.run_classes import RunError
+    from agreement.fo.run_errors import RunError
 
     if not name.startswith(key + "_"):
         raise RunError(f"field {name!r} of run {key!r} is not named {key}_...: it cannot be renamed with the run")
@@ -143,7 +143,7 @@ def _renamed(name: str, key: str, new_key: str) -> str:
 
 def check_frame_rename(dataset, config, key: str, new_key: str) -> dict:
     """The frame fields' renames ``{old: new}``, refused (``RunError``) if a target exists."""
-    from agreement.fo.run_classes import RunError
+    from agreement.fo.run_errors import RunError
 
     if getattr(dataset, "media_type", None) != "video":
         return {}

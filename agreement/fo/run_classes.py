@@ -36,6 +36,7 @@ from typing import Any, Iterable, Mapping
 import fiftyone.core.runs as fors
 
 from agreement.fo.locking import schema_lock
+from agreement.fo.run_errors import RunError
 from agreement.fo.run_results import retype_results
 from agreement.fo.writing import unset_run_values
 
@@ -60,10 +61,6 @@ __all__ = [
 PLUGIN_NAME = "@iaa/agreement"
 #: 1: plain RunConfig (legacy); 2: :class:`AgreementRunConfig` and typed results
 RUN_FORMAT_VERSION = 2
-
-
-class RunError(ValueError):
-    """A run cannot be created, found, renamed or deleted as asked."""
 
 
 class AgreementRunConfig(fors.RunConfig):

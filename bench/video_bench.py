@@ -1,0 +1,117 @@
+"""Video benchmark: every compute operator on frame-level boxes and on temporal segments, against a bare read.
+
+A simulated video dataset (:func:`agreement.fo.video_simulate.simulate_video_dataset`): ``--videos``
+videos (default 1,000) x ``--frames`` frames (300) x ``--raters`` raters (3) x ``--objects`` boxes (5) per
+frame, one frame field per rater (``frames.<rater>``, ``Detections`` with the track id as ``index``) and one
+``TemporalDetections`` field per rater. Each operator runs end to end through ``execute_operator`` (copy of
+the frames into frame units, read, compute, chance baseline, write-back to the frames, per-video aggregates,
+run registration) in a child process that prints its seconds and peak resident memory (``ru_maxrss``).
+
+Printed per operator: seconds, the ratio to a bare ``values()`` read of the rater frame fields (or of the
+segment fields) measured in the same run (target: within 3x), and the peak memory (target: under 3 GiB).
+
+Run with ``scripts/with-temp-fiftyone.sh .venv/bin/python bench/video_bench.py [--videos 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+#: (operator, parameters, which fields: "frames" or "segments")
+OPERATORS = [
+    ("compute_kalos", {}, "frames"),
+    ("compute_ot_agreement", {}, "frames"),
+    ("compute_geometry_agreement", {}, "frames"),
+    ("compute_consensus", {}, "frames"),
+    ("compute_kalos", {}, "segments"),
+    ("compute_ot_agreement", {}, "segments"),
+    ("compute_geometry_agreement", {}, "segments"),
+    ("compute_consensus", {}, "segments"),
+]
+
+
+def child(dataset: str, name: str, fields: list[str], params: dict) -> None:
+    """Runs operator ``name`` on ``dataset`` and prints its seconds and this process's peak memory in GiB."""
+    import fiftyone as fo
+    import fiftyone.operators as foo
+
+    ds = fo.load_dataset(dataset)
+    t = time.perf_counter()
+    res = foo.execute_operator(f"@iaa/agreement/{name}",
+                               ctx=dict(view=ds.view(), params=dict(fields=fields, key="bench", **params)))
+    elapsed = time.perf_counter() - t
+    if res.error:
+        raise SystemExit(f"{name} failed: {res.error_message or res.error}")
+    ds.delete_run("bench")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    print(f"{elapsed:.2f} {peak:.2f}")
+
+
+def bare_read(ds, paths: list[str]) -> float:
+    t = time.perf_counter()
+    ds.values(paths)
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--videos", type=int, default=1_000)
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--raters", type=int, default=3)
+    parser.add_argument("--objects", type=int, default=5)
+    parser.add_argument("--operators", nargs="*", help="only these operators (default: all)")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        import json
+
+        dataset, name, fields, params = args.child
+        return child(dataset, name, fields.split(","), json.loads(params))
+    os.environ.setdefault("FIFTYONE_PLUGINS_DIR", ROOT)
+    from agreement.fo.video_simulate import simulate_video_dataset, video_field_names
+
+    t = time.perf_counter()
+    ds, sim = simulate_video_dataset(num_videos=args.videos, num_frames=args.frames, num_objects=args.objects,
+                                     num_raters=args.raters, reference_field=None, persistent=True, seed=0)
+    names = video_field_names(sim.raters)
+    frames = [f"frames.{names['frames'][r]}" for r in sim.raters]
+    segments = [names["segments"][r] for r in sim.raters]
+    n_labels = ds.count(f"{frames[0]}.detections") * len(frames)
+    print(f"# {platform.node() or 'machine'}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}")
+    print(f"built {args.videos:,} videos x {args.frames} frames x {len(frames)} raters "
+          f"({n_labels:,} frame labels) in {time.perf_counter() - t:.1f} s")
+    base = {"frames": statistics.median(bare_read(ds, frames) for _ in range(2)),
+            "segments": statistics.median(bare_read(ds, segments) for _ in range(2))}
+    print(f"bare values() read: frame fields {base['frames']:.2f} s, segment fields {base['segments']:.2f} s")
+    print(f"{'operator':<28} {'fields':<9} {'seconds':>8} {'x read':>7} {'peak GiB':>9}")
+    import json
+
+    for name, params, which in OPERATORS:
+        if args.operators and name not in args.operators:
+            continue
+        fields = frames if which == "frames" else segments
+        out = subprocess.run([sys.executable, __file__, "--child", ds.name, name, ",".join(fields),
+                              json.dumps(params)], capture_output=True, text=True,
+                             env={**os.environ, "FIFTYONE_PLUGINS_DIR": ROOT})
+        if out.returncode:
+            tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["?"]
+            print(f"{name:<28} {which:<9} failed: {tail[0][:200]}", flush=True)
+            continue
+        seconds, peak = map(float, out.stdout.split()[-2:])
+        print(f"{name:<28} {which:<9} {seconds:8.1f} {seconds / base[which]:7.2f} {peak:9.2f}", flush=True)
+    ds.delete()
+
+
+if __name__ == "__main__":
+    main()
