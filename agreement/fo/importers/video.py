@@ -14,6 +14,10 @@ written into one video dataset:
   with OpenCV (frame count, frame rate, size; FiftyOne's own
   ``compute_metadata()`` needs ``ffprobe``), else the frame count and size
   the CVAT XML declares (``<size>``, ``<original_size>``);
+* temporal detections (a sample-level ``TemporalDetection(s)`` field of the
+  export, e.g. FiftyOne's video labels format's events): ``<rater>_segments``,
+  or ``<field>_segments`` whose labels carry ``<rater_attr>``
+  (``TemporalDetections``; a support outside ``[1, frames]`` is an error);
 * ``raters``: the raters assigned to the video (recorded as the assignment
   in the attribute layout).
 
@@ -29,6 +33,12 @@ re-encoded copy); so is a label on a frame past the video's end. A video
 whose frame count neither the file nor the XML tells gets the last
 labelled frame as its count, reported in ``report["per_rater"][rater]
 ["frame_count_from_labels"]``.
+
+CVAT gives each ``<track>`` one label: a box keeps its track's label and
+its track id (``index``) on every frame, so an exporter that writes a
+track whose boxes carry several classes (an identity switch between
+objects of different classes) keeps one of them (FiftyOne's keeps the
+last).
 
 The frames are written in bulk (:mod:`agreement.fo.video_frames`), one
 video at a time straight from the temporary datasets' frame documents.
@@ -113,9 +123,10 @@ def _cvat_declared(export_path: str, filepath: str, labels_dir: str | None) -> d
     return out
 
 
-def _label_fields(ds: fo.Dataset, rater: str, path: str) -> tuple[dict[str, str], dict[str, int]]:
-    """``({frame field: kind}, {skipped label type: count})`` of a rater's temporary dataset."""
-    fields, skipped = {}, {}
+def _label_fields(ds: fo.Dataset, rater: str, path: str) -> tuple[dict[str, str], str | None, dict[str, int]]:
+    """``({frame field: kind}, segments field or None, {skipped label type: count})`` of a rater's temporary
+    dataset."""
+    fields, segments, skipped = {}, None, {}
     for name, fld in (ds.get_frame_field_schema() or {}).items():
         doc = getattr(fld, "document_type", None)
         if doc in _KIND_OF:
@@ -129,11 +140,30 @@ def _label_fields(ds: fo.Dataset, rater: str, path: str) -> tuple[dict[str, str]
                 skipped[f"frame {doc.__name__} labels"] = n
     for name, fld in ds.get_field_schema().items():
         doc = getattr(fld, "document_type", None)
-        if doc is not None and issubclass(doc, fo.Label):
+        if doc in (fo.TemporalDetections, fo.TemporalDetection):
+            if segments is not None:
+                raise MultiRaterImportError(f"rater {rater!r}: {path!r} gives several temporal detection fields "
+                                            f"({segments!r}, {name!r}); import one")
+            segments = name
+        elif doc is not None and issubclass(doc, fo.Label):
             n = ds.count(name)
             if n:
                 skipped[f"sample {doc.__name__} labels"] = n
-    return fields, skipped
+    return fields, segments, skipped
+
+
+def _segment_labels(value, rater: str, video: str, frames: int) -> list:
+    """The ``TemporalDetection`` labels of a sample value, each ``support`` checked against the frame count."""
+    if value is None:
+        return []
+    labels = list(value.detections) if isinstance(value, fo.TemporalDetections) else [value]
+    for lab in labels:
+        first, last = (list(lab.support) + [None, None])[:2] if lab.support is not None else (None, None)
+        if first is None or last is None or not 1 <= first <= last <= frames:
+            raise MultiRaterImportError(
+                f"rater {rater!r}: video {video!r} has a temporal detection {lab.label!r} with support "
+                f"{lab.support} that is not [first, last] frames with 1 <= first <= last <= {frames}")
+    return labels
 
 
 def _label_attributes(ds: fo.Dataset, fields: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -155,14 +185,19 @@ def _extract(export, ds: fo.Dataset, cls: type) -> tuple[dict, dict, dict]:
     ``info``: ``sample_id``, ``filepath``, ``frames``, ``fps``, ``width``, ``height``,
     ``source`` (of the frame count) and ``last`` (the last labelled frame)."""
     path = os.fspath(export.path)
-    fields, skipped = _label_fields(ds, export.rater, path)
+    fields, seg_field, skipped = _label_fields(ds, export.rater, path)
+    seg_values = ds.values(seg_field) if seg_field else None
     last = {d["_id"]: (d["last"], d["n"]) for d in ds._frame_collection.aggregate(
         [{"$group": {"_id": "$_sample_id", "last": {"$max": "$frame_number"}, "n": {"$sum": 1}}}])}
     counts = {kind: ds.count(f"frames.{f}.{_LIST[kind]}") for f, kind in fields.items()}
+    if seg_field:
+        counts["segments"] = ds.count(f"{seg_field}.detections" if isinstance(
+            ds.get_field(seg_field), fo.EmbeddedDocumentField) and ds.get_field(seg_field).document_type
+            is fo.TemporalDetections else seg_field)
     labels_dir = os.fspath(export.options["labels_path"]) if export.options and "labels_path" in export.options else None
     videos: dict[str, dict] = {}
     guessed = []
-    for sid, filepath in zip(*ds.values(["_id", "filepath"])):
+    for i, (sid, filepath) in enumerate(zip(*ds.values(["_id", "filepath"]))):
         key = file_key(filepath)
         if key in videos:
             raise MultiRaterImportError(f"rater {export.rater!r}: {path!r} has two videos named {key!r} "
@@ -183,7 +218,9 @@ def _extract(export, ds: fo.Dataset, cls: type) -> tuple[dict, dict, dict]:
                 f"{meta['frames']} frames (from its {source}); is the export for another video of that name?")
         videos[key] = {"sample_id": sid, "filepath": filepath, "frames": meta["frames"], "fps": meta.get("fps"),
                        "width": meta.get("width"), "height": meta.get("height"), "source": source,
-                       "frames_labelled": n_frames}
+                       "frames_labelled": n_frames,
+                       "segments": _segment_labels(seg_values[i], export.rater, key, meta["frames"])
+                       if seg_values is not None else None}
     report = {
         "path": path, "format": cls.__name__, "videos": len(videos), "labels": int(sum(counts.values())),
         "labels_by_kind": {k: v for k, v in counts.items() if v}, "skipped": skipped,
@@ -235,7 +272,8 @@ def _merge(per_rater: dict[str, dict], exports: list, default_complete: bool, re
     return merged
 
 
-def _video_sample(entry: dict, video_dir: str | None) -> fo.Sample:
+def _video_sample(entry: dict, video_dir: str | None, segments: dict[str, str] | None, layout: str,
+                  rater_attr: str) -> fo.Sample:
     key, meta = entry["key"], entry["meta"]
     paths = [h["filepath"] for h in entry["holders"].values()]
     path = os.path.join(video_dir, key) if video_dir else next((p for p in paths if os.path.exists(p)), paths[0])
@@ -245,7 +283,26 @@ def _video_sample(entry: dict, video_dir: str | None) -> fo.Sample:
     sample.metadata = fo.VideoMetadata(
         total_frame_count=meta["frames"], frame_rate=fps, frame_width=meta["width"], frame_height=meta["height"],
         duration=meta["frames"] / fps if fps else None, size_bytes=size, mime_type=mimetypes.guess_type(path)[0])
+    if segments:  # an assigned rater without segments of this video gave none (explicit absence)
+        per = {r: [fo.TemporalDetection.from_dict(lab.to_dict()) for lab in
+                   (entry["holders"][r]["segments"] or [] if r in entry["holders"] else [])]
+               for r in entry["assigned"]}
+        if layout == "fields":
+            for r, labels in per.items():
+                sample[segments[r]] = fo.TemporalDetections(detections=labels)
+        elif entry["assigned"]:
+            merged = [_set_rater_label(lab, rater_attr, r, key) for r, labels in per.items() for lab in labels]
+            sample[segments[entry["assigned"][0]]] = fo.TemporalDetections(detections=merged)
     return sample
+
+
+def _set_rater_label(label: fo.Label, rater_attr: str, rater: str, video: str) -> fo.Label:
+    existing = label[rater_attr] if label.has_field(rater_attr) else None
+    if existing is not None and existing != rater:
+        raise MultiRaterImportError(f"video {video!r}: a temporal detection of rater {rater!r} already has the "
+                                    f"attribute {rater_attr}={existing!r}; choose another rater_attr")
+    label[rater_attr] = rater
+    return label
 
 
 def _rater_frames(temps: dict[str, fo.Dataset], fields: dict[str, dict[str, str]], rater: str,
@@ -296,6 +353,25 @@ def _frame_docs(merged: list[dict], sample_ids: Sequence[str], temps: dict, src_
             yield doc
 
 
+def _declare(dataset: fo.Dataset, kinds: list[str], out_fields: dict, segments: dict | None, attrs: dict,
+             layout: str, rater_attr: str) -> None:
+    """The frame label fields (with the exports' own label attributes), the segments and ``raters`` fields."""
+    label_attrs = {k: {a: f for per in attrs.values() for a, f in per.get(k, {}).items()} for k in kinds}
+    for kind in kinds:
+        extra = {a: _field_spec(f) for a, f in label_attrs[kind].items()}
+        if layout == "attribute":
+            extra[rater_attr] = (fo.StringField, {})
+        for fname in dict.fromkeys(per[kind] for per in out_fields.values()):
+            declare_frame_field(dataset, fname, KINDS[kind].doc_type)
+            for attr, (ftype, kwargs) in extra.items():
+                dataset.add_frame_field(f"{fname}.{_LIST[kind]}.{attr}", ftype, **kwargs)
+    for sname in dict.fromkeys((segments or {}).values()):
+        dataset.add_sample_field(sname, fo.EmbeddedDocumentField, embedded_doc_type=fo.TemporalDetections)
+        if layout == "attribute":
+            dataset.add_sample_field(f"{sname}.detections.{rater_attr}", fo.StringField)
+    dataset.add_sample_field("raters", fo.ListField, subfield=fo.StringField)
+
+
 def _write(merged: list[dict], raters: list[str], temps: dict, reports: dict, attrs: dict, name: str, layout: str,
            field: str, rater_attr: str, video_dir: str | None, report: dict) -> fo.Dataset:
     """The merged videos as a new dataset under a temporary name (deleted again if writing fails)."""
@@ -306,38 +382,33 @@ def _write(merged: list[dict], raters: list[str], temps: dict, reports: dict, at
     taken = sorted({f for per in out_fields.values() for f in per.values()} & {"frame_number", "id"})
     if taken:
         raise MultiRaterImportError(f"frame field name(s) {taken} are FiftyOne's own frame fields: rename the rater")
+    has_segments = any(h["segments"] is not None for e in merged for h in e["holders"].values())
+    segments = {r: f"{per['detections']}_segments" for r, per in out_fields.items()} if has_segments else None
     dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
     try:
         set_empty_dataset_media_type(dataset, "video")
-        label_attrs = {k: {a: f for per in attrs.values() for a, f in per.get(k, {}).items()} for k in kinds}
-        for kind in kinds:
-            extra = {a: _field_spec(f) for a, f in label_attrs[kind].items()}
-            if layout == "attribute":
-                extra[rater_attr] = (fo.StringField, {})
-            doc_type = KINDS[kind].doc_type
-            for fname in dict.fromkeys(per[kind] for per in out_fields.values()):
-                declare_frame_field(dataset, fname, doc_type)
-                for attr, (ftype, kwargs) in extra.items():
-                    dataset.add_frame_field(f"{fname}.{_LIST[kind]}.{attr}", ftype, **kwargs)
-        dataset.add_sample_field("raters", fo.ListField, subfield=fo.StringField)
-        ids = dataset.add_samples([_video_sample(e, video_dir) for e in merged], progress=False)
+        _declare(dataset, kinds, out_fields, segments, attrs, layout, rater_attr)
+        samples = [_video_sample(e, video_dir, segments, layout, rater_attr) for e in merged]
+        ids = dataset.add_samples(samples, progress=False)
         with gc_paused():
             insert_frames(dataset, _frame_docs(merged, ids, temps, src_fields, out_fields, kinds, layout, rater_attr))
         frames = {r: {k: f"frames.{f}" for k, f in per.items()} for r, per in out_fields.items()}
+        label_fields = {k: {"type": KINDS[k].doc_type.__name__, "fields": {r: per[k] for r, per in frames.items()}}
+                        for k in kinds}
+        if segments:
+            label_fields["segments"] = {"type": "TemporalDetections", "fields": dict(segments)}
         dataset.info[INFO_KEY] = {
             "source": "import_multi_rater", "layout": layout, "polygons": "polylines",
             "field": frames[raters[0]]["detections"] if layout == "attribute" else None,
             "rater_attr": rater_attr if layout == "attribute" else None,
             "rater_fields": {r: per["detections"] for r, per in frames.items()},
-            "label_fields": {k: {"type": KINDS[k].doc_type.__name__, "fields": {r: per[k] for r, per in frames.items()}}
-                             for k in kinds},
-            "rater_ids": {r: r for r in raters}, "categories": None, "info": {},
+            "label_fields": label_fields, "rater_ids": {r: r for r in raters}, "categories": None, "info": {},
         }
         dataset.info[IMPORT_INFO_KEY] = {**report, "media": {"media_type": "video", "by_name": len(merged)}}
         dataset.save()
         if layout == "attribute":
-            for k in kinds:
-                declare_raters_field(dataset, frames[raters[0]][k], "raters", raters=raters)
+            for spec in label_fields.values():
+                declare_raters_field(dataset, spec["fields"][raters[0]], "raters", raters=raters)
     except BaseException:
         _discard(dataset)
         raise
