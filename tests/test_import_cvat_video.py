@@ -276,3 +276,16 @@ def test_fiftyone_video_labels_exports_bring_their_temporal_detections(fo, expor
         with pytest.raises(MultiRaterImportError, match=rf"rater 'r1': video '{reference[0].name}' has a temporal detection .* "
                                             rf"that is not \[first, last\] frames with 1 <= first <= last <= {F}"):
             import_multi_rater(specs, "fov-bad-support")
+
+
+def test_the_import_operator_takes_cvat_video_exports(fo, exports):
+    import fiftyone.operators as foo
+
+    root, reference, sim, specs = exports
+    op = foo.get_operator("@iaa/agreement/import_multi_rater")
+    out = op(exports=specs, dataset_name="cvat-video-operator", layout="attribute", persistent=False)
+    try:
+        assert out["dataset_name"] == "cvat-video-operator" and out["media_type"] == "video"
+        assert out["num_samples"] == 3 and out["videos"] == 3 and out["field"] == "frames.ground_truth"
+    finally:
+        fo.delete_dataset("cvat-video-operator")
