@@ -207,6 +207,14 @@ def test_an_unreadable_video_takes_its_frame_count_from_the_xml(fo, exports, tmp
         assert report["per_rater"]["r1"]["frame_count_from_labels"] == []
     finally:
         ds.delete()
+    for xml in (dst / "labels").iterdir():  # no <size> either: the last labelled frame, within r2's count
+        xml.write_text(re.sub(r"<size>\d+</size>", "", xml.read_text()))
+    ds, report = import_multi_rater([dict(specs[0], path=str(dst)), specs[1]], "cvat-video-from-labels")
+    try:
+        assert ds.values("metadata.total_frame_count") == [F] * 3
+        assert report["per_rater"]["r1"]["frame_count_from_labels"] == [v.name for v in reference]
+    finally:
+        ds.delete()
 
 
 def test_bad_exports_are_named(fo, exports, tmp_path):

@@ -182,13 +182,15 @@ def _label_attributes(ds: fo.Dataset, fields: dict[str, str]) -> dict[str, dict[
 def _extract(export, ds: fo.Dataset, cls: type) -> tuple[dict, dict, dict]:
     """``({video: info}, report, {kind: {attribute: field}})`` of one rater's temporary dataset.
 
-    ``info``: ``sample_id``, ``filepath``, ``frames``, ``fps``, ``width``, ``height``,
-    ``source`` (of the frame count) and ``last`` (the last labelled frame)."""
+    ``info``: ``sample_id``, ``filepath``, ``frames``, ``fps``, ``width``, ``height``, ``source`` (of the
+    frame count: ``"video file"``, ``"labels file"`` or ``"labels"``, the last labelled frame),
+    ``frames_labelled`` and ``segments`` (the ``TemporalDetection`` labels, or ``None``)."""
     path = os.fspath(export.path)
     fields, seg_field, skipped = _label_fields(ds, export.rater, path)
     seg_values = ds.values(seg_field) if seg_field else None
+    labelled = [{"$match": {"$or": [{f: {"$ne": None}} for f in fields]}}] if fields else []
     last = {d["_id"]: (d["last"], d["n"]) for d in ds._frame_collection.aggregate(
-        [{"$group": {"_id": "$_sample_id", "last": {"$max": "$frame_number"}, "n": {"$sum": 1}}}])}
+        labelled + [{"$group": {"_id": "$_sample_id", "last": {"$max": "$frame_number"}, "n": {"$sum": 1}}}])}
     counts = {kind: ds.count(f"frames.{f}.{_LIST[kind]}") for f, kind in fields.items()}
     if seg_field:
         counts["segments"] = ds.count(f"{seg_field}.detections" if isinstance(
@@ -232,9 +234,14 @@ def _extract(export, ds: fo.Dataset, cls: type) -> tuple[dict, dict, dict]:
 
 
 def _check_same_video(key: str, holders: dict[str, dict]) -> dict:
-    """The video's metadata, the same in every rater's export; an error names the video and each rater's value."""
+    """The video's metadata, the same in every rater's export; an error names the video and each rater's value.
+
+    A frame count taken from a rater's last labelled frame (the export did not
+    tell it) only has to fit within the others' count."""
+    told = {r: v for r, v in holders.items() if v["source"] != "labels"}
+    guessed = {r: v["frames"] for r, v in holders.items() if v["source"] == "labels"}
     for what, name in (("frames", "frame counts"), ("width", "frame widths"), ("height", "frame heights")):
-        found = {r: v[what] for r, v in holders.items() if v[what] is not None}
+        found = {r: v[what] for r, v in (told if what == "frames" else holders).items() if v[what] is not None}
         if len(set(found.values())) > 1:
             raise MultiRaterImportError(
                 f"video {key!r} has different {name} in the raters' exports {found}: are these different videos "
@@ -246,8 +253,13 @@ def _check_same_video(key: str, holders: dict[str, dict]) -> dict:
             f"video {key!r} has different frame rates in the raters' exports {rates}: are these different videos "
             "with the same file name, or re-encoded copies? Give every rater the same video file "
             "(e.g. image_dir=<one folder of videos>)")
-    first = next(iter(holders.values()))
-    return {"frames": first["frames"], "fps": next(iter(rates.values()), None),
+    frames = next(iter(told.values()))["frames"] if told else max(guessed.values())
+    past = {r: n for r, n in guessed.items() if n > frames}
+    if past:
+        r, n = next(iter(past.items()))
+        raise MultiRaterImportError(f"rater {r!r}: video {key!r} has labels on frame {n}, but the video has {frames} "
+                                    f"frames (from the exports of {sorted(told)})")
+    return {"frames": frames, "fps": next(iter(rates.values()), None),
             "width": next((v["width"] for v in holders.values() if v["width"]), None),
             "height": next((v["height"] for v in holders.values() if v["height"]), None)}
 
