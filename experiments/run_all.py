@@ -9,7 +9,9 @@ Runs, in order: the OT paper's controlled-noise experiment
 (``ot_paper_noise.py``), full-range use and sensitivity
 (``full_range.py``), KαLOS's experiments 5 and 6
 (``kalos_raters_schools.py``), the solvers' recovery of the true clusters
-(``solver_recovery.py``), and the suite's monotonicity check (the same check
+(``solver_recovery.py``), consensus (``consensus.py``, ``class_consensus.py``),
+temporal segments' chance level in relative time (``temporal_chance.py``), and
+the suite's monotonicity check (the same check
 as ``tests/test_monotonicity.py``). Each writes a Markdown table and PNG
 plots under ``experiments/results/``; this script then writes
 ``experiments/README.md`` with the key numbers and links, and prints the
@@ -30,6 +32,7 @@ import full_range
 import kalos_raters_schools
 import ot_paper_noise
 import solver_recovery
+import temporal_chance
 
 BUDGET_SECONDS = 15 * 60
 
@@ -87,6 +90,9 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
             ["Class consensus on simulated crowds: α against rater noise; Dawid–Skene and MACE against majority "
              "vote with spammers (issue 39; simulated raters, not LVIS)", "`class_consensus.py`",
              _link(R / "class_consensus.md")],
+            ["Temporal segments of videos as boxes in relative time: chance level on clips of different lengths, "
+             "falling with boundary noise, the same at another frame rate (issue 40; simulated raters)",
+             "`temporal_chance.py`", _link(R / "temporal_chance.md")],
             ["Monotonicity of every score (the suite test)", "`tests/test_monotonicity.py`", "below"],
         ], align="lll"))
     L.append("")
@@ -242,6 +248,8 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
         f"pairs are obviously apart) and is in {_link(R / 'solver_recovery.md')}.\n"
     )
     L.append(consensus.readme_section(res["consensus"]))
+    if "temporal" in res:
+        L.append(temporal_chance.readme_section(res["temporal"]))
     L.append("## Not covered\n")
     L.append(
         "* The optional `mgm` solver (needs `pylibmgm`) is not in the recovery experiment.\n"
@@ -269,6 +277,7 @@ def main(argv=None) -> float:
                      ("solver_recovery", lambda: solver_recovery.main(q)),
                      ("consensus", lambda: consensus.main(q)),
                      ("class_consensus", lambda: __import__("class_consensus").main(q)),
+                     ("temporal_chance", lambda: temporal_chance.main(q)),
                      ("monotonicity", lambda: monotonicity(data))):
         t = time.perf_counter()
         print(f"== {name}", flush=True)
@@ -278,7 +287,8 @@ def main(argv=None) -> float:
     total = time.perf_counter() - t_all
     counts = data.counts()[:, data.raters.index(C.REFERENCE)]
     text = readme({"few": int(((counts >= 1) & (counts <= 3)).sum()), "ot": res["ot_paper_noise"], "full": res["full_range"], "kalos": res["kalos_raters_schools"],
-                   "solver": res["solver_recovery"], "mono": res["monotonicity"], "consensus": res["consensus"]},
+                   "solver": res["solver_recovery"], "mono": res["monotonicity"], "consensus": res["consensus"],
+                   "temporal": res["temporal_chance"]},
                   times, total, args.quick)
     path = C.write_text(C.REPO / "experiments" / "README.md", text)
     fails = [k for k, (ok, _) in res["monotonicity"].items() if not ok]
