@@ -63,6 +63,7 @@ class GetAgreementRunInfo(AgreementOperator):
                ("timestamp", "When", "str"), ("status", "Status", "str"), ("params", "Parameters", "json"),
                ("input", "Input layout", "json"), ("summary", "Headline numbers", "json"),
                ("sample_fields", "Fields written", "list"), ("label_attrs", "Label attributes written", "json"),
+               ("frame_fields", "Frame fields written (a run on video frames)", "list"),
                ("format_version", "Format version", "int"))
 
     @property
@@ -93,7 +94,8 @@ class GetAgreementRunInfo(AgreementOperator):
 class RenameAgreementRun(AgreementOperator):
     outputs = (("renamed", "Run renamed", "str"), ("key", "New key", "str"), ("old_key", "Old key", "str"),
                ("renamed_sample_fields", "Fields renamed (old: new)", "json"),
-               ("renamed_label_attrs", "Label attributes renamed ([field, old, new])", "json"))
+               ("renamed_label_attrs", "Label attributes renamed ([field, old, new])", "json"),
+               ("renamed_frame_fields", "Frame fields renamed (old: new)", "json"))
 
     @property
     def config(self):
@@ -127,7 +129,8 @@ class RenameAgreementRun(AgreementOperator):
 
 class DeleteAgreementRun(AgreementOperator):
     outputs = (("key", "Run deleted", "str"), ("deleted_sample_fields", "Fields deleted", "list"),
-               ("deleted_label_attrs", "Label attributes deleted ([field, attribute])", "json"))
+               ("deleted_label_attrs", "Label attributes deleted ([field, attribute])", "json"),
+               ("deleted_frame_fields", "Frame fields deleted", "list"))
 
     @property
     def config(self):

@@ -164,7 +164,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
 
     ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     runs = _every_operator_run(fo, ds, params, tmp_path)
-    image_level = {"compute_class_agreement", "compute_mask_agreement"}
+    image_level = {"compute_class_agreement", "compute_mask_agreement", "compute_track_agreement"}
     assert set(runs) >= {cls().config.name for cls in OPERATORS} - {"compute_mask_consensus"} - image_level
     masks, mask_params, _, _ = kind_dataset(fo, make_dataset, "masks", "fields")
     runs["compute_mask_consensus"] = (dict(key="st", **mask_params), masks)
@@ -176,6 +176,10 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
                                    m2=fo.Segmentation(mask=np.roll(grid, i, axis=0).astype(np.uint8)))
                          for i in range(3)])
     runs["compute_mask_agreement"] = (dict(key="ma", fields=["m1", "m2"]), segs)
+    from agreement.fo.video_simulate import simulate_video_dataset
+
+    videos, _ = simulate_video_dataset(num_videos=2, num_frames=12, num_objects=2, num_raters=2, reference_field=None)
+    runs["compute_track_agreement"] = (dict(key="tracks", fields=["frames.r1", "frames.r2"]), videos)
     try:
         for name, (given, samples) in runs.items():
             given = given() if callable(given) else given
@@ -197,6 +201,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
             else:
                 assert {"key", "target", "fields_written"} <= set(static) and not extra & {"target", "key"}, name
     finally:
+        videos.delete()
         for made in ("forms-coco", "forms-multi", "forms-ls", "forms-judgements"):
             if fo.dataset_exists(made):
                 fo.delete_dataset(made)

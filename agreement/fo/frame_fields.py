@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-__all__ = ["declare_frame_fields", "write_video_aggregates", "frame_label_attrs", "remove_frame_run_fields",
+__all__ = ["declare_frame_fields", "write_video_aggregates", "write_video_values", "frame_label_attrs", "remove_frame_run_fields",
            "check_frame_rename", "rename_frame_run_fields"]
 
 
@@ -100,6 +100,24 @@ def write_video_aggregates(units, dataset, key: str, score: Mapping) -> dict:
     for suffix, (values, _) in columns.items():
         dataset.set_values(f"{key}_{suffix}", dict(zip(ids, values)), key_field="id")
     return {"n_videos": len(rows), "n_frames": int(sum(r["frames"] for r in rows))}
+
+
+def write_video_values(dataset, key: str, values: Mapping[str, Mapping[str, object]]) -> None:
+    """Writes a method's own per-video values ``{suffix: {video id: value}}`` as sample fields
+    ``{key}_<suffix>`` (NaN as ``None``; numeric fields)."""
+    import math
+
+    import fiftyone.core.fields as fof
+    from agreement.fo.locking import schema_lock
+
+    for suffix, by_video in values.items():
+        clean = {v: (None if isinstance(x, float) and not math.isfinite(x) else x) for v, x in by_video.items()}
+        kind = fof.IntField if all(isinstance(x, int) for x in clean.values() if x is not None) and any(
+            x is not None for x in clean.values()) else fof.FloatField
+        with schema_lock(dataset):
+            if f"{key}_{suffix}" not in dataset.get_field_schema():
+                dataset.add_sample_field(f"{key}_{suffix}", kind)
+        dataset.set_values(f"{key}_{suffix}", clean, key_field="id")
 
 
 def remove_frame_run_fields(dataset, config) -> list[str]:

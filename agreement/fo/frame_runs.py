@@ -26,6 +26,9 @@ calls when the rater fields are frame fields. The lifecycle:
    as sample fields ``{key}_frames_mean``, ``{key}_frames_worst``,
    ``{key}_frames_low``, ``{key}_frames_n`` (sort and filter videos; filter
    frames on ``frames.{key}_<score>``);
+   a method may add per-video values of its own (``detail["video_values"]``:
+   ``{suffix: {video id: value}}``, e.g. the HOTA of a video's tracks),
+   written as ``{key}_<suffix>``;
 5. complete the run with the method's results (corpus statistics pool every
    frame of every video) and delete the units.
 
@@ -147,14 +150,16 @@ def runs_on_units(decl, units, key: str, layout: Mapping[str, Any], execution: M
 def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
     """Registers the run on the video dataset and moves its values there (module docstring, steps 3-5);
     returns ``n_videos`` and ``n_frames`` (frames scored)."""
-    from agreement.fo.frame_fields import declare_frame_fields, write_video_aggregates
+    from agreement.fo.frame_fields import declare_frame_fields, write_video_aggregates, write_video_values
 
     dataset = samples._root_dataset
     unit_config = units.get_run_info(key).config
     results = runs.load_agreement_results(units, key)
     frame_fields = list(unit_config.sample_fields or [])
     unit_attrs = [list(x) for x in (unit_config.label_attrs or [])]
+    video_values = (results.get("detail") or {}).pop("video_values", None) or {}
     aggregates = [f"{key}_{s}" for s in AGGREGATE_SUFFIXES] if score else []
+    aggregates += [f"{key}_{s}" for s in video_values]
     inputs = dict(getattr(unit_config, "input", {}) or {})
     for name in ("fields",):
         if inputs.get(name):
@@ -166,6 +171,11 @@ def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
         method=method, plugin=unit_config.plugin, format_version=unit_config.format_version, status="incomplete",
         params=params, input=inputs, sample_fields=aggregates,
         label_attrs=[[f"frames.{lf}", a] for lf, a in unit_attrs], frame_fields=frame_fields)
+    owned = set(dataset.get_run_info(key).config.sample_fields or []) if key in dataset.list_runs() else set()
+    taken = [f for f in aggregates if f in dataset.get_field_schema() and f not in owned]
+    if taken:
+        raise RunError(f"field(s) {taken} already exist on dataset {dataset.name!r} and do not belong to an "
+                       f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)")
     if key in dataset.list_runs():
         runs.delete_agreement_run(dataset, key)
     with schema_lock(dataset):
@@ -177,6 +187,7 @@ def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
         declare_frame_fields(units, dataset, frame_fields, sorted({lf for lf, _ in unit_attrs}))
         merge_back(units, dataset, frame_fields, unit_attrs)
         counts = write_video_aggregates(units, dataset, key, score) if score else {}
+        write_video_values(dataset, key, video_values)
     except BaseException:
         runs.discard_incomplete_run(dataset, key)
         raise

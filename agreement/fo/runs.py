@@ -133,6 +133,7 @@ def get_agreement_run_info(samples, key: str) -> dict:
         "input": dict(getattr(cfg, "input", {}) or {}),
         "sample_fields": list(getattr(cfg, "sample_fields", []) or []),
         "label_attrs": [list(x) for x in (getattr(cfg, "label_attrs", []) or [])],
+        "frame_fields": list(getattr(cfg, "frame_fields", []) or []),
     }
 
 

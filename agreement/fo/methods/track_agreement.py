@@ -1,0 +1,228 @@
+"""Agreement on video tracks on a FiftyOne video dataset: compute, write back, register.
+
+The raters' labels are frame fields (``frames.<rater>``, ``Detections``, the
+track id in each box's ``index``; or one frame field whose boxes carry the
+rater in an attribute). Per video, the raters' tracks are put in
+correspondence by spatio-temporal IoU (:func:`agreement.methods.tracks.track_agreement`:
+Hungarian matching per rater pair at ``tau``, units of at most one track per
+rater); over the units of every video, Krippendorff's α of track presence,
+track class and track localisation (``δ = 1 − STIoU``); per rater pair, HOTA
+(DetA, AssA, LocA), IDF1, identity switches and fragmentations, pooled over
+the videos both raters labelled.
+
+Written to the dataset (``key`` is the run key), through the frame run of
+:mod:`agreement.fo.frame_runs`:
+
+==================================  ===============================================
+``frames.{key}_tracks_agree``       per frame: share of its boxes whose track unit
+                                    holds a track of every rater of the video
+``frames.<rater>...{key}_track_unit``  per box: its track unit in the video
+``frames.<rater>...{key}_track_stiou`` per box: the least STIoU within its unit
+``{key}_hota``, ``{key}_idf1``      per video: mean over its rater pairs
+``{key}_id_switches``,              per video: summed over its rater pairs (both
+``{key}_fragmentations``            directions)
+``{key}_frames_*``                  per video: mean / worst / share of frames below
+                                    0.5 of ``tracks_agree``
+==================================  ===============================================
+
+Reference: Luiten et al., "HOTA: A Higher Order Metric for Evaluating
+Multi-Object Tracking", IJCV 2021; Ristani et al., "Performance Measures and a
+Data Set for Multi-Target, Multi-Camera Tracking" (IDF1), ECCV 2016;
+Bernardin & Stiefelhagen, "Evaluating Multiple Object Tracking Performance:
+the CLEAR MOT Metrics", 2008.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import fiftyone.core.labels as fol
+
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.frame_units import is_frame_units
+from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.projection import read_values
+from agreement.methods.tracks import Tracks, pool_track_agreement, track_agreement
+
+__all__ = ["compute_track_agreement", "METHOD", "SPEC", "DECLARATION"]
+
+METHOD = "iaa.tracks"
+
+
+def _extra(samples, read, params: dict) -> dict:
+    """The video and frame number of every frame unit, and the track id of every box (by label id)."""
+    if not is_frame_units(samples):
+        raise ValueError("compute_track_agreement reads tracks on video frames: give frame fields "
+                         "(fields=['frames.r1', 'frames.r2', ...] or field='frames.<field>' with rater_attr) "
+                         "of a video dataset, the track id in each box's index")
+    ids, videos, numbers, paths = samples.values(["id", "sample_id", "frame_number", "filepath"])
+    where = {i: (str(v), int(n), os.path.basename(p).rsplit(" frame ", 1)[0])
+             for i, v, n, p in zip(ids, videos, numbers, paths)}
+    index: dict = {}
+    for lf in read.label_fields:
+        label_ids, tracks = read_values(samples, [f"{lf}.detections.id", f"{lf}.detections.index"])
+        for a, b in zip(label_ids, tracks):
+            if a:
+                index.update(zip(a, b))
+    return {"where": where, "index": index}
+
+
+def _video_rows(data, where: dict) -> dict:
+    """``{video: (frame units, rows)}`` of the corpus."""
+    sid = data.sample_ids
+    video_of = np.asarray([where[s][0] for s in sid], dtype=object)
+    order = np.argsort(video_of, kind="stable")
+    out = {}
+    for v in dict.fromkeys(video_of[order].tolist()):
+        units = np.flatnonzero(video_of == v)
+        out[v] = (units, np.flatnonzero(np.isin(data.sample_index, units)))
+    return out
+
+
+def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: dict) -> dict:
+    """``{rater: Tracks}`` of one video (every rater assigned to some frame of it)."""
+    sid = data.sample_ids
+    name = where[sid[units[0]]][2]
+    frame = np.asarray([where[s][1] for s in sid], dtype=np.int64)
+    out = {}
+    for r in np.flatnonzero(data.assigned[units].any(axis=0)):
+        mine = rows[data.rater_index[rows] == r]
+        track = [index.get(i) for i in data.label_ids[mine]]
+        missing = [k for k, t in enumerate(track) if t is None]
+        if missing:
+            k = mine[missing[0]]
+            raise ValueError(f"video {name!r}, frame {frame[data.sample_index[k]]}, rater {data.raters[r]!r}: "
+                             f"box {data.label_ids[k]} has no track id (Detection.index); tracks need one on every "
+                             "box (FiftyOne's CVAT video importer sets it)")
+        out[data.raters[r]] = Tracks(frame[data.sample_index[mine]], data.boxes[mine], np.asarray(track, np.int64),
+                                     data.labels[mine], rater=data.raters[r], video=name)
+    return out
+
+
+def _per_label(data, rows: np.ndarray, res, index: dict, stiou_out: np.ndarray, unit_out: np.ndarray) -> None:
+    """Each box's track unit and the unit's least STIoU."""
+    u = res.units
+    lookup = {}
+    for k in range(len(u)):
+        for c, r in enumerate(u.raters):
+            if u.present[k, c]:
+                lookup[(r, int(u.track_ids[k, c]))] = k
+    for row in rows:
+        k = lookup.get((data.raters[data.rater_index[row]], int(index[data.label_ids[row]])))
+        if k is not None:
+            unit_out[row] = k
+            stiou_out[row] = u.min_stiou[k]
+
+
+def _frame_agreement(data, units: np.ndarray, rows: np.ndarray, res, unit_of_row: np.ndarray) -> dict:
+    """Per frame unit: the share of its boxes whose track unit holds a track of every rater of the video."""
+    full = res.units.present.all(axis=1) if len(res.units) else np.zeros(0, bool)
+    ok = np.zeros(len(rows), bool)
+    has = unit_of_row[rows] >= 0
+    ok[has] = full[unit_of_row[rows][has]]
+    s = data.sample_index[rows]
+    n = np.bincount(s, minlength=data.num_samples)[units]
+    good = np.bincount(s, weights=ok, minlength=data.num_samples)[units]
+    return dict(zip(units.tolist(), np.where(n > 0, good / np.maximum(n, 1), np.nan).tolist()))
+
+
+def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
+    data = read.annotations
+    where, index = extra["where"], extra["index"]
+    videos = _video_rows(data, where)
+    N = len(data.boxes)
+    unit_of_row, stiou = np.full(N, -1, np.int64), np.full(N, np.nan)
+    frame_score = np.full(data.num_samples, np.nan)
+    results, video_values = [], {"hota": {}, "idf1": {}, "id_switches": {}, "fragmentations": {}}
+    for k, (v, (units, rows)) in enumerate(videos.items()):
+        res = track_agreement(_tracks_of(data, units, rows, where, index), video=where[data.sample_ids[units[0]]][2],
+                              tau=params["tau"], iou_threshold=params["iou_threshold"])
+        results.append(res)
+        _per_label(data, rows, res, index, stiou, unit_of_row)
+        for s, x in _frame_agreement(data, units, rows, res, unit_of_row).items():
+            frame_score[s] = x
+        pairs = [p.as_dict() for p in res.pairs]
+        video_values["hota"][v] = float(np.nanmean([p["hota"] for p in pairs])) if pairs else None
+        video_values["idf1"][v] = float(np.nanmean([p["idf1"] for p in pairs])) if pairs else None
+        video_values["id_switches"][v] = int(sum(p["id_switches"] for p in pairs))
+        video_values["fragmentations"][v] = int(sum(p["fragmentations"] for p in pairs))
+        report((k + 1) / len(videos), f"video {k + 1} of {len(videos)}")
+    pooled = pool_track_agreement(results)
+    records = pooled.pair_records()
+    alphas = pooled.alpha.as_dict()
+    summary = {**{f"alpha_{n}": alphas[n]["alpha"] for n in ("presence", "classes", "localisation")},
+               **{f"alpha_{n}_reason": alphas[n]["reason"] for n in ("presence", "classes", "localisation")},
+               "hota": _mean(records, "hota"), "det_a": _mean(records, "det_a"), "ass_a": _mean(records, "ass_a"),
+               "idf1": _mean(records, "idf1"), "id_switches": int(sum(r["id_switches"] for r in records)),
+               "fragmentations": int(sum(r["fragmentations"] for r in records)),
+               "n_units": int(sum(len(r.units) for r in results)), "n_track_videos": len(results)}
+    detail = {"raters": list(data.raters), "rater_pairs": records, "alpha": alphas, "video_values": video_values,
+              "tau": params["tau"], "iou_threshold": params["iou_threshold"]}
+    return MethodOutput(summary=summary, detail=detail,
+                        sample_values={"tracks_agree": frame_score},
+                        label_values={"track_unit": [None if u < 0 else int(u) for u in unit_of_row],
+                                      "track_stiou": stiou})
+
+
+def _mean(records: list, name: str) -> float:
+    vals = [r[name] for r in records if r.get(name) is not None and np.isfinite(r[name])]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+SPEC = MethodSpec(
+    method=METHOD,
+    sample_suffixes=("tracks_agree",),
+    label_suffixes=("track_unit", "track_stiou"),
+    compute=_compute,
+    extra=_extra,
+    read_options=lambda p: {"image_sizes": True},
+)
+
+#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+VIEW = {
+    "title": "Track agreement",
+    "score_suffix": "tracks_agree",
+    "score_label": "share of the frame's boxes whose track every rater has",
+    "score_axis": "share of boxes tracked by every rater (1 = all agree)",
+    "score_name": "tracked by all",
+    "score_range": lambda params: (0.0, 1.0),
+    "cards": [
+        {"key": "alpha_presence", "label": "α of track presence"},
+        {"key": "alpha_classes", "label": "α of track class"},
+        {"key": "alpha_localisation", "label": "α of track localisation (1 − STIoU)"},
+        {"key": "hota", "label": "HOTA (mean over rater pairs)"},
+        {"key": "idf1", "label": "IDF1 (mean over rater pairs)"},
+        {"key": "id_switches", "label": "identity switches", "integer": True},
+    ],
+    "pair_matrix": ("hota", "HOTA per rater pair"),
+    "pair_value": "HOTA",
+}
+
+DECLARATION = MethodDeclaration(
+    operator="compute_track_agreement",
+    label="Annotator Agreement: video tracks",
+    description="Raters' tracks matched by spatio-temporal IoU; alpha of track presence, class and localisation; "
+                "HOTA, IDF1, identity switches and fragmentations per rater pair",
+    spec=SPEC,
+    view=VIEW,
+    params=(
+        Param("tau", float, 0.5, "Track match threshold (STIoU)",
+              "Two raters' tracks are the same object when their spatio-temporal IoU (mean box IoU over the "
+              "frames either track has) is at least this", low=0.0, high=1.0, low_open=True),
+        Param("iou_threshold", float, 0.5, "Box match threshold (IoU)",
+              "The least box IoU of a match for IDF1, identity switches and fragmentations", low=0.0, high=1.0,
+              low_open=True),
+    ),
+    outputs=(("alpha_presence", "Alpha of track presence", "float"), ("alpha_classes", "Alpha of track class", "float"),
+             ("alpha_localisation", "Alpha of track localisation", "float"), ("hota", "HOTA (mean over pairs)", "float"),
+             ("idf1", "IDF1 (mean over pairs)", "float"), ("id_switches", "Identity switches", "int"),
+             ("fragmentations", "Fragmentations", "int")),
+    key_prefix="tracks",
+    streams=False,
+    label_types=(fol.Detections,),
+)
+
+#: ``compute_track_agreement(samples, key, *, fields=[...frame fields...], tau=0.5, iou_threshold=0.5, ...)``.
+compute_track_agreement = python_function(DECLARATION)
