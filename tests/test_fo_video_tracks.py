@@ -32,6 +32,18 @@ def _op(name: str):
     return foo.get_operator(f"@iaa/agreement/{name}")
 
 
+def _stored_tracks(ds, raters: list[str], k: int) -> dict:
+    """``{rater: Tracks}`` of video ``k`` as stored."""
+    sample = ds.skip(k).first()
+    tracks = {}
+    for r in raters:
+        frames = [(n, f[r]) for n, f in sample.frames.items()]
+        rows = [(n, d.index, d.label, d.bounding_box) for n, f in frames if f is not None for d in f.detections]
+        if any(f is not None for _, f in frames):
+            tracks[r] = Tracks.from_records(rows) if rows else Tracks.empty()
+    return tracks
+
+
 def _library(ds, raters: list[str]):
     """The track library on the tracks as stored (independent read: FiftyOne's values())."""
     results = []
@@ -87,9 +99,16 @@ def test_attribute_layout_and_execute_operator(fo, sim):
     assert "frames.tr_tracks_agree" in run_fields(get_agreement_run_info(att, "tr"))
 
 
-def test_delete_run_removes_frame_box_and_video_values(fo, sim):
+def test_consensus_tracks_then_delete_run_removes_frame_box_and_video_values(fo, sim):
     ds, _, raters = sim
-    _op("compute_track_agreement")(ds, key="gone", fields=[f"frames.{r}" for r in raters])
+    got = _op("compute_track_agreement")(ds, key="gone", fields=[f"frames.{r}" for r in raters], consensus=True)
+    pooled, per_video = _library(ds, raters)
+    want = [track_agreement({r: t for r, t in _stored_tracks(ds, raters, k).items()}, consensus=True).consensus
+            for k in range(len(ds))]
+    assert got.summary["n_consensus_tracks"] == sum(len(np.unique(c.tracks.track_ids)) for c in want)
+    boxes = ds.values("frames.gone_consensus.detections", unwind=True)
+    assert len(boxes) == sum(len(c.tracks.frames) for c in want) and all(b.index is not None for b in boxes)
+    assert all(0 < b.confidence <= 1 and b["gone_n_raters"] >= 1 for b in boxes)
     ds.delete_run("gone")
     assert not [f for f in ds.get_field_schema() if f.startswith("gone_")]
     assert not [f for f in ds.get_frame_field_schema(flat=True) if "gone_" in f]

@@ -498,8 +498,8 @@ def _verify_schema(dataset, plan: RunPlan) -> None:
     from agreement.fo.writing import declare_from_documents
 
     schema = dataset.get_field_schema()
-    for name in plan.sample_fields:
-        if name not in schema:
+    for name in plan.sample_fields:  # (a field the method did not write this time, e.g. an option's, is skipped)
+        if name not in schema and dataset._sample_collection.find_one({name: {"$exists": True}}, {"_id": 1}):
             declare_from_documents(dataset, name)
     for lf, attr in plan.label_attrs:
         if lf in schema and dataset.get_field(label_path(dataset, lf, attr)) is None:

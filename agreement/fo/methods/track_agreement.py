@@ -23,6 +23,8 @@ Written to the dataset (``key`` is the run key), through the frame run of
 ``{key}_fragmentations``            directions)
 ``{key}_frames_*``                  per video: mean / worst / share of frames below
                                     0.5 of ``tracks_agree``
+``frames.{key}_consensus``          with ``consensus=True``: the consensus tracks
+                                    (``index`` = unit, ``confidence``, ``{key}_n_raters``)
 ==================================  ===============================================
 
 Reference: Luiten et al., "HOTA: A Higher Order Metric for Evaluating
@@ -136,10 +138,14 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     unit_of_row, stiou = np.full(N, -1, np.int64), np.full(N, np.nan)
     frame_score = np.full(data.num_samples, np.nan)
     results, video_values = [], {"hota": {}, "idf1": {}, "id_switches": {}, "fragmentations": {}}
+    consensus_docs: dict = {}
     for k, (v, (units, rows)) in enumerate(videos.items()):
         res = track_agreement(_tracks_of(data, units, rows, where, index), video=where[data.sample_ids[units[0]]][2],
-                              tau=params["tau"], iou_threshold=params["iou_threshold"])
+                              tau=params["tau"], iou_threshold=params["iou_threshold"],
+                              consensus=params["consensus"], quorum=params["quorum"])
         results.append(res)
+        if params["consensus"]:
+            consensus_docs.update(_consensus_documents(data.sample_ids[units], where, res.consensus, params["key"]))
         _per_label(data, rows, res, index, stiou, unit_of_row)
         for s, x in _frame_agreement(data, units, rows, res, unit_of_row).items():
             frame_score[s] = x
@@ -160,10 +166,34 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
                "n_units": int(sum(len(r.units) for r in results)), "n_track_videos": len(results)}
     detail = {"raters": list(data.raters), "rater_pairs": records, "alpha": alphas, "video_values": video_values,
               "tau": params["tau"], "iou_threshold": params["iou_threshold"]}
-    return MethodOutput(summary=summary, detail=detail,
+    fields = {}
+    if params["consensus"]:
+        summary["n_consensus_tracks"] = int(sum(len(np.unique(r.consensus.tracks.track_ids)) for r in results))
+        fields["consensus"] = ("Detections", consensus_docs, {"index": [1], "confidence": [0.5],
+                                                             f"{params['key']}_n_raters": [1]})
+    return MethodOutput(summary=summary, detail=detail, label_fields=fields,
                         sample_values={"tracks_agree": frame_score},
                         label_values={"track_unit": [None if u < 0 else int(u) for u in unit_of_row],
                                       "track_stiou": stiou})
+
+
+def _consensus_documents(unit_ids, where: dict, consensus, key: str) -> dict:
+    """``{frame unit id: [label documents]}`` of a video's consensus tracks (an empty list on a frame
+    without one): the track id in ``index``, the share of raters agreeing with its class in ``confidence``."""
+    from agreement.fo.stored_values import label_document
+
+    frame_unit = {where[u][1]: u for u in unit_ids}
+    docs: dict = {u: [] for u in unit_ids}
+    t = consensus.tracks
+    labels = t.labels if t.labels is not None else [None] * len(t.frames)
+    for f, box, tid, lab, conf, n in zip(t.frames, t.boxes, t.track_ids, labels, consensus.confidence,
+                                         consensus.n_raters):
+        unit = frame_unit.get(int(f))
+        if unit is not None:
+            docs[unit].append(label_document("Detections", label=None if lab is None else str(lab),
+                                             bounding_box=[float(x) for x in box], index=int(tid),
+                                             confidence=float(conf), **{f"{key}_n_raters": int(n)}))
+    return docs
 
 
 def _mean(records: list, name: str) -> float:
@@ -173,7 +203,7 @@ def _mean(records: list, name: str) -> float:
 
 SPEC = MethodSpec(
     method=METHOD,
-    sample_suffixes=("tracks_agree",),
+    sample_suffixes=("tracks_agree", "consensus"),
     label_suffixes=("track_unit", "track_stiou"),
     compute=_compute,
     extra=_extra,
@@ -214,7 +244,14 @@ DECLARATION = MethodDeclaration(
         Param("iou_threshold", float, 0.5, "Box match threshold (IoU)",
               "The least box IoU of a match for IDF1, identity switches and fragmentations", low=0.0, high=1.0,
               low_open=True),
+        Param("consensus", bool, False, "Consensus tracks",
+              "Also write {key}_consensus on the frames: per track unit, on each frame where at least the quorum "
+              "of its raters has a box, the mean box and the majority class (index = the unit's track id, "
+              "confidence = share of the video's raters agreeing)"),
+        Param("quorum", float, 0.5, "Quorum", "Share of a unit's raters that must have a box on a frame for "
+              "the consensus track to have one there", low=0.0, high=1.0, low_open=True),
     ),
+    records_key=True,
     outputs=(("alpha_presence", "Alpha of track presence", "float"), ("alpha_classes", "Alpha of track class", "float"),
              ("alpha_localisation", "Alpha of track localisation", "float"), ("hota", "HOTA (mean over pairs)", "float"),
              ("idf1", "IDF1 (mean over pairs)", "float"), ("id_switches", "Identity switches", "int"),
