@@ -129,5 +129,11 @@ def test_bad_track_inputs(fo, sim, make_dataset):
         with pytest.raises(Exception, match=r"frame 1, rater 'r1'.*no track id"):
             _op("compute_track_agreement")(clone, key="x", fields=[f"frames.{r}" for r in raters])
         assert "x" not in clone.list_runs()
+        dets = sample.frames[1][raters[0]].detections
+        dets[0].index = dets[1].index = 7  # one rater gives one track id to two boxes of a frame
+        sample.save()
+        with pytest.raises(Exception, match=r"rater 'r1'.*frame 1.*track 7"):
+            _op("compute_track_agreement")(clone, key="x", fields=[f"frames.{r}" for r in raters])
+        assert "x" not in clone.list_runs() and not [f for f in clone.get_frame_field_schema() if f.startswith("x_")]
     finally:
         clone.delete()
