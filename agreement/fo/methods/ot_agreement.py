@@ -66,6 +66,7 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
+from agreement.fo.frame_units import chance_groups
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.core.arrays import mean_of_defined
 from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
@@ -101,7 +102,8 @@ def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     """The αOT chance sample, drawn from the view's assignment before the first shard
     (:func:`agreement.methods.ot.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass."""
     cs, cr = read_assignment(samples, plan, sample_ids)
-    return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"])
+    return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"],
+                       groups=chance_groups(samples, sample_ids))
 
 
 @dataclass(frozen=True, eq=False)
