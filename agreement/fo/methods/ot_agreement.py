@@ -308,7 +308,7 @@ DECLARATION = MethodDeclaration(
              ("n_scored", "Samples scored", "int"), ("n_undefined", "Samples not scored", "int"),
              ("alpha_ot_reason", "Why alpha-OT is undefined", "str")),
     key_prefix="ot",
-    label_types=(fol.Detections,),
+    label_types=(fol.Detections, fol.TemporalDetections),  # segments: boxes in relative time (agreement.fo.temporal)
 )
 
 #: ``compute_ot_agreement(samples, key, *, fields=..., lam=0.5, beta=0.5, ...)``: OT agreement on a dataset or
