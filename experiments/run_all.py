@@ -10,7 +10,8 @@ Runs, in order: the OT paper's controlled-noise experiment
 (``full_range.py``), KαLOS's experiments 5 and 6
 (``kalos_raters_schools.py``), the solvers' recovery of the true clusters
 (``solver_recovery.py``), consensus (``consensus.py``, ``class_consensus.py``),
-temporal segments' chance level in relative time (``temporal_chance.py``), and
+temporal segments' chance level in relative time (``temporal_chance.py``), video
+tracks against simulated rater noise (``video_tracks.py``), and
 the suite's monotonicity check (the same check
 as ``tests/test_monotonicity.py``). Each writes a Markdown table and PNG
 plots under ``experiments/results/``; this script then writes
@@ -33,6 +34,7 @@ import kalos_raters_schools
 import ot_paper_noise
 import solver_recovery
 import temporal_chance
+import video_tracks
 
 BUDGET_SECONDS = 15 * 60
 
@@ -93,6 +95,9 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
             ["Temporal segments of videos as boxes in relative time: chance level on clips of different lengths, "
              "falling with boundary noise, the same at another frame rate (issue 40; simulated raters)",
              "`temporal_chance.py`", _link(R / "temporal_chance.md")],
+            ["Video tracks: α of presence, class and localisation, HOTA, IDF1 and identity switches against "
+             "drift, identity switches and missed frames (issue 40; simulated raters)", "`video_tracks.py`",
+             _link(R / "video_tracks.md")],
             ["Monotonicity of every score (the suite test)", "`tests/test_monotonicity.py`", "below"],
         ], align="lll"))
     L.append("")
@@ -250,6 +255,8 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
     L.append(consensus.readme_section(res["consensus"]))
     if "temporal" in res:
         L.append(temporal_chance.readme_section(res["temporal"]))
+    if "tracks" in res:
+        L.append(video_tracks.readme_section(res["tracks"]))
     L.append("## Not covered\n")
     L.append(
         "* The optional `mgm` solver (needs `pylibmgm`) is not in the recovery experiment.\n"
@@ -278,6 +285,7 @@ def main(argv=None) -> float:
                      ("consensus", lambda: consensus.main(q)),
                      ("class_consensus", lambda: __import__("class_consensus").main(q)),
                      ("temporal_chance", lambda: temporal_chance.main(q)),
+                     ("video_tracks", lambda: video_tracks.main(q)),
                      ("monotonicity", lambda: monotonicity(data))):
         t = time.perf_counter()
         print(f"== {name}", flush=True)
@@ -288,7 +296,7 @@ def main(argv=None) -> float:
     counts = data.counts()[:, data.raters.index(C.REFERENCE)]
     text = readme({"few": int(((counts >= 1) & (counts <= 3)).sum()), "ot": res["ot_paper_noise"], "full": res["full_range"], "kalos": res["kalos_raters_schools"],
                    "solver": res["solver_recovery"], "mono": res["monotonicity"], "consensus": res["consensus"],
-                   "temporal": res["temporal_chance"]},
+                   "temporal": res["temporal_chance"], "tracks": res["video_tracks"]},
                   times, total, args.quick)
     path = C.write_text(C.REPO / "experiments" / "README.md", text)
     fails = [k for k, (ok, _) in res["monotonicity"].items() if not ok]
