@@ -187,6 +187,8 @@ def _import_result(dataset, report: dict) -> dict:
 
 class ImportMultiRater(AgreementOperator):
     outputs = IMPORTED + (("images", "Images matched across the exports", "int"),
+                          ("videos", "Videos matched across the exports", "int"),
+                          ("frames", "Frames with labels", "int"),
                           ("per_rater", "Per rater: images, labels, images missing", "json"),
                           ("label_fields", "Image-level labels (kind: label type)", "json"))
 
@@ -196,7 +198,7 @@ class ImportMultiRater(AgreementOperator):
             "import_multi_rater",
             "Annotator Agreement: import one export per rater",
             "Merges per-rater exports in any format FiftyOne reads (COCO, CVAT image, VOC, YOLO, classification "
-            "tree, segmentation masks, ...) by image",
+            "tree, segmentation masks, CVAT video with tracks, ...) by image or video file name",
         )
 
     def resolve_input(self, ctx):

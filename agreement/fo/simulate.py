@@ -103,6 +103,10 @@ def simulate_raters(
 
 
 def _check(read, params: dict) -> None:
+    if read.layout.get("label_type") == "TemporalDetections":
+        raise AnnotationError(f"simulate_raters perturbs image labels; reference field {params['field']!r} holds "
+                              "temporal segments: simulate video raters with "
+                              "agreement.fo.video_simulate.simulate_video_dataset (boxes on frames and segments)")
     if len(read.annotations) == 0:
         raise AnnotationError(f"reference field {params['field']!r} has no labels on any sample of this view")
 
