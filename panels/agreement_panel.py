@@ -60,6 +60,7 @@ from .panel_memory import _MEMORY, _Memory, _memory
 from .panel_raters import RaterEvents, refresh_raters
 from .panel_review import ReviewActions, refresh_review
 from .panel_sections import refresh_compare, refresh_consensus, refresh_modal
+from .panel_video import VideoEvents, refresh_video
 
 logger = logging.getLogger(__name__)
 if os.environ.get("IAA_PANEL_DEBUG") and not logger.handlers:  # every event's filters and state writes
@@ -71,7 +72,7 @@ RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanishe
 RESTORE_EXTENSION = 3.0
 
 
-class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
+class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
     @property
     def config(self):
         return foo.PanelConfig(
@@ -147,7 +148,9 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
                     f"samples with {field} in [{sig3(edges[idx])}, {sig3(edges[idx + 1])}{close}", bin_=idx)
 
     def on_pair_click(self, ctx):
-        from agreement.fo.views import DRILL_LIMIT, ViewError, rater_pair_scores, write_rater_pair_field
+        from agreement.fo.video_figures import is_frame_run
+        from agreement.fo.views import (DRILL_LIMIT, ViewError, rater_pair_scores, video_pair_scores,
+                                        write_rater_pair_field)
 
         key, info, base, base_stages = self._context(ctx)
         a, b = ctx.params.get("x"), ctx.params.get("y")
@@ -155,7 +158,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
             return
         a, b = sorted([str(a), str(b)])
         try:
-            items = rater_pair_scores(base, key, a, b)
+            items = (video_pair_scores if is_frame_run(info) else rater_pair_scores)(base, key, a, b)
         except ViewError as e:
             ctx.ops.notify(str(e), variant="warning")
             return
@@ -164,7 +167,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
             return
         chosen = items[:DRILL_LIMIT]
         view = base.select([sid for sid, _ in chosen], ordered=True)
-        own = info["method"] == "iaa.ot_agreement"
+        own = info["method"] == "iaa.ot_agreement" and not is_frame_run(info)  # per-sample pair scores
         what = (f"the {len(chosen)} samples (of {len(items)} shared) where {a} and {b} agree least, lowest "
                 f"{'pair score' if own else 'sample score'} first")
         if chosen:
@@ -460,6 +463,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, foo.Panel):
         self._show_run(ctx, mem, data, error, changed)
         self._fill_view_data(ctx.panel.data, mem, data, n_view, filters, base_stages)
         refresh_masks(ctx.panel.data, mem, base, data)  # a semantic mask run's class and pair figures
+        refresh_video(ctx.panel.data, mem, base, data, ctx.view, ctx.current_sample)  # a run on videos: a timeline
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
         refresh_raters(ctx.panel.data, mem, data)
         refresh_compare(ctx, mem, base, key, info, compare, compare_key)

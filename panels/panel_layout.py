@@ -15,6 +15,7 @@ from .panel_markdown import EMPTY_HELP
 from .panel_memory import _memory
 from .panel_review import render_review
 from .panel_raters import render_pair_controls, render_rater_table
+from .panel_video import render_video
 
 
 def render_panel(handlers, ctx):
@@ -46,6 +47,7 @@ def render_panel(handlers, ctx):
             panel.btn("show_disagreeing", label=f"Show only the {mem.modal['n_disagree']} disagreeing labels "
                       "of this sample", on_click=handlers.on_show_disagreeing, variant="outlined")
         panel.str("labels_md", view=types.MarkdownView())
+        render_video(handlers, panel, mem)  # a run on videos: the open video's timeline
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
     if shown.get("error"):
         panel.view("error", types.Warning(label=shown["error"]))
@@ -94,6 +96,7 @@ def render_panel(handlers, ctx):
                 short = g["reason"] if len(g["reason"]) <= 40 else g["reason"][:38] + "…"
                 undef.btn(f"show_unscored_{i}", label=f"{g['count']}: {short}", on_click=handlers.on_show_unscored,
                           params={"reason": g["reason"]}, variant="outlined")
+        render_video(handlers, panel, mem)  # a run on videos: a video's timeline and clips
     if mem.raters and not mem.raters["consensus"]:
         render_rater_table(handlers, panel, mem)
     per_rater = [f"bars_{i}" for i in range(shown.get("n_bars", 0)) if (mem.figures.get(f"bars_{i}") or {}).get("per_rater")]

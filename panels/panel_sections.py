@@ -55,7 +55,11 @@ def refresh_compare(ctx, mem, base, key, info, compare, compare_key):
 
 def refresh_modal(ctx, mem, base, key, info):
     """The labels of the open sample, explained (panel data and memory); nothing without an open sample."""
+    from .panel_video import video_modal
+
     mem.modal = None
+    if video_modal(ctx, mem, info):  # a run on videos: the open video's timeline explains it
+        return
     sid = ctx.current_sample
     if not sid:
         ctx.panel.data.labels_md = ""

@@ -191,22 +191,24 @@ def _bin_text(edges: list, i: int) -> str:
 
 def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_suffix: str = "samples in view",
                      name: str = "histogram", clickable: bool = True) -> dict:
-    """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted."""
+    """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted; its items are
+    ``view["item"]`` (default ``"sample"``; a frame run's are videos)."""
+    item = view.get("item", "sample")
     edges = hist["edges"]
     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
     width = edges[1] - edges[0]
     score = view.get("score_name", "score")
-    hover = [f"{count_text(c)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
+    hover = [f"{count_text(c, item)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
              for i, c in enumerate(hist["counts"])]
     colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
     trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
              "width": width * 0.92, "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
              "marker": {"color": colors}}
     better = "higher is better" if view.get("higher_is_better", True) else "lower is better"
-    title = f"Per-sample {score} ({title_suffix}; click a bar to load its samples)"
+    title = f"Per-{item} {score} ({title_suffix}; click a bar to load its {item}s)"
     axis = "<br>".join(wrap_lines(view.get("score_axis", score), 52))  # an axis title wider than the plot is cut
-    layout = figure_layout(f"Per-sample {score}", axis, "number of samples",
-                     subtitle=f"{title_suffix} · {better}" + (" · click a bar to load its samples" if clickable else ""),
+    layout = figure_layout(f"Per-{item} {score}", axis, f"number of {item}s",
+                     subtitle=f"{title_suffix} · {better}" + (f" · click a bar to load its {item}s" if clickable else ""),
                      xaxis={"range": [edges[0] - width * 0.6, edges[-1] + width * 0.6]}, bargap=0.05)
     return figure(name, title, [trace], layout, clickable="histogram" if clickable else None)
 

@@ -67,6 +67,7 @@ from agreement.fo.consensus_panel_data import (
 from agreement.fo.label_explanations import label_explanations
 from agreement.fo.rater_panel_data import pair_section, rater_table, trim_rater_bars, view_alpha_ot
 from agreement.fo.rater_tables import rater_options
+from agreement.fo.video_figures import frame_run_view, frames_note, frames_wording, is_frame_run, video_run_info
 
 __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
@@ -149,7 +150,8 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
     mean = samples.mean(field) if n_scored else None
     detail = results.get("detail", {})
     if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
-        ids = ids if ids is not None else set(samples.values("id"))
+        frames = is_frame_run(info)  # a frame run's pair scores are per frame
+        ids = ids if ids is not None else set(samples.values("frames.id" if frames else "id", unwind=frames))
         va = view_alpha_ot(detail["pair_sample_scores"], detail.get("rater_pairs") or [], ids)
         cards.append({"label": "αOT", "value": va["alpha"],
                       "text": sig3(va["alpha"]) + " (observed on these samples; chance level of the whole run)"
@@ -165,17 +167,19 @@ _NOTE_CARDS = ("computed on", "rater assignment", "boxes past the border")
 
 
 def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int, n_run: int,
-                     whole: bool) -> str:
-    """The cards as one markdown table, this view beside the whole run (one column when they coincide);
-    the cards that describe the input (rater assignment, repaired boxes) as notes below it."""
+                     whole: bool, item: str = "sample") -> str:
+    """The cards as one markdown table, this view beside the whole run (one column when they coincide),
+    counting ``item`` s (a frame run's videos); the cards that describe the input (rater assignment, repaired
+    boxes) as notes below it."""
     numbers = [c for c in run_cards if c["label"] not in _NOTE_CARDS]
     notes = [c for c in run_cards if c["label"] in _NOTE_CARDS]
     if whole or not view_cards_:
-        rows = [f"| | whole run{f' ({count_text(n_run)})' if n_run else ''} |", "|:--|:--|"]
+        rows = [f"| | whole run{f' ({count_text(n_run, item)})' if n_run else ''} |", "|:--|:--|"]
         rows += [f"| {c['label']} | {c['text']} |" for c in numbers]
     else:
         by_label = {c["label"]: c["text"] for c in view_cards_}
-        rows = [f"| | this view ({count_text(n_view)}) | whole run ({count_text(n_run)}) |", "|:--|:--|:--|"]
+        rows = [f"| | this view ({count_text(n_view, item)}) | whole run ({count_text(n_run, item)}) |",
+                "|:--|:--|:--|"]
         seen = set()
         for c in numbers:
             rows.append(f"| {c['label']} | {by_label.get(c['label'], '—')} | {c['text']} |")
@@ -197,6 +201,8 @@ def _method_view(info: dict) -> dict:
             f"run {info['key']!r} has method {info['method']!r}, which this version of the panel cannot show; "
             "its results are still loadable with dataset.load_run_results()"
         )
+    if is_frame_run(info):  # computed per frame of videos: the per-sample score is the video's mean
+        view = frame_run_view(view, info)
     if info.get("format_version") != runs.RUN_FORMAT_VERSION:
         raise PanelDataError(
             f"run {info['key']!r} was written in result format {info.get('format_version')!r}, this plugin reads "
@@ -419,7 +425,7 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         PanelDataError: for a run of an unknown method or older format.
         agreement.fo.runs.RunError: for a run that does not exist (anymore).
     """
-    info = runs.get_agreement_run_info(samples, key)
+    info = video_run_info(samples, runs.get_agreement_run_info(samples, key))
     view = _method_view(info)
     opts = rater_options(options)
     results = load_results(samples, info)
@@ -428,10 +434,11 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     field = score_field(info)
     lo, hi = view["score_range"](info["params"]) if field else (None, None)
     n_view = len(samples)
-    n_run = int(summary.get("n_samples") or 0) or samples._root_dataset.count()
+    n_run = int(summary.get("n_videos" if is_frame_run(info) else "n_samples") or 0) or samples._root_dataset.count()
     if whole is None:
         whole = n_view == samples._root_dataset.count()
-    ids = None if whole else set(samples.values("id"))
+    frames = is_frame_run(info)  # the run's samples are the frames of the videos: their ids are frame ids
+    ids = None if whole else set(samples.values("frames.id" if frames else "id", unwind=frames))
     cards = [_card(summary, spec) for spec in view["cards"]] + input_cards(info, summary)
     vcards = view_cards(samples, info, results, ids) if field and not whole and n_view else []
     cons = _consensus_data(samples, info, results, whole, rater) if info["method"] == CONSENSUS_METHOD else None
@@ -446,7 +453,7 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         "n_view": n_view,
         "n_run": n_run,
         "whole": whole,
-        "summary_md": summary_markdown(cards, vcards, n_view, n_run, whole),
+        "summary_md": summary_markdown(cards, vcards, n_view, n_run, whole, view.get("item", "sample")),
         "score_field": field,
         "worst_first_descending": not view.get("higher_is_better", True),
         "score_label": view.get("score_label"),
@@ -456,25 +463,30 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         "figures": {},
         "bars": [],
         "curves": [],
-        "undefined": undefined_reasons(results, ids),
+        "undefined": [] if frames else undefined_reasons(results, ids),  # a frame run's are frames: see its timeline
         "consensus": cons,
     }
     if cons is not None and cons["figure"] is not None:
         data["figures"]["confusion"] = cons["figure"]
     if data["histogram"] is not None:
         data["figures"]["histogram"] = histogram_figure(
-            data["histogram"], view, selected_bin, "whole dataset" if whole else f"{count_text(n_view)} in view")
+            data["histogram"], view, selected_bin,
+            "whole dataset" if whole else f"{count_text(n_view, view.get('item', 'sample'))} in view")
     table = rater_table(samples, info, results, opts)
     data["rater_table"] = table
     pairs = pair_section(samples, info, results, whole, ids, n_view, opts, selected_pair, clickable=bool(field))
     data["pairs"] = pairs
     if pairs is not None:
         data["pair_matrix"] = pairs["matrix"]
-        data["figures"]["pair_matrix"] = pairs["figure"]
+        data["figures"]["pair_matrix"] = frames_wording(pairs["figure"]) if frames else pairs["figure"]
+        if frames:
+            pairs["note"] = frames_note(pairs["note"])
     if view.get("curves"):
         data["curves"] = view["curves"](detail, info)
     if view.get("bars"):
         data["bars"] = trim_rater_bars(view["bars"](detail, info), opts, table["eligible"] if table else None)
     for fig in data["bars"] + data["curves"]:
+        if frames:  # their drill-downs select labels of samples, not of frames
+            fig["click"] = None
         data["figures"][fig["name"]] = fig
     return data

@@ -77,8 +77,9 @@ def _label_counts(view, info: dict) -> dict[str, dict[str, int]]:
         fields = list(layout.get("fields") or [])
         aggs = [foa.Count(_list_path(dataset, f)) for f in fields] + [foa.Count(f) for f in fields]
         res = view.aggregate(aggs)
-        for i, f in enumerate(fields):
-            out[f] = {"labels": int(res[i]), "samples": int(res[len(fields) + i])}
+        for i, f in enumerate(fields):  # a frame field's rater is named without "frames." (its frames: samples)
+            out[f[len("frames."):] if f.startswith("frames.") else f] = {"labels": int(res[i]),
+                                                                         "samples": int(res[len(fields) + i])}
         return out
     field = layout["field"]
     attr = layout.get("rater_attr") or "annotator"
@@ -104,7 +105,12 @@ def kalos_pair_counts(samples, info: dict) -> dict[str, dict[str, int]]:
 
 def _pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
     from agreement.fo.reading import read_annotations
+    from agreement.fo.video_figures import is_frame_run
 
+    if is_frame_run(info):  # computed per frame: its samples are frames, read from the videos
+        from agreement.fo.video_counts import frame_pair_counts
+
+        return frame_pair_counts(view, info)
     layout = info.get("input") or {}
     kw = {"box_policy": layout.get("box_policy") or "clip", "min_raters": 2}
     if layout.get("layout") == "fields":

@@ -7,7 +7,10 @@
   :func:`class_dispute_view`, the samples where that class is disputed);
 * :func:`disagreeing_labels_view`: the labels that disagree, optionally of one sample;
 * :func:`mask_class_view` (semantic mask runs): the samples where the raters', or one rater pair's, Dice
-  on a class is lowest (:func:`mask_dice_scores`: those samples with their Dice).
+  on a class is lowest (:func:`mask_dice_scores`: those samples with their Dice);
+* runs on video frames: :func:`disagreement_clips_view` (clips of the frames where the raters disagree),
+  :func:`disagreement_frames_view` (those frames only), :func:`worst_videos_view`,
+  :func:`video_pair_scores` (the videos where two raters agree least).
 
 Every function takes the collection to start from (the App's current view,
 filters included) and only adds stages to it, so a drill-down narrows what
@@ -27,7 +30,8 @@ from agreement.fo.reading import LABEL_TYPES
 __all__ = [
     "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "write_rater_pair_field", "unmatched_labels_view", "class_disagreement_view",
     "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT", "class_rater_disagreement_view",
-    "class_dispute_view", "mask_dice_scores", "mask_class_view",
+    "class_dispute_view", "mask_dice_scores", "mask_class_view", "disagreement_frames_expr", "disagreement_clips_view",
+    "disagreement_frames_view", "worst_videos_view", "video_pair_scores",
 ]
 
 DRILL_LIMIT = 50  # samples a drill-down loads at most (the lowest-scoring first)
@@ -430,3 +434,106 @@ def save_agreement_view(samples, name: str, view, overwrite: bool = False) -> st
         raise ViewError(f"dataset {dataset.name!r} already has a saved view {name!r}; pass overwrite=True or another name")
     dataset.save_view(name, view, overwrite=overwrite)
     return name
+
+
+# --------------------------------------------------------------------------- runs on video frames
+def _frame_run(samples, key: str) -> tuple[dict, dict]:
+    """Run ``key``'s info and per-frame score (``{"suffix", "higher_is_better", "threshold"}``); a
+    :class:`ViewError` unless it was computed per frame of videos."""
+    from agreement.fo.video_figures import frame_score_spec
+
+    info = runs.get_agreement_run_info(samples, key)
+    spec = frame_score_spec(info)
+    if spec is None:
+        raise ViewError(f"run {key!r} ({info['method']}) was not computed on video frames (frames.<field>)")
+    return info, spec
+
+
+def disagreement_frames_expr(samples, key: str, threshold: float | None = None):
+    """The frame-level expression "the raters disagree on this frame" of frame run ``key``: its per-frame score
+    ``{key}_<suffix>`` is a number worse than ``threshold`` (default: the run's; below it, or above it for a
+    distance). Frames without a score never match."""
+    info, spec = _frame_run(samples, key)
+    thr = spec.get("threshold") if threshold is None else threshold
+    if thr is None:
+        raise ViewError(f"run {key!r} records no frame threshold: give one")
+    f = F(f"{key}_{spec['suffix']}")
+    return f.is_number() & ((f < float(thr)) if spec.get("higher_is_better", True) else (f > float(thr)))
+
+
+def disagreement_clips_view(samples, key: str, video_id: str | None = None, threshold: float | None = None):
+    """The clips of the videos of ``samples`` (of video ``video_id`` only, if given) made of the consecutive
+    frames where the raters of frame run ``key`` disagree (:func:`disagreement_frames_expr`): a clips view
+    (``to_clips``) that plays just those stretches, in video order."""
+    expr = disagreement_frames_expr(samples, key, threshold)
+    if video_id is not None:
+        samples = samples.select(video_id)
+        if not len(samples):
+            raise ViewError(f"video {video_id!r} is not in the view")
+    return samples.to_clips(expr)
+
+
+def disagreement_frames_view(samples, key: str, threshold: float | None = None):
+    """The videos of ``samples`` that have frames where the raters of frame run ``key`` disagree, with only
+    those frames (``match_frames``; works without frame images or clips)."""
+    return samples.match_frames(disagreement_frames_expr(samples, key, threshold))
+
+
+def worst_videos_view(samples, key: str, limit: int | None = None):
+    """The scored videos of frame run ``key`` in ``samples``, the ones where the raters disagree most first
+    (by the mean of the per-frame score, ``{key}_frames_mean``), at most ``limit``."""
+    info, spec = _frame_run(samples, key)
+    field = f"{key}_frames_mean"
+    view = samples.exists(field).sort_by(field, reverse=not spec.get("higher_is_better", True))
+    return view.limit(int(limit)) if limit is not None else view
+
+
+def video_pair_scores(samples, key: str, rater_a: str, rater_b: str) -> list[tuple[str, float]]:
+    """``(video id, score)`` of the videos of ``samples`` both raters labelled in frame run ``key``, where
+    they agree least first.
+
+    A run that stores per-(frame, rater pair) scores (OT): the mean of the pair's scores over the video's
+    frames. Otherwise the video's mean per-frame score (``{key}_frames_mean``) over the videos both raters
+    labelled (a frame field set on some frame of the video; the attribute layout: a label of each, or both
+    in the run's ``raters_field``)."""
+    info, spec = _frame_run(samples, key)
+    detail = runs.load_agreement_results(samples, key).get("detail", {})
+    raters = [str(r) for r in detail.get("raters", [])]
+    a, b = sorted([str(rater_a), str(rater_b)])
+    _check_raters(raters, key, a, b)
+    if a == b:
+        raise ViewError(f"a rater pair needs two different raters, got {a!r} twice")
+    higher = spec.get("higher_is_better", True)
+    pairs = detail.get("pair_sample_scores")
+    if pairs is not None:
+        scores = pairs.get(f"{a}|{b}")
+        if scores is None:
+            raise ViewError(f"raters {a!r} and {b!r} never labelled the same frame in run {key!r}")
+        items = []
+        for vid, frame_ids in zip(*samples.values(["id", "frames.id"])):
+            vals = [float(scores[f]) for f in frame_ids or [] if scores.get(f) is not None]
+            if vals:
+                items.append((vid, float(np.mean(vals))))
+    else:
+        field = f"{key}_frames_mean"
+        both = set(_videos_of(samples, info, a)) & set(_videos_of(samples, info, b))
+        items = [(vid, float(v)) for vid, v in zip(*samples.exists(field).values(["id", field])) if vid in both]
+    items.sort(key=lambda t: ((t[1] if higher else -t[1]), t[0]))
+    return items
+
+
+def _videos_of(samples, info: dict, rater: str) -> list[str]:
+    """The videos of ``samples`` rater ``rater`` labelled in frame run ``info`` (see :func:`video_pair_scores`)."""
+    from agreement.fo.video_figures import video_run_info
+
+    layout = video_run_info(samples, info).get("input") or {}
+    if layout.get("layout") == "fields":
+        field = f"frames.{rater}"
+        return samples.match(F("frames").filter(F(rater).exists()).length() > 0).values("id") \
+            if field in (layout.get("fields") or []) else []
+    if layout.get("raters_field"):
+        return samples.match(F(layout["raters_field"]).contains(rater)).values("id")
+    lf = LABEL_TYPES[samples._root_dataset.get_field(layout["field"]).document_type]
+    attr = layout.get("rater_attr") or "annotator"
+    ids, who = samples.values(["id", f"{layout['field']}.{lf}.{attr}"])
+    return [vid for vid, frames in zip(ids, who) if any(rater in (f or []) for f in frames or [])]
