@@ -229,3 +229,23 @@ def test_chance_pairs_join_samples_of_different_groups_only():
     # one group: no cross pair at all (undefined, not a loop)
     one = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=np.zeros(S, np.int64))
     assert int(one.strata.size.sum()) == 0
+
+
+def test_polylines_on_frames(fo):
+    """Frame fields of Polylines run like boxes (per-frame distance, per-label attribute on the polylines)."""
+    ds = fo.Dataset()
+    try:
+        for v in range(3):
+            s = fo.Sample(filepath=f"/videos/poly{v}.mp4")
+            for f in range(1, 5):
+                def pl(d):
+                    return fo.Polylines(polylines=[fo.Polyline(label="a", closed=True, filled=True,
+                                                               points=[[(0.1 + d, 0.1), (0.3 + d, 0.1), (0.3 + d, 0.3)]])])
+                s.frames[f] = fo.Frame(p1=pl(0.0), p2=pl(0.002 * f * (v + 1)))
+            ds.add_sample(s)
+        _op("compute_geometry_agreement")(ds, key="g", fields=["frames.p1", "frames.p2"], distance="polygon_iou")
+        dist = [x for x in ds.values("frames.g_distance", unwind=True) if x is not None]
+        assert len(dist) == 12 and all(0 < x < 1 for x in dist)
+        assert ds.count("frames.p2.polylines.g_distance") == 12
+    finally:
+        ds.delete()
