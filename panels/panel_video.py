@@ -112,7 +112,10 @@ def _video_md(tl: dict, why: str | None, spec: dict | None, name: str, support) 
     text = f"**Timeline of {tl['name']}** ({why or 'the video in view with the lowest agreement'})"
     if spec is None:
         return text + f": each rater's segments; the video's {name} is {sig3(tl['video_score'])}."
-    text += f": the raters disagree ({_threshold_text(spec, name)}) on {stretches_text(tl)}."
+    if tl["stretches"]:
+        text += f": the raters disagree ({_threshold_text(spec, name)}) on {stretches_text(tl)}."
+    else:
+        text += f": no frame has {_threshold_text(spec, name)}."
     if support:
         text += f" The open clip, frames {support[0]}–{support[1]}, is outlined."
     return text
@@ -130,12 +133,12 @@ def render_video(handlers, panel, mem) -> None:
                   f"{video['bad']} in {count_text(n, 'video')})", on_click=handlers.on_video_clips, variant="outlined")
     panel.str("video_md", view=types.MarkdownView())
     if mem.modal is None:
-        row = panel.h_stack("video_controls", gap=1, align_x="left")
         choices = types.DropdownView()
         for vid, label in video["choices"]:
             choices.add_choice(vid, label=label)
-        row.enum("video_choice", [v for v, _ in video["choices"]], default=video["id"],
-                 label="Timeline of video (worst first)", view=choices, on_change=handlers.on_change_video)
+        panel.enum("video_choice", [v for v, _ in video["choices"]], default=video["id"],
+                   label="Timeline of video (worst first)", view=choices, on_change=handlers.on_change_video)
+        row = panel.h_stack("video_actions", gap=1, align_x="left")
         row.btn("video_load", label="Load this video", on_click=handlers.on_video_load, variant="outlined")
         if video["frames"] and video["n_stretches"]:
             row.btn("video_own_clips", label="Load its clips where they disagree",

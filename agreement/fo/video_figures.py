@@ -380,7 +380,7 @@ def _shown_raters(tl: dict, top: int) -> list[str]:
     return [r for r, _ in raters if r in keep]
 
 
-def _track_trace(tl: dict, rater: str, row: int, colour: str) -> dict:
+def _track_trace(tl: dict, rater: str, row: int, colour: str, width: int = 3) -> dict:
     """One rater's tracks as horizontal lines in its row (each track at its own height within the row)."""
     items = tl["tracks"].get(rater, [])
     xs, ys, hover = [], [], []
@@ -394,8 +394,8 @@ def _track_trace(tl: dict, rater: str, row: int, colour: str) -> dict:
             ys += [y, y, None]
             hover += [text, text, None]
     return {"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "name": rater, "hovertext": hover,
-            "hovertemplate": "%{hovertext}<extra></extra>", "line": {"color": colour, "width": 5},
-            "marker": {"size": 5, "color": colour}, "connectgaps": False, "showlegend": False, "yaxis": "y"}
+            "hovertemplate": "%{hovertext}<extra></extra>", "line": {"color": colour, "width": width},
+            "marker": {"size": width + 2, "color": colour}, "connectgaps": False, "showlegend": False, "yaxis": "y"}
 
 
 def _score_traces(tl: dict, clickable: bool) -> list[dict]:
@@ -424,10 +424,13 @@ def _subtitle(tl: dict, shown: list[str], clickable: bool) -> str:
     if tl["kind"] == "frames":
         n_scored = sum(1 for s in tl["scores"] if is_finite(s))
         worse = "above" if not tl["higher_is_better"] else "below"
-        if tl["threshold"] is not None:
+        if tl["threshold"] is not None and tl["bad"]:
             parts.append(f"{len(tl['bad'])} of {count_text(n_scored, 'scored frame')} with {tl['score_name']} "
                          f"{worse} {sig3(tl['threshold'])} (red; "
                          f"{count_text(len(tl['stretches']), 'stretch')} shaded)")
+        elif tl["threshold"] is not None:
+            parts.append(f"no frame of the {count_text(n_scored, 'scored frame')} has {tl['score_name']} "
+                         f"{worse} {sig3(tl['threshold'])}")
         parts.append(f"the video's mean {tl['score_name']} {sig3(tl['video_score'])}")
     else:
         parts.append(f"each rater's segments; the video's {tl['score_name']} {sig3(tl['video_score'])}")
@@ -445,12 +448,14 @@ def timeline_figure(tl: dict, clickable: bool = True, top: int = MAX_TIMELINE_RA
     than the threshold, dashed), the bad stretches shaded over both; ``selected`` (a clip's ``[first,
     last]``) outlined. Clickable (``click="video_strip"``): a point of the strip, the video's id as ``id``."""
     shown = _shown_raters(tl, top)
-    traces = [_track_trace(tl, r, i, RATER_COLOURS[i % len(RATER_COLOURS)]) for i, r in enumerate(shown)]
+    most = max([len(tl["tracks"].get(r, [])) for r in shown] + [1])  # a row holds a rater's tracks apart
+    row_px = min(max(30, 11 * most + 10), 90)
+    width = 3 if row_px / most >= 9 else 2
+    traces = [_track_trace(tl, r, i, RATER_COLOURS[i % len(RATER_COLOURS)], width) for i, r in enumerate(shown)]
     strip = tl["kind"] == "frames"
     if strip:
         traces += _score_traces(tl, clickable)
     n = len(shown)
-    row_px = 34 if n <= 6 else 26
     rows_px = max(90, row_px * n)
     strip_px = 110 if strip else 0
     what = "tracks" if tl["kind"] == "frames" else "segments"
