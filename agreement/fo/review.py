@@ -38,9 +38,15 @@ class ReviewError(ValueError):
 
 def _field(samples, key: str) -> tuple[str, str]:
     """The run's consensus field and the path of its label list (``{key}_consensus.detections``)."""
-    _require_consensus_run(samples, key)
+    info = _require_consensus_run(samples, key)
     field = f"{key}_consensus"
     dataset = samples._root_dataset
+    if info.get("frame_fields"):
+        raise ReviewError(f"run {key!r} is a consensus of video frame labels (frames.{field}): accepting and "
+                          "rejecting its labels here is not supported yet; open its review queue "
+                          "(load_agreement_view, mode 'review': clips of the frames with flagged labels) and tag "
+                          "the labels in the App, or compute consensus tracks (compute_track_agreement, "
+                          "consensus=True)")
     return field, label_list_path(field, dataset.get_field(field).document_type)
 
 

@@ -345,6 +345,10 @@ def export_rater_report(samples, key: str, output_dir: str) -> dict:
     return {**paths, "raters": len(report)}
 
 
+#: the label list of a consensus field on frames, by its type
+LABEL_TYPES_OF_FRAMES = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
+
+
 def review_view(samples, key: str):
     """The review queue: a patches view of the consensus labels flagged for review, least confident first.
 
@@ -358,12 +362,18 @@ def review_view(samples, key: str):
     reaches the segment). FiftyOne makes patches of images only:
     on other media (3D scenes, point clouds) the queue is the samples with a
     flagged label, showing only those labels, the sample of the least
-    confident one first (ties by sample id).
+    confident one first (ties by sample id). A consensus of video frame labels (a frame run): clips of the
+    frames holding a flagged consensus label, in video order.
     """
     from fiftyone import ViewField as F
 
-    _require_consensus_run(samples, key)
+    info = _require_consensus_run(samples, key)
     field = f"{key}_consensus"
+    if info.get("frame_fields"):  # a consensus of video frame labels: clips of the frames with a flagged label
+        path, review = f"frames.{field}", F(f"{key}_review") == True  # noqa: E712
+        items = LABEL_TYPES_OF_FRAMES.get(samples.get_field(path).document_type, "detections")
+        clips = samples.select_fields(path).to_clips(F(f"{field}.{items}").filter(review).length() > 0)
+        return clips.filter_labels(path, review)
     flagged = samples.select_fields(field).filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
     if samples.get_field(field).document_type is fo.Classification:  # classes: the samples, least confident first
         return flagged.sort_by([(f"{field}.confidence", 1), ("_id", 1)])
