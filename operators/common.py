@@ -373,11 +373,12 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
 
 def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
     from agreement.fo.assignment import recorded_layout
-    from agreement.fo.label_schema import detect_raters, label_fields
+    from agreement.fo.label_schema import detect_raters, frame_label_fields, label_fields
     from agreement.fo.projection import LABEL_TYPES
 
     dataset = ctx.dataset
-    choices = label_fields(dataset, label_types or tuple(LABEL_TYPES)) if dataset is not None else []
+    kinds = label_types or tuple(LABEL_TYPES)  # a video's frame fields too (frames.<field>: computed per frame)
+    choices = label_fields(dataset, kinds) + frame_label_fields(dataset, kinds) if dataset is not None else []
     if not choices:
         kinds = ", ".join(t.__name__ for t in (label_types or tuple(LABEL_TYPES)))
         inputs.view("no_fields", types.Warning(

@@ -93,6 +93,11 @@ def test_attribute_layout_and_execute_operator(fo, sim):
     for name in ("alpha_presence", "alpha_localisation", "hota", "idf1"):
         assert a[name] == pytest.approx(b[name], abs=1e-12), name
     assert a["id_switches"] == b["id_switches"] and a["n_frames"] == att.count("frames")
+    # the forms offer frame fields beside the sample label fields (here the raters' segments)
+    k = foo.execute_operator("@iaa/agreement/compute_kalos",
+                             ctx=dict(view=att.view(), params=dict(key="k_att", field="frames.labels")))
+    assert k.error is None and k.result["n_frames"] == att.count("frames")
+    assert att.get_run_info("k_att").config.input["raters_field"] is None  # not the frame units' own field
     from operators.outputs import run_fields
     from agreement.fo.runs import get_agreement_run_info
 

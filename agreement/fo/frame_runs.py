@@ -132,7 +132,7 @@ def run_on_frames(decl, samples, key: str, layout: Mapping[str, Any], execution:
                                 lambda f, s: report(0.05 + 0.8 * f, s))
         report(0.85, "writing frame results")
         score = frame_score(decl, params)
-        summary.update(_transfer(units, samples, key, decl.spec.method, score))
+        summary.update(_transfer(units, samples, key, decl.spec.method, score, layout.get("raters_field")))
     finally:
         delete_frame_units(units)
     report(1.0, "done")
@@ -147,7 +147,7 @@ def runs_on_units(decl, units, key: str, layout: Mapping[str, Any], execution: M
     return run_method(units, key, decl.spec, layout, params, overwrite=False, progress=progress, **execution)
 
 
-def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
+def _transfer(units, samples, key: str, method: str, score: dict, raters_field: str | None = None) -> dict:
     """Registers the run on the video dataset and moves its values there (module docstring, steps 3-5);
     returns ``n_videos`` and ``n_frames`` (frames scored)."""
     from agreement.fo.frame_fields import declare_frame_fields, write_video_aggregates, write_video_values
@@ -166,6 +166,8 @@ def _transfer(units, samples, key: str, method: str, score: dict) -> dict:
             inputs[name] = [f"frames.{f}" for f in inputs[name]]
     if inputs.get("field"):
         inputs["field"] = f"frames.{inputs['field']}"
+    if "raters_field" in inputs:  # the user's (a sample-level list on the videos), not the units' own
+        inputs["raters_field"] = raters_field
     params = dict(getattr(unit_config, "params", {}) or {}, frames=score)
     config = AgreementRunConfig(
         method=method, plugin=unit_config.plugin, format_version=unit_config.format_version, status="incomplete",
