@@ -26,8 +26,13 @@ LOWEST_PY       := $(LOWEST_VENV)/bin/python
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
 
+# PYTEST_XDIST: the tests in two worker processes (pytest-xdist) sharing the run's MongoDB, each with a
+# database of its own (tests/conftest.py); a test module, or all the browser tests, stays on one worker.
+# `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options either way.
+PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
+
 test: $(VENV)/.test
-	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_ARGS)
+	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # SCALE_SAMPLES: size of the end-to-end scale benchmark (the README's figures; 1000000 for the
 # million-sample figures, about an hour with the Dask rows; 20000 for a quick look)

@@ -8,6 +8,7 @@ the pure library never import FiftyOne.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
@@ -30,6 +31,52 @@ os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 os.environ.setdefault("IAA_AGREEMENT_NO_PTH", "1")
 os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
 os.environ["FIFTYONE_PLUGINS_DIR"] = str(REPO)
+
+# Parallel runs (pytest-xdist, ``make test`` runs ``-n 2``): the workers share the run's MongoDB but each has a
+# database of its own (FiftyOne's ``database_name``) and its own default dataset folder, so a test that lists
+# every dataset, or a fixed dataset name used by two modules, sees only its worker's datasets. Set here, before
+# any test imports FiftyOne; the processes a test starts (the App's server, scripts) inherit them.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    os.environ["FIFTYONE_DATABASE_NAME"] = f"{os.environ.get('FIFTYONE_DATABASE_NAME', 'fiftyone')}-{_WORKER}"
+    if "FIFTYONE_DEFAULT_DATASET_DIR" in os.environ:
+        os.environ["FIFTYONE_DEFAULT_DATASET_DIR"] = os.path.join(os.environ["FIFTYONE_DEFAULT_DATASET_DIR"], _WORKER)
+
+try:  # a time limit per example is no property of the code: a loaded machine (two workers) must not fail it
+    from hypothesis import settings as _hypothesis_settings  # (CI's own profile, chosen by CI=true, is kept)
+
+    _hypothesis_settings.register_profile("iaa", parent=_hypothesis_settings.default, deadline=None)
+    _hypothesis_settings.load_profile("iaa")
+except ImportError:  # pragma: no cover
+    pass
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (``make test``), with the browser tests' modules counted as one file: a worker takes
+    one module at a time (its module-scoped fixtures are built once), and the browser tests run one after
+    another on one worker (two Chromiums and App servers at once would contend for the CPU they wait on).
+    (``--dist loadgroup`` with ``xdist_group`` marks would say the same, but pytest 9.2's structured node ids
+    drop the group xdist 3.8 writes into them: pytest-xdist issue 1386.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _BrowserTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "browser tests" if _is_browser_module(config.rootpath / path) else path
+
+    return _BrowserTogether(config, log)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_browser_module(path: Path) -> bool:
+    """A module of browser tests: ``tests/test_browser*.py`` or any marked ``pytest.mark.browser``."""
+    try:
+        return path.name.startswith("test_browser") or "mark.browser" in path.read_text()
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="session")
