@@ -38,7 +38,12 @@ def declare_frame_fields(units, dataset, frame_fields: Sequence[str], label_fiel
     from agreement.fo.locking import schema_lock
 
     flat = units.get_field_schema(flat=True)
+    schema = units.get_field_schema()
     with schema_lock(dataset):
+        # one merge of the units' declarations (nested attributes included), one reload; then whatever it
+        # did not declare (nothing, in FiftyOne 1.x), path by path
+        dataset._merge_frame_field_schema({f: schema[f] for f in list(frame_fields) + list(label_fields)
+                                           if f in schema})
         have = dataset.get_frame_field_schema() or {}
         for name in frame_fields:
             if name in flat and name not in have:
