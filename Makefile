@@ -64,8 +64,9 @@ $(VENV)/.runtime: requirements.txt requirements-db.txt requirements-dev.txt | $(
 	$(PIP) install -q -r requirements-dev.txt
 	touch $@
 
-$(VENV)/.test: requirements.txt requirements-db.txt requirements-dev.txt requirements-test.txt | $(VENV)/bin/python
+$(VENV)/.test: requirements.txt requirements-db.txt requirements-dev.txt requirements-test.txt requirements-test-nodeps.txt | $(VENV)/bin/python
 	$(PIP) install -q -r requirements-dev.txt -r requirements-test.txt
+	$(PIP) install -q --no-deps -r requirements-test-nodeps.txt
 	touch $(VENV)/.runtime $@
 
 # The FiftyOne integration tests (marker `fiftyone`, without the browser test)
