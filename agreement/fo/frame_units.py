@@ -182,21 +182,27 @@ def merge_back(units, dataset, frame_fields: Sequence[str], label_attrs: Sequenc
 
 
 def _attrs_merged(lf: str, list_attr: str | None, attrs: Sequence[str]) -> dict:
-    """The expression of label field ``lf`` of a frame with ``attrs`` taken from the unit's labels by id."""
-    new = f"$$new.{lf}.{list_attr}" if list_attr else f"$$new.{lf}"
+    """The expression of label field ``lf`` of a frame with ``attrs`` taken from the unit's labels by id.
 
-    def merged(label: str) -> dict:
-        found = {"$arrayElemAt": [{"$filter": {"input": {"$ifNull": [new, []]}, "as": "n",
-                                               "cond": {"$eq": ["$$n._id", f"{label}._id"]}}}, 0]}
-        values = {a: {"$ifNull": [{"$getField": {"field": a, "input": found}}, "$$REMOVE"]} for a in attrs}
-        return {"$mergeObjects": [label, values]}
+    The unit's labels are a copy of the frame's, in the same order: label ``i`` is matched with the unit's
+    label ``i`` when their ids agree (one comparison), else by a search of the unit's labels for its id."""
+    new = {"$ifNull": [f"$$new.{lf}.{list_attr}" if list_attr else f"$$new.{lf}", []]}
+
+    def merged(label: str, candidate) -> dict:
+        search = {"$arrayElemAt": [{"$filter": {"input": new, "as": "n", "cond": {"$eq": ["$$n._id", f"{label}._id"]}}},
+                                   0]}
+        found = {"$cond": [{"$eq": [{"$getField": {"field": "_id", "input": candidate}}, f"{label}._id"]},
+                           candidate, search]}
+        values = {a: {"$ifNull": [{"$getField": {"field": a, "input": "$$found"}}, "$$REMOVE"]} for a in attrs}
+        return {"$let": {"vars": {"found": found}, "in": {"$mergeObjects": [label, values]}}}
 
     if list_attr is None:
-        return {"$cond": [{"$eq": [{"$type": f"${lf}"}, "object"]}, merged(f"${lf}"), f"${lf}"]}
-    return {"$cond": [{"$isArray": f"${lf}.{list_attr}"},
-                      {"$mergeObjects": [f"${lf}", {list_attr: {"$map": {"input": f"${lf}.{list_attr}", "as": "x",
-                                                                         "in": merged("$$x")}}}]},
-                      f"${lf}"]}
+        return {"$cond": [{"$eq": [{"$type": f"${lf}"}, "object"]}, merged(f"${lf}", f"$$new.{lf}"), f"${lf}"]}
+    old = f"${lf}.{list_attr}"
+    by_position = {"$map": {"input": {"$range": [0, {"$size": old}]}, "as": "i", "in": {
+        "$let": {"vars": {"x": {"$arrayElemAt": [old, "$$i"]}, "c": {"$arrayElemAt": [new, "$$i"]}},
+                 "in": merged("$$x", "$$c")}}}}
+    return {"$cond": [{"$isArray": old}, {"$mergeObjects": [f"${lf}", {list_attr: by_position}]}, f"${lf}"]}
 
 
 def chance_groups(samples, sample_ids: Sequence[str]) -> np.ndarray | None:
