@@ -52,7 +52,7 @@ from agreement.fo.label_schema import label_fields
 
 from agreement.fo.app_state import remember_open_run
 
-from .panel_filters import _app_can_set_filters, _same
+from .panel_filters import _app_can_set_filters, _same, load_derived_view
 from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
 from .panel_masks import MaskEvents, refresh_masks, render_masks
@@ -296,26 +296,14 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         key, info, base, base_stages = self._context(ctx)
         mem = _memory(ctx)
         view = review_queue_view(base, key)
-        prefix = base._serialize()  # a patches view's own _stages omit those before to_patches: serialise it whole
-        added = view._serialize()[len(prefix):]
         count = len(view)
         classes = is_class_consensus(base, key)  # one label per sample: the queue is the flagged samples
         what = (f"the review queue of run {key!r}: the samples whose consensus class is flagged for review, least "
                 "confident first (open one: Accept, Reject, Next)" if classes else
                 f"the review queue of run {key!r}: the consensus labels flagged for review, least confident first "
                 "(tag them `accepted` or `rejected`)")
-        mem.drill = {"stages": added, "what": what, "bin": None, "count": count,
-                     "unit": "flagged sample" if classes else "flagged label", "run": key,
-                     "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
-        mem.sig = None
-        mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the queue (the filters are stages)
-        if base_stages is None:  # a saved view
-            ctx.ops.set_view(view=view)
-        else:
-            ctx.trigger("set_view", params={"view": prefix + added})
-            if mem.drill["restore"]["filters"] and _app_can_set_filters():
-                ctx.trigger("set_filters", params={})
-        ctx.panel.data.drill_md = drill_md(mem)
+        load_derived_view(ctx, mem, base, base_stages, view, {
+            "what": what, "count": count, "unit": "flagged sample" if classes else "flagged label", "run": key})
 
     def _option_changed(self, ctx, mem: _Memory) -> None:
         """A rater or heatmap control changed (:class:`.panel_raters.RaterEvents`): redraw."""

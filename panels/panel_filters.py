@@ -57,3 +57,24 @@ def _same(a: list, b: list) -> bool:
     """Whether two lists of serialised view stages are the same stages (numbers compared as numbers)."""
     return json.dumps(_numbers([_strip(s) for s in a]), sort_keys=True, default=str) == \
         json.dumps(_numbers([_strip(s) for s in b]), sort_keys=True, default=str)
+
+
+def load_derived_view(ctx, mem, base, base_stages, view, drill: dict) -> None:
+    """Loads ``view``, derived from the panel's ``base`` view (a patches or clips view, whose own stages omit
+    those before it: the view is serialised whole), as the panel's drill-down ``drill`` (what, count, unit,
+    run). The sidebar filters went into the view as stages; undoing the drill-down puts them back."""
+    from .panel_markdown import drill_md
+
+    prefix = base._serialize()
+    added = view._serialize()[len(prefix):]
+    mem.drill = {"stages": added, "bin": None, **drill,
+                 "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
+    mem.sig = None
+    mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the derived view (the filters are stages)
+    if base_stages is None:  # a saved view
+        ctx.ops.set_view(view=view)
+    else:
+        ctx.trigger("set_view", params={"view": prefix + added})
+        if mem.drill["restore"]["filters"] and _app_can_set_filters():
+            ctx.trigger("set_filters", params={})
+    ctx.panel.data.drill_md = drill_md(mem)

@@ -32,8 +32,7 @@ from agreement.fo.figure_base import count_text, sig3
 from agreement.fo.video_figures import (MAX_VIDEO_CHOICES, choose_video, frame_score_spec, is_temporal_run,
                                         stretches_text, timeline_figure, video_choices, video_timeline)
 
-from .panel_filters import _app_can_set_filters
-from .panel_markdown import drill_md
+from .panel_filters import load_derived_view
 from .panel_memory import _memory
 
 __all__ = ["VideoEvents", "refresh_video", "render_video", "video_modal", "FIGURE"]
@@ -223,18 +222,6 @@ class VideoEvents:
         if not count:
             ctx.ops.notify(f"no frame of {where} has {(mem.video or {}).get('bad') or 'a bad score'}", variant="info")
             return
-        prefix = base._serialize()  # a clips view's own _stages omit those before to_clips: serialise it whole
-        added = view._serialize()[len(prefix):]
-        mem.drill = {"stages": added, "what": f"the clips of {where} where the raters disagree "
-                                              f"({(mem.video or {}).get('bad', '')}), in video order",
-                     "bin": None, "count": count, "unit": "clip", "run": key,
-                     "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
-        mem.sig = None
-        mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the clips (the filters are stages)
-        if base_stages is None:  # a saved view
-            ctx.ops.set_view(view=view)
-        else:
-            ctx.trigger("set_view", params={"view": prefix + added})
-            if mem.drill["restore"]["filters"] and _app_can_set_filters():
-                ctx.trigger("set_filters", params={})
-        ctx.panel.data.drill_md = drill_md(mem)
+        load_derived_view(ctx, mem, base, base_stages, view, {
+            "what": f"the clips of {where} where the raters disagree ({(mem.video or {}).get('bad', '')}), in video order",
+            "count": count, "unit": "clip", "run": key})
