@@ -72,22 +72,21 @@ def _extra(samples, read, params: dict) -> dict:
 
 
 def _video_rows(data, where: dict) -> dict:
-    """``{video: (frame units, rows)}`` of the corpus."""
-    sid = data.sample_ids
-    video_of = np.asarray([where[s][0] for s in sid], dtype=object)
-    order = np.argsort(video_of, kind="stable")
-    out = {}
-    for v in dict.fromkeys(video_of[order].tolist()):
-        units = np.flatnonzero(video_of == v)
-        out[v] = (units, np.flatnonzero(np.isin(data.sample_index, units)))
-    return out
+    """``{video: (frame units, rows)}`` of the corpus (one grouping of units and rows by video, in order)."""
+    video_of = np.asarray([where[s][0] for s in data.sample_ids], dtype=object)
+    names, code = np.unique(video_of, return_inverse=True)
+    code = code.reshape(-1)
+    units = np.argsort(code, kind="stable")
+    rows = np.argsort(code[data.sample_index], kind="stable")
+    u_cut = np.searchsorted(code[units], np.arange(len(names) + 1))
+    r_cut = np.searchsorted(code[data.sample_index[rows]], np.arange(len(names) + 1))
+    return {v: (units[u_cut[k]:u_cut[k + 1]], rows[r_cut[k]:r_cut[k + 1]]) for k, v in enumerate(names.tolist())}
 
 
-def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: dict) -> dict:
-    """``{rater: Tracks}`` of one video (every rater assigned to some frame of it)."""
-    sid = data.sample_ids
-    name = where[sid[units[0]]][2]
-    frame = np.asarray([where[s][1] for s in sid], dtype=np.int64)
+def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: dict, frame: np.ndarray) -> dict:
+    """``{rater: Tracks}`` of one video (every rater assigned to some frame of it); ``frame``: the frame number
+    of every corpus unit."""
+    name = where[data.sample_ids[units[0]]][2]
     out = {}
     for r in np.flatnonzero(data.assigned[units].any(axis=0)):
         mine = rows[data.rater_index[rows] == r]
@@ -124,9 +123,9 @@ def _frame_agreement(data, units: np.ndarray, rows: np.ndarray, res, unit_of_row
     ok = np.zeros(len(rows), bool)
     has = unit_of_row[rows] >= 0
     ok[has] = full[unit_of_row[rows][has]]
-    s = data.sample_index[rows]
-    n = np.bincount(s, minlength=data.num_samples)[units]
-    good = np.bincount(s, weights=ok, minlength=data.num_samples)[units]
+    s = np.searchsorted(units, data.sample_index[rows])  # the video's own units, ascending
+    n = np.bincount(s, minlength=len(units))
+    good = np.bincount(s, weights=ok, minlength=len(units))
     return dict(zip(units.tolist(), np.where(n > 0, good / np.maximum(n, 1), np.nan).tolist()))
 
 
@@ -134,13 +133,14 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     data = read.annotations
     where, index = extra["where"], extra["index"]
     videos = _video_rows(data, where)
+    frame = np.asarray([where[s][1] for s in data.sample_ids], dtype=np.int64)
     N = len(data.boxes)
     unit_of_row, stiou = np.full(N, -1, np.int64), np.full(N, np.nan)
     frame_score = np.full(data.num_samples, np.nan)
     results, video_values = [], {"hota": {}, "idf1": {}, "id_switches": {}, "fragmentations": {}}
     consensus_docs: dict = {}
     for k, (v, (units, rows)) in enumerate(videos.items()):
-        res = track_agreement(_tracks_of(data, units, rows, where, index), video=where[data.sample_ids[units[0]]][2],
+        res = track_agreement(_tracks_of(data, units, rows, where, index, frame), video=where[data.sample_ids[units[0]]][2],
                               tau=params["tau"], iou_threshold=params["iou_threshold"],
                               consensus=params["consensus"], quorum=params["quorum"])
         results.append(res)
