@@ -7,6 +7,8 @@
 #   make test-lowest-deps       the tests without FiftyOne on the lowest numpy, scipy, shapely and
 #                               OpenCV that requirements.txt allows (the first release series of each range)
 #   make wheel                  build the core library's wheel (no FiftyOne) into dist/
+#   make docs                   build the documentation site (mkdocs build --strict) into site/
+#   make bench                  the benchmarks, their tables written to docs/benchmarks.md
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -21,7 +23,7 @@ COMPAT_PIP      := $(COMPAT_PY) -m pip --disable-pip-version-check
 LOWEST_VENV     ?= $(VENV)/compat/lowest-deps
 LOWEST_PY       := $(LOWEST_VENV)/bin/python
 
-.PHONY: demo test bench experiments app setup setup-test test-fiftyone-oldest test-lowest-deps wheel clean
+.PHONY: demo test bench bench-extra bench-page docs experiments app setup setup-test test-fiftyone-oldest test-lowest-deps wheel clean
 
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
@@ -34,18 +36,47 @@ PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 test: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
-# SCALE_SAMPLES: size of the end-to-end scale benchmark (the README's figures; 1000000 for the
-# million-sample figures, about an hour with the Dask rows; 20000 for a quick look)
+# SCALE_SAMPLES: size of the end-to-end scale benchmark (100000 by default; 1000000 for the
+# million-sample figures, about an hour with the Dask rows)
 SCALE_SAMPLES ?= 100000
 # SCALE_ARGS: e.g. --writes-alone (each operator again with its write-back not overlapped: the writes' own time)
 SCALE_ARGS ?=
+# BENCH_QUICK=1: every benchmark at small sizes (a few minutes), to check that they run and write the
+# page; their tables say "quick run". Each benchmark writes its table to bench/results/<name>.json and
+# bench/write_page.py assembles docs/benchmarks.md from them.
+BENCH_QUICK ?=
+QUICK := $(if $(BENCH_QUICK),--quick,)
+SCALE_SIZE := $(if $(BENCH_QUICK),--quick,--samples $(SCALE_SAMPLES))
+CROWD_REPEAT := $(if $(BENCH_QUICK),1,3)
 
 bench: $(VENV)/.test
-	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(BENCH_ARGS)
-	$(PY) bench/kalos_bench.py
-	$(PY) bench/geometry_bench.py
-	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat 3
-	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py --samples $(SCALE_SAMPLES) $(SCALE_ARGS)
+	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(QUICK) $(BENCH_ARGS)
+	$(PY) bench/kalos_bench.py $(QUICK)
+	$(PY) bench/geometry_bench.py $(QUICK)
+	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat $(CROWD_REPEAT) $(QUICK)
+	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py $(SCALE_SIZE) $(SCALE_ARGS)
+	$(PY) bench/write_page.py
+
+# The class, mask and video benchmarks: each builds its own large dataset (the video one about an hour),
+# so they are not part of `make bench`; their tables go to the same page.
+bench-extra: $(VENV)/.test
+	scripts/with-temp-fiftyone.sh $(PY) bench/class_bench.py $(QUICK)
+	scripts/with-temp-fiftyone.sh $(PY) bench/mask_bench.py $(QUICK)
+	scripts/with-temp-fiftyone.sh $(PY) bench/video_bench.py $(QUICK)
+	$(PY) bench/write_page.py
+
+# docs/benchmarks.md again from the recorded tables (bench/results/), without running anything
+bench-page: $(VENV)/.test
+	$(PY) bench/write_page.py
+
+# The documentation site: mkdocs (Material, mkdocstrings) into .venv, then a strict build into site/,
+# so that a broken link, anchor or API reference fails it.
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+$(VENV)/.docs: requirements-docs.txt | $(VENV)/bin/python
+	$(PIP) install -q -r requirements-docs.txt
+	touch $@
 
 experiments: $(VENV)/.test
 	$(PY) experiments/run_all.py
@@ -102,4 +133,4 @@ wheel: $(VENV)/.test
 	$(PIP) wheel --no-deps --no-build-isolation -q -w dist .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis dist build
+	rm -rf $(VENV) .pytest_cache .hypothesis dist build site

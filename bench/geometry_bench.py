@@ -20,11 +20,16 @@ Prints run times (and ratios measured in this run, never timed assertions):
 
 Run from the repository root::
 
-    .venv/bin/python bench/geometry_bench.py
+    .venv/bin/python bench/geometry_bench.py [--quick]
+
+``--quick`` shrinks every corpus (2,000 generated samples, 10 and 50 boxes per
+sample, a crowd of 500 samples). Every timed line is also a row of the table
+it records for the benchmarks page (``bench/write_page.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import resource
 import sys
 import time
@@ -39,6 +44,7 @@ from agreement.methods.ot.baselines import threshold_match  # noqa: E402
 from agreement.core.data import MultiRaterAnnotations  # noqa: E402
 from agreement.methods.geometry_agreement import geometry_agreement  # noqa: E402
 from agreement.simulate.synthetic.crowd import crowd_corpus  # noqa: E402
+from write_page import record  # noqa: E402  (bench/ is this script's folder)
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 
@@ -75,7 +81,14 @@ def timed(fn, *args, **kw):
     return out, time.perf_counter() - t
 
 
+#: The rows of the benchmarks page's table: every timed line, under the corpus set in ``CORPUS[0]``.
+ROWS: list[list[str]] = []
+CORPUS = [""]
+
+
 def line(label: str, r, seconds: float) -> str:
+    ROWS.append([CORPUS[0], label, f"{seconds:.2f}", f"{r.sigma.value:.3f}", f"{r.distance_alpha.value:.3f}",
+                 f"{r.detection_alpha.value:.3f}", f"{r.n_samples_measured:,} of {r.n_samples:,}"])
     return (f"  {label:44s} {seconds:7.2f} s   sigma {r.sigma.value:.3f}  dist-alpha {r.distance_alpha.value:.3f}  "
             f"det-alpha {r.detection_alpha.value:.3f}  measured {r.n_samples_measured}/{r.n_samples}"
             f"{' (truncated)' if r.truncated else ''}  comparisons {r.n_comparisons:,} + {r.n_between_comparisons:,}")
@@ -101,7 +114,11 @@ def naive_seconds(data, r) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small corpora, to check that the benchmark works")
+    args = ap.parse_args(argv)
+    n_big, ks, n_crowd = (2_000, (10, 50), 500) if args.quick else (20_000, (10, 50, 200), 2_000)
     print("Geometry agreement benchmark (sigma, distance alpha, KS, detection and classification alpha)\n")
 
     # 1. LVIS ------------------------------------------------------------------
@@ -109,6 +126,7 @@ def main() -> None:
         from agreement.io.coco import read_multi_rater_coco
 
         data = read_multi_rater_coco(LVIS).annotations
+        CORPUS[0] = f"LVIS ({data.num_samples} images, {data.num_raters} raters)"
         print(f"1. LVIS (shared data): {data.num_samples} images, {data.num_raters} raters, {len(data):,} boxes")
         for distance in ("giou", "iou"):
             r0, t0 = timed(geometry_agreement, data, distance=distance, bootstrap=None)
@@ -126,8 +144,9 @@ def main() -> None:
         print(f"1. LVIS: skipped ({LVIS} not found)")
 
     # 2. 20,000 x 5 -------------------------------------------------------------
-    big, tg = timed(jittered_corpus, 20_000, 5, 3)
-    print(f"\n2. Generated corpus: 20,000 samples x 5 raters x 3 boxes = {len(big):,} boxes (generated in {tg:.2f} s)")
+    big, tg = timed(jittered_corpus, n_big, 5, 3)
+    CORPUS[0] = f"generated, {n_big:,} samples × 5 raters × 3 boxes"
+    print(f"\n2. Generated corpus: {n_big:,} samples x 5 raters x 3 boxes = {len(big):,} boxes (generated in {tg:.2f} s)")
     r, t_full = timed(geometry_agreement, big, bootstrap=None)
     print(line("default budget (200,000), no bootstrap", r, t_full))
     r, t_boot = timed(geometry_agreement, big, bootstrap=1000)
@@ -139,7 +158,8 @@ def main() -> None:
     # 3. boxes per sample --------------------------------------------------------
     print("\n3. Growth with boxes per sample (100 samples x 5 raters, GIoU, no bootstrap)")
     base = None
-    for k in (10, 50, 200):
+    for k in ks:
+        CORPUS[0] = f"100 samples × 5 raters × {k} boxes"
         d = jittered_corpus(100, 5, k, seed=1)
         need = 100 * 10 * k * k  # every within-item comparison; the chance sample gets as many
         r, t = timed(geometry_agreement, d, bootstrap=None, max_pairs=need)
@@ -150,10 +170,11 @@ def main() -> None:
         print(line(f"{k:3d} boxes/sample, default budget", r, t))
 
     # 4. per (sample, rater pair) -------------------------------------------------
-    print("\n4. Cost per (sample, assigned rater pair): 2,000 samples, 10 raters per sample, ~5 boxes each")
+    print(f"\n4. Cost per (sample, assigned rater pair): {n_crowd:,} samples, 10 raters per sample, ~5 boxes each")
     per = {}
     for R in (500, 10):
-        d, tg = timed(lambda: crowd_corpus(2_000, R, raters_per_sample=10, min_objects=3, max_objects=9, seed=0)[0])
+        CORPUS[0] = f"{n_crowd:,} samples, 10 raters each of {R}"
+        d, tg = timed(lambda: crowd_corpus(n_crowd, R, raters_per_sample=10, min_objects=3, max_objects=9, seed=0)[0])
         triples = int((lambda k: (k * (k - 1) // 2).sum())(d.assigned.sum(axis=1)))
         print(f"  R = {R}: {len(d):,} boxes, {triples:,} (sample, rater pair) triples (generated in {tg:.2f} s)")
         for boot in (None, 1000):
@@ -167,6 +188,16 @@ def main() -> None:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nPeak resident memory: {peak:.0f} MB")
+    ratios = ", ".join(f"{per[500, b] / per[10, b]:.2f}× {'without bootstrap' if b is None else 'with 1,000 resamples'}"
+                       for b in (None, 1000))
+    record("geometry", ["corpus", "run", "seconds", "σ", "distance α", "detection α", "samples measured"], ROWS,
+           about="Chance-corrected geometry agreement (`agreement.methods.geometry_agreement`, GIoU unless "
+                 "named) in the pure library: on the shared LVIS subset, on a generated corpus at the default "
+                 "pair budget (which bounds the chance sample only) and beyond it, with boxes per sample growing, "
+                 "and on a crowd (10 raters per sample drawn from 500) against 10 raters in all.",
+           notes=f"Per (sample, assigned rater pair), the crowd against 10 raters in all: {ratios} (target: "
+                 f"within 1.5×). Peak resident memory of the whole benchmark: {peak:.0f} MB.",
+           quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from agreement.io.coco import parse_multi_rater_coco  # noqa: E402
 from agreement.geometry.correspondence import SOLVERS  # noqa: E402
 from agreement.core.data import MultiRaterAnnotations  # noqa: E402
 from agreement.methods.kalos import kalos_alpha  # noqa: E402
+from write_page import record  # noqa: E402  (bench/ is this script's folder)
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 W, H = 640, 480
@@ -176,7 +177,8 @@ def compare(data: MultiRaterAnnotations, ours, ref_alpha: dict, ref_global: floa
                 global_err=g)
 
 
-def report(name: str, n_ours: int, t_ours: float, n_ref: int, t_ref: float, cmp: dict) -> None:
+def report(name: str, n_ours: int, t_ours: float, n_ref: int, t_ref: float, cmp: dict) -> list[str]:
+    """Print one corpus's comparison; return its row of the benchmarks page's table."""
     per_ours, per_ref = t_ours / n_ours, t_ref / n_ref
     print(f"\n== {name}")
     print(f"  ours:      {n_ours:6d} samples in {t_ours * 1e3:9.1f} ms = {per_ours * 1e6:8.1f} us/sample")
@@ -190,6 +192,7 @@ def report(name: str, n_ours: int, t_ours: float, n_ref: int, t_ref: float, cmp:
           f"defined alpha differing > 1e-9: {cmp['alpha_diff']} (max |diff| {cmp['max_err']:.1e}), "
           f"global |diff|: {g}; NaN here: {cmp['undefined']}, of which the reference does not report 1.0: "
           f"{cmp['undefined_not_1']})")
+    return [name, f"{per_ours * 1e6:.1f}", f"{per_ref * 1e6:.1f}", f"{ratio:.1f}", "yes" if same else "**no**"]
 
 
 # --------------------------------------------------------------------------
@@ -276,6 +279,7 @@ def main() -> None:
         args.samples, args.stability_samples = 2000, 500
 
     print("KαLOS benchmark: greedy correspondence, psi_soft cost, box IoU, tau = 0.5")
+    rows: list[list[str]] = []
     # 1. LVIS
     if LVIS.exists():
         with open(LVIS) as f:
@@ -286,8 +290,8 @@ def main() -> None:
         ref_runs = [reference(coco) for _ in range(3)]
         t_ref = min(r[0] for r in ref_runs)
         _, ref_alpha, ref_global, ref_clusters = ref_runs[0]
-        report(f"shared LVIS data ({data.num_samples} samples, {data.num_raters} raters, {len(data)} boxes)",
-               data.num_samples, t_ours, len(ref_alpha), t_ref, compare(data, ours, ref_alpha, ref_global, ref_clusters))
+        rows.append(report(f"shared LVIS data ({data.num_samples} samples, {data.num_raters} raters, {len(data)} boxes)",
+               data.num_samples, t_ours, len(ref_alpha), t_ref, compare(data, ours, ref_alpha, ref_global, ref_clusters)))
         print(f"  global alpha {ours.global_alpha:.6f} (reference {ref_global:.6f}); mean over {ours.n_defined} "
               f"defined samples {ours.mean_alpha:.6f}, {ours.n_undefined} undefined (NaN); the reference's mean "
               f"with its 1.0s: {np.mean(list(ref_alpha.values())):.6f}")
@@ -310,8 +314,8 @@ def main() -> None:
         print(f"  (reference timed on the first {n_ref} samples; their units and per-sample alpha are compared, "
               "the global alpha only when it ran on all)")
         ref_global = None
-    report(f"generated corpus ({data.num_samples} samples, {data.num_raters} raters, {len(data)} boxes)",
-           data.num_samples, t_ours, n_ref, t_ref, compare(data, ours, ref_alpha, ref_global, ref_clusters))
+    rows.append(report(f"generated corpus ({data.num_samples} samples, {data.num_raters} raters, {len(data)} boxes)",
+           data.num_samples, t_ours, n_ref, t_ref, compare(data, ours, ref_alpha, ref_global, ref_clusters)))
     print(f"  global alpha {ours.global_alpha:.6f}; mean over {ours.n_defined} defined samples {ours.mean_alpha:.6f}, "
           f"{ours.n_undefined} undefined")
 
@@ -320,12 +324,23 @@ def main() -> None:
     st_data = data.select_samples(np.arange(n_st))
     print(f"\n== solver stability on {n_st} generated samples: adjusted Rand index of the units over "
           f"{args.permutations} random rater renamings + annotation shuffles (1.0 = order-invariant)")
+    ari = []
     for solver, v in stability(st_data, args.permutations).items():
         if isinstance(v, str):
             print(f"  {solver:14s} {v}")
+            ari.append(f"{solver} {v}")
         else:
             print(f"  {solver:14s} mean ARI {v[0]:.4f}  min ARI {v[1]:.4f}  max |global alpha change| {v[2]:.1e}  "
                   f"(global alpha {v[3]:.4f})")
+            ari.append(f"{solver} {v[0]:.4f}")
+    record("kalos", ["corpus", "ours (µs/sample)", "reference (µs/sample)", "speed-up", "same numbers"], rows,
+           about="KαLOS α (greedy correspondence, ψ_soft cost, box IoU, τ = 0.5) against the `kalos` reference "
+                 "package, per sample, on the shared LVIS subset and on a generated corpus; *same numbers*: the "
+                 "same units in every sample, per-sample α equal to 1e-9 where defined, global α equal to 1e-9.",
+           notes=f"Target: at least 5× faster per sample. Solver stability (mean adjusted Rand index of the units "
+                 f"over {args.permutations} random renamings of the raters and shuffles of the annotations, "
+                 f"{n_st:,} samples; 1.0 = order-invariant): " + ", ".join(ari) + ".",
+           quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from write_page import record  # noqa: E402  (bench/ is this script's folder)
+
 RATERS = ("m1", "m2", "m3")
 SIZE = 512
 OPERATORS = ("compute_mask_agreement", "compute_mask_consensus")
@@ -106,7 +108,7 @@ def child(dataset: str, name: str) -> None:
     print(f"{elapsed:.2f} {peak:.2f}")
 
 
-def memory_part(n: int) -> None:
+def memory_part(n: int, rows: list[list[str]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         t = time.perf_counter()
         ds = build(n, folder)
@@ -114,12 +116,15 @@ def memory_part(n: int) -> None:
         print(f"\nbuilt {n:,} samples x 3 masks on disk (PNG) in {time.perf_counter() - t:.0f} s")
         base = bare_read(ds, on_disk=True)
         print(f"bare read (values() + decoding every mask): {base:.1f} s")
+        rows.append([f"{n:,} samples × 3 masks on disk (PNG): `values()` + decoding every mask", f"{base:.1f}",
+                     "1.00", ""])
         print(f"{'operator':<28} {'seconds':>8} {'x read':>7} {'peak GiB':>9}")
         for name in OPERATORS:
             out = subprocess.run([sys.executable, __file__, "--child", ds.name, name], capture_output=True,
                                  text=True, env={**os.environ, "FIFTYONE_PLUGINS_DIR": ROOT}, check=True)
             seconds, peak = map(float, out.stdout.split()[-2:])
             print(f"{name:<28} {seconds:8.1f} {seconds / base:7.2f} {peak:9.2f}", flush=True)
+            rows.append([f"`{name}`, each in a fresh process", f"{seconds:.1f}", f"{seconds / base:.2f}", f"{peak:.2f}"])
         ds.delete()
 
 
@@ -129,23 +134,36 @@ def main(argv=None) -> None:
     parser.add_argument("--memory-samples", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="50 samples in each part: to check that it works")
     args = parser.parse_args(argv)
     os.environ.setdefault("FIFTYONE_PLUGINS_DIR", ROOT)
     if args.child:
         return child(*args.child)
+    if args.quick:
+        args.samples, args.memory_samples = 50, 50
+    rows: list[list[str]] = []
     if args.samples:
         t = time.perf_counter()
         ds = build(args.samples, None)
         print(f"built {args.samples:,} samples x 3 stored masks in {time.perf_counter() - t:.0f} s")
         base = statistics.median(bare_read(ds, on_disk=False) for _ in range(3))
         print(f"bare values() read of the 3 mask fields: {base:.2f} s (median of 3)")
+        rows.append([f"{args.samples:,} samples × 3 stored 512 × 512 masks: bare `values()` read", f"{base:.2f}",
+                     "1.00", ""])
         print(f"{'operator':<28} {'seconds':>8} {'x read':>7}")
         for k, name in enumerate(OPERATORS):
             med = statistics.median(run(ds, name, f"b{k}{j}") for j in range(args.repeat))
             print(f"{name:<28} {med:8.2f} {med / base:7.2f}", flush=True)
+            rows.append([f"`{name}`", f"{med:.2f}", f"{med / base:.2f}", ""])
         ds.delete()
     if args.memory_samples:
-        memory_part(args.memory_samples)
+        memory_part(args.memory_samples, rows)
+    record("mask", ["what", "seconds", "× bare read", "peak RSS (GiB)"], rows,
+           about="The semantic mask operators end to end through `execute_operator` with their defaults, "
+                 "against a bare read of the rater fields in the same run: masks stored in the samples "
+                 "(medians of {r}), then masks on disk with each operator in a fresh process, so that its peak "
+                 "memory is its own.".format(r=args.repeat),
+           quick=args.quick)
 
 
 if __name__ == "__main__":

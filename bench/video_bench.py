@@ -29,6 +29,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from write_page import record  # noqa: E402  (bench/ is this script's folder)
+
 #: (operator, parameters, which fields: "frames" or "segments")
 OPERATORS = [
     ("compute_kalos", {}, "frames"),
@@ -86,7 +88,10 @@ def main(argv=None) -> None:
     parser.add_argument("--objects", type=int, default=5)
     parser.add_argument("--operators", nargs="*", help="only these operators (default: all)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="5 videos x 20 frames: to check that it works")
     args = parser.parse_args(argv)
+    if args.quick and not args.child:
+        args.videos, args.frames = 5, 20
     if args.child:
         import json
 
@@ -115,6 +120,9 @@ def main(argv=None) -> None:
     print(f"bare values() read: frame boxes, classes and track ids {base['frames']:.2f} s, "
           f"segment fields {base['segments']:.2f} s")
     print(f"{'operator':<28} {'fields':<9} {'seconds':>8} {'x read':>7} {'peak GiB':>9}")
+    rows = [["bare `values()` of the frame labels' boxes, classes and track ids", "frames", f"{base['frames']:.2f}",
+             "1.00", ""],
+            ["bare `values()` of the segment fields (median of 3)", "segments", f"{base['segments']:.2f}", "1.00", ""]]
     import json
 
     for name, params, which in OPERATORS:
@@ -127,10 +135,19 @@ def main(argv=None) -> None:
         if out.returncode:
             tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["?"]
             print(f"{name:<28} {which:<9} failed: {tail[0][:200]}", flush=True)
+            rows.append([f"`{name}`", which, f"failed: {tail[0][:120]}", "", ""])
             continue
         seconds, peak = map(float, out.stdout.split()[-2:])
         print(f"{name:<28} {which:<9} {seconds:8.1f} {seconds / base[which]:7.2f} {peak:9.2f}", flush=True)
+        rows.append([f"`{name}`", which, f"{seconds:.1f}", f"{seconds / base[which]:.2f}", f"{peak:.2f}"])
     ds.delete()
+    record("video", ["operator", "fields", "seconds", "× that read", "peak (GiB)"], rows,
+           about=f"{args.videos:,} simulated videos × {args.frames} frames × {args.raters} raters × "
+                 f"{args.objects} boxes ({n_labels:,} frame labels), each operator end to end through "
+                 f"`execute_operator` in a fresh process, against a bare `values()` read of what the operators "
+                 f"read (the frame labels' boxes, classes and track ids; FiftyOne's `values()` of the whole frame "
+                 f"label fields builds a `Detection` per box and is far slower at this size).",
+           quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Kolmogorov–Smirnov statistics of the calibration (:mod:`agreement.methods.kalos.calibration`): one-sided
+r"""Kolmogorov–Smirnov statistics of the calibration (:mod:`agreement.methods.kalos.calibration`): one-sided
 :math:`D^+ = \sup_x (F_{D_o}(x) - F_{D_e}(x))` (KαLOS's), two-sided
 :math:`D = \sup_x |F_{D_o} - F_{D_e}|`, and the point of best separation (the middle of the interval
 where ``F_o - F_e`` is largest). Effect sizes, no p-values.

@@ -1,0 +1,174 @@
+"""The benchmarks page: each bench script records its table here, ``write_page`` assembles them.
+
+Every benchmark of ``make bench`` ends with :func:`record`, which writes its
+current table as one small JSON fragment, ``bench/results/<name>.json``, with
+the machine it ran on (CPU model, cores, memory, OS, Python, FiftyOne, numpy),
+the date and the options it was run with. ``python bench/write_page.py`` (the
+last step of ``make bench``) turns the fragments into ``docs/benchmarks.md``:
+one current table per benchmark, in the order of :data:`BENCHMARKS`. A
+benchmark that has not recorded a fragment yet is listed as not run. The page
+holds no history: earlier figures are in git.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+PAGE = BENCH.parent / "docs" / "benchmarks.md"
+
+#: The benchmarks of ``make bench``, in page order: (fragment name, title, the script that records it).
+BENCHMARKS = [
+    ("run_read", "Bridge read", "bench/run.py"),
+    ("run_giou", "Pairwise GIoU", "bench/run.py"),
+    ("run_ot", "OT agreement on LVIS against POT", "bench/run.py"),
+    ("kalos", "KαLOS against the reference implementation", "bench/kalos_bench.py"),
+    ("geometry", "Geometry agreement", "bench/geometry_bench.py"),
+    ("crowd", "Crowds: 10 raters in all against a crowd of 500", "bench/crowd_bench.py"),
+    ("scale", "End to end at scale", "bench/scale_bench.py"),
+    ("class", "Image-level classes", "bench/class_bench.py"),
+    ("mask", "Semantic masks", "bench/mask_bench.py"),
+    ("video", "Video: frames, tracks and segments", "bench/video_bench.py"),
+]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict:
+    """The machine and software a benchmark ran on (without importing FiftyOne)."""
+    mem = _memory_gib()
+    return {
+        "cpu": _cpu_model(), "cores": os.cpu_count(),
+        "memory": f"{mem:.1f} GiB" if mem is not None else "unknown",
+        "os": platform.platform(), "python": platform.python_version(),
+        "fiftyone": _version("fiftyone"), "numpy": _version("numpy"),
+    }
+
+
+def record(name: str, columns: list[str], rows: list[list], *, about: str, notes: str = "",
+           options: str | None = None, quick: bool = False) -> Path:
+    """Write one benchmark's current table to ``bench/results/<name>.json``.
+
+    Args:
+        name: the fragment's name, one of :data:`BENCHMARKS`.
+        columns: the table's column titles.
+        rows: the table's rows, cells already formatted as text.
+        about: what was measured, against what, at which size (a sentence or two, Markdown).
+        notes: what to read from the table (targets met or missed), Markdown; optional.
+        options: the command line the benchmark ran with (default: this process's arguments).
+        quick: a run at the small sizes of ``make bench BENCH_QUICK=1`` (the page says so).
+    """
+    if name not in {n for n, _, _ in BENCHMARKS}:
+        raise ValueError(f"unknown benchmark fragment {name!r}: expected one of {[n for n, _, _ in BENCHMARKS]}")
+    bad = [i for i, row in enumerate(rows) if len(row) != len(columns)]
+    if bad:
+        raise ValueError(f"benchmark {name!r}: rows {bad} do not have the {len(columns)} columns {columns}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{name}.json"
+    out.write_text(json.dumps({
+        "name": name, "about": about, "notes": notes, "columns": columns,
+        "rows": [[str(c) for c in row] for row in rows],
+        "options": options if options is not None else " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "quick": quick, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+    }, indent=1, ensure_ascii=False) + "\n")
+    return out
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> str:
+    def cell(s: str) -> str:
+        return str(s).replace("|", "\\|")
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _machine_line(m: dict) -> str:
+    return (f"{m['cpu']}, {m['cores']} cores, {m['memory']} memory; {m['os']}; Python {m['python']}, "
+            f"FiftyOne {m['fiftyone']}, numpy {m['numpy']}")
+
+
+def _section(name: str, title: str, script: str) -> str:
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return f"## {title}\n\n`{script}`: not run on this checkout yet (`make bench`).\n"
+    frag = json.loads(path.read_text())
+    parts = [f"## {title}\n"]
+    if frag.get("quick"):
+        parts.append("!!! warning \"Quick run\"\n    Measured at the small sizes of `make bench BENCH_QUICK=1`, "
+                     "to check the mechanism: not figures to quote.\n")
+    parts.append(f"{frag['about']}\n")
+    parts.append(_table(frag["columns"], frag["rows"]) + "\n")
+    if frag.get("notes"):
+        parts.append(f"{frag['notes']}\n")
+    parts.append(f"*Measured {frag['date']} on {_machine_line(frag['machine'])}. "
+                 f"Command: `{frag['options']}` (`{script}`).*\n")
+    return "\n".join(parts)
+
+
+def page_text() -> str:
+    """The whole benchmarks page, from the fragments in ``bench/results/``."""
+    head = ("# Benchmarks\n\n"
+            "*Generated by `make bench` (`bench/write_page.py`, from the fragments the benchmarks write to "
+            "`bench/results/`): do not edit by hand.* Each table is the latest run of its benchmark, with the "
+            "machine and date it ran on; earlier figures are in the repository's history. Figures are ratios "
+            "against a baseline measured in the same run wherever possible (a bare FiftyOne `values()` read of "
+            "the same fields, a reference implementation), because absolute times depend on the machine. "
+            "What the figures mean for your datasets: [scale and Dask](scale.md#what-to-expect).\n\n"
+            "Run them with `make bench` (about an hour; `SCALE_SAMPLES=1000000` for the million-sample "
+            "figures); `make bench BENCH_QUICK=1` runs every benchmark at small sizes in a few minutes, to "
+            "check that they work. `make bench-extra` adds the class, mask and video benchmarks (each builds "
+            "its own large dataset).\n")
+    return head + "\n" + "\n".join(_section(*b) for b in BENCHMARKS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write ``docs/benchmarks.md`` (``--check``: exit 1 when it differs from the fragments)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="only check that the page matches the fragments")
+    args = p.parse_args(argv)
+    text = page_text()
+    if args.check:
+        same = PAGE.exists() and PAGE.read_text() == text
+        print("docs/benchmarks.md is " + ("up to date" if same else "out of date: run python bench/write_page.py"))
+        return 0 if same else 1
+    PAGE.write_text(text)
+    print(f"wrote {PAGE.relative_to(BENCH.parent)} from {len(list(RESULTS.glob('*.json')))} fragments")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
