@@ -1,4 +1,4 @@
-"""Reports out: every run's results as JSON, its per-rater and per-pair tables as CSV."""
+"""Reports out: per run, one self-contained HTML page, its results as JSON and tidy CSV tables."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def describe_target(record: dict) -> str:
 class ExportAgreementReport(AgreementOperator):
     takes_target = True
     outputs = (("output_dir", "Folder", "str"), ("target", "Per-sample tables of", "str"),
-               ("runs", "Runs exported", "list"), ("num_files", "Files written", "int"),
+               ("runs", "Runs exported", "list"), ("reports", "HTML reports (open in a browser)", "list"),
+               ("num_files", "Files written", "int"),
                ("files", "Files", "list"), ("rows", "Rows per CSV file", "json"))
 
     @property
@@ -40,7 +41,8 @@ class ExportAgreementReport(AgreementOperator):
         return compute_config(
             "export_agreement_report",
             "Annotator Agreement: export report files",
-            "Writes each run's results as JSON and its per-rater, per-pair and per-sample tables as CSV",
+            "Writes, per run, a self-contained HTML report with the panel's figures, the results as JSON and tidy "
+            "CSV tables (raters, rater pairs, classes, samples, typed label conflicts)",
         )
 
     def resolve_input(self, ctx):
@@ -58,7 +60,8 @@ class ExportAgreementReport(AgreementOperator):
                                                  description="Run one of the compute operators first."))
         inputs.str("output_dir", required=True, label="Output folder")
         inputs.bool("samples_csv", default=True, label="Also write the per-sample table",
-                    description="One row per sample of the chosen target (the run results are the whole run's)")
+                    description="samples.csv: one row per sample of the chosen target (the figures and other "
+                                "tables are the whole run's)")
         return types.Property(inputs, view=types.View(label="Export agreement report"))
 
     def execute(self, ctx):
@@ -73,9 +76,11 @@ class ExportAgreementReport(AgreementOperator):
         def compute(progress) -> dict:
             progress(0.0, "writing the report files")
             written = export_agreement_report(samples, out, keys=keys, samples_csv=bool(p.get("samples_csv", True)))
-            files = [path for per in written["runs"].values() for path in per.values()]
+            files = [path for per in written["runs"].values() for name, path in per.items() if name != "folder"]
             return {"output_dir": written["output_dir"], "target": describe_target(record),
-                    "runs": sorted(written["runs"]), "num_files": len(files), "files": files,
+                    "runs": sorted(written["runs"]),
+                    "reports": [written["runs"][k]["html"] for k in sorted(written["runs"])],
+                    "num_files": len(files), "files": files,
                     "rows": {path: csv_rows(path) for path in files if path.endswith(".csv")}}
 
         return execute_with_progress(ctx, compute, outputs=lambda r: result_property(self.outputs, r))

@@ -99,3 +99,9 @@ def test_group_conflicts_pairs_and_reference():
         ("label differs", "consensus", "b", "k1", "b1"), ("missing", "consensus", "b", "k2", None),
         ("extra", "consensus", "b", None, "b3"),
     ])
+
+
+def test_ot_labels_that_do_not_overlap_are_not_counterparts():
+    labels = [Label("a1", "a", "cat", (0.0, 0.0, 0.1, 0.1), reason="label differs", nearest="b1"),
+              Label("b1", "b", "dog", (0.5, 0.5, 0.1, 0.1), reason="label differs", nearest="a1")]
+    assert _kinds(ot_conflicts(labels, ["a", "b"])) == [("extra", "a", "b", None, "b1"), ("missing", "a", "b", "a1", None)]

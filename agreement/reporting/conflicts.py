@@ -157,7 +157,8 @@ def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence
     A matched label (``match`` set) and its match: :func:`conflict_type` of the two (``label differs``, or
     ``low overlap`` below ``low_overlap_iou``). An unmatched label (``reason`` set): ``"label differs"`` and
     ``"too far"`` against its nearest counterpart (``label differs``, ``low overlap``); ``"counterpart taken"``:
-    ``missing`` / ``extra`` against the nearest counterpart's rater; ``"no counterpart"`` (or no nearest
+    ``missing`` / ``extra`` against the nearest counterpart's rater, as is an unmatched label whose nearest
+    counterpart does not overlap it at all (box IoU 0: not the same object); ``"no counterpart"`` (or no nearest
     label): ``missing`` / ``extra`` against every other rater in ``raters`` (the sample's assigned raters).
     A pair of labels gives one conflict, whichever of them stored it (a label another label matched counts
     as matched). With more than two raters a label stores one counterpart (its cheapest match over its rater
@@ -181,6 +182,10 @@ def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence
         reason = None if partner is not None else (lab.reason or "no counterpart")
         if partner is None and reason in _TWO_SIDED_REASONS:
             partner = by_id.get(lab.nearest) if lab.nearest is not None else None
+        if partner is not None and reason in _TWO_SIDED_REASONS and label_iou(lab, partner) == 0.0:
+            # no overlap at all: not the same object, whatever the run's reason
+            out.append(_one_sided(lab, partner.rater, rank, f"nearest counterpart does not overlap (run: {reason})"))
+            continue
         if partner is not None and (reason is None or reason in _TWO_SIDED_REASONS):
             pair = frozenset((lab.id, partner.id))
             if pair not in seen:
