@@ -20,15 +20,26 @@ arrays spanning their annotation's box (FiftyOne's ``Detection.mask``).
 Keypoints, when present, are ``(K, 2)`` relative ``(x, y)`` points per
 annotation with NaN for a point that is not labelled.
 
+Inputs (checked when the corpus is built; :mod:`agreement.core.validation`,
+``docs/core-inputs.md``): boxes relative, inside ``[0, 1]`` up to ``1e-6``,
+else refused naming the sample, rater and box (all-NaN rows have no 2D box);
+pixel coordinates only through ``coordinates="pixels"`` with ``image_sizes``;
+boxes past the border repaired only when asked (``box_policy="clip"`` or
+``"drop"``, counted in ``repairs``); image sizes positive or NaN (unknown).
+
 This module does not import FiftyOne.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
+
+from agreement.core.validation import (
+    COORDINATES, RepairReport, check_image_sizes, check_relative_boxes, pixels_to_relative,
+)
 
 __all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes", "class_order", "class_codes"]
 
@@ -138,6 +149,42 @@ class MultiRaterAnnotations:
             is a part of (a shard of a streamed run), sorted as
             :func:`encode_classes` sorts: class codes are then the same in
             every part, whichever classes a part happens to hold.
+        coordinates: init-only, ``"relative"`` (default) or ``"pixels"``. With
+            ``"pixels"``, ``boxes``, ``polygons`` and ``keypoints`` are in pixels
+            and are divided by their sample's ``image_sizes`` ``(width, height)``
+            when the corpus is built (a sample with annotations and no positive
+            size is refused); the corpus then holds relative coordinates.
+        box_policy: init-only, what becomes of a box past the image border:
+            ``"error"`` (default: refused), ``"clip"`` (clipped to the image)
+            or ``"drop"`` (the row is left out; the rater stays assigned), as
+            the operators' ``box_policy``
+            (:func:`agreement.core.validation.check_boxes`).
+        repairs: the boxes clipped or dropped by ``box_policy`` when this corpus
+            was built, per rater (a
+            :class:`~agreement.core.validation.RepairReport`; empty otherwise).
+
+    Boxes are checked once, vectorised, when the corpus is built
+    (:func:`agreement.core.validation.check_relative_boxes`): a box outside
+    ``[0, 1]`` beyond ``1e-6``, with a negative size or a NaN coordinate (a
+    row without a 2D box has all four NaN) is refused with a message naming
+    the sample, the rater, the box and the problem; a non-positive or
+    infinite image size too. Boxes past the border are repaired only when
+    asked (``box_policy``). Pixel boxes are passed with
+    ``coordinates="pixels"``, the one way the library converts them:
+
+    >>> pixel = MultiRaterAnnotations.from_sets(
+    ...     ["a.jpg"], ["r1", "r2"],
+    ...     [{"r1": AnnotationSet([[64, 48, 320, 240]], ["car"], [None]),
+    ...       "r2": AnnotationSet([[70, 50, 310, 236]], ["car"], [None])}],
+    ...     image_sizes=[[640, 480]], coordinates="pixels")
+    >>> pixel.boxes[0].tolist()
+    [0.1, 0.1, 0.5, 0.5]
+    >>> MultiRaterAnnotations.from_sets(
+    ...     ["a.jpg"], ["r1"], [{"r1": AnnotationSet([[64, 48, 320, 240]], ["car"], [None])}],
+    ...     image_sizes=[[640, 480]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    agreement.core.validation.AnnotationError: box 0 of rater 'r1' on sample 'a.jpg' (row 0, label 'car'): ...
 
     Rows are sorted by ``(sample_index, rater_index)`` (stable: the input order
     of a rater's annotations on a sample is kept), and ``offsets`` gives, for
@@ -163,9 +210,14 @@ class MultiRaterAnnotations:
     segments: list | None = None
     num_points: np.ndarray | None = None
     classes: tuple | None = None
+    coordinates: InitVar[str] = "relative"
+    box_policy: InitVar[str] = "error"
     offsets: np.ndarray = field(init=False, repr=False)
+    repairs: RepairReport = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, coordinates: str = "relative", box_policy: str = "error") -> None:
+        if coordinates not in COORDINATES:
+            raise ValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
         sample_ids = np.asarray(self.sample_ids, dtype=object).reshape(-1)
         S, R = len(sample_ids), len(self.raters)
         assigned = np.asarray(self.assigned, dtype=bool).reshape(S, R)
@@ -211,6 +263,13 @@ class MultiRaterAnnotations:
                 f"annotation {bad} belongs to rater {self.raters[r_idx[bad]]!r} on sample "
                 f"{sample_ids[s_idx[bad]]!r}, who is not assigned to it"
             )
+        names = sample_ids if self.sample_names is None else np.asarray(self.sample_names, dtype=object).reshape(S)
+        sizes = np.full((S, 2), np.nan) if self.image_sizes is None else (
+            np.asarray(self.image_sizes, dtype=np.float64).reshape(S, 2))
+        boxes, keep = self._relative_boxes(boxes, s_idx, r_idx, labels, sizes, names, coordinates, box_policy)
+        if not keep.all():  # box_policy="drop"
+            boxes, labels, ids, s_idx, r_idx = self._keep_rows(keep, boxes, labels, ids, s_idx, r_idx)
+            N = len(boxes)
         cell = s_idx * R + r_idx
         order = np.argsort(cell, kind="stable")
         if N and np.any(order != np.arange(N)):
@@ -229,12 +288,6 @@ class MultiRaterAnnotations:
             for name in ("polylines3d", "segments"):
                 if getattr(self, name) is not None:
                     object.__setattr__(self, name, [getattr(self, name)[i] for i in order])
-        sizes = self.image_sizes
-        if sizes is None:
-            sizes = np.full((S, 2), np.nan)
-        sizes = np.asarray(sizes, dtype=np.float64).reshape(S, 2)
-        names = self.sample_names
-        names = sample_ids if names is None else np.asarray(names, dtype=object).reshape(S)
         for name, value in (
             ("sample_ids", sample_ids), ("raters", tuple(self.raters)), ("assigned", assigned),
             ("boxes", boxes), ("labels", labels), ("label_ids", ids), ("sample_index", s_idx),
@@ -242,6 +295,27 @@ class MultiRaterAnnotations:
         ):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "offsets", np.searchsorted(cell, np.arange(S * R + 1)))
+
+    def _relative_boxes(self, boxes, s_idx, r_idx, labels, sizes, names, coordinates: str, box_policy: str):
+        """``(boxes, keep)``: the boxes checked relative (pixel boxes, polygons and keypoints divided by the
+        image sizes first), those past the border under ``box_policy``; the repairs in ``self.repairs``."""
+        object.__setattr__(self, "repairs", RepairReport())
+        check_image_sizes(sizes, names)
+        if coordinates == "pixels":
+            boxes, polygons, keypoints = pixels_to_relative(boxes, s_idx, sizes, names, self.polygons, self.keypoints)
+            object.__setattr__(self, "polygons", polygons)
+            object.__setattr__(self, "keypoints", keypoints)
+        return check_relative_boxes(boxes, s_idx, r_idx, names, self.raters, labels, policy=box_policy,
+                                    report=self.repairs)
+
+    def _keep_rows(self, keep: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``columns`` and the optional per-row columns restricted to the rows ``keep``."""
+        idx = np.flatnonzero(keep)
+        for name in ("polygons", "masks", "keypoints", "cuboids", "points3d", "polylines3d", "segments"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, value[idx] if isinstance(value, np.ndarray) else [value[i] for i in idx])
+        return tuple(c[idx] for c in columns)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -297,11 +371,16 @@ class MultiRaterAnnotations:
         sets: Sequence[Mapping[str, AnnotationSet | None]],
         image_sizes: np.ndarray | None = None,
         sample_names: Sequence | None = None,
+        coordinates: str = "relative",
+        box_policy: str = "error",
     ) -> "MultiRaterAnnotations":
         """Builds a corpus from one ``{rater: AnnotationSet or None}`` per sample.
 
         A rater missing from a sample's mapping, or mapped to ``None``, is not
         assigned to it (implicit absence); an empty set is explicit absence.
+        ``coordinates="pixels"``: the sets' boxes, polygons and keypoints are
+        in pixels of ``image_sizes``; ``box_policy``: boxes past the border
+        (see :class:`MultiRaterAnnotations` for both).
         """
         raters = tuple(sorted(raters))
         rindex = {r: i for i, r in enumerate(raters)}
@@ -355,6 +434,8 @@ class MultiRaterAnnotations:
             sample_names=sample_names,
             masks=masks if any_masks else None,
             keypoints=(np.concatenate(kps) if kps else np.zeros((0, K, 2))) if any_kps else None,
+            coordinates=coordinates,
+            box_policy=box_policy,
         )
 
     @classmethod

@@ -24,17 +24,48 @@ Rules (relative ``[x, y, w, h]`` boxes, FiftyOne's convention):
   that is not two-dimensional is an error.
 
 Every error names the sample, the field (or rater) and the annotation.
+
+What a corpus holds (:class:`~agreement.core.data.MultiRaterAnnotations`,
+declared here, checked in one vectorised pass when it is built):
+
+* Boxes are relative ``[x, y, w, h]`` in ``[0, 1]``. A box whose corner
+  strays past ``[0, 1]`` by more than :data:`BOX_TOLERANCE` (``1e-6``,
+  rounding in a conversion from pixels), with a negative size, or with a NaN
+  or infinite coordinate is refused (:func:`check_relative_boxes`), naming
+  the sample, the rater, the annotation, the box and the problem. A row with
+  all four coordinates NaN has no 2D box (3D and image-level labels) and is
+  not checked.
+* Pixel coordinates are taken in one way only: ``coordinates="pixels"``
+  (:data:`COORDINATES`) on the corpus, with ``image_sizes``; boxes, polygon
+  points and keypoints are divided by their sample's ``(width, height)``
+  (:func:`pixels_to_relative`) before the check above.
+* Relative boxes that stray past the border (a crowd's box dragged past the
+  edge) are refused by default; ``box_policy="clip"`` or ``"drop"`` on the
+  corpus repairs them as every operator does (:func:`check_boxes`), counted
+  per rater in the corpus's ``repairs`` (a :class:`RepairReport`).
+* Image sizes are ``(width, height)`` in pixels, NaN where unknown; a
+  non-positive or infinite size is refused (:func:`check_image_sizes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
-__all__ = ["AnnotationError", "RepairReport", "check_boxes", "validate_boxes", "BOX_POLICIES"]
+__all__ = ["AnnotationError", "RepairReport", "check_boxes", "validate_boxes", "BOX_POLICIES", "BOX_TOLERANCE",
+           "COORDINATES", "check_relative_boxes", "check_image_sizes", "pixels_to_relative"]
 
 BOX_POLICIES = ("clip", "drop", "error")
+
+#: How far past ``[0, 1]`` a relative coordinate may stray before it counts as outside the image: rounding
+#: noise of a conversion from pixels (``1e-6`` of a side is a thousandth of a pixel on a 1000-pixel image).
+BOX_TOLERANCE = 1e-6
+
+#: The coordinate units a corpus accepts: ``"relative"`` (FiftyOne's, the default) or ``"pixels"`` (divided by
+#: the sample's image size when the corpus is built).
+COORDINATES = ("relative", "pixels")
 
 
 class AnnotationError(ValueError):
@@ -113,7 +144,7 @@ def check_boxes(
     boxes: np.ndarray,
     where: np.ndarray | list[str],
     policy: str = "clip",
-    tolerance: float = 1e-6,
+    tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
     raters: np.ndarray | list | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +233,7 @@ def validate_boxes(
     boxes: np.ndarray,
     where: np.ndarray | list[str],
     policy: str = "clip",
-    tolerance: float = 1e-6,
+    tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
 ) -> np.ndarray:
     """Checks relative ``[x, y, w, h]`` boxes and returns them, clipped if allowed.
@@ -219,3 +250,187 @@ def validate_boxes(
     if policy == "drop":
         raise ValueError("validate_boxes keeps every box; use check_boxes for box_policy='drop'")
     return check_boxes(boxes, where, policy=policy, tolerance=tolerance, report=report)[0]
+
+
+def _box_name(i: int, sample_index: np.ndarray, rater_index: np.ndarray, sample_names, raters, labels) -> str:
+    """``box 2 of rater 'r1' on sample 'a.jpg' (row 7, label 'car')``: row ``i`` of the input, for messages."""
+    s, r = int(sample_index[i]), int(rater_index[i])
+    k = int(np.count_nonzero((sample_index[:i] == s) & (rater_index[:i] == r)))
+    label = f", label {_plain(labels[i])!r}" if labels is not None else ""
+    return f"box {k} of rater {_plain(raters[r])!r} on sample {_plain(sample_names[s])!r} (row {i}{label})"
+
+
+def _plain(value):
+    """A NumPy scalar as its Python value (``'car'``, not ``np.str_('car')``, in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class _RowNames:
+    """``where[k]`` of :func:`check_boxes` for the rows ``rows``, built only for the boxes it names."""
+
+    def __init__(self, rows: np.ndarray, sample_index, rater_index, sample_names, raters, labels):
+        self.rows, self.args = rows, (sample_index, rater_index, sample_names, raters, labels)
+
+    def __getitem__(self, k: int) -> str:
+        return _box_name(int(self.rows[k]), *self.args)
+
+
+def check_relative_boxes(
+    boxes: np.ndarray,
+    sample_index: np.ndarray,
+    rater_index: np.ndarray,
+    sample_names: Sequence,
+    raters: Sequence[str],
+    labels: Sequence | None = None,
+    policy: str = "error",
+    tolerance: float = BOX_TOLERANCE,
+    report: RepairReport | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Checks that a corpus's boxes are relative ``[x, y, w, h]`` inside the image; refuses or repairs the others.
+
+    A box passes when ``x, y >= -tolerance``, ``w, h >= 0`` and ``x + w, y + h <= 1 + tolerance``; a row with
+    all four coordinates NaN has no 2D box and passes. One vectorised pass over the ``N`` rows (messages are
+    built only for the boxes they name). A box with a NaN or infinite coordinate or a negative size is refused
+    under every policy; a box past the border is refused (``policy="error"``), clipped (``"clip"``) or left out
+    (``"drop"``) as :func:`check_boxes` does, the repairs counted per rater in ``report``.
+
+    Args:
+        boxes: ``(N, 4)`` boxes.
+        sample_index, rater_index: ``(N,)`` the sample and rater of each row.
+        sample_names: the samples' names, for messages.
+        raters: the raters' names, for messages and the per-rater counts.
+        labels: ``(N,)`` class names, for messages (optional).
+        policy: ``"error"`` (the corpus's default), ``"clip"`` or ``"drop"`` (:data:`BOX_POLICIES`).
+        tolerance: how far past ``[0, 1]`` a coordinate may stray (:data:`BOX_TOLERANCE`).
+        report: collects the repairs.
+
+    Returns:
+        ``(boxes, keep)``: the boxes (a copy when any was clipped) and an ``(N,)`` bool mask of the rows to
+        keep (all ``True`` except under ``"drop"``).
+
+    Raises:
+        AnnotationError: naming the first offending box (its rater, sample, row and label), the problem, how
+            many boxes have one, and how to proceed (``coordinates="pixels"`` for pixel boxes, a
+            ``box_policy`` for relative boxes past the border).
+        ValueError: an unknown policy.
+    """
+    if policy not in BOX_POLICIES:
+        raise ValueError(f"box_policy must be one of {BOX_POLICIES}, got {policy!r}")
+    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    keep = np.ones(len(boxes), dtype=bool)
+    if not len(boxes):
+        return boxes, keep
+    x, y, w, h = boxes.T
+    lo, hi = -tolerance, 1.0 + tolerance
+    with np.errstate(invalid="ignore"):
+        ok = (x >= lo) & (y >= lo) & (w >= 0) & (h >= 0) & (x + w <= hi) & (y + h <= hi)
+    if ok.all():
+        return boxes, keep
+    bad = np.flatnonzero(~ok & ~np.isnan(boxes).all(axis=1))
+    if not len(bad):
+        return boxes, keep
+    names = (np.asarray(sample_index), np.asarray(rater_index), sample_names, raters, labels)
+    with np.errstate(invalid="ignore"):
+        broken = bad[~(np.isfinite(boxes[bad]).all(axis=1) & (boxes[bad, 2] >= 0) & (boxes[bad, 3] >= 0))]
+    if len(broken) or policy == "error":
+        _refuse(boxes, broken if len(broken) else bad, names, tolerance)
+    rater_names = np.asarray(raters, dtype=object)[np.asarray(rater_index)[bad]]
+    fixed, kept = check_boxes(boxes[bad], _RowNames(bad, *names), policy=policy, tolerance=tolerance,
+                              report=report, raters=rater_names)
+    boxes = boxes.copy()
+    boxes[bad] = fixed
+    keep[bad] = kept
+    return boxes, keep
+
+
+def _refuse(boxes: np.ndarray, bad: np.ndarray, names: tuple, tolerance: float) -> None:
+    """Raises the :class:`AnnotationError` of :func:`check_relative_boxes` for the rows ``bad``."""
+    i = int(bad[0])
+    box = boxes[i]
+    where = _box_name(i, *names)
+    if not np.isfinite(box).all():
+        problem, how = "has a NaN or infinite coordinate", "a row without a 2D box has all four coordinates NaN"
+    elif box[2] < 0 or box[3] < 0:
+        problem, how = "has a negative width or height", "expected w, h >= 0"
+    else:
+        past = np.abs(boxes[bad][np.isfinite(boxes[bad])])
+        pixels = past.size and past.max() > 2.0
+        problem = f"lies outside the image [0, 1] by more than {tolerance:g}"
+        how = ("it looks like pixel coordinates: " if pixels else "for pixel coordinates, ") + (
+            "build the corpus with coordinates='pixels' and image_sizes (width, height per sample), which divides "
+            "them by the image size"
+        ) + ("" if pixels else "; for relative boxes past the border, build it with box_policy='clip' (clipped to "
+             "the image) or box_policy='drop' (left out), repairs counted in the corpus's repairs")
+    raise AnnotationError(
+        f"{where}: box {box.tolist()} {problem}; {len(bad)} box(es) in all are refused. Boxes are relative "
+        f"[x, y, w, h] in [0, 1] (FiftyOne's convention); {how}"
+    )
+
+
+def check_image_sizes(image_sizes: np.ndarray, sample_names: Sequence) -> None:
+    """Refuses an image size that is not a positive, finite number of pixels (NaN, unknown, is allowed).
+
+    Args:
+        image_sizes: ``(S, 2)`` ``(width, height)`` in pixels, NaN where unknown.
+        sample_names: the samples' names, for messages.
+
+    Raises:
+        AnnotationError: naming the first sample with a zero, negative or infinite width or height.
+    """
+    sizes = np.asarray(image_sizes, dtype=np.float64).reshape(-1, 2)
+    with np.errstate(invalid="ignore"):
+        bad = (~np.isnan(sizes) & ~((sizes > 0) & np.isfinite(sizes))).any(axis=1)
+    if bad.any():
+        s = int(np.flatnonzero(bad)[0])
+        raise AnnotationError(
+            f"sample {_plain(sample_names[s])!r}: image size (width, height) {sizes[s].tolist()} is not a positive, finite "
+            f"number of pixels ({int(bad.sum())} such sample(s) in all): expected pixels, or NaN where unknown"
+        )
+
+
+def pixels_to_relative(
+    boxes: np.ndarray,
+    sample_index: np.ndarray,
+    image_sizes: np.ndarray | None,
+    sample_names: Sequence,
+    polygons: list | None = None,
+    keypoints: np.ndarray | None = None,
+) -> tuple[np.ndarray, list | None, np.ndarray | None]:
+    """Pixel coordinates divided by their sample's image size: ``[x / W, y / H, w / W, h / H]``.
+
+    Boxes, polygon rings (``(k, 2)`` points) and keypoints (``(N, K, 2)``, NaN where not labelled) of row ``i``
+    are divided by ``image_sizes[sample_index[i]] = (W, H)``. Rows with no geometry (all-NaN box, no polygon, no
+    labelled keypoint) are kept as they are. The inputs are not modified.
+
+    Raises:
+        AnnotationError: naming the first sample that has geometry and no positive, finite image size (NaN,
+            missing, zero or negative).
+    """
+    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    sample_index = np.asarray(sample_index, dtype=np.intp)
+    S = len(sample_names)
+    sizes = np.full((S, 2), np.nan) if image_sizes is None else np.asarray(image_sizes, dtype=np.float64).reshape(S, 2)
+    geometry = ~np.isnan(boxes).all(axis=1)
+    if polygons is not None:
+        geometry |= np.fromiter((p is not None for p in polygons), dtype=bool, count=len(boxes))
+    if keypoints is not None and keypoints.size:
+        geometry |= ~np.isnan(keypoints).all(axis=(1, 2))
+    need = np.zeros(S, dtype=bool)
+    need[sample_index[geometry]] = True
+    with np.errstate(invalid="ignore"):
+        known = ((sizes > 0) & np.isfinite(sizes)).all(axis=1)
+    missing = need & ~known
+    if missing.any():
+        s = int(np.flatnonzero(missing)[0])
+        raise AnnotationError(
+            f"sample {_plain(sample_names[s])!r}: coordinates='pixels' needs the image size (width, height) in pixels of "
+            f"every sample with annotations; got {sizes[s].tolist()} ({int(missing.sum())} such sample(s) in all)"
+        )
+    wh = np.where(known[:, None], sizes, 1.0)[sample_index]
+    boxes = boxes / np.tile(wh, 2)
+    if polygons is not None:
+        polygons = [None if p is None else [np.asarray(ring, dtype=np.float64).reshape(-1, 2) / wh[i] for ring in p]
+                    for i, p in enumerate(polygons)]
+    if keypoints is not None:
+        keypoints = keypoints / wh[:, None, :]
+    return boxes, polygons, keypoints

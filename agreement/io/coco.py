@@ -12,6 +12,15 @@ Layout (Tschirschwitz & Rodehorst's KαLOS tool):
 A rater in an image's ``rater_list`` with no annotation there is **explicit
 absence** (an empty set); a rater not in the list is **implicit absence**.
 
+Pixels become FiftyOne's relative coordinates by the library's one conversion
+(:func:`agreement.core.validation.pixels_to_relative`: divided by the image's
+``width`` and ``height``). A box that then extends past the image (beyond
+:data:`~agreement.core.validation.BOX_TOLERANCE`) is handled by ``box_policy``,
+the operators' vocabulary: ``"clip"`` (default) clips it to the image,
+``"drop"`` leaves it out, both counted per rater in
+:attr:`MultiRaterCoco.repairs`; ``"error"`` refuses the file, naming the
+annotation. The corpus never holds a box outside ``[0, 1]``.
+
 Reading is strict: the whole file is type-checked before anything is built,
 in named stages (:func:`parse_multi_rater_coco` lists them). Bad input raises
 :class:`~agreement.core.validation.AnnotationError` whose message names the source
@@ -33,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
-from agreement.core.validation import AnnotationError
+from agreement.core.validation import AnnotationError, RepairReport, check_boxes, pixels_to_relative
 
 __all__ = ["MultiRaterCoco", "read_multi_rater_coco", "parse_multi_rater_coco", "to_coco_dict", "write_multi_rater_coco"]
 
@@ -56,6 +65,8 @@ class MultiRaterCoco:
             ``iscrowd``, ...), kept for a faithful export.
         rater_ids: the original rater ids (str or int) by rater name.
         info: the file's other top-level keys (``info``, ``licenses``).
+        repairs: the boxes past the image border clipped or dropped under
+            ``box_policy`` (per rater, with a few located examples).
     """
 
     annotations: MultiRaterAnnotations
@@ -64,10 +75,11 @@ class MultiRaterCoco:
     annotation_extras: dict[Any, dict] = field(default_factory=dict)
     rater_ids: dict[str, Any] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    repairs: RepairReport = field(default_factory=RepairReport)
 
 
-def read_multi_rater_coco(path: str | os.PathLike) -> MultiRaterCoco:
-    """Reads a multi-rater COCO JSON file (see :func:`parse_multi_rater_coco`).
+def read_multi_rater_coco(path: str | os.PathLike, box_policy: str = "clip") -> MultiRaterCoco:
+    """Reads a multi-rater COCO JSON file (see :func:`parse_multi_rater_coco`, and it for ``box_policy``).
 
     Raises:
         AnnotationError: the file is not valid JSON, or fails a check of
@@ -78,13 +90,18 @@ def read_multi_rater_coco(path: str | os.PathLike) -> MultiRaterCoco:
             data = json.load(f)
         except json.JSONDecodeError as e:
             raise AnnotationError(f"{path}: not a valid JSON file ({e})") from e
-    return parse_multi_rater_coco(data, source=os.fspath(path))
+    return parse_multi_rater_coco(data, source=os.fspath(path), box_policy=box_policy)
 
 
-def parse_multi_rater_coco(data: Any, source: str = "COCO data") -> MultiRaterCoco:
+def parse_multi_rater_coco(data: Any, source: str = "COCO data", box_policy: str = "clip") -> MultiRaterCoco:
     """Parses the KαLOS multi-rater COCO layout into relative coordinates.
 
-    Boxes become ``bbox / [W, H, W, H]``; polygon points ``/ [W, H]``.
+    Boxes become ``bbox / [W, H, W, H]``; polygon points ``/ [W, H]``. A box
+    past the image border (beyond ``1e-6`` of a side) is clipped
+    (``box_policy="clip"``), dropped (``"drop"``, with its polygon; its
+    category and extras stay in the file's lists) or refused (``"error"``),
+    as :func:`agreement.core.validation.check_boxes` does; clips and drops are
+    counted per rater in :attr:`MultiRaterCoco.repairs`.
 
     Everything is checked before anything is built, stage by stage:
 
@@ -111,21 +128,25 @@ def parse_multi_rater_coco(data: Any, source: str = "COCO data") -> MultiRaterCo
     Args:
         data: the decoded JSON document.
         source: how messages name the input (the file path when read from disk).
+        box_policy: ``"clip"``, ``"drop"`` or ``"error"`` for boxes past the image border.
 
     Raises:
         AnnotationError: at the first failed check, naming the source, the
             image (id and ``file_name``) and the annotation (id, or index when
             the id is bad), what is wrong and what was expected.
+        ValueError: an unknown ``box_policy``.
     """
+    check_boxes(np.zeros((0, 4)), [], policy=box_policy)  # an unknown policy fails before the file is read
     images, annotations, categories = _check_top_level(data, source)
     cats = _index_categories(categories, source)
     img_pos = _index_images(images, source)
     raters = _collect_raters(images, source)
     per_cell, extras = _check_annotations(annotations, images, img_pos, cats, raters, source)
-    corpus = _build_corpus(images, cats, per_cell, sorted(raters))
+    repairs = RepairReport()
+    corpus = _build_corpus(images, cats, per_cell, sorted(raters), source, box_policy, repairs)
     info = {k: v for k, v in data.items() if k not in _TOP_LISTS}
     rater_ids = {name: original for name, (original, _) in raters.items()}
-    return MultiRaterCoco(corpus, list(images), list(categories), extras, rater_ids, info)
+    return MultiRaterCoco(corpus, list(images), list(categories), extras, rater_ids, info, repairs)
 
 
 # --- naming things in messages ------------------------------------------------------------------
@@ -407,33 +428,54 @@ def _check_segmentation(seg: Any, where: str, source: str) -> None:
 
 
 def _build_corpus(
-    images: list[dict], cats: dict[int, dict], per_cell: dict[tuple[int, str], list[dict]], raters: list[str]
+    images: list[dict], cats: dict[int, dict], per_cell: dict[tuple[int, str], list[dict]], raters: list[str],
+    source: str = "COCO data", box_policy: str = "clip", repairs: RepairReport | None = None,
 ) -> MultiRaterAnnotations:
-    """Relative boxes and polygons per (image, assigned rater)."""
-    sets = []
+    """Relative boxes and polygons per (image, assigned rater), boxes past the border under ``box_policy``."""
+    cells = [(s, str(r), per_cell.get((s, str(r)), [])) for s, img in enumerate(images) for r in img["rater_list"]]
+    anns = [a for _, _, cell in cells for a in cell]
+    s_idx = np.fromiter((s for s, _, cell in cells for _ in cell), dtype=np.intp, count=len(anns))
+    rater_of = np.array([r for _, r, cell in cells for _ in cell], dtype=object)
+    sizes = np.array([[img["width"], img["height"]] for img in images], dtype=np.float64).reshape(-1, 2)
+    names = [img.get("file_name", str(img["id"])) for img in images]
+    pixel_boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
+    pixel_polys = [_rings(a.get("segmentation")) for a in anns]
+    boxes, polys, _ = pixels_to_relative(pixel_boxes, s_idx, sizes, names, pixel_polys)
+    where = _BoxWhere(source, images, anns, s_idx, rater_of)
+    boxes, keep = check_boxes(boxes, where, policy=box_policy, report=repairs, raters=rater_of)
+    sets, row = [], 0
     for s, img in enumerate(images):
-        W, H = float(img["width"]), float(img["height"])
         mapping: dict[str, AnnotationSet] = {}
-        for r in img["rater_list"]:
-            anns = per_cell.get((s, str(r)), [])
-            boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4) / [W, H, W, H]
-            polys = [_polygons(a.get("segmentation"), W, H) for a in anns]
-            mapping[str(r)] = AnnotationSet(boxes, [cats[a["category_id"]]["name"] for a in anns], [a["id"] for a in anns], polys)
         sets.append(mapping)
+        for r in img["rater_list"]:
+            n = len(per_cell.get((s, str(r)), []))
+            rows = [i for i in range(row, row + n) if keep[i]]
+            row += n
+            mapping[str(r)] = AnnotationSet(
+                boxes[rows], [cats[anns[i]["category_id"]]["name"] for i in rows], [anns[i]["id"] for i in rows],
+                [polys[i] for i in rows],
+            )
     return MultiRaterAnnotations.from_sets(
-        [img["id"] for img in images],
-        raters,
-        sets,
-        image_sizes=np.array([[img["width"], img["height"]] for img in images], dtype=np.float64).reshape(-1, 2),
-        sample_names=[img.get("file_name", str(img["id"])) for img in images],
+        [img["id"] for img in images], raters, sets, image_sizes=sizes, sample_names=names,
     )
 
 
-def _polygons(seg: list | None, W: float, H: float) -> list[np.ndarray] | None:
-    """Relative ``(n, 2)`` rings of a checked segmentation, ``None`` without one."""
+class _BoxWhere:
+    """``where[i]`` of :func:`~agreement.core.validation.check_boxes`, built only for the boxes it names."""
+
+    def __init__(self, source: str, images: list[dict], anns: list[dict], s_idx: np.ndarray, rater_of: np.ndarray):
+        self.source, self.images, self.anns, self.s_idx, self.rater_of = source, images, anns, s_idx, rater_of
+
+    def __getitem__(self, i: int) -> str:
+        img = self.images[self.s_idx[i]]
+        return f"{self.source}: {_annotation_label(self.anns[i], i, img)} by rater {self.rater_of[i]!r}"
+
+
+def _rings(seg: list | None) -> list[np.ndarray] | None:
+    """Pixel ``(n, 2)`` rings of a checked segmentation, ``None`` without one."""
     if not seg:
         return None
-    return [np.asarray(ring, dtype=np.float64).reshape(-1, 2) / [W, H] for ring in seg]
+    return [np.asarray(ring, dtype=np.float64).reshape(-1, 2) for ring in seg]
 
 
 def to_coco_dict(coco: MultiRaterCoco) -> dict:

@@ -13,9 +13,11 @@ benchmarks of hundreds of thousands of annotations:
 * each assigned rater misses each object with probability ``miss``, draws it
   with Gaussian jitter of ``jitter`` × the box size on its centre and sides,
   relabels it with probability ``confusion``, and adds a false positive with
-  probability ``false_positive`` (a random box);
-* a share ``outside`` of the drawn boxes is moved entirely past the right
-  image border (crowd workers do that), to exercise ``box_policy``.
+  probability ``false_positive`` (a random box).
+
+Every box lies in the image (a corpus holds relative boxes in ``[0, 1]``;
+boxes past the border are a FiftyOne dataset's matter, repaired by
+``box_policy`` when it is read).
 
 Everything is derived from ``seed``. This module does not import FiftyOne.
 """
@@ -57,7 +59,6 @@ def crowd_corpus(
     jitter: float = 0.05,
     confusion: float = 0.05,
     false_positive: float = 0.1,
-    outside: float = 0.0,
     seed: int = 0,
 ) -> tuple[MultiRaterAnnotations, MultiRaterAnnotations]:
     """A crowd corpus and its truth (see the module docstring for the model).
@@ -68,7 +69,7 @@ def crowd_corpus(
         raters_per_sample: k raters assigned per sample, ``2 <= k <= R``.
         min_objects, max_objects: true objects per sample.
         num_classes: classes ``c0``, ``c1``, ...
-        miss, jitter, confusion, false_positive, outside: the noise model.
+        miss, jitter, confusion, false_positive: the noise model.
         seed: the random seed.
 
     Returns:
@@ -105,8 +106,6 @@ def crowd_corpus(
     cls = np.concatenate([cls, rng.integers(0, C, size=len(fs))])
     s_idx = np.concatenate([s_of, fs])
     r_idx = np.concatenate([rater, fr])
-    past = rng.random(len(boxes)) < outside
-    boxes[past, 0] = 1.0 + boxes[past, 0] * 0.1 + 0.01
     names = np.array([f"c{c}" for c in range(C)], dtype=object)
     raters = tuple(f"w{r:03d}" for r in range(R))
     ids = np.array([f"a{i}" for i in range(len(boxes))], dtype=object)
