@@ -33,7 +33,7 @@ section{margin-top:22px}
 h2{font-size:19px;margin:0 0 8px;border-bottom:2px solid #d9dee7;padding-bottom:4px}
 .cards{display:flex;flex-wrap:wrap;gap:10px}
 .card{background:#fff;border:1px solid #d9dee7;border-radius:6px;padding:8px 12px;min-width:170px;max-width:420px}
-.card .label{font-size:12px;color:#5b6678;text-transform:uppercase;letter-spacing:.03em}
+.card .label{font-size:13px;color:#5b6678}
 .card .value{font-size:17px;font-weight:600;margin-top:2px}
 .grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:14px}
 .plot{background:#fff;border:1px solid #d9dee7;border-radius:6px;padding:4px;min-width:0}
@@ -53,7 +53,7 @@ def _unwrap_subtitle(layout: dict) -> None:
     old = _SPAN.findall(text)
     if not old:
         return
-    sub = _CLICK_CLAUSE.sub("", " ".join(old)).strip(" ·;")
+    sub = re.sub(r"(\s*·\s*)+", " · ", _CLICK_CLAUSE.sub(" · ", " ".join(old))).strip(" ·;")
     lines = wrap_lines(sub, SUBTITLE_CHARS) if sub else []
     head = text.split("<br><span", 1)[0]
     title["text"] = head + "".join(f"<br><span style='font-size:12px'>{line}</span>" for line in lines)

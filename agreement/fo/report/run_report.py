@@ -106,6 +106,12 @@ def _extra_figures(samples, info: dict, results: dict, data: dict) -> dict[str, 
     return out
 
 
+_TYPES_NOTE = ("<p class='note'>As in CVAT's quality report, rater a is the reference: <b>missing</b>, rater b has "
+               "nothing where rater a drew a label; <b>extra</b>, rater b drew a label where rater a has nothing; "
+               "<b>label differs</b>, the same object with another class; <b>low overlap</b>, the same object "
+               "drawn with little overlap.</p>")
+
+
 def _conflict_summary(rows: list[dict]) -> str:
     """Conflicts counted per rater pair and type, as a table."""
     counts = Counter((r["rater_a"], r["rater_b"], r["type"]) for r in rows)
@@ -124,14 +130,20 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     rater_figs = [figs[n] for n in ("pair_matrix",) if n in figs] + [b for b in bars if b.get("per_rater")]
     class_figs = [b for b in bars if not b.get("per_rater")] + extra["classes"]
     undefined = [{"reason": u["reason"], "samples": u["count"]} for u in (data or {}).get("undefined") or []]
+    missing = [what for what, there in (("rater-by-rater agreement matrix", "pair_matrix" in figs),
+                                        ("per-rater vitality or reliability chart", any(b.get("per_rater") for b in bars)))
+               if not there]
+    rater_note = (f"<p class='note'>{method_title} runs give no {' and no '.join(missing)}"
+                  f"{'; the table lists every per-rater figure the run has' if tables.get('raters') else ''}.</p>"
+                  if missing and (rater_figs or extra["confusion"] or tables.get("raters")) else "")
     sections = [
         {"title": "Per-sample scores", "figures": [figs["histogram"]] if "histogram" in figs else [],
          "absent": panel_note or f"{method_title} runs give no per-sample score.",
-         "extra": ("<p class='note'>Samples without a score, by reason:</p>" + html_table(undefined)) if undefined
-         else ""},
+         "extra": (("<p class='note'>Samples without a score, by reason:</p>" + html_table(undefined)) if undefined
+                   else "") + _worst_samples(tables.get("samples") or [], data)},
         {"title": "Raters", "figures": rater_figs + extra["confusion"],
          "absent": "This run stores no rater-by-rater matrix or per-rater figure.",
-         "extra": html_table(tables.get("raters") or [], limit=30)},
+         "extra": rater_note + html_table(tables.get("raters") or [], limit=30)},
         {"title": "Classes", "figures": class_figs, "absent": "This run stores no per-class figure.",
          "extra": html_table(tables.get("classes") or [], limit=30) if not class_figs else ""},
         {"title": "Curves", "figures": (data or {}).get("curves") or [],
@@ -143,8 +155,34 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     sections.append({"title": "Label conflicts", "figures": [], "absent": "",
                      "extra": f"<p class='note'>{conflicts_note}"
                               + (f" {count_text(len(rows), 'conflict')} in conflicts.csv; per rater pair:</p>"
-                                 + _conflict_summary(rows) if rows is not None else "</p>")})
+                                 + _conflict_summary(rows) + _TYPES_NOTE if rows is not None else "</p>")})
     return sections
+
+
+def _worst_samples(rows: list[dict], data: dict | None, top: int = 10) -> str:
+    """The ``top`` samples with the least agreement (lowest score, highest for a distance), as a table."""
+    scored = [r for r in rows if r.get("score") is not None]
+    if not scored:
+        return ""
+    descending = bool((data or {}).get("worst_first_descending"))
+    scored.sort(key=lambda r: (-r["score"] if descending else r["score"], r["file_name"]))
+    cols = ["file_name", "score", *[k for k in scored[0] if k not in ("sample_id", "file_name", "filepath", "score",
+                                                                       "reason")], "sample_id"]
+    return (f"<p class='note'>The {min(top, len(scored))} samples with the least agreement "
+            f"(every sample is in samples.csv):</p>" + html_table(scored[:top], limit=top, columns=cols))
+
+
+_FILES = {"raters": "one row per rater", "rater_pairs": "one row per rater pair", "classes": "one row per class",
+          "samples": "one row per sample, with the reason where the score is undefined",
+          "conflicts": "one row per label conflict (missing, extra, label differs, low overlap)",
+          "confusion": "each rater's class confusion, one row per cell", "alpha_by_tau": "α at each τ",
+          "json": "the run and its full results"}
+
+
+def _files_section(files: dict[str, str]) -> dict:
+    items = "".join(f"<li><code>{os.path.basename(p)}</code>: {_FILES.get(n, 'one row per record')}</li>"
+                    for n, p in files.items())
+    return {"title": "Files beside this page", "figures": [], "absent": "", "extra": f"<ul class='note'>{items}</ul>"}
 
 
 def _head(samples, info: dict, results: dict, data: dict | None, tables: dict) -> dict:
@@ -201,7 +239,7 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     extra = _extra_figures(samples, info, results, data)
     title = (data or {}).get("title", info["method"]).split(" — ")[0]
     page = render_report(_head(samples, info, results, data, tables),
-                         _sections(data, extra, tables, conflicts_note, panel_note, title))
+                         _sections(data, extra, tables, conflicts_note, panel_note, title) + [_files_section(files)])
     files["html"] = os.path.join(folder, "report.html")
     with open(files["html"], "w", encoding="utf-8") as f:
         f.write(page)
