@@ -125,6 +125,32 @@ def test_every_run_gets_a_folder_with_its_page_json_and_tidy_tables(fo, scored, 
     assert samples[0]["file_name"] == "000.jpg" and {"ot_min", "f1", "mean_iou", "reason"} <= set(samples[0])
 
 
+def test_cells_are_rounded_and_columns_named_plainly():
+    from agreement.fo.report.tables import pair_rows, plain_name, rater_rows, round_value
+
+    assert round_value(0.6000000000000001) == 0.6 and round_value(-0.123456) == -0.1235
+    assert round_value(123456.7) == 123500.0 and round_value(1.23456e-5) == 1.235e-5
+    assert round_value(30.999999999999996, count=True) == 31 and isinstance(round_value(np_int(7)), int)
+    assert round_value(float("nan")) is None and round_value(float("inf")) is None and round_value(True) == 1
+    assert plain_name("n_shared_samples") == "shared_samples" and plain_name("reason", "rater_vitality") == \
+        "vitality_reason"
+    assert plain_name("agreement", "rater_majority") == "agrees_with_majority"
+    rows = rater_rows({"raters": ["a", "b"], "rater_vitality": {"raters": ["a", "b"], "vitality": [0.10000000000000002,
+                                                                                                      None],
+                                                                 "reason": ["", "a single rater"]},
+                       "repairs": {"per_rater": {"b": {"clipped_boxes": 2}}}})
+    assert rows == [{"rater": "a", "vitality": 0.1, "vitality_reason": "", "repairs_clipped_boxes": None},
+                    {"rater": "b", "vitality": None, "vitality_reason": "a single rater", "repairs_clipped_boxes": 2}]
+    assert pair_rows({"rater_pairs": {"rater_a": ["a"], "rater_b": ["b"], "n_units": [4.0], "alpha": [0.33333]}}) == [
+        {"rater_a": "a", "rater_b": "b", "units": 4, "alpha": 0.3333}]
+
+
+def np_int(v: int):
+    import numpy as np
+
+    return np.int64(v)
+
+
 def test_consensus_samples_are_counts_never_label_reprs(fo, scored, tmp_path):
     from agreement.fo.reports import export_agreement_report
 
@@ -252,7 +278,10 @@ def _export_one(ds, key, tmp_path) -> tuple[str, dict]:
 
 def test_class_and_class_consensus_runs_write_their_report(fo, class_consensus_ds, tmp_path):  # noqa: F811
     html, files = _export_one(class_consensus_ds, "cls", tmp_path)
-    assert _plots(html) >= 4 and {"raters.csv", "rater_pairs.csv", "classes.csv", "samples.csv"} <= set(files)
+    assert _plots(html) >= 4 and {"raters.csv", "rater_pairs.csv", "classes.csv", "samples.csv",
+                                  "class_confusion.csv"} <= set(files)
+    classes = _rows(files["classes.csv"])
+    assert all(re.fullmatch(r"\d+", c["values"]) for c in classes)  # counts as integers
     assert "stores no per-label counterparts" in html and "conflicts.csv" not in files
     html, files = _export_one(class_consensus_ds, "vote", tmp_path)
     assert _plots(html) >= 2 and "one class per sample" in html

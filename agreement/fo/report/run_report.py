@@ -11,7 +11,7 @@ from agreement.fo.figures import PanelDataError, confusion_figure, confusion_mat
 from agreement.fo.figure_base import count_text
 from agreement.fo.report.conflicts import CONFLICT_COLUMNS, run_conflicts
 from agreement.fo.report.html import html_table, render_report
-from agreement.fo.report.tables import (class_rows, confusion_rows, curve_rows, pair_rows, plain_name, rater_rows,
+from agreement.fo.report.tables import (class_confusion_rows, class_rows, confusion_rows, curve_rows, pair_rows, plain_name, rater_rows,
                                         record_tables, sample_rows)
 from agreement.fo.runs import get_agreement_run_info, load_agreement_results, to_json
 
@@ -176,6 +176,7 @@ _FILES = {"raters": "one row per rater", "rater_pairs": "one row per rater pair"
           "samples": "one row per sample, with the reason where the score is undefined",
           "conflicts": "one row per label conflict (missing, extra, label differs, low overlap)",
           "confusion": "each rater's class confusion, one row per cell", "alpha_by_tau": "α at each τ",
+          "class_confusion": "the classes raters confuse, one row per cell",
           "json": "the run and its full results"}
 
 
@@ -224,6 +225,7 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     conflicts, conflicts_note = run_conflicts(samples, info, [str(r) for r in detail.get("raters") or []])
     tables = {"raters": rater_rows(detail, table["rows"] if table else None), "rater_pairs": pair_rows(detail),
               "classes": class_rows(detail, mask), "confusion": confusion_rows(detail),
+              "class_confusion": class_confusion_rows(detail),
               "alpha_by_tau": curve_rows(detail), **record_tables(detail)}
     if samples_csv and info.get("sample_fields"):
         score = (data or {}).get("score_field")

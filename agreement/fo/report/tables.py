@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["round_value", "plain_name", "rater_rows", "pair_rows", "class_rows", "sample_rows", "confusion_rows",
-           "curve_rows", "record_tables", "SIGNIFICANT_DIGITS"]
+           "curve_rows", "record_tables", "class_confusion_rows", "SIGNIFICANT_DIGITS"]
 
 #: Real numbers in the tables are rounded to this many significant digits.
 SIGNIFICANT_DIGITS = 4
@@ -33,7 +33,7 @@ _RENAMES = {
     "partner_agreement": "agrees_with_partners", "majority_agreement": "agrees_with_majority",
     "false_positive_rate": "false_positives_per_sample", "agreement": "agrees_with_consensus",
     "rater_sensitivity": "sensitivity", "rater_specificity": "specificity", "n_agree": "agreeing_units",
-    "n_review": "flagged_for_review",
+    "n_review": "flagged_for_review", "majority_agreement": "agrees_with_majority",
 }
 _COUNT_PREFIXES = ("n_",)
 # per-rater or per-class lists that are orders, not figures
@@ -43,7 +43,8 @@ _COUNT_NAMES = {"shared_samples", "units", "labels", "samples", "partners", "cha
 
 
 def round_value(value: Any, count: bool = False) -> Any:
-    """A cell: ``None`` / NaN / ±inf → ``None`` (an empty cell); a count (``count`` or an integral number) → ``int``;
+    """A cell: ``None`` / NaN / ±inf → ``None`` (an empty cell); a count (``count``, within 1e-6 of a whole number)
+    or an ``int`` → ``int``;
     a real number → rounded to :data:`SIGNIFICANT_DIGITS` significant digits (0.6000000000000001 → 0.6);
     anything else unchanged."""
     if value is None or isinstance(value, str):
@@ -56,8 +57,8 @@ def round_value(value: Any, count: bool = False) -> Any:
         v = float(value)
         if not math.isfinite(v):
             return None
-        if count and v == int(v):
-            return int(v)
+        if count and abs(v - round(v)) < 1e-6:  # a count summed in floating point (30.999999999999996)
+            return int(round(v))
         return float(f"{v:.{SIGNIFICANT_DIGITS}g}")
     return value
 
@@ -65,17 +66,23 @@ def round_value(value: Any, count: bool = False) -> Any:
 def plain_name(name: str, block: str = "") -> str:
     """A plain snake_case column name for a value ``name`` of results block ``block`` (``reason`` of a block
     becomes ``<block>_reason``; internal count names lose their ``n_``)."""
+    if name == "agreement" and block.startswith("rater_") and block != "rater_report":
+        name = f"{block[len('rater_'):]}_agreement"  # rater_majority.agreement: agreement with the majority
     name = _RENAMES.get(name, name)
     if name == "reason" and block:
         base = re.sub(r"^(rater_|class_)", "", block)
         name = f"{base}_reason"
     elif name.startswith(_COUNT_PREFIXES):
         name = name[2:]
+        _DERIVED_COUNTS.add(name)
     return re.sub(r"[^0-9a-zA-Z]+", "_", name).strip("_").lower()
 
 
+_DERIVED_COUNTS: set[str] = set()  # names the run stored as n_<name>: counts
+
+
 def _is_count(name: str) -> bool:
-    return name in _COUNT_NAMES
+    return name in _COUNT_NAMES or name in _DERIVED_COUNTS
 
 
 def _tidy(row: dict) -> dict:
@@ -193,6 +200,15 @@ def confusion_rows(detail: dict) -> list[dict]:
                 rows.append(_tidy({"rater": str(rater), "consensus_class": str(truth), "rater_class": str(said),
                                    "probability": p}))
     return rows
+
+
+def class_confusion_rows(detail: dict) -> list[dict]:
+    """A class agreement run's confusion between raters as a long table: ``class``, ``other_rater_class``,
+    ``probability`` (P(another rater's class | one rater's class), one row per cell)."""
+    c = detail.get("confusion") or {}
+    classes, matrix = c.get("classes") or [], c.get("matrix") or []
+    return [_tidy({"class": str(a), "other_rater_class": str(b), "probability": p})
+            for a, row in zip(classes, matrix) for b, p in zip(classes, row or [])]
 
 
 def curve_rows(detail: dict) -> list[dict]:
