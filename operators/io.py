@@ -8,6 +8,7 @@ import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
+from agreement.fo.importers.common import rater_warnings
 from agreement.fo.reading import read_annotations
 
 from .common import Progress, compute_config, execute_with_progress, require
@@ -32,8 +33,14 @@ def _run_import(operator, ctx, compute):
                                  triggers=_open_imported)
 
 
+#: what an import says about its names and raters
+MATCHED = (("match", "Name matching: the rule, and per rater its images, matched, unmatched (a few listed), renamed by",
+            "json"),)
+WARNINGS = (("warnings", "Warnings", "list"),)
+
+
 class ImportMultiRaterCoco(AgreementOperator):
-    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json"))
+    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json")) + WARNINGS
 
     @property
     def config(self):
@@ -160,6 +167,7 @@ def _coco_import_result(dataset) -> dict:
         "rater_fields": meta["rater_fields"],
         "num_labels": summary["annotations"],
         "per_rater": summary["per_rater"],
+        "warnings": rater_warnings(list(read.annotations.raters)),
     }
 
 
@@ -190,7 +198,8 @@ class ImportMultiRater(AgreementOperator):
                           ("videos", "Videos matched across the exports", "int"),
                           ("frames", "Frames with labels", "int"),
                           ("per_rater", "Per rater: images, labels, images missing", "json"),
-                          ("label_fields", "Image-level labels (kind: label type)", "json"))
+                          ("label_fields", "Image-level labels (kind: label type)", "json")) + MATCHED + (
+                          ("converted", "Label Studio converter outputs read (rater: how)", "json"),) + WARNINGS
 
     @property
     def config(self):
@@ -212,8 +221,10 @@ class ImportMultiRater(AgreementOperator):
         entry.enum("format", list(FORMATS), required=True, label="Format")
         entry.str("image_dir", required=False, label="Image folder (if not in the export)")
         entry.bool("complete", required=False, label="This export covers every image")
+        entry.str("classes", required=False, label="YOLO classes (if no dataset.yaml)",
+                  description="The class names in class id order, separated by commas, or the path of classes.txt")
         inputs.list("exports", entry, required=True, label="Exports, one per rater",
-                    description="Images are matched across exports by file name")
+                    description="Images are matched across exports by file name (Label Studio's upload id removed)")
         inputs.str("dataset_name", required=True, label="Dataset name")
         inputs.bool("complete", default=False, label="Every export covers every image",
                     description="Then an image missing from an export means that rater found nothing there "
@@ -226,6 +237,10 @@ class ImportMultiRater(AgreementOperator):
         inputs.str("mask_targets", required=False, label="Mask targets (segmentation)",
                    description='JSON {"pixel value": "class"}, e.g. {"1": "road", "2": "car"}; default: the '
                                "exports' own, else none (pixel values are the classes)")
+        inputs.str("classes", required=False, label="YOLO classes (exports without dataset.yaml)",
+                   description="Label Studio's YOLO output: the class names in class id order, separated by commas, "
+                               "or the path of its classes.txt (default: a classes.txt in the export)")
+        _name_inputs(inputs)
         _layout_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Import one export per rater"))
 
@@ -235,11 +250,39 @@ class ImportMultiRater(AgreementOperator):
         p = ctx.params
         exports = require(p, "exports", "a list of {rater, path, format}, one per rater")
         name = require(p, "dataset_name", "the name of the new dataset")
+        exports = [{**e, "classes": _class_names(e["classes"])} if isinstance(e, dict) and e.get("classes") else e
+                   for e in exports]
         kwargs = dict(complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
                       label_type=p.get("label_type") or "auto", mask_targets=_mask_targets(p.get("mask_targets")),
-                      **_layout_kwargs(p))
+                      classes=_class_names(p.get("classes")), **_name_kwargs(p), **_layout_kwargs(p))
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater(exports, name, **kwargs), lambda out: _import_result(*out)))
+
+
+def _name_inputs(inputs: types.Object) -> None:
+    """Form fragment: how image names correspond across exports."""
+    inputs.bool("upload_ids", default=True, label="Remove Label Studio's upload id from names",
+                description="'01b89637-photo.jpg' is matched as 'photo.jpg' (exactly 8 hex digits and a hyphen)")
+    inputs.str("strip_prefix", required=False, label="Prefix pattern removed from names",
+               description="A regular expression; its match at the start of a file name is removed (e.g. ^task\\d+_)")
+    inputs.str("name_map", required=False, label="Name map (CSV or JSON file)",
+               description="export name -> image name: a CSV of two columns (export_name,image_name) or a JSON object")
+
+
+def _name_kwargs(p: dict) -> dict:
+    return {"name_map": p.get("name_map") or None, "strip_prefix": p.get("strip_prefix") or None,
+            "upload_ids": bool(p.get("upload_ids", True))}
+
+
+def _class_names(value: Any) -> Any:
+    """YOLO classes as given: a list (Python), a ``classes.txt`` path, or names separated by commas (the form)."""
+    import os
+
+    if value in (None, "", []):
+        return None
+    if isinstance(value, str) and not os.path.isfile(value):
+        return [c.strip() for c in value.split(",") if c.strip()]
+    return value
 
 
 def _mask_targets(value: Any) -> dict | None:
@@ -262,7 +305,9 @@ class ImportLabelStudio(AgreementOperator):
     outputs = IMPORTED + (("tasks", "Tasks", "int"), ("regions", "Regions", "int"),
                           ("per_rater", "Regions per rater", "json"), ("skipped", "Skipped regions", "json"),
                           ("repaired", "Repaired regions", "json"),
-                          ("choices", "Choices controls (class or tags, classes, answered)", "json"))
+                          ("choices", "Choices controls (class or tags, classes, answered)", "json"),
+                          ("fell_back_to_updated_by", "Annotations whose rater is their updated_by (no completed_by)",
+                           "int")) + MATCHED + WARNINGS
 
     @property
     def config(self):
@@ -273,7 +318,7 @@ class ImportLabelStudio(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
-        from agreement.io.labelstudio import ROTATED_POLICIES
+        from agreement.io.labelstudio import RATER_SOURCES, ROTATED_POLICIES
 
         inputs = types.Object()
         inputs.str("json_path", required=True, label="Label Studio JSON export",
@@ -289,6 +334,10 @@ class ImportLabelStudio(AgreementOperator):
         inputs.str("label_config", required=False, label="Label config (XML file or text)",
                    description="The project's labeling interface: decides whether a Choices control is one class "
                                "or tags, and checks the choices (default: inferred from the export)")
+        inputs.enum("rater_from", list(RATER_SOURCES), default="completed_by", label="Rater of an annotation",
+                    description="completed_by: an annotation without it is refused; updated_by_fallback: its "
+                                "updated_by is the rater (counted)")
+        _name_inputs(inputs)
         _layout_inputs(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Import a Label Studio export"))
 
@@ -301,7 +350,7 @@ class ImportLabelStudio(AgreementOperator):
             dataset_name=p.get("dataset_name") or None, image_dir=p.get("image_dir") or None,
             image_key=p.get("image_key") or None, rotated=p.get("rotated") or "error",
             rater_names=p.get("rater_names") or None, label_config=p.get("label_config") or None,
-            **_layout_kwargs(p),
+            rater_from=p.get("rater_from") or "completed_by", **_name_kwargs(p), **_layout_kwargs(p),
         )
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_label_studio(path, **kwargs), lambda out: _import_result(*out)))
@@ -313,7 +362,8 @@ class ImportJudgements(AgreementOperator):
                           ("repeated_judgements_set_aside", "Repeated judgements set aside", "int"),
                           ("conflicting_pairs", "Repeated pairs with different labels", "int"),
                           ("unknown_counts", "Labels outside the categories (label: judgements)", "json"),
-                          ("dropped", "Judgements dropped", "int"), ("summary", "What was read and repaired", "str"))
+                          ("dropped", "Judgements dropped", "int"), ("summary", "What was read and repaired", "str")
+                          ) + WARNINGS
 
     @property
     def config(self):
@@ -362,7 +412,8 @@ class ImportJudgements(AgreementOperator):
             dataset, record = out
             keep = ("judgements", "classes", "repeated_pairs", "repeated_judgements_set_aside", "conflicting_pairs",
                     "unknown_counts", "dropped", "summary")
-            return _import_result(dataset, {k: record[k] for k in keep})
+            out = _import_result(dataset, {k: record[k] for k in keep})
+            return {**out, "warnings": rater_warnings(out["raters"])}
 
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_judgements(path, name, **kwargs), summarise))

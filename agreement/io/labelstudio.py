@@ -34,7 +34,8 @@ polygons with fewer than three points, cancelled annotations. Rotated
 rectangles are an error unless ``rotated="bbox"`` (their axis-aligned
 bounding box, computed in pixels, counted as repaired) or ``"skip"``.
 Malformed input (a coordinate that is not a finite number, a negative size,
-an annotation without ``completed_by``, one annotator twice on a task, sizes
+an annotation without ``completed_by`` (unless ``rater_from="updated_by_fallback"``
+takes its ``updated_by``, counted), one annotator twice on a task, sizes
 that disagree within a task) raises
 :class:`~agreement.core.validation.AnnotationError` naming the task, the
 annotation and the region.
@@ -57,9 +58,12 @@ from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.core.validation import AnnotationError
 from agreement.io.labelstudio_choices import ChoiceControl, add_choices, choices_of, parse_label_config, resolve_controls
 
-__all__ = ["Region", "LabelStudioExport", "read_label_studio", "parse_label_studio", "ROTATED_POLICIES"]
+__all__ = ["Region", "LabelStudioExport", "read_label_studio", "parse_label_studio", "ROTATED_POLICIES",
+           "RATER_SOURCES"]
 
 ROTATED_POLICIES = ("error", "bbox", "skip")
+#: Where an annotation's rater comes from: ``completed_by`` only, or ``updated_by`` when it has no ``completed_by``.
+RATER_SOURCES = ("completed_by", "updated_by_fallback")
 _GEOMETRY = {"rectangle": "box", "polygon": "polygon", "keypoint": "keypoint"}
 
 
@@ -111,6 +115,7 @@ class LabelStudioExport:
     choices: dict[tuple[int, str], dict[str, list[str]]] = field(default_factory=dict)
     controls: dict[str, ChoiceControl] = field(default_factory=dict)
     where: dict[tuple[int, str], str] = field(default_factory=dict)
+    fell_back: int = 0
 
     def choices_report(self) -> dict:
         """Per control: its label type, classes, where they come from, and how many annotations answered it."""
@@ -131,6 +136,7 @@ class LabelStudioExport:
             "skipped": dict(self.skipped),
             "repaired": dict(self.repaired),
             "per_rater": {r: dict(v) for r, v in self.per_rater.items()},
+            "fell_back_to_updated_by": int(self.fell_back),
             **({"choices": self.choices_report()} if self.controls else {}),
         }
 
@@ -179,6 +185,7 @@ def parse_label_studio(
     rotated: str = "error",
     rater_names: Mapping[str, str] | None = None,
     label_config: str | os.PathLike | None = None,
+    rater_from: str = "completed_by",
 ) -> LabelStudioExport:
     """Parses the JSON export (a list of tasks) into regions and choices per (task, annotator).
 
@@ -193,6 +200,10 @@ def parse_label_studio(
         label_config: the project's label config (XML text or a path): decides
             whether a ``Choices`` control is one class or tags, lists its
             classes, and is checked (see :mod:`agreement.io.labelstudio_choices`).
+        rater_from: ``"completed_by"`` (default: an annotation without it is
+            an error) or ``"updated_by_fallback"`` (such an annotation's rater
+            is its ``updated_by``; counted in ``fell_back_to_updated_by``,
+            overall and per annotator).
 
     Raises:
         AnnotationError: malformed input, naming the task, annotation and region;
@@ -201,6 +212,8 @@ def parse_label_studio(
     """
     if rotated not in ROTATED_POLICIES:
         raise ValueError(f"rotated must be one of {ROTATED_POLICIES}, got {rotated!r}")
+    if rater_from not in RATER_SOURCES:
+        raise ValueError(f"rater_from must be one of {RATER_SOURCES}, got {rater_from!r}")
     if isinstance(data, dict) and "annotations" in data:
         data = [data]
     if not isinstance(data, list):
@@ -226,21 +239,24 @@ def parse_label_studio(
         if not isinstance(annotations, list):
             raise AnnotationError(f"{where}: 'annotations' must be a list, got {type(annotations).__name__}")
         for a, ann in enumerate(annotations):
-            _annotation(out, t, task_rec, ann, a, where, rotated, names, skipped, repaired)
+            _annotation(out, t, task_rec, ann, a, where, rotated, names, skipped, repaired, rater_from)
     out.skipped, out.repaired = dict(skipped), dict(repaired)
     out.controls = resolve_controls(out.choices, out.where, config)
     return out
 
 
 def _annotation(out: LabelStudioExport, t: int, task: dict, ann: Any, a: int, where: str, rotated: str,
-                names: dict, skipped: Counter, repaired: Counter) -> None:
+                names: dict, skipped: Counter, repaired: Counter, rater_from: str = "completed_by") -> None:
     """One annotation of one task: its annotator and regions, added to ``out``."""
     if not isinstance(ann, dict):
         raise AnnotationError(f"{where}, annotation #{a}: expected an object, got {ann!r:.80}")
     aid = ann.get("id", a)
     where = f"{where}, annotation {aid!r}"
-    rater = _rater(ann, where, names)
+    rater, fell_back = _rater(ann, where, names, rater_from)
     stats = out.per_rater.setdefault(rater, {"tasks": 0, "regions": 0, "skipped": {}, "repaired": {}})
+    if fell_back:
+        out.fell_back += 1
+        stats["fell_back_to_updated_by"] = stats.get("fell_back_to_updated_by", 0) + 1
     if rater not in out.raters:
         out.raters.append(rater)
     if ann.get("was_cancelled"):
@@ -274,14 +290,29 @@ def _count(stats: dict, total: Counter, what: str, reason: str) -> None:
     total[reason] += 1
 
 
-def _rater(ann: dict, where: str, names: dict) -> str:
-    who = ann.get("completed_by")
-    if isinstance(who, dict):
-        who = who.get("email") or who.get("id")
-    if who is None or isinstance(who, bool) or who == "":
-        raise AnnotationError(f"{where}: no 'completed_by': the annotator of an annotation must be known")
-    who = str(who)
-    return names.get(who, who)
+def _user(value: Any) -> str | None:
+    """A Label Studio user reference (an id, or a user object with ``email``/``id``) as a name, or ``None``."""
+    if isinstance(value, dict):
+        value = value.get("email") or value.get("id")
+    if value is None or isinstance(value, bool) or value == "":
+        return None
+    return str(value)
+
+
+def _rater(ann: dict, where: str, names: dict, rater_from: str = "completed_by") -> tuple[str, bool]:
+    """``(rater, fell back)``: the annotation's ``completed_by``, else (when asked) its ``updated_by``."""
+    who, fell_back = _user(ann.get("completed_by")), False
+    if who is None and rater_from == "updated_by_fallback":
+        who, fell_back = _user(ann.get("updated_by")), True
+        if who is None:
+            raise AnnotationError(f"{where}: neither 'completed_by' nor 'updated_by': the annotator of an "
+                                  "annotation must be known")
+    if who is None:
+        hint = (" (it has 'updated_by': pass rater_from='updated_by_fallback' to take that as its annotator, "
+                "counted in the report)" if _user(ann.get("updated_by")) is not None else
+                "; rater_from='updated_by_fallback' takes 'updated_by' instead when the export has it")
+        raise AnnotationError(f"{where}: no 'completed_by': the annotator of an annotation must be known{hint}")
+    return names.get(who, who), fell_back
 
 
 def _image_ref(task: dict, image_key: str | None, where: str) -> str:

@@ -337,3 +337,14 @@ def _record_classes(dataset: fo.Dataset, merged: MergedImages, fields: dict[str,
 def file_key(path: str) -> str:
     """The name images are matched by across exports: the file name."""
     return os.path.basename(str(path).replace("\\", "/").rstrip("/"))
+
+
+def rater_warnings(raters: Sequence[str]) -> list[str]:
+    """What an import's result warns about its raters: agreement needs at least two."""
+    if len(raters) >= 2:
+        return []
+    who = f"one rater ({raters[0]!r})" if raters else "no rater"
+    return [f"this import has {who}: agreement needs at least two raters on the same images, so every agreement "
+            "number of this dataset would be undefined. Import the other raters' exports with it (one export per "
+            "rater in import_multi_rater), or check that the export names its annotators (Label Studio: "
+            "completed_by, or rater_from='updated_by_fallback')"]

@@ -23,9 +23,15 @@ regions into labels and writes the dataset in either layout
   adds. A project without rectangles, polygons or keypoints gets no box field.
 
 Every label carries ``ls_region_id``; every sample ``ls_task_id`` and
-``ls_image`` (the task's image reference). One sample per task, in file order;
-the file path is ``image_dir`` (default: the JSON file's folder) joined with
-the image's file name (the files need not exist).
+``ls_image`` (the task's image reference). One sample per task, in file order.
+Images are named by the matching rule of :mod:`agreement.fo.importers.names`
+(by default Label Studio's upload id is removed: ``01b89637-photo.jpg`` is
+``photo.jpg``); two tasks with one name are refused. The file path is
+``image_dir`` (default: the JSON file's folder) joined with that name, or with
+the name as Label Studio wrote it when only that file exists (the files need
+not exist). The report's ``match`` says per annotator how many of its images
+other annotators also annotated and which rule renamed them; ``warnings``
+says when the export has fewer than two annotators.
 """
 
 from __future__ import annotations
@@ -41,9 +47,11 @@ from agreement.fo.importers.common import (
     MergedImages,
     MultiRaterImportError,
     check_layout,
+    rater_warnings,
     write_merged_dataset,
 )
-from agreement.io.labelstudio import LabelStudioExport, Region, read_label_studio
+from agreement.fo.importers.names import NameMatchError, NameRule, keys_of, match_report, name_rule
+from agreement.io.labelstudio import RATER_SOURCES, LabelStudioExport, Region, read_label_studio
 
 __all__ = ["import_label_studio"]
 
@@ -83,17 +91,44 @@ def _choice_labels(parsed: LabelStudioExport, t: int, rater: str) -> dict[str, l
     return out
 
 
-def _merged(parsed: LabelStudioExport, image_dir: str) -> MergedImages:
-    keys, filepaths, sizes, labels, extra = [], [], [], [], []
+def _image_path(image_dir: str, key: str, file_name: str) -> str:
+    """``image_dir/key``, or ``image_dir/file_name`` (the name as exported) when only that file exists."""
+    path = os.path.join(image_dir, key)
+    original = os.path.join(image_dir, file_name)
+    return original if not os.path.exists(path) and os.path.exists(original) else path
+
+
+def _merged(parsed: LabelStudioExport, image_dir: str, keys: list[str]) -> MergedImages:
+    filepaths, sizes, labels, extra = [], [], [], []
     for t, task in enumerate(parsed.tasks):
-        keys.append(str(task["id"]))
-        filepaths.append(os.path.join(image_dir, task["file_name"]))
+        filepaths.append(_image_path(image_dir, keys[t], task["file_name"]))
         w, h = task["width"], task["height"]
         sizes.append((int(round(w)), int(round(h))) if w and h else None)
         labels.append({r: {**_labels(parsed.regions[(t, r)]), **_choice_labels(parsed, t, r)}
                        for r in parsed.raters if (t, r) in parsed.regions})
         extra.append({"ls_task_id": task["id"], "ls_image": task["image"]})
-    return MergedImages(keys, filepaths, sizes, list(parsed.raters), labels, extra, _choice_kinds(parsed))
+    return MergedImages(list(keys), filepaths, sizes, list(parsed.raters), labels, extra, _choice_kinds(parsed))
+
+
+def _match(parsed: LabelStudioExport, rule: NameRule, source: str) -> tuple[list[str], dict]:
+    """The tasks' image names under ``rule`` (two tasks with one name are refused) and the match report."""
+    refs = [t["file_name"] for t in parsed.tasks]
+    by_key: dict[str, list] = {}
+    for t, ref in zip(parsed.tasks, refs):
+        by_key.setdefault(rule.key(ref)[0], []).append(t)
+    for key, tasks in by_key.items():
+        if len(tasks) > 1:
+            raise NameMatchError(
+                f"{source}: tasks {[t['id'] for t in tasks]} (images {[t['file_name'] for t in tasks]}) all match "
+                f"the image name {key!r} ({rule.describe()}); one task per image: remove the duplicate tasks, or "
+                "pass upload_ids=False or a name_map that tells them apart")
+    keys = [rule.key(ref)[0] for ref in refs]
+    per_rater, rules = {}, {}
+    for r in parsed.raters:
+        mine = [t for t in range(len(keys)) if (t, r) in parsed.regions]
+        per_rater[r] = {keys[t]: parsed.tasks[t]["file_name"] for t in mine}
+        rules[r] = keys_of([refs[t] for t in mine], rule, source)[1]
+    return keys, match_report(per_rater, rules, rule)
 
 
 def import_label_studio(
@@ -109,6 +144,10 @@ def import_label_studio(
     label_config: str | os.PathLike | None = None,
     overwrite: bool = False,
     persistent: bool = False,
+    rater_from: str = "completed_by",
+    name_map: str | os.PathLike | Mapping[str, str] | None = None,
+    strip_prefix: str | None = None,
+    upload_ids: bool = True,
 ) -> tuple[fo.Dataset, dict]:
     """Builds a multi-rater dataset from Label Studio's JSON export.
 
@@ -132,33 +171,48 @@ def import_label_studio(
         overwrite: replace an existing dataset of that name (once the new one
             is complete).
         persistent: keep the dataset after the process exits.
+        rater_from: ``"completed_by"`` (an annotation without it is refused)
+            or ``"updated_by_fallback"`` (its ``updated_by`` is the rater;
+            counted in ``report["fell_back_to_updated_by"]``).
+        name_map, strip_prefix, upload_ids: how the images are named
+            (:func:`agreement.fo.importers.names.name_rule`: an explicit
+            mapping, a prefix pattern, Label Studio's upload id removed).
 
     Returns:
         ``(dataset, report)``: the report counts tasks, regions, and the
         skipped and repaired regions by reason, overall and per annotator;
         ``report["choices"][control]`` gives each control's label type,
-        classes and how many annotations answered it.
+        classes and how many annotations answered it; ``report["match"]``
+        the naming rule and, per annotator, its images, how many other
+        annotators also annotated and which rule renamed them;
+        ``report["warnings"]`` what the dataset cannot support (one annotator).
 
     Raises:
         agreement.core.validation.AnnotationError: malformed input (names task,
             annotation and region); nothing is written.
         MultiRaterImportError: no annotator in the file, or annotator names
             whose field names clash.
+        agreement.fo.importers.names.NameMatchError: two tasks with the same
+            image name (after the rule), a bad ``strip_prefix`` or ``name_map``.
     """
     check_layout(layout, field, rater_attr)
+    if rater_from not in RATER_SOURCES:
+        raise ValueError(f"rater_from must be one of {RATER_SOURCES}, got {rater_from!r}")
+    rule = name_rule(name_map, strip_prefix, upload_ids)
     path = os.fspath(json_path)
     name = dataset_name or os.path.splitext(os.path.basename(path))[0]
     if fo.dataset_exists(name) and not overwrite:
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
     parsed = read_label_studio(path, image_key=image_key, rotated=rotated, rater_names=rater_names,
-                               label_config=label_config)
+                               label_config=label_config, rater_from=rater_from)
     if not parsed.tasks:
         raise MultiRaterImportError(f"{path}: the export has no tasks")
     if not parsed.regions:
         raise MultiRaterImportError(f"{path}: no task has a submitted annotation (raters: {parsed.raters or 'none'})")
     image_dir = os.fspath(image_dir) if image_dir is not None else os.path.dirname(os.path.abspath(path))
-    merged = _merged(parsed, image_dir)
-    report = parsed.report()
+    keys, match = _match(parsed, rule, os.path.basename(path))
+    merged = _merged(parsed, image_dir, keys)
+    report = {**parsed.report(), "match": match, "warnings": rater_warnings(parsed.raters)}
     dataset = write_merged_dataset(merged, name, layout, field, rater_attr, overwrite, persistent,
                                    source=os.path.basename(path), report=report)
     return dataset, report

@@ -2,8 +2,18 @@
 
 Each rater's export is read by FiftyOne's own importer
 (``fo.Dataset.from_dir``) into a temporary dataset; the temporaries are then
-merged by image file name into one dataset in the fields or the attribute
+merged by image name into one dataset in the fields or the attribute
 layout (:mod:`agreement.fo.importers.common`) and deleted.
+
+Names. Images are matched by the rule of :mod:`agreement.fo.importers.names`:
+the file name, with Label Studio's upload id (``01b89637-``) removed by
+default, a prefix pattern (``strip_prefix``) removed, or an explicit mapping
+(``name_map``). The report's ``match`` says, per rater, how many of its images
+met images of the other raters, lists a few that did not, and counts the rule
+that renamed them. Label Studio's converter outputs (YOLO without
+``dataset.yaml``, VOC ``Annotations/`` without images) are read as
+:mod:`agreement.fo.importers.converted` says. ``warnings`` in the report says
+when the import has fewer than two raters.
 
 Absence. An image that is in a rater's export is one the rater looked at: its
 labels, or explicit absence (an empty set) when it has none. An image that a
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 from xml.etree import ElementTree
@@ -49,9 +60,11 @@ from agreement.fo.importers.common import (
     MultiRaterImportError,
     check_layout,
     check_rater_names,
-    file_key,
+    rater_warnings,
     write_merged_dataset,
 )
+from agreement.fo.importers.converted import converted_layout
+from agreement.fo.importers.names import HOW_TO_MAP, NameRule, match_report, name_rule
 
 __all__ = ["FORMATS", "RaterExport", "import_multi_rater", "resolve_format"]
 
@@ -91,6 +104,9 @@ class RaterExport:
             image is explicit absence); ``None`` takes the import's default.
         options: extra keyword arguments for FiftyOne's importer (e.g.
             ``{"split": "train"}`` for YOLO).
+        classes: a YOLO export without ``dataset.yaml`` (Label Studio's
+            converter): the class names in the order of the class ids, or the
+            path of its ``classes.txt``; ``None`` takes the import's.
     """
 
     rater: str
@@ -99,6 +115,7 @@ class RaterExport:
     image_dir: str | None = None
     complete: bool | None = None
     options: Mapping[str, Any] | None = None
+    classes: Sequence[str] | str | None = None
 
     @classmethod
     def coerce(cls, value: "RaterExport | Mapping | Sequence", index: int) -> "RaterExport":
@@ -106,14 +123,14 @@ class RaterExport:
         if isinstance(value, RaterExport):
             return value
         if isinstance(value, Mapping):
-            unknown = set(value) - {"rater", "path", "format", "image_dir", "complete", "options"}
+            unknown = set(value) - {"rater", "path", "format", "image_dir", "complete", "options", "classes"}
             if unknown:
                 raise MultiRaterImportError(f"export #{index}: unknown key(s) {sorted(unknown)}; expected rater, path, "
-                                            "format and optionally image_dir, complete, options")
+                                            "format and optionally image_dir, complete, options, classes")
             missing = [k for k in ("rater", "path", "format") if not value.get(k)]
             if missing:
                 raise MultiRaterImportError(f"export #{index}: missing {', '.join(missing)} (got {dict(value)!r})")
-            return cls(**{k: v for k, v in value.items()})
+            return cls(**{k: v for k, v in value.items() if not (k == "classes" and v in ("", []))})
         if isinstance(value, (list, tuple)) and len(value) == 3:
             return cls(*value)
         raise MultiRaterImportError(f"export #{index}: expected {{rater, path, format}} or (rater, path, format), "
@@ -177,10 +194,21 @@ def _labels_only(export: RaterExport, cls: type, kwargs: dict) -> dict:
     return {**kwargs, "labels_path": labels, "data_path": {n: os.path.join(data_dir, n) for n in names}}
 
 
-def _load(export: RaterExport, tmp_name: str) -> fo.Dataset:
-    """The export read by FiftyOne's importer into a new temporary dataset."""
+def _load(export: RaterExport, tmp_name: str, rule: NameRule | None = None, image_dir: str | None = None,
+          classes: Any = None, notes: dict | None = None) -> fo.Dataset:
+    """The export read by FiftyOne's importer into a new temporary dataset (a Label Studio converter
+    output as :func:`converted_layout` says; ``notes`` gets what it did, by rater)."""
     cls, options = resolve_format(export.format)
-    kwargs = {**_from_dir_kwargs(export, cls), **options, **dict(export.options or {})}
+    converted = converted_layout(export, cls.__name__, rule or name_rule(), image_dir, classes)
+    cleanup = None
+    if converted is not None:
+        type_name, kwargs, note, cleanup = converted
+        cls = getattr(fot, type_name)
+        kwargs = {**kwargs, **dict(export.options or {})}
+        if notes is not None:
+            notes[export.rater] = note
+    else:
+        kwargs = {**_from_dir_kwargs(export, cls), **options, **dict(export.options or {})}
     try:
         return fo.Dataset.from_dir(dataset_type=cls, name=tmp_name, label_field="labels", progress=False, **kwargs)
     except MultiRaterImportError:
@@ -192,12 +220,17 @@ def _load(export: RaterExport, tmp_name: str) -> fo.Dataset:
             f"rater {export.rater!r}: FiftyOne could not read {os.fspath(export.path)!r} as {cls.__name__} "
             f"({type(e).__name__}: {e})"
         ) from e
+    finally:
+        if cleanup is not None:
+            cleanup()
 
 
-def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
+def _extract(export: RaterExport, ds: fo.Dataset, rule: NameRule | None = None) -> tuple[dict, dict]:
     """``({key: (filepath, size, {kind: [labels]})}, report)`` of one rater's temporary dataset.
 
-    The report's private ``_classes`` and ``_mask_targets`` are what the export declares."""
+    The report's private ``_classes`` and ``_mask_targets`` are what the export declares, ``_rules`` how many
+    images each naming rule renamed."""
+    rule = rule or name_rule()
     schema = ds.get_field_schema()
     cls = resolve_format(export.format)[0]
     label_fields, skipped = {}, {}
@@ -222,8 +255,9 @@ def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
     counts = {k: 0 for k in (*KINDS, "class", "segmentation")}
     tree = cls.__name__ == "ImageClassificationDirectoryTree"
     carries_class = cls.__name__ in CLASS_CARRIERS or "class" in label_fields.values()
+    rules: Counter = Counter()
     for i, path in enumerate(paths):
-        key = file_key(path)
+        key, how = rule.key(path)
         labels = {"class": []} if carries_class else {}
         for f, kind in label_fields.items():
             v = values[f][i]
@@ -240,9 +274,14 @@ def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
             continue
         if key in images:
             raise MultiRaterImportError(
-                f"rater {export.rater!r}: {os.fspath(export.path)!r} has two images named {key!r} "
-                f"({images[key][0]!r} and {path!r}); images are matched across exports by file name"
+                f"rater {export.rater!r}: {os.fspath(export.path)!r} has two images, {images[key][0]!r} and "
+                f"{path!r}, that both match the name {key!r} ({rule.describe()}); each image of an export must "
+                "have its own name: "
+                + ("pass upload_ids=False if these ids are part of the names, or "
+                   if "upload_id" in (how, rule.key(images[key][0])[1]) else "")
+                + "give a name_map that tells them apart"
             )
+        rules[how] += 1
         size = (int(widths[i]), int(heights[i])) if widths[i] and heights[i] else None
         images[key] = (path, size, labels)
     if cls.__name__ == "CVATImageDataset":
@@ -257,6 +296,7 @@ def _extract(export: RaterExport, ds: fo.Dataset) -> tuple[dict, dict]:
         "skipped": skipped_counts,
         "_classes": list(ds.default_classes or ds.classes.get("labels") or []),
         "_mask_targets": dict(ds.mask_targets.get("labels") or ds.default_mask_targets or {}),
+        "_rules": rules,
     }
     return images, report
 
@@ -265,7 +305,7 @@ def cls_name(fmt: Any) -> str:
     return fmt.__name__ if isinstance(fmt, type) else str(fmt)
 
 
-def _check_overlap(per_rater: dict[str, dict], exports: list[RaterExport]) -> None:
+def _check_overlap(per_rater: dict[str, dict], exports: list[RaterExport], rule: NameRule | None = None) -> None:
     """Every export has images, and each shares at least one with the others."""
     for e in exports:
         if not per_rater[e.rater]:
@@ -277,9 +317,10 @@ def _check_overlap(per_rater: dict[str, dict], exports: list[RaterExport]) -> No
         if not others.intersection(per_rater[e.rater]):
             mine = sorted(per_rater[e.rater])[:3]
             theirs = sorted(others)[:3]
+            how = rule.describe() if rule is not None else "images are matched by file name"
             raise MultiRaterImportError(
                 f"rater {e.rater!r}: no image of export {os.fspath(e.path)!r} matches an image of the other exports "
-                f"(its file names start {mine}, theirs {theirs}); images are matched by file name"
+                f"(its names start {mine}, theirs {theirs}); {how}. If these are the same images, {HOW_TO_MAP}"
             )
 
 
@@ -321,6 +362,12 @@ def _merge(per_rater: dict[str, dict], exports: list[RaterExport], default_compl
     return MergedImages(keys, filepaths, sizes, raters, labels)
 
 
+def _export_rules(rules: Counter, note: dict | None) -> Counter:
+    """How the export's own names were renamed: a converter output's label files (their images were found by
+    the rule), else the images' names."""
+    return Counter((note or {}).get("label_files_renamed_by") or rules)
+
+
 def _image_kinds(per_rater: dict, specs: list[RaterExport], reports: dict, label_type: str,
                  mask_targets: Mapping | None) -> dict:
     """The image-level kinds of the import (:func:`image_kind_specs`), the exports' declarations taken out of
@@ -343,6 +390,10 @@ def import_multi_rater(
     persistent: bool = False,
     label_type: str = "auto",
     mask_targets: Mapping[Any, str] | None = None,
+    name_map: str | os.PathLike | Mapping[str, str] | None = None,
+    strip_prefix: str | None = None,
+    upload_ids: bool = True,
+    classes: Sequence[str] | str | None = None,
 ) -> tuple[fo.Dataset, dict]:
     """Merges one export per rater, read by FiftyOne's importers, into one multi-rater dataset.
 
@@ -366,24 +417,42 @@ def import_multi_rater(
         mask_targets: ``{pixel value: class}`` of semantic masks, recorded as
             the mask fields' ``mask_targets`` (default: those the exports
             record, else none).
+        name_map: an explicit mapping ``{export name: image name}`` (a dict,
+            or a CSV or JSON file), tried first.
+        strip_prefix: a regular expression removed from the start of file
+            names (when it matches), tried next.
+        upload_ids: remove Label Studio's upload id (``^[0-9a-f]{8}-``) from
+            file names (default), tried last
+            (:mod:`agreement.fo.importers.names`).
+        classes: the class names of YOLO exports without ``dataset.yaml``
+            (Label Studio's converter), in class id order, or the path of its
+            ``classes.txt``; an export's own ``classes`` comes first.
 
     Video formats (``"cvat_video"``, ``"fiftyone_video"`` or a FiftyOne
     video labels dataset type) make a video dataset with frame fields
     (:mod:`agreement.fo.importers.video`: tracks keep their id as ``index``;
     the same video with different frame counts, rates or sizes across raters
-    is an error); all exports must then be videos.
+    is an error); all exports must then be videos, matched by file name
+    (``name_map`` and ``strip_prefix`` are refused; no upload id is removed).
 
     Returns:
         ``(dataset, report)``; ``report["per_rater"][rater]`` has ``images``,
         ``labels`` (``labels_by_kind``), ``images_missing``, the skipped
         labels and, for masks, ``mask_values``; ``report["label_fields"]``
-        the kinds written and their fields' type.
+        the kinds written and their fields' type; ``report["match"]`` the
+        naming rule and, per rater, ``images``, ``matched`` (also in another
+        rater's export), ``unmatched``, ``unmatched_examples`` and
+        ``renamed_by`` (images per rule); ``report["converted"]`` how Label
+        Studio converter outputs were read; ``report["warnings"]`` what the
+        dataset cannot support (fewer than two raters).
 
     Raises:
         MultiRaterImportError: no or duplicate rater names, an unknown format,
             an export FiftyOne cannot read, two images of one export with the
             same file name, an export that matches no image of the others,
-            sizes that disagree, several classes on an image with
+            sizes that disagree, two images of one export with the same name
+            under the naming rule, a YOLO export without ``dataset.yaml`` and
+            no ``classes``, several classes on an image with
             ``label_type="classification"``, a CVAT tag its file does not
             declare, a mask that is not a 2-D integer image or has values
             outside ``mask_targets``. Nothing is left behind.
@@ -395,7 +464,8 @@ def import_multi_rater(
     if not specs:
         raise MultiRaterImportError("no exports given: expected one {rater, path, format} per rater")
     check_rater_names([s.rater for s in specs])
-    classes = {s.rater: resolve_format(s.format)[0] for s in specs}
+    yolo_classes = classes
+    classes = {s.rater: resolve_format(s.format)[0] for s in specs}  # the dataset types, as the video import takes them
     for s in specs:
         _from_dir_kwargs(s)
     if fo.dataset_exists(dataset_name) and not overwrite:
@@ -407,15 +477,22 @@ def import_multi_rater(
     if videos:
         if label_type != "auto" or mask_targets:
             raise MultiRaterImportError("label_type and mask_targets apply to image-level labels, not to video exports")
-        return import_video_exports(specs, classes, dataset_name, layout, field, rater_attr, bool(complete), image_dir,
-                                    overwrite, persistent, _load, _check_overlap)
-    per_rater, reports, temps = {}, {}, []
+        if name_map or strip_prefix or yolo_classes is not None:
+            raise MultiRaterImportError("name_map, strip_prefix and classes apply to image exports, not to video "
+                                        "exports (videos are matched by file name)")
+        dataset, report = import_video_exports(specs, classes, dataset_name, layout, field, rater_attr, bool(complete),
+                                               image_dir, overwrite, persistent, _load, _check_overlap)
+        return dataset, {**report, "warnings": rater_warnings([s.rater for s in specs])}
+    per_rater, reports, temps, notes = {}, {}, [], {}
+    rule = name_rule(name_map, strip_prefix, upload_ids)
     try:
         for s in specs:
-            tmp = _load(s, _temporary_name(dataset_name, "rater"))
+            tmp = _load(s, _temporary_name(dataset_name, "rater"), rule, image_dir, yolo_classes, notes)
             temps.append(tmp)
-            per_rater[s.rater], reports[s.rater] = _extract(s, tmp)
-        _check_overlap(per_rater, specs)
+            per_rater[s.rater], reports[s.rater] = _extract(s, tmp, rule)
+        match = match_report({r: {k: os.path.basename(v[0]) for k, v in imgs.items()} for r, imgs in per_rater.items()},
+                             {r: _export_rules(rep.pop("_rules"), notes.get(r)) for r, rep in reports.items()}, rule)
+        _check_overlap(per_rater, specs, rule)
         kind_specs = _image_kinds(per_rater, specs, reports, label_type, mask_targets)
         merged = _merge(per_rater, specs, bool(complete), image_dir, reports)
         merged.kind_specs = kind_specs
@@ -423,7 +500,8 @@ def import_multi_rater(
         for tmp in temps:
             _discard(tmp)
     report = {"images": len(merged.keys), "raters": merged.raters, "per_rater": reports,
-              "label_fields": {k: s.doc_type.__name__ for k, s in kind_specs.items()}}
+              "label_fields": {k: s.doc_type.__name__ for k, s in kind_specs.items()}, "match": match,
+              "converted": notes, "warnings": rater_warnings(merged.raters)}
     dataset = write_merged_dataset(merged, dataset_name, layout, field, rater_attr, overwrite, persistent,
                                    source="import_multi_rater", report=report)
     return dataset, report
