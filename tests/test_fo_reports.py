@@ -323,3 +323,20 @@ def test_video_frame_and_track_runs_write_their_report(fo, tmp_path):
             assert len(_rows(files["samples.csv"])) == 3
     finally:
         ds.delete()
+
+
+def test_a_simulation_run_gets_a_page_that_says_why_it_has_no_figures(fo, scored, tmp_path):
+    import fiftyone.operators as foo
+
+    from agreement.fo.reports import export_agreement_report
+
+    ds, _, _ = scored
+    r = foo.execute_operator(OP.format("simulate_raters"),
+                             ctx=dict(view=ds.view(), params=dict(field="w000", num_raters=2, key="sim")))
+    assert r.error is None, r.error
+    out = export_agreement_report(ds, tmp_path, keys="sim")["runs"]["sim"]
+    html = (tmp_path / "sim" / "report.html").read_text()
+    assert _plots(html) == 0 and "A simulation run writes simulated raters, not agreement" in html
+    rows = _check_tidy(out["samples"])
+    counted = [c for c in rows[0] if c.endswith("_labels")]
+    assert len(counted) == 2 and all(re.fullmatch(r"\d+", r[c]) for r in rows for c in counted)

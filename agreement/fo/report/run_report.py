@@ -60,9 +60,10 @@ def sample_table(samples, info: dict, results: dict, score: str | None) -> list[
         if list_attr is None:  # one label per sample: its class
             values[f"{name}_class"] = samples.values(f"{f}.label")
             continue
-        review = samples.values(f"{f}.{list_attr}.{key}_review")
-        values[f"{name}_labels"] = [None if r is None else len(r) for r in review]
-        values.setdefault("flagged_for_review", [None if r is None else sum(bool(x) for x in r) for r in review])
+        values[f"{name}_labels"] = [None if r is None else len(r) for r in samples.values(f"{f}.{list_attr}.id")]
+        if f == f"{key}_consensus":
+            review = samples.values(f"{f}.{list_attr}.{key}_review")
+            values.setdefault("flagged_for_review", [None if r is None else sum(map(bool, r)) for r in review])
     ids, paths = samples.values(["id", "filepath"])
     reasons = (results.get("detail") or {}).get("undefined_samples") or {}
     ordered = {"score": values.pop("score")} if "score" in values else {}
@@ -76,7 +77,10 @@ def _panel(samples, key: str) -> tuple[dict | None, str]:
     try:
         return run_panel_data(samples._root_dataset.view(), key, whole=True, options=REPORT_OPTIONS), ""
     except PanelDataError as e:
-        return None, str(e)
+        if "simulate_raters" in str(e):
+            return None, ("A simulation run writes simulated raters, not agreement: compute agreement on the "
+                          "fields it wrote to see figures here.")
+        return None, f"No figures for this run: {e}"
 
 
 def _extra_figures(samples, info: dict, results: dict, data: dict) -> dict[str, list]:
