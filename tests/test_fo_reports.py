@@ -319,6 +319,7 @@ def test_video_frame_and_track_runs_write_their_report(fo, tmp_path):
         for key in ("ot", "k", "tr"):
             html, files = _export_one(ds, key, tmp_path)
             assert _plots(html) >= 2 and "video_timeline" in html, key
+            assert "3 videos with the least agreement" in html, key
             assert "this run is on video frames" in html or "stores no per-label" in html
             assert len(_rows(files["samples.csv"])) == 3
     finally:

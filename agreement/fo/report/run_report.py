@@ -127,9 +127,22 @@ def _conflict_summary(rows: list[dict]) -> str:
     return html_table(table, limit=30)
 
 
+def _item(samples) -> str:
+    return "video" if getattr(samples._root_dataset, "media_type", None) == "video" else "sample"
+
+
+def _empty_matrix(fig: dict) -> bool:
+    """Whether a heatmap has no cell to draw (every pair hidden by the panel's minimum support)."""
+    z = (fig.get("traces") or [{}])[0].get("z") or []
+    return not any(v is not None for row in z for v in (row or []))
+
+
 def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list], conflicts_note: str,
-              panel_note: str, method_title: str) -> list[dict]:
-    figs = (data or {}).get("figures") or {}
+              panel_note: str, method_title: str, item: str = "sample") -> list[dict]:
+    figs = dict((data or {}).get("figures") or {})
+    hidden = "pair_matrix" in figs and _empty_matrix(figs["pair_matrix"])
+    if hidden:
+        figs.pop("pair_matrix")
     bars = (data or {}).get("bars") or []
     rater_figs = [figs[n] for n in ("pair_matrix",) if n in figs] + [b for b in bars if b.get("per_rater")]
     class_figs = [b for b in bars if not b.get("per_rater")] + extra["classes"]
@@ -137,16 +150,23 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     missing = [what for what, there in (("rater-by-rater agreement matrix", "pair_matrix" in figs),
                                         ("per-rater vitality or reliability chart", any(b.get("per_rater") for b in bars)))
                if not there]
-    rater_note = (f"<p class='note'>{method_title} runs give no {' and no '.join(missing)}"
+    if hidden:
+        missing = [m for m in missing if not m.startswith("rater-by-rater")]
+        rater_note_hidden = ("<p class='note'>The panel's rater-by-rater matrix has no cell to draw for this run "
+                             "(it hides pairs below its minimum shared support); rater_pairs.csv lists every "
+                             "pair's values.</p>")
+    else:
+        rater_note_hidden = ""
+    rater_note = rater_note_hidden + (f"<p class='note'>{method_title} runs give no {' and no '.join(missing)}"
                   f"{'; the table lists every per-rater figure the run has' if tables.get('raters') else ''}.</p>"
                   if missing and (rater_figs or extra["confusion"] or tables.get("raters")) else "")
     sections = [
         {"title": "Per-sample scores", "figures": [figs["histogram"]] if "histogram" in figs else [],
          "absent": panel_note or f"{method_title} runs give no per-sample score.",
          "extra": (("<p class='note'>Samples without a score, by reason:</p>" + html_table(undefined)) if undefined
-                   else "") + _worst_samples(tables.get("samples") or [], data)},
+                   else "") + _worst_samples(tables.get("samples") or [], data, item)},
         {"title": "Raters", "figures": rater_figs + extra["confusion"],
-         "absent": "This run stores no rater-by-rater matrix or per-rater figure.",
+         "absent": "" if hidden else "This run stores no rater-by-rater matrix or per-rater figure.",
          "extra": rater_note + html_table(tables.get("raters") or [], limit=30)},
         {"title": "Classes", "figures": class_figs, "absent": "This run stores no per-class figure.",
          "extra": html_table(tables.get("classes") or [], limit=30) if not class_figs else ""},
@@ -163,7 +183,7 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     return sections
 
 
-def _worst_samples(rows: list[dict], data: dict | None, top: int = 10) -> str:
+def _worst_samples(rows: list[dict], data: dict | None, item: str = "sample", top: int = 10) -> str:
     """The ``top`` samples with the least agreement (lowest score, highest for a distance), as a table."""
     scored = [r for r in rows if r.get("score") is not None]
     if not scored:
@@ -172,7 +192,7 @@ def _worst_samples(rows: list[dict], data: dict | None, top: int = 10) -> str:
     scored.sort(key=lambda r: (-r["score"] if descending else r["score"], r["file_name"]))
     cols = ["file_name", "score", *[k for k in scored[0] if k not in ("sample_id", "file_name", "filepath", "score",
                                                                        "reason")], "sample_id"]
-    return (f"<p class='note'>The {min(top, len(scored))} samples with the least agreement "
+    return (f"<p class='note'>The {count_text(min(top, len(scored)), item)} with the least agreement "
             f"(every sample is in samples.csv):</p>" + html_table(scored[:top], limit=top, columns=cols))
 
 
@@ -196,7 +216,7 @@ def _head(samples, info: dict, results: dict, data: dict | None, tables: dict) -
     n_samples = (data or {}).get("n_run") or summary.get("n_samples") or len(samples._root_dataset)
     raters = detail.get("raters") or [r["rater"] for r in tables.get("raters") or []]
     labels = sum(int(r.get("labels") or 0) for r in tables.get("raters") or [])
-    corpus = [count_text(int(n_samples), "sample"), count_text(len(raters), "rater")]
+    corpus = [count_text(int(n_samples), _item(samples)), count_text(len(raters), "rater")]
     if labels:
         corpus.append(count_text(labels, "label"))
     params = {k: v for k, v in (info.get("params") or {}).items() if v is not None and k not in ("target", "key")}
@@ -245,7 +265,8 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     extra = _extra_figures(samples, info, results, data)
     title = (data or {}).get("title", info["method"]).split(" — ")[0]
     page = render_report(_head(samples, info, results, data, tables),
-                         _sections(data, extra, tables, conflicts_note, panel_note, title) + [_files_section(files)])
+                         _sections(data, extra, tables, conflicts_note, panel_note, title, _item(samples))
+                         + [_files_section(files)])
     files["html"] = os.path.join(folder, "report.html")
     with open(files["html"], "w", encoding="utf-8") as f:
         f.write(page)
