@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from agreement.fo.figure_base import SUBTITLE_CHARS, sig3, wrap_lines
 
-__all__ = ["render_report", "static_figure", "figure_html"]
+__all__ = ["render_report", "static_figure", "figure_html", "html_table"]
 
 _CLICK_HOVER = re.compile(r"<br>click[^<]*")
 _CLICK_CLAUSE = re.compile(r"\s*(?:·|;)?\s*\(?click (?:a|on|one)\b[^·)]*\)?")
