@@ -223,6 +223,8 @@ class ImportMultiRater(AgreementOperator):
         entry.bool("complete", required=False, label="This export covers every image")
         entry.str("classes", required=False, label="YOLO classes (if no dataset.yaml)",
                   description="The class names in class id order, separated by commas, or the path of classes.txt")
+        entry.str("annotator", required=False, label="Label Studio annotator (JSON with several)",
+                  description="format label_studio: the annotator's id or email whose annotations are this rater's")
         inputs.list("exports", entry, required=True, label="Exports, one per rater",
                     description="Images are matched across exports by file name (Label Studio's upload id removed)")
         inputs.str("dataset_name", required=True, label="Dataset name")
@@ -250,13 +252,24 @@ class ImportMultiRater(AgreementOperator):
         p = ctx.params
         exports = require(p, "exports", "a list of {rater, path, format}, one per rater")
         name = require(p, "dataset_name", "the name of the new dataset")
-        exports = [{**e, "classes": _class_names(e["classes"])} if isinstance(e, dict) and e.get("classes") else e
-                   for e in exports]
+        exports = [_export_entry(e) for e in exports]
         kwargs = dict(complete=bool(p.get("complete", False)), image_dir=p.get("image_dir") or None,
                       label_type=p.get("label_type") or "auto", mask_targets=_mask_targets(p.get("mask_targets")),
                       classes=_class_names(p.get("classes")), **_name_kwargs(p), **_layout_kwargs(p))
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater(exports, name, **kwargs), lambda out: _import_result(*out)))
+
+
+def _export_entry(entry: Any) -> Any:
+    """A form's export entry as ``import_multi_rater`` takes it: ``classes`` parsed, ``annotator`` an option."""
+    if not isinstance(entry, dict):
+        return entry
+    entry = {k: v for k, v in entry.items() if v not in (None, "")}
+    if "classes" in entry:
+        entry["classes"] = _class_names(entry["classes"])
+    if "annotator" in entry:
+        entry["options"] = {**dict(entry.get("options") or {}), "annotator": entry.pop("annotator")}
+    return entry
 
 
 def _name_inputs(inputs: types.Object) -> None:

@@ -205,6 +205,39 @@ def test_label_studio_json_with_an_updated_by_annotation(fo, exports, reference,
         ds.delete()
 
 
+def test_label_studio_json_exports_meet_cvat_in_import_multi_rater(fo, exports, reference, tmp_path):
+    """format='label_studio': one annotator of Label Studio's JSON export is one rater's export; a file with
+    several annotators needs options={'annotator': ...} (the message says so)."""
+    from agreement.core.validation import AnnotationError
+    from agreement.fo.importers import MultiRaterImportError, import_multi_rater
+
+    solo = tmp_path / "ls-bob.json"
+    solo.write_text(json.dumps(rx.label_studio_tasks(["bob"], exports["data"])))
+    project = tmp_path / "ls-project.json"
+    project.write_text(json.dumps(rx.label_studio_tasks(["bob", "carol", "dave"], exports["data"],
+                                                        updated_by_only=("dave", 2))))
+    specs = [{"rater": "alice", "path": str(exports["cvat"]), "format": "cvat_image"},
+             {"rater": "bob", "path": str(solo), "format": "label_studio"},
+             {"rater": "carol", "path": str(project), "format": "label_studio"}]
+    with pytest.raises(AnnotationError, match=r"task 502.*no 'completed_by'.*rater_from='updated_by_fallback'"):
+        import_multi_rater(specs, "real-lsjson", image_dir=str(exports["images"]))
+    specs[2]["options"] = {"rater_from": "updated_by_fallback"}
+    with pytest.raises(MultiRaterImportError, match=r"rater 'carol'.*3 annotators.*options=\{'annotator'"):
+        import_multi_rater(specs, "real-lsjson", image_dir=str(exports["images"]))
+    specs[2]["options"]["annotator"] = rx.label_studio_user("carol")
+    dave = {"rater": "dave", "path": str(project), "format": "label_studio",
+            "options": {"annotator": rx.label_studio_user("dave"), "rater_from": "updated_by_fallback"}}
+    out = _import_op(fo, exports=specs + [dave], dataset_name="real-lsjson", image_dir=str(exports["images"]),
+                     persistent=False)
+    try:
+        assert out["match"]["per_rater"]["bob"]["renamed_by"] == {"upload_id": 14}
+        assert out["converted"]["dave"]["fell_back_to_updated_by"] == 1
+        assert out["converted"]["carol"]["annotator"] == rx.label_studio_user("carol")
+        _assert_same(_headline(fo.load_dataset("real-lsjson"), RATERS), reference["all"])
+    finally:
+        fo.delete_dataset("real-lsjson")
+
+
 def test_yolo_without_dataset_yaml_needs_the_classes(fo, exports, tmp_path):
     """Label Studio's YOLO output without its classes.txt: the message names classes=; given as a list or as the
     path of classes.txt it imports; downloaded images (upload-id names in images/) need no image_dir."""

@@ -53,10 +53,11 @@ from agreement.fo.importers.common import (
 from agreement.fo.importers.names import NameMatchError, NameRule, keys_of, match_report, name_rule
 from agreement.io.labelstudio import RATER_SOURCES, LabelStudioExport, Region, read_label_studio
 
-__all__ = ["import_label_studio"]
+__all__ = ["import_label_studio", "region_labels"]
 
 
-def _labels(regions: list[Region]) -> dict[str, list]:
+def region_labels(regions: list[Region]) -> dict[str, list]:
+    """FiftyOne labels of one annotation's regions, by kind (``detections``, ``polylines``, ``keypoints``)."""
     out: dict[str, list] = {"detections": [], "polylines": [], "keypoints": []}
     for g in regions:
         attrs = {"ls_region_id": g.region_id} if g.region_id is not None else {}
@@ -104,7 +105,7 @@ def _merged(parsed: LabelStudioExport, image_dir: str, keys: list[str]) -> Merge
         filepaths.append(_image_path(image_dir, keys[t], task["file_name"]))
         w, h = task["width"], task["height"]
         sizes.append((int(round(w)), int(round(h))) if w and h else None)
-        labels.append({r: {**_labels(parsed.regions[(t, r)]), **_choice_labels(parsed, t, r)}
+        labels.append({r: {**region_labels(parsed.regions[(t, r)]), **_choice_labels(parsed, t, r)}
                        for r in parsed.raters if (t, r) in parsed.regions})
         extra.append({"ls_task_id": task["id"], "ls_image": task["image"]})
     return MergedImages(list(keys), filepaths, sizes, list(parsed.raters), labels, extra, _choice_kinds(parsed))

@@ -64,6 +64,7 @@ from agreement.fo.importers.common import (
     write_merged_dataset,
 )
 from agreement.fo.importers.converted import converted_layout
+from agreement.fo.importers.label_studio_rater import LABEL_STUDIO_FORMAT, load_label_studio_rater
 from agreement.fo.importers.names import HOW_TO_MAP, NameRule, match_report, name_rule
 
 __all__ = ["FORMATS", "RaterExport", "import_multi_rater", "resolve_format"]
@@ -80,6 +81,8 @@ FORMATS: dict[str, tuple[str, dict]] = {
     "fiftyone_detection": ("FiftyOneImageDetectionDataset", {}),
     "classification_tree": ("ImageClassificationDirectoryTree", {}),
     "segmentation_dir": ("ImageSegmentationDirectory", {}),
+    # one annotator of a Label Studio JSON export (agreement.fo.importers.label_studio_rater)
+    LABEL_STUDIO_FORMAT: ("ImageDetectionDataset", {}),
     **VIDEO_FORMATS,
 }
 _KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
@@ -97,8 +100,10 @@ class RaterExport:
         path: the export: a directory in the format's layout, or its labels
             file (COCO JSON, CVAT XML); images are then looked for in
             ``image_dir`` or the file's folder.
-        format: a name of :data:`FORMATS`, or a FiftyOne dataset type name
-            (``"COCODetectionDataset"``) or class.
+        format: a name of :data:`FORMATS` (``"label_studio"``: one
+            annotator of a Label Studio JSON export, see
+            :mod:`agreement.fo.importers.label_studio_rater`), or a FiftyOne
+            dataset type name (``"COCODetectionDataset"``) or class.
         image_dir: where the images are, if not where the format puts them.
         complete: the export covers every image of the dataset (a missing
             image is explicit absence); ``None`` takes the import's default.
@@ -198,6 +203,8 @@ def _load(export: RaterExport, tmp_name: str, rule: NameRule | None = None, imag
           classes: Any = None, notes: dict | None = None) -> fo.Dataset:
     """The export read by FiftyOne's importer into a new temporary dataset (a Label Studio converter
     output as :func:`converted_layout` says; ``notes`` gets what it did, by rater)."""
+    if str(export.format).lower() == LABEL_STUDIO_FORMAT:
+        return load_label_studio_rater(export, tmp_name, image_dir, notes)
     cls, options = resolve_format(export.format)
     converted = converted_layout(export, cls.__name__, rule or name_rule(), image_dir, classes)
     cleanup = None
