@@ -257,6 +257,12 @@ def test_yolo_without_dataset_yaml_needs_the_classes(fo, exports, tmp_path):
         assert sorted(ds.distinct("carol.detections.label")) == sorted({c for per in exports["data"]["carol"]
                                                                          for c, _ in per})
         ds.delete()
+    with pytest.raises(MultiRaterImportError, match=r"rater 'alice': classes apply to a YOLO export"):
+        import_multi_rater([specs[0], {**specs[1], "classes": list(rx.CLASSES)}], "real-yolo",
+                           image_dir=str(exports["images"]), classes=list(rx.CLASSES))
+    with pytest.raises(MultiRaterImportError, match=r"classes apply to YOLO exports .* no export here is one"):
+        import_multi_rater(specs[1:] + [{"rater": "bob", "path": str(exports["bob"] / "result.json"),
+                                         "format": "coco"}], "real-yolo", classes=list(rx.CLASSES))
     msg = _import_op_error("import_multi_rater", exports=specs, dataset_name="real-yolo-op",
                            image_dir=str(exports["images"]))
     assert "classes=" in msg
@@ -271,7 +277,7 @@ def test_yolo_without_dataset_yaml_needs_the_classes(fo, exports, tmp_path):
     try:
         assert report["match"]["per_rater"]["carol"]["matched"] == 14
         carol = [p for p in ds.values("filepath") if "/ls-yolo-images/images/" in p]
-        assert len(carol) == 0 or all(p.split("/")[-1][8] == "-" for p in carol)
+        assert len(carol) == 14 and all(p.split("/")[-1][8] == "-" for p in carol)  # the downloaded images
     finally:
         ds.delete()
 

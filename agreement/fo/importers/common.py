@@ -335,7 +335,8 @@ def _record_classes(dataset: fo.Dataset, merged: MergedImages, fields: dict[str,
 
 
 def file_key(path: str) -> str:
-    """The name images are matched by across exports: the file name."""
+    """The name videos are matched by across exports: the file name (images follow the rule of
+    :mod:`agreement.fo.importers.names`)."""
     return os.path.basename(str(path).replace("\\", "/").rstrip("/"))
 
 

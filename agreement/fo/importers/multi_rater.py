@@ -369,6 +369,21 @@ def _merge(per_rater: dict[str, dict], exports: list[RaterExport], default_compl
     return MergedImages(keys, filepaths, sizes, raters, labels)
 
 
+def _check_classes(specs: list[RaterExport], classes: Any) -> None:
+    """``classes`` is for YOLO exports without ``dataset.yaml``: given to any other export, it is refused."""
+    def takes(s: RaterExport) -> bool:
+        return (resolve_format(s.format)[0].__name__ == "YOLOv5Dataset" and os.path.isdir(os.fspath(s.path))
+                and not os.path.isfile(os.path.join(os.fspath(s.path), "dataset.yaml")))
+
+    for s in specs:
+        if s.classes is not None and not takes(s):
+            raise MultiRaterImportError(f"rater {s.rater!r}: classes apply to a YOLO export without dataset.yaml "
+                                        f"(Label Studio's converter); {os.fspath(s.path)!r} is not one")
+    if classes is not None and not any(takes(s) and s.classes is None for s in specs):
+        raise MultiRaterImportError("classes apply to YOLO exports without dataset.yaml (Label Studio's converter) "
+                                    "that do not give their own; no export here is one")
+
+
 def _export_rules(rules: Counter, note: dict | None) -> Counter:
     """How the export's own names were renamed: a converter output's label files (their images were found by
     the rule), else the images' names."""
@@ -492,6 +507,7 @@ def import_multi_rater(
         return dataset, {**report, "warnings": rater_warnings([s.rater for s in specs])}
     per_rater, reports, temps, notes = {}, {}, [], {}
     rule = name_rule(name_map, strip_prefix, upload_ids)
+    _check_classes(specs, yolo_classes)
     try:
         for s in specs:
             tmp = _load(s, _temporary_name(dataset_name, "rater"), rule, image_dir, yolo_classes, notes)
