@@ -57,7 +57,7 @@ def test_issue_case_pixel_boxes_with_image_sizes_are_refused_with_the_way_out():
         MultiRaterAnnotations(boxes=pixels, **columns)
     message = str(err.value)
     first = pixels[0].tolist()
-    assert "box 0 of rater 'ann' on sample 'img00.jpg'" in message  # the box, its rater and its sample
+    assert "sample 'img00.jpg', rater 'ann', box 0" in message  # the box, its rater and its sample
     assert str(first) in message and "label '" in message
     assert "lies outside the image [0, 1]" in message  # the problem
     assert f"{len(pixels)} box(es) in all" in message
@@ -144,12 +144,12 @@ def test_pixel_boxes_exactly_on_the_border_are_accepted():
 @pytest.mark.parametrize("box, problem", [
     ([0, 0, 1 + 3 * BOX_TOLERANCE, 1], "lies outside the image [0, 1] by more than 1e-06"),
     ([-0.01, 0, 0.5, 0.5], "lies outside the image [0, 1]"),
-    ([0.2, 0.2, -0.1, 0.3], "has a negative width or height"),
+    ([0.2, 0.2, -0.1, 0.3], "has a negative size (width or height)"),
     ([0.2, np.nan, 0.1, 0.3], "has a NaN or infinite coordinate"),
     ([0.2, 0.1, np.inf, 0.3], "has a NaN or infinite coordinate"),
 ])
 def test_bad_relative_boxes_are_refused_naming_sample_rater_and_box(box, problem):
-    with pytest.raises(AnnotationError, match="box 0 of rater 'r' on sample 'a.jpg'") as err:
+    with pytest.raises(AnnotationError, match="sample 'a.jpg', rater 'r', box 0") as err:
         _one([[0.1, 0.1, 0.2, 0.2], box][::-1], names=["a.jpg"])
     assert problem in str(err.value)
 
@@ -177,7 +177,7 @@ def test_box_policy_clip_clips_and_reports_per_rater():
     r = corpus.repairs
     assert (r.clipped_boxes, r.outside_boxes, r.dropped_boxes) == (1, 1, 0)
     assert r.per_rater["a"]["clipped_boxes"] == 1 and r.per_rater["b"]["outside_boxes"] == 1
-    assert "box 0 of rater 'a' on sample 'x'" in r.examples[0]
+    assert "sample 'x', rater 'a', box 0" in r.examples[0]
 
 
 def test_box_policy_drop_leaves_the_rows_out_and_keeps_the_assignment():
@@ -189,9 +189,9 @@ def test_box_policy_drop_leaves_the_rows_out_and_keeps_the_assignment():
 
 
 def test_box_policy_error_is_the_default_and_broken_boxes_are_refused_under_every_policy():
-    with pytest.raises(AnnotationError, match="box 0 of rater 'a' on sample 'x'"):
+    with pytest.raises(AnnotationError, match="sample 'x', rater 'a', box 0"):
         _two_raters("error")
-    with pytest.raises(AnnotationError, match="negative width"):
+    with pytest.raises(AnnotationError, match="negative size"):
         _one([[0.2, 0.2, -0.1, 0.3], [0.9, 0.1, 0.2, 0.2]], box_policy="clip")
     with pytest.raises(ValueError, match="box_policy must be one of"):
         _two_raters("ignore")
@@ -238,7 +238,7 @@ def test_corpus_operations_keep_relative_boxes_without_conversion():
 def test_check_relative_boxes_passes_a_clean_corpus_and_names_labels():
     boxes, keep = check_relative_boxes(np.array([[0, 0, 1, 1]]), np.array([0]), np.array([0]), ["x"], ["r"], ["c"])
     assert boxes.tolist() == [[0, 0, 1, 1]] and keep.tolist() == [True]
-    with pytest.raises(AnnotationError, match=r"box 1 of rater 'r' on sample 'x' \(row 1, label 'dog'\)"):
+    with pytest.raises(AnnotationError, match=r"sample 'x', rater 'r', box 1 \(row 1, label 'dog'\)"):
         check_relative_boxes(np.array([[0, 0, 1, 1], [0, 0, 2, 1]]), np.array([0, 0]), np.array([0, 0]), ["x"],
                              ["r"], np.array(["cat", "dog"], dtype=object))
 

@@ -253,11 +253,11 @@ def validate_boxes(
 
 
 def _box_name(i: int, sample_index: np.ndarray, rater_index: np.ndarray, sample_names, raters, labels) -> str:
-    """``box 2 of rater 'r1' on sample 'a.jpg' (row 7, label 'car')``: row ``i`` of the input, for messages."""
+    """``sample 'a.jpg', rater 'r1', box 2 (row 7, label 'car')``: row ``i`` of the input, for messages."""
     s, r = int(sample_index[i]), int(rater_index[i])
     k = int(np.count_nonzero((sample_index[:i] == s) & (rater_index[:i] == r)))
     label = f", label {_plain(labels[i])!r}" if labels is not None else ""
-    return f"box {k} of rater {_plain(raters[r])!r} on sample {_plain(sample_names[s])!r} (row {i}{label})"
+    return f"sample {_plain(sample_names[s])!r}, rater {_plain(raters[r])!r}, box {k} (row {i}{label})"
 
 
 def _plain(value):
@@ -351,7 +351,7 @@ def _refuse(boxes: np.ndarray, bad: np.ndarray, names: tuple, tolerance: float) 
     if not np.isfinite(box).all():
         problem, how = "has a NaN or infinite coordinate", "a row without a 2D box has all four coordinates NaN"
     elif box[2] < 0 or box[3] < 0:
-        problem, how = "has a negative width or height", "expected w, h >= 0"
+        problem, how = "has a negative size (width or height)", "expected w, h >= 0"
     else:
         past = np.abs(boxes[bad][np.isfinite(boxes[bad])])
         pixels = past.size and past.max() > 2.0
