@@ -362,3 +362,13 @@ def test_a_single_rater_import_warns_that_agreement_needs_two(fo, exports, tmp_p
     out = _import_op(fo, "import_label_studio", json_path=str(path), dataset_name="real-ls-one-op", persistent=False)
     fo.delete_dataset("real-ls-one-op")
     assert out["raters"] == ["dave@example.org"] and "at least two raters" in out["warnings"][0]
+
+
+def test_the_kalos_fixture_has_the_layout_of_the_shared_kalos_file(exports, lvis_path):
+    """The reference file is laid out as the shared KaLOS COCO file: the keys its images, annotations and
+    categories use (rater_list, rater_id) are keys of the shared file's."""
+    shared = json.loads(lvis_path.read_text())
+    ours = json.loads(exports["kalos"].read_text())
+    for part in ("images", "annotations", "categories"):
+        assert set(ours[part][0]) <= set(shared[part][0]), part
+    assert "rater_list" in ours["images"][0] and "rater_id" in ours["annotations"][0]
