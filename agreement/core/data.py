@@ -51,7 +51,9 @@ class AnnotationSet:
     """One rater's annotations on one sample (possibly empty).
 
     Attributes:
-        boxes: ``(n, 4)`` float64, relative ``[x, y, w, h]``.
+        boxes: ``(n, 4)`` float64, relative ``[x, y, w, h]`` (pixels for a
+            corpus built with ``coordinates="pixels"``; a set is not checked
+            until a corpus is built from it).
         labels: ``(n,)`` object array of class names.
         ids: ``(n,)`` object array of label ids (``None`` where unknown), used
             to write per-label results back.
