@@ -153,9 +153,10 @@ def test_no_import_circle_even_through_imports_inside_functions():
 def test_the_library_is_laid_out_by_role():
     """``agreement/`` holds folders by role, no flat modules: the data model and what every method shares
     (``core``), geometry and correspondence (``geometry``), one folder per method (``methods``), formats
-    (``io``), simulated raters (``simulate``) and the FiftyOne bridge (``fo``)."""
+    (``io``), simulated raters (``simulate``), what reports derive from results (``reporting``) and the
+    FiftyOne bridge (``fo``)."""
     root = REPO / "agreement"
     entries = {p.name for p in root.iterdir() if p.name != "__pycache__"}
-    assert entries == {"__init__.py", "core", "geometry", "methods", "io", "simulate", "fo"}, entries
+    assert entries == {"__init__.py", "core", "geometry", "methods", "io", "simulate", "reporting", "fo"}, entries
     methods = {p.name for p in (root / "methods").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert methods == {"ot", "kalos", "geometry_agreement", "consensus", "classes", "semantic", "tracks"}, methods

@@ -151,7 +151,7 @@ def test_exports_write_the_chosen_target(boxes, tmp_path):
     _run("compute_kalos", ds.view(), params=dict(key="k", **params))
 
     def sample_rows(folder) -> int:
-        with open(folder / "k_samples.csv", newline="") as f:
+        with open(folder / "k" / "samples.csv", newline="") as f:
             return sum(1 for _ in csv.reader(f)) - 1
 
     out = _run("export_agreement_report", view, params=dict(output_dir=str(tmp_path / "whole")))
@@ -159,7 +159,7 @@ def test_exports_write_the_chosen_target(boxes, tmp_path):
     out = _run("export_agreement_report", view, params=dict(output_dir=str(tmp_path / "view"),
                                                             view_target="CURRENT_VIEW"))
     assert sample_rows(tmp_path / "view") == 3 and out["target"] == "current view (3 of 8 samples)"
-    assert out["rows"][str(tmp_path / "view" / "k_samples.csv")] == 3
+    assert out["rows"][str(tmp_path / "view" / "k" / "samples.csv")] == 3
     coco = _run("export_multi_rater_coco", view, params=dict(coco_path=str(tmp_path / "c.json"),
                                                              view_target="CURRENT_VIEW", **FILTER))
     assert coco["images"] == 3 and coco["path"] == str(tmp_path / "c.json")
