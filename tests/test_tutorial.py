@@ -12,11 +12,23 @@ from conftest import REPO, SHARED_DATA
 pytestmark = pytest.mark.fiftyone
 
 TUTORIAL = REPO / "docs" / "tutorial.md"
-sys.path.insert(0, str(REPO / "docs" / "tutorial"))
+
+
+def _steps():
+    """The tutorial's steps module (docs/tutorial/steps.py), imported without writing a __pycache__ into docs/
+    (the site would publish it)."""
+    if str(REPO / "docs" / "tutorial") not in sys.path:
+        sys.path.insert(0, str(REPO / "docs" / "tutorial"))
+    before, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        import steps
+    finally:
+        sys.dont_write_bytecode = before
+    return steps
 
 
 def test_the_tutorial_steps_give_the_numbers_it_quotes(fo, tmp_path):
-    import steps
+    steps = _steps()
 
     if not steps.JUDGEMENTS.exists():
         pytest.skip(f"shared data not found: {steps.JUDGEMENTS.name} is expected in {SHARED_DATA.name} beside "
@@ -43,7 +55,7 @@ def test_the_tutorial_steps_give_the_numbers_it_quotes(fo, tmp_path):
 
 
 def test_check_numbers_names_a_stale_number(tmp_path):
-    import steps
+    steps = _steps()
 
     numbers = dict(steps.EXPECTED, alpha="0.300")
     page = tmp_path / "page.md"
