@@ -20,12 +20,13 @@ How it keeps the user's view
   filters. State changes only on user actions in the panel (run choice,
   compare mode) and when the run list changes.
 * Opening a panel, changing its state and loading a view all make the App drop
-  its sidebar filters by itself. The panel remembers the filters it last saw
-  and, when they vanish within a few seconds of such an action of its own, puts
-  them back (the App's ``set_filters``); a drill-down view therefore adds to
-  the user's filters instead of replacing them. Filters cleared by the user
-  (the "whole dataset" button, or the sidebar outside that short window) stay
-  cleared.
+  its sidebar filters by itself, sometimes several times over seconds. The
+  panel remembers the filters it last saw and, when they vanish within
+  ``RESET_WINDOW`` seconds of the end of such an action of its own (each
+  restore extending it), puts them back (the App's ``set_filters``); a
+  drill-down view therefore adds to the user's filters instead of replacing
+  them. Filters cleared by the user (the "whole dataset" button, or the sidebar
+  outside that window) stay cleared.
 """
 
 from __future__ import annotations
@@ -68,8 +69,11 @@ if os.environ.get("IAA_PANEL_DEBUG") and not logger.handlers:  # every event's f
     logger.addHandler(logging.StreamHandler())
     logger.propagate = False
 
-RESET_WINDOW = 10.0  # seconds after an action of the panel during which vanished filters are put back
-RESTORE_EXTENSION = 3.0
+# Seconds after the end of an action of the panel during which filters that vanish are put back: the App
+# drops them when it applies the action (on a loaded machine up to 17 s after the event ended), and again
+# after they were put back (seen 8 s later), so each restore extends the window.
+RESET_WINDOW = 30.0
+RESTORE_EXTENSION = 10.0
 
 
 class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
@@ -85,6 +89,18 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
                 "those samples on top of it. In the sample view, the panel explains every label of the open sample."
             ),
         )
+
+    def execute(self, ctx):
+        """Runs the event (FiftyOne's ``Panel.execute``), then starts the window in which vanished filters are
+        put back: the App drops them when it applies the event's response, so the window counts from the end
+        of the event, not its start (an event can take longer than the window on a loaded machine)."""
+        try:
+            return super().execute(ctx)
+        finally:
+            mem = _memory(ctx)
+            if mem.reset_pending:
+                mem.reset_pending = False
+                mem.reset_until = max(mem.reset_until, time.time() + RESET_WINDOW)
 
     # ------------------------------------------------------------------ events
     def on_load(self, ctx):
@@ -260,7 +276,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         mem = _memory(ctx)
         mem.drill = None
         mem.filters = {}
-        mem.reset_until = 0.0
+        mem.reset_until, mem.reset_pending = 0.0, False
         ctx.ops.clear_view()
         if _app_can_set_filters():
             ctx.trigger("set_filters", params={})
@@ -316,6 +332,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         if filters:
             mem.filters = filters
         mem.reset_until = time.time() + RESET_WINDOW
+        mem.reset_pending = True  # the window starts again when the event ends (execute)
 
     @staticmethod
     def _request_filters(ctx) -> dict:

@@ -70,7 +70,7 @@ def load_derived_view(ctx, mem, base, base_stages, view, drill: dict) -> None:
     mem.drill = {"stages": added, "bin": None, **drill,
                  "restore": {"stages": base_stages, "filters": dict(mem.filters)}}
     mem.sig = None
-    mem.filters, mem.reset_until = {}, 0.0  # nothing to put back on the derived view (the filters are stages)
+    mem.filters, mem.reset_until, mem.reset_pending = {}, 0.0, False  # nothing to put back (filters are stages)
     if base_stages is None:  # a saved view
         ctx.ops.set_view(view=view)
     else:

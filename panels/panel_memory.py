@@ -18,6 +18,7 @@ class _Memory:
 
     filters: dict = field(default_factory=dict)
     reset_until: float = 0.0
+    reset_pending: bool = False  # an event expects the App to drop the filters: the window restarts at its end
     drill: dict | None = None  # {"stages": [...], "what": str, "bin": int | None}
     sig: str | None = None
     figures: dict = field(default_factory=dict)  # name -> {"layout", "config", "click"}

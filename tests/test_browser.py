@@ -122,7 +122,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
             _wait_plots(page, ["Per-sample OT score", "αOT per rater pair"], timeout=60)
             page.wait_for_timeout(5000)  # the App drops sidebar filters when a panel opens; the panel restores them
-            assert _wait_count(page, n_filtered, timeout=5) == n_filtered, "opening the panel undid the filter"
+            assert _wait_count(page, n_filtered) == n_filtered, "opening the panel undid the filter"
             assert not _wait_texts(page, [f"{n_filtered} samples in view"])
 
             # 2. every chart of an OT run has a title and axis titles

@@ -1,5 +1,7 @@
 """The Annotator Agreement panel driven through execute_operator: state, plot data, views, filters."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -276,6 +278,24 @@ def test_sidebar_filters_dropped_by_the_app_are_put_back(scored, monkeypatch):
         assert "histogram" not in data or sum(data["histogram"][0]["y"]) == n_filtered
     else:  # an App without set_filters (FiftyOne 1.0) cannot be asked: nothing is sent
         assert restored == []
+    # the window counts from the end of the panel's action, not its start: an action slower than the window
+    for mod in mods:
+        slow = mod.AgreementPanel._refresh
+
+        def _slow_refresh(self, ctx, force=False, _slow=slow):
+            _slow(self, ctx, force)
+            time.sleep(1.5)
+
+        monkeypatch.setattr(mod, "RESET_WINDOW", 1.0)
+        monkeypatch.setattr(mod, "RESTORE_EXTENSION", 0.0)
+        monkeypatch.setattr(mod.AgreementPanel, "_refresh", _slow_refresh)
+    state, data, requests = _panel(scored, "on_change_view", state, filters=filters)
+    state, data, requests = _panel(scored, "on_toggle_compare", state, filters=filters)
+    state, data, requests = _panel(scored, "on_change_view", state, filters={})
+    if mods[0]._app_can_set_filters():
+        assert [p for uri, p in requests if uri == "set_filters"] == [filters]
+    for mod in mods:
+        monkeypatch.setattr(mod.AgreementPanel, "_refresh", slow)
     # a filter cleared by the user long after any action of the panel stays cleared
     for mod in mods:
         monkeypatch.setattr(mod, "RESET_WINDOW", -1.0)
