@@ -73,6 +73,7 @@ class RaterPairTracks:
     def as_dict(self) -> dict:
         """Flat plain values (one row of a rater-pair table)."""
         return {"rater_a": self.rater_a, "rater_b": self.rater_b, "n_videos": self.n_videos,
+                "n_shared_samples": self.n_videos,  # a video is the run's sample (the pair heatmap's support)
                 **{k: v for k, v in self.hota.as_dict().items() if k in ("hota", "det_a", "ass_a", "loc_a")},
                 "hota_reason": self.hota.reason, "idf1": self.idf1.idf1, "idp": self.idf1.idp, "idr": self.idf1.idr,
                 "id_switches": self.id_switches, "fragmentations": self.fragmentations,
