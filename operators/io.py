@@ -40,7 +40,8 @@ WARNINGS = (("warnings", "Warnings", "list"),)
 
 
 class ImportMultiRaterCoco(AgreementOperator):
-    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json")) + WARNINGS
+    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json"),
+                          ("repairs", "Boxes past the image border", "json")) + WARNINGS
 
     @property
     def config(self):
@@ -67,6 +68,8 @@ class ImportMultiRaterCoco(AgreementOperator):
             inputs.str("rater_attr", default="annotator", label="Rater attribute")
         inputs.str("image_dir", required=False, label="Image folder",
                    description="Where the images are (default: the JSON file's folder); files need not exist")
+        inputs.enum("box_policy", ["clip", "drop", "error"], default="clip", label="Boxes past the image border",
+                    description="clip them to the image, drop them, or refuse the file (repairs are counted per rater)")
         inputs.bool("overwrite", default=False, label="Replace an existing dataset of that name")
         inputs.bool("persistent", default=True, label="Persistent dataset")
         return types.Property(inputs, view=types.View(label="Import multi-rater COCO"))
@@ -83,6 +86,7 @@ class ImportMultiRaterCoco(AgreementOperator):
             image_dir=p.get("image_dir") or None,
             overwrite=bool(p.get("overwrite", False)),
             persistent=bool(p.get("persistent", True)),
+            box_policy=p.get("box_policy") or "clip",
         )
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_multi_rater_coco(coco_path, **kwargs), _coco_import_result))
@@ -167,8 +171,20 @@ def _coco_import_result(dataset) -> dict:
         "rater_fields": meta["rater_fields"],
         "num_labels": summary["annotations"],
         "per_rater": summary["per_rater"],
-        "warnings": rater_warnings(list(read.annotations.raters)),
+        "repairs": meta.get("repairs"),
+        "warnings": rater_warnings(list(read.annotations.raters)) + _repair_warnings(meta),
     }
+
+
+def _repair_warnings(meta: dict) -> list[str]:
+    """A sentence when the import clipped or dropped boxes past the image border (counted in ``repairs``)."""
+    rep = meta.get("repairs") or {}
+    done = {k: rep.get(k, 0) for k in ("clipped_boxes", "outside_boxes", "dropped_boxes") if rep.get(k)}
+    if not done:
+        return []
+    what = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in done.items())
+    return [f"boxes past the image border were repaired ({what}; box_policy={meta.get('box_policy')!r}): see "
+            "'repairs' for the raters and examples; box_policy='error' refuses such a file instead"]
 
 
 def _import(progress: Progress, importer: Callable[[], Any], summarise: Callable[[Any], dict]) -> dict:

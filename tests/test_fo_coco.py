@@ -281,3 +281,33 @@ def test_operator_failure_leaves_no_dataset_and_keeps_the_old_one(fo, operators,
             )
         assert fo.list_datasets() == before
     assert _snapshot(fo.load_dataset("keep")) == snapshot
+
+
+def test_boxes_past_the_border_are_repaired_and_reported_or_refused(fo, operators, tmp_path):
+    """The import says what it did to boxes past the image border (box_policy): clipped and counted per rater,
+    dropped, or the file refused; a file without such boxes reports no repair."""
+    coco = {"images": [{"id": 1, "file_name": "a.jpg", "width": 100, "height": 50, "rater_list": ["u1", "u2"]}],
+            "categories": [{"id": 1, "name": "c"}],
+            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "rater_id": "u1", "bbox": [90, 0, 20, 10]},
+                            {"id": 2, "image_id": 1, "category_id": 1, "rater_id": "u2", "bbox": [80, 0, 20, 10]}]}
+    path = tmp_path / "past.json"
+    path.write_text(json.dumps(coco))
+
+    def run(name, **params):
+        return operators.execute_operator("@iaa/agreement/import_multi_rater_coco", ctx=dict(params=dict(
+            coco_path=str(path), dataset_name=name, persistent=False, **params)))
+
+    r = run("past_clip").result
+    assert r["repairs"]["clipped_boxes"] == 1 and r["repairs"]["per_rater"]["u1"]["clipped_boxes"] == 1
+    assert any("past the image border" in w and "box_policy" in w for w in r["warnings"])
+    box = fo.load_dataset("past_clip").first()["u1"].detections[0].bounding_box
+    np.testing.assert_allclose(box, [0.9, 0.0, 0.1, 0.2])
+    r = run("past_drop", box_policy="drop").result
+    assert r["repairs"]["dropped_boxes"] == 1 and r["per_rater"]["u1"]["annotations"] == 0
+    with pytest.raises(Exception, match=r"annotation 1 on image 1 \(a.jpg\) by rater 'u1'.*outside the image"):
+        run("past_error", box_policy="error")
+    assert not fo.dataset_exists("past_error")
+    coco["annotations"][0]["bbox"] = [70, 0, 20, 10]
+    path.write_text(json.dumps(coco))
+    r = run("inside").result
+    assert r["repairs"]["clipped_boxes"] == 0 and not any("border" in w for w in r["warnings"])

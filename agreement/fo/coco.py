@@ -74,6 +74,7 @@ def import_multi_rater_coco(
     image_dir: str | os.PathLike | None = None,
     overwrite: bool = False,
     persistent: bool = False,
+    box_policy: str = "clip",
 ) -> fo.Dataset:
     """Builds a FiftyOne dataset from a multi-rater COCO file.
 
@@ -100,6 +101,11 @@ def import_multi_rater_coco(
         overwrite: replace an existing dataset of that name (only once the
             new one is complete).
         persistent: keep the dataset after the process exits.
+        box_policy: a box past the image border is clipped (``"clip"``), dropped
+            (``"drop"``) or refused (``"error"``), see
+            :func:`agreement.io.coco.parse_multi_rater_coco`; the repairs are
+            recorded in ``dataset.info["iaa_coco"]["repairs"]`` (counts per
+            rater and a few located examples).
 
     Raises:
         AnnotationError: for bad input, naming the file, the image and the
@@ -111,7 +117,7 @@ def import_multi_rater_coco(
     name = dataset_name or os.path.splitext(os.path.basename(os.fspath(coco_path)))[0]
     if fo.dataset_exists(name) and not overwrite:
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
-    coco = read_multi_rater_coco(coco_path)
+    coco = read_multi_rater_coco(coco_path, box_policy=box_policy)
     _check_extra_keys(coco, {rater_attr} if layout == "attribute" else set(), os.fspath(coco_path))
     rings = coco.annotations.polygons
     if polygons == "polylines" and (rings is None or not any(rings)):
@@ -131,6 +137,8 @@ def import_multi_rater_coco(
         "categories": coco.categories,
         "info": coco.info,
         "media": media.to_dict(),
+        "box_policy": box_policy,
+        "repairs": coco.repairs.as_dict(),
     }
     dataset = _write_temporary(name, samples, rater_fields, polygons, info, media.media_type)
     return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
