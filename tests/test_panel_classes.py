@@ -293,3 +293,20 @@ def test_review_operator_on_selected_samples_of_the_class_queue(class_consensus_
     assert r.result["tagged"] == 1 and r.result["rejected"] == 1
     tagged = {s: lab.tags for s, lab in zip(*ds.values(["id", "vote_consensus"])) if lab and lab.tags}
     assert tagged == {sid: ["rejected"]}
+
+
+def test_confusion_of_a_rater_without_usable_labels_is_empty_not_a_crash():
+    """A worker whose every judgement was dropped keeps a rater report row of None: the panel shows an
+    empty matrix (every row 'no object'), where it raised float(None) before."""
+    from agreement.fo.figures import confusion_figure, confusion_matrix
+
+    none_rows = {y: dict.fromkeys("GPRX") for y in "GPRX"}
+    results = {"detail": {"classes": list("GPRX"), "rater_report": {
+        "w1": {"labels": 0, "confusion": none_rows},
+        "w2": {"labels": 3, "confusion": {"G": {"G": 0.5, "P": 0.5}, "P": None, "X": {"X": 1.0}}}}}}
+    cm = confusion_matrix(results, "w1")
+    assert cm["z"] == [[None] * 4] * 4
+    assert confusion_figure(cm)["traces"][0]["text"] == [[""] * 4] * 4
+    cm = confusion_matrix(results, "w2")
+    assert cm["classes"] == ["G", "P", "X"]
+    assert cm["z"] == [[0.5, 0.5, 0.0], [None] * 3, [0.0, 0.0, 1.0]]

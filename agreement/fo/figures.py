@@ -219,14 +219,14 @@ MAX_CONFUSION_CLASSES = 25
 def _confusion_classes(conf: dict, classes: list[str], max_classes: int) -> tuple[list[str], int]:
     """The classes of one rater's confusion rows or columns, in run order; with more than ``max_classes``,
     those with the most probability off the diagonal. Returns them and how many there were."""
-    used = set(conf) | {c for row in conf.values() for c in row}
+    used = set(conf) | {c for row in conf.values() for c in (row or {})}
     order = [c for c in classes if c in used] + sorted(used - set(classes))
     if len(order) <= max_classes:
         return order, len(order)
     off = {c: 0.0 for c in order}
     for y, row in conf.items():
-        for c, v in row.items():
-            if c != y:
+        for c, v in (row or {}).items():
+            if c != y and v is not None:
                 off[y] += v
                 off[c] += v
     top = set(sorted(order, key=lambda c: (-off[c], c))[:max_classes])
@@ -254,8 +254,16 @@ def confusion_matrix(results: dict, rater: str, max_classes: int = MAX_CONFUSION
         raise PanelDataError(f"the consensus run has no rater {rater!r}; its raters are {list(report)}")
     conf = report[rater].get("confusion") or {}
     classes, n_classes = _confusion_classes(conf, [str(c) for c in detail.get("classes") or []], max_classes)
-    z = [[float(conf[y].get(c, 0.0)) for c in classes] if y in conf else [None] * len(classes) for y in classes]
+    z = [_confusion_row(conf.get(y), classes) for y in classes]
     return {"rater": rater, "classes": classes, "z": z, "n_classes": n_classes}
+
+
+def _confusion_row(row: dict | None, classes: list[str]) -> list:
+    """One consensus class's row: ``None`` throughout when the rater met no such object (the run stores no row,
+    or a row of ``None``: a rater with no usable label), else the stored probabilities (0 where not stored)."""
+    if not row or all(v is None for v in row.values()):
+        return [None] * len(classes)
+    return [float(row.get(c) or 0.0) for c in classes]
 
 
 def confusion_figure(cm: dict) -> dict:
