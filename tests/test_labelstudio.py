@@ -93,6 +93,19 @@ def test_rotated_rectangles_are_an_error_unless_asked():
     assert len(_one([rectangle([0.1, 0.1, 0.2, 0.1], "car", W, H, rotation=360)]).regions[(0, "3")]) == 1
 
 
+def test_a_rotated_box_past_the_border_is_refused_or_repaired_in_the_corpus():
+    """A rotated rectangle's enclosing box can leave the image: the corpus refuses it by default, naming
+    the task and annotator, or clips it and counts the repair (box_policy)."""
+    rot = rectangle([0.02, 0.1, 0.3, 0.1], "car", W, H, rotation=90)  # turned about its corner, past x = 0
+    parsed = _one([rot], rotated="bbox")
+    (region,) = parsed.regions[(0, "3")]
+    assert region.box[0] < 0
+    with pytest.raises(AnnotationError, match=r"(?s)rater '3'.*outside the image.*box_policy"):
+        parsed.to_annotations()
+    corpus = parsed.to_annotations(box_policy="clip")
+    assert corpus.repairs.clipped_boxes == 1 and corpus.boxes[0, 0] == 0.0
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda r: r["value"].update(x="12"), "'x' must be a finite number, got '12'"),
     (lambda r: r["value"].update(width=math.nan), "'width' must be a finite number"),

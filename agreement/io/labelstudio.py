@@ -140,11 +140,17 @@ class LabelStudioExport:
             **({"choices": self.choices_report()} if self.controls else {}),
         }
 
-    def to_annotations(self, kinds: Sequence[str] = ("box", "polygon")) -> MultiRaterAnnotations:
+    def to_annotations(self, kinds: Sequence[str] = ("box", "polygon"),
+                       box_policy: str = "error") -> MultiRaterAnnotations:
         """The boxes (rectangles and polygons' bounding boxes, with the polygons) as a corpus.
 
         Sample ids are the task ids, rater names the annotators; sizes from
-        ``original_width``/``original_height`` (NaN where unknown).
+        ``original_width``/``original_height`` (NaN where unknown). A box past
+        the image border (a region drawn over the edge, or a rotated
+        rectangle's enclosing box with ``rotated="bbox"``) is refused
+        (``box_policy="error"``, naming the task and annotator), clipped
+        (``"clip"``) or dropped (``"drop"``), counted in the corpus's
+        ``repairs`` (:class:`agreement.core.data.MultiRaterAnnotations`).
         """
         sets = []
         for t in range(len(self.tasks)):
@@ -164,7 +170,7 @@ class LabelStudioExport:
         sizes = np.array([[t["width"] or np.nan, t["height"] or np.nan] for t in self.tasks], dtype=np.float64)
         return MultiRaterAnnotations.from_sets(
             [t["id"] for t in self.tasks], self.raters, sets, image_sizes=sizes.reshape(-1, 2),
-            sample_names=[t["file_name"] for t in self.tasks],
+            sample_names=[t["file_name"] for t in self.tasks], box_policy=box_policy,
         )
 
 
