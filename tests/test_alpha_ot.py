@@ -40,7 +40,7 @@ def _random_corpus(seed, S=7, raters=("r1", "r2", "r3"), p_assign=0.75, max_boxe
             lb = [l if rng.random() > 0.1 else "bird" for l in labels[keep]]
             mapping[r] = _set(bx, lb, f"{s}{r}")
         sets.append(mapping)
-    return MultiRaterAnnotations.from_sets([f"img{s:02d}" for s in range(S)], list(raters), sets)
+    return MultiRaterAnnotations.from_sets([f"img{s:02d}" for s in range(S)], list(raters), sets, box_policy="clip")
 
 
 def reference_alpha(data, lam, beta, norm="paper"):
@@ -251,7 +251,7 @@ def _crowd(seed, S=20, R=12, k=3):
             bx = truth[keep] + rng.normal(0, 0.02, (keep.sum(), 4)) * [1, 1, 0, 0]
             mapping[str(r)] = _set(bx, list(labels[keep]), f"{s}{r}")
         sets.append(mapping)
-    return MultiRaterAnnotations.from_sets([f"s{s:02d}" for s in range(S)], raters, sets)
+    return MultiRaterAnnotations.from_sets([f"s{s:02d}" for s in range(S)], raters, sets, box_policy="clip")
 
 
 def test_crowd_exact_equals_plain_loop_over_pairs_that_met():

@@ -163,7 +163,7 @@ def test_alpha_pools_rater_pairs():
             jit = truth[keep] + rng.normal(0, 0.02, (keep.sum(), 4)) * [1, 1, 0, 0]
             mapping[r] = _set(jit, list(rng.choice(["x", "y"], keep.sum())), f"{s}{r}")
         sets.append(mapping)
-    data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(6)], ["a", "b", "c"], sets)
+    data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(6)], ["a", "b", "c"], sets, box_policy="clip")
     res = threshold_baselines(data)
     assert len(res.pairs) == 3
     assert res.alpha.alpha == pytest.approx(nominal_alpha(res.unit_values).alpha)
@@ -197,7 +197,7 @@ def test_corpus_pairs_equal_the_single_pair_functions():
             jit[:, 2:] = np.abs(jit[:, 2:]) + 0.01
             mapping[str(r)] = _set(jit, list(rng.choice(["x", "y"], keep.sum())), f"{s}{r}")
         sets.append(mapping)
-    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(15)], raters, sets)
+    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(15)], raters, sets, box_policy="clip")
     res = threshold_baselines(data, 0.5)
     assert res.pair_n_matched[0] == 2  # maximum cardinality, not greedy
     for p in range(len(res.pair_sample)):
@@ -238,7 +238,7 @@ def test_one_pass_of_ot_and_baselines_equals_the_two_passes(seed, grid, max_bloc
                     bx = np.hstack([rng.uniform(0, 0.7, (n, 2)), rng.uniform(0, 0.3, (n, 2))])
                 mapping[r] = _set(bx, list(rng.choice(["x", "y", "z"], n)), f"{s}{r}")
         sets.append(mapping)
-    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(12)], raters, sets)
+    data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(12)], raters, sets, box_policy="clip")
     kw = dict(lam=0.6, beta=0.45, normalization="paper")
     scores, base = ot_scores_and_threshold_baselines(data, iou_threshold=0.5, max_block=max_block, **kw)
     ref_scores = sample_ot_scores(data, max_block=max_block, **kw)

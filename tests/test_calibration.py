@@ -55,7 +55,7 @@ def _corpus(seed=0, S=60, raters=("a", "b"), mode="identical", max_boxes=4):
                 bx[:, 2:] = np.abs(bx[:, 2:]) + 0.01
             mapping[r] = _set(bx, f"{s}{r}")
         sets.append(mapping)
-    return MultiRaterAnnotations.from_sets([f"img{s:03d}" for s in range(S)], list(raters), sets)
+    return MultiRaterAnnotations.from_sets([f"img{s:03d}" for s in range(S)], list(raters), sets, box_policy="clip")
 
 
 # --------------------------------------------------------------- D_o and D_e

@@ -20,7 +20,7 @@ def _corpus(per_sample, raters=RATERS) -> MultiRaterAnnotations:
     """``per_sample``: one ``{rater: [[x, y, w, h], ...]}`` per sample."""
     sets = [{r: AnnotationSet(np.asarray(boxes, float).reshape(-1, 4), ["obj"] * len(boxes), [None] * len(boxes))
              for r, boxes in sample.items()} for sample in per_sample]
-    return MultiRaterAnnotations.from_sets([f"s{i}" for i in range(len(sets))], raters, sets)
+    return MultiRaterAnnotations.from_sets([f"s{i}" for i in range(len(sets))], raters, sets, box_policy="clip")
 
 
 def _shifted(box, dx):

@@ -48,7 +48,7 @@ def random_corpus(seed, S=40, R=4, p_unassigned=0.05, noise=None):
             c = np.where(rng.random(k) < noise[q], rng.integers(0, 4, k), cls)[keep]
             m[r] = aset(boxes[keep] + rng.normal(0, 0.005, (keep.sum(), 4)) * [1, 1, 0, 0], [f"c{v}" for v in c])
         sets.append(m)
-    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(S)], raters, sets)
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(S)], raters, sets, box_policy="clip")
 
 
 def as_reference_matrix(res):

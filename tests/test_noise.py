@@ -640,8 +640,7 @@ def test_simulate_and_fit_bad_input():
     bad = _reference(S=5)
     boxes = bad.boxes.copy()
     boxes[0, 2] = -0.1
-    bad = dataclasses.replace(bad, boxes=boxes)
-    with pytest.raises(ValueError, match="negative size"):
-        simulate(bad, _profile())
+    with pytest.raises(ValueError, match="negative size"):  # refused when the corpus is built
+        simulate(dataclasses.replace(bad, boxes=boxes), _profile())
     with pytest.raises(ValueError, match="at least two raters"):
         fit_profile(_reference(S=5))

@@ -382,7 +382,7 @@ def _corpus(rng, S=6, raters=("r1", "r2", "r3"), p_assign=0.8, max_boxes=5):
                 bx, lb = random_set(rng, n)
                 mapping[r] = AnnotationSet(bx, lb, [f"{s}-{r}-{k}" for k in range(n)])
         sets.append(mapping)
-    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(S)], list(raters), sets)
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(S)], list(raters), sets, box_policy="clip")
 
 
 def test_sample_scores_match_pairwise_ot():
@@ -674,7 +674,7 @@ def test_crowd_design_scores_only_assigned_pairs():
             bx, lb = random_set(rng, n)
             mapping[str(r)] = AnnotationSet(bx, lb, [f"{s}-{r}-{k}" for k in range(n)])
         sets.append(mapping)
-    data = MultiRaterAnnotations.from_sets([f"s{s}" for s in range(25)], raters, sets)
+    data = MultiRaterAnnotations.from_sets([f"s{s}" for s in range(25)], raters, sets, box_policy="clip")
     res = sample_ot_scores(data, 0.5, 0.5)
     assert len(res.pair_cost) == 25 * 3
     met = {(a, b) for s in range(25) for a, b in data.iter_rater_pairs(s)}

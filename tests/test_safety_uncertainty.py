@@ -112,7 +112,7 @@ def _geometry_corpus():
         sets.append({r: _set(truth + rng.normal(0, 0.02, truth.shape) * [1, 1, 0.5, 0.5],
                              [lab if rng.random() > 0.2 else "cow" for lab in labels], f"{s}{r}")
                      for r in ("a", "b", "c")})
-    return MultiRaterAnnotations.from_sets([f"s{s:02d}" for s in range(12)], ["a", "b", "c"], sets)
+    return MultiRaterAnnotations.from_sets([f"s{s:02d}" for s in range(12)], ["a", "b", "c"], sets, box_policy="clip")
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95])
