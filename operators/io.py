@@ -422,6 +422,9 @@ class ImportJudgements(AgreementOperator):
         inputs.str("field", default="judgements", label="Label field",
                    description="The Classifications field holding every worker's label")
         inputs.str("rater_attr", default="annotator", label="Rater attribute")
+        inputs.str("image_dir", required=False, label="Image folder",
+                   description="Where the items' files are (default: the judgement file's folder); a web address "
+                               "item names the file <image_dir>/<address without http://, / as _>")
         inputs.bool("overwrite", default=False, label="Replace an existing dataset of that name")
         inputs.bool("persistent", default=True, label="Persistent dataset")
         return types.Property(inputs, view=types.View(label="Import crowd judgements"))
@@ -435,14 +438,15 @@ class ImportJudgements(AgreementOperator):
         kwargs = dict(categories=_categories(p.get("categories")), repeated=p.get("repeated") or "mode",
                       unknown_labels=p.get("unknown_labels") or "error", field=p.get("field") or "judgements",
                       rater_attr=p.get("rater_attr") or "annotator", overwrite=bool(p.get("overwrite", False)),
-                      persistent=bool(p.get("persistent", True)))
+                      persistent=bool(p.get("persistent", True)), image_dir=p.get("image_dir") or None)
 
         def summarise(out) -> dict:
             dataset, record = out
             keep = ("judgements", "classes", "repeated_pairs", "repeated_judgements_set_aside", "conflicting_pairs",
                     "unknown_counts", "dropped", "summary")
             out = _import_result(dataset, {k: record[k] for k in keep})
-            return {**out, "warnings": rater_warnings(out["raters"])}
+            note = (record.get("media") or {}).get("note")
+            return {**out, "warnings": rater_warnings(out["raters"]) + ([note] if note else [])}
 
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_judgements(path, name, **kwargs), summarise))

@@ -72,3 +72,36 @@ def test_real_crowd_alpha_equals_krippendorff_and_consensus_runs(fo):
         assert cons["n_consensus"] == 496
     finally:
         fo.delete_dataset("adult")
+
+
+def test_items_become_files_under_the_file_folder_or_image_dir_and_stay_as_written(fo, tmp_path, monkeypatch):
+    """A web address is not stored as '<cwd>/http:/...' (FiftyOne's reading of it): the file name made from
+    the address, under the judgement file's folder or image_dir; the item as written in `item`; images."""
+    import os
+
+    from agreement.fo.importers.judgements import item_filepath
+
+    folder = tmp_path / "crowd"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)  # the current directory must not matter
+    absolute = str(tmp_path / "abs" / "c.png")
+    path = _write(folder / "j.tsv", [("w1", "http://101date.com", "x"), ("w2", "http://101date.com", "y"),
+                                     ("w1", "https://a.com/x?y=1", "x"), ("w1", "rel/b", "x"), ("w2", absolute, "x")])
+    out = _op("import_judgements", path=path, dataset_name="jurl", persistent=False)
+    try:
+        ds = fo.load_dataset("jurl")
+        got = dict(zip(ds.values("item"), ds.values("filepath")))
+        assert got == {"http://101date.com": str(folder / "101date.com"), "https://a.com/x?y=1": str(folder / "a.com_x_y_1"),
+                       "rel/b": str(folder / "rel" / "b"), absolute: absolute}
+        assert ds.media_type == "image"
+        assert any("taken as image" in w for w in out["warnings"])  # the files cannot be read: said, not silent
+    finally:
+        fo.delete_dataset("jurl")
+    out = _op("import_judgements", path=path, dataset_name="jurl2", persistent=False, image_dir=str(tmp_path / "img"))
+    assert fo.load_dataset("jurl2").match({"item": "rel/b"}).first().filepath == str(tmp_path / "img" / "rel" / "b")
+    fo.delete_dataset("jurl2")
+    assert item_filepath("http://a.com/", os.sep + "d") == os.path.join(os.sep + "d", "a.com")
+    clash = _write(folder / "k.tsv", [("w1", "http://a.com/x", "x"), ("w2", "https://a.com/x", "x")])
+    with pytest.raises(Exception, match="items 'http://a.com/x' and 'https://a.com/x' name the same file"):
+        _op("import_judgements", path=clash, dataset_name="jclash", persistent=False)
+    assert not fo.dataset_exists("jclash")

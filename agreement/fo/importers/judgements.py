@@ -3,17 +3,28 @@
 :func:`import_judgements` reads the file with
 :func:`agreement.io.judgements.read_judgements` (its repairs of repeated
 judgements and of labels outside the categories are parameters, and
-reported) and makes one sample per item (``filepath`` the item as written:
-items that are not local files, such as web addresses, are kept as names),
-in the attribute layout: one ``Classifications`` field whose labels carry
+reported) and makes one sample per item, in the attribute layout: one ``Classifications`` field whose labels carry
 the worker in ``annotator``, the workers who judged each item in the sample
 list ``raters`` (declared as the field's assignment, so every compute
 operator uses it by default). What was read and repaired is in
 ``dataset.info["iaa_import"]`` and in the result.
+
+Items and files. Each sample keeps the item exactly as written in the string
+field ``item``; its ``filepath`` is the file the item names
+(:func:`item_filepath`): an absolute path as it is, a relative one under
+``image_dir`` (default: the judgement file's folder, never the current
+directory), and a web address (``http://a.com/x``), which FiftyOne cannot
+store as a file path, as a file name under ``image_dir`` made from the
+address without its scheme (``a.com_x``). The items are images (their media
+type is decided by :func:`agreement.fo.media_types.decide_media_type`: items
+named without an extension are images too, with a warning when the files
+cannot be read).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Sequence
 
 import numpy as np
@@ -22,14 +33,42 @@ import fiftyone as fo
 
 from agreement.fo.assignment import declare_raters_field
 from agreement.fo.coco import INFO_KEY, _discard, _swap_in, _temporary_name
+from agreement.fo.media_types import decide_media_type, media_sample
 from agreement.io.judgements import read_judgements
 
-__all__ = ["import_judgements", "IMPORT_INFO_KEY"]
+__all__ = ["import_judgements", "item_filepath", "IMPORT_INFO_KEY"]
 
 IMPORT_INFO_KEY = "iaa_import"
 
 
-def _samples(ratings, field: str, rater_attr: str) -> list:
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def item_filepath(item: str, image_dir: str) -> str:
+    """The file an item of a judgement file names (see the module docstring).
+
+    ``/data/a.jpg`` stays; ``a.jpg`` becomes ``image_dir/a.jpg``; a web
+    address ``http://a.com/x?y`` becomes ``image_dir/a.com_x_y`` (the address
+    without its scheme, every run of characters other than letters, digits,
+    ``.``, ``-`` and ``_`` replaced by ``_``).
+    """
+    item = str(item)
+    if _SCHEME.match(item):
+        return os.path.join(image_dir, re.sub(r"[^A-Za-z0-9._-]+", "_", _SCHEME.sub("", item)).strip("_") or "_")
+    return item if os.path.isabs(item) else os.path.join(image_dir, item)
+
+
+def _check_distinct(source: str, items, paths: list[str]) -> None:
+    """Two items naming one file (``http://a.com/x`` and ``https://a.com/x``) would be one sample: refused."""
+    by_path: dict[str, str] = {}
+    for item, filepath in zip(items, paths):
+        other = by_path.setdefault(filepath, str(item))
+        if other != str(item):
+            raise ValueError(f"{source}: items {other!r} and {str(item)!r} name the same file {filepath!r} (web "
+                             "addresses become file names under image_dir): rename one of them in the file")
+
+
+def _samples(ratings, field: str, rater_attr: str, paths: list[str], media_type: str) -> list:
     raters = np.asarray(ratings.raters, dtype=object)
     out = []
     for s, item in enumerate(ratings.sample_ids):
@@ -37,15 +76,16 @@ def _samples(ratings, field: str, rater_attr: str) -> list:
         judged = np.flatnonzero(ratings.assigned[s])
         labels = [fo.Classification(label=str(ratings.classes[row[r]]), **{rater_attr: str(raters[r])})
                   for r in judged if row[r] >= 0]
-        out.append(fo.Sample(filepath=str(item), **{field: fo.Classifications(classifications=labels),
-                                                    "raters": [str(raters[r]) for r in judged]}))
+        out.append(media_sample(paths[s], media_type, item=str(item),
+                                **{field: fo.Classifications(classifications=labels),
+                                   "raters": [str(raters[r]) for r in judged]}))
     return out
 
 
 def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | str | None = None,
                       repeated: str = "mode", unknown_labels: str = "error", field: str = "judgements",
                       rater_attr: str = "annotator", overwrite: bool = False,
-                      persistent: bool = True) -> tuple[fo.Dataset, dict]:
+                      persistent: bool = True, image_dir: str | None = None) -> tuple[fo.Dataset, dict]:
     """Imports a judgement file as dataset ``dataset_name`` (see the module docstring).
 
     Args:
@@ -59,6 +99,7 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         field, rater_attr: the label field and the label attribute naming the worker.
         overwrite: replace an existing dataset of that name.
         persistent: keep the dataset after the session.
+        image_dir: where the items' files are (default: the judgement file's folder): see :func:`item_filepath`.
 
     Returns:
         ``(dataset, report)``: the report's counts of what was read and repaired, and its summary sentence.
@@ -70,16 +111,21 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} exists; pass overwrite=True or choose another name")
     ratings, report = read_judgements(path, categories, repeated=repeated, unknown_labels=unknown_labels)
+    base = os.path.abspath(os.fspath(image_dir) if image_dir else os.path.dirname(os.path.abspath(path)))
+    paths = [item_filepath(item, base) for item in ratings.sample_ids]
+    _check_distinct(path, ratings.sample_ids, paths)
+    media = decide_media_type(paths, reason="crowd judgements describe images")
     record = {
         "format": "judgements", "path": str(path), "judgements": report.n_judgements, "workers": report.n_workers,
         "items": report.n_items, "classes": list(report.classes), "repeated": repeated,
         "repeated_pairs": report.n_repeated_pairs, "repeated_judgements_set_aside": report.n_repeated_judgements,
         "conflicting_pairs": report.n_conflicting_pairs, "unknown_labels": unknown_labels,
         "unknown_counts": dict(report.unknown_counts), "dropped": report.n_dropped, "summary": report.summary(),
+        "image_dir": base, "media": media.to_dict(),
     }
     dataset = fo.Dataset(_temporary_name(dataset_name, "judgements"))
     try:
-        dataset.add_samples(_samples(ratings, field, rater_attr), progress=False)
+        dataset.add_samples(_samples(ratings, field, rater_attr, paths, media.media_type), progress=False)
         dataset.classes = {field: [str(c) for c in report.classes]}
         dataset.info[INFO_KEY] = {"source": "judgements", "layout": "attribute", "field": field,
                                   "rater_attr": rater_attr, "rater_fields": {str(r): field for r in ratings.raters}}
