@@ -21,7 +21,7 @@ rater table and the confusion heatmap below them.
 
 from __future__ import annotations
 
-from agreement.fo.figure_base import count_text, figure, figure_layout, floats, is_finite, plural, sig3
+from agreement.fo.figure_base import count_text, figure, figure_layout, floats, is_finite, plural, sig3, tick_room
 
 __all__ = ["class_bars", "class_curves", "class_vitality_bars", "class_difficulty_bars", "tag_alpha_bars",
            "rater_confusion_figure", "MAX_CLASSES"]
@@ -45,9 +45,10 @@ def class_vitality_bars(detail: dict) -> list[dict]:
     trace = {"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>",
              "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}
-    layout = figure_layout("Rater vitality (whole run)", "rater", "vitality (< 0: lowers agreement)",
-                           subtitle="α − α without the rater · click a bar: the samples where that rater "
-                                    "differs from another", xaxis={"type": "category"})
+    layout = figure_layout("Rater vitality (whole run)", "rater", "vitality",
+                           subtitle="α − α without the rater (< 0: the rater lowers agreement) · click a bar: "
+                                    "the samples where that rater differs from another", xaxis={"type": "category"},
+                           height=320 + tick_room(raters))
     fig = figure("vitality", "Rater vitality: α − α without the rater (whole run)", [trace], layout,
                  clickable="vitality")
     fig["per_rater"] = True  # the panel shows the lowest and highest k raters of a crowd

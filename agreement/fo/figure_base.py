@@ -118,3 +118,12 @@ def add_subtitle(layout: dict, text: str) -> dict:
     layout["margin"]["t"] += 16 * len(lines)
     layout["height"] += 16 * len(lines)
     return layout
+
+
+def tick_room(labels, per_char: float = 8.0, free_chars: int = 4, cap: int = 160) -> int:
+    """Extra figure height for category tick labels that plotly slants (a crowd's rater names): about
+    ``per_char`` pixels a character past the first ``free_chars`` of the longest, at most ``cap``; without
+    it the slanted names take the plot area's height and the y title runs into the subtitle."""
+    longest = max((len(str(x)) for x in labels), default=0)
+    return int(min(cap, per_char * max(0, longest - free_chars)))
+

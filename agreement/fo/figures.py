@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from agreement.fo.figure_base import (FIGURE_CONFIG, count_text, figure, figure_layout, floats, is_finite, plural,
-                                      sig3, wrap_lines)
+                                      sig3, tick_room, wrap_lines)
 
 __all__ = [
     "PanelDataError", "METHOD_VIEWS", "CONSENSUS_METHOD", "FIGURE_CONFIG", "sig3", "count_text", "is_finite",
@@ -83,8 +83,10 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             [{"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
               "hovertemplate": "%{hovertext}<extra></extra>",
               "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}],
-            figure_layout("Rater vitality (whole run)", "rater", "vitality (< 0: lowers agreement)",
-                    subtitle="α − α without the rater · click a bar: that rater's labels that match nobody"),
+            figure_layout("Rater vitality (whole run)", "rater", "vitality",
+                    subtitle="α − α without the rater (< 0: the rater lowers agreement) · click a bar: that rater's "
+                             "labels that match nobody",
+                    height=320 + tick_room(raters)),
             clickable="vitality"))
         bars[-1]["per_rater"] = True  # the panel shows the lowest and highest k raters of a crowd
     cd = detail.get("class_difficulty") or {}
