@@ -44,6 +44,21 @@ def crowd_ds(fo, make_dataset):
     return ds, list(corpus.raters)
 
 
+def test_the_forms_review_band_is_the_python_review_band(crowd_ds):
+    """The App form's two numbers (review_lo, review_hi) give the run the review band a Python call gives as
+    review_band; review_band given explicitly wins over them."""
+    from agreement.fo.runs import get_agreement_run_info
+
+    ds, raters = crowd_ds
+    py = _run(ds, "compute_consensus", fields=raters, key="py", review_band=[0.5, 0.999])
+    form = _run(ds, "compute_consensus", fields=raters, key="form", review_lo=0.5, review_hi=0.999)
+    default = _run(ds, "compute_consensus", fields=raters, key="default")
+    assert py["n_review"] == form["n_review"] != default["n_review"]
+    assert get_agreement_run_info(ds, "form")["params"]["review_band"] == [0.5, 0.999]
+    both = _run(ds, "compute_consensus", fields=raters, key="both", review_band=[0.5, 0.999], review_hi=0.8)
+    assert both["n_review"] == py["n_review"]
+
+
 def test_consensus_field_links_and_run_results(crowd_ds):
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
 

@@ -55,6 +55,8 @@ class Param:
             of the special ``"auto"``).
         show_if: ``params -> bool``: the form shows it only then (the Python call always takes it).
         check: an extra validation ``value -> value`` that raises ``ValueError`` naming the problem.
+        form_via: for a parameter not in the form itself, the form-only controls that set it (their names;
+            :attr:`MethodDeclaration.from_form` turns them into it), named in the parameter reference.
     """
 
     name: str
@@ -76,6 +78,7 @@ class Param:
     form_default: Any = None
     show_if: Callable[[Mapping[str, Any]], bool] | None = None
     check: Callable[[Any], Any] | None = None
+    form_via: tuple = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -376,8 +379,10 @@ def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
 def parameter_table(decl: MethodDeclaration) -> str:
     """The method's parameters as a Markdown table: name, type, default, range, what it does."""
     rows = ["| parameter | type | default | range | what it does |", "|---|---|---|---|---|"]
+    labels = {q.name: q.label for q in decl.params}
     for p in decl.method_params:
-        where = "" if p.form else " (Python only)"
+        via = " and ".join(f"*{labels[n]}*" for n in p.form_via)
+        where = "" if p.form else f" (in the App form: {via})" if via else " (Python only)"
         rows.append(f"| `{p.name}` | {p.kind.__name__} | `{p.default!r}` | {p.range_text()} | {p.help}{where} |")
     return "\n".join(rows)
 

@@ -206,8 +206,12 @@ SPEC = MethodSpec(
 
 def _from_form(values: dict) -> dict:
     """``tau`` from the form: ``"auto"`` unless its "Choose τ from the data" checkbox is off, or ``tau`` is
-    given as a number without it (SDK calls); a numeric string from an SDK call is taken as a number."""
+    given as a number without it (SDK calls); a numeric string from an SDK call is taken as a number; the
+    review band from the form's two numbers (``review_lo``, ``review_hi``)."""
     values = dict(values)
+    lo, hi = values.pop("review_lo", None), values.pop("review_hi", None)
+    if "review_band" not in values and (lo is not None or hi is not None):  # the form's two numbers
+        values["review_band"] = [lo if lo is not None else 0.2, hi if hi is not None else 0.8]
     auto, tau = values.pop("tau_auto", None), values.get("tau")
     if tau == "auto" or auto is True or (auto is None and tau is None):
         values["tau"] = "auto"
@@ -285,7 +289,14 @@ DECLARATION = MethodDeclaration(
               low=0.0, high=1.0, low_open=True, show_if=lambda p: p.get("method") == "majority"),
         Param("review_band", list, (0.2, 0.8), "Review band",
               "(lo, hi): flag the consensus labels whose confidence lies in it, or whose class posterior is "
-              "below hi", low=0.0, high=1.0, form=False, check=_band),
+              "below hi", low=0.0, high=1.0, form=False, check=_band, form_via=("review_lo", "review_hi")),
+        Param("review_lo", float, 0.2, "Review band: from",
+              "Flag the consensus labels whose confidence is at least this and below 'to' (review_band[0])",
+              low=0.0, high=1.0, python=False),
+        Param("review_hi", float, 0.8, "Review band: to",
+              "... and below this; a class consensus flags every class posterior below it (review_band[1]). A "
+              "large crowd's posteriors are near 1: raise it (e.g. 0.999) to review the least certain",
+              low=0.0, high=1.0, python=False),
         Param("similarity", str, None, "Similarity",
               "Similarity of the correspondence (default: by label type)", choices=tuple(SIMILARITIES),
               form=False),
