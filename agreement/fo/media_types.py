@@ -137,9 +137,8 @@ def decide_media_type(filepaths: Iterable[str], expected: str = fom.IMAGE,
 
 def media_sample(filepath: str, media_type: str, **fields) -> fo.Sample:
     """A new sample of ``media_type`` whatever its file name says (FiftyOne infers it from the extension)."""
-    sample = fo.Sample(filepath=filepath, **fields)
-    if sample.media_type == media_type:
-        return sample
+    if fom.get_media_type(filepath) == media_type:  # what FiftyOne infers from the name: built once
+        return fo.Sample(filepath=filepath, **fields)
     typed = fo.Sample.from_dict({"filepath": filepath, "_media_type": media_type})
     for name, value in fields.items():
         typed[name] = value
