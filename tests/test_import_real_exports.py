@@ -20,6 +20,7 @@ import shutil
 import pytest
 
 from fixtures_imports import real_exports as rx
+from test_fo_importers import _assert_same  # the same comparison of headline numbers (1e-9)
 
 pytestmark = pytest.mark.fiftyone
 pytest.importorskip("label_studio_converter", reason="label-studio-converter (requirements-test.txt) writes the fixtures")
@@ -62,12 +63,6 @@ def _headline(ds, raters) -> dict:
     ot = _run(ds, "compute_ot_agreement", key=f"o{len(raters)}", fields=list(raters))
     return {"global_alpha": kalos["global_alpha"], "mean_alpha": kalos["mean_alpha"], "n_units": kalos["n_units"],
             "alpha_ot": ot["alpha_ot"], "mean_ot": ot["mean_ot"], "n_scored": ot["n_scored"], "f1": ot["f1"]}
-
-
-def _assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        assert a[k] == pytest.approx(b[k], abs=1e-9), (k, a[k], b[k])
 
 
 @pytest.fixture(scope="module")
