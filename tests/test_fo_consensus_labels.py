@@ -46,7 +46,7 @@ def crowd_ds(fo, make_dataset):
 
 def test_the_forms_review_band_is_the_python_review_band(crowd_ds):
     """The App form's two numbers (review_lo, review_hi) give the run the review band a Python call gives as
-    review_band; review_band given explicitly wins over them."""
+    review_band; both given must agree (neither is silently ignored)."""
     from agreement.fo.runs import get_agreement_run_info
 
     ds, raters = crowd_ds
@@ -55,8 +55,11 @@ def test_the_forms_review_band_is_the_python_review_band(crowd_ds):
     default = _run(ds, "compute_consensus", fields=raters, key="default")
     assert py["n_review"] == form["n_review"] != default["n_review"]
     assert get_agreement_run_info(ds, "form")["params"]["review_band"] == [0.5, 0.999]
-    both = _run(ds, "compute_consensus", fields=raters, key="both", review_band=[0.5, 0.999], review_hi=0.8)
+    both = _run(ds, "compute_consensus", fields=raters, key="both", review_band=[0.5, 0.999], review_lo=0.5,
+                review_hi=0.999)  # the same band both ways
     assert both["n_review"] == py["n_review"]
+    with pytest.raises(RuntimeError, match=r"review_band \[0.5, 0.999\] and the form's review_lo/review_hi .*disagree"):
+        _run(ds, "compute_consensus", fields=raters, key="clash", review_band=[0.5, 0.999], review_hi=0.8)
 
 
 def test_consensus_field_links_and_run_results(crowd_ds):

@@ -207,11 +207,17 @@ SPEC = MethodSpec(
 def _from_form(values: dict) -> dict:
     """``tau`` from the form: ``"auto"`` unless its "Choose τ from the data" checkbox is off, or ``tau`` is
     given as a number without it (SDK calls); a numeric string from an SDK call is taken as a number; the
-    review band from the form's two numbers (``review_lo``, ``review_hi``)."""
+    review band from the form's two numbers (``review_lo``, ``review_hi``), refused when it disagrees with a
+    ``review_band`` given beside them."""
     values = dict(values)
     lo, hi = values.pop("review_lo", None), values.pop("review_hi", None)
-    if "review_band" not in values and (lo is not None or hi is not None):  # the form's two numbers
-        values["review_band"] = [lo if lo is not None else 0.2, hi if hi is not None else 0.8]
+    if lo is not None or hi is not None:  # the form's two numbers
+        band = [lo if lo is not None else 0.2, hi if hi is not None else 0.8]
+        given = values.get("review_band")
+        if given is not None and [float(v) for v in given] != [float(v) for v in band]:
+            raise ValueError(f"review_band {list(given)!r} and the form's review_lo/review_hi {band!r} disagree: "
+                             "give one of them")
+        values["review_band"] = band
     auto, tau = values.pop("tau_auto", None), values.get("tau")
     if tau == "auto" or auto is True or (auto is None and tau is None):
         values["tau"] = "auto"
