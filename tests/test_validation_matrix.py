@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.validation_matrix import PROPERTIES, Cell, render
+from validation_matrix import PROPERTIES, Cell, render
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
 PARTS = ("images", "video_classes")
@@ -30,7 +30,7 @@ the suite; "n/a" says why a property does not apply. Numbers are seeded and dete
 
 @pytest.fixture(scope="module")
 def cells() -> dict[str, list[Cell]]:
-    out = {part: importlib.import_module(f"tests.validation_matrix.{part}").cells() for part in PARTS}
+    out = {part: importlib.import_module(f"validation_matrix.{part}").cells() for part in PARTS}
     every = [c for part in PARTS for c in out[part]]
     assert len({c.id for c in every}) == len(every), "two cells with one id"
     PAGE.write_text(render(every, HEADER))
