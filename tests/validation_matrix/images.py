@@ -1,9 +1,108 @@
-"""Part 'images' of the validation matrix (being written)."""
+"""Part 'images' of the validation matrix: the instance label types on images (boxes, polygons, instance
+masks, keypoints) and in 3D scenes (cuboids, polylines, points) × every compute method that accepts them
+(OT, KαLOS, geometry agreement, consensus, calibration) × the properties of :data:`PROPERTIES`.
+
+Everything runs through the pure library (no FiftyOne), on simulated raters
+(:mod:`validation_matrix.images_corpora`, :mod:`validation_matrix.images_designs`), with the statistics of
+:mod:`validation_matrix.images_stats` and the criteria of :mod:`validation_matrix.images_judge`:
+
+* identical: the reference rater against an exact copy of itself;
+* chance: independent random raters, 3 seeds on the homogeneous design, 2 on the heterogeneous one;
+* monotone: the reference against its copy under each of the simulator's stages (shift, drop, swap) at
+  γ ∈ {0, 0.2, 0.5}, coupled draws;
+* invariant: a 3-rater corpus against itself with samples reordered, labels shuffled and classes renamed;
+  with raters renamed (reversed sort order); and (2D) at twice the image resolution with the same relative
+  geometry;
+* the degenerate designs of :func:`validation_matrix.images_designs.degenerate`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 from validation_matrix import Cell
+from validation_matrix.images_corpora import HETEROGENEOUS, HOMOGENEOUS, KINDS, KINDS_3D, random_raters, realise, reference
+from validation_matrix.images_designs import crowd, degenerate, pair, renamed_raters, reordered
+from validation_matrix.images_judge import chance, degenerate as judge_degenerate, identical, invariant, monotone
+from validation_matrix.images_stats import NOISE, STATS, evaluate
+
+LEVELS = (0.0, 0.2, 0.5)
+#: The statistics with a chance value (the others' chance cells are n/a: not computed).
+CHANCE = tuple(k for k, st in STATS.items() if st.chance in ("zero", "sigma", "ks"))
+DEGENERATE = ("one_rater", "never_meet", "empty_rater", "all_empty", "single_class")
+HOMOGENEOUS_SEEDS = (0, 1, 2)
+HETEROGENEOUS_SEEDS = (0, 1)
+#: Samples per corpus (small: the part must compute in about 90 s on one core); costly kinds get fewer.
+SAMPLES = {"boxes": 60, "polygons": 30, "instance masks": 30, "keypoints": 40, "3D cuboids": 24,
+           "3D polylines": 24, "3D points": 40}
+#: The heterogeneous design per kind: the crowd and the object counts stay, the number of items shrinks
+#: where pairwise geometry is costly.
+HETEROGENEOUS_ITEMS = {"boxes": 80, "polygons": 30, "instance masks": 30, "keypoints": 40, "3D cuboids": 16,
+                       "3D polylines": 16, "3D points": 60}
+
+
+def _design_text(d) -> str:
+    return (f"{d.samples} items, {d.crowd} raters ({d.per_item[0]}–{d.per_item[1]} per item), "
+            f"{d.objects[0]}–{d.objects[1]} labels per rater and item, images {d.image_px[0]}–{d.image_px[1]} px")
+
+
+def _measure_kind(kind: str) -> dict:
+    """Every measurement of one label type: ``{"identical": {stat: Measure}, "hom": [...], ...}``."""
+    n = SAMPLES[kind]
+    ref = reference(n, seed=0)
+    at = {}
+    for stage in NOISE:
+        for g in LEVELS:
+            key = (stage, g) if g else ("shift", 0.0)
+            if key not in at:
+                at[key] = evaluate(kind, realise(pair(ref, [(stage, g)]), kind))
+            at[(stage, g)] = at[key]
+    hom_d = dataclasses.replace(HOMOGENEOUS, samples=n)
+    het_d = dataclasses.replace(HETEROGENEOUS, samples=HETEROGENEOUS_ITEMS[kind])
+    base = crowd(ref)
+    variants = {"samples reordered, labels shuffled, classes renamed": realise(reordered(base), kind),
+                "raters renamed (order reversed)": realise(renamed_raters(base), kind)}
+    if kind not in KINDS_3D:
+        variants["image resolution ×2"] = realise(base, kind, upscale=2)
+    return {
+        "curves": at,
+        "hom": [evaluate(kind, realise(random_raters(hom_d, s), kind), CHANCE) for s in HOMOGENEOUS_SEEDS],
+        "het": [evaluate(kind, realise(random_raters(het_d, s), kind), CHANCE) for s in HETEROGENEOUS_SEEDS],
+        "hom_design": _design_text(hom_d), "het_design": _design_text(het_d),
+        "base": evaluate(kind, realise(base, kind)),
+        "variants": {name: evaluate(kind, d) for name, d in variants.items()},
+        "degenerate": {d: evaluate(kind, realise(degenerate(ref, d), kind)) for d in DEGENERATE},
+        "careful": evaluate(kind, realise(pair(ref, [("shift", 0.1), ("drop", 0.2)]), kind)),
+    }
+
+
+def _kind_cells(kind: str) -> list[Cell]:
+    got = _measure_kind(kind)
+    out: list[Cell] = []
+    for key, st in STATS.items():
+        if kind not in st.kinds:
+            continue
+
+        def cell(prop: str, res: tuple) -> None:
+            out.append(Cell(st.method, kind, prop, res[0], res[1], res[2]))
+
+        cell("identical", identical(st, got["curves"][("shift", 0.0)][key]))
+        for prop, runs, text in (("chance_homogeneous", got["hom"], got["hom_design"]),
+                                 ("chance_heterogeneous", got["het"], got["het_design"])):
+            cell(prop, chance(st, [m[key] for m in runs] if key in CHANCE else [], text))
+        curves = {stage: [got["curves"][(stage, g)][key] for g in LEVELS] for stage in NOISE}
+        cell("monotone", monotone(st, curves, LEVELS))
+        cell("invariant", invariant(got["base"][key], {n: v[key] for n, v in got["variants"].items()}))
+        for d in DEGENERATE:
+            cell(d, judge_degenerate(st, d, got["degenerate"][d][key], got["careful"][key]))
+    return out
 
 
 def cells() -> list[Cell]:
-    return []
+    """Every cell of the part (label types in :data:`KINDS` order, statistics in :data:`STATS` order)."""
+    out = [c for kind in KINDS for c in _kind_cells(kind)]
+    order = {st.method: i for i, st in enumerate(STATS.values())}
+    return sorted(out, key=lambda c: order[c.method])  # stable: label types keep their order
+
+
+__all__ = ["cells"]
