@@ -148,8 +148,52 @@ def test_ot_per_frame_scores_equal_image_scores_and_chance_pairs_cross_videos(fo
     got = _op("compute_ot_agreement")(video_ds, key="fo_ot", fields=[f"frames.{r}" for r in RATERS]).summary
     _op("compute_ot_agreement")(image_ds, key="io_ot", fields=list(RATERS))
     _same(_frame_values(video_ds, "fo_ot_ot"), _image_values(image_ds, "io_ot_ot"))
-    assert -1.0 <= got["alpha_ot"] <= 1.0  # defined: frames of different videos are paired
+    # αOT: the pure library's on the frames as images with the videos as groups (chance pairs join frames of
+    # different videos), exact at this size, so the order of the ids does not matter
+    data, videos = _image_corpus(image_ds)
+    want, by_frame = _alpha_ot_grouped(data, videos), _alpha_ot_grouped(data, None)
+    assert got["alpha_ot"] == pytest.approx(want, abs=1e-12) and got["alpha_ot_exact"]
+    assert abs(want - by_frame) > 1e-3  # pairs drawn between frames of one video would give another number
     assert video_ds.count("frames.r2.detections.fo_ot_cost") == video_ds.count("frames.r2.detections")
+
+
+def _image_corpus(image_ds):
+    """The corpus of the frames as images, and the video of each of its samples."""
+    from agreement.fo.reading import read_annotations
+
+    data = read_annotations(image_ds, fields=list(RATERS)).annotations
+    video = dict(zip(*image_ds.values(["id", "video"])))
+    return data, np.array([video[str(s)] for s in data.sample_ids], dtype=np.int64)
+
+
+def _alpha_ot_grouped(data, groups) -> float:
+    """αOT of ``data`` with chance pairs between different ``groups`` (pure library)."""
+    from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells
+    from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot
+
+    cs, cr = np.nonzero(data.assigned)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, 100_000, 0, groups=groups)
+    _, a, b, _, a0, na, b0, nb = assigned_pair_cells(data)
+    cost = _solve_set_pairs(_PairCosts(data.boxes, data.labels, 0.5), a0, na, b0, nb, 0.5, "paper", 1 << 17).cost
+    res = finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), cost, a.astype(np.int64) * data.num_raters + b)
+    assert res.exact
+    return res.alpha
+
+
+def test_chance_groups_are_the_videos_of_the_frame_units(fo, video_ds):
+    from agreement.fo.frame_units import build_frame_units, chance_groups, delete_frame_units
+
+    assert chance_groups(video_ds, video_ds.values("id")) is None  # not frame units: every sample its own group
+    units = build_frame_units(video_ds, [f"{r}" for r in RATERS], None, "annotator", None)
+    try:
+        ids = units.values("id")[::-1]
+        groups = chance_groups(units, ids)
+        video = dict(zip(units.values("id"), map(str, units.values("sample_id"))))
+        names = sorted(set(video.values()))
+        assert groups.tolist() == [names.index(video[i]) for i in ids]
+        assert np.bincount(groups).tolist() == [N_FRAMES] * N_VIDEOS
+    finally:
+        delete_frame_units(units)
 
 
 def test_attribute_layout_gives_the_fields_layout_numbers(fo, video_ds):
@@ -161,13 +205,24 @@ def test_attribute_layout_gives_the_fields_layout_numbers(fo, video_ds):
     _same(_frame_values(video_ds, "attr_k_alpha"), _frame_values(video_ds, "fields_k_alpha"))
 
 
-def test_geometry_and_consensus_on_frames_through_execute_operator(fo, video_ds):
+def test_geometry_and_consensus_on_frames_through_execute_operator(fo, video_ds, image_ds):
     import fiftyone.operators as foo
 
     fields = [f"frames.{r}" for r in RATERS]
     res = foo.execute_operator("@iaa/agreement/compute_geometry_agreement",
                                ctx=dict(view=video_ds.view(), params=dict(key="geo", fields=fields)))
     assert res.result["sigma"] is not None and res.result["n_frames"] == N_VIDEOS * N_FRAMES
+    # the pure library's numbers on the frames as images, chance pairs between different videos (exact)
+    from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_shards
+
+    data, videos = _image_corpus(image_ds)
+    kw = dict(bootstrap=None)
+    want = merge_geometry_shards([geometry_shard(data)], lambda idx: (data, idx), groups=videos, **kw)
+    by_frame = merge_geometry_shards([geometry_shard(data)], lambda idx: (data, idx), **kw)
+    assert want.between_exact
+    for k in ("sigma", "distance_alpha", "ks", "detection_alpha", "classification_alpha"):
+        assert res.result[k] == pytest.approx(getattr(want, k).value, abs=1e-12), k
+    assert abs(want.distance_alpha.value - by_frame.distance_alpha.value) > 1e-3
     assert video_ds.count("frames.geo_distance") > 0 and video_ds.count("geo_frames_mean") > 0
     res = foo.execute_operator("@iaa/agreement/compute_consensus",
                                ctx=dict(view=video_ds.view(), params=dict(key="cons", fields=fields)))
@@ -245,7 +300,13 @@ def test_polylines_on_frames(fo):
             ds.add_sample(s)
         _op("compute_geometry_agreement")(ds, key="g", fields=["frames.p1", "frames.p2"], distance="polygon_iou")
         dist = [x for x in ds.values("frames.g_distance", unwind=True) if x is not None]
-        assert len(dist) == 12 and all(0 < x < 1 for x in dist)
+        assert len(dist) == 12
+        # the triangle and its copy shifted by d: their intersection is the triangle of legs 0.2 - d
+        for fp, frames, values in zip(*ds.values(["filepath", "frames.frame_number", "frames.g_distance"])):
+            v = int(fp.split("poly")[1].split(".")[0])
+            for f, x in zip(frames, values):
+                inter = (0.2 - 0.002 * f * (v + 1)) ** 2 / 2
+                assert x == pytest.approx(1 - inter / (0.04 - inter), abs=1e-9), (v, f)
         assert ds.count("frames.p2.polylines.g_distance") == 12
     finally:
         ds.delete()

@@ -11,7 +11,10 @@ Here, the FiftyOne side of it:
 * :func:`temporal_boxes`: the supports read, checked (frame counts known, ``first <=
   last``, within ``[1, N]`` under ``box_policy``) and turned into boxes;
 * :func:`support_documents`: consensus boxes back to supports, for ``TemporalDetection``
-  documents.
+  documents;
+* :func:`chance_strata`, :func:`strata_of_counts`: the chance strata of the clips by length
+  (:func:`agreement.geometry.temporal.length_strata`): the chance baselines pair only clips of
+  comparable length.
 
 Image sizes of a temporal corpus are unknown (NaN): every measure then works in relative
 coordinates, which is the relative time of the design.
@@ -27,10 +30,10 @@ import fiftyone.core.labels as fol
 
 from agreement.core.validation import AnnotationError, RepairReport
 from agreement.fo.label_schema import _sample_label
-from agreement.geometry.temporal import boxes_to_supports, check_supports, supports_to_boxes
+from agreement.geometry.temporal import boxes_to_supports, check_supports, length_strata, supports_to_boxes
 
 __all__ = ["TEMPORAL_TYPES", "FRAME_COUNT_PATH", "is_temporal", "check_temporal_media", "frame_count_column",
-           "temporal_boxes", "support_documents"]
+           "temporal_boxes", "support_documents", "chance_strata", "strata_of_counts"]
 
 #: The temporal label list types read (segments of a video's frames).
 TEMPORAL_TYPES = (fol.TemporalDetections,)
@@ -131,3 +134,23 @@ def support_documents(boxes: np.ndarray, frame_counts: np.ndarray) -> list[dict]
     clipped to ``[1, N]``: :func:`agreement.geometry.temporal.boxes_to_supports`), the geometry of a
     ``TemporalDetection`` document."""
     return [{"support": s} for s in boxes_to_supports(boxes, frame_counts).tolist()]
+
+
+def strata_of_counts(frame_counts: np.ndarray) -> np.ndarray:
+    """The chance strata of clips of ``frame_counts`` frames (:func:`agreement.geometry.temporal.length_strata`;
+    an unknown or non-positive count, refused later for a clip with segments, counts as unknown)."""
+    n = np.asarray(frame_counts, dtype=np.float64).reshape(-1)
+    return length_strata(np.where(np.isfinite(n) & (n >= 1), n, np.nan))
+
+
+def chance_strata(samples, sample_ids: Sequence[str], label_fields: Sequence[str]) -> np.ndarray | None:
+    """The chance strata of ``sample_ids`` (videos of ``samples``) by their frame counts when the label fields
+    hold temporal segments (:func:`strata_of_counts`); ``None`` for any other label type (one stratum: chance
+    pairs join any two samples)."""
+    schema = samples.get_field_schema()
+    temporal = any(is_temporal(getattr(schema.get(f), "document_type", None)) for f in label_fields)
+    if not temporal or samples.media_type != "video":
+        return None
+    ids, counts = samples.values(["id", FRAME_COUNT_PATH])
+    of = dict(zip(map(str, ids), counts))
+    return strata_of_counts(np.array([np.nan if of.get(str(s)) is None else float(of[str(s)]) for s in sample_ids]))

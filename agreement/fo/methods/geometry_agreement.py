@@ -27,6 +27,7 @@ import numpy as np
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import distance_curves
+from agreement.fo.temporal import chance_strata
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
@@ -53,13 +54,19 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
                         label_values={"distance": out["row_distance"]}, stats=shard.without_rows())
 
 
+def _prepare(samples, plan, sample_ids: list, layout, params: dict):
+    """The chance strata of the view (temporal segments: clips of comparable length,
+    :func:`agreement.fo.temporal.chance_strata`; ``None`` otherwise), found before the first shard."""
+    return chance_strata(samples, sample_ids, plan.label_fields)
+
+
 def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
     ids = np.asarray(context.sample_ids, dtype=object)
     res = merge_geometry_shards(
         stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
         bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
-        confidence=params["confidence"], groups=context.groups)
+        confidence=params["confidence"], groups=context.groups, strata=context.state)
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
     between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]
@@ -86,6 +93,7 @@ SPEC = MethodSpec(
                                          polyline3d_tolerance=p["polyline3d_tolerance"]),
     kernel=_kernel,
     finish=_finish,
+    prepare=_prepare,
     finish_rereads=True,  # the chance sample's sets are read again after the last shard
 )
 

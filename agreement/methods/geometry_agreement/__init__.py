@@ -182,7 +182,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.methods.ot.alpha_ot import canonical_sample_order, stratum_ranks
 from agreement.core.arrays import unique_sorted
 from agreement.methods.geometry_agreement.chance import (
     _BetweenMatch,
@@ -332,6 +332,7 @@ def geometry_agreement(
     sigma_p: float = 0.05,
     sigmas: np.ndarray | None = None,
     stack: bool = True,
+    strata: np.ndarray | None = None,
 ) -> GeometryAgreementResult:
     r"""Chance-corrected localisation, detection and classification agreement.
 
@@ -390,6 +391,11 @@ def geometry_agreement(
             keypoints).
         stack: compute many small box-similarity blocks in one call (same
             numbers, faster); ``False`` calls ``similarity_matrix`` per block.
+        strata: optional ``(S,)`` integers: between-item set pairs join samples
+            of the same stratum only, e.g. clips of comparable length
+            (:func:`agreement.geometry.temporal.length_strata`), each stratum
+            weighed by its share of the within-item set pairs
+            (:func:`merge_geometry_shards`); ``None``: one stratum.
 
     Returns:
         :class:`GeometryAgreementResult`; undefined values are NaN with a
@@ -410,7 +416,7 @@ def geometry_agreement(
     shard = geometry_shard(data, distance, threshold, max_pairs, sigmas=sigmas, stack=stack)
     return merge_geometry_shards([shard], lambda idx: (data, idx), distance=distance, threshold=threshold,
                                  bootstrap=bootstrap, max_pairs=max_pairs, seed=seed, confidence=confidence,
-                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True)
+                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True, strata=strata)
 
 
 def merge_geometry_shards(
@@ -427,6 +433,7 @@ def merge_geometry_shards(
     stack: bool = True,
     checked: bool = False,
     groups: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
 ) -> GeometryAgreementResult:
     """:func:`geometry_agreement` of a corpus from the :func:`geometry_shard` of its shards.
 
@@ -434,6 +441,12 @@ def merge_geometry_shards(
     chance pairs join samples of *different* groups and the bootstrap
     resamples groups, e.g. frames of different videos (frames of one video
     are not independent items); ``None``: every sample is its own group.
+
+    ``strata`` (one integer per corpus sample, optional): the between-item
+    chance pairs join samples of the *same* stratum, e.g. clips of comparable
+    length (:func:`agreement.geometry.temporal.length_strata`), and each
+    stratum's between-item set pairs weigh, in total, its share of the
+    within-item set pairs (module docstring); ``None``: one stratum.
 
     The chance sample is drawn on the whole corpus (its strata need every
     rater's measured samples and set sizes), then its sets are read back:
@@ -461,15 +474,16 @@ def merge_geometry_shards(
     canon_kept = canon[sh.keep[canon]]
     cidx = np.full(S, -1, dtype=np.int32 if S < 2**31 else np.int64)
     cidx[canon_kept] = np.arange(len(canon_kept))
-    strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S)
+    chance_strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S, strata)
     groups = None if groups is None else np.asarray(groups, dtype=np.int64)
-    chance = _chance_set_pairs(strata, sh.cells, max_pairs, seed, groups)
+    chance = _chance_set_pairs(chance_strata, sh.cells, max_pairs, seed, groups)
+    scale = _stratum_scale(chance, sh.cells, sh.keep, strata)
     between = _between_of(chance, read_samples, distance, t, sigmas, stack, checked)
 
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
     within, outputs, n_set_pairs = sh.within, sh.outputs, sh.pair_sums.n_set_pairs
-    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx, canon_kept, p)
+    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx, canon_kept, p, scale)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
@@ -495,6 +509,35 @@ def merge_geometry_shards(
         distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
         confidence=confidence, sigma_p=p, similarity_report=sh.similarity_report,
     )
+
+
+def _stratum_scale(chance: _ChanceSample, cells, keep: np.ndarray, strata: np.ndarray | None) -> np.ndarray | None:
+    r"""The weight of every between-item set pair of the chance sample under length strata (``None``: one
+    stratum, every set pair weighs its multiplicity).
+
+    Under chance the within-item set pairs of stratum ``k`` are distributed like its between-item ones, so
+    the chance expectation of a within-item statistic mixes the strata in the proportions ``V_k / V`` of
+    the within-item set pairs (``V_k = sum_{i in k} m_i (m_i - 1) / 2`` over the measured samples, ``m_i``
+    the raters assigned to ``i``); the chance sample has them in the proportions ``B_k / B`` of its set
+    pairs (multiplicities), so each of its set pairs in ``k`` is weighed by
+    ``rho_k = (V_k / V) / (B_k / B)`` (strata with between-item set pairs only).
+    """
+    if strata is None or not len(chance.i):
+        return None
+    k_of = stratum_ranks(strata, len(keep))
+    K = int(k_of.max(initial=0)) + 1
+    if K == 1:
+        return None
+    kept = keep[cells.s]
+    m = np.bincount(cells.s[kept], minlength=len(keep)).astype(np.float64)
+    V = np.bincount(k_of, m * (m - 1.0) / 2.0 * keep, K)
+    Bk = np.bincount(k_of[chance.i], chance.mult.astype(np.float64), K)
+    has = Bk > 0
+    if not V[has].sum() > 0:
+        return None
+    rho = np.zeros(K)
+    rho[has] = (V[has] / V[has].sum()) / (Bk[has] / Bk[has].sum())
+    return rho[k_of[chance.i]]
 
 
 def _between_of(chance: _ChanceSample, read_samples, distance: str, t: float, sigmas, stack: bool,

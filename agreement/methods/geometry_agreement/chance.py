@@ -14,6 +14,7 @@ import numpy as np
 
 from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
 from agreement.methods.geometry_agreement.within import _PairSums
+from agreement.methods.ot.alpha_ot import stratum_ranks
 
 
 _TAG_BETWEEN = 0x6E0B
@@ -23,12 +24,14 @@ _DRAW_CHUNK = 65_536
 @dataclass(frozen=True)
 class _Strata:
     """The chance population, one stratum per rater pair that shares a
-    measured sample, ordered by rater names: ``first`` (rater a, the first set)
-    and ``second`` (rater b). Stratum ``x`` holds every ``(i, j)`` with ``i``
-    in ``first``'s measured samples and ``j`` in ``second``'s, canonical
-    sample order (``size`` of them, ``pop`` with ``i != j``, costing ``cost``
-    comparisons). ``rater_samples[rater_ptr[r]:rater_ptr[r + 1]]`` lists rater
-    ``r``'s measured samples in canonical order."""
+    measured sample and length stratum ``k`` where both have measured samples
+    (one length stratum without ``strata``), ordered by rater names then
+    ``k``: ``first`` (rater a, the first set) and ``second`` (rater b).
+    Stratum ``x`` holds every ``(i, j)`` with ``i`` in ``first``'s measured
+    samples of length stratum ``stratum[x]`` and ``j`` in ``second``'s,
+    canonical sample order (``size`` of them, ``pop`` with ``i != j``, costing
+    ``cost`` comparisons). ``rater_samples[rater_ptr[r K + k]:rater_ptr[r K + k + 1]]``
+    lists rater ``r``'s measured samples of length stratum ``k`` in canonical order."""
 
     first: np.ndarray
     second: np.ndarray
@@ -37,12 +40,16 @@ class _Strata:
     cost: np.ndarray
     rater_ptr: np.ndarray
     rater_samples: np.ndarray
+    stratum: np.ndarray
+    K: int = 1
 
     def locate(self, x: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Samples ``(i, j)`` of position ``loc`` (``i``-major) of stratum ``x``."""
-        nb = self.rater_ptr[self.second[x] + 1] - self.rater_ptr[self.second[x]]
-        i = self.rater_samples[self.rater_ptr[self.first[x]] + loc // nb]
-        j = self.rater_samples[self.rater_ptr[self.second[x]] + loc % nb]
+        fa = self.first[x] * self.K + self.stratum[x]
+        fb = self.second[x] * self.K + self.stratum[x]
+        nb = self.rater_ptr[fb + 1] - self.rater_ptr[fb]
+        i = self.rater_samples[self.rater_ptr[fa] + loc // nb]
+        j = self.rater_samples[self.rater_ptr[fb] + loc % nb]
         return i, j
 
 
@@ -70,45 +77,84 @@ class _Cells:
         return np.where(found, self.n[pos] if len(self.n) else 0, 0)
 
 
-def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int) -> _Strata:
+def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int,
+                   strata: np.ndarray | None = None) -> _Strata:
     """Sizes and costs of the strata, from per-rater sums and the per-rater-pair sums of the triples.
 
     For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
     their shared samples ``C``: ``size = |S_a| |S_b|``, ``pop = size - |C|``
     and ``cost = sum_{i in S_a, j in S_b, i != j} max(1, n_ia n_jb)``
-    ``= (sum n_a)(sum n_b) + #{n_ia n_jb = 0} - sum_{C} max(1, n_ia n_ib)``.
+    ``= (sum n_a)(sum n_b) + #{n_ia n_jb = 0} - sum_{C} max(1, n_ia n_ib)``;
+    with length ``strata``, the same within each length stratum ``k``
+    (``S_a(k)``, ``S_b(k)``, ``C(k)``).
     """
     R = len(raters)
     names = list(raters)
     nrank = np.empty(R, dtype=np.int64)
     nrank[sorted(range(R), key=names.__getitem__)] = np.arange(R)
-    # Each rater's measured samples, canonical order (CSR by rater).
+    k_of = stratum_ranks(strata, S)
+    K = int(k_of.max(initial=0)) + 1
+    # Each rater's measured samples, by length stratum then canonical order (CSR by rater * K + stratum).
     cpos = np.full(S, -1, dtype=np.int64)
     cpos[canon_kept] = np.arange(len(canon_kept))
     keep = cpos[cells.s] >= 0
     pos, rr = cpos[cells.s[keep]], cells.r[keep]
-    o = np.lexsort((pos, rr))
-    rsamp, rr = canon_kept[pos[o]].astype(np.intp), rr[o]
-    ptr = np.searchsorted(rr, np.arange(R + 1)).astype(np.intp)
-    nS = np.diff(ptr).astype(np.int64)
+    kk = k_of[cells.s[keep]]
+    o = np.lexsort((pos, kk, rr))
+    rsamp, rk = canon_kept[pos[o]].astype(np.intp), (rr[o] * K + kk[o]).astype(np.int64)
+    ptr = np.searchsorted(rk, np.arange(R * K + 1)).astype(np.intp)
+    nS = np.diff(ptr).astype(np.int64).reshape(R, K)
     n_cell = cells.n[keep][o]
-    tot = np.bincount(rr, weights=n_cell, minlength=R).astype(np.int64)
-    nz = np.bincount(rr, weights=n_cell > 0, minlength=R).astype(np.int64)
-    # Strata: the distinct rater pairs of the measured triples, by names.
+    tot = np.bincount(rk, weights=n_cell, minlength=R * K).astype(np.int64).reshape(R, K)
+    nz = np.bincount(rk, weights=n_cell > 0, minlength=R * K).astype(np.int64).reshape(R, K)
+    # Rater pairs: the distinct rater pairs of the measured triples, by names.
     pa, pb = pair_sums.code // R, pair_sums.code % R
     swap = nrank[pa] > nrank[pb]
     fa, fb = np.where(swap, pb, pa), np.where(swap, pa, pb)
     code, inv = np.unique(nrank[fa] * R + nrank[fb], return_inverse=True)
     inv = inv.reshape(-1)
-    common, diag = np.zeros(len(code), np.int64), np.zeros(len(code), np.int64)
-    np.add.at(common, inv, pair_sums.count)
-    np.add.at(diag, inv, pair_sums.cost)
-    first = np.zeros(len(code), np.intp)
-    second = np.zeros(len(code), np.intp)
+    P = len(code)
+    first = np.zeros(P, np.intp)
+    second = np.zeros(P, np.intp)
     first[inv], second[inv] = fa, fb
-    size = nS[first] * nS[second]
-    cost = tot[first] * tot[second] + (size - nz[first] * nz[second]) - diag
-    return _Strata(first, second, size, size - common, cost, ptr, rsamp)
+    if K == 1:
+        common, diag = np.zeros((P, 1), np.int64), np.zeros((P, 1), np.int64)
+        np.add.at(common[:, 0], inv, pair_sums.count)
+        np.add.at(diag[:, 0], inv, pair_sums.cost)
+    else:
+        common, diag = _shared_by_stratum(cells, keep, k_of, nrank, code, K)
+    # Strata: (rater pair, length stratum) where both have measured samples.
+    size_pk = nS[first] * nS[second]
+    xp, xk = np.nonzero(size_pk)
+    a, b = first[xp], second[xp]
+    size = size_pk[xp, xk]
+    cost = tot[a, xk] * tot[b, xk] + (size - nz[a, xk] * nz[b, xk]) - diag[xp, xk]
+    return _Strata(a, b, size, size - common[xp, xk], cost, ptr, rsamp, xk.astype(np.intp), K)
+
+
+def _shared_by_stratum(cells: _Cells, keep: np.ndarray, k_of: np.ndarray, nrank: np.ndarray, code: np.ndarray,
+                       K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per rater pair (``code``: name ranks ``rank_a R + rank_b``) and length stratum: its shared measured
+    samples and their comparisons ``sum max(1, n_ia n_ib)``, ``(P, K)`` each."""
+    R = len(nrank)
+    s, r, n = cells.s[keep], cells.r[keep], cells.n[keep]
+    order = np.lexsort((nrank[r], s))  # by sample, then rater name
+    s, r, n = s[order], r[order], n[order]
+    k = np.bincount(s, minlength=int(s.max(initial=-1)) + 1)
+    start = np.cumsum(k) - k
+    parts = []
+    for m in np.unique(k[k >= 2]):  # samples with the same number of raters share one triangle
+        samp = np.flatnonzero(k == m)
+        iu, ju = np.triu_indices(int(m), 1)
+        ia, ib = (start[samp][:, None] + iu).reshape(-1), (start[samp][:, None] + ju).reshape(-1)
+        parts.append((np.repeat(samp, len(iu)), ia, ib))
+    common, diag = np.zeros((len(code), K), np.int64), np.zeros((len(code), K), np.int64)
+    if parts:
+        samp, ia, ib = (np.concatenate(x) for x in zip(*parts))
+        p = np.searchsorted(code, nrank[r[ia]] * R + nrank[r[ib]])
+        np.add.at(common, (p, k_of[samp]), 1)
+        np.add.at(diag, (p, k_of[samp]), np.maximum(1, n[ia] * n[ib]))
+    return common, diag
 
 
 @dataclass(frozen=True)

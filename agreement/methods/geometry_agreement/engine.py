@@ -140,24 +140,29 @@ class _Engine:
 
 
 def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chance: _ChanceSample,
-                 between: _BetweenMatch, cidx: np.ndarray, canon_kept: np.ndarray, p: float) -> _Engine:
+                 between: _BetweenMatch, cidx: np.ndarray, canon_kept: np.ndarray, p: float,
+                 scale: np.ndarray | None = None) -> _Engine:
     """The sufficient statistics on the measured samples (``canon_kept``: the
     corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere;
-    ``outputs``: the per-sample outputs, whose unmatched and annotation counts it takes)."""
+    ``outputs``: the per-sample outputs, whose unmatched and annotation counts it takes; ``scale``: a
+    further weight of every set pair of the chance sample, its length stratum's, or ``None``)."""
     S_m = len(canon_kept)
     none = np.zeros(0, np.intp)
     pid = between.pid
     K = len(chance.i)
+    mult = chance.mult.astype(np.float64)
+    if scale is not None:
+        mult = mult * scale
     return _Engine(
         S_m=S_m,
         dw=within.distance, sw=cidx[within.sample] if len(within.sample) else none,
         db=between.distance, sa=cidx[chance.i[pid]] if len(pid) else none,
         sb=cidx[chance.j[pid]] if len(pid) else none,
-        mb=chance.mult[pid].astype(np.float64) if len(pid) else np.zeros(0),
+        mb=mult[pid] if len(pid) else np.zeros(0),
         U_s=outputs["sample_n_unmatched"][canon_kept].astype(np.float64),
         A_s=outputs["sample_n_annotations"][canon_kept].astype(np.float64),
         pa=cidx[chance.i] if K else none, pb=cidx[chance.j] if K else none,
-        pm=chance.mult.astype(np.float64), U_k=between.unmatched.astype(np.float64),
+        pm=mult, U_k=between.unmatched.astype(np.float64),
         A_k=(between.n + between.m).astype(np.float64),
         P_s=labels.pairs[canon_kept], D_s=labels.differ[canon_kept], Nsc=labels.classes[canon_kept], p=p,
     )

@@ -38,6 +38,18 @@ the delta-method ``D_o / D_e^2 SE(D_e)`` (``D_o`` is exact). The work is
 ``O(max_pairs + P)`` OT evaluations for ``P`` rater pairs that share samples
 (at most the number of (sample, rater pair) triples), never ``O(R^2)``.
 
+Strata. With ``strata`` (one integer per sample, e.g. clips of comparable
+length: :func:`agreement.geometry.temporal.length_strata`), a cross pair joins
+samples of the *same* stratum. Each rater pair's population is cut into one
+block per stratum ``k`` (``N_ab,k`` cross pairs), the blocks are the drawing
+strata above (budget, exactness and standard errors per block), and
+``D_e,ab = sum_k w_k mean_ab,k`` with ``w_k`` the pair's share of shared
+samples in ``k`` (among the blocks with cross pairs; by their sizes if it
+shares none there): the proportions in which ``D_o,ab`` comes from the
+strata, so that strata of different sizes and chance levels mix without
+bias; ``SE(D_e,ab)^2 = sum_k w_k^2 SE_k^2``. A single stratum is exactly the
+computation without strata.
+
 Determinism. Samples are put in a canonical order (sorted by ``str`` of the
 sample id) and each rater pair in name order. Draw ``k`` of the stratum
 ``{a, b}`` is ``splitmix64(key_ab + (k + 1) * 0x9E3779B97F4A7C15)`` (Steele,
@@ -70,7 +82,7 @@ from agreement.core.arrays import unique_sorted
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
 
 __all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order", "ChancePlan", "plan_chance", "CellSets",
-           "finish_alpha_ot"]
+           "finish_alpha_ot", "stratum_ranks"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,29 +189,38 @@ def _uniform(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class _Strata:
-    """The chance strata (one per rater pair of the table): who, where, how many."""
+    """The chance strata: one per rater pair of the table (who, how many cross pairs), each cut into
+    *blocks*, one per length stratum where both raters have cells (where the draws happen)."""
 
     first: np.ndarray  # rater index of the name-first rater of each pair
     second: np.ndarray
-    start_first: np.ndarray  # position of its cells in ``cell_sample``
-    start_second: np.ndarray
-    n_first: np.ndarray  # number of samples assigned to it
-    n_second: np.ndarray
-    size: np.ndarray  # N_ab: cross pairs
-    cell_sample: np.ndarray  # the assigned cells, by rater then canonical sample order: sample
+    size: np.ndarray  # N_ab: cross pairs of the pair (every block)
+    blk_pair: np.ndarray  # per block: its rater pair (blocks sorted by pair, then stratum)
+    blk_stratum: np.ndarray  # its length stratum, 0 .. K - 1
+    blk_start_first: np.ndarray  # position of its cells in ``cell_sample``
+    blk_start_second: np.ndarray
+    blk_n_first: np.ndarray  # number of the pair's samples in the stratum, per side
+    blk_n_second: np.ndarray
+    blk_size: np.ndarray  # cross pairs of the block
+    blk_weight: np.ndarray  # share of the pair's D_e: its share of the pair's shared samples
+    cell_sample: np.ndarray  # the assigned cells, by rater, stratum, then canonical sample order: sample
     cell_rater: np.ndarray  # and rater
     cell_group: np.ndarray  # and the group of the sample (a cross pair joins cells of different groups)
 
 
 def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable,
-            groups: np.ndarray | None = None) -> _Strata:
+            shared: tuple[np.ndarray, np.ndarray], groups: np.ndarray | None = None,
+            strata: np.ndarray | None = None) -> _Strata:
+    """The strata and blocks; ``shared``: the (sample, pair id) of every shared sample of a pair."""
     S, R = len(sample_ids), len(raters)
     srank = np.empty(S, np.intp)
     srank[canonical_sample_order(sample_ids)] = np.arange(S)
-    order = np.lexsort((srank[cs], cr))
+    k_of = stratum_ranks(strata, S)
+    K = int(k_of.max(initial=0)) + 1
+    order = np.lexsort((srank[cs], k_of[cs], cr))
     cs, cr = cs[order], cr[order]
-    start = np.searchsorted(cr, np.arange(R + 1))
-    count = np.diff(start)
+    start = np.searchsorted(cr.astype(np.int64) * K + k_of[cs], np.arange(R * K + 1)).astype(np.intp)
+    count = np.diff(start).reshape(R, K)
     cg = cs if groups is None else np.asarray(groups, dtype=np.int64)[cs]
     names = list(raters)
     nrank = np.empty(R, np.intp)
@@ -207,42 +228,77 @@ def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tupl
     swap = nrank[table.a] > nrank[table.b]
     first = np.where(swap, table.b, table.a)
     second = np.where(swap, table.a, table.b)
-    same = table.n_shared if groups is None else _same_group_pairs(cg, cr, R, first, second)
-    size = count[first].astype(np.int64) * count[second] - same
-    return _Strata(first, second, start[first], start[second], count[first], count[second], size, cs, cr, cg)
+    P = len(first)
+    prod = count[first].astype(np.int64) * count[second]  # (P, K)
+    bp, bk = np.nonzero(prod)
+    s_sh, p_sh = shared
+    n_sh = np.bincount(p_sh.astype(np.int64) * K + k_of[s_sh], minlength=P * K).reshape(P, K)
+    if groups is None:
+        same = n_sh  # a cell pair of one group is a shared sample
+    else:
+        same = _same_group_pairs(cg, cr, k_of[cs], R, K, first, second)
+    blk_size = prod[bp, bk] - same[bp, bk]
+    size = np.bincount(bp, blk_size, P).astype(np.int64) if P else np.zeros(0, np.int64)
+    weight = np.where(blk_size > 0, n_sh[bp, bk], 0).astype(np.float64)
+    tot = np.bincount(bp, weight, P)
+    none = tot[bp] == 0  # shared samples only in strata without cross pairs: weigh blocks by their sizes
+    weight[none] = blk_size[none]
+    tot = np.bincount(bp, weight, P)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(weight > 0, weight / tot[bp], 0.0)
+    bf, bs = first[bp], second[bp]
+    return _Strata(first, second, size, bp.astype(np.intp), bk.astype(np.intp), start[bf * K + bk],
+                   start[bs * K + bk], count[bf, bk], count[bs, bk], blk_size.astype(np.int64), weight, cs, cr, cg)
 
 
-def _same_group_pairs(cg: np.ndarray, cr: np.ndarray, R: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Per rater pair, the pairs of their cells in the same group: ``sum_g n_first(g) n_second(g)``."""
+def stratum_ranks(strata: np.ndarray | None, S: int) -> np.ndarray:
+    """The stratum of every one of ``S`` samples as ``0 .. K - 1`` (the rank of its value in ``strata``, one
+    integer per sample); all 0 without strata. Raises ``ValueError`` for a wrong length or non-integers."""
+    if strata is None:
+        return np.zeros(S, np.intp)
+    strata = np.asarray(strata).reshape(-1)
+    if len(strata) != S:
+        raise ValueError(f"strata has {len(strata)} values for {S} samples: give one integer per sample")
+    if strata.dtype.kind not in "iu":
+        raise ValueError(f"strata must be integers (one per sample), got dtype {strata.dtype}")
+    return np.unique(strata, return_inverse=True)[1].reshape(-1).astype(np.intp)
+
+
+def _same_group_pairs(cg: np.ndarray, cr: np.ndarray, ck: np.ndarray, R: int, K: int, first: np.ndarray,
+                      second: np.ndarray) -> np.ndarray:
+    """Per rater pair and length stratum, the pairs of their cells in the same group:
+    ``sum_g n_first(k, g) n_second(k, g)``, ``(P, K)``."""
     from scipy import sparse
 
-    _, g = np.unique(cg, return_inverse=True)
-    counts = sparse.csr_matrix((np.ones(len(cr), np.int64), (cr, g.reshape(-1))), shape=(R, int(g.max(initial=-1)) + 1))
-    if not len(first):
-        return np.zeros(0, np.int64)
-    return np.asarray(counts[first].multiply(counts[second]).sum(axis=1), dtype=np.int64).reshape(-1)
+    if not len(first) or not len(cr):
+        return np.zeros((len(first), K), np.int64)
+    col, g = np.unique(np.stack([ck.astype(np.int64), cg.astype(np.int64)], axis=1), axis=0, return_inverse=True)
+    g = g.reshape(-1)
+    counts = sparse.csr_matrix((np.ones(len(cr), np.int64), (cr, g)), shape=(R, len(col)))
+    to_k = sparse.csr_matrix((np.ones(len(col), np.int64), (np.arange(len(col)), col[:, 0])), shape=(len(col), K))
+    return np.asarray((counts[first].multiply(counts[second]) @ to_k).todense(), dtype=np.int64).reshape(-1, K)
 
 
-def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
+def _cross_pairs(st: _Strata, blocks: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
                  keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The cross pairs evaluated, as ``(stratum, cell of the first rater, cell of the second)``
-    (cells: positions in ``st.cell_sample``): every one of an exact stratum, and
-    ``n_alloc`` draws (uniform with replacement, different samples) of each other stratum."""
-    ex = strata[exact]
-    prod = st.n_first[ex].astype(np.int64) * st.n_second[ex]
+    """The cross pairs evaluated, as ``(block, cell of the first rater, cell of the second)``
+    (cells: positions in ``st.cell_sample``): every one of an exact block, and
+    ``n_alloc`` draws (uniform with replacement, different groups) of each other block."""
+    ex = blocks[exact]
+    prod = st.blk_n_first[ex].astype(np.int64) * st.blk_n_second[ex]
     p = np.repeat(ex, prod)
     u = np.arange(int(prod.sum())) - np.repeat(np.cumsum(prod) - prod, prod)
     ci, cj = _cells(st, p, u)
     ok = st.cell_group[ci] != st.cell_group[cj]
     parts = [(p[ok], ci[ok], cj[ok])]
-    mc = strata[~exact]
-    drawn = np.zeros(len(mc), np.int64)  # counter of each stratum's stream
+    mc = blocks[~exact]
+    drawn = np.zeros(len(mc), np.int64)  # counter of each block's stream
     need = n_alloc[~exact].astype(np.int64)
     while need.sum():
         local = np.repeat(np.arange(len(mc)), need)
         p = mc[local]
         k = drawn[local] + (np.arange(len(p)) - np.repeat(np.cumsum(need) - need, need))
-        prod = st.n_first[p].astype(np.float64) * st.n_second[p]
+        prod = st.blk_n_first[p].astype(np.float64) * st.blk_n_second[p]
         u = np.minimum(np.floor(_uniform(keys[p], k) * prod), prod - 1).astype(np.int64)
         ci, cj = _cells(st, p, u)
         drawn += need
@@ -253,10 +309,10 @@ def _cross_pairs(st: _Strata, strata: np.ndarray, n_alloc: np.ndarray, exact: np
 
 
 def _cells(st: _Strata, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position ``u`` of the product ``S_first x S_second`` of stratum ``p`` (row-major, both
+    """Position ``u`` of the product ``S_first(k) x S_second(k)`` of block ``p`` (row-major, both
     sides in canonical sample order) as the two cells."""
-    ns = st.n_second[p]
-    return st.start_first[p] + u // ns, st.start_second[p] + u % ns
+    ns = st.blk_n_second[p]
+    return st.blk_start_first[p] + u // ns, st.blk_start_second[p] + u % ns
 
 
 def alpha_ot(
@@ -268,6 +324,7 @@ def alpha_ot(
     seed: int = 0,
     max_block: int = 1 << 17,
     observed_costs: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
 ) -> AlphaOTResult:
     """Chance-corrected OT agreement ``alpha_OT = 1 - D_o / D_e`` of a corpus.
 
@@ -294,6 +351,10 @@ def alpha_ot(
             already computed with the same ``lam``, ``beta`` and
             ``normalization`` (``sample_ot_scores(...).pair_cost``); computed
             here when None.
+        strata: optional ``(S,)`` integers: cross pairs join samples of the
+            same stratum only, e.g. clips of comparable length
+            (:func:`agreement.geometry.temporal.length_strata`); ``None``:
+            every pair of different samples (module docstring).
 
     Returns:
         :class:`AlphaOTResult`, with αOT per rater pair in a sparse table; NaN
@@ -306,7 +367,7 @@ def alpha_ot(
     check_ot_params(lam, beta, normalization)
     R = data.num_raters
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed, strata=strata)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     if observed_costs is None:
         pc = _PairCosts(data.boxes, data.labels, lam)
@@ -327,12 +388,12 @@ class ChancePlan:
     Attributes:
         raters: the rater names; sample indices refer to the ``sample_ids`` planned.
         table: the rater pairs that share a sample (``a``, ``b``, ``n_shared``; no values).
-        strata: per rater pair, its samples and cross-pair population.
-        stratum: stratum of every cross pair evaluated (draws included).
+        strata: per rater pair, its samples and cross-pair population, cut into blocks by length stratum.
+        stratum: block of every cross pair evaluated (draws included).
         pair_inv: distinct cell pair of every cross pair evaluated.
         first_key, second_key: per distinct cell pair, the key ``sample * R + rater`` of each side.
         cell_key: the distinct cells needed, sorted (``sample * R + rater``).
-        exact_strata: the strata whose every cross pair is evaluated.
+        exact_strata: the blocks whose every cross pair is evaluated.
         max_pairs, seed: the budget and the seed.
     """
 
@@ -355,7 +416,7 @@ class ChancePlan:
 
 
 def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, max_pairs: int = 100_000,
-                seed: int = 0, groups: np.ndarray | None = None) -> ChancePlan:
+                seed: int = 0, groups: np.ndarray | None = None, strata: np.ndarray | None = None) -> ChancePlan:
     """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
 
     ``(cell_sample[k], cell_rater[k])`` are the assigned (sample, rater)
@@ -367,6 +428,14 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     ``groups`` (one integer per sample, optional): a cross pair joins samples
     of *different* groups, e.g. frames of different videos (frames of one
     video are not independent items); ``None``: every sample is its own group.
+
+    ``strata`` (one integer per sample, optional): a cross pair joins samples
+    of the *same* stratum, e.g. clips of comparable length
+    (:func:`agreement.geometry.temporal.length_strata`); ``None``: one stratum.
+    Each rater pair's cross pairs are then cut into blocks, one per stratum,
+    drawn apart (the budget shared in proportion to their sizes), and its
+    ``D_e,ab`` is the mean of the blocks' mean costs weighted by the pair's
+    shared samples in each (module docstring).
     """
     if isinstance(max_pairs, bool) or int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
@@ -375,25 +444,34 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     raters = tuple(raters)
     S, R = len(sample_ids), len(raters)
     cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
-    _, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
+    sh, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
     table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
-    st = _strata(sample_ids, cs, cr, raters, table, groups)
+    st = _strata(sample_ids, cs, cr, raters, table, (sh, pid), groups, strata)
     N_tot = int(st.size.sum())
-    strata = np.flatnonzero(st.size > 0)
+    blocks = np.flatnonzero(st.blk_size > 0)
     if N_tot <= max_pairs:
-        n_alloc = st.size.copy()
+        n_alloc = st.blk_size.copy()
     else:
-        n_alloc = np.maximum(2, np.ceil(max_pairs * st.size.astype(np.float64) / N_tot)).astype(np.int64)
-    exact = n_alloc[strata] >= st.size[strata]
-    keys = _stratum_keys(seed, raters, st.first, st.second)
-    sp, ci, cj = _cross_pairs(st, strata, n_alloc[strata], exact, keys)
+        n_alloc = np.maximum(2, np.ceil(max_pairs * st.blk_size.astype(np.float64) / N_tot)).astype(np.int64)
+    exact = n_alloc[blocks] >= st.blk_size[blocks]
+    keys = _block_keys(_stratum_keys(seed, raters, st.first, st.second), st)
+    sp, ci, cj = _cross_pairs(st, blocks, n_alloc[blocks], exact, keys)
     C = len(st.cell_sample)
     uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
     first_key = st.cell_sample[uniq // C].astype(np.int64) * R + st.cell_rater[uniq // C]
     second_key = st.cell_sample[uniq % C].astype(np.int64) * R + st.cell_rater[uniq % C]
     cell_key = unique_sorted(np.concatenate([first_key, second_key]))
-    return ChancePlan(raters, table, st, sp, inv.reshape(-1), first_key, second_key, cell_key, strata[exact],
+    return ChancePlan(raters, table, st, sp, inv.reshape(-1), first_key, second_key, cell_key, blocks[exact],
                       max_pairs, int(seed))
+
+
+def _block_keys(pair_keys: np.ndarray, st: _Strata) -> np.ndarray:
+    """The stream key of every block: its rater pair's ``key_ab`` in the first length stratum (so that a
+    corpus of one stratum draws exactly as without strata), ``splitmix64(key_ab xor splitmix64(k))`` in
+    stratum ``k > 0``."""
+    key = pair_keys[st.blk_pair]
+    k = st.blk_stratum.astype(np.uint64)
+    return np.where(k == 0, key, _mix64(key ^ _mix64(k * _GOLDEN + _GOLDEN)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -496,10 +574,10 @@ def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray
 
 def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normalization: str,
             max_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per stratum: mean chance cost, its standard error (0 when exact), the number of
+    """Per rater pair: mean chance cost, its standard error (0 when exact), the number of
     cross pairs evaluated, and whether they are all of them (module docstring)."""
     st = plan.strata
-    P = len(st.size)
+    P, B = len(st.size), len(st.blk_size)
     pc = _PairCosts(sets.boxes, sets.labels, lam)
     off = sets.offsets
     ca = np.searchsorted(sets.key, plan.first_key)
@@ -508,19 +586,40 @@ def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normaliza
                           beta, normalization, max_block).cost
     sp = plan.stratum
     c = cu[plan.pair_inv]
-    n_eval = np.bincount(sp, minlength=P).astype(np.int64)
-    mean_e = np.full(P, np.nan)
-    se_e = np.full(P, np.nan)
+    n_eval = np.bincount(sp, minlength=B).astype(np.int64)
+    mean_e = np.full(B, np.nan)
+    se_e = np.full(B, np.nan)
     has = n_eval > 0
-    mean_e[has] = np.bincount(sp, c, P)[has] / n_eval[has]
-    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, P)
-    is_exact = np.zeros(P, bool)
+    mean_e[has] = np.bincount(sp, c, B)[has] / n_eval[has]
+    dev2 = np.bincount(sp, (c - mean_e[sp]) ** 2, B)
+    is_exact = np.zeros(B, bool)
     is_exact[plan.exact_strata] = True
-    is_exact[st.size == 0] = True
+    is_exact[st.blk_size == 0] = True
     se_e[is_exact & has] = 0.0
-    mc = ~is_exact & (n_eval > 1)  # every drawn stratum has at least two draws
+    mc = ~is_exact & (n_eval > 1)  # every drawn block has at least two draws
     se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
-    return mean_e, se_e, n_eval, is_exact
+    return _pair_of_blocks(st, mean_e, se_e, n_eval, is_exact)
+
+
+def _pair_of_blocks(st: _Strata, mean_e: np.ndarray, se_e: np.ndarray, n_eval: np.ndarray,
+                    is_exact: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per rater pair from its blocks: ``D_e,ab = sum_k w_k mean_k`` and ``SE^2 = sum_k w_k^2 SE_k^2``
+    (``w_k`` the block weights); a pair of one block takes its block's numbers as they are."""
+    P = len(st.size)
+    bp = st.blk_pair
+    n_blocks = np.bincount(bp, minlength=P)
+    one = n_blocks[bp] == 1
+    mean_p, se_p = np.full(P, np.nan), np.full(P, np.nan)
+    mean_p[bp[one]], se_p[bp[one]] = mean_e[one], se_e[one]
+    many = ~one & (st.blk_weight > 0)
+    w = st.blk_weight[many]
+    multi = np.flatnonzero(n_blocks > 1)
+    with np.errstate(invalid="ignore"):
+        mean_p[multi] = np.bincount(bp[many], w * mean_e[many], P)[multi]
+        se_p[multi] = np.sqrt(np.bincount(bp[many], (w * se_e[many]) ** 2, P))[multi]
+    n_p = np.bincount(bp, n_eval, P).astype(np.int64)
+    exact_p = np.bincount(bp, ~is_exact, P) == 0
+    return mean_p, se_p, n_p, exact_p
 
 
 def _pair_alphas(raters, st: _Strata, obs: np.ndarray, exp: np.ndarray, se_e: np.ndarray):

@@ -385,6 +385,7 @@ def calibrate(
     grid_size: int = 1000,
     bins: int = 50,
     sigmas: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
 ) -> CalibrationResult:
     r"""Calibrates the distance function, τ* and the OT β* on a corpus.
 
@@ -409,6 +410,10 @@ def calibrate(
         Histogram bins on ``[0, 1]`` for the plot data.
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
+    strata : array-like of shape (S,), optional
+        One integer per sample: the ``D_e`` draws pair samples of the same
+        stratum (clips of comparable length,
+        :func:`agreement.geometry.temporal.length_strata`); ``None``: any two.
 
     Returns
     -------
@@ -445,7 +450,7 @@ def calibrate(
     if grid_size < 3:
         raise ValueError(f"grid_size must be at least 3, got {grid_size}")
     reports = {name: check_similarity(name, data, sigmas=sigmas) for name in distances}
-    plan = _plan(data, seed)
+    plan = _plan(data, seed, None if strata is None else np.asarray(strata))
     per = {}
     for name in distances:
         d_o, d_e = _observed(data, name, plan, sigmas), _expected(data, name, plan, sigmas)

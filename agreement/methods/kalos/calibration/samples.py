@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.methods.ot.alpha_ot import canonical_sample_order, stratum_ranks
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.similarity import check_similarity, SIMILARITIES, similarity_matrix
 
@@ -53,7 +53,7 @@ class _Plan:
     n_eligible: int
 
 
-def _plan(data: MultiRaterAnnotations, seed: int) -> _Plan:
+def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = None) -> _Plan:
     order = canonical_sample_order(data.sample_ids)
     assigned = data.assigned
     counts = data.counts()
@@ -78,6 +78,9 @@ def _plan(data: MultiRaterAnnotations, seed: int) -> _Plan:
         empty = np.zeros(0, dtype=np.intp)
         return _Plan(tuple(observed), empty, empty, empty, empty, E)
     rng = np.random.default_rng(seed)
+    k_of = stratum_ranks(strata, data.num_samples)
+    if k_of.max(initial=0) > 0:
+        return _plan_in_strata(data, observed, eligible, ref_s, ref_r, k_of, rng)
     pos = np.full(data.num_samples, -1, dtype=np.intp)
     pos[eligible] = np.arange(E)
     k = rng.integers(0, E - 1, size=len(ref_s))
@@ -88,6 +91,30 @@ def _plan(data: MultiRaterAnnotations, seed: int) -> _Plan:
     rank = np.cumsum(assigned[draw_s], axis=1) - 1
     draw_r = np.argmax(assigned[draw_s] & (rank == j[:, None]), axis=1).astype(np.intp)
     return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, E)
+
+
+def _plan_in_strata(data: MultiRaterAnnotations, observed: list, eligible: np.ndarray, ref_s: np.ndarray,
+                    ref_r: np.ndarray, k_of: np.ndarray, rng: np.random.Generator) -> _Plan:
+    """The expected draws under length strata: the other sample uniformly among the eligible samples of the
+    reference's stratum (a reference alone in its stratum gets no draw)."""
+    el = eligible[np.lexsort((np.arange(len(eligible)), k_of[eligible]))]  # by stratum, canonical within
+    K = int(k_of.max()) + 1
+    start = np.searchsorted(k_of[el], np.arange(K + 1))
+    E_k = np.diff(start)
+    pos = np.full(data.num_samples, -1, dtype=np.intp)
+    pos[el] = np.arange(len(el))
+    ok = E_k[k_of[ref_s]] >= 2
+    ref_s, ref_r = ref_s[ok], ref_r[ok]
+    k = k_of[ref_s]
+    j = rng.integers(0, E_k[k] - 1)
+    j += start[k] + j >= pos[ref_s]  # skip the reference sample itself: never the same sample
+    draw_s = el[start[k] + j]
+    assigned = data.assigned
+    n_assigned = assigned[draw_s].sum(axis=1)
+    jr = rng.integers(0, n_assigned)
+    rank = np.cumsum(assigned[draw_s], axis=1) - 1
+    draw_r = np.argmax(assigned[draw_s] & (rank == jr[:, None]), axis=1).astype(np.intp)
+    return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, len(eligible))
 
 
 def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas) -> np.ndarray:
@@ -165,7 +192,8 @@ def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=No
 
 
 def disagreement_samples(
-    data: MultiRaterAnnotations, distance: str, seed: int = 0, *, sigmas: ArrayLike | None = None
+    data: MultiRaterAnnotations, distance: str, seed: int = 0, *, sigmas: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Observed and expected disagreement samples of one distance.
 
@@ -197,6 +225,11 @@ def disagreement_samples(
         do not depend on the distance).
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
+    strata : array-like of shape (S,), optional
+        One integer per sample: the drawn sample ``j`` is of the same stratum
+        as ``i`` (e.g. clips of comparable length,
+        :func:`agreement.geometry.temporal.length_strata`); a set alone in its
+        stratum gets no draw. ``None``: any other sample.
 
     Returns
     -------
@@ -223,6 +256,6 @@ def disagreement_samples(
     configuration, empirical disagreement distributions).
     """
     _check_distance(distance)
-    plan = _plan(data, _check_seed(seed))
+    plan = _plan(data, _check_seed(seed), None if strata is None else np.asarray(strata))
     check_similarity(distance, data, sigmas=sigmas)
     return _observed(data, distance, plan, sigmas), _expected(data, distance, plan, sigmas)
