@@ -98,15 +98,17 @@ def _probas(df, K: int) -> np.ndarray:
 def test_majority_vote_hand_example():
     codes = np.array([[0, 0, 1], [1, 1, -1], [2, -1, -1], [-1, -1, -1], [0, 1, -1]])
     res = majority_vote(codes, 3)
-    # votes per class over the corpus: 0 -> 3, 1 -> 4, 2 -> 1: the 0/1 tie of the last sample goes to 1
-    assert res.labels.tolist() == [0, 1, 2, -1, 1]
+    # the 0/1 tie of the last sample: rater 0 agreed with all 3 untied majorities (a = 4/6, weight log 4),
+    # rater 1 with its 2 (a = 3/5, weight log 3): class 0 wins, although class 1 has more votes in the corpus
+    assert res.labels.tolist() == [0, 1, 2, -1, 0]
     np.testing.assert_allclose(res.confidence, [2 / 3, 1, 1, np.nan, 0.5])
     np.testing.assert_allclose(res.posterior[0], [2 / 3, 1 / 3, 0])
     assert np.isnan(res.posterior[3]).all()
     np.testing.assert_allclose(res.class_prior, [3 / 8, 4 / 8, 1 / 8])
-    # rater 0 against the consensus: said 0 for 0, 1 for 1, 2 for 2, 0 for 1
-    np.testing.assert_allclose(res.rater_confusion[0], [[1, 0, 0], [0.5, 0.5, 0], [0, 0, 1]])
-    np.testing.assert_allclose(res.rater_competence, [3 / 4, 1, 0])
+    # rater 0 against the consensus: said 0 for 0 (twice), 1 for 1, 2 for 2; rater 1: 0 and 1 for 0, 1 for 1
+    np.testing.assert_allclose(res.rater_confusion[0], np.eye(3))
+    np.testing.assert_allclose(res.rater_confusion[1, :2], [[0.5, 0.5, 0], [0, 1, 0]])
+    np.testing.assert_allclose(res.rater_competence, [1, 2 / 3, 0])
     # rater 2 met only consensus class 0: the other rows are undefined
     assert np.isnan(res.rater_confusion[2, 1:]).all() and res.rater_confusion[2, 0].tolist() == [0, 1, 0]
     assert res.n_iter == 0 and res.converged

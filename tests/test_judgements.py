@@ -25,27 +25,50 @@ def _write(tmp_path, text, name="j.tsv"):
 
 # ---------------------------------------------------------------------------------------------------- small files
 def test_repeated_policies(tmp_path):
-    p = _write(tmp_path, "w1\ti1\tA\nw1\ti1\tB\nw1\ti1\tB\nw1\ti1\tA\nw2\ti1\tB\n\nw2\ti2\tA\nw2\ti2\tB\n"
+    # built so that first, last and mode all differ (a policy acting as another fails):
+    # (i1, w1): A, B, B, C          -> first A, mode B, last C
+    # (i2, w2): C, A, B, A, B        -> first C, mode tie A/B -> the latest of the tied (B), last B
+    # (i2, w1): B, C, C, A           -> first B, mode C, last A
+    p = _write(tmp_path, "w1\ti1\tA\nw1\ti1\tB\nw2\ti2\tC\nw1\ti1\tB\nw2\ti1\tB\n\nw2\ti2\tA\n"
+                         "w1\ti2\tB\nw2\ti2\tB\nw1\ti2\tC\nw1\ti1\tC\nw2\ti2\tA\nw1\ti2\tC\nw2\ti2\tB\n"
                          "w1\ti2\tA\n")
     got = {}
     for policy in ("mode", "first", "last"):
         r, rep = read_judgements(p, repeated=policy)
-        assert r.classes == ("A", "B") and r.raters == ("w1", "w2") and list(r.sample_ids) == ["i1", "i2"]
+        assert r.classes == ("A", "B", "C") and r.raters == ("w1", "w2") and list(r.sample_ids) == ["i1", "i2"]
         got[policy] = r.codes.tolist()
-        assert rep.n_repeated_pairs == 2 and rep.n_repeated_judgements == 4 and rep.n_conflicting_pairs == 2
-        assert rep.n_judgements == 8 and rep.repeated == policy and rep.repeated_examples[0].startswith("line 1:")
-    # (i1, w1): A, B, B, A: a tie, the latest is A; (i2, w2): A, B: a tie, the latest is B
-    assert got["mode"] == [[0, 1], [0, 1]]
-    assert got["first"] == [[0, 1], [0, 0]]
-    assert got["last"] == [[0, 1], [0, 1]]
-    with pytest.raises(ValueError, match=r"2 \(worker, item\) pairs are judged more than once.*repeated='mode'"):
+        assert rep.n_repeated_pairs == 3 and rep.n_repeated_judgements == 10 and rep.n_conflicting_pairs == 3
+        assert rep.n_judgements == 14 and rep.repeated == policy and rep.repeated_examples[0].startswith("line 1:")
+    # rows i1, i2; columns w1, w2 (codes A=0, B=1, C=2); (i1, w2) was judged once: B
+    assert got["mode"] == [[1, 1], [2, 1]]
+    assert got["first"] == [[0, 1], [1, 2]]
+    assert got["last"] == [[2, 1], [0, 1]]
+    assert len({str(v) for v in got.values()}) == 3  # the three policies disagree on this file
+    with pytest.raises(ValueError, match=r"3 \(worker, item\) pairs are judged more than once.*repeated='mode'"):
         read_judgements(p, repeated="error")
+    single = _write(tmp_path, "w1\ti1\tA\nw2\ti1\tB\n", "single.tsv")  # no repeats: every policy reads it alike
+    for policy in ("mode", "first", "last", "error"):
+        assert read_judgements(single, repeated=policy)[0].codes.tolist() == [[0, 1]]
 
 
 def test_mode_keeps_the_most_frequent_label(tmp_path):
-    p = _write(tmp_path, "w\ti\tB\nw\ti\tA\nw\ti\tB\nw\ti\tA\nw\ti\tA\nv\ti\tB\n")
-    r, _ = read_judgements(p)
-    assert r.codes.tolist() == [[1, 0]]  # raters sorted: v, w
+    # w on i: B, A, B, A, A, C: mode A (3 votes), first B, last C
+    p = _write(tmp_path, "w\ti\tB\nw\ti\tA\nw\ti\tB\nw\ti\tA\nw\ti\tA\nw\ti\tC\nv\ti\tB\n")
+    assert read_judgements(p)[0].codes.tolist() == [[1, 0]]  # raters sorted: v, w; the default is "mode"
+    assert read_judgements(p, repeated="mode")[0].codes.tolist() == [[1, 0]]
+    assert read_judgements(p, repeated="first")[0].codes.tolist() == [[1, 1]]
+    assert read_judgements(p, repeated="last")[0].codes.tolist() == [[1, 2]]
+
+
+def test_last_judgement_without_a_final_newline_is_read(tmp_path):
+    body = "w1\ti1\tA\nw2\ti1\tB\nw1\ti2\tB\nw2\ti2\tA"
+    for text in (body, body + "\n", body.replace("\n", "\r\n"), body.replace("\n", "\r\n") + "\r\n"):
+        r, rep = read_judgements(_write(tmp_path, text))
+        assert rep.n_judgements == 4 and r.codes.tolist() == [[0, 1], [1, 0]], repr(text[-6:])
+    # the last line repeats a pair: its judgement decides "last" and the mode's tie
+    r, rep = read_judgements(_write(tmp_path, body + "\nw2\ti2\tB"), repeated="last")
+    assert rep.n_judgements == 5 and r.codes.tolist() == [[0, 1], [1, 1]]
+    assert read_judgements(_write(tmp_path, "w\ti\tA"))[0].codes.tolist() == [[0]]
 
 
 def test_unknown_label_policies(tmp_path):
@@ -77,16 +100,35 @@ def test_categories_file_order_and_malformed_lines(tmp_path):
 
 
 def test_line_order_changes_nothing_with_mode(tmp_path):
+    """Every (worker, item) pair judged three times with conflicting labels, two of them alike: the mode is
+    the label given twice whatever the line order, while first and last follow the order (and swap when the
+    file is reversed); each policy is checked against a plain-Python reference."""
     rng = np.random.default_rng(0)
-    lines = [f"w{rng.integers(8)}\ti{rng.integers(10)}\t{'ABC'[rng.integers(3)]}" for _ in range(120)]
-    uniq = list(dict.fromkeys((ln.rsplit("\t", 1)[0], ln) for ln in lines))  # keep repeated pairs conflict-free
-    first = {}
-    for key, ln in uniq:
-        first.setdefault(key, ln)
-    body = list(first.values()) * 2
-    a, _ = read_judgements(_write(tmp_path, "\n".join(body) + "\n", "a.tsv"))
-    b, _ = read_judgements(_write(tmp_path, "\n".join(body[::-1]) + "\n", "b.tsv"))
-    np.testing.assert_array_equal(a.codes, b.codes)
+    pairs = sorted({(f"w{rng.integers(8)}", f"i{rng.integers(10)}") for _ in range(60)})
+    lines, mode = [], {}
+    for w, i in pairs:
+        major, minor = rng.choice(list("ABC"), size=2, replace=False)
+        mode[(w, i)] = major
+        lines += [(w, i, lab) for lab in rng.permutation([major, major, minor])]
+    lines = [lines[k] for k in rng.permutation(len(lines))]
+    first, last = {}, {}
+    for w, i, lab in lines:
+        first.setdefault((w, i), lab)
+        last[(w, i)] = lab
+    assert first != last and first != mode and last != mode  # the policies disagree on this file
+    text = ["\t".join(t) for t in lines]
+    fwd = _write(tmp_path, "\n".join(text) + "\n", "a.tsv")
+    rev = _write(tmp_path, "\n".join(text[::-1]) + "\n", "b.tsv")
+
+    def as_dict(r):
+        return {(w, i): r.classes[r.codes[s, k]] for s, i in enumerate(r.sample_ids)
+                for k, w in enumerate(r.raters) if r.codes[s, k] >= 0}
+
+    for policy, ref in (("mode", mode), ("first", first), ("last", last)):
+        assert as_dict(read_judgements(fwd, repeated=policy)[0]) == ref, policy
+    np.testing.assert_array_equal(read_judgements(fwd)[0].codes, read_judgements(rev)[0].codes)
+    np.testing.assert_array_equal(read_judgements(fwd, repeated="first")[0].codes,
+                                  read_judgements(rev, repeated="last")[0].codes)
 
 
 # ---------------------------------------------------------------------------------------------------- shared data

@@ -41,13 +41,31 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma
 
-from agreement.methods.consensus.em import dawid_skene
+from agreement.methods.consensus.em import DS_MAX_ITER, DS_TOL, dawid_skene
 
 __all__ = ["ClassConsensus", "CLASS_CONSENSUS_METHODS", "class_consensus", "majority_vote",
            "dawid_skene_consensus", "mace"]
 
 #: The method names :func:`class_consensus` accepts.
 CLASS_CONSENSUS_METHODS = ("dawid_skene", "mace", "majority")
+#: MACE's default iteration limit per restart and tolerance on its parameters. On simulated crowds of
+#: 1,000 raters × 10,000 items (5-10 raters per item, 20-50 % spammers) the best restart converged
+#: within 150 iterations (``experiments/class_consensus_default.py``).
+MACE_MAX_ITER = 1000
+MACE_TOL = 1e-6
+
+
+_ADVICE = {"Dawid-Skene": "Use method 'mace' (it converges within a few hundred iterations on large crowds), "
+                          "or call agreement.methods.consensus.class_labels.dawid_skene_consensus with a larger "
+                          "max_iter.",
+           "MACE": "Use method 'majority', or call agreement.methods.consensus.class_labels.mace with a larger "
+                   "max_iter."}
+
+
+def _not_converged(method: str, n_iter: int, change: float, tol: float, what: str) -> str:
+    """The warning of an EM that stopped at its iteration limit: what happened and what to do."""
+    return (f"{method} did not converge: after {n_iter:,} iterations (its limit) the largest change of {what} "
+            f"was {change:.2g}, above the tolerance {tol:g}; its labels may still change. {_ADVICE[method]}")
 
 
 @dataclass(frozen=True)
@@ -68,6 +86,8 @@ class ClassConsensus:
             MACE: uniform, as in the paper).
         spamming: ``(R, K)`` MACE's spamming distributions ``ξ_r`` (None for other methods).
         log_likelihood: MACE's log marginal likelihood of the returned restart (NaN otherwise).
+        warning: None, or what went wrong and what to do (an EM stopped at its iteration limit
+            before meeting its tolerance: ``converged`` is False and ``n_iter`` is the limit).
     """
 
     method: str
@@ -81,6 +101,12 @@ class ClassConsensus:
     class_prior: np.ndarray | None = None
     spamming: np.ndarray | None = None
     log_likelihood: float = float("nan")
+    warning: str | None = None
+
+    @property
+    def iterations(self) -> int:
+        """``n_iter``: the EM iterations of the returned fit (0 for majority vote)."""
+        return self.n_iter
 
 
 # --------------------------------------------------------------------------
@@ -157,6 +183,39 @@ def _empirical_confusion(codes: np.ndarray, labels: np.ndarray, K: int) -> tuple
     return conf, agree
 
 
+def _rater_weights(codes: np.ndarray, labels: np.ndarray, K: int) -> np.ndarray:
+    r"""Each rater's log-odds weight from its agreement with the untied majority (``labels >= 0``).
+
+    ``a_r = (n^{agree}_r + 1) / (n_r + K)`` (``n_r`` the rater's labels on untied samples, a prior of
+    mean ``1/K``: a rater never seen there weighs 0) and ``w_r = log(a_r (K - 1) / (1 - a_r))``, the
+    weight of a vote under the one-coin model (right with probability ``a_r``, else a uniform wrong
+    class): Nitzan & Paroush's optimal weighted majority.
+    """
+    n = np.zeros(codes.shape[1])
+    agree = np.zeros(codes.shape[1])
+    s, r = np.nonzero((codes >= 0) & (labels >= 0)[:, None])
+    np.add.at(n, r, 1.0)
+    np.add.at(agree, r, (codes[s, r] == labels[s]).astype(np.float64))
+    a = (agree + 1.0) / (n + K)
+    return np.log(a * (K - 1)) - np.log1p(-a)
+
+
+def _break_ties(codes: np.ndarray, votes: np.ndarray, tied: np.ndarray, untied: np.ndarray, pos: np.ndarray,
+                K: int) -> np.ndarray:
+    """The label of every tied sample (``tied`` rows): the tied class of largest summed rater weight
+    (:func:`_rater_weights` against ``untied``), then the first in the seeded priority ``pos``."""
+    w = _rater_weights(codes, untied, K)
+    rows = np.flatnonzero(tied)
+    sub = codes[rows]
+    s, r = np.nonzero(sub >= 0)
+    score = np.bincount(s * K + sub[s, r], weights=w[r], minlength=len(rows) * K).reshape(len(rows), K)
+    score = np.round(score, 9)  # sums in another rater order round alike
+    top_votes = votes[rows] == votes[rows].max(axis=1, keepdims=True)
+    score = np.where(top_votes, score, -np.inf)
+    best = top_votes & (score == score.max(axis=1, keepdims=True))
+    return np.argmin(np.where(best, pos[None, :], K), axis=1)
+
+
 def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassConsensus:
     r"""Majority (plurality) vote of the raters' classes.
 
@@ -164,12 +223,26 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
     gave class ``k``); ``labels[s] = argmax_k n_{sk}``; ``confidence`` is the
     winning share, in ``[1/K, 1]``.
 
-    Ties are broken deterministically, and independently of the order of
-    samples and raters: first the class with more votes over the whole corpus
-    wins (the maximum a posteriori choice under the empirical class prior),
-    then, if still tied, the class that comes first in one random priority
-    order of the ``K`` classes drawn from ``seed`` (so no class is favoured by
-    its code). A tied sample's confidence is the tied share (e.g. 0.5).
+    Ties (several classes with the most votes) are broken by the reliability
+    of the tied raters, estimated from the untied samples, then by a seeded
+    draw, independently of the order of samples and raters:
+
+    1. each rater's agreement with the majority on the untied samples,
+       ``a_r = (n^{agree}_r + 1) / (n_r + K)`` (smoothed towards chance ``1/K``),
+       gives it the weight ``w_r = \log(a_r (K - 1) / (1 - a_r))`` (the
+       log-odds weight of a one-coin rater: 0 at chance, negative below);
+       the tied class whose voters' weights sum highest wins, i.e. the
+       maximum a posteriori class among the tied ones when each rater is right
+       with probability ``a_r`` and otherwise says a uniform wrong class;
+    2. if still tied (e.g. no untied sample, or voters of equal weight), the
+       class that comes first in one random priority order of the ``K``
+       classes drawn from ``seed`` (so no class is favoured by its code).
+
+    A tied sample's confidence is the tied share (e.g. 0.5). crowd-kit's
+    ``MajorityVote`` takes the first tied label in sorted label order; an
+    earlier version of this function took the class with more votes over the
+    whole corpus, which on a real crowd got none of the 4 gold items where the
+    two rules differed right (issue 47).
 
     The per-rater outputs are empirical: ``rater_confusion[r, y, c]`` is the
     share of the samples with consensus ``y`` that rater ``r`` labelled where it
@@ -179,12 +252,14 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
     Args:
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
         n_classes: ``K``.
-        seed: the seed of the classes' priority order for ties.
+        seed: the seed of the classes' priority order for ties that the raters' weights leave.
 
     Returns:
         :class:`ClassConsensus` (``n_iter = 0``).
 
-    Reference: the plurality baseline of Dawid & Skene (1979) and of crowd-kit's ``MajorityVote``.
+    Reference: the plurality baseline of Dawid & Skene (1979) and of crowd-kit's ``MajorityVote``; the
+    weights of S. Nitzan and J. Paroush, "Optimal Decision Rules in Uncertain Dichotomous Choice
+    Situations", International Economic Review 23(2), 289-297, 1982.
     """
     codes = _check_codes(codes, n_classes)
     S, R = codes.shape
@@ -195,12 +270,13 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
     if not rated.any():
         return _empty("majority", S, R, K)
     total = votes.sum(axis=0)
-    rank = np.random.default_rng(seed).permutation(K)  # the class priority order among equals
-    priority = np.lexsort((rank, -total))  # classes from first to last choice
     pos = np.empty(K, np.int64)
-    pos[priority] = np.arange(K)
+    pos[np.random.default_rng(seed).permutation(K)] = np.arange(K)  # the seeded priority order among equals
     top = votes.max(axis=1, keepdims=True)
-    labels = np.where(rated, np.argmin(np.where(votes == top, pos[None, :], K), axis=1), -1)
+    tied = rated & ((votes == top).sum(axis=1) > 1)
+    labels = np.where(rated & ~tied, np.argmax(votes, axis=1), -1)
+    if tied.any():
+        labels[tied] = _break_ties(codes, votes, tied, labels, pos, K)
     with np.errstate(invalid="ignore", divide="ignore"):
         post = np.where(rated[:, None], votes / n[:, None], np.nan)
     conf = np.where(rated, top[:, 0] / np.maximum(n, 1), np.nan)
@@ -213,7 +289,7 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
 # --------------------------------------------------------------------------
 
 
-def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = 500, tol: float = 1e-6,
+def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = DS_MAX_ITER, tol: float = DS_TOL,
                           smoothing: float = 0.0) -> ClassConsensus:
     r"""Dawid & Skene's EM: one full confusion matrix per rater and a class prior.
 
@@ -222,7 +298,11 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = 500
     (:func:`agreement.methods.consensus.em.dawid_skene`, which this wraps):
     E-step ``T_{sy} ∝ p_y \prod_r π_r[y, c_{sr}]``, M-step
     ``p_y = mean_s T_{sy}``, ``π_r[y, c] ∝ \sum_s T_{sy} [c_{sr} = c]``;
-    stops when no posterior moves by more than ``tol``. ``labels`` is the
+    stops when no posterior moves by more than ``tol`` between two successive
+    E-steps (``max |ΔT_{sy}| <= tol``), or after ``max_iter`` iterations: then
+    ``converged`` is False and ``warning`` says so. The default limit (20,000)
+    is large because this EM crawls on sparse crowds (about 2 ms an iteration
+    for 50,000 ratings; :data:`agreement.methods.consensus.em.DS_MAX_ITER`). ``labels`` is the
     argmax of ``T`` (ties: the lowest code), ``confidence`` its value.
     ``rater_competence[r] = \sum_y p_y π_r[y, y]`` (the rater's expected
     accuracy, in ``[0, 1]``).
@@ -230,7 +310,8 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = 500
     Args:
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
         n_classes: ``K``.
-        max_iter, tol: EM stopping.
+        max_iter, tol: EM stopping: the iteration limit (``>= 1``) and the largest absolute change of a
+            posterior to stop at (``>= 0``).
         smoothing: ``α >= 0`` of :func:`~agreement.methods.consensus.em.dawid_skene` (0: the textbook EM).
 
     Returns:
@@ -248,8 +329,10 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = 500
     post, labels, conf = _scatter(fit.posterior, rated_rows, S)
     competence = np.einsum("y,ryy->r", fit.prior, fit.confusion)
     rater_conf, competence = _blank_raters(fit.confusion, competence, codes)
+    warning = None if fit.converged else _not_converged("Dawid-Skene", int(fit.n_iter), fit.max_change, tol,
+                                                          "a posterior")
     return ClassConsensus("dawid_skene", labels, conf, post, rater_conf, competence, int(fit.n_iter),
-                          bool(fit.converged), fit.prior)
+                          bool(fit.converged), fit.prior, warning=warning)
 
 
 # --------------------------------------------------------------------------
@@ -342,8 +425,9 @@ def _mace_m_step(d: _Ratings, know: np.ndarray, method: str, priors: tuple[float
 
 
 def _mace_run(d: _Ratings, pair, strat, method, priors, smoothing, max_iter, tol):
-    """One EM/VB run from ``(pair, strat)``: the final parameters, iterations and convergence."""
-    converged, n_iter = False, 0
+    """One EM/VB run from ``(pair, strat)``: the final parameters, iterations, convergence and the last
+    change (the largest absolute change of a parameter ``θ_r``, ``1 - θ_r`` or ``ξ_r[a]`` in the last M-step)."""
+    converged, n_iter, change = False, 0, float("inf")
     for n_iter in range(1, max_iter + 1):
         _, know, _ = _mace_e_step(d, pair, strat)
         new_pair, new_strat = _mace_m_step(d, know, method, priors, smoothing)
@@ -352,11 +436,11 @@ def _mace_run(d: _Ratings, pair, strat, method, priors, smoothing, max_iter, tol
         if change <= tol:
             converged = True
             break
-    return pair, strat, n_iter, converged
+    return pair, strat, n_iter, converged, float(change)
 
 
-def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10, max_iter: int = 500,
-         tol: float = 1e-6, method: str = "vb", alpha: float = 0.5, beta: float = 0.5,
+def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10, max_iter: int = MACE_MAX_ITER,
+         tol: float = MACE_TOL, method: str = "vb", alpha: float = 0.5, beta: float = 0.5,
          strategy_prior: float = 10.0, smoothing: float | None = None, data_start: bool = True) -> ClassConsensus:
     r"""MACE (Multi-Annotator Competence Estimation): who is spamming, and the classes.
 
@@ -371,7 +455,10 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     starts (both parameters uniform on [1, 2.5], normalised; restart 0 is
     crowd-kit's start for ``random_state=seed``), each alternating E- and
     M-steps until no parameter moves by more than ``tol`` or ``max_iter``
-    M-steps; the run with the largest log marginal likelihood
+    M-steps (``max_iter``, default 1,000; ``tol`` compares the largest absolute change of any
+    ``θ_r``, ``1 - θ_r`` or ``ξ_r[a]`` between two successive M-steps, default ``1e-6``);
+    ``converged`` and ``n_iter`` are those of the returned run, and ``warning``
+    says when it stopped at the limit; the run with the largest log marginal likelihood
     ``\sum_s \log \sum_t K^{-1} \prod_r P(c_{sr} | t)`` wins (first one on ties).
     With ``data_start`` (default) one more run starts from the data, whatever
     the seed and the order of raters: ``θ_r = 1/2`` and ``ξ_r`` the rater's
@@ -429,18 +516,20 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     data = (np.full((len(cols), 2), 0.5), freq / freq.sum(axis=1, keepdims=True))
     for restart in range(n_restarts + bool(data_start)):
         pair, strat = _mace_start(len(cols), K, seed, restart) if restart < n_restarts else data
-        pair, strat, n_iter, converged = _mace_run(d, pair, strat, method, priors, smoothing, max_iter, tol)
+        pair, strat, n_iter, converged, change = _mace_run(d, pair, strat, method, priors, smoothing, max_iter,
+                                                           tol)
         T, _, ll = _mace_e_step(d, pair, strat)
         if best is None or ll > best[0]:
-            best = (ll, T, pair, strat, n_iter, converged)
-    ll, T, pair, strat, n_iter, converged = best
+            best = (ll, T, pair, strat, n_iter, converged, change)
+    ll, T, pair, strat, n_iter, converged, change = best
     theta, xi = np.full(R, np.nan), np.full((R, K), np.nan)
     theta[cols] = pair[:, 1] / pair.sum(axis=1)
     xi[cols] = strat / strat.sum(axis=1, keepdims=True)
     conf = theta[:, None, None] * np.eye(K)[None] + (1.0 - theta)[:, None, None] * xi[:, None, :]
     post, labels, confidence = _scatter(T, rated_rows, S)
+    warning = None if converged else _not_converged("MACE", n_iter, change, tol, "a parameter")
     return ClassConsensus("mace", labels, confidence, post, conf, theta, n_iter, converged,
-                          np.full(K, 1.0 / K), xi, ll)
+                          np.full(K, 1.0 / K), xi, ll, warning)
 
 
 # --------------------------------------------------------------------------
@@ -448,15 +537,18 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
 # --------------------------------------------------------------------------
 
 
-def class_consensus(codes: np.ndarray, n_classes: int, method: str = "dawid_skene", seed: int = 0,
+def class_consensus(codes: np.ndarray, n_classes: int, method: str = "mace", seed: int = 0,
                     max_iter: int | None = None, tol: float | None = None) -> ClassConsensus:
     """The consensus class of every sample by ``method`` (module docstring).
 
     Args:
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
         n_classes: ``K``.
-        method: ``"dawid_skene"`` (:func:`dawid_skene_consensus`), ``"mace"`` (:func:`mace`) or
-            ``"majority"`` (:func:`majority_vote`).
+        method: ``"mace"`` (default: :func:`mace`), ``"dawid_skene"`` (:func:`dawid_skene_consensus`) or
+            ``"majority"`` (:func:`majority_vote`). MACE is the default from evidence (docs/method-consensus.md,
+            "Choosing the default class consensus"): the most accurate on simulated crowds with spammers, as
+            good as the best on the real AdultContent3 crowd, and converged within 150 iterations on crowds of
+            1,000 raters × 10,000 items where Dawid–Skene needed up to 5,409.
         seed: MACE's random starts and majority vote's tie order (Dawid–Skene is deterministic
             from the vote shares).
         max_iter, tol: EM stopping (None: the method's default; ignored by majority vote).
