@@ -147,13 +147,39 @@ def test_the_parameter_reference_is_made_from_the_declarations():
 
 
 def test_every_declared_default_is_inside_its_declared_range():
+    """Every declared default validates to itself (same value, the declared type), is the Python signature's
+    default, and every closed numeric bound is accepted at the bound itself (an open one refused there)."""
+    import inspect
+
+    from agreement.fo.declaration import python_function
     from agreement.fo.methods import declarations
 
+    bounds = 0
     for decl in declarations():
+        signature = inspect.signature(python_function(decl)).parameters
         for p in decl.params:
-            assert p.validate(p.default) is not None or p.default is None, (decl.operator, p.name)
-        with pytest.raises(ValueError):
+            where = (decl.operator, p.name)
+            if p.default is not None:
+                got = p.validate(p.default)
+                special = p.default in p.special
+                assert got == (list(p.default) if p.kind is list and not special else p.default), where
+                assert type(got) is (type(p.default) if special else p.kind), where
+            if p in decl.method_params:
+                assert signature[p.name].default == p.default, where
+            if p.kind not in (int, float) or p.choices:
+                continue
+            for bound, open_ in ((p.low, p.low_open), (p.high, p.high_open)):
+                if bound is None:
+                    continue
+                bounds += 1
+                if open_:
+                    with pytest.raises(ValueError, match=p.name):
+                        p.validate(p.kind(bound))
+                else:
+                    assert p.validate(p.kind(bound)) == bound and type(p.validate(p.kind(bound))) is p.kind, where
+        with pytest.raises(ValueError, match=decl.params[0].name):
             decl.param(decl.params[0].name).validate(object())
+    assert bounds >= 15  # the loop above is not vacuous
 
 
 def test_beta_zero_is_refused_by_the_function_and_the_operator(fo, make_dataset):

@@ -105,3 +105,30 @@ def test_ot_labels_that_do_not_overlap_are_not_counterparts():
     labels = [Label("a1", "a", "cat", (0.0, 0.0, 0.1, 0.1), reason="label differs", nearest="b1"),
               Label("b1", "b", "dog", (0.5, 0.5, 0.1, 0.1), reason="label differs", nearest="a1")]
     assert _kinds(ot_conflicts(labels, ["a", "b"])) == [("extra", "a", "b", None, "b1"), ("missing", "a", "b", "a1", None)]
+
+
+def test_group_counterparts_of_one_class_that_overlap_little_are_low_overlap():
+    """A KαLOS unit or a consensus label whose members share a class but overlap below the threshold: one
+    ``low overlap`` conflict with their IoU (1/3 here), in both modes (rater pairs, and against a reference);
+    above the threshold, none."""
+    units = [[Label("a1", "a", "cat", (0.0, 0.0, 0.2, 0.2)), Label("b1", "b", "cat", (0.1, 0.0, 0.2, 0.2))],
+             [Label("a2", "a", "dog", (0.5, 0.5, 0.2, 0.2)), Label("b2", "b", "dog", (0.52, 0.5, 0.2, 0.2))]]
+    got = group_conflicts(units, ["a", "b"])
+    assert _kinds(got) == [("low overlap", "a", "b", "a1", "b1")]
+    assert got[0].iou == pytest.approx(1 / 3) and got[0].reason == ""
+    assert group_conflicts(units, ["a", "b"], low_overlap_iou=0.3) == []
+    fused = [[Label("k1", "consensus", "cat", (0.05, 0.0, 0.2, 0.2)), Label("a1", "a", "cat", (0.0, 0.0, 0.2, 0.2)),
+              Label("b1", "b", "cat", (0.2, 0.0, 0.2, 0.2))]]
+    got = group_conflicts(fused, ["a", "b"], reference="consensus")
+    assert _kinds(got) == [("low overlap", "consensus", "b", "k1", "b1")]  # a's IoU 0.6: no conflict
+    assert got[0].iou == pytest.approx(0.01 / 0.07)
+
+
+def test_every_pair_of_a_unit_is_typed_once_with_three_raters():
+    """One unit, three raters: a and b agree, c drew another class with a small box: a-c and b-c
+    ``label differs`` (the class decides before the overlap), nothing for a-b."""
+    unit = [Label("a1", "a", "cat", (0.0, 0.0, 0.4, 0.4)), Label("b1", "b", "cat", (0.0, 0.0, 0.4, 0.4)),
+            Label("c1", "c", "dog", (0.0, 0.0, 0.1, 0.1))]
+    got = group_conflicts([unit], ["a", "b", "c"])
+    assert _kinds(got) == [("label differs", "a", "c", "a1", "c1"), ("label differs", "b", "c", "b1", "c1")]
+    assert [c.iou for c in got] == pytest.approx([0.0625, 0.0625])

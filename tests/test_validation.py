@@ -36,11 +36,27 @@ def test_error_policy_refuses_boxes_past_the_border():
         validate_boxes(np.array([[0.9, 0.9, 0.2, 0.3]]), WHERE, policy="error")
 
 
-def test_float_noise_at_the_border_is_tolerated_and_zero_area_is_valid():
-    boxes = np.array([[0.0, 0.0, 1.0 + 1e-9, 1.0], [0.5, 0.5, 0.0, 0.0]])
+@pytest.mark.parametrize("policy", ["clip", "drop", "error"])
+def test_float_noise_at_the_border_is_tolerated_and_zero_area_is_valid(policy):
+    """Coordinates past either border by float noise (within the tolerance) and a zero-area box are kept as
+    they are under every policy: nothing repaired, dropped or refused, no value changed."""
+    boxes = np.array([[0.0, 0.0, 1.0 + 1e-9, 1.0], [0.5, 0.5, 0.0, 0.0], [-1e-9, 0.2, 0.3, 0.3],
+                      [0.2, -1e-9, 0.3, 1.0 + 1e-9]])
     report = RepairReport()
-    out = validate_boxes(boxes, WHERE, report=report)
-    assert not report and out is not None
+    out, keep = check_boxes(boxes, WHERE * 2, policy=policy, report=report, raters=["ann", "bob"] * 2)
+    np.testing.assert_array_equal(out, boxes)
+    assert keep.tolist() == [True] * 4
+    assert not report and report.counts() == {"clipped_boxes": 0, "outside_boxes": 0, "dropped_boxes": 0,
+                                              "resized_masks": 0} and report.per_rater == {}
+    if policy != "drop":
+        np.testing.assert_array_equal(validate_boxes(boxes, WHERE * 2, policy=policy), boxes)
+
+
+def test_just_past_the_tolerance_is_outside():
+    report = RepairReport()
+    out = validate_boxes(np.array([[0.0, 0.0, 1.0 + 1e-3, 1.0], [-1e-3, 0.2, 0.3, 0.3]]), WHERE, report=report)
+    np.testing.assert_allclose(out, [[0.0, 0.0, 1.0, 1.0], [0.0, 0.2, 0.3 - 1e-3, 0.3]])
+    assert report.clipped_boxes == 2
 
 
 def test_entirely_outside_is_an_error_only_under_the_error_policy():

@@ -253,7 +253,7 @@ def score_histogram(samples, field: str, lo: float, hi: float, bins: int = 20) -
     edges = np.linspace(lo, hi, bins + 1)
     clamped = F(field).max(float(lo)).min(float(hi))
     counts, _, other = samples.exists(field).histogram_values(clamped, bins=int(bins), range=[float(lo), float(hi)])
-    counts = list(counts)
+    counts = list(counts) or [0] * int(bins)  # no sample has a score: the database returns no bucket
     counts[-1] += other  # the value hi itself falls past the last bucket's open upper edge
     n_scored = samples.count(field)
     return {

@@ -34,6 +34,25 @@ def write_csv(path: str, rows: list[dict], header: list[str] | None = None) -> N
             writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in header})
 
 
+def _pair_class_dice(detail: dict, info: dict) -> list[dict]:
+    """A semantic mask run's mean Dice per rater pair and class over the samples where both drew it (the
+    panel's pair × class heatmap, :func:`agreement.fo.mask_figures.pair_class_means`), one row per cell the
+    pair met on: ``rater_a``, ``rater_b``, ``class``, ``class_value``, ``mean_dice``, ``samples``."""
+    from agreement.fo.mask_figures import mask_class_names, pair_class_means
+    from agreement.fo.report.tables import round_value
+
+    means = pair_class_means(detail)
+    names = mask_class_names(info, means["classes"])
+    rows = []
+    for i, pair in enumerate(means["pairs"]):
+        a, _, b = str(pair).partition(" | ")
+        for j, value in enumerate(means["classes"]):
+            if means["n"][i, j]:
+                rows.append({"rater_a": a, "rater_b": b, "class": names[value], "class_value": int(value),
+                             "mean_dice": round_value(float(means["mean"][i, j])), "samples": int(means["n"][i, j])})
+    return rows
+
+
 def _label_field_type(dataset, field: str):
     import fiftyone.core.labels as fol
 
@@ -201,6 +220,7 @@ _FILES = {"raters": "one row per rater", "rater_pairs": "one row per rater pair"
           "conflicts": "one row per label conflict (missing, extra, label differs, low overlap)",
           "confusion": "each rater's class confusion, one row per cell", "alpha_by_tau": "α at each τ",
           "class_confusion": "the classes raters confuse, one row per cell",
+          "pair_class_dice": "the mean Dice of each rater pair on each class, one row per cell",
           "json": "the run and its full results"}
 
 
@@ -242,15 +262,18 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
         json.dump(doc, f, indent=1, allow_nan=False, default=str)
     table = (data or {}).get("rater_table")
     mask = None
+    pair_class = []
     if info["method"] == MASK_METHOD:
         from agreement.fo.mask_figures import class_rows as mask_class_rows
 
         mask = mask_class_rows(detail, info)
+        pair_class = _pair_class_dice(detail, info)
     conflicts, conflicts_note = run_conflicts(samples, info, [str(r) for r in detail.get("raters") or []])
     tables = {"raters": rater_rows(detail, table["rows"] if table else None), "rater_pairs": pair_rows(detail),
               "classes": class_rows(detail, mask), "confusion": confusion_rows(detail),
               "class_confusion": class_confusion_rows(detail),
-              "alpha_by_tau": curve_rows(detail), **record_tables(detail)}
+              "alpha_by_tau": curve_rows(detail), **record_tables(detail, skip=("rater_pairs", "pair_class_dice")),
+              "pair_class_dice": pair_class}
     if samples_csv and info.get("sample_fields"):
         score = (data or {}).get("score_field")
         tables["samples"] = sample_table(samples, info, results, score)
