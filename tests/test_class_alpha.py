@@ -102,7 +102,7 @@ def test_undefined_cases_are_nan_with_reason():
 
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="level"):
-        class_alpha(np.array([[0, 1]]), "ratio")
+        class_alpha(np.array([[0, 1]]), "rank")
     with pytest.raises(ValueError, match=">= -1"):
         class_alpha(np.array([[0, -2]]))
     with pytest.raises(ValueError, match="out of range"):
@@ -242,3 +242,70 @@ def test_bootstrap_undefined_and_bad_arguments():
         bootstrap_alpha(_agreeing(), ci=1.5)
     with pytest.raises(ValueError, match="n_boot"):
         bootstrap_alpha(_agreeing(), n_boot=0)
+
+
+# ------------------------------------------------------------------ ratio and user distances (issue 47, defect 6)
+from agreement.methods.classes.diagnostics import alpha_without_rater, pairwise  # noqa: E402
+
+RATIO_VALUES = np.array([0.0, 1.0, 2.5, 4.0, 10.0])
+#: A user distance between 5 codes (squared distances): neighbours close, 0 and 4 far apart.
+USER_MATRIX = np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0))) ** 1.5
+
+
+def _user_callable(v1, v2, i1, i2, n_v, dtype=np.float64):
+    return np.abs(i1 - i2).astype(dtype) ** 1.5
+
+
+def test_ratio_on_the_published_example():
+    # the `krippendorff` package's docstring: the 2011 example at the ratio level rounds to 0.797
+    res = class_alpha(K2011_CODES, "ratio", K2011_VALUES)
+    assert round(res.alpha, 4) == 0.7974
+    assert res.alpha == pytest.approx(_oracle(K2011_CODES, "ratio", K2011_VALUES), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ratio_and_user_distances_equal_the_package(seed):
+    codes = _agreeing(seed, S=120, R=6, p=0.6)
+    codes[codes >= 0] = codes[codes >= 0] + (codes[codes >= 0] == 3)  # codes 0, 1, 2, 4: one class unused
+    rel = np.where(codes >= 0, RATIO_VALUES[np.maximum(codes, 0)], np.nan).T
+    ref = krippendorff.alpha(reliability_data=rel, level_of_measurement="ratio")
+    assert class_alpha(codes, "ratio", RATIO_VALUES).alpha == pytest.approx(ref, abs=1e-12)
+    rel_codes = np.where(codes >= 0, codes, np.nan).T.astype(float)
+    ref_user = krippendorff.alpha(reliability_data=rel_codes, level_of_measurement=_user_callable,
+                                  value_domain=np.arange(5.0))
+    assert class_alpha(codes, USER_MATRIX).alpha == pytest.approx(ref_user, abs=1e-12)
+    assert class_alpha(codes, _user_callable, n_classes=5).alpha == pytest.approx(ref_user, abs=1e-12)
+
+
+@pytest.mark.parametrize("level", ["ratio", "matrix", "callable"])
+def test_pairwise_and_leave_one_out_at_the_new_levels_equal_recomputation(level):
+    lv = {"matrix": USER_MATRIX, "callable": _user_callable}.get(level, level)
+    values = RATIO_VALUES if level == "ratio" else None
+    codes = _agreeing(3, S=60, R=4, p=0.5)
+    table = pairwise(codes, lv, values, n_classes=5)
+    for a, b, alpha in zip(table.a, table.b, table.values["alpha"]):
+        ref = class_alpha(codes[:, [a, b]], lv, values, n_classes=5).alpha
+        assert alpha == pytest.approx(ref, abs=1e-12, nan_ok=True)
+    without = alpha_without_rater(codes, lv, values, n_classes=5)
+    for r in range(codes.shape[1]):
+        ref = class_alpha(np.delete(codes, r, axis=1), lv, values, n_classes=5).alpha
+        assert without[r] == pytest.approx(ref, abs=1e-12)
+    low, high = bootstrap_alpha(codes, lv, values, n_boot=200, n_classes=5)
+    assert low <= class_alpha(codes, lv, values, n_classes=5).alpha <= high
+
+
+@settings(max_examples=60, deadline=None)
+@given(_codes(max_units=15, max_raters=5, max_k=5), st.floats(1e-3, 1e3))
+def test_ratio_alpha_invariant_to_scaling_every_value(codes, c):
+    a = class_alpha(codes, "ratio", RATIO_VALUES, n_classes=5)
+    b = class_alpha(codes, "ratio", RATIO_VALUES * c, n_classes=5)
+    assert b.alpha == pytest.approx(a.alpha, rel=1e-9, abs=1e-12, nan_ok=True)
+
+
+def test_user_matrix_is_validated_and_ratio_refuses_negative_values():
+    with pytest.raises(ValueError, match="symmetric"):
+        class_alpha(np.array([[0, 1], [1, 1]]), np.array([[0.0, 1.0], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="2 x 2 but the data has 3 codes"):
+        class_alpha(np.array([[0, 2], [1, 1]]), 1 - np.eye(2))
+    with pytest.raises(ValueError, match="ratio"):
+        class_alpha(np.array([[0, 1], [1, 1]]), "ratio", [-1.0, 1.0])

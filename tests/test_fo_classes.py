@@ -54,7 +54,7 @@ def _op(ds, name: str, **params):
     return foo.execute_operator(f"@iaa/agreement/{name}", ctx=dict(view=ds.view(), params=params)).result
 
 
-@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
 def test_alpha_equals_krippendorff_in_both_layouts(class_ds, level):
     from agreement.fo.methods.class_agreement import compute_class_agreement
 

@@ -163,3 +163,160 @@ def test_property_oracle_and_invariances(units):
     assert ours.alpha <= 1 + 1e-12
     ref = krippendorff.alpha(reliability_data=rel, level_of_measurement="nominal")
     assert ours.alpha == pytest.approx(ref, abs=1e-10)
+
+
+# ------------------------------------------------------------------ levels: ratio and user distances (one core)
+from agreement.core.krippendorff import (  # noqa: E402
+    LEVELS,
+    check_distance_matrix,
+    distance_matrix,
+    level_alpha,
+)
+
+#: The `krippendorff` package's docstring data (Krippendorff 2011, section C, numeric values 1..5).
+K2011 = np.array([
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+    [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+])
+
+
+def _codes_of(rel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric reliability data (NaN missing) as codes ``-1``/``0..K-1`` and the sorted values of the codes."""
+    present = ~np.isnan(rel)
+    values, inv = np.unique(rel[present], return_inverse=True)
+    codes = np.full(rel.shape, -1, dtype=np.int64)
+    codes[present] = inv.reshape(-1)
+    return codes, values
+
+
+def _abs_distance(v1, v2, i1, i2, n_v, dtype=np.float64):
+    """A user distance in the `krippendorff` package's protocol: ``delta2 = |v1 - v2|``."""
+    return np.abs(v1 - v2).astype(dtype)
+
+
+def _log_distance(v1, v2):
+    """A user distance of two values only: ``delta2 = (log1p v1 - log1p v2)**2``."""
+    return (np.log1p(v1) - np.log1p(v2)) ** 2
+
+
+def _oracle_level(rel: np.ndarray, level) -> float:
+    if level is _log_distance:  # the package's protocol around the two-value callable
+        level = lambda v1, v2, i1, i2, n_v, dtype=np.float64: _log_distance(v1, v2)  # noqa: E731
+    return float(krippendorff.alpha(reliability_data=rel, level_of_measurement=level))
+
+
+def test_published_ratio_case():
+    # the `krippendorff` package's docstring: round(alpha(reliability_data, level_of_measurement="ratio"), 3) == 0.797
+    codes, values = _codes_of(K2011)
+    res = level_alpha(codes, "ratio", values)
+    ref = krippendorff.alpha(reliability_data=K2011, level_of_measurement="ratio")
+    assert round(res.alpha, 3) == 0.797 and round(res.alpha, 4) == 0.7974
+    assert res.alpha == pytest.approx(ref, abs=1e-12)
+    assert res.n_pairable == 40 and res.n_units == 11 and res.reason == ""
+    # the other published levels through the same core
+    for level, expected in (("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)):
+        assert round(level_alpha(codes, level, values).alpha, 3) == expected
+
+
+def test_ratio_distance_is_the_squared_relative_difference():
+    d = distance_matrix("ratio", np.ones(3), values=[0.0, 1.0, 3.0])
+    np.testing.assert_allclose(d, [[0, 1, 1], [1, 0, 0.25], [1, 0.25, 0]], rtol=0, atol=1e-15)
+    assert distance_matrix("ratio", np.ones(2), values=[0.0, 0.0])[0, 1] == 0.0  # 0/0 is 0 (as the package)
+
+
+@pytest.mark.parametrize("level", [*LEVELS, "abs", "log", "matrix"])
+def test_random_reliability_data_equal_the_package_at_every_level(level):
+    rng = np.random.default_rng(2024)
+    checked = 0
+    for _ in range(60):
+        raters, units = int(rng.integers(2, 6)), int(rng.integers(2, 30))
+        domain = np.sort(rng.choice(np.arange(0.0, 40.0, 0.5), size=int(rng.integers(2, 7)), replace=False))
+        rel = domain[rng.integers(0, len(domain), size=(raters, units))]
+        rel[rng.random(rel.shape) < rng.uniform(0, 0.5)] = NAN
+        codes, values = _codes_of(rel)
+        if len(values) < 2:
+            continue
+        ours_level, ref_level = {"abs": (_abs_distance, _abs_distance), "log": (_log_distance, _log_distance),
+                                 "matrix": (np.abs(values[:, None] - values[None, :]), _abs_distance)
+                                 }.get(level, (level, level))
+        ours = level_alpha(codes, ours_level, None if level == "matrix" else values)
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ref = _oracle_level(rel, ref_level)
+        except ValueError:  # the package refuses data without a pairable unit
+            ref = NAN
+        if np.isnan(ref) or not np.isfinite(ref):
+            assert np.isnan(ours.alpha)
+            continue
+        assert ours.alpha == pytest.approx(ref, rel=1e-12, abs=1e-12), (level, rel)
+        checked += 1
+    assert checked > 40
+
+
+def test_a_callable_taking_the_marginals_gets_them():
+    # the package's own ordinal metric, as a user callable, gives our ordinal alpha: n_v is passed right
+    from krippendorff.krippendorff import _ordinal_metric
+
+    codes, values = _codes_of(K2011)
+    assert level_alpha(codes, _ordinal_metric, values).alpha == pytest.approx(
+        level_alpha(codes, "ordinal").alpha, abs=1e-12)
+
+
+def test_nominal_level_equals_nominal_alpha():
+    rng = np.random.default_rng(5)
+    rel = rng.integers(-1, 4, size=(4, 40))
+    assert level_alpha(rel, "nominal").alpha == pytest.approx(nominal_alpha(rel).alpha, abs=1e-15)
+
+
+def test_an_asymmetric_matrix_is_refused_not_transposed():
+    # a lower-triangle matrix (distances given one way only) would silently halve D_o on one side
+    d = np.array([[0.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="symmetric"):
+        level_alpha(np.array([[0, 1], [1, 1]]), d)
+
+
+@pytest.mark.parametrize("matrix, fragment", [
+    (np.zeros((2, 3)), "square"),
+    (np.array([[0.0, 1.0], [1.0, 0.5]]), "zero on the diagonal"),
+    (np.array([[0.0, -1.0], [-1.0, 0.0]]), "non-negative"),
+    (np.array([[0.0, np.nan], [np.nan, 0.0]]), "finite"),
+    (np.array([[0.0, np.inf], [np.inf, 0.0]]), "finite"),
+    (np.array([[0.0, 1.0], [2.0, 0.0]]), "symmetric"),
+])
+def test_bad_distance_matrices_are_refused_naming_the_problem(matrix, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        check_distance_matrix(matrix)
+    with pytest.raises(ValueError, match=fragment):
+        level_alpha(np.array([[0, 1], [1, 1]]), matrix)
+
+
+def test_bad_levels_are_refused():
+    with pytest.raises(ValueError, match="covers|codes"):
+        level_alpha(np.array([[0, 2], [1, 1]]), np.zeros((2, 2)) + 1 - np.eye(2))
+    with pytest.raises(ValueError, match="ratio.*>= 0"):
+        level_alpha(np.array([[0, 1], [1, 1]]), "ratio", [-1.0, 2.0])
+    with pytest.raises(ValueError, match="level must be one of"):
+        level_alpha(np.array([[0, 1], [1, 1]]), "rank")
+    with pytest.raises(ValueError, match="values are not used"):
+        level_alpha(np.array([[0, 1], [1, 1]]), 1 - np.eye(2), [1.0, 2.0])
+    with pytest.raises(ValueError, match="callable"):
+        level_alpha(np.array([[0, 1], [1, 1]]), lambda a, b: a - b)  # negative "distances"
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(2, 5).flatmap(lambda r: st.lists(
+        st.lists(st.one_of(st.none(), st.integers(0, 6)), min_size=r, max_size=r), min_size=2, max_size=15)),
+    st.floats(1e-3, 1e3),
+)
+def test_ratio_alpha_is_invariant_to_scaling_the_values(units, c):
+    rel = np.array([[np.nan if v is None else float(v) for v in u] for u in units]).T
+    codes, values = _codes_of(rel) if (~np.isnan(rel)).any() else (np.full(rel.shape, -1), np.zeros(0))
+    a = level_alpha(codes, "ratio", values)
+    b = level_alpha(codes, "ratio", values * c)
+    if np.isnan(a.alpha):
+        assert np.isnan(b.alpha)
+    else:
+        assert b.alpha == pytest.approx(a.alpha, rel=1e-9, abs=1e-12)

@@ -51,7 +51,9 @@ def test_hota_by_hand_with_a_constant_iou():
     np.testing.assert_allclose(h.loc_a_alpha[matched], 0.6)
     assert h.hota == pytest.approx(matched.mean()) and h.det_a == pytest.approx(matched.mean())
     assert h.ass_a == pytest.approx(matched.mean())  # thresholds without a match count 0 (TrackEval)
-    assert h.loc_a == pytest.approx(0.6)  # the thresholds with a match only
+    assert h.loc_a == pytest.approx(0.6)  # the thresholds with a match only (loca_unmatched="skip", the default)
+    k = int(matched.sum())  # TrackEval's convention: the unmatched thresholds count 1
+    assert hota(a, b, loca_unmatched="one").loc_a == pytest.approx((0.6 * k + (len(HOTA_ALPHAS) - k)) / len(HOTA_ALPHAS))
 
 
 def test_identity_switch_by_hand():

@@ -10,9 +10,12 @@ NumPy 2). py-motmetrics is pinned in requirements-test.txt; TrackEval (``trackev
 ``pip install --no-deps trackeval==1.3.0`` (it needs only NumPy and SciPy for HOTA). Each test skips with
 that message when its oracle is missing. TrackEval 1.3.0 uses no removed NumPy alias: no monkeypatch.
 
-Known differences, asserted here: where nothing is matched at a threshold alpha TrackEval reports LocA 1
-(ours NaN, and the summary LocA averages the defined thresholds only); where neither rater has a box
-TrackEval reports 0 (ours NaN with a reason).
+LocA where nothing is matched at a threshold alpha: TrackEval reports LocA_alpha 1; ours is NaN per threshold,
+and the summary LocA leaves it out (``loca_unmatched="skip"``, the default: the mean over the matched thresholds)
+or counts it 1 (``"one"``: equal to TrackEval's mean); both conventions are asserted against TrackEval.
+Known differences, asserted here: where nothing is matched at any threshold TrackEval reports LocA 1 (ours NaN
+with a reason, under either convention); where neither rater has a box TrackEval reports 0 (ours NaN with a
+reason).
 """
 
 from __future__ import annotations
@@ -143,10 +146,18 @@ def assert_hota_equal(gt: Tracks, tr: Tracks) -> None:
     assert abs(ours.hota - te["HOTA"].mean()) < TOL
     assert abs(ours.det_a - te["DetA"].mean()) < TOL
     assert abs(ours.ass_a - te["AssA"].mean()) < TOL
-    if matched.all():
-        assert abs(ours.loc_a - te["LocA"].mean()) < TOL
-    elif matched.any():
-        assert abs(ours.loc_a - te["LocA"][matched].mean()) < TOL
+    assert_loca_conventions(hota(gt, tr, loca_unmatched="one"), ours, te)
+
+
+def assert_loca_conventions(one, skip, te: dict) -> None:
+    """``loc_a`` under ``"one"`` is TrackEval's mean LocA; under ``"skip"`` its mean over the matched thresholds."""
+    matched = one.tp > 0
+    assert one.loca_unmatched == "one" and skip.loca_unmatched == "skip"
+    if matched.any():
+        assert abs(one.loc_a - te["LocA"].mean()) < TOL
+        assert abs(skip.loc_a - te["LocA"][matched].mean()) < TOL
+    else:  # nothing matched anywhere: TrackEval's 1 would be a silent perfect score
+        assert np.isnan(one.loc_a) and np.isnan(skip.loc_a) and one.reason
 
 
 def assert_motmetrics_equal(gt: Tracks, tr: Tracks, threshold: float = 0.5) -> None:
@@ -299,6 +310,7 @@ def test_pooled_hota_equals_trackeval_combine_sequences():
     matched = ours.tp > 0
     np.testing.assert_allclose(ours.loc_a_alpha[matched], te["LocA"][matched], rtol=0, atol=TOL)
     np.testing.assert_array_equal(ours.tp, te["HOTA_TP"])
+    assert_loca_conventions(pool_hota([hota(g, t, loca_unmatched="one") for g, t in videos]), ours, te)
 
 
 def test_pooled_idf1_and_clear_mot_equal_motmetrics_overall():
@@ -313,3 +325,43 @@ def test_pooled_idf1_and_clear_mot_equal_motmetrics_overall():
     assert abs(i.idf1 - overall["idf1"]) < TOL and i.idtp == overall["idtp"]
     assert c.id_switches == overall["num_switches"] and c.fragmentations == overall["num_fragmentations"]
     assert abs(c.mota - overall["mota"]) < TOL
+
+
+# ---------------------------------------------------------------------------- LocA's convention (issue 47)
+JITTERS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
+
+
+def test_loca_conventions_against_trackeval_as_jitter_grows():
+    """``"one"`` equals TrackEval's LocA and rises with noise once high thresholds stop matching; ``"skip"``
+    (the default) equals TrackEval's mean over the matched thresholds and falls monotonically."""
+    _trackeval()
+    gt = simulated(0, jitter=0.0, drop=0.0, swap=0.0)
+    one, skip = [], []
+    for j in JITTERS:
+        tr = simulated(7, jitter=j, drop=0.0, swap=0.0)  # seeds 0 and 7: the same objects
+        te = trackeval_hota(gt, tr)
+        h_one, h_skip = hota(gt, tr, loca_unmatched="one"), hota(gt, tr)
+        assert_loca_conventions(h_one, h_skip, te)
+        assert h_one.hota == h_skip.hota and h_one.det_a == h_skip.det_a  # only LocA depends on it
+        one.append(h_one.loc_a)
+        skip.append(h_skip.loc_a)
+    assert np.all(np.diff(skip) < 0), skip
+    assert one[-1] > one[-2], one  # TrackEval's convention is lifted by the thresholds that stopped matching
+    assert one[-1] - skip[-1] > 0.25
+
+
+def test_loca_convention_reaches_the_pooled_corpus_and_is_validated():
+    from agreement.methods.tracks import pool_track_agreement, track_agreement
+
+    gt, tr = simulated(0, jitter=0.0, drop=0.0, swap=0.0), simulated(7, jitter=0.8, drop=0.0, swap=0.0)
+    by = {c: pool_track_agreement([track_agreement({"a": gt, "b": tr}, loca_unmatched=c)]).pair("a", "b").hota
+          for c in ("one", "skip")}
+    assert by["one"].loc_a == pytest.approx(hota(gt, tr, loca_unmatched="one").loc_a, abs=1e-12)
+    assert by["skip"].loc_a == pytest.approx(hota(gt, tr).loc_a, abs=1e-12)
+    assert by["one"].loc_a > by["skip"].loc_a
+    with pytest.raises(ValueError, match="loca_unmatched"):
+        hota(gt, tr, loca_unmatched="zero")
+    with pytest.raises(ValueError, match="loca_unmatched"):
+        track_agreement({"a": gt, "b": tr}, loca_unmatched="trackeval")
+    with pytest.raises(ValueError, match="different LocA conventions"):
+        pool_hota([hota(gt, tr), hota(gt, tr, loca_unmatched="one")])

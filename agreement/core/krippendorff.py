@@ -1,4 +1,4 @@
-"""Nominal Krippendorff's alpha from a reliability matrix, via the coincidence matrix.
+"""Krippendorff's alpha from a reliability matrix, via the coincidence matrix: every level, one core.
 
 For a reliability matrix with raters as rows and units as columns, each cell a
 category code or missing, Krippendorff (2011) defines:
@@ -21,21 +21,48 @@ category code or missing, Krippendorff (2011) defines:
 exist (``n < 2``) or when the pairable values show no variation (``D_e = 0``:
 every value is the same category).
 
+Levels of measurement. With a squared distance ``delta2_ck`` between the codes,
+``D_o = sum_ck o_ck delta2_ck / n`` and ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``
+(:func:`distance_matrix`, :func:`level_alpha`); nominal is ``delta2_ck = [c != k]``,
+the formulas above. The levels (Krippendorff 2011, section D):
+
+* ``"nominal"``: ``delta2_ck = [c != k]``;
+* ``"ordinal"`` (codes are ranks): ``delta2_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)**2``;
+* ``"interval"``: ``delta2_ck = (v_c - v_k)**2``;
+* ``"ratio"``: ``delta2_ck = ((v_c - v_k) / (v_c + v_k))**2`` (0 where ``v_c + v_k = 0``),
+  values ``v >= 0`` with an absolute zero; invariant to scaling every value by a positive constant;
+* a user distance: a callable of two arrays of values (as the ``krippendorff``
+  package's ``level_of_measurement`` callable: ``f(v1, v2)``, or
+  ``f(v1, v2, i1, i2, n_v, dtype)`` with the codes ``i`` and the pairable values
+  per code ``n_v``), or a ``(K, K)`` matrix of squared distances between the codes
+  (square, symmetric, zero on the diagonal, non-negative, finite).
+
+``v`` are the numeric values of the codes (``values``; default the codes themselves).
+
 Reference: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability",
 University of Pennsylvania, 2011 (https://repository.upenn.edu/asc_papers/43).
 
 This module does not import FiftyOne and is shared by every method that ends in
-a nominal reliability matrix (threshold-matching baselines, KαLOS).
+a reliability matrix (threshold-matching baselines, KαLOS, image-level classes).
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Literal, Sequence, Union
 
 import numpy as np
 
 __all__ = [
+    "LEVELS",
+    "Level",
+    "Distance",
+    "check_level",
+    "check_distance_matrix",
+    "distance_matrix",
+    "alpha_from_distances",
+    "level_alpha",
     "AlphaResult",
     "encode_values",
     "coincidence_matrix",
@@ -48,12 +75,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AlphaResult:
-    """Nominal Krippendorff's alpha with its parts.
+    """Krippendorff's alpha with its parts.
 
     Attributes:
         alpha: ``1 - observed / expected`` (at most 1); NaN when undefined.
-        observed: observed disagreement ``D_o`` in ``[0, 1]`` (NaN if ``n < 2``).
-        expected: expected disagreement ``D_e`` in ``[0, 1]`` (NaN if ``n < 2``).
+        observed: observed disagreement ``D_o`` (nominal: in ``[0, 1]``; NaN if ``n < 2``).
+        expected: expected disagreement ``D_e`` (nominal: in ``[0, 1]``; NaN if ``n < 2``).
         n_pairable: ``n``, the number of pairable values (values in units with
             at least two values).
         n_units: the number of pairable units.
@@ -274,3 +301,230 @@ def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
     o = _coincidence(codes, None)
     n_units = int(((codes >= 0).sum(axis=0) >= 2).sum())
     return alpha_from_coincidence(o, n_units)
+
+
+# --- levels of measurement and user distances -------------------------------------------------------------
+
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+#: A level's name, a callable distance of two value arrays, or a ``(K, K)`` matrix of squared distances.
+Distance = Union[str, Callable[..., np.ndarray], np.ndarray]
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+_NUMERIC = ("interval", "ratio")
+
+
+def check_distance_matrix(d: np.ndarray | Sequence, n_codes: int | None = None, name: str = "level") -> np.ndarray:
+    """Validates a matrix of squared distances between codes and returns it as float64.
+
+    Args:
+        d: ``(K, K)`` squared distances ``delta2_ck`` between the codes.
+        n_codes: the number of codes ``K`` it must cover at least (``None``: any).
+        name: the parameter named in the messages.
+
+    Raises:
+        ValueError: not square, too small, not finite, negative, not symmetric or not zero on the diagonal.
+    """
+    m = np.asarray(d, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name}: a distance matrix must be square (K x K), got shape {m.shape}")
+    if n_codes is not None and m.shape[0] < n_codes:
+        raise ValueError(f"{name}: the distance matrix is {m.shape[0]} x {m.shape[0]} but the data has "
+                         f"{n_codes} codes; give a squared distance for every pair of codes")
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"{name}: the distance matrix must be finite (it holds NaN or inf)")
+    if np.any(m < 0):
+        raise ValueError(f"{name}: the distance matrix must be non-negative (squared distances); "
+                         f"its least entry is {m.min():g}")
+    if np.any(np.diag(m) != 0):
+        raise ValueError(f"{name}: the distance matrix must be zero on the diagonal (a code is at distance 0 "
+                         f"from itself); its largest diagonal entry is {np.abs(np.diag(m)).max():g}")
+    if not np.allclose(m, m.T, rtol=1e-12, atol=0.0):
+        raise ValueError(f"{name}: the distance matrix must be symmetric (delta2_ck = delta2_kc); the largest "
+                         f"difference is {np.abs(m - m.T).max():g}")
+    return m
+
+
+def check_level(level: Distance, values: np.ndarray | Sequence | None, n_codes: int) -> np.ndarray | None:
+    """Validates a level (name, callable or matrix) with the values of the codes.
+
+    Args:
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances (module docstring).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
+        n_codes: ``K``.
+
+    Returns:
+        The values of the codes as float64 for ``"interval"``, ``"ratio"`` and callables, else ``None``.
+
+    Raises:
+        ValueError: an unknown level, values missing for a code or not finite, negative values at the
+            ratio level, values given with a distance matrix, an invalid matrix.
+    """
+    if isinstance(level, str):
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, a callable distance or a (K x K) matrix of squared "
+                             f"distances, got {level!r}")
+        if level not in _NUMERIC:
+            return None
+    elif callable(level):
+        pass
+    else:
+        if values is not None:
+            raise ValueError("values are not used with a distance matrix (level=matrix): put the distances "
+                             "between the codes in the matrix and leave values=None")
+        check_distance_matrix(level, n_codes)
+        return None
+    if values is None:
+        return np.arange(n_codes, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(v) < n_codes:
+        raise ValueError(f"values must give a number for each of the {n_codes} codes, got {len(v)}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite numbers")
+    if isinstance(level, str) and level == "ratio" and np.any(v[:n_codes] < 0):
+        raise ValueError(f"level='ratio' needs values >= 0 (a ratio scale has an absolute zero), got "
+                         f"{v[:n_codes].min():g}; use level='interval' for values that can be negative")
+    return v
+
+
+def _takes_marginals(fn: Callable) -> bool:
+    """The callable takes the ``krippendorff`` package's ``(v1, v2, i1, i2, n_v, dtype)`` keywords."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_KEYWORD for p in params.values()) or {"i1", "i2", "n_v"} <= set(params)
+
+
+def _user_distance(fn: Callable, v: np.ndarray, n_c: np.ndarray) -> np.ndarray:
+    """One ``(K, K)`` matrix of a callable distance, validated."""
+    K = len(n_c)
+    i = np.arange(K)
+    if _takes_marginals(fn):
+        kw = dict(i1=i[:, None], i2=i[None, :], n_v=n_c)
+        if "dtype" in inspect.signature(fn).parameters or any(
+                p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
+            kw["dtype"] = np.float64
+        d = fn(v[:K, None], v[None, :K], **kw)
+    else:
+        d = fn(v[:K, None], v[None, :K])
+    d = np.broadcast_to(np.asarray(d, dtype=np.float64), (K, K))
+    return check_distance_matrix(d, K, name="level (the callable's distances)")
+
+
+def distance_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Sequence | None = None) -> np.ndarray:
+    """The squared distances ``delta2_ck`` of a level of measurement (Krippendorff 2011, section D).
+
+    * nominal: ``[c != k]``;
+    * ordinal: ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)**2 = (r_k - r_c)**2`` with the mid-ranks
+      ``r_g = sum_{h<=g} n_h - n_g / 2`` (codes are ranks);
+    * interval: ``(v_c - v_k)**2``;
+    * ratio: ``((v_c - v_k) / (v_c + v_k))**2``, 0 where ``v_c + v_k = 0``; in ``[0, 1]`` for ``v >= 0``;
+    * a ``(K, K)`` matrix: itself (validated); a callable: its values on every pair of codes
+      (evaluated per batch element when it takes the marginals ``n_v``).
+
+    Args:
+        level: a level's name, a callable distance or a ``(K, K)`` matrix (see the module).
+        n_c: ``(..., K)`` pairable values per code (the coincidence matrix's row sums); a leading batch
+            shape gives a batch of matrices.
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
+
+    Returns:
+        ``(..., K, K)`` float64, zero on the diagonal, symmetric, non-negative.
+    """
+    n_c = np.asarray(n_c, dtype=np.float64)
+    K = n_c.shape[-1]
+    batch = n_c.shape[:-1]
+    v = check_level(level, values, K)
+    if isinstance(level, str):
+        if level == "nominal":
+            return np.broadcast_to(1.0 - np.eye(K), batch + (K, K)).copy()
+        if level == "ordinal":
+            mid = np.cumsum(n_c, axis=-1) - n_c / 2.0
+            return (mid[..., :, None] - mid[..., None, :]) ** 2
+        assert v is not None
+        a, b = v[:K, None], v[None, :K]
+        if level == "interval":
+            d = (a - b) ** 2
+        else:
+            s = a + b
+            d = np.divide(a - b, s, out=np.zeros((K, K)), where=s != 0) ** 2
+        return np.broadcast_to(d, batch + (K, K)).copy()
+    if not callable(level):
+        return np.broadcast_to(check_distance_matrix(level, K)[:K, :K], batch + (K, K)).copy()
+    assert v is not None
+    if not _takes_marginals(level) or not batch:
+        flat = n_c.reshape(-1, K)[0] if batch else n_c
+        return np.broadcast_to(_user_distance(level, v, flat), batch + (K, K)).copy()
+    flat = n_c.reshape(-1, K)
+    return np.stack([_user_distance(level, v, x) for x in flat]).reshape(batch + (K, K))
+
+
+def alpha_from_distances(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices and their squared distances.
+
+    ``n_c = sum_k o_ck``, ``n = sum_c n_c``, ``D_o = max(sum_ck o_ck delta2_ck / n, 0)``,
+    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``, ``alpha = 1 - D_o / D_e``, at most 1, 0 at chance
+    (Krippendorff 2011). NaN where ``n < 2``; ``alpha`` NaN and ``D_e`` 0 where
+    ``D_e <= NO_VARIATION_EPS * max(max delta2, 1)`` (no variation).
+
+    Args:
+        o: ``(..., K, K)`` coincidence matrices.
+        d: ``(..., K, K)`` squared distances (:func:`distance_matrix`), broadcastable to ``o``.
+    """
+    o = np.asarray(o, dtype=np.float64)
+    d = np.asarray(d, dtype=np.float64)
+    n_c = o.sum(axis=-1)
+    n = n_c.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = n >= 2
+        d_o = np.where(ok, np.maximum((o * d).sum(axis=(-1, -2)) / n, 0.0), np.nan)
+        d_e = np.where(ok, np.einsum("...c,...ck,...k->...", n_c, d, n_c) / (n * (n - 1.0)), np.nan)
+        scale = np.maximum(d.max(axis=(-1, -2)), 1.0) if d.size else np.ones_like(n)
+        flat = ok & (d_e <= NO_VARIATION_EPS * scale)
+        alpha = np.where(ok & ~flat, 1.0 - d_o / d_e, np.nan)
+    d_e = np.where(flat, 0.0, d_e)
+    return alpha, d_o, d_e, n
+
+
+def level_alpha(reliability: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+                missing: int = -1) -> AlphaResult:
+    """Krippendorff's alpha of a raters x units reliability matrix at any level of measurement.
+
+    ``alpha = 1 - D_o / D_e`` with ``D_o = sum_ck o_ck delta2_ck / n`` and
+    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``, ``o`` the coincidence matrix
+    (:func:`coincidence_matrix`), ``n_c`` its row sums, ``n`` the pairable values and ``delta2`` the
+    level's squared distance (:func:`distance_matrix`; ratio: ``((v_c - v_k) / (v_c + v_k))**2``).
+    Range: at most 1; 1 perfect agreement, 0 chance, below 0 systematic disagreement. Nominal equals
+    :func:`nominal_alpha`; every level equals the ``krippendorff`` package's ``alpha``.
+
+    Args:
+        reliability: ``(raters, units)`` integer codes ``>= 0``; ``missing`` or NaN (float input) missing.
+        level: ``"nominal"``, ``"ordinal"`` (codes are ranks), ``"interval"``, ``"ratio"``, a callable
+            distance or a ``(K, K)`` matrix of squared distances between the codes.
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
+        missing: the code for a missing value.
+
+    Returns:
+        :class:`AlphaResult`; NaN with a reason when ``n < 2`` or the values show no variation.
+
+    Reference:
+        K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+
+    Examples:
+        >>> level_alpha(np.array([[1, 2, 3], [1, 2, 4]]), "ratio").alpha  # doctest: +ELLIPSIS
+        0.948...
+    """
+    codes = _as_codes(reliability, missing)
+    K = int(codes.max()) + 1 if codes.size and codes.max() >= 0 else 0
+    if not isinstance(level, str) and not callable(level):
+        K = max(K, np.shape(level)[0] if np.ndim(level) == 2 else K)
+    check_level(level, values, K)
+    o = _coincidence(codes, K)
+    n_units = int(((codes >= 0).sum(axis=0) >= 2).sum())
+    alpha, d_o, d_e, n = (float(x) for x in alpha_from_distances(o, distance_matrix(level, o.sum(axis=1), values)))
+    if not n >= 2:
+        return AlphaResult(np.nan, np.nan, np.nan, n, n_units,
+                           f"fewer than 2 pairable values (n = {n:g}): no unit has two or more values")
+    if np.isnan(alpha):
+        return AlphaResult(np.nan, d_o, 0.0, n, n_units, "no variation: the pairable values do not differ (D_e = 0)")
+    return AlphaResult(alpha, d_o, d_e, n, n_units, "")

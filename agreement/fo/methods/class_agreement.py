@@ -6,8 +6,9 @@ assignment the dataset records, as for boxes), or one ``Classifications``
 field per rater holding tags. Read as:
 
 * **classes** (one class per rater and sample): Krippendorff's α over the
-  reliability matrix, ``nominal`` by default, ``ordinal`` or ``interval``
-  when the classes are ordered or numeric (``level``), with a seeded
+  reliability matrix, ``nominal`` by default, ``ordinal`` when the classes are
+  ordered, ``interval`` or ``ratio`` (``δ² = ((c − k)/(c + k))²``, numbers ≥ 0)
+  when they are numeric (``level``), with a seeded
   bootstrap interval over samples; per rater, vitality (α − α without the
   rater) and agreement with the majority of the other raters; per rater pair, Cohen's κ,
   pairwise α and observed agreement (pairs that never met are absent); per
@@ -73,10 +74,11 @@ def reading_of(read, labels: str) -> str:
 
 
 def scale_values(classes: tuple, level: str, order: list | None) -> tuple[tuple, np.ndarray | None]:
-    """The class order and, for ``interval``, the number of each class.
+    """The class order and, for ``interval`` and ``ratio``, the number of each class.
 
     ``nominal``: the classes as read (or ``order``). ``ordinal``: ``order`` (lowest first), or the classes
-    sorted as numbers when every class name is one; else refused. ``interval``: every class name a number.
+    sorted as numbers when every class name is one; else refused. ``interval``: every class name a number;
+    ``ratio``: every class name a number ``>= 0`` (a ratio scale has an absolute zero).
 
     Raises:
         ValueError: a level that does not fit the classes, or an ``order`` that misses classes found.
@@ -93,11 +95,15 @@ def scale_values(classes: tuple, level: str, order: list | None) -> tuple[tuple,
             raise ValueError(f"classes {missing} are labelled but not in the order given {order}; list every "
                              "class, lowest first")
         classes = tuple(order)
-    if level == "interval":
+    if level in ("interval", "ratio"):
         words = [c for c in classes if c not in numbers or not math.isfinite(numbers[c])]
         if words:
-            raise ValueError(f"level='interval' needs numeric classes, but {words[:5]} are not numbers; use "
+            raise ValueError(f"level={level!r} needs numeric classes, but {words[:5]} are not numbers; use "
                              "level='ordinal' with classes=[...] lowest first, or 'nominal'")
+        negative = [c for c in classes if level == "ratio" and numbers[c] < 0]
+        if negative:
+            raise ValueError(f"level='ratio' needs class values >= 0 (a ratio scale has an absolute zero), but "
+                             f"{negative[:5]} are negative; use level='interval'")
         return classes, np.array([numbers[c] for c in classes])
     if level == "ordinal" and not order:
         if len(numbers) < len(classes):
@@ -230,7 +236,7 @@ class ClassAgreementResults(AgreementResults):
 DECLARATION = MethodDeclaration(
     operator="compute_class_agreement",
     label="Annotator Agreement: classes and tags",
-    description="Krippendorff's alpha on image-level classes (nominal, ordinal, interval) or tag sets (MASI), "
+    description="Krippendorff's alpha on image-level classes (nominal, ordinal, interval, ratio) or tag sets (MASI), "
                 "with rater, pair and class diagnostics",
     spec=SPEC,
     results_cls=ClassAgreementResults,
@@ -241,7 +247,8 @@ DECLARATION = MethodDeclaration(
               "attribute as classes unless a rater gave two labels on a sample", choices=READINGS),
         Param("level", str, "nominal", "Level of measurement",
               "nominal: classes are names; ordinal: ordered (give their order, or numeric names); interval: "
-              "numeric class names", choices=("nominal", "ordinal", "interval"), radio=True),
+              "numeric class names; ratio: numeric class names >= 0 with an absolute zero (distance "
+              "((c - k)/(c + k))^2)", choices=("nominal", "ordinal", "interval", "ratio"), radio=True),
         Param("classes", list, None, "Class order", "The classes lowest first (ordinal); default: as found",
               item=str, form=False),
         Param("bootstrap", int, 1000, "Bootstrap resamples",

@@ -47,6 +47,7 @@ from agreement.fo.frame_units import is_frame_units
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.projection import read_values
 from agreement.methods.tracks import Tracks, pool_track_agreement, track_agreement
+from agreement.methods.tracks.hota import LOCA_UNMATCHED
 
 __all__ = ["compute_track_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -142,7 +143,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     for k, (v, (units, rows)) in enumerate(videos.items()):
         res = track_agreement(_tracks_of(data, units, rows, where, index, frame), video=where[data.sample_ids[units[0]]][2],
                               tau=params["tau"], iou_threshold=params["iou_threshold"],
-                              consensus=params["consensus"], quorum=params["quorum"])
+                              consensus=params["consensus"], quorum=params["quorum"],
+                              loca_unmatched=params["loca_unmatched"])
         results.append(res)
         if params["consensus"]:
             consensus_docs.update(_consensus_documents(data.sample_ids[units], where, res.consensus, params["key"]))
@@ -161,7 +163,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     summary = {**{f"alpha_{n}": alphas[n]["alpha"] for n in ("presence", "classes", "localisation")},
                **{f"alpha_{n}_reason": alphas[n]["reason"] for n in ("presence", "classes", "localisation")},
                "hota": _mean(records, "hota"), "det_a": _mean(records, "det_a"), "ass_a": _mean(records, "ass_a"),
-               "idf1": _mean(records, "idf1"), "id_switches": int(sum(r["id_switches"] for r in records)),
+               "loc_a": _mean(records, "loc_a"), "idf1": _mean(records, "idf1"), "id_switches": int(sum(r["id_switches"] for r in records)),
                "fragmentations": int(sum(r["fragmentations"] for r in records)),
                "n_units": int(sum(len(r.units) for r in results)), "n_track_videos": len(results)}
     detail = {"raters": list(data.raters), "rater_pairs": records, "alpha": alphas, "video_values": video_values,
@@ -244,6 +246,10 @@ DECLARATION = MethodDeclaration(
         Param("iou_threshold", float, 0.5, "Box match threshold (IoU)",
               "The least box IoU of a match for IDF1, identity switches and fragmentations", low=0.0, high=1.0,
               low_open=True),
+        Param("loca_unmatched", str, "skip", "LocA where nothing matched",
+              "How HOTA's LocA counts a localisation threshold at which no box pair matched: skip leaves it out "
+              "(the mean localisation of the thresholds with a match, never lifted by worse boxes); one counts "
+              "it 1, as TrackEval does (LocA equal to TrackEval's)", choices=LOCA_UNMATCHED),
         Param("consensus", bool, False, "Consensus tracks",
               "Also write {key}_consensus on the frames: per track unit, on each frame where at least the quorum "
               "of its raters has a box, the mean box and the majority class (index = the unit's track id, "
@@ -254,6 +260,7 @@ DECLARATION = MethodDeclaration(
     records_key=True,
     outputs=(("alpha_presence", "Alpha of track presence", "float"), ("alpha_classes", "Alpha of track class", "float"),
              ("alpha_localisation", "Alpha of track localisation", "float"), ("hota", "HOTA (mean over pairs)", "float"),
+             ("loc_a", "LocA (mean over pairs)", "float"),
              ("idf1", "IDF1 (mean over pairs)", "float"), ("id_switches", "Identity switches", "int"),
              ("fragmentations", "Fragmentations", "int")),
     key_prefix="tracks",

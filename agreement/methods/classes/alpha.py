@@ -1,4 +1,5 @@
-r"""Krippendorff's alpha for one class per rater and sample, at the nominal, ordinal or interval level.
+r"""Krippendorff's alpha for one class per rater and sample, at the nominal, ordinal, interval or ratio level,
+or with a user distance.
 
 The input is a reliability matrix of class codes ``codes`` of shape ``(S, R)``:
 ``S`` units (samples) as rows, ``R`` raters as columns, each cell a class code
@@ -26,7 +27,16 @@ The differences (:func:`delta_matrix`):
   ``delta2_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)**2``, i.e. the squared
   distance between the mid-ranks ``r_g = sum_{h<=g} n_h - n_g / 2`` of the two
   classes in the pooled pairable values;
-* interval: ``delta2_ck = (v_c - v_k)**2`` with ``v`` the numeric value of each code.
+* interval: ``delta2_ck = (v_c - v_k)**2`` with ``v`` the numeric value of each code;
+* ratio: ``delta2_ck = ((v_c - v_k) / (v_c + v_k))**2`` (0 where ``v_c + v_k = 0``; values ``v >= 0``);
+* a user distance: a callable of two arrays of values (as the ``krippendorff``
+  package's ``level_of_measurement`` callable) or a ``(K, K)`` matrix of
+  squared distances between the codes (square, symmetric, zero diagonal,
+  non-negative, finite).
+
+The distances and the formula are the one core's,
+:func:`agreement.core.krippendorff.distance_matrix` and
+:func:`agreement.core.krippendorff.alpha_from_distances`.
 
 ``alpha`` is undefined (NaN, with a reason) when there are fewer than two
 pairable values or when they show no variation (``D_e = 0``).
@@ -39,14 +49,25 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from agreement.core.krippendorff import (
+    LEVELS,
+    NO_VARIATION_EPS,
+    Distance,
+    Level,
+    alpha_from_distances,
+    check_level,
+    distance_matrix,
+)
+
 __all__ = [
     "LEVELS",
     "Level",
+    "Distance",
     "ClassAlpha",
     "check_codes",
     "unit_counts",
@@ -58,12 +79,6 @@ __all__ = [
     "class_alpha",
     "bootstrap_alpha",
 ]
-
-Level = Literal["nominal", "ordinal", "interval"]
-LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
-
-#: ``D_e`` at or below this (relative to the largest difference) is no variation.
-NO_VARIATION_EPS = 1e-15
 
 #: At most this many resampling weights are held in memory at once by :func:`bootstrap_alpha`.
 _BOOT_CHUNK = 1 << 22
@@ -124,19 +139,9 @@ def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.nda
     return arr, max(K, 0)
 
 
-def _check_level(level: str, values: np.ndarray | None, K: int) -> np.ndarray | None:
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
-    if level != "interval":
-        return None
-    if values is None:
-        return np.arange(K, dtype=np.float64)
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if len(v) < K:
-        raise ValueError(f"values must give a number for each of the {K} codes, got {len(v)}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values must be finite numbers")
-    return v
+def _check_level(level: Distance, values: np.ndarray | Sequence | None, K: int) -> np.ndarray | None:
+    """:func:`agreement.core.krippendorff.check_level`: the values of the codes (numeric levels), else ``None``."""
+    return check_level(level, values, K)
 
 
 def unit_counts(codes: np.ndarray, n_classes: int | None = None) -> sp.csr_matrix:
@@ -234,54 +239,39 @@ def unit_coincidences(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]
     return sp.csr_matrix(sp.diags(1.0 / (m - 1.0)) @ U0), keep
 
 
-def delta_matrix(level: Level, n_c: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+def delta_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Sequence | None = None) -> np.ndarray:
     """The squared differences ``delta2_ck`` of a level of measurement (Krippendorff 2011).
 
     * nominal: ``[c != k]``;
     * ordinal: ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)**2 = (r_k - r_c)**2`` with
       the mid-ranks ``r_g = sum_{h<=g} n_h - n_g / 2`` (codes are ranks);
-    * interval: ``(v_c - v_k)**2``.
+    * interval: ``(v_c - v_k)**2``;
+    * ratio: ``((v_c - v_k) / (v_c + v_k))**2`` (0 where ``v_c + v_k = 0``);
+    * a callable distance or a ``(K, K)`` matrix of squared distances (validated).
+
+    :func:`agreement.core.krippendorff.distance_matrix`, the one core.
 
     Args:
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable or a ``(K, K)`` matrix.
         n_c: ``(..., K)`` pairable values per class (the coincidence matrix's
             row sums); a leading batch shape gives a batch of matrices.
-        values: ``(K,)`` numeric value of each code (interval; default the codes).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
 
     Returns:
         ``(..., K, K)`` float64, zero on the diagonal.
     """
-    n_c = np.asarray(n_c, dtype=np.float64)
-    K = n_c.shape[-1]
-    if level == "nominal":
-        return np.broadcast_to(1.0 - np.eye(K), n_c.shape[:-1] + (K, K)).copy()
-    if level == "ordinal":
-        mid = np.cumsum(n_c, axis=-1) - n_c / 2.0
-        return (mid[..., :, None] - mid[..., None, :]) ** 2
-    v = _check_level(level, values, K)[:K]
-    d = (v[:, None] - v[None, :]) ** 2
-    return np.broadcast_to(d, n_c.shape[:-1] + (K, K)).copy()
+    return distance_matrix(level, n_c, values)
 
 
-def _alpha_batch(o: np.ndarray, level: Level, values: np.ndarray | None
+def _alpha_batch(o: np.ndarray, level: Distance, values: np.ndarray | Sequence | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices ``(..., K, K)``."""
+    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices ``(..., K, K)``
+    (:func:`agreement.core.krippendorff.alpha_from_distances`)."""
     o = np.asarray(o, dtype=np.float64)
-    n_c = o.sum(axis=-1)
-    n = n_c.sum(axis=-1)
-    d = delta_matrix(level, n_c, values)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ok = n >= 2
-        d_o = np.where(ok, np.maximum((o * d).sum(axis=(-1, -2)) / n, 0.0), np.nan)
-        d_e = np.where(ok, np.einsum("...c,...ck,...k->...", n_c, d, n_c) / (n * (n - 1.0)), np.nan)
-        scale = np.maximum(d.max(axis=(-1, -2)), 1.0) if d.size else np.ones_like(n)
-        flat = ok & (d_e <= NO_VARIATION_EPS * scale)
-        alpha = np.where(ok & ~flat, 1.0 - d_o / d_e, np.nan)
-    d_e = np.where(flat, 0.0, d_e)
-    return alpha, d_o, d_e, n
+    return alpha_from_distances(o, distance_matrix(level, o.sum(axis=-1), values))
 
 
-def alpha_from_coincidence(o: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None,
+def alpha_from_coincidence(o: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                            n_units: int = -1) -> ClassAlpha:
     """Krippendorff's alpha from a coincidence matrix at a level of measurement.
 
@@ -291,8 +281,9 @@ def alpha_from_coincidence(o: np.ndarray, level: Level = "nominal", values: np.n
 
     Args:
         o: ``(K, K)`` symmetric coincidence matrix.
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
-        values: ``(K,)`` numeric values of the codes (interval only; default the codes).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances.
+        values: ``(K,)`` numeric values of the codes (interval, ratio, callable; default the codes).
         n_units: the number of pairable units behind ``o`` (reported only).
 
     Returns:
@@ -310,7 +301,7 @@ def alpha_from_coincidence(o: np.ndarray, level: Level = "nominal", values: np.n
     return ClassAlpha(alpha, d_o, d_e, n, n_units, "")
 
 
-def class_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+def class_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
                 n_classes: int | None = None) -> ClassAlpha:
     """Krippendorff's alpha of a ``(samples, raters)`` matrix of class codes.
 
@@ -324,8 +315,12 @@ def class_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray 
 
     Args:
         codes: ``(S, R)`` class codes in ``0 .. K-1``, ``-1`` missing (rows units, columns raters).
-        level: ``"nominal"``, ``"ordinal"`` (codes are ranks) or ``"interval"``.
-        values: ``(K,)`` numeric value of each code, for ``"interval"`` (default: the codes themselves).
+        level: ``"nominal"``, ``"ordinal"`` (codes are ranks), ``"interval"``, ``"ratio"``
+            (``delta2_ck = ((v_c - v_k) / (v_c + v_k))**2``, values ``>= 0``), a callable distance of two
+            value arrays (as the ``krippendorff`` package's) or a ``(K, K)`` matrix of squared distances
+            between the codes (square, symmetric, zero diagonal, non-negative, finite).
+        values: ``(K,)`` numeric value of each code, for ``"interval"``, ``"ratio"`` and callables
+            (default: the codes themselves).
         n_classes: ``K`` (default: the largest code + 1); classes nobody used change nothing.
 
     Returns:
@@ -346,7 +341,7 @@ def class_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray 
     return alpha_from_coincidence(_coincidence_of(counts), level, values, n_units)
 
 
-def bootstrap_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None,
+def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                     n_boot: int = 1000, seed: int = 0, ci: float = 0.95, *,
                     n_classes: int | None = None) -> tuple[float, float]:
     """A percentile bootstrap confidence interval of :func:`class_alpha` that resamples units.
@@ -362,8 +357,8 @@ def bootstrap_alpha(codes: np.ndarray, level: Level = "nominal", values: np.ndar
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
-        values: ``(K,)`` numeric value of each code (interval).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable or a ``(K, K)`` matrix.
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         n_boot: the number of replicates.
         seed: seed of ``numpy.random.default_rng``: the same seed gives the same interval.
         ci: the coverage, in ``(0, 1)``.

@@ -27,8 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
+from agreement.core.krippendorff import _takes_marginals, distance_matrix
 from agreement.methods.classes.alpha import (
-    Level,
+    Distance,
     _alpha_batch,
     _check_level,
     _unit_products,
@@ -106,7 +107,7 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     return o_all[None] + delta
 
 
-def alpha_without_rater(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+def alpha_without_rater(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
                         n_classes: int | None = None) -> np.ndarray:
     """``alpha_{-r}``: Krippendorff's alpha of the reliability matrix without rater ``r``'s column, for each ``r``.
 
@@ -116,8 +117,9 @@ def alpha_without_rater(codes: np.ndarray, level: Level = "nominal", values: np.
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
-        values: ``(K,)`` numeric value of each code (interval).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances (:func:`agreement.core.krippendorff.distance_matrix`).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         n_classes: ``K`` (default: the largest code + 1).
 
     Returns:
@@ -130,7 +132,7 @@ def alpha_without_rater(codes: np.ndarray, level: Level = "nominal", values: np.
     return _alpha_batch(_without_rater_coincidences(codes, K), level, values)[0]
 
 
-def rater_vitality(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+def rater_vitality(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
                    n_classes: int | None = None) -> np.ndarray:
     """Rater vitality ``v_r = alpha - alpha_{-r}``: how much alpha drops when rater ``r`` is left out.
 
@@ -141,8 +143,9 @@ def rater_vitality(codes: np.ndarray, level: Level = "nominal", values: np.ndarr
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"``.
-        values: ``(K,)`` numeric value of each code (interval).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances (:func:`agreement.core.krippendorff.distance_matrix`).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         n_classes: ``K`` (default: the largest code + 1).
 
     Returns:
@@ -231,7 +234,7 @@ def agreement_with_others_majority(codes: np.ndarray, n_classes: int | None = No
     return agreement, n
 
 
-def pairwise(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | None = None, *,
+def pairwise(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
              raters: Sequence[str] | None = None, n_classes: int | None = None) -> RaterPairTable:
     """Agreement of every pair of raters that met (both rated at least one sample).
 
@@ -253,8 +256,9 @@ def pairwise(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | N
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
-        level: ``"nominal"``, ``"ordinal"`` or ``"interval"`` (for ``alpha``).
-        values: ``(K,)`` numeric value of each code (interval).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances (for ``alpha``).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         raters: the rater names (default ``"0"``, ``"1"``, ...).
         n_classes: ``K`` (default: the largest code + 1).
 
@@ -294,15 +298,16 @@ def pairwise(codes: np.ndarray, level: Level = "nominal", values: np.ndarray | N
     return table
 
 
-def _pair_alpha(level: str, v: np.ndarray | None, pid: np.ndarray, ca: np.ndarray, cb: np.ndarray,
+def _pair_alpha(level: Distance, v: np.ndarray | None, pid: np.ndarray, ca: np.ndarray, cb: np.ndarray,
                 n_c: np.ndarray, N: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two-rater alpha per pair from the triples and the pair margins ``n_c = r^a + r^b``."""
     P, K = n_c.shape
     n = 2.0 * N
-    if level == "nominal":
+    if isinstance(level, str) and level == "nominal":
         d_pair = (ca != cb).astype(np.float64)
         d_e_num = n * n - (n_c * n_c).sum(axis=1)
-    else:
+        scale = np.ones(P)
+    elif isinstance(level, str) and level in ("ordinal", "interval"):
         if level == "ordinal":  # mid-ranks of the pair's own pooled values
             vals = np.cumsum(n_c, axis=1) - n_c / 2.0
             pid_k = pid * K
@@ -312,10 +317,21 @@ def _pair_alpha(level: str, v: np.ndarray | None, pid: np.ndarray, ca: np.ndarra
             d_pair = (v[ca] - v[cb]) ** 2
         mean = (n_c * vals).sum(axis=1) / n
         d_e_num = 2.0 * n * (n_c * (vals - mean[:, None]) ** 2).sum(axis=1)
+        scale = np.maximum(np.max(vals, axis=1) - np.min(vals, axis=1), 1.0) ** 2
+    else:  # ratio, a matrix or a callable: D_e from the distances themselves
+        if callable(level) and _takes_marginals(level):  # a distance of each pair's own marginals
+            d = distance_matrix(level, n_c, v)
+            d_pair = d[pid, ca, cb]
+            d_e_num = np.einsum("pc,pck,pk->p", n_c, d, n_c)
+            scale = np.maximum(d.max(axis=(1, 2)), 1.0) if K else np.ones(P)
+        else:  # one (K, K) matrix for every pair
+            d = distance_matrix(level, n_c.sum(axis=0), v)
+            d_pair = d[ca, cb]
+            d_e_num = np.einsum("pc,ck,pk->p", n_c, d, n_c)
+            scale = np.full(P, max(float(d.max()) if K else 0.0, 1.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         d_o = np.bincount(pid, d_pair, minlength=P) / N
         d_e = d_e_num / (n * (n - 1.0))
-        scale = 1.0 if level == "nominal" else np.maximum(np.max(vals, axis=1) - np.min(vals, axis=1), 1.0) ** 2
         flat = d_e <= 1e-15 * scale
         alpha = np.where(flat, np.nan, 1.0 - d_o / d_e)
     reason = np.where(flat, "no variation: the pair's values do not differ (D_e = 0)", "").astype(object)

@@ -31,7 +31,7 @@ from agreement.methods.tracks.clear_mot import ClearMotResult, clear_mot_of_pair
 from agreement.methods.tracks.consensus import ConsensusTracks, consensus_of_video
 from agreement.methods.tracks.correspondence import TrackUnits, check_tau, units_of_video
 from agreement.methods.tracks.data import Tracks
-from agreement.methods.tracks.hota import HotaResult, hota_of_pair, pool_hota
+from agreement.methods.tracks.hota import HotaResult, check_loca_unmatched, hota_of_pair, pool_hota
 from agreement.methods.tracks.idf1 import Idf1Result, idf1_of_pair, pool_idf1
 from agreement.methods.tracks.video import VideoTracks
 
@@ -119,7 +119,8 @@ def _find_pair(pairs: Sequence[RaterPairTracks], a: str, b: str) -> RaterPairTra
 
 def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None = None, tau: float = 0.5,
                     iou_threshold: float = 0.5, consensus: bool = False, quorum: float = 0.5,
-                    min_raters: int = 1, weights: Mapping[str, float] | None = None) -> TrackAgreementResult:
+                    min_raters: int = 1, weights: Mapping[str, float] | None = None,
+                    loca_unmatched: str = "skip") -> TrackAgreementResult:
     r"""Multi-rater agreement on the tracks of one video: units, α, HOTA, IDF1, CLEAR-MOT, consensus.
 
     Track units by STIoU ``>= tau``; α of presence, class and localisation (``δ = 1 - STIoU``); per rater pair
@@ -133,12 +134,15 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
         tau: the least STIoU of two tracks in one unit, in ``(0, 1]``.
         iou_threshold: the least box IoU of a match for IDF1 and CLEAR-MOT, in ``(0, 1]``.
         consensus: also build the consensus tracks (with ``quorum``, ``min_raters``, ``weights``).
+        loca_unmatched: how HOTA's LocA counts a threshold without a match: ``"skip"`` (default: left out of
+            the mean) or ``"one"`` (TrackEval's convention; :mod:`agreement.methods.tracks.hota`).
 
     Returns:
         :class:`TrackAgreementResult`.
 
     Raises:
-        ValueError: a value that is not a :class:`Tracks`, a threshold outside ``(0, 1]``.
+        ValueError: a value that is not a :class:`Tracks`, a threshold outside ``(0, 1]``, an unknown
+            ``loca_unmatched``.
 
     Reference:
         Krippendorff 2011 (α); Luiten et al., IJCV 2021 (HOTA); Ristani et al., ECCV-W 2016 (IDF1);
@@ -146,6 +150,7 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
     """
     check_tau(tau)
     check_tau(iou_threshold, "iou_threshold")
+    check_loca_unmatched(loca_unmatched)
     vt = VideoTracks.build(tracks_by_rater, video)
     units = units_of_video(vt, tau)
     reliability = track_reliability(vt, units)
@@ -154,7 +159,7 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
     for a in range(R):
         for b in range(a + 1, R):
             ab, ba = vt.rater_pair(a, b), vt.rater_pair(b, a)
-            pairs.append(RaterPairTracks(vt.raters[a], vt.raters[b], hota_of_pair(ab), idf1_of_pair(ab, iou_threshold),
+            pairs.append(RaterPairTracks(vt.raters[a], vt.raters[b], hota_of_pair(ab, loca_unmatched), idf1_of_pair(ab, iou_threshold),
                                          clear_mot_of_pair(ab, iou_threshold), clear_mot_of_pair(ba, iou_threshold)))
     cons = consensus_of_video(vt, units, quorum, min_raters, weights) if consensus else None
     return TrackAgreementResult(video, vt.raters, units, reliability, track_alpha([reliability]), tuple(pairs), cons)

@@ -34,9 +34,24 @@ box; AssA and LocA are NaN when nothing is matched at ``α`` (``|TP| = 0``).
 The summary ``hota`` and ``det_a`` are the means of the per-``α`` values (NaN
 when neither rater has a box); ``ass_a`` counts a threshold without a match as
 0, as TrackEval does (so that ``HOTA_α = sqrt(DetA_α AssA_α)`` holds there
-too: nothing is associated); ``loc_a`` is the mean over the thresholds that
-have a match (NaN when none has), where TrackEval counts 1 for a threshold
-without a match. The reason of a NaN is in ``reason``.
+too: nothing is associated). ``loc_a`` is the mean of ``LocA_α`` over the
+thresholds, and a threshold without a match needs a convention
+(``loca_unmatched``):
+
+* ``"skip"`` (default): the mean over the thresholds that have a match only,
+  the mean localisation of what was matched;
+* ``"one"``: it counts 1, as TrackEval does, so that ``loc_a`` equals
+  TrackEval's ``LocA`` (choose it to compare with published TrackEval numbers).
+
+Why ``"skip"`` is the default: under ``"one"`` a threshold stops matching
+when the boxes get worse and then counts as perfect localisation, so LocA
+*rises* with noise once the high thresholds lose their matches (simulated
+raters, box jitter 0.5 then 0.8 of the box size: ``"one"`` 0.639 then 0.672,
+``"skip"`` 0.472 then 0.377); an agreement score must not grow as raters
+get worse. HOTA, DetA and AssA do not depend on the convention.
+
+Either way ``loc_a`` is NaN (with the reason) when no threshold has a match,
+where TrackEval reports 1. The reason of a NaN is in ``reason``.
 
 Pooling videos (:func:`pool_hota`) sums ``|TP|``, ``|FN|``, ``|FP|``, ``Σ A(c)``
 and ``Σ S(c)`` per ``α``: TrackEval's ``combine_sequences``.
@@ -66,11 +81,15 @@ from scipy.optimize import linear_sum_assignment
 from agreement.methods.tracks.data import Tracks
 from agreement.methods.tracks.video import RaterPair, VideoTracks
 
-__all__ = ["HOTA_ALPHAS", "HotaResult", "hota", "hota_of_pair", "pool_hota"]
+__all__ = ["HOTA_ALPHAS", "LOCA_UNMATCHED", "HotaResult", "check_loca_unmatched", "hota", "hota_of_pair",
+           "pool_hota"]
 
 #: The localisation thresholds α: 0.05, 0.10, ..., 0.95 (TrackEval's ``array_labels``).
 HOTA_ALPHAS = np.arange(0.05, 0.99, 0.05)
 _EPS = np.finfo(float).eps
+
+#: How ``loc_a`` counts a threshold without a match: ``"one"`` (TrackEval's 1) or ``"skip"`` (left out).
+LOCA_UNMATCHED: tuple[str, ...] = ("skip", "one")
 
 REASON_EMPTY = "neither rater has a box: no detection to score"
 REASON_NO_MATCH = "no detection pair matched at any threshold alpha (no box pair with IoU >= 0.05)"
@@ -85,6 +104,8 @@ class HotaResult:
         ass_sum: ``(19,)`` ``Σ_{c in TP} A(c)``.
         ass_re_sum, ass_pr_sum: ``(19,)`` ``Σ_{c in TP} TPA / n_a`` and ``Σ_{c in TP} TPA / n_b``.
         loc_sum: ``(19,)`` ``Σ_{c in TP} S(c)``.
+        loca_unmatched: how :attr:`loc_a` counts a threshold without a match: ``"skip"`` (left out, the
+            default) or ``"one"`` (TrackEval; module docstring).
     """
 
     tp: np.ndarray
@@ -94,6 +115,10 @@ class HotaResult:
     ass_re_sum: np.ndarray
     ass_pr_sum: np.ndarray
     loc_sum: np.ndarray
+    loca_unmatched: str = "skip"
+
+    def __post_init__(self) -> None:
+        check_loca_unmatched(self.loca_unmatched)
 
     @property
     def alphas(self) -> np.ndarray:
@@ -164,9 +189,14 @@ class HotaResult:
 
     @property
     def loc_a(self) -> float:
-        """The mean of ``LocA_α`` over the thresholds with a match, in ``[0, 1]``; NaN when none has one."""
+        """The mean of ``LocA_α`` over the 19 thresholds, in ``[0, 1]``: a threshold without a match is left out
+        (``loca_unmatched="skip"``) or counts 1 (``"one"``, TrackEval); NaN when no threshold has a match."""
         v = self.loc_a_alpha
-        return float(np.mean(v[np.isfinite(v)])) if np.isfinite(v).any() else np.nan
+        if not np.isfinite(v).any():
+            return np.nan
+        if self.loca_unmatched == "one":
+            return float(np.mean(np.where(np.isfinite(v), v, 1.0)))
+        return float(np.mean(v[np.isfinite(v)]))
 
     @property
     def reason(self) -> str:
@@ -185,11 +215,23 @@ class HotaResult:
         return out
 
 
-def _empty(n_g: int, n_h: int) -> HotaResult:
+def check_loca_unmatched(loca_unmatched: str) -> str:
+    """Validates the LocA convention for thresholds without a match.
+
+    Raises:
+        ValueError: naming ``loca_unmatched`` and its choices.
+    """
+    if loca_unmatched not in LOCA_UNMATCHED:
+        raise ValueError(f"loca_unmatched must be one of {LOCA_UNMATCHED} ('skip': a threshold without a match is "
+                         f"left out of LocA's mean; 'one': it counts 1, as TrackEval), got {loca_unmatched!r}")
+    return loca_unmatched
+
+
+def _empty(n_g: int, n_h: int, loca_unmatched: str = "skip") -> HotaResult:
     A = len(HOTA_ALPHAS)
     z = np.zeros(A)
     return HotaResult(np.zeros(A, np.int64), np.full(A, n_g, np.int64), np.full(A, n_h, np.int64),
-                      z, z.copy(), z.copy(), z.copy())
+                      z, z.copy(), z.copy(), z.copy(), loca_unmatched)
 
 
 def _alignment(p: RaterPair) -> np.ndarray:
@@ -242,12 +284,13 @@ def _matches(p: RaterPair, ga: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return i, j, s
 
 
-def hota_of_pair(p: RaterPair) -> HotaResult:
+def hota_of_pair(p: RaterPair, loca_unmatched: str = "skip") -> HotaResult:
     """:func:`hota` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``): the same formulas,
     ranges and reference (Luiten et al., IJCV 2021)."""
+    check_loca_unmatched(loca_unmatched)
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     if n_g == 0 or n_h == 0:
-        return _empty(n_g, n_h)
+        return _empty(n_g, n_h, loca_unmatched)
     i, j, s = _matches(p, _alignment(p))
     passes = s[:, None] >= (HOTA_ALPHAS - _EPS)[None, :]  # (M, 19)
     tp = passes.sum(axis=0).astype(np.int64)
@@ -263,10 +306,10 @@ def hota_of_pair(p: RaterPair) -> HotaResult:
         ass[k] = np.sum(tpa * tpa / np.maximum(1.0, na + nb - tpa))
         ass_re[k] = np.sum(tpa * tpa / np.maximum(1.0, na))
         ass_pr[k] = np.sum(tpa * tpa / np.maximum(1.0, nb))
-    return HotaResult(tp, n_g - tp, n_h - tp, ass, ass_re, ass_pr, loc_sum)
+    return HotaResult(tp, n_g - tp, n_h - tp, ass, ass_re, ass_pr, loc_sum, loca_unmatched)
 
 
-def hota(ground_truth: Tracks, tracker: Tracks) -> HotaResult:
+def hota(ground_truth: Tracks, tracker: Tracks, *, loca_unmatched: str = "skip") -> HotaResult:
     r"""HOTA, DetA, AssA and LocA of one rater's tracks (``tracker``) against another's (``ground_truth``).
 
     .. math::
@@ -280,9 +323,14 @@ def hota(ground_truth: Tracks, tracker: Tracks) -> HotaResult:
     module). Range ``[0, 1]``; 1 when the two raters' tracks are identical. HOTA is symmetric in the two
     raters up to the tie-breaking of the Hungarian matching.
 
+    ``LocA = (1/19) Σ_α LocA_α`` with ``LocA_α = Σ_{c in TP_α} S(c) / |TP_α|``; a threshold without a match
+    is left out of the mean (``loca_unmatched="skip"``, the default) or counts 1 (``"one"``, TrackEval's).
+
     Args:
         ground_truth: the reference rater's tracks in one video.
         tracker: the other rater's tracks in the same video.
+        loca_unmatched: ``"skip"`` (default) or ``"one"`` (equal to TrackEval): how ``loc_a`` counts a
+            threshold where nothing matched.
 
     Returns:
         :class:`HotaResult` (``hota``, ``det_a``, ``ass_a``, ``loc_a`` and the per-``α`` arrays).
@@ -291,19 +339,27 @@ def hota(ground_truth: Tracks, tracker: Tracks) -> HotaResult:
         J. Luiten et al., "HOTA: A Higher Order Metric for Evaluating Multi-Object Tracking", IJCV 129,
         548-578, 2021; equal to TrackEval's ``HOTA`` metric.
     """
-    return hota_of_pair(VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1))
+    return hota_of_pair(VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1), loca_unmatched)
 
 
-def pool_hota(results: Sequence[HotaResult]) -> HotaResult:
+def pool_hota(results: Sequence[HotaResult], loca_unmatched: str | None = None) -> HotaResult:
     """HOTA over several videos: the per-``α`` counts and sums added (TrackEval's ``combine_sequences``).
 
     ``DetA_α = Σ|TP| / Σ(|TP| + |FN| + |FP|)``, ``AssA_α = Σ_v Σ_c A(c) / Σ|TP|`` and so on; the same rules for
     undefined values as one video (ranges ``[0, 1]``). An empty sequence gives the result of no box (undefined).
+    ``loca_unmatched``: the LocA convention of the pooled result (default: that of the results, which must agree).
 
     Reference:
         TrackEval's ``HOTA.combine_sequences`` (J. Luiten and A. Hoffhues, 2020); Luiten et al., IJCV 2021.
     """
+    conventions = {r.loca_unmatched for r in results}
+    if loca_unmatched is None:
+        if len(conventions) > 1:
+            raise ValueError(f"the results use different LocA conventions {sorted(conventions)}: give "
+                             "loca_unmatched='one' or 'skip' for the pooled result")
+        loca_unmatched = conventions.pop() if conventions else "skip"
+    check_loca_unmatched(loca_unmatched)
     if not results:
-        return _empty(0, 0)
+        return _empty(0, 0, loca_unmatched)
     fields = ("tp", "fn", "fp", "ass_sum", "ass_re_sum", "ass_pr_sum", "loc_sum")
-    return HotaResult(*(np.sum([getattr(r, f) for r in results], axis=0) for f in fields))
+    return HotaResult(*(np.sum([getattr(r, f) for r in results], axis=0) for f in fields), loca_unmatched)
