@@ -2,9 +2,10 @@
 
 Oracles: the ``krippendorff`` package (nominal alpha on the raters x pixels
 reliability data, and on the binary presence data of each class), hand
-computations on small masks, and a brute-force boundary F1 (explicit
-8-neighbour boundaries and Euclidean distances). Hypothesis checks ranges and
-symmetry. These tests do not import FiftyOne.
+computations on small masks, and a brute-force boundary F1 (explicit crack
+segments between 4-adjacent pixels, point-to-segment Euclidean distances and
+the trapezoid rule on each crack). Hypothesis checks ranges and symmetry.
+These tests do not import FiftyOne.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.methods.semantic.pixels import check_masks, class_boundaries, sample_seed, sample_statistics
+from agreement.methods.semantic import pixels
+from agreement.methods.semantic.pixels import check_masks, class_cracks, sample_seed, sample_statistics
 from agreement.methods.semantic.stats import SemanticStats
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -178,29 +180,37 @@ def test_merge_aligns_class_values():
 # ----------------------------------------------------------------------------- boundary F1
 
 
+def brute_cracks(m, c):
+    """Class ``c``'s boundary as unit segments ``(n, 2, 2)`` between pixel corners (row, column)."""
+    H, W = m.shape
+    segs = [((y, x + 1), (y + 1, x + 1)) for y in range(H) for x in range(W - 1)
+            if m[y, x] != m[y, x + 1] and c in (m[y, x], m[y, x + 1])]
+    segs += [((y + 1, x), (y + 1, x + 1)) for y in range(H - 1) for x in range(W)
+             if m[y, x] != m[y + 1, x] and c in (m[y, x], m[y + 1, x])]
+    return np.array(segs, float).reshape(-1, 2, 2)
+
+
+def brute_distance(p, segs):
+    """Euclidean distance of point ``p`` to the nearest point of the segments."""
+    s0, d = segs[:, 0], segs[:, 1] - segs[:, 0]
+    t = np.clip(((p - s0) * d).sum(1) / (d * d).sum(1), 0, 1)
+    return np.sqrt(((p - (s0 + t[:, None] * d)) ** 2).sum(1)).min()
+
+
 def brute_boundary_f1(a, b, c, tol):
-    """Explicit 8-neighbour boundaries and Euclidean distances."""
-
-    def boundary(m):
-        H, W = m.shape
-        pts = []
-        for y in range(H):
-            for x in range(W):
-                if m[y, x] != c:
-                    continue
-                nbrs = [m[yy, xx] for yy in range(max(0, y - 1), min(H, y + 2))
-                        for xx in range(max(0, x - 1), min(W, x + 2))]
-                if any(v != c for v in nbrs):
-                    pts.append((y, x))
-        return np.array(pts, float).reshape(-1, 2)
-
-    pa, pb = boundary(a), boundary(b)
-    if not len(pa) and not len(pb):
+    """Boundary F1 of class ``c`` (module docstring of pixels.py): the share of each rater's boundary
+    length within ``tol`` of the other's boundary lines, by the trapezoid rule on each crack."""
+    sa, sb = brute_cracks(a, c), brute_cracks(b, c)
+    if not len(sa) and not len(sb):
         return np.nan
-    if not len(pa) or not len(pb):
+    if not len(sa) or not len(sb):
         return 0.0
-    d = np.sqrt(((pa[:, None, :] - pb[None, :, :]) ** 2).sum(-1))
-    p, r = (d.min(axis=1) <= tol).mean(), (d.min(axis=0) <= tol).mean()
+
+    def share(x, y):
+        near = [[brute_distance(p, y) <= tol + 1e-9 for p in (s[0], s.mean(0), s[1])] for s in x]
+        return float(np.sum(np.array(near) * [0.25, 0.5, 0.25])) / len(x)
+
+    p, r = share(sa, sb), share(sb, sa)
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
 
@@ -208,27 +218,38 @@ def test_boundary_f1_of_a_shifted_square_by_hand():
     a = np.zeros((10, 10), int)
     a[2:6, 2:6] = 1
     b = np.roll(a, 1, axis=1)
-    # class 1: 12 boundary pixels each, 6 shared (rows 2 and 5, columns 3..5): P = R = 1/2
+    # 16 cracks each. Tolerance 0: A's top and bottom lines (x 2..6) lie on B's (x 3..7) for 3 whole
+    # cracks and one end each (3.25 twice), its right side (x = 6) touches B's top and bottom lines at two
+    # ends (0.5): P = R = 7 / 16, for class 1 and for the background (the same cracks, other side).
     r0 = sample_statistics([a, b], [0, 1], tolerance=0)
-    assert r0.pair_boundary_f1[0, 1] == pytest.approx(0.5)
-    r2 = sample_statistics([a, b], [0, 1], tolerance=2)
-    assert r2.pair_boundary_f1[0, 1] == pytest.approx(1.0)
-    assert r2.pair_boundary_f1[0, 0] == pytest.approx(1.0)
-    assert r0.pair_boundary_f1[0, 0] == pytest.approx(brute_boundary_f1(a, b, 0, 0))
+    np.testing.assert_allclose(r0.pair_boundary_f1[0], [7 / 16, 7 / 16])
+    assert r0.pair_boundary_f1[0, 1] == pytest.approx(brute_boundary_f1(a, b, 1, 0))
+    r1 = sample_statistics([a, b], [0, 1], tolerance=1)  # every line within 1 px of the other's
+    np.testing.assert_allclose(r1.pair_boundary_f1[0], [1.0, 1.0])
     assert sample_statistics([a, a], [0, 1], tolerance=0).boundary_f1 == 1.0
 
 
-def test_image_edge_is_not_a_boundary():
+def test_cracks_and_the_image_edge():
     m = np.zeros((6, 6), int)
     m[:, 3:] = 1
-    bd = class_boundaries(m)
-    assert bd.sum() == 12 and bd[:, 2:4].all()
+    mid, ends, cls = class_cracks(m)
+    # six vertical cracks between columns 2 and 3, once per side; the image edge is no boundary
+    assert len(mid) == 12 and sorted(cls.tolist()) == [0] * 6 + [1] * 6
+    assert set(map(tuple, mid)) == {(2 * y + 1, 6) for y in range(6)}
+    assert set(map(tuple, ends.reshape(-1, 2))) == {(2 * y, 6) for y in range(7)}
     r = sample_statistics([np.ones((5, 5), int), np.ones((5, 5), int)], [0, 1])
     assert np.isnan(r.boundary_f1) and "boundary" in r.reason
 
 
-@pytest.mark.parametrize("tol", [0, 1, 1.5, 2, 3])
-def test_boundary_f1_matches_brute_force(tol):
+@pytest.fixture(params=["distance transform", "KD-tree"])
+def lookup(request, monkeypatch):
+    """Both ways of finding boundary points within the tolerance (they must agree exactly)."""
+    monkeypatch.setattr(pixels, "_DT_CELLS_PER_POINT", 10**9 if request.param == "distance transform" else 0)
+    return request.param
+
+
+@pytest.mark.parametrize("tol", [0, 0.5, 1, 1.5, 2, 3, 2 ** 0.5 / 2])
+def test_boundary_f1_matches_brute_force(tol, lookup):
     rng = np.random.default_rng(int(tol * 10))
     for _ in range(3):
         a = rng.integers(0, 3, (12, 13))
@@ -239,9 +260,9 @@ def test_boundary_f1_matches_brute_force(tol):
         np.testing.assert_allclose(r.pair_boundary_f1[0], want, atol=1e-12)
 
 
-def test_boundary_f1_with_many_classes_matches_brute_force():
+def test_boundary_f1_with_many_classes_matches_brute_force(lookup):
     rng = np.random.default_rng(1)
-    values = list(range(0, 140, 2))  # 70 classes: two bit sets of 64
+    values = list(range(0, 140, 2))  # 70 classes
     a = rng.choice(values, (20, 20))
     a[5:15, 5:15] = 130
     b = np.where(rng.random(a.shape) < 0.7, a, rng.choice(values, a.shape))

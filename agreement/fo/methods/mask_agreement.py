@@ -3,7 +3,8 @@
 Per sample (every pixel) and over the corpus: pixel-level nominal
 Krippendorff's α (overall and per class, a class's presence against its
 absence), Dice and IoU per rater pair and class, and boundary F1 within
-``tolerance`` pixels (Csurka et al. 2013), from
+``boundary_tolerance`` of the image diagonal (0.75 %, Csurka et al. 2013) or
+``tolerance`` pixels when given, from
 :func:`agreement.methods.semantic.pixels.sample_statistics`. The corpus α
 pools a seeded sample of ``n_pixels`` pixels per sample (every pixel of a
 smaller mask; ``n_pixels=0``: every pixel), the seed combined with the
@@ -19,7 +20,8 @@ Written to the dataset (``key`` is the run key):
                                  undefined, e.g. every rater drew one class only)
 ``{key}_pixel_agreement``        per sample: share of agreeing rater pairs per pixel
 ``{key}_dice``, ``{key}_iou``    per sample: mean over rater pairs of the mean over
-                                 the classes in either mask
+                                 the classes in either mask (``None`` when no rater
+                                 marked a foreground pixel: background only)
 ``{key}_boundary_f1``            per sample: the same for boundary F1
 ===============================  ===================================================
 """
@@ -60,7 +62,8 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
                  else None for r in range(R)]
         res = sample_statistics(masks, values, n_pixels=n_pixels, seed=params["seed"],
                                 sample_key=str(data.sample_names[s]), tolerance=params["tolerance"],
-                                raters=list(data.raters), exclude=exclude)
+                                boundary_tolerance=params["boundary_tolerance"], raters=list(data.raters),
+                                exclude=exclude)
         for name in SAMPLE_VALUES:
             per_sample[name][s] = getattr(res, name)
         stats = res.stats if stats is None else stats.merge(res.stats)
@@ -90,6 +93,8 @@ def _finish(stats: list, params: dict, context=None) -> tuple[dict, dict]:
     summary = {
         "alpha": a.alpha, "reason": a.reason, "dice": o.dice, "iou": o.iou, "boundary_f1": o.boundary_f1,
         "n_samples": int(a.n_samples), "n_pixels": params["n_pixels"] or None, "tolerance": params["tolerance"],
+        "boundary_tolerance": params["boundary_tolerance"],
+        "dice_reason": o.dice_reason, "iou_reason": o.dice_reason, "boundary_f1_reason": o.boundary_f1_reason,
     }
     classes = [int(v) for v in a.class_values]
     detail = {
@@ -122,9 +127,9 @@ VIEW = {
     "score_range": lambda params: (0.0, 1.0),
     "cards": [
         {"key": "alpha", "label": "pixel α (pooled)", "reason": "reason"},
-        {"key": "dice", "label": "Dice (pooled)"},
-        {"key": "iou", "label": "IoU (pooled)"},
-        {"key": "boundary_f1", "label": "boundary F1 (pooled)"},
+        {"key": "dice", "label": "Dice (pooled)", "reason": "dice_reason"},
+        {"key": "iou", "label": "IoU (pooled)", "reason": "iou_reason"},
+        {"key": "boundary_f1", "label": "boundary F1 (pooled)", "reason": "boundary_f1_reason"},
     ],
     "view_labels": ("mean Dice", "samples with fewer than two masks"),
 }
@@ -148,8 +153,13 @@ DECLARATION = MethodDeclaration(
         Param("n_pixels", int, 10_000, "Pixels per sample for α",
               "Seeded pixels per sample pooled into the corpus α (every pixel of a smaller mask; 0: every pixel)",
               low=0),
-        Param("tolerance", float, 2.0, "Boundary tolerance (pixels)",
-              "A boundary pixel matches if the other mask has a boundary within this many pixels", low=0.0),
+        Param("boundary_tolerance", float, 0.0075, "Boundary tolerance (share of the diagonal)",
+              "A boundary point matches if the other mask has a boundary within this share of the image "
+              "diagonal (0.0075: Csurka et al. 2013), so boundary F1 does not depend on the resolution",
+              low=0.0, high=1.0),
+        Param("tolerance", float, None, "Boundary tolerance in pixels (optional)",
+              "A fixed tolerance in pixels for every image; when set it replaces the share of the diagonal",
+              low=0.0),
         Param("ignore_background", bool, False, "Leave background out of the means",
               "Per-sample and pooled Dice, IoU and boundary F1 leave class 0 out (its α is still reported)"),
         Param("seed", int, 0, "Seed", "Seed of the pixel sample", low=0, form=False),
@@ -160,7 +170,7 @@ DECLARATION = MethodDeclaration(
     label_types=(fol.Segmentation,),
 )
 
-#: ``compute_mask_agreement(samples, key, *, fields=..., n_pixels=10000, tolerance=2.0, ...)``: agreement of
+#: ``compute_mask_agreement(samples, key, *, fields=..., n_pixels=10000, boundary_tolerance=0.0075, ...)``: agreement of
 #: semantic masks, stored as run ``key``; returns ``alpha``, ``reason``, ``dice``, ``iou``, ``boundary_f1``,
 #: ``n_samples``.
 compute_mask_agreement = python_function(DECLARATION)

@@ -401,6 +401,8 @@ def _finish(rows, counts, inverse, theta, log_prior, p, present, shape, label_un
     if (mass <= 0).any():
         reasons.append(f"labels {np.flatnonzero(mass <= 0).tolist()} have no estimated pixel: their "
                        "confusion rows and sensitivity are undefined")
+    if (others <= 0).any():
+        reasons.append(f"only label {int(np.argmax(mass))} has estimated pixels: specificity is undefined")
     return MultiLabelStapleResult(
         consensus=consensus, confusion=conf, sensitivity=sens, specificity=spec, prior=p, truth_mass=mass,
         label_undecided=int(label_undecided), n_undecided=int(counts[tied].sum()), n_iter=n_iter,

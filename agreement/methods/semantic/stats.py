@@ -14,11 +14,15 @@ corpus numbers:
   ``[[n - 2 n_c + o_cc, n_c - o_cc], [n_c - o_cc, o_cc]]``;
 * per rater pair and class, corpus Dice ``2 sum I / (sum |A| + sum |B|)``, IoU
   ``sum I / (sum |A| + sum |B| - sum I)`` and boundary F1 with
-  ``P = sum hits_A / sum |bd A|``, ``R = sum hits_B / sum |bd B|``,
+  ``P = sum hits_A / sum |bd A|``, ``R = sum hits_B / sum |bd B|``
+  (boundary lengths in cracks, hits the lengths within the tolerance),
   ``F1 = 2PR / (P + R)`` (Csurka et al. 2013), all in ``[0, 1]``; per class
   the same pooled over rater pairs.
 
-Undefined numbers are NaN with a reason. This module does not import FiftyOne.
+Undefined numbers are NaN with a reason; in particular the mean Dice and IoU
+when no rater marked any foreground pixel (:func:`foreground_reason`): the
+background's Dice of 1 alone is not reported as perfect agreement. This
+module does not import FiftyOne.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import numpy as np
 from agreement.core.krippendorff import alpha_from_coincidence, alpha_from_sums
 
 __all__ = [
+    "BACKGROUND",
+    "foreground_reason",
     "pair_index",
     "PixelAlphaStats",
     "PixelAlphaResult",
@@ -38,6 +44,28 @@ __all__ = [
     "SemanticStats",
     "SemanticResult",
 ]
+
+
+#: The background class value (FiftyOne's convention for ``Segmentation`` masks).
+BACKGROUND = 0
+
+
+def foreground_reason(class_values, sizes: np.ndarray, background: int | None, where: str = "") -> str:
+    """Why Dice and IoU are undefined when every marked pixel is background, ``""`` otherwise.
+
+    ``sizes`` are pixel counts per class (``sum |A| + sum |B|``). When some pixels were compared but none
+    of a class other than ``background``, the only agreement is on background: the overlap of foreground
+    regions is 0 / 0, and the background's Dice of 1 would be a perfect score that says nothing.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if background is None or not sizes.sum() > 0:
+        return ""
+    fg = np.asarray(class_values, dtype=np.int64) != int(background)
+    if (sizes[fg] > 0).any():
+        return ""
+    at = f" {where}" if where else ""
+    return (f"no rater marked any foreground pixel{at} (every mask is background, class {int(background)}, "
+            "only): Dice and IoU are undefined, agreement on background alone is not a score")
 
 
 def pair_index(i: int, j: int, n_raters: int) -> int:
@@ -179,8 +207,11 @@ class OverlapResult:
         pair_dice, pair_iou, pair_boundary_f1: ``(n_pairs, C)`` in ``[0, 1]``, NaN where undefined
             (class in neither mask / no boundary in either mask of the pair).
         class_dice, class_iou, class_boundary_f1: ``(C,)`` pooled over rater pairs.
-        dice, iou, boundary_f1: means of the defined class values (classes in ``exclude`` left out).
-        reason: why an overall number is NaN, ``""`` otherwise.
+        dice, iou, boundary_f1: means of the defined class values (classes in ``exclude`` left out);
+            Dice and IoU NaN when no rater marked any foreground pixel.
+        reason: why an overall number is NaN, ``""`` otherwise (both reasons below, joined by ``"; "``).
+        dice_reason: why ``dice`` and ``iou`` are NaN, ``""`` otherwise.
+        boundary_f1_reason: why ``boundary_f1`` is NaN, ``""`` otherwise.
     """
 
     class_values: tuple[int, ...]
@@ -194,6 +225,8 @@ class OverlapResult:
     iou: float
     boundary_f1: float
     reason: str
+    dice_reason: str = ""
+    boundary_f1_reason: str = ""
 
 
 def _ratios(inter, a, b, hits_a, bd_a, hits_b, bd_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -249,8 +282,13 @@ class OverlapStats:
         return OverlapStats(tuple(int(v) for v in union), self.n_raters,
                             n_samples=self.n_samples + other.n_samples, **arrays)
 
-    def finish(self, exclude=()) -> OverlapResult:
-        """Corpus Dice, IoU and boundary F1 (module docstring); ``exclude`` classes left out of the means."""
+    def finish(self, exclude=(), background: int | None = BACKGROUND) -> OverlapResult:
+        """Corpus Dice, IoU and boundary F1 (module docstring); ``exclude`` classes left out of the means.
+
+        When no pair of masks has a pixel of a class other than ``background`` (None: no background
+        class), the mean Dice and IoU are NaN with the reason "no rater marked any foreground pixel"
+        (:func:`foreground_reason`); the per-class arrays keep the background's own values.
+        """
         pd, pi, pf = _ratios(self.intersection, self.size_a, self.size_b, self.hits_a, self.boundary_a,
                              self.hits_b, self.boundary_b)
         s = {f: getattr(self, f).sum(axis=0) for f in _OVERLAP_FIELDS}
@@ -263,12 +301,14 @@ class OverlapStats:
             return float(x.mean()) if x.size else float("nan")
 
         dice, iou, f1 = mean(cd), mean(ci), mean(cf)
-        reasons = []
-        if np.isnan(dice):
-            reasons.append("no class (outside exclude) appears in any pair of masks: Dice and IoU are undefined")
-        if np.isnan(f1):
-            reasons.append("no pair of masks has a class boundary: boundary F1 is undefined")
-        return OverlapResult(self.class_values, pd, pi, pf, cd, ci, cf, dice, iou, f1, "; ".join(reasons))
+        dice_why = foreground_reason(self.class_values, s["size_a"] + s["size_b"], background)
+        if dice_why:
+            dice = iou = float("nan")
+        elif np.isnan(dice):
+            dice_why = "no class (outside exclude) appears in any pair of masks: Dice and IoU are undefined"
+        f1_why = "no pair of masks has a class boundary: boundary F1 is undefined" if np.isnan(f1) else ""
+        return OverlapResult(self.class_values, pd, pi, pf, cd, ci, cf, dice, iou, f1,
+                             "; ".join(x for x in (dice_why, f1_why) if x), dice_why, f1_why)
 
 
 # ----------------------------------------------------------------------------- both
@@ -297,7 +337,7 @@ class SemanticStats:
         """Sum of two shards' statistics (order-independent up to floating-point summation)."""
         return SemanticStats(self.alpha.merge(other.alpha), self.overlap.merge(other.overlap))
 
-    def finish(self, exclude=()) -> SemanticResult:
-        """Corpus pixel alpha (overall and per class) and Dice, IoU, boundary F1."""
-        return SemanticResult(self.alpha.finish(), self.overlap.finish(exclude))
+    def finish(self, exclude=(), background: int | None = BACKGROUND) -> SemanticResult:
+        """Corpus pixel alpha (overall and per class) and Dice, IoU, boundary F1 (:meth:`OverlapStats.finish`)."""
+        return SemanticResult(self.alpha.finish(), self.overlap.finish(exclude, background))
 
