@@ -12,9 +12,10 @@ Here, the FiftyOne side of it:
   last``, within ``[1, N]`` under ``box_policy``) and turned into boxes;
 * :func:`support_documents`: consensus boxes back to supports, for ``TemporalDetection``
   documents;
-* :func:`chance_strata`, :func:`strata_of_counts`: the chance strata of the clips by length
+* :func:`strata_of_counts`: the chance strata of the clips by length
   (:func:`agreement.geometry.temporal.length_strata`): the chance baselines pair only clips of
-  comparable length.
+  comparable length (the runs get them, with the image strata, from
+  :func:`agreement.fo.chance_strata.chance_strata`).
 
 Image sizes of a temporal corpus are unknown (NaN): every measure then works in relative
 coordinates, which is the relative time of the design.
@@ -33,7 +34,7 @@ from agreement.fo.label_schema import _sample_label
 from agreement.geometry.temporal import boxes_to_supports, check_supports, length_strata, supports_to_boxes
 
 __all__ = ["TEMPORAL_TYPES", "FRAME_COUNT_PATH", "is_temporal", "check_temporal_media", "frame_count_column",
-           "temporal_boxes", "support_documents", "chance_strata", "strata_of_counts"]
+           "temporal_boxes", "support_documents", "strata_of_counts"]
 
 #: The temporal label list types read (segments of a video's frames).
 TEMPORAL_TYPES = (fol.TemporalDetections,)
@@ -142,15 +143,3 @@ def strata_of_counts(frame_counts: np.ndarray) -> np.ndarray:
     n = np.asarray(frame_counts, dtype=np.float64).reshape(-1)
     return length_strata(np.where(np.isfinite(n) & (n >= 1), n, np.nan))
 
-
-def chance_strata(samples, sample_ids: Sequence[str], label_fields: Sequence[str]) -> np.ndarray | None:
-    """The chance strata of ``sample_ids`` (videos of ``samples``) by their frame counts when the label fields
-    hold temporal segments (:func:`strata_of_counts`); ``None`` for any other label type (one stratum: chance
-    pairs join any two samples)."""
-    schema = samples.get_field_schema()
-    temporal = any(is_temporal(getattr(schema.get(f), "document_type", None)) for f in label_fields)
-    if not temporal or samples.media_type != "video":
-        return None
-    ids, counts = samples.values(["id", FRAME_COUNT_PATH])
-    of = dict(zip(map(str, ids), counts))
-    return strata_of_counts(np.array([np.nan if of.get(str(s)) is None else float(of[str(s)]) for s in sample_ids]))

@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from agreement.core.strata import STRATUM_FACTOR, STRATUM_MIN_SIZE, scale_strata
 from agreement.core.validation import BOX_POLICIES, AnnotationError, RepairReport
 
 __all__ = ["supports_to_boxes", "boxes_to_supports", "temporal_iou", "check_supports", "length_strata",
@@ -215,35 +216,18 @@ def _frames(support: np.ndarray) -> str:
     return "[" + ", ".join("nan" if not np.isfinite(v) else f"{v:g}" for v in support) + "]"
 
 
-#: Default largest ratio of clip lengths inside one chance stratum (:func:`length_strata`).
-STRATUM_FACTOR = 1.25
-#: Default fewest samples of a chance stratum; a smaller one is merged with its nearest neighbour.
-STRATUM_MIN_SIZE = 2
-
-
 def length_strata(frame_counts: ArrayLike, factor: float = STRATUM_FACTOR,
                   min_size: int = STRATUM_MIN_SIZE) -> np.ndarray:
-    r"""Chance strata of clips by length: the ``strata`` of the chance baselines of a temporal corpus.
+    r"""Chance strata of clips by length: :func:`agreement.core.strata.scale_strata` of the frame counts.
 
     Segments are boxes in relative time, so a chance pair (a set of one clip against a set of
     another) compares them by relative time; between clips of very different lengths that pairs
     a 30-frame segment covering half of a 60-frame clip with one covering 0.5 % of a 6,000-frame
     clip, pairs that never occur within a clip. The chance baselines therefore pair only clips of
-    the same stratum, clips of comparable length (docs/temporal-agreement.md):
-
-    1. the distinct lengths are sorted; a stratum starts at the shortest length ``L0`` not yet
-       placed and takes every length ``L <= factor * L0`` (within a stratum, the longest clip is
-       at most ``factor`` times the shortest);
-    2. while some stratum holds fewer than ``min_size`` samples (and there are two or more), the
-       smallest (ties: the shortest lengths) is merged with the neighbour nearer in log length
-       (the gap ``log(L_first / L_last)`` between their facing ends; ties: the shorter one);
-    3. samples of unknown length (NaN: a video without segments needs no frame count) join the
-       stratum with the most samples (ties: the shorter lengths).
-
-    The rule is scale invariant (lengths ``c N`` give the strata of ``N``: a frame rate changed
-    for every clip changes nothing but rounding) and depends on the multiset of lengths only (not
-    on the order of the samples). A corpus whose clips are all within ``factor`` of each other
-    is one stratum: its chance baselines are exactly those without strata.
+    the same stratum, clips of comparable length (docs/temporal-agreement.md): every length of a
+    stratum within ``factor`` of its shortest, strata of fewer than ``min_size`` clips merged with
+    the neighbour nearer in log length, unknown lengths (NaN) in the largest stratum. The same rule
+    stratifies images by size (:func:`agreement.core.strata.image_scales`).
 
     Args:
         frame_counts: ``(S,)`` clip lengths (frames, or any unit proportional to duration);
@@ -257,36 +241,4 @@ def length_strata(frame_counts: ArrayLike, factor: float = STRATUM_FACTOR,
     Raises:
         ValueError: a length that is not positive, ``factor < 1`` or ``min_size < 1``.
     """
-    n = np.asarray(frame_counts, dtype=np.float64).reshape(-1)
-    if not (np.isfinite(factor) and factor >= 1.0):
-        raise ValueError(f"factor must be a number >= 1, got {factor!r}")
-    if isinstance(min_size, bool) or int(min_size) != min_size or min_size < 1:
-        raise ValueError(f"min_size must be a positive integer, got {min_size!r}")
-    known = np.isfinite(n)
-    if (n[known] <= 0).any():
-        raise ValueError("every clip length must be positive (NaN where unknown)")
-    out = np.zeros(len(n), np.int64)
-    if not known.any():
-        return out
-    lengths, inv, count = np.unique(n[known], return_inverse=True, return_counts=True)
-    # 1. greedy strata of the sorted distinct lengths: each within ``factor`` of its first
-    first = []
-    i = 0
-    while i < len(lengths):
-        first.append(i)
-        i = int(np.searchsorted(lengths, lengths[i] * factor, side="right"))
-    bounds = first + [len(lengths)]
-    lo, hi = list(bounds[:-1]), list(bounds[1:])  # stratum k: distinct lengths lo[k] .. hi[k] - 1
-    size = [int(count[a:b].sum()) for a, b in zip(lo, hi)]
-    # 2. merge strata too small to pair with their nearest neighbour in log length
-    while len(size) > 1 and min(size) < min_size:
-        k = int(np.argmin(size))
-        gaps = [np.log(lengths[lo[k]] / lengths[hi[k - 1] - 1]) if k > 0 else np.inf,
-                np.log(lengths[lo[k + 1]] / lengths[hi[k] - 1]) if k + 1 < len(size) else np.inf]
-        j = k - 1 if gaps[0] <= gaps[1] else k + 1
-        a, b = min(j, k), max(j, k)
-        lo[a:b + 1], hi[a:b + 1], size[a:b + 1] = [lo[a]], [hi[b]], [size[a] + size[b]]
-    of_length = np.repeat(np.arange(len(size)), np.subtract(hi, lo))
-    out[known] = of_length[inv.reshape(-1)]
-    out[~known] = int(np.argmax(size))
-    return out
+    return scale_strata(frame_counts, factor, min_size)

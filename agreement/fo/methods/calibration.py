@@ -12,7 +12,7 @@ from __future__ import annotations
 from agreement.methods.kalos.calibration import calibrate
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import calibration_curves
-from agreement.fo.temporal import strata_of_counts
+from agreement.core.strata import corpus_strata
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.geometry.similarity import SIMILARITIES, supported_similarities
@@ -31,7 +31,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         if not distances:
             raise ValueError("no distance can be computed on every label of these annotations; "
                              f"name the ones to compare with distances=[...] (from {list(SIMILARITIES)})")
-    strata = None if read.frame_counts is None else strata_of_counts(read.frame_counts)  # clips of comparable length
+    # images of comparable size, or clips of comparable length (:func:`agreement.fo.chance_strata.chance_strata`'s rule)
+    strata = corpus_strata(image_sizes=read.annotations.image_sizes, frame_counts=read.frame_counts)
     result = calibrate(read.annotations, distances=tuple(distances), seed=params["seed"], strata=strata)
     summary = {**result.summary(), "distances": list(distances),
                "distances_selection": "given" if params["distances"] else "auto"}

@@ -27,7 +27,7 @@ import numpy as np
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import distance_curves
-from agreement.fo.temporal import chance_strata
+from agreement.fo.chance_strata import chance_strata
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
@@ -55,8 +55,8 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
 
 
 def _prepare(samples, plan, sample_ids: list, layout, params: dict):
-    """The chance strata of the view (temporal segments: clips of comparable length,
-    :func:`agreement.fo.temporal.chance_strata`; ``None`` otherwise), found before the first shard."""
+    """The chance strata of the view (images of comparable size, or clips of comparable length:
+    :func:`agreement.fo.chance_strata.chance_strata`; ``None``: one stratum), found before the first shard."""
     return chance_strata(samples, sample_ids, plan.label_fields)
 
 

@@ -67,7 +67,7 @@ import numpy as np
 import fiftyone.core.labels as fol
 
 from agreement.fo.frame_units import chance_groups
-from agreement.fo.temporal import chance_strata
+from agreement.fo.chance_strata import chance_strata
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.core.arrays import mean_of_defined
 from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
@@ -102,7 +102,7 @@ def _ot_kw(params: dict) -> dict:
 def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     """The αOT chance sample, drawn from the view's assignment before the first shard
     (:func:`agreement.methods.ot.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass.
-    Temporal segments: cross pairs join clips of comparable length (:func:`agreement.fo.temporal.chance_strata`)."""
+    Cross pairs join images of comparable size, or clips of comparable length (:func:`agreement.fo.chance_strata.chance_strata`)."""
     cs, cr = read_assignment(samples, plan, sample_ids)
     return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"],
                        groups=chance_groups(samples, sample_ids),

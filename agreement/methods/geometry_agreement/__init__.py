@@ -182,7 +182,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order, stratum_ranks
+from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
 from agreement.core.arrays import unique_sorted
 from agreement.methods.geometry_agreement.chance import (
     _BetweenMatch,
@@ -332,7 +333,7 @@ def geometry_agreement(
     sigma_p: float = 0.05,
     sigmas: np.ndarray | None = None,
     stack: bool = True,
-    strata: np.ndarray | None = None,
+    strata: np.ndarray | str | None = IMAGE_SIZE,
 ) -> GeometryAgreementResult:
     r"""Chance-corrected localisation, detection and classification agreement.
 
@@ -391,11 +392,15 @@ def geometry_agreement(
             keypoints).
         stack: compute many small box-similarity blocks in one call (same
             numbers, faster); ``False`` calls ``similarity_matrix`` per block.
-        strata: optional ``(S,)`` integers: between-item set pairs join samples
-            of the same stratum only, e.g. clips of comparable length
-            (:func:`agreement.geometry.temporal.length_strata`), each stratum
+        strata: which samples a between-item set pair may join, each stratum
             weighed by its share of the within-item set pairs
-            (:func:`merge_geometry_shards`); ``None``: one stratum.
+            (:func:`merge_geometry_shards`): ``"image_size"`` (default): images
+            of comparable size (:func:`agreement.core.strata.chance_strata_of`;
+            one stratum, the numbers without strata, when every image is
+            within a factor 1.25 of the others or the sizes are unknown);
+            ``(S,)`` integers: samples of the same stratum, e.g. clips of
+            comparable length (:func:`agreement.geometry.temporal.length_strata`);
+            ``None``: any two samples.
 
     Returns:
         :class:`GeometryAgreementResult`; undefined values are NaN with a
@@ -416,7 +421,8 @@ def geometry_agreement(
     shard = geometry_shard(data, distance, threshold, max_pairs, sigmas=sigmas, stack=stack)
     return merge_geometry_shards([shard], lambda idx: (data, idx), distance=distance, threshold=threshold,
                                  bootstrap=bootstrap, max_pairs=max_pairs, seed=seed, confidence=confidence,
-                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True, strata=strata)
+                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True,
+                                 strata=chance_strata_of(data, strata))
 
 
 def merge_geometry_shards(
@@ -443,8 +449,9 @@ def merge_geometry_shards(
     are not independent items); ``None``: every sample is its own group.
 
     ``strata`` (one integer per corpus sample, optional): the between-item
-    chance pairs join samples of the *same* stratum, e.g. clips of comparable
-    length (:func:`agreement.geometry.temporal.length_strata`), and each
+    chance pairs join samples of the *same* stratum, e.g. images of comparable
+    size or clips of comparable length
+    (:func:`agreement.core.strata.corpus_strata`), and each
     stratum's between-item set pairs weigh, in total, its share of the
     within-item set pairs (module docstring); ``None``: one stratum.
 

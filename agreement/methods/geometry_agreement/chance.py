@@ -14,7 +14,7 @@ import numpy as np
 
 from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
 from agreement.methods.geometry_agreement.within import _PairSums
-from agreement.methods.ot.alpha_ot import stratum_ranks
+from agreement.core.strata import stratum_ranks
 
 
 _TAG_BETWEEN = 0x6E0B

@@ -126,6 +126,7 @@ from agreement.methods.kalos.calibration.samples import (
     _plan,
 )
 from agreement.core.data import MultiRaterAnnotations
+from agreement.core.strata import IMAGE_SIZE, chance_strata_of
 from agreement.geometry.similarity import check_similarity
 
 
@@ -385,7 +386,7 @@ def calibrate(
     grid_size: int = 1000,
     bins: int = 50,
     sigmas: ArrayLike | None = None,
-    strata: ArrayLike | None = None,
+    strata: ArrayLike | str | None = IMAGE_SIZE,
 ) -> CalibrationResult:
     r"""Calibrates the distance function, τ* and the OT β* on a corpus.
 
@@ -410,9 +411,12 @@ def calibrate(
         Histogram bins on ``[0, 1]`` for the plot data.
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
-    strata : array-like of shape (S,), optional
-        One integer per sample: the ``D_e`` draws pair samples of the same
-        stratum (clips of comparable length,
+    strata : "image_size", array-like of shape (S,) or None, default "image_size"
+        Which samples the ``D_e`` draws pair: ``"image_size"``, images of
+        comparable size (:func:`agreement.core.strata.chance_strata_of`; any
+        two when every image is within a factor 1.25 of the others or the
+        sizes are unknown); one integer per sample, samples of the same
+        stratum (e.g. clips of comparable length,
         :func:`agreement.geometry.temporal.length_strata`); ``None``: any two.
 
     Returns
@@ -450,7 +454,7 @@ def calibrate(
     if grid_size < 3:
         raise ValueError(f"grid_size must be at least 3, got {grid_size}")
     reports = {name: check_similarity(name, data, sigmas=sigmas) for name in distances}
-    plan = _plan(data, seed, None if strata is None else np.asarray(strata))
+    plan = _plan(data, seed, chance_strata_of(data, strata))
     per = {}
     for name in distances:
         d_o, d_e = _observed(data, name, plan, sigmas), _expected(data, name, plan, sigmas)

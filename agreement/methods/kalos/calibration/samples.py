@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order, stratum_ranks
+from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.similarity import check_similarity, SIMILARITIES, similarity_matrix
 
@@ -95,7 +96,7 @@ def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = No
 
 def _plan_in_strata(data: MultiRaterAnnotations, observed: list, eligible: np.ndarray, ref_s: np.ndarray,
                     ref_r: np.ndarray, k_of: np.ndarray, rng: np.random.Generator) -> _Plan:
-    """The expected draws under length strata: the other sample uniformly among the eligible samples of the
+    """The expected draws under chance strata: the other sample uniformly among the eligible samples of the
     reference's stratum (a reference alone in its stratum gets no draw)."""
     el = eligible[np.lexsort((np.arange(len(eligible)), k_of[eligible]))]  # by stratum, canonical within
     K = int(k_of.max()) + 1
@@ -193,7 +194,7 @@ def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=No
 
 def disagreement_samples(
     data: MultiRaterAnnotations, distance: str, seed: int = 0, *, sigmas: ArrayLike | None = None,
-    strata: ArrayLike | None = None,
+    strata: ArrayLike | str | None = IMAGE_SIZE,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Observed and expected disagreement samples of one distance.
 
@@ -225,9 +226,12 @@ def disagreement_samples(
         do not depend on the distance).
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
-    strata : array-like of shape (S,), optional
-        One integer per sample: the drawn sample ``j`` is of the same stratum
-        as ``i`` (e.g. clips of comparable length,
+    strata : "image_size", array-like of shape (S,) or None, default "image_size"
+        Which sample ``j`` may be drawn for ``i``: ``"image_size"``, an image
+        of comparable size (:func:`agreement.core.strata.chance_strata_of`;
+        any other sample when every image is within a factor 1.25 of the
+        others or the sizes are unknown); one integer per sample, a sample of
+        the same stratum (e.g. clips of comparable length,
         :func:`agreement.geometry.temporal.length_strata`); a set alone in its
         stratum gets no draw. ``None``: any other sample.
 
@@ -256,6 +260,6 @@ def disagreement_samples(
     configuration, empirical disagreement distributions).
     """
     _check_distance(distance)
-    plan = _plan(data, _check_seed(seed), None if strata is None else np.asarray(strata))
+    plan = _plan(data, _check_seed(seed), chance_strata_of(data, strata))
     check_similarity(distance, data, sigmas=sigmas)
     return _observed(data, distance, plan, sigmas), _expected(data, distance, plan, sigmas)
