@@ -4,7 +4,10 @@ The form is the shared rater layout, the method's parameters (each with its
 label, help, default and range or choices; shown when its ``show_if``
 holds), the shared execution options of a streamed method, and the run key;
 ``execute`` runs :func:`agreement.fo.declaration.run_declared` with progress;
-the output shows the declared headline numbers.
+the output shows the declared headline numbers and the run's ``warnings``
+(degenerate designs, undefined numbers, the method's own: a list of
+sentences, :mod:`agreement.fo.run_warnings`), as the import operators show
+theirs.
 """
 
 from __future__ import annotations
@@ -66,11 +69,12 @@ def _given(decl: MethodDeclaration, params: dict) -> dict:
 
 
 def _outputs(decl: MethodDeclaration) -> tuple:
-    """The result keys every run of the method returns (the key, the declared headline numbers, the target),
-    and the fields written, which the App shows beside them."""
+    """The result keys every run of the method returns (the key, the declared headline numbers, the run's
+    ``warnings``, the target), and the fields written, which the App shows beside them."""
     kinds = {"int": "int", "str": "str"}
     return (("key", "Run", "str"), *((n, label, kinds.get(k, "float")) for n, label, k in decl.outputs),
-            ("target", "Computed on", "str"), ("fields_written", "Fields written", "list"))
+            ("warnings", "Warnings", "list"), ("target", "Computed on", "str"),
+            ("fields_written", "Fields written", "list"))
 
 
 def _compute(decl: MethodDeclaration, samples, key: str, record: dict, kwargs: dict):

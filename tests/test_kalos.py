@@ -509,7 +509,8 @@ def test_systematic_disagreement_is_below_zero(scene):
 def test_disjoint_boxes_are_systematic_disagreement():
     data = corpus([{"a": ([A], ["cat"]), "b": ([B], ["cat"])}] * 5)
     res = kalos_alpha(data)
-    assert res.global_alpha < 0
+    assert (res.alpha < 0).all()  # per sample: systematic disagreement
+    assert np.isnan(res.global_alpha) and res.bound_reason  # one class, no agreed "no object": not offered
     assert np.all(res.n_units == 2)
 
 
@@ -573,7 +574,8 @@ def test_corpus_without_any_cross_rater_pair():
     res = kalos_alpha(data, similarity="iou", tau=0.5)
     assert res.n_units.tolist() == [1, 1]
     # each sample: one unit where a says x and b no_object (D_o = D_e = 1); pooled: 1 - 1 / (8 / 12)
-    assert res.alpha.tolist() == [0.0, 0.0] and res.global_alpha == pytest.approx(-0.5, abs=1e-12)
+    # (one class and no unit of agreed "no object": the pooled value, which could never exceed 0, is not offered)
+    assert res.alpha.tolist() == [0.0, 0.0] and np.isnan(res.global_alpha) and res.bound_reason
 
 
 # ---------------------------------------------------------------------------
@@ -657,3 +659,61 @@ def test_shards_with_another_vocabulary_are_refused():
         merge_kalos_shards(shards)
     with pytest.raises(ValueError, match="are not in the corpus vocabulary"):
         kalos_shard(dataclasses.replace(a, classes=("nothing",)))
+
+
+# --------------------------------------------------------------------------
+# The single-class bound (issue 47, defect 2)
+# --------------------------------------------------------------------------
+
+
+def _single_class(n: int, shift: float, empty: int = 0):
+    """``n`` samples of one class: rater b's box shifted by ``shift`` from a's; one object only a drew;
+    ``empty`` samples where both drew nothing."""
+    samples = [{"a": ([[0.1 + 0.02 * (i % 5), 0.1, 0.3, 0.3]], ["seg"]),
+                "b": ([[0.1 + 0.02 * (i % 5) + shift, 0.1, 0.3, 0.3]], ["seg"])} for i in range(n)]
+    samples.append({"a": ([[0.6, 0.6, 0.2, 0.2]], ["seg"]), "b": (np.zeros((0, 4)), [])})
+    samples += [{"a": (np.zeros((0, 4)), []), "b": (np.zeros((0, 4)), [])} for _ in range(empty)]
+    return corpus(samples)
+
+
+def test_single_class_without_agreed_emptiness_is_not_offered():
+    """One class, no unit where both raters say "no object": α = (1 - u)/(n - u) <= 0 whatever the raters do
+    (careful raters got -0.002 before), so global and mean α are NaN with the reason; the per-sample values stay."""
+    from agreement.methods.kalos.nominal import SINGLE_CLASS_REASON
+
+    r = kalos_alpha(_single_class(20, 0.01))
+    assert np.isnan(r.global_alpha) and r.global_reason == SINGLE_CLASS_REASON
+    assert np.isnan(r.mean_alpha) and r.mean_reason == SINGLE_CLASS_REASON
+    assert r.n_defined == 1 and np.nanmax(r.alpha) <= 0  # the one sample with a miss: alpha -0.5... kept
+
+
+def test_single_class_bound_formula_and_empty_samples_lift_it():
+    """The bound is exact: without the rule α would be (1 - u)/(n - u); one sample where both drew nothing
+    (a unit of agreed "no object", as the reference counts an empty image) makes α meaningful again."""
+    from agreement.methods.kalos.nominal import single_class_bound
+
+    r = kalos_alpha(_single_class(20, 0.01))
+    o = r.counts.coincidence()
+    u, n = o[0, 1], o.sum()
+    assert single_class_bound(r.counts, r.no_object_code)
+    assert (1 - u) / (n - u) <= 0
+    lifted = kalos_alpha(_single_class(20, 0.01, empty=3))
+    assert lifted.global_reason == "" and lifted.global_alpha > 0.5
+
+
+def test_single_class_bound_is_the_same_on_shards():
+    """The rule reads the merged coincidence counts: shards that each hold an empty sample or not give the
+    whole corpus's answer."""
+    from agreement.methods.kalos import kalos_shard, merge_kalos_shards
+
+    data = _single_class(20, 0.01, empty=1)
+    whole = kalos_alpha(data)
+    parts = [kalos_shard(data.select_samples(np.arange(lo, min(lo + 5, data.num_samples))), tau=0.5)
+             for lo in range(0, data.num_samples, 5)]
+    merged, _ = merge_kalos_shards(parts)
+    assert merged.global_alpha == pytest.approx(whole.global_alpha) and merged.global_reason == ""
+    bounded = _single_class(20, 0.01)
+    parts = [kalos_shard(bounded.select_samples(np.arange(lo, min(lo + 5, bounded.num_samples))), tau=0.5)
+             for lo in range(0, bounded.num_samples, 5)]
+    merged, _ = merge_kalos_shards(parts)
+    assert np.isnan(merged.global_alpha) and merged.bound_reason

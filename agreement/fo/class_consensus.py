@@ -19,6 +19,7 @@ import numpy as np
 from agreement.core.ratings import class_ratings
 from agreement.fo.method_spec import MethodOutput
 from agreement.fo.stored_values import label_document, new_object_ids
+from agreement.methods.consensus.api import rater_meets
 from agreement.methods.consensus.class_labels import class_consensus
 
 __all__ = ["CLASS_METHODS", "class_consensus_output"]
@@ -27,14 +28,16 @@ __all__ = ["CLASS_METHODS", "class_consensus_output"]
 CLASS_METHODS = {"em": "dawid_skene", "mace": "mace", "majority": "majority"}
 
 
-def _rater_report(ratings, res, agree: np.ndarray, n: np.ndarray) -> dict:
+def _rater_report(ratings, res, agree: np.ndarray, n: np.ndarray, meets: np.ndarray) -> dict:
+    """Per rater: competence and confusion (``None`` for a rater who never shares a sample with another:
+    nothing identifies them), agreement with the consensus on samples of two raters or more, labels."""
     classes = [str(c) for c in ratings.classes]
     report = {}
     for r, rater in enumerate(ratings.raters):
-        conf = np.asarray(res.rater_confusion[r])
+        conf = np.asarray(res.rater_confusion[r]) if meets[r] else np.full_like(res.rater_confusion[r], np.nan)
         report[rater] = {
-            "competence": float(res.rater_competence[r]),
-            "agreement": float(agree[r]) if n[r] else None,
+            "competence": float(res.rater_competence[r]) if meets[r] else None,
+            "agreement": float(agree[r]) if n[r] and np.isfinite(agree[r]) else None,
             "labels": int(n[r]),
             "confusion": {t: {c: round(float(conf[i, j]), 6) if np.isfinite(conf[i, j]) else None
                               for j, c in enumerate(classes)} for i, t in enumerate(classes)},
@@ -59,7 +62,13 @@ def class_consensus_output(read, params: dict, report) -> MethodOutput:
     has = rated.any(axis=1) & (res.labels >= 0)
     votes = (codes == res.labels[:, None]) & rated
     support = np.where(has, votes.sum(axis=1) / np.maximum(rated.sum(axis=1), 1), np.nan)
-    confidence = np.where(has, res.confidence, np.nan)
+    # raters who never meet: the sample's class is its one rater's, with no confidence (nothing identifies
+    # the rater), and nothing on a sample of one rater counts as agreed
+    n_rated, meets = rated.sum(axis=1), rater_meets(rated)
+    isolated = (n_rated < 2) & ~(rated & meets[None, :]).any(axis=1)
+    confidence = np.where(has & ~isolated, res.confidence, np.nan)
+    votes &= (n_rated >= 2)[:, None]
+    rated_met = rated & (n_rated >= 2)[:, None]
     review = has & (confidence < params["review_band"][1])
     report(0.7, "consensus labels")
     ids = new_object_ids(int(has.sum()))
@@ -70,16 +79,27 @@ def class_consensus_output(read, params: dict, report) -> MethodOutput:
             **{f"{key}_support": float(support[s]), f"{key}_review": bool(review[s])})]
         k += 1
     attrs = {"confidence": [0.5], f"{key}_support": [0.5], f"{key}_review": [True]}
-    n_rated = rated.sum(axis=0)
-    agree = np.where(n_rated > 0, votes.sum(axis=0) / np.maximum(n_rated, 1), np.nan)
+    per_rater = rated_met.sum(axis=0)
+    agree = np.where(per_rater > 0, votes.sum(axis=0) / np.maximum(per_rater, 1), np.nan)
+    defined = np.isfinite(confidence)
     summary = {
         "n_consensus": int(has.sum()), "n_review": int(review.sum()),
-        "mean_confidence": float(np.nanmean(confidence)) if has.any() else None,
-        "agreement": float(votes.sum() / max(int(rated.sum()), 1)), "method": method,
-        "n_raters": len(ratings.raters), "n_classes": len(ratings.classes),
+        "n_single_rater": int((has & (n_rated < 2)).sum()),
+        "mean_confidence": float(confidence[defined].mean()) if defined.any() else None,
+        "mean_confidence_reason": "" if defined.any() else (
+            "no consensus label" if not has.any() else
+            "every sample's class is one rater's, and its raters never meet another: no confidence"),
+        "agreement": float(votes.sum() / rated_met.sum()) if rated_met.any() else None,
+        "agreement_reason": "" if rated_met.any() else "no sample has two raters assigned: nothing can be agreed",
+        "method": method, "n_raters": len(ratings.raters), "n_classes": len(ratings.classes),
     }
-    detail = {"rater_report": _rater_report(ratings, res, agree, n_rated), "classes": list(ratings.classes),
+    detail = {"rater_report": _rater_report(ratings, res, agree, rated.sum(axis=0), meets),
+              "classes": list(ratings.classes),
               "n_iter": int(res.n_iter), "converged": bool(res.converged), "n_kept": int(has.sum())}
+    # convergence of the EM (Dawid-Skene, MACE): on the run and in the operator's output (issue 47)
+    summary.update(converged=bool(res.converged), iterations=int(res.n_iter),
+                   convergence_warning=res.warning or "")
+    detail["warnings"] = [res.warning] if res.warning else []
     samples = {"n_review": review.astype(int), "min_confidence": confidence}
     return MethodOutput(summary, detail, sample_values=samples,
                         label_fields={"consensus": ("Classification", docs, attrs)})

@@ -15,7 +15,10 @@ all of them:
    every field it will own (:func:`agreement.fo.runs.prepare_run`);
 5. write per-sample values (one bulk call per field) and per-label values
    (one update per sample carrying every attribute of its labels);
-6. complete the run with its parameters, input layout and results.
+6. complete the run with its parameters, input layout, results and warnings
+   (:mod:`agreement.fo.run_warnings`: degenerate designs, from every shard's
+   assignment and label counts merged; undefined headline numbers; the
+   method's own ``warnings`` hook).
 
 Adding a method means writing its pure computation and its declaration: see
 the ``SPEC`` of :mod:`agreement.fo.methods.kalos` for an example.
@@ -37,6 +40,7 @@ from agreement.fo.frame_units import chance_groups
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
+from agreement.fo.run_warnings import DesignStats, design_stats, merge_design, run_warnings
 from agreement.fo.stored_values import label_field_value
 from agreement.fo.writing import declare_label_field
 
@@ -233,7 +237,8 @@ def run_method(
             :mod:`agreement.fo.distributed`).
 
     Returns:
-        The summary with NaN as ``None`` and the repair counts.
+        The summary with NaN as ``None``, the repair counts and ``warnings`` (a list of sentences, also
+        recorded with the run: ``results.warnings``).
     """
     def report(fraction: float, label: str) -> None:
         if progress is not None:
@@ -272,9 +277,22 @@ def run_method(
         raise
     summary = {**out.summary, **read.repairs.counts()}
     detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}
-    runs.register_run(samples, plan, params, read.layout, {"summary": summary, "detail": detail})
+    design = design_stats(read.annotations) if spec.rater_design else None
+    return _complete(samples, plan, spec, params, read.layout, summary, detail, design, report)
+
+
+def _complete(samples, plan: runs.RunPlan, spec: MethodSpec, params: dict, inputs: dict, summary: dict,
+              detail: dict, design: DesignStats | None, report: Progress) -> dict:
+    """Completes the run with its warnings (:func:`agreement.fo.run_warnings.run_warnings`: the design's, the
+    method's own, the undefined headline numbers'); returns the summary (NaN as ``None``) with ``warnings``."""
+    from agreement.fo.figures import METHOD_VIEWS
+    from agreement.fo.run_results import results_class
+
+    view = results_class(spec.method).view or METHOD_VIEWS.get(spec.method) or {}
+    warnings = run_warnings(design, summary, detail, params, spec, view.get("cards") or ())
+    runs.register_run(samples, plan, params, inputs, {"summary": summary, "detail": detail, "warnings": warnings})
     report(1.0, "done")
-    return clean_summary(summary)
+    return {**clean_summary(summary), "warnings": warnings}
 
 
 def _prepare_keeping_stamps(samples, key: str, overwrite: bool, read: ReadResult | None,
@@ -377,6 +395,7 @@ class ShardResult:
     repairs: RepairReport
     layout: dict
     annotations: Any = None
+    design: DesignStats | None = None
 
 
 def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
@@ -401,7 +420,8 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
     else:  # registered and its schema declared under one lock (one reload of the dataset document)
         with schema_lock(runs._dataset(samples)):
             _write(samples, register(read), read, spec, out, writer)
-    return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None)
+    return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None,
+                       design_stats(read.annotations) if spec.rater_design else None)
 
 
 def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any], params: dict, overwrite: bool,
@@ -481,6 +501,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             for r in results:
                 repairs.merge(r.repairs)
             record, in_memory = results[-1].layout, results[0].annotations
+            design = merge_design([r.design for r in results])
             del results
             report(0.95, "merging shards")
 
@@ -503,9 +524,7 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
               "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
     # register_run reloads the dataset and its samples under the schema lock: the writer thread wrote
     # without reloading, so no other reload is needed
-    runs.register_run(samples, registered[0], params, record, {"summary": summary, "detail": detail})
-    report(1.0, "done")
-    return clean_summary(summary)
+    return _complete(samples, registered[0], spec, params, record, summary, detail, design, report)
 
 
 def _plan_layout(layout: Mapping[str, Any]) -> dict:

@@ -81,6 +81,11 @@ class MethodSpec:
         shard_cap: at most this many samples per shard when no shard size is given (a method whose samples
             are large, e.g. full-image masks: 200 samples of three 512 x 512 masks are about 160 MB); ``None``:
             :func:`agreement.fo.engine.default_shard_size`.
+        warnings: ``(summary, detail, params) -> [sentences]``: the method's own warnings of a finished run
+            (e.g. consensus labels drawn by a single rater), recorded with the run's design warnings
+            (:mod:`agreement.fo.run_warnings`) and returned under the operator's ``warnings`` key.
+        rater_design: the run compares raters, so its design is checked (fewer than two raters, raters
+            who never meet, ...); ``False`` for a run that reads one field as one rater (a simulation).
         finish_rereads: its ``finish`` reads samples again (:attr:`StreamContext.read_samples`);
             a view of one shard serves them from memory, so such a method streams a view of at
             most :data:`agreement.fo.engine.DEFAULT_SHARD_SIZE` samples in one shard by default (not
@@ -104,6 +109,8 @@ class MethodSpec:
     prepare: Callable[[Any, Any, list, Mapping, dict], Any] | None = None
     finish_rereads: bool = False
     shard_cap: int | None = None
+    warnings: Callable[[dict, dict, dict], list] = lambda summary, detail, params: []
+    rater_design: bool = True
 
 
 @dataclass

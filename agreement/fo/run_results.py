@@ -10,6 +10,7 @@ the figures the App panel draws::
     results = dataset.load_run_results("kalos")
     results.print_report()
     results.global_alpha                 # a headline number
+    results.warnings                     # degenerate design, undefined numbers: what to do
     for fig in results.figures():        # plotly figures as dicts
         ...
     results.plot("vitality").show()      # one of them as a plotly Figure
@@ -118,6 +119,8 @@ class AgreementResults(fors.RunResults):
         backend: the run (FiftyOne builds it from ``config`` when omitted).
         summary: the headline numbers.
         detail: everything else, decoded (:func:`decode_detail`).
+        warnings: the run's warnings, sentences saying what is degenerate or undefined and what to do
+            (:mod:`agreement.fo.run_warnings`; empty for a run of an earlier release).
         **kwargs: further stored attributes (kept as they are).
     """
 
@@ -125,10 +128,11 @@ class AgreementResults(fors.RunResults):
     view: ClassVar[dict | None] = None
 
     def __init__(self, samples, config, key, backend=None, summary: dict | None = None,
-                 detail: dict | None = None, **kwargs):
+                 detail: dict | None = None, warnings: list | None = None, **kwargs):
         super().__init__(samples, config, key, backend=backend, **kwargs)
         self.summary = dict(summary or {})
         self.detail = dict(detail or {})
+        self.warnings = [str(w) for w in (warnings or [])]
 
     def __getattr__(self, name: str) -> Any:
         """A headline number of ``summary`` by its name (``results.alpha_ot``)."""
@@ -169,7 +173,7 @@ class AgreementResults(fors.RunResults):
 
     def report(self) -> str:
         """The headline numbers as text: one line each, an interval or standard error where the run has one,
-        ``undefined`` with the reason where a number is NaN."""
+        ``undefined`` with the reason where a number is NaN; then the run's warnings, one line each."""
         view = self._view()
         lines = [f"{view.get('title', self.method)} run {self.key!r}"]
         cards = view.get("cards") or [{"key": k, "label": k} for k, v in self.summary.items()
@@ -179,6 +183,9 @@ class AgreementResults(fors.RunResults):
             if card["key"] not in self.summary:
                 continue
             lines.append(f"  {card['label']:<{width}}  {self._card_text(card)}")
+        if self.warnings:
+            lines.append("Warnings:")
+            lines.extend(f"  - {w}" for w in self.warnings)
         return "\n".join(lines)
 
     def _card_text(self, card: dict) -> str:

@@ -155,4 +155,5 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     return MethodOutput(summary, {}, sample_objects=objects)
 
 
-SPEC = MethodSpec(method=METHOD, sample_suffixes=(), label_suffixes=(), compute=_compute, check=_check)
+SPEC = MethodSpec(method=METHOD, sample_suffixes=(), label_suffixes=(), compute=_compute, check=_check,
+                  rater_design=False)  # one reference field, read as one rater: no rater design to check

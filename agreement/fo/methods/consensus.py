@@ -194,6 +194,17 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
                         label_values={"consensus_id": row_id, "agrees": res.row_agrees.astype(bool)})
 
 
+def _warnings(summary: dict, detail: dict, params: dict) -> list[str]:
+    """The consensus's own run warning: consensus labels that are one rater's (engine hook
+    :attr:`agreement.fo.method_spec.MethodSpec.warnings`)."""
+    n = int(summary.get("n_single_rater") or 0)
+    if not n:
+        return []
+    return [f"{n} consensus label(s) are one rater's (samples with a single rater assigned): they are kept, "
+            "counted in n_single_rater, never count as agreed, and have no confidence where their rater never "
+            "meets another; assign a second rater to those samples to confirm them"]
+
+
 SPEC = MethodSpec(
     method=METHOD,
     sample_suffixes=("consensus", "n_review", "min_confidence"),
@@ -201,6 +212,7 @@ SPEC = MethodSpec(
     compute=_compute,
     read_options=lambda p: {"image_sizes": True, "masks": True},
     check=_check,
+    warnings=_warnings,
 )
 
 

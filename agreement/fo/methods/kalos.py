@@ -83,6 +83,7 @@ def _finish(stats: list, params: dict, context=None, intra: dict | None = None) 
         "global_alpha": result.global_alpha,
         "global_reason": result.global_reason,
         "mean_alpha": result.mean_alpha,
+        "mean_reason": result.mean_reason,
         "n_defined": int(result.n_defined),
         "n_undefined": int(result.n_undefined),
         "n_units": int(result.n_units.sum()),
@@ -179,7 +180,7 @@ VIEW = {
     "score_range": lambda params: (-1.0, 1.0),
     "cards": [
         {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
-        {"key": "mean_alpha", "label": "mean α (defined samples)"},
+        {"key": "mean_alpha", "label": "mean α (defined samples)", "reason": "mean_reason"},
         {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
         {"key": "tau", "label": "τ"},
     ],

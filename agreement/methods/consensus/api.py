@@ -264,9 +264,32 @@ def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing,
     return units, out
 
 
+def rater_meets(assigned: np.ndarray) -> np.ndarray:
+    """``(R,)`` bool: the rater shares at least one sample with another rater (``assigned`` is ``(S, R)``).
+
+    ``co = Aᵀ A`` counts the samples two raters share; its diagonal (a rater with itself) does not count.
+    """
+    A = np.asarray(assigned, dtype=np.int64)
+    co = A.T @ A
+    np.fill_diagonal(co, 0)
+    return co.sum(axis=1) > 0
+
+
+#: Why a number that needs raters to meet is NaN.
+NEVER_MEET_REASON = ("no sample has two raters assigned: the raters never meet, so nothing is agreed or "
+                     "disagreed; each consensus label is one rater's label")
+ISOLATED_REASON = ("the raters of these samples never share a sample with another rater: a confidence, "
+                   "sensitivity or agreement cannot be estimated for them")
+
+
 def _assemble(data, method, kind, units, codes, classes, out, params) -> ConsensusResult:
-    conf, top = out["confidence"], np.asarray(out["top_class"], np.int64)
-    kept = conf >= (params["quorum"] if method == "majority" else params["min_confidence"])
+    fitted, top = out["confidence"], np.asarray(out["top_class"], np.int64)
+    kept = fitted >= (params["quorum"] if method == "majority" else params["min_confidence"])
+    # raters who never meet: their labels are kept as consensus labels, but nothing about them is agreed
+    A = np.asarray(data.assigned, dtype=bool)
+    n_rated, meets = A.sum(axis=1), rater_meets(A)
+    isolated = (n_rated < 2) & ~(A & meets[None, :]).any(axis=1)  # per sample: its raters meet nobody
+    conf = np.where(isolated[units.unit_sample], np.nan, fitted)
     # only consensus labels are reviewed: a candidate below the keep threshold is no label, so no flag
     review = review_flags(conf, out["top_probability"], params["review_band"]) & kept
     pixel = out.get("pixel")
@@ -274,9 +297,11 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
                             None if pixel is None else pixel.member_iou)
     rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review, sim,
                                   class_probability=out["top_probability"])
+    rs["row_agrees"] = rs["row_agrees"] & (n_rated >= 2)[data.sample_index]  # one rater agrees with no one
     report = rater_report(data, units, codes, classes, kept, top, rs["row_agrees"], sim,
-                          existence=conf if method == "em" else None,
+                          existence=fitted if method == "em" else None,
                           model=out.get("model") if method == "em" else None, pixel=pixel)
+    report = _met_only(report, data, n_rated, meets, rs["row_agrees"])
     if pixel is not None:
         params.update(pixel_n_iter=int(pixel.n_iter), pixel_converged=bool(pixel.converged))
     if out.get("model") is not None:
@@ -295,5 +320,20 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
         sample_assigned=data.assigned.any(axis=1), image_sizes=data.image_sizes, sample_names=data.sample_names,
         masks=out.get("masks"), polygons=out.get("polygons"), keypoints=out.get("keypoints"),
         cuboids=out.get("cuboids"), model=out.get("model"), n_iter=out.get("n_iter", 0),
-        converged=out.get("converged", True),
+        converged=out.get("converged", True), sample_n_raters=n_rated, rater_meets=meets,
+        row_sample=np.asarray(data.sample_index, dtype=np.intp),
     )
+
+
+def _met_only(report, data, n_rated: np.ndarray, meets: np.ndarray, row_agrees: np.ndarray):
+    """The rater report with each rater's agreement over its labels on samples of two raters or more, and
+    every estimate NaN for a rater who never shares a sample with another (nothing identifies it)."""
+    R = data.num_raters
+    multi = (n_rated >= 2)[data.sample_index]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        agreement = (np.bincount(data.rater_index[multi], row_agrees[multi].astype(float), R)
+                     / np.bincount(data.rater_index[multi], minlength=R))
+    lone = ~meets
+    return replace(report, agreement=agreement,
+                   **{k: np.where(lone, np.nan, getattr(report, k)) for k in
+                      ("sensitivity", "false_positive_rate", "precision", "localisation_noise")})

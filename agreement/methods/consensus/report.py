@@ -94,7 +94,8 @@ def row_and_sample_summaries(data, units: UnitTable, kept: np.ndarray, confidenc
     us = units.unit_sample
     min_conf = np.full(S, np.inf)
     label_confidence = confidence if class_probability is None else confidence * class_probability
-    np.minimum.at(min_conf, us[kept], label_confidence[kept])
+    with np.errstate(invalid="ignore"):  # NaN: a label without a confidence (its raters never meet another)
+        np.minimum.at(min_conf, us[kept], label_confidence[kept])
     return {
         "consensus_index": cons_index, "row_consensus": row_cons, "row_agrees": row_agrees,
         "row_similarity": row_sim,

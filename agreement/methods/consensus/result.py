@@ -177,6 +177,9 @@ class ConsensusResult:
     model: Any = None
     n_iter: int = 0
     converged: bool = True
+    sample_n_raters: np.ndarray | None = field(default=None, repr=False)
+    rater_meets: np.ndarray | None = field(default=None, repr=False)
+    row_sample: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_units(self) -> int:
@@ -203,15 +206,35 @@ class ConsensusResult:
     def summary(self) -> dict[str, Any]:
         """Headline numbers as a flat dict (the operator's ``ExecutionResult.result``)."""
         kept = self.is_consensus
+        rated = self.sample_n_raters if self.sample_n_raters is not None else self.n_assigned_per_sample
+        single = (rated < 2)[self.unit_sample] if len(self.unit_sample) else np.zeros(0, bool)
+        met = rated >= 2
+        rows = (met[np.asarray(self.row_sample, dtype=np.intp)] if self.row_sample is not None
+                else np.ones(len(self.row_agrees), bool))  # rows on samples of two raters or more
+        conf = self.confidence[kept & np.isfinite(self.confidence)]
+        agree_reason = ("" if rows.any() else "no sample has two raters assigned: nothing can be agreed"
+                        if not met.any() else "no label on a sample of two raters or more")
         return {
             "method": self.method, "geometry": self.geometry, "n_samples": int(len(self.sample_ids)),
             "n_units": int(self.n_units), "n_consensus": int(kept.sum()), "n_review": int(self.review.sum()),
             "n_review_samples": int((self.sample_n_review > 0).sum()),
-            "mean_confidence": float(self.confidence[kept].mean()) if kept.any() else float("nan"),
-            "agreement": float(self.row_agrees.mean()) if len(self.row_agrees) else float("nan"),
+            "n_single_rater": int((kept & single).sum()),
+            "mean_confidence": float(conf.mean()) if len(conf) else float("nan"),
+            "mean_confidence_reason": "" if len(conf) else (
+                "no consensus label" if not kept.any() else
+                "every consensus label is one rater's, and its raters never meet another: no confidence"),
+            "agreement": float(self.row_agrees[rows].mean()) if rows.any() else float("nan"),
+            "agreement_reason": agree_reason,
             "n_iter": int(self.n_iter), "converged": bool(self.converged),
             **{k: v for k, v in self.params.items() if isinstance(v, (int, float, str, bool))},
         }
+
+    @property
+    def n_assigned_per_sample(self) -> np.ndarray:
+        """Raters assigned to each sample (from the units when the result does not carry it)."""
+        out = np.zeros(len(self.sample_ids), dtype=np.int64)
+        out[self.unit_sample] = self.n_assigned
+        return out
 
     def to_annotations(self, name: str = "consensus") -> MultiRaterAnnotations:
         """The consensus labels as a one-rater corpus (assigned wherever a rater was).

@@ -85,7 +85,7 @@ from agreement.methods.kalos.candidates import (
     _similarity_name,
     SimilarityFn,
 )
-from agreement.methods.kalos.nominal import CoincidenceCounts, grouped_alpha, reliability_alpha
+from agreement.methods.kalos.nominal import CoincidenceCounts, grouped_alpha, reliability_alpha, single_class_bound
 from agreement.methods.kalos.results import KalosResult, SensitivityCurve
 from agreement.core.reliability import concat_ranges, SparseReliability
 from agreement.geometry.similarity import check_similarity
@@ -185,7 +185,7 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
     undefined = np.isnan(alpha)
     n_def = int((~undefined).sum())
     mean = mean_of_defined(alpha)
-    return KalosResult(
+    result = KalosResult(
         alpha=alpha, reason=reason, observed=d_o, expected=d_e, n_units=n_units, unit=unit,
         unit_column=unit_column, values=values, unit_sample=unit_sample, categories=prep.categories,
         no_object_code=no_obj, raters=tuple(data.raters), sample_ids=data.sample_ids,
@@ -194,6 +194,17 @@ def _run(data, prep: _Prepared, similarity, tau, solver, cost) -> KalosResult:
         n_undefined=int(undefined.sum()), similarity=_similarity_name(similarity), tau=float(tau),
         solver=solver, cost=cost, empty_unit=empty_unit, repaired_polygons=prep.repaired, counts=counts,
     )
+    return _bounded(result)
+
+
+def _bounded(result: KalosResult) -> KalosResult:
+    """``result`` with its global and mean α NaN, with the reason, where nominal α cannot exceed 0
+    (:func:`agreement.methods.kalos.nominal.single_class_bound`, from the pooled counts: the same on the
+    whole corpus and on merged shards)."""
+    why = single_class_bound(result.counts, result.no_object_code) if result.counts is not None else ""
+    if not why:
+        return replace(result, bound_reason="")
+    return replace(result, global_alpha=float("nan"), global_reason=why, mean_alpha=float("nan"), bound_reason=why)
 
 
 def _pooled_values(data: MultiRaterAnnotations, codes: np.ndarray, per: np.ndarray, col_start: np.ndarray,
@@ -494,4 +505,4 @@ def merge_kalos_shards(shards: Sequence[KalosShard]) -> tuple[KalosResult, Sensi
         repaired_polygons=sum(r.repaired_polygons for r in results), counts=counts,
     )
     curve = _curve(shards[0].taus, [sh.curve for sh in shards], first.similarity, first.solver, first.cost)
-    return merged, curve
+    return _bounded(merged), curve

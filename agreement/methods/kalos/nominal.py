@@ -181,3 +181,37 @@ def grouped_alpha(
         raise ValueError("column_group must have one entry per column")
     res = grouped_values_alpha(v.column, v.code, v.n_columns, column_group, n_groups)
     return res.alpha, res.observed, res.expected, res.n
+
+
+#: Why α is not offered when :func:`single_class_bound` holds.
+SINGLE_CLASS_REASON = (
+    "a single class and no unit where raters agree that nothing is there: nominal alpha cannot exceed 0 "
+    "(alpha = (1 - u) / (n - u) for u class/no_object disagreements among n values); use alpha-OT "
+    "(compute_ot_agreement) or the detection alpha of compute_geometry_agreement")
+
+
+def single_class_bound(counts: CoincidenceCounts, no_object_code: int) -> str:
+    r"""Why nominal α of ``counts`` is meaningless: one class and no ``no_object`` coincidence (else ``""``).
+
+    With two categories, one class ``c`` and ``no_object`` ``∅``, and no pair of values in a unit that are
+    both ``∅`` (``o_∅∅ = 0``: no unit where two raters agree that nothing is there, e.g. no empty image, as
+    on temporal segments, where every unit holds a segment), write ``u = o_c∅`` and ``n = o_cc + 2u``:
+    ``n_∅ = u``, ``n_c = n - u`` and
+
+    ``alpha = 1 - (n - 1) u / (n_c n_∅) = (1 - u) / (n - u) <= 0`` for ``u >= 1``
+
+    (``u = 0`` is ``D_e = 0``, already undefined): α can only say "at or below chance", whatever the
+    raters do, so it is not offered (Krippendorff 2011's nominal α; the KαLOS reference counts an empty
+    image as one unit of unanimous ``no_object``, which is what such a corpus lacks).
+
+    Returns:
+        :data:`SINGLE_CLASS_REASON` when the bound holds, else ``""``.
+    """
+    o = counts.coincidence()
+    if o.shape[0] <= no_object_code:
+        return ""
+    n_c = o.sum(axis=1)
+    real = np.delete(n_c, no_object_code) > 0
+    if int(real.sum()) == 1 and n_c[no_object_code] > 0 and o[no_object_code, no_object_code] == 0:
+        return SINGLE_CLASS_REASON
+    return ""

@@ -76,6 +76,10 @@ class KalosResult:
         (:func:`agreement.geometry.similarity.check_similarity`); 0 for boxes.
     counts : CoincidenceCounts
         The exact statistics behind ``global_alpha`` (mergeable across shards).
+    bound_reason : str
+        Non-empty when α cannot exceed 0 on this corpus (one class and no unit where raters agree that
+        nothing is there, :func:`agreement.methods.kalos.nominal.single_class_bound`): ``global_alpha`` and
+        ``mean_alpha`` are then NaN with this reason; the per-sample ``alpha`` are kept (each ``<= 0``).
     """
 
     alpha: np.ndarray
@@ -105,6 +109,7 @@ class KalosResult:
     empty_unit: np.ndarray = field(repr=False, default=None)
     repaired_polygons: int = 0
     counts: "CoincidenceCounts | None" = field(repr=False, default=None, compare=False)
+    bound_reason: str = ""
 
     @property
     def reliability(self) -> np.ndarray:
@@ -118,7 +123,9 @@ class KalosResult:
 
     @property
     def mean_reason(self) -> str:
-        """Why ``mean_alpha`` is NaN (``""`` when at least one sample has a defined α)."""
+        """Why ``mean_alpha`` is NaN (``""`` when it is defined)."""
+        if self.bound_reason:
+            return self.bound_reason
         return "" if self.n_defined else "no sample has a defined alpha (see reason)"
 
     def sample_columns(self, s: int) -> slice:
