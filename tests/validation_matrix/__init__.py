@@ -16,8 +16,8 @@ PROPERTIES: dict[str, tuple[str, str]] = {
     "identical": ("identical", "identical raters give the perfect value"),
     "chance_homogeneous": ("chance, homogeneous", "independent random raters on a homogeneous corpus score "
                            "chance: |statistic| <= 0.05, or within 3 standard errors on a small corpus"),
-    "chance_heterogeneous": ("chance, heterogeneous", "the same on a heterogeneous corpus: image sizes 64 to "
-                             "4,096 px, clip lengths 60 to 6,000 frames, 1 to 50 labels per item, rare classes, "
+    "chance_heterogeneous": ("chance, heterogeneous", "the same on a heterogeneous corpus: image sizes 64 to 4,096 px "
+                             "(aspect 1:2 to 2:1), clip lengths 60 to 6,000 frames, 1 to 50 labels per item, rare classes, "
                              "2 to 200 raters with sparse assignment"),
     "monotone": ("monotone in noise", "non-increasing as each of the simulator's noise stages grows"),
     "invariant": ("invariances", "unchanged by the order of samples, raters and labels, by renaming classes and "
@@ -28,6 +28,14 @@ PROPERTIES: dict[str, tuple[str, str]] = {
     "all_empty": ("everything empty", "no rater labels anything: a documented value or None with its reason"),
     "single_class": ("a single class", "one class only: a documented value or None with its reason"),
 }
+
+
+#: Why KαLOS's α (and α over units formed from the annotations, as track presence) is judged one-sided at
+#: chance: the property it has is "never above chance", not "0 at chance".
+UNITS_CHANCE_NOTE = ("one-sided: never above chance (mean ≤ 0.05 or ≤ 3 s.e.). Units form only where some "
+                     "rater drew something, so no unit holds two 'no object' values: independent random "
+                     "raters score below 0 by construction, the more so the sparser their labels "
+                     "(docs/method-kalos.md, 'At chance'). αOT and detection α are the statistics at 0.")
 
 
 @dataclass(frozen=True)

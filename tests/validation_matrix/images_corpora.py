@@ -19,7 +19,8 @@ sizes, a drop removes the object, a swap exchanges classes.
 
 Random raters (:func:`random_raters`) draw their own objects independently of each other: positions, sizes,
 counts and classes. The homogeneous design has one image size and a few objects; the heterogeneous one
-mixes image sizes from 64 to 4,096 px, 1 to 50 objects per item, object sizes in pixels (so that one
+mixes image sizes from 64 to 4,096 px (√(W·H) log-uniform, aspect ratios from 1:2 to 2:1, as photos,
+scans and video frames have), 1 to 50 objects per item, object sizes in pixels (so that one
 object is a large part of a small image and a small part of a large one), rare classes (Zipf) and a crowd
 of up to 200 raters, each item labelled by 2 to 5 of them.
 
@@ -125,8 +126,12 @@ def random_raters(d: Design, seed: int) -> Objects:
     """Independent random raters under design ``d``: each assigned rater draws its own objects."""
     rng = np.random.default_rng([seed, zlib.crc32(repr(d).encode())])
     S, R = d.samples, d.crowd
-    sizes = np.round(_log_uniform(rng, *d.image_px, (S, 2))) if d.image_px[0] != d.image_px[1] else (
-        np.full((S, 2), float(d.image_px[0])))
+    if d.image_px[0] != d.image_px[1]:  # scale √(W·H) log-uniform, aspect W/H log-uniform in [1/2, 2]
+        scale, aspect = _log_uniform(rng, *d.image_px, S), _log_uniform(rng, 0.5, 2.0, S)
+        sizes = np.round(np.clip(np.stack([scale * np.sqrt(aspect), scale / np.sqrt(aspect)], axis=1),
+                                 *d.image_px))
+    else:
+        sizes = np.full((S, 2), float(d.image_px[0]))
     level = np.round(_log_uniform(rng, d.objects[0], d.objects[1] + 0.999, S) - 0.499).clip(*d.objects)
     probs = 1.0 / np.arange(1, d.classes + 1) ** d.zipf
     probs /= probs.sum()

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from validation_matrix import UNITS_CHANCE_NOTE
 from validation_matrix.images_stats import Measure, Stat
 
 #: Largest tolerated rise between adjacent noise levels (as ``MONO_TOL`` of ``experiments/common.py``).
@@ -50,7 +51,7 @@ def chance(st: Stat, runs: list[Measure], design: str) -> tuple[str, bool | None
     Chance-corrected statistics: ``|mean| <= 0.05`` or ``|mean| <= 3 s.e.``; σ: the same around its chance
     value 0.05; KS statistics: ``mean <= 0.05`` or at most the Kolmogorov null's 99.9 % quantile for the
     sample sizes measured. Undefined on every seed: n/a with the library's reason."""
-    if st.chance not in ("zero", "sigma", "ks"):
+    if st.chance not in ("zero", "sigma", "ks", "not_above"):
         return "", None, st.chance
     vals = np.array([m.value for m in runs])
     ok_vals = vals[~np.isnan(vals)]
@@ -66,6 +67,9 @@ def chance(st: Stat, runs: list[Measure], design: str) -> tuple[str, bool | None
         return (f"{text}, null ≤ {null:.3f}", ok,
                 "" if ok and not nan_note else f"KS at chance: ≤ 0.05 or ≤ the Kolmogorov null's 99.9 % quantile"
                 f"{nan_note}")
+    if st.chance == "not_above":
+        ok = mean <= CHANCE_ABS or mean <= 3 * se
+        return text, ok, UNITS_CHANCE_NOTE + nan_note
     centre = 0.05 if st.chance == "sigma" else 0.0
     ok = abs(mean - centre) <= CHANCE_ABS or abs(mean - centre) <= 3 * se
     return text, ok, "" if ok and not nan_note else (

@@ -53,7 +53,8 @@ class Stat:
         method: the page's method name.
         kinds: the label types its method accepts.
         perfect: its value for identical raters.
-        chance: ``"zero"`` (chance-corrected, 0 at chance), ``"sigma"`` (σ: the chance percentile 0.05),
+        chance: ``"zero"`` (chance-corrected, 0 at chance), ``"not_above"`` (never above 0 at chance:
+            :data:`validation_matrix.UNITS_CHANCE_NOTE`), ``"sigma"`` (σ: the chance percentile 0.05),
             ``"ks"`` (a KS statistic: 0 at chance up to its sampling bias, judged against the Kolmogorov
             null), or the reason it has no chance value.
         responds: noise stages it must fall under (``RESPONSE_NOTES``).
@@ -88,7 +89,7 @@ STATS: dict[str, Stat] = {
                   NOISE, floor=0.5,
                   documented={"all_empty": (1.0, "two empty sets cost 0: explicit absence agreed "
                                                  "(agreement.methods.ot, docs/method-ot.md)")}),
-    "kalos": _s("KαLOS: global α", ALL_KINDS, 1.0, "zero", NOISE),
+    "kalos": _s("KαLOS: α (global)", ALL_KINDS, 1.0, "not_above", NOISE),
     "sigma": _s("Geometry: σ", ALL_KINDS, 1.0, "sigma", ("shift",), ("drop", "swap"), floor=0.05),
     "distance_alpha": _s("Geometry: distance α", ALL_KINDS, 1.0, "zero", ("shift",), ("drop", "swap")),
     "ks": _s("Geometry: KS", ALL_KINDS, 1.0, "ks", ("shift",), ("drop", "swap")),

@@ -7,7 +7,6 @@ pairs between frames of different videos (``groups``, as the bridge's ``chance_g
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -16,12 +15,14 @@ from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_
 from agreement.methods.kalos import kalos_alpha
 from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells  # the observed costs, as alpha_ot
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+from agreement.core.strata import scale_strata
+from validation_matrix.vc_common import ks_null
 from validation_matrix.vc_temporal_data import corpus
 
 LAM, BETA = 0.5, 0.5
 MAX_PAIRS = 400_000
 #: The page's method names, one per statistic (shared with the images part).
-METHODS = {"alpha_ot": "OT: αOT", "kalos": "KαLOS: α", "sigma": "Geometry: σ",
+METHODS = {"alpha_ot": "OT: αOT", "kalos": "KαLOS: α (global)", "sigma": "Geometry: σ",
            "distance_alpha": "Geometry: distance α", "ks": "Geometry: KS",
            "detection_alpha": "Geometry: detection α", "classification_alpha": "Geometry: classification α"}
 GEOMETRY = ("sigma", "distance_alpha", "ks", "detection_alpha", "classification_alpha")
@@ -29,22 +30,10 @@ GEOMETRY = ("sigma", "distance_alpha", "ks", "detection_alpha", "classification_
 CHANCE_CENTRE = {"sigma": 0.05}
 
 
-def _strata_kw(fn, strata: np.ndarray | None) -> dict:
-    """``strata=`` for a chance baseline that accepts it (the length-stratified baseline of issue 47, being
-    added concurrently); nothing otherwise."""
-    if strata is None or "strata" not in inspect.signature(fn).parameters:
-        return {}
-    return {"strata": strata}
-
-
 def _length_strata(frame_counts: np.ndarray) -> np.ndarray | None:
-    """The bridge's chance strata of clips (``agreement.fo.temporal.strata_of_counts``: by length), when the
-    library has them (issue 47's length-stratified baseline); None otherwise."""
-    try:
-        from agreement.geometry.temporal import length_strata
-    except ImportError:
-        return None
-    return length_strata(np.asarray(frame_counts, dtype=np.float64))
+    """The bridge's chance strata of clips (:func:`agreement.core.strata.scale_strata` of the frame counts,
+    as ``agreement.fo.chance_strata`` computes them)."""
+    return scale_strata(np.asarray(frame_counts, dtype=np.float64))
 
 
 def grouped_alpha_ot(data, groups: np.ndarray | None, strata: np.ndarray | None = None):
@@ -53,7 +42,7 @@ def grouped_alpha_ot(data, groups: np.ndarray | None, strata: np.ndarray | None 
     R = data.num_raters
     cs, cr = np.nonzero(data.assigned)
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, MAX_PAIRS, 0, groups=groups,
-                       **_strata_kw(plan_chance, strata))
+                       strata=strata)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     c_obs = _solve_set_pairs(_PairCosts(data.boxes, data.labels, LAM), a0, na, b0, nb, BETA, "paper", 1 << 17).cost
     return finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), c_obs, a.astype(np.int64) * R + b, LAM, BETA)
@@ -89,10 +78,11 @@ def scores(items, groups_by_video: bool, ids: list[str] | None = None,
         shard = geometry_shard(data, "giou", 0.5, MAX_PAIRS)
         res = merge_geometry_shards([shard], lambda idx: (data, idx), distance="giou", threshold=0.5,
                                     bootstrap=None, max_pairs=MAX_PAIRS, seed=0, groups=g,
-                                    **_strata_kw(merge_geometry_shards, strata))
+                                    strata=strata)
         for k in GEOMETRY:
             e = getattr(res, k)
             out[k] = (float(e.value), e.reason)
+        out["ks_null"] = (ks_null(int(res.n_within), int(res.n_between)), "")
     except Exception as e:  # noqa: BLE001
         out.update({k: (math.nan, f"error: {type(e).__name__}: {e}") for k in GEOMETRY})
     return out
@@ -101,7 +91,8 @@ def scores(items, groups_by_video: bool, ids: list[str] | None = None,
 # ----------------------------------------------------------------------------- cells
 
 from validation_matrix import Cell  # noqa: E402
-from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell,  # noqa: E402
+from validation_matrix import UNITS_CHANCE_NOTE  # noqa: E402
+from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, ks_chance_cell,  # noqa: E402
                                          invariant_cell, monotone_cell)
 from validation_matrix import vc_temporal_data as D  # noqa: E402
 
@@ -155,8 +146,12 @@ def property_cells(kind: str, by_video: bool, identical, chance: dict, noisy: li
     for key, method in METHODS.items():
         out.append(identical_cell(method, kind, ident[key]))
         for prop, runs in ch.items():
+            if key == "ks":
+                out.append(ks_chance_cell(method, kind, prop, [r[key][0] for r in runs],
+                                          [r["ks_null"][0] for r in runs], extra=chance_extra))
+                continue
             out.append(chance_cell(method, kind, prop, [r[key][0] for r in runs], CHANCE_CENTRE.get(key, 0.0),
-                                   extra=chance_extra))
+                                   extra=chance_extra, one_sided=UNITS_CHANCE_NOTE if key == "kalos" else ""))
         out.append(monotone_cell(method, kind, LEVELS, [m[key][0] for m in mono], "boundary/box noise"))
         out.append(invariant_cell(method, kind, base[key][0], {n: v[key][0] for n, (v, _) in var.items()},
                                   {n: t for n, (_, t) in var.items()},
