@@ -21,7 +21,8 @@ class SimulateRaters(AgreementOperator):
                ("cannibalised", "Boxes merged away", "json"),
                ("clipped_boxes", "Reference boxes clipped to the image", "int"),
                ("outside_boxes", "Reference boxes outside the image", "int"),
-               ("dropped_boxes", "Reference boxes dropped", "int"), ("resized_masks", "Masks resized", "int"))
+               ("dropped_boxes", "Reference boxes dropped", "int"), ("resized_masks", "Masks resized", "int"),
+               ("warnings", "Warnings", "list"))
 
     @property
     def config(self):

@@ -28,7 +28,7 @@ from validation_matrix.images_stats import NOISE, STATS, evaluate
 
 LEVELS = (0.0, 0.2, 0.5)
 #: The statistics with a chance value (the others' chance cells are n/a: not computed).
-CHANCE = tuple(k for k, st in STATS.items() if st.chance in ("zero", "sigma", "ks"))
+CHANCE = tuple(k for k, st in STATS.items() if st.chance in ("zero", "sigma", "ks", "not_above"))
 DEGENERATE = ("one_rater", "never_meet", "empty_rater", "all_empty", "single_class")
 HOMOGENEOUS_SEEDS = (0, 1, 2)
 HETEROGENEOUS_SEEDS = (0, 1)

@@ -159,7 +159,10 @@ def _member_ids(member_labels: np.ndarray, offsets: np.ndarray, units: np.ndarra
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     """The consensus (pure :func:`agreement.methods.consensus.consensus`), as a label field of the raters' type."""
-    if read.layout.get("label_type") in ("Classification", "Classifications"):
+    classes = read.layout.get("label_type") in ("Classification", "Classifications")
+    if params["method"] == "auto":  # the evidence-based default of each label type (docs/method-consensus.md)
+        params = {**params, "method": "mace" if classes else "em"}
+    if classes:
         from agreement.fo.class_consensus import class_consensus_output
 
         return class_consensus_output(read, params, report)
@@ -286,9 +289,11 @@ DECLARATION = MethodDeclaration(
     spec=SPEC,
     results_cls=ConsensusResults,
     params=(
-        Param("method", str, "em", "Method", "How the raters' labels are fused", choices=(*METHODS, "mace"),
-              radio=True,
-              choice_help={"em": "EM (rater sensitivity, false positives, confusion, box noise; classes: "
+        Param("method", str, "auto", "Method", "How the raters' labels are fused",
+              choices=("auto", *METHODS, "mace"), radio=True,
+              choice_help={"auto": "the default chosen from evidence: EM for boxes and other instances, MACE for "
+                                   "classes (docs/method-consensus.md, 'Choosing the default class consensus')",
+                           "em": "EM (rater sensitivity, false positives, confusion, box noise; classes: "
                                  "Dawid-Skene)",
                            "majority": "majority vote with a quorum (CVAT-like)",
                            "wbf": "weighted boxes fusion (boxes only)",
@@ -330,7 +335,7 @@ DECLARATION = MethodDeclaration(
     records_key=True,
 )
 
-#: ``compute_consensus(samples, key, *, fields=..., method="em", tau="auto", min_confidence=0.5, ...)``: one label
+#: ``compute_consensus(samples, key, *, fields=..., method="auto", tau="auto", min_confidence=0.5, ...)``: one label
 #: set from many raters (field ``{key}_consensus``), stored as run ``key``; returns the headline numbers
 #: (``n_consensus``, ``n_review``, ``mean_confidence``, ``agreement``, ...) and the repair counts; the rater report
 #: is in the run results (``detail["rater_report"]``).
