@@ -111,5 +111,5 @@ def test_a_video_of_thousands_of_boxes_is_quick():
     result = track_agreement(video, consensus=True)
     elapsed = time.perf_counter() - t0
     assert elapsed < 30, elapsed
-    assert len(result.units) >= n_obj and result.alpha.localisation.defined
+    assert len(result.units) >= n_obj and np.isfinite(result.alpha.localisation.observed)  # one video: no chance pair
     assert all(p.hota.hota > 0.5 for p in result.pairs)

@@ -101,3 +101,20 @@ def test_consensus_is_well_formed(video):
                 lo[k] = np.minimum(lo[k], tr.boxes[hit][0])
                 hi[k] = np.maximum(hi[k], tr.boxes[hit][0])
     assert (t.boxes >= lo - 1e-12).all() and (t.boxes <= hi + 1e-12).all()
+
+
+def test_lone_rater_and_raters_who_never_meet_have_no_confidence():
+    """Issue 47: a lone rater's share of agreeing raters is 1 by construction; raters who never meet too."""
+    from agreement.methods.tracks import mean_confidence
+    from agreement.methods.tracks.consensus import LONE_RATER_REASON, NEVER_MEET_REASON
+
+    a = T(rows(1, range(5), 0.1) + rows(2, range(5), 0.5, "dog"))
+    lone = consensus_tracks({"a": a})
+    assert len(lone.tracks) == 10 and np.isnan(lone.confidence).all() and lone.reason == LONE_RATER_REASON
+    assert mean_confidence([lone, consensus_tracks({"a": a})]) == (None, LONE_RATER_REASON)
+    apart = [consensus_tracks({"a": a}), consensus_tracks({"b": a})]
+    assert mean_confidence(apart) == (None, NEVER_MEET_REASON)
+    both = consensus_tracks({"a": a, "b": T(rows(1, range(5), 0.1))})
+    value, why = mean_confidence(apart + [both])  # the lone videos do not count
+    assert value == pytest.approx(both.confidence.mean()) and why == "" and both.reason == ""
+    assert 0 < value < 1

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from agreement.methods.tracks import Tracks, pool_track_agreement, track_agreement
+from agreement.methods.tracks import Tracks, mean_confidence, pool_track_agreement, track_agreement
 from agreement.simulate.video import VIDEO_CLASSES, VideoNoise, generate_videos, simulate_video_raters
 from validation_matrix import Cell
 from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
@@ -117,8 +117,8 @@ def scores(corpus: Corpus) -> dict[str, tuple[float, str]]:
     for k in PAIRWISE:
         vals = [r[k] for r in rec if r[k] is not None and np.isfinite(r[k])]
         out[k] = (float(np.mean(vals)), "") if vals else (math.nan, why)
-    conf = np.concatenate([r.consensus.confidence for r in results]) if results else np.zeros(0)
-    out["confidence"] = (float(conf.mean()), "") if conf.size else (math.nan, "no consensus box")
+    conf, why_conf = mean_confidence([r.consensus for r in results])
+    out["confidence"] = (math.nan, why_conf) if conf is None else (conf, "")
     return out
 
 

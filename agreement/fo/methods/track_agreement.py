@@ -5,8 +5,10 @@ track id in each box's ``index``; or one frame field whose boxes carry the
 rater in an attribute). Per video, the raters' tracks are put in
 correspondence by spatio-temporal IoU (:func:`agreement.methods.tracks.track_agreement`:
 Hungarian matching per rater pair at ``tau``, units of at most one track per
-rater); over the units of every video, Krippendorff's α of track presence,
-track class and track localisation (``δ = 1 − STIoU``); per rater pair, HOTA
+rater); pooled over every video, α of track presence, track class and track
+localisation (``δ = 1 − STIoU``; presence and localisation against chance pairs
+of videos of comparable length, ``metadata.total_frame_count``, read here and
+passed to the kernel: :mod:`agreement.methods.tracks.chance`); per rater pair, HOTA
 (DetA, AssA, LocA), IDF1, identity switches and fragmentations, pooled over
 the videos both raters labelled.
 
@@ -40,10 +42,11 @@ import os
 
 import numpy as np
 
+import fiftyone as fo
 import fiftyone.core.labels as fol
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.frame_units import is_frame_units
+from agreement.fo.frame_units import UNITS_INFO_KEY, is_frame_units
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.projection import read_values
 from agreement.methods.tracks import Tracks, pool_track_agreement, track_agreement
@@ -64,12 +67,18 @@ def _extra(samples, read, params: dict) -> dict:
     where = {i: (str(v), int(n), os.path.basename(p).rsplit(" frame ", 1)[0])
              for i, v, n, p in zip(ids, videos, numbers, paths)}
     index: dict = {}
+    frame_count: dict = {}
+    source = (samples._dataset.info or {}).get(UNITS_INFO_KEY, {}).get("dataset")
+    if source and fo.dataset_exists(source):
+        vids, counts = fo.load_dataset(source).select(sorted(set(map(str, videos)))).values(
+            ["id", "metadata.total_frame_count"])
+        frame_count = {str(v): c for v, c in zip(vids, counts) if c}
     for lf in read.label_fields:
         label_ids, tracks = read_values(samples, [f"{lf}.detections.id", f"{lf}.detections.index"])
         for a, b in zip(label_ids, tracks):
             if a:
                 index.update(zip(a, b))
-    return {"where": where, "index": index}
+    return {"where": where, "index": index, "frame_count": frame_count}
 
 
 def _video_rows(data, where: dict) -> dict:
@@ -144,7 +153,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         res = track_agreement(_tracks_of(data, units, rows, where, index, frame), video=where[data.sample_ids[units[0]]][2],
                               tau=params["tau"], iou_threshold=params["iou_threshold"],
                               consensus=params["consensus"], quorum=params["quorum"],
-                              loca_unmatched=params["loca_unmatched"])
+                              loca_unmatched=params["loca_unmatched"],
+                              frame_count=extra.get("frame_count", {}).get(v))
         results.append(res)
         if params["consensus"]:
             consensus_docs.update(_consensus_documents(data.sample_ids[units], where, res.consensus, params["key"]))
@@ -194,7 +204,7 @@ def _consensus_documents(unit_ids, where: dict, consensus, key: str) -> dict:
         if unit is not None:
             docs[unit].append(label_document("Detections", label=None if lab is None else str(lab),
                                              bounding_box=[float(x) for x in box], index=int(tid),
-                                             confidence=float(conf), **{f"{key}_n_raters": int(n)}))
+                                             confidence=float(conf) if np.isfinite(conf) else None, **{f"{key}_n_raters": int(n)}))
     return docs
 
 

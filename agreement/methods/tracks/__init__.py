@@ -19,7 +19,7 @@ from agreement.methods.tracks.agreement import (
 )
 from agreement.methods.tracks.alpha import TrackAlphas, TrackReliability, track_alpha, track_reliability
 from agreement.methods.tracks.clear_mot import ClearMotResult, clear_mot, pool_clear_mot
-from agreement.methods.tracks.consensus import ConsensusTracks, consensus_tracks
+from agreement.methods.tracks.consensus import ConsensusTracks, consensus_tracks, mean_confidence
 from agreement.methods.tracks.correspondence import TrackMatching, TrackUnits, match_tracks, track_units
 from agreement.methods.tracks.data import Tracks
 from agreement.methods.tracks.hota import HOTA_ALPHAS, HotaResult, hota, pool_hota
@@ -50,6 +50,7 @@ __all__ = [
     "pool_clear_mot",
     "ConsensusTracks",
     "consensus_tracks",
+    "mean_confidence",
     "RaterPairTracks",
     "TrackAgreementResult",
     "track_agreement",

@@ -120,7 +120,7 @@ def _find_pair(pairs: Sequence[RaterPairTracks], a: str, b: str) -> RaterPairTra
 def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None = None, tau: float = 0.5,
                     iou_threshold: float = 0.5, consensus: bool = False, quorum: float = 0.5,
                     min_raters: int = 1, weights: Mapping[str, float] | None = None,
-                    loca_unmatched: str = "skip") -> TrackAgreementResult:
+                    loca_unmatched: str = "skip", frame_count: float | None = None) -> TrackAgreementResult:
     r"""Multi-rater agreement on the tracks of one video: units, α, HOTA, IDF1, CLEAR-MOT, consensus.
 
     Track units by STIoU ``>= tau``; α of presence, class and localisation (``δ = 1 - STIoU``); per rater pair
@@ -136,6 +136,9 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
         consensus: also build the consensus tracks (with ``quorum``, ``min_raters``, ``weights``).
         loca_unmatched: how HOTA's LocA counts a threshold without a match: ``"skip"`` (default: left out of
             the mean) or ``"one"`` (TrackEval's convention; :mod:`agreement.methods.tracks.hota`).
+        frame_count: the video's number of frames (``metadata.total_frame_count``): the chance pairs of α
+            compare videos of comparable length in relative time (:mod:`agreement.methods.tracks.chance`);
+            ``None``: the last annotated frame stands for it.
 
     Returns:
         :class:`TrackAgreementResult`.
@@ -153,7 +156,7 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
     check_loca_unmatched(loca_unmatched)
     vt = VideoTracks.build(tracks_by_rater, video)
     units = units_of_video(vt, tau)
-    reliability = track_reliability(vt, units)
+    reliability = track_reliability(vt, units, frame_count)
     pairs = []
     R = len(vt.raters)
     for a in range(R):

@@ -16,7 +16,14 @@ where ``k_f`` of the unit's raters have a box:
   (every box with a box when no box has a label) over the weight of all raters
   assigned to the video: ``c_f = Σ_{r agrees} w_r / Σ_{r assigned} w_r`` in
   ``(0, 1]``. A rater assigned to the video who did not track the object counts
-  against it.
+  against it. With a single rater assigned to the video the confidence is
+  undefined (NaN, :data:`LONE_RATER_REASON`): nobody could agree or disagree,
+  and a share of 1 would be a silent perfect score. The consensus boxes are
+  still that rater's boxes.
+
+:func:`mean_confidence` pools the videos: the mean confidence of the boxes
+whose confidence is defined, or ``None`` with the reason when none is (one
+rater; raters who never share a video, :data:`NEVER_MEET_REASON`; no box).
 
 The consensus tracks of a video are a :class:`Tracks` whose track ids are the
 unit numbers, with the confidence and the number of raters of each box.
@@ -27,7 +34,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -35,7 +42,15 @@ from agreement.methods.tracks.correspondence import TrackUnits, units_of_video
 from agreement.methods.tracks.data import Tracks, _label_codes
 from agreement.methods.tracks.video import VideoTracks
 
-__all__ = ["ConsensusTracks", "consensus_tracks", "consensus_of_video"]
+__all__ = ["ConsensusTracks", "consensus_tracks", "consensus_of_video", "mean_confidence", "LONE_RATER_REASON",
+           "NEVER_MEET_REASON"]
+
+#: Why a consensus box's confidence is NaN.
+LONE_RATER_REASON = ("a single rater is assigned to the video: nobody could agree or disagree, so the "
+                     "consensus track is that rater's track and its confidence is undefined")
+#: Why the pooled confidence is None when every video has one rater.
+NEVER_MEET_REASON = ("no video has two raters assigned: the raters never meet, so nothing is agreed or "
+                     "disagreed; each consensus track is one rater's track")
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,15 +59,20 @@ class ConsensusTracks:
 
     Attributes:
         tracks: :class:`Tracks` with one track per kept unit (track id = unit number), rater ``"consensus"``.
-        confidence: ``(n,)`` per box, the weighted share of the assigned raters agreeing with its class.
+        confidence: ``(n,)`` per box, the weighted share of the assigned raters agreeing with its class; NaN
+            when a single rater is assigned to the video (``reason``).
         n_raters: ``(n,)`` per box, the raters with a box on that frame in the unit.
         unit_raters: ``(n,)`` per box, the raters in its unit.
+        raters: the raters assigned to the video, in name order.
+        reason: why the confidences are NaN (empty when they are defined).
     """
 
     tracks: Tracks
     confidence: np.ndarray
     n_raters: np.ndarray
     unit_raters: np.ndarray
+    raters: tuple[str, ...] = ()
+    reason: str = ""
 
 
 def _weights(raters: tuple[str, ...], weights: Mapping[str, float] | None) -> np.ndarray:
@@ -109,7 +129,27 @@ def consensus_of_video(video: VideoTracks, units: TrackUnits, quorum: float = 0.
     m_u = size[g_unit] if G else np.zeros(0, np.int64)
     keep = (k >= float(quorum) * m_u - 1e-9) & (m_u >= int(min_raters))
     out = Tracks(g_frame[keep], mean[keep], g_unit[keep], g_label[keep], "consensus", video.video)
-    return ConsensusTracks(out, (agree_w / w.sum())[keep] if len(w) else np.zeros(0), k[keep], m_u[keep])
+    lone = len(w) < 2
+    conf = np.full(int(keep.sum()), np.nan) if lone else (agree_w / w.sum())[keep]
+    return ConsensusTracks(out, conf, k[keep], m_u[keep], tuple(video.raters), LONE_RATER_REASON if lone else "")
+
+
+def mean_confidence(consensi: Sequence[ConsensusTracks]) -> tuple[float | None, str]:
+    """The mean confidence of the consensus boxes of many videos, ``(value, "")`` or ``(None, reason)``.
+
+    ``mean(c_f)`` over the boxes whose confidence is defined (videos with two or more assigned raters), in
+    ``(0, 1]``; ``None`` with the reason when no box has one: every video has one rater (a single rater
+    overall, or raters who never share a video), or there is no consensus box.
+    """
+    parts = list(consensi)
+    conf = np.concatenate([c.confidence for c in parts] + [np.zeros(0)])
+    ok = np.isfinite(conf)
+    if ok.any():
+        return float(conf[ok].mean()), ""
+    if parts and all(len(c.raters) < 2 for c in parts):
+        everyone = {r for c in parts for r in c.raters}
+        return None, (NEVER_MEET_REASON if len(everyone) > 1 else LONE_RATER_REASON)
+    return None, "no consensus box: no track unit reaches the quorum"
 
 
 def consensus_tracks(tracks_by_rater: Mapping[str, Tracks], units: TrackUnits | None = None, *,
