@@ -19,7 +19,7 @@ import numpy as np
 from agreement.core.ratings import class_ratings
 from agreement.fo.method_spec import MethodOutput
 from agreement.fo.stored_values import label_document, new_object_ids
-from agreement.methods.consensus.api import rater_meets
+from agreement.methods.consensus.class_headline import class_consensus_headline
 from agreement.methods.consensus.class_labels import class_consensus
 
 __all__ = ["CLASS_METHODS", "class_consensus_output"]
@@ -58,17 +58,10 @@ def class_consensus_output(read, params: dict, report) -> MethodOutput:
     codes, key = ratings.codes, params["key"]
     report(0.0, f"{CLASS_METHODS[method]} on {codes.shape[0]:,} samples")
     res = class_consensus(codes, len(ratings.classes), method=CLASS_METHODS[method], seed=params.get("seed", 0))
-    rated = codes >= 0
-    has = rated.any(axis=1) & (res.labels >= 0)
-    votes = (codes == res.labels[:, None]) & rated
-    support = np.where(has, votes.sum(axis=1) / np.maximum(rated.sum(axis=1), 1), np.nan)
-    # raters who never meet: the sample's class is its one rater's, with no confidence (nothing identifies
-    # the rater), and nothing on a sample of one rater counts as agreed
-    n_rated, meets = rated.sum(axis=1), rater_meets(rated)
-    isolated = (n_rated < 2) & ~(rated & meets[None, :]).any(axis=1)
-    confidence = np.where(has & ~isolated, res.confidence, np.nan)
-    votes &= (n_rated >= 2)[:, None]
-    rated_met = rated & (n_rated >= 2)[:, None]
+    head = class_consensus_headline(codes, res.labels, res.confidence)
+    rated, has, n_rated, meets = codes >= 0, head.has, head.n_rated, head.meets
+    votes, rated_met, confidence = head.votes, head.rated_met, head.confidence
+    support = np.where(has, (codes == res.labels[:, None]).sum(axis=1) / np.maximum(n_rated, 1), np.nan)
     review = has & (confidence < params["review_band"][1])
     report(0.7, "consensus labels")
     ids = new_object_ids(int(has.sum()))
@@ -81,16 +74,12 @@ def class_consensus_output(read, params: dict, report) -> MethodOutput:
     attrs = {"confidence": [0.5], f"{key}_support": [0.5], f"{key}_review": [True]}
     per_rater = rated_met.sum(axis=0)
     agree = np.where(per_rater > 0, votes.sum(axis=0) / np.maximum(per_rater, 1), np.nan)
-    defined = np.isfinite(confidence)
     summary = {
-        "n_consensus": int(has.sum()), "n_review": int(review.sum()),
-        "n_single_rater": int((has & (n_rated < 2)).sum()),
-        "mean_confidence": float(confidence[defined].mean()) if defined.any() else None,
-        "mean_confidence_reason": "" if defined.any() else (
-            "no consensus label" if not has.any() else
-            "every sample's class is one rater's, and its raters never meet another: no confidence"),
-        "agreement": float(votes.sum() / rated_met.sum()) if rated_met.any() else None,
-        "agreement_reason": "" if rated_met.any() else "no sample has two raters assigned: nothing can be agreed",
+        "n_consensus": int(has.sum()), "n_review": int(review.sum()), "n_single_rater": head.n_single_rater,
+        "mean_confidence": None if np.isnan(head.mean_confidence) else head.mean_confidence,
+        "mean_confidence_reason": head.mean_confidence_reason,
+        "agreement": None if np.isnan(head.agreement) else head.agreement,
+        "agreement_reason": head.agreement_reason,
         "method": method, "n_raters": len(ratings.raters), "n_classes": len(ratings.classes),
     }
     detail = {"rater_report": _rater_report(ratings, res, agree, rated.sum(axis=0), meets),

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from agreement.methods.classes import class_alpha, masi_alpha
+from agreement.methods.consensus.class_headline import class_consensus_headline
 from agreement.methods.consensus.class_labels import class_consensus
 from agreement.simulate.noise.class_raters import (noisy_confusion, random_truth, simulate_class_raters,
                                                    uniform_spammer)
@@ -182,19 +183,21 @@ def tag_cells() -> list[Cell]:
 
 # ----------------------------------------------------------------------------- class consensus
 
-def consensus_headline(codes: np.ndarray, method: str) -> tuple[float, float, str]:
-    """The bridge's headline (:mod:`agreement.fo.class_consensus`): ``agreement`` (share of the votes equal
-    to the consensus) and ``mean_confidence``, with any warning or reason the result carries."""
+def consensus_headline(codes: np.ndarray, method: str) -> tuple[float, float, str, str]:
+    """The run's headline (:func:`agreement.methods.consensus.class_headline.class_consensus_headline`, which
+    the bridge writes): ``agreement``, ``mean_confidence`` and the reason of each (with any warning)."""
     res = class_consensus(codes, max(int(codes.max()) + 1, 1), method=method, seed=0)
-    rated = codes >= 0
-    has = rated.any(axis=1) & (res.labels >= 0)
-    votes = (codes == res.labels[:, None]) & rated
-    agreement = float(votes.sum() / max(int(rated.sum()), 1)) if rated.any() else math.nan
-    conf = float(np.nanmean(np.where(has, res.confidence, np.nan))) if has.any() else math.nan
-    why = " ".join(str(getattr(res, a, "") or "") for a in ("reason", "warning", "warnings")).strip()
-    if not rated.any():
-        why = why or "no rater gave a class"
-    return agreement, conf, why
+    head = class_consensus_headline(codes, res.labels, res.confidence)
+    extra = res.warning or ("no rater gave a class" if not (codes >= 0).any() else "")
+    reasons = [" ".join(x for x in (r, extra) if x) for r in (head.agreement_reason, head.mean_confidence_reason)]
+    return head.agreement, head.mean_confidence, reasons[0], reasons[1]
+
+
+#: Why the mean confidence of a class consensus is shown but not judged monotone.
+CONFIDENCE_NOT_MONOTONE = ("the consensus confidence is the fitted model's posterior, not an agreement statistic: "
+                           "with 3 raters near chance a maximum-likelihood fit can trust one rater entirely, and "
+                           "the confidence rises again (documented: docs/method-consensus.md, 'What the "
+                           "confidence means'); the agreement row is the one judged")
 
 
 def consensus_cells() -> list[Cell]:
@@ -219,11 +222,15 @@ def consensus_cells() -> list[Cell]:
         degen = {p: consensus_headline(c, method) for p, c in degenerate_codes().items()}
         for i, stat in enumerate(("agreement", "mean confidence")):
             m = f"Class consensus: {stat}"
-            out.append(identical_cell(m, kind, (ident[i], ident[2])))
+            out.append(identical_cell(m, kind, (ident[i], ident[2 + i])))
             for prop, het in (("chance_homogeneous", False), ("chance_heterogeneous", True)):
                 v = np.mean([c[i] for c in chance[het]])
                 out.append(na_cell(m, kind, prop, chance_why.format(v=f"{v:.3f}"), f"{v:.3f}"))
-            out.append(monotone_cell(m, kind, ACCURACIES, [x[i] for x in mono], "rater accuracy"))
+            if stat == "mean confidence":  # the model's posterior, not an agreement statistic: shown, not judged
+                out.append(na_cell(m, kind, "monotone", CONFIDENCE_NOT_MONOTONE,
+                                   " → ".join(f"{x[i]:.2f}" for x in mono)))
+            else:
+                out.append(monotone_cell(m, kind, ACCURACIES, [x[i] for x in mono], "rater accuracy"))
             out.append(invariant_cell(m, kind, base[i], {k: x[i] for k, x in vh.items()},
                                       {k: 1e-6 for k in vh}, "EM stops at its tolerance"))
             for prop, got in degen.items():
@@ -234,7 +241,7 @@ def consensus_cells() -> list[Cell]:
                                     "agreeing votes and the posterior are 1 (documented; not chance-corrected)"
                                     if ok else "unanimous raters should give 1"))
                     continue
-                out.append(degenerate_cell(m, kind, prop, (got[i], got[2]),
+                out.append(degenerate_cell(m, kind, prop, (got[i], got[2 + i]),
                                            need_none=prop in ("one_rater", "never_meet")))
     return out
 

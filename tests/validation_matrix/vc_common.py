@@ -86,8 +86,8 @@ def ks_chance_cell(method: str, kind: str, prop: str, values: Sequence[float], n
     se = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
     ok = m <= CHANCE_TOL or m <= null
     text = f"{m:.3f} ± {se:.3f}, null ≤ {null:.3f}" + (f" ({extra})" if extra else "")
-    return Cell(method, kind, prop, text, ok, "" if ok else
-                "KS at chance: ≤ 0.05 or ≤ the Kolmogorov null's 99.9 % quantile for the samples compared")
+    return Cell(method, kind, prop, text, ok, "KS at chance: ≤ 0.05 or ≤ the Kolmogorov null's 99.9 % quantile "
+                "for the samples compared (frame labels: frames of a video count as one draw)")
 
 
 def na_cell(method: str, kind: str, prop: str, why: str, value: str = "—") -> Cell:

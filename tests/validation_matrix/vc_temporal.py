@@ -82,7 +82,10 @@ def scores(items, groups_by_video: bool, ids: list[str] | None = None,
         for k in GEOMETRY:
             e = getattr(res, k)
             out[k] = (float(e.value), e.reason)
-        out["ks_null"] = (ks_null(int(res.n_within), int(res.n_between)), "")
+        # frames of one video are one draw of its objects, not independent samples: the null counts videos
+        # (the design effect of whole clusters: n / frames per video)
+        per = len(data.sample_ids) / max(len(np.unique(groups)), 1) if groups_by_video else 1.0
+        out["ks_null"] = (ks_null(max(1, round(res.n_within / per)), max(1, round(res.n_between / per))), "")
     except Exception as e:  # noqa: BLE001
         out.update({k: (math.nan, f"error: {type(e).__name__}: {e}") for k in GEOMETRY})
     return out
@@ -206,13 +209,15 @@ def _videos(seed: int, n: int, frames: int, objects: int) -> list:
 
 def frame_cells() -> list[Cell]:
     """Frame labels (boxes on video frames; every frame a sample, chance pairs between videos). Random
-    raters: each rater draws its own synthetic videos (another seed). Heterogeneous: 6 videos of 60–600
+    raters: each rater draws its own synthetic videos (another seed); homogeneous: 80 videos of 10 frames, 4
+    objects (a KS statistic needs many independent videos: frames of one video are one draw of its objects).
+    Heterogeneous: 6 videos of 60–600
     frames (log-uniform), 1–20 objects per rater and video, a crowd of 20 raters of whom 2–5 rate each video."""
     from agreement.simulate.video import VideoNoise, simulate_video_raters
     raters = ("r0", "r1", "r2")
     ref = _videos(0, 4, 30, 3)
     ident = D.frame_items({r: ref for r in raters})
-    homog = [D.frame_items({r: _videos(100 * s + i + 7, 8, 40, 4) for i, r in enumerate(raters)}) for s in SEEDS]
+    homog = [D.frame_items({r: _videos(100 * s + i + 7, 80, 10, 4) for i, r in enumerate(raters)}) for s in SEEDS]
     het = []
     for s in SEEDS:
         rng = np.random.default_rng(50 + s)
