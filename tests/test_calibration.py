@@ -154,6 +154,47 @@ def test_deterministic_and_sample_order_invariant():
     assert calibrate(data, seed=7).to_dict() == calibrate(shuffled, seed=7).to_dict()
 
 
+def _renamed_and_reordered(data, names, seed=0):
+    """``data`` with its raters renamed (``names[old]``; a different sort order), their order reversed,
+    samples reordered and each set's labels shuffled."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(data.num_samples)
+    sets = []
+    for s in order:
+        m = {}
+        for name, aset in data.sets(int(s)).items():
+            p = rng.permutation(len(aset))
+            m[names[name]] = AnnotationSet(aset.boxes[p], aset.labels[p], aset.ids[p])
+        sets.append(m)
+    raters = [names[r] for r in reversed(data.raters)]
+    sizes = data.image_sizes[order] if data.image_sizes is not None else None
+    return MultiRaterAnnotations.from_sets(data.sample_ids[order], raters, sets, box_policy="clip", image_sizes=sizes)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), R=st.integers(2, 4), mode=st.sampled_from(["jitter", "unrelated"]),
+       strata=st.booleans())
+def test_draws_do_not_depend_on_rater_names_or_any_order(seed, R, mode, strata):
+    """Issue 47: the D_e draws used to be consumed in rater order from one generator, so renaming the raters
+    moved D+ by 2e-3 to 7e-3. They are keyed by the sample ids and the sets' geometry: renaming raters
+    (reversing their sort order), reordering samples, raters and labels leaves D_o and D_e the same
+    multisets, and every number of the calibration the same."""
+    raters = tuple("abcd"[:R])
+    data = _corpus(seed, S=30, raters=raters, mode=mode)
+    if strata:  # two image-size strata: the draws stay in the reference's stratum
+        data = MultiRaterAnnotations.from_sets(
+            data.sample_ids, list(data.raters), [data.sets(s) for s in range(data.num_samples)],
+            image_sizes=np.array([[640.0, 480.0] if s % 3 else [64.0, 64.0] for s in range(data.num_samples)]))
+    other = _renamed_and_reordered(data, dict(zip(raters, ("z", "y", "x", "w"))), seed)
+    for distance in ("iou", "giou"):
+        (d_o, d_e), (p_o, p_e) = (disagreement_samples(x, distance, seed=3) for x in (data, other))
+        np.testing.assert_array_equal(np.sort(d_o), np.sort(p_o))
+        np.testing.assert_array_equal(np.sort(d_e), np.sort(p_e))
+    a, b = calibrate(data, distances=("iou", "giou"), seed=3), calibrate(other, distances=("iou", "giou"), seed=3)
+    assert (a.best_distance, a.best_ks) == (b.best_distance, b.best_ks)
+    assert a.tau == pytest.approx(b.tau, rel=1e-12, abs=1e-12)  # densities summed in another order
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), S=st.integers(2, 6), p=st.floats(0.3, 1.0))
 def test_sizes_and_range(seed, S, p):

@@ -379,6 +379,46 @@ def test_review_flags_follow_the_band():
 
 
 # --------------------------------------------------------------------------
+# Degenerate designs: nothing labelled, raters who never meet (issue 47)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["em", "majority", "wbf"])
+def test_nothing_labelled_gives_no_consensus_and_says_why(method):
+    """Every rater looked and drew nothing: the EM divided by zero classes. Now: no unit, no consensus
+    label, agreement and mean confidence NaN with the reason, on the result and in its summary."""
+    empty = AnnotationSet.empty()
+    data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(5)], RATERS, [{r: empty for r in RATERS}] * 5,
+                                           image_sizes=np.tile([100.0, 100.0], (5, 1)))
+    res = consensus(data, method)
+    assert res.n_units == 0 and res.n_consensus == 0 and res.converged
+    assert np.isnan(res.agreement) and res.agreement_reason.startswith("no rater labelled anything")
+    assert np.isnan(res.mean_confidence) and res.mean_confidence_reason.startswith("no rater labelled anything")
+    s = res.summary()
+    assert np.isnan(s["agreement"]) and s["agreement_reason"] == res.agreement_reason
+    assert np.isnan(s["mean_confidence"]) and s["mean_confidence_reason"] == res.mean_confidence_reason
+    assert res.to_annotations().num_samples == 5 and len(res.to_annotations()) == 0
+
+
+def test_raters_who_never_meet_leave_the_library_result_undefined_with_the_reason():
+    """alice labels samples 0-9, bob 10-19: the result itself (not only the bridge's summary) has agreement
+    and mean confidence NaN with the reason, and the single-rater labels are kept."""
+    box = AnnotationSet([[0.1, 0.1, 0.3, 0.3]], ["cat"], [None])
+    sets = [{"alice": box} if i < 10 else {"bob": box} for i in range(20)]
+    res = consensus(MultiRaterAnnotations.from_sets([f"s{i}" for i in range(20)], ["alice", "bob"], sets))
+    assert np.isnan(res.agreement) and "never meet" in res.agreement_reason
+    assert np.isnan(res.mean_confidence) and "never meet" in res.mean_confidence_reason
+    assert res.n_consensus == 20 and res.summary()["n_single_rater"] == 20
+    assert res.summary()["agreement_reason"] == res.agreement_reason
+
+
+def test_defined_headline_has_no_reason():
+    res = consensus(_identical())
+    assert res.agreement == pytest.approx(1.0) and res.agreement_reason == ""
+    assert 0.5 < res.mean_confidence <= 1.0 and res.mean_confidence_reason == ""
+
+
+# --------------------------------------------------------------------------
 # Bad input
 # --------------------------------------------------------------------------
 

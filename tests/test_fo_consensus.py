@@ -85,3 +85,21 @@ def test_panel_shows_rater_bars(fo, mask_ds):
     assert [t["name"] for t in data["bars_0"]] == ["sensitivity", "specificity"]
     assert data["bars_0"][0]["x"] == ["a", "b", "c"]
     assert sum(data["histogram"][0]["y"]) == 3
+
+
+@pytest.mark.parametrize("method", ["em", "majority", "wbf"])
+def test_consensus_of_raters_who_drew_nothing_is_a_run_with_warnings(fo, make_dataset, method):
+    """Issue 47: every rater looked and drew nothing (empty ``Detections()``): the EM used to divide by zero
+    classes. The run completes: no consensus label, agreement and mean confidence None with the reason,
+    and the run warns that nothing was labelled."""
+    import fiftyone.operators as foo
+
+    ds = make_dataset([fo.Sample(filepath=f"/empty/{i}.jpg", a=fo.Detections(), b=fo.Detections())
+                       for i in range(4)])
+    r = foo.execute_operator("@iaa/agreement/compute_consensus", ctx=dict(
+        view=ds.view(), params=dict(fields=["a", "b"], key="nil", method=method))).result
+    assert r["n_consensus"] == 0 and r["n_units"] == 0
+    assert r["agreement"] is None and "no rater labelled anything" in r["agreement_reason"]
+    assert r["mean_confidence"] is None and "no rater labelled anything" in r["mean_confidence_reason"]
+    assert any("no rater drew any label" in w for w in r["warnings"])
+    assert ds.count("nil_consensus.detections") == 0

@@ -825,6 +825,50 @@ def test_ranges_and_consistency(data, distance, threshold):
     assert r.n_within == len(r.pair_distance)
 
 
+@st.composite
+def tied_corpora(draw_):
+    """Boxes in the cells of a 4 x 4 grid (one cell each, jittered inside it): two boxes of different
+    cells share nothing (IoU exactly 0), so at threshold 0 many matchings tie on total similarity."""
+    S, R = draw_(st.integers(2, 5)), draw_(st.integers(2, 3))
+    sets = []
+    for _ in range(S):
+        m = {}
+        for r in range(R):
+            cells = draw_(st.lists(st.integers(0, 15), min_size=0, max_size=4, unique=True))
+            m[f"r{r}"] = [([0.25 * (c % 4) + draw_(st.sampled_from([0.01, 0.03])), 0.25 * (c // 4) + 0.02,
+                            0.15, 0.15], draw_(st.sampled_from(CLASSES[:3]))) for c in cells]
+        sets.append(m)
+    return boxes_corpus(sets, raters=tuple(f"r{r}" for r in range(R)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tied_corpora(), st.integers(0, 1000), st.sampled_from(["iou", "giou"]))
+def test_ties_at_threshold_zero_do_not_depend_on_the_order_of_labels_samples_or_raters(data, seed, distance):
+    """Issue 47: at threshold 0 every pair is eligible and pairs of similarity 0 (or below what ``K + s`` resolves)
+    tie; the matching breaks such ties by the annotations' geometry (``ties.pair_tiebreak``), never by their
+    order: every statistic, classification α included, is unchanged when samples, each rater's labels and the
+    raters are reordered."""
+    kw = dict(distance=distance, threshold=0.0, bootstrap=None)
+    _assert_same(geometry_agreement(data, **kw), geometry_agreement(_permuted(data, seed)[0], **kw), rtol=1e-12)
+
+
+def test_ties_at_threshold_zero_keypoints_and_3d_polylines():
+    """The matrix's failing cells: keypoints (OKS underflows to values that ``K + s`` cannot resolve) and
+    3D polylines (F1 exactly 0 between unrelated polylines), classification α under reordering."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(REPO / "tests"))
+    from validation_matrix.images_corpora import realise, reference
+    from validation_matrix.images_designs import crowd, renamed_raters, reordered
+
+    base = crowd(reference(24, seed=0))
+    for kind, distance in (("keypoints", "oks"), ("3D polylines", "polyline3d_f1")):
+        ref = geometry_agreement(realise(base, kind), distance=distance, threshold=0.0, bootstrap=None)
+        for variant in (reordered(base), renamed_raters(base)):
+            _assert_same(ref, geometry_agreement(realise(variant, kind), distance=distance, threshold=0.0,
+                                                 bootstrap=None), rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------
 # Shared LVIS data
 # ---------------------------------------------------------------------------

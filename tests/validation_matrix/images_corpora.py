@@ -10,7 +10,11 @@ each (possibly perturbed) box from its object's shape:
 * instance masks: an ellipse rasterised over the box at the image's pixel size;
 * keypoints: 17 points (COCO's person skeleton size) at shape-given places in the box;
 * 3D cuboids, points and polylines: the box read as a ground-plane footprint in a 50-unit scene
-  (``x, y = 50 * centre``, sizes ``50 * w, 50 * h``), height, yaw and line shape from the shape.
+  (``x, y = 50 * centre``, sizes ``50 * w, 50 * h``), height, yaw and line shape from the shape. A 3D
+  corpus has no image sizes (NaN), as the bridge reads 3D scenes (``agreement.fo.chance_strata``: one
+  chance stratum). On the heterogeneous design its scenes therefore mix scales: an object of ``p`` pixels
+  on an image of scale ``L`` becomes ``50 p / L`` units, so the relative size of objects in their scene
+  varies 64-fold from scene to scene, as a tabletop scan and a street scene do.
 
 So the simulator's perturbations of the boxes (:func:`agreement.simulate.noise.perturbation_series`: shift,
 drop, swap, coupled across levels, perturbed boxes keep their source's label id) perturb every label type
@@ -245,9 +249,10 @@ def realise(obj: Objects, kind: str, upscale: int = 1) -> MultiRaterAnnotations:
         kw["masks"] = _masks(_grid(data, boxes), upscale)
     elif kind == "keypoints":
         kw["keypoints"] = _keypoints(boxes, sh).reshape(len(data), NUM_KEYPOINTS, 2)
-    elif kind in KINDS_3D:
+    elif kind in KINDS_3D:  # a 3D scene has no image size: as the bridge reads it (no chance strata)
         kw = _three_d(kind, boxes, sh)
         boxes = np.full_like(boxes, np.nan)
+        sizes = np.full_like(sizes, np.nan)
     elif kind != "boxes":
         raise ValueError(f"unknown label type {kind!r}")
     return MultiRaterAnnotations(

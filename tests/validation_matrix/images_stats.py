@@ -173,9 +173,10 @@ def _geometry(data: MultiRaterAnnotations, kind: str) -> dict[str, Measure]:
 def _consensus(data: MultiRaterAnnotations) -> dict[str, Measure]:
     from agreement.methods.consensus import consensus
 
-    s = consensus(data).summary()
-    conf = s["mean_confidence"]
-    return {"consensus": Measure(float(s["agreement"]), "", extra=f"conf. {conf:.3f}")}
+    r = consensus(data)
+    conf = f"conf. {r.mean_confidence:.3f}" if np.isfinite(r.mean_confidence) else \
+        f"conf. undefined: {r.mean_confidence_reason}"
+    return {"consensus": Measure(r.agreement, r.agreement_reason, extra=conf)}
 
 
 def _calibration(data: MultiRaterAnnotations, kind: str) -> dict[str, Measure]:

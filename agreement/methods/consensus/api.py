@@ -14,7 +14,7 @@ from agreement.methods.consensus.em import ConsensusModel, fit_em
 from agreement.methods.consensus.majority import majority_vote
 from agreement.methods.consensus.pixels import fuse_pixels
 from agreement.methods.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
-from agreement.methods.consensus.result import ConsensusResult
+from agreement.methods.consensus.result import NO_TWO_RATERS, ConsensusResult
 from agreement.methods.consensus.threshold import check_tau_or_auto, resolve_tau
 from agreement.methods.consensus.units import (
     METHODS,
@@ -276,8 +276,7 @@ def rater_meets(assigned: np.ndarray) -> np.ndarray:
 
 
 #: Why a number that needs raters to meet is NaN.
-NEVER_MEET_REASON = ("no sample has two raters assigned: the raters never meet, so nothing is agreed or "
-                     "disagreed; each consensus label is one rater's label")
+NEVER_MEET_REASON = NO_TWO_RATERS
 ISOLATED_REASON = ("the raters of these samples never share a sample with another rater: a confidence, "
                    "sensitivity or agreement cannot be estimated for them")
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.methods.consensus.api import rater_meets
+from agreement.methods.consensus.result import NOTHING_LABELLED
 
 __all__ = ["ClassConsensusHeadline", "class_consensus_headline"]
 
@@ -82,7 +83,7 @@ def class_consensus_headline(codes: np.ndarray, labels: np.ndarray, confidence: 
     defined = np.isfinite(conf)
     return ClassConsensusHeadline(
         agreement=float(votes.sum() / rated_met.sum()) if rated_met.any() else float("nan"),
-        agreement_reason="" if rated_met.any() else NO_TWO_RATERS,
+        agreement_reason="" if rated_met.any() else NOTHING_LABELLED if not rated.any() else NO_TWO_RATERS,
         mean_confidence=float(conf[defined].mean()) if defined.any() else float("nan"),
         mean_confidence_reason="" if defined.any() else (NO_LABEL if not has.any() else NO_CONFIDENCE),
         confidence=conf, has=has, votes=votes, rated_met=rated_met, n_rated=n_rated, meets=meets,

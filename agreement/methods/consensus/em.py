@@ -211,6 +211,8 @@ def _check_confusion_size(R: int, C: int) -> None:
 def _class_m_step(counts: np.ndarray, prior_counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """``(log p_y (C,), log π_r[y, c] transposed to (R, C_obs, C_true))`` from weighted counts ``(R, C, C)``."""
     R, C, _ = counts.shape
+    if C == 0:  # no annotation, hence no class: nothing to estimate
+        return np.zeros(0), np.zeros((R, 0, 0))
     with np.errstate(divide="ignore", invalid="ignore"):
         prior = (prior_counts + alpha / C) / (prior_counts.sum() + alpha)
         if alpha > 0:
@@ -559,6 +561,11 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
             fused = pb.fuse(_weights(pb, model) * _robust(pb, model, fused))
         return EMFit(w, *tops, fused=fused, model=model, n_iter=0, converged=True)
     w = units.size / np.maximum(pb.A.sum(axis=1)[units.unit_sample], 1.0)
+    if units.n_units == 0:  # no rater labelled anything: no unit, one M-step gives the (undefined) parameters
+        model, _ = _m_step(pb, w, np.zeros((pb.R, pb.C, pb.C)), np.zeros(pb.C), pb.fuse(np.ones(0)),
+                           np.full(pb.R, 0.5), smoothing, coincidence, tail)
+        w, tops, _, _, _ = _e_pass(pb, model)
+        return EMFit(w, *tops, fused=pb.fuse(np.ones(0)), model=model, n_iter=0, converged=True)
     counts, prior_counts = _vote_counts(units, pb.mr, pb.mc, w, pb.R, pb.C)
     robust = np.ones(len(units.order))
     fused = pb.fuse(robust)

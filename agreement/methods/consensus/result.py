@@ -16,7 +16,13 @@ import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 
-__all__ = ["RaterReport", "ConsensusResult"]
+__all__ = ["RaterReport", "ConsensusResult", "NOTHING_LABELLED", "NO_TWO_RATERS"]
+
+#: Why the headline numbers are NaN when no rater drew anything.
+NOTHING_LABELLED = "no rater labelled anything: there is no label to agree on"
+#: Why the agreement is NaN when no sample has two raters.
+NO_TWO_RATERS = ("no sample has two raters assigned: the raters never meet, so nothing is agreed or disagreed; "
+                 "each consensus label is one rater's label")
 
 
 @dataclass(frozen=True)
@@ -203,28 +209,60 @@ class ConsensusResult:
         """Annotation rows fused into unit ``u``."""
         return self.member_rows[self.member_offsets[u]:self.member_offsets[u + 1]]
 
+    def _rows_met(self) -> np.ndarray:
+        """``(N,)`` bool: the annotation is on a sample of two raters or more."""
+        rated = self.sample_n_raters if self.sample_n_raters is not None else self.n_assigned_per_sample
+        if self.row_sample is None:
+            return np.ones(len(self.row_agrees), bool)
+        return (rated >= 2)[np.asarray(self.row_sample, dtype=np.intp)]
+
+    @property
+    def agreement(self) -> float:
+        """Share of the labels on samples of two raters or more that agree with the consensus (same kept
+        unit, same class), in ``[0, 1]``; NaN with :attr:`agreement_reason` when there is no such label."""
+        rows = self._rows_met()
+        return float(self.row_agrees[rows].mean()) if rows.any() else float("nan")
+
+    @property
+    def agreement_reason(self) -> str:
+        """Why :attr:`agreement` is NaN (``""`` when it is defined)."""
+        if self._rows_met().any():
+            return ""
+        if not len(self.row_agrees):
+            return NOTHING_LABELLED
+        rated = self.sample_n_raters if self.sample_n_raters is not None else self.n_assigned_per_sample
+        return NO_TWO_RATERS if not (rated >= 2).any() else "no label on a sample of two raters or more"
+
+    @property
+    def mean_confidence(self) -> float:
+        """Mean confidence of the consensus labels where defined (NaN with :attr:`mean_confidence_reason`)."""
+        conf = self.confidence[self.is_consensus & np.isfinite(self.confidence)]
+        return float(conf.mean()) if len(conf) else float("nan")
+
+    @property
+    def mean_confidence_reason(self) -> str:
+        """Why :attr:`mean_confidence` is NaN (``""`` when it is defined)."""
+        if np.isfinite(self.confidence[self.is_consensus]).any():
+            return ""
+        if not len(self.row_agrees):
+            return "no rater labelled anything: no consensus label"
+        if not self.is_consensus.any():
+            return "no consensus label"
+        return "every consensus label is one rater's, and its raters never meet another: no confidence"
+
     def summary(self) -> dict[str, Any]:
-        """Headline numbers as a flat dict (the operator's ``ExecutionResult.result``)."""
+        """Headline numbers as a flat dict (the operator's ``ExecutionResult.result``); ``agreement`` and
+        ``mean_confidence`` NaN with ``agreement_reason`` / ``mean_confidence_reason`` where undefined."""
         kept = self.is_consensus
         rated = self.sample_n_raters if self.sample_n_raters is not None else self.n_assigned_per_sample
         single = (rated < 2)[self.unit_sample] if len(self.unit_sample) else np.zeros(0, bool)
-        met = rated >= 2
-        rows = (met[np.asarray(self.row_sample, dtype=np.intp)] if self.row_sample is not None
-                else np.ones(len(self.row_agrees), bool))  # rows on samples of two raters or more
-        conf = self.confidence[kept & np.isfinite(self.confidence)]
-        agree_reason = ("" if rows.any() else "no sample has two raters assigned: nothing can be agreed"
-                        if not met.any() else "no label on a sample of two raters or more")
         return {
             "method": self.method, "geometry": self.geometry, "n_samples": int(len(self.sample_ids)),
             "n_units": int(self.n_units), "n_consensus": int(kept.sum()), "n_review": int(self.review.sum()),
             "n_review_samples": int((self.sample_n_review > 0).sum()),
             "n_single_rater": int((kept & single).sum()),
-            "mean_confidence": float(conf.mean()) if len(conf) else float("nan"),
-            "mean_confidence_reason": "" if len(conf) else (
-                "no consensus label" if not kept.any() else
-                "every consensus label is one rater's, and its raters never meet another: no confidence"),
-            "agreement": float(self.row_agrees[rows].mean()) if rows.any() else float("nan"),
-            "agreement_reason": agree_reason,
+            "mean_confidence": self.mean_confidence, "mean_confidence_reason": self.mean_confidence_reason,
+            "agreement": self.agreement, "agreement_reason": self.agreement_reason,
             "n_iter": int(self.n_iter), "converged": bool(self.converged),
             **{k: v for k, v in self.params.items() if isinstance(v, (int, float, str, bool))},
         }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
+from agreement.methods.geometry_agreement.ties import row_content_keys
 from agreement.methods.geometry_agreement.within import _PairSums
 from agreement.core.strata import stratum_ranks
 
@@ -267,7 +268,7 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
             task_pairs.append(np.repeat(ks, clen))  # set pair of every column
     colpos, ei, ej, es = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     ep = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
-    mk = _match_entries(ep, ei, ej, es, N)
+    mk = _match_entries(ep, ei, ej, es, N, tie_keys=lambda rows: row_content_keys(data, rows))
     pid = ep[mk]
     matched = np.bincount(pid, minlength=K).astype(np.int64)
     return _BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,

@@ -8,6 +8,8 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -18,6 +20,7 @@ from agreement.geometry.boxes import (
     pairwise_giou,
     pairwise_iou,
 )
+from agreement.methods.geometry_agreement.ties import TIE_EPS, pair_tiebreak
 
 
 _STACK_BLOCK = 8_192  # entries of a block of stacked small tasks (box similarities)
@@ -67,14 +70,22 @@ def _stacker(distance: str, data):
 # --------------------------------------------------------------------------
 
 
-def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarray, n_rows: int) -> np.ndarray:
+def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarray, n_rows: int,
+                   tie_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Which eligible entries the threshold matching keeps, for many set pairs.
 
     ``pair[e]`` is the set pair of entry ``e`` (rows ``i[e]`` of side A and
     ``j[e]`` of side B, similarity ``sim[e] >= t``). Set pairs whose eligible
     entries already form a matching (no row or column with two) keep them
-    all; the others are solved by the Hungarian algorithm on ``K + sim``
-    (maximum cardinality, then maximum total similarity).
+    all; the others are solved by the Hungarian algorithm on
+    ``K + sim + TIE_EPS * tie`` (maximum cardinality, then maximum total
+    similarity). ``tie`` (:func:`agreement.methods.geometry_agreement.ties.pair_tiebreak`
+    of ``tie_keys(rows)``, the rows' content keys) decides between matchings of
+    equal total similarity (many pairs of similarity exactly 0 at threshold 0,
+    or similarities too small to move ``K + sim`` in double precision) by the
+    two annotations' geometry, so that the matching does not depend on the
+    order of labels, samples or raters; without ``tie_keys`` such ties follow
+    the input order.
     """
     E = len(pair)
     matched = np.zeros(E, dtype=bool)
@@ -102,12 +113,14 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
         pj_n = np.diff(np.r_[pj_first, len(uj)])
         bounds = np.searchsorted(p_sorted, bad_pairs, side="left")
         ends = np.r_[bounds[1:], len(idx)]
+        tie = (TIE_EPS * pair_tiebreak(tie_keys(i[idx]), tie_keys(j[idx])) if tie_keys is not None
+               else np.zeros(len(idx)))
         for q, (lo, hi) in enumerate(zip(bounds.tolist(), ends.tolist())):
             e = idx[lo:hi]
             r_loc = li[lo:hi] - pi_first[q]
             c_loc = lj[lo:hi] - pj_first[q]
             w = np.zeros((int(pi_n[q]), int(pj_n[q])))
-            w[r_loc, c_loc] = (min(w.shape) + 1.0) + sim[e]
+            w[r_loc, c_loc] = (min(w.shape) + 1.0) + sim[e] + tie[lo:hi]
             r, c = linear_sum_assignment(w, maximize=True)
             chosen = np.zeros(w.shape, dtype=bool)
             chosen[r, c] = True

@@ -89,10 +89,14 @@ Conventions (and how they relate to the reference package ``kalos``):
   cost ``λ (1 - GIoU) / 2``, hence ``β = λ τ*`` (:func:`beta_from_tau`).
 
 Determinism. Samples are ordered canonically (sorted by ``str`` of the id, as
-:func:`agreement.methods.ot.alpha_ot.canonical_sample_order`), raters by name; the draws
-of ``D_e`` come from ``numpy.random.default_rng(seed)`` in that order and are
-shared by every distance (paired comparison). The same corpus gives the same
-``D_o`` and ``D_e`` (values and order) whatever the order of its samples.
+:func:`agreement.methods.ot.alpha_ot.canonical_sample_order`). Each draw of ``D_e``
+is a counter-based splitmix64 number keyed by the seed, the reference sample's
+canonical rank and the rank of the reference set among the sets of its sample ordered by their
+geometry (:func:`agreement.methods.geometry_agreement.ties.set_content_keys`); the
+drawn rater is ranked the same way. So the draws never depend on rater names nor on
+the order of samples, raters or labels, and are shared by every distance (paired
+comparison): the same corpus gives the same ``D_o`` and ``D_e`` (as multisets; in
+the same order whatever the order of its samples) after any such reordering or renaming.
 
 Reference: D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus: A
 Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex Vision

@@ -1,7 +1,9 @@
 """The two disagreement samples of the calibration (:mod:`agreement.methods.kalos.calibration`): observed ``D_o``
 (every annotation's nearest-neighbour distance to each other assigned rater's set on its sample, 1
 against an empty set) and expected ``D_e`` (the same against a randomly drawn rater's set on a
-randomly drawn other sample), drawn in canonical sample order from ``numpy.random.default_rng(seed)``.
+randomly drawn other sample). Each draw is a function of the seed, the reference sample's canonical rank
+(by ``str`` of its id) and the rank of the reference set among its sample's sets ordered by their geometry (:func:`_plan`), so that it
+depends on neither the rater names nor the order of samples, raters or labels.
 
 Reference: Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (empirical disagreement
 distributions).
@@ -15,7 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from agreement.methods.geometry_agreement.ties import set_content_keys
 from agreement.methods.ot.alpha_ot import canonical_sample_order
+from agreement.methods.ot.strata import _GOLDEN, _mix64, _uniform
 from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.similarity import check_similarity, SIMILARITIES, similarity_matrix
@@ -54,10 +58,10 @@ class _Plan:
     n_eligible: int
 
 
-def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = None) -> _Plan:
-    order = canonical_sample_order(data.sample_ids)
-    assigned = data.assigned
-    counts = data.counts()
+def _observed_triples(data: MultiRaterAnnotations, order: np.ndarray) -> list[tuple[int, int, int]]:
+    """The observed ``(sample, rater a, rater b)`` triples, ``a < b`` assigned to the sample and one of them
+    with annotations, samples in ``order``."""
+    assigned, counts = data.assigned, data.counts()
     observed = []
     for s in order:
         raters = np.flatnonzero(assigned[s])
@@ -65,57 +69,68 @@ def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = No
             for b in raters[i + 1:]:
                 if counts[s, a] or counts[s, b]:
                     observed.append((int(s), int(a), int(b)))
-    # Expected: one draw per non-empty (sample, rater) set.
-    eligible = order[assigned[order].any(axis=1)]  # samples with an assigned rater
-    E = len(eligible)
-    ref_s, ref_r = [], []
-    for s in order:
-        for r in np.flatnonzero(assigned[s] & (counts[s] > 0)):
-            ref_s.append(s)
-            ref_r.append(r)
-    ref_s = np.asarray(ref_s, dtype=np.intp)
-    ref_r = np.asarray(ref_r, dtype=np.intp)
-    if E < 2 or len(ref_s) == 0:
-        empty = np.zeros(0, dtype=np.intp)
-        return _Plan(tuple(observed), empty, empty, empty, empty, E)
-    rng = np.random.default_rng(seed)
-    k_of = stratum_ranks(strata, data.num_samples)
-    if k_of.max(initial=0) > 0:
-        return _plan_in_strata(data, observed, eligible, ref_s, ref_r, k_of, rng)
-    pos = np.full(data.num_samples, -1, dtype=np.intp)
-    pos[eligible] = np.arange(E)
-    k = rng.integers(0, E - 1, size=len(ref_s))
-    k += k >= pos[ref_s]  # skip the reference sample itself: never the same sample
-    draw_s = eligible[k]
-    n_assigned = assigned[draw_s].sum(axis=1)
-    j = rng.integers(0, n_assigned)  # rank of the drawn rater among those assigned
-    rank = np.cumsum(assigned[draw_s], axis=1) - 1
-    draw_r = np.argmax(assigned[draw_s] & (rank == j[:, None]), axis=1).astype(np.intp)
-    return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, E)
+    return observed
 
 
-def _plan_in_strata(data: MultiRaterAnnotations, observed: list, eligible: np.ndarray, ref_s: np.ndarray,
-                    ref_r: np.ndarray, k_of: np.ndarray, rng: np.random.Generator) -> _Plan:
-    """The expected draws under chance strata: the other sample uniformly among the eligible samples of the
-    reference's stratum (a reference alone in its stratum gets no draw)."""
+def _content_ranks(cell_s: np.ndarray, cell_r: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The rank of each cell ``(cell_s, cell_r)`` among the cells of its sample ordered by their sets'
+    content keys (rater index only between sets of equal content, whose distances are equal)."""
+    order = np.lexsort((cell_r, keys[cell_s, cell_r], cell_s))
+    first = np.searchsorted(cell_s[order], cell_s[order], side="left")
+    rank = np.empty(len(order), np.intp)
+    rank[order] = np.arange(len(order)) - first
+    return rank
+
+
+def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = None) -> _Plan:
+    """The observed triples and one expected draw per non-empty (sample, rater) set (module docstring).
+
+    Each draw is a function of the seed, the reference sample's canonical rank (its place among the ids
+    sorted by ``str``, whatever the corpus order) and the reference set's rank among the sets of its sample
+    ordered by content (:func:`agreement.methods.geometry_agreement.ties.set_content_keys`),
+    never of rater names or of the order of samples, raters or labels: the other sample is drawn uniformly
+    among the eligible samples of the reference's stratum (canonical order, the reference itself skipped),
+    the rater uniformly among those assigned to it, ranked by the content of their sets.
+    """
+    S = data.num_samples
+    order = canonical_sample_order(data.sample_ids)
+    observed = _observed_triples(data, order)
+    assigned = np.asarray(data.assigned, dtype=bool)
+    eligible = order[assigned[order].any(axis=1)]  # samples with an assigned rater, canonical order
+    empty = np.zeros(0, dtype=np.intp)
+    ref_s, ref_r = np.nonzero(assigned & (data.counts() > 0))
+    if len(eligible) < 2 or not len(ref_s):
+        return _Plan(tuple(observed), empty, empty, empty, empty, len(eligible))
+    keys = set_content_keys(data)
+    slot = _content_ranks(ref_s, ref_r, keys)
+    srank = np.empty(S, np.intp)
+    srank[order] = np.arange(S)
+    o = np.lexsort((slot, srank[ref_s]))  # canonical sample order, then content order
+    ref_s, ref_r, slot = ref_s[o], ref_r[o], slot[o]
+    k_of = stratum_ranks(strata, S)
     el = eligible[np.lexsort((np.arange(len(eligible)), k_of[eligible]))]  # by stratum, canonical within
-    K = int(k_of.max()) + 1
-    start = np.searchsorted(k_of[el], np.arange(K + 1))
+    start = np.searchsorted(k_of[el], np.arange(int(k_of.max(initial=0)) + 2))
     E_k = np.diff(start)
-    pos = np.full(data.num_samples, -1, dtype=np.intp)
+    pos = np.full(S, -1, dtype=np.intp)
     pos[el] = np.arange(len(el))
-    ok = E_k[k_of[ref_s]] >= 2
-    ref_s, ref_r = ref_s[ok], ref_r[ok]
+    ok = E_k[k_of[ref_s]] >= 2  # a reference alone in its stratum gets no draw
+    ref_s, ref_r, slot = ref_s[ok], ref_r[ok], slot[ok]
+    base = _mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+    # one stream per reference set: its sample's canonical rank and its content rank on that sample
+    sample_word = _mix64(srank[ref_s].astype(np.uint64) * _GOLDEN + _GOLDEN)
+    stream = _mix64(base ^ sample_word) ^ _mix64(slot.astype(np.uint64) + _GOLDEN)
+    u_sample, u_rater = _uniform(stream, np.zeros(len(ref_s))), _uniform(stream, np.ones(len(ref_s)))
     k = k_of[ref_s]
-    j = rng.integers(0, E_k[k] - 1)
+    j = np.minimum((u_sample * (E_k[k] - 1)).astype(np.intp), E_k[k] - 2)
     j += start[k] + j >= pos[ref_s]  # skip the reference sample itself: never the same sample
     draw_s = el[start[k] + j]
-    assigned = data.assigned
+    a_s, a_r = np.nonzero(assigned)
+    rank = np.full(assigned.shape, -1, dtype=np.intp)
+    rank[a_s, a_r] = _content_ranks(a_s, a_r, keys)
     n_assigned = assigned[draw_s].sum(axis=1)
-    jr = rng.integers(0, n_assigned)
-    rank = np.cumsum(assigned[draw_s], axis=1) - 1
-    draw_r = np.argmax(assigned[draw_s] & (rank == jr[:, None]), axis=1).astype(np.intp)
-    return _Plan(tuple(observed), ref_s, ref_r, draw_s, draw_r, len(eligible))
+    jr = np.minimum((u_rater * n_assigned).astype(np.intp), n_assigned - 1)
+    draw_r = np.argmax(rank[draw_s] == jr[:, None], axis=1).astype(np.intp)
+    return _Plan(tuple(observed), ref_s.astype(np.intp), ref_r.astype(np.intp), draw_s, draw_r, len(eligible))
 
 
 def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas) -> np.ndarray:
@@ -211,7 +226,9 @@ def disagreement_samples(
     set ``A_i`` (sample ``i``, rater ``a``) gets one draw: a sample ``j != i``
     uniformly among the samples with at least one assigned rater, then a rater
     ``b'`` uniformly among those assigned to ``j`` (possibly ``a`` itself, as in
-    the reference); ``B'_j`` may be empty (then 1).
+    the reference); ``B'_j`` may be empty (then 1). The draws are keyed by the
+    samples' canonical ranks and the sets' geometry (:func:`_plan`), never by rater names or
+    positions.
 
     Parameters
     ----------
@@ -222,8 +239,8 @@ def disagreement_samples(
         ``"iou"``, ``"giou"`` (``(1 + GIoU) / 2``), ``"centroid"``,
         ``"polygon_iou"``, ``"polygon_giou"``, ``"mask_iou"``, ``"oks"``.
     seed : int, default=0
-        Seed of the ``D_e`` draws (``numpy.random.default_rng(seed)``; the draws
-        do not depend on the distance).
+        Seed of the ``D_e`` draws (counter-based splitmix64 streams, one per
+        reference set; the draws do not depend on the distance).
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
     strata : "image_size", array-like of shape (S,) or None, default "image_size"
