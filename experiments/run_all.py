@@ -92,6 +92,10 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
             ["Class consensus on simulated crowds: α against rater noise; Dawid–Skene and MACE against majority "
              "vote with spammers (issue 39; simulated raters, not LVIS)", "`class_consensus.py`",
              _link(R / "class_consensus.md")],
+            ["Choosing the default class consensus: convergence on 1,000 raters × 10,000 items, accuracy on "
+             "simulated crowds with spammers and on AdultContent3 subsamples against its full crowd, majority "
+             "tie rules (issue 47; run on its own, not by this script: about 11 min on a loaded 2-core machine)",
+             "`class_consensus_default.py`", _link(R / "class_consensus_default.md")],
             ["Temporal segments of videos as boxes in relative time: chance level on clips of different lengths, "
              "falling with boundary noise, the same at another frame rate (issue 40; simulated raters)",
              "`temporal_chance.py`", _link(R / "temporal_chance.md")],

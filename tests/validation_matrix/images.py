@@ -47,7 +47,7 @@ HOMOGENEOUS_ITEMS = dict(SAMPLES, polygons=300, **{"instance masks": 300})
 #: The heterogeneous design per kind: the crowd and the object counts stay, the number of items shrinks
 #: where pairwise geometry is costly (3D scenes have no image strata, so their chance sample is the whole
 #: budget: 24 items cost about as much as 100 stratified ones).
-HETEROGENEOUS_ITEMS = {"boxes": 300, "polygons": 100, "instance masks": 100, "keypoints": 300, "3D cuboids": 24,
+HETEROGENEOUS_ITEMS = {"boxes": 300, "polygons": 150, "instance masks": 150, "keypoints": 300, "3D cuboids": 24,
                        "3D polylines": 24, "3D points": 100}
 #: 3D scenes carry no image size: the heterogeneous 3D design keeps the crowd, the 1–50 objects and the rare
 #: classes, with scenes of one extent, as one sensor's scans are. Scenes of mixed extents (rooms and streets
