@@ -73,7 +73,7 @@ def _outputs(decl: MethodDeclaration) -> tuple:
     ``warnings``, the target), and the fields written, which the App shows beside them."""
     kinds = {"int": "int", "str": "str"}
     return (("key", "Run", "str"), *((n, label, kinds.get(k, "float")) for n, label, k in decl.outputs),
-            ("warnings", "Warnings", "list"), ("target", "Computed on", "str"),
+            ("warnings", "Warnings", "lines"), ("target", "Computed on", "str"),
             ("fields_written", "Fields written", "list"))
 
 

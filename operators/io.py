@@ -36,7 +36,7 @@ def _run_import(operator, ctx, compute):
 #: what an import says about its names and raters
 MATCHED = (("match", "Name matching: the rule, and per rater its images, matched, unmatched (a few listed), renamed by",
             "json"),)
-WARNINGS = (("warnings", "Warnings", "list"),)
+WARNINGS = (("warnings", "Warnings", "lines"),)
 
 
 class ImportMultiRaterCoco(AgreementOperator):

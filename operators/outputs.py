@@ -17,7 +17,7 @@ __all__ = ["Output", "result_property", "add_output", "run_fields"]
 
 Output = tuple[str, str, str]
 """``(result key, label, kind)``; kind: ``"str"``, ``"int"``, ``"float"``, ``"bool"``, ``"list"`` (of
-strings), ``"json"`` (any JSON, shown as a tree) or ``"md"`` (Markdown text)."""
+strings, shown as chips), ``"lines"`` (of sentences, each shown whole), ``"json"`` (any JSON, shown as a tree) or ``"md"`` (Markdown text)."""
 
 
 def add_output(outputs: types.Object, name: str, label: str, kind: str) -> None:
@@ -30,6 +30,8 @@ def add_output(outputs: types.Object, name: str, label: str, kind: str) -> None:
         outputs.bool(name, label=label)
     elif kind == "list":
         outputs.list(name, types.String(), label=label)
+    elif kind == "lines":  # sentences to read whole (warnings): one Markdown line each, never cut to a chip
+        outputs.list(name, types.String(), label=label, view=types.ListView(items=types.MarkdownView()))
     elif kind == "json":
         outputs.obj(name, label=label, view=types.JSONView())
     elif kind == "md":

@@ -22,7 +22,7 @@ class SimulateRaters(AgreementOperator):
                ("clipped_boxes", "Reference boxes clipped to the image", "int"),
                ("outside_boxes", "Reference boxes outside the image", "int"),
                ("dropped_boxes", "Reference boxes dropped", "int"), ("resized_masks", "Masks resized", "int"),
-               ("warnings", "Warnings", "list"))
+               ("warnings", "Warnings", "lines"))
 
     @property
     def config(self):

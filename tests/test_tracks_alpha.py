@@ -38,7 +38,7 @@ def box_rows(track, frames, x, label="car"):
 def oracle_alphas(video_list: list[dict]) -> tuple[float, float, float]:
     """Presence, class and localisation α by the krippendorff package over the units of ``video_list``."""
     raters = sorted({r for v in video_list for r in v})
-    pres_cols, class_cols, loc_cols, offsets, dists = [], [], [], [], []
+    pres_cols, class_cols, loc_cols, dists = [], [], [], []
     base = 0
     for video in video_list:
         vt = VideoTracks.build(video)

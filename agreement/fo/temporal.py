@@ -30,7 +30,6 @@ import numpy as np
 import fiftyone.core.labels as fol
 
 from agreement.core.validation import AnnotationError, RepairReport
-from agreement.fo.label_schema import _sample_label
 from agreement.geometry.temporal import boxes_to_supports, check_supports, length_strata, supports_to_boxes
 
 __all__ = ["TEMPORAL_TYPES", "FRAME_COUNT_PATH", "is_temporal", "check_temporal_media", "frame_count_column",

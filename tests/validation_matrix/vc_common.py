@@ -160,3 +160,9 @@ def degenerate_cell(method: str, kind: str, prop: str, got: tuple[float, str], n
     if v >= PERFECT and not why:
         return Cell(method, kind, prop, text, False, "a silent perfect score")
     return Cell(method, kind, prop, text, True)
+
+
+def empty_rater_ceiling(without: float, prop: str) -> float | None:
+    """The empty-rater design's ceiling (:func:`degenerate_cell`): the other raters' value alone; none when
+    that is undefined (there is no score to raise: the cell then only refuses a silent perfect score)."""
+    return without if prop == "empty_rater" and math.isfinite(without) else None

@@ -36,7 +36,7 @@ import numpy as np
 from agreement.methods.semantic import SemanticStats, multilabel_staple, sample_statistics
 from validation_matrix import Cell
 from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
-                                         monotone_cell, na_cell)
+                                         empty_rater_ceiling, monotone_cell, na_cell)
 
 KIND = "semantic masks"
 #: Statistic key -> the page's method name.
@@ -274,36 +274,6 @@ def degenerate_designs(careful: Masks, single: Masks) -> dict[str, Masks]:
     }
 
 
-#: The cause of a failing cell, found in the code: ``{(statistic, property): cause}`` (appended to its note).
-CAUSES = {
-    ("dice", "all_empty"): "with ignore_background=False (the default) class 0 is a class: background-only masks "
-                           "agree on it, Dice 1 with no reason (agreement/methods/semantic/stats.py, "
-                           "OverlapStats.finish, reasons only for NaN)",
-    ("iou", "all_empty"): "as Dice",
-    ("boundary_f1", "monotone"): "not a code error: salt-and-pepper pixels are all boundary, and at a high density "
-                                 "every pixel lies within the 2-px tolerance of the other rater's boundary of "
-                                 "the same class, so F1 climbs back towards its (uncorrected) chance level",
-    ("boundary_f1", "invariant"): "the boundary is a 3x3 morphological gradient (a 2-px band at any resolution) "
-                                  "and the tolerance is in pixels (agreement/methods/semantic/pixels.py, "
-                                  "class_boundaries, _disk); Csurka et al. scale it with the image diagonal",
-}
-
-
-def _explained(cell: Cell) -> Cell:
-    """``cell`` with the cause of its failure (:data:`CAUSES`) appended to its note."""
-    key = next((k for k, m in METHODS.items() if m == cell.method), "")
-    cause = CAUSES.get((key, cell.prop))
-    if cell.ok is not False or not cause:
-        return cell
-    return Cell(cell.method, cell.kind, cell.prop, cell.value, cell.ok, f"{cell.note}. Cause: {cause}")
-
-
-def _ceiling(without: float, prop: str) -> float | None:
-    """The empty-rater design's ceiling: the other raters' value alone; none when that is undefined (there is
-    no score to raise: the cell then only refuses a silent perfect score)."""
-    return without if prop == "empty_rater" and math.isfinite(without) else None
-
-
 def cells() -> list[Cell]:
     """Every cell of semantic masks (module docstring)."""
     truth = truths(0)
@@ -332,5 +302,5 @@ def cells() -> list[Cell]:
         for prop, got in deg.items():
             out.append(degenerate_cell(method, KIND, prop, got[key], need_none=prop in ("one_rater", "never_meet"),
                                        floor=CAREFUL_FLOOR if prop == "single_class" else None,
-                                       ceiling=_ceiling(without[key][0], prop)))
-    return [_explained(c) for c in out]
+                                       ceiling=empty_rater_ceiling(without[key][0], prop)))
+    return out

@@ -34,7 +34,7 @@ from agreement.methods.tracks import Tracks, mean_confidence, pool_track_agreeme
 from agreement.simulate.video import VIDEO_CLASSES, VideoNoise, generate_videos, simulate_video_raters
 from validation_matrix import Cell
 from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
-                                         monotone_cell, na_cell)
+                                         empty_rater_ceiling, monotone_cell, na_cell)
 
 KIND = "tracks"
 METHODS = {"presence": "Tracks: presence α", "classes": "Tracks: class α", "localisation": "Tracks: localisation α",
@@ -182,43 +182,6 @@ def _monotone(method: str, key: str, stages: dict[str, list[dict]]) -> Cell:
     return Cell(method, KIND, "monotone", text, ok, note)
 
 
-#: The cause of a failing cell, found in the code: ``{(statistic, property): cause}`` (appended to its note).
-CAUSES = {
-    ("presence", "identical"): "units exist only where some rater drew a track (agreement/methods/tracks/alpha.py, "
-                               "track_alpha over units_of_video): no unit is 'absent' for every rater, so raters "
-                               "who agree on every track leave no variation (D_e = 0), as KαLOS on segments "
-                               "(issue 47, item 2)",
-    ("presence", "chance_homogeneous"): "the same: conditioned on someone drawing the track, two independent raters "
-                                        "disagree on 2 of 3 observed patterns, α = −0.5",
-    ("presence", "chance_heterogeneous"): "as the homogeneous chance",
-    ("localisation", "chance_homogeneous"): "units join tracks only at STIoU ≥ tau (0.5): unrelated tracks never "
-                                            "meet it, no unit holds two tracks",
-    ("localisation", "chance_heterogeneous"): "units join tracks only at STIoU ≥ tau, so δ = 1 − STIoU ≤ 0.5 inside "
-                                              "a unit while D_e ≈ 1 (agreement/methods/tracks/alpha.py, "
-                                              "_localisation): α ≥ about 0.5 whenever anything matches, as the "
-                                              "temporal distance α (issue 47, item 1)",
-    ("confidence", "one_rater"): "confidence is the agreeing raters' share of the assigned ones "
-                                 "(agreement/methods/tracks/consensus.py), 1 for a lone rater, with no reason: "
-                                 "issue 47, item 3",
-    ("confidence", "never_meet"): "as one rater: each video has a single rater",
-}
-
-
-def _explained(cell: Cell) -> Cell:
-    """``cell`` with the cause of its failure (:data:`CAUSES`) appended to its note."""
-    key = next((k for k, m in METHODS.items() if m == cell.method), "")
-    cause = CAUSES.get((key, cell.prop))
-    if cell.ok is not False or not cause:
-        return cell
-    return Cell(cell.method, cell.kind, cell.prop, cell.value, cell.ok, f"{cell.note}. Cause: {cause}")
-
-
-def _ceiling(without: float, prop: str) -> float | None:
-    """The empty-rater design's ceiling: the other raters' value alone; none when that is undefined (there is
-    no score to raise: the cell then only refuses a silent perfect score)."""
-    return without if prop == "empty_rater" and math.isfinite(without) else None
-
-
 def cells() -> list[Cell]:
     """Every cell of tracks (module docstring)."""
     stages = {name: [scores(simulated(noise(lam))) for lam in LEVELS] for name, noise in STAGES.items()}
@@ -253,5 +216,5 @@ def cells() -> list[Cell]:
         for prop, got in deg.items():
             out.append(degenerate_cell(method, KIND, prop, got[key], need_none=prop in ("one_rater", "never_meet"),
                                        floor=CAREFUL_FLOOR if prop == "single_class" else None,
-                                       ceiling=_ceiling(without[key][0], prop)))
-    return [_explained(c) for c in out]
+                                       ceiling=empty_rater_ceiling(without[key][0], prop)))
+    return out

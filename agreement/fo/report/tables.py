@@ -33,7 +33,7 @@ _RENAMES = {
     "partner_agreement": "agrees_with_partners", "majority_agreement": "agrees_with_majority",
     "false_positive_rate": "false_positives_per_sample", "agreement": "agrees_with_consensus",
     "rater_sensitivity": "sensitivity", "rater_specificity": "specificity", "n_agree": "agreeing_units",
-    "n_review": "flagged_for_review", "majority_agreement": "agrees_with_majority",
+    "n_review": "flagged_for_review",
 }
 _COUNT_PREFIXES = ("n_",)
 # per-rater or per-class lists that are orders, not figures

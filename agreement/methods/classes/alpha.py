@@ -56,7 +56,6 @@ import scipy.sparse as sp
 
 from agreement.core.krippendorff import (
     LEVELS,
-    NO_VARIATION_EPS,
     Distance,
     Level,
     alpha_from_distances,

@@ -412,7 +412,7 @@ def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normaliza
     """Per rater pair: mean chance cost, its standard error (0 when exact), the number of
     cross pairs evaluated, and whether they are all of them (module docstring)."""
     st = plan.strata
-    P, B = len(st.size), len(st.blk_size)
+    B = len(st.blk_size)
     pc = _PairCosts(sets.boxes, sets.labels, lam)
     off = sets.offsets
     ca = np.searchsorted(sets.key, plan.first_key)
