@@ -188,12 +188,15 @@ def test_single_class_kalos_is_not_offered(fo, make_dataset):
 
 
 def test_operator_output_shows_the_warnings(fo, make_dataset):
-    """The App's output form lists the warnings (the list the import operators show)."""
+    """The App's output form lists the warnings, each a whole line (as the import operators show them)."""
     from agreement.fo.methods import declarations
     from operators.declared import _outputs
     from operators.outputs import result_property
 
     decl = next(d for d in declarations() if d.operator == OT)
-    assert ("warnings", "Warnings", "list") in _outputs(decl)
+    assert ("warnings", "Warnings", "lines") in _outputs(decl)
     shown = result_property(_outputs(decl), {"key": "k", "alpha_ot": None, "warnings": ["w"]}).type
     assert "warnings" in shown.properties
+    # each warning a whole Markdown line (a chip cuts a sentence: tests/test_browser_warnings.py looks)
+    view = shown.properties["warnings"].view.to_json()
+    assert view["name"] == "ListView" and view["items"]["name"] == "MarkdownView", view
