@@ -83,6 +83,13 @@ def test_the_result_box_says_the_raters_never_meet(fo, browser_tools, never_meet
             missing = _wait_texts(page, ["Warnings", "never share a sample"], timeout=60)
             page.screenshot(path=str(shots / f"warnings-{key}.png"))
             assert not missing, f"the result box does not show {missing}"
+            # shown whole, as a sentence to read: no element holding it is cut off (a chip ends in "…")
+            cut = page.get_by_text("never share a sample").first.evaluate(
+                """e => { for (let x = e; x && x !== document.body; x = x.parentElement) {
+                              if (x.scrollWidth > x.clientWidth + 1 && getComputedStyle(x).overflow === 'hidden')
+                                  return true; }
+                          return false; }""")
+            assert not cut, "the warning is cut off in the result box"
             _close_dialogs(page)
         finally:
             browser.close()
