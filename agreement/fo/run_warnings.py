@@ -22,6 +22,7 @@ operator's result, which the App shows. They come from three places:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -77,10 +78,10 @@ def design_stats(annotations) -> DesignStats:
     rows_s = np.asarray(annotations.sample_index, dtype=np.intp)
     on_assigned = A[rows_s, rows_r].astype(bool) if len(rows_r) else np.zeros(0, bool)
     labels = np.bincount(rows_r[on_assigned], minlength=R).astype(np.int64)
-    names = [c for c in np.asarray(annotations.labels, dtype=object)[on_assigned].tolist() if c is not None]
-    kinds, counts = np.unique(np.asarray(names, dtype=str), return_counts=True) if names else ((), ())
+    classes = Counter(np.asarray(annotations.labels, dtype=object)[on_assigned].tolist())
+    classes.pop(None, None)
     return DesignStats(tuple(annotations.raters), A.T @ A, labels,
-                       {str(k): int(n) for k, n in zip(kinds, counts)}, int(A.shape[0]))
+                       {str(k): int(n) for k, n in classes.items()}, int(A.shape[0]))
 
 
 def merge_design(parts: Sequence[DesignStats | None]) -> DesignStats | None:
