@@ -51,3 +51,15 @@ def test_columns_round_trip_to_the_records():
     t.reasons["v"] = np.array(["", "undefined", ""], dtype=object)
     assert columns_to_records(t.to_columns()) == t.to_records()
     assert columns_to_records(records_to_columns(t.to_records())) == t.to_records()
+
+
+def test_co_assignment_counts_the_samples_two_raters_share():
+    from agreement.core.rater_pairs import co_assignment
+
+    rng = np.random.default_rng(3)
+    assigned = rng.random((40, 7)) < 0.3
+    co = co_assignment(assigned)
+    A = assigned.astype(np.int64)
+    np.testing.assert_array_equal(co, A.T @ A)
+    assert co.dtype == np.int64 and co[0, 0] == assigned[:, 0].sum()
+    np.testing.assert_array_equal(co_assignment(np.zeros((0, 3), bool)), np.zeros((3, 3), np.int64))

@@ -30,6 +30,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from agreement.core.rater_pairs import co_assignment
+
 __all__ = ["DesignStats", "design_stats", "merge_design", "design_warnings", "undefined_warnings", "run_warnings",
            "named", "MAX_NAMED"]
 
@@ -69,7 +71,7 @@ class DesignStats:
 def design_stats(annotations) -> DesignStats:
     """The :class:`DesignStats` of a :class:`agreement.core.data.MultiRaterAnnotations` corpus (or shard).
 
-    ``co = Aᵀ A`` for the ``(S, R)`` assignment matrix ``A``; labels count the rows of each rater on samples
+    ``co = Aᵀ A`` for the ``(S, R)`` assignment matrix ``A`` (:func:`agreement.core.rater_pairs.co_assignment`); labels count the rows of each rater on samples
     assigned to them; classes count the rows' class names (``None`` left out).
     """
     A = np.asarray(annotations.assigned, dtype=np.int64)
@@ -80,7 +82,7 @@ def design_stats(annotations) -> DesignStats:
     labels = np.bincount(rows_r[on_assigned], minlength=R).astype(np.int64)
     classes = Counter(np.asarray(annotations.labels, dtype=object)[on_assigned].tolist())
     classes.pop(None, None)
-    return DesignStats(tuple(annotations.raters), A.T @ A, labels,
+    return DesignStats(tuple(annotations.raters), co_assignment(A), labels,
                        {str(k): int(n) for k, n in classes.items()}, int(A.shape[0]))
 
 

@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from agreement.core.rater_pairs import co_assignment
 from agreement.methods.consensus.em import ConsensusModel, fit_em
 from agreement.methods.consensus.majority import majority_vote
 from agreement.methods.consensus.pixels import fuse_pixels
@@ -267,10 +268,10 @@ def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing,
 def rater_meets(assigned: np.ndarray) -> np.ndarray:
     """``(R,)`` bool: the rater shares at least one sample with another rater (``assigned`` is ``(S, R)``).
 
-    ``co = Aᵀ A`` counts the samples two raters share; its diagonal (a rater with itself) does not count.
+    ``co = Aᵀ A`` (:func:`agreement.core.rater_pairs.co_assignment`) counts the samples two raters share; its
+    diagonal (a rater with itself) does not count.
     """
-    A = np.asarray(assigned, dtype=np.int64)
-    co = A.T @ A
+    co = co_assignment(assigned)
     np.fill_diagonal(co, 0)
     return co.sum(axis=1) > 0
 
