@@ -256,9 +256,12 @@ class LoadAgreementView(AgreementOperator):
             from agreement.fo.methods.consensus import review_view
 
             view = review_view(ctx.view, key)
+            name = p.get("save_as") or None
+            if name:
+                save_agreement_view(ctx.view, name, view, overwrite=bool(p.get("overwrite", False)))
             ctx.ops.set_view(view=view)
             return {"key": key, "description": f"the review queue of consensus run {key!r}, least confident first",
-                    "count": len(view), "saved_view": None, "label_ids": view.values("id")}
+                    "count": len(view), "saved_view": name, "label_ids": view.values("id")}
         if mode == "pair":
             a, b = require(p, "rater_a", "the first rater"), require(p, "rater_b", "the second rater")
             view = rater_pair_view(ctx.view, key, a, b, max_score=max_score, limit=limit)

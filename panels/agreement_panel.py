@@ -39,19 +39,19 @@ import time
 import fiftyone.operators as foo
 
 from agreement.fo import runs
+from agreement.fo.app_state import remember_open_run
+from agreement.fo.label_schema import label_fields
 from agreement.fo.panel_data import (
     METHOD_VIEWS,
     PanelDataError,
     bin_view,
-    review_queue_view,
     lowest_first_view,
+    review_queue_view,
     run_panel_data,
     sig3,
     unscored_view,
 )
-from agreement.fo.label_schema import label_fields
-
-from agreement.fo.app_state import remember_open_run
+from agreement.fo.run_view import run_field_names, run_samples
 
 from .panel_filters import _app_can_set_filters, _same, load_derived_view
 from .panel_layout import render_panel
@@ -165,8 +165,13 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
 
     def on_pair_click(self, ctx):
         from agreement.fo.video_figures import is_frame_run
-        from agreement.fo.views import (DRILL_LIMIT, ViewError, rater_pair_scores, video_pair_scores,
-                                        write_rater_pair_field)
+        from agreement.fo.views import (
+            DRILL_LIMIT,
+            ViewError,
+            rater_pair_scores,
+            video_pair_scores,
+            write_rater_pair_field,
+        )
 
         key, info, base, base_stages = self._context(ctx)
         a, b = ctx.params.get("x"), ctx.params.get("y")
@@ -361,6 +366,9 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         return base, stages, drilled
 
     def _context(self, ctx):
+        """The run shown, its info, the view a drill-down starts from and that view's stages (``None``: a
+        drill-down loads a whole new view). From a review queue, patches, clips or a view without the run's
+        fields, a drill-down starts from the samples behind it (:func:`agreement.fo.run_view.run_samples`)."""
         mem = _memory(ctx)
         self._restore_filters(ctx, mem)
         key = mem.run_key or ctx.panel.state.run_key
@@ -369,6 +377,9 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
             key = self._newest(ctx.dataset, keys)
         info = runs.get_agreement_run_info(ctx.dataset, key)
         base, stages, _ = self._base(ctx, mem)
+        samples = run_samples(base, run_field_names(info))
+        if samples is not base:
+            base, stages = samples, None
         return key, info, base, stages
 
     def _drill(self, ctx, base, base_stages, view, what: str, bin_: int | None = None, **extra) -> None:
@@ -428,8 +439,20 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         return bool(changed)
 
     def _refresh(self, ctx, force: bool = False):
+        """Brings the panel up to date (:meth:`_update`); an unexpected error is logged and shown in the panel,
+        never raised: a failed event makes the App close the sample it has open (issue 48)."""
+        try:
+            self._update(ctx, force)
+        except Exception as e:  # noqa: BLE001 - the App's event must not fail
+            logger.exception("the Annotator Agreement panel could not update")
+            _memory(ctx).sig = None
+            ctx.panel.data.view_error = f"**The panel could not update:** {type(e).__name__}: {e}"
+
+    def _update(self, ctx, force: bool = False):
         """Brings the panel up to date with the App's dataset, runs, view and open sample (state only when
-        the run changes, see the module docstring); with ``force``, even when nothing it depends on did."""
+        the run changes, see the module docstring); with ``force``, even when nothing it depends on did.
+        On an item opened from a review queue, only the review (:mod:`.panel_review`) is brought up to date:
+        the dashboard is behind the sample view, and Accept and Next must answer at once."""
         mem = self._follow_dataset(ctx)
         dataset = ctx.dataset
         filters = self._restore_filters(ctx, mem)
@@ -437,6 +460,9 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         key, error, changed = self._choose_run(ctx, mem, keys)
         if not keys:
             self._show_no_runs(ctx, mem, changed)
+            return
+        if ctx.current_sample and refresh_review(ctx, mem):
+            mem.sig = None  # the dashboard is brought up to date when the sample view closes
             return
         state = ctx.panel.state
         base, base_stages, drilled = self._base(ctx, mem)
@@ -446,6 +472,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
             mem.compare_on, mem.compare_key = bool(state.compare), state.compare_key
         compare, compare_key = mem.compare_on, mem.compare_key
         info = runs.get_agreement_run_info(dataset, key)
+        base = run_samples(base, run_field_names(info))  # a queue, patches, clips, a select_fields view: its samples
         sig = json.dumps([dataset.name, str(dataset._doc.id), keys, key, info["timestamp"], compare, compare_key,
                           base_stages if base_stages is not None else repr(ctx.view), filters,
                           ctx.request_params.get("extended"), self._marks(mem, key), ctx.current_sample],

@@ -631,3 +631,95 @@ def test_modal_of_a_consensus_run_explains_each_rater_label(consensus_ds):
         assert f"| {f} | {label} | {status} |" in md, (f, label, status)
     n_dis = sum(not agrees for *_, agrees in rows)
     assert f"({n_dis} of {len(rows)} disagree, run 'cons')" in md
+
+
+def _tags_of(ds, ids):
+    return {d.id: sorted(d.tags) for d in _consensus_labels(ds) if d.id in set(ids)}
+
+
+def test_modal_review_on_a_queue_item_accept_next_reject_undo_and_finalize(consensus_ds):
+    """Issue 48: an item opened from the review queue is reviewed in the modal panel: its consensus label, the
+    raters' labels it was fused from, Accept / Reject / Undo / Next acting on exactly that label, the progress
+    updated at once, and Finalize offered when the queue is done. No event fails (a failed event closes the
+    App's sample view)."""
+    ds, raters = consensus_ds
+    queue = _review(ds)
+    items, label_ids = queue.values("id"), queue.values("cons_consensus.id")
+    n = len(items)
+    assert n >= 3
+    before = {f: ds.count_label_tags(f) for f in raters}
+    state, data, requests = _panel(ds, "on_load", view=queue, current_sample=items[0], panel_id="modal")
+    md = data["review_state_md"]
+    assert f"0 of {n} flagged labels decided" in md and f"**Item 1 of {n}**" in md
+    first = queue.first().cons_consensus
+    assert f"| **{first.label}** |" in md and "none yet" in md
+    members = set(first["cons_members"])
+    assert f" of {len(members)} agree)" in md
+    shown = [line for line in md.splitlines() if line.startswith("| ") and " | " in line[2:]]
+    assert sum(line.split(" | ")[0][2:] in raters for line in shown) == len(members)  # one row per member label
+    output = str(_output(requests))
+    assert "review_accept" in output and "review_reject" in output and "review_next" in output
+    # Accept: the label is tagged and the next undecided item opens
+    state, data, requests = _panel(ds, "on_review_accept", state, view=queue, current_sample=items[0],
+                                   panel_id="modal")
+    assert any(uri == "open_sample" and p.get("id") == items[1] for uri, p in requests), requests
+    assert _tags_of(ds, [label_ids[0]]) == {label_ids[0]: ["accepted"]}
+    # the next item: Reject, then Undo on it
+    state, data, _ = _panel(ds, "on_change_current_sample", state, view=queue, current_sample=items[1],
+                            panel_id="modal")
+    assert f"1 of {n} flagged labels decided" in data["review_state_md"]
+    state, data, _ = _panel(ds, "on_review_reject", state, view=queue, current_sample=items[1], panel_id="modal")
+    assert _tags_of(ds, [label_ids[1]]) == {label_ids[1]: ["rejected"]}
+    state, data, requests = _panel(ds, "on_review_undo", state, view=queue, current_sample=items[1],
+                                   panel_id="modal")
+    assert _tags_of(ds, [label_ids[1]]) == {label_ids[1]: []}
+    assert f"1 of {n} flagged labels decided" in data["review_state_md"]  # at once, in the same event
+    # Next skips decided items: from the last item it wraps to the first undecided one (the second)
+    state, data, requests = _panel(ds, "on_review_next", state, view=queue, current_sample=items[-1],
+                                   panel_id="modal")
+    assert any(uri == "open_sample" and p.get("id") == items[1] for uri, p in requests)
+    # decide every other item: the queue is done, Finalize writes cons_final without the rejected label
+    from agreement.fo.review import review_labels
+
+    review_labels(ds, "cons", label_ids[2:], "accepted")
+    state, data, requests = _panel(ds, "on_review_reject", state, view=queue, current_sample=items[1],
+                                   panel_id="modal")
+    state, data, requests = _panel(ds, "on_change_current_sample", state, view=queue, current_sample=items[1],
+                                   panel_id="modal")
+    assert "The queue is done" in data["review_state_md"] and "review_finalize" in str(_output(requests))
+    _panel(ds, "on_review_finalize", state, view=queue, current_sample=items[1], panel_id="modal")
+    final = [d for v in ds.values("cons_final") for d in (v.detections if v else [])]
+    assert len(final) == len(_consensus_labels(ds)) - 1  # the one rejected label left out
+    assert not any(d["cons_review"] for d in final)  # every flagged label decided: none still flagged
+    assert {f: ds.count_label_tags(f) for f in raters} == before  # no rater label was tagged
+
+
+def test_panel_events_tolerate_views_without_the_runs_fields(fo, consensus_ds):
+    """Issue 48: the panel's events on a queue, patches of a rater field, a select_fields or exclude_fields
+    view describe the samples behind the view and never fail."""
+    ds, raters = consensus_ds
+    n_scored = len(ds.exists("cons_min_confidence"))
+    views = {"queue": _review(ds), "patches": ds.to_patches(raters[0]), "select": ds.select_fields(raters[0]),
+             "exclude": ds.exclude_fields(["cons_min_confidence", "cons_n_review"])}
+    for name, view in views.items():
+        state, data, _ = _panel(ds, "on_load", view=view, panel_id=name)
+        assert "could not update" not in str(data.get("view_error")), (name, data.get("view_error"))
+        expected = len(ds.select(view.distinct("sample_id")).exists("cons_min_confidence")) if view._is_generated \
+            else n_scored
+        assert sum(data["histogram"][0]["y"]) == expected, name
+        first = view.first().id
+        _panel(ds, "on_change_current_sample", state, view=view, current_sample=first, panel_id=name)
+        state, data, requests = _panel(ds, "on_sort_lowest", state, view=view, panel_id=name)
+        assert [uri for uri, _ in requests if uri in ("set_view", "set_view_")] or requests
+
+
+def test_load_agreement_view_saves_the_review_queue(fo, consensus_ds):
+    """Issue 48 item 10: save_as in review mode saves the queue (it was accepted and ignored)."""
+    import fiftyone.operators as foo
+
+    ds, _ = consensus_ds
+    out = foo.execute_operator("@iaa/agreement/load_agreement_view", ctx=dict(
+        view=ds.view(), params=dict(key="cons", mode="review", save_as="my-queue"))).result
+    assert out["saved_view"] == "my-queue" and "my-queue" in ds.list_saved_views()
+    saved = ds.load_saved_view("my-queue")
+    assert saved.values("id") == out["label_ids"] and saved._is_patches

@@ -10,10 +10,11 @@ from the panel and from the operator ``review_consensus_labels``.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
-
-from test_panel import _built, _g3, _output, _panel, _plots, _set_views, _clear_memory  # noqa: F401
+from test_panel import _built, _clear_memory, _g3, _output, _panel, _plots, _set_views  # noqa: F401
 
 pytestmark = pytest.mark.fiftyone
 
@@ -43,7 +44,7 @@ def class_ds(fo, make_dataset):
 
     ds = make_dataset(_class_samples(fo))
     r = foo.execute_operator("@iaa/agreement/compute_class_agreement",
-                             ctx=dict(view=ds.view(), params=dict(fields=RATERS, key="cls", bootstrap=200)))
+                             ctx={"view": ds.view(), "params": {"fields": RATERS, "key": "cls", "bootstrap": 200}})
     assert r.error is None, r.error
     return ds
 
@@ -98,6 +99,36 @@ def test_class_run_shows_alpha_interval_histogram_kappa_vitality_difficulty_and_
     assert "with majority" in data["rater_table_md"].split("\n")[2]  # agreement with the others' majority
 
 
+def _short_numbers(text: str) -> list[str]:
+    """The decimal numbers of ``text`` written with fewer than three significant figures (``0.31``, ``1.0``)."""
+    return [m for m in re.findall(r"(?<![\w.])-?\d+\.\d+(?![\w.])", text)
+            if len(m.lstrip("-").replace(".", "").lstrip("0")) < 3]
+
+
+@pytest.mark.parametrize("key", ["cls", "vote"])
+def test_class_rater_tables_legend_is_its_columns_and_numbers_keep_three_figures(class_consensus_ds, key):
+    """Issue 48: the class rater table's legend described columns it did not show, and a number read "0.31"
+    where three significant figures give 0.310. The legend describes the shown columns, in order, and no
+    other; the cards, the summary and the table write every number with three significant figures."""
+    ds = class_consensus_ds
+    state, data, _ = _panel(ds, "on_load")
+    if state["run_key"] != key:
+        state, data, _ = _panel(ds, "on_change_run", state, value=key)
+    assert state["run_key"] == key
+    md = data["rater_table_md"]
+    header = next(line for line in md.splitlines() if line.startswith("| rater |"))
+    shown = [h.strip() for h in header.strip("| ").split(" | ")][1:]
+    legend = md.split(header, 1)[1].split("\n\n")[1]
+    descriptions, _, hidden = legend.partition(" Not shown: ")
+    assert re.findall(r"\*([^*]+)\*: ", descriptions) == shown, md
+    if key == "cls":  # eight columns, five shown: the others only named
+        assert shown == ["vitality", "α without", "mean κ", "agrees", "with majority"]
+        assert hidden == "partners, labels, samples (sort by one to show it)."
+        assert "*partners*" not in md and "*samples*" not in md
+    texts = [c["text"] for c in state["cards"]] + [data["summary_md"], md]
+    assert not [t for t in texts if _short_numbers(t)], [(t, _short_numbers(t)) for t in texts if _short_numbers(t)]
+
+
 def test_pairs_that_never_met_are_no_data(fo, make_dataset):
     import fiftyone.operators as foo
 
@@ -109,9 +140,9 @@ def test_pairs_that_never_met_are_no_data(fo, make_dataset):
             s.clear_field("r3")
     ds = make_dataset(samples)
     r = foo.execute_operator("@iaa/agreement/compute_class_agreement",
-                             ctx=dict(view=ds.view(), params=dict(fields=RATERS, key="cls", bootstrap=0)))
+                             ctx={"view": ds.view(), "params": {"fields": RATERS, "key": "cls", "bootstrap": 0}})
     assert r.error is None, r.error
-    _, data, requests = _panel(ds, "on_load")
+    _, _data, requests = _panel(ds, "on_load")
     heat = _plots(_output(requests))["pair_matrix"]["data"][0]
     i, j = RATERS.index("r3"), RATERS.index("r4")
     assert heat["z"][i][j] is None and heat["text"][i][j] == ""
@@ -125,7 +156,7 @@ def test_undefined_alpha_shows_its_reason(fo, make_dataset):
     ds = make_dataset([fo.Sample(filepath=f"/same/{i}.jpg", **{r: fo.Classification(label="cat") for r in RATERS})
                        for i in range(6)])
     r = foo.execute_operator("@iaa/agreement/compute_class_agreement",
-                             ctx=dict(view=ds.view(), params=dict(fields=RATERS, key="same", bootstrap=50)))
+                             ctx={"view": ds.view(), "params": {"fields": RATERS, "key": "same", "bootstrap": 50}})
     assert r.error is None, r.error
     reason = _results(ds, "same")["summary"]["reason"]
     assert reason
@@ -195,9 +226,9 @@ def test_tag_runs_show_alpha_per_tag(fo, make_dataset):
         for r in RATERS[:3]}) for i in range(20)]
     ds = make_dataset(samples)
     r = foo.execute_operator("@iaa/agreement/compute_class_agreement",
-                             ctx=dict(view=ds.view(), params=dict(fields=RATERS[:3], key="tags")))
+                             ctx={"view": ds.view(), "params": {"fields": RATERS[:3], "key": "tags"}})
     assert r.error is None, r.error
-    state, data, requests = _panel(ds, "on_load")
+    _state, data, requests = _panel(ds, "on_load")
     plots = _plots(_output(requests))
     per_tag = [p for p in plots.values() if "α per tag" in p["layout"]["title"]["text"]]
     assert per_tag and set(per_tag[0]["data"][0]["x"]) <= set(tags)
@@ -212,8 +243,8 @@ def class_consensus_ds(class_ds):
     import fiftyone.operators as foo
 
     r = foo.execute_operator("@iaa/agreement/compute_consensus",
-                             ctx=dict(view=class_ds.view(), params=dict(fields=RATERS, key="vote", method="majority",
-                                                                         review_band=[0.2, 0.95])))
+                             ctx={"view": class_ds.view(), "params": {"fields": RATERS, "key": "vote", "method": "majority",
+                                                                         "review_band": [0.2, 0.95]}})
     assert r.error is None, r.error
     return class_ds
 
@@ -231,8 +262,8 @@ def test_class_consensus_shows_the_least_competent_raters_confusion(class_consen
     ds = class_consensus_ds
     if method == "em":  # Dawid-Skene: its own competences (the newest run: the panel opens on it)
         r = foo.execute_operator("@iaa/agreement/compute_consensus",
-                                 ctx=dict(view=ds.view(), params=dict(fields=RATERS, key="vote", overwrite=True,
-                                                                      review_band=[0.2, 0.9999])))
+                                 ctx={"view": ds.view(), "params": {"fields": RATERS, "key": "vote", "overwrite": True,
+                                                                      "review_band": [0.2, 0.9999]}})
         assert r.error is None, r.error
     report = _results(ds, "vote")["detail"]["rater_report"]
     least = min(report, key=lambda r: (report[r]["competence"], r))
@@ -272,7 +303,10 @@ def test_class_review_queue_is_the_flagged_samples_and_the_panel_reviews_them(cl
     # a sample of the queue opened: Accept tags its consensus label and nothing else, then opens the next
     first = view.first()
     state, data, requests = _panel(ds, "on_change_current_sample", state, view=view, current_sample=first.id)
-    assert "review_accept" in str(_output(requests)) and "This label: class" in data["review_state_md"]
+    md = data["review_state_md"]
+    assert "review_accept" in str(_output(requests)) and f"| **{first.vote_consensus.label}** |" in md
+    whole = ds[first.id]
+    assert "**Item 1 of" in md and all(f"| {r} | {whole[r].label} |" in md for r in RATERS if whole[r])
     state, data, requests = _panel(ds, "on_review_accept", state, view=view, current_sample=first.id)
     tagged = {sid: lab.tags for sid, lab in zip(*ds.values(["id", "vote_consensus"])) if lab and lab.tags}
     assert tagged == {first.id: ["accepted"]}
@@ -288,7 +322,7 @@ def test_review_operator_on_selected_samples_of_the_class_queue(class_consensus_
     queue = _queue(ds)
     sid = queue.values("id")[2]
     r = foo.execute_operator("@iaa/agreement/review_consensus_labels",
-                             ctx=dict(view=queue, selected=[sid], params=dict(key="vote", decision="reject")))
+                             ctx={"view": queue, "selected": [sid], "params": {"key": "vote", "decision": "reject"}})
     assert r.error is None, r.error
     assert r.result["tagged"] == 1 and r.result["rejected"] == 1
     tagged = {s: lab.tags for s, lab in zip(*ds.values(["id", "vote_consensus"])) if lab and lab.tags}

@@ -401,7 +401,9 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     """Everything the panel shows for run ``key`` on ``samples`` (the current view).
 
     Args:
-        samples: the view the charts describe (the App's view with its sidebar filters).
+        samples: the view the charts describe (the App's view with its sidebar filters); a patches, clips or
+            frames view, or one whose field stages dropped the run's fields, is read as the samples behind
+            it (:func:`agreement.fo.run_view.run_samples`).
         key: the run.
         whole: whether ``samples`` is the whole dataset (default: compared by count).
         selected_bin: a histogram bar to highlight.
@@ -425,7 +427,10 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         PanelDataError: for a run of an unknown method or older format.
         agreement.fo.runs.RunError: for a run that does not exist (anymore).
     """
+    from agreement.fo.run_view import run_field_names, run_samples
+
     info = video_run_info(samples, runs.get_agreement_run_info(samples, key))
+    samples = run_samples(samples, run_field_names(info))  # a queue, patches, clips: the samples behind them
     view = _method_view(info)
     opts = rater_options(options)
     results = load_results(samples, info)

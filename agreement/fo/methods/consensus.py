@@ -401,20 +401,28 @@ def review_view(samples, key: str):
     """
     from fiftyone import ViewField as F
 
+    from agreement.fo.run_view import scalar_fields
+
     info = _require_consensus_run(samples, key)
     field = f"{key}_consensus"
+    # the samples' numbers and names (no label) come along: the App's sidebar filters and the panel's counts
+    # on them keep working in the queue, and a tag on "all labels" of an item still reaches only the consensus
+    keep = scalar_fields(samples)
     if info.get("frame_fields"):  # a consensus of video frame labels: clips of the frames with a flagged label
         path, review = f"frames.{field}", F(f"{key}_review") == True  # noqa: E712
         items = LABEL_TYPES_OF_FRAMES.get(samples.get_field(path).document_type, "detections")
-        clips = samples.select_fields(path).to_clips(F(f"{field}.{items}").filter(review).length() > 0)
+        clips = samples.select_fields([path] + keep).to_clips(F(f"{field}.{items}").filter(review).length() > 0,
+                                                            other_fields=keep or None)
         return clips.filter_labels(path, review)
-    flagged = samples.select_fields(field).filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
+    flagged = samples.select_fields([field] + keep).filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
     if samples.get_field(field).document_type is fo.Classification:  # classes: the samples, least confident first
         return flagged.sort_by([(f"{field}.confidence", 1), ("_id", 1)])
     if samples.media_type == "image":
-        return flagged.to_patches(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
+        return flagged.to_patches(field, other_fields=keep or None).sort_by(
+            [(f"{field}.confidence", 1), (f"{field}._id", 1)])
     if samples.get_field(field).document_type is fo.TemporalDetections:
-        return flagged.to_clips(field).sort_by([(f"{field}.confidence", 1), (f"{field}._id", 1)])
+        return flagged.to_clips(field, other_fields=keep or None).sort_by(
+            [(f"{field}.confidence", 1), (f"{field}._id", 1)])
     from agreement.fo.reading import LABEL_TYPES
 
     items = LABEL_TYPES[samples.get_field(field).document_type]  # detections, polylines or keypoints
