@@ -2,14 +2,22 @@
 form that explains why a pair's α reads worse than the pooled α, and the pair counts behind them."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agreement.fo.pair_statistics import (Z95, contrast_note, observed_agreement, one_class_pair_alpha,
-                                          pair_unit_agreement, pairwise_contrast, wilson_interval)
+from agreement.fo.pair_statistics import (
+    Z95,
+    contrast_note,
+    observed_agreement,
+    one_class_pair_alpha,
+    pair_unit_agreement,
+    pairwise_contrast,
+    wilson_interval,
+)
 
 
 # ---------------------------------------------------------------------------- Wilson interval
@@ -42,7 +50,7 @@ def test_wilson_interval_is_the_closed_form_and_handles_no_data():
 @settings(max_examples=300, deadline=None)
 @given(n=st.integers(0, 10**6), frac=st.floats(0, 1), z=st.floats(0.1, 4))
 def test_wilson_interval_range_and_symmetry(n, frac, z):
-    k = int(round(frac * n))
+    k = round(frac * n)
     lo, hi = wilson_interval(k, n, z)
     assert 0.0 <= lo <= hi <= 1.0
     if n:
@@ -119,7 +127,11 @@ def test_pair_unit_agreement_by_hand():
 def test_pair_unit_agreement_counts_the_units_of_kalos_pair_alpha_on_a_crowd():
     from agreement.core.rater_pairs import shared_pairs_of_cells
     from agreement.methods.kalos import kalos_alpha
-    from agreement.methods.kalos.diagnostics import _assigned_cells, _pair_units, collaboration_clusters
+    from agreement.methods.kalos.diagnostics import (
+        _assigned_cells,
+        _pair_units,
+        collaboration_clusters,
+    )
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     for classes in (1, 3):
@@ -163,3 +175,32 @@ def test_pairwise_contrast_and_its_note():
     calm = pairwise_contrast([0.6, 0.7, 0.65], 0.68)
     assert not calm["contradicts"] and contrast_note(calm, "α") == ""
     assert not pairwise_contrast([-0.5], None)["contradicts"]
+
+
+def _sentences(note: str) -> list[str]:
+    return re.split(r"(?<=\.)\s+(?=\S)", note)
+
+
+@pytest.mark.parametrize("median_shared", [None, 2.5])
+@pytest.mark.parametrize("kalos", [True, False])
+@pytest.mark.parametrize("observed", [(None, None), (0.75, None), (0.75, 0.713)])
+@pytest.mark.parametrize("values", [[-0.3, -0.2, -0.1, 0.0, 0.5], [0.1, 0.2, 0.25, 0.3, 0.9]])
+def test_every_variant_of_the_note_is_whole_sentences(median_shared, kalos, observed, values):
+    """Whichever parts apply (small support, KαLOS's *no object*, observed agreement; many or few negative
+    pairs), the note is whole sentences: each starts with a capital (or the bold heading) and ends with a full
+    stop, and none is cut at a semicolon (issue 48: the OT note ended with "objects;")."""
+    c = pairwise_contrast(values, 0.6, None if median_shared is None else [1, 2, 3, 4])
+    assert c["contradicts"]
+    c["median_shared"] = median_shared
+    name = "α" if kalos else "αOT"
+    note = contrast_note(c, name, *observed, kalos=kalos)
+    assert note.endswith(".") and ";" not in note, note
+    for s in _sentences(note):
+        assert s[0].isupper() or s.startswith("**"), (s, note)
+        assert s.endswith("."), (s, note)
+    assert f"pooled {name} is 0.600" in note or f"pooled {name} of 0.600" in note  # three significant figures
+    assert ("a median of 2.5" in note) == (median_shared is not None)
+    assert ("no object" in note) == kalos and ("observed agreement" in note) == (observed[0] is not None)
+    assert ("71% pooled over all pairs" in note) == (observed[1] is not None)
+    few_negative = c["share_negative"] <= 0.25
+    assert ("the median of the 5 defined pairwise" in note) == few_negative

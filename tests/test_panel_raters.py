@@ -7,9 +7,21 @@ import re
 import numpy as np
 import pytest
 
-from agreement.fo.pair_heatmap import pair_matrix, pair_matrix_figure, select_pair_raters
-from agreement.fo.rater_tables import (RATER_COLUMNS, f1_score, natural_key, rater_options, rater_table_markdown,
-                                       sort_rater_rows, top_bottom_bars, visible_columns)
+from agreement.fo.pair_heatmap import (
+    pair_matrix,
+    pair_matrix_figure,
+    select_pair_raters,
+)
+from agreement.fo.rater_tables import (
+    RATER_COLUMNS,
+    f1_score,
+    natural_key,
+    rater_options,
+    rater_table_markdown,
+    sort_rater_rows,
+    top_bottom_bars,
+    visible_columns,
+)
 
 PANEL = "@iaa/agreement/annotator_agreement"
 
@@ -39,7 +51,7 @@ def test_rows_come_worst_first_with_the_minimum_labels_and_the_name_filter():
     assert [r["rater"] for r in out["rows"]] == ["w4", "w2", "w3", "w1", "w11"]
     assert out["n_below_min"] == 1 and out["n_total"] == 6
     assert [r["rater"] for r in sort_rater_rows(rows, vit, False, 5)["rows"]] == ["w1", "w3", "w2", "w4", "w11"]
-    assert [r["rater"] for r in sort_rater_rows(rows, vit, True, 0)["rows"]][0] == "w10"
+    assert next(r["rater"] for r in sort_rater_rows(rows, vit, True, 0)["rows"]) == "w10"
     named = sort_rater_rows(rows, vit, True, 0, name_filter="W1")
     assert [r["rater"] for r in named["rows"]] == ["w10", "w1", "w11"] and named["n_filtered_out"] == 3
 
@@ -90,6 +102,86 @@ def test_per_rater_bars_show_the_lowest_and_highest_k():
     assert fig["traces"][0]["x"] == raters  # the figure given is not changed
     small = top_bottom_bars(fig, 20)  # all fit: the chart's own order
     assert small["traces"][0]["x"] == raters
+
+
+# ---------------------------------------------------------------------------- pure: the table's legend
+_RATERS3 = ["w1", "w2", "w10"]
+_VALUES = {"w1": 0.31, "w2": 0.5, "w10": -0.0625}
+_PAIRS = [{"rater_a": a, "rater_b": b, "n_shared_samples": 4, "kappa": 0.4, "observed_agreement": 0.7,
+           "alpha_ot": 0.55} for a, b in (("w1", "w2"), ("w1", "w10"), ("w2", "w10"))]
+_VITALITY = {"raters": _RATERS3, "vitality": [_VALUES[r] for r in _RATERS3], "alpha_without": [0.3, 0.2, 0.1]}
+#: For each rater table: the run's method and results (no FiftyOne: the label counts come from the test).
+_RUNS = {
+    "iaa.consensus": ("iaa.consensus", {"rater_report": {r: {
+        "sensitivity": v, "precision": 0.8, "false_positive_rate": 0.1, "localisation_error": 0.2, "agreement": 0.9,
+        "n_labels": 10, "n_samples": 5} for r, v in _VALUES.items()}}),
+    "iaa.consensus/classes": ("iaa.consensus", {"rater_report": {r: {"competence": v, "agreement": 0.9, "labels": 10}
+                                                                 for r, v in _VALUES.items()}}),
+    "iaa.kalos": ("iaa.kalos", {"raters": _RATERS3, "rater_vitality": _VITALITY}),
+    "iaa.ot_agreement": ("iaa.ot_agreement", {"raters": _RATERS3, "rater_pairs": _PAIRS}),
+    "iaa.class_agreement": ("iaa.class_agreement", {
+        "raters": _RATERS3, "rater_vitality": _VITALITY, "rater_pairs": _PAIRS,
+        "rater_majority": {"raters": _RATERS3, "agreement": [0.9, 0.8, 0.7]}}),
+}
+
+
+@pytest.fixture
+def no_label_counts(monkeypatch):
+    """The rater tables' label and pair counts without a dataset."""
+    import agreement.fo.rater_counts as rc
+
+    monkeypatch.setattr(rc, "rater_label_counts", lambda samples, info: {r: {"labels": 10, "samples": 5}
+                                                                         for r in _RATERS3})
+    monkeypatch.setattr(rc, "kalos_pair_counts", lambda samples, info: {
+        "w1|w2": {"n_shared": 4, "n_units": 10, "n_agree": 7}, "w1|w10": {"n_shared": 4, "n_units": 8, "n_agree": 2}})
+
+
+def _table_and_legend(md: str) -> tuple[list[str], list[str], str]:
+    """The headings of a rater table's numeric columns, the columns its legend describes and the columns it
+    names as not shown."""
+    header = next(line for line in md.splitlines() if line.startswith("| rater |"))
+    shown = [h.strip() for h in header.strip("| ").split(" | ")][1:]
+    after = md.split(header, 1)[1].split("\n\n")
+    legend = after[1] if len(after) > 1 else ""
+    descriptions, _, rest = legend.partition(" Not shown: ")
+    return shown, re.findall(r"\*([^*]+)\*: ", descriptions), rest
+
+
+@pytest.mark.parametrize("table", sorted(_RUNS))
+def test_each_rater_tables_legend_describes_exactly_the_columns_it_shows(no_label_counts, table):
+    """Issue 48: the class rater table's legend described partners, labels and samples, which it did not show.
+    For every method's table and every sort column, the legend names each shown column once, in order, and
+    no other; the columns left out are only named as such."""
+    from agreement.fo.rater_panel_data import rater_table
+
+    method, detail = _RUNS[table]
+    columns = RATER_COLUMNS[table]
+    assert all(c.description for c in columns), table
+    for column in columns:
+        out = rater_table(None, {"method": method, "key": "k"}, {"detail": detail},
+                          rater_options({"sort": column.key, "min_labels": 0}))
+        assert out["sort"] == column.key
+        shown, described, rest = _table_and_legend(out["markdown"])
+        assert described == shown and shown[0] == column.heading, (table, column.key, out["markdown"])
+        hidden = [c.heading for c in columns if c.heading not in shown]
+        assert len(shown) == min(5, len(columns))
+        assert rest == (f"{', '.join(hidden)} (sort by one to show it)." if hidden else "")
+
+
+def test_the_rater_tables_write_three_significant_figures(no_label_counts):
+    """Issue 48 saw "0.31" where three significant figures give 0.310: the tables keep the trailing zeros."""
+    from agreement.fo.rater_panel_data import rater_table
+
+    for table, key in (("iaa.consensus/classes", "competence"), ("iaa.kalos", "vitality"),
+                       ("iaa.class_agreement", "vitality")):
+        method, detail = _RUNS[table]
+        out = rater_table(None, {"method": method, "key": "k"}, {"detail": detail},
+                          rater_options({"sort": key, "min_labels": 0, "worst_first": False}))
+        rows = re.findall(r"^\| (w\d+) \| \*\*([^*]+)\*\*", out["markdown"], flags=re.MULTILINE)
+        assert rows == [("w2", "0.500"), ("w1", "0.310"), ("w10", "-0.0625")], (table, out["markdown"])
+    ot = rater_table(None, {"method": "iaa.ot_agreement", "key": "k"}, {"detail": _RUNS["iaa.ot_agreement"][1]},
+                     rater_options({"min_labels": 0}))
+    assert "| w1 | **0.550** | 2 | 8 | 10 | 5 |" in ot["markdown"]
 
 
 # ---------------------------------------------------------------------------- pure: heatmap
@@ -179,7 +271,7 @@ def crowd(fo):
     ds.add_samples(samples_from_corpus(corpus, [f"/crowd/{i}.jpg" for i in range(90)], layout="attribute",
                                        field="gt", raters_field="raters"))
     declare_raters_field(ds, "gt", "raters")
-    kw = dict(field="gt", rater_attr="annotator")
+    kw = {"field": "gt", "rater_attr": "annotator"}
     compute_consensus(ds, "cons", **kw)
     compute_ot_agreement(ds, "ot", **kw)
     compute_kalos(ds, "kalos", **kw)
@@ -247,7 +339,7 @@ def _panel(ds, method, state=None, panel_id="raters-panel", **event):
     import fiftyone.operators as foo
 
     params = {"__method__": method, "panel_id": panel_id, "panel_state": dict(state or {}), **event}
-    r = foo.execute_operator(PANEL, ctx=dict(view=ds.view(), params=params))
+    r = foo.execute_operator(PANEL, ctx={"view": ds.view(), "params": params})
     assert r.error is None, r.error
     new_state, data, output = dict(state or {}), {}, None
     for q in r.executor.to_json()["requests"]:
@@ -275,7 +367,7 @@ def test_the_panel_controls_drive_the_table_and_the_heatmap(crowd):
     state, data, _ = _panel(crowd, "on_change_rater_sort", state, value="partner_agreement")
     assert "by *agrees*, best first" in data["rater_table_md"]
     state, data, _ = _panel(crowd, "on_change_rater_filter", state, value="w3")
-    names = re.findall(r"^\| (w\d+) \|", data["rater_table_md"], flags=re.M)
+    names = re.findall(r"^\| (w\d+) \|", data["rater_table_md"], flags=re.MULTILINE)
     assert names and all("w3" in n for n in names)
     state, data, output = _panel(crowd, "on_change_pair_rule", state, value="rater")
     assert "'pair_rater'" in output
@@ -300,7 +392,7 @@ def test_the_consensus_rater_report_is_sortable(crowd):
     assert "by *F1*, worst first" in data["rater_table_md"] and "false positives per assigned sample" in data[
         "rater_table_md"]
     state, data, _ = _panel(crowd, "on_change_rater_sort", state, value="false_positive_rate", panel_id="cons-panel")
-    fp = [float(x) for x in re.findall(r"^\| w\d+ \| \*\*([\d.]+|0)\*\*", data["rater_table_md"], flags=re.M)]
+    fp = [float(x) for x in re.findall(r"^\| w\d+ \| \*\*([\d.]+|0)\*\*", data["rater_table_md"], flags=re.MULTILINE)]
     assert fp and fp == sorted(fp, reverse=True)  # worst (most false positives) first
     np.testing.assert_array_less(-1, fp)
 
@@ -316,7 +408,7 @@ def test_clicking_an_empty_cell_loads_nothing(crowd):
                 if (f"w{i}", f"w{j}") not in met and (f"w{j}", f"w{i}") not in met)
     state, _, _ = _panel(crowd, "on_load", panel_id="empty-cell")
     params = {"__method__": "on_pair_click", "panel_id": "empty-cell", "panel_state": state, "x": a, "y": b}
-    r = foo.execute_operator(PANEL, ctx=dict(view=crowd.view(), params=params))
+    r = foo.execute_operator(PANEL, ctx={"view": crowd.view(), "params": params})
     uris = [q["operator_uri"] for q in r.executor.to_json()["requests"]]
     assert "set_view" not in uris and "notify" in uris  # the grid is not emptied
 

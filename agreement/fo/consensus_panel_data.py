@@ -10,11 +10,31 @@ against the consensus), one rater's confusion matrix and the review queue
 
 from __future__ import annotations
 
-from agreement.fo.figures import PanelDataError, confusion_figure, confusion_matrix, count_text, is_finite, sig3
+from agreement.fo.figures import (
+    PanelDataError,
+    confusion_figure,
+    confusion_matrix,
+    count_text,
+    is_finite,
+    sig3,
+)
+from agreement.fo.rater_tables import CLASS_CONSENSUS, RATER_COLUMNS, column_legend
 
-__all__ = ["consensus_cards", "consensus_counts", "consensus_tau_card", "rater_report_rows",
-           "rater_report_markdown", "review_queue_view", "REVIEW_HELP", "REPORT_COLUMNS", "REPORT_NOTE",
-           "CLASS_REPORT_COLUMNS", "CLASS_REVIEW_HELP", "default_rater", "is_class_consensus"]
+__all__ = [
+    "CLASS_REPORT_COLUMNS",
+    "CLASS_REVIEW_HELP",
+    "REPORT_COLUMNS",
+    "REPORT_NOTE",
+    "REVIEW_HELP",
+    "consensus_cards",
+    "consensus_counts",
+    "consensus_tau_card",
+    "default_rater",
+    "is_class_consensus",
+    "rater_report_markdown",
+    "rater_report_rows",
+    "review_queue_view",
+]
 
 
 REVIEW_HELP = (
@@ -35,11 +55,6 @@ REPORT_COLUMNS = (  # short headings: the table must fit a panel column; REPORT_
 )
 #: The rater report of a class consensus (Dawid–Skene, MACE, majority): competence, agreement, labels.
 CLASS_REPORT_COLUMNS = (("competence", "competence"), ("agreement", "agrees"), ("labels", "labels"))
-CLASS_REPORT_NOTE = (
-    "*competence*: the model's estimate that the rater gives the true class (Dawid–Skene: the mean of its "
-    "confusion matrix's diagonal; MACE: its competence; majority: its agreement); *agrees*: share of its "
-    "classes equal to the consensus; *labels*: the classes it gave."
-)
 CLASS_REVIEW_HELP = (
     "**Review queue** loads the samples whose consensus class is flagged for review, least confident first "
     "(the same view as the operator *load_agreement_view* in mode *review*; a class consensus is one label per "
@@ -48,12 +63,18 @@ CLASS_REVIEW_HELP = (
     "*review_consensus_labels*. Then **finalize_consensus** writes `{key}_final`: rejected labels left out, "
     "accepted ones no longer flagged."
 )
-REPORT_NOTE = (
-    "*sensitivity*: share of the consensus objects on its samples that the rater drew; *FP / sample*: false "
-    "positives per assigned sample; *precision*: share of its labels that are real objects; *loc. error*: "
-    "localisation error, mean 1 − IoU to the consensus label; *agrees*: share of its labels in a consensus "
-    "label of their class; *labels*, *samples*: counted for the rater."
-)
+
+
+def _legend(columns: tuple, method: str) -> str:
+    """The legend of a report with ``columns`` ((key, heading) pairs): what the rater table of ``method``
+    says of the columns of the same headings (:func:`agreement.fo.rater_tables.column_legend`)."""
+    described = {c.heading: c for c in RATER_COLUMNS[method]}
+    return column_legend([described[heading] for _, heading in columns])
+
+
+#: What the report's columns mean (under the table), made from its columns.
+REPORT_NOTE = _legend(REPORT_COLUMNS, "iaa.consensus")
+CLASS_REPORT_NOTE = _legend(CLASS_REPORT_COLUMNS, CLASS_CONSENSUS)
 CLASS_CONSENSUS_METHOD_NAMES = {"em": "Dawid–Skene (EM: each rater's confusion matrix)",
                                 "mace": "MACE (each rater's competence and spamming)", "majority": "majority vote"}
 CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",

@@ -13,8 +13,21 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["FIGURE_CONFIG", "TITLE_CHARS", "SUBTITLE_CHARS", "sig3", "count_text", "plural", "is_finite", "floats",
-           "wrap_lines", "figure_layout", "figure", "add_subtitle"]
+__all__ = [
+    "FIGURE_CONFIG",
+    "SUBTITLE_CHARS",
+    "TITLE_CHARS",
+    "add_subtitle",
+    "count_text",
+    "figure",
+    "figure_layout",
+    "floats",
+    "is_finite",
+    "median_count",
+    "plural",
+    "sig3",
+    "wrap_lines",
+]
 
 FIGURE_CONFIG = {"scrollZoom": False, "displayModeBar": False, "displaylogo": False, "responsive": True}
 #: Characters per line of a figure's title (15 px bold) and subtitle (12 px) in a 460 px wide plot.
@@ -42,6 +55,13 @@ def sig3(x, signed: bool = False) -> str:
 def count_text(n: int, what: str = "sample") -> str:
     """``"1 sample"``, ``"1,234 samples"``."""
     return f"{int(n):,} {plural(n, what)}"
+
+
+def median_count(x: float) -> str:
+    """A median of counts: whole with thousands separators, a half with its one decimal (``2``, ``2.5``,
+    ``1,234``): counts are exact, not three significant figures."""
+    x = float(x)
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}"
 
 
 def plural(n: int, what: str) -> str:

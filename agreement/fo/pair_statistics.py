@@ -37,14 +37,21 @@ justification and the measured numbers are in ``docs/pairwise-agreement.md``.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from agreement.core.rater_pairs import shared_pairs_of_cells
 
-__all__ = ["Z95", "wilson_interval", "observed_agreement", "one_class_pair_alpha", "pair_unit_agreement",
-           "pairwise_contrast", "contrast_note"]
+__all__ = [
+    "Z95",
+    "contrast_note",
+    "observed_agreement",
+    "one_class_pair_alpha",
+    "pair_unit_agreement",
+    "pairwise_contrast",
+    "wilson_interval",
+]
 
 #: The standard normal quantile of a two-sided 95% interval.
 Z95 = 1.959963984540054
@@ -214,7 +221,7 @@ def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int] | N
     vals = np.array([float(v) for v in pair_values if v is not None and math.isfinite(float(v))])
     shared = np.asarray(list(n_shared) if n_shared is not None else [], dtype=float)
     pooled_ok = pooled is not None and math.isfinite(float(pooled))
-    out = {"n_pairs": len(list(pair_values)), "n_defined": int(len(vals)),
+    out = {"n_pairs": len(list(pair_values)), "n_defined": len(vals),
            "share_negative": float(np.mean(vals < 0)) if len(vals) else None,
            "median": float(np.median(vals)) if len(vals) else None,
            "pooled": float(pooled) if pooled_ok else None,
@@ -226,28 +233,39 @@ def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int] | N
 
 def contrast_note(contrast: dict, value_name: str, observed_median: float | None = None,
                   observed_pooled: float | None = None, kalos: bool = True) -> str:
-    """The sentence the heatmap needs when its pairwise values contradict the headline (empty otherwise).
+    """The note the heatmap needs when its pairwise values contradict the headline (empty otherwise).
 
-    Numbers to three significant figures; ``observed_*``: the pairs' median and
-    pooled observed agreement (:func:`observed_agreement`), offered instead.
+    Whole sentences, each ending with a full stop, whichever parts apply: the
+    contradiction itself, the pairs' small support (``median_shared``), KαLOS's
+    *no object* (``kalos``) and the observed agreement to read instead
+    (``observed_*``: the pairs' median and pooled observed agreement,
+    :func:`observed_agreement`). Statistics to three significant figures.
     """
     if not contrast.get("contradicts"):
         return ""
-    from agreement.fo.figure_base import sig3
+    from agreement.fo.figure_base import median_count, sig3
 
-    neg = contrast["share_negative"]
-    text = (f"**Why the cells look worse than the headline:** {round(100 * neg)}% of the "
-            f"{contrast['n_defined']:,} defined pairwise {value_name} are negative (median "
-            f"{sig3(contrast['median'])}) while the pooled {value_name} is {sig3(contrast['pooled'])}. ")
+    n, neg = f"{contrast['n_defined']:,}", round(100 * contrast["share_negative"])
+    median, pooled = sig3(contrast["median"]), sig3(contrast["pooled"])
+    head = "**Why the cells look worse than the headline:** "
+    if contrast["share_negative"] > 0.25:
+        head += (f"{neg}% of the {n} defined pairwise {value_name} are negative (median {median}) while the "
+                 f"pooled {value_name} is {pooled}.")
+    else:  # contradicts by its median alone
+        head += (f"the median of the {n} defined pairwise {value_name} is {median}, well below the pooled "
+                 f"{value_name} of {pooled} ({neg}% of them negative).")
+    sentences = [head]
     if contrast.get("median_shared") is not None:
-        text += (f"A pair shares few samples (a median {contrast['median_shared']:g}), so each cell rests on a few "
-                 "objects; ")
+        sentences.append(f"A pair shares few samples (a median of {median_count(contrast['median_shared'])}), so "
+                         "each cell rests on a few objects.")
     if kalos:
-        text += ("and a pair's α is computed on the objects either of the two drew, where *no object* never agrees "
-                 "with itself: on its own chance level, one miss puts it at 0 and two below 0 however many objects "
-                 "they agreed on. The pooled α also counts the other raters agreeing that there is no object. ")
+        sentences.append(("Also, a" if len(sentences) > 1 else "A")
+                         + " pair's α is computed on the objects either of the two drew, where *no object* never "
+                         "agrees with itself: on its own chance level, one miss puts it at 0 and two below 0 however "
+                         "many objects they agreed on. The pooled α also counts the other raters agreeing that there "
+                         "is no object.")
     if observed_median is not None:
-        text += (f"Read the **observed agreement** instead (hover, or colour the cells by it): a median pair agrees on "
-                 f"{round(100 * observed_median)}% of the objects either drew"
-                 + (f" ({round(100 * observed_pooled)}% pooled over all pairs)." if observed_pooled is not None else "."))
-    return text.strip()
+        all_pairs = f" ({round(100 * observed_pooled)}% pooled over all pairs)" if observed_pooled is not None else ""
+        sentences.append("Read the **observed agreement** instead (hover, or colour the cells by it): a median pair "
+                         f"agrees on {round(100 * observed_median)}% of the objects either drew{all_pairs}.")
+    return " ".join(sentences)

@@ -17,16 +17,31 @@ import statistics
 
 import numpy as np
 
+from agreement.fo.figure_base import count_text, is_finite, median_count, sig3
 from agreement.fo.figures import CONSENSUS_METHOD, METHOD_VIEWS
-from agreement.fo.figure_base import count_text, is_finite, sig3
-from agreement.fo.pair_heatmap import PAIR_RULES, pair_matrix, pair_matrix_figure, select_pair_raters
+from agreement.fo.pair_heatmap import (
+    PAIR_RULES,
+    pair_matrix,
+    pair_matrix_figure,
+    select_pair_raters,
+)
 from agreement.fo.pair_statistics import contrast_note, pairwise_contrast
-from agreement.fo.rater_tables import (CLASS_CONSENSUS, RATER_COLUMNS, RATER_NOTES, class_consensus_rater_rows,
-                                       class_rater_rows, consensus_rater_rows, kalos_rater_rows,
-                                       natural_key, ot_rater_rows, rater_table_markdown, sort_rater_rows,
-                                       top_bottom_bars, visible_columns)
+from agreement.fo.rater_tables import (
+    CLASS_CONSENSUS,
+    RATER_COLUMNS,
+    class_consensus_rater_rows,
+    class_rater_rows,
+    consensus_rater_rows,
+    kalos_rater_rows,
+    natural_key,
+    ot_rater_rows,
+    rater_table_markdown,
+    sort_rater_rows,
+    top_bottom_bars,
+    visible_columns,
+)
 
-__all__ = ["rater_table", "pair_section", "trim_rater_bars", "view_alpha_ot", "POOLED_KEYS"]
+__all__ = ["POOLED_KEYS", "pair_section", "rater_table", "trim_rater_bars", "view_alpha_ot"]
 
 KALOS, OT, CLASSES = "iaa.kalos", "iaa.ot_agreement", "iaa.class_agreement"
 #: The summary key of each method's pooled (headline) value that its pairwise values are read against.
@@ -71,8 +86,9 @@ def rater_table(samples, info: dict, results: dict, options: dict) -> dict | Non
     sort = next((c for c in columns if c.key == options["sort"]), columns[0])
     result = sort_rater_rows(rows, sort, options["worst_first"], options["min_labels"], options["filter"])
     eligible = {r["rater"] for r in sort_rater_rows(rows, sort, True, options["min_labels"])["rows"]}
-    md = rater_table_markdown(result, visible_columns(columns, sort.key), sort, options["worst_first"],
-                              options["rows"], options["min_labels"], _TITLES[method], RATER_NOTES[method])
+    shown = visible_columns(columns, sort.key)
+    md = rater_table_markdown(result, shown, sort, options["worst_first"], options["rows"], options["min_labels"],
+                              _TITLES[method], hidden=[c for c in columns if c not in shown])
     return {"markdown": md, "rows": result["rows"], "columns": [(c.key, c.heading) for c in columns],
             "sort": sort.key, "worst_first": options["worst_first"], "eligible": eligible, "n_raters": len(rows)}
 
@@ -143,7 +159,7 @@ def _support_line(records: list, min_support: int) -> str:
         return ""
     two = sum(1 for s in shared if s >= 2)
     return (f"Each cell rests on its pair's shared samples: {len(shared):,} pairs share a sample, a median "
-            f"{statistics.median(shared):g} each; {two:,} share two or more. Hover a cell for its support; "
+            f"{median_count(statistics.median(shared))} each; {two:,} share two or more. Hover a cell for its support; "
             f"*Min. shared samples* hides the thinner pairs (now {min_support}).")
 
 

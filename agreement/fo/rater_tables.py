@@ -8,21 +8,40 @@ without the rater, agreement with its partners) and OT (its pairs' αOT).
 keeps the raters with at least a minimum number of labels and whose name
 contains a filter; :func:`rater_table_markdown` writes the first rows as a
 table narrow enough for the panel's column (the rater and at most five
-numbers). :func:`top_bottom_bars` cuts a per-rater bar chart to its ``k``
-lowest and ``k`` highest raters.
+numbers), with a legend of exactly the columns it shows (each column carries
+its own description, so the two cannot differ). :func:`top_bottom_bars` cuts
+a per-rater bar chart to its ``k`` lowest and ``k`` highest raters.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agreement.fo.figure_base import add_subtitle, count_text, is_finite, plural, sig3
 
-__all__ = ["Column", "RATER_COLUMNS", "RATER_NOTES", "DEFAULT_OPTIONS", "MAX_ROWS", "MAX_BARS", "rater_options",
-           "natural_key", "f1_score", "consensus_rater_rows", "kalos_rater_rows", "ot_rater_rows", "CLASS_CONSENSUS",
-           "class_rater_rows", "class_consensus_rater_rows",
-           "sort_rater_rows", "visible_columns", "rater_table_markdown", "top_bottom_bars"]
+__all__ = [
+    "CLASS_CONSENSUS",
+    "DEFAULT_OPTIONS",
+    "MAX_BARS",
+    "MAX_ROWS",
+    "RATER_COLUMNS",
+    "Column",
+    "class_consensus_rater_rows",
+    "class_rater_rows",
+    "column_legend",
+    "consensus_rater_rows",
+    "f1_score",
+    "kalos_rater_rows",
+    "natural_key",
+    "ot_rater_rows",
+    "rater_options",
+    "rater_table_markdown",
+    "sort_rater_rows",
+    "top_bottom_bars",
+    "visible_columns",
+]
 
 MAX_ROWS = 100
 MAX_BARS = 25
@@ -30,61 +49,70 @@ MAX_BARS = 25
 
 @dataclass(frozen=True)
 class Column:
-    """A rater-table column: the row key, its (short) heading, which direction is better, and whether
-    it is a count."""
+    """A rater-table column: the row key, its (short) heading, which direction is better, whether it is a
+    count, and what it means (its entry in the legend under the table, see :func:`column_legend`)."""
 
     key: str
     heading: str
     higher_is_better: bool = True
     integer: bool = False
+    description: str = ""
 
 
+def _counts(labels: str = "its labels") -> tuple[Column, ...]:
+    return (Column("n_labels", "labels", True, True, labels),
+            Column("n_samples", "samples", True, True, "the samples assigned to it"))
+
+
+_PARTNERS = Column("n_partners", "partners", True, True, "raters it shared a sample with")
 #: The rater table of a consensus run on classes (its report holds competences, not sensitivities).
 CLASS_CONSENSUS = "iaa.consensus/classes"
-_COUNTS = (Column("n_labels", "labels", True, True), Column("n_samples", "samples", True, True))
-#: The columns of each method's rater table, the default sort column first.
+#: The columns of each method's rater table, the default sort column first, each with what it means.
 RATER_COLUMNS: dict[str, tuple[Column, ...]] = {
-    "iaa.consensus": (Column("f1", "F1"), Column("sensitivity", "sensitivity"), Column("precision", "precision"),
-                      Column("false_positive_rate", "FP / sample", False), Column("localisation_error", "loc. error", False),
-                      Column("agreement", "agrees")) + _COUNTS,
-    "iaa.kalos": (Column("vitality", "vitality"), Column("alpha_without", "α without", False),
-                  Column("partner_agreement", "agrees"), Column("n_partners", "partners", True, True)) + _COUNTS,
-    "iaa.ot_agreement": (Column("pair_alpha", "pair αOT"), Column("n_partners", "partners", True, True),
-                         Column("n_shared", "shared", True, True)) + _COUNTS,
-    "iaa.class_agreement": (Column("vitality", "vitality"), Column("alpha_without", "α without", False),
-                            Column("pair_kappa", "mean κ"), Column("partner_agreement", "agrees"),
-                            Column("majority_agreement", "with majority"),
-                            Column("n_partners", "partners", True, True)) + _COUNTS,
-    CLASS_CONSENSUS: (Column("competence", "competence"), Column("agreement", "agrees"),
-                      Column("n_labels", "labels", True, True)),
-}
-#: What each method's columns mean (under the table).
-RATER_NOTES = {
     "iaa.consensus": (
-        "*F1*: harmonic mean of sensitivity and precision; *sensitivity*: share of the consensus objects on its "
-        "samples that the rater drew; *precision*: share of its labels that are real objects; *FP / sample*: false "
-        "positives per assigned sample; *loc. error*: localisation error, mean 1 − IoU to the consensus label; "
-        "*agrees*: share of its labels in a consensus label of their class; *labels*, *samples*: counted for the "
-        "rater."),
+        Column("f1", "F1", description="harmonic mean of sensitivity and precision"),
+        Column("sensitivity", "sensitivity",
+               description="share of the consensus objects on its samples that the rater drew"),
+        Column("precision", "precision", description="share of its labels that are real objects"),
+        Column("false_positive_rate", "FP / sample", False, description="false positives per assigned sample"),
+        Column("localisation_error", "loc. error", False,
+               description="localisation error, mean 1 − IoU to the consensus label"),
+        Column("agreement", "agrees", description="share of its labels in a consensus label of their class"),
+    ) + _counts(),
     "iaa.kalos": (
-        "*vitality*: global α minus α without the rater (< 0: the rater lowers agreement); *α without*: the "
-        "global α without the rater; *agrees*: share of the objects it or a partner drew on shared samples that "
-        "both drew alike (observed agreement, pooled over its pairs); *partners*: raters it shared a sample "
-        "with; *labels*, *samples*: its labels and assigned samples."),
-    "iaa.class_agreement": (
-        "*vitality*: α minus α without the rater (< 0: the rater lowers agreement); *α without*: α without the "
-        "rater; *mean κ*: Cohen's κ with its partners, weighted by their shared samples; *agrees*: share of the "
-        "shared samples where it and a partner gave the same class (pooled over its pairs); *with majority*: share "
-        "of its samples where it gave the majority class of the other raters (ties shared); *partners*: raters "
-        "it shared a sample with; *labels*, *samples*: the classes it gave and its assigned samples."),
-    CLASS_CONSENSUS: (
-        "*competence*: the model's estimate that the rater gives the true class (Dawid–Skene: mean of its "
-        "confusion matrix's diagonal; MACE: its competence); *agrees*: share of its classes equal to the "
-        "consensus; *labels*: the classes it gave."),
+        Column("vitality", "vitality",
+               description="global α minus α without the rater (< 0: the rater lowers agreement)"),
+        Column("alpha_without", "α without", False, description="the global α without the rater"),
+        Column("partner_agreement", "agrees",
+               description="share of the objects it or a partner drew on shared samples that both drew alike "
+                           "(observed agreement, pooled over its pairs)"),
+        _PARTNERS,
+    ) + _counts(),
     "iaa.ot_agreement": (
-        "*pair αOT*: mean αOT of its rater pairs, weighted by their shared samples; *partners*: raters it "
-        "shared a sample with; *shared*: samples shared, summed over its pairs; *labels*, *samples*: its labels "
-        "and assigned samples."),
+        Column("pair_alpha", "pair αOT", description="mean αOT of its rater pairs, weighted by their shared samples"),
+        _PARTNERS,
+        Column("n_shared", "shared", True, True, "samples shared, summed over its pairs"),
+    ) + _counts(),
+    "iaa.class_agreement": (
+        Column("vitality", "vitality", description="α minus α without the rater (< 0: the rater lowers agreement)"),
+        Column("alpha_without", "α without", False, description="α without the rater"),
+        Column("pair_kappa", "mean κ", description="Cohen's κ with its partners, weighted by their shared samples"),
+        Column("partner_agreement", "agrees",
+               description="share of the shared samples where it and a partner gave the same class (pooled over "
+                           "its pairs)"),
+        Column("majority_agreement", "with majority",
+               description="share of its samples where it gave the majority class of the other raters (ties "
+                           "shared)"),
+        _PARTNERS,
+    ) + _counts("the classes it gave"),
+    CLASS_CONSENSUS: (
+        Column("competence", "competence",
+               description="the model's estimate that the rater gives the true class (Dawid–Skene: the diagonal "
+                           "of its confusion matrix, weighted by the classes' prior; MACE: its competence; "
+                           "majority: its agreement with the consensus)"),
+        Column("agreement", "agrees", description="share of its classes equal to the consensus"),
+        Column("n_labels", "labels", True, True, "the classes it gave"),
+    ),
 }
 #: The panel's rater and pair controls, and their defaults.
 DEFAULT_OPTIONS = {"sort": None, "worst_first": True, "filter": "", "min_labels": 5, "rows": 15, "bars_k": 10,
@@ -102,7 +130,11 @@ def _int(v, lo: int, hi: int, default: int) -> int:
 def rater_options(options: dict | None) -> dict:
     """``options`` completed with :data:`DEFAULT_OPTIONS` and brought into range (counts clamped, unknown
     choices replaced by the default), so a control's odd value never breaks the panel."""
-    from agreement.fo.pair_heatmap import MAX_HEATMAP_RATERS, PAIR_RULES, PAIR_STATISTICS
+    from agreement.fo.pair_heatmap import (
+        MAX_HEATMAP_RATERS,
+        PAIR_RULES,
+        PAIR_STATISTICS,
+    )
 
     o = {**DEFAULT_OPTIONS, **{k: v for k, v in (options or {}).items() if v is not None}}
     d = DEFAULT_OPTIONS
@@ -272,10 +304,21 @@ def visible_columns(columns: tuple[Column, ...], sort_key: str, limit: int = 5) 
     return (first + [c for c in columns if c.key != sort_key])[:limit]
 
 
+def column_legend(columns: Sequence[Column]) -> str:
+    """What each of ``columns`` means, in their order (``*heading*: description; …``): the legend under a
+    table, made from the columns it shows so that it names no other column and leaves none out."""
+    parts = [f"*{c.heading}*: {c.description}" for c in columns]
+    return "; ".join(parts) + "." if parts else ""
+
+
 def rater_table_markdown(result: dict, columns: list[Column], sort: Column, worst_first: bool, rows: int,
-                         min_labels: int, title: str, note: str = "") -> str:
+                         min_labels: int, title: str, note: str = "", hidden: Sequence[Column] = ()) -> str:
     """The sorted rows (:func:`sort_rater_rows`) as a markdown table of the first ``rows``, headed by a
-    line that says which raters it shows and how they are ordered, with ``note`` below it."""
+    line that says which raters it shows and how they are ordered.
+
+    Under it: the legend of the shown ``columns`` (:func:`column_legend`), the ``hidden`` columns named
+    (sorting by one shows it) and ``note``.
+    """
     shown = result["rows"][:rows]
     order = "worst first" if worst_first else "best first"
     better = "higher is better" if sort.higher_is_better else "lower is better"
@@ -294,7 +337,10 @@ def rater_table_markdown(result: dict, columns: list[Column], sort: Column, wors
     align = "|:--|" + "--:|" * len(columns)
     body = ["| " + r["rater"] + " | " + " | ".join(
         (f"**{r['text'][c.key]}**" if c.key == sort.key else r["text"][c.key]) for c in columns) + " |" for r in shown]
-    return "\n".join([what + ".", "", head, align, *body]) + (f"\n\n{note}" if note else "")
+    legend = column_legend(columns)
+    if hidden:
+        legend += f" Not shown: {', '.join(c.heading for c in hidden)} (sort by one to show it)."
+    return "\n".join([what + ".", "", head, align, *body]) + "".join(f"\n\n{t.strip()}" for t in (legend, note) if t)
 
 
 def _reindex(trace: dict, idx: list, n: int) -> dict:
