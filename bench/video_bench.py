@@ -102,7 +102,8 @@ def main(argv=None) -> None:
 
     t = time.perf_counter()
     ds, sim = simulate_video_dataset(num_videos=args.videos, num_frames=args.frames, num_objects=args.objects,
-                                     num_raters=args.raters, reference_field=None, persistent=True, seed=0)
+                                     num_raters=args.raters, reference_field=None, persistent=True, seed=0,
+                                     media="none")  # the operators read labels only: no rendering
     names = video_field_names(sim.raters)
     frames = [f"frames.{names['frames'][r]}" for r in sim.raters]
     segments = [names["segments"][r] for r in sim.raters]

@@ -1,15 +1,17 @@
 """The App on videos: a short browser journey through the panel on a KαLOS run computed per frame.
 
-Five simulated videos of 30 frames (three raters whose tracks drift, switch and miss stretches), written as
-tiny real WebM videos (VP8, drawn with OpenCV: the reference boxes on a grey background) so that the grid
-shows them; the run ``k`` on ``frames.r1`` .. ``frames.r3`` is computed in Python before the App opens. Then,
-in headless Chromium at 1440 × 900, only through the UI:
+Five simulated videos of 30 frames (three raters whose tracks drift, switch and miss stretches), with the
+media ``simulate_video_dataset`` renders (small MP4 videos, VP9, of the reference's boxes); the run ``k`` on
+``frames.r1`` .. ``frames.r3`` is computed in Python before the App opens. Then, in headless Chromium at
+1440 × 900, only through the UI:
 
-1. the panel opens on ``k``: the per-video histogram of the mean α over frames, the rater-pair heatmap and
-   the timeline of the worst video (tracks per rater, α per frame) are drawn, each with a title and both axis
-   titles, none cut by the panel's column; a screenshot (``video-panel.png``);
+1. the panel opens on ``k``: every video tile shows its frames (every ``/media`` request of the page answers
+   2xx, one at least per video, and no tile shows the App's error icon), and the per-video histogram of the
+   mean α over frames, the rater-pair heatmap and the timeline of the worst video (tracks per rater, α per
+   frame) are drawn, each with a title and both axis titles, none cut by the panel's column; a screenshot
+   (``video-panel.png``);
 2. a point of the timeline's α strip is clicked: the grid shows that video's clips where the raters disagree
-   (α below 0), exactly as many as the stretches of such frames the run wrote;
+   (α below 0), exactly as many as the stretches of such frames the run wrote, their tiles without error icon;
 3. *Undo the panel's drill-down*: the grid shows the five videos again.
 
 Screenshots only with ``$IAA_SCREENSHOTS_DIR``. Skipped when Chromium or Playwright is missing (failed with
@@ -23,10 +25,8 @@ import re
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
+from browser_support import (
     CHROMIUM_ARGS,
     SCREENSHOTS,
     _assert_titled,
@@ -36,7 +36,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     browser_tools,  # noqa: F401 - a fixture
     running_app,
 )
-from test_browser_classes import _overflowing, _scroll_panel_to
+from test_browser_classes import _overflowing
 
 pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
 
@@ -46,50 +46,54 @@ N_VIDEOS, N_FRAMES, SIZE = 5, 30, (320, 240)
 TITLES = ["Per-video mean α", "α per rater pair", "Timeline of"]
 
 
-def write_webm(path: Path, video, size: tuple[int, int] = SIZE, fps: float = 10.0) -> None:
-    """A tiny real WebM (VP8) of ``video``'s reference boxes, one colour per track, on a grey background."""
-    import cv2
-
-    w, h = size
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"VP80"), fps, (w, h))
-    assert writer.isOpened(), f"OpenCV cannot write VP8 to {path}"
-    colours = [(64, 128, 255), (80, 200, 80), (255, 160, 60), (200, 80, 200), (60, 200, 220)]
-    for f in range(1, video.num_frames + 1):
-        img = np.full((h, w, 3), 70, np.uint8)
-        for (x, y, bw, bh), t in zip(video.boxes[video.frames == f], video.tracks[video.frames == f]):
-            cv2.rectangle(img, (int(x * w), int(y * h)), (int((x + bw) * w), int((y + bh) * h)),
-                          colours[int(t) % len(colours)], -1)
-        writer.write(img)
-    writer.release()
-
-
 @pytest.fixture(scope="module")
 def video_app(fo, tmp_path_factory):
     import fiftyone.operators as foo
 
     from agreement.fo.video_simulate import simulate_video_dataset
-    from agreement.simulate.video import generate_videos
 
     if fo.dataset_exists(DATASET):
         fo.delete_dataset(DATASET)
-    folder = tmp_path_factory.mktemp("videos")
-    dataset, sim = simulate_video_dataset(DATASET, num_videos=N_VIDEOS, num_frames=N_FRAMES, num_objects=3,
-                                          num_raters=3, magnitude=3.0, seed=0, persistent=True)
-    reference = generate_videos(N_VIDEOS, num_frames=N_FRAMES, num_objects=3, seed=0)  # what the raters saw
-    paths = []
-    for video in reference:
-        path = folder / video.name.replace(".mp4", ".webm")
-        write_webm(path, video)
-        paths.append(str(path))
-    dataset.set_values("filepath", paths)
-    dataset.set_values("metadata.frame_width", [SIZE[0]] * N_VIDEOS)
-    dataset.set_values("metadata.frame_height", [SIZE[1]] * N_VIDEOS)
+    started = time.time()
+    dataset, _ = simulate_video_dataset(DATASET, num_videos=N_VIDEOS, num_frames=N_FRAMES, num_objects=3,
+                                        num_raters=3, magnitude=3.0, seed=0, frame_size=SIZE, persistent=True)
+    print(f"videos simulated and rendered in {time.time() - started:.1f} s")  # a figure, not a test
     started = time.time()
     foo.get_operator("@iaa/agreement/compute_kalos")(dataset, key="k", fields=[f"frames.{r}" for r in RATERS])
     print(f"frame run computed in {time.time() - started:.1f} s")  # a figure, not a test
     with running_app(tmp_path_factory, "video-server") as (url, log):
         yield url, dataset, log
     fo.delete_dataset(DATASET)
+
+
+def _media_requests(page) -> list[tuple[int, str]]:
+    """Records ``(status, filepath)`` of every response to the App's ``/media`` endpoint of ``page``."""
+    from urllib.parse import parse_qs, urlparse
+
+    seen: list[tuple[int, str]] = []
+
+    def record(response) -> None:
+        url = urlparse(response.url)
+        if url.path.endswith("/media"):
+            seen.append((response.status, parse_qs(url.query).get("filepath", [""])[0]))
+
+    page.on("response", record)
+    return seen
+
+
+def _wait_media_loaded(page, seen: list[tuple[int, str]], paths: list[str], timeout: float = 30.0) -> list[str]:
+    """Waits until every one of ``paths`` was served (2xx) and no grid tile shows the App's error icon; returns
+    what is still wrong (failed requests, videos never served, error tiles)."""
+    deadline = time.time() + timeout
+    while True:
+        failed = [f"{status} {path}" for status, path in seen if status >= 400]
+        served = {path for status, path in seen if 200 <= status < 300}
+        errors = page.locator('[data-cy="fo-grid"] [data-cy="looker-error-info"]').count()
+        wrong = failed + [f"never served: {p}" for p in paths if p not in served]
+        wrong += [f"{errors} tile(s) with the error icon"] if errors else []
+        if not wrong or time.time() > deadline:
+            return wrong
+        page.wait_for_timeout(300)
 
 
 def _entries(page) -> tuple[int, str]:
@@ -132,7 +136,7 @@ def _expected_clips(dataset, video_id: str) -> list[list[int]]:
     return out
 
 
-def test_video_run_in_the_panel_timeline_and_its_clips(fo, browser_tools, video_app, tmp_path):
+def test_video_run_in_the_panel_timeline_and_its_clips(fo, browser_tools, video_app, tmp_path):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     url, dataset, log = video_app
@@ -145,10 +149,13 @@ def test_video_run_in_the_panel_timeline_and_its_clips(fo, browser_tools, video_
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
+        media = _media_requests(page)
         try:
-            # 1. the run: the per-video histogram, the heatmap and the worst video's timeline, titled, not cut
+            # 1. the run: the per-video histogram, the heatmap and the worst video's timeline, titled, not cut;
+            # the tiles show their videos' frames
             started = time.time()
             _open_panel(page, url, dataset)
+            assert not _wait_media_loaded(page, media, dataset.values("filepath"))
             plots = _wait_plots(page, TITLES, timeout=60)
             timings["video run drawn"] = time.time() - started
             _assert_titled(plots, TITLES)
@@ -177,6 +184,7 @@ def test_video_run_in_the_panel_timeline_and_its_clips(fo, browser_tools, video_
             count, unit = _entries(page)
             assert (count, unit.rstrip("s")) == (len(clips), "clip"), (count, unit)
             assert not _wait_texts(page, [f"the clips of video {name} where the raters disagree"])
+            assert not _wait_media_loaded(page, media, [worst.filepath])
             timings["clips drill-down"] = time.time() - started
             if SCREENSHOTS:
                 _scroll_to_text(page, "The grid shows the")

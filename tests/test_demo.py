@@ -1,5 +1,7 @@
 """The demo end to end on a small dataset: builds, runs the operators, reports."""
 
+import os
+
 import pytest
 
 pytestmark = pytest.mark.fiftyone
@@ -28,8 +30,32 @@ def test_demo_builds_both_layouts_and_runs(fo, tmp_path, monkeypatch, capsys):
         assert report["kalos_3d"]["similarity"] == "cuboid_iou" and report["geometry_3d"]["detection_alpha"] > 0.5
         assert report["simulation"]["fields"] == ["sim_r1", "sim_r2", "sim_r3", "sim_r4"]
         out = capsys.readouterr().out
-        assert "make app" in out and "careful" in out
+        assert "make app" in out and "careful" in out and "iaa-demo-test-video" in out
+        _check_video_media(fo.load_dataset("iaa-demo-test-video"), str(tmp_path))
+        assert report["kalos_video"]["global_alpha"] is not None
     finally:
         ds.delete()
-        fo.delete_dataset("iaa-demo-test-coco")
-        fo.delete_dataset("iaa-demo-test-3d")
+        for suffix in ("coco", "3d", "video"):
+            if fo.dataset_exists(f"iaa-demo-test-{suffix}"):
+                fo.delete_dataset(f"iaa-demo-test-{suffix}")
+
+
+def _check_video_media(videos, root: str) -> None:
+    """Every video of the demo is a file under the dataset directory that OpenCV decodes, with the frame count,
+    rate and size of its metadata, and at least the frames its labels are on (the App plays it: no error tile)."""
+    import cv2
+
+    from agreement.fo.demo import VIDEO_DEMO
+
+    assert len(videos) == VIDEO_DEMO["num_videos"]
+    for sample, numbers in zip(videos, videos.values("frames.frame_number")):
+        path, meta = sample.filepath, sample.metadata
+        assert os.path.isfile(path) and os.path.commonpath([path, root]) == root, path
+        cap = cv2.VideoCapture(path)
+        decoded = 0
+        while cap.grab():
+            decoded += 1
+        rate, w, h = (cap.get(p) for p in (cv2.CAP_PROP_FPS, cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT))
+        cap.release()
+        assert decoded == meta.total_frame_count == VIDEO_DEMO["num_frames"] >= max(numbers), path
+        assert (rate, int(w), int(h)) == (meta.frame_rate, meta.frame_width, meta.frame_height), path

@@ -15,6 +15,12 @@ Run it with ``make demo`` (or ``python -m agreement.fo.demo``). It
 4. runs the plugin's operators headless and prints a report;
 5. says how to open the App on the dataset (``make app``).
 
+Beside it: ``iaa-demo-3d`` (street scenes with cuboids) and ``iaa-demo-video``,
+six simulated videos of 120 frames with three raters whose tracks drift,
+switch identity and miss stretches, rendered as small playable videos (the
+reference's boxes drawn frame by frame) under FiftyOne's dataset directory,
+with KaLOS computed per frame.
+
 Re-running replaces the demo dataset (and only it); images already rendered
 are reused.
 """
@@ -27,15 +33,20 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 import fiftyone as fo
 import fiftyone.operators as foo
+import numpy as np
 
-from agreement.fo.build import add_corpus_fields, samples_from_corpus
-from agreement.fo.assignment import declare_raters_field
 from agreement.core.rater_pairs import records_to_matrix
-from agreement.simulate.synthetic import DEMO_PROFILES, generate_scenes, ground_truth, simulate_demo_raters, write_scenes
+from agreement.fo.assignment import declare_raters_field
+from agreement.fo.build import add_corpus_fields, samples_from_corpus
+from agreement.simulate.synthetic import (
+    DEMO_PROFILES,
+    generate_scenes,
+    ground_truth,
+    simulate_demo_raters,
+    write_scenes,
+)
 from agreement.simulate.synthetic.demo_extras import (
     CUBOID_PROFILES,
     MASK_PROFILES,
@@ -47,6 +58,7 @@ from agreement.simulate.synthetic.demo_extras import (
 MASK_IMAGES = 40
 
 DATASET_NAME = "iaa-demo"
+VIDEO_DEMO = {"num_videos": 6, "num_frames": 120, "num_objects": 4, "num_raters": 3, "magnitude": 1.5}
 OPERATOR = "@iaa/agreement/{}"
 
 
@@ -121,9 +133,33 @@ def build_3d_dataset(name: str, num_scenes: int = 30, seed: int = 0) -> fo.Datas
     return dataset
 
 
+def build_video_demo(name: str, seed: int = 0) -> fo.Dataset:
+    """The video dataset (:data:`VIDEO_DEMO`): simulated raters on frames and segments, the reference in
+    ``frames.reference``, each video rendered (320 x 240, the reference's boxes drawn) into
+    ``<fo.config.default_dataset_dir>/<name>`` so that the App plays it."""
+    from agreement.fo.video_simulate import simulate_video_dataset
+
+    t = time.time()
+    dataset, _ = simulate_video_dataset(name, seed=seed, overwrite=True, persistent=True, **VIDEO_DEMO)
+    _say(f"  video dataset {name!r}: {len(dataset)} videos of {VIDEO_DEMO['num_frames']} frames rendered in "
+         f"{os.path.dirname(dataset.first().filepath)} ({time.time() - t:.1f} s)")
+    return dataset
+
+
+def _video_report(dataset, k: dict) -> str:
+    worst = dataset.exists("kalos_frames_mean").sort_by("kalos_frames_mean").first()
+    raters = dataset.info["iaa_video_simulation"]["raters"]
+    return (
+        f"\n  Video (dataset '{dataset.name}': {len(dataset)} rendered videos of {VIDEO_DEMO['num_frames']} "
+        f"frames, raters {', '.join(raters)} at noise magnitude {VIDEO_DEMO['magnitude']:g}; run 'kalos' per frame):"
+        f"\n    KaLOS global alpha {_fmt(k.get('global_alpha'))}, mean alpha {_fmt(k.get('mean_alpha'))}; worst "
+        f"video {os.path.basename(worst.filepath)} (mean alpha over its frames {_fmt(worst['kalos_frames_mean'])})"
+    )
+
+
 def _run(name: str, dataset, **params) -> dict:
     t = time.time()
-    result = foo.execute_operator(OPERATOR.format(name), ctx=dict(view=dataset.view(), params=params)).result
+    result = foo.execute_operator(OPERATOR.format(name), ctx={"view": dataset.view(), "params": params}).result
     _say(f"  ran {name} ({time.time() - t:.1f} s)")
     return result or {}
 
@@ -154,8 +190,8 @@ def _ot_report(dataset, ot: dict) -> str:
         f"D_e {_fmt(ot['expected_cost'])}, {'exact' if ot['alpha_ot_exact'] else 'estimated'} over "
         f"{ot['n_cross_pairs_evaluated']} cross-sample pairs"
         + ("" if ot["alpha_ot_exact"] else f", se {_fmt(ot['alpha_ot_se'], 4)}") + ")",
-        f"    mean OT score {_fmt(ot['mean_ot'])} over {ot['n_scored']} samples; baselines: "
-        f"F1@0.5 {_fmt(ot['f1'])}, mean IoU {_fmt(ot['mean_iou'])}, threshold alpha {_fmt(ot['threshold_alpha'])}",
+        (f"    mean OT score {_fmt(ot['mean_ot'])} over {ot['n_scored']} samples; baselines: F1@0.5 "
+         f"{_fmt(ot['f1'])}, mean IoU {_fmt(ot['mean_iou'])}, threshold alpha {_fmt(ot['threshold_alpha'])}"),
         "    alpha-OT per rater pair (who agrees with whom):",
     ]
     width = max(len(r) for r in raters)
@@ -199,8 +235,9 @@ def _kalos_report(dataset, k: dict) -> str:
     hardest = [i for i in cd["hardest_first"] if cd["alpha"][i] is not None][:3]
     lines = [
         "\n  KaLOS (run 'kalos', box IoU, tau = 0.5, greedy, soft cost):",
-        f"    global alpha {_fmt(k['global_alpha'])}, mean alpha {_fmt(k['mean_alpha'])} over {k['n_defined']} samples "
-        f"({k['n_undefined']} undefined, e.g. nobody drew anything; the reference tool would count those as 1.0)",
+        (f"    global alpha {_fmt(k['global_alpha'])}, mean alpha {_fmt(k['mean_alpha'])} over {k['n_defined']} "
+         f"samples ({k['n_undefined']} undefined, e.g. nobody drew anything; the reference tool would count those "
+         "as 1.0)"),
         "    rater vitality (alpha - alpha without the rater): "
         + ", ".join(f"{r} {_fmt(v, 3)}" for r, v in zip(vit["raters"], vit["vitality"])),
         "    hardest classes: " + ", ".join(f"{cd['classes'][i]} ({_fmt(cd['alpha'][i])})" for i in hardest),
@@ -231,9 +268,9 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
     report["geometry"] = _run("compute_geometry_agreement", dataset, fields=fields, key="geometry", distance="giou",
                               threshold=0.5, bootstrap=200, overwrite=True)
     mask_view = dataset.limit(dataset.info["iaa_demo"]["mask_images"])
-    report["staple"] = foo.execute_operator(OPERATOR.format("compute_mask_consensus"), ctx=dict(
-        view=mask_view, params=dict(fields=dataset.info["iaa_demo"]["mask_fields"], key="staple",
-                                    overwrite=True))).result
+    report["staple"] = foo.execute_operator(OPERATOR.format("compute_mask_consensus"), ctx={
+        "view": mask_view, "params": {"fields": dataset.info["iaa_demo"]["mask_fields"], "key": "staple",
+                                      "overwrite": True}}).result
     _say("  ran compute_mask_consensus (on the first images, which carry instance masks)")
     ds3 = build_3d_dataset(f"{name}-3d", seed=seed)
     cuboid_raters = list(CUBOID_PROFILES)
@@ -241,6 +278,9 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
                               tau=0.25, overwrite=True)
     report["geometry_3d"] = _run("compute_geometry_agreement", ds3, fields=cuboid_raters, key="geometry",
                                  distance="cuboid_iou", threshold=0.1, bootstrap=200, overwrite=True)
+    videos = build_video_demo(f"{name}-video", seed=seed)
+    report["kalos_video"] = _run("compute_kalos", videos, key="kalos", overwrite=True,
+                                 fields=[f"frames.{r}" for r in videos.info["iaa_video_simulation"]["raters"]])
     out_dir = os.path.join(fo.config.default_dataset_dir, name)
     report["calibration"] = _run(
         "calibrate_agreement", dataset, fields=fields, key="calibration", distances=["iou", "giou", "centroid"],
@@ -284,6 +324,7 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         f"hold two no_object values, so alpha cannot be positive; the detection agreement below is the number to read)"
     )
     _say(_geometry_report("Geometry agreement (cuboid IoU, matching at 0.1)", report["geometry_3d"], indent="    "))
+    _say(_video_report(videos, report["kalos_video"]))
     cal = report["calibration"]
     _say(
         "\n  Calibration (run 'calibration'): KS one-sided "
@@ -304,6 +345,7 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
         "    make app\n"
         f"(or: FIFTYONE_PLUGINS_DIR=$PWD .venv/bin/python -c \"import fiftyone as fo; "
         f"fo.launch_app(fo.load_dataset('{name}')).wait()\")"
+        f"\nand pick '{name}-video' (or '{name}-3d') in the App's dataset menu for the videos (or the 3D scenes)."
     )
     return report
 

@@ -17,17 +17,17 @@ simulated rater; an empty reference stays explicit absence.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
+from agreement.core.validation import AnnotationError
+from agreement.fo.assignment import declare_raters_field
 from agreement.fo.build import corpus_label_fields
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
-from agreement.fo.assignment import declare_raters_field
 from agreement.simulate.noise.empirical import School, load_profile, simulate
 from agreement.simulate.noise.perturbations import perturbation_series
-from agreement.core.validation import AnnotationError
 
-__all__ = ["simulate_raters", "NOISE_MODELS", "METHOD", "SPEC"]
+__all__ = ["METHOD", "NOISE_MODELS", "SPEC", "simulate_raters"]
 
 METHOD = "iaa.simulate_raters"
 NOISE_MODELS = ("empirical", "drop", "shift", "swap")

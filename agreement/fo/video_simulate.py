@@ -4,9 +4,22 @@
 :class:`~agreement.simulate.video.VideoLabels` and its simulated raters
 (:func:`agreement.simulate.video.simulate_video_raters`) as a new video
 dataset; :func:`simulate_video_dataset` generates, simulates and writes in
-one call. No video files are needed: each sample's ``filepath`` is the
-video's name under ``media_dir`` (files that need not exist) and its
-``metadata`` a ``VideoMetadata`` with the frame count, rate and size.
+one call. Each sample's ``filepath`` is the video's name under
+``media_dir`` and its ``metadata`` a ``VideoMetadata`` with the file's frame
+count, rate and size. The media (``media=``):
+
+* ``"auto"`` (:func:`build_video_dataset`'s default): a video file already
+  at the path is used as it is (your own videos: it must read with OpenCV
+  and have at least the labels' frames); a missing one is rendered;
+* ``"render"`` (:func:`simulate_video_dataset`'s default): every video is
+  rendered (:func:`agreement.simulate.video.render_video`: the reference's
+  boxes drawn frame by frame, VP9 in ``.mp4``, VP8 in ``.webm``, both played
+  by the App in Chromium, Chrome, Edge and Firefox), replacing the file;
+* ``"none"``: no file is written or read; the App shows an error tile per
+  video (for benchmarks of the labels alone).
+
+Rendering costs about 5 ms per frame of 320 x 240 on one core (four times
+that at 640 x 480), on as many threads as cores (at most 8).
 
 Fields, in either rater layout (the architecture's two):
 
@@ -33,24 +46,46 @@ Speed: the frame documents are built as dicts and inserted with pymongo
 
 from __future__ import annotations
 
+import mimetypes
 import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
-from typing import Callable, Iterator, Mapping, Sequence
 
 import fiftyone as fo
 import fiftyone.core.dataset as fod
 from bson import ObjectId
 
 from agreement.fo.assignment import declare_raters_field
-from agreement.fo.coco import INFO_KEY, LAYOUTS, _discard, _swap_in, _temporary_name, rater_field_name
+from agreement.fo.coco import (
+    INFO_KEY,
+    LAYOUTS,
+    _discard,
+    _swap_in,
+    _temporary_name,
+    rater_field_name,
+)
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.importers.common import check_layout
 from agreement.fo.media_types import set_empty_dataset_media_type
 from agreement.fo.video_frames import declare_frame_field, detection_docs, insert_frames
-from agreement.simulate.video import VideoLabels, VideoNoise, VideoSimulation, check_video, generate_videos, \
-    simulate_video_raters
+from agreement.simulate.video import (
+    VideoLabels,
+    VideoNoise,
+    VideoSimulation,
+    check_video,
+    generate_videos,
+    simulate_video_raters,
+)
+from agreement.simulate.video.render import (
+    VideoFileInfo,
+    probe_video,
+    render_videos,
+    video_codec,
+)
 
-__all__ = ["build_video_dataset", "simulate_video_dataset", "video_field_names", "SIMULATION_INFO_KEY"]
+__all__ = ["MEDIA_MODES", "SIMULATION_INFO_KEY", "build_video_dataset", "simulate_video_dataset", "video_field_names"]
+
+MEDIA_MODES = ("auto", "render", "none")
 
 SIMULATION_INFO_KEY = "iaa_video_simulation"
 _FRAME_RESERVED = {"id", "_id", "frame_number", "created_at", "last_modified_at"}
@@ -117,12 +152,21 @@ def _segments(video: VideoLabels, extra: dict) -> fo.TemporalDetections:
     ])
 
 
+def _metadata(ref: VideoLabels, path: str, info: VideoFileInfo | None) -> fo.VideoMetadata:
+    """The file's frame count, rate and size (the reference's when no file was written or read)."""
+    if info is None:
+        return fo.VideoMetadata(total_frame_count=ref.num_frames, frame_rate=ref.frame_rate, frame_width=ref.width,
+                                frame_height=ref.height, duration=ref.num_frames / ref.frame_rate)
+    rate = info.frame_rate if info.frame_rate > 0 else ref.frame_rate
+    return fo.VideoMetadata(total_frame_count=info.num_frames, frame_rate=rate, frame_width=info.width,
+                            frame_height=info.height, duration=info.num_frames / rate,
+                            size_bytes=os.path.getsize(path), mime_type=mimetypes.guess_type(path)[0])
+
+
 def _sample(i: int, ref: VideoLabels, raters: Mapping[str, Sequence[VideoLabels]], names: dict, layout: str,
-            rater_attr: str, media_dir: str) -> fo.Sample:
-    sample = fo.Sample(filepath=os.path.join(media_dir, ref.name), raters=list(raters))
-    sample.metadata = fo.VideoMetadata(total_frame_count=ref.num_frames, frame_rate=ref.frame_rate,
-                                       frame_width=ref.width, frame_height=ref.height,
-                                       duration=ref.num_frames / ref.frame_rate)
+            rater_attr: str, path: str, info: VideoFileInfo | None) -> fo.Sample:
+    sample = fo.Sample(filepath=path, raters=list(raters))
+    sample.metadata = _metadata(ref, path, info)
     if layout == "fields":
         for r, videos in raters.items():
             sample[names["segments"][r]] = _segments(videos[i], {})
@@ -159,6 +203,45 @@ def _frame_docs(sample_ids: Sequence[str], reference: Sequence[VideoLabels],
             progress((i + 1) / n, f"frames of {i + 1} / {n} videos")
 
 
+def _existing_media(reference: Sequence[VideoLabels], paths: Sequence[str],
+                    media: str) -> tuple[list[VideoFileInfo | None], list[int]]:
+    """What each video file holds (``None``: not read) and the videos to render; reads and checks, writes nothing.
+
+    Raises:
+        ValueError: in ``"auto"``, a file OpenCV cannot read or shorter than
+            its labels; a video to render whose extension has no codec.
+    """
+    infos: list[VideoFileInfo | None] = [None] * len(reference)
+    if media == "none":
+        return infos, []
+    todo = []
+    for i, (ref, path) in enumerate(zip(reference, paths)):
+        if media == "render" or not os.path.exists(path):
+            video_codec(path)
+            todo.append(i)
+            continue
+        info = probe_video(path)
+        if info is None:
+            raise ValueError(f"{path!r} exists but OpenCV cannot read it as a video; pass media='render' to "
+                             "replace it with a rendered video, or media='none' to write no media")
+        if info.num_frames < ref.num_frames:
+            raise ValueError(f"video file {path!r} has {info.num_frames} frames but the labels of {ref.name!r} "
+                             f"reach frame {ref.num_frames}; pass media='render' to replace it")
+        infos[i] = info
+    return infos, todo
+
+
+def _render(reference: Sequence[VideoLabels], paths: Sequence[str], infos: list[VideoFileInfo | None],
+            todo: list[int], progress: Callable[[float, str], None] | None) -> None:
+    """Renders the videos ``todo`` (in place into ``infos``), reporting up to 80 % of ``progress``."""
+    if not todo:
+        return
+    report = None if progress is None else (lambda f, msg: progress(0.8 * f, msg))
+    rendered = render_videos([reference[i] for i in todo], [paths[i] for i in todo], progress=report)
+    for i, info in zip(todo, rendered):
+        infos[i] = info
+
+
 def build_video_dataset(
     reference: Sequence[VideoLabels],
     raters: Mapping[str, Sequence[VideoLabels]] | VideoSimulation,
@@ -169,6 +252,7 @@ def build_video_dataset(
     rater_attr: str = "annotator",
     reference_field: str | None = None,
     media_dir: str | os.PathLike | None = None,
+    media: str = "auto",
     overwrite: bool = False,
     persistent: bool = False,
     batch_size: int = 2000,
@@ -188,16 +272,26 @@ def build_video_dataset(
         rater_attr: the label attribute naming the rater (attribute layout).
         reference_field: also write the reference as ``frames.<reference_field>``
             and ``<reference_field>_segments``; ``None``: not written.
-        media_dir: the folder of the (not necessarily existing) video files;
+        media_dir: the folder of the video files (``<media_dir>/<video name>``);
             default ``<fo.config.default_dataset_dir>/<name>``.
+        media: ``"auto"`` (use the files there, render the missing ones),
+            ``"render"`` (render every video, replacing its file) or
+            ``"none"`` (no file written or read); see the module docstring.
         overwrite: replace an existing dataset of that name (once the new one
             is complete).
         persistent: keep the dataset after the process exits.
         batch_size: frame documents per ``insert_many``.
-        progress: ``progress(fraction, message)`` while frames are written.
+        progress: ``progress(fraction, message)`` while videos are rendered
+            (up to 0.8 when any is) and frames written.
 
     Returns:
-        The dataset; nothing is left behind when writing fails.
+        The dataset; nothing is left behind when writing fails (videos
+        already rendered stay in ``media_dir``).
+
+    Raises:
+        ValueError: bad input, checked before anything is written.
+        RuntimeError: this OpenCV cannot write the videos' codec (then pass
+            ``media="none"``).
     """
     videos = dict(raters.videos) if isinstance(raters, VideoSimulation) else {str(r): list(v) for r, v in
                                                                               raters.items()}
@@ -211,7 +305,15 @@ def build_video_dataset(
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another name")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if media not in MEDIA_MODES:
+        raise ValueError(f"media must be one of {MEDIA_MODES}, got {media!r}")
     media_dir = os.fspath(media_dir) if media_dir is not None else os.path.join(fo.config.default_dataset_dir, name)
+    paths = [os.path.join(media_dir, ref.name) for ref in reference]
+    infos, todo = _existing_media(reference, paths, media)
+    _render(reference, paths, infos, todo, progress)
+    if todo and progress is not None:
+        frames_progress = progress
+        progress = lambda f, msg: frames_progress(0.8 + 0.2 * f, msg)
 
     def sources(i: int) -> list[tuple[str, list[tuple[VideoLabels, dict]]]]:
         if layout == "fields":
@@ -224,7 +326,8 @@ def build_video_dataset(
     try:
         set_empty_dataset_media_type(dataset, "video")
         _declare(dataset, names, layout, rater_attr)
-        samples = [_sample(i, ref, videos, names, layout, rater_attr, media_dir) for i, ref in enumerate(reference)]
+        samples = [_sample(i, ref, videos, names, layout, rater_attr, paths[i], infos[i])
+                   for i, ref in enumerate(reference)]
         ids = dataset.add_samples(samples, progress=False)
         with gc_paused():  # millions of small dicts, no cycles
             insert_frames(dataset, _frame_docs(ids, reference, sources, progress), batch_size=batch_size)
@@ -291,6 +394,8 @@ def simulate_video_dataset(
     layout: str = "fields",
     reference_field: str | None = "reference",
     min_lifetime: float = 1.0,
+    frame_size: tuple[int, int] = (320, 240),
+    frame_rate: float = 30.0,
     overwrite: bool = False,
     persistent: bool = False,
     progress: Callable[[float, str], None] | None = None,
@@ -304,27 +409,35 @@ def simulate_video_dataset(
     ``seed``) with ``noise``, or the preset ``VideoNoise.scaled(magnitude)``
     (default ``magnitude=1``; giving both is an error), written by
     :func:`build_video_dataset` (``options``: its ``field``,
-    ``segments_field``, ``rater_attr``, ``media_dir``, ``batch_size``).
+    ``segments_field``, ``rater_attr``, ``media_dir``, ``media``,
+    ``batch_size``). The videos (``video_0001.mp4`` ...) are rendered into
+    ``media_dir`` (default ``<fo.config.default_dataset_dir>/<name>``) at
+    ``frame_size`` (width, height; small by default: rendering costs in
+    proportion to the pixels) and ``frame_rate``, replacing earlier renders
+    of that name (``media="render"``; ``media="none"``: no files, for
+    benchmarks of the labels alone).
     ``dataset.info["iaa_video_simulation"]`` records the parameters, each
     rater's noise and counts.
 
     Returns:
         ``(dataset, simulation)``.
     """
-    unknown = set(options) - {"field", "segments_field", "rater_attr", "media_dir", "batch_size"}
+    unknown = set(options) - {"field", "segments_field", "rater_attr", "media_dir", "media", "batch_size"}
     if unknown:
         raise TypeError(f"simulate_video_dataset() got unexpected keyword argument(s) {sorted(unknown)}")
     if noise is not None and magnitude is not None:
         raise ValueError("give either `noise` (VideoNoise) or `magnitude` (the preset VideoNoise.scaled), not both")
     noise = noise if noise is not None else VideoNoise.scaled(1.0 if magnitude is None else magnitude)
+    options.setdefault("media", "render")
     reference = generate_videos(num_videos, num_frames=num_frames, num_objects=num_objects, seed=seed,
-                                min_lifetime=min_lifetime)
+                                min_lifetime=min_lifetime, frame_size=frame_size, frame_rate=frame_rate)
     sim = simulate_video_raters(reference, noise, num_raters=num_raters, seed=seed)
     dataset = build_video_dataset(reference, sim, name=name, layout=layout, reference_field=reference_field,
                                   overwrite=overwrite, persistent=persistent, progress=progress, **options)
     dataset.info[SIMULATION_INFO_KEY] = {
         "num_videos": num_videos, "num_frames": num_frames, "num_objects": num_objects, "seed": seed,
-        "min_lifetime": min_lifetime, "magnitude": magnitude, "raters": list(sim.raters),
+        "min_lifetime": min_lifetime, "frame_size": [int(v) for v in frame_size], "frame_rate": float(frame_rate),
+        "media": options["media"], "magnitude": magnitude, "raters": list(sim.raters),
         "noise": {r: asdict(n) for r, n in sim.noise.items()}, "counts": sim.counts,
     }
     dataset.save()

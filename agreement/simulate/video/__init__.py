@@ -9,6 +9,8 @@
   rater's version of a reference: box drift along tracks, identity switches,
   missed frame runs, spurious short tracks and segment boundary jitter
   (:class:`VideoNoise`).
+* :mod:`agreement.simulate.video.render`: :func:`render_video`, a playable
+  video file (VP9 in MP4, VP8 in WebM) of a video's boxes, for the App.
 
 Typical use::
 
@@ -19,7 +21,7 @@ Typical use::
     sim.videos["r1"][0]        # rater r1's VideoLabels of the first video
 
 :func:`agreement.fo.video_simulate.build_video_dataset` writes them as a
-FiftyOne video dataset. This package does not import FiftyOne.
+FiftyOne video dataset, with rendered media. This package does not import FiftyOne.
 """
 
 from agreement.simulate.video.data import VideoLabels, check_video
@@ -31,17 +33,27 @@ from agreement.simulate.video.raters import (
     simulate_video_rater,
     simulate_video_raters,
 )
+from agreement.simulate.video.render import (
+    VideoFileInfo,
+    probe_video,
+    render_video,
+    render_videos,
+)
 from agreement.simulate.video.synthetic import VIDEO_CLASSES, generate_videos
 
 __all__ = [
     "COUNTS",
     "DRIFT_HORIZON",
     "VIDEO_CLASSES",
+    "VideoFileInfo",
     "VideoLabels",
     "VideoNoise",
     "VideoSimulation",
     "check_video",
     "generate_videos",
+    "probe_video",
+    "render_video",
+    "render_videos",
     "simulate_video_rater",
     "simulate_video_raters",
 ]

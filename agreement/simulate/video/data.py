@@ -95,7 +95,7 @@ class VideoLabels:
     def __post_init__(self) -> None:
         boxes = np.asarray(self.boxes, dtype=np.float64).reshape(-1, 4)
         n = len(boxes)
-        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        set_ = lambda k, v: object.__setattr__(self, k, v)
         set_("boxes", boxes)
         set_("frames", _ints(self.frames, n, "frames"))
         set_("tracks", _ints(self.tracks, n, "tracks"))
@@ -129,14 +129,14 @@ class VideoLabels:
         """
         return np.searchsorted(self.frames, np.arange(1, self.num_frames + 2), side="left")
 
-    def sorted(self) -> "VideoLabels":
+    def sorted(self) -> VideoLabels:
         """The same labels with rows sorted by ``(frame, track)`` (stable)."""
         order = np.lexsort((self.tracks, self.frames))
         if np.array_equal(order, np.arange(len(order))):
             return self
         return self.take(order)
 
-    def take(self, rows: np.ndarray) -> "VideoLabels":
+    def take(self, rows: np.ndarray) -> VideoLabels:
         """A copy keeping the box rows ``rows`` (indices or a boolean mask), in that order."""
         rows = np.asarray(rows)
         return replace(

@@ -66,8 +66,8 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
@@ -75,8 +75,14 @@ from scipy.ndimage import gaussian_filter1d
 from agreement.simulate.video.data import VideoLabels, check_video
 from agreement.simulate.video.synthetic import fold
 
-__all__ = ["DRIFT_HORIZON", "VideoNoise", "VideoSimulation", "simulate_video_rater", "simulate_video_raters",
-           "COUNTS"]
+__all__ = [
+    "COUNTS",
+    "DRIFT_HORIZON",
+    "VideoNoise",
+    "VideoSimulation",
+    "simulate_video_rater",
+    "simulate_video_raters",
+]
 
 DRIFT_HORIZON = 100
 """Frames after which the drift walk's standard deviation is ``drift`` (``scale_drift``)."""
@@ -132,7 +138,7 @@ class VideoNoise:
                 raise ValueError(f"VideoNoise.{name} is a mean length in frames, >= 1; got {getattr(self, name)!r}")
 
     @classmethod
-    def scaled(cls, magnitude: float) -> "VideoNoise":
+    def scaled(cls, magnitude: float) -> VideoNoise:
         """A preset rater at ``magnitude`` λ >= 0 (0: the reference, 1: a plausible careless annotator).
 
         ``drift = 0.15 λ``, ``scale_drift = 0.1 λ``, ``switch_rate = 1 - 0.998^λ``
@@ -166,7 +172,7 @@ class VideoSimulation:
 
 
 def _rng(seed: int, rater: str, video: str, stream: str) -> np.random.Generator:
-    crc = lambda s: zlib.crc32(str(s).encode("utf-8"))  # noqa: E731
+    crc = lambda s: zlib.crc32(str(s).encode("utf-8"))
     return np.random.default_rng(np.random.SeedSequence([int(seed), crc(rater), crc(video), _STREAMS[stream]]))
 
 

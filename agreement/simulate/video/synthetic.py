@@ -28,14 +28,14 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
 from agreement.simulate.video.data import VideoLabels
 
-__all__ = ["VIDEO_CLASSES", "generate_videos", "fold"]
+__all__ = ["VIDEO_CLASSES", "fold", "generate_videos"]
 
 VIDEO_CLASSES: tuple[str, ...] = ("person", "car", "bicycle", "dog", "ball")
 """The default object classes of the synthetic videos."""
