@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from agreement.core.rater_pairs import co_assignment
-from agreement.methods.consensus.em import ConsensusModel, fit_em
+from agreement.methods.consensus.em import RATE_PRIOR, ConsensusModel, fit_em
 from agreement.methods.consensus.majority import majority_vote
 from agreement.methods.consensus.pixels import fuse_pixels
 from agreement.methods.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
@@ -31,10 +31,10 @@ from agreement.methods.consensus.wbf import weighted_boxes_fusion
 from agreement.geometry.correspondence import check_cost, check_solver
 from agreement.core.data import MultiRaterAnnotations, encode_classes
 
-__all__ = ["consensus"]
+__all__ = ["MIN_MAJORITY_KEPT", "consensus", "em_degeneracy"]
 
 
-def _check_inputs(data, method, max_iter, tol, smoothing) -> None:
+def _check_inputs(data, method, max_iter, tol, smoothing, rate_prior) -> None:
     if not isinstance(data, MultiRaterAnnotations):
         raise TypeError(f"data must be a MultiRaterAnnotations, got {type(data).__name__}")
     if data.num_raters < 2:
@@ -45,7 +45,7 @@ def _check_inputs(data, method, max_iter, tol, smoothing) -> None:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(map(repr, METHODS))}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    for name, v in (("tol", tol), ("smoothing", smoothing)):
+    for name, v in (("tol", tol), ("smoothing", smoothing), ("rate_prior", rate_prior)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
@@ -107,9 +107,10 @@ def _run_majority(data, kind, units, codes, C) -> dict:
     return out
 
 
-def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail) -> dict:
+def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail,
+            rate_prior) -> dict:
     rho = coincidence if coincidence is not None else estimate_coincidence(data, kind, tau)
-    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model, tail)
+    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model, tail, rate_prior)
     out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,
@@ -117,6 +118,57 @@ def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_
     if kind in ("masks", "polygons"):
         px = fuse_pixels(data, units, kind)
         out.update(boxes=px.boxes, masks=px.masks, polygons=px.polygons, pixel=px)
+    return out
+
+
+#: The EM is judged degenerate when it keeps fewer than this share of the majority units (:func:`em_degeneracy`).
+MIN_MAJORITY_KEPT = 0.5
+
+
+def em_degeneracy(data: MultiRaterAnnotations, units: UnitTable, existence: np.ndarray) -> str:
+    r"""Why an EM fit cannot be used as the consensus (``""``: it can).
+
+    The fit is degenerate when an existence posterior is not finite, or when it judges real
+    (``P(\text{exists}) \ge 0.5``) fewer than :data:`MIN_MAJORITY_KEPT` of the *majority units*: units
+    drawn by more than half of the raters assigned to their sample, on samples of two raters or more. A
+    majority of ``m`` raters drawing one spurious box needs ``m - 1`` chance coincidences (each of
+    probability ``ρ``, a few per cent at most), so a fit that rejects most majority units has collapsed
+    (e.g. onto the fixed point where every unit is judged absent, or onto NaN parameters), not found a
+    crowd of colluding raters. The threshold is 0.5 whatever the run's ``min_confidence``, so that a
+    strict keep threshold is not mistaken for a collapse.
+
+    Parameters
+    ----------
+    data : MultiRaterAnnotations
+    units : UnitTable
+    existence : ndarray (U,)
+        The EM's existence posteriors.
+
+    Returns
+    -------
+    str
+        The reason, for the result's ``warning``; empty when the fit is sound.
+    """
+    bad = int((~np.isfinite(existence)).sum())
+    if bad:
+        return f"{bad} of {len(existence)} existence posteriors are not finite"
+    k = data.assigned.sum(axis=1)[units.unit_sample]
+    majority = (k >= 2) & (2 * units.size > k)
+    n_major = int(majority.sum())
+    real = int((existence[majority] >= 0.5).sum())
+    if n_major and real < MIN_MAJORITY_KEPT * n_major:
+        return f"it judges {real} of the {n_major} objects drawn by a majority of their sample's raters real"
+    return ""
+
+
+def _fallback(data, kind, units, codes, C, em_out: dict, why: str) -> dict:
+    """Majority vote's outputs in place of a degenerate EM's (:func:`em_degeneracy`), with the EM's
+    iteration count and convergence flag, and the warning that says so."""
+    out = _run_majority(data, kind, units, codes, C)
+    out.update(n_iter=em_out["n_iter"], converged=em_out["converged"], method="majority", warning=(
+        f"the EM consensus degenerated ({why}; {em_out['n_iter']} iterations, "
+        f"{'converged' if em_out['converged'] else 'not converged'}): the consensus labels are majority "
+        "vote's instead (method='majority'), and their confidences are vote shares, not posteriors"))
     return out
 
 
@@ -138,6 +190,7 @@ def consensus(
     tol: float = 1e-5,
     model: ConsensusModel | None = None,
     tail: float | None = None,
+    rate_prior: float = RATE_PRIOR,
 ) -> ConsensusResult:
     r"""Consensus labels of a multi-rater corpus, with confidences, review flags and a rater report.
 
@@ -152,7 +205,10 @@ def consensus(
         Dawid-Skene classes, localisation noise per rater); ``"majority"``:
         quorum vote over units (:mod:`agreement.methods.consensus.majority`,
         CVAT-like); ``"wbf"``: Weighted Boxes Fusion (boxes only,
-        :mod:`agreement.methods.consensus.wbf`).
+        :mod:`agreement.methods.consensus.wbf`). An ``"em"`` fit that degenerates (non-finite
+        posteriors, or most units drawn by a majority of their raters judged absent:
+        :func:`em_degeneracy`) is replaced by ``"majority"``: the result's ``method`` is then
+        ``"majority"``, ``params["requested_method"]`` ``"em"``, and ``warning`` says why.
     tau : float in (0, 1] or "auto", default="auto"
         Similarity threshold of the correspondence (``"em"``, ``"majority"``:
         candidate pairs have similarity ``>= tau``) or WBF's ``iou_thr`` (a
@@ -191,10 +247,17 @@ def consensus(
         (:mod:`agreement.methods.consensus.scale`); ``inf`` is the Gaussian
         precision-weighted mean; default: chosen from the data (real
         annotators' boxes are heavy-tailed: ν ≈ 2-3 on LVIS, ∞ on the demo).
+    rate_prior : float >= 0, default=2
+        ``κ`` (``"em"``): each rater's sensitivity and false-positive rate are shrunk toward the pooled
+        rates by a prior worth ``κ`` of its samples, so that a crowd worker seen on one or two samples
+        gets no rate of 0 or 1 (:mod:`agreement.methods.consensus.em`, "Sparse crowds"); 0: maximum
+        likelihood.
 
     Returns
     -------
     ConsensusResult
+        ``params`` (and the summary) hold ``requested_method`` and ``warning`` (``""``, or why the EM's
+        fit was replaced by majority vote).
 
     Raises
     ------
@@ -211,20 +274,21 @@ def consensus(
     ----------
     See :mod:`agreement.methods.consensus`.
     """
-    _check_inputs(data, method, max_iter, tol, smoothing)
+    _check_inputs(data, method, max_iter, tol, smoothing, rate_prior)
     tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
                                                           coincidence, tail)
     kind, codes, classes = _kind_and_codes(data, method, geometry, model)
     sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
     tau, choice, selection = _resolved_tau(tau, data, method, sim, model)
     units, out = _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter,
-                       tol, model, tail)
+                       tol, model, tail, rate_prior)
     params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
-                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing),
-                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)))
+                  review_band=band, solver=solver, cost=cost, smoothing=float(smoothing), rate_prior=float(rate_prior),
+                  similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)),
+                  requested_method=method, warning=out.get("warning", ""))
     if choice is not None:
         params["tau_auto"] = choice.as_dict()
-    return _assemble(data, method, kind, units, codes, classes, out, params)
+    return _assemble(data, out.get("method", method), kind, units, codes, classes, out, params)
 
 
 def _kind_and_codes(data, method, geometry, model):
@@ -252,17 +316,19 @@ def _resolved_tau(tau, data, method, sim, model):
 
 
 def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter, tol, model,
-          tail):
+          tail, rate_prior):
     """The units and the per-unit outputs of ``method``: WBF's own clusters, or the correspondence
-    units (:func:`agreement.methods.consensus.units.build_units`) fused by the EM or by majority vote."""
+    units (:func:`agreement.methods.consensus.units.build_units`) fused by the EM or by majority vote; a
+    degenerate EM fit (:func:`em_degeneracy`) is replaced by majority vote (``out["method"]``, ``out["warning"]``)."""
     if method == "wbf":
-        units, out = _run_wbf(data, codes, tau)
-    else:
-        units = build_units(data, codes, sim, tau, solver, cost,
-                            keys=data.cuboids if kind == "cuboids" else None)
-        out = (_run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail)
-               if method == "em" else _run_majority(data, kind, units, codes, len(classes)))
-    return units, out
+        return _run_wbf(data, codes, tau)
+    units = build_units(data, codes, sim, tau, solver, cost, keys=data.cuboids if kind == "cuboids" else None)
+    if method != "em":
+        return units, _run_majority(data, kind, units, codes, len(classes))
+    out = _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail,
+                  rate_prior)
+    why = em_degeneracy(data, units, out["confidence"])
+    return units, (_fallback(data, kind, units, codes, len(classes), out, why) if why else out)
 
 
 def rater_meets(assigned: np.ndarray) -> np.ndarray:

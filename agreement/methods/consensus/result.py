@@ -2,7 +2,8 @@
 
 :class:`ConsensusResult` is what :func:`agreement.methods.consensus.consensus`
 returns, whatever the method; :class:`RaterReport` is item 3 of the issue,
-the per-rater report to send to a labelling vendor.
+the per-rater report to send to a labelling vendor; :class:`ConsensusModel`
+the EM's fitted parameters (:mod:`agreement.methods.consensus.em`).
 
 This module does not import FiftyOne.
 """
@@ -16,13 +17,70 @@ import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 
-__all__ = ["RaterReport", "ConsensusResult", "NOTHING_LABELLED", "NO_TWO_RATERS"]
+__all__ = ["ConsensusModel", "RaterReport", "ConsensusResult", "NOTHING_LABELLED", "NO_TWO_RATERS"]
 
 #: Why the headline numbers are NaN when no rater drew anything.
 NOTHING_LABELLED = "no rater labelled anything: there is no label to agree on"
 #: Why the agreement is NaN when no sample has two raters.
 NO_TWO_RATERS = ("no sample has two raters assigned: the raters never meet, so nothing is agreed or disagreed; "
                  "each consensus label is one rater's label")
+
+
+@dataclass(frozen=True)
+class ConsensusModel:
+    """Fitted parameters of the consensus EM (:mod:`agreement.methods.consensus.em`), reusable on other samples.
+
+    Attributes
+    ----------
+    raters : tuple of str
+    classes : tuple
+        Class names; codes index them.
+    sensitivity : ndarray (R,)
+        ``se_r`` in ``[0, 1]``: probability of drawing an object that exists (NaN: no data).
+    false_positive_rate : ndarray (R,)
+        ``λ_r >= 0``: spurious labels per assigned sample (NaN: never assigned).
+    object_rate : float
+        ``μ``: real objects per sample (seen or not).
+    coincidence : float
+        ``ρ`` in ``(0, 1)``: chance that two unrelated labels match at ``τ``.
+    class_prior : ndarray (C,)
+    confusion : ndarray (R, C, C)
+        ``π_r[y, c] = P(rater r says c | true class y)``, rows sum to 1.
+    localisation_noise : ndarray (R,)
+        ``σ_r``: geometry noise relative to object size, a Gaussian-consistent
+        robust scale (NaN: no rater-pair data).
+    geometry : str
+    smoothing : float
+    tail : float
+        ``ν`` of the Student-t fusion weights (``inf``: Gaussian, plain precision weights).
+    """
+
+    raters: tuple
+    classes: tuple
+    sensitivity: np.ndarray
+    false_positive_rate: np.ndarray
+    object_rate: float
+    coincidence: float
+    class_prior: np.ndarray
+    confusion: np.ndarray = field(repr=False)
+    localisation_noise: np.ndarray = field(default=None)
+    geometry: str = "boxes"
+    smoothing: float = 1.0
+    tail: float = float("inf")
+    rate_prior: float = 0.0  #: ``κ``, strength of the rates' prior toward the pooled rates, in samples
+    tau: float = float("nan")  #: the correspondence threshold the model was fitted at (``tau="auto"`` reuses it)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain lists (NaN kept), for JSON."""
+        return {
+            "raters": list(self.raters), "classes": [str(c) for c in self.classes],
+            "sensitivity": self.sensitivity.tolist(), "false_positive_rate": self.false_positive_rate.tolist(),
+            "object_rate": float(self.object_rate), "coincidence": float(self.coincidence),
+            "class_prior": self.class_prior.tolist(), "confusion": self.confusion.tolist(),
+            "localisation_noise": self.localisation_noise.tolist(), "geometry": self.geometry,
+            "smoothing": float(self.smoothing), "tail": float(self.tail), "rate_prior": float(self.rate_prior),
+            "tau": float(self.tau),
+        }
 
 
 @dataclass(frozen=True)
@@ -141,7 +199,7 @@ class ConsensusResult:
     consensus labels, the order of the review queue; NaN without any).
 
     Per **rater**: ``report`` (:class:`RaterReport`). ``model`` holds the
-    EM's fitted parameters (:class:`agreement.methods.consensus.em.ConsensusModel`;
+    EM's fitted parameters (:class:`ConsensusModel`;
     None for the other methods), reusable with ``consensus(..., model=...)``.
     """
 
@@ -190,6 +248,12 @@ class ConsensusResult:
     @property
     def n_units(self) -> int:
         return len(self.unit_sample)
+
+    @property
+    def warning(self) -> str:
+        """Why the requested method's result was replaced (``""``: it was not): an EM fit that degenerated
+        is replaced by majority vote (:func:`agreement.methods.consensus.api.em_degeneracy`)."""
+        return str(self.params.get("warning", ""))
 
     @property
     def n_consensus(self) -> int:

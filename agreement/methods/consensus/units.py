@@ -216,11 +216,23 @@ def build_units(
     return units_from_labels(row_unit, data.sample_index, int(n_local.sum()))
 
 
+def _canonical_rows(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
+    """The annotation rows sorted by sample id, rater name and geometry: an order that does not depend on
+    how the corpus happens to be ordered (a shuffled copy of a corpus gets the same subsample)."""
+    s_rank = np.unique(np.asarray(data.sample_ids).astype(str), return_inverse=True)[1].ravel()
+    r_rank = np.unique(np.asarray(data.raters).astype(str), return_inverse=True)[1].ravel()
+    geo = data.cuboids if kind == "cuboids" else data.boxes
+    keys = [geo[:, k] for k in reversed(range(geo.shape[1]))]
+    return np.lexsort(keys + [r_rank[data.rater_index], s_rank[data.sample_index]])
+
+
 def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: int = 1000, seed: int = 0) -> float:
     """``ρ``: the chance that two unrelated labels match, i.e. reach similarity ``tau``.
 
     Estimated from up to ``n × n`` pairs of annotations of *different*
-    samples drawn with a fixed seed: box IoU for 2D labels, cuboid IoU for
+    samples drawn with a fixed seed from the rows in a canonical order (by
+    sample id, rater and geometry: the estimate does not depend on the
+    order of the corpus): box IoU for 2D labels, cuboid IoU for
     3D (``n`` capped at 300 there). Where no pair matches, half of one pair
     in the number compared (a conservative floor); at most 0.5.
     """
@@ -232,8 +244,9 @@ def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: 
         from agreement.geometry.cuboids import pairwise_cuboid_iou
 
         n = min(n, 300)
-    a = np.sort(rng.choice(N, size=min(n, N), replace=False))
-    b = np.sort(rng.choice(N, size=min(n, N), replace=False))
+    rows = _canonical_rows(data, kind) if N > n else np.arange(N)  # every row: any order gives the same count
+    a = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
+    b = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
     if kind == "cuboids":
         sim = pairwise_cuboid_iou(data.cuboids[a], data.cuboids[b])
     else:
@@ -246,4 +259,3 @@ def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: 
         return 0.5
     hits = int((sim[other] >= tau).sum())
     return float(min(0.5, max(hits, 0.5) / pairs))
-
