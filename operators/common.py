@@ -1,14 +1,20 @@
-"""Shared pieces of the operators: parameter names, form fragments, error reporting.
+"""Shared pieces of the operators: the long operators' config and progress (:func:`execute_with_progress`,
+with a refusal shown in full in the App: :func:`refusal_stream`), parameter names, form fragments (run keys
+and run pickers).
 
 Operators are thin: they read ``ctx.params``, call the bridge, and return a
-flat dict. Parameter names are shared across operators (see the README).
+flat dict. Parameter names are shared across operators (see the README). The
+rater layout and execution options of the compute operators are in
+:mod:`operators.declared`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 import fiftyone.operators.types as types
@@ -18,6 +24,7 @@ from fiftyone.operators.message import GeneratedMessage, MessageType
 from agreement.fo.runs import list_agreement_runs
 
 from .errors import OperatorInputError  # noqa: F401 - the operators' modules import it from here
+from .errors import REFUSED, is_refusal, refusal_text
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +98,14 @@ def execute_with_progress(
     ``ExecutionResult``, which the prompt shows.
 
     Exceptions of ``compute`` reach the caller unchanged in the first two
-    cases; in the App's stream they end the stream with an error line (the
-    App reads ``error`` from any line of an operator's stream) and are logged.
+    cases. In the App's stream, a refusal (:mod:`operators.errors`: a bad
+    parameter, a missing file, ...) ends the stream with its whole message in
+    the progress box and a notification (:func:`refusal_stream`); any other
+    error is logged with its traceback and ends the stream with an error line
+    (the App reads ``error`` from any line of an operator's stream), the
+    progress box saying the run failed. A stage that lasts is reported again
+    every :data:`HEARTBEAT` seconds with the time spent, and so is the start
+    before the first stage.
 
     Args:
         ctx: the :class:`fiftyone.operators.ExecutionContext`.
@@ -126,6 +139,12 @@ def execute_with_progress(
     return result
 
 
+def app_call(ctx) -> bool:
+    """Whether the App runs the operator now and reads what it returns (not delegated, not the SDK or a
+    Python call, no pipeline): then a refusal is shown, not raised (:mod:`operators.errors`)."""
+    return _streams_to_app(ctx)
+
+
 def _streams_to_app(ctx) -> bool:
     """Whether the App runs the operator now and reads its generator (not delegated, not the SDK, no pipeline).
 
@@ -143,6 +162,10 @@ def _streams_to_app(ctx) -> bool:
 
 _DONE = object()
 
+#: Seconds without a report after which the App's stream says again which stage is running, with the time
+#: spent so far (a long stage, e.g. a consensus's EM, then never looks stalled).
+HEARTBEAT = 1.0
+
 
 def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
             outputs: Callable[[dict], types.Property] | None = None, triggers: Triggers | None = None,
@@ -150,7 +173,11 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
     """The App's generator: ``compute`` in a worker thread, its stages yielded from a queue as triggers.
 
     Reports that pile up while the App reads are thinned to the latest of each stage, so a bridge
-    may report as often as it likes; every stage still reaches the App, in order.
+    may report as often as it likes; every stage still reaches the App, in order. A stage (or the start)
+    that lasts longer than :data:`HEARTBEAT` is reported again each :data:`HEARTBEAT` seconds with the
+    time spent (:func:`heartbeat_label`). A refusal (:func:`operators.errors.is_refusal`) ends the stream
+    with its message in the progress box (:func:`refusal_stream`); any other error with the stream's error
+    line, the progress box saying that the run failed.
     """
     events: queue.Queue = queue.Queue()
     outcome: dict[str, Any] = {}
@@ -165,10 +192,16 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
 
     uri = getattr(ctx, "operator_uri", None) or "operator"  # not on FiftyOne 1.0's context
     worker = threading.Thread(target=work, name=f"iaa-{uri}", daemon=False)
+    started = time.monotonic()
     worker.start()
+    last = (0.0, "starting")
     done = False
     while not done:
-        pending = [events.get()]  # waits for the next report
+        try:
+            pending = [events.get(timeout=HEARTBEAT)]  # waits for the next report
+        except queue.Empty:  # none for a while: the stage again, with the time spent
+            yield _progress(ctx, last[0], heartbeat_label(last[1], time.monotonic() - started))
+            continue
         while True:  # and takes whatever else came meanwhile
             try:
                 pending.append(events.get_nowait())
@@ -179,14 +212,48 @@ def _stream(ctx, compute: Callable[[Progress], dict], reload_dataset: bool,
         for i, (fraction, label) in enumerate(updates):
             if i + 1 < len(updates) and updates[i + 1][1] == label:
                 continue  # a later fraction of the same stage is already here: the App needs only that one
-            yield ctx.trigger("set_progress", {"progress": float(fraction), "label": str(label)})
+            last = (float(fraction), str(label))
+            yield _progress(ctx, *last)
     worker.join()
     if "error" in outcome:
-        error = outcome["error"]
-        logger.error("%s failed", uri, exc_info=error)
-        yield _StreamError(error)
+        yield from _failed(ctx, uri, outcome["error"], last)
         return
     yield from _stream_end(ctx, outcome["result"], reload_dataset, outputs, triggers, show)
+
+
+def heartbeat_label(label: str, seconds: float) -> str:
+    """The label of a repeated report: the stage and the time spent since the run started."""
+    return f"{label} · {seconds:.0f} s"
+
+
+def _progress(ctx, fraction: float, label: str):
+    """The App's ``set_progress`` trigger."""
+    return ctx.trigger("set_progress", {"progress": float(fraction), "label": str(label)})
+
+
+def _failed(ctx, uri: str, error: BaseException, last: tuple[float, str]) -> Iterator[Any]:
+    """The end of a stream whose run raised: a refusal's message in the progress box; any other error logged
+    with its traceback, the progress box told the run failed, and the stream's error line."""
+    if is_refusal(error):
+        logger.info("%s refused: %s", uri, refusal_text(error))
+        yield from refusal_stream(ctx, error)
+        return
+    logger.error("%s failed", uri, exc_info=error)
+    yield _progress(ctx, last[0], f"failed during '{last[1]}': {refusal_text(error)}")
+    yield _StreamError(error)
+
+
+def refusal_stream(ctx, error: BaseException) -> Iterator[Any]:
+    """What the App gets for a refused request of a streamed operator: a notification with the message, the
+    message in full in the progress box (``show_output``, which replaces a progress bar: nothing is left
+    stuck at its last stage) and an empty ``ExecutionResult`` (the prompt closes; the box stays until its
+    "Done")."""
+    from .outputs import refusal_property
+
+    message = refusal_text(error)
+    yield ctx.trigger("notify", {"message": message, "variant": "error"})
+    yield ctx.trigger("show_output", {"outputs": refusal_property(message).to_json(), "results": {REFUSED: message}})
+    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult({}))
 
 
 def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict], types.Property] | None,
@@ -194,7 +261,8 @@ def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict
     """The stream's last lines: reload, the triggers, the result in the progress box (``show_output``) and
     an empty ``ExecutionResult``; without ``outputs``, the result as the ``ExecutionResult``."""
     if reload_dataset:
-        yield ctx.trigger("reload_dataset")
+        for name, params in reload_triggers(ctx):
+            yield ctx.trigger(name, params)
     for name, params in triggers(result) if triggers is not None else ():
         yield ctx.trigger(name, params)
     if outputs is None:
@@ -219,13 +287,16 @@ class _StreamResult:
 
 
 def _rounded(value: Any) -> Any:
-    """Every float of ``value`` (nested dicts and lists) to three significant figures, for display."""
+    """Every float of ``value`` (nested dicts and lists) as text of three significant figures, trailing zeros
+    kept (``0.310``, not the ``0.31`` a rounded float shows), for display."""
+    from agreement.fo.figure_base import sig3
+
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_rounded(v) for v in value]
     if isinstance(value, float):
-        return float(f"{value:.3g}")
+        return sig3(value) if math.isfinite(value) else value
     return value
 
 
@@ -242,10 +313,25 @@ class _StreamError(GeneratedMessage):
                 "error": message, "error_message": message}
 
 
+def reload_triggers(ctx) -> list[tuple[str, dict]]:
+    """What reloads the App's dataset after new fields were written, keeping the user's sidebar filters: the
+    App drops them on ``reload_dataset`` (a filter on the current view, 73 of 200 samples, came back as 200),
+    so the request's filters are set again after it."""
+    out = [("reload_dataset", {})]
+    filters = dict(getattr(ctx, "request_params", {}).get("filters") or {})
+    if filters:
+        from agreement.fo.app_state import app_can_set_filters
+
+        if app_can_set_filters():
+            out.append(("set_filters", filters))
+    return out
+
+
 def refresh_app(ctx) -> None:
-    """Reloads the App's dataset after new fields were written (not for delegated runs)."""
+    """Reloads the App's dataset after new fields were written, its filters kept (not for delegated runs)."""
     if not ctx.delegated:
-        ctx.trigger("reload_dataset")
+        for name, params in reload_triggers(ctx):
+            ctx.trigger(name, params)
 
 
 def require(params: dict, name: str, what: str) -> Any:
@@ -254,37 +340,6 @@ def require(params: dict, name: str, what: str) -> Any:
     if value in (None, "", []):
         raise OperatorInputError(f"parameter {name!r} is required: {what}")
     return value
-
-
-def rater_layout_kwargs(params: dict) -> dict:
-    """How the raters' labels are read, from the shared parameter names.
-
-    ``fields`` (one label field per rater) or ``field`` + ``rater_attr`` +
-    ``raters_field`` (default: the assignment recorded on the dataset) +
-    ``assume_crossed``; and ``box_policy`` (``"clip"``, ``"drop"``, ``"error"``).
-    """
-    from agreement.core.validation import BOX_POLICIES
-
-    fields = params.get("fields")
-    field = params.get("field")
-    box_policy = params.get("box_policy") or "clip"
-    if box_policy not in BOX_POLICIES:
-        raise OperatorInputError(f"box_policy must be one of {', '.join(BOX_POLICIES)}, got {box_policy!r}")
-    if fields and field:
-        raise OperatorInputError("give either `fields` (one label field per rater) or `field` with `rater_attr`, not both")
-    if fields:
-        if isinstance(fields, str):
-            fields = [f.strip() for f in fields.split(",") if f.strip()]
-        return {"fields": list(fields), "box_policy": box_policy}
-    if field:
-        return {
-            "field": field,
-            "rater_attr": params.get("rater_attr") or "annotator",
-            "raters_field": params.get("raters_field") or None,
-            "assume_crossed": bool(params.get("assume_crossed", False)),
-            "box_policy": box_policy,
-        }
-    raise OperatorInputError("give `fields` (one label field per rater) or `field` with `rater_attr`")
 
 
 def unused_key(dataset, prefix: str) -> str:
@@ -361,145 +416,6 @@ def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str
         choices.add_choice(k, label=k)
     inputs.enum(name, keys, required=True, label=label, view=choices, default=preferred_run(ctx.dataset, keys))
     return keys
-
-
-def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
-    """Form fragment: the rater layout and its fields (only of ``label_types``), the raters found, the
-    assignment (preselected from the dataset) and the box policy."""
-    _rater_layout_inputs(inputs, ctx, label_types)
-    if ctx.dataset is not None:
-        box_policy_input(inputs)
-
-
-def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> None:
-    from agreement.fo.assignment import recorded_layout
-    from agreement.fo.label_schema import detect_raters, frame_label_fields, label_fields
-    from agreement.fo.projection import LABEL_TYPES
-
-    dataset = ctx.dataset
-    kinds = label_types or tuple(LABEL_TYPES)  # a video's frame fields too (frames.<field>: computed per frame)
-    choices = label_fields(dataset, kinds) + frame_label_fields(dataset, kinds) if dataset is not None else []
-    if not choices:
-        kinds = ", ".join(t.__name__ for t in (label_types or tuple(LABEL_TYPES)))
-        inputs.view("no_fields", types.Warning(
-            label=f"No label fields of a fitting type ({kinds})",
-            description="This dataset has no Detections or Polylines fields to compare: import or add annotations first.",
-        ))
-        return
-    layout = types.RadioGroup()
-    layout.add_choice("fields", label="One label field per rater")
-    layout.add_choice("attribute", label="One label field, rater in a label attribute")
-    # SDK users may give `field` without `layout`: infer it; else the layout the dataset records
-    recorded = recorded_layout(dataset)
-    chosen = ctx.params.get("layout") or (
-        "attribute" if ctx.params.get("field") and not ctx.params.get("fields") else
-        recorded.get("layout") or "fields"
-    )
-    inputs.enum("layout", ["fields", "attribute"], default=chosen, label="Rater layout", view=layout)
-    if chosen == "fields":
-        dropdown = types.DropdownView(multiple=True)
-        for name in choices:
-            dropdown.add_choice(name, label=name)
-        recorded_fields = [f for f in recorded.get("fields") or [] if f in choices]
-        inputs.list("fields", types.String(), required=True, label="Rater fields",
-                    description="One label field per rater (two or more)"
-                    + ("; preselected: the rater fields this dataset records" if len(recorded_fields) > 1 else ""),
-                    view=dropdown, default=recorded_fields if len(recorded_fields) > 1 else None)
-        return
-    dropdown = types.DropdownView()
-    for name in choices:
-        dropdown.add_choice(name, label=name)
-    recorded_field = recorded.get("field") if recorded.get("field") in choices else None
-    inputs.enum("field", choices, required=True, label="Label field", view=dropdown, default=recorded_field)
-    inputs.str("rater_attr", default=recorded.get("rater_attr") or "annotator", label="Rater attribute",
-               description="The label attribute that names the rater")
-    field = ctx.params.get("field") or recorded_field
-    if field:
-        from .target import form_target_view
-
-        samples = form_target_view(ctx)
-        try:
-            found = detect_raters(samples, field, ctx.params.get("rater_attr") or "annotator")
-        except Exception:  # a bad field choice is reported on execution
-            found = []
-        where = "" if samples is dataset else f" in the chosen target ({samples.count():,} samples)"
-        inputs.view("raters_found", types.Notice(
-            label=f"Raters found{where}: {', '.join(found)}" if found else f"No labels carry this attribute{where}"
-        ))
-    _assignment_inputs(inputs, ctx, field)
-
-
-def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
-    """Form fragment: the assigned-raters field, preselected from what the dataset records."""
-    from agreement.fo.assignment import assignment_candidates, recorded_assignment
-
-    dataset = ctx.dataset
-    list_fields = assignment_candidates(dataset)
-    recorded = recorded_assignment(dataset, field).raters_field if field else None
-    if list_fields:
-        inputs.enum(
-            "raters_field", list_fields, required=False, default=recorded, label="Assigned-raters field",
-            description=(f"Recorded on this dataset: {recorded!r} (used unless you choose another)" if recorded else
-                         "Sample-level list of the raters assigned to each sample; without it every rater is "
-                         "assumed to have looked at every sample"),
-        )
-    if not recorded and not ctx.params.get("raters_field"):
-        inputs.bool(
-            "assume_crossed", default=False, label="Every rater looked at every sample (fully crossed)",
-            description="Without an assigned-raters field, runs on sparse data (each sample labelled by a few of "
-                        "many raters) are refused; tick this only if every rater really saw every sample",
-        )
-
-
-def execution_inputs(inputs: types.Object, ctx) -> None:
-    """Form fragment of a streamed method: samples per shard, and the Dask backend when it is installed."""
-    from agreement.fo.distributed import dask_available
-    from agreement.fo.engine import DEFAULT_SHARD_SIZE
-
-    inputs.int("shard_size", required=False, min=1, label="Samples per shard",
-               description=f"Samples read, computed and written at a time (empty: chosen for the view, at most "
-                           f"{DEFAULT_SHARD_SIZE:,}); memory "
-                           "follows the shard size, the results are the same for any shard size")
-    if not dask_available():
-        return
-    choice = types.RadioGroup()
-    choice.add_choice("serial", label="here, shard after shard")
-    choice.add_choice("dask", label="on a Dask cluster (the workers read and write the shards)")
-    inputs.enum("backend", ["serial", "dask"], default="serial", label="Where to compute", view=choice)
-    if ctx.params.get("backend") == "dask":
-        inputs.str("dask_address", required=False, label="Scheduler address",
-                   description="e.g. tcp://scheduler:8786 (its workers must reach this FiftyOne database); "
-                               "empty: a local cluster started for the run")
-        if not ctx.params.get("dask_address"):
-            inputs.int("workers", default=2, min=1, label="Local worker processes")
-
-
-def execution_kwargs(params: dict) -> dict:
-    """``shard_size``, ``backend``, ``dask_address`` and ``workers`` from the form or the SDK (absent or empty:
-    the defaults); the bridge validates them and names any problem."""
-    out = {}
-    size = params.get("shard_size")
-    if size not in (None, ""):
-        try:
-            out["shard_size"] = int(size) if float(size) == int(size) else size
-        except (TypeError, ValueError):
-            out["shard_size"] = size
-    out["backend"] = params.get("backend") or "serial"
-    if params.get("dask_address"):
-        out["dask_address"] = params["dask_address"]  # a scheduler given: the form's local worker count is moot
-    elif params.get("workers") not in (None, ""):
-        out["workers"] = params["workers"]  # without backend="dask" the bridge says that it needs it
-    return out
-
-
-def box_policy_input(inputs: types.Object) -> None:
-    """Form fragment: what to do with boxes past the image border."""
-    choice = types.RadioGroup()
-    choice.add_choice("clip", label="clip to the image (a box entirely outside becomes a zero-area box on the border)")
-    choice.add_choice("drop", label="drop them")
-    choice.add_choice("error", label="refuse the run")
-    inputs.enum("box_policy", ["clip", "drop", "error"], default="clip", label="Boxes past the image border",
-                view=choice, description="Every repair is counted per rater in the run results")
 
 
 def run_inputs(inputs: types.Object, ctx, default_prefix: str | None = None) -> None:

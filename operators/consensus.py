@@ -1,4 +1,5 @@
-"""Operators after a consensus run: finalize the reviewed label set, export the rater report.
+"""Operators after a consensus run: finalize the reviewed label set (with progress: it rewrites a label
+field), export the rater report.
 
 Neither offers a target: finalize writes ``<key>_final`` for every sample of
 the run (a subset would leave the field half written), and the rater report is
@@ -11,7 +12,8 @@ from __future__ import annotations
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from .common import existing_run_choice, refresh_app, require
+from .common import Progress, compute_config, execute_with_progress, existing_run_choice, require
+from .outputs import result_property
 from .python_call import AgreementOperator
 
 NEEDS = "run compute_consensus first (KαLOS, OT and geometry runs have no consensus labels)"
@@ -39,9 +41,8 @@ class FinalizeConsensus(AgreementOperator):
 
     @property
     def config(self):
-        return foo.OperatorConfig(name="finalize_consensus", label="Annotator Agreement: finalize reviewed consensus",
-                                  description="Writes <key>_final: consensus labels minus those a reviewer tagged "
-                                              "'rejected'", dynamic=True)
+        return compute_config("finalize_consensus", "Annotator Agreement: finalize reviewed consensus",
+                              "Writes <key>_final: consensus labels minus those a reviewer tagged 'rejected'")
 
     def resolve_input(self, ctx):
         inputs = types.Object()
@@ -56,9 +57,14 @@ class FinalizeConsensus(AgreementOperator):
         from agreement.fo.methods.consensus import finalize_consensus
 
         key = require(ctx.params, "key", "the consensus run")
-        counts = finalize_consensus(ctx.dataset, key)
-        refresh_app(ctx)
-        return {"key": key, "field": f"{key}_final", **counts, "computed_on": _computed_on(ctx, key)}
+
+        def compute(progress: Progress) -> dict:
+            progress(0.0, f"writing {key}_final from the reviewers' decisions")
+            counts = finalize_consensus(ctx.dataset, key)
+            return {"key": key, "field": f"{key}_final", **counts, "computed_on": _computed_on(ctx, key)}
+
+        return execute_with_progress(ctx, compute, reload_dataset=True,
+                                     outputs=lambda r: result_property(self.outputs, r))
 
 
 class ExportRaterReport(AgreementOperator):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
 from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
@@ -12,14 +11,14 @@ from agreement.fo.importers.common import rater_warnings
 from agreement.fo.reading import read_annotations
 
 from .common import Progress, compute_config, execute_with_progress, require
-from .outputs import result_property
+from .outputs import result_property, shown_result
 from .python_call import AgreementOperator
 from .target import target_input, target_record, target_view
 
 #: what every import returns first: the new dataset, opened in the App when the import ends
 IMPORTED = (("dataset_name", "Dataset (now open)", "str"), ("media_type", "Media type", "str"),
-            ("num_samples", "Samples", "int"), ("raters", "Raters", "list"), ("layout", "Layout", "str"),
-            ("rater_fields", "Rater fields (rater: field)", "json"), ("field", "Label field (one-field layout)", "str"))
+            ("num_samples", "Samples", "int"), ("raters", "Raters", "raters"), ("layout", "Layout", "str"),
+            ("rater_fields", "Rater fields (rater: field)", "per_rater"), ("field", "Label field (one-field layout)", "str"))
 
 
 def _open_imported(result: dict) -> list:
@@ -28,9 +27,10 @@ def _open_imported(result: dict) -> list:
 
 
 def _run_import(operator, ctx, compute):
-    """An import operator's execution: ``compute`` with progress, the new dataset opened, its result shown."""
+    """An import operator's execution: ``compute`` with progress, the new dataset opened, its result shown
+    (long lists of raters summarised: :func:`operators.outputs.shown_result`)."""
     return execute_with_progress(ctx, compute, outputs=lambda r: result_property(operator.outputs, r),
-                                 triggers=_open_imported)
+                                 triggers=_open_imported, show=lambda r: shown_result(operator.outputs, r))
 
 
 #: what an import says about its names and raters
@@ -40,7 +40,7 @@ WARNINGS = (("warnings", "Warnings", "lines"),)
 
 
 class ImportMultiRaterCoco(AgreementOperator):
-    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "json"),
+    outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "per_rater"),
                           ("repairs", "Boxes past the image border", "json")) + WARNINGS
 
     @property
@@ -95,16 +95,15 @@ class ImportMultiRaterCoco(AgreementOperator):
 class ExportMultiRaterCoco(AgreementOperator):
     takes_target = True
     outputs = (("path", "File written", "str"), ("target", "Samples exported", "str"), ("images", "Images", "int"),
-               ("annotations", "Annotations", "int"), ("raters", "Raters", "list"))
+               ("annotations", "Annotations", "int"), ("raters", "Raters", "raters"))
 
     @property
     def config(self):
-        return foo.OperatorConfig(
-            name="export_multi_rater_coco",
-            label="Annotator Agreement: export multi-rater COCO",
-            description="Writes the dataset (or the current view, or the selected samples) back to the "
-                        "multi-rater COCO layout",
-            dynamic=True,
+        return compute_config(
+            "export_multi_rater_coco",
+            "Annotator Agreement: export multi-rater COCO",
+            "Writes the dataset (or the current view, or the selected samples) back to the multi-rater COCO "
+            "layout",
         )
 
     def resolve_input(self, ctx):
@@ -124,11 +123,17 @@ class ExportMultiRaterCoco(AgreementOperator):
         path = require(p, "coco_path", "the output JSON file")
         samples = target_view(ctx)
         record = target_record(ctx, samples)
-        out = export_multi_rater_coco(
-            samples, path, fields=p.get("fields") or None, field=p.get("field") or None,
-            rater_attr=p.get("rater_attr") or None,
-        )
-        return {"path": str(path), "target": describe_target(record), **out}
+
+        def compute(progress: Progress) -> dict:
+            progress(0.0, f"writing {len(samples):,} samples to {path}")
+            out = export_multi_rater_coco(
+                samples, path, fields=p.get("fields") or None, field=p.get("field") or None,
+                rater_attr=p.get("rater_attr") or None,
+            )
+            return {"path": str(path), "target": describe_target(record), **out}
+
+        return execute_with_progress(ctx, compute, outputs=lambda r: result_property(self.outputs, r),
+                                     show=lambda r: shown_result(self.outputs, r))
 
 
 def _layout_inputs(inputs: types.Object, ctx) -> None:
@@ -213,7 +218,7 @@ class ImportMultiRater(AgreementOperator):
     outputs = IMPORTED + (("images", "Images matched across the exports", "int"),
                           ("videos", "Videos matched across the exports", "int"),
                           ("frames", "Frames with labels", "int"),
-                          ("per_rater", "Per rater: images, labels, images missing", "json"),
+                          ("per_rater", "Per rater: images, labels, images missing", "per_rater"),
                           ("label_fields", "Image-level labels (kind: label type)", "json")) + MATCHED + (
                           ("converted", "Label Studio converter outputs read (rater: how)", "json"),) + WARNINGS
 
@@ -332,7 +337,7 @@ def _mask_targets(value: Any) -> dict | None:
 
 class ImportLabelStudio(AgreementOperator):
     outputs = IMPORTED + (("tasks", "Tasks", "int"), ("regions", "Regions", "int"),
-                          ("per_rater", "Regions per rater", "json"), ("skipped", "Skipped regions", "json"),
+                          ("per_rater", "Regions per rater", "per_rater"), ("skipped", "Skipped regions", "json"),
                           ("repaired", "Repaired regions", "json"),
                           ("choices", "Choices controls (class or tags, classes, answered)", "json"),
                           ("fell_back_to_updated_by", "Annotations whose rater is their updated_by (no completed_by)",

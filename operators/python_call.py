@@ -14,17 +14,32 @@ their result dict.
 ``op?`` show) list the parameters the form declares without a dataset,
 with the shared rater layout and execution parameters of the compute
 operators.
+
+Every operator's ``execute`` is wrapped (:func:`_shows_refusals`): a refusal
+(:mod:`operators.errors`: a bad parameter, a missing file, ...) raised for
+the App becomes a readable result, its whole message in the dialog and a
+notification (:func:`refusal_response`), and what the App shows of a result
+is summarised where long (:func:`operators.outputs.shown_result`). A Python
+call, ``execute_operator`` and a delegated run get the exception and the
+whole result, as ever.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-__all__ = ["AgreementOperator", "form_parameters"]
+from .errors import REFUSALS, REFUSED, refusal_text
+
+__all__ = ["AgreementOperator", "form_parameters", "refusal_response"]
+
+logger = logging.getLogger(__name__)
 
 # Parameters of the compute operators whose form fields depend on the dataset (its label fields, the
 # recorded assignment, the chosen backend): always accepted, documented here once.
@@ -186,6 +201,47 @@ class AgreementOperator(foo.Operator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.__doc__ = _OperatorDoc(cls.__doc__)
+        if "execute" in cls.__dict__:
+            cls.execute = _shows_refusals(cls.__dict__["execute"])
+
+
+def refusal_response(operator: foo.Operator, ctx, error: BaseException) -> Any:
+    """What the App gets for a refused request: a notification with the message and the message in full in
+    the dialog; a streamed operator gets the stream that shows it in its progress box
+    (:func:`operators.common.refusal_stream`), any other the result ``{"refused": message}``, which its
+    output (:func:`operators.outputs.result_property`) shows as an error notice."""
+    from .common import refusal_stream
+
+    logger.info("%s refused: %s", operator.uri, refusal_text(error))
+    if operator.config.execute_as_generator:
+        return refusal_stream(ctx, error)
+    ctx.trigger("notify", {"message": refusal_text(error), "variant": "error"})
+    return {REFUSED: refusal_text(error)}
+
+
+def _shows_refusals(execute: Callable) -> Callable:
+    """``execute`` that, run by the App, shows a refusal instead of raising it (:func:`refusal_response`) and
+    summarises a long result (:func:`operators.outputs.shown_result`); for every other caller, ``execute``."""
+    if getattr(execute, "shows_refusals", False):
+        return execute
+
+    @functools.wraps(execute)
+    def run(self, ctx):
+        from .common import app_call
+        from .outputs import shown_result
+
+        try:
+            result = execute(self, ctx)
+        except REFUSALS as error:
+            if not app_call(ctx):
+                raise
+            return refusal_response(self, ctx, error)
+        if app_call(ctx) and isinstance(result, Mapping):
+            return shown_result(self.outputs, result)
+        return result
+
+    run.shows_refusals = True
+    return run
 
 
 class _OperatorDoc:

@@ -8,7 +8,7 @@ from agreement.fo.label_schema import label_fields
 from agreement.fo.simulate import NOISE_MODELS, simulate_raters
 
 from .common import compute_config, execute_with_progress, require, run_inputs
-from .outputs import result_property
+from .outputs import result_property, shown_result
 from .python_call import AgreementOperator
 from .target import target_input, target_record, target_view
 
@@ -16,7 +16,7 @@ from .target import target_input, target_record, target_view
 class SimulateRaters(AgreementOperator):
     takes_target = True
     outputs = (("key", "Run", "str"), ("target", "Simulated on", "str"), ("fields", "Fields written", "list"),
-               ("raters", "Simulated raters", "list"), ("labels", "Labels drawn", "json"),
+               ("raters", "Simulated raters", "raters"), ("labels", "Labels drawn", "json"),
                ("school", "School (raters sharing an offset)", "json"),
                ("cannibalised", "Boxes merged away", "json"),
                ("clipped_boxes", "Reference boxes clipped to the image", "int"),
@@ -85,4 +85,5 @@ class SimulateRaters(AgreementOperator):
         return execute_with_progress(
             ctx, lambda progress: {"target": where, **simulate_raters(samples, **kwargs, progress=progress)},
             reload_dataset=True, outputs=lambda r: result_property(self.outputs, r),
+            show=lambda r: shown_result(self.outputs, r),
         )

@@ -7,30 +7,11 @@ import json
 
 __all__ = ["_app_can_set_filters", "_same"]
 
-_SET_FILTERS: bool | None = None
-
-
 def _app_can_set_filters() -> bool:
-    """Whether this FiftyOne App has the ``set_filters`` operator (newer Apps; not 1.0)."""
-    global _SET_FILTERS
-    if _SET_FILTERS is None:
-        import glob
-        import os
+    """Whether this FiftyOne App has the ``set_filters`` operator (:func:`agreement.fo.app_state.app_can_set_filters`)."""
+    from agreement.fo.app_state import app_can_set_filters
 
-        import fiftyone
-
-        found = False
-        static = os.path.join(os.path.dirname(fiftyone.__file__), "server", "static", "assets")
-        for path in glob.glob(os.path.join(static, "*.js")):
-            try:
-                with open(path, encoding="utf-8", errors="ignore") as f:
-                    if "set_filters`" in f.read():
-                        found = True
-                        break
-            except OSError:
-                continue
-        _SET_FILTERS = found
-    return _SET_FILTERS
+    return app_can_set_filters()
 
 
 def _strip(stage: dict) -> dict:

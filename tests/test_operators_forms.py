@@ -189,7 +189,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
             assert isinstance(result, dict) and result, name
             where = samples if samples is not None else fo.load_dataset(result["dataset_name"])
             shown = op.resolve_output(_ctx(where, given, results=result)).type.properties
-            valued = {k for k, v in result.items() if v not in (None, "")}  # an empty value shows no line
+            valued = {k for k, v in result.items() if v not in (None, "", [], {})}  # an empty value shows no line
             assert valued <= set(shown), (name, sorted(valued - set(shown)))
             static = op.resolve_output(_ctx(where, given)).type.properties
             assert static, name
@@ -224,3 +224,127 @@ def test_imports_open_the_new_dataset_in_the_app(fo, tmp_path):
     finally:
         if fo.dataset_exists("opened"):
             fo.delete_dataset("opened")
+
+
+# ------------------------------------------------------------------ every parameter, where it applies (issue 48)
+ORDER = ["low", "mid", "high"]  # alphabetically: high, low, mid
+
+
+def _class_ds(fo, make_dataset, labels=ORDER, n: int = 9, field_type: str = "Classification"):
+    """``n`` samples, raters r1..r3 giving classes of ``labels`` (r3 one step off now and then)."""
+    samples = []
+    for i in range(n):
+        got = {r: labels[min(len(labels) - 1, i % len(labels) + (r == "r3" and i % 4 == 0))] for r in ("r1", "r2", "r3")}
+        samples.append(fo.Sample(filepath=f"/classes/{i}.jpg", **{r: fo.Classification(label=c) for r, c in got.items()}))
+    return make_dataset(samples)
+
+
+def test_the_class_order_is_offered_for_ordered_levels_and_says_what_is_missing(fo, make_dataset):
+    """Issue 48, item 3: choosing "ordinal" offered no control for the class order and Execute failed. The form
+    now offers the classes found, in order (filled in where the data tells it), and marks the control invalid
+    with the run's reason until every class is given; nominal shows no order. Classes have no box policy."""
+    ds = _class_ds(fo, make_dataset)
+    raters = {"fields": ["r1", "r2", "r3"]}
+    nominal = _form(ds, "compute_class_agreement", raters)
+    assert "classes" not in nominal and "box_policy" not in nominal and "seed" in nominal
+    form = _form(ds, "compute_class_agreement", {**raters, "level": "ordinal"})
+    order = form["classes"]
+    assert [c.value for c in order.view.choices] == ["high", "low", "mid"] and order.default is None
+    assert order.invalid and order.error_message == (
+        "level 'ordinal' needs the order of the classes: pick all 3 (high, low, mid) lowest first")
+    given = _form(ds, "compute_class_agreement", {**raters, "level": "ordinal", "classes": ORDER})["classes"]
+    assert not given.invalid
+    short = _form(ds, "compute_class_agreement", {**raters, "level": "ordinal", "classes": ["low", "high"]})
+    assert short["classes"].invalid and "['mid'] are labelled but not in the order given" in short["classes"].error_message
+    interval = _form(ds, "compute_class_agreement", {**raters, "level": "interval"})["classes"]
+    assert interval.invalid and "needs numeric classes" in interval.error_message
+
+    ds.classes = {"r1": ORDER}  # an order the dataset records (e.g. an import's categories): filled in
+    recorded = _form(ds, "compute_class_agreement", {**raters, "level": "ordinal"})["classes"]
+    assert recorded.default == ORDER and not recorded.invalid
+
+    numeric = _class_ds(fo, make_dataset, labels=["1", "2", "10"])
+    filled = _form(numeric, "compute_class_agreement", {**raters, "level": "interval"})["classes"]
+    assert filled.default == ["1", "2", "10"] and not filled.invalid  # numeric order, not "1", "10", "2"
+
+
+def test_every_python_parameter_of_a_method_is_in_its_form(fo, make_dataset):
+    """Every declared method parameter is offered in the App form, or set there through form-only controls
+    (``form_via``); the only exception is one the run fills in itself (the label type)."""
+    from agreement.fo.methods import declarations
+
+    python_only = {(d.operator, p.name) for d in declarations() for p in d.method_params
+                   if not p.form and not p.form_via}
+    assert python_only == {("compute_mask_consensus", "label_type")}
+    ds, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    assert {"taus", "session_attr"} <= set(_form(ds, "compute_kalos", params))
+    assert "confidence" in _form(ds, "compute_geometry_agreement", params)
+    assert "confidence" not in _form(ds, "compute_geometry_agreement", {**params, "intervals": False})
+    assert "similarity" in _form(ds, "compute_consensus", params)
+
+
+def test_forms_show_only_what_applies_to_the_rater_fields_label_type(fo, make_dataset):
+    """Issue 48, item 11: class forms showed box-border options. The consensus form on class fields offers
+    neither the box policy nor τ, the similarity, the minimum confidence, the review band's lower end (a
+    class consensus flags by its upper end only), nor WBF; on boxes, no MACE."""
+    classes = _class_ds(fo, make_dataset)
+    raters = {"fields": ["r1", "r2", "r3"]}
+    on_classes = _form(classes, "compute_consensus", raters)
+    box_only = {"box_policy", "tau_auto", "tau", "min_confidence", "similarity", "review_lo"}
+    assert not box_only & set(on_classes) and {"method", "review_hi", "key"} <= set(on_classes)
+    assert on_classes["method"].type.values == ["auto", "em", "majority", "mace"]
+    assert "quorum" not in _form(classes, "compute_consensus", {**raters, "method": "majority"})
+    boxes, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    on_boxes = _form(boxes, "compute_consensus", params)
+    assert box_only - {"tau"} <= set(on_boxes) and "tau" in _form(boxes, "compute_consensus",
+                                                                   {**params, "tau_auto": False})
+    assert on_boxes["method"].type.values == ["auto", "em", "majority", "wbf"]
+    assert "quorum" in _form(boxes, "compute_consensus", {**params, "method": "majority"})
+    before = _form(boxes, "compute_consensus", {"fields": []})  # no rater field chosen yet: every option
+    assert "box_policy" in before and "mace" in before["method"].type.values
+    assert "box_policy" not in _form(classes, "compute_class_agreement", {})  # it reads no boxes at all
+
+
+def _shown_result(ds, name: str, params: dict) -> dict:
+    """What the App shows at the end of an immediate run: the results of the stream's ``show_output``."""
+    from test_operators_progress import _endpoint_lines
+
+    body = {"operator_uri": URI.format(name), "dataset_name": ds.name if ds is not None else None, "view": [],
+            "params": params}
+    lines = _endpoint_lines(body)
+    shown = [line["body"]["params"] for line in lines if line.get("cls") == "InvocationRequest"
+             and line["body"]["operator_uri"] == "show_output"]
+    assert shown, lines
+    return shown[-1]["results"]
+
+
+def test_results_show_no_box_counts_for_classes_and_summarise_a_crowd(fo, make_dataset, tmp_path):
+    """Issue 48, item 11: class results showed clipped-box counts, and an import listed 196 raters and a
+    196-entry table. The App's result of a class run has no box counts (a box run's keeps them, zeros
+    included); an import of 40 workers shows their count and the first few; the Python result is whole."""
+    import fiftyone.operators as foo
+
+    from operators.outputs import SHOWN
+
+    classes = _class_ds(fo, make_dataset)
+    shown = _shown_result(classes, "compute_class_agreement", dict(key="ca", fields=["r1", "r2", "r3"], bootstrap=0))
+    sdk = foo.execute_operator(URI.format("compute_class_agreement"), ctx=dict(
+        view=classes.view(), params=dict(key="cb", fields=["r1", "r2", "r3"], bootstrap=0))).result
+    repairs = {"clipped_boxes", "outside_boxes", "dropped_boxes", "resized_masks"}
+    assert repairs <= set(sdk) and not repairs & set(shown)
+    boxes, params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    assert repairs - {"resized_masks"} <= set(_shown_result(boxes, "compute_kalos", dict(key="k", **params)))
+
+    judgements = tmp_path / "crowd.tsv"
+    judgements.write_text("".join(f"w{w:02d}\ti{i}\t{'ab'[(i + w) % 2]}\n" for w in range(40) for i in range(3)))
+    try:
+        shown = _shown_result(None, "import_judgements", dict(path=str(judgements), dataset_name="forms-crowd",
+                                                                persistent=False))
+        assert shown["raters"] == "40 raters: " + ", ".join(f"w{w:02d}" for w in range(SHOWN)) + ", … and 30 more"
+        fo.delete_dataset("forms-crowd")
+        sdk = foo.execute_operator(URI.format("import_judgements"), ctx=dict(params=dict(
+            path=str(judgements), dataset_name="forms-crowd", persistent=False))).result
+        assert sdk["raters"] == [f"w{w:02d}" for w in range(40)]
+    finally:
+        if fo.dataset_exists("forms-crowd"):
+            fo.delete_dataset("forms-crowd")

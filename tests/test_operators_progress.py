@@ -11,13 +11,18 @@ Three ways to run an operator, each checked on a small real dataset:
 * delegated: ``execute_operator(..., request_delegation=True)`` queues the run and FiftyOne's
   ``DelegatedOperationService`` completes it, recording every stage on the operation.
 
-An exception of the bridge reaches the caller with its message in each.
+An exception of the bridge reaches the caller with its message in each: raised to the SDK, failing the
+delegated operation; in the App, a refusal (a bad parameter, ...) is shown in full in the progress box
+with a notification, and a fault of the code ends the stream with its error line. A stage that lasts is
+reported again every second with the time spent, so the App never shows a stalled "Executing...".
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -67,8 +72,14 @@ def _bridge_run(ds, name: str, key: str) -> tuple[dict, list[str]]:
     return summary, labels
 
 
+HEARTBEAT = re.compile(r" · \d+ s$")
+
+
 def _stages(labels: list[str]) -> list[str]:
-    """``labels`` without consecutive repeats (the App's stream may thin reports within a stage)."""
+    """``labels`` without consecutive repeats (the App's stream may thin reports within a stage) and without
+    the stream's heartbeats (a stage repeated with the time spent; "starting" before the first stage)."""
+    labels = [HEARTBEAT.sub("", label) for label in labels]
+    labels = [label for i, label in enumerate(labels) if not (label == "starting" and i + 1 < len(labels))]
     return [label for i, label in enumerate(labels) if i == 0 or labels[i - 1] != label]
 
 
@@ -78,7 +89,10 @@ def _same_summary(result: dict, key: str, summary: dict) -> None:
 
 
 def _three_figures(summary: dict) -> dict:
-    return {k: float(f"{v:.3g}") if isinstance(v, float) else v for k, v in summary.items()}
+    """What the App shows of a summary: floats as three significant figures, trailing zeros kept (issue 48)."""
+    from agreement.fo.figure_base import sig3
+
+    return {k: sig3(v) if isinstance(v, float) else v for k, v in summary.items()}
 
 
 @pytest.fixture
@@ -154,7 +168,7 @@ def test_app_immediate_run_streams_stages_then_the_result(ds, name):
     # the result replaces the progress bar in the App's progress box (show_output), laid out by the
     # operator's output form, one property per key; the prompt gets an empty result and closes by itself
     shown = triggers[-1]["params"]
-    valued = {k for k, v in shown["results"].items() if v not in (None, "")}  # an empty value shows no line
+    valued = {k for k, v in shown["results"].items() if v not in (None, "", [], {})}  # an empty value: no line
     assert valued <= set(shown["outputs"]["type"]["properties"]) <= set(shown["results"])
     fields = shown["results"].pop("fields_written")  # shown beside the result: the fields the run wrote
     assert fields and all(f.startswith("app_") or ".app_" in f for f in fields)
@@ -168,11 +182,35 @@ def test_operators_built_as_compute_operators_run_as_generators():
     import fiftyone.operators as foo
 
     for name in ("compute_ot_agreement", "compute_kalos", "compute_geometry_agreement", "calibrate_agreement",
-                 "compute_mask_consensus", "compute_consensus", "simulate_raters", "import_multi_rater_coco",
-                 "import_multi_rater", "import_label_studio"):
+                 "compute_mask_consensus", "compute_consensus", "compute_class_agreement", "simulate_raters",
+                 "import_multi_rater_coco", "import_multi_rater", "import_label_studio", "import_judgements",
+                 "finalize_consensus", "export_multi_rater_coco"):
         operator = foo.get_operator(URI + name)
         assert operator.config.execute_as_generator, name
         assert operator.config.allow_immediate_execution and operator.config.allow_delegated_execution, name
+
+
+def test_finalize_and_the_coco_export_report_their_stage(ds, progress_spy, tmp_path):
+    """The operators that rewrite a label field or write a file for every sample (minutes on a large dataset)
+    stream too: the App shows their stage at once and their result in the progress box; the SDK gets the
+    result as before."""
+    import fiftyone.operators as foo
+
+    foo.execute_operator(URI + "compute_consensus", ctx=dict(view=ds.view(), params=dict(fields=FIELDS, key="cons")))
+    progress_spy.clear()
+    done = foo.execute_operator(URI + "finalize_consensus", ctx=dict(view=ds.view(), params=dict(key="cons"))).result
+    assert done["field"] == "cons_final" and done["kept"] >= 1
+    assert [label for _, label in progress_spy] == ["writing cons_final from the reviewers' decisions"]
+    lines = _app_stream(ds, "finalize_consensus", dict(key="cons"))
+    triggers = [line["body"] for line in lines[:-1]]
+    assert triggers[0]["params"]["label"] == "writing cons_final from the reviewers' decisions"
+    assert [t["operator_uri"] for t in triggers[-2:]] == ["reload_dataset", "show_output"]
+    assert triggers[-1]["params"]["results"]["kept"] == done["kept"]
+
+    path = tmp_path / "raters.json"
+    lines = _app_stream(ds, "export_multi_rater_coco", dict(coco_path=str(path), fields=FIELDS))
+    assert lines[0]["body"]["params"]["label"] == f"writing 4 samples to {path}"
+    assert lines[-2]["body"]["params"]["results"]["images"] == 4 and path.exists()
 
 
 @pytest.fixture
@@ -226,10 +264,31 @@ def test_bridge_error_reaches_the_sdk_caller(ds):
     assert "bad" not in ds.list_runs()
 
 
-def test_bridge_error_reaches_the_app_as_the_streams_error(ds):
+def test_bridge_refusal_reaches_the_app_in_full_in_the_progress_box(ds):
+    """A refusal (the bridge's ``ValueError`` for a field that does not exist) is no stream error, which the App
+    would show collapsed under the result's blank lines: its whole message replaces the progress bar
+    (``show_output`` of an error notice), a notification says it, and the prompt closes (an empty result)."""
     lines = _app_stream(ds, "compute_kalos", BAD)
-    assert BAD_MESSAGE in lines[-1]["error"]
-    assert not any(line.get("cls") == "ExecutionResult" for line in lines)
+    assert not any(line.get("error") for line in lines)
+    triggers = {line["body"]["operator_uri"]: line["body"]["params"] for line in lines[:-1]}
+    assert BAD_MESSAGE in triggers["notify"]["message"] and triggers["notify"]["variant"] == "error"
+    shown = triggers["show_output"]
+    assert BAD_MESSAGE in shown["results"]["refused"]
+    notice = shown["outputs"]["type"]["properties"]["refusal"]["view"]
+    assert notice["name"] == "Error" and BAD_MESSAGE in notice["description"]
+    assert [line["body"]["operator_uri"] for line in lines[-3:-1]] == ["notify", "show_output"]  # the last word
+    assert lines[-1]["cls"] == "ExecutionResult" and not lines[-1]["body"]
+    assert "bad" not in ds.list_runs()
+
+
+def test_a_refusal_before_the_run_is_shown_the_same_way(ds):
+    """A parameter refused by the operator itself, before any stage (two rater layouts at once), reaches the
+    App the same way."""
+    lines = _app_stream(ds, "compute_kalos", dict(fields=FIELDS, field="a", key="both"))
+    uris = [line["body"]["operator_uri"] for line in lines[:-1]]
+    assert uris == ["notify", "show_output"], uris
+    assert "give either `fields`" in lines[1]["body"]["params"]["results"]["refused"]
+    assert lines[-1]["cls"] == "ExecutionResult" and not any(line.get("error") for line in lines)
 
 
 def test_bridge_error_fails_the_delegated_operation(ds):
@@ -270,13 +329,13 @@ class FakeCtx:
         return Executor().trigger(operator_name, params)
 
 
-def _work(fail: bool = False) -> Callable:
+def _work(fail: type[BaseException] | None = None) -> Callable:
     def compute(progress) -> dict:
         progress(0.0, "first")
         progress(0.5, "second")
         progress(0.75, "second")
-        if fail:
-            raise ValueError("the bridge says no")
+        if fail is not None:
+            raise fail("the bridge says no")
         return {"value": np.float64(0.25), "long": 0.7073750991276765, "nested": {"x": [1 / 3]},
                 "undefined": float("nan"), "thread": threading.current_thread().name}
 
@@ -293,8 +352,9 @@ def test_helper_reports_to_set_progress_and_returns_the_result_in_place(delegate
     assert ctx.progress == [(0.0, "first"), (0.5, "second"), (0.75, "second")]
     # delegated runs never ask an App to reload
     assert ctx.triggered == ([] if delegated else [("reload_dataset", None)])
-    with pytest.raises(ValueError, match="the bridge says no"):
-        execute_with_progress(FakeCtx(delegated=delegated), _work(fail=True))
+    for error in (ValueError, RuntimeError):  # a refusal and a fault alike
+        with pytest.raises(error, match="the bridge says no"):
+            execute_with_progress(FakeCtx(delegated=delegated), _work(fail=error))
 
 
 def test_helper_streams_to_the_app_from_a_worker_thread():
@@ -310,16 +370,49 @@ def test_helper_streams_to_the_app_from_a_worker_thread():
     assert lines[-2]["body"]["operator_uri"] == "reload_dataset"
     result = lines[-1]["body"]
     assert lines[-1]["cls"] == "ExecutionResult"
-    assert result["value"] == 0.25 and result["undefined"] is None  # strict JSON
-    assert result["long"] == 0.707 and result["nested"] == {"x": [0.333]}  # shown to 3 significant figures
+    assert result["value"] == "0.250" and result["undefined"] is None  # strict JSON
+    assert result["long"] == "0.707" and result["nested"] == {"x": ["0.333"]}  # shown to 3 significant figures
     assert result["thread"] != threading.current_thread().name
     assert ctx.progress == []
     json.dumps(lines, allow_nan=False)
 
-    failed = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(fail=True))]
+    # a fault of the code: the progress box says the run failed, and the stream ends with its error line
+    failed = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(fail=RuntimeError))]
     assert failed[0]["body"]["params"]["label"] == "first"
+    assert failed[-2]["body"]["params"] == {"progress": 0.75, "label": "failed during 'second': the bridge says no"}
     assert failed[-1]["error"] == "the bridge says no"
     assert not any(line["cls"] == "ExecutionResult" for line in failed)
+    # a refusal: its message in the progress box, in place of the bar, and a notification; no error line
+    refused = [m.to_json() for m in execute_with_progress(FakeCtx(app=True), _work(fail=ValueError))]
+    uris = [line["body"]["operator_uri"] for line in refused[:-1]]
+    assert uris[-2:] == ["notify", "show_output"] and set(uris[:-2]) == {"set_progress"}
+    assert refused[-2]["body"]["params"]["results"] == {"refused": "the bridge says no"}
+    assert refused[-1]["cls"] == "ExecutionResult" and refused[-1]["body"] == {}
+    assert not any(line.get("error") for line in refused)
+
+
+def test_helper_repeats_a_long_stage_with_the_time_spent(monkeypatch):
+    """A stage that lasts (a consensus's EM, ...) is reported again every HEARTBEAT seconds with the time spent,
+    and so is the start before the first stage: the App's progress box appears at once and never stalls."""
+    from operators import common
+
+    monkeypatch.setattr(common, "HEARTBEAT", 0.2)
+
+    def compute(progress) -> dict:
+        time.sleep(0.5)
+        progress(0.1, "slow stage")
+        time.sleep(1.3)
+        progress(0.9, "last")
+        return {}
+
+    lines = [m.to_json() for m in common.execute_with_progress(FakeCtx(app=True), compute)]
+    labels = [line["body"]["params"]["label"] for line in lines[:-1]]
+    assert labels[0].startswith("starting · ")  # at once, before the bridge's first report
+    slow = [label for label in labels if label.startswith("slow stage")]
+    assert slow[0] == "slow stage" and len(slow) >= 4 and all(HEARTBEAT.search(s) for s in slow[1:])
+    seconds = [int(s.split(" · ")[1][:-2]) for s in slow[1:]]
+    assert seconds == sorted(seconds) and seconds[-1] >= 1  # the time since the start, growing
+    assert labels[-1] == "last" and _stages(labels) == ["slow stage", "last"]
 
 
 def test_helper_thins_a_flood_of_reports_to_the_latest_of_each_stage():
@@ -361,7 +454,7 @@ def test_helper_puts_the_result_in_the_progress_box_and_triggers_after_the_run()
     assert uris[-3:] == ["reload_dataset", "open_dataset", "show_output"]
     assert set(uris[:-3]) == {"set_progress"}
     shown = lines[-2]["body"]["params"]
-    assert shown["results"]["long"] == 0.707 and shown["results"]["undefined"] is None
+    assert shown["results"]["long"] == "0.707" and shown["results"]["undefined"] is None
     assert set(shown["outputs"]["type"]["properties"]) == set(shown["results"])  # what outputs() declared
     assert lines[-1]["cls"] == "ExecutionResult" and lines[-1]["body"] == {}
     json.dumps(lines, allow_nan=False)

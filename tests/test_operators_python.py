@@ -192,3 +192,50 @@ def test_beta_zero_is_refused_by_the_function_and_the_operator(fo, make_dataset)
     with pytest.raises(Exception, match=r"beta must be in \(0.0, 1.0\]"):
         _op("compute_ot_agreement")(ds, key="o", beta=0.0, **params)
     assert ds.list_runs() == []
+
+
+def _app_request(uri: str, ds, params: dict):
+    """The operator executed as the App's immediate request does (the request names ``operator_uri``)."""
+    import asyncio
+
+    from fiftyone.operators.executor import execute_or_delegate_operator
+
+    body = {"operator_uri": uri, "dataset_name": ds.name, "view": [], "params": params}
+    return asyncio.run(execute_or_delegate_operator(uri, body))
+
+
+def test_refusals_raise_for_python_callers_and_are_shown_by_the_app(fo, make_dataset, monkeypatch):
+    """A refusal (our error for input we do not take) still reaches a Python caller and ``execute_operator``
+    as an exception with its message; only the App's request gets it as a result it shows in full (issue 48,
+    item 4), with a notification."""
+    import fiftyone.operators as foo
+
+    from agreement.fo.methods.class_agreement import compute_class_agreement
+
+    order = ["low", "mid", "high"]
+    ds = make_dataset([fo.Sample(filepath=f"/o/{i}.jpg", **{r: fo.Classification(label=order[(i + (r == "c")) % 3])
+                                                             for r in ("a", "b", "c")}) for i in range(9)])
+    fields = ["a", "b", "c"]
+    with pytest.raises(Exception, match=r"level 'ordinal' needs the order of the classes"):
+        _op("compute_class_agreement")(ds, key="o1", fields=fields, level="ordinal")
+    res = _op("compute_class_agreement")(ds, key="o2", fields=fields, level="ordinal", classes=order)
+    direct = compute_class_agreement(ds, "o3", fields=fields, level="ordinal", classes=order)
+    assert res.params["classes"] == order and res.summary["alpha"] == pytest.approx(direct["alpha"], abs=1e-12)
+
+    rename = URI.format("rename_agreement_run")
+    with pytest.raises(Exception, match=r"already has a run 'o3'"):
+        _op("rename_agreement_run")(ds, key="o2", new_key="o3")
+    with pytest.raises(Exception, match=r"already has a run 'o3'"):  # execute_operator too: no result
+        foo.execute_operator(rename, ctx=dict(view=ds.view(), params=dict(key="o2", new_key="o3")))
+    app = _app_request(rename, ds, dict(key="o2", new_key="o3"))
+    assert app.error is None and app.result == {"refused": "dataset " + repr(ds.name) + " already has a run 'o3'"}
+    notes = [r for r in app.executor.to_json()["requests"] if r["operator_uri"] == "notify"]
+    assert notes and notes[0]["params"] == {"message": app.result["refused"], "variant": "error"}
+    assert sorted(ds.list_runs()) == ["o2", "o3"]  # nothing renamed
+
+    def fault(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("agreement.fo.runs.rename_agreement_run", fault)
+    faulty = _app_request(rename, ds, dict(key="o2", new_key="o4"))
+    assert "a bug" in str(faulty.error) and not faulty.result  # a fault is no refusal: FiftyOne's error path

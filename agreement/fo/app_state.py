@@ -15,11 +15,13 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["remember_open_run", "open_run", "STORE_NAME"]
+__all__ = ["STORE_NAME", "app_can_set_filters", "open_panels", "open_run", "remember_open_run", "remember_panel"]
 
 STORE_NAME = "iaa_agreement"
 _OPEN_RUN = "open_run"
 _LOCAL: dict[str, Any] = {}  # dataset id -> run key, where there is no execution store
+_PANELS: dict[str, dict[str, str | None]] = {}  # dataset id -> {panel id: the queue item it shows, or None}
+_MAX_PANELS = 64
 
 
 def _store(dataset):
@@ -65,3 +67,53 @@ def open_run(dataset) -> str | None:
             except Exception:  # noqa: BLE001
                 key = None
     return key if key is not None and key in dataset.list_runs() else None
+
+
+def remember_panel(dataset, panel_id: str, item: str | None = None) -> None:
+    """Records that panel ``panel_id`` shows ``dataset`` (with queue item ``item`` open, or none), so that an
+    operator that changes what the panel shows (a review decision) can update it at once (:func:`open_panels`).
+    Kept in this process: the App server's, where panel events and operators run."""
+    if dataset is None or not panel_id:
+        return
+    dataset = getattr(dataset, "_root_dataset", dataset)
+    for panels in _PANELS.values():
+        panels.pop(panel_id, None)
+    panels = _PANELS.setdefault(str(dataset._doc.id), {})
+    panels[panel_id] = item
+    while len(panels) > _MAX_PANELS:
+        panels.pop(next(iter(panels)))
+
+
+def open_panels(dataset) -> dict[str, str | None]:
+    """``{panel id: open queue item or None}`` of the agreement panels last seen on ``dataset``."""
+    if dataset is None:
+        return {}
+    dataset = getattr(dataset, "_root_dataset", dataset)
+    return dict(_PANELS.get(str(dataset._doc.id), {}))
+
+
+_SET_FILTERS: bool | None = None
+
+
+def app_can_set_filters() -> bool:
+    """Whether this FiftyOne App has the ``set_filters`` operator (newer Apps; not 1.0): read once from the App's
+    bundled code."""
+    global _SET_FILTERS
+    if _SET_FILTERS is None:
+        import glob
+        import os
+
+        import fiftyone
+
+        found = False
+        static = os.path.join(os.path.dirname(fiftyone.__file__), "server", "static", "assets")
+        for path in glob.glob(os.path.join(static, "*.js")):
+            try:
+                with open(path, encoding="utf-8", errors="ignore") as f:
+                    if "set_filters`" in f.read():
+                        found = True
+                        break
+            except OSError:
+                continue
+        _SET_FILTERS = found
+    return _SET_FILTERS

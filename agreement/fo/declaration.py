@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 from agreement.fo.engine import MethodSpec, execution_options, run_method
 from agreement.core.validation import BOX_POLICIES
 
-__all__ = ["Param", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
+__all__ = ["Param", "FormValues", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
            "parameter_table", "split_kwargs", "run_target", "collection_target", "accepted_types", "check_label_type"]
 
 _KINDS = (float, int, str, bool, list)
@@ -57,6 +57,14 @@ class Param:
         check: an extra validation ``value -> value`` that raises ``ValueError`` naming the problem.
         form_via: for a parameter not in the form itself, the form-only controls that set it (their names;
             :attr:`MethodDeclaration.from_form` turns them into it), named in the parameter reference.
+        label_types: the rater label types it applies to (FiftyOne label classes; empty: every type the method
+            reads): the form shows it only when the rater fields chosen hold one of them (the Python call always
+            takes it).
+        choice_types: choice -> the rater label types it applies to; the form offers a choice only for those
+            (choices not listed: for every type).
+        form_values: ``(samples, layout, params) -> FormValues``: the values the form offers for a list, read from
+            the data (e.g. the classes found in the rater fields, to put in order), its prefilled value and what
+            is wrong with the value given so far; ``layout`` holds ``fields`` or ``field`` and ``rater_attr``.
     """
 
     name: str
@@ -79,6 +87,17 @@ class Param:
     show_if: Callable[[Mapping[str, Any]], bool] | None = None
     check: Callable[[Any], Any] | None = None
     form_via: tuple = ()
+    label_types: tuple = ()
+    choice_types: Mapping[str, tuple] = field(default_factory=dict)
+    form_values: Callable[[Any, Mapping[str, Any], Mapping[str, Any]], FormValues] | None = None
+
+    def applies_to(self, kind: type | None) -> bool:
+        """Whether the parameter applies to rater fields of label type ``kind`` (``None``: not known yet: yes)."""
+        return kind is None or not self.label_types or kind in self.label_types
+
+    def choices_for(self, kind: type | None) -> tuple:
+        """The choices that apply to rater fields of label type ``kind`` (every choice while it is not known)."""
+        return tuple(c for c in self.choices if kind is None or kind in self.choice_types.get(c, (kind,)))
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -145,6 +164,23 @@ class Param:
         if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
             return False
         return not (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
+
+
+@dataclass(frozen=True)
+class FormValues:
+    """What the form offers for a list parameter whose values come from the data (:attr:`Param.form_values`).
+
+    Attributes:
+        choices: the values found, in the order the form lists them.
+        default: the value the form fills in (``None``: none, the user picks them, e.g. an order that the data
+            cannot tell).
+        problem: what is wrong with the value given so far (or missing), as the run would refuse it; ``None``:
+            nothing.
+    """
+
+    choices: tuple
+    default: list | None = None
+    problem: str | None = None
 
 
 @dataclass(frozen=True)

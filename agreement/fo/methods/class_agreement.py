@@ -37,7 +37,7 @@ import fiftyone.core.labels as fol
 
 from agreement.core.data import class_order
 from agreement.core.ratings import class_ratings, tag_ratings
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.declaration import FormValues, MethodDeclaration, Param, python_function
 from agreement.fo.class_figures import class_bars, class_curves
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.run_results import AgreementResults
@@ -225,6 +225,57 @@ VIEW = {
 }
 
 
+def _numbers(classes) -> dict:
+    """The classes whose names are finite numbers, with their value."""
+    out = {}
+    for c in classes:
+        try:
+            value = float(c)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[c] = value
+    return out
+
+
+def _recorded_order(samples, names: list, found: set) -> list | None:
+    """The class list the dataset records for the rater fields (``dataset.classes``, else
+    ``default_classes``; e.g. an import's categories, lowest first) when it holds every class found."""
+    dataset = samples._root_dataset
+    for order in [*(dataset.classes.get(n) for n in names), dataset.default_classes]:
+        if order and found <= set(order):
+            return [str(c) for c in order]
+    return None
+
+
+def class_order_form(samples, layout: dict, params: dict) -> FormValues:
+    """What the form offers for ``classes`` (:attr:`agreement.fo.declaration.Param.form_values`): the classes
+    found in the rater fields, lowest first where the data tells the order (the order the dataset records,
+    else numeric order of numeric names; then filled in), and why the run would refuse the order given so far
+    at the level chosen (:func:`scale_values`), in the form's words."""
+    from agreement.fo.label_schema import _label_type, label_list_path
+
+    names = list(layout.get("fields") or [layout["field"]])
+    found = set()
+    for name in names:
+        path = f"{label_list_path(name, _label_type(samples, name))}.label"
+        found.update(str(v) for v in samples.distinct(path) if v is not None)
+    numbers = _numbers(found)
+    default = _recorded_order(samples, names, found) or (
+        sorted(found, key=numbers.__getitem__) if found and len(numbers) == len(found) else None)
+    given = list(params.get("classes") or []) or default
+    level, problem = params.get("level") or "nominal", None
+    if not given and level == "ordinal" and found:
+        problem = (f"level 'ordinal' needs the order of the classes: pick all {len(found)} "
+                   f"({', '.join(class_order(found))}) lowest first")
+    else:
+        try:
+            scale_values(class_order(found), level, given)
+        except ValueError as e:
+            problem = str(e)
+    return FormValues(tuple(default or class_order(found)), default, problem)
+
+
 class ClassAgreementResults(AgreementResults):
     """Class agreement: ``alpha`` (Krippendorff's, at ``level``) with ``alpha_low``/``alpha_high`` (bootstrap),
     ``mean_agreement``; ``detail``: rater vitality, rater pairs (κ, α, observed agreement), class difficulty,
@@ -249,11 +300,13 @@ DECLARATION = MethodDeclaration(
               "nominal: classes are names; ordinal: ordered (give their order, or numeric names); interval: "
               "numeric class names; ratio: numeric class names >= 0 with an absolute zero (distance "
               "((c - k)/(c + k))^2)", choices=("nominal", "ordinal", "interval", "ratio"), radio=True),
-        Param("classes", list, None, "Class order", "The classes lowest first (ordinal); default: as found",
-              item=str, form=False),
+        Param("classes", list, None, "Class order (lowest first)",
+              "Every class, lowest first: the order of an ordinal scale (default: numeric order of numeric class "
+              "names, else as found; level='ordinal' with other names needs it)", item=str,
+              show_if=lambda p: (p.get("level") or "nominal") != "nominal", form_values=class_order_form),
         Param("bootstrap", int, 1000, "Bootstrap resamples",
               "Resamples of the samples for the 95% interval of α (0: none)", low=0),
-        Param("seed", int, 0, "Seed", "Seed of the bootstrap", low=0, form=False),
+        Param("seed", int, 0, "Seed", "Seed of the bootstrap", low=0),
     ),
     outputs=(("alpha", "Krippendorff's alpha", "float"), ("alpha_low", "95% interval, low", "float"),
              ("alpha_high", "95% interval, high", "float"), ("mean_agreement", "Mean observed agreement", "float"),

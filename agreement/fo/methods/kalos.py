@@ -218,7 +218,7 @@ DECLARATION = MethodDeclaration(
         Param("cost", str, "soft", "Cost", "soft: prefer same-class matches (−s − 1 vs −s); plain: −s",
               choices=COSTS),
         Param("taus", list, DEFAULT_TAUS, "τ curve", "The τ values of the sensitivity curve of α", low=0.0,
-              high=1.0, low_open=True, form=False),
+              high=1.0, low_open=True),
         Param("session_attr", str, None, "Session attribute",
               "Optional label attribute naming sessions, for intra-annotator consistency (raters who labelled "
               "the same images in several sessions)"),

@@ -162,7 +162,7 @@ DECLARATION = MethodDeclaration(
               low=0.0),
         Param("ignore_background", bool, False, "Leave background out of the means",
               "Per-sample and pooled Dice, IoU and boundary F1 leave class 0 out (its α is still reported)"),
-        Param("seed", int, 0, "Seed", "Seed of the pixel sample", low=0, form=False),
+        Param("seed", int, 0, "Seed", "Seed of the pixel sample", low=0),
     ),
     outputs=(("alpha", "Pixel alpha (pooled)", "float"), ("dice", "Dice (pooled)", "float"),
              ("iou", "IoU (pooled)", "float"), ("boundary_f1", "Boundary F1 (pooled)", "float")),
