@@ -44,7 +44,7 @@ def _chosen_labels(ctx, key: str) -> tuple[list[str], int]:
         ids = [given] if isinstance(given, str) else [str(i) for i in given]
         others = 0
     elif ctx.selected_labels:
-        ids = [s["label_id"] for s in ctx.selected_labels if s.get("field") == field]
+        ids = [s["label_id"] for s in ctx.selected_labels if s.get("field") in (field, f"frames.{field}")]
         others = len(ctx.selected_labels) - len(ids)
     elif ctx.selected:
         ids = queue_label_ids(ctx.view, key, ctx.selected)
@@ -60,6 +60,22 @@ def _flagged(dataset, key: str, ids: list[str]) -> list[str]:
 
     flags = _flags(dataset, key, ids) if ids else {}
     return [i for i in ids if flags.get(i)]
+
+
+def _update_panels(ctx, key: str) -> None:
+    """Writes where the review of run ``key`` now stands into every agreement panel open on the dataset (the
+    panel only hears of the App's own events: its count stayed at "0 of 14 decided" after a decision)."""
+    from agreement.fo.app_state import open_panels
+    from agreement.fo.review import review_progress
+    from agreement.fo.review_item import review_item, review_markdown
+
+    panels = open_panels(ctx.dataset)
+    if not panels or _queue_key(ctx) != key:
+        return
+    progress = review_progress(ctx.dataset, key)
+    for panel_id, item in panels.items():
+        shown = review_item(ctx.view, key, item) if item else None
+        ctx.ops.patch_panel_data({"review_state_md": review_markdown(key, progress, shown)}, panel_id=panel_id)
 
 
 class ReviewConsensusLabels(AgreementOperator):
@@ -127,4 +143,5 @@ class ReviewConsensusLabels(AgreementOperator):
         out = review_labels(ctx.view, key, ids, _DECISIONS[decision])
         if not ctx.delegated:
             ctx.trigger("reload_samples")
+            _update_panels(ctx, key)
         return {"key": key, **out, "decision": decision, "left_alone": others}

@@ -39,20 +39,16 @@ import time
 import fiftyone.operators as foo
 
 from agreement.fo import runs
-from agreement.fo.app_state import remember_open_run
+from agreement.fo.app_state import remember_open_run, remember_panel
 from agreement.fo.label_schema import label_fields
 from agreement.fo.panel_data import (
-    METHOD_VIEWS,
     PanelDataError,
-    bin_view,
-    lowest_first_view,
     review_queue_view,
     run_panel_data,
-    sig3,
-    unscored_view,
 )
 from agreement.fo.run_view import run_field_names, run_samples
 
+from .panel_drills import DrillEvents
 from .panel_filters import _app_can_set_filters, _same, load_derived_view
 from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
@@ -76,7 +72,7 @@ RESET_WINDOW = 30.0
 RESTORE_EXTENSION = 10.0
 
 
-class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
+class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
     @property
     def config(self):
         return foo.PanelConfig(
@@ -113,6 +109,12 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
+        mem = _memory(ctx)
+        if ctx.dataset is not None and mem.dataset == ctx.dataset.name:
+            # the App reports the same dataset again (it does when a sample opens): nothing to start afresh, and
+            # no state write (the workspace update it makes reopened a closed sample, or undid the next view)
+            self._refresh(ctx)
+            return
         _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
         ctx.panel.state.run_key = None
         self._refresh(ctx, force=True)
@@ -145,122 +147,6 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         self._expect_reset(ctx, _memory(ctx))
         self._refresh(ctx, force=True)
 
-    def on_histogram_click(self, ctx):
-        key, info, base, base_stages = self._context(ctx)
-        field = runs_score_field(info)
-        lo, hi = METHOD_VIEWS[info["method"]]["score_range"](info["params"]) if field else (None, None)
-        idx = ctx.params.get("idx")
-        if field is None or idx is None:
-            return
-        import numpy as np
-
-        edges = np.linspace(lo, hi, 21).tolist()
-        idx = int(idx)
-        if not 0 <= idx < len(edges) - 1:
-            return
-        view = bin_view(base, field, edges[idx], edges[idx + 1], last=idx == len(edges) - 2)
-        close = "]" if idx == len(edges) - 2 else ")"
-        self._drill(ctx, base, base_stages, view,
-                    f"samples with {field} in [{sig3(edges[idx])}, {sig3(edges[idx + 1])}{close}", bin_=idx)
-
-    def on_pair_click(self, ctx):
-        from agreement.fo.video_figures import is_frame_run
-        from agreement.fo.views import (
-            DRILL_LIMIT,
-            ViewError,
-            rater_pair_scores,
-            video_pair_scores,
-            write_rater_pair_field,
-        )
-
-        key, info, base, base_stages = self._context(ctx)
-        a, b = ctx.params.get("x"), ctx.params.get("y")
-        if not a or not b or a == b:
-            return
-        a, b = sorted([str(a), str(b)])
-        try:
-            items = (video_pair_scores if is_frame_run(info) else rater_pair_scores)(base, key, a, b)
-        except ViewError as e:
-            ctx.ops.notify(str(e), variant="warning")
-            return
-        if not items:  # an empty cell: nothing to load (the grid would go blank)
-            ctx.ops.notify(f"{a} and {b} have no scored sample in common in this view", variant="info")
-            return
-        chosen = items[:DRILL_LIMIT]
-        view = base.select([sid for sid, _ in chosen], ordered=True)
-        own = info["method"] == "iaa.ot_agreement" and not is_frame_run(info)  # per-sample pair scores
-        what = (f"the {len(chosen)} samples (of {len(items)} shared) where {a} and {b} agree least, lowest "
-                f"{'pair score' if own else 'sample score'} first")
-        if chosen:
-            what += f" (from {sig3(chosen[0][1])} to {sig3(chosen[-1][1])})"
-        import os
-
-        names = dict(zip(*view.values(["id", "filepath"])))
-        scores = [{"sample": os.path.basename(names.get(sid, sid)), "score": s} for sid, s in chosen]
-        field = write_rater_pair_field(base, key, a, b) if own else None
-        self._drill(ctx, base, base_stages, view, what, pair_scores=scores, pair=(a, b), pair_field=field)
-
-    def on_vitality_click(self, ctx):
-        from agreement.fo.views import unmatched_labels_view
-
-        self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)",
-                        "the samples where {}'s class differs from another rater's")
-
-    def on_class_click(self, ctx):
-        from agreement.fo.views import class_disagreement_view
-
-        self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on",
-                        "the samples where a rater said {} and the raters disagree")
-
-    def _drill_bar(self, ctx, make_view, what: str, class_what: str) -> None:
-        """Drills down to ``make_view(base, key, x)`` for the clicked bar ``x``, described as ``what.format(x)``
-        (``class_what`` for a class agreement run, whose drill-downs are samples, not labels)."""
-        key, info, base, base_stages = self._context(ctx)
-        x = ctx.params.get("x")
-        if x:
-            text = class_what if info["method"] == "iaa.class_agreement" else what
-            self._drill(ctx, base, base_stages, make_view(base, key, x), text.format(x))
-
-    def on_scatter_click(self, ctx):
-        sid = ctx.params.get("id")
-        key, info, base, base_stages = self._context(ctx)
-        if sid:
-            self._drill(ctx, base, base_stages, base.select([sid]), f"sample {sid} (from the comparison)")
-
-    def on_scatter_select(self, ctx):
-        ids = [p.get("id") for p in ctx.params.get("data") or [] if p.get("id")]
-        key, info, base, base_stages = self._context(ctx)
-        if ids:
-            self._drill(ctx, base, base_stages, base.select(ids),
-                        f"{len(ids)} samples selected in the comparison")
-
-    def on_sort_lowest(self, ctx):
-        key, info, base, base_stages = self._context(ctx)
-        field = runs_score_field(info)
-        if field is None:
-            return
-        descending = not METHOD_VIEWS[info["method"]].get("higher_is_better", True)
-        view = lowest_first_view(base, field, descending)
-        self._drill(ctx, base, base_stages, view, f"the scored samples, lowest agreement first (by {field})")
-
-    def on_show_unscored(self, ctx):
-        key, info, base, base_stages = self._context(ctx)
-        field = runs_score_field(info)
-        if field is None:
-            return
-        reason = ctx.params.get("reason")
-        mem = _memory(ctx)
-        if reason is not None:
-            group = next((g for g in mem.undefined if g["reason"] == reason), None)
-            if group is None:
-                return
-            view = base.select(group["ids"])
-            what = f"the {len(group['ids'])} samples without a score because: {reason}"
-        else:
-            view = unscored_view(base, field)
-            what = "the samples without a score"
-        self._drill(ctx, base, base_stages, view, what)
-
     def on_clear_drill(self, ctx):
         key, info, base, base_stages = self._context(ctx)
         mem = _memory(ctx)
@@ -271,7 +157,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
             mem.filters = restore["filters"]
         self._expect_reset(ctx, mem)
         if base_stages is None:
-            ctx.ops.clear_view()
+            ctx.trigger("set_view", params={"view": []})
             return
         ctx.trigger("set_view", params={"view": base_stages})
         if restore is not None and restore["filters"] and _app_can_set_filters():
@@ -279,22 +165,13 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
 
     def on_whole_dataset(self, ctx):
         mem = _memory(ctx)
+        logger.debug("on_whole_dataset: stages=%d", len(ctx.request_params.get("view") or []))
         mem.drill = None
         mem.filters = {}
         mem.reset_until, mem.reset_pending = 0.0, False
-        ctx.ops.clear_view()
+        ctx.trigger("set_view", params={"view": []})
         if _app_can_set_filters():
             ctx.trigger("set_filters", params={})
-
-    def on_show_disagreeing(self, ctx):
-        from agreement.fo.views import disagreeing_labels_view
-
-        key, info, base, base_stages = self._context(ctx)
-        sid = ctx.current_sample
-        if not sid:
-            return
-        view = disagreeing_labels_view(base, key, sample_id=sid, hide_other_labels=True)
-        self._drill(ctx, base, base_stages, view, f"the disagreeing labels of sample {sid}")
 
     def on_change_consensus_rater(self, ctx):
         mem = _memory(ctx)
@@ -322,7 +199,7 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         what = (f"the review queue of run {key!r}: the samples whose consensus class is flagged for review, least "
                 "confident first (open one: Accept, Reject, Next)" if classes else
                 f"the review queue of run {key!r}: the consensus labels flagged for review, least confident first "
-                "(tag them `accepted` or `rejected`)")
+                "(review them in the sample view: Accept, Reject, Next)")
         load_derived_view(ctx, mem, base, base_stages, view, {
             "what": what, "count": count, "unit": "flagged sample" if classes else "flagged label", "run": key})
 
@@ -461,8 +338,11 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
         if not keys:
             self._show_no_runs(ctx, mem, changed)
             return
-        if ctx.current_sample and refresh_review(ctx, mem):
-            mem.sig = None  # the dashboard is brought up to date when the sample view closes
+        # an item of a review queue open, or just closed: the review's text only (panel data). A state write
+        # here makes the App update its workspace, which reopened the closed item, again and again
+        closing = mem.modal is not None and not ctx.current_sample
+        if (ctx.current_sample or closing) and refresh_review(ctx, mem):
+            mem.sig = None  # the dashboard is brought up to date on the next change of view
             return
         state = ctx.panel.state
         base, base_stages, drilled = self._base(ctx, mem)
@@ -512,6 +392,8 @@ class AgreementPanel(RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Pa
                 _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
                 mem = _memory(ctx)
             mem.dataset = dataset.name
+        if dataset is not None:  # a review decision made by an operator updates this panel (operators/review.py)
+            remember_panel(dataset, str(ctx.params.get("panel_id") or "default"), ctx.current_sample)
         return mem
 
     def _choose_run(self, ctx, mem: _Memory, keys: list) -> tuple:

@@ -64,8 +64,12 @@ def render_review(handlers, panel, mem) -> None:
         row.btn("review_reject", label="Reject", on_click=handlers.on_review_reject, variant="contained")
         if any(lab["decision"] for lab in item["labels"]):
             row.btn("review_undo", label="Undo", on_click=handlers.on_review_undo, variant="outlined")
+        row.btn("review_previous", label="Previous", on_click=handlers.on_review_previous, variant="outlined")
         if not done:
             row.btn("review_next", label="Next undecided", on_click=handlers.on_review_next, variant="outlined")
+    if item is None and progress["pending"]:  # the queue in the grid: start reviewing in the sample view
+        panel.btn("review_start", label="Review in the sample view: open the first undecided item",
+                  on_click=handlers.on_review_start, variant="contained")
     if done:
         panel.btn("review_finalize", label=f"Finalize: write {mem.review['key']}_final",
                   on_click=handlers.on_review_finalize, variant="contained")
@@ -90,6 +94,23 @@ class ReviewActions:
         if key is None:
             return
         self._go(ctx, next_pending(ctx.view, key, ctx.current_sample))
+
+    def on_review_previous(self, ctx):
+        """Opens the item before the open one in queue order (decided or not: to change a decision)."""
+        if queue_run(ctx) is None or not ctx.current_sample:
+            return
+        ids = ctx.view.values("id")
+        if ctx.current_sample in ids and len(ids) > 1:
+            self._go(ctx, ids[ids.index(ctx.current_sample) - 1])
+
+    def on_review_start(self, ctx):
+        """Opens the first undecided item of the queue in the sample view (a queue's patch tiles can be too small
+        to open with a click at the App's default zoom)."""
+        from agreement.fo.review import next_pending
+
+        key = queue_run(ctx)
+        if key is not None:
+            self._go(ctx, next_pending(ctx.view, key))
 
     def on_review_finalize(self, ctx):
         """Writes the reviewed label set ``{key}_final`` of the queue's run and says what it kept."""

@@ -314,7 +314,7 @@ def test_polylines_on_frames(fo):
 
 def test_frame_consensus_review_queue_is_clips_of_flagged_frames(fo, video_ds):
     from agreement.fo.consensus_panel_data import review_queue_view
-    from agreement.fo.review import ReviewError, review_labels
+    from agreement.fo.review import review_labels
 
     _op("compute_consensus")(video_ds, key="rq", fields=[f"frames.{r}" for r in RATERS], method="majority")
     queue = review_queue_view(video_ds, "rq")
@@ -322,5 +322,4 @@ def test_frame_consensus_review_queue_is_clips_of_flagged_frames(fo, video_ds):
     assert n_flagged > 0 and len(queue) > 0
     shown = [x for x in queue.values("frames.rq_consensus.detections.rq_review", unwind=True)]
     assert len(shown) == n_flagged and all(shown)  # every flagged consensus label, and only those
-    with pytest.raises(ReviewError, match="frame labels.*not supported yet"):
-        review_labels(video_ds, "rq", [], "accepted")
+    assert review_labels(video_ds, "rq", [], "accepted")["flagged"] == n_flagged  # reviewable (issue 48)

@@ -723,3 +723,21 @@ def test_load_agreement_view_saves_the_review_queue(fo, consensus_ds):
     assert out["saved_view"] == "my-queue" and "my-queue" in ds.list_saved_views()
     saved = ds.load_saved_view("my-queue")
     assert saved.values("id") == out["label_ids"] and saved._is_patches
+
+
+def test_a_decision_made_with_the_operator_updates_the_open_panels_count_at_once(consensus_ds):
+    """Issue 48 item 5: the panel's "0 of 14 decided" stayed stale after review_consensus_labels."""
+    import fiftyone.operators as foo
+
+    ds, _ = consensus_ds
+    queue = _review(ds)
+    n = len(queue)
+    _, data, _ = _panel(ds, "on_load", view=queue, panel_id="grid-panel")
+    assert f"0 of {n} flagged labels decided" in data["review_state_md"]
+    r = foo.execute_operator("@iaa/agreement/review_consensus_labels",
+                             ctx=dict(view=queue, selected=[queue.first().id], params=dict(key="cons",
+                                                                                         decision="accept")))
+    assert r.error is None, r.error
+    patches = [q["params"] for q in r.executor.to_json()["requests"] if q["operator_uri"] == "patch_panel_data"]
+    mine = [p for p in patches if p.get("panel_id") == "grid-panel"]
+    assert mine and f"1 of {n} flagged labels decided (1 accepted" in mine[-1]["data"]["review_state_md"], patches

@@ -9,15 +9,20 @@ reads those tags. Every function here touches exactly the flagged consensus
 labels of one run, given by id: a rater's label, another run's label or an
 unflagged consensus label is refused with its id, never tagged.
 
+The consensus labels are those of the sample field ``{key}_consensus`` or, for
+a consensus of video frame labels (a frame run), of the frame field
+``frames.{key}_consensus``: an item of the queue (a patch, a clip, a sample)
+then holds the flagged labels of its frames, possibly several.
+
 Given the review queue itself (a patches view; a clips view of temporal
-segments), the tags are written through it, so that the App's open queue shows
-them at once and FiftyOne carries them to the dataset; otherwise they are
-written on the dataset.
+segments or of the frames holding flagged labels), the tags are written
+through it, so that the App's open queue shows them at once and FiftyOne
+carries them to the dataset; otherwise they are written on the dataset.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple, Sequence
 
 from fiftyone import ViewField as F
 
@@ -26,44 +31,109 @@ from agreement.fo.methods.consensus import _require_consensus_run
 from agreement.fo.projection import LIST_ATTRS
 
 __all__ = ["DECISIONS", "ReviewError", "review_labels", "review_progress", "next_pending", "queue_label_ids",
-           "queue_key"]
+           "queue_key", "consensus_path", "item_labels"]
 
 #: decision -> (tag added, tag removed); ``None`` undoes a decision
 DECISIONS = {"accepted": ("accepted", "rejected"), "rejected": ("rejected", "accepted"), None: (None, None)}
+
+_FRAMES = "frames."
 
 
 class ReviewError(ValueError):
     """A review action names labels it may not touch, or an unknown decision."""
 
 
-def _field(samples, key: str) -> tuple[str, str]:
-    """The run's consensus field and the path of its label list (``{key}_consensus.detections``)."""
+class ConsensusPath(NamedTuple):
+    """Where the consensus labels of a run are stored.
+
+    Attributes:
+        field: the path FiftyOne's ``select_labels``, ``filter_labels`` and ``tag_labels`` take:
+            ``{key}_consensus``, or ``frames.{key}_consensus`` for a frame run.
+        items: the path of its labels: its list (``{field}.detections``), or ``field`` for one label per
+            sample (``Classification``).
+        frames: whether the labels are frame labels (a frame run).
+        single: whether a sample (frame) holds one label, not a list.
+    """
+
+    field: str
+    items: str
+    frames: bool
+    single: bool
+
+
+def consensus_path(samples, key: str) -> ConsensusPath:
+    """Where the consensus labels of run ``key`` are stored (:class:`ConsensusPath`).
+
+    Raises:
+        agreement.fo.runs.RunError: ``key`` is no consensus run of the dataset.
+    """
     info = _require_consensus_run(samples, key)
-    field = f"{key}_consensus"
-    dataset = samples._root_dataset
-    if info.get("frame_fields"):
-        raise ReviewError(f"run {key!r} is a consensus of video frame labels (frames.{field}): accepting and "
-                          "rejecting its labels here is not supported yet; open its review queue "
-                          "(load_agreement_view, mode 'review': clips of the frames with flagged labels) and tag "
-                          "the labels in the App, or compute consensus tracks (compute_track_agreement, "
-                          "consensus=True)")
-    return field, label_list_path(field, dataset.get_field(field).document_type)
+    frames = bool(info.get("frame_fields"))
+    field = f"{_FRAMES if frames else ''}{key}_consensus"
+    doc_type = samples._root_dataset.get_field(field).document_type
+    return ConsensusPath(field, label_list_path(field, doc_type), frames, doc_type not in LIST_ATTRS)
 
 
-def _lists(dataset, field: str, *columns: list) -> tuple[list, ...]:
-    """Per-sample columns of a consensus field's labels as lists: a field of one label (a class consensus,
-    ``Classification``) gives its value per sample, made a list of one (``[]`` where it is ``None``)."""
-    if dataset.get_field(field).document_type in LIST_ATTRS:
-        return columns
-    return tuple([[] if v is None else [v] for v in col] for col in columns)
+def _field(samples, key: str) -> tuple[str, str]:
+    """The run's consensus field and the path of its labels (:func:`consensus_path`)."""
+    path = consensus_path(samples, key)
+    return path.field, path.items
+
+
+def item_labels(samples, key: str, leaves: Sequence[str] = ()) -> tuple[list[str], list[list[dict]]]:
+    """The items of ``samples`` and, per item, its consensus labels of run ``key``.
+
+    An item is a sample of ``samples``: a patch or a segment's clip (one label: the item's own), a sample
+    (its labels; one for a class consensus), or a clip of a frame run's queue (the labels of its frames).
+
+    Args:
+        samples: the dataset, a view, or a review queue of run ``key``.
+        key: the consensus run.
+        leaves: label attributes to read besides the id (``"tags"``, ``"{key}_review"``, ...).
+
+    Returns:
+        ``(item ids, per item [{"id", "frame" (its frame number; ``None`` outside frame runs), leaf: value}])``,
+        labels in stored order (frame by frame).
+    """
+    path = consensus_path(samples, key)
+    names = ["id", *leaves]
+    if _queue_field(samples) == path.field:  # patches, clips of segments: the item is its label
+        ids, *cols = samples.values(["id", *(f"{path.field}.{n}" for n in names)])
+        return ids, [[_row(names, vals, None)] if vals[0] is not None else [] for vals in zip(*cols)]
+    if path.frames:
+        ids, numbers, *cols = samples.values(["id", "frames.frame_number", *(f"{path.items}.{n}" for n in names)])
+        rows = []
+        for k, per_frame in enumerate(numbers):
+            per_col = [col[k] or [] for col in cols]
+            rows.append([_row(names, vals, n) for j, n in enumerate(per_frame or [])
+                         for vals in _labels_of([c[j] if j < len(c) else None for c in per_col], path.single)])
+        return ids, rows
+    ids, *cols = samples.values(["id", *(f"{path.items}.{n}" for n in names)])
+    return ids, [[_row(names, vals, None) for vals in _labels_of(per, path.single)] for per in zip(*cols)]
+
+
+def _labels_of(columns: list, single: bool) -> list[tuple]:
+    """The values of each label of one sample (frame), given its columns (one per leaf, the id first): a
+    list per column, or one value per column for a single label (none where the id is ``None``)."""
+    if single:
+        return [tuple(columns)] if columns[0] is not None else []
+    return [vals for vals in zip(*(c or [] for c in columns)) if vals[0] is not None] if columns[0] else []
+
+
+def _row(names: list[str], values: tuple, frame: int | None) -> dict:
+    return {"frame": frame, **dict(zip(names, values))}
+
+
+def _flat(rows: list[list[dict]], name: str = "id") -> list:
+    """``name`` of every label of every item, in item order."""
+    return [r[name] for per in rows for r in per]
 
 
 def _flags(dataset, key: str, ids: list[str]) -> dict[str, bool]:
     """``{label id: flagged}`` of those of ``ids`` that are consensus labels of run ``key``."""
-    field, items = _field(dataset, key)
-    view = dataset.select_labels(ids=ids, fields=field)
-    found_ids, flags = _lists(dataset, field, *view.values([f"{items}.id", f"{items}.{key}_review"]))
-    return {i: bool(f) for per_i, per_f in zip(found_ids, flags) for i, f in zip(per_i or [], per_f or [])}
+    field = consensus_path(dataset, key).field
+    _, rows = item_labels(dataset.select_labels(ids=ids, fields=field), key, [f"{key}_review"])
+    return {r["id"]: bool(r[f"{key}_review"]) for per in rows for r in per}
 
 
 def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | None) -> dict:
@@ -74,9 +144,9 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
 
     Args:
         samples: the dataset, a view of it, or the run's review queue (the tags are written through a
-            patches view of the consensus field, so that the App's open queue shows them).
+            patches or clips view of the consensus labels, so that the App's open queue shows them).
         key: the consensus run.
-        label_ids: ids of consensus labels flagged for review.
+        label_ids: ids of consensus labels flagged for review (of a frame run: labels of frames).
         decision: ``"accepted"``, ``"rejected"`` or ``None``.
 
     Returns:
@@ -90,7 +160,7 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
         raise ReviewError(f"decision must be 'accepted', 'rejected' or None (undo), got {decision!r}")
     ids = list(dict.fromkeys(str(i) for i in label_ids))
     dataset = samples._root_dataset
-    field, _ = _field(dataset, key)
+    field = consensus_path(dataset, key).field
     flags = _flags(dataset, key, ids)
     foreign = [i for i in ids if i not in flags]
     if foreign:
@@ -103,43 +173,59 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
         raise ReviewError(
             f"{len(unflagged)} of the {len(ids)} consensus labels (e.g. {unflagged[0]}) are not flagged for review "
             f"in run {key!r}: finalize_consensus keeps them whatever their tags; review the labels of its queue")
-    add, remove = DECISIONS[decision]
-    through = samples if _is_queue_of(samples, field) else dataset
+    if ids:
+        _tag(samples if _is_queue_of(samples, field) else dataset, key, field, ids, decision)
+    return {"tagged": len(ids), "decision": decision, **review_progress(dataset, key)}
+
+
+def _tag(through, key: str, field: str, ids: list[str], decision: str | None) -> None:
+    """Writes ``decision`` on the labels ``ids`` of ``field`` through ``through`` (a review queue or the
+    dataset); on the dataset when the queue does not show them all (stages the App put after it)."""
     view = through.select_labels(ids=ids, fields=field)
+    if through is not through._root_dataset and set(_flat(item_labels(view, key)[1])) != set(ids):
+        view = through._root_dataset.select_labels(ids=ids, fields=field)
+    add, remove = DECISIONS[decision]
     for tag in [remove] if decision else ["accepted", "rejected"]:
         view.untag_labels(tag, label_fields=[field])
     if decision:
         view.tag_labels(add, label_fields=[field])
-    return {"tagged": len(ids), "decision": decision, **review_progress(dataset, key)}
 
 
 def queue_key(view) -> str | None:
     """The consensus run whose review queue ``view`` is, or ``None``.
 
-    Boxes and other instances: a patches view of ``{key}_consensus``; temporal segments: a clips view of it.
-    Classes (a ``Classification`` per
-    sample): the samples view :func:`~agreement.fo.methods.consensus.review_view` builds, recognised by its
-    filter of ``{key}_consensus`` on ``{key}_review`` (the App's view of the queue, whatever stages the
-    user put before it).
+    Boxes and other instances: a patches view of ``{key}_consensus``; temporal segments: a clips view of it;
+    video frame labels: a clips view filtering ``frames.{key}_consensus`` (the clips of the frames with a
+    flagged label). Classes (a ``Classification`` per sample): the samples view
+    :func:`~agreement.fo.methods.consensus.review_view` builds, recognised by its filter of ``{key}_consensus``
+    on ``{key}_review`` (the App's view of the queue, whatever stages the user put before it).
     """
     import fiftyone.core.labels as fol
-    import fiftyone.core.stages as fos
 
     from agreement.fo.methods.consensus import METHOD
     from agreement.fo.runs import list_agreement_runs
 
     if view is None:
         return None
-    field = _queue_field(view)
+    dataset = view._root_dataset
+    field = _queue_field(view) or _frame_queue_field(view)
     if not field:
-        dataset = view._root_dataset
-        filtered = [s.field for s in getattr(view, "_stages", []) if isinstance(s, fos.FilterLabels)]
-        field = next((f for f in reversed(filtered) if f.endswith("_consensus") and getattr(
+        field = next((f for f in reversed(_filtered_fields(view)) if f.endswith("_consensus") and getattr(
             dataset.get_field(f), "document_type", None) is fol.Classification), None)
-    if not field or not field.endswith("_consensus"):
+    name = field[len(_FRAMES):] if field and field.startswith(_FRAMES) else field
+    if not name or not name.endswith("_consensus"):
         return None
-    key = field[: -len("_consensus")]
-    return key if key in list_agreement_runs(view._root_dataset, method=METHOD) else None
+    key = name[: -len("_consensus")]
+    if key not in list_agreement_runs(dataset, method=METHOD):
+        return None
+    return key if consensus_path(dataset, key).field == field else None
+
+
+def _filtered_fields(view) -> list[str]:
+    """The fields the ``filter_labels`` stages of ``view`` filter, in stage order."""
+    import fiftyone.core.stages as fos
+
+    return [s.field for s in getattr(view, "_stages", []) if isinstance(s, fos.FilterLabels)]
 
 
 def _queue_field(view) -> str | None:
@@ -151,10 +237,19 @@ def _queue_field(view) -> str | None:
     return field or None
 
 
+def _frame_queue_field(view) -> str | None:
+    """The frame consensus field ``frames.{key}_consensus`` whose labels a clips view filters (the review queue
+    of a frame run: the clips of the frames with a flagged label), or ``None``."""
+    if not getattr(view, "_is_clips", False) or _queue_field(view):
+        return None
+    return next((f for f in reversed(_filtered_fields(view)) if f.startswith(_FRAMES) and f.endswith("_consensus")),
+                None)
+
+
 def _is_queue_of(samples, field: str) -> bool:
-    """Whether ``samples`` is a patches view of ``field``, or a clips view of its segments (tags written
-    through it reach the dataset)."""
-    return _queue_field(samples) == field
+    """Whether ``samples`` is a review queue of ``field``: a patches view of it, a clips view of its segments
+    or of the frames holding its labels (tags written through it reach the dataset)."""
+    return field in (_queue_field(samples), _frame_queue_field(samples))
 
 
 def review_progress(samples, key: str) -> dict:
@@ -166,59 +261,41 @@ def review_progress(samples, key: str) -> dict:
         :func:`~agreement.fo.methods.consensus.finalize_consensus` drops it), and those with neither.
     """
     dataset = samples._root_dataset
-    field, items = _field(dataset, key)
+    field = consensus_path(dataset, key).field
     flagged_view = dataset.filter_labels(field, F(f"{key}_review") == True)  # noqa: E712
-    ids, tags = _lists(dataset, field, *flagged_view.values([f"{items}.id", f"{items}.tags"]))
-    flagged = accepted = rejected = 0
-    for per_sample in tags:
-        for t in per_sample or []:
-            flagged += 1
-            t = t or []
-            if "rejected" in t:
-                rejected += 1
-            elif "accepted" in t:
-                accepted += 1
-    return {"flagged": flagged, "accepted": accepted, "rejected": rejected,
-            "pending": flagged - accepted - rejected}
+    tags = [set(t or []) for t in _flat(item_labels(flagged_view, key, ["tags"])[1], "tags")]
+    rejected = sum("rejected" in t for t in tags)
+    accepted = sum("accepted" in t and "rejected" not in t for t in tags)
+    return {"flagged": len(tags), "accepted": accepted, "rejected": rejected,
+            "pending": len(tags) - accepted - rejected}
 
 
 def queue_label_ids(queue, key: str, sample_ids: Iterable[str] | None = None) -> list[str]:
-    """The consensus label ids in the review queue (optionally of its samples/patches ``sample_ids``), in
-    queue order."""
-    field, _ = _field(queue, key)
+    """The consensus label ids in the review queue (optionally of its samples/patches/clips ``sample_ids``), in
+    queue order (frame by frame within a clip of a frame run)."""
     view = queue if sample_ids is None else queue.select(list(sample_ids), ordered=True)
-    if _is_queue_of(queue, field):
-        return [i for i in view.values(f"{field}.id") if i is not None]
-    _, items = _field(queue, key)
-    (ids,) = _lists(queue._root_dataset, field, view.values(f"{items}.id"))
-    return [i for per in ids for i in (per or [])]
+    return _flat(item_labels(view, key)[1])
 
 
 def _decided(dataset, key: str, label_ids: list[str]) -> set[str]:
     """Those of ``label_ids`` (consensus labels of run ``key``) tagged ``accepted`` or ``rejected`` on the
     dataset (the source of truth: a queue opened earlier may hold older tags)."""
-    field, items = _field(dataset, key)
-    ids, tags = _lists(dataset, field,
-                       *dataset.select_labels(ids=label_ids, fields=field).values([f"{items}.id", f"{items}.tags"]))
-    return {i for per_i, per_t in zip(ids, tags) for i, t in zip(per_i or [], per_t or [])
-            if {"accepted", "rejected"} & set(t or [])}
+    if not label_ids:
+        return set()
+    view = dataset.select_labels(ids=label_ids, fields=consensus_path(dataset, key).field)
+    return {r["id"] for per in item_labels(view, key, ["tags"])[1] for r in per
+            if {"accepted", "rejected"} & set(r["tags"] or [])}
 
 
 def next_pending(queue, key: str, current: str | None = None) -> str | None:
-    """The id of the next sample (patch) of the review queue with a label still undecided, after
+    """The id of the next item (patch, clip, sample) of the review queue with a label still undecided, after
     ``current`` in queue order and wrapping around; ``None`` when every label in the queue is decided."""
-    field, items = _field(queue, key)
-    if _is_queue_of(queue, field):
-        ids, per_sample = queue.values(["id", f"{field}.id"])
-        per_sample = [[lid] for lid in per_sample]
-    else:
-        ids, per_sample = queue.values(["id", f"{items}.id"])
-        (per_sample,) = _lists(queue._root_dataset, field, per_sample)
-        per_sample = [list(p or []) for p in per_sample]
-    decided = _decided(queue._root_dataset, key, [i for p in per_sample for i in p])
-    pending = [any(i not in decided for i in p) for p in per_sample]
+    ids, rows = item_labels(queue, key)
+    per_item = [[r["id"] for r in per] for per in rows]
+    decided = _decided(queue._root_dataset, key, [i for p in per_item for i in p])
+    pending = [any(i not in decided for i in p) for p in per_item]
     start = ids.index(current) + 1 if current in ids else 0
-    for j in list(range(start, len(ids))) + list(range(0, start)):
+    for j in list(range(start, len(ids))) + list(range(start)):
         if pending[j] and ids[j] != current:
             return ids[j]
     return None

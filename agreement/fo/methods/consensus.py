@@ -49,6 +49,7 @@ from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
 from agreement.geometry.similarity import SIMILARITIES
 from agreement.fo import runs
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.projection import LABEL_TYPES
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.gc_pause import gc_paused
@@ -198,12 +199,14 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
 
 
 def _warnings(summary: dict, detail: dict, params: dict) -> list[str]:
-    """The consensus's own run warning: consensus labels that are one rater's (engine hook
+    """The consensus's own run warnings: the EM's fall-back to majority voting on a degenerate fit (its
+    ``warning``), and consensus labels that are one rater's (engine hook
     :attr:`agreement.fo.method_spec.MethodSpec.warnings`)."""
+    out = [str(summary["warning"])] if summary.get("warning") else []
     n = int(summary.get("n_single_rater") or 0)
     if not n:
-        return []
-    return [f"{n} consensus label(s) are one rater's (samples with a single rater assigned): they are kept, "
+        return out
+    return out + [f"{n} consensus label(s) are one rater's (samples with a single rater assigned): they are kept, "
             "counted in n_single_rater, never count as agreed, and have no confidence where their rater never "
             "meets another; assign a second rater to those samples to confirm them"]
 
@@ -260,6 +263,10 @@ def _band(band: list) -> list:
 
 
 _TAU_LO, _TAU_HI = AUTO_TAU_RANGE
+#: The rater label types of the form's instance-only parameters and choices (τ, the similarity, WBF, ...), and
+#: of its class-only ones (MACE).
+_INSTANCES = tuple(LABEL_TYPES)
+_CLASSES = (fo.Classification, fo.Classifications)
 
 #: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
 VIEW = {
@@ -291,6 +298,7 @@ DECLARATION = MethodDeclaration(
     params=(
         Param("method", str, "auto", "Method", "How the raters' labels are fused",
               choices=("auto", *METHODS, "mace"), radio=True,
+              choice_types={"wbf": _INSTANCES, "mace": _CLASSES},
               choice_help={"auto": "the default chosen from evidence: EM for boxes and other instances, MACE for "
                                    "classes (docs/method-consensus.md, 'Choosing the default class consensus')",
                            "em": "EM (rater sensitivity, false positives, confusion, box noise; classes: "
@@ -300,29 +308,30 @@ DECLARATION = MethodDeclaration(
                            "mace": "MACE, per-rater competence and spamming (classes only)"}),
         Param("tau_auto", bool, True, "Choose τ from the data",
               f"The IoU threshold for 'the same object' ({_TAU_LO:g}-{_TAU_HI:g}) with the fewest expected split "
-              "and merged objects, estimated from how raters' boxes overlap", python=False),
+              "and merged objects, estimated from how raters' boxes overlap", python=False, label_types=_INSTANCES),
         Param("tau", float, "auto", "τ (similarity to be the same object)",
               "Similarity threshold of the correspondence (WBF: its IoU threshold), or 'auto': chosen from the "
               f"data in [{_TAU_LO:g}, {_TAU_HI:g}]", low=0.0, high=1.0, low_open=True, special=("auto",),
-              form_default=0.5, show_if=lambda p: p.get("tau_auto", True) is False),
+              form_default=0.5, show_if=lambda p: p.get("tau_auto", True) is False, label_types=_INSTANCES),
         Param("min_confidence", float, 0.5, "Minimum confidence",
               "A candidate becomes a consensus label when its existence posterior (EM) or fused score (WBF) "
-              "reaches this", low=0.0, high=1.0, low_open=True),
+              "reaches this", low=0.0, high=1.0, low_open=True, label_types=_INSTANCES),
         Param("quorum", float, 0.5, "Quorum", "Share of the assigned raters who must have drawn the object",
-              low=0.0, high=1.0, low_open=True, show_if=lambda p: p.get("method") == "majority"),
+              low=0.0, high=1.0, low_open=True, show_if=lambda p: p.get("method") == "majority",
+              label_types=_INSTANCES),
         Param("review_band", list, (0.2, 0.8), "Review band",
               "(lo, hi): flag the consensus labels whose confidence lies in it, or whose class posterior is "
               "below hi", low=0.0, high=1.0, form=False, check=_band, form_via=("review_lo", "review_hi")),
         Param("review_lo", float, 0.2, "Review band: from",
               "Flag the consensus labels whose confidence is at least this and below 'to' (review_band[0])",
-              low=0.0, high=1.0, python=False),
+              low=0.0, high=1.0, python=False, label_types=_INSTANCES),
         Param("review_hi", float, 0.8, "Review band: to",
               "... and below this; a class consensus flags every class posterior below it (review_band[1]). A "
               "large crowd's posteriors are near 1: raise it (e.g. 0.999) to review the least certain",
               low=0.0, high=1.0, python=False),
         Param("similarity", str, None, "Similarity",
               "Similarity of the correspondence (default: by label type)", choices=tuple(SIMILARITIES),
-              form=False),
+              label_types=_INSTANCES),
     ),
     outputs=(("n_consensus", "Consensus labels", "int"), ("n_review", "Labels to review", "int"),
              ("mean_confidence", "Mean confidence", "float"), ("tau", "τ used", "float")),
@@ -435,33 +444,56 @@ def finalize_consensus(samples, key: str) -> dict:
 
     Every consensus label is kept except flagged ones tagged ``rejected``;
     flagged labels tagged ``accepted`` lose their review flag. Returns the
-    counts ``kept``, ``rejected``, ``accepted``, ``still_flagged``.
+    counts ``kept``, ``rejected``, ``accepted``, ``still_flagged``. A frame run: ``frames.{key}_final``.
     """
-    _require_consensus_run(samples, key)
+    info = _require_consensus_run(samples, key)
     dataset = samples._root_dataset
     src, dst = f"{key}_consensus", f"{key}_final"
     counts = {"kept": 0, "rejected": 0, "accepted": 0, "still_flagged": 0}
-    out = {}
-    for sid, labels in zip(*dataset.values(["id", src])):
-        if labels is None:
-            continue
-        items = []
-        single = isinstance(labels, fo.Classification)
-        for lab in [labels] if single else getattr(labels, labels._LABEL_LIST_FIELD):
-            flagged = bool(lab[f"{key}_review"])
-            if flagged and "rejected" in lab.tags:
-                counts["rejected"] += 1
-                continue
-            lab = lab.copy()
-            if flagged and "accepted" in lab.tags:
-                lab[f"{key}_review"] = False
-                counts["accepted"] += 1
-            elif flagged:
-                counts["still_flagged"] += 1
-            counts["kept"] += 1
-            items.append(lab)
-        out[sid] = (items[0] if items else None) if single else type(labels)(**{labels._LABEL_LIST_FIELD: items})
+    if info.get("frame_fields"):
+        values = [[_reviewed(v, key, counts) for v in per_video or []]
+                  for per_video in dataset.values(f"frames.{src}")]
+        _add_run_frame_field(dataset, key, dst)
+        doc_type = dataset.get_field(f"frames.{src}").document_type
+        if f"frames.{dst}" not in dataset.get_frame_field_schema() and dst not in dataset.get_frame_field_schema():
+            dataset.add_frame_field(dst, fo.EmbeddedDocumentField, embedded_doc_type=doc_type)
+        dataset.set_values(f"frames.{dst}", values)
+        return counts
+    out = {sid: _reviewed(labels, key, counts) for sid, labels in zip(*dataset.values(["id", src]))
+           if labels is not None}
     runs.add_run_sample_field(dataset, key, dst)
     declare_sample_field(dataset, dst, list(out.values()))
     dataset.set_values(dst, out, key_field="id")
     return counts
+
+
+def _add_run_frame_field(dataset, key: str, name: str) -> None:
+    """Records frame field ``name`` as owned by run ``key`` (deleting or renaming the run takes it along)."""
+    cfg = dataset.get_run_info(key).config
+    owned = list(getattr(cfg, "frame_fields", []) or [])
+    if name not in owned:
+        cfg.frame_fields = owned + [name]
+        dataset.update_run_config(key, cfg)
+
+
+def _reviewed(labels, key: str, counts: dict):
+    """The reviewed copy of one consensus value (a label list, or a class consensus's ``Classification``): flagged
+    labels tagged ``rejected`` left out, ``accepted`` ones no longer flagged; ``counts`` updated."""
+    if labels is None:
+        return None
+    items = []
+    single = isinstance(labels, fo.Classification)
+    for lab in [labels] if single else getattr(labels, labels._LABEL_LIST_FIELD):
+        flagged = bool(lab[f"{key}_review"])
+        if flagged and "rejected" in lab.tags:
+            counts["rejected"] += 1
+            continue
+        lab = lab.copy()
+        if flagged and "accepted" in lab.tags:
+            lab[f"{key}_review"] = False
+            counts["accepted"] += 1
+        elif flagged:
+            counts["still_flagged"] += 1
+        counts["kept"] += 1
+        items.append(lab)
+    return (items[0] if items else None) if single else type(labels)(**{labels._LABEL_LIST_FIELD: items})
