@@ -1,5 +1,6 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
+from .app_filters import RestoreFilters
 from .simulate import SimulateRaters
 from .consensus import ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
@@ -24,4 +25,5 @@ OPERATORS = [
     RenameAgreementRun,
     DeleteAgreementRun,
     LoadAgreementView,
+    RestoreFilters,
 ] + declared_operators()

@@ -260,17 +260,19 @@ def _stream_end(ctx, result: dict, reload_dataset: bool, outputs: Callable[[dict
                 triggers: Triggers | None, show: Callable[[dict], dict] | None) -> Iterator[Any]:
     """The stream's last lines: reload, the triggers, the result in the progress box (``show_output``) and
     an empty ``ExecutionResult``; without ``outputs``, the result as the ``ExecutionResult``."""
+    restore: list = []
     if reload_dataset:
-        for name, params in reload_triggers(ctx):
-            yield ctx.trigger(name, params)
+        reload, *restore = reload_triggers(ctx)
+        yield ctx.trigger(*reload)
     for name, params in triggers(result) if triggers is not None else ():
         yield ctx.trigger(name, params)
-    if outputs is None:
-        yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult(result))
-        return
-    shown = _StreamResult(show(result) if show is not None else result).to_json()
-    yield ctx.trigger("show_output", {"outputs": outputs(shown).to_json(), "results": shown})
-    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=_StreamResult({}))
+    if outputs is not None:
+        shown = _StreamResult(show(result) if show is not None else result).to_json()
+        yield ctx.trigger("show_output", {"outputs": outputs(shown).to_json(), "results": shown})
+    for name, params in restore:  # its own execution: it waits past the reload (operators/app_filters.py)
+        yield ctx.trigger(name, params)
+    body = _StreamResult(result) if outputs is None else _StreamResult({})
+    yield GeneratedMessage(MessageType.SUCCESS, cls=ExecutionResult, body=body)
 
 
 class _StreamResult:
@@ -315,15 +317,17 @@ class _StreamError(GeneratedMessage):
 
 def reload_triggers(ctx) -> list[tuple[str, dict]]:
     """What reloads the App's dataset after new fields were written, keeping the user's sidebar filters: the
-    App drops them on ``reload_dataset`` (a filter on the current view, 73 of 200 samples, came back as 200),
-    so the request's filters are set again after it."""
-    out = [("reload_dataset", {})]
+    App drops them when the ``reload_dataset`` completes (a filter on the current view, 73 of 200 samples, came
+    back as 200), so the run ends by triggering :class:`operators.app_filters.RestoreFilters` with them."""
+    out: list = [("reload_dataset", None)]
     filters = dict(getattr(ctx, "request_params", {}).get("filters") or {})
     if filters:
         from agreement.fo.app_state import app_can_set_filters
 
-        if app_can_set_filters():
-            out.append(("set_filters", filters))
+        from .app_filters import restore_filters_trigger
+
+        if app_can_set_filters():  # the App drops them when the reload completes, after this run ended
+            out.append(restore_filters_trigger(filters))
     return out
 
 

@@ -39,7 +39,7 @@ import time
 import fiftyone.operators as foo
 
 from agreement.fo import runs
-from agreement.fo.app_state import remember_open_run, remember_panel
+from agreement.fo.app_state import remember_open_run, remember_panel, restore_filters_trigger
 from agreement.fo.label_schema import label_fields
 from agreement.fo.panel_data import (
     PanelDataError,
@@ -213,6 +213,8 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         filters = self._request_filters(ctx)
         if filters:
             mem.filters = filters
+            if _app_can_set_filters():  # put back later even if the App sends the panel no event (opening it)
+                ctx.trigger(*restore_filters_trigger(filters))
         mem.reset_until = time.time() + RESET_WINDOW
         mem.reset_pending = True  # the window starts again when the event ends (execute)
 

@@ -465,3 +465,34 @@ def test_helper_puts_the_result_in_the_progress_box_and_triggers_after_the_run()
     delegated = FakeCtx(delegated=True)
     execute_with_progress(delegated, _work(), outputs=outputs, triggers=then)
     assert delegated.triggered == []
+
+
+def test_a_run_from_the_app_puts_the_users_sidebar_filters_back_after_the_reload(monkeypatch):
+    """Issue 48 item 6: the App drops its sidebar filters when the reload after a run on the current view
+    completes; the run (streamed or not) ends by triggering restore_filters with the request's filters, which
+    sets them again after its delays. Without filters nothing is added."""
+    import operators.app_filters as app_filters
+    from operators.common import execute_with_progress, reload_triggers
+
+    filters = {"kalos_alpha": {"range": [0.0, 0.3], "isMatching": True, "exclude": False}}
+    ctx = FakeCtx(app=True)
+    ctx.request_params["filters"] = filters
+    restore = reload_triggers(ctx)[1:]
+    assert restore in ([], [("@iaa/agreement/restore_filters", {"filters": filters})])  # [] on Apps without it
+    lines = [m.to_json() for m in execute_with_progress(ctx, _work(), reload_dataset=True)]
+    uris = [(line["body"].get("operator_uri"), line["body"].get("params")) for line in lines[:-1]]
+    reload_at = [u for u, _ in uris].index("reload_dataset")
+    assert [(u, p) for u, p in uris[reload_at + 1:] if u != "set_progress"] == restore
+    sync = FakeCtx()
+    sync.request_params["filters"] = filters
+    execute_with_progress(sync, _work(), reload_dataset=True)
+    assert sync.triggered == [("reload_dataset", None)] + restore
+    plain = FakeCtx(app=True)
+    assert "restore_filters" not in str([m.to_json() for m in execute_with_progress(plain, _work(),
+                                                                                   reload_dataset=True)])
+    # the operator itself: set_filters after each delay
+    monkeypatch.setattr(app_filters, "RESTORE_DELAYS", (0.0, 0.0))
+    op = FakeCtx(app=True)
+    op.params = {"filters": filters}
+    sent = list(app_filters.RestoreFilters().execute(op))
+    assert len(sent) == 2 and op.triggered == [("set_filters", filters)] * 2

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import pytest
 
+from test_panel import _clear_memory  # noqa: F401 - the panel memory per test (autouse fixture)
+from test_panel import _panel as _panel_event
+
 pytestmark = pytest.mark.fiftyone
 
-PANEL = "@iaa/agreement/annotator_agreement"
 RATERS = ["r1", "r2", "r3"]
 
 
@@ -50,36 +52,9 @@ def ds(runs):
     yield runs
 
 
-@pytest.fixture(autouse=True)
-def _clear_memory():
-    """The panel's memory of earlier events is per test (as in tests/test_panel.py)."""
-    import sys
-
-    for name, mod in list(sys.modules.items()):
-        if name.endswith("agreement_panel") and hasattr(mod, "_MEMORY"):
-            mod._MEMORY.clear()
-    yield
-
-
 def _panel(ds, method, state=None, view=None, current_sample=None, panel_id="modal", **event):
-    """Runs one panel event as the App would send it; returns (state, data, requests) after it."""
-    import fiftyone.operators as foo
-
-    params = {"__method__": method, "panel_id": panel_id, "panel_state": dict(state or {}), **event}
-    ctx = dict(view=view if view is not None else ds.view(), params=params)
-    if current_sample is not None:
-        ctx["current_sample"] = current_sample
-    r = foo.execute_operator(PANEL, ctx=ctx)
-    assert r.error is None, r.error
-    new_state, data, requests = dict(state or {}), {}, []
-    for q in r.executor.to_json()["requests"]:
-        uri, p = q["operator_uri"], q["params"]
-        if uri == "patch_panel_state":
-            new_state.update(p["state"])
-        elif uri == "patch_panel_data":
-            data.update(p["data"])
-        requests.append((uri, p))
-    return new_state, data, requests
+    """One panel event as the App sends it (:func:`test_panel._panel`), in the sample view's panel by default."""
+    return _panel_event(ds, method, state, view=view, current_sample=current_sample, panel_id=panel_id, **event)
 
 
 def _output(requests) -> str:

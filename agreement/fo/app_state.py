@@ -15,7 +15,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["STORE_NAME", "app_can_set_filters", "open_panels", "open_run", "remember_open_run", "remember_panel"]
+__all__ = ["STORE_NAME", "app_can_set_filters", "open_panels", "open_run", "remember_open_run", "remember_panel",
+           "restore_filters_trigger"]
 
 STORE_NAME = "iaa_agreement"
 _OPEN_RUN = "open_run"
@@ -117,3 +118,13 @@ def app_can_set_filters() -> bool:
                 continue
         _SET_FILTERS = found
     return _SET_FILTERS
+
+
+RESTORE_FILTERS_URI = "@iaa/agreement/restore_filters"
+
+
+def restore_filters_trigger(filters: dict) -> tuple[str, dict]:
+    """The trigger of the plugin's ``restore_filters`` operator (``operators/app_filters.py``), which sets the
+    App's sidebar filters ``filters`` again a few seconds later: after a reload of the dataset or a workspace
+    update the App drops them without telling the plugin."""
+    return RESTORE_FILTERS_URI, {"filters": dict(filters)}

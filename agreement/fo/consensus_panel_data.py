@@ -39,10 +39,10 @@ __all__ = [
 
 REVIEW_HELP = (
     "**Review queue** loads the consensus labels flagged for review as patches, least confident first "
-    "(the same view as the operator *load_agreement_view* in mode *review*). Tag each patch `accepted` or "
-    "`rejected` with FiftyOne's own label tagging (select patches, the tag icon above the grid, *Labels*). "
-    "Then the operator **finalize_consensus** writes the reviewed label set `{key}_final`: rejected labels "
-    "left out, accepted ones no longer flagged."
+    "(the same view as the operator *load_agreement_view* in mode *review*); **Review in the sample view** "
+    "then opens them one by one with **Accept**, **Reject**, **Undo**, **Previous** and **Next** (or select "
+    "patches and run *review_consensus_labels*). **Finalize** (the operator **finalize_consensus**) writes the "
+    "reviewed label set `{key}_final`: rejected labels left out, accepted ones no longer flagged."
 )
 REPORT_COLUMNS = (  # short headings: the table must fit a panel column; REPORT_NOTE says what they mean
     ("sensitivity", "sensitivity"),
