@@ -56,8 +56,8 @@ def register(p):
         sys.path.insert(0, _PLUGIN_DIR)
     record_plugin_path()
 
-    from .operators import OPERATORS
+    from .operators import APP_OPERATORS, OPERATORS
     from .panels import PANELS
 
-    for cls in OPERATORS + PANELS:
+    for cls in OPERATORS + APP_OPERATORS + PANELS:
         p.register(cls)

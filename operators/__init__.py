@@ -25,5 +25,7 @@ OPERATORS = [
     RenameAgreementRun,
     DeleteAgreementRun,
     LoadAgreementView,
-    RestoreFilters,
 ] + declared_operators()
+
+#: The App's own helpers (unlisted; no Python signature): put the sidebar filters back after a reload.
+APP_OPERATORS = [RestoreFilters]
