@@ -29,7 +29,7 @@ demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
 
 # PYTEST_XDIST: the tests in two worker processes (pytest-xdist) sharing the run's MongoDB, each with a
-# database of its own (tests/conftest.py); a test module, or all the browser tests, stays on one worker.
+# database of its own (tests/conftest.py); a test module, or each of the two groups of browser tests, stays on one worker.
 # `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options either way.
 PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 

@@ -53,9 +53,10 @@ except ImportError:  # pragma: no cover
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` (``make test``), with the browser tests' modules counted as one file: a worker takes
-    one module at a time (its module-scoped fixtures are built once), and the browser tests run one after
-    another on one worker (two Chromiums and App servers at once would contend for the CPU they wait on).
+    """``--dist loadfile`` (``make test``), with the browser tests' modules counted as two files (two groups, see
+    :data:`_SECOND_HALF`): a worker takes one module at a time (its module-scoped fixtures are built once), and
+    the browser tests of a group run one after another on one worker. One group left the other worker idle
+    for minutes (the browser tests mostly wait on the App), so at most two Chromiums and App servers run at once.
     (``--dist loadgroup`` with ``xdist_group`` marks would say the same, but pytest 9.2's structured node ids
     drop the group xdist 3.8 writes into them: pytest-xdist issue 1386.)"""
     if config.getvalue("dist") != "loadfile":
@@ -65,9 +66,23 @@ def pytest_xdist_make_scheduler(config, log):
     class _BrowserTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)
-            return "browser tests" if _is_browser_module(config.rootpath / path) else path
+            if not _is_browser_module(config.rootpath / path):
+                return path
+            return f"browser tests {_browser_half(path)}"
 
     return _BrowserTogether(config, log)
+
+
+#: The browser modules of the second group (about half of the browser tests' time): two groups let both
+#: workers run browser tests, one Chromium and App server each; the suite waited on one worker's browser tests
+#: (10.5 min) while the other sat idle.
+_SECOND_HALF = ("test_browser_review.py", "test_browser_crowd.py", "test_browser_filters.py",
+                "test_browser_masks.py", "test_browser_report.py")
+
+
+def _browser_half(path: str) -> int:
+    """Which of the two browser groups module ``path`` runs in."""
+    return 2 if Path(path).name in _SECOND_HALF else 1
 
 
 @functools.lru_cache(maxsize=None)
