@@ -235,7 +235,8 @@ def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_
             # the review queue: the flagged consensus labels as patches, least confident first
             page.get_by_text("Review queue: the").first.click()
             assert _wait_entries(page, len(queue)) == len(queue)
-            page.get_by_text("flagged labels.").first.wait_for(timeout=30_000)
+            # visible: the sample view's panel (closed, still in the page) may hold the same text
+            page.locator("text=flagged labels. >> visible=true").first.wait_for(timeout=30_000)
             page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first.wait_for(timeout=30_000)
             page.wait_for_timeout(3000)
             _shot(page, shots / "review_queue.png", height=900)
