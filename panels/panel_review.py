@@ -11,13 +11,9 @@ run's, and opens the next undecided patch.
 
 from __future__ import annotations
 
-import logging
-
 import fiftyone.operators.types as types
 
 from agreement.fo.review_item import review_markdown
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["ReviewActions", "queue_run", "refresh_review", "render_review"]
 

@@ -305,3 +305,33 @@ def open_dataset_page(page, url: str, name: str) -> None:
     dismiss = page.get_by_text("Dismiss")
     if dismiss.count():
         dismiss.first.click(timeout=5000)
+
+
+@contextlib.contextmanager
+def chromium_page(executable: str, failure: Path, log: Path | None = None, width: int = 1440, height: int = 900):
+    """A Chromium page of ``width`` × ``height``; when the block raises: a screenshot ``failure`` (a .png), the
+    App server's ``log`` tail and the page's console beside it, then the exception again."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": width, "height": height})
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text[:500]}"))
+        try:
+            yield page
+        except Exception:
+            page.screenshot(path=str(failure))
+            if log is not None:
+                failure.with_suffix(".server.log").write_text(log.read_text(errors="replace")[-20000:])
+            failure.with_suffix(".console.log").write_text("\n".join(console[-300:]))
+            raise
+        finally:
+            browser.close()
+
+
+def assert_clean_server_log(log: Path) -> None:
+    """The App server's log holds no panel error and no "has no field" (a view that lost the fields a panel or
+    sidebar filter reads)."""
+    text = log.read_text(errors="replace")
+    assert "has no field" not in text and "agreement_panel" not in text, text[-3000:]

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
-    CHROMIUM_ARGS,
     _count,
     _eventually,
     _wait_count,
+    assert_clean_server_log,
     browser_tools,  # noqa: F401 - a fixture
+    chromium_page,
     open_dataset_page,
     running_app,
 )
@@ -69,63 +70,51 @@ def _stays(page, n: int, seconds: float = 4.0) -> bool:
 
 def test_a_sidebar_filter_survives_an_operator_on_the_current_view_and_the_panel(fo, browser_tools, filters_app,
                                                                                  tmp_path):
-    from playwright.sync_api import sync_playwright
-
     from agreement.fo.runs import get_agreement_run_info
     from test_browser_crowd import _close_dialogs
 
     url, dataset, log = filters_app
     bound = _threshold(dataset.values("kalos_alpha"))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        try:
-            open_dataset_page(page, url, DATASET)
-            page.locator('[data-cy="sidebar-field-container-kalos_alpha"]').scroll_into_view_if_needed()
-            page.locator('[data-cy="sidebar-field-arrow-enabled-kalos_alpha"]').click()
-            box = page.locator('input[placeholder="max"]').first
-            box.fill(str(bound))
-            box.press("Enter")
-            assert _eventually(lambda: _count(page) < len(dataset), timeout=30)
-            page.wait_for_timeout(2000)
-            n = _count(page)  # what the App shows (its slider may round the lower bound)
-            assert 0 < n < len(dataset)
-            # OT on the current view, no panel open
-            page.keyboard.press("`")
-            search = page.locator('[data-cy="operators-browser-search"] input, input[placeholder*="Search"]').first
-            search.wait_for(timeout=15_000)
-            search.fill("OT agreement")
-            page.get_by_text("Annotator Agreement: OT agreement", exact=True).first.click(timeout=15_000)
-            page.get_by_role("radio", name=re.compile("Current view")).first.check(timeout=30_000)
-            page.wait_for_timeout(1000)
-            page.get_by_role("button", name="Execute").first.click(timeout=15_000)
+    with chromium_page(browser_tools, Path(tmp_path) / "failure-filters.png", log) as page:
+        open_dataset_page(page, url, DATASET)
+        page.locator('[data-cy="sidebar-field-container-kalos_alpha"]').scroll_into_view_if_needed()
+        page.locator('[data-cy="sidebar-field-arrow-enabled-kalos_alpha"]').click()
+        box = page.locator('input[placeholder="max"]').first
+        box.fill(str(bound))
+        box.press("Enter")
+        assert _eventually(lambda: _count(page) < len(dataset), timeout=30)
+        page.wait_for_timeout(2000)
+        n = _count(page)  # what the App shows (its slider may round the lower bound)
+        assert 0 < n < len(dataset)
+        # OT on the current view, no panel open
+        page.keyboard.press("`")
+        search = page.locator('[data-cy="operators-browser-search"] input, input[placeholder*="Search"]').first
+        search.wait_for(timeout=15_000)
+        search.fill("OT agreement")
+        page.get_by_text("Annotator Agreement: OT agreement", exact=True).first.click(timeout=15_000)
+        page.get_by_role("radio", name=re.compile("Current view")).first.check(timeout=30_000)
+        page.wait_for_timeout(1000)
+        page.get_by_role("button", name="Execute").first.click(timeout=15_000)
 
-            def done() -> bool:
-                dataset.reload()
-                return "ot" in dataset.list_runs() and get_agreement_run_info(dataset, "ot")["status"] == "complete"
+        def done() -> bool:
+            dataset.reload()
+            return "ot" in dataset.list_runs() and get_agreement_run_info(dataset, "ot")["status"] == "complete"
 
-            assert _eventually(done, timeout=180)
-            page.get_by_text(re.compile(r"^alpha-OT \(1 perfect")).first.wait_for(timeout=60_000)  # the result
-            _close_dialogs(page)  # closed as a user does
-            assert _stays(page, n), f"the filter was dropped after the run: {_count(page)} samples, not {n}"
-            assert get_agreement_run_info(dataset, "ot")["params"]["target"]["n_samples"] == n
-            assert len(dataset.exists("ot_ot")) <= n
-            # the panel opened, then closed: the filter stays
-            page.locator('[data-cy="new-panel-btn"]').first.click()
-            page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
-            page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first.wait_for(timeout=60_000)
-            assert _stays(page, n), f"the filter was dropped when the panel opened: {_count(page)} samples"
-            page.screenshot(path=str(Path(tmp_path) / "filter-panel.png"))
-            tab = page.locator('[data-cy="panel-tab-annotator_agreement"]')
-            tab.locator("xpath=..").locator('[data-testid="CloseIcon"], svg').last.click()
-            page.wait_for_timeout(1500)
-            assert _stays(page, n), f"the filter was dropped when the panel closed: {_count(page)} samples"
-            assert _wait_count(page, n) == n
-        except Exception:
-            page.screenshot(path=str(Path(tmp_path) / "failure-filters.png"))
-            (Path(tmp_path) / "failure-filters-server.log").write_text(log.read_text(errors="replace")[-20000:])
-            raise
-        finally:
-            browser.close()
-    server_log = log.read_text(errors="replace")
-    assert "has no field" not in server_log and "agreement_panel" not in server_log, server_log[-3000:]
+        assert _eventually(done, timeout=180)
+        page.get_by_text(re.compile(r"^alpha-OT \(1 perfect")).first.wait_for(timeout=60_000)  # the result
+        _close_dialogs(page)  # closed as a user does
+        assert _stays(page, n), f"the filter was dropped after the run: {_count(page)} samples, not {n}"
+        assert get_agreement_run_info(dataset, "ot")["params"]["target"]["n_samples"] == n
+        assert len(dataset.exists("ot_ot")) <= n
+        # the panel opened, then closed: the filter stays
+        page.locator('[data-cy="new-panel-btn"]').first.click()
+        page.locator('[data-cy="new-panel-option-annotator_agreement"]').click()
+        page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first.wait_for(timeout=60_000)
+        assert _stays(page, n), f"the filter was dropped when the panel opened: {_count(page)} samples"
+        page.screenshot(path=str(Path(tmp_path) / "filter-panel.png"))
+        tab = page.locator('[data-cy="panel-tab-annotator_agreement"]')
+        tab.locator("xpath=..").locator('[data-testid="CloseIcon"], svg').last.click()
+        page.wait_for_timeout(1500)
+        assert _stays(page, n), f"the filter was dropped when the panel closed: {_count(page)} samples"
+        assert _wait_count(page, n) == n
+    assert_clean_server_log(log)

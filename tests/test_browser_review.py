@@ -26,11 +26,12 @@ import numpy as np
 import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
-    CHROMIUM_ARGS,
     _eventually,
     _open_panel,
     _wait_entries,
+    assert_clean_server_log,
     browser_tools,  # noqa: F401 - a fixture
+    chromium_page,
     running_app,
 )
 
@@ -195,25 +196,9 @@ def _review_in_the_modal(page, url: str, dataset, unit: str, shots: Path, prefix
 
 
 def test_review_in_the_sample_view_boxes_and_classes(fo, browser_tools, review_app, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     url, boxes, classes, log = review_app
     shots = _shots(tmp_path)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        console: list[str] = []
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text[:500]}"))
-        try:
-            _review_in_the_modal(page, url, boxes, "patches", shots, "review-boxes")
-            _review_in_the_modal(page, url, classes, "samples", shots, "review-classes")
-        except Exception:
-            page.screenshot(path=str(shots / "failure-review.png"))
-            (shots / "failure-review-server.log").write_text(log.read_text(errors="replace")[-20000:])
-            (shots / "failure-review-console.log").write_text("\n".join(console[-300:]))
-            raise
-        finally:
-            browser.close()
-    server_log = log.read_text(errors="replace")
-    assert "has no field" not in server_log, server_log[-3000:]
-    assert "agreement_panel" not in server_log, server_log[-3000:]
+    with chromium_page(browser_tools, shots / "failure-review.png", log) as page:
+        _review_in_the_modal(page, url, boxes, "patches", shots, "review-boxes")
+        _review_in_the_modal(page, url, classes, "samples", shots, "review-classes")
+    assert_clean_server_log(log)
