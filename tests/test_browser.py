@@ -139,7 +139,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             expected = rater_pair_scores(filtered, "ot", a, b)[:DRILL_LIMIT]
             x, y = _cell_center(page, "αOT per rater pair", i, j, len(raters))  # row i (from the top), column j
             assert _click_until_count(page, lambda: page.mouse.click(x, y), len(expected)) == len(expected)
-            page.get_by_text(f"where {a} and {b} agree least").first.wait_for(timeout=30_000)
+            page.locator(f"text=where {a} and {b} agree least >> visible=true").first.wait_for(timeout=60_000)
             page.wait_for_timeout(4000)  # the filter is still there after the App's view change
             assert _count(page) == len(expected)
             _shot(page, shots / "heatmap_click.png")
