@@ -9,6 +9,9 @@
 #   make wheel                  build the core library's wheel (no FiftyOne) into dist/
 #   make docs                   build the documentation site (mkdocs build --strict) into site/
 #   make bench                  the benchmarks, their tables written to docs/benchmarks.md
+#   make lint                   the static checks alone: ruff (pyflakes, bugbear, import order, Google-style
+#                               docstrings) and mypy (strict on agreement.core, .geometry, .methods); `make test`
+#                               runs them first and stops if they fail. .pre-commit-config.yaml runs the same two.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -23,7 +26,7 @@ COMPAT_PIP      := $(COMPAT_PY) -m pip --disable-pip-version-check
 LOWEST_VENV     ?= $(VENV)/compat/lowest-deps
 LOWEST_PY       := $(LOWEST_VENV)/bin/python
 
-.PHONY: demo test bench bench-extra bench-page docs experiments app setup setup-test test-fiftyone-oldest test-lowest-deps wheel clean
+.PHONY: demo test lint bench bench-extra bench-page docs experiments app setup setup-test test-fiftyone-oldest test-lowest-deps wheel clean
 
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
@@ -33,8 +36,15 @@ demo: $(VENV)/.runtime
 # `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options either way.
 PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 
-test: $(VENV)/.test
+test: $(VENV)/.test lint
 	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+
+# The static checks (settings in pyproject.toml: [tool.ruff], [tool.mypy]); the same commands as the
+# hooks of .pre-commit-config.yaml. Ruff checks the whole repository, mypy the plugin (agreement,
+# operators, panels).
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # SCALE_SAMPLES: size of the end-to-end scale benchmark (100000 by default; 1000000 for the
 # million-sample figures, about an hour with the Dask rows)
@@ -133,4 +143,4 @@ wheel: $(VENV)/.test
 	$(PIP) wheel --no-deps --no-build-isolation -q -w dist .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis dist build site
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache dist build site

@@ -103,13 +103,13 @@ def naive_seconds(data, r) -> float:
         for a in range(R):
             for b in range(a + 1, R):
                 if data.assigned[s, a] and data.assigned[s, b]:
-                    threshold_match(data.boxes[data.rows(s, a)], data.boxes[data.rows(s, b)], 0.5)
+                    threshold_match(data.boxes[data.rows(s, a)], data.boxes[data.rows(s, b)], iou_threshold=0.5)
     rng = np.random.default_rng(0)
     done = 0
     while done < r.n_between_set_pairs:
         s, u = rng.integers(data.num_samples, size=2)
         if s != u:
-            threshold_match(data.boxes[data.rows(int(s), 0)], data.boxes[data.rows(int(u), 1)], 0.5)
+            threshold_match(data.boxes[data.rows(int(s), 0)], data.boxes[data.rows(int(u), 1)], iou_threshold=0.5)
             done += 1
     return time.perf_counter() - t
 

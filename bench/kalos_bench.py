@@ -42,11 +42,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from agreement.io.coco import parse_multi_rater_coco  # noqa: E402
-from agreement.geometry.correspondence import SOLVERS  # noqa: E402
-from agreement.core.data import MultiRaterAnnotations  # noqa: E402
-from agreement.methods.kalos import kalos_alpha  # noqa: E402
 from write_page import record  # noqa: E402  (bench/ is this script's folder)
+
+from agreement.core.data import MultiRaterAnnotations  # noqa: E402
+from agreement.geometry.correspondence import SOLVERS  # noqa: E402
+from agreement.io.coco import parse_multi_rater_coco  # noqa: E402
+from agreement.methods.kalos import kalos_alpha  # noqa: E402
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 W, H = 640, 480

@@ -57,6 +57,7 @@ def masks_of(i: int, seed: int = 0) -> list[np.ndarray]:
 def build(n: int, folder: str | None, chunk: int = 500):
     """The dataset: masks stored (``folder`` None) or written as PNGs into ``folder`` (``mask_path``)."""
     import cv2
+
     import fiftyone as fo
 
     ds = fo.Dataset()

@@ -207,12 +207,13 @@ def bench_ot(args) -> dict | None:
     def loop():
         sets = [[corpus.get(s, r) for r in range(corpus.num_raters)] for s in range(corpus.num_samples)]
         same = np.array([
-            pot_ot_cost(pair_cost_matrix(a.boxes, a.labels, b.boxes, b.labels, lam), beta)
+            pot_ot_cost(pair_cost_matrix(a.boxes, a.labels, b.boxes, b.labels, lam=lam), beta)
             for a, b in ((row[0], row[1]) for row in sets)
         ])
         S = corpus.num_samples
         cross = [
-            pot_ot_cost(pair_cost_matrix(sets[i][0].boxes, sets[i][0].labels, sets[j][1].boxes, sets[j][1].labels, lam), beta)
+            pot_ot_cost(pair_cost_matrix(sets[i][0].boxes, sets[i][0].labels, sets[j][1].boxes, sets[j][1].labels,
+                                         lam=lam), beta)
             for i in range(S) for j in range(S) if i != j
         ]
         d_o, d_e = same.mean(), float(np.mean(cross))

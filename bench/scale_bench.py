@@ -72,8 +72,9 @@ def build(name: str, n: int, seed: int = 0, chunk: int = 20_000) -> None:
     """
     from datetime import datetime, timezone
 
-    import fiftyone as fo
     from bson import ObjectId
+
+    import fiftyone as fo
 
     if fo.dataset_exists(name):
         fo.delete_dataset(name)

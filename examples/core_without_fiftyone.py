@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from agreement import MultiRaterAnnotations
-from agreement.methods.ot.alpha_ot import alpha_ot
 from agreement.io.coco import read_multi_rater_coco
 from agreement.methods.consensus import consensus
 from agreement.methods.kalos import kalos_alpha
+from agreement.methods.ot.alpha_ot import alpha_ot
 
 HERE = Path(__file__).resolve().parent
 

@@ -57,7 +57,7 @@ def alpha_curve(seeds) -> dict:
     for j, seed in enumerate(seeds):
         truth = random_truth(S, K, seed=seed)
         for i, a in enumerate(ACCURACIES):
-            codes = simulate_class_raters(truth, mixed_crowd(K, [a] * N_RATERS), seed=seed + 1000,
+            codes = simulate_class_raters(truth, mixed_crowd(K, accuracies=[a] * N_RATERS), seed=seed + 1000,
                                           per_sample=PER_SAMPLE)
             alpha[i, j] = nominal_alpha(codes.T).alpha
             vote[i, j] = (class_consensus(codes, K, method="majority").labels == truth).mean()
@@ -68,7 +68,7 @@ def mix_accuracy(seeds) -> dict:
     """(b): accuracy against the truth per mix, method and seed, and α of the crowd."""
     out = {}
     for name, (n_uniform, constant) in MIXES.items():
-        conf = mixed_crowd(K, GOOD, n_uniform_spammers=n_uniform, constant_spammers=constant)
+        conf = mixed_crowd(K, accuracies=GOOD, n_uniform_spammers=n_uniform, constant_spammers=constant)
         acc = {m: np.empty(len(seeds)) for m in METHODS}
         alpha = np.empty(len(seeds))
         for j, seed in enumerate(seeds):

@@ -61,7 +61,7 @@ def sparse_crowd(S: int, R: int, per: int, spam: float, seed: int) -> tuple[np.n
     Simulated in blocks of 500 items (memory), each block from its own seed."""
     rng = np.random.default_rng(seed)
     n_spam = int(round(R * spam))
-    conf = mixed_crowd(K, rng.uniform(0.5, 0.95, R - n_spam), n_uniform_spammers=n_spam // 2,
+    conf = mixed_crowd(K, accuracies=rng.uniform(0.5, 0.95, R - n_spam), n_uniform_spammers=n_spam // 2,
                        constant_spammers=rng.integers(0, K, n_spam - n_spam // 2))
     conf = conf[rng.permutation(R)]
     truth = random_truth(S, K, seed=seed)

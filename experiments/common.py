@@ -36,13 +36,13 @@ if str(REPO) not in sys.path:  # scripts run as ``python experiments/x.py``
 
 from scipy.stats import kendalltau  # noqa: E402
 
+from agreement.core.data import MultiRaterAnnotations  # noqa: E402
+from agreement.io.coco import read_multi_rater_coco  # noqa: E402
+from agreement.methods.kalos import grouped_alpha, kalos_alpha  # noqa: E402
+from agreement.methods.ot import sample_ot_scores  # noqa: E402
 from agreement.methods.ot.alpha_ot import alpha_ot  # noqa: E402
 from agreement.methods.ot.baselines import threshold_baselines  # noqa: E402
-from agreement.io.coco import read_multi_rater_coco  # noqa: E402
-from agreement.core.data import MultiRaterAnnotations  # noqa: E402
-from agreement.methods.kalos import grouped_alpha, kalos_alpha  # noqa: E402
 from agreement.simulate.noise import perturbation_series  # noqa: E402
-from agreement.methods.ot import sample_ot_scores  # noqa: E402
 
 LVIS_NAME = "lvis_v1.0_val_doubly_annos_subset200.json"
 LVIS_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / LVIS_NAME

@@ -133,11 +133,11 @@ def demo_mix(scenes, mix: str, lam: float) -> MultiRaterAnnotations:
         profiles = list(DEMO_PROFILES)
     else:
         raise ValueError(mix)
-    return simulate_demo_raters(scenes, profiles, seed=SEED + 1)
+    return simulate_demo_raters(scenes, profiles=profiles, seed=SEED + 1)
 
 
 def _lvis_sim(truth, names, lam, profile, school=None):
-    return simulate(truth, profile, magnitude=lam, num_raters=len(names), seed=SEED, rater="r1", names=names,
+    return simulate(truth, profile=profile, magnitude=lam, num_raters=len(names), seed=SEED, rater="r1", names=names,
                     school=school)
 
 
@@ -199,8 +199,8 @@ def score(boxes, labels, sample, truth: MultiRaterAnnotations) -> dict:
         b, lab = boxes[st[s]:st[s + 1]], labels[st[s]:st[s + 1]]
         t = truth.rows(s, 0)
         tb, tl = truth.boxes[t], truth.labels[t]
-        m = threshold_match(b, tb, 0.5)
-        mc = threshold_match(b, tb, 0.5, list(lab), list(tl))
+        m = threshold_match(b, tb, iou_threshold=0.5)
+        mc = threshold_match(b, tb, iou_threshold=0.5, labels_a=list(lab), labels_b=list(tl))
         tp, tpc, n_p, n_t = tp + m.n_matched, tpc + mc.n_matched, n_p + len(b), n_t + len(tb)
         same += int(np.sum(lab[m.rows] == tl[m.cols]))
         ious.extend(m.iou.tolist())
@@ -260,7 +260,7 @@ def simulated_sensitivity(data, truth, iou: float = 0.5) -> np.ndarray:
         hit = total = 0
         for s in np.flatnonzero(data.assigned[:, r]):
             t = truth.rows(s, 0)
-            m = threshold_match(data.boxes[data.rows(s, r)], truth.boxes[t], iou)
+            m = threshold_match(data.boxes[data.rows(s, r)], truth.boxes[t], iou_threshold=iou)
             hit, total = hit + m.n_matched, total + (t.stop - t.start)
         out[r] = hit / max(total, 1)
     return out
@@ -272,7 +272,7 @@ def swap_confusion(data, truth, rater: str, classes: tuple[str, str]) -> np.ndar
     counts = np.zeros((2, 2))
     for s in range(truth.num_samples):
         a, t = data.rows(s, r), truth.rows(s, 0)
-        m = threshold_match(data.boxes[a], truth.boxes[t], 0.5)
+        m = threshold_match(data.boxes[a], truth.boxes[t], iou_threshold=0.5)
         for i, j in zip(m.rows, m.cols):
             y, c = str(truth.labels[t][j]), str(data.labels[a][i])
             if y in classes and c in classes:
@@ -464,7 +464,7 @@ def plot_sensitivity(cells: dict, path) -> None:
 def _cells(quick: bool) -> dict:
     mags = (1.0,) if quick else MAGNITUDES
     cells = {}
-    scenes = generate_scenes(300, seed=SEED)
+    scenes = generate_scenes(num_images=300, seed=SEED)
     truth = ground_truth(scenes)
     for lam in mags:
         for mix in MIXES:

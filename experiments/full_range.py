@@ -42,7 +42,7 @@ SEEDS = (0, 1, 2)
 
 def simulated_pair(data, magnitude: float, seed: int):
     """``r1`` and one rater ``"sim"`` simulated from it at magnitude ``λ``."""
-    sim = simulate(data, "lvis", magnitude=magnitude, num_raters=1, seed=seed, rater=C.REFERENCE,
+    sim = simulate(data, profile="lvis", magnitude=magnitude, num_raters=1, seed=seed, rater=C.REFERENCE,
                    names=["sim"], include_reference=True)
     return sim.annotations, sim.report
 
@@ -62,7 +62,7 @@ def strict_and_loose(pair) -> tuple[float, float]:
     """Share of boxes matched at IoU ≥ 0.5 (class-agnostic F1) and at GIoU ≥ 0 (geometry matching)."""
     from agreement.methods.ot.baselines import threshold_baselines
 
-    strict = threshold_baselines(pair, 0.5, class_aware=False).f1_micro
+    strict = threshold_baselines(pair, iou_threshold=0.5, class_aware=False).f1_micro
     loose = 1.0 - C._geometry(pair).unmatched_within
     return float(strict), float(loose)
 

@@ -62,7 +62,8 @@ def raters_experiment(data, ks, seeds) -> dict:
     out = {k: np.full((len(seeds), len(ks)), np.nan) for k in keys}
     for i, seed in enumerate(seeds):
         for j, K in enumerate(ks):
-            sim = simulate(data, "lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed, rater=C.REFERENCE).annotations
+            sim = simulate(data, profile="lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed,
+                           rater=C.REFERENCE).annotations
             for solver in SOLVERS:
                 r = kalos_alpha(sim, similarity="iou", tau=0.5, solver=solver, cost="soft")
                 out[f"{solver}_global"][i, j] = r.global_alpha
@@ -135,7 +136,7 @@ def schools_experiment(data, splits, seeds) -> dict:
         rec = {k: [] for k in ("alpha", "control", "within_a", "within_b", "across", "ot_within", "ot_across",
                                "recovered", "map_a", "map_b")}
         for seed in seeds:
-            sim = simulate(data, "lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed, rater=C.REFERENCE,
+            sim = simulate(data, profile="lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed, rater=C.REFERENCE,
                            school=_schools(a, b))
             ann = sim.annotations
             groups = np.array([0 if name.startswith("A_") else 1 for name in ann.raters])
@@ -148,7 +149,8 @@ def schools_experiment(data, splits, seeds) -> dict:
             ow = np.nanmean([owa, owb]) if not (np.isnan(owa) and np.isnan(owb)) else float("nan")
             labels = fcluster(cc.linkage, t=2, criterion="maxclust") if K >= 3 else np.array([1, 2])
             same = all((labels[i] == labels[j]) == (groups[i] == groups[j]) for i in range(K) for j in range(i + 1, K))
-            ctrl = simulate(data, "lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed, rater=C.REFERENCE).annotations
+            ctrl = simulate(data, profile="lvis", magnitude=MAGNITUDE, num_raters=K, seed=seed,
+                            rater=C.REFERENCE).annotations
             for k, v in (("alpha", r.global_alpha), ("within_a", wa), ("within_b", wb), ("across", ac),
                          ("ot_within", ow), ("ot_across", oac), ("recovered", float(same)),
                          ("control", kalos_alpha(ctrl).global_alpha),

@@ -38,9 +38,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import common as C
+import numpy as np
 
 LEVELS = tuple(round(0.05 * k, 2) for k in range(11))  # 0, 0.05, ..., 0.5
 SEEDS = (0, 1, 2)

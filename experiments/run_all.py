@@ -25,12 +25,11 @@ import argparse
 import sys
 import time
 
-import numpy as np
-
 import common as C
 import consensus
 import full_range
 import kalos_raters_schools
+import numpy as np
 import ot_paper_noise
 import solver_recovery
 import temporal_chance

@@ -124,7 +124,7 @@ def run(data, mags, seeds, num_raters) -> dict:
     cand = {m: [] for m in mags}
     for seed in seeds:
         for lam in mags:
-            sim = simulate(data, "lvis", magnitude=lam, num_raters=num_raters, seed=seed, rater=C.REFERENCE)
+            sim = simulate(data, profile="lvis", magnitude=lam, num_raters=num_raters, seed=seed, rater=C.REFERENCE)
             ann, src = sim.annotations, sim.report.source
             # Truth: the source reference row; a false positive (-1) is its own object.
             true = np.where(src >= 0, src, -(np.arange(len(src)) + 2))

@@ -44,9 +44,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import common as C
 import numpy as np
 
-import common as C
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.temporal import STRATUM_FACTOR, boxes_to_supports, length_strata, supports_to_boxes
 from agreement.methods.geometry_agreement import geometry_agreement

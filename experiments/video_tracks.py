@@ -77,13 +77,13 @@ def run() -> dict:
         for lam in LEVELS:
             rows = []
             for seed in SEEDS:
-                ref = generate_videos(12, num_frames=120, num_objects=4, seed=seed)
+                ref = generate_videos(num_videos=12, num_frames=120, num_objects=4, seed=seed)
                 sim = simulate_video_raters(ref, noise(lam), num_raters=3, seed=seed)
                 rows.append(measure(sim.videos))
             table[(name, lam)] = _mean(rows)
     rows = []
     for seed in SEEDS:
-        refs = {f"r{k + 1}": generate_videos(12, num_frames=120, num_objects=4, seed=100 * seed + k + 7)
+        refs = {f"r{k + 1}": generate_videos(num_videos=12, num_frames=120, num_objects=4, seed=100 * seed + k + 7)
                 for k in range(3)}
         rows.append(measure(refs))
     table[("unrelated raters", None)] = _mean(rows)

@@ -1,13 +1,13 @@
 """The plugin's operators (thin: parameters in, bridge call, flat dict out)."""
 
 from .app_filters import RestoreFilters
-from .simulate import SimulateRaters
 from .consensus import ExportRaterReport, FinalizeConsensus
 from .declared import declared_operators
 from .io import ExportMultiRaterCoco, ImportJudgements, ImportLabelStudio, ImportMultiRater, ImportMultiRaterCoco
 from .reports import ExportAgreementReport
 from .review import ReviewConsensusLabels
 from .runs import DeleteAgreementRun, GetAgreementRunInfo, ListAgreementRuns, LoadAgreementView, RenameAgreementRun
+from .simulate import SimulateRaters
 
 OPERATORS = [
     ImportMultiRaterCoco,

@@ -26,10 +26,12 @@ class RestoreFilters(foo.Operator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(name="restore_filters", label="Annotator Agreement: restore sidebar filters",
                                   unlisted=True, execute_as_generator=True)
 
     def execute(self, ctx):
+        """Restores the filters the App had before the reload (a generator: it triggers them)."""
         filters = dict(ctx.params.get("filters") or {})
         if not filters:
             return

@@ -23,8 +23,12 @@ from fiftyone.operators.message import GeneratedMessage, MessageType
 
 from agreement.fo.runs import list_agreement_runs
 
-from .errors import OperatorInputError  # noqa: F401 - the operators' modules import it from here
-from .errors import REFUSED, is_refusal, refusal_text
+from .errors import (
+    REFUSED,
+    OperatorInputError,  # noqa: F401 - the operators' modules import it from here
+    is_refusal,
+    refusal_text,
+)
 
 logger = logging.getLogger(__name__)
 

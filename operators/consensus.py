@@ -34,6 +34,8 @@ def _computed_on(ctx, key: str) -> str:
 
 
 class FinalizeConsensus(AgreementOperator):
+    """``finalize_consensus``: writes ``<key>_final``, a consensus run's labels minus those a reviewer rejected."""
+
     outputs = (("key", "Run", "str"), ("field", "Field written", "str"), ("kept", "Labels kept", "int"),
                ("rejected", "Rejected (left out)", "int"), ("accepted", "Accepted (no longer flagged)", "int"),
                ("still_flagged", "Still flagged (kept, not reviewed)", "int"),
@@ -41,10 +43,12 @@ class FinalizeConsensus(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config("finalize_consensus", "Annotator Agreement: finalize reviewed consensus",
                               "Writes <key>_final: consensus labels minus those a reviewer tagged 'rejected'")
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         keys = consensus_run_choice(inputs, ctx)
         key = ctx.params.get("key") or (inputs.properties["key"].default if keys else None)
@@ -54,6 +58,7 @@ class FinalizeConsensus(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Finalize consensus"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.methods.consensus import finalize_consensus
 
         key = require(ctx.params, "key", "the consensus run")
@@ -68,22 +73,27 @@ class FinalizeConsensus(AgreementOperator):
 
 
 class ExportRaterReport(AgreementOperator):
+    """``export_rater_report``: writes a consensus run's per-rater report as JSON and CSV."""
+
     outputs = (("key", "Run", "str"), ("json", "JSON file", "str"), ("csv", "CSV file", "str"),
                ("raters", "Raters (CSV rows)", "int"), ("computed_on", "The run was computed on", "str"))
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(name="export_rater_report", label="Annotator Agreement: export rater report",
                                   description="Per rater: sensitivity, false positives, precision, localisation "
                                               "error and confusion, as CSV and JSON", dynamic=True)
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         if consensus_run_choice(inputs, ctx):
             inputs.str("output_dir", required=True, label="Folder to write the report to")
         return types.Property(inputs, view=types.View(label="Export rater report"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.methods.consensus import export_rater_report
 
         p = ctx.params

@@ -40,11 +40,14 @@ WARNINGS = (("warnings", "Warnings", "lines"),)
 
 
 class ImportMultiRaterCoco(AgreementOperator):
+    """``import_multi_rater_coco``: builds a dataset from a multi-rater COCO file."""
+
     outputs = IMPORTED + (("num_labels", "Labels", "int"), ("per_rater", "Labels per rater", "per_rater"),
                           ("repairs", "Boxes past the image border", "json")) + WARNINGS
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "import_multi_rater_coco",
             "Annotator Agreement: import multi-rater COCO",
@@ -52,6 +55,7 @@ class ImportMultiRaterCoco(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         inputs.str("coco_path", required=True, label="COCO JSON file",
                    description="Images carry rater_list, annotations rater_id (the KaLOS tool's layout)")
@@ -75,9 +79,10 @@ class ImportMultiRaterCoco(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Import multi-rater COCO"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         p = ctx.params
         coco_path = require(p, "coco_path", "the multi-rater COCO JSON file")
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             dataset_name=p.get("dataset_name") or None,
             layout=p.get("layout") or "fields",
             polygons=p.get("polygons") or "polylines",
@@ -93,12 +98,15 @@ class ImportMultiRaterCoco(AgreementOperator):
 
 
 class ExportMultiRaterCoco(AgreementOperator):
+    """``export_multi_rater_coco``: writes the samples back to the multi-rater COCO layout."""
+
     takes_target = True
     outputs = (("path", "File written", "str"), ("target", "Samples exported", "str"), ("images", "Images", "int"),
                ("annotations", "Annotations", "int"), ("raters", "Raters", "raters"))
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "export_multi_rater_coco",
             "Annotator Agreement: export multi-rater COCO",
@@ -107,6 +115,7 @@ class ExportMultiRaterCoco(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         target_input(inputs, ctx, "Export")
         inputs.str("coco_path", required=True, label="Output JSON file")
@@ -117,6 +126,7 @@ class ExportMultiRaterCoco(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Export multi-rater COCO"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         p = ctx.params
         from .reports import describe_target
 
@@ -215,6 +225,8 @@ def _import_result(dataset, report: dict) -> dict:
 
 
 class ImportMultiRater(AgreementOperator):
+    """``import_multi_rater``: merges one export per rater, in any format FiftyOne reads, by file name."""
+
     outputs = IMPORTED + (("images", "Images matched across the exports", "int"),
                           ("videos", "Videos matched across the exports", "int"),
                           ("frames", "Frames with labels", "int"),
@@ -224,6 +236,7 @@ class ImportMultiRater(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "import_multi_rater",
             "Annotator Agreement: import one export per rater",
@@ -232,6 +245,7 @@ class ImportMultiRater(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         from agreement.fo.importers.image_level import LABEL_TYPES
         from agreement.fo.importers.multi_rater import FORMATS
 
@@ -268,6 +282,7 @@ class ImportMultiRater(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Import one export per rater"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.importers import import_multi_rater
 
         p = ctx.params
@@ -336,6 +351,8 @@ def _mask_targets(value: Any) -> dict | None:
 
 
 class ImportLabelStudio(AgreementOperator):
+    """``import_label_studio``: builds a multi-rater dataset from a Label Studio JSON export."""
+
     outputs = IMPORTED + (("tasks", "Tasks", "int"), ("regions", "Regions", "int"),
                           ("per_rater", "Regions per rater", "per_rater"), ("skipped", "Skipped regions", "json"),
                           ("repaired", "Repaired regions", "json"),
@@ -345,6 +362,7 @@ class ImportLabelStudio(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "import_label_studio",
             "Annotator Agreement: import a Label Studio export",
@@ -352,6 +370,7 @@ class ImportLabelStudio(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         from agreement.io.labelstudio import RATER_SOURCES, ROTATED_POLICIES
 
         inputs = types.Object()
@@ -376,6 +395,7 @@ class ImportLabelStudio(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Import a Label Studio export"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.importers import import_label_studio
 
         p = ctx.params
@@ -391,6 +411,8 @@ class ImportLabelStudio(AgreementOperator):
 
 
 class ImportJudgements(AgreementOperator):
+    """``import_judgements``: builds a dataset of image-level classes from a crowd judgements file."""
+
     outputs = IMPORTED + (("judgements", "Judgements in the file", "int"), ("classes", "Classes", "list"),
                           ("repeated_pairs", "(worker, item) pairs judged more than once", "int"),
                           ("repeated_judgements_set_aside", "Repeated judgements set aside", "int"),
@@ -401,6 +423,7 @@ class ImportJudgements(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "import_judgements",
             "Annotator Agreement: import crowd judgements",
@@ -409,6 +432,7 @@ class ImportJudgements(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         from agreement.io.judgements import REPEATED_POLICIES, UNKNOWN_POLICIES
 
         inputs = types.Object()
@@ -435,6 +459,7 @@ class ImportJudgements(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Import crowd judgements"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.importers.judgements import import_judgements
 
         p = ctx.params

@@ -200,7 +200,8 @@ class AgreementOperator(foo.Operator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.__doc__ = _OperatorDoc(cls.__doc__)
+        # a descriptor, not a str: an instance's __doc__ is its describe() (typeshed types __doc__ as str | None)
+        cls.__doc__ = _OperatorDoc(cls.__doc__)  # type: ignore[assignment]
         if "execute" in cls.__dict__:
             cls.execute = _shows_refusals(cls.__dict__["execute"])
 
@@ -240,7 +241,7 @@ def _shows_refusals(execute: Callable) -> Callable:
             return shown_result(self.outputs, result)
         return result
 
-    run.shows_refusals = True
+    run.__dict__["shows_refusals"] = True  # a function attribute (read by getattr above)
     return run
 
 

@@ -30,6 +30,8 @@ def describe_target(record: dict) -> str:
 
 
 class ExportAgreementReport(AgreementOperator):
+    """``export_agreement_report``: writes, per run, the HTML report, the results as JSON and CSV tables."""
+
     takes_target = True
     outputs = (("output_dir", "Folder", "str"), ("target", "Per-sample tables of", "str"),
                ("runs", "Runs exported", "list"), ("reports", "HTML reports (open in a browser)", "list"),
@@ -38,6 +40,7 @@ class ExportAgreementReport(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "export_agreement_report",
             "Annotator Agreement: export report files",
@@ -46,6 +49,7 @@ class ExportAgreementReport(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         target_input(inputs, ctx, "Per-sample tables of")
         keys = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
@@ -65,6 +69,7 @@ class ExportAgreementReport(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Export agreement report"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         p = ctx.params
         out = require(p, "output_dir", "the folder to write the report files into")
         keys = p.get("keys") or p.get("key") or None

@@ -9,6 +9,8 @@ alone.
 
 from __future__ import annotations
 
+from typing import cast
+
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
@@ -79,6 +81,8 @@ def _update_panels(ctx, key: str) -> None:
 
 
 class ReviewConsensusLabels(AgreementOperator):
+    """``review_consensus_labels``: tags the selected flagged consensus labels 'accepted' or 'rejected'."""
+
     outputs = (("key", "Run", "str"), ("decision", "Decision", "str"), ("tagged", "Consensus labels tagged", "int"),
                ("left_alone", "Other selected labels left alone", "int"), ("flagged", "Flagged in the run", "int"),
                ("accepted", "Accepted so far", "int"), ("rejected", "Rejected so far", "int"),
@@ -86,12 +90,14 @@ class ReviewConsensusLabels(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="review_consensus_labels", label="Annotator Agreement: accept or reject consensus labels",
             description="Tags the selected flagged consensus labels of a run 'accepted' or 'rejected' (nothing else)",
             dynamic=True)
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         from agreement.fo.app_state import open_run
 
         inputs = types.Object()
@@ -116,7 +122,8 @@ class ReviewConsensusLabels(AgreementOperator):
         if ctx.params.get("label_ids"):  # from Python: the labels by id (the App uses its selection)
             inputs.list("label_ids", types.String(), label="Label ids",
                         description="ids of the run's flagged consensus labels")
-        key = ctx.params.get("key") or default
+        # ``keys`` is not empty here, so ``preferred_run`` gave one of them: the key is a str
+        key = cast(str, ctx.params.get("key") or default)
         ids, others = _chosen_labels(ctx, key)
         text = (f"{len(ids)} flagged consensus label(s) of run {key!r} selected"
                 + (f"; {others} other selected label(s) (rater labels, other runs, unflagged) are left alone"
@@ -128,6 +135,7 @@ class ReviewConsensusLabels(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Review consensus labels"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.review import review_labels
 
         key = ctx.params.get("key")

@@ -7,8 +7,8 @@ import fiftyone.operators.types as types
 
 from agreement.fo import runs as fo_runs
 
-from .python_call import AgreementOperator
 from .common import existing_run_choice, require
+from .python_call import AgreementOperator
 
 
 class ListAgreementRuns(AgreementOperator):
@@ -174,24 +174,19 @@ _MODES = {
 
 
 def view_modes(info: dict) -> list[str]:
-    """The drill-downs a run offers: by its per-sample score (lowest, pair), its label matches (OT, KαLOS),
-    its units (KαLOS) or its review queue (consensus)."""
-    from agreement.fo.methods.consensus import METHOD as CONSENSUS
+    """The drill-downs a run offers: by its per-sample score (lowest, pair), then those its method declares
+    (:attr:`agreement.fo.method_hooks.MethodHooks.drill_modes`: its label matches (OT, KαLOS), its units (KαLOS)
+    or its review queue (consensus))."""
+    from agreement.fo.method_hooks import DRILL_MODES
+    from agreement.fo.methods import hooks_of
     from agreement.fo.panel_data import score_field
 
     try:
         scored = score_field(info) is not None
     except Exception:  # noqa: BLE001 - a method without a panel view has no score
         scored = False
-    method = info["method"]
     modes = ["lowest", "pair"] if scored else []
-    if method in ("iaa.kalos", "iaa.ot_agreement"):
-        modes.append("unmatched")
-    if method == "iaa.kalos":
-        modes.append("class")
-    if method == CONSENSUS:
-        modes.append("review")
-    return modes
+    return modes + [m for m in DRILL_MODES if m in hooks_of(info["method"]).drill_modes]
 
 
 class LoadAgreementView(AgreementOperator):
@@ -253,9 +248,9 @@ class LoadAgreementView(AgreementOperator):
         max_score = p.get("max_score")
         mode = p.get("mode") or (view_modes(fo_runs.get_agreement_run_info(ctx.dataset, key)) or ["lowest"])[0]
         if mode == "review":
-            from agreement.fo.methods.consensus import review_view
+            from agreement.fo.consensus_panel_data import review_queue_view
 
-            view = review_view(ctx.view, key)
+            view = review_queue_view(ctx.view, key)
             name = p.get("save_as") or None
             if name:
                 save_agreement_view(ctx.view, name, view, overwrite=bool(p.get("overwrite", False)))

@@ -14,6 +14,8 @@ from .target import target_input, target_record, target_view
 
 
 class SimulateRaters(AgreementOperator):
+    """``simulate_raters``: adds simulated raters derived from a reference field."""
+
     takes_target = True
     outputs = (("key", "Run", "str"), ("target", "Simulated on", "str"), ("fields", "Fields written", "list"),
                ("raters", "Simulated raters", "raters"), ("labels", "Labels drawn", "json"),
@@ -26,6 +28,7 @@ class SimulateRaters(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return compute_config(
             "simulate_raters",
             "Annotator Agreement: simulate raters",
@@ -33,6 +36,7 @@ class SimulateRaters(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         target_input(inputs, ctx, "Simulate on")
         choices = label_fields(ctx.dataset) if ctx.dataset is not None else []
@@ -65,6 +69,7 @@ class SimulateRaters(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Simulate raters"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         p = ctx.params
         kwargs = dict(
             field=require(p, "field", "the reference label field"),

@@ -43,7 +43,7 @@ def normalize_target(value) -> str | None:
     if value in (None, ""):
         return None
     name = str(value).strip().upper().replace(" ", "_").replace("-", "_") if isinstance(value, str) else None
-    name = _ALIASES.get(name, name)
+    name = _ALIASES.get(name, name) if name is not None else None
     if name not in _NAMES:
         raise OperatorInputError(
             f"unknown target {value!r}: choose 'dataset' (the whole dataset, the default), 'current view' or "

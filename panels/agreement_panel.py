@@ -49,17 +49,21 @@ from agreement.fo.panel_data import (
 from agreement.fo.run_view import run_field_names, run_samples
 
 from .panel_drills import DrillEvents
-from .panel_filters import _app_can_set_filters, _same, load_derived_view
+from .panel_filters import load_derived_view, panel_can_set_filters, same_stages
 from .panel_layout import render_panel
 from .panel_markdown import drill_md, run_labels, undefined_md, view_note
 from .panel_masks import MaskEvents, refresh_masks, render_masks
-from .panel_memory import _MEMORY, _Memory, _memory
+from .panel_memory import PANEL_MEMORY, PanelMemory, panel_memory_of
 from .panel_raters import RaterEvents, refresh_raters
 from .panel_review import ReviewActions, refresh_review
 from .panel_sections import refresh_compare, refresh_consensus, refresh_modal
 from .panel_video import VideoEvents, refresh_video
 
 logger = logging.getLogger(__name__)
+
+#: The panel's memory and the App's filter support under the names the panel's tests reach them by.
+_MEMORY = PANEL_MEMORY
+_app_can_set_filters = panel_can_set_filters
 if os.environ.get("IAA_PANEL_DEBUG") and not logger.handlers:  # every event's filters and state writes
     logger.setLevel(logging.DEBUG)
     logger.addHandler(logging.StreamHandler())
@@ -93,14 +97,14 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         try:
             return super().execute(ctx)
         finally:
-            mem = _memory(ctx)
+            mem = panel_memory_of(ctx)
             if mem.reset_pending:
                 mem.reset_pending = False
                 mem.reset_until = max(mem.reset_until, time.time() + RESET_WINDOW)
 
     # ------------------------------------------------------------------ events
     def on_load(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         mem.sig = None
         self._expect_reset(ctx, mem)  # opening a panel makes the App drop its sidebar filters
         self._refresh(ctx, force=True)
@@ -109,13 +113,13 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         if ctx.dataset is not None and mem.dataset == ctx.dataset.name:
             # the App reports the same dataset again (it does when a sample opens): nothing to start afresh, and
             # no state write (the workspace update it makes reopened a closed sample, or undid the next view)
             self._refresh(ctx)
             return
-        _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
+        PANEL_MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
         ctx.panel.state.run_key = None
         self._refresh(ctx, force=True)
 
@@ -123,33 +127,33 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx)
 
     def on_change_run(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if value == mem.run_key:  # the dropdown reporting its value: nothing changed
             return
         ctx.panel.state.run_key = mem.run_key = value
-        self._expect_reset(ctx, _memory(ctx))
+        self._expect_reset(ctx, panel_memory_of(ctx))
         self._refresh(ctx, force=True)
 
     def on_toggle_compare(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         on = mem.compare_on if mem.compare_on is not None else bool(ctx.panel.state.compare)
         ctx.panel.state.compare = mem.compare_on = not on
-        self._expect_reset(ctx, _memory(ctx))
+        self._expect_reset(ctx, panel_memory_of(ctx))
         self._refresh(ctx, force=True)
 
     def on_change_compare_key(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if value == (mem.compare or {}).get("key"):  # the dropdown reporting its value on display
             return
         ctx.panel.state.compare_key = mem.compare_key = value
-        self._expect_reset(ctx, _memory(ctx))
+        self._expect_reset(ctx, panel_memory_of(ctx))
         self._refresh(ctx, force=True)
 
     def on_clear_drill(self, ctx):
         key, info, base, base_stages = self._context(ctx)
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         restore = (mem.drill or {}).get("restore")
         mem.drill = None
         if restore is not None:  # the review queue: back to the stages and sidebar filters it started from
@@ -160,21 +164,21 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             ctx.trigger("set_view", params={"view": []})
             return
         ctx.trigger("set_view", params={"view": base_stages})
-        if restore is not None and restore["filters"] and _app_can_set_filters():
+        if restore is not None and restore["filters"] and panel_can_set_filters():
             ctx.trigger("set_filters", params=restore["filters"])
 
     def on_whole_dataset(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         logger.debug("on_whole_dataset: stages=%d", len(ctx.request_params.get("view") or []))
         mem.drill = None
         mem.filters = {}
         mem.reset_until, mem.reset_pending = 0.0, False
         ctx.trigger("set_view", params={"view": []})
-        if _app_can_set_filters():
+        if panel_can_set_filters():
             ctx.trigger("set_filters", params={})
 
     def on_change_consensus_rater(self, ctx):
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if not value or value == mem.consensus_rater:  # the dropdown reporting its value: nothing changed
             return
@@ -192,7 +196,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         from agreement.fo.consensus_panel_data import is_class_consensus
 
         key, info, base, base_stages = self._context(ctx)
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         view = review_queue_view(base, key)
         count = len(view)
         classes = is_class_consensus(base, key)  # one label per sample: the queue is the flagged samples
@@ -203,17 +207,17 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         load_derived_view(ctx, mem, base, base_stages, view, {
             "what": what, "count": count, "unit": "flagged sample" if classes else "flagged label", "run": key})
 
-    def _option_changed(self, ctx, mem: _Memory) -> None:
+    def _option_changed(self, ctx, mem: PanelMemory) -> None:
         """A rater or heatmap control changed (:class:`.panel_raters.RaterEvents`): redraw."""
         self._expect_reset(ctx, mem)
         self._refresh(ctx, force=True)
 
     # ----------------------------------------------------------------- helpers
-    def _expect_reset(self, ctx, mem: _Memory) -> None:
+    def _expect_reset(self, ctx, mem: PanelMemory) -> None:
         filters = self._request_filters(ctx)
         if filters:
             mem.filters = filters
-            if _app_can_set_filters():  # put back later even if the App sends the panel no event (opening it)
+            if panel_can_set_filters():  # put back later even if the App sends the panel no event (opening it)
                 ctx.trigger(*restore_filters_trigger(filters))
         mem.reset_until = time.time() + RESET_WINDOW
         mem.reset_pending = True  # the window starts again when the event ends (execute)
@@ -222,7 +226,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
     def _request_filters(ctx) -> dict:
         return dict(ctx.request_params.get("filters") or {})
 
-    def _base(self, ctx, mem: _Memory):
+    def _base(self, ctx, mem: PanelMemory):
         """The view the charts describe (the App's view with its filters, minus the panel's drill-down),
         its stages, and whether a drill-down is active."""
         import fiftyone.server.view as fosv
@@ -235,7 +239,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         drilled = False
         if mem.drill:
             k = len(mem.drill["stages"])
-            if k and len(stages) >= k and _same(stages[-k:], mem.drill["stages"]):
+            if k and len(stages) >= k and same_stages(stages[-k:], mem.drill["stages"]):
                 stages, drilled = stages[:-k], True
             else:
                 mem.drill = None
@@ -248,7 +252,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         """The run shown, its info, the view a drill-down starts from and that view's stages (``None``: a
         drill-down loads a whole new view). From a review queue, patches, clips or a view without the run's
         fields, a drill-down starts from the samples behind it (:func:`agreement.fo.run_view.run_samples`)."""
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         self._restore_filters(ctx, mem)
         key = mem.run_key or ctx.panel.state.run_key
         keys = runs.list_agreement_runs(ctx.dataset)
@@ -263,7 +267,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
 
     def _drill(self, ctx, base, base_stages, view, what: str, bin_: int | None = None, **extra) -> None:
         """Loads ``view`` (``base`` plus stages) in the App, on top of the user's view and filters."""
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         added = [s._serialize() for s in view._stages[len(base._stages):]]
         count = len(view)
         mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key, **extra}
@@ -276,14 +280,14 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         ctx.panel.data.drill_md = drill_md(mem)
 
     @staticmethod
-    def _marks(mem: _Memory, key: str) -> dict:
+    def _marks(mem: PanelMemory, key: str) -> dict:
         """The histogram bar and heatmap cell of the panel's drill-down, when it was on run ``key``."""
         d = mem.drill or {}
         if d.get("run") != key:
             return {"bin": None, "pair": None}
         return {"bin": d.get("bin"), "pair": list(d["pair"]) if d.get("pair") else None}
 
-    def _restore_filters(self, ctx, mem: _Memory) -> dict:
+    def _restore_filters(self, ctx, mem: PanelMemory) -> dict:
         """The user's sidebar filters: the request's, or the remembered ones when the App dropped them
         right after an action of this panel (then they are put back in the App)."""
         logger.debug("%s filters=%s stages=%d remembered=%s window=%.1f drill=%s", ctx.params.get("__method__"),
@@ -295,7 +299,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         if filters:
             mem.filters = filters
         elif mem.filters:
-            if time.time() < mem.reset_until and _app_can_set_filters():
+            if time.time() < mem.reset_until and panel_can_set_filters():
                 ctx.trigger("set_filters", params=mem.filters)
                 mem.reset_until = max(mem.reset_until, time.time() + RESTORE_EXTENSION)
                 return mem.filters
@@ -324,7 +328,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             self._update(ctx, force)
         except Exception as e:  # noqa: BLE001 - the App's event must not fail
             logger.exception("the Annotator Agreement panel could not update")
-            _memory(ctx).sig = None
+            panel_memory_of(ctx).sig = None
             ctx.panel.data.view_error = f"**The panel could not update:** {type(e).__name__}: {e}"
 
     def _update(self, ctx, force: bool = False):
@@ -385,20 +389,20 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             refresh_modal(ctx, mem, base, key, info)
 
     @staticmethod
-    def _follow_dataset(ctx) -> _Memory:
+    def _follow_dataset(ctx) -> PanelMemory:
         """The panel's memory, started afresh when the panel now shows another dataset."""
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         dataset = ctx.dataset
         if dataset is not None and mem.dataset != dataset.name:
             if mem.dataset is not None:  # another dataset in the same panel: start afresh
-                _MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
-                mem = _memory(ctx)
+                PANEL_MEMORY.pop(str(ctx.params.get("panel_id") or "default"), None)
+                mem = panel_memory_of(ctx)
             mem.dataset = dataset.name
         if dataset is not None:  # a review decision made by an operator updates this panel (operators/review.py)
             remember_panel(dataset, str(ctx.params.get("panel_id") or "default"), ctx.current_sample)
         return mem
 
-    def _choose_run(self, ctx, mem: _Memory, keys: list) -> tuple:
+    def _choose_run(self, ctx, mem: PanelMemory, keys: list) -> tuple:
         """The run to show among ``keys``, the note when the shown one vanished, and whether state was written.
 
         A run computed since the panel last looked is shown; a deleted or renamed one gives way to the newest."""
@@ -430,7 +434,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             mem.remembered = key
         return key, error, changed
 
-    def _show_no_runs(self, ctx, mem: _Memory, changed: bool) -> None:
+    def _show_no_runs(self, ctx, mem: PanelMemory, changed: bool) -> None:
         """The state of a dataset without agreement runs (the help, or the note that it has no label fields)."""
         dataset = ctx.dataset
         mem.shown = {}
@@ -440,7 +444,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             self._expect_reset(ctx, mem)
         mem.sig = None
 
-    def _show_error(self, ctx, mem: _Memory, error: str, changed: bool) -> None:
+    def _show_error(self, ctx, mem: PanelMemory, error: str, changed: bool) -> None:
         """The state of a run whose panel data cannot be computed: its error, and nothing else."""
         changed |= self._set_state(ctx, error=error, cards=[], score_field=None, title=None,
                                    bar_titles=[], curve_titles=[])
@@ -450,7 +454,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         mem.shown = {"error": error}
         ctx.panel.data.clear()
 
-    def _show_run(self, ctx, mem: _Memory, data: dict, error: str | None, changed: bool) -> None:
+    def _show_run(self, ctx, mem: PanelMemory, data: dict, error: str | None, changed: bool) -> None:
         """The run-level state (it changes only with the run: no workspace update on view changes)."""
         changed |= self._set_state(
             ctx, error=error, title=data["title"], cards=data["cards"], score_field=data["score_field"],
@@ -464,7 +468,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
                      "n_bars": len(data["bars"]), "n_curves": len(data["curves"])}
 
     @staticmethod
-    def _fill_view_data(pdata, mem: _Memory, data: dict, n_view: int, filters, base_stages) -> None:
+    def _fill_view_data(pdata, mem: PanelMemory, data: dict, n_view: int, filters, base_stages) -> None:
         """The view-level panel data (notes, figures' traces) and the figures the layout draws (memory)."""
         hist = data["histogram"]
         mem.figures = {name: {"layout": fig["layout"], "config": fig["config"], "click": fig.get("click"),
@@ -496,7 +500,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
     # ------------------------------------------------------------------ render
     def render(self, ctx):
         layout = render_panel(self, ctx)
-        render_masks(self, layout.type, _memory(ctx))  # a mask run's figures close the dashboard
+        render_masks(self, layout.type, panel_memory_of(ctx))  # a mask run's figures close the dashboard
         return layout
 
 

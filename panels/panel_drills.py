@@ -13,7 +13,7 @@ from agreement.fo.panel_data import (
     unscored_view,
 )
 
-from .panel_memory import _memory
+from .panel_memory import panel_memory_of
 
 __all__ = ["DrillEvents"]
 
@@ -70,7 +70,9 @@ class DrillEvents:
             return
         chosen = items[:DRILL_LIMIT]
         view = base.select([sid for sid, _ in chosen], ordered=True)
-        own = info["method"] == "iaa.ot_agreement" and not is_frame_run(info)  # per-sample pair scores
+        from agreement.fo.methods import hooks_of
+
+        own = hooks_of(info["method"]).pair_sample_scores and not is_frame_run(info)  # per-sample pair scores
         what = (f"the {len(chosen)} samples (of {len(items)} shared) where {a} and {b} agree least, lowest "
                 f"{'pair score' if own else 'sample score'} first")
         if chosen:
@@ -100,7 +102,9 @@ class DrillEvents:
         key, info, base, base_stages = self._context(ctx)
         x = ctx.params.get("x")
         if x:
-            text = class_what if info["method"] == "iaa.class_agreement" else what
+            from agreement.fo.methods import hooks_of
+
+            text = class_what if hooks_of(info["method"]).drills_samples else what
             self._drill(ctx, base, base_stages, make_view(base, key, x), text.format(x))
 
     def on_scatter_click(self, ctx):
@@ -131,7 +135,7 @@ class DrillEvents:
         if field is None:
             return
         reason = ctx.params.get("reason")
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         if reason is not None:
             group = next((g for g in mem.undefined if g["reason"] == reason), None)
             if group is None:

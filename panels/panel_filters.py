@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["_app_can_set_filters", "_same"]
+__all__ = ["panel_can_set_filters", "same_stages"]
 
-def _app_can_set_filters() -> bool:
+def panel_can_set_filters() -> bool:
     """Whether this FiftyOne App has the ``set_filters`` operator (:func:`agreement.fo.app_state.app_can_set_filters`)."""
     from agreement.fo.app_state import app_can_set_filters
 
@@ -34,7 +34,7 @@ def _numbers(x):
     return x
 
 
-def _same(a: list, b: list) -> bool:
+def same_stages(a: list, b: list) -> bool:
     """Whether two lists of serialised view stages are the same stages (numbers compared as numbers)."""
     return json.dumps(_numbers([_strip(s) for s in a]), sort_keys=True, default=str) == \
         json.dumps(_numbers([_strip(s) for s in b]), sort_keys=True, default=str)
@@ -56,6 +56,10 @@ def load_derived_view(ctx, mem, base, base_stages, view, drill: dict) -> None:
         ctx.ops.set_view(view=view)
     else:
         ctx.trigger("set_view", params={"view": prefix + added})
-        if mem.drill["restore"]["filters"] and _app_can_set_filters():
+        if mem.drill["restore"]["filters"] and panel_can_set_filters():
             ctx.trigger("set_filters", params={})
     ctx.panel.data.drill_md = drill_md(mem)
+
+
+#: The earlier name, which the tests import.
+_same = same_stages

@@ -12,9 +12,9 @@ import fiftyone.operators.types as types
 from agreement.fo.rater_tables import natural_key
 
 from .panel_markdown import EMPTY_HELP
-from .panel_memory import _memory
-from .panel_review import render_review
+from .panel_memory import panel_memory_of
 from .panel_raters import render_pair_controls, render_rater_table
+from .panel_review import render_review
 from .panel_video import render_video
 
 
@@ -22,7 +22,7 @@ def render_panel(handlers, ctx):
     """The panel's layout, from its memory (``handlers``: the panel, whose methods handle its events)."""
     panel = types.Object()
     state = ctx.panel.state
-    mem = _memory(ctx)
+    mem = panel_memory_of(ctx)
     keys = (mem.runs if mem.runs is not None else state.runs) or []
     shown = mem.shown
     if not keys:

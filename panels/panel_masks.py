@@ -20,12 +20,11 @@ also written to panel data (``mask_classes``, ``mask_pairs``) for SDK users.
 from __future__ import annotations
 
 from agreement.fo.figure_base import count_text, sig3
-from agreement.fo.mask_figures import mask_figures
+from agreement.fo.methods import hooks_of
 from agreement.fo.panel_data import load_results
 
-__all__ = ["MASK_METHOD", "FIGURES", "MaskEvents", "refresh_masks", "render_masks", "mask_drill_text"]
+__all__ = ["FIGURES", "MaskEvents", "refresh_masks", "render_masks", "mask_drill_text"]
 
-MASK_METHOD = "iaa.mask_agreement"
 #: The figures of a mask run, by name, and the event handler of a click on each.
 FIGURES = {"mask_classes": "on_mask_class_click", "mask_pairs": "on_mask_cell_click"}
 
@@ -44,7 +43,8 @@ def refresh_masks(pdata, mem, base, data: dict) -> None:
     info = data["info"]
     for name in FIGURES:
         mem.figures.pop(name, None)
-    if info["method"] != MASK_METHOD:
+    own = hooks_of(info["method"]).panel_figures  # the method's own figures (a mask run's)
+    if own is None:
         return
     detail = load_results(base, info).get("detail") or {}
     whole = bool(data["whole"])
@@ -52,8 +52,7 @@ def refresh_masks(pdata, mem, base, data: dict) -> None:
     scope = "whole run" if whole else f"the {count_text(data['n_view'])} in view"
     sel = _selection(mem, info["key"])
     cell = (sel["pair"], sel["class"]) if sel.get("pair") else None
-    for fig in mask_figures(detail, info, ids, scope, selected_class=None if cell else sel.get("class"),
-                            selected_cell=cell):
+    for fig in own(detail, info, ids, scope, selected_class=None if cell else sel.get("class"), selected_cell=cell):
         mem.figures[fig["name"]] = {"layout": fig["layout"], "config": fig["config"], "click": fig["click"],
                                     "traces": fig["traces"], "per_rater": False}
     for name in FIGURES:
@@ -98,14 +97,15 @@ class MaskEvents:
 
     def _mask_drill(self, ctx, label_class, pair: str | None) -> None:
         """Loads the lowest-Dice samples of ``label_class`` (and ``pair``) on top of the panel's view."""
-        from agreement.fo.views import DRILL_LIMIT, ViewError, mask_dice_scores
+        from agreement.fo.views import DRILL_LIMIT, ViewError
 
         key, info, base, base_stages = self._context(ctx)
-        if label_class is None or label_class == "" or info["method"] != MASK_METHOD:
+        scores = hooks_of(info["method"]).class_scores  # per sample, the raters' lowest agreement on a class
+        if label_class is None or label_class == "" or scores is None:
             return
         label_class = str(label_class)
         try:
-            items = mask_dice_scores(base, key, label_class, pair)
+            items = scores(base, key, label_class, pair)
         except ViewError as e:
             ctx.ops.notify(str(e), variant="warning")
             return

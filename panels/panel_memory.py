@@ -2,7 +2,7 @@
 
 Never in the App's panel state: every state write makes the App update its
 workspace, which drops the sidebar filters (see :mod:`.agreement_panel`).
-One :class:`_Memory` per panel id, the least recently used forgotten past
+One :class:`PanelMemory` per panel id, the least recently used forgotten past
 ``_MAX_PANELS``.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class _Memory:
+class PanelMemory:
     """What a panel instance remembers between events, on the server (never in App state, see above)."""
 
     filters: dict = field(default_factory=dict)
@@ -46,16 +46,24 @@ class _Memory:
     video_choice: str | None = None  # the video the user chose for the timeline
 
 
-_MEMORY: dict[str, _Memory] = {}
+PANEL_MEMORY: dict[str, PanelMemory] = {}
 _MAX_PANELS = 64
 
 
-def _memory(ctx) -> _Memory:
+def panel_memory_of(ctx) -> PanelMemory:
+    """The memory of the panel of event ``ctx`` (by its panel id), made for a panel not seen yet.
+
+    Args:
+        ctx: the panel event's context.
+
+    Returns:
+        Its :class:`PanelMemory`, marked as used now.
+    """
     pid = str(ctx.params.get("panel_id") or "default")
-    mem = _MEMORY.get(pid)
+    mem = PANEL_MEMORY.get(pid)
     if mem is None:
-        if len(_MEMORY) >= _MAX_PANELS:  # forget the least recently used panel
-            del _MEMORY[min(_MEMORY, key=lambda k: _MEMORY[k].touched)]
-        mem = _MEMORY[pid] = _Memory()
+        if len(PANEL_MEMORY) >= _MAX_PANELS:  # forget the least recently used panel
+            del PANEL_MEMORY[min(PANEL_MEMORY, key=lambda k: PANEL_MEMORY[k].touched)]
+        mem = PANEL_MEMORY[pid] = PanelMemory()
     mem.touched = time.time()
     return mem

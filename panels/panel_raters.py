@@ -21,7 +21,7 @@ import fiftyone.operators.types as types
 from agreement.fo.pair_heatmap import MAX_HEATMAP_RATERS, PAIR_RULES
 from agreement.fo.rater_tables import DEFAULT_OPTIONS, MAX_BARS, MAX_ROWS, rater_options
 
-from .panel_memory import _memory
+from .panel_memory import panel_memory_of
 
 __all__ = ["CONTROLS", "RaterEvents", "refresh_raters", "render_rater_table", "render_pair_controls"]
 
@@ -116,7 +116,7 @@ class RaterEvents:
     (mixed into :class:`.agreement_panel.AgreementPanel`, whose ``_option_changed`` does the redraw)."""
 
     def _set_option(self, ctx, option: str, value) -> None:
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         if mem.options.get(option, DEFAULT_OPTIONS.get(option)) == value:  # a control reporting its value
             return
         mem.options[option] = value
@@ -125,7 +125,7 @@ class RaterEvents:
     def on_change_rater_sort(self, ctx) -> None:
         """Sorts the rater table by another column (worst first unless the order says otherwise)."""
         value = ctx.params.get("value")
-        if value and value != (_memory(ctx).raters or {}).get("sort"):  # not the dropdown reporting its value
+        if value and value != (panel_memory_of(ctx).raters or {}).get("sort"):  # not the dropdown reporting its value
             self._set_option(ctx, "sort", value)
 
     def on_change_rater_order(self, ctx) -> None:

@@ -112,7 +112,7 @@ class ReviewActions:
         """Writes the reviewed label set ``{key}_final`` of the queue's run and says what it kept."""
         from agreement.fo.methods.consensus import finalize_consensus
 
-        from .panel_memory import _memory
+        from .panel_memory import panel_memory_of
 
         key = queue_run(ctx)
         if key is None:
@@ -122,17 +122,17 @@ class ReviewActions:
         ctx.ops.notify(f"Wrote {key}_final: {counts['kept']:,} labels kept, {counts['rejected']:,} rejected, "
                        f"{counts['accepted']:,} accepted, {counts['still_flagged']:,} still flagged.",
                        variant="success")
-        refresh_review(ctx, _memory(ctx))
+        refresh_review(ctx, panel_memory_of(ctx))
 
     def _review(self, ctx, decision: str | None, advance: bool = True) -> None:
         """Tags the consensus label(s) of the open item with ``decision`` (``None``: undoes it), then opens
         the next undecided item (``advance``) and updates the review's text at once."""
         from agreement.fo.review import next_pending, review_labels
 
-        from .panel_memory import _memory
+        from .panel_memory import panel_memory_of
 
         key = queue_run(ctx)
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         item = (mem.review or {}).get("item") if key else None
         if item is None or item["item"] != ctx.current_sample:
             from agreement.fo.review_item import review_item

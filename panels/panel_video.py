@@ -29,11 +29,19 @@ from __future__ import annotations
 import fiftyone.operators.types as types
 
 from agreement.fo.figure_base import count_text, sig3
-from agreement.fo.video_figures import (MAX_VIDEO_CHOICES, choose_video, frame_score_spec, is_temporal_run,
-                                        stretches_text, timeline_figure, video_choices, video_timeline)
+from agreement.fo.video_figures import (
+    MAX_VIDEO_CHOICES,
+    choose_video,
+    frame_score_spec,
+    is_temporal_run,
+    stretches_text,
+    timeline_figure,
+    video_choices,
+    video_timeline,
+)
 
 from .panel_filters import load_derived_view
-from .panel_memory import _memory
+from .panel_memory import panel_memory_of
 
 __all__ = ["VideoEvents", "refresh_video", "render_video", "video_modal", "FIGURE"]
 
@@ -164,7 +172,7 @@ class VideoEvents:
 
     def on_change_video(self, ctx) -> None:
         """The dropdown: the timeline of another video of the view."""
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if not value or value == (mem.video or {}).get("id"):  # the dropdown reporting its value
             return
@@ -173,7 +181,7 @@ class VideoEvents:
 
     def on_change_selected(self, ctx) -> None:
         """A video selected in the grid: its timeline."""
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         selected = list(ctx.selected or [])
         if mem.video is None or not selected or selected[0] == mem.video.get("id"):
             return
@@ -183,7 +191,7 @@ class VideoEvents:
     def on_video_load(self, ctx) -> None:
         """Loads the timeline's video alone (open it to play it)."""
         key, info, base, base_stages = self._context(ctx)
-        video = _memory(ctx).video
+        video = panel_memory_of(ctx).video
         if video:
             self._drill(ctx, base, base_stages, base.select(video["id"]), f"video {video['name']}")
 
@@ -193,14 +201,14 @@ class VideoEvents:
 
     def on_video_own_clips(self, ctx) -> None:
         """The clips of the timeline's video where the raters disagree."""
-        video = _memory(ctx).video
+        video = panel_memory_of(ctx).video
         if video:
             self._load_clips(ctx, video["id"])
 
     def on_video_strip_click(self, ctx) -> None:
         """A point of the timeline's score strip (id ``"<video id>:<frame>"``): that video's clips."""
         pid = str(ctx.params.get("id") or "")
-        vid = pid.split(":", 1)[0] or (_memory(ctx).video or {}).get("id")
+        vid = pid.split(":", 1)[0] or (panel_memory_of(ctx).video or {}).get("id")
         if vid:
             self._load_clips(ctx, vid)
 
@@ -210,7 +218,7 @@ class VideoEvents:
         from agreement.fo.views import ViewError, disagreement_clips_view
 
         key, info, base, base_stages = self._context(ctx)
-        mem = _memory(ctx)
+        mem = panel_memory_of(ctx)
         try:
             view = disagreement_clips_view(base, key, video_id)
         except ViewError as e:

@@ -279,7 +279,7 @@ def _open_panel(page, url: str, dataset) -> None:
                 break
             button.first.click()
             page.wait_for_timeout(2000)
-            if _eventually(lambda: not page.get_by_text(label, exact=True).count(), timeout=10):
+            if _eventually(lambda: not page.get_by_text(label, exact=True).count(), timeout=10):  # noqa: B023 (called here)
                 break
     assert _wait_count(page, len(dataset)) == len(dataset)
 

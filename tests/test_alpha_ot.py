@@ -53,7 +53,7 @@ def reference_alpha(data, lam, beta, norm="paper"):
                 if not (data.assigned[i, a] and data.assigned[j, b]):
                     continue
                 A, B = data.get(i, a), data.get(j, b)
-                c = 1 - ot_score(A.boxes, A.labels, B.boxes, B.labels, lam, beta, norm)
+                c = 1 - ot_score(A.boxes, A.labels, B.boxes, B.labels, lam=lam, beta=beta, normalization=norm)
                 (obs if i == j else exp).append(c)
     return 1 - np.mean(obs) / np.mean(exp), np.mean(obs), np.mean(exp), len(obs), len(exp)
 
@@ -84,7 +84,7 @@ def test_hand_computed_two_samples():
 def test_exact_equals_plain_loop(norm):
     data = _random_corpus(1)
     lam, beta = 0.5, 0.45
-    res = alpha_ot(data, lam, beta, norm, max_pairs=10**6)
+    res = alpha_ot(data, lam=lam, beta=beta, normalization=norm, max_pairs=10**6)
     alpha, d_o, d_e, n_o, n_e = reference_alpha(data, lam, beta, norm)
     assert res.exact
     assert res.observed == pytest.approx(d_o, abs=1e-12)
@@ -97,9 +97,9 @@ def test_exact_equals_plain_loop(norm):
     for p in range(len(t)):
         sub = data
         a, b = int(t.a[p]), int(t.b[p])
-        obs = [1 - ot_score(*_ab(sub, i, i, a, b), lam, beta, norm)
+        obs = [1 - ot_score(*_ab(sub, i, i, a, b), lam=lam, beta=beta, normalization=norm)
                for i in range(sub.num_samples) if sub.assigned[i, a] and sub.assigned[i, b]]
-        exp = [1 - ot_score(*_ab(sub, i, j, a, b), lam, beta, norm)
+        exp = [1 - ot_score(*_ab(sub, i, j, a, b), lam=lam, beta=beta, normalization=norm)
                for i in range(sub.num_samples) for j in range(sub.num_samples)
                if i != j and sub.assigned[i, a] and sub.assigned[j, b]]
         assert t.values["alpha_ot"][p] == pytest.approx(1 - np.mean(obs) / np.mean(exp), abs=1e-12)
@@ -108,7 +108,7 @@ def test_exact_equals_plain_loop(norm):
         assert t.values["n_cross_pairs"][p] == len(exp) and t.n_shared[p] == len(obs)
         assert t.values["exact"][p] == 1.0 and t.values["alpha_ot_se"][p] == 0.0
     # D_o is the mean of the per-sample pair costs.
-    scores = sample_ot_scores(data, lam, beta, norm)
+    scores = sample_ot_scores(data, lam=lam, beta=beta, normalization=norm)
     assert res.observed == pytest.approx(scores.pair_cost.mean(), abs=1e-12)
     assert t.to_records() and {"alpha_ot", "expected_cost", "exact"} <= set(t.to_records()[0])
 
@@ -264,7 +264,7 @@ def test_crowd_exact_equals_plain_loop_over_pairs_that_met():
         for i in range(data.num_samples):
             for j in range(data.num_samples):
                 if data.assigned[i, a] and data.assigned[j, b]:
-                    (obs if i == j else exp).append(1 - ot_score(*_ab(data, i, j, a, b), 0.5, 0.5))
+                    (obs if i == j else exp).append(1 - ot_score(*_ab(data, i, j, a, b), lam=0.5, beta=0.5))
     assert res.exact and res.n_cross_pairs == len(exp) and res.n_observed == len(obs)
     assert res.observed == pytest.approx(np.mean(obs), abs=1e-12)
     assert res.expected == pytest.approx(np.mean(exp), abs=1e-12)
@@ -326,7 +326,7 @@ def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
     data, _ = crowd_corpus(50, 9, 3, min_objects=0, max_objects=5, seed=seed)
     whole = alpha_ot(data, max_pairs=max_pairs, seed=seed)
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=max_pairs, seed=seed)
     bounds = [0, *sorted(cuts), 50]
     sets, costs, codes = [], [], []
     for lo, part in zip(bounds, _cut(data, bounds)):
@@ -344,12 +344,12 @@ def test_chance_plan_depends_on_the_assignment_only():
 
     data, _ = crowd_corpus(40, 6, 3, seed=2)
     cs, cr = np.nonzero(data.assigned)
-    a = plan_chance(data.sample_ids, cs, cr, data.raters, 300, 7)
+    a = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=300, seed=7)
     perm = np.random.default_rng(0).permutation(40)  # the same samples in another order
     inv = np.argsort(perm)
     cs2, cr2 = inv[cs], cr
     o = np.lexsort((cr2, cs2))
-    b = plan_chance(data.sample_ids[perm], cs2[o], cr2[o], data.raters, 300, 7)
+    b = plan_chance(data.sample_ids[perm], cs2[o], cr2[o], data.raters, max_pairs=300, seed=7)
     ids_a = data.sample_ids[a.cell_key // 6]
     ids_b = data.sample_ids[perm][b.cell_key // 6]
     assert sorted(zip(ids_a.tolist(), (a.cell_key % 6).tolist())) == sorted(zip(ids_b.tolist(),
@@ -363,7 +363,7 @@ def test_cell_sets_that_miss_a_cell_are_refused():
 
     data, _ = crowd_corpus(20, 4, 3, seed=1)
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, 100, 0)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=100, seed=0)
     partial = CellSets.of(data, plan.cell_key[:-1])
     with pytest.raises(ValueError, match="do not hold the cells"):
         finish_alpha_ot(plan, partial, np.zeros(0), np.zeros(0, np.int64))

@@ -160,3 +160,148 @@ def test_the_library_is_laid_out_by_role():
     assert entries == {"__init__.py", "core", "geometry", "methods", "io", "simulate", "reporting", "fo"}, entries
     methods = {p.name for p in (root / "methods").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert methods == {"ot", "kalos", "geometry_agreement", "consensus", "classes", "semantic", "tracks"}, methods
+
+
+# ---------------------------------------------------------------------------- method knowledge in one place
+import re  # noqa: E402
+
+#: A method marker spelled out in code: a string starting ``"iaa.<letter>``, or an f-string building one
+#: (``f"iaa.{name}"``). Docstrings may name the pattern as ``"iaa.<name>"``.
+_METHOD_LITERAL = re.compile(r"""["']iaa\.[a-z{]""")
+
+
+def _method_literals(roots=("agreement", "operators", "panels"), files=("__init__.py",)) -> dict[str, list]:
+    """Every method marker literal outside ``agreement/fo/methods/``: ``{path: [(line, text)]}``."""
+    paths = [p for top in roots for p in (REPO / top).rglob("*.py")] + [REPO / f for f in files]
+    found = {}
+    for path in paths:
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("agreement/fo/methods/"):
+            continue
+        hits = [(n, line.strip()) for n, line in enumerate(path.read_text().splitlines(), 1)
+                if _METHOD_LITERAL.search(line)]
+        if hits:
+            found[rel] = hits
+    return found
+
+
+def test_no_method_marker_literal_outside_the_method_declarations():
+    """Issue 49: a method declares all it shows (its hooks, :class:`agreement.fo.method_hooks.MethodHooks`);
+    the shared modules look the hooks up from a run's method marker and never test a method's name, so no
+    ``"iaa.<method>"`` literal sits outside ``agreement/fo/methods/``."""
+    found = _method_literals()
+    assert not found, f"method marker literals outside agreement/fo/methods/ (use the method's hooks): {found}"
+
+
+def test_the_method_literal_check_finds_a_marker_and_an_f_string():
+    """The check above is not blind: it flags a marker compared in code and one built by an f-string, and
+    not the ``"iaa.<name>"`` of a docstring."""
+    assert _METHOD_LITERAL.search('if info["method"] == "iaa.kalos":')
+    assert _METHOD_LITERAL.search("marker = f'iaa.{name}'")
+    assert not _METHOD_LITERAL.search('the method marker (``"iaa.<name>"``)')
+    assert not _METHOD_LITERAL.search('plugin="@iaa/agreement"')
+
+
+# ---------------------------------------------------------------------------- layers, private names, pure code
+#: The layers of the plugin, lowest first: a module imports only from its own layer and the ones below
+#: it. The data model and what every method shares, geometry and correspondence, the methods, then the
+#: formats, simulated raters and what reports derive (and the package's own ``agreement/__init__.py``),
+#: then the FiftyOne bridge, then the App's operators and panels. A module is in the layer of the longest
+#: prefix that names it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("agreement.core",),
+    ("agreement.geometry",),
+    ("agreement.methods",),
+    ("agreement.io", "agreement.simulate", "agreement.reporting", "agreement"),
+    ("agreement.fo",),
+    ("operators", "panels"),
+)
+
+
+def _layer(module: str) -> int:
+    """Rank in :data:`LAYERS` of the longest prefix that names ``module``."""
+    found = [(len(p), rank) for rank, prefixes in enumerate(LAYERS) for p in prefixes
+             if module == p or module.startswith(p + ".")]
+    assert found, f"{module} is in no layer"
+    return max(found)[1]
+
+
+def _import_nodes(name: str, path: Path, tree: ast.AST):
+    """``(line, module, names)`` of every import of ``name`` (inside functions too), relative ones resolved."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            yield node.lineno, base, [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+
+
+def test_layers_import_only_downwards():
+    """core < geometry < methods < (io, simulate, reporting) < fo < (operators, panels), imports inside
+    functions included: a lower layer never reaches up, so each can be read, tested and installed
+    without the ones above it."""
+    assert [_layer(m) for m in ("agreement.core.data", "agreement.geometry.boxes", "agreement.methods.ot",
+                                "agreement.io.coco", "agreement", "agreement.fo.runs", "panels.agreement_panel")] \
+        == [0, 1, 2, 3, 3, 4, 5]
+    sources = _sources()
+    modules = set(sources)
+    upward = []
+    for name, path in sorted(sources.items()):
+        for dep in sorted(_imports(name, path, ast.parse(path.read_text()), modules)):
+            if _layer(dep) > _layer(name):
+                upward.append(f"{name} -> {dep}")
+    assert not upward, f"imports from a higher layer: {upward}"
+
+
+def _private_imports(sources: dict[str, Path]) -> list[str]:
+    """``from m import _name`` in one module of another module's private name (a private submodule
+    imported from its package is a module, not a name, and does not count)."""
+    found = []
+    for name, path in sorted(sources.items()):
+        for line, base, names in _import_nodes(name, path, ast.parse(path.read_text())):
+            for imported in names:
+                private = imported.startswith("_") and not imported.startswith("__")
+                if private and base != name and f"{base}.{imported}" not in sources:
+                    found.append(f"{name}:{line} imports {imported} from {base}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_name(tmp_path):
+    """A leading underscore says "only this module uses it": a name another module needs is public, with a
+    docstring, or the two modules are one."""
+    (tmp_path / "m.py").write_text("from .n import _hidden, shown\nfrom . import _private_module\n")
+    probe = {"p.m": tmp_path / "m.py", "p._private_module": tmp_path / "m.py"}
+    assert _private_imports(probe) == ["p._private_module:1 imports _hidden from p.n", "p.m:1 imports _hidden from p.n"]
+    offenders = _private_imports(_sources())
+    assert not offenders, f"{len(offenders)} imports of another module's private name: {offenders}"
+
+
+def _defines_code(tree: ast.AST) -> bool:
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for node in ast.walk(tree))
+
+
+def test_pure_code_lives_outside_the_bridge():
+    """Every module of ``agreement/fo/`` that defines a function or a class imports FiftyOne, directly or
+    through another ``agreement.fo`` module that does: numpy-only code belongs in the pure library (or
+    beside the panels), where it is tested without FiftyOne. Package ``__init__`` files without code are
+    exempt."""
+    sources = _sources()
+    modules = set(sources)
+    bridge = {n for n in sources if n == "agreement.fo" or n.startswith("agreement.fo.")}
+    trees = {n: ast.parse(sources[n].read_text()) for n in bridge}
+    reaches = {n for n in bridge if any(base == "fiftyone" or base.startswith("fiftyone.")
+                                        for _, base, _ in _import_nodes(n, sources[n], trees[n]))}
+    deps = {n: _imports(n, sources[n], trees[n], modules) & bridge for n in bridge}
+    grew = True
+    while grew:
+        new = {n for n in bridge - reaches if deps[n] & reaches}
+        reaches |= new
+        grew = bool(new)
+    assert "agreement.fo.runs" in reaches
+    pure = sorted(n for n in bridge - reaches if _defines_code(trees[n]))
+    assert not pure, f"modules of agreement/fo/ that never reach FiftyOne (move them out of the bridge): {pure}"

@@ -26,7 +26,7 @@ def test_maximum_cardinality_beats_greedy():
     b = np.array([[0.02, 0.0, 0.4, 0.4], [-0.08, 0.0, 0.4, 0.4]])
     iou = pairwise_iou(a, b)
     assert iou[0, 0] > iou[1, 0] >= 0.5 and iou[0, 1] >= 0.5 and iou[1, 1] < 0.5
-    m = threshold_match(a, b, 0.5)
+    m = threshold_match(a, b, iou_threshold=0.5)
     assert m.n_matched == 2
     assert sorted(zip(m.rows.tolist(), m.cols.tolist())) == [(0, 1), (1, 0)]
     assert np.all(m.iou >= 0.5)
@@ -36,15 +36,15 @@ def test_f1_hand():
     base = np.array([[0.0, 0.0, 0.2, 0.2], [0.4, 0.4, 0.2, 0.2], [0.7, 0.1, 0.2, 0.2]])
     a = base
     b = np.vstack([base[:2], [[0.1, 0.7, 0.1, 0.1]], [[0.8, 0.8, 0.1, 0.1]]])
-    r = f1_at_iou(a, ["c", "c", "c"], b, ["c", "c", "c", "c"], 0.5)
+    r = f1_at_iou(a, ["c", "c", "c"], b, ["c", "c", "c", "c"], iou_threshold=0.5)
     assert r.n_matched == 2
     assert r.f1 == pytest.approx(4 / 7)
     assert r.recall == pytest.approx(2 / 3) and r.precision == pytest.approx(2 / 4)
     assert r.mean_iou == pytest.approx(1.0)
     # Class-aware: a label change removes the match; class-agnostic keeps it.
-    r2 = f1_at_iou(a, ["c", "d", "c"], b, ["c", "c", "c", "c"], 0.5)
+    r2 = f1_at_iou(a, ["c", "d", "c"], b, ["c", "c", "c", "c"], iou_threshold=0.5)
     assert r2.n_matched == 1
-    r3 = f1_at_iou(a, ["c", "d", "c"], b, ["c", "c", "c", "c"], 0.5, class_aware=False)
+    r3 = f1_at_iou(a, ["c", "d", "c"], b, ["c", "c", "c", "c"], iou_threshold=0.5, class_aware=False)
     assert r3.n_matched == 2
 
 
@@ -55,9 +55,9 @@ def test_empty_sets_and_thresholds():
     r = f1_at_iou(np.array([[0.1, 0.1, 0.1, 0.1]]), ["a"], e, [])
     assert r.f1 == 0.0 and np.isnan(r.mean_iou) and "no matched pair" in r.reason
     with pytest.raises(ValueError):
-        threshold_match(e, e, 0.0)
+        threshold_match(e, e, iou_threshold=0.0)
     with pytest.raises(ValueError):
-        threshold_match(e, e, 1.5)
+        threshold_match(e, e, iou_threshold=1.5)
 
 
 def _brute_force(iou, eligible):
@@ -89,7 +89,7 @@ def test_matching_oracle_brute_force():
         t = float(rng.uniform(0.1, 0.7))
         iou = pairwise_iou(a, b)
         k, tot = _brute_force(iou, iou >= t)
-        res = threshold_match(a, b, t)
+        res = threshold_match(a, b, iou_threshold=t)
         assert res.n_matched == k
         assert res.iou.sum() == pytest.approx(tot, abs=1e-9)
 
@@ -103,8 +103,8 @@ def test_property_f1_symmetric_and_in_range(A, B, t):
     a = np.array(A, dtype=float).reshape(-1, 4)
     b = np.array(B, dtype=float).reshape(-1, 4)
     la, lb = ["x"] * len(a), ["x"] * len(b)
-    r1 = f1_at_iou(a, la, b, lb, t)
-    r2 = f1_at_iou(b, lb, a, la, t)
+    r1 = f1_at_iou(a, la, b, lb, iou_threshold=t)
+    r2 = f1_at_iou(b, lb, a, la, iou_threshold=t)
     if len(a) + len(b) == 0:
         assert np.isnan(r1.f1)
         return
@@ -112,7 +112,7 @@ def test_property_f1_symmetric_and_in_range(A, B, t):
     assert r1.f1 == pytest.approx(r2.f1)
     if r1.n_matched:
         assert t - 1e-12 <= r1.mean_iou <= 1 + 1e-12
-    same = f1_at_iou(a, la, a.copy(), la, t)
+    same = f1_at_iou(a, la, a.copy(), la, iou_threshold=t)
     if len(a):
         assert same.f1 == pytest.approx(1.0) and same.mean_iou == pytest.approx(1.0)
 
@@ -130,7 +130,7 @@ def test_corpus_baselines_and_alpha_coding():
         {"r1": _set(bx[:1], ["cat"], "d")},
     ]
     data = MultiRaterAnnotations.from_sets(["s0", "s1", "s2", "s3"], ["r1", "r2"], sets)
-    res = threshold_baselines(data, 0.5)
+    res = threshold_baselines(data, iou_threshold=0.5)
     # Class-aware F1: only (cat, cat) is a true positive on s0: 2 * 1 / 5.
     assert res.sample_f1[0] == pytest.approx(2 / 5)
     assert np.isnan(res.sample_f1[1]) and res.sample_reasons[1]
@@ -176,7 +176,7 @@ def test_alpha_pools_rater_pairs():
     for p in range(len(res.pair_sample)):
         s, a, b = res.pair_sample[p], res.pair_rater_a[p], res.pair_rater_b[p]
         A, B = data.get(s, a), data.get(s, b)
-        k = threshold_match(A.boxes, B.boxes, 0.5).n_matched
+        k = threshold_match(A.boxes, B.boxes, iou_threshold=0.5).n_matched
         assert np.sum(res.unit_pair == p) == len(A) + len(B) - k
 
 
@@ -198,14 +198,14 @@ def test_corpus_pairs_equal_the_single_pair_functions():
             mapping[str(r)] = _set(jit, list(rng.choice(["x", "y"], keep.sum())), f"{s}{r}")
         sets.append(mapping)
     data = MultiRaterAnnotations.from_sets([f"s{i:02d}" for i in range(15)], raters, sets, box_policy="clip")
-    res = threshold_baselines(data, 0.5)
+    res = threshold_baselines(data, iou_threshold=0.5)
     assert res.pair_n_matched[0] == 2  # maximum cardinality, not greedy
     for p in range(len(res.pair_sample)):
         A, B = data.get(res.pair_sample[p], res.pair_rater_a[p]), data.get(res.pair_sample[p], res.pair_rater_b[p])
-        ref = f1_at_iou(A.boxes, A.labels, B.boxes, B.labels, 0.5)
+        ref = f1_at_iou(A.boxes, A.labels, B.boxes, B.labels, iou_threshold=0.5)
         assert res.pair_n_matched[p] == ref.n_matched
         np.testing.assert_allclose([res.pair_f1[p], res.pair_mean_iou[p]], [ref.f1, ref.mean_iou], atol=1e-12)
-        k = threshold_match(A.boxes, B.boxes, 0.5).n_matched
+        k = threshold_match(A.boxes, B.boxes, iou_threshold=0.5).n_matched
         assert np.sum(res.unit_pair == p) == len(A) + len(B) - k
     # Only the rater pairs that met are in the table; each has its alpha or a reason.
     met = {(x, y) for s in range(15) for x, y in data.iter_rater_pairs(s)}
@@ -242,7 +242,7 @@ def test_one_pass_of_ot_and_baselines_equals_the_two_passes(seed, grid, max_bloc
     kw = dict(lam=0.6, beta=0.45, normalization="paper")
     scores, base = ot_scores_and_threshold_baselines(data, iou_threshold=0.5, max_block=max_block, **kw)
     ref_scores = sample_ot_scores(data, max_block=max_block, **kw)
-    ref_base = threshold_baselines(data, 0.5, max_block=max_block)
+    ref_base = threshold_baselines(data, iou_threshold=0.5, max_block=max_block)
 
     def same(x, y, where):
         if isinstance(x, np.ndarray):

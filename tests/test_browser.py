@@ -54,7 +54,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_entries,
     _wait_plots,
     _wait_texts,
-    browser_tools,
+    browser_tools,  # noqa: F401 - a fixture
     open_dataset_page,
     running_app,
 )
@@ -198,8 +198,8 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
 def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.methods.consensus import review_view
     from agreement.fo.consensus_panel_data import consensus_counts
+    from agreement.fo.methods.consensus import review_view
     from agreement.fo.runs import load_agreement_results
 
     url, dataset, log = app_server

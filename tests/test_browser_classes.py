@@ -40,7 +40,6 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_plots,
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
-    open_dataset_page,
     running_app,
 )
 

@@ -237,7 +237,8 @@ def test_crowd_journey_review_touches_only_the_flagged_consensus_labels(fo, brow
                 if i == 0:
                     page.screenshot(path=str(shots / "crowd_review_decision.png"))
                 _execute(page)
-                _wait_for(lambda: review_progress(dataset, "merged")[tag] == 1, f"the {decision} decision", 60)
+                _wait_for(lambda: review_progress(dataset, "merged")[tag] == 1,  # noqa: B023 (called here)
+                          f"the {decision} decision", 60)
                 _close_dialogs(page)
             _toggle_selection(page, lookers.nth(1))
 

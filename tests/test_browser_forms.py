@@ -107,8 +107,9 @@ def _dialog_texts(page) -> str:
 
 
 def test_ordinal_class_agreement_from_the_form_equals_the_python_call(fo, browser_tools, forms_app, tmp_path):
-    import fiftyone.operators as foo
     from playwright.sync_api import sync_playwright
+
+    import fiftyone.operators as foo
 
     from test_browser_crowd import _close_dialogs, _complete, _execute, _field, _run_operator
 
@@ -163,8 +164,9 @@ def test_ordinal_class_agreement_from_the_form_equals_the_python_call(fo, browse
 
 
 def test_a_refusal_is_shown_in_full_in_the_dialog(fo, browser_tools, forms_app, tmp_path):
-    import fiftyone.operators as foo
     from playwright.sync_api import sync_playwright
+
+    import fiftyone.operators as foo
 
     from test_browser_crowd import _close_dialogs, _execute, _field, _run_operator
 

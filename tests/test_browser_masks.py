@@ -18,7 +18,6 @@ missing (failed with ``IAA_REQUIRE_BROWSER=1``).
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 

@@ -8,10 +8,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy import optimize, stats
 
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.geometry.boxes import pairwise_giou, pairwise_iou
 from agreement.methods.kalos.calibration import (
     beta_from_tau,
     calibrate,
@@ -21,8 +22,6 @@ from agreement.methods.kalos.calibration import (
     plot_calibration_png,
     select_tau,
 )
-from agreement.core.data import AnnotationSet, MultiRaterAnnotations
-from agreement.geometry.boxes import pairwise_giou, pairwise_iou
 
 
 def _set(boxes, prefix="x"):

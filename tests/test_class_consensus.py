@@ -53,7 +53,7 @@ METHODS = ("majority", "dawid_skene", "mace")
 def _crowd(seed: int = 0, S: int = 300, per_sample: int | None = 4) -> tuple[np.ndarray, np.ndarray]:
     """Truth and codes: three good raters (0.9, 0.8, 0.7), two uniform spammers, one always-class-1 spammer."""
     truth = random_truth(S, 4, seed=seed)
-    conf = mixed_crowd(4, [0.9, 0.8, 0.7], n_uniform_spammers=2, constant_spammers=[1])
+    conf = mixed_crowd(4, accuracies=[0.9, 0.8, 0.7], n_uniform_spammers=2, constant_spammers=[1])
     return truth, simulate_class_raters(truth, conf, seed=seed + 1, per_sample=per_sample)
 
 
@@ -175,7 +175,7 @@ def test_invariance_to_rater_and_sample_order(method, atol):
 
 def test_a_perfect_rater_is_competent():
     truth = random_truth(400, 4, seed=7)
-    codes = simulate_class_raters(truth, mixed_crowd(4, [1.0, 0.7, 0.7, 0.6], n_uniform_spammers=2), seed=8)
+    codes = simulate_class_raters(truth, mixed_crowd(4, accuracies=[1.0, 0.7, 0.7, 0.6], n_uniform_spammers=2), seed=8)
     ds, mc, mv = (class_consensus(codes, 4, method=m) for m in ("dawid_skene", "mace", "majority"))
     assert ds.rater_competence[0] > 0.97 and mc.rater_competence[0] > 0.97 and mv.rater_competence[0] > 0.8
     assert np.argmax(ds.rater_competence) == np.argmax(mc.rater_competence) == 0
@@ -184,7 +184,7 @@ def test_a_perfect_rater_is_competent():
 
 def test_spammers_get_low_mace_competence():
     truth = random_truth(400, 4, seed=7)
-    conf = mixed_crowd(4, [0.9, 0.8, 0.7], n_uniform_spammers=3, constant_spammers=[2])
+    conf = mixed_crowd(4, accuracies=[0.9, 0.8, 0.7], n_uniform_spammers=3, constant_spammers=[2])
     codes = simulate_class_raters(truth, conf, seed=8)
     mc, mv = mace(codes, 4), majority_vote(codes, 4)
     # accuracy a = θ + (1 - θ) ξ[y]: the 0.7-accurate rater has θ ≈ 0.6, a spammer θ ≈ 0
@@ -218,7 +218,8 @@ def test_mace_data_start_escapes_the_colluding_spammers_basin():
     """Three good raters and four raters who always say class 2: random starts alone end where the four
     are competent (accuracy about 1/4); the data-driven start finds the far likelier good mode."""
     truth = random_truth(500, 4, seed=1)
-    codes = simulate_class_raters(truth, mixed_crowd(4, (0.85, 0.8, 0.75), constant_spammers=(2,) * 4), seed=2001)
+    codes = simulate_class_raters(truth, mixed_crowd(4, accuracies=(0.85, 0.8, 0.75), constant_spammers=(2,) * 4),
+                                  seed=2001)
     rand, both = mace(codes, 4, seed=1, data_start=False), mace(codes, 4, seed=1)
     assert (rand.labels == truth).mean() < 0.3 and (both.labels == truth).mean() > 0.9
     assert both.log_likelihood > rand.log_likelihood + 100

@@ -23,7 +23,7 @@ from agreement.simulate.noise.class_raters import mixed_crowd, random_truth, sim
 def sparse_crowd() -> tuple[np.ndarray, np.ndarray]:
     """200 raters (100 of accuracy U(0.5, 0.95), 50 uniform and 50 constant spammers) × 2,000 items, 5 per item."""
     rng = np.random.default_rng(0)
-    conf = mixed_crowd(4, rng.uniform(0.5, 0.95, 100), n_uniform_spammers=50,
+    conf = mixed_crowd(4, accuracies=rng.uniform(0.5, 0.95, 100), n_uniform_spammers=50,
                        constant_spammers=rng.integers(0, 4, 50))
     truth = random_truth(2000, 4, seed=0)
     return truth, simulate_class_raters(truth, conf, seed=0, per_sample=5)

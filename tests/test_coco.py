@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from agreement.io.coco import parse_multi_rater_coco, read_multi_rater_coco, to_coco_dict
 from agreement.core.validation import AnnotationError
+from agreement.io.coco import parse_multi_rater_coco, read_multi_rater_coco, to_coco_dict
 
 
 def _tiny():

@@ -230,7 +230,7 @@ def test_pairwise_scales_recover_each_raters_noise():
 
 
 def _demo(n=150, seed=0):
-    scenes = generate_scenes(n, seed=seed)
+    scenes = generate_scenes(num_images=n, seed=seed)
     return simulate_demo_raters(scenes, seed=seed), ground_truth(scenes)
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.methods.consensus import consensus, dawid_skene, weighted_boxes_fusion
 from agreement.methods.consensus.pixels import pattern_staple
-from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.methods.consensus.staple import staple
 
 # --------------------------------------------------------------------------

@@ -20,14 +20,15 @@ from hypothesis import strategies as st
 
 from agreement.methods.consensus import consensus
 from agreement.methods.consensus.api import em_degeneracy
-from agreement.methods.consensus.em import RATE_PRIOR, _problem, _rates, fit_em
+from agreement.methods.consensus.em import RATE_PRIOR, EMSettings, _problem, _rates, fit_em
 from agreement.methods.consensus.units import build_units, estimate_coincidence
 from agreement.methods.ot.baselines import f1_at_iou
-from agreement.simulate.synthetic.crowd import crowd_corpus
+from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
+from agreement.simulate.synthetic.crowd_export import EXPORT_NOISE
 from agreement.core.data import encode_classes
 
 #: The noise of the crowd export (:func:`agreement.simulate.synthetic.crowd_export.write_crowd_export`).
-EXPORT_NOISE = dict(miss=0.5, jitter=0.1, confusion=0.3, false_positive=0.3)
+assert EXPORT_NOISE == CrowdNoise(miss=0.5, jitter=0.1, confusion=0.3, false_positive=0.3)
 
 
 def _recall_precision(res, truth) -> tuple[float, float]:
@@ -54,7 +55,7 @@ def test_the_sparse_crowd_export_design_gives_labels_close_to_the_truth(seed):
     """40 images × 200 raters, 9 per image (seed 0 is the crowd export's corpus): the EM converges, keeps
     about as many labels as there are objects and beats majority voting, whose quorum misses half of
     them (each rater misses half the objects)."""
-    data, truth = crowd_corpus(40, 200, raters_per_sample=9, seed=seed, **EXPORT_NOISE)
+    data, truth = crowd_corpus(40, 200, raters_per_sample=9, seed=seed, noise=EXPORT_NOISE)
     assert (data.assigned.sum(axis=0) <= 2).mean() > 0.6  # most raters see one or two images
     res, vote = consensus(data), consensus(data, "majority")
     assert res.method == "em" and res.warning == "" and res.converged and res.n_iter < 60
@@ -77,8 +78,8 @@ def test_the_em_never_keeps_far_fewer_labels_than_majority_voting_on_sparse_crow
         samples, raters, per_sample, miss, false_positive, confusion, seed):
     """The EM itself (no fallback) keeps at least as many labels as majority voting, up to a small margin,
     and its posteriors are finite, whatever the sparse design."""
-    data, _ = crowd_corpus(samples, raters, raters_per_sample=per_sample, miss=miss, jitter=0.08,
-                           confusion=confusion, false_positive=false_positive, seed=seed)
+    noise = CrowdNoise(miss=miss, jitter=0.08, confusion=confusion, false_positive=false_positive)
+    data, _ = crowd_corpus(samples, raters, raters_per_sample=per_sample, noise=noise, seed=seed)
     res, vote = consensus(data), consensus(data, "majority")
     assert res.method == "em" and res.warning == ""
     assert np.isfinite(res.confidence).all() and np.isfinite(res.model.object_rate)
@@ -92,11 +93,11 @@ def test_a_rater_without_data_no_longer_makes_every_parameter_nan():
     """The cause: raters never assigned (or with no object on their samples) have no sensitivity; the
     M-step's ``P_0 = exp(A @ log(1 - se))`` turned their NaN into NaN for every sample (``0 · NaN``). Without
     the rates' prior (``rate_prior=0``, maximum likelihood) the fit is now finite and keeps labels."""
-    data, _ = crowd_corpus(20, 50, raters_per_sample=5, seed=0, **EXPORT_NOISE)
+    data, _ = crowd_corpus(20, 50, raters_per_sample=5, seed=0, noise=EXPORT_NOISE)
     idle = ~data.assigned.any(axis=0)
     assert idle.any()  # the design has raters never assigned
     units, codes, classes, rho = _fit_parts(data)
-    fit = fit_em(data, units, codes, classes, "boxes", rho, rate_prior=0.0)
+    fit = fit_em(data, units, codes, classes, "boxes", rho, settings=EMSettings(rate_prior=0.0))
     m = fit.model
     assert np.isfinite(fit.existence).all() and np.isfinite(m.object_rate) and (fit.existence >= 0.5).any()
     assert np.isnan(m.sensitivity[idle]).all() and np.isnan(m.false_positive_rate[idle]).all()  # no data: NaN
@@ -124,9 +125,9 @@ def test_the_rates_prior_keeps_a_one_sample_rater_off_zero_and_one_and_leaves_de
     """Maximum likelihood gives a rater seen once a sensitivity of 0 or 1 and a false-positive rate of 0
     (then one of its labels outweighs the eight other raters); the prior worth :data:`RATE_PRIOR` samples
     keeps every rater between the extremes, and moves a rater with 300 samples by less than 0.01."""
-    data, _ = crowd_corpus(40, 200, raters_per_sample=9, seed=0, **EXPORT_NOISE)
+    data, _ = crowd_corpus(40, 200, raters_per_sample=9, seed=0, noise=EXPORT_NOISE)
     units, codes, classes, rho = _fit_parts(data)
-    ml = fit_em(data, units, codes, classes, "boxes", rho, rate_prior=0.0).model
+    ml = fit_em(data, units, codes, classes, "boxes", rho, settings=EMSettings(rate_prior=0.0)).model
     eb = fit_em(data, units, codes, classes, "boxes", rho).model
     assert eb.rate_prior == RATE_PRIOR > 0 and ml.rate_prior == 0
     ok = np.isfinite(ml.sensitivity)
@@ -136,7 +137,7 @@ def test_the_rates_prior_keeps_a_one_sample_rater_off_zero_and_one_and_leaves_de
     assert np.nanmin(eb.false_positive_rate) > 0.05
     dense, _ = crowd_corpus(300, 4, raters_per_sample=4, seed=1)
     units, codes, classes, rho = _fit_parts(dense)
-    a = fit_em(dense, units, codes, classes, "boxes", rho, rate_prior=0.0).model
+    a = fit_em(dense, units, codes, classes, "boxes", rho, settings=EMSettings(rate_prior=0.0)).model
     b = fit_em(dense, units, codes, classes, "boxes", rho).model
     np.testing.assert_allclose(b.sensitivity, a.sensitivity, atol=0.01)
     np.testing.assert_allclose(b.false_positive_rate, a.false_positive_rate, atol=0.01)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from agreement.methods.consensus import consensus
-from agreement.methods.consensus.threshold import AUTO_TAU_RANGE, select_tau
-from agreement.methods.consensus.fusion import box_iou_paired
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
+from agreement.methods.consensus import consensus
+from agreement.methods.consensus.fusion import box_iou_paired
+from agreement.methods.consensus.threshold import AUTO_TAU_RANGE, select_tau
 
 RATERS = ("a", "b", "c")
 

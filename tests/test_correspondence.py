@@ -100,8 +100,8 @@ def test_similarity_matrix_of_wrong_shape_or_range_is_an_error():
 def test_pair_cost_soft_and_plain():
     s = np.array([0.9, 0.6, 0.5])
     same = np.array([True, False, True])
-    np.testing.assert_array_equal(pair_cost(s, same, "soft"), [-1.9, -0.6, -1.5])
-    np.testing.assert_array_equal(pair_cost(s, same, "plain"), [-0.9, -0.6, -0.5])
+    np.testing.assert_array_equal(pair_cost(s, same, cost="soft"), [-1.9, -0.6, -1.5])
+    np.testing.assert_array_equal(pair_cost(s, same, cost="plain"), [-0.9, -0.6, -0.5])
     # bit for bit as the reference: (-s) - 1.0
     x = np.array([0.7000000000000001])
     assert pair_cost(x, [True])[0] == -x[0] - 1.0
@@ -165,10 +165,10 @@ def test_canonical_rank_ignores_input_order():
     g = np.array([0, 0, 0, 1])
     c = np.array([1, 0, 1, 0])
     k = np.array([[0.3], [0.9], [0.1], [0.5]])
-    r = canonical_rank(g, c, k)
+    r = canonical_rank(g, c, keys=k)
     assert r.tolist() == [2, 0, 1, 3]
     p = np.array([2, 0, 1, 3])
-    assert canonical_rank(g[p], c[p], k[p]).tolist() == r[p].tolist()
+    assert canonical_rank(g[p], c[p], keys=k[p]).tolist() == r[p].tolist()
 
 
 @pytest.mark.parametrize("solver", AVAILABLE)

@@ -82,7 +82,7 @@ def test_concat_of_parts_is_the_corpus():
     with shorter skeletons are padded with unlabelled points."""
     rng = np.random.default_rng(3)
     sets = []
-    for s in range(7):
+    for _s in range(7):
         per = {}
         for r in ("a", "b", "c"):
             if rng.random() < 0.2:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from agreement.io.coco import read_multi_rater_coco
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.krippendorff import nominal_alpha
+from agreement.io.coco import read_multi_rater_coco
+from agreement.methods.kalos import kalos_alpha
 from agreement.methods.kalos.diagnostics import (
     class_difficulty,
     collaboration_clusters,
@@ -20,8 +21,6 @@ from agreement.methods.kalos.diagnostics import (
     session_consistency,
     sessions_as_raters,
 )
-from agreement.methods.kalos import kalos_alpha
-from agreement.core.krippendorff import nominal_alpha
 
 
 def aset(boxes, labels, ids=None):
@@ -35,7 +34,7 @@ def random_corpus(seed, S=40, R=4, p_unassigned=0.05, noise=None):
     raters = [f"r{k}" for k in range(R)]
     noise = noise or [0.2] * R
     sets = []
-    for s in range(S):
+    for _s in range(S):
         k = int(rng.integers(0, 5))
         cells = rng.choice(16, k, replace=False)
         boxes = np.c_[(cells % 4) * 0.25, (cells // 4) * 0.25, np.full(k, 0.2), np.full(k, 0.2)]
@@ -128,7 +127,7 @@ def test_class_difficulty_is_alpha_over_the_units_containing_the_class(seed):
     res = kalos_alpha(random_corpus(seed, S=20, R=3))
     cd = class_difficulty(res)
     assert cd.classes == res.categories[:-1]
-    for k, name in enumerate(cd.classes):
+    for k, _name in enumerate(cd.classes):
         cols = (res.reliability == k).any(axis=0)
         assert cd.n_units[k] == cols.sum()
         assert cd.n_annotations[k] == (res.reliability == k).sum()
@@ -188,7 +187,7 @@ def test_collaboration_clusters_separate_two_schools():
     rng = np.random.default_rng(0)
     raters = ["r0", "r1", "r2", "r3"]
     sets = []
-    for s in range(80):
+    for _s in range(80):
         k = int(rng.integers(1, 5))
         cells = rng.choice(16, k, replace=False)
         boxes = np.c_[(cells % 4) * 0.25, (cells // 4) * 0.25, np.full(k, 0.2), np.full(k, 0.2)]
@@ -226,7 +225,7 @@ def session_corpus(seed=0, S=30, drift=0.0):
     """Rater 'alice' annotates every sample twice (sessions 1 and 2); 'bob' once."""
     rng = np.random.default_rng(seed)
     sets, sessions = [], []
-    for s in range(S):
+    for _s in range(S):
         k = int(rng.integers(0, 4))
         cells = rng.choice(16, k, replace=False)
         boxes = np.c_[(cells % 4) * 0.25, (cells // 4) * 0.25, np.full(k, 0.2), np.full(k, 0.2)]

@@ -21,7 +21,6 @@ OPS = {
 
 def _run(ds, op, **params):
     import fiftyone.operators as foo
-
     from fiftyone.operators.executor import ExecutionError
 
     try:
@@ -35,10 +34,9 @@ def _run(ds, op, **params):
 
 def _import(tmp_path, coco, name, layout="attribute"):
     import fiftyone as fo
+    import fiftyone.operators as foo
 
     from agreement.io.coco import write_multi_rater_coco
-
-    import fiftyone.operators as foo
 
     path = tmp_path / f"{name}.json"
     write_multi_rater_coco(coco, path)
@@ -144,8 +142,8 @@ def test_declared_raters_field_is_used(fo, make_dataset):
 
 
 def test_lvis_attribute_layout_default_equals_explicit_raters_field(tmp_path, lvis_path):
-    import fiftyone.operators as foo
     import fiftyone as fo
+    import fiftyone.operators as foo
 
     res = foo.execute_operator("@iaa/agreement/import_multi_rater_coco", ctx=dict(params=dict(
         coco_path=str(lvis_path), dataset_name="lvis-attr", layout="attribute", polygons="none")))
@@ -179,8 +177,8 @@ def _attr_ds(fo, make_dataset, assigned_values, who=("u1", "u2")):
     ([["u1", "u2"], ["u1", "u2", "u9"], ["u1", "u2"]], r"names 1 rater\(s\) that no label.*'u9'.*1\.jpg"),
 ])
 def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.reading import read_annotations
 
     ds = _attr_ds(fo, make_dataset, assigned)
     with pytest.raises(AnnotationError, match=message):
@@ -188,8 +186,8 @@ def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
 
 
 def test_labels_without_rater_name_the_count_and_first_samples(fo, make_dataset):
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.reading import read_annotations
 
     ds = _attr_ds(fo, make_dataset, [["u1", "u2"]] * 4, who=("u1", None))
     with pytest.raises(AnnotationError, match=r"4 label\(s\) on 4 sample\(s\) have no 'annotator'.*0\.jpg.*1\.jpg"):

@@ -223,11 +223,12 @@ def test_an_undeclared_label_attribute_with_a_run_name_is_found_in_the_documents
     # in the background (as a streamed run scans while it reads its first shard): the same refusal, at the
     # check before the first write
     check = runs.prepare_run(per_rater_ds, "und", "iaa.test", ["score"], ["r1", "r2", "r3"], ["reason"],
-                             check_only=True, scan_in_background=True)
+                             check_only=True, scan_documents="background")
     with pytest.raises(runs.RunError, match="'und_reason' already exists on field 'r2'"):
         check.check_documents()
-    with pytest.raises(ValueError, match="scan_in_background needs check_only=True"):
-        runs.prepare_run(per_rater_ds, "und2", "iaa.test", ["score"], ["r1"], ["reason"], scan_in_background=True)
+    with pytest.raises(ValueError, match="scan_documents='background' needs check_only=True"):
+        runs.prepare_run(per_rater_ds, "und2", "iaa.test", ["score"], ["r1"], ["reason"],
+                         scan_documents="background")
     assert "und2" not in runs.list_agreement_runs(per_rater_ds)
     # through a computation: refused, nothing written, the user's value kept
     from agreement.fo.methods.ot_agreement import compute_ot_agreement

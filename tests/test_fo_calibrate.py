@@ -66,6 +66,7 @@ def test_default_candidates_are_the_distances_the_labels_support(fo, make_datase
     """Without ``distances`` the run compares every distance the labels' geometry supports (3D cuboids
     have no 2D box: only cuboid_iou); given ones are compared as given."""
     import fiftyone.operators as foo
+
     from label_kinds import kind_dataset
 
     ds, raters, _, _ = kind_dataset(fo, make_dataset, kind, "fields")

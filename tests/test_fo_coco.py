@@ -171,8 +171,8 @@ def old_dataset(fo, tmp_path):
 
 
 def test_failed_import_leaves_no_dataset(fo, tmp_path):
-    from agreement.fo.coco import import_multi_rater_coco
     from agreement.core.validation import AnnotationError
+    from agreement.fo.coco import import_multi_rater_coco
 
     before = fo.list_datasets()
     for case, path in _bad_files(tmp_path).items():
@@ -182,8 +182,8 @@ def test_failed_import_leaves_no_dataset(fo, tmp_path):
 
 
 def test_reserved_extra_key_names_the_annotation(fo, tmp_path):
-    from agreement.fo.coco import import_multi_rater_coco
     from agreement.core.validation import AnnotationError
+    from agreement.fo.coco import import_multi_rater_coco
 
     path = _bad_files(tmp_path)["reserved key"]
     with pytest.raises(AnnotationError, match=r"annotation 10 on image 1 \(a.jpg\) has the key\(s\) \['label'\]"):
@@ -213,8 +213,8 @@ def test_failure_after_the_dataset_was_created_leaves_nothing(fo, tmp_path, fail
 
 
 def test_failed_overwrite_keeps_the_previous_dataset(fo, tmp_path, old_dataset):
-    from agreement.fo.coco import import_multi_rater_coco
     from agreement.core.validation import AnnotationError
+    from agreement.fo.coco import import_multi_rater_coco
 
     before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
     for case, path in _bad_files(tmp_path).items():

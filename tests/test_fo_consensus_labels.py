@@ -7,10 +7,10 @@ and evaluate_detections runs against it.
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
+
 from label_kinds import KINDS, kind_dataset, kind_label
 
 pytestmark = pytest.mark.fiftyone
@@ -33,9 +33,10 @@ def _run(ds, op, **params):
 def crowd_ds(fo, make_dataset):
     """60 samples, 5 raters (all assigned), true objects in 'truth'."""
     from agreement.fo.build import samples_from_corpus
-    from agreement.simulate.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
-    corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
+    corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11,
+                                 noise=CrowdNoise(miss=0.1, false_positive=0.1))
     samples = samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
     ref = samples_from_corpus(truth, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
     for s, r in zip(samples, ref):
@@ -102,9 +103,9 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     ({"tau": "auto"}, None, "auto"),
 ])
 def test_the_consensus_tau_is_chosen_from_the_data_unless_given(crowd_ds, params, tau, selection):
-    from agreement.methods.consensus import consensus
     from agreement.fo.reading import read_annotations
     from agreement.fo.runs import load_agreement_results
+    from agreement.methods.consensus import consensus
 
     ds, raters = crowd_ds
     r = _run(ds, "compute_consensus", fields=raters, key="ct", **params)
@@ -267,7 +268,7 @@ def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
     for f in raters:
         for labs in ds.values(f):
             for lab in labs.detections:
-                get = lambda name: lab[name] if lab.has_field(name) else None  # noqa: E731  (None: not written)
+                get = lambda name: lab[name] if lab.has_field(name) else None  # noqa: E731, B023  (None: not written)
                 cid = get("parts_consensus_id")
                 assert (cid is None) == (get("whole_consensus_id") is None)
                 assert get("parts_agrees") == get("whole_agrees")

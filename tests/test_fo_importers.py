@@ -293,6 +293,7 @@ def _write_kalos_coco(corpus, path) -> None:
 
 def test_label_studio_export_with_three_annotators_equals_the_kalos_coco_file(fo, tmp_path):
     import fiftyone.operators as foo
+
     from labelstudio_export import from_corpus
 
     corpus = _ls_corpus()

@@ -109,8 +109,8 @@ def test_bad_parameters(fo, k_ds, params, message):
 
 @pytest.mark.shared_data
 def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
-    from agreement.io.coco import read_multi_rater_coco
     from agreement.fo.coco import import_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
     from agreement.methods.kalos import kalos_alpha
 
     ds = import_multi_rater_coco(lvis_path, dataset_name="lvis_kalos", polygons="none")
@@ -126,8 +126,8 @@ def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
 def test_3d_cuboids_are_read_and_compared_exactly(fo, make_dataset, tmp_path):
     from fiftyone.operators.executor import ExecutionError
 
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.reading import read_annotations
 
     scene_path = str(tmp_path / "scene.fo3d")
     fo.Scene().write(scene_path)

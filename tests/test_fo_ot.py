@@ -143,10 +143,10 @@ def test_single_sample_gives_undefined_alpha_with_reason(fo, ot_ds):
 
 @pytest.mark.shared_data
 def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
-    from agreement.methods.ot.alpha_ot import alpha_ot
-    from agreement.io.coco import read_multi_rater_coco
     from agreement.fo.coco import import_multi_rater_coco
+    from agreement.io.coco import read_multi_rater_coco
     from agreement.methods.ot import sample_ot_scores
+    from agreement.methods.ot.alpha_ot import alpha_ot
 
     ds = import_multi_rater_coco(lvis_path, dataset_name="lvis_ot", polygons="none")
     try:

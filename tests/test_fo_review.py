@@ -4,7 +4,6 @@ decisions that tag only those labels, and counts that agree with the queue."""
 from __future__ import annotations
 
 import json
-import os
 import warnings
 
 import cv2

@@ -132,8 +132,8 @@ def _make_legacy(ds, key: str) -> None:
 
 def test_runs_of_earlier_releases_list_load_rename_and_delete(fo, make_dataset):
     from agreement.fo import runs
-    from agreement.fo.run_classes import AgreementRunConfig
     from agreement.fo.methods.kalos import KalosResults
+    from agreement.fo.run_classes import AgreementRunConfig
 
     ds, rater_params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     before = set(ds.get_field_schema(flat=True))

@@ -169,7 +169,7 @@ def test_existing_videos_are_used_as_they_are_and_checked_before_anything_is_wri
         simulate_video_raters,
     )
 
-    reference = generate_videos(3, num_frames=12, num_objects=2, seed=5, frame_size=(160, 120))
+    reference = generate_videos(num_videos=3, num_frames=12, num_objects=2, seed=5, frame_size=(160, 120))
     sim = simulate_video_raters(reference, VideoNoise.scaled(1.0), num_raters=2, seed=5)
     media = tmp_path / "videos"
     media.mkdir()
@@ -217,7 +217,7 @@ def test_no_media_and_unplayable_names(fo, tmp_path):
         simulate_video_raters,
     )
 
-    reference = generate_videos(2, num_frames=6, num_objects=1, seed=0)
+    reference = generate_videos(num_videos=2, num_frames=6, num_objects=1, seed=0)
     sim = simulate_video_raters(reference, VideoNoise(), num_raters=1, seed=0)
     ds = build_video_dataset(reference, sim, name="vsim-none", media_dir=str(tmp_path / "none"), media="none")
     try:  # for benchmarks of the labels alone: no file written, the reference's metadata

@@ -167,8 +167,8 @@ def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crow
 
     import agreement.fo.methods.kalos as fo_kalos
     from agreement.fo.declaration import run_declared
-    from agreement.fo.runs import list_agreement_runs
     from agreement.fo.engine import MethodSpec
+    from agreement.fo.runs import list_agreement_runs
 
     calls = []
     kernel = fo_kalos.SPEC.kernel
@@ -230,9 +230,8 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
                                                                                       monkeypatch):
     """The next shard fails while the previous shard's write is still being sent: the run waits for that
     write before deleting what it wrote, so nothing is left behind."""
-    import time
-
     import dataclasses
+    import time
 
     import agreement.fo.methods.kalos as fo_kalos
     import agreement.fo.writing as w
@@ -354,7 +353,7 @@ def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask
     assert _same(dask, serial)
     assert len(scattered) == 1 and type(scattered[0]).__name__ == "ChancePlan"
     assert len(submitted) == 7
-    for env, name, stages, job, state, spec, process in submitted:
+    for _where, job, state, spec, process in submitted:
         assert job.state is None and isinstance(state, distributed.Future)
         assert spec.method == "iaa.ot_agreement" and process.__name__ == "process_shard"
 
@@ -383,10 +382,10 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
 
 
 def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
+    from agreement.core.validation import AnnotationError
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.simulate.synthetic.crowd import crowd_corpus
-    from agreement.core.validation import AnnotationError
 
     corpus, _ = crowd_corpus(5, 3, 3, seed=1)
     ds = make_dataset(samples_from_corpus(corpus, [f"/e/{i}.jpg" for i in range(5)], layout="fields",

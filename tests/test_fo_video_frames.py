@@ -168,13 +168,14 @@ def _image_corpus(image_ds):
 
 def _alpha_ot_grouped(data, groups) -> float:
     """αOT of ``data`` with chance pairs between different ``groups`` (pure library)."""
-    from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells
+    from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs, assigned_pair_cells
     from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot
 
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, 100_000, 0, groups=groups)
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=100_000, seed=0, groups=groups)
     _, a, b, _, a0, na, b0, nb = assigned_pair_cells(data)
-    cost = _solve_set_pairs(_PairCosts(data.boxes, data.labels, 0.5), a0, na, b0, nb, 0.5, "paper", 1 << 17).cost
+    cost = _solve_set_pairs(PairCosts(data.boxes, data.labels, 0.5), SetPairs(a0, na, b0, nb), beta=0.5,
+                            normalization="paper", max_block=1 << 17).cost
     res = finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), cost, a.astype(np.int64) * data.num_raters + b)
     assert res.exact
     return res.alpha
@@ -270,19 +271,19 @@ def test_chance_pairs_join_samples_of_different_groups_only():
     cs, cr = np.repeat(np.arange(S), 2), np.tile([0, 1], S)
     ids = np.array([f"{i:04d}" for i in range(S)], dtype=object)
     groups = np.arange(S) // 10
-    plan = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=groups)
+    plan = plan_chance(ids, cs, cr, raters, max_pairs=100_000, seed=0, groups=groups)
     # 40 x 40 cell pairs less those within a group (4 groups of 10 x 10)
     assert int(plan.strata.size.sum()) == S * S - 4 * 100
     st = plan.strata
     ci, cj = np.asarray(plan.first_key) // 2, np.asarray(plan.second_key) // 2
     assert len(ci) and np.all(groups[ci] != groups[cj])
     # every sample its own group: the plan without groups, pair for pair
-    own = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=np.arange(S))
-    none = plan_chance(ids, cs, cr, raters, 100_000, 0)
+    own = plan_chance(ids, cs, cr, raters, max_pairs=100_000, seed=0, groups=np.arange(S))
+    none = plan_chance(ids, cs, cr, raters, max_pairs=100_000, seed=0)
     assert np.array_equal(own.first_key, none.first_key) and np.array_equal(own.second_key, none.second_key)
     assert np.array_equal(own.strata.size, none.strata.size) and st is not None
     # one group: no cross pair at all (undefined, not a loop)
-    one = plan_chance(ids, cs, cr, raters, 100_000, 0, groups=np.zeros(S, np.int64))
+    one = plan_chance(ids, cs, cr, raters, max_pairs=100_000, seed=0, groups=np.zeros(S, np.int64))
     assert int(one.strata.size.sum()) == 0
 
 

@@ -98,8 +98,8 @@ def test_attribute_layout_and_execute_operator(fo, sim):
                              ctx=dict(view=att.view(), params=dict(key="k_att", field="frames.labels")))
     assert k.error is None and k.result["n_frames"] == att.count("frames")
     assert att.get_run_info("k_att").config.input["raters_field"] is None  # not the frame units' own field
-    from operators.outputs import run_fields
     from agreement.fo.runs import get_agreement_run_info
+    from operators.outputs import run_fields
 
     assert "frames.tr_tracks_agree" in run_fields(get_agreement_run_info(att, "tr"))
 

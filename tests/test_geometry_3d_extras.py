@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from agreement.core.data import MultiRaterAnnotations
+from agreement.geometry.similarity import check_similarity
 from agreement.methods.geometry_agreement import geometry_agreement
 from agreement.methods.kalos import kalos_alpha
-from agreement.geometry.similarity import check_similarity
 
 
 def _corpus(kind: str, noise: float, n_samples: int = 40, n_raters: int = 3, seed: int = 0):

@@ -310,7 +310,7 @@ def _brute_force(data, t):
                 if not (data.assigned[s, a] and data.assigned[s, b]):
                     continue
                 ra, rb = data.rows(s, a), data.rows(s, b)
-                m = threshold_match(data.boxes[ra], data.boxes[rb], t)
+                m = threshold_match(data.boxes[ra], data.boxes[rb], iou_threshold=t)
                 W.extend(1.0 - m.iou)
                 Uw += m.n_a + m.n_b - 2 * m.n_matched
                 Aw += m.n_a + m.n_b
@@ -322,7 +322,7 @@ def _brute_force(data, t):
                 for u in range(data.num_samples):
                     if s == u or not (data.assigned[s, a] and data.assigned[u, b]):
                         continue
-                    m = threshold_match(data.boxes[data.rows(s, a)], data.boxes[data.rows(u, b)], t)
+                    m = threshold_match(data.boxes[data.rows(s, a)], data.boxes[data.rows(u, b)], iou_threshold=t)
                     B.extend(1.0 - m.iou)
                     Ub += m.n_a + m.n_b - 2 * m.n_matched
                     Ab += m.n_a + m.n_b
@@ -416,8 +416,14 @@ def _expanded_engine_check(rng):
     A_s = rng.integers(1, 6, S_m).astype(float)
     U_s = np.minimum(rng.integers(0, 6, S_m), A_s).astype(float)
     from scipy import sparse
-    e = _Engine(S_m, dw, sw, db, sa, sb, mb, U_s, A_s, pa, pb, np.ones(K), U_k, A_k,
-                np.zeros(S_m), np.zeros(S_m), sparse.csr_matrix((S_m, 0)), 0.05)
+    from agreement.methods.geometry_agreement.engine import _Classification, _Detection, _Localisation
+
+    loc = _Localisation(within_distance=dw, within_sample=sw, between_distance=db, between_a=sa, between_b=sb,
+                        between_mult=mb)
+    det = _Detection(unmatched=U_s, annotations=A_s, pair_a=pa, pair_b=pb, pair_mult=np.ones(K),
+                     pair_unmatched=U_k, pair_annotations=A_k)
+    cls = _Classification(pairs=np.zeros(S_m), differ=np.zeros(S_m), classes=sparse.csr_matrix((S_m, 0)))
+    e = _Engine(S_m, loc, det, cls, 0.05)
     w = rng.integers(0, 4, S_m).astype(float)
     if w.sum() == 0:
         w[0] = 1

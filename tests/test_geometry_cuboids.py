@@ -17,12 +17,12 @@ import math
 import numpy as np
 import pytest
 import shapely
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
 import agreement.geometry.cuboids as cuboids_module
+from agreement.core.validation import AnnotationError
 from agreement.geometry.cuboids import (
     cuboid_corners,
     cuboid_rotation_matrices,
@@ -39,7 +39,6 @@ from agreement.geometry.cuboids import (
     stack_cuboids,
     validate_cuboids,
 )
-from agreement.core.validation import AnnotationError
 
 OCTAGON_PRISM = 2.0 * (math.sqrt(2.0) - 1.0)  # |unit cube ∩ cube turned 45° about an axis|
 

@@ -12,8 +12,7 @@ import doctest
 import numpy as np
 import pytest
 import shapely
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agreement.geometry.masks as masks_module
 from agreement.geometry.masks import (
@@ -53,7 +52,7 @@ def brute_iou(ca, cb) -> float:
 def random_masks(rng, n, W, H):
     boxes = np.c_[rng.random((n, 2)) * 0.7, 0.02 + rng.random((n, 2)) * 0.4]
     masks = []
-    for b in boxes:
+    for _b in boxes:
         # A mask of its own resolution (not the box's pixel extent), to exercise resizing.
         shape = (int(rng.integers(1, 30)), int(rng.integers(1, 30)))
         masks.append(rng.random(shape) < rng.uniform(0.3, 0.9))

@@ -12,10 +12,10 @@ import doctest
 import numpy as np
 import pytest
 import shapely
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agreement.geometry.polygons as polygons_module
+from agreement.core.validation import AnnotationError
 from agreement.geometry.boxes import pairwise_giou, pairwise_iou
 from agreement.geometry.polygons import (
     pairwise_polygon_giou,
@@ -23,7 +23,6 @@ from agreement.geometry.polygons import (
     polygon_boxes,
     validate_polygons,
 )
-from agreement.core.validation import AnnotationError
 
 
 def rect(x, y, w, h):

@@ -14,12 +14,18 @@ import numpy as np
 import pytest
 
 from agreement.core.data import MultiRaterAnnotations
-from agreement.core.strata import (STRATUM_FACTOR, chance_strata_of, corpus_strata, image_scales, scale_strata,
-                                   stratum_ranks)
+from agreement.core.strata import (
+    STRATUM_FACTOR,
+    chance_strata_of,
+    corpus_strata,
+    image_scales,
+    scale_strata,
+    stratum_ranks,
+)
 from agreement.geometry.temporal import length_strata
 from agreement.methods.geometry_agreement import geometry_agreement
 from agreement.methods.kalos.calibration import calibrate, disagreement_samples
-from agreement.methods.kalos.calibration.samples import _plan
+from agreement.methods.kalos.calibration.samples import plan_draws
 from agreement.methods.ot.alpha_ot import alpha_ot
 
 
@@ -150,7 +156,7 @@ def test_calibration_on_mixed_image_sizes_is_at_chance():
     assert c0.best_ks > 1.5 * _ks_null_999(len(best.d_observed), len(best.d_expected), two_sided=False)
     # the draws pair images of one stratum
     st = chance_strata_of(data)
-    plan = _plan(data, 0, st)
+    plan = plan_draws(data, 0, st)
     assert np.array_equal(st[plan.draw_sample], st[plan.ref_sample]) and np.all(plan.draw_sample != plan.ref_sample)
     d_o, d_e = disagreement_samples(data, "giou")
     assert np.array_equal(d_e, c.per_distance["giou"].d_expected)
@@ -202,6 +208,7 @@ def test_image_strata_do_not_depend_on_sample_order_or_resolution():
 @pytest.mark.fiftyone
 def test_operators_pair_images_of_comparable_size(fo, make_dataset):
     import fiftyone.operators as foo
+
     from agreement.fo.build import samples_from_corpus
 
     data = _random_raters(7, S=24, raters=2)

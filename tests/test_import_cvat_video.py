@@ -50,7 +50,7 @@ def exports(tmp_path_factory, fo):
     root = tmp_path_factory.mktemp("cvat-video")
     videos = root / "videos"
     videos.mkdir()
-    reference = generate_videos(3, num_frames=F, num_objects=3, seed=4, frame_size=(W, H), frame_rate=FPS,
+    reference = generate_videos(num_videos=3, num_frames=F, num_objects=3, seed=4, frame_size=(W, H), frame_rate=FPS,
                                 min_lifetime=0.7)
     for v in reference:
         write_video(videos / v.name)

@@ -13,13 +13,12 @@ from hypothesis import strategies as st
 
 from agreement.io.coco import read_multi_rater_coco
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
-from agreement.geometry.boxes import pairwise_iou
+from agreement.geometry.boxes import paired_iou, pairwise_iou
 from agreement.methods.kalos import (
     DEFAULT_TAUS,
     NO_OBJECT,
-    _candidates,
-    _paired_iou,
-    _box_corners,
+    find_candidates,
+    paired_row_iou,
     grouped_alpha,
     kalos_alpha,
     reliability_alpha,
@@ -314,17 +313,21 @@ def test_paired_iou_is_bit_identical_to_pairwise_iou():
         box_policy="clip",
     )
     i, j = np.meshgrid(np.arange(60), np.arange(60), indexing="ij")
-    got = _paired_iou(data, i.ravel(), j.ravel(), _box_corners(data.boxes)).reshape(60, 60)
+    got = paired_row_iou(data, i.ravel(), j.ravel()).reshape(60, 60)
     np.testing.assert_array_equal(got, pairwise_iou(data.boxes, data.boxes))
+    one = paired_iou(data.boxes[i.ravel()], data.boxes[j.ravel()]).reshape(60, 60)  # the one paired IoU
+    np.testing.assert_array_equal(one, pairwise_iou(data.boxes, data.boxes))
+    with pytest.raises(ValueError, match="paired boxes"):
+        paired_iou(data.boxes[:3], data.boxes[:2])
 
 
 def test_vectorised_candidates_equal_the_similarity_registry():
     rng = np.random.default_rng(2)
     data = random_corpus(rng, 40, 4)
-    fast = _candidates(data, "iou", 0.3)
+    fast = find_candidates(data, "iou", 0.3)
     from agreement.geometry.similarity import similarity_matrix
 
-    slow = _candidates(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
+    slow = find_candidates(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
     key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), c.s.tolist()))  # noqa: E731
     assert key(fast) == key(slow)
     r_fast = kalos_alpha(data, "iou", 0.3)

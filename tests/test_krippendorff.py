@@ -320,3 +320,37 @@ def test_ratio_alpha_is_invariant_to_scaling_the_values(units, c):
         assert np.isnan(b.alpha)
     else:
         assert b.alpha == pytest.approx(a.alpha, rel=1e-9, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------- one core
+def test_one_core_the_classes_method_reuses_its_objects_and_orientation():
+    # One result type, one alpha-from-coincidence, one distance: the classes names are the core's objects.
+    from agreement.core import coincidence as core_coincidence
+    from agreement.core import krippendorff as core
+    from agreement.methods import classes
+
+    assert classes.ClassAlpha is core.AlphaResult
+    assert classes.alpha_from_coincidence is core.alpha_from_coincidence
+    assert classes.delta_matrix is core.distance_matrix
+    from agreement.methods.classes import alpha as class_module
+    assert class_module.coincidence_sparse is core_coincidence.coincidence_sparse
+    assert class_module.unit_coincidences is core_coincidence.unit_coincidences
+    # (samples, raters) codes are the transpose of the core's raters x units: the same matrix, bit for bit.
+    rng = np.random.default_rng(4)
+    rel = rng.integers(-1, 5, size=(5, 40))
+    np.testing.assert_array_equal(classes.coincidence_matrix(rel.T, 5), coincidence_matrix(rel, n_categories=5))
+    for level in ("nominal", "ordinal", "interval", "ratio"):
+        a, b = classes.class_alpha(rel.T, level, n_classes=5), core.level_alpha(rel, level)
+        assert a == b or (np.isnan(a.alpha) and np.isnan(b.alpha))
+    assert core.level_alpha(rel, "nominal") == nominal_alpha(rel)
+
+
+def test_alpha_from_coincidence_at_every_level_names_why_it_is_undefined():
+    from agreement.core.krippendorff import REASON_FLAT, REASON_SAME_CATEGORY
+
+    o = coincidence_matrix(np.array([[1, 1, 1], [1, 1, -1]]), n_categories=3)
+    assert alpha_from_coincidence(o).reason == REASON_SAME_CATEGORY
+    assert alpha_from_coincidence(o, level="interval").reason == REASON_FLAT
+    assert "fewer than 2" in alpha_from_coincidence(np.zeros((2, 2)), level="ordinal").reason
+    with pytest.raises(ValueError, match="square"):
+        alpha_from_coincidence(np.zeros((2, 3)))

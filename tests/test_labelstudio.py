@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 
-from agreement.io.labelstudio import parse_label_studio, read_label_studio
 from agreement.core.validation import AnnotationError
+from agreement.io.labelstudio import parse_label_studio, read_label_studio
 from labelstudio_export import annotation, keypoint, polygon, rectangle, task
 
 W, H = 800, 600

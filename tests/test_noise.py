@@ -290,7 +290,7 @@ def test_perturb_bad_input():
 
 def test_magnitude_zero_copies_the_reference():
     ref = _reference()
-    sim, rep = simulate(ref, load_profile("lvis"), magnitude=0.0, num_raters=3, seed=0)
+    sim, rep = simulate(ref, profile=load_profile("lvis"), magnitude=0.0, num_raters=3, seed=0)
     assert sim.raters == ("sim_1", "sim_2", "sim_3")
     for k in range(3):
         for s in range(ref.num_samples):
@@ -306,10 +306,10 @@ def test_stage1_false_negatives_and_false_positives():
     ref = _reference(S=200)
     N = len(ref)
     K = 3
-    sim, rep = simulate(ref, _profile(false_negative_rate=0.3), num_raters=K, seed=0)
+    sim, rep = simulate(ref, profile=_profile(false_negative_rate=0.3), num_raters=K, seed=0)
     assert rep.requested["false_negative"] == K * N - len(sim)
     assert (K * N - len(sim)) / (K * N) == pytest.approx(0.3, abs=0.02)
-    sim, rep = simulate(ref, _profile(false_positive_rate=0.2), num_raters=K, seed=0)
+    sim, rep = simulate(ref, profile=_profile(false_positive_rate=0.2), num_raters=K, seed=0)
     fp = rep.origin == "false_positive"
     assert fp.sum() == len(sim) - K * N == rep.applied["false_positive"]
     assert fp.sum() / (K * N) == pytest.approx(0.2, abs=0.02)
@@ -326,7 +326,7 @@ def test_stage1_false_negatives_and_false_positives():
 
 def test_stage2_fragmentation_tiles_the_source_box():
     ref = _reference(S=150)
-    sim, rep = simulate(ref, _profile(fragmentation_rate=0.2, fragment_extra_mean=0.5), num_raters=2, seed=0)
+    sim, rep = simulate(ref, profile=_profile(fragmentation_rate=0.2, fragment_extra_mean=0.5), num_raters=2, seed=0)
     frag = rep.origin == "fragment"
     sources = np.unique(np.stack([sim.rater_index[frag], rep.source[frag]], 1), axis=0)
     assert len(sources) == rep.applied["fragmentation"] == rep.requested["fragmentation"]
@@ -347,7 +347,7 @@ def test_stage2_fragmentation_tiles_the_source_box():
 
 def test_stage2_combination_merges_same_class_boxes():
     ref = _reference(S=150, classes=("a", "b"), min_n=6)
-    sim, rep = simulate(ref, _profile(combination_rate=0.1), num_raters=2, seed=0)
+    sim, rep = simulate(ref, profile=_profile(combination_rate=0.1), num_raters=2, seed=0)
     comb = np.flatnonzero(rep.origin == "combination")
     assert len(comb) == rep.applied["combination"] > 0
     assert len(comb) / (2 * len(ref)) == pytest.approx(0.1, abs=0.02)
@@ -368,7 +368,7 @@ def test_stage2_combination_merges_same_class_boxes():
 def test_stage3_category_mistakes_follow_the_confusion_table():
     ref = _reference(S=200)
     prof = _profile(category_rate=0.15, confusion={"a": {"b": 3.0, "c": 1.0}})
-    sim, rep = simulate(ref, prof, num_raters=2, seed=0)
+    sim, rep = simulate(ref, profile=prof, num_raters=2, seed=0)
     cat = rep.origin == "category"
     assert cat.sum() == rep.applied["category"]
     assert cat.sum() / (2 * len(ref)) == pytest.approx(0.15, abs=0.02)
@@ -389,7 +389,7 @@ def test_stage4_localisation_residuals_follow_the_student_t_scaled_by_lambda():
     prof = _profile(localisation=LocalisationProfile(_t(4.0, 0.03), _t(4.0, 0.03), _t(4.0, 0.05), _t(4.0, 0.05)))
 
     def residuals(lam):
-        sim, rep = simulate(ref, prof, magnitude=lam, num_raters=2, seed=5)
+        sim, rep = simulate(ref, profile=prof, magnitude=lam, num_raters=2, seed=5)
         a, b = ref.boxes[rep.source], sim.boxes
         ca, cb = a[:, :2] + a[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2
         return np.column_stack([(cb - ca) / a[:, 2:], np.log(b[:, 2:] / a[:, 2:])])
@@ -404,7 +404,7 @@ def test_stage4_localisation_residuals_follow_the_student_t_scaled_by_lambda():
     # Residuals were drawn within the profile's IoU threshold (at λ = 1).
     from agreement.simulate.noise.empirical import _elementwise_iou
 
-    sim, rep = simulate(ref, prof, magnitude=1.0, num_raters=1, seed=5)
+    sim, rep = simulate(ref, profile=prof, magnitude=1.0, num_raters=1, seed=5)
     assert np.all(_elementwise_iou(ref.boxes[rep.source], sim.boxes) >= 0.5 - 1e-9)
 
 
@@ -412,7 +412,7 @@ def test_magnitude_scales_rates_and_cannibalisation_rises_with_lambda(lvis):
     prof = load_profile("lvis")
     totals = []
     for lam in (0.0, 1.0, 3.0, 6.0, 12.0):
-        _, rep = simulate(lvis, prof, magnitude=lam, num_raters=2, seed=0, rater="r1")
+        _, rep = simulate(lvis, profile=prof, magnitude=lam, num_raters=2, seed=0, rater="r1")
         for k, p in prof.rates().items():
             assert rep.rates[k] == pytest.approx(min(1.0, p * lam))
         totals.append(rep.total_cannibalised)
@@ -421,14 +421,14 @@ def test_magnitude_scales_rates_and_cannibalisation_rises_with_lambda(lvis):
     assert totals[0] == 0
     assert all(b > a for a, b in zip(totals[1:], totals[2:])), totals
     # At λ >= 1 / p_FN every reference box is a false negative: later stages find nothing left.
-    _, rep = simulate(lvis, prof, magnitude=12.0, num_raters=1, seed=0, rater="r1")
+    _, rep = simulate(lvis, profile=prof, magnitude=12.0, num_raters=1, seed=0, rater="r1")
     assert rep.applied["localisation"] == 0 and rep.cannibalised["fragmentation"] == rep.requested["fragmentation"]
 
 
 def test_schools_share_a_class_map_and_an_offset():
     ref = _reference(S=120)
     school = School("blue", 2, offset=(0.1, 0.0, 0.0, 0.0), class_map={"a": "b"})
-    sim, rep = simulate(ref, _profile(), num_raters=3, seed=0, school=school)
+    sim, rep = simulate(ref, profile=_profile(), num_raters=3, seed=0, school=school)
     assert rep.schools == {"blue": ("blue_1", "blue_2")}
     assert set(sim.raters) == {"blue_1", "blue_2", "sim_1"}
     for name in ("blue_1", "blue_2"):
@@ -442,7 +442,7 @@ def test_schools_share_a_class_map_and_an_offset():
     rows = sim.rater_index == sim.raters.index("sim_1")
     assert "a" in set(sim.labels[rows])
     # A drawn class map is shared by every member and recorded.
-    sim, rep = simulate(ref, _profile(), num_raters=4, seed=0, school=[School("x", 2, class_map_rate=0.5),
+    sim, rep = simulate(ref, profile=_profile(), num_raters=4, seed=0, school=[School("x", 2, class_map_rate=0.5),
                                                                         School("y", 1, class_map_rate=0.5)])
     assert set(rep.school_class_maps) == {"x", "y"}
     for c, new in rep.school_class_maps["x"].items():
@@ -454,25 +454,25 @@ def test_schools_share_a_class_map_and_an_offset():
 def test_simulation_is_deterministic_and_order_independent():
     ref = _reference(S=60)
     prof = load_profile("lvis")
-    a, _ = simulate(ref, prof, magnitude=2.0, num_raters=3, seed=9)
-    b, _ = simulate(ref, prof, magnitude=2.0, num_raters=3, seed=9)
+    a, _ = simulate(ref, profile=prof, magnitude=2.0, num_raters=3, seed=9)
+    b, _ = simulate(ref, profile=prof, magnitude=2.0, num_raters=3, seed=9)
     assert np.array_equal(a.boxes, b.boxes) and np.array_equal(a.labels, b.labels)
-    c, _ = simulate(ref, prof, magnitude=2.0, num_raters=3, seed=10)
+    c, _ = simulate(ref, profile=prof, magnitude=2.0, num_raters=3, seed=10)
     assert len(a) != len(c) or not np.array_equal(a.boxes, c.boxes)  # another seed, another simulation
     perm = np.random.default_rng(1).permutation(ref.num_samples)
-    d, _ = simulate(ref.select_samples(perm), prof, magnitude=2.0, num_raters=3, seed=9)
+    d, _ = simulate(ref.select_samples(perm), profile=prof, magnitude=2.0, num_raters=3, seed=9)
     for new, old in enumerate(perm):
         for k in range(3):
             assert np.array_equal(_cell(d, new, k)[0], _cell(a, old, k)[0])
     # Adding a rater leaves the others unchanged.
-    e, _ = simulate(ref, prof, magnitude=2.0, num_raters=4, seed=9)
+    e, _ = simulate(ref, profile=prof, magnitude=2.0, num_raters=4, seed=9)
     for k in range(3):
         assert np.array_equal(a.boxes[a.rater_index == k], e.boxes[e.rater_index == k])
 
 
 def test_simulation_keeps_absence_and_writes_valid_boxes():
     ref = _reference(S=80)
-    sim, rep = simulate(ref, load_profile("lvis"), magnitude=3.0, num_raters=2, seed=0, include_reference=True)
+    sim, rep = simulate(ref, profile=load_profile("lvis"), magnitude=3.0, num_raters=2, seed=0, include_reference=True)
     assert sim.raters == ("ref", "sim_1", "sim_2")
     assert np.array_equal(sim.assigned, np.repeat(ref.assigned, 3, axis=1))
     empty = (ref.counts()[:, 0] == 0) & ref.assigned[:, 0]
@@ -501,7 +501,7 @@ def test_fitted_profile_round_trip(lvis):
     # Raise the rare error types so that they can be measured on 200 images.
     prof = dataclasses.replace(base, fragmentation_rate=0.03, combination_rate=0.03, category_rate=0.05,
                                misclassified_localisation=base.localisation)
-    sim, _ = simulate(lvis, prof, magnitude=1.0, num_raters=4, seed=0, rater="r1", include_reference=True)
+    sim, _ = simulate(lvis, profile=prof, magnitude=1.0, num_raters=4, seed=0, rater="r1", include_reference=True)
     refit = fit_profile(sim, reference="r1")
     for k, v in prof.rates().items():
         assert refit.rates()[k] == pytest.approx(v, rel=0.25, abs=0.005), k
@@ -592,7 +592,7 @@ def test_profile_that_does_not_validate_names_the_key(tmp_path, path, value, key
     with pytest.raises(ProfileError, match=f"key '{key}'"):
         NoiseProfile.load(f)
     with pytest.raises(ProfileError, match=f"key '{key}'"):
-        simulate(_reference(S=5), str(f))
+        simulate(_reference(S=5), profile=str(f))
 
 
 def test_profile_files_that_are_not_profiles(tmp_path):
@@ -615,24 +615,24 @@ def test_profile_files_that_are_not_profiles(tmp_path):
 @pytest.mark.parametrize("lam", [-1.0, float("nan"), float("inf"), -1e-9])
 def test_simulate_rejects_bad_magnitude(lam):
     with pytest.raises(ValueError, match="magnitude"):
-        simulate(_reference(S=5), _profile(), magnitude=lam)
+        simulate(_reference(S=5), profile=_profile(), magnitude=lam)
 
 
 @pytest.mark.parametrize("k", [0, -2, 1.5, True])
 def test_simulate_rejects_bad_num_raters(k):
     with pytest.raises(ValueError, match="K >= 1"):
-        simulate(_reference(S=5), _profile(), num_raters=k)
+        simulate(_reference(S=5), profile=_profile(), num_raters=k)
 
 
 def test_simulate_and_fit_bad_input():
     empty = MultiRaterAnnotations.from_sets(["a", "b"], ["r"], [{"r": AnnotationSet.empty()}, {}])
     with pytest.raises(ValueError, match="empty everywhere"):
-        simulate(empty, _profile())
+        simulate(empty, profile=_profile())
     none = MultiRaterAnnotations.from_sets(["a"], ["r"], [{}])
     with pytest.raises(ValueError, match="assigned to no sample"):
-        simulate(none, _profile())
+        simulate(none, profile=_profile())
     with pytest.raises(ValueError, match="schools have 3 members"):
-        simulate(_reference(S=5), _profile(), num_raters=2, school=School("s", 3))
+        simulate(_reference(S=5), profile=_profile(), num_raters=2, school=School("s", 3))
     with pytest.raises(ValueError, match="size"):
         School("s", 0)
     with pytest.raises(ValueError, match="offset"):
@@ -641,6 +641,6 @@ def test_simulate_and_fit_bad_input():
     boxes = bad.boxes.copy()
     boxes[0, 2] = -0.1
     with pytest.raises(ValueError, match="negative size"):  # refused when the corpus is built
-        simulate(dataclasses.replace(bad, boxes=boxes), _profile())
+        simulate(dataclasses.replace(bad, boxes=boxes), profile=_profile())
     with pytest.raises(ValueError, match="at least two raters"):
         fit_profile(_reference(S=5))

@@ -114,6 +114,7 @@ def test_load_agreement_view_offers_the_drill_downs_of_the_chosen_run(consensus_
 def _every_operator_run(fo, ds, params, tmp_path) -> dict[str, tuple[dict, object]]:
     """Each operator executed once as the SDK runs it: ``{name: (params, dataset or None)}`` in order."""
     from fiftyone import ViewField as F
+
     from labelstudio_export import annotation, rectangle, task
 
     ds.set_values("metadata", [fo.ImageMetadata(width=100, height=80) for _ in range(len(ds))])
@@ -209,6 +210,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
 
 def test_imports_open_the_new_dataset_in_the_app(fo, tmp_path):
     import fiftyone.operators as foo
+
     from labelstudio_export import annotation, rectangle, task
 
     ls = tmp_path / "ls.json"

@@ -142,15 +142,15 @@ def test_pair_cost_matrix_hand():
 )
 def test_hand_costs(c, beta, norm, expected):
     c = np.asarray(c, dtype=float)
-    res = ot_from_cost_matrix(c, beta, norm)
+    res = ot_from_cost_matrix(c, beta=beta, normalization=norm)
     assert res.cost == pytest.approx(expected)
     assert res.score == pytest.approx(1 - expected)
-    assert ot_cost_from_matrix(c, beta, norm) == pytest.approx(expected)
+    assert ot_cost_from_matrix(c, beta=beta, normalization=norm) == pytest.approx(expected)
 
 
 def test_matching_and_paid():
     c = np.array([[0.3, 0.1, 0.9], [0.2, 0.35, 0.9]])
-    res = ot_from_cost_matrix(c, 0.5)
+    res = ot_from_cost_matrix(c, beta=0.5)
     assert res.match_a.tolist() == [1, 0]
     assert res.match_b.tolist() == [1, 0, -1]
     np.testing.assert_allclose(res.paid_a, [0.1, 0.2])
@@ -208,12 +208,13 @@ def test_oracle_pot_emd(normalization):
         beta = float(rng.uniform(0.05, 1.0))
         a, la = random_set(rng, n)
         b, lb = random_set(rng, m)
-        c = pair_cost_matrix(a, la, b, lb, lam)
-        ours = ot_match(a, la, b, lb, lam, beta, normalization)
+        c = pair_cost_matrix(a, la, b, lb, lam=lam)
+        ours = ot_match(a, la, b, lb, lam=lam, beta=beta, normalization=normalization)
         assert ours.cost == pytest.approx(pot_cost(c, beta, normalization), abs=1e-9)
         assert ours.cost == pytest.approx(augmented_assignment(c, beta, normalization), abs=1e-9)
         # Symmetric in the two raters (continuous random costs: no ties).
-        assert ot_match(b, lb, a, la, lam, beta, normalization).cost == pytest.approx(ours.cost, abs=1e-12)
+        swapped = ot_match(b, lb, a, la, lam=lam, beta=beta, normalization=normalization)
+        assert swapped.cost == pytest.approx(ours.cost, abs=1e-12)
 
 
 @pytest.mark.parametrize("normalization", ["paper", "oc_cost"])
@@ -223,7 +224,7 @@ def test_oracle_brute_force(normalization):
         n, m = int(rng.integers(0, 5)), int(rng.integers(0, 5))
         c = rng.uniform(0, 1, size=(n, m))
         beta = float(rng.uniform(0.05, 1.0))
-        res = ot_from_cost_matrix(c, beta, normalization)
+        res = ot_from_cost_matrix(c, beta=beta, normalization=normalization)
         assert res.cost == pytest.approx(brute_force(c, beta, normalization), abs=1e-12)
 
 
@@ -247,16 +248,16 @@ def unpack(items):
 def test_property_range_symmetry_bounds(A, B, lam, beta):
     a, la = unpack(A)
     b, lb = unpack(B)
-    res = ot_match(a, la, b, lb, lam, beta)
+    res = ot_match(a, la, b, lb, lam=lam, beta=beta)
     assert 1 - beta - 1e-12 <= res.score <= 1 + 1e-12
-    assert ot_score(b, lb, a, la, lam, beta) == pytest.approx(res.score, abs=1e-12)
-    assert score_bounds(len(a), len(b), lam, beta).contains(res.score)
+    assert ot_score(b, lb, a, la, lam=lam, beta=beta) == pytest.approx(res.score, abs=1e-12)
+    assert score_bounds(len(a), len(b), lam=lam, beta=beta).contains(res.score)
     # Only pairs with c_ij < beta are ever matched.
-    c = pair_cost_matrix(a, la, b, lb, lam)
+    c = pair_cost_matrix(a, la, b, lb, lam=lam)
     matched = res.match_a >= 0
     assert np.all(c[np.flatnonzero(matched), res.match_a[matched]] < beta)
-    oc = ot_match(a, la, b, lb, lam, beta, "oc_cost")
-    assert score_bounds(len(a), len(b), lam, beta, "oc_cost").contains(oc.score)
+    oc = ot_match(a, la, b, lb, lam=lam, beta=beta, normalization="oc_cost")
+    assert score_bounds(len(a), len(b), lam=lam, beta=beta, normalization="oc_cost").contains(oc.score)
     m_oc = oc.match_a >= 0
     assert np.all(c[np.flatnonzero(m_oc), oc.match_a[m_oc]] < 2 * beta)
 
@@ -266,13 +267,13 @@ def test_property_range_symmetry_bounds(A, B, lam, beta):
 def test_property_order_and_label_name_invariance(A, B, lam, beta, rnd):
     a, la = unpack(A)
     b, lb = unpack(B)
-    s = ot_score(a, la, b, lb, lam, beta)
+    s = ot_score(a, la, b, lb, lam=lam, beta=beta)
     pa = list(range(len(a)))
     pb = list(range(len(b)))
     rnd.shuffle(pa)
     rnd.shuffle(pb)
     rename = {"cat": "x", "dog": "y", "car": "z"}
-    s2 = ot_score(a[pa], [rename[la[i]] for i in pa], b[pb], [rename[lb[i]] for i in pb], lam, beta)
+    s2 = ot_score(a[pa], [rename[la[i]] for i in pa], b[pb], [rename[lb[i]] for i in pb], lam=lam, beta=beta)
     assert s2 == pytest.approx(s, abs=1e-12)
 
 
@@ -280,7 +281,7 @@ def test_property_order_and_label_name_invariance(A, B, lam, beta, rnd):
 @given(labelled, lam_st, beta_st, st.sampled_from(["paper", "oc_cost"]))
 def test_property_identical_sets_score_one(A, lam, beta, norm):
     a, la = unpack(A)
-    res = ot_match(a, la, a.copy(), list(la), lam, beta, norm)
+    res = ot_match(a, la, a.copy(), list(la), lam=lam, beta=beta, normalization=norm)
     assert res.score == pytest.approx(1.0, abs=1e-12)
     if len(a):
         assert res.n_matched == len(a)
@@ -301,7 +302,7 @@ def test_property_equal_counts_lam_le_beta_no_dummy(n, lam, beta, seed):
     rng = np.random.default_rng(seed)
     a, _ = random_set(rng, n)
     b, _ = random_set(rng, n)
-    res = ot_match(a, ["cat"] * n, b, ["cat"] * n, lam, beta)
+    res = ot_match(a, ["cat"] * n, b, ["cat"] * n, lam=lam, beta=beta)
     assert res.n_matched == n
     assert np.all(res.match_a >= 0) and np.all(res.match_b >= 0)
     assert 1 - lam - 1e-12 <= res.score <= 1 + 1e-12
@@ -326,7 +327,7 @@ def test_property_moving_a_box_away_never_increases_score(A, B, lam, beta, seed)
             moved = cand
             break
     assume(moved is not None)
-    assert ot_score(moved, la, b, lb, lam, beta) <= ot_score(a, la, b, lb, lam, beta) + 1e-12
+    assert ot_score(moved, la, b, lb, lam=lam, beta=beta) <= ot_score(a, la, b, lb, lam=lam, beta=beta) + 1e-12
 
 
 @settings(max_examples=60, deadline=None)
@@ -335,7 +336,7 @@ def test_property_cost_monotone_in_pair_costs(n, m, beta, seed):
     rng = np.random.default_rng(seed)
     c = rng.uniform(0, 1, size=(n, m))
     worse = np.minimum(c + rng.uniform(0, 0.5, size=(n, m)) * (rng.random((n, m)) < 0.5), 1.0)
-    assert ot_cost_from_matrix(worse, beta) >= ot_cost_from_matrix(c, beta) - 1e-12
+    assert ot_cost_from_matrix(worse, beta=beta) >= ot_cost_from_matrix(c, beta=beta) - 1e-12
 
 
 def test_oc_cost_discontinuity_example():
@@ -389,11 +390,11 @@ def test_sample_scores_match_pairwise_ot():
     rng = np.random.default_rng(11)
     data = _corpus(rng, S=8)
     lam, beta = 0.5, 0.4
-    res = sample_ot_scores(data, lam, beta)
+    res = sample_ot_scores(data, lam=lam, beta=beta)
     for s in range(data.num_samples):
         sets = data.sets(s)
         names = sorted(sets)
-        scores = [ot_score(sets[x].boxes, sets[x].labels, sets[y].boxes, sets[y].labels, lam, beta)
+        scores = [ot_score(sets[x].boxes, sets[x].labels, sets[y].boxes, sets[y].labels, lam=lam, beta=beta)
                   for x, y in itertools.combinations(names, 2)]
         if len(names) < 2:
             assert np.isnan(res.mean[s]) and res.reasons[s] and res.n_pairs[s] == 0
@@ -451,10 +452,11 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
     ii = np.repeat(Sa, len(Sb))
     jj = np.tile(Sb, len(Sa))
     for max_block in (4_000_000, 30):  # one block, and many small blocks
-        bulk = set_pair_costs(data, "r1", "r2", ii, jj, 0.5, 0.35, normalization, max_block=max_block)
+        bulk = set_pair_costs(data, "r1", "r2", ii, jj, lam=0.5, beta=0.35, normalization=normalization,
+                              max_block=max_block)
         for t in range(len(ii)):
             A, B = data.get(ii[t], a), data.get(jj[t], b)
-            ref = ot_match(A.boxes, A.labels, B.boxes, B.labels, 0.5, 0.35, normalization).cost
+            ref = ot_match(A.boxes, A.labels, B.boxes, B.labels, lam=0.5, beta=0.35, normalization=normalization).cost
             assert bulk[t] == pytest.approx(ref, abs=1e-12)
 
 
@@ -463,17 +465,18 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
 def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalization):
     """Without detail, pairs of different labels are dropped before their costs when they can never be
     eligible (1 - lam >= the threshold): the costs must be those of the full (detail) solve, bit for bit."""
-    from agreement.methods.ot import _PairCosts, _solve_set_pairs
+    from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs
 
     rng = np.random.default_rng(11)
     data = _corpus(rng, S=30, raters=("r1", "r2", "r3"), p_assign=0.9, max_boxes=7)
-    pc = _PairCosts(data.boxes, data.labels, lam)
+    pc = PairCosts(data.boxes, data.labels, lam)
     off = data.offsets
     cells = np.flatnonzero(data.assigned.reshape(-1))
     ca, cb = (x.reshape(-1) for x in np.meshgrid(cells, cells, indexing="ij"))
     a0, na, b0, nb = off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
-    fast = _solve_set_pairs(pc, a0, na, b0, nb, beta, normalization, max_block=500)
-    full = _solve_set_pairs(pc, a0, na, b0, nb, beta, normalization, max_block=500, n_rows=len(data.boxes))
+    pairs = SetPairs(a0, na, b0, nb)
+    fast = _solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500)
+    full = _solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500, n_rows=len(data.boxes))
     assert np.array_equal(fast.cost, full.cost) and np.array_equal(fast.n_matched, full.n_matched)
 
 
@@ -482,7 +485,7 @@ def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalizatio
 
 def test_paired_geometry_is_bit_identical_to_pairwise():
     from agreement.geometry.boxes import pairwise_iou
-    from agreement.methods.ot import _PairCosts
+    from agreement.methods.ot import PairCosts
 
     rng = np.random.default_rng(3)
     bx, lb = random_set(rng, 40)
@@ -490,11 +493,11 @@ def test_paired_geometry_is_bit_identical_to_pairwise():
     bx[6:9, 2:] = 0.0  # ... and points
     bx[9] = bx[0]  # identical zero-area boxes
     bx[10] = [bx[11, 0] + bx[11, 2], bx[11, 1], 0.1, bx[11, 3]]  # touching along an edge
-    pc = _PairCosts(bx, np.array(lb, dtype=object), 0.4)
+    pc = PairCosts(bx, np.array(lb, dtype=object), 0.4)
     i, j = (x.reshape(-1) for x in np.meshgrid(np.arange(40), np.arange(40), indexing="ij"))
     np.testing.assert_array_equal(pc.giou(i, j).reshape(40, 40), pairwise_giou(bx, bx))
     np.testing.assert_array_equal(pc.iou(i, j).reshape(40, 40), pairwise_iou(bx, bx))
-    np.testing.assert_array_equal(pc.cost(i, j).reshape(40, 40), pair_cost_matrix(bx, lb, bx, lb, 0.4))
+    np.testing.assert_array_equal(pc.cost(i, j).reshape(40, 40), pair_cost_matrix(bx, lb, bx, lb, lam=0.4))
 
 
 @pytest.mark.parametrize("cardinality_first", [False, True])
@@ -517,7 +520,7 @@ def test_max_weight_matchings_oracle(monkeypatch, cardinality_first, max_perms):
             mats.append(M)
             A += (ao[t] + i).tolist(); B += (bo[t] + j).tolist(); W += M[i, j].tolist(); T += [t] * len(i)
         A, B, W, T = (np.asarray(x) for x in (A, B, W, T))
-        got = ot_mod.max_weight_matchings(A, B, W, int(ao[-1]), int(bo[-1]), cardinality_first)
+        got = ot_mod.max_weight_matchings(A, B, W, int(ao[-1]), int(bo[-1]), cardinality_first=cardinality_first)
         assert len(set(A[got].tolist())) == got.sum() == len(set(B[got].tolist()))  # one-to-one
         for t, M in enumerate(mats):
             if M.size == 0:
@@ -635,9 +638,9 @@ def test_nearest_counterpart_and_reasons_against_brute_force(normalization):
     data = _corpus(rng, S=12, raters=("r1", "r2", "r3", "r4"), p_assign=0.8, max_boxes=5)
     lam, beta = 0.6, 0.35
     thr = beta if normalization == "paper" else 2 * beta
-    res = sample_ot_scores(data, lam, beta, normalization, max_block=50)  # many small blocks
+    res = sample_ot_scores(data, lam=lam, beta=beta, normalization=normalization, max_block=50)  # many small blocks
     giou = pairwise_giou(data.boxes, data.boxes)
-    c = pair_cost_matrix(data.boxes, data.labels, data.boxes, data.labels, lam)
+    c = pair_cost_matrix(data.boxes, data.labels, data.boxes, data.labels, lam=lam)
     for r in range(len(data)):
         s, me = data.sample_index[r], data.rater_index[r]
         others = np.flatnonzero((data.sample_index == s) & (data.rater_index != me))
@@ -657,7 +660,7 @@ def test_nearest_counterpart_and_reasons_against_brute_force(normalization):
         else:
             assert res.row_reason[r] == "too far"
     # Blocks do not change anything.
-    big = sample_ot_scores(data, lam, beta, normalization)
+    big = sample_ot_scores(data, lam=lam, beta=beta, normalization=normalization)
     np.testing.assert_array_equal(big.row_nearest_row, res.row_nearest_row)
     np.testing.assert_array_equal(big.pair_cost, res.pair_cost)
 
@@ -675,7 +678,7 @@ def test_crowd_design_scores_only_assigned_pairs():
             mapping[str(r)] = AnnotationSet(bx, lb, [f"{s}-{r}-{k}" for k in range(n)])
         sets.append(mapping)
     data = MultiRaterAnnotations.from_sets([f"s{s}" for s in range(25)], raters, sets, box_policy="clip")
-    res = sample_ot_scores(data, 0.5, 0.5)
+    res = sample_ot_scores(data, lam=0.5, beta=0.5)
     assert len(res.pair_cost) == 25 * 3
     met = {(a, b) for s in range(25) for a, b in data.iter_rater_pairs(s)}
     t = res.rater_pairs

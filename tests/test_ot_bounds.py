@@ -38,21 +38,21 @@ from agreement.methods.ot.bounds import match_giou_threshold, relative_position,
     ],
 )
 def test_hand_values(n, m, lam, beta, norm, same, lower, upper):
-    b = score_bounds(n, m, lam, beta, norm, same_labels=same)
+    b = score_bounds(n, m, lam=lam, beta=beta, normalization=norm, same_labels=same)
     assert b.lower == pytest.approx(lower)
     assert b.upper == pytest.approx(upper)
     assert isinstance(b.lower, float)
 
 
 def test_vectorised_and_known_plan():
-    b = score_bounds(np.array([1, 2, 3]), 2, 0.5, 0.5)
+    b = score_bounds(np.array([1, 2, 3]), 2, lam=0.5, beta=0.5)
     assert b.lower.shape == (3,)
     np.testing.assert_allclose(b.upper, [1 - 0.5 / 3, 1.0, 1 - 0.5 / 5])
     # Known plan: n = m = 2 with one matched pair: cost in [beta * 2 / 4, (2*beta + beta*2)/4].
-    k = score_bounds(2, 2, 0.5, 0.5, n_matched=1)
+    k = score_bounds(2, 2, lam=0.5, beta=0.5, n_matched=1)
     assert k.upper == pytest.approx(1 - 0.25) and k.lower == pytest.approx(0.5)
     # Infeasible plans are NaN with a reason.
-    bad = score_bounds(2, 2, 0.3, 0.5, same_labels=True, n_matched=1)
+    bad = score_bounds(2, 2, lam=0.3, beta=0.5, same_labels=True, n_matched=1)
     assert np.isnan(bad.lower) and "infeasible" in bad.reason
     assert np.isnan(score_bounds(1, 1, n_matched=2).upper)
 
@@ -60,14 +60,14 @@ def test_vectorised_and_known_plan():
 def test_paper_special_cases_and_limits():
     # Equal counts, same labels, lam <= beta: range width lam.
     for lam, beta in [(0.2, 0.5), (0.5, 0.5), (0.4, 0.9)]:
-        assert score_bounds(5, 5, lam, beta, same_labels=True).width == pytest.approx(lam)
+        assert score_bounds(5, 5, lam=lam, beta=beta, same_labels=True).width == pytest.approx(lam)
     # As the count ratio grows both bounds approach 1 - beta.
-    b = score_bounds(1, 10_000, 0.3, 0.6, same_labels=True)
+    b = score_bounds(1, 10_000, lam=0.3, beta=0.6, same_labels=True)
     assert b.lower == pytest.approx(0.4, abs=1e-3) and b.upper == pytest.approx(0.4, abs=1e-3)
     # Paper: 1 - beta <= lower <= upper <= 1 for any counts.
     n, m = np.meshgrid(np.arange(8), np.arange(8))
     for same in (False, True):
-        bb = score_bounds(n, m, 0.7, 0.35, same_labels=same)
+        bb = score_bounds(n, m, lam=0.7, beta=0.35, same_labels=same)
         assert np.all(bb.lower >= 0.65 - 1e-12) and np.all(bb.upper <= 1 + 1e-12)
         assert np.all(bb.lower <= bb.upper + 1e-12)
 
@@ -78,19 +78,19 @@ def test_bounds_are_tight():
     extra = np.array([[0.7, 0.1, 0.1, 0.1]])
     b = np.vstack([a, extra])
     for norm in ("paper", "oc_cost"):
-        s = ot_match(a, ["x", "y"], b, ["x", "y", "z"], 0.5, 0.4, norm).score
-        assert s == pytest.approx(score_bounds(2, 3, 0.5, 0.4, norm).upper)
+        s = ot_match(a, ["x", "y"], b, ["x", "y", "z"], lam=0.5, beta=0.4, normalization=norm).score
+        assert s == pytest.approx(score_bounds(2, 3, lam=0.5, beta=0.4, normalization=norm).upper)
     # Lower (paper, labels free): tiny boxes in opposite corners, different labels.
     tiny_a = np.array([[0.0, 0.0, 1e-4, 1e-4]] * 2)
     tiny_b = np.array([[1 - 1e-4, 1 - 1e-4, 1e-4, 1e-4]] * 3)
-    s = ot_match(tiny_a, ["x", "x"], tiny_b, ["y"] * 3, 0.5, 0.4).score
-    assert s == pytest.approx(score_bounds(2, 3, 0.5, 0.4).lower, abs=1e-6)
+    s = ot_match(tiny_a, ["x", "x"], tiny_b, ["y"] * 3, lam=0.5, beta=0.4).score
+    assert s == pytest.approx(score_bounds(2, 3, lam=0.5, beta=0.4).lower, abs=1e-6)
     # Lower, same labels, lam < beta: far tiny boxes with c -> lam, all matched.
-    s = ot_match(tiny_a, ["x", "x"], tiny_b, ["x"] * 3, 0.3, 0.5).score
-    assert s == pytest.approx(score_bounds(2, 3, 0.3, 0.5, same_labels=True).lower, abs=1e-4)
+    s = ot_match(tiny_a, ["x", "x"], tiny_b, ["x"] * 3, lam=0.3, beta=0.5).score
+    assert s == pytest.approx(score_bounds(2, 3, lam=0.3, beta=0.5, same_labels=True).lower, abs=1e-4)
     # OC-cost supremum: a pair just below 2 beta.
-    res = ot_from_cost_matrix(np.array([[0.6 - 1e-9]]), 0.3, "oc_cost")
-    assert res.score == pytest.approx(score_bounds(1, 1, 0.5, 0.3, "oc_cost").lower, abs=1e-8)
+    res = ot_from_cost_matrix(np.array([[0.6 - 1e-9]]), beta=0.3, normalization="oc_cost")
+    assert res.score == pytest.approx(score_bounds(1, 1, lam=0.5, beta=0.3, normalization="oc_cost").lower, abs=1e-8)
 
 
 def _random_sets(rng, n, labels):
@@ -110,13 +110,13 @@ def test_property_bounds_contain_every_achieved_score(n, m, lam, beta, same, see
     a, la = _random_sets(rng, n, labels)
     b, lb = _random_sets(rng, m, labels)
     for norm in ("paper", "oc_cost"):
-        res = ot_match(a, la, b, lb, lam, beta, norm)
-        bounds = score_bounds(n, m, lam, beta, norm, same_labels=same)
+        res = ot_match(a, la, b, lb, lam=lam, beta=beta, normalization=norm)
+        bounds = score_bounds(n, m, lam=lam, beta=beta, normalization=norm, same_labels=same)
         assert bounds.contains(res.score)
-        plan = score_bounds(n, m, lam, beta, norm, same_labels=same, n_matched=res.n_matched)
+        plan = score_bounds(n, m, lam=lam, beta=beta, normalization=norm, same_labels=same, n_matched=res.n_matched)
         assert plan.contains(res.score)
         if same:  # the general bounds contain the same-label ones
-            general = score_bounds(n, m, lam, beta, norm)
+            general = score_bounds(n, m, lam=lam, beta=beta, normalization=norm)
             assert general.lower <= bounds.lower + 1e-12 and bounds.upper <= general.upper + 1e-12
 
 
@@ -146,10 +146,10 @@ def test_match_giou_threshold_agrees_with_matching():
     a = np.array([[0.1, 0.1, 0.4, 0.4]])
     for dx, expect in ((0.05, 1), (0.3, 0)):
         b = np.array([[0.1 + dx, 0.1, 0.4, 0.4]])
-        c = pair_cost_matrix(a, ["x"], b, ["x"], lam)[0, 0]
+        c = pair_cost_matrix(a, ["x"], b, ["x"], lam=lam)[0, 0]
         g = 1 - 2 * c / lam
         assert (g > thr) == bool(expect)
-        assert ot_match(a, ["x"], b, ["x"], lam, beta).n_matched == expect
+        assert ot_match(a, ["x"], b, ["x"], lam=lam, beta=beta).n_matched == expect
 
 
 def test_bad_parameters():

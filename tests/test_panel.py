@@ -475,9 +475,10 @@ def consensus_ds(fo, make_dataset):
     """60 samples, 5 crowd raters, a consensus run ``cons`` with a wide review band (some labels flagged)."""
     from agreement.fo.build import samples_from_corpus
     from agreement.fo.methods.consensus import compute_consensus
-    from agreement.simulate.synthetic.crowd import crowd_corpus
+    from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
-    corpus, _ = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11, miss=0.1, false_positive=0.1)
+    corpus, _ = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11,
+                             noise=CrowdNoise(miss=0.1, false_positive=0.1))
     ds = make_dataset(samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields",
                                           raters_field=None))
     compute_consensus(ds, "cons", fields=list(corpus.raters), review_band=[0.5, 0.999])

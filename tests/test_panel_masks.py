@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from test_panel import _built, _g3, _output, _panel, _plots, _set_views, _clear_memory  # noqa: F401
+from test_panel import _built, _clear_memory, _g3, _output, _panel, _plots, _set_views  # noqa: F401
 
 RATERS = ["r1", "r2", "r3"]
 TARGETS = {0: "background", 1: "road", 2: "car", 3: "tree"}  # nobody draws a tree

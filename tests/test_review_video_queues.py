@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from test_panel import _clear_memory  # noqa: F401 - the panel memory per test (autouse fixture)
-from test_panel import _panel as _panel_event
+from test_panel import (
+    _clear_memory,  # noqa: F401 - the panel memory per test (autouse fixture)
+    _panel as _panel_event,
+)
 
 pytestmark = pytest.mark.fiftyone
 

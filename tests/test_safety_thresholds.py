@@ -218,8 +218,8 @@ def test_drop_drops_each_border_and_reports_it(edge_ds):
 @pytest.mark.fiftyone
 @pytest.mark.parametrize("edge", list(EDGES))
 def test_error_refuses_each_border_naming_sample_and_field(edge_ds, edge):
-    from agreement.fo.methods.kalos import compute_kalos
     from agreement.core.validation import AnnotationError
+    from agreement.fo.methods.kalos import compute_kalos
 
     ds = edge_ds
     view = ds.select(ds.values("id")[list(EDGES).index(edge)])

@@ -219,8 +219,8 @@ def test_consensus_links_are_the_pure_librarys_label_by_label(awkward):
     """Consensus: a rater label's ``consensus_id`` is the consensus label of its pure unit (two labels
     share one exactly when the pure consensus puts them in one kept unit; that label lists them as its
     members and has the unit's confidence), and ``agrees`` is the pure ``row_agrees``."""
-    from agreement.methods.consensus import consensus
     from agreement.fo.methods.consensus import compute_consensus
+    from agreement.methods.consensus import consensus
 
     ds = awkward
     every_id = ds.values("gt.detections.id", unwind=True)

@@ -17,12 +17,12 @@ import pytest
 
 import agreement.geometry.similarity as similarity_module
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.validation import AnnotationError
 from agreement.geometry.boxes import giou_to_similarity, pairwise_centroid_closeness, pairwise_giou, pairwise_iou
 from agreement.geometry.keypoints import pairwise_oks
 from agreement.geometry.masks import pairwise_mask_iou, pairwise_polygon_mask_iou
 from agreement.geometry.polygons import pairwise_polygon_giou, pairwise_polygon_iou, polygon_boxes
 from agreement.geometry.similarity import SIMILARITIES, check_similarity, distance_matrix, similarity_matrix
-from agreement.core.validation import AnnotationError
 
 RATERS = ("r1", "r2", "r3")
 

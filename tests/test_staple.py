@@ -17,7 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agreement.methods.consensus.staple as staple_module
-from agreement.methods.consensus.staple import InsufficientRatersError, dice, majority_vote, staple, union_of_instances
+from agreement.methods.consensus.staple import (
+    InsufficientRatersError,
+    dice,
+    mask_majority_vote,
+    staple,
+    union_of_instances,
+)
 
 sitk = pytest.importorskip("SimpleITK")
 
@@ -143,7 +149,7 @@ def test_staple_beats_majority_vote_when_two_careful_raters_are_outvoted():
     masks = noisy_raters(truth, [0.02, 0.02, 0.30, 0.30, 0.30], rng)
     result = staple(masks)
     d_staple = dice(result.consensus(), truth)
-    d_vote = dice(majority_vote(masks), truth)
+    d_vote = dice(mask_majority_vote(masks), truth)
     d_raters = [round(dice(m, truth), 4) for m in masks]
     report = (
         f"Dice against the truth: STAPLE {d_staple:.4f}, majority vote {d_vote:.4f}; "
@@ -312,12 +318,12 @@ def test_union_of_instances():
         union_of_instances([a, np.zeros((3, 3))])
 
 
-def test_majority_vote_ties_and_absent_raters():
+def test_mask_majority_vote_ties_and_absent_raters():
     masks = [[1, 1, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1]]
-    assert majority_vote(masks).tolist() == [False, False, False, False]  # 2 of 4 is a tie
-    assert majority_vote(masks[:3]).tolist() == [True, True, False, False]
-    assert majority_vote([[1, 0], None, [1, 1]]).tolist() == [True, False]  # 1 of 2 ties
-    assert majority_vote(np.ones((3, 2, 2))).shape == (2, 2)
+    assert mask_majority_vote(masks).tolist() == [False, False, False, False]  # 2 of 4 is a tie
+    assert mask_majority_vote(masks[:3]).tolist() == [True, True, False, False]
+    assert mask_majority_vote([[1, 0], None, [1, 1]]).tolist() == [True, False]  # 1 of 2 ties
+    assert mask_majority_vote(np.ones((3, 2, 2))).shape == (2, 2)
 
 
 def test_dice():
@@ -328,3 +334,27 @@ def test_dice():
     assert dice([0, 0], [0, 0], empty=1.0) == 1.0
     with pytest.raises(ValueError, match="same shape"):
         dice([1, 0], [1, 0, 0])
+
+
+def test_one_staple_em_loop_serves_the_dense_and_the_grouped_layouts(monkeypatch):
+    import agreement.methods.consensus.pixels as pixels
+    import agreement.methods.consensus.staple as staple_module
+
+    calls = []
+    real = staple_module.staple_em
+
+    def spy(*args, **kwargs):
+        calls.append(args[3])  # the prior g
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(staple_module, "staple_em", spy)
+    monkeypatch.setattr(pixels, "staple_em", spy)
+    truth = np.zeros((6, 6), bool)
+    truth[1:4, 1:5] = True
+    noisy = truth.copy()
+    noisy[0, 0] = True
+    staple([truth, truth, noisy])
+    W, p, q, n_iter, converged = pixels.pattern_staple(
+        np.array([3.0, 2.0, 5.0]), np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1, 0, 1, 0, 1]),
+        np.array([True, True, True, False, False, False]), 2)
+    assert len(calls) == 2 and converged and W.shape == (3,) and p.shape == q.shape == (2,)

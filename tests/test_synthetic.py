@@ -35,12 +35,12 @@ from agreement.simulate.synthetic import (
 from agreement.core.validation import validate_boxes
 
 N_SCENES = 300
-_SMALL_SCENES = generate_scenes(30, seed=5)
+_SMALL_SCENES = generate_scenes(num_images=30, seed=5)
 
 
 @pytest.fixture(scope="module")
 def scenes() -> list[Scene]:
-    return generate_scenes(N_SCENES, seed=0)
+    return generate_scenes(num_images=N_SCENES, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_no_fiftyone_import():
 
 
 def test_generate_is_deterministic(scenes):
-    again = generate_scenes(N_SCENES, seed=0)
+    again = generate_scenes(num_images=N_SCENES, seed=0)
     for a, b in zip(scenes, again):
         assert a.name == b.name
         np.testing.assert_array_equal(a.boxes, b.boxes)
@@ -105,10 +105,10 @@ def test_generate_is_deterministic(scenes):
         np.testing.assert_array_equal(a.colors, b.colors)
         assert all(np.array_equal(u, v) for u, v in zip(a.vertices, b.vertices))
     # A prefix of the corpus does not depend on its length.
-    short = generate_scenes(5, seed=0)
+    short = generate_scenes(num_images=5, seed=0)
     for a, b in zip(short, scenes[:5]):
         np.testing.assert_array_equal(a.boxes, b.boxes)
-    other = generate_scenes(5, seed=1)
+    other = generate_scenes(num_images=5, seed=1)
     assert any(
         len(a) != len(b) or not np.array_equal(a.boxes, b.boxes) for a, b in zip(other, short)
     )
@@ -145,18 +145,18 @@ def test_scene_contents(scenes):
 
 def test_generate_validates_arguments():
     with pytest.raises(ValueError):
-        generate_scenes(-1)
+        generate_scenes(num_images=-1)
     with pytest.raises(ValueError):
-        generate_scenes(3, seed=-2)
+        generate_scenes(num_images=3, seed=-2)
     with pytest.raises(ValueError):
-        generate_scenes(3, image_size=(10, 10))
+        generate_scenes(num_images=3, image_size=(10, 10))
 
 
 def test_custom_image_size():
-    for s in generate_scenes(10, seed=3, image_size=(320, 200)):
+    for s in generate_scenes(num_images=10, seed=3, image_size=(320, 200)):
         assert (s.width, s.height) == (320, 200)
         _assert_valid_boxes(s.boxes)
-        assert render_scene(s, 3).shape == (200, 320, 3)
+        assert render_scene(s, seed=3).shape == (200, 320, 3)
 
 
 # ---------------------------------------------------------------- rendering
@@ -209,7 +209,7 @@ def test_true_boxes_are_tight_around_drawn_pixels(scenes):
 
 
 def test_write_scenes(tmp_path):
-    few = generate_scenes(4, seed=7)
+    few = generate_scenes(num_images=4, seed=7)
     paths = write_scenes(few, tmp_path / "imgs", seed=7, workers=2)
     assert [os.path.basename(p) for p in paths] == [s.name for s in few]
     for scene, path in zip(few, paths):
@@ -253,7 +253,7 @@ def test_corpus_layout(scenes, corpus):
 
 
 def test_simulation_is_deterministic_and_order_independent(scenes, corpus):
-    again = simulate_demo_raters(scenes, tuple(reversed(DEMO_PROFILES)), seed=0)
+    again = simulate_demo_raters(scenes, profiles=tuple(reversed(DEMO_PROFILES)), seed=0)
     for attr in ("assigned", "boxes", "labels", "sample_index", "rater_index"):
         np.testing.assert_array_equal(getattr(corpus, attr), getattr(again, attr))
     assert again.raters == corpus.raters
@@ -268,7 +268,7 @@ def test_simulation_is_deterministic_and_order_independent(scenes, corpus):
                 np.testing.assert_array_equal(a.boxes, b.boxes)
     # Adding a rater leaves the others unchanged.
     extra = RaterProfile(name="zz_extra", miss_rate=0.5)
-    more = simulate_demo_raters(scenes[:30], (*DEMO_PROFILES, extra), seed=0)
+    more = simulate_demo_raters(scenes[:30], profiles=(*DEMO_PROFILES, extra), seed=0)
     base = simulate_demo_raters(scenes[:30], seed=0)
     for s in range(30):
         for r in base.raters:
@@ -384,7 +384,7 @@ def test_false_positives_and_invalid_profiles(scenes):
     with pytest.raises(ValueError):
         RaterProfile(name="bad", confusions=(("circle", "circle"),))
     with pytest.raises(ValueError):
-        simulate_demo_raters(scenes[:2], (DEMO_PROFILES[0], DEMO_PROFILES[0]))
+        simulate_demo_raters(scenes[:2], profiles=(DEMO_PROFILES[0], DEMO_PROFILES[0]))
 
 
 @settings(max_examples=40, deadline=None)

@@ -15,7 +15,7 @@ from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.temporal import STRATUM_FACTOR, length_strata, supports_to_boxes
 from agreement.methods.geometry_agreement import geometry_agreement, geometry_shard, merge_geometry_shards
 from agreement.methods.kalos.calibration import calibrate
-from agreement.methods.kalos.calibration.samples import _plan
+from agreement.methods.kalos.calibration.samples import plan_draws
 from agreement.methods.ot.alpha_ot import alpha_ot
 
 #: Identical sets on every clip of a length (the raters carry no information about the clip): every
@@ -160,11 +160,11 @@ def test_random_segments_on_mixed_lengths_are_at_chance(seed):
 def test_calibration_draws_its_chance_pairs_within_strata():
     data, n = _corpus(_random_mix(0, S=40))
     st = length_strata(n)
-    plan = _plan(data, 0, st)
+    plan = plan_draws(data, 0, st)
     assert len(plan.ref_sample) == int((data.counts() > 0).sum())
     assert np.array_equal(st[plan.draw_sample], st[plan.ref_sample])
     assert np.all(plan.draw_sample != plan.ref_sample)
-    unstratified = _plan(data, 0)
+    unstratified = plan_draws(data, 0)
     assert np.any(st[unstratified.draw_sample] != st[unstratified.ref_sample])
     c = calibrate(data, distances=("giou",), strata=st)
     assert np.isfinite(c.summary()["ks"])

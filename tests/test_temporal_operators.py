@@ -233,9 +233,9 @@ def test_a_segment_that_ends_before_it_starts_is_refused(fo, make_dataset):
     ds = make_dataset([_clip(fo, 0, 100, {"a": [((20, 30), "x")], "b": [((20, 30), "x")]}),
                        _clip(fo, 1, 100, {"a": [((1, 10), "x")], "b": [((1, 10), "x")]})])
     # FiftyOne refuses such a support when a label is made; an import that writes documents directly does not
-    from bson import ObjectId
-
     import gc
+
+    from bson import ObjectId
 
     gc.collect()  # the samples added are in memory until collected: FiftyOne's reload would validate them
     first = ObjectId(ds.values("id")[0])

@@ -127,7 +127,7 @@ def test_presence_alpha_is_not_bounded_by_zero():
 
 
 def corpus(noise, seed=0, videos=10, frames=40, objects=6):
-    ref = generate_videos(videos, num_frames=frames, num_objects=objects, seed=seed)
+    ref = generate_videos(num_videos=videos, num_frames=frames, num_objects=objects, seed=seed)
     sim = simulate_video_raters(ref, noise, num_raters=3, seed=seed, names=("r0", "r1", "r2"))
     return [{r: Tracks(sim.videos[r][v].frames, sim.videos[r][v].boxes, sim.videos[r][v].tracks,
                        sim.videos[r][v].labels) for r in sim.raters} for v in range(videos)]
@@ -139,7 +139,7 @@ def random_raters(seed, videos=10, frames=40, objects=6):
     for v in range(videos):
         d = {}
         for k, r in enumerate(("r0", "r1", "r2")):
-            t = generate_videos(1, num_frames=frames, num_objects=objects, seed=1000 * seed + 10 * v + k)[0]
+            t = generate_videos(num_videos=1, num_frames=frames, num_objects=objects, seed=1000 * seed + 10 * v + k)[0]
             d[r] = Tracks(t.frames, t.boxes, t.tracks, t.labels)
         out.append(d)
     return out

@@ -108,11 +108,11 @@ def _check_unit_rules(video: dict, units, tau: float) -> None:
 @settings(max_examples=80, deadline=None)
 @given(videos(), st.sampled_from([0.3, 0.5, 0.7]), st.integers(0, 2**16))
 def test_units_are_valid_and_do_not_depend_on_rater_order_ids_or_row_order(video, tau, seed):
-    units = track_units(video, tau)
+    units = track_units(video, tau=tau)
     _check_unit_rules(video, units, tau)
     # the mapping's order
     reordered = dict(reversed(list(video.items())))
-    assert _canonical(track_units(reordered, tau)) == _canonical(units)
+    assert _canonical(track_units(reordered, tau=tau)) == _canonical(units)
     # track ids renumbered (each rater its own permutation) and rows shuffled
     rng = np.random.default_rng(seed)
     maps, renamed = {}, {}
@@ -122,5 +122,5 @@ def test_units_are_valid_and_do_not_depend_on_rater_order_ids_or_row_order(video
         maps[r] = dict(zip(ids, new))
         renamed[r] = shuffle_rows(relabel(t, maps[r]), seed)
     back = {r: {v: k for k, v in m.items()} for r, m in maps.items()}
-    got = [{r: back[r][i] for r, i in d.items()} for d in track_units(renamed, tau).as_dicts()]
+    got = [{r: back[r][i] for r, i in d.items()} for d in track_units(renamed, tau=tau).as_dicts()]
     assert sorted(tuple(sorted(d.items())) for d in got) == _canonical(units)

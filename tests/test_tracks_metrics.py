@@ -106,9 +106,9 @@ def test_empty_raters_are_undefined_or_zero_with_reasons():
 def test_thresholds_are_checked():
     for bad in (0.0, -0.1, 1.5, np.nan):
         with pytest.raises(ValueError, match="threshold"):
-            idf1(TWO, TWO, bad)
+            idf1(TWO, TWO, threshold=bad)
         with pytest.raises(ValueError, match="threshold"):
-            clear_mot(TWO, TWO, bad)
+            clear_mot(TWO, TWO, threshold=bad)
 
 
 def test_pooling_adds_counts():

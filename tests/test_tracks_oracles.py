@@ -162,7 +162,7 @@ def assert_loca_conventions(one, skip, te: dict) -> None:
 
 def assert_motmetrics_equal(gt: Tracks, tr: Tracks, threshold: float = 0.5) -> None:
     m = motmetrics_row(motmetrics_accumulator(gt, tr, threshold))
-    c, i = clear_mot(gt, tr, threshold), idf1(gt, tr, threshold)
+    c, i = clear_mot(gt, tr, threshold=threshold), idf1(gt, tr, threshold=threshold)
     assert c.id_switches == m["num_switches"]
     assert c.fragmentations == m["num_fragmentations"]
     assert c.matches == m["num_matches"] + m["num_switches"]

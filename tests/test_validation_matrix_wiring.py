@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from validation_matrix import vc_classes, vc_temporal
-from validation_matrix import vc_temporal_data as D
+from validation_matrix import vc_classes, vc_temporal, vc_temporal_data as D
 
 
 def test_random_class_raters_are_independent():

@@ -30,7 +30,7 @@ from agreement.simulate.video import (
 
 @pytest.fixture(scope="module")
 def reference() -> list[VideoLabels]:
-    return generate_videos(40, num_frames=200, num_objects=5, seed=7)
+    return generate_videos(num_videos=40, num_frames=200, num_objects=5, seed=7)
 
 
 def _same(a: VideoLabels, b: VideoLabels) -> bool:
@@ -41,7 +41,7 @@ def _same(a: VideoLabels, b: VideoLabels) -> bool:
 
 # ----------------------------------------------------------------------------- the synthetic reference
 def test_synthetic_videos_have_every_box_in_the_frame_and_move_smoothly():
-    videos = generate_videos(5, num_frames=120, num_objects=4, seed=1)
+    videos = generate_videos(num_videos=5, num_frames=120, num_objects=4, seed=1)
     assert [v.name for v in videos] == [f"video_{i:04d}.mp4" for i in range(1, 6)]
     for v in videos:
         check_video(v)
@@ -55,8 +55,8 @@ def test_synthetic_videos_have_every_box_in_the_frame_and_move_smoothly():
 
 
 def test_synthetic_lifetimes_are_the_segments_and_videos_do_not_depend_on_their_count():
-    short = generate_videos(3, num_frames=100, num_objects=6, seed=4, min_lifetime=0.3)
-    long = generate_videos(8, num_frames=100, num_objects=6, seed=4, min_lifetime=0.3)
+    short = generate_videos(num_videos=3, num_frames=100, num_objects=6, seed=4, min_lifetime=0.3)
+    long = generate_videos(num_videos=8, num_frames=100, num_objects=6, seed=4, min_lifetime=0.3)
     for a, b in zip(short, long):
         assert _same(a, b)
     for v in short:
@@ -64,14 +64,14 @@ def test_synthetic_lifetimes_are_the_segments_and_videos_do_not_depend_on_their_
             frames = v.frames[v.tracks == j]
             assert frames.min() == first and frames.max() == last and len(frames) == last - first + 1
             assert last - first + 1 >= 30
-    assert not _same(generate_videos(1, seed=5)[0], generate_videos(1, seed=6)[0])
+    assert not _same(generate_videos(num_videos=1, seed=5)[0], generate_videos(num_videos=1, seed=6)[0])
 
 
 # ----------------------------------------------------------------------------- zero noise, determinism
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2 ** 31), lifetime=st.floats(0.1, 1.0))
 def test_zero_noise_reproduces_the_reference_exactly(seed, lifetime):
-    for v in generate_videos(3, num_frames=60, num_objects=4, seed=seed % 1000, min_lifetime=lifetime):
+    for v in generate_videos(num_videos=3, num_frames=60, num_objects=4, seed=seed % 1000, min_lifetime=lifetime):
         out, counts = simulate_video_rater(v, VideoNoise(), seed=seed)
         assert _same(out, v)
         assert np.array_equal(out.sources, np.arange(len(v)))
@@ -123,7 +123,7 @@ def test_drift_grows_with_its_magnitude_and_along_the_track(reference):
 
 
 def test_scale_drift_changes_sizes_around_the_same_centre():
-    v = generate_videos(1, num_frames=100, num_objects=3, seed=2)[0]
+    v = generate_videos(num_videos=1, num_frames=100, num_objects=3, seed=2)[0]
     out, counts = simulate_video_rater(v, VideoNoise(scale_drift=0.1), seed=1)
     inside = (out.boxes[:, :2] > 0).all(axis=1) & (out.boxes[:, :2] + out.boxes[:, 2:] < 1).all(axis=1)
     ref = v.boxes[out.sources]
@@ -135,7 +135,7 @@ def test_scale_drift_changes_sizes_around_the_same_centre():
 
 
 def test_drifted_boxes_stay_in_the_frame():
-    v = generate_videos(3, num_frames=150, num_objects=5, seed=11)
+    v = generate_videos(num_videos=3, num_frames=150, num_objects=5, seed=11)
     sim = simulate_video_raters(v, VideoNoise(drift=1.0, scale_drift=0.5), num_raters=1, seed=0)
     out = sim.videos["r1"]
     assert sim.counts["r1"]["clipped"] > 0
@@ -175,7 +175,7 @@ def test_identity_switches_at_their_rate_exchange_two_present_tracks(reference):
 
 
 def test_extreme_rates_stay_well_defined():
-    v = generate_videos(2, num_frames=300, num_objects=3, seed=1)
+    v = generate_videos(num_videos=2, num_frames=300, num_objects=3, seed=1)
     for rate, missed in ((1e-300, 0), (5e-324, 0), (1 - 1e-16, len(v[0]))):
         out, c = simulate_video_rater(v[0], VideoNoise(miss_rate=rate, miss_length=1e6), seed=0)
         check_video(out)
@@ -183,7 +183,7 @@ def test_extreme_rates_stay_well_defined():
 
 
 def test_a_lonely_track_cannot_switch():
-    v = generate_videos(2, num_frames=100, num_objects=1, seed=0)
+    v = generate_videos(num_videos=2, num_frames=100, num_objects=1, seed=0)
     sim = simulate_video_raters(v, VideoNoise(switch_rate=0.5), num_raters=1, seed=0)
     assert sim.counts["r1"]["switches"] == 0 and sim.counts["r1"]["switches_without_partner"] > 50
     assert all(np.array_equal(o.tracks, r.tracks) for o, r in zip(sim.videos["r1"], v))
@@ -233,7 +233,7 @@ def test_spurious_tracks_at_their_rate_with_new_ids_and_reference_classes(refere
 
 # ----------------------------------------------------------------------------- segments
 def test_segment_jitter_moves_ends_by_its_standard_deviation_within_the_video():
-    videos = generate_videos(60, num_frames=200, num_objects=5, seed=3, min_lifetime=0.2)
+    videos = generate_videos(num_videos=60, num_frames=200, num_objects=5, seed=3, min_lifetime=0.2)
     sim = simulate_video_raters(videos, VideoNoise(segment_jitter=4.0), num_raters=1, seed=1)
     shifts = []
     for ref, out in zip(videos, sim.videos["r1"]):
@@ -265,7 +265,7 @@ def test_any_noise_gives_valid_videos_whose_counts_add_up(drift, scale, switch, 
                                                           jitter, seed):
     noise = VideoNoise(drift=drift, scale_drift=scale, switch_rate=switch, miss_rate=miss, miss_length=miss_len,
                        spurious_rate=spurious, segment_jitter=jitter)
-    for v in generate_videos(2, num_frames=40, num_objects=3, seed=seed, min_lifetime=0.5):
+    for v in generate_videos(num_videos=2, num_frames=40, num_objects=3, seed=seed, min_lifetime=0.5):
         out, c = simulate_video_rater(v, noise, seed=seed)
         check_video(out)
         assert np.all(out.boxes >= 0) and np.all(out.boxes[:, :2] + out.boxes[:, 2:] <= 1 + 1e-12)
@@ -275,7 +275,7 @@ def test_any_noise_gives_valid_videos_whose_counts_add_up(drift, scale, switch, 
 
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_is_named():
-    v = generate_videos(1, num_frames=10, num_objects=2, seed=0)[0]
+    v = generate_videos(num_videos=1, num_frames=10, num_objects=2, seed=0)[0]
     with pytest.raises(ValueError, match="video 'video_0001.mp4', frame 11"):
         check_video(dataclasses.replace(v, frames=np.where(v.frames == 10, 11, v.frames)))
     with pytest.raises(ValueError, match="track 1 has two boxes"):
@@ -300,6 +300,6 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="seed"):
         simulate_video_rater(v, VideoNoise(), seed=-1)
     with pytest.raises(ValueError, match="num_frames"):
-        generate_videos(1, num_frames=0)
+        generate_videos(num_videos=1, num_frames=0)
     sim = simulate_video_raters([v], {"alice": VideoNoise(), "bob": VideoNoise(drift=0.1)})
     assert sim.raters == ("alice", "bob") and _same(sim.videos["alice"][0], v)

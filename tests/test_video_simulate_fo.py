@@ -18,7 +18,7 @@ pytestmark = pytest.mark.fiftyone
 
 @pytest.fixture(scope="module")
 def corpus():
-    reference = generate_videos(3, num_frames=15, num_objects=3, seed=2, min_lifetime=0.6)
+    reference = generate_videos(num_videos=3, num_frames=15, num_objects=3, seed=2, min_lifetime=0.6)
     sim = simulate_video_raters(reference, VideoNoise(drift=0.1, miss_rate=0.3, switch_rate=0.05,
                                                       spurious_rate=0.1, segment_jitter=2.0), seed=1)
     return reference, sim

@@ -32,21 +32,68 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import InitVar, dataclass, field
-from typing import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from agreement.core.kinds import column_kind, column_kinds, is_column
 from agreement.core.validation import (
-    COORDINATES, RepairReport, check_image_sizes, check_relative_boxes, pixels_to_relative,
+    COORDINATES,
+    RepairReport,
+    check_image_sizes,
+    check_relative_boxes,
+    columns_to_relative,
 )
 
 __all__ = ["AnnotationSet", "MultiRaterAnnotations", "encode_classes", "class_order", "class_codes"]
 
 Polygon = list  # list of rings, each an (k, 2) float array of relative (x, y)
 
+#: The positional order of the optional geometry columns of :class:`AnnotationSet` (after boxes, labels, ids).
+_SET_POSITIONAL = ("polygons", "masks", "keypoints")
 
-@dataclass(frozen=True)
+#: The positional order of :class:`MultiRaterAnnotations`' constructor, as it was before the columns became
+#: one mapping (kept so that positional calls keep working).
+_CORPUS_POSITIONAL = ("sample_ids", "raters", "assigned", "boxes", "labels", "label_ids", "sample_index",
+                      "rater_index", "image_sizes", "polygons", "sample_names", "masks", "keypoints", "cuboids",
+                      "points3d", "polylines3d", "segments", "num_points", "classes", "coordinates", "box_policy")
+
+
+def _keyword_columns(owner: str, positional: Sequence[str], args: tuple, kwargs: dict) -> dict:
+    """``args`` named by ``positional`` and merged with ``kwargs`` (a name given twice is an error)."""
+    if len(args) > len(positional):
+        raise TypeError(f"{owner}() takes at most {len(positional)} positional arguments ({len(args)} given)")
+    given = dict(zip(positional, args, strict=False))
+    twice = set(given) & set(kwargs)
+    if twice:
+        raise TypeError(f"{owner}() got multiple values for argument {sorted(twice)[0]!r}")
+    return {**given, **kwargs}
+
+
+def _split_columns(given: dict, geometry: Mapping[str, Any] | None) -> dict:
+    """The geometry mapping: ``geometry`` updated by the declared columns among ``given`` (removed from it;
+    ``None`` drops a column); any other name left in ``given`` is an error."""
+    columns = dict(geometry or {})
+    for name in [n for n in given if is_column(n)]:
+        value = given.pop(name)
+        if value is None:
+            columns.pop(name, None)
+        else:
+            columns[name] = value
+    for name in columns:
+        column_kind(name)  # an undeclared column is refused, naming the declared ones
+    return columns
+
+
+def _column_getattr(obj: Any, name: str) -> Any:
+    """A declared geometry column of ``obj`` (``None`` when it has none); AttributeError for other names."""
+    if name.startswith("__") or not is_column(name):
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+    return obj.__dict__.get("geometry", {}).get(name)
+
+
+@dataclass(frozen=True, init=False)
 class AnnotationSet:
     """One rater's annotations on one sample (possibly empty).
 
@@ -57,35 +104,42 @@ class AnnotationSet:
         labels: ``(n,)`` object array of class names.
         ids: ``(n,)`` object array of label ids (``None`` where unknown), used
             to write per-label results back.
-        polygons: ``None`` or a length-``n`` list; entry ``i`` is ``None`` or a
-            list of ``(k, 2)`` relative point arrays (rings) of annotation ``i``.
-        masks: ``None`` or a length-``n`` list; entry ``i`` is ``None`` or a 2-D
-            boolean instance mask spanning box ``i``.
-        keypoints: ``None`` or an ``(n, K, 2)`` float64 array of relative
-            ``(x, y)`` points, NaN where a point is not labelled.
+        geometry: the optional geometry columns of the set, by name (declared
+            in :mod:`agreement.core.kinds`), each with one entry per annotation;
+            read as attributes (``aset.polygons``: ``None`` when absent) and
+            given as keywords (``polygons=``, ``masks=``, ``keypoints=``, also
+            positionally in that order, or any declared column):
+
+            * ``polygons``: a length-``n`` list; entry ``i`` is ``None`` or a
+              list of ``(k, 2)`` relative point arrays (rings) of annotation ``i``;
+            * ``masks``: a length-``n`` list; entry ``i`` is ``None`` or a 2-D
+              boolean instance mask spanning box ``i``;
+            * ``keypoints``: an ``(n, K, 2)`` float64 array of relative
+              ``(x, y)`` points, NaN where a point is not labelled.
     """
 
     boxes: np.ndarray
     labels: np.ndarray
     ids: np.ndarray
-    polygons: list | None = None
-    masks: list | None = None
-    keypoints: np.ndarray | None = None
+    geometry: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        boxes = np.asarray(self.boxes, dtype=np.float64).reshape(-1, 4)
-        object.__setattr__(self, "boxes", boxes)
+    def __init__(self, boxes: Any, labels: Any, ids: Any, *columns: Any,
+                 geometry: Mapping[str, Any] | None = None, **named: Any) -> None:
+        given = _keyword_columns("AnnotationSet", _SET_POSITIONAL, columns, named)
+        geo = _split_columns(given, geometry)
+        if given:
+            raise TypeError(f"AnnotationSet() got an unexpected keyword argument {sorted(given)[0]!r}")
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
         n = len(boxes)
-        labels = _object_array(self.labels, n, "labels")
-        ids = _object_array(self.ids, n, "ids") if self.ids is not None else np.full(n, None, dtype=object)
-        object.__setattr__(self, "labels", labels)
-        object.__setattr__(self, "ids", ids)
-        if self.polygons is not None and len(self.polygons) != n:
-            raise ValueError(f"polygons has {len(self.polygons)} entries for {n} boxes")
-        if self.masks is not None and len(self.masks) != n:
-            raise ValueError(f"masks has {len(self.masks)} entries for {n} boxes")
-        if self.keypoints is not None:
-            object.__setattr__(self, "keypoints", _keypoint_array(self.keypoints, n))
+        object.__setattr__(self, "boxes", boxes)
+        object.__setattr__(self, "labels", _object_array(labels, n, "labels"))
+        object.__setattr__(self, "ids", _object_array(ids, n, "ids") if ids is not None
+                           else np.full(n, None, dtype=object))
+        object.__setattr__(self, "geometry", {k.name: k.check(geo[k.name], n, "set")
+                                              for k in column_kinds() if k.per == "row" and k.name in geo})
+
+    def __getattr__(self, name: str) -> Any:
+        return _column_getattr(self, name)
 
     def __len__(self) -> int:
         return len(self.boxes)
@@ -94,16 +148,6 @@ class AnnotationSet:
     def empty(cls) -> "AnnotationSet":
         """An explicit "no object" set."""
         return cls(np.zeros((0, 4)), np.zeros(0, dtype=object), np.zeros(0, dtype=object))
-
-
-def _keypoint_array(values, n: int) -> np.ndarray:
-    """``values`` as an ``(n, K, 2)`` float64 array (``K = 0`` allowed when ``n = 0``)."""
-    kps = np.asarray(values, dtype=np.float64)
-    if n == 0 and kps.size == 0:
-        return kps.reshape(0, kps.shape[1] if kps.ndim == 3 else 0, 2)
-    if kps.ndim != 3 or kps.shape[0] != n or kps.shape[2] != 2:
-        raise ValueError(f"keypoints must have shape ({n}, K, 2); got {kps.shape}")
-    return kps
 
 
 def _object_array(values: Sequence | np.ndarray, n: int, name: str) -> np.ndarray:
@@ -115,7 +159,7 @@ def _object_array(values: Sequence | np.ndarray, n: int, name: str) -> np.ndarra
     return arr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class MultiRaterAnnotations:
     """All raters' annotations on a corpus of samples, columnar.
 
@@ -130,32 +174,36 @@ class MultiRaterAnnotations:
         rater_index: ``(N,)`` int index into ``raters``.
         image_sizes: ``(S, 2)`` float ``(width, height)`` in pixels, NaN where
             unknown.
-        polygons: ``None`` or a length-N list (see :class:`AnnotationSet`).
         sample_names: optional ``(S,)`` human-readable names (file names) used
             in error messages; defaults to ``sample_ids``.
-        masks: ``None`` or a length-N list of ``None`` or 2-D boolean instance
-            masks spanning their boxes (see :class:`AnnotationSet`).
-        keypoints: ``None`` or ``(N, K, 2)`` float64 relative points, NaN where
-            not labelled.
-        cuboids: ``None`` or ``(N, 9)`` float64 3D boxes ``[x, y, z, dx, dy,
-            dz, rx, ry, rz]`` (FiftyOne's ``location``, ``dimensions`` and XYZ
-            Euler ``rotation``, scene units). 3D rows have no 2D box: their
-            ``boxes`` are NaN, so 2D measures refuse them.
-        points3d: ``None`` or ``(N, 3)`` 3D point annotations (scene units).
-        polylines3d: ``None`` or a length-N list of lists of ``(k, 3)`` 3D
-            polylines (one annotation may hold several lines).
-        segments: ``None`` or a length-N list of int arrays: the point-cloud
-            indices an annotation covers; ``num_points`` gives, per sample,
-            the size of its point cloud (for range checks and Jaccard).
+        geometry: the optional geometry columns, by name, each declared once in
+            :mod:`agreement.core.kinds` (which checks, reorders, subsets, joins
+            and converts it from pixels). Read as attributes (``data.keypoints``:
+            ``None`` when the corpus has none) and given as keywords (or, for
+            the built-in ones, positionally in the order below):
+
+            * ``polygons``, ``masks``, ``keypoints``: as in :class:`AnnotationSet`,
+              one entry per annotation;
+            * ``cuboids``: ``(N, 9)`` float64 3D boxes ``[x, y, z, dx, dy, dz,
+              rx, ry, rz]`` (FiftyOne's ``location``, ``dimensions`` and XYZ
+              Euler ``rotation``, scene units). 3D rows have no 2D box: their
+              ``boxes`` are NaN, so 2D measures refuse them;
+            * ``points3d``: ``(N, 3)`` 3D point annotations (scene units);
+            * ``polylines3d``: a length-N list of lists of ``(k, 3)`` 3D
+              polylines (one annotation may hold several lines);
+            * ``segments``: a length-N list of int arrays: the point-cloud
+              indices an annotation covers; ``num_points`` gives, per sample,
+              the size of its point cloud (for range checks and Jaccard).
         classes: ``None`` or the class vocabulary of the whole corpus this one
             is a part of (a shard of a streamed run), sorted as
             :func:`encode_classes` sorts: class codes are then the same in
             every part, whichever classes a part happens to hold.
         coordinates: init-only, ``"relative"`` (default) or ``"pixels"``. With
-            ``"pixels"``, ``boxes``, ``polygons`` and ``keypoints`` are in pixels
-            and are divided by their sample's ``image_sizes`` ``(width, height)``
-            when the corpus is built (a sample with annotations and no positive
-            size is refused); the corpus then holds relative coordinates.
+            ``"pixels"``, ``boxes`` and the columns with image coordinates
+            (``polygons``, ``keypoints``) are in pixels and are divided by their
+            sample's ``image_sizes`` ``(width, height)`` when the corpus is built
+            (a sample with annotations and no positive size is refused); the
+            corpus then holds relative coordinates.
         box_policy: init-only, what becomes of a box past the image border:
             ``"error"`` (default: refused), ``"clip"`` (clipped to the image)
             or ``"drop"`` (the row is left out; the rater stays assigned), as
@@ -202,22 +250,35 @@ class MultiRaterAnnotations:
     sample_index: np.ndarray
     rater_index: np.ndarray
     image_sizes: np.ndarray | None = None
-    polygons: list | None = None
     sample_names: np.ndarray | None = None
-    masks: list | None = None
-    keypoints: np.ndarray | None = None
-    cuboids: np.ndarray | None = None
-    points3d: np.ndarray | None = None
-    polylines3d: list | None = None
-    segments: list | None = None
-    num_points: np.ndarray | None = None
+    geometry: Mapping[str, Any] = field(default_factory=dict)
     classes: tuple | None = None
-    coordinates: InitVar[str] = "relative"
-    box_policy: InitVar[str] = "error"
     offsets: np.ndarray = field(init=False, repr=False)
     repairs: RepairReport = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self, coordinates: str = "relative", box_policy: str = "error") -> None:
+    def __init__(self, *args: Any, geometry: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        given = _keyword_columns("MultiRaterAnnotations", _CORPUS_POSITIONAL, args, kwargs)
+        geo = _split_columns(given, geometry)
+        coordinates, box_policy = given.pop("coordinates", "relative"), given.pop("box_policy", "error")
+        required = ("sample_ids", "raters", "assigned", "boxes", "labels", "label_ids", "sample_index", "rater_index")
+        lacking = [n for n in required if n not in given]
+        if lacking:
+            raise TypeError(f"MultiRaterAnnotations() missing required argument {lacking[0]!r}")
+        for name in ("image_sizes", "sample_names", "classes"):
+            given.setdefault(name, None)
+        unknown = set(given) - set(required) - {"image_sizes", "sample_names", "classes"}
+        if unknown:
+            raise TypeError(f"MultiRaterAnnotations() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "geometry", geo)
+        self._build(coordinates, box_policy)
+
+    def __getattr__(self, name: str) -> Any:
+        return _column_getattr(self, name)
+
+    def _build(self, coordinates: str, box_policy: str) -> None:
+        """Checks and sorts the columns (the constructor's work; see the class docstring)."""
         if coordinates not in COORDINATES:
             raise ValueError(f"coordinates must be one of {COORDINATES}, got {coordinates!r}")
         sample_ids = np.asarray(self.sample_ids, dtype=object).reshape(-1)
@@ -231,30 +292,10 @@ class MultiRaterAnnotations:
         ids = np.asarray(self.label_ids, dtype=object).reshape(-1)
         if not (len(s_idx) == len(r_idx) == len(labels) == len(ids) == N):
             raise ValueError("boxes, labels, label_ids, sample_index and rater_index must have equal lengths")
-        if self.polygons is not None and len(self.polygons) != N:
-            raise ValueError("polygons must have one entry per annotation")
-        if self.masks is not None and len(self.masks) != N:
-            raise ValueError("masks must have one entry per annotation")
-        if self.keypoints is not None:
-            object.__setattr__(self, "keypoints", _keypoint_array(self.keypoints, N))
-        if self.cuboids is not None:
-            cub = np.asarray(self.cuboids, dtype=np.float64)
-            if cub.shape != (N, 9):
-                raise ValueError(f"cuboids must have shape ({N}, 9); got {cub.shape}")
-            object.__setattr__(self, "cuboids", cub)
-        if self.points3d is not None:
-            pts = np.asarray(self.points3d, dtype=np.float64)
-            if pts.shape != (N, 3):
-                raise ValueError(f"points3d must have shape ({N}, 3); got {pts.shape}")
-            object.__setattr__(self, "points3d", pts)
-        for name in ("polylines3d", "segments"):
-            value = getattr(self, name)
-            if value is not None and len(value) != N:
-                raise ValueError(f"{name} must have one entry per annotation")
+        self._set_geometry({k.name: k.check(self.geometry[k.name], N if k.per == "row" else S, "corpus")
+                            for k in column_kinds() if k.name in self.geometry})
         if self.classes is not None:
             object.__setattr__(self, "classes", tuple(self.classes))
-        if self.num_points is not None:
-            object.__setattr__(self, "num_points", np.asarray(self.num_points, dtype=np.int64).reshape(S))
         if len(set(self.raters)) != R:
             raise ValueError(f"rater names must be unique: {list(self.raters)}")
         if N and (s_idx.min() < 0 or s_idx.max() >= S or r_idx.min() < 0 or r_idx.max() >= R):
@@ -278,18 +319,7 @@ class MultiRaterAnnotations:
             boxes, labels, ids, s_idx, r_idx, cell = (
                 boxes[order], labels[order], ids[order], s_idx[order], r_idx[order], cell[order]
             )
-            polygons = [self.polygons[i] for i in order] if self.polygons is not None else None
-            object.__setattr__(self, "polygons", polygons)
-            if self.masks is not None:
-                object.__setattr__(self, "masks", [self.masks[i] for i in order])
-            if self.keypoints is not None:
-                object.__setattr__(self, "keypoints", self.keypoints[order])
-            for name in ("cuboids", "points3d"):
-                if getattr(self, name) is not None:
-                    object.__setattr__(self, name, getattr(self, name)[order])
-            for name in ("polylines3d", "segments"):
-                if getattr(self, name) is not None:
-                    object.__setattr__(self, name, [getattr(self, name)[i] for i in order])
+            self._take_rows(order)
         for name, value in (
             ("sample_ids", sample_ids), ("raters", tuple(self.raters)), ("assigned", assigned),
             ("boxes", boxes), ("labels", labels), ("label_ids", ids), ("sample_index", s_idx),
@@ -298,25 +328,34 @@ class MultiRaterAnnotations:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "offsets", np.searchsorted(cell, np.arange(S * R + 1)))
 
-    def _relative_boxes(self, boxes, s_idx, r_idx, labels, sizes, names, coordinates: str, box_policy: str):
-        """``(boxes, keep)``: the boxes checked relative (pixel boxes, polygons and keypoints divided by the
-        image sizes first), those past the border under ``box_policy``; the repairs in ``self.repairs``."""
+    def _set_geometry(self, columns: Mapping[str, Any]) -> None:  # the frozen corpus' columns, while it is built
+        object.__setattr__(self, "geometry", dict(columns))
+    def _row_columns(self) -> list:
+        """The declarations of the per-annotation columns this corpus holds, in declaration order."""
+        return [k for k in column_kinds() if k.per == "row" and k.name in self.geometry]
+
+    def _take_rows(self, index: np.ndarray) -> None:
+        """The per-annotation columns restricted to (or reordered by) the rows ``index``."""
+        self._set_geometry({**self.geometry, **{k.name: k.take(self.geometry[k.name], index)
+                                                for k in self._row_columns()}})
+
+    def _relative_boxes(self, boxes: np.ndarray, s_idx: np.ndarray, r_idx: np.ndarray, labels: np.ndarray,
+                        sizes: np.ndarray, names: Any, coordinates: str, box_policy: str) -> tuple[Any, ...]:
+        """``(boxes, keep)``: the boxes checked relative (pixel boxes and the columns with image coordinates
+        divided by the image sizes first), those past the border under ``box_policy``; the repairs in
+        ``self.repairs``."""
         object.__setattr__(self, "repairs", RepairReport())
         check_image_sizes(sizes, names)
         if coordinates == "pixels":
-            boxes, polygons, keypoints = pixels_to_relative(boxes, s_idx, sizes, names, self.polygons, self.keypoints)
-            object.__setattr__(self, "polygons", polygons)
-            object.__setattr__(self, "keypoints", keypoints)
+            boxes, columns = columns_to_relative(boxes, s_idx, sizes, names, columns=self.geometry)
+            self._set_geometry(columns)
         return check_relative_boxes(boxes, s_idx, r_idx, names, self.raters, labels, policy=box_policy,
                                     report=self.repairs)
 
     def _keep_rows(self, keep: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``columns`` and the optional per-row columns restricted to the rows ``keep``."""
+        """``columns`` and the geometry columns restricted to the rows ``keep``."""
         idx = np.flatnonzero(keep)
-        for name in ("polygons", "masks", "keypoints", "cuboids", "points3d", "polylines3d", "segments"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, value[idx] if isinstance(value, np.ndarray) else [value[i] for i in idx])
+        self._take_rows(idx)
         return tuple(c[idx] for c in columns)
 
     # ------------------------------------------------------------------ sizes
@@ -342,16 +381,15 @@ class MultiRaterAnnotations:
         return slice(int(self.offsets[c]), int(self.offsets[c + 1]))
 
     def get(self, s: int, r: int | str) -> AnnotationSet | None:
-        """Rater ``r``'s set on sample ``s``; ``None`` is implicit absence."""
+        """Rater ``r``'s set on sample ``s`` (with its rows of every per-annotation geometry column);
+        ``None`` is implicit absence."""
         if isinstance(r, str):
             r = self.raters.index(r)
         if not self.assigned[s, r]:
             return None
         sl = self.rows(s, r)
-        polys = self.polygons[sl] if self.polygons is not None else None
-        masks = self.masks[sl] if self.masks is not None else None
-        kps = self.keypoints[sl] if self.keypoints is not None else None
-        return AnnotationSet(self.boxes[sl], self.labels[sl], self.label_ids[sl], polys, masks, kps)
+        return AnnotationSet(self.boxes[sl], self.labels[sl], self.label_ids[sl],
+                             geometry={k.name: k.take(self.geometry[k.name], sl) for k in self._row_columns()})
 
     def sets(self, s: int) -> dict[str, AnnotationSet]:
         """The sets of the raters assigned to sample ``s``, by rater name."""
@@ -380,9 +418,16 @@ class MultiRaterAnnotations:
 
         A rater missing from a sample's mapping, or mapped to ``None``, is not
         assigned to it (implicit absence); an empty set is explicit absence.
-        ``coordinates="pixels"``: the sets' boxes, polygons and keypoints are
-        in pixels of ``image_sizes``; ``box_policy``: boxes past the border
-        (see :class:`MultiRaterAnnotations` for both).
+        A geometry column that some sets have gets, in the others, the
+        entries its declaration gives for absent geometry (``None``, or
+        unlabelled keypoints). ``coordinates="pixels"``: the sets' boxes and
+        the columns with image coordinates are in pixels of ``image_sizes``;
+        ``box_policy``: boxes past the border (see
+        :class:`MultiRaterAnnotations` for both).
+
+        Raises:
+            ValueError: a sample with an unknown rater, a count of mappings other than of samples, or sets
+                whose geometry cannot be joined (keypoint skeletons of different lengths).
         """
         raters = tuple(sorted(raters))
         rindex = {r: i for i, r in enumerate(raters)}
@@ -390,18 +435,8 @@ class MultiRaterAnnotations:
         if len(sets) != S:
             raise ValueError(f"got {len(sets)} rater mappings for {S} samples")
         assigned = np.zeros((S, len(raters)), dtype=bool)
-        boxes, labels, ids, s_idx, r_idx, polys, masks, kps = [], [], [], [], [], [], [], []
-        any_polys = any(v is not None and v.polygons is not None for m in sets for v in m.values())
-        any_masks = any(v is not None and v.masks is not None for m in sets for v in m.values())
-        num_kps = {
-            v.keypoints.shape[1]
-            for m in sets for v in m.values()
-            if v is not None and v.keypoints is not None and len(v)
-        }
-        if len(num_kps) > 1:
-            raise ValueError(f"keypoint annotations have different numbers of points: {sorted(num_kps)}")
-        any_kps = any(v is not None and v.keypoints is not None for m in sets for v in m.values())
-        K = num_kps.pop() if num_kps else 0
+        boxes, labels, ids, s_idx, r_idx, kept = [], [], [], [], [], []
+        present = {name for m in sets for v in m.values() if v is not None for name in v.geometry}
         for s, mapping in enumerate(sets):
             for rater, aset in mapping.items():
                 if rater not in rindex:
@@ -416,12 +451,9 @@ class MultiRaterAnnotations:
                 ids.extend(aset.ids)
                 s_idx.extend([s] * n)
                 r_idx.extend([r] * n)
-                if any_polys:
-                    polys.extend(aset.polygons if aset.polygons is not None else [None] * n)
-                if any_masks:
-                    masks.extend(aset.masks if aset.masks is not None else [None] * n)
-                if any_kps and n:
-                    kps.append(aset.keypoints if aset.keypoints is not None else np.full((n, K, 2), np.nan))
+                kept.append(aset)
+        geometry = {k.name: k.join_sets([(len(a), a.geometry.get(k.name)) for a in kept if len(a)])
+                    for k in column_kinds() if k.name in present}
         return cls(
             sample_ids=np.asarray(list(sample_ids), dtype=object),
             raters=raters,
@@ -432,10 +464,8 @@ class MultiRaterAnnotations:
             sample_index=np.asarray(s_idx, dtype=np.intp),
             rater_index=np.asarray(r_idx, dtype=np.intp),
             image_sizes=image_sizes,
-            polygons=polys if any_polys else None,
             sample_names=sample_names,
-            masks=masks if any_masks else None,
-            keypoints=(np.concatenate(kps) if kps else np.zeros((0, K, 2))) if any_kps else None,
+            geometry=geometry,
             coordinates=coordinates,
             box_policy=box_policy,
         )
@@ -445,7 +475,9 @@ class MultiRaterAnnotations:
         """The corpus of ``parts`` (disjoint samples, the same raters), samples in part order.
 
         Each part keeps its rows in order; ``sample_index`` is shifted by the
-        samples before it. Optional columns are kept when every part has them.
+        samples before it. Geometry columns are kept when every part has them
+        (joined as their declarations join them: keypoint skeletons of
+        different lengths are padded with unlabelled points).
 
         Raises:
             ValueError: no parts, or parts with different raters or class vocabularies.
@@ -460,18 +492,8 @@ class MultiRaterAnnotations:
         if len(parts) == 1:
             return first
         shift = np.cumsum([0] + [p.num_samples for p in parts[:-1]])
-
-        def rows(name):
-            values = [getattr(p, name) for p in parts]
-            if any(v is None for v in values):
-                return None
-            if isinstance(values[0], list):
-                return [x for v in values for x in v]
-            if name == "keypoints":  # parts may hold skeletons of different lengths: pad with unlabelled points
-                K = max(v.shape[1] for v in values)
-                values = [np.pad(v, ((0, 0), (0, K - v.shape[1]), (0, 0)), constant_values=np.nan) for v in values]
-            return np.concatenate(values)
-
+        geometry = {k.name: k.join([p.geometry[k.name] for p in parts])
+                    for k in column_kinds() if all(k.name in p.geometry for p in parts)}
         return MultiRaterAnnotations(
             sample_ids=np.concatenate([p.sample_ids for p in parts]),
             raters=first.raters,
@@ -482,15 +504,8 @@ class MultiRaterAnnotations:
             sample_index=np.concatenate([p.sample_index + k for p, k in zip(parts, shift)]),
             rater_index=np.concatenate([p.rater_index for p in parts]),
             image_sizes=np.concatenate([p.image_sizes for p in parts]),
-            polygons=rows("polygons"),
             sample_names=np.concatenate([p.sample_names for p in parts]),
-            masks=rows("masks"),
-            keypoints=rows("keypoints"),
-            cuboids=rows("cuboids"),
-            points3d=rows("points3d"),
-            polylines3d=rows("polylines3d"),
-            segments=rows("segments"),
-            num_points=rows("num_points"),
+            geometry=geometry,
             classes=first.classes,
         )
 
@@ -501,6 +516,8 @@ class MultiRaterAnnotations:
         new_pos = np.full(self.num_samples, -1, dtype=np.intp)
         new_pos[idx] = np.arange(len(idx))
         rows = np.flatnonzero(new_pos[self.sample_index] >= 0)
+        geometry = {k.name: k.take(self.geometry[k.name], rows if k.per == "row" else idx)
+                    for k in column_kinds() if k.name in self.geometry}
         return MultiRaterAnnotations(
             sample_ids=self.sample_ids[idx],
             raters=self.raters,
@@ -511,15 +528,8 @@ class MultiRaterAnnotations:
             sample_index=new_pos[self.sample_index[rows]],
             rater_index=self.rater_index[rows],
             image_sizes=self.image_sizes[idx],
-            polygons=[self.polygons[i] for i in rows] if self.polygons is not None else None,
             sample_names=self.sample_names[idx],
-            masks=[self.masks[i] for i in rows] if self.masks is not None else None,
-            keypoints=self.keypoints[rows] if self.keypoints is not None else None,
-            cuboids=self.cuboids[rows] if self.cuboids is not None else None,
-            points3d=self.points3d[rows] if self.points3d is not None else None,
-            polylines3d=[self.polylines3d[i] for i in rows] if self.polylines3d is not None else None,
-            segments=[self.segments[i] for i in rows] if self.segments is not None else None,
-            num_points=self.num_points[idx] if self.num_points is not None else None,
+            geometry=geometry,
             classes=self.classes,
         )
 

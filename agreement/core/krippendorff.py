@@ -42,17 +42,30 @@ the formulas above. The levels (Krippendorff 2011, section D):
 Reference: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability",
 University of Pennsylvania, 2011 (https://repository.upenn.edu/asc_papers/43).
 
-This module does not import FiftyOne and is shared by every method that ends in
-a reliability matrix (threshold-matching baselines, KαLOS, image-level classes).
+The one Krippendorff core: one orientation (raters as rows, units as columns; the coincidence
+matrix is built in :mod:`agreement.core.coincidence`), one result type (:class:`AlphaResult`), one
+dispatch from a coincidence matrix to α at every level (:func:`alpha_of_coincidences`,
+:func:`alpha_from_coincidence`). It does not import FiftyOne and is shared by every method that ends in
+a reliability matrix or a coincidence matrix (threshold-matching baselines, KαLOS, image-level classes
+and tags, semantic masks, tracks).
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Hashable, Literal, Sequence, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from agreement.core.coincidence import (
+    as_codes,
+    coincidence_matrix,
+    coincidence_sparse,
+    encode_values,
+    unit_counts,
+)
 
 __all__ = [
     "LEVELS",
@@ -67,7 +80,12 @@ __all__ = [
     "encode_values",
     "coincidence_matrix",
     "alpha_from_coincidence",
+    "alpha_of_coincidences",
     "alpha_from_sums",
+    "takes_marginals",
+    "REASON_FEW",
+    "REASON_FLAT",
+    "REASON_SAME_CATEGORY",
     "NO_VARIATION_EPS",
     "nominal_alpha",
 ]
@@ -96,127 +114,15 @@ class AlphaResult:
 
     @property
     def defined(self) -> bool:
+        """``alpha`` is a number (not NaN)."""
         return not np.isnan(self.alpha)
-
-
-def encode_values(
-    values: np.ndarray | Sequence, missing: Sequence[Hashable] = (None,)
-) -> tuple[np.ndarray, list]:
-    """Turns an array of hashable category values into integer codes.
-
-    Args:
-        values: array of any shape of hashable values (class names, ints, ...).
-        missing: values that mean "no value" (coded ``-1``). Float NaN is always
-            missing.
-
-    Returns:
-        ``(codes, categories)``: an int64 array of the same shape, ``-1`` where
-        missing, otherwise the index into ``categories`` (sorted by ``str``
-        for a deterministic order independent of input order).
-    """
-    arr = np.asarray(values, dtype=object)
-    flat = arr.reshape(-1)
-    missing_set = set(m for m in missing if m is not None)
-    none_missing = any(m is None for m in missing)
-
-    def is_missing(v) -> bool:
-        if v is None:
-            return none_missing
-        if isinstance(v, float) and np.isnan(v):
-            return True
-        try:
-            return v in missing_set
-        except TypeError:
-            return False
-
-    present = [not is_missing(v) for v in flat]
-    cats = sorted({v for v, p in zip(flat, present) if p}, key=lambda v: (str(type(v).__name__), str(v)))
-    index = {v: i for i, v in enumerate(cats)}
-    codes = np.fromiter(
-        (index[v] if p else -1 for v, p in zip(flat, present)), dtype=np.int64, count=len(flat)
-    )
-    return codes.reshape(arr.shape), cats
-
-
-def _as_codes(reliability: np.ndarray, missing: int) -> np.ndarray:
-    """Validates a raters x units matrix of codes; returns int64 with -1 missing."""
-    rel = np.asarray(reliability)
-    if rel.ndim != 2:
-        raise ValueError(f"reliability must be a 2-D raters x units array, got shape {rel.shape}")
-    if rel.dtype == object:
-        raise TypeError("reliability must hold numeric codes; use encode_values() for labels")
-    if np.issubdtype(rel.dtype, np.floating):
-        miss = np.isnan(rel) | (rel == missing)
-        if np.any(np.isinf(rel)):
-            raise ValueError("reliability contains infinite values")
-        vals = rel[~miss]
-        if vals.size and np.any(vals != np.round(vals)):
-            raise ValueError("reliability codes must be integers (or NaN for missing)")
-        codes = np.where(miss, -1, np.nan_to_num(rel, nan=-1)).astype(np.int64)
-    elif np.issubdtype(rel.dtype, np.integer) or rel.dtype == bool:
-        codes = rel.astype(np.int64)
-        codes = np.where(codes == missing, -1, codes)
-    else:
-        raise TypeError(f"unsupported dtype {rel.dtype} for reliability codes")
-    if np.any(codes < -1):
-        raise ValueError(f"category codes must be >= 0 (missing is {missing} or NaN)")
-    return codes
-
-
-def coincidence_matrix(
-    reliability: np.ndarray, missing: int = -1, n_categories: int | None = None
-) -> np.ndarray:
-    """The coincidence matrix of a raters x units reliability matrix.
-
-    ``o_ck = sum_u (n_uc * n_uk - [c == k] * n_uc) / (m_u - 1)`` over units with
-    ``m_u >= 2`` values, where ``n_uc`` counts the values ``c`` in unit ``u``
-    (Krippendorff 2011, section B). The matrix is symmetric and its total is the
-    number of pairable values ``n``.
-
-    Args:
-        reliability: ``(raters, units)`` integer codes ``>= 0``; ``missing`` (default
-            ``-1``) or NaN (float input) marks a missing value.
-        missing: the code for a missing value.
-        n_categories: size of the returned matrix (default ``max code + 1``).
-
-    Returns:
-        ``(C, C)`` float64 coincidence matrix indexed by code.
-    """
-    codes = _as_codes(reliability, missing)
-    return _coincidence(codes, n_categories)
-
-
-def _coincidence(codes: np.ndarray, n_categories: int | None) -> np.ndarray:
-    n_raters, n_units = codes.shape
-    C = int(codes.max()) + 1 if codes.size and codes.max() >= 0 else 0
-    if n_categories is not None:
-        if n_categories < C:
-            raise ValueError(f"n_categories={n_categories} but the largest code is {C - 1}")
-        C = int(n_categories)
-    counts = _unit_counts(codes, C)  # (units, C)
-    m = counts.sum(axis=1)
-    keep = m >= 2
-    counts = counts[keep].astype(np.float64)
-    w = 1.0 / (m[keep] - 1.0)
-    o = (counts * w[:, None]).T @ counts
-    o[np.diag_indices(C)] -= (counts * w[:, None]).sum(axis=0)
-    return o
-
-
-def _unit_counts(codes: np.ndarray, C: int) -> np.ndarray:
-    """``(units, C)`` number of values of each category in each unit."""
-    n_raters, n_units = codes.shape
-    present = codes >= 0
-    unit = np.broadcast_to(np.arange(n_units), codes.shape)[present]
-    flat = unit * C + codes[present]
-    return np.bincount(flat, minlength=n_units * C).reshape(n_units, C) if C else np.zeros((n_units, 0), np.int64)
 
 
 #: ``D_e`` at or below this is no variation (float noise of a single category).
 NO_VARIATION_EPS = 1e-15
 
 
-def alpha_from_sums(n, same, squares) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def alpha_from_sums(n: ArrayLike, same: ArrayLike, squares: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nominal α from its three sums, vectorised over groups of units: the one formula every α here uses.
 
     With ``n`` pairable values, ``same = sum_c o_cc`` (the coincidence matrix's
@@ -224,50 +130,23 @@ def alpha_from_sums(n, same, squares) -> tuple[np.ndarray, np.ndarray, np.ndarra
     ``D_o = max((n - same) / n, 0)``, ``D_e = (n**2 - squares) / (n (n - 1))``,
     ``alpha = 1 - D_o / D_e`` (Krippendorff 2011), at most 1, 0 at chance.
 
+    Args:
+        n: pairable values, per group.
+        same: the trace of each group's coincidence matrix.
+        squares: ``sum_c n_c**2`` of each group.
+
     Returns:
         ``(alpha, D_o, D_e)`` as arrays (0-d for scalars): NaN where ``n < 2``;
         ``alpha`` NaN and ``D_e`` 0 where ``D_e <= NO_VARIATION_EPS`` (no variation).
     """
-    n, same, squares = (np.asarray(x, dtype=np.float64) for x in (n, same, squares))
+    m, o, q = (np.asarray(x, dtype=np.float64) for x in (n, same, squares))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ok = n >= 2
-        d_o = np.where(ok, np.maximum((n - same) / n, 0.0), np.nan)
-        d_e = np.where(ok, (n * n - squares) / (n * (n - 1.0)), np.nan)
+        ok = m >= 2
+        d_o = np.where(ok, np.maximum((m - o) / m, 0.0), np.nan)
+        d_e = np.where(ok, (m * m - q) / (m * (m - 1.0)), np.nan)
         alpha = np.where(ok & (d_e > NO_VARIATION_EPS), 1.0 - d_o / d_e, np.nan)
     d_e = np.where(ok & (d_e <= NO_VARIATION_EPS), 0.0, d_e)
     return alpha, d_o, d_e
-
-
-def alpha_from_coincidence(o: np.ndarray, n_units: int = -1) -> AlphaResult:
-    """Nominal alpha from a coincidence matrix.
-
-    ``n_c = sum_k o_ck``, ``n = sum_c n_c``,
-    ``D_o = (n - sum_c o_cc) / n``, ``D_e = (n**2 - sum_c n_c**2) / (n (n - 1))``,
-    ``alpha = 1 - D_o / D_e`` at most 1 (Krippendorff 2011).
-
-    Coincidence matrices of disjoint sets of units add, so this also pools
-    several reliability matrices (e.g. one per rater pair).
-
-    Args:
-        o: ``(C, C)`` symmetric coincidence matrix.
-        n_units: number of pairable units behind ``o`` (reported only).
-
-    Returns:
-        :class:`AlphaResult`; NaN with a reason when ``n < 2`` or ``D_e = 0``.
-    """
-    o = np.asarray(o, dtype=np.float64)
-    if o.ndim != 2 or o.shape[0] != o.shape[1]:
-        raise ValueError(f"coincidence matrix must be square, got shape {o.shape}")
-    n_c = o.sum(axis=1)
-    n = float(n_c.sum())
-    if n < 2:
-        return AlphaResult(np.nan, np.nan, np.nan, n, n_units,
-                           f"fewer than 2 pairable values (n = {n:g}): no unit has two or more values")
-    alpha, d_o, d_e = (float(x) for x in alpha_from_sums(n, float(np.trace(o)), float(np.dot(n_c, n_c))))
-    if np.isnan(alpha):
-        return AlphaResult(np.nan, d_o, 0.0, n, n_units,
-                           "no variation: every pairable value is the same category (D_e = 0)")
-    return AlphaResult(alpha, d_o, d_e, n, n_units, "")
 
 
 def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
@@ -277,6 +156,7 @@ def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
     with ``o`` the coincidence matrix (see :func:`coincidence_matrix`), ``n_c``
     its row sums and ``n`` the number of pairable values. Range: at most 1;
     1 perfect agreement, 0 agreement at chance level, negative below chance.
+    :func:`level_alpha` at the nominal level.
 
     Args:
         reliability: ``(raters, units)`` category codes (integers ``>= 0``);
@@ -297,10 +177,7 @@ def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
         >>> nominal_alpha(np.array([[0, 1, 0], [0, 1, 1]])).alpha  # doctest: +ELLIPSIS
         0.444...
     """
-    codes = _as_codes(reliability, missing)
-    o = _coincidence(codes, None)
-    n_units = int(((codes >= 0).sum(axis=0) >= 2).sum())
-    return alpha_from_coincidence(o, n_units)
+    return level_alpha(reliability, "nominal", missing=missing)
 
 
 # --- levels of measurement and user distances -------------------------------------------------------------
@@ -386,8 +263,16 @@ def check_level(level: Distance, values: np.ndarray | Sequence | None, n_codes: 
     return v
 
 
-def _takes_marginals(fn: Callable) -> bool:
-    """The callable takes the ``krippendorff`` package's ``(v1, v2, i1, i2, n_v, dtype)`` keywords."""
+def takes_marginals(fn: Callable) -> bool:
+    """Whether a distance callable takes the ``krippendorff`` package's keywords.
+
+    Args:
+        fn: a callable distance (module docstring).
+
+    Returns:
+        True when its signature has ``**kwargs`` or the keywords ``i1``, ``i2`` and ``n_v`` (it is then given the
+        marginals ``n_v`` too), else False (also for a callable without an inspectable signature).
+    """
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -399,8 +284,8 @@ def _user_distance(fn: Callable, v: np.ndarray, n_c: np.ndarray) -> np.ndarray:
     """One ``(K, K)`` matrix of a callable distance, validated."""
     K = len(n_c)
     i = np.arange(K)
-    if _takes_marginals(fn):
-        kw = dict(i1=i[:, None], i2=i[None, :], n_v=n_c)
+    if takes_marginals(fn):
+        kw: dict[str, Any] = dict(i1=i[:, None], i2=i[None, :], n_v=n_c)
         if "dtype" in inspect.signature(fn).parameters or any(
                 p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
             kw["dtype"] = np.float64
@@ -437,10 +322,12 @@ def distance_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Seque
     v = check_level(level, values, K)
     if isinstance(level, str):
         if level == "nominal":
-            return np.broadcast_to(1.0 - np.eye(K), batch + (K, K)).copy()
+            nominal: np.ndarray = np.broadcast_to(1.0 - np.eye(K), batch + (K, K)).copy()
+            return nominal
         if level == "ordinal":
             mid = np.cumsum(n_c, axis=-1) - n_c / 2.0
-            return (mid[..., :, None] - mid[..., None, :]) ** 2
+            ordinal: np.ndarray = (mid[..., :, None] - mid[..., None, :]) ** 2
+            return ordinal
         assert v is not None
         a, b = v[:K, None], v[None, :K]
         if level == "interval":
@@ -448,13 +335,16 @@ def distance_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Seque
         else:
             s = a + b
             d = np.divide(a - b, s, out=np.zeros((K, K)), where=s != 0) ** 2
-        return np.broadcast_to(d, batch + (K, K)).copy()
+        numeric: np.ndarray = np.broadcast_to(d, batch + (K, K)).copy()
+        return numeric
     if not callable(level):
-        return np.broadcast_to(check_distance_matrix(level, K)[:K, :K], batch + (K, K)).copy()
+        given: np.ndarray = np.broadcast_to(check_distance_matrix(level, K)[:K, :K], batch + (K, K)).copy()
+        return given
     assert v is not None
-    if not _takes_marginals(level) or not batch:
+    if not takes_marginals(level) or not batch:
         flat = n_c.reshape(-1, K)[0] if batch else n_c
-        return np.broadcast_to(_user_distance(level, v, flat), batch + (K, K)).copy()
+        user: np.ndarray = np.broadcast_to(_user_distance(level, v, flat), batch + (K, K)).copy()
+        return user
     flat = n_c.reshape(-1, K)
     return np.stack([_user_distance(level, v, x) for x in flat]).reshape(batch + (K, K))
 
@@ -486,6 +376,78 @@ def alpha_from_distances(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.n
     return alpha, d_o, d_e, n
 
 
+def alpha_of_coincidences(o: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices at a level: the one dispatch of every α.
+
+    Nominal: :func:`alpha_from_sums` of ``n = sum_c n_c``, ``sum_c o_cc`` and ``sum_c n_c**2``
+    (``D_o = (n - sum_c o_cc) / n``, ``D_e = (n**2 - sum_c n_c**2) / (n (n - 1))``); every other level:
+    :func:`alpha_from_distances` with the level's :func:`distance_matrix`. ``alpha = 1 - D_o / D_e``,
+    at most 1, 0 at chance (Krippendorff 2011).
+
+    Args:
+        o: ``(..., K, K)`` coincidence matrices.
+        level: a level's name, a callable distance or a ``(K, K)`` matrix (module docstring).
+        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
+
+    Returns:
+        Arrays over the batch (0-d for one matrix): NaN where ``n < 2``; ``alpha`` NaN and ``D_e`` 0 where
+        the values show no variation.
+    """
+    o = np.asarray(o, dtype=np.float64)
+    if isinstance(level, str) and level == "nominal":
+        n_c = o.sum(axis=-1)
+        squares = np.dot(n_c, n_c) if o.ndim == 2 else np.einsum("...c,...c->...", n_c, n_c)
+        n = n_c.sum(axis=-1)
+        alpha, d_o, d_e = alpha_from_sums(n, np.trace(o, axis1=-2, axis2=-1), squares)
+        return alpha, d_o, d_e, np.asarray(n, dtype=np.float64)
+    return alpha_from_distances(o, distance_matrix(level, o.sum(axis=-1), values))
+
+
+#: Why α is NaN: too few pairable values (format with ``n``), or no variation (nominal, other levels).
+REASON_FEW = "fewer than 2 pairable values (n = {n:g}): no unit has two or more values"
+REASON_SAME_CATEGORY = "no variation: every pairable value is the same category (D_e = 0)"
+REASON_FLAT = "no variation: the pairable values do not differ (D_e = 0)"
+
+
+def alpha_from_coincidence(o: np.ndarray, n_units: int = -1, *, level: Distance = "nominal",
+                           values: np.ndarray | Sequence | None = None) -> AlphaResult:
+    """Krippendorff's alpha from a coincidence matrix, at any level of measurement.
+
+    ``n_c = sum_k o_ck``, ``n = sum_c n_c``, ``D_o = sum_ck o_ck delta2_ck / n``,
+    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``, ``alpha = 1 - D_o / D_e`` at most 1, 0 at chance
+    (Krippendorff 2011); nominal (``delta2_ck = [c != k]``): ``D_o = (n - sum_c o_cc) / n`` and
+    ``D_e = (n**2 - sum_c n_c**2) / (n (n - 1))`` (:func:`alpha_of_coincidences`).
+
+    Coincidence matrices of disjoint sets of units add, so this also pools
+    several reliability matrices (e.g. one per rater pair).
+
+    Args:
+        o: ``(K, K)`` symmetric coincidence matrix.
+        n_units: number of pairable units behind ``o`` (reported only).
+        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
+            ``(K, K)`` matrix of squared distances.
+        values: ``(K,)`` numeric values of the codes (interval, ratio, callable; default the codes).
+
+    Returns:
+        :class:`AlphaResult`; NaN with a reason when ``n < 2`` or ``D_e = 0``.
+
+    Raises:
+        ValueError: ``o`` is not square, or an invalid level (:func:`check_level`).
+    """
+    o = np.asarray(o, dtype=np.float64)
+    if o.ndim != 2 or o.shape[0] != o.shape[1]:
+        raise ValueError(f"coincidence matrix must be square, got shape {o.shape}")
+    check_level(level, values, o.shape[0])
+    alpha, d_o, d_e, n = (float(x) for x in alpha_of_coincidences(o, level, values))
+    if not n >= 2:
+        return AlphaResult(np.nan, np.nan, np.nan, n, n_units, REASON_FEW.format(n=n))
+    if np.isnan(alpha):
+        nominal = isinstance(level, str) and level == "nominal"
+        return AlphaResult(np.nan, d_o, 0.0, n, n_units, REASON_SAME_CATEGORY if nominal else REASON_FLAT)
+    return AlphaResult(alpha, d_o, d_e, n, n_units, "")
+
+
 def level_alpha(reliability: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                 missing: int = -1) -> AlphaResult:
     """Krippendorff's alpha of a raters x units reliability matrix at any level of measurement.
@@ -514,17 +476,12 @@ def level_alpha(reliability: np.ndarray, level: Distance = "nominal", values: np
         >>> level_alpha(np.array([[1, 2, 3], [1, 2, 4]]), "ratio").alpha  # doctest: +ELLIPSIS
         0.948...
     """
-    codes = _as_codes(reliability, missing)
+    codes = as_codes(reliability, missing)
     K = int(codes.max()) + 1 if codes.size and codes.max() >= 0 else 0
     if not isinstance(level, str) and not callable(level):
         K = max(K, np.shape(level)[0] if np.ndim(level) == 2 else K)
     check_level(level, values, K)
-    o = _coincidence(codes, K)
-    n_units = int(((codes >= 0).sum(axis=0) >= 2).sum())
-    alpha, d_o, d_e, n = (float(x) for x in alpha_from_distances(o, distance_matrix(level, o.sum(axis=1), values)))
-    if not n >= 2:
-        return AlphaResult(np.nan, np.nan, np.nan, n, n_units,
-                           f"fewer than 2 pairable values (n = {n:g}): no unit has two or more values")
-    if np.isnan(alpha):
-        return AlphaResult(np.nan, d_o, 0.0, n, n_units, "no variation: the pairable values do not differ (D_e = 0)")
-    return AlphaResult(alpha, d_o, d_e, n, n_units, "")
+    counts = unit_counts(codes, K)
+    n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
+    o = np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
+    return alpha_from_coincidence(o, n_units, level=level, values=values)

@@ -136,7 +136,8 @@ class RaterPairTable:
     def mean_over_shared(self, pair_id: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Per pair, the mean of ``values`` over its shared samples: ``values[k]`` belongs to the
         (sample, rater pair) ``k`` of pair ``pair_id[k]`` (a row of this table), summed in that order."""
-        return np.bincount(pair_id, values, len(self)) / np.maximum(self.n_shared, 1)
+        mean: np.ndarray = np.bincount(pair_id, values, len(self)) / np.maximum(self.n_shared, 1)
+        return mean
 
     def to_columns(self, arrays: bool = False) -> dict[str, list]:
         """The table as columns (:func:`records_to_columns` of :meth:`to_records`), built vectorised.
@@ -165,10 +166,10 @@ class RaterPairTable:
         return out
 
 
-def _table_to_columns(table: "RaterPairTable", arrays: bool = False) -> dict[str, list]:
+def _table_to_columns(table: "RaterPairTable", arrays: bool = False) -> dict[str, Any]:
     names = np.asarray(table.raters, dtype=object)
     shared = np.asarray(table.n_shared, dtype=np.int64)
-    cols: dict[str, list] = {
+    cols: dict[str, Any] = {
         "rater_a": names[table.a].tolist(), "rater_b": names[table.b].tolist(),
         "n_shared_samples": shared.copy() if arrays else shared.tolist(),
     }

@@ -72,7 +72,8 @@ class ClassRatings:
     @property
     def rated(self) -> np.ndarray:
         """``(S, R)`` bool: the rater gave a class."""
-        return self.codes != MISSING
+        rated: np.ndarray = self.codes != MISSING
+        return rated
 
     def select_samples(self, keep: np.ndarray) -> "ClassRatings":
         """The ratings of the samples ``keep`` (a boolean mask or indices)."""
@@ -146,7 +147,8 @@ def class_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None =
     if (counts > 1).any():
         s, r = map(int, np.argwhere(counts > 1)[0])
         rows = data.labels[data.offsets[s * R + r]: data.offsets[s * R + r + 1]].tolist()
-        raise ValueError(f"sample {data.sample_names[s]!r}: rater {data.raters[r]!r} gave {counts[s, r]} classes "
+        names = data.sample_ids if data.sample_names is None else data.sample_names
+        raise ValueError(f"sample {names[s]!r}: rater {data.raters[r]!r} gave {counts[s, r]} classes "
                          f"{rows}; one class per rater and sample is read as a classification (several are tags: "
                          "read them as a set)")
     classes = _classes_of(data.labels, classes if classes is not None else data.classes)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from agreement.core.krippendorff import alpha_from_sums
 
@@ -57,7 +58,15 @@ UNDEFINED_NO_VARIATION = "no variation: every pairable value is the same categor
 
 
 def concat_ranges(start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(a, a + n) for a, n in zip(start, length)])``, vectorised."""
+    """``concatenate([arange(a, a + n) for a, n in zip(start, length)])``, vectorised.
+
+    Args:
+        start: ``(k,)`` int first value of each range.
+        length: ``(k,)`` int ``>= 0`` length of each range.
+
+    Returns:
+        int64 ``(sum(length),)``: the ranges end to end.
+    """
     start = np.asarray(start, dtype=np.int64)
     length = np.asarray(length, dtype=np.int64)
     total = int(length.sum())
@@ -72,7 +81,8 @@ class SparseReliability:
         rater: ``(V,)`` int row (rater) of each value.
         column: ``(V,)`` int column (unit) of each value.
         code: ``(V,)`` int category code ``>= 0`` of each value.
-        n_raters, n_columns: the matrix shape.
+        n_raters: the matrix's number of rows (raters).
+        n_columns: the matrix's number of columns (units).
     """
 
     rater: np.ndarray
@@ -82,8 +92,23 @@ class SparseReliability:
     n_columns: int
 
     @classmethod
-    def build(cls, rater, column, code, n_raters: int, n_columns: int) -> "SparseReliability":
-        """From unsorted triples (at most one value per ``(rater, column)``)."""
+    def build(cls, rater: ArrayLike, column: ArrayLike, code: ArrayLike, n_raters: int,
+              n_columns: int) -> "SparseReliability":
+        """From unsorted triples (at most one value per ``(rater, column)``).
+
+        Args:
+            rater: ``(V,)`` int rater of each value, in ``[0, n_raters)``.
+            column: ``(V,)`` int column (unit) of each value, in ``[0, n_columns)``.
+            code: ``(V,)`` int code ``>= 0`` of each value.
+            n_raters: number of raters.
+            n_columns: number of columns.
+
+        Returns:
+            The values sorted by column, then rater.
+
+        Raises:
+            ValueError: arrays of different lengths, or a negative code.
+        """
         rater = np.asarray(rater, dtype=np.int64).reshape(-1)
         column = np.asarray(column, dtype=np.int64).reshape(-1)
         code = np.asarray(code, dtype=np.int64).reshape(-1)
@@ -96,7 +121,18 @@ class SparseReliability:
 
     @classmethod
     def from_dense(cls, rel: np.ndarray) -> "SparseReliability":
-        """From a ``(raters, units)`` int matrix with ``-1`` for missing."""
+        """From a ``(raters, units)`` int matrix with ``-1`` for missing.
+
+        Args:
+            rel: ``(raters, units)`` integer codes ``>= 0``, ``-1`` where missing.
+
+        Returns:
+            Its present values, sorted by column, then rater.
+
+        Raises:
+            ValueError: not 2-D, or a code below ``-1``.
+            TypeError: not integer codes.
+        """
         rel = np.asarray(rel)
         if rel.ndim != 2:
             raise ValueError(f"reliability must be a 2-D raters x units array, got shape {rel.shape}")
@@ -127,7 +163,15 @@ class SparseReliability:
         return np.searchsorted(self.column, np.arange(self.n_columns + 1))
 
     def value_of(self, rater: np.ndarray, column: np.ndarray) -> np.ndarray:
-        """The code at each ``(rater, column)``, ``-1`` where missing."""
+        """The code at each ``(rater, column)``, ``-1`` where missing.
+
+        Args:
+            rater: int raters.
+            column: int columns, broadcastable with ``rater``.
+
+        Returns:
+            int64 codes, of their broadcast shape.
+        """
         key = self.column * max(self.n_raters, 1) + self.rater
         q = np.asarray(column, dtype=np.int64) * max(self.n_raters, 1) + np.asarray(rater, dtype=np.int64)
         if not len(key):
@@ -142,7 +186,8 @@ class GroupedAlpha:
 
     Attributes:
         alpha: α, NaN where undefined.
-        observed, expected: ``D_o`` and ``D_e`` (NaN where ``n < 2``; ``D_e`` 0 without variation).
+        observed: ``D_o`` in ``[0, 1]`` (NaN where ``n < 2``).
+        expected: ``D_e`` in ``[0, 1]`` (NaN where ``n < 2``; 0 without variation).
         n: pairable values.
         n_units: pairable units.
     """
@@ -168,7 +213,8 @@ def _finish(n: np.ndarray, O: np.ndarray, Q: np.ndarray, n_units: np.ndarray) ->
     return GroupedAlpha(alpha, d_o, d_e, n, n_units)
 
 
-def _column_counts(column: np.ndarray, code: np.ndarray, n_columns: int, n_codes: int):
+def _column_counts(column: np.ndarray, code: np.ndarray, n_columns: int,
+                   n_codes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per column ``m_u`` and the distinct ``(column, code, n_uc)`` triples."""
     C = max(n_codes, 1)
     m = np.bincount(column, minlength=n_columns).astype(np.float64)
@@ -204,7 +250,17 @@ class GroupSums:
     n_codes: int
 
     def add(self, other: "GroupSums") -> "GroupSums":
-        """The statistics of both sets of columns (same groups, same ``n_codes``)."""
+        """The statistics of both sets of columns (same groups, same ``n_codes``).
+
+        Args:
+            other: the statistics of other columns, disjoint from these.
+
+        Returns:
+            Their sum: the statistics of the union of both sets of columns.
+
+        Raises:
+            ValueError: different groups or codes.
+        """
         if len(self.n) != len(other.n) or self.n_codes != other.n_codes:
             raise ValueError("GroupSums of different groups or codes cannot be added")
         key, count = _sum_by_key([self.gc_key, other.gc_key], [self.gc_count, other.gc_count])
@@ -223,8 +279,24 @@ class GroupSums:
 
 def group_sums(column: np.ndarray, code: np.ndarray, n_columns: int, column_group: np.ndarray, n_groups: int,
                n_codes: int | None = None) -> GroupSums:
-    """The :class:`GroupSums` of the values ``(column, code)`` (arguments of :func:`grouped_values_alpha`;
-    ``n_codes`` at least ``max(code) + 1``, the same for every part of one computation)."""
+    """The :class:`GroupSums` of the values ``(column, code)``: the additive statistics of nominal α per group.
+
+    Args:
+        column: ``(V,)`` column of each value (one value per rater and column).
+        code: ``(V,)`` code ``>= 0`` of each value.
+        n_columns: number of columns.
+        column_group: ``(n_columns,)`` group of each column, ``0 .. n_groups - 1``.
+        n_groups: number of groups.
+        n_codes: at least ``max(code) + 1``, the same for every part of one computation (default
+            ``max(code) + 1``).
+
+    Returns:
+        The :class:`GroupSums`; :meth:`GroupSums.finish` gives the α of :func:`grouped_values_alpha`
+        (Krippendorff 2011).
+
+    Raises:
+        ValueError: ``column_group`` not of length ``n_columns``.
+    """
     column = np.asarray(column, dtype=np.int64)
     code = np.asarray(code, dtype=np.int64)
     column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
@@ -270,9 +342,11 @@ class LeaveOneOutSums:
     Attributes:
         full: the groups' :class:`GroupSums` with every rater.
         combo_key: sorted ``g * n_raters + r`` of the (group, rater) combinations with a value.
-        d_n, d_O, d_units: per combination, the change of ``n``, ``O`` and the pairable units
-            when the rater is left out.
-        d_key, d_count: the change of the marginals, keyed ``combo_key * n_codes + c``.
+        d_n: per combination, the change of ``n`` when the rater is left out.
+        d_O: per combination, the change of ``O`` when the rater is left out.
+        d_units: per combination, the change of the pairable units when the rater is left out.
+        d_key: the keys ``combo_key * n_codes + c`` of the marginals' changes.
+        d_count: the change of the marginal at each key.
         n_raters: ``R``.
     """
 
@@ -286,7 +360,17 @@ class LeaveOneOutSums:
     n_raters: int
 
     def add(self, other: "LeaveOneOutSums") -> "LeaveOneOutSums":
-        """The statistics of both sets of columns (same groups, raters and codes)."""
+        """The statistics of both sets of columns (same groups, raters and codes).
+
+        Args:
+            other: the statistics of other columns, disjoint from these.
+
+        Returns:
+            Their sum: the statistics of the union of both sets of columns.
+
+        Raises:
+            ValueError: different raters (or groups or codes).
+        """
         if self.n_raters != other.n_raters:
             raise ValueError("LeaveOneOutSums of different raters cannot be added")
         parts = [self.combo_key, other.combo_key]
@@ -346,8 +430,19 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
 
 def leave_one_rater_out_sums(values: SparseReliability, column_group: np.ndarray, n_groups: int,
                              n_codes: int | None = None) -> LeaveOneOutSums:
-    """The :class:`LeaveOneOutSums` of ``values`` (arguments of :func:`leave_one_rater_out`; ``n_codes``
-    at least ``values.n_codes``, the same for every part of one computation)."""
+    """The :class:`LeaveOneOutSums` of ``values``: the additive statistics of :func:`leave_one_rater_out`.
+
+    Args:
+        values: the sparse reliability data.
+        column_group: ``(n_columns,)`` group of each column, ``0 .. n_groups - 1``.
+        n_groups: number of groups.
+        n_codes: at least ``values.n_codes``, the same for every part of one computation (default
+            ``values.n_codes``).
+
+    Returns:
+        The :class:`LeaveOneOutSums`; its ``finish()`` gives ``(group, rater, alpha)`` as
+        :func:`leave_one_rater_out` (nominal α of each group without each rater, Krippendorff 2011).
+    """
     col, code, rater = values.column, values.code, values.rater
     column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)
     C = max(values.n_codes, int(n_codes or 0), 1)

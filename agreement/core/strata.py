@@ -101,7 +101,7 @@ def scale_strata(scales: ArrayLike, factor: float = STRATUM_FACTOR, min_size: in
         i = int(np.searchsorted(values, values[i] * factor, side="right"))
     bounds = first + [len(values)]
     lo, hi = list(bounds[:-1]), list(bounds[1:])  # stratum k: distinct scales lo[k] .. hi[k] - 1
-    size = [int(count[a:b].sum()) for a, b in zip(lo, hi)]
+    size = [int(count[a:b].sum()) for a, b in zip(lo, hi, strict=True)]
     # 2. merge strata too small to pair with their nearest neighbour in log scale
     while len(size) > 1 and min(size) < min_size:
         k = int(np.argmin(size))

@@ -50,12 +50,13 @@ declared here, checked in one vectorised pass when it is built):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 __all__ = ["AnnotationError", "RepairReport", "check_boxes", "validate_boxes", "BOX_POLICIES", "BOX_TOLERANCE",
-           "COORDINATES", "check_relative_boxes", "check_image_sizes", "pixels_to_relative"]
+           "COORDINATES", "check_relative_boxes", "check_image_sizes", "pixels_to_relative",
+           "columns_to_relative"]
 
 BOX_POLICIES = ("clip", "drop", "error")
 
@@ -398,23 +399,61 @@ def pixels_to_relative(
 ) -> tuple[np.ndarray, list | None, np.ndarray | None]:
     """Pixel coordinates divided by their sample's image size: ``[x / W, y / H, w / W, h / H]``.
 
-    Boxes, polygon rings (``(k, 2)`` points) and keypoints (``(N, K, 2)``, NaN where not labelled) of row ``i``
-    are divided by ``image_sizes[sample_index[i]] = (W, H)``. Rows with no geometry (all-NaN box, no polygon, no
-    labelled keypoint) are kept as they are. The inputs are not modified.
+    :func:`columns_to_relative` of the boxes, polygons and keypoints (either may be ``None``).
+
+    Returns:
+        ``(boxes, polygons, keypoints)``, relative.
+
+    Raises:
+        AnnotationError: as :func:`columns_to_relative`.
+    """
+    columns = {name: v for name, v in (("polygons", polygons), ("keypoints", keypoints)) if v is not None}
+    boxes, columns = columns_to_relative(boxes, sample_index, image_sizes, sample_names, columns=columns)
+    return boxes, columns.get("polygons"), columns.get("keypoints")
+
+
+def columns_to_relative(
+    boxes: np.ndarray,
+    sample_index: np.ndarray,
+    image_sizes: np.ndarray | None,
+    sample_names: Sequence,
+    *,
+    columns: Mapping[str, Any],
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Pixel coordinates divided by their sample's image size: ``[x / W, y / H, w / W, h / H]``.
+
+    Boxes, and every geometry column whose declaration converts from pixels
+    (:attr:`agreement.core.kinds.ColumnKind.to_relative`: polygon rings, keypoints ``(N, K, 2)`` with NaN
+    where not labelled), of row ``i`` are divided by ``image_sizes[sample_index[i]] = (W, H)``. Rows with no
+    geometry (all-NaN box, and no geometry in a column: :attr:`~agreement.core.kinds.ColumnKind.has_geometry`)
+    are kept as they are. The inputs are not modified.
+
+    Args:
+        boxes: ``(N, 4)`` pixel boxes (all NaN where a row has no 2D box).
+        sample_index: ``(N,)`` the sample of each row.
+        image_sizes: ``(S, 2)`` ``(width, height)`` in pixels (NaN, or ``None``, where unknown).
+        sample_names: the ``S`` samples' names, for messages.
+        columns: the geometry columns by name (declared in :mod:`agreement.core.kinds`); those without image
+            coordinates are returned as they are.
+
+    Returns:
+        ``(boxes, columns)``: relative boxes and the columns converted.
 
     Raises:
         AnnotationError: naming the first sample that has geometry and no positive, finite image size (NaN,
             missing, zero or negative).
     """
+    from agreement.core.kinds import column_kind
+
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     sample_index = np.asarray(sample_index, dtype=np.intp)
     S = len(sample_names)
     sizes = np.full((S, 2), np.nan) if image_sizes is None else np.asarray(image_sizes, dtype=np.float64).reshape(S, 2)
     geometry = ~np.isnan(boxes).all(axis=1)
-    if polygons is not None:
-        geometry |= np.fromiter((p is not None for p in polygons), dtype=bool, count=len(boxes))
-    if keypoints is not None and keypoints.size:
-        geometry |= ~np.isnan(keypoints).all(axis=(1, 2))
+    kinds = {name: column_kind(name) for name in columns}
+    for name, kind in kinds.items():
+        if kind.has_geometry is not None:
+            geometry |= kind.has_geometry(columns[name])
     need = np.zeros(S, dtype=bool)
     need[sample_index[geometry]] = True
     with np.errstate(invalid="ignore"):
@@ -428,9 +467,5 @@ def pixels_to_relative(
         )
     wh = np.where(known[:, None], sizes, 1.0)[sample_index]
     boxes = boxes / np.tile(wh, 2)
-    if polygons is not None:
-        polygons = [None if p is None else [np.asarray(ring, dtype=np.float64).reshape(-1, 2) / wh[i] for ring in p]
-                    for i, p in enumerate(polygons)]
-    if keypoints is not None:
-        keypoints = keypoints / wh[:, None, :]
-    return boxes, polygons, keypoints
+    return boxes, {name: kind.to_relative(columns[name], wh) if kind.to_relative is not None else columns[name]
+                   for name, kind in kinds.items()}

@@ -28,6 +28,7 @@ def _detections(corpus: MultiRaterAnnotations, s: int, r: int, rater_attr: str |
 
 def corpus_label_fields(
     corpus: MultiRaterAnnotations,
+    *,
     layout: str = "fields",
     field: str = "ground_truth",
     rater_attr: str = "annotator",
@@ -64,6 +65,7 @@ def corpus_label_fields(
 def samples_from_corpus(
     corpus: MultiRaterAnnotations,
     filepaths: Sequence[str],
+    *,
     layout: str = "fields",
     field: str = "ground_truth",
     rater_attr: str = "annotator",
@@ -77,7 +79,7 @@ def samples_from_corpus(
     """
     if len(filepaths) != corpus.num_samples:
         raise ValueError(f"got {len(filepaths)} file paths for {corpus.num_samples} samples")
-    labels = corpus_label_fields(corpus, layout, field, rater_attr, field_names)
+    labels = corpus_label_fields(corpus, layout=layout, field=field, rater_attr=rater_attr, field_names=field_names)
     samples = []
     for s, (path, values) in enumerate(zip(filepaths, labels)):
         w, h = corpus.image_sizes[s]

@@ -18,15 +18,20 @@ from agreement.fo.figures import (
     is_finite,
     sig3,
 )
-from agreement.fo.rater_tables import CLASS_CONSENSUS, RATER_COLUMNS, column_legend
+from agreement.fo.rater_tables import Column, column_legend, count_columns, f1_score, row_texts
 
 __all__ = [
+    "CLASS_CONSENSUS_RATER_COLUMNS",
+    "CONSENSUS_RATER_COLUMNS",
+    "class_consensus_rater_rows",
+    "consensus_rater_rows",
     "CLASS_REPORT_COLUMNS",
     "CLASS_REVIEW_HELP",
     "REPORT_COLUMNS",
     "REPORT_NOTE",
     "REVIEW_HELP",
     "consensus_cards",
+    "consensus_panel_section",
     "consensus_counts",
     "consensus_tau_card",
     "default_rater",
@@ -65,16 +70,58 @@ CLASS_REVIEW_HELP = (
 )
 
 
-def _legend(columns: tuple, method: str) -> str:
-    """The legend of a report with ``columns`` ((key, heading) pairs): what the rater table of ``method``
-    says of the columns of the same headings (:func:`agreement.fo.rater_tables.column_legend`)."""
-    described = {c.heading: c for c in RATER_COLUMNS[method]}
+#: The columns of a consensus run's rater table (against the consensus), the default sort column first.
+CONSENSUS_RATER_COLUMNS = (
+    Column("f1", "F1", description="harmonic mean of sensitivity and precision"),
+    Column("sensitivity", "sensitivity",
+           description="share of the consensus objects on its samples that the rater drew"),
+    Column("precision", "precision", description="share of its labels that are real objects"),
+    Column("false_positive_rate", "FP / sample", False, description="false positives per assigned sample"),
+    Column("localisation_error", "loc. error", False,
+           description="localisation error, mean 1 − IoU to the consensus label"),
+    Column("agreement", "agrees", description="share of its labels in a consensus label of their class"),
+) + count_columns()
+#: The columns of the rater table of a consensus run on classes (its report holds competences, not sensitivities).
+CLASS_CONSENSUS_RATER_COLUMNS = (
+    Column("competence", "competence",
+           description="the model's estimate that the rater gives the true class (Dawid–Skene: the diagonal "
+                       "of its confusion matrix, weighted by the classes' prior; MACE: its competence; "
+                       "majority: its agreement with the consensus)"),
+    Column("agreement", "agrees", description="share of its classes equal to the consensus"),
+    Column("n_labels", "labels", True, True, "the classes it gave"),
+)
+
+
+def consensus_rater_rows(report: dict) -> list[dict]:
+    """A consensus run's ``detail["rater_report"]`` as rows, with each rater's F1
+    (:func:`agreement.fo.rater_tables.f1_score`)."""
+    cols = CONSENSUS_RATER_COLUMNS
+    rows = []
+    for rater, entry in report.items():
+        row = {"rater": str(rater), **{c.key: entry.get(c.key) for c in cols if c.key != "f1"}}
+        row["f1"] = f1_score(entry.get("sensitivity"), entry.get("precision"))
+        rows.append(row_texts(row, cols))
+    return rows
+
+
+def class_consensus_rater_rows(report: dict) -> list[dict]:
+    """A class consensus run's ``detail["rater_report"]`` as rows: competence, agreement with the consensus,
+    labels."""
+    cols = CLASS_CONSENSUS_RATER_COLUMNS
+    return [row_texts({"rater": str(r), "competence": e.get("competence"), "agreement": e.get("agreement"),
+                       "n_labels": e.get("labels")}, cols) for r, e in report.items()]
+
+
+def _legend(columns: tuple, table: tuple) -> str:
+    """The legend of a report with ``columns`` ((key, heading) pairs): what the rater table with columns
+    ``table`` says of the columns of the same headings (:func:`agreement.fo.rater_tables.column_legend`)."""
+    described = {c.heading: c for c in table}
     return column_legend([described[heading] for _, heading in columns])
 
 
 #: What the report's columns mean (under the table), made from its columns.
-REPORT_NOTE = _legend(REPORT_COLUMNS, "iaa.consensus")
-CLASS_REPORT_NOTE = _legend(CLASS_REPORT_COLUMNS, CLASS_CONSENSUS)
+REPORT_NOTE = _legend(REPORT_COLUMNS, CONSENSUS_RATER_COLUMNS)
+CLASS_REPORT_NOTE = _legend(CLASS_REPORT_COLUMNS, CLASS_CONSENSUS_RATER_COLUMNS)
 CLASS_CONSENSUS_METHOD_NAMES = {"em": "Dawid–Skene (EM: each rater's confusion matrix)",
                                 "mace": "MACE (each rater's competence and spamming)", "majority": "majority vote"}
 CONSENSUS_METHOD_NAMES = {"em": "EM (Dawid–Skene classes, rater sensitivity and localisation noise)",
@@ -207,13 +254,31 @@ def default_rater(results: dict, raters: list[str]) -> str | None:
 def review_queue_view(samples, key: str):
     """The review queue of consensus run ``key`` on ``samples``: a patches view of the flagged consensus
     labels (a class consensus: the flagged samples), least confident first; the view the operator ``load_agreement_view`` loads in mode ``"review"``."""
-    from agreement.fo.methods.consensus import review_view
+    from agreement.fo import runs
+    from agreement.fo.methods import hooks_of
 
-    return review_view(samples, key)
+    method = runs.get_agreement_run_info(samples, key)["method"]
+    review = hooks_of(method).review_view
+    if review is None:
+        raise runs.RunError(f"run {key!r} is a {method} run, which has no review queue")
+    return review(samples, key)
 
 
-def _consensus_data(samples, info: dict, results: dict, whole: bool, rater: str | None) -> dict:
-    """The consensus part of :func:`run_panel_data`: cards (whole run, this view), rater report, confusion."""
+def consensus_panel_section(samples, info: dict, results: dict, whole: bool, rater: str | None) -> dict:
+    """The consensus part of :func:`agreement.fo.panel_data.run_panel_data` (its hook ``panel_section``): cards
+    (whole run, this view), rater report, confusion.
+
+    Args:
+        samples: the view the panel shows.
+        info: the consensus run's info.
+        results: its results.
+        whole: whether ``samples`` is the whole dataset.
+        rater: the rater whose confusion matrix to draw (default: the least competent, else the first).
+
+    Returns:
+        ``{"cards", "view_cards", "report_rows", "report_md", "raters", "rater", "confusion", "review_help",
+        "class_consensus", "figure"}``.
+    """
     key = info["key"]
     rows = rater_report_rows(results)
     raters = [r["rater"] for r in rows]

@@ -23,8 +23,9 @@ import sys
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
-from agreement.fo.engine import MethodSpec, execution_options, run_method
-from agreement.core.validation import BOX_POLICIES
+from agreement.fo.engine import MethodSpec, run_method
+from agreement.fo.method_hooks import MethodHooks
+from agreement.fo.run_options import Execution, RaterLayout
 
 __all__ = ["Param", "FormValues", "RaterLayout", "Execution", "MethodDeclaration", "run_declared", "python_function",
            "parameter_table", "split_kwargs", "run_target", "collection_target", "accepted_types", "check_label_type"]
@@ -183,47 +184,6 @@ class FormValues:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
-class RaterLayout:
-    """How the raters' labels are read: ``fields`` (one label field per rater), or ``field`` whose labels name
-    their rater in ``rater_attr``, with the raters assigned to each sample in ``raters_field`` (default: the
-    assignment the dataset records; without one, ``assume_crossed`` accepts that every rater saw every
-    sample); boxes past the image border are ``box_policy`` (``"clip"``, ``"drop"``, ``"error"``)."""
-
-    fields: Sequence[str] | None = None
-    field: str | None = None
-    rater_attr: str = "annotator"
-    raters_field: str | None = None
-    assume_crossed: bool = False
-    box_policy: str = "clip"
-
-    def __post_init__(self) -> None:
-        if self.box_policy not in BOX_POLICIES:
-            raise ValueError(f"box_policy must be one of {', '.join(BOX_POLICIES)}, got {self.box_policy!r}")
-
-    def as_dict(self) -> dict:
-        """The layout as :func:`agreement.fo.engine.run_method` takes it."""
-        return {"fields": self.fields, "field": self.field, "rater_attr": self.rater_attr,
-                "raters_field": self.raters_field, "box_policy": self.box_policy,
-                "assume_crossed": self.assume_crossed}
-
-
-@dataclass(frozen=True)
-class Execution:
-    """Where a streamed run computes: ``shard_size`` samples at a time (default: chosen for the view), on
-    ``backend`` ``"serial"`` (here) or ``"dask"`` (the scheduler at ``dask_address``, or a local cluster of
-    ``workers`` processes). The numbers are the same whatever these are."""
-
-    shard_size: int | None = None
-    backend: str = "serial"
-    dask_address: str | None = None
-    workers: int | None = None
-
-    def as_kwargs(self) -> dict:
-        """The options as :func:`agreement.fo.engine.run_method` takes them (it validates them)."""
-        return execution_options(self.shard_size, self.backend, self.dask_address, self.workers)
-
-
 _LAYOUT_NAMES = tuple(f.name for f in fields(RaterLayout))
 _EXECUTION_NAMES = tuple(f.name for f in fields(Execution))
 
@@ -252,6 +212,9 @@ class MethodDeclaration:
             :func:`check_label_type`, naming the operators that read them.
         from_form: ``form values -> method keyword arguments`` (form-only controls resolved; the values the
             user left empty are absent).
+        hooks: everything method-specific it shows (:class:`agreement.fo.method_hooks.MethodHooks`: panel
+            cards, sections and figures, rater tables, label explanations, drill-down modes, the conflicts of
+            reports, review); the defaults offer none of them.
     """
 
     operator: str
@@ -268,6 +231,7 @@ class MethodDeclaration:
     label_types: tuple = ()
     from_form: Callable[[dict], dict] = lambda values: values
     records_key: bool = False
+    hooks: MethodHooks = field(default_factory=MethodHooks)
 
     @property
     def method(self) -> str:
@@ -304,7 +268,7 @@ def split_kwargs(decl: MethodDeclaration, kwargs: Mapping[str, Any]) -> tuple[Ra
     return layout, execution, {k: v for k, v in kwargs.items() if k in own}
 
 
-def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = False,
+def run_declared(decl: MethodDeclaration, samples, key: str, *, overwrite: bool = False,
                  progress: Callable[[float, str], None] | None = None, target: Mapping[str, Any] | None = None,
                  **kwargs) -> dict:
     """Runs the declared method on ``samples`` as run ``key``: validates everything before reading anything,
@@ -315,7 +279,7 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     from agreement.fo.frame_runs import is_frame_layout, run_on_frames
 
     layout, execution, own = split_kwargs(decl, kwargs)
-    frames = is_frame_layout(layout.as_dict())  # all frame fields, or none (refuses a mix)
+    frames = is_frame_layout(layout)  # all frame fields, or none (refuses a mix)
     kind = check_label_type(decl, samples, layout)
     if kind is not None and any(p.name == LABEL_TYPE_PARAM for p in decl.method_params):
         own[LABEL_TYPE_PARAM] = kind.__name__  # a method that runs differently per label type is told it
@@ -325,10 +289,10 @@ def run_declared(decl: MethodDeclaration, samples, key: str, overwrite: bool = F
     if target is not None:
         params["target"] = dict(target)
     if frames:
-        return run_on_frames(decl, samples, key, layout.as_dict(), execution.as_kwargs(), params,
-                             overwrite=overwrite, progress=progress)
-    return run_method(samples, key, decl.spec, layout.as_dict(), params, overwrite=overwrite, progress=progress,
-                      **execution.as_kwargs())
+        return run_on_frames(decl, samples, key, layout, params, execution=execution, overwrite=overwrite,
+                             progress=progress)
+    return run_method(samples, key, decl.spec, layout, params, execution=execution, overwrite=overwrite,
+                      progress=progress)
 
 
 def accepted_types(decl: MethodDeclaration) -> tuple[type, ...]:

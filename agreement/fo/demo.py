@@ -69,7 +69,7 @@ def _say(msg: str) -> None:
 def build_demo_dataset(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> fo.Dataset:
     """Generates (or reuses) the images and builds the demo dataset from scratch."""
     t = time.time()
-    scenes = generate_scenes(num_images, seed=seed)
+    scenes = generate_scenes(num_images=num_images, seed=seed)
     image_dir = os.path.join(fo.config.default_dataset_dir, name, "images")
     paths = write_scenes(scenes, image_dir, seed=seed)
     _say(f"  {len(paths)} images in {image_dir} ({time.time() - t:.1f} s)")
@@ -110,7 +110,7 @@ def build_demo_dataset(name: str = DATASET_NAME, num_images: int = 300, seed: in
 
 def build_3d_dataset(name: str, num_scenes: int = 30, seed: int = 0) -> fo.Dataset:
     """A 3D dataset: empty ``.fo3d`` street scenes with three raters' car cuboids."""
-    scenes = generate_cuboid_scenes(num_scenes, seed=seed)
+    scenes = generate_cuboid_scenes(num_scenes=num_scenes, seed=seed)
     raters = simulate_cuboid_raters(scenes, seed=seed)
     scene_dir = os.path.join(fo.config.default_dataset_dir, name, "scenes")
     os.makedirs(scene_dir, exist_ok=True)

@@ -55,7 +55,7 @@ def dask_available() -> bool:
     return importlib.util.find_spec("distributed") is not None
 
 
-def check_backend(backend: str, dask_address: str | None = None, workers: int | None = None) -> None:
+def check_backend(backend: str, *, dask_address: str | None = None, workers: int | None = None) -> None:
     """Validates the execution options before anything is read (raises ``ValueError`` naming the problem)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -117,10 +117,21 @@ def dask_client(dask_address: str | None = None, workers: int | None = None) -> 
         cluster.close()
 
 
-def _shard_task(env: dict, dataset_name: str, stages: list, job, state: Any, spec, process: Callable) -> Any:
+@dataclasses.dataclass(frozen=True)
+class _ViewOnCluster:
+    """Where a worker finds the run's view: the database environment (:func:`database_env`), the dataset's
+    name and the view's serialized stages (empty: the whole dataset)."""
+
+    env: dict
+    dataset_name: str
+    stages: list
+
+
+def _shard_task(where: _ViewOnCluster, job, state: Any, spec, process: Callable) -> Any:
     """One shard on a worker: connect to the run's database, rebuild its view, ``process(view, job, spec)``.
     ``state`` is the method's prepared state, sent to the cluster once for every shard (see :func:`run_shards`);
     ``spec`` and ``process`` travel with the task (functions by reference: the worker imports their modules)."""
+    env, dataset_name, stages = where.env, where.dataset_name, where.stages
     os.environ.update(env)
     job = dataclasses.replace(job, state=state)
     import fiftyone as fo
@@ -132,6 +143,7 @@ def _shard_task(env: dict, dataset_name: str, stages: list, job, state: Any, spe
 
 
 def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], spec, process: Callable,
+               *,
                dask_address: str | None = None, workers: int | None = None) -> list:
     """Runs ``process(view, job, spec)`` for every shard job on a Dask cluster; returns the results in shard order.
 
@@ -143,15 +155,14 @@ def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], sp
     """
     from distributed import as_completed
 
-    env = database_env()
-    dataset_name = samples._root_dataset.name
     import fiftyone.core.view as fov
 
-    stages = samples._serialize() if isinstance(samples, fov.DatasetView) else []
+    where = _ViewOnCluster(env=database_env(), dataset_name=samples._root_dataset.name,
+                          stages=samples._serialize() if isinstance(samples, fov.DatasetView) else [])
     with dask_client(dask_address, workers) as client:
         state = client.scatter(jobs[0].state, broadcast=False) if jobs and jobs[0].state is not None else None
-        futures = [client.submit(_shard_task, env, dataset_name, stages, dataclasses.replace(job, state=None), state,
-                                 spec, process, key=f"iaa-shard-{job.index}-{os.getpid()}-{id(job)}", pure=False) for job in jobs]
+        futures = [client.submit(_shard_task, where, dataclasses.replace(job, state=None), state, spec, process,
+                                 key=f"iaa-shard-{job.index}-{os.getpid()}-{id(job)}", pure=False) for job in jobs]
         done = 0
         for _ in as_completed(futures):
             done += 1

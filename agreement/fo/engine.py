@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from agreement.fo import runs
-from agreement.fo.distributed import check_backend, run_shards
+from agreement.fo.distributed import run_shards
 from agreement.fo.assignment import plan_corpus
 from agreement.fo.reading import ReadResult, current_stamps, join_reads, read_annotations
 from agreement.core.validation import AnnotationError, RepairReport
@@ -40,12 +40,13 @@ from agreement.fo.frame_units import chance_groups
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
+from agreement.fo.run_options import Execution, RaterLayout
 from agreement.fo.run_warnings import DesignStats, design_stats, merge_design, run_warnings
 from agreement.fo.stored_values import label_field_value
 from agreement.fo.writing import declare_label_field
 
 __all__ = ["MethodSpec", "MethodOutput", "StreamContext", "ShardJob", "ShardResult", "process_shard", "run_method",
-           "clean_summary", "DEFAULT_SHARD_SIZE", "default_shard_size", "check_shard_size", "execution_options",
+           "clean_summary", "DEFAULT_SHARD_SIZE", "default_shard_size", "check_shard_size",
            "canonical_ids"]
 
 def _column(values: Sequence[Any]) -> np.ndarray:
@@ -110,7 +111,7 @@ def _write_in_parts(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodS
     n = read.annotations.num_samples
     with ShardWriter() as writer:
         for lo in range(0, n, part_size):
-            _write(samples, plan, read, spec, out, writer, slice(lo, min(n, lo + part_size)))
+            _write(samples, plan, read, spec, out, writer=writer, part=slice(lo, min(n, lo + part_size)))
     runs._dataset(samples).reload()  # the writer thread wrote without reloading
 
 
@@ -168,13 +169,6 @@ SHARDS_TO_OVERLAP = 4
 MIN_DEFAULT_SHARD_SIZE = 500
 
 
-def execution_options(shard_size: int | None = None, backend: str = "serial", dask_address: str | None = None,
-                      workers: int | None = None) -> dict:
-    """The execution options every streamed bridge passes on to :func:`run_method` (which validates them
-    before anything is read)."""
-    return {"shard_size": shard_size, "backend": backend, "dask_address": dask_address, "workers": workers}
-
-
 def default_shard_size(n_samples: int) -> int:
     """The shard size of a streamed run of ``n_samples`` samples when none is given.
 
@@ -204,18 +198,34 @@ def canonical_ids(samples) -> list[str]:
     return sorted(map(str, samples.values("id")))
 
 
+@dataclass(frozen=True)
+class _Run:
+    """A run being computed: the view, the key, the method, its rater layout and parameters."""
+
+    samples: Any
+    key: str
+    spec: MethodSpec
+    layout: RaterLayout
+    params: dict
+    overwrite: bool = False
+
+    def prepare(self, label_fields: Sequence[str], **options: Any) -> runs.RunPlan:
+        """:func:`agreement.fo.runs.prepare_run` for this run's key, method and the fields it owns."""
+        spec = self.spec
+        return runs.prepare_run(self.samples, self.key, spec.method, spec.sample_suffixes, label_fields,
+                                spec.label_suffixes, overwrite=self.overwrite, **options)
+
+
 def run_method(
     samples,
     key: str,
     spec: MethodSpec,
-    layout: Mapping[str, Any],
+    layout: RaterLayout | Mapping[str, Any],
     params: Mapping[str, Any],
+    *,
+    execution: Execution | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
-    shard_size: int | None = None,
-    backend: str = "serial",
-    dask_address: str | None = None,
-    workers: int | None = None,
 ) -> dict:
     """Runs ``spec`` on ``samples`` as run ``key`` (the lifecycle in the module docstring).
 
@@ -223,18 +233,15 @@ def run_method(
         samples: a dataset or view (only its samples are read and written).
         key: the run key.
         spec: the method.
-        layout: the rater layout and reading options shared by every method
-            (``fields`` or ``field``/``rater_attr``/``raters_field``,
-            ``box_policy``, ``assume_crossed``).
+        layout: the rater layout shared by every method (:class:`agreement.fo.run_options.RaterLayout`;
+            a mapping of its field names is converted once, here).
         params: the method's validated parameters (recorded with the run).
+        execution: where the shards of a method that streams (``spec.kernel``) run and how large they are
+            (:class:`agreement.fo.run_options.Execution`; default: serially, in shards of
+            :func:`default_shard_size` of the view); see :func:`_run_streamed` and
+            :mod:`agreement.fo.distributed`.
         overwrite: replace an existing agreement run with this key.
         progress: optional ``callback(fraction, label)``.
-        shard_size: samples per shard of a method that streams (``spec.kernel``;
-            default :func:`default_shard_size` of the view); see :func:`_run_streamed`.
-        backend, dask_address, workers: where the shards run: ``"serial"``
-            (here) or ``"dask"`` (an existing scheduler at ``dask_address``,
-            or a local cluster of ``workers`` processes; see
-            :mod:`agreement.fo.distributed`).
 
     Returns:
         The summary with NaN as ``None``, the repair counts and ``warnings`` (a list of sentences, also
@@ -245,14 +252,17 @@ def run_method(
             progress(fraction, label)
 
     params = dict(params)
+    layout = RaterLayout.of(layout)
+    execution = execution if execution is not None else Execution()
+    shard_size, backend = execution.shard_size, execution.backend
     runs.validate_key(key)
-    check_backend(backend, dask_address, workers)
+    execution.check()
+    run = _Run(samples, key, spec, layout, params, overwrite=overwrite)
     why = spec.whole_corpus(params) if spec.kernel is not None else "it does not stream"
     if why is None:
         if shard_size is not None:
             check_shard_size(shard_size)
-        return _run_streamed(samples, key, spec, layout, params, overwrite, report, shard_size,
-                             backend, dask_address, workers)
+        return _run_streamed(run, execution, report)
     if backend != "serial" or (shard_size is not None and check_shard_size(shard_size) < len(samples)):
         raise ValueError(f"{spec.method} needs the whole view at once ({why}): it cannot run in shards "
                          f"(shard_size={shard_size}, backend={backend!r}) of a view of {len(samples)} samples; "
@@ -261,15 +271,13 @@ def run_method(
     read = read_whole_corpus(samples, layout, spec.read_options(params), report)
     spec.check(read, params)
     extra = spec.extra(samples, read, params)
-    runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
-                     overwrite=overwrite, check_only=True)
+    run.prepare(read.label_fields, check_only=True)
     report(0.1, "computing")
     with spec.context(params):
         out = spec.compute(read, params, lambda f, label: report(0.1 + 0.75 * f, label), extra)
     report(0.85, "writing results")
-    plan = _prepare_keeping_stamps(samples, key, overwrite, read, lambda: runs.prepare_run(
-        samples, key, spec.method, spec.sample_suffixes, read.label_fields, spec.label_suffixes,
-        overwrite=overwrite, scan_documents=False))
+    plan = _prepare_keeping_stamps(samples, key, overwrite, read,
+                                   lambda: run.prepare(read.label_fields, scan_documents=False))
     try:
         _write_in_parts(samples, plan, read, spec, out, DEFAULT_SHARD_SIZE)
     except BaseException:
@@ -278,19 +286,31 @@ def run_method(
     summary = {**out.summary, **read.repairs.counts()}
     detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}
     design = design_stats(read.annotations) if spec.rater_design else None
-    return _complete(samples, plan, spec, params, read.layout, summary, detail, design, report)
+    return _complete(samples, plan, spec, params, _Outcome(read.layout, summary, detail, design), report)
 
 
-def _complete(samples, plan: runs.RunPlan, spec: MethodSpec, params: dict, inputs: dict, summary: dict,
-              detail: dict, design: DesignStats | None, report: Progress) -> dict:
+@dataclass(frozen=True)
+class _Outcome:
+    """What a computed run records on completion: its input layout record, summary, detail and rater design."""
+
+    inputs: dict
+    summary: dict
+    detail: dict
+    design: DesignStats | None
+
+
+def _complete(samples, plan: runs.RunPlan, spec: MethodSpec, params: dict, outcome: _Outcome,
+              report: Progress) -> dict:
     """Completes the run with its warnings (:func:`agreement.fo.run_warnings.run_warnings`: the design's, the
     method's own, the undefined headline numbers'); returns the summary (NaN as ``None``) with ``warnings``."""
     from agreement.fo.figures import METHOD_VIEWS
     from agreement.fo.run_results import results_class
 
+    summary, detail = outcome.summary, outcome.detail
     view = results_class(spec.method).view or METHOD_VIEWS.get(spec.method) or {}
-    warnings = run_warnings(design, summary, detail, params, spec, view.get("cards") or ())
-    runs.register_run(samples, plan, params, inputs, {"summary": summary, "detail": detail, "warnings": warnings})
+    warnings = run_warnings(outcome.design, summary, detail, params, spec, view.get("cards") or ())
+    runs.register_run(samples, plan, params, outcome.inputs,
+                      {"summary": summary, "detail": detail, "warnings": warnings})
     report(1.0, "done")
     return {**clean_summary(summary), "warnings": warnings}
 
@@ -316,19 +336,19 @@ def _prepare_keeping_stamps(samples, key: str, overwrite: bool, read: ReadResult
     return plan
 
 
-def read_planned(samples, ids: Sequence[str], layout: Mapping[str, Any], options: Mapping[str, Any], plan):
+def read_planned(samples, ids: Sequence[str], layout: RaterLayout, options: Mapping[str, Any], plan):
     """The samples ``ids`` of ``samples`` (in that order) as a view, and their annotations read with the
     view's corpus ``plan`` (:func:`agreement.fo.reading.plan_corpus`): how a shard, a part of a
     whole-corpus read or a sample the finish needs again is read."""
     view = samples.select(list(ids), ordered=True)
-    return view, read_annotations(view, **dict(layout), **options, plan=plan)
+    return view, read_annotations(view, **layout.as_dict(), **options, plan=plan)
 
 
 #: Samples per part of a whole-corpus run's read (:func:`read_whole_corpus`); a view of at most this many is read at once.
 WHOLE_READ_PART = 100_000
 
 
-def read_whole_corpus(samples, layout: Mapping[str, Any], options: Mapping[str, Any],
+def read_whole_corpus(samples, layout: RaterLayout, options: Mapping[str, Any],
                       report: Progress = lambda f, s: None, part_size: int | None = None) -> ReadResult:
     """The whole view's corpus for a method that needs it at once, read in parts of ``part_size``
     samples (default :data:`WHOLE_READ_PART`) and joined (:func:`agreement.fo.reading.join_reads`).
@@ -345,9 +365,9 @@ def read_whole_corpus(samples, layout: Mapping[str, Any], options: Mapping[str, 
     """
     part_size = WHOLE_READ_PART if part_size is None else part_size
     if len(samples) <= part_size:
-        return read_annotations(samples, **dict(layout), **options)
+        return read_annotations(samples, **layout.as_dict(), **options)
     ids = canonical_ids(samples)
-    plan = plan_corpus(samples, **_plan_layout(layout))
+    plan = plan_corpus(samples, **layout.as_dict())
     parts = []
     with gc_paused():  # the parts read so far hold millions of strings that a collection between parts would rescan
         for lo in range(0, len(ids), part_size):
@@ -364,7 +384,8 @@ class ShardJob:
         method: the method marker (``spec.method``), to find the spec on a worker.
         ids: the shard's sample ids, in canonical order.
         index, n_shards, offset: its number, the number of shards, its first corpus position.
-        layout, params: the run's rater layout and method parameters.
+        layout, params: the run's rater layout (:class:`agreement.fo.run_options.RaterLayout`) and method
+            parameters.
         plan: the :class:`agreement.fo.reading.CorpusPlan` of the view.
         state: what the method's ``prepare`` returned.
         run_plan: the registered run's :class:`agreement.fo.runs.RunPlan` (``None``: register it
@@ -377,7 +398,7 @@ class ShardJob:
     index: int
     n_shards: int
     offset: int
-    layout: dict
+    layout: RaterLayout
     params: dict
     plan: Any
     state: Any = None
@@ -398,7 +419,7 @@ class ShardResult:
     design: DesignStats | None = None
 
 
-def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = lambda f, s: None,
+def process_shard(samples, job: ShardJob, spec: MethodSpec, *, report: Progress = lambda f, s: None,
                   register: Callable[[ReadResult], Any] | None = None, writer: ShardWriter | None = None) -> ShardResult:
     """Reads, computes and writes one shard of ``samples`` (the view of the run): the one step of a
     streamed run, the same in this process and on a Dask worker. ``register`` gives the run plan just
@@ -424,10 +445,17 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, report: Progress = l
                        design_stats(read.annotations) if spec.rater_design else None)
 
 
-def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any], params: dict, overwrite: bool,
-                  report: Progress, shard_size: int | None, backend: str = "serial",
-                  dask_address: str | None = None, workers: int | None = None) -> dict:
-    """The lifecycle of a method that streams, shard by shard in the canonical corpus order.
+def _shard_jobs(run: _Run, ids: list, shard_size: int, plan, state: Any) -> list[ShardJob]:
+    """The shards of a streamed run: consecutive ``shard_size`` samples of ``ids`` (canonical order)."""
+    n = -(-len(ids) // shard_size)
+    return [ShardJob(method=run.spec.method, ids=ids[i: i + shard_size], index=k, n_shards=n, offset=i,
+                     layout=run.layout, params=run.params, plan=plan, state=state)
+            for k, i in enumerate(range(0, len(ids), shard_size))]
+
+
+def _run_streamed(run: _Run, execution: Execution, report: Progress) -> dict:
+    """The lifecycle of a method that streams, shard by shard in the canonical corpus order, where
+    ``execution`` says (serially or on Dask, in shards of ``execution.shard_size``).
 
     1. check the key; plan the corpus once (:func:`agreement.fo.reading.plan_corpus`:
        raters, class vocabulary, assignment checks, by aggregations); run the
@@ -452,6 +480,8 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     left that no run owns); a killed process leaves it listed as incomplete,
     to be deleted or overwritten.
     """
+    samples, key, spec, layout, params = run.samples, run.key, run.spec, run.layout, run.params
+    shard_size, backend = execution.shard_size, execution.backend
     ids = canonical_ids(samples)
     if not ids:
         raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
@@ -460,26 +490,22 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
     if shard_size is None and spec.shard_cap is not None:
         shard_size = min(default_shard_size(len(ids)), spec.shard_cap)
     shard_size = check_shard_size(shard_size, len(ids))
-    plan = plan_corpus(samples, **_plan_layout(layout))
+    plan = plan_corpus(samples, **layout.as_dict())
     # the key and the declarations are checked now; the documents are scanned for stray label attributes
     # of the run's names while the run plans and reads its first shard, and waited for before its first write
-    check = runs.prepare_run(samples, key, spec.method, spec.sample_suffixes, plan.label_fields,
-                             spec.label_suffixes, overwrite=overwrite, check_only=True, scan_in_background=True)
+    check = run.prepare(plan.label_fields, check_only=True, scan_documents="background")
     context = StreamContext(ids, groups=chance_groups(samples, ids))
     if spec.prepare is not None:
         report(0.02, "planning")
         context.state = spec.prepare(samples, plan, ids, layout, params)
-    jobs = [ShardJob(spec.method, ids[i: i + shard_size], k, -(-len(ids) // shard_size), i, dict(layout),
-                     params, plan, context.state)
-            for k, i in enumerate(range(0, len(ids), shard_size))]
+    jobs = _shard_jobs(run, ids, shard_size, plan, context.state)
     registered: list = []
 
     def register(read: ReadResult | None = None):  # ``read``: the shard read before, to be written first
         if not registered:
             check.check_documents()
-            registered.append(_prepare_keeping_stamps(samples, key, overwrite, read, lambda: runs.prepare_run(
-                samples, key, spec.method, spec.sample_suffixes, plan.label_fields, spec.label_suffixes,
-                overwrite=overwrite, scan_documents=False)))
+            registered.append(_prepare_keeping_stamps(samples, key, run.overwrite, read, lambda: run.prepare(
+                plan.label_fields, scan_documents=False)))
         return registered[0]
 
     try:
@@ -489,14 +515,14 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
             if backend == "dask":
                 for job in jobs:
                     job.run_plan = register()
-                results = run_shards(samples, jobs, report, spec, process_shard, dask_address=dask_address,
-                                     workers=workers)
+                results = run_shards(samples, jobs, report, spec, process_shard,
+                                     dask_address=execution.dask_address, workers=execution.workers)
             else:
                 results = []
                 jobs[0].keep_annotations = len(jobs) == 1  # one shard: a re-read is served from memory
                 for job in jobs:
                     job.run_plan = registered[0] if registered else None  # the first shard registers
-                    results.append(process_shard(samples, job, spec, report, register, writer))
+                    results.append(process_shard(samples, job, spec, report=report, register=register, writer=writer))
             stats, repairs = [r.stats for r in results], RepairReport()
             for r in results:
                 repairs.merge(r.repairs)
@@ -524,10 +550,4 @@ def _run_streamed(samples, key: str, spec: MethodSpec, layout: Mapping[str, Any]
               "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
     # register_run reloads the dataset and its samples under the schema lock: the writer thread wrote
     # without reloading, so no other reload is needed
-    return _complete(samples, registered[0], spec, params, record, summary, detail, design, report)
-
-
-def _plan_layout(layout: Mapping[str, Any]) -> dict:
-    """The rater-layout options :func:`agreement.fo.reading.plan_corpus` takes."""
-    names = ("fields", "field", "rater_attr", "raters_field", "box_policy", "assume_crossed")
-    return {k: layout[k] for k in names if k in layout}
+    return _complete(samples, registered[0], spec, params, _Outcome(record, summary, detail, design), report)

@@ -39,6 +39,7 @@ declares one, else the middle of its score's range (α: 0, chance; OT score:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from agreement.fo import runs
@@ -47,6 +48,7 @@ from agreement.fo.frame_units import (UNIT_RATERS_FIELD, build_frame_units, dele
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import clean_summary
 from agreement.fo.run_classes import AgreementRunConfig, RunError
+from agreement.fo.run_options import Execution, RaterLayout
 
 __all__ = ["AGGREGATE_SUFFIXES", "is_frame_layout", "run_on_frames", "frame_score"]
 
@@ -54,9 +56,10 @@ __all__ = ["AGGREGATE_SUFFIXES", "is_frame_layout", "run_on_frames", "frame_scor
 AGGREGATE_SUFFIXES = ("frames_mean", "frames_worst", "frames_low", "frames_n")
 
 
-def is_frame_layout(layout: Mapping[str, Any]) -> bool:
+def is_frame_layout(layout: RaterLayout | Mapping[str, Any]) -> bool:
     """Whether the rater fields of a layout are frame fields (``frames.<field>``); mixing is refused."""
-    names = list(layout.get("fields") or []) or ([layout["field"]] if layout.get("field") else [])
+    names = layout.names if isinstance(layout, RaterLayout) else (
+        list(layout.get("fields") or []) or ([layout["field"]] if layout.get("field") else []))
     frame = [n.startswith("frames.") for n in names]
     if any(frame) and not all(frame):
         raise ValueError("rater fields must be all frame fields (frames.<field>) or all sample fields; got "
@@ -102,9 +105,20 @@ def _check_key(dataset, key: str, spec, names: list[str], overwrite: bool) -> No
     del plan
 
 
-def run_on_frames(decl, samples, key: str, layout: Mapping[str, Any], execution: Mapping[str, Any], params: dict,
-                  overwrite: bool = False, progress: Callable[[float, str], None] | None = None) -> dict:
+def run_on_frames(decl, samples, key: str, layout: RaterLayout, params: dict, *,
+                  execution: Execution | None = None, overwrite: bool = False,
+                  progress: Callable[[float, str], None] | None = None) -> dict:
     """Runs declared method ``decl`` per frame on the frame fields of ``layout`` (module docstring).
+
+    Args:
+        decl: the method's declaration.
+        samples: a video dataset or view.
+        key: the run key.
+        layout: the rater layout, naming frame fields (``frames.<field>``).
+        params: the method's validated parameters.
+        execution: where the units' run computes (default: serially).
+        overwrite: replace an existing agreement run with this key.
+        progress: optional ``callback(fraction, label)``.
 
     Returns:
         The method's headline numbers (corpus statistics over every frame) with ``n_videos`` and
@@ -115,36 +129,35 @@ def run_on_frames(decl, samples, key: str, layout: Mapping[str, Any], execution:
     if samples.media_type != "video":
         raise ValueError(f"frame fields need a video dataset; {dataset.name!r} holds {samples.media_type} media")
     runs.validate_key(key)
-    fields = [strip_frames_prefix(f) for f in layout["fields"]] if layout.get("fields") else None
-    field = strip_frames_prefix(layout["field"]) if layout.get("field") else None
+    fields = [strip_frames_prefix(f) for f in layout.fields] if layout.fields else None
+    field = strip_frames_prefix(layout.field) if layout.field else None
     names = fields if fields is not None else [field]
     _check_key(dataset, key, decl.spec, names, overwrite)
     report(0.0, "copying frames")
-    units = build_frame_units(samples, fields, field, layout.get("rater_attr") or "annotator",
-                              layout.get("raters_field"))
+    units = build_frame_units(samples, fields, field, layout.rater_attr or "annotator", layout.raters_field)
     try:
         if len(units) == 0:
             raise ValueError(f"the {len(samples)} videos of the view have no frames holding "
                              f"{', '.join('frames.' + n for n in names)}: nothing to compute on")
-        unit_layout = dict(layout, fields=fields, field=field,
-                           raters_field=UNIT_RATERS_FIELD if field is not None else None)
-        summary = runs_on_units(decl, units, key, unit_layout, execution, params,
-                                lambda f, s: report(0.05 + 0.8 * f, s))
+        unit_layout = replace(layout, fields=fields, field=field,
+                              raters_field=UNIT_RATERS_FIELD if field is not None else None)
+        summary = runs_on_units(decl, units, key, unit_layout, params, execution=execution,
+                                progress=lambda f, s: report(0.05 + 0.8 * f, s))
         report(0.85, "writing frame results")
         score = frame_score(decl, params)
-        summary.update(_transfer(units, samples, key, decl.spec.method, score, layout.get("raters_field")))
+        summary.update(_transfer(units, samples, key, decl.spec.method, score, layout.raters_field))
     finally:
         delete_frame_units(units)
     report(1.0, "done")
     return summary
 
 
-def runs_on_units(decl, units, key: str, layout: Mapping[str, Any], execution: Mapping[str, Any], params: dict,
+def runs_on_units(decl, units, key: str, layout: RaterLayout, params: dict, *, execution: Execution | None,
                   progress: Callable[[float, str], None]) -> dict:
     """The engine's run of the method on the units (registered there, moved to the videos afterwards)."""
     from agreement.fo.engine import run_method
 
-    return run_method(units, key, decl.spec, layout, params, overwrite=False, progress=progress, **execution)
+    return run_method(units, key, decl.spec, layout, params, execution=execution, overwrite=False, progress=progress)
 
 
 def _transfer(units, samples, key: str, method: str, score: dict, raters_field: str | None = None) -> dict:

@@ -8,49 +8,81 @@ read from what the run wrote on the labels (see :func:`label_explanations`).
 
 from __future__ import annotations
 
-from agreement.fo.figures import CONSENSUS_METHOD, sig3
+from agreement.fo.figure_base import sig3
 
-CLASS_METHOD = "iaa.class_agreement"
-MASK_METHOD = "iaa.mask_agreement"
-
-__all__ = ["label_explanations"]
+__all__ = ["label_explanations", "label_items", "label_attr", "plain_rows", "reason_explanations",
+           "unit_explanations", "class_explanations", "consensus_explanations", "mask_explanations"]
 
 
 def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
     """Per label of one sample: rater, class, nearest counterpart, cost or similarity, and why it is unmatched.
 
-    OT runs: from ``{key}_reason``, ``{key}_nearest_rater``, ``{key}_nearest_id``,
-    ``{key}_nearest_cost``, ``{key}_match_rater``, ``{key}_cost``. KαLOS runs:
-    from ``{key}_unit`` (the other members of its unit are its counterparts). Class agreement runs: the other
-    raters' classes of the sample. Semantic mask runs: per rater's mask, its classes and its Dice with each
-    other rater's mask (:func:`_mask_explanations`). Other methods: the labels with their rater only.
+    What a label's row says is the run's method's (its hooks, :class:`agreement.fo.method_hooks.MethodHooks`):
+    ``explain_sample`` explains the sample as the method orders it (semantic mask runs: per rater's mask, its
+    classes and its Dice with each other rater's mask, :func:`mask_explanations`); ``explain_labels`` explains
+    each ``(rater, label)`` of the sample's rater fields (OT runs: from ``{key}_reason``, ``{key}_nearest_id``,
+    ``{key}_nearest_cost``, ``{key}_match``, ``{key}_cost``; KαLOS runs: from ``{key}_unit``, the other members
+    of its unit being its counterparts; class agreement runs: the other raters' classes of the sample,
+    :func:`class_explanations`; consensus runs: :func:`consensus_explanations`), disagreeing labels first.
+    Other methods: the labels with their rater only (:func:`plain_rows`).
+
+    Args:
+        samples: the dataset or a view of it.
+        info: the run's info (:func:`agreement.fo.runs.get_agreement_run_info`).
+        sample_id: the sample.
+
+    Returns:
+        One row per label: ``id``, ``rater``, ``label``, ``status``, ``counterpart``, ``value``, ``disagrees``
+        (``[]`` for an id that is not a sample of the dataset).
     """
-    key = info["key"]
+    from agreement.fo.methods import hooks_of
+
+    hooks = hooks_of(info["method"])
     layout = info.get("input") or {}
     found = samples._root_dataset.select(sample_id)
     if not len(found):  # not a sample of the dataset (a patch of a patches view, say): nothing to explain
         return []
     sample = found.first()
-    if info["method"] == MASK_METHOD:
-        return _mask_explanations(sample, layout)
+    if hooks.explain_sample is not None:
+        return hooks.explain_sample(sample, info)
     fields = layout.get("fields") or ([layout["field"]] if layout.get("field") else [])
     labels = []  # (rater, label)
     for f in fields:
         value = sample[f] if f in sample.field_names else None
         if value is None:
             continue
-        items = _items(value)
-        for lab in items:
+        for lab in label_items(value):
             rater = (f if layout.get("layout") != "attribute"
                      else lab.get_attribute_value(layout.get("rater_attr", "annotator"), None))
             labels.append((str(rater), lab))
-    by_id = {lab.id: (r, lab) for r, lab in labels}
+    rows = (hooks.explain_labels or _plain)(sample, info, labels)
+    rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
+    return rows
 
-    def attr(lab, name):
-        try:
-            return lab.get_attribute_value(name, None)
-        except Exception:
-            return None
+
+def _plain(sample, info: dict, labels: list) -> list[dict]:
+    return plain_rows(labels)
+
+
+def plain_rows(labels: list) -> list[dict]:
+    """The rows of labels a run says nothing about: their rater and class only."""
+    return [{"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—", "value": "—",
+             "disagrees": False} for r, lab in labels]
+
+
+def label_attr(lab, name: str):
+    """Label attribute ``name`` of ``lab`` (``None`` when it has none)."""
+    try:
+        return lab.get_attribute_value(name, None)
+    except Exception:
+        return None
+
+
+def reason_explanations(key: str, labels: list) -> list[dict]:
+    """Rows of labels matched one to one (OT runs): from ``{key}_reason`` (why a label is unmatched; none on a
+    matched label), ``{key}_match`` (the label it matched), ``{key}_nearest_id`` and ``{key}_nearest_cost``
+    (its nearest counterpart) and ``{key}_cost`` (what it paid)."""
+    by_id = {lab.id: (r, lab) for r, lab in labels}
 
     def describe(lid):
         if lid is None or lid not in by_id:
@@ -59,52 +91,48 @@ def label_explanations(samples, info: dict, sample_id: str) -> list[dict]:
         return f"{r}: {lab.label}"
 
     rows = []
-    if info["method"] == "iaa.ot_agreement":
-        for r, lab in labels:
-            reason = attr(lab, f"{key}_reason")
-            match_id = attr(lab, f"{key}_match")
-            if reason is None and match_id is not None:  # a matched label stores no reason
-                reason = "matched"
-            nearest = describe(attr(lab, f"{key}_nearest_id"))
-            match = describe(match_id)
-            cost = attr(lab, f"{key}_nearest_cost")
-            rows.append({
-                "id": lab.id, "rater": r, "label": lab.label,
-                "status": reason or "not scored",
-                "counterpart": match or nearest or "none (nobody else drew anything here)",
-                "value": (f"cost {sig3(attr(lab, f'{key}_cost'))} paid" if reason == "matched"
-                          else f"cost {sig3(cost)} to the nearest (unmatched at β)" if cost is not None else "—"),
-                "disagrees": reason not in (None, "matched"),
-            })
-    elif info["method"] == "iaa.kalos":
-        units: dict = {}
-        for r, lab in labels:
-            units.setdefault(attr(lab, f"{key}_unit"), []).append((r, lab))
-        for r, lab in labels:
-            unit = attr(lab, f"{key}_unit")
-            others = [(r2, l2) for r2, l2 in units.get(unit, []) if l2.id != lab.id] if unit is not None else []
-            differ = [f"{r2}: {l2.label}" for r2, l2 in others if l2.label != lab.label]
-            status = ("alone in its unit: no other rater drew this object" if not others else
-                      "class differs within the unit" if differ else "matched")
-            rows.append({
-                "id": lab.id, "rater": r, "label": lab.label, "status": status,
-                "counterpart": ", ".join(f"{r2}: {l2.label}" for r2, l2 in others) or "none",
-                "value": f"unit {unit}" if unit is not None else "no unit",
-                "disagrees": status != "matched",
-            })
-    elif info["method"] == CLASS_METHOD:
-        rows = _class_explanations(labels)
-    elif info["method"] == CONSENSUS_METHOD:
-        rows = _consensus_explanations(sample, key, labels, attr)
-    else:
-        for r, lab in labels:
-            rows.append({"id": lab.id, "rater": r, "label": lab.label, "status": "—", "counterpart": "—",
-                         "value": "—", "disagrees": False})
-    rows.sort(key=lambda x: (not x["disagrees"], x["rater"], x["label"] or ""))
+    for r, lab in labels:
+        reason = label_attr(lab, f"{key}_reason")
+        match_id = label_attr(lab, f"{key}_match")
+        if reason is None and match_id is not None:  # a matched label stores no reason
+            reason = "matched"
+        nearest = describe(label_attr(lab, f"{key}_nearest_id"))
+        match = describe(match_id)
+        cost = label_attr(lab, f"{key}_nearest_cost")
+        rows.append({
+            "id": lab.id, "rater": r, "label": lab.label,
+            "status": reason or "not scored",
+            "counterpart": match or nearest or "none (nobody else drew anything here)",
+            "value": (f"cost {sig3(label_attr(lab, f'{key}_cost'))} paid" if reason == "matched"
+                      else f"cost {sig3(cost)} to the nearest (unmatched at β)" if cost is not None else "—"),
+            "disagrees": reason not in (None, "matched"),
+        })
     return rows
 
 
-def _items(value) -> list:
+def unit_explanations(key: str, labels: list) -> list[dict]:
+    """Rows of labels grouped into units (KαLOS runs, ``{key}_unit``): the other members of a label's unit are
+    its counterparts; it disagrees when alone in its unit or when their classes differ."""
+    units: dict = {}
+    for r, lab in labels:
+        units.setdefault(label_attr(lab, f"{key}_unit"), []).append((r, lab))
+    rows = []
+    for r, lab in labels:
+        unit = label_attr(lab, f"{key}_unit")
+        others = [(r2, l2) for r2, l2 in units.get(unit, []) if l2.id != lab.id] if unit is not None else []
+        differ = [f"{r2}: {l2.label}" for r2, l2 in others if l2.label != lab.label]
+        status = ("alone in its unit: no other rater drew this object" if not others else
+                  "class differs within the unit" if differ else "matched")
+        rows.append({
+            "id": lab.id, "rater": r, "label": lab.label, "status": status,
+            "counterpart": ", ".join(f"{r2}: {l2.label}" for r2, l2 in others) or "none",
+            "value": f"unit {unit}" if unit is not None else "no unit",
+            "disagrees": status != "matched",
+        })
+    return rows
+
+
+def label_items(value) -> list:
     """The labels of a rater field's value: its list, or the one label of a ``Classification``."""
     if value is None:
         return []
@@ -114,7 +142,7 @@ def _items(value) -> list:
     return [value] if getattr(value, "label", None) is not None else []
 
 
-def _class_explanations(labels: list) -> list[dict]:
+def class_explanations(labels: list) -> list[dict]:
     """Per rater class of a class agreement run: the other raters' classes, and whether any differs."""
     rows = []
     for r, lab in labels:
@@ -129,13 +157,13 @@ def _class_explanations(labels: list) -> list[dict]:
     return rows
 
 
-def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
+def consensus_explanations(sample, key: str, labels: list, attr=label_attr) -> list[dict]:
     """Per rater label of a consensus run: the consensus label it was fused into (a class consensus: the
     sample's consensus class), and whether it agrees."""
     field = f"{key}_consensus"
     value = sample[field] if field in sample.field_names else None
     single = value is not None and getattr(value, "_LABEL_LIST_FIELD", None) is None
-    cons = {c.id: c for c in _items(value)}
+    cons = {c.id: c for c in label_items(value)}
     rows = []
     for r, lab in labels:
         if single:  # one consensus class per sample: a rater agrees when it gave that class
@@ -153,7 +181,7 @@ def _consensus_explanations(sample, key: str, labels: list, attr) -> list[dict]:
     return rows
 
 
-def _mask_explanations(sample, layout: dict) -> list[dict]:
+def mask_explanations(sample, layout: dict) -> list[dict]:
     """Per rater's ``Segmentation`` of a semantic mask run: the classes in its mask and its Dice with each other
     rater's mask (mean over the classes in either mask, as the run's ``{key}_dice``); the rater(s) with the
     lowest mean Dice below 1 are marked as disagreeing (the odd one out of the sample)."""

@@ -15,18 +15,19 @@ import os
 from typing import Sequence
 
 import fiftyone.core.fields as fof
-import fiftyone.core.labels as fol
 
-from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS
 from agreement.core.validation import BOX_POLICIES, AnnotationError
+from agreement.fo.kinds import LABEL_TYPES, LIST_ATTRS, label_types
 
-__all__ = ["label_fields", "frame_label_fields", "detect_raters", "IMAGE_LABEL_TYPES", "SUPPORTED_TYPES", "label_list_path"]
+__all__ = ["label_fields", "frame_label_fields", "detect_raters", "IMAGE_LABEL_TYPES", "SUPPORTED_TYPES", "label_list_path",
+           "field_label_type", "sample_label", "check_layout_choice"]
 
-#: Image-level label types: a class (``Classification``), a set of tags (``Classifications``), a semantic mask.
-IMAGE_LABEL_TYPES = (fol.Classification, fol.Classifications, fol.Segmentation)
+#: Image-level label types: a class (``Classification``), a set of tags (``Classifications``), a semantic mask
+#: (the declared label types without geometry, :mod:`agreement.fo.kinds`).
+IMAGE_LABEL_TYPES = label_types(instance=False)
 
 #: Every label type a rater field may hold: the instance lists (:data:`LABEL_TYPES`) and the image-level types.
-SUPPORTED_TYPES = tuple(LABEL_TYPES) + IMAGE_LABEL_TYPES
+SUPPORTED_TYPES = label_types(instance=True) + IMAGE_LABEL_TYPES
 
 
 def label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> list[str]:
@@ -52,7 +53,20 @@ def frame_label_fields(samples, types: Sequence[type] = tuple(LABEL_TYPES)) -> l
     return sorted(f"frames.{name}" for name in schema)
 
 
-def _label_type(samples, name: str) -> type:
+def field_label_type(samples, name: str) -> type:
+    """The label class of field ``name`` of ``samples`` (``frames.<field>``: a frame field of a video dataset).
+
+    Args:
+        samples: a FiftyOne dataset or view.
+        name: the field's name.
+
+    Returns:
+        Its label class, one of the declared label types (:mod:`agreement.fo.kinds`).
+
+    Raises:
+        AnnotationError: a frame field of a dataset of other media, an unknown field (naming the label fields),
+            or a field of an unsupported type.
+    """
     frame = name.startswith("frames.")
     if frame and getattr(samples, "media_type", None) != "video":
         raise AnnotationError(
@@ -62,27 +76,28 @@ def _label_type(samples, name: str) -> type:
         )
     schema = samples.get_frame_field_schema() if frame else samples.get_field_schema()
     if (name[len("frames."):] if frame else name) not in schema:
-        known = label_fields(samples, SUPPORTED_TYPES) + frame_label_fields(samples, SUPPORTED_TYPES)
+        known = label_fields(samples, label_types()) + frame_label_fields(samples, label_types())
         raise AnnotationError(
             f"field {name!r} does not exist on dataset {samples._dataset.name!r}; "
             f"label fields are: {', '.join(known) or 'none'}"
         )
     f = schema[name[len("frames."):] if frame else name]
     doc_type = getattr(f, "document_type", None) if isinstance(f, fof.EmbeddedDocumentField) else None
-    if doc_type not in SUPPORTED_TYPES:
+    if doc_type not in label_types():
         what = doc_type.__name__ if doc_type is not None else type(f).__name__
         raise AnnotationError(
             f"field {name!r} is a {what}, not a label field of a supported type "
-            f"({', '.join(t.__name__ for t in SUPPORTED_TYPES)})"
+            f"({', '.join(t.__name__ for t in label_types())})"
         )
     return doc_type
 
 
-def _sample_label(sample_id: str, filepath: str) -> str:
+def sample_label(sample_id: str, filepath: str) -> str:
+    """``sample 'a.jpg' (id ...)``: a sample as messages name it."""
     return f"sample {os.path.basename(filepath)!r} (id {sample_id})"
 
 
-def _check_layout_choice(fields, field, box_policy: str) -> None:
+def check_layout_choice(fields, field, box_policy: str) -> None:
     """One rater layout, and a known box policy (before anything is read)."""
     if (fields is None) == (field is None):
         raise AnnotationError("give either `fields` (one label field per rater) or `field` with `rater_attr`")
@@ -92,5 +107,9 @@ def _check_layout_choice(fields, field, box_policy: str) -> None:
 
 def detect_raters(samples, field: str, rater_attr: str = "annotator") -> list[str]:
     """The distinct values of ``rater_attr`` on the labels of ``field``, sorted."""
-    values = samples.distinct(f"{label_list_path(field, _label_type(samples, field))}.{rater_attr}")
+    values = samples.distinct(f"{label_list_path(field, field_label_type(samples, field))}.{rater_attr}")
     return sorted(str(v) for v in values if v is not None)
+
+
+# the names these had before they were public, still imported by modules of the bridge
+_label_type, _sample_label, _check_layout_choice = field_label_type, sample_label, check_layout_choice

@@ -31,7 +31,8 @@ from agreement.fo.class_figures import MAX_CLASSES
 from agreement.fo.figure_base import count_text, figure, figure_layout, floats, sig3
 
 __all__ = ["MAX_CLASSES", "MAX_PAIRS", "MAX_TEXT_CELLS", "mask_class_names", "class_value", "pair_label",
-           "class_rows", "pair_class_means", "mask_class_bars", "pair_class_heatmap", "mask_figures"]
+           "class_rows", "pair_class_means", "mask_class_bars", "pair_class_heatmap", "mask_figures",
+           "pair_class_dice_rows"]
 
 #: At most this many rater pairs in the heatmap (those with the lowest mean Dice over their classes).
 MAX_PAIRS = 30
@@ -250,3 +251,20 @@ def mask_figures(detail: dict, info: dict, ids: Iterable[str] | None = None, sco
             pair_class_heatmap(detail, info, ids, scope, selected=selected_cell)]
     return [f for f in figs if f is not None]
 
+
+def pair_class_dice_rows(detail: dict, info: dict) -> list[dict]:
+    """A semantic mask run's mean Dice per rater pair and class over the samples where both drew it (the
+    panel's pair × class heatmap, :func:`agreement.fo.mask_figures.pair_class_means`), one row per cell the
+    pair met on: ``rater_a``, ``rater_b``, ``class``, ``class_value``, ``mean_dice``, ``samples``."""
+    from agreement.fo.report.tables import round_value
+
+    means = pair_class_means(detail)
+    names = mask_class_names(info, means["classes"])
+    rows = []
+    for i, pair in enumerate(means["pairs"]):
+        a, _, b = str(pair).partition(" | ")
+        for j, value in enumerate(means["classes"]):
+            if means["n"][i, j]:
+                rows.append({"rater_a": a, "rater_b": b, "class": names[value], "class_value": int(value),
+                             "mean_dice": round_value(float(means["mean"][i, j])), "samples": int(means["n"][i, j])})
+    return rows

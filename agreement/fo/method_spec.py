@@ -59,7 +59,7 @@ class MethodSpec:
     """A method, declared once.
 
     Attributes:
-        method: the run's method marker, e.g. ``"iaa.kalos"``.
+        method: the run's method marker, e.g. ``"iaa.<name>"`` (:data:`agreement.fo.methods.kalos.METHOD`).
         sample_suffixes: the per-sample fields it owns, ``{key}_<suffix>``.
         label_suffixes: the per-label attributes it owns on every rater label field.
         compute: ``(read, params, progress, extra) -> MethodOutput`` (pure agreement code inside) on
@@ -74,7 +74,8 @@ class MethodSpec:
             (per-sample and per-label values of the shard, its mergeable ``stats``;
             no summary). Pure :mod:`agreement` code inside.
         finish: ``(stats of every shard in corpus order, params, StreamContext) -> (summary, detail)``.
-        prepare: ``(samples, plan, sample_ids, layout, params) -> state``, run once before the
+        prepare: ``(samples, plan, sample_ids, layout, params) -> state`` (``layout``: the run's
+            :class:`agreement.fo.run_options.RaterLayout`), run once before the
             first shard (e.g. a chance sample drawn from the assignment, whose sets the shards
             then collect as they pass); the kernel finds it in ``extra["state"]``, with the
             shard's first corpus position in ``extra["sample_offset"]``.
@@ -106,7 +107,7 @@ class MethodSpec:
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
     finish: Callable[[list, dict, "StreamContext"], tuple[dict, dict]] | None = None
     whole_corpus: Callable[[dict], str | None] = lambda params: None
-    prepare: Callable[[Any, Any, list, Mapping, dict], Any] | None = None
+    prepare: Callable[[Any, Any, list, Any, dict], Any] | None = None
     finish_rereads: bool = False
     shard_cap: int | None = None
     warnings: Callable[[dict, dict, dict], list] = lambda summary, detail, params: []

@@ -40,9 +40,14 @@ import numpy as np
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
-from agreement.fo.methods import declarations
+from agreement.fo.consensus_panel_data import (
+    REVIEW_HELP,
+    consensus_cards,
+    rater_report_markdown,
+    rater_report_rows,
+    review_queue_view,
+)
 from agreement.fo.figures import (
-    CONSENSUS_METHOD,
     METHOD_VIEWS,
     PanelDataError,
     confusion_figure,
@@ -56,15 +61,8 @@ from agreement.fo.figures import (
     pair_matrix_figure,
     sig3,
 )
-from agreement.fo.consensus_panel_data import (
-    REVIEW_HELP,
-    _consensus_data,
-    consensus_cards,
-    rater_report_markdown,
-    rater_report_rows,
-    review_queue_view,
-)
 from agreement.fo.label_explanations import label_explanations
+from agreement.fo.methods import declarations, hooks_of
 from agreement.fo.rater_panel_data import pair_section, rater_table, trim_rater_bars, view_alpha_ot
 from agreement.fo.rater_tables import rater_options
 from agreement.fo.video_figures import frame_run_view, frames_note, frames_wording, is_frame_run, video_run_info
@@ -73,7 +71,7 @@ __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
     "view_alpha_ot", "view_cards", "summary_markdown", "undefined_reasons", "compare_data", "label_explanations",
     "bin_view", "lowest_first_view", "unscored_view", "sig3", "PanelDataError",
-    "CONSENSUS_METHOD", "consensus_cards", "rater_report_rows", "rater_report_markdown", "confusion_matrix",
+    "consensus_cards", "rater_report_rows", "rater_report_markdown", "confusion_matrix",
     "confusion_figure", "review_queue_view", "REVIEW_HELP",
 ]
 
@@ -149,13 +147,9 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
     n_scored = samples.count(field)
     mean = samples.mean(field) if n_scored else None
     detail = results.get("detail", {})
-    if info["method"] == "iaa.ot_agreement" and detail.get("pair_sample_scores") is not None:
-        frames = is_frame_run(info)  # a frame run's pair scores are per frame
-        ids = ids if ids is not None else set(samples.values("frames.id" if frames else "id", unwind=frames))
-        va = view_alpha_ot(detail["pair_sample_scores"], detail.get("rater_pairs") or [], ids)
-        cards.append({"label": "αOT", "value": va["alpha"],
-                      "text": sig3(va["alpha"]) + " (observed on these samples; chance level of the whole run)"
-                      if va["alpha"] is not None else "undefined: no sample with two raters"})
+    own = hooks_of(info["method"]).view_cards  # the method's own numbers of the view (OT: αOT)
+    if own is not None:
+        cards += own(samples, info, detail, ids)
     mean_label, missing_label = view.get("view_labels", (f"mean {view['score_name']}", "samples without a score"))
     cards.append({"label": mean_label, "value": mean,
                   "text": sig3(mean) if mean is not None else "undefined: no scored sample"})
@@ -446,7 +440,8 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     ids = None if whole else set(samples.values("frames.id" if frames else "id", unwind=frames))
     cards = [_card(summary, spec) for spec in view["cards"]] + input_cards(info, summary)
     vcards = view_cards(samples, info, results, ids) if field and not whole and n_view else []
-    cons = _consensus_data(samples, info, results, whole, rater) if info["method"] == CONSENSUS_METHOD else None
+    section = hooks_of(info["method"]).panel_section  # the method's own part (consensus: report, confusion)
+    cons = section(samples, info, results, whole, rater) if section is not None else None
     if cons is not None:  # counted by the database on the whole dataset and on the view
         cards, vcards = cons["cards"] + cards, cons["view_cards"]
     data = {

@@ -28,18 +28,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import fiftyone.core.labels as fol
+from agreement.fo.kinds import LABEL_TYPES, LIST_ATTRS
 
 __all__ = ["read_values", "plain_collection", "LABEL_TYPES", "LIST_ATTRS"]
 
-#: The instance label list types the plugin reads, and the attribute that holds their labels: boxes, polygons,
-#: keypoints, and the temporal segments of videos (``TemporalDetections``, read as boxes in relative time:
-#: :mod:`agreement.fo.temporal`).
-LABEL_TYPES = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints",
-               fol.TemporalDetections: "detections"}
-
-#: Every label list type the plugin reads (the instance types and ``Classifications``, tags), and its list.
-LIST_ATTRS = {**LABEL_TYPES, fol.Classifications: "classifications"}
+# LABEL_TYPES: the instance label list types the plugin reads, and the attribute that holds their labels (boxes,
+# polygons, keypoints, and the temporal segments of videos: ``TemporalDetections``, read as boxes in relative
+# time, :mod:`agreement.fo.temporal`); LIST_ATTRS: every label list type (also ``Classifications``, tags) and its
+# list. Live views of the declared label types (:mod:`agreement.fo.kinds`), importable from here.
 
 #: Leaves whose stored form differs from what :meth:`values` gives (decoded by FiftyOne).
 _ENCODED_LEAVES = frozenset({"mask", "map", "mask_path", "map_path"})

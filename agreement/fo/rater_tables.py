@@ -1,8 +1,10 @@
 """Rater tables and per-rater charts for crowds of hundreds of raters (no FiftyOne).
 
-One row per rater, from the run results and the run's label counts: the
-consensus run's rater report (against the consensus), KαLOS (vitality, α
-without the rater, agreement with its partners) and OT (its pairs' αOT).
+One row per rater, from the run results and the run's label counts: each
+method declares its tables (columns and rows, see
+:class:`agreement.fo.method_hooks.RaterTable`), built from the helpers here
+(:func:`row_texts`, :func:`partner_means`, :func:`count_columns`);
+:data:`RATER_COLUMNS` lists every declared table's columns by its name.
 :func:`sort_rater_rows` orders them by any column, worst first by default
 (undefined values last, ties in natural name order: ``w2`` before ``w10``),
 keeps the raters with at least a minimum number of labels and whose name
@@ -16,28 +18,27 @@ a per-rater bar chart to its ``k`` lowest and ``k`` highest raters.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agreement.fo.figure_base import add_subtitle, count_text, is_finite, plural, sig3
 
 __all__ = [
-    "CLASS_CONSENSUS",
     "DEFAULT_OPTIONS",
     "MAX_BARS",
     "MAX_ROWS",
+    "PARTNERS",
     "RATER_COLUMNS",
     "Column",
-    "class_consensus_rater_rows",
-    "class_rater_rows",
     "column_legend",
-    "consensus_rater_rows",
+    "count_columns",
     "f1_score",
-    "kalos_rater_rows",
     "natural_key",
-    "ot_rater_rows",
+    "partner_means",
     "rater_options",
     "rater_table_markdown",
+    "row_texts",
     "sort_rater_rows",
     "top_bottom_bars",
     "visible_columns",
@@ -59,65 +60,43 @@ class Column:
     description: str = ""
 
 
-def _counts(labels: str = "its labels") -> tuple[Column, ...]:
+def count_columns(labels: str = "its labels") -> tuple[Column, ...]:
+    """The columns of a rater's labels and assigned samples (``labels`` says what its labels are)."""
     return (Column("n_labels", "labels", True, True, labels),
             Column("n_samples", "samples", True, True, "the samples assigned to it"))
 
 
-_PARTNERS = Column("n_partners", "partners", True, True, "raters it shared a sample with")
-#: The rater table of a consensus run on classes (its report holds competences, not sensitivities).
-CLASS_CONSENSUS = "iaa.consensus/classes"
-#: The columns of each method's rater table, the default sort column first, each with what it means.
-RATER_COLUMNS: dict[str, tuple[Column, ...]] = {
-    "iaa.consensus": (
-        Column("f1", "F1", description="harmonic mean of sensitivity and precision"),
-        Column("sensitivity", "sensitivity",
-               description="share of the consensus objects on its samples that the rater drew"),
-        Column("precision", "precision", description="share of its labels that are real objects"),
-        Column("false_positive_rate", "FP / sample", False, description="false positives per assigned sample"),
-        Column("localisation_error", "loc. error", False,
-               description="localisation error, mean 1 − IoU to the consensus label"),
-        Column("agreement", "agrees", description="share of its labels in a consensus label of their class"),
-    ) + _counts(),
-    "iaa.kalos": (
-        Column("vitality", "vitality",
-               description="global α minus α without the rater (< 0: the rater lowers agreement)"),
-        Column("alpha_without", "α without", False, description="the global α without the rater"),
-        Column("partner_agreement", "agrees",
-               description="share of the objects it or a partner drew on shared samples that both drew alike "
-                           "(observed agreement, pooled over its pairs)"),
-        _PARTNERS,
-    ) + _counts(),
-    "iaa.ot_agreement": (
-        Column("pair_alpha", "pair αOT", description="mean αOT of its rater pairs, weighted by their shared samples"),
-        _PARTNERS,
-        Column("n_shared", "shared", True, True, "samples shared, summed over its pairs"),
-    ) + _counts(),
-    "iaa.class_agreement": (
-        Column("vitality", "vitality", description="α minus α without the rater (< 0: the rater lowers agreement)"),
-        Column("alpha_without", "α without", False, description="α without the rater"),
-        Column("pair_kappa", "mean κ", description="Cohen's κ with its partners, weighted by their shared samples"),
-        Column("partner_agreement", "agrees",
-               description="share of the shared samples where it and a partner gave the same class (pooled over "
-                           "its pairs)"),
-        Column("majority_agreement", "with majority",
-               description="share of its samples where it gave the majority class of the other raters (ties "
-                           "shared)"),
-        _PARTNERS,
-    ) + _counts("the classes it gave"),
-    CLASS_CONSENSUS: (
-        Column("competence", "competence",
-               description="the model's estimate that the rater gives the true class (Dawid–Skene: the diagonal "
-                           "of its confusion matrix, weighted by the classes' prior; MACE: its competence; "
-                           "majority: its agreement with the consensus)"),
-        Column("agreement", "agrees", description="share of its classes equal to the consensus"),
-        Column("n_labels", "labels", True, True, "the classes it gave"),
-    ),
-}
+#: The column of the raters a rater shared a sample with.
+PARTNERS = Column("n_partners", "partners", True, True, "raters it shared a sample with")
+
+
+class _DeclaredColumns(Mapping):
+    """Table name -> columns of every rater table the declared methods offer (read from the registry when
+    first used: :attr:`agreement.fo.method_hooks.MethodHooks.rater_tables`)."""
+
+    def _tables(self) -> dict[str, tuple[Column, ...]]:
+        from agreement.fo.methods import declarations
+
+        return {t.name: tuple(t.columns) for d in declarations() for t in d.hooks.rater_tables}
+
+    def __getitem__(self, name: str) -> tuple[Column, ...]:
+        return self._tables()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables())
+
+    def __len__(self) -> int:
+        return len(self._tables())
+
+
+#: The columns of each declared rater table (by its name: the method marker, or a variant of it), the default
+#: sort column first, each with what it means.
+RATER_COLUMNS: Mapping[str, tuple[Column, ...]] = _DeclaredColumns()
 #: The panel's rater and pair controls, and their defaults.
-DEFAULT_OPTIONS = {"sort": None, "worst_first": True, "filter": "", "min_labels": 5, "rows": 15, "bars_k": 10,
-                   "pair_rule": "shared", "pair_k": 10, "pair_rater": None, "min_support": 1, "pair_stat": "value",
-                   "cell_support": False}
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "sort": None, "worst_first": True, "filter": "", "min_labels": 5, "rows": 15, "bars_k": 10,
+    "pair_rule": "shared", "pair_k": 10, "pair_rater": None, "min_support": 1, "pair_stat": "value",
+    "cell_support": False}
 
 
 def _int(v, lo: int, hi: int, default: int) -> int:
@@ -163,59 +142,36 @@ def f1_score(sensitivity, precision) -> float | None:
     return 0.0 if s + p == 0 else 2 * s * p / (s + p)
 
 
-def _texts(row: dict, columns) -> dict:
+def row_texts(row: dict, columns: Sequence[Column]) -> dict:
+    """``row`` with its ``"text"``: per column, the value as the table writes it (a count with thousands
+    separators, three significant figures, ``"< 0.001"`` for a small non-zero value, ``"—"`` for none).
+
+    Args:
+        row: one rater's values by column key.
+        columns: the table's columns.
+
+    Returns:
+        ``row`` itself, its ``"text"`` set.
+    """
     row["text"] = {c.key: (f"{int(row[c.key]):,}" if c.integer and is_finite(row.get(c.key)) else
                            "< 0.001" if is_finite(row.get(c.key)) and 0 < abs(row[c.key]) < 1e-3 else
                            "—" if row.get(c.key) is None else sig3(row[c.key])) for c in columns}
     return row
 
 
-def consensus_rater_rows(report: dict) -> list[dict]:
-    """A consensus run's ``detail["rater_report"]`` as rows, with each rater's F1 (:func:`f1_score`)."""
-    cols = RATER_COLUMNS["iaa.consensus"]
-    rows = []
-    for rater, entry in report.items():
-        row = {"rater": str(rater), **{c.key: entry.get(c.key) for c in cols if c.key != "f1"}}
-        row["f1"] = f1_score(entry.get("sensitivity"), entry.get("precision"))
-        rows.append(_texts(row, cols))
-    return rows
+def partner_means(records: list, value: str | None, weight_key: str) -> dict[str, dict]:
+    """Per rater, over the rater-pair ``records`` it is in: its number of partners ``"n"``, the samples it
+    shared ``"shared"`` and the ``weight_key``-weighted sum ``"num"`` and weight ``"den"`` of the pairs'
+    ``value`` (its weighted mean is ``num / den``; undefined values left out).
 
+    Args:
+        records: rater-pair records (``rater_a``, ``rater_b``, ``n_shared_samples``, the values).
+        value: the record key to average (``None``: counts only).
+        weight_key: the record key of each pair's weight.
 
-def class_consensus_rater_rows(report: dict) -> list[dict]:
-    """A class consensus run's ``detail["rater_report"]`` as rows: competence, agreement with the consensus,
-    labels."""
-    cols = RATER_COLUMNS[CLASS_CONSENSUS]
-    return [_texts({"rater": str(r), "competence": e.get("competence"), "agreement": e.get("agreement"),
-                    "n_labels": e.get("labels")}, cols) for r, e in report.items()]
-
-
-def class_rater_rows(detail: dict, counts: dict) -> list[dict]:
-    """A class agreement run's raters: vitality and α without them (``detail["rater_vitality"]``), their
-    mean κ and pooled observed agreement with their partners (``detail["rater_pairs"]``, weighted by shared
-    samples), partners, labels and samples (``counts``)."""
-    cols = RATER_COLUMNS["iaa.class_agreement"]
-    vit = detail.get("rater_vitality") or {}
-    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
-    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
-    records = list(detail.get("rater_pairs") or [])
-    kappa = _partners(records, "kappa", "n_shared_samples")
-    agree = _partners(records, "observed_agreement", "n_shared_samples")
-    maj = detail.get("rater_majority") or {}
-    majority = dict(zip(maj.get("raters") or [], maj.get("agreement") or []))
-    rows = []
-    for r in (str(x) for x in detail.get("raters") or []):
-        k, a = kappa.get(r), agree.get(r)
-        row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
-               "pair_kappa": k["num"] / k["den"] if k and k["den"] else None,
-               "partner_agreement": a["num"] / a["den"] if a and a["den"] else None,
-               "majority_agreement": majority.get(r),
-               "n_partners": k["n"] if k else None,
-               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
-        rows.append(_texts(row, cols))
-    return rows
-
-
-def _partners(records: list, value: str | None, weight_key: str) -> dict[str, dict]:
+    Returns:
+        ``{rater: {"n", "shared", "num", "den"}}``.
+    """
     out: dict[str, dict] = {}
     for rec in records:
         n = int(rec.get(weight_key) or 0)
@@ -227,44 +183,6 @@ def _partners(records: list, value: str | None, weight_key: str) -> dict[str, di
                 d["num"] += float(rec[value]) * n
                 d["den"] += n
     return out
-
-
-def kalos_rater_rows(detail: dict, counts: dict, pair_counts: dict | None) -> list[dict]:
-    """A KαLOS run's raters: vitality and α without them (``detail["rater_vitality"]``), agreement with
-    their partners (pooled observed agreement of their pairs, from ``pair_counts``), labels and samples
-    (``counts``: :func:`agreement.fo.rater_counts.rater_label_counts`)."""
-    cols = RATER_COLUMNS["iaa.kalos"]
-    vit = detail.get("rater_vitality") or {}
-    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
-    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
-    agree: dict[str, list[int]] = {}
-    for key, c in (pair_counts or {}).items():
-        for r in key.split("|"):
-            a = agree.setdefault(r, [0, 0, 0])
-            a[0], a[1], a[2] = a[0] + int(c["n_agree"]), a[1] + int(c["n_units"]), a[2] + 1
-    rows = []
-    for r in (str(x) for x in detail.get("raters") or []):
-        g = agree.get(r)
-        row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
-               "partner_agreement": g[0] / g[1] if g and g[1] else None, "n_partners": g[2] if g else None,
-               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
-        rows.append(_texts(row, cols))
-    return rows
-
-
-def ot_rater_rows(detail: dict, counts: dict) -> list[dict]:
-    """An OT run's raters: their pairs' αOT (weighted by shared samples), partners, shared samples,
-    labels and samples."""
-    cols = RATER_COLUMNS["iaa.ot_agreement"]
-    part = _partners(list(detail.get("rater_pairs") or []), "alpha_ot", "n_shared_samples")
-    rows = []
-    for r in (str(x) for x in detail.get("raters") or []):
-        p = part.get(r)
-        row = {"rater": r, "pair_alpha": p["num"] / p["den"] if p and p["den"] else None,
-               "n_partners": p["n"] if p else None, "n_shared": p["shared"] if p else None,
-               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
-        rows.append(_texts(row, cols))
-    return rows
 
 
 def sort_rater_rows(rows: list[dict], column: Column, worst_first: bool = True, min_labels: int = 0,
@@ -367,15 +285,15 @@ def top_bottom_bars(fig: dict, k: int, keep: set | None = None, what: str = "rat
     n = len(x)
     allowed = [i for i in range(n) if keep is None or x[i] in keep]
     if len(allowed) <= 2 * k:
-        idx = allowed
+        idx: list[int | None] = list(allowed)
         line = None if len(allowed) == n else f"the {len(allowed)} of {n} {what} with enough labels"
     else:
         y = traces[0]["y"]
         valued = sorted((i for i in allowed if is_finite(y[i])), key=lambda i: (float(y[i]), natural_key(x[i])))
         if len(valued) <= 2 * k:
-            idx = valued
+            idx = [*valued]
         else:
-            idx = valued[:k] + [None] + valued[-k:]
+            idx = [*valued[:k], None, *valued[-k:]]
         between = len(valued) - min(len(valued), 2 * k)
         line = (f"the {k} lowest and {k} highest of {len(allowed)} {what}" + (" with enough labels" if keep else "")
                 + (f" ({between} in between at “…”)" if between else ""))

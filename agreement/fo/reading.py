@@ -43,20 +43,30 @@ from typing import Sequence
 
 import numpy as np
 
-import fiftyone.core.labels as fol
-
 from agreement.core.data import MultiRaterAnnotations
-from agreement.fo.assignment import (
-    CorpusPlan, _check_listed_raters_known, _check_planned_raters, _check_raters_field_type, _checked_assignment,
-    _crossed_refusal, assignment_candidates, coverage_evidence, crossed_evidence, declare_raters_field, plan_corpus,
-    read_assignment, recorded_assignment, recorded_layout,
-)
-from agreement.fo.corpus_building import _corpus
-from agreement.fo.gc_pause import gc_paused
-from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_fields
-from agreement.fo.projection import LABEL_TYPES, LIST_ATTRS, read_values
-from agreement.fo.temporal import FRAME_COUNT_PATH, check_temporal_media, frame_count_column, is_temporal
 from agreement.core.validation import AnnotationError, RepairReport
+from agreement.fo.assignment import (
+    CorpusPlan,
+    _check_listed_raters_known,
+    _check_planned_raters,
+    _check_raters_field_type,
+    _checked_assignment,
+    _crossed_refusal,
+    assignment_candidates,
+    coverage_evidence,
+    crossed_evidence,
+    declare_raters_field,
+    plan_corpus,
+    read_assignment,
+    recorded_assignment,
+    recorded_layout,
+)
+from agreement.fo.corpus_building import CorpusParts, build_corpus
+from agreement.fo.gc_pause import gc_paused
+from agreement.fo.kinds import LABEL_TYPES, ReadOptions, label_type, label_types, variants_of
+from agreement.fo.label_schema import check_layout_choice, detect_raters, field_label_type, label_fields, sample_label
+from agreement.fo.projection import read_values
+from agreement.fo.temporal import FRAME_COUNT_PATH, check_temporal_media, frame_count_column, is_temporal
 
 __all__ = ["ReadResult", "current_stamps", "read_annotations", "label_fields", "detect_raters", "LABEL_TYPES",
            "declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence", "assignment_candidates", "CorpusPlan",
@@ -126,7 +136,7 @@ class ReadResult:
     def label_fields(self) -> list[str]:
         """The label list fields read, sorted: those whose labels can carry per-label results (a field of one
         label, ``Classification`` or ``Segmentation``, has none: its results are per sample)."""
-        if self.layout.get("label_type") in {t.__name__ for t in SINGLE_LABEL_TYPES}:
+        if self.layout.get("label_type") in {t.__name__ for t in label_types() if label_type(t).list_attr is None}:
             return []
         return sorted(set(self.label_field_of_rater.values()))
 
@@ -199,6 +209,8 @@ def read_annotations(
         cuboids: read ``Detections`` as 3D cuboids (``location``,
             ``dimensions``, ``rotation``); default: when the field declares
             ``location``. 3D rows get NaN 2D boxes.
+        assume_crossed: without a recorded assignment (``attribute`` layout), accept the fully crossed
+            assumption even where the data make it implausible (:func:`crossed_evidence`).
         plan: the :func:`plan_corpus` of the whole view when ``samples`` is one
             shard of it: its raters and class vocabulary are used (and its
             checks of the assignment are not repeated).
@@ -206,7 +218,7 @@ def read_annotations(
     Raises:
         AnnotationError: naming the sample and field, for every bad input.
     """
-    _check_layout_choice(fields, field, box_policy)
+    check_layout_choice(fields, field, box_policy)
     if len(samples) == 0:
         raise AnnotationError(f"the view of dataset {samples._dataset.name!r} has no samples")
     if fields is not None:
@@ -216,7 +228,7 @@ def read_annotations(
                 f"agreement needs at least {min_raters} raters; got the field(s) {fields}. "
                 "Give one label field per rater, or one field with a rater attribute"
             )
-        types = {f: _label_type(samples, f) for f in fields}
+        types = {f: field_label_type(samples, f) for f in fields}
         if len(set(types.values())) > 1:
             raise AnnotationError(
                 "all rater fields must hold the same label type; got "
@@ -225,27 +237,25 @@ def read_annotations(
         ltype = types[fields[0]]
         check_temporal_media(samples, fields, ltype)
         image_sizes = image_sizes and not is_temporal(ltype)  # relative time: no image size
-        three_d = bool(cuboids) if cuboids is not None else (
-            ltype is fol.Detections and all(_is_3d(samples, f) for f in fields)
-        )
+        options = ReadOptions(masks=masks, cuboids=cuboids)
         with gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
-                                       _extras(samples, fields, ltype, masks, three_d), plan)
-    ltype = _label_type(samples, field)
-    if ltype in SINGLE_LABEL_TYPES:
+                                       _extras(samples, fields, ltype, options), plan)
+    ltype = field_label_type(samples, field)
+    if label_type(ltype).list_attr is None:
         raise AnnotationError(
             f"field {field!r} is a {ltype.__name__}, which holds one label per sample, so it cannot hold several "
             f"raters' labels named by {rater_attr!r}: give one {ltype.__name__} field per rater (`fields`)"
             + (", or one Classifications field whose labels carry the rater attribute"
-               if ltype is fol.Classification else "")
+               if label_type(ltype).fixed_label is None else "")
         )
     check_temporal_media(samples, [field], ltype)
     image_sizes = image_sizes and not is_temporal(ltype)
-    three_d = bool(cuboids) if cuboids is not None else (ltype is fol.Detections and _is_3d(samples, field))
+    extras = _extras(samples, [field], ltype, ReadOptions(masks=masks, cuboids=cuboids))
     with gc_paused():
         return _read_attribute_layout(
             samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
-            min_raters, image_sizes, _extras(samples, [field], ltype, masks, three_d), assume_crossed, plan,
+            min_raters, image_sizes, extras, assume_crossed, plan,
         )
 
 
@@ -295,22 +305,9 @@ def positions_as_stored(samples) -> bool:
     return all(type(stage).__name__ in _SAMPLE_STAGES for stage in getattr(samples, "_stages", ()))
 
 
-CUBOID_ATTRS = ("location", "dimensions", "rotation")
-
-
-def _declared(samples, path: str) -> bool:
-    try:
-        return samples.get_field(path) is not None
-    except Exception:  # noqa: BLE001 - an undeclared path
-        return False
-
-
-#: Label types of which a field holds one label, not a list (read as a list of one, or ``None``).
-SINGLE_LABEL_TYPES = (fol.Classification, fol.Segmentation)
-
-
-def _extras(samples, fields: Sequence[str], ltype: type, masks: bool, three_d: bool) -> list[str]:
-    """Per-label attributes read besides geometry, label and id.
+def _extras(samples, fields: Sequence[str], ltype: type, options: ReadOptions) -> list[str]:
+    """Per-label attributes read besides geometry, label and id: those of the geometry variants of ``ltype``
+    that apply to ``fields`` (:func:`agreement.fo.kinds.variants_of`), in declaration order.
 
     ``Detections``: ``mask`` (on request), ``location``/``dimensions``/
     ``rotation`` (3D cuboids, or 3D points when no label has dimensions),
@@ -318,49 +315,30 @@ def _extras(samples, fields: Sequence[str], ltype: type, masks: bool, three_d: b
     ``points3d`` (3D polylines, when declared). ``Segmentation``: ``mask`` and
     ``mask_path`` (the semantic mask, stored or on disk).
     """
-    if ltype is fol.Segmentation:
-        return ["mask", "mask_path"]
-    if ltype is fol.Polylines:
-        return ["points3d"] if all(_declared(samples, f"{f}.polylines.points3d") for f in fields) else []
-    if ltype is not fol.Detections:
-        return []
-    extras = (["mask"] if masks else []) + (list(CUBOID_ATTRS) if three_d else [])
-    if all(_declared(samples, f"{f}.detections.point_indices") for f in fields):
-        extras.append("point_indices")
-    return extras
+    return [a for v in variants_of(ltype) if v.applies(samples, fields, options) for a in v.attrs]
 
 
 def _geometry_paths(field: str, ltype: type, extras: Sequence[str] = ()) -> list[str]:
     """Paths read per label field: geometry, label, id, then ``extras`` (image-level labels have no geometry:
     their label, or their id for a semantic mask, is read in its place)."""
-    prefix = f"{field}.{LIST_ATTRS[ltype]}" if ltype in LIST_ATTRS else field
-    geo = {fol.Detections: "bounding_box", fol.Polylines: "points", fol.Keypoints: "points",
-           fol.TemporalDetections: "support"}.get(ltype, "label")
-    label = "label"
-    if ltype is fol.Segmentation:
-        geo = label = "id"
-    return [f"{prefix}.{geo}", f"{prefix}.{label}", f"{prefix}.id"] + [f"{prefix}.{e}" for e in extras]
+    spec = label_type(ltype)
+    prefix = f"{field}.{spec.list_attr}" if spec.list_attr is not None else field
+    return [f"{prefix}.{spec.geometry_attr}", f"{prefix}.{spec.label_attr}", f"{prefix}.id"] + [
+        f"{prefix}.{e}" for e in extras]
 
 
 def _as_lists(block: list, ltype: type) -> list:
-    """A single-label field's columns (:data:`SINGLE_LABEL_TYPES`) as the label lists of a list field: a
+    """A single-label field's columns (a label type without a list) as the label lists of a list field: a
     list of one label where the field is set (its id read), ``None`` where it is not. A semantic mask's
-    label is ``"segmentation"`` (its classes are its pixel values)."""
-    if ltype not in SINGLE_LABEL_TYPES:
+    label is ``"segmentation"`` (its classes are its pixel values: the type's ``fixed_label``)."""
+    spec = label_type(ltype)
+    if spec.list_attr is not None:
         return block
     ids = block[2]
     out = [[None if i is None else [v] for v, i in zip(col, ids)] for col in block]
-    if ltype is fol.Segmentation:
-        out[1] = [None if i is None else ["segmentation"] for i in ids]
+    if spec.fixed_label is not None:
+        out[1] = [None if i is None else [spec.fixed_label] for i in ids]
     return out
-
-
-def _is_3d(samples, field: str) -> bool:
-    """Whether the Detections of ``field`` are 3D (declared ``location`` attribute)."""
-    try:
-        return samples.get_field(f"{field}.detections.location") is not None
-    except Exception:  # noqa: BLE001 - an undeclared path
-        return False
 
 
 def _one_object_per_value(values) -> list:
@@ -424,15 +402,18 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
     field_of_row = np.asarray(raters, dtype=object)[r_idx] if len(r_idx) else np.zeros(0, dtype=object)
     repairs = RepairReport()
     frames = frame_count_column(values, image_sizes, ltype)
-    ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, flat_geo, labels, ids, extra,
-                  s_idx, r_idx, field_of_row, None, ltype, box_policy, repairs, _num_points(samples, extra),
-                  plan.classes if plan is not None else None, frames)
+    ann = build_corpus(CorpusParts(
+        values=values, image_sizes=image_sizes, sample_ids=sample_ids, filepaths=filepaths, raters=raters,
+        assigned=assigned, flat_geo=flat_geo, labels=labels, ids=ids, extra=extra, s_idx=s_idx, r_idx=r_idx,
+        field_of_row=field_of_row, raters_of_row=None, ltype=ltype, box_policy=box_policy, repairs=repairs,
+        num_points=_num_points(samples, extra), classes=plan.classes if plan is not None else None,
+        frame_counts=frames))
     layout = {
         "layout": "fields",
         "fields": list(fields),
         "label_type": ltype.__name__,
         "assignment": "a rater is assigned to a sample where its field is not None",
-        **({"mask_targets": _mask_targets(samples, fields)} if ltype is fol.Segmentation else {}),
+        **({"mask_targets": _mask_targets(samples, fields)} if label_type(ltype).fixed_label else {}),
         "box_policy": box_policy,
     }
     return ReadResult(ann, layout, repairs, {r: r for r in raters}, stored_ids=dict(zip(raters, id_cols)),
@@ -462,7 +443,7 @@ def _num_points(samples, extra: dict) -> list | None:
 
 def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_policy, min_raters, image_sizes,
                            extras=(), assume_crossed=False, plan=None):
-    lf = LIST_ATTRS[ltype]
+    lf = label_type(ltype).list_attr
     gpaths = _geometry_paths(field, ltype, extras)
     raters_field = assignment.raters_field
     stamped = positions_as_stored(samples)
@@ -507,7 +488,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
             i = int(np.flatnonzero(~assigned[s_rows, r_rows])[0])
             s = s_rows[i]
             raise AnnotationError(
-                f"{_sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
+                f"{sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
                 f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
             )
         _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr, assignment,
@@ -534,9 +515,12 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     extra = {name: _flatten(col, counts) for name, col in extra_cols.items()}
     repairs = RepairReport()
     frames = frame_count_column(values, image_sizes, ltype)
-    ann = _corpus(values, image_sizes, sample_ids, filepaths, raters, assigned, _flatten(geo, counts), labels,
-                  label_ids, extra, s_rows, r_rows, field_of_row, flat_who, ltype, box_policy, repairs,
-                  _num_points(samples, extra), plan.classes if plan is not None else None, frames)
+    ann = build_corpus(CorpusParts(
+        values=values, image_sizes=image_sizes, sample_ids=sample_ids, filepaths=filepaths, raters=raters,
+        assigned=assigned, flat_geo=_flatten(geo, counts), labels=labels, ids=label_ids, extra=extra,
+        s_idx=s_rows, r_idx=r_rows, field_of_row=field_of_row, raters_of_row=flat_who, ltype=ltype,
+        box_policy=box_policy, repairs=repairs, num_points=_num_points(samples, extra),
+        classes=plan.classes if plan is not None else None, frame_counts=frames))
     layout = {
         "layout": "attribute",
         "field": field,
@@ -560,7 +544,7 @@ def _rater_of_labels(flat_who: list, s_rows: np.ndarray, sample_ids, filepaths, 
     missing = np.array([w is None for w in flat_who], dtype=bool)
     if missing.any():
         where = sorted(set(s_rows[missing].tolist()))
-        first = ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
+        first = ", ".join(sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
         raise AnnotationError(
             f"field {field!r}: {int(missing.sum())} label(s) on {len(where)} sample(s) have no {rater_attr!r} "
             f"attribute, so their rater is unknown (first: {first}). Set the attribute on every label, give the "

@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple, Sequence
 from fiftyone import ViewField as F
 
 from agreement.fo.label_schema import label_list_path
-from agreement.fo.methods.consensus import _require_consensus_run
+from agreement.fo.methods.consensus import require_consensus_run
 from agreement.fo.projection import LIST_ATTRS
 
 __all__ = ["DECISIONS", "ReviewError", "review_labels", "review_progress", "next_pending", "queue_label_ids",
@@ -67,7 +67,7 @@ def consensus_path(samples, key: str) -> ConsensusPath:
     Raises:
         agreement.fo.runs.RunError: ``key`` is no consensus run of the dataset.
     """
-    info = _require_consensus_run(samples, key)
+    info = require_consensus_run(samples, key)
     frames = bool(info.get("frame_fields"))
     field = f"{_FRAMES if frames else ''}{key}_consensus"
     doc_type = samples._root_dataset.get_field(field).document_type

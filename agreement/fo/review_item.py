@@ -106,7 +106,7 @@ def _frame_rater_rows(dataset, info: dict, sample_id: str, frames: list[int]) ->
     from fiftyone import ViewField as F
 
     from agreement.fo.frame_units import strip_frames_prefix
-    from agreement.fo.label_explanations import _consensus_explanations, _items
+    from agreement.fo.label_explanations import consensus_explanations, label_items
 
     key, layout = info["key"], info.get("input") or {}
     fields = [strip_frames_prefix(f) for f in layout.get("fields") or ([layout["field"]] if layout.get("field")
@@ -120,8 +120,8 @@ def _frame_rater_rows(dataset, info: dict, sample_id: str, frames: list[int]) ->
     rows = []
     for number, frame in (video.frames.items() if video is not None else []):
         labels = [(str(_attr(lab, layout.get("rater_attr", "annotator"))) if by_attribute else f, lab)
-                  for f in fields for lab in _items(frame[f] if f in frame.field_names else None)]
-        rows += [{**r, "frame": number} for r in _consensus_explanations(frame, key, labels, _attr)]
+                  for f in fields for lab in label_items(frame[f] if f in frame.field_names else None)]
+        rows += [{**r, "frame": number} for r in consensus_explanations(frame, key, labels, _attr)]
     rows.sort(key=lambda r: (r["frame"], not r["disagrees"], r["rater"], r["label"] or ""))
     return rows
 

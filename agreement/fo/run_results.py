@@ -243,7 +243,7 @@ class SimulationResults(AgreementResults):
 
 
 #: method marker -> results class: the declared methods' own (registered by :func:`agreement.fo.methods.declarations`)
-_BY_METHOD: dict[str, type[AgreementResults]] = {"iaa.simulate_raters": SimulationResults}
+_BY_METHOD: dict[str, type[AgreementResults]] = {}
 
 
 def register_results_class(method: str, cls: type[AgreementResults]) -> None:
@@ -254,7 +254,11 @@ def register_results_class(method: str, cls: type[AgreementResults]) -> None:
 
 
 def results_class(method: str | None) -> type[AgreementResults]:
-    """The results class of a method marker (:class:`AgreementResults` for one without its own)."""
+    """The results class of a method marker (:class:`AgreementResults` for one without its own; a simulation
+    run's is :class:`SimulationResults`)."""
+    from agreement.fo.methods.markers import SIMULATION_METHOD
+
+    _BY_METHOD.setdefault(SIMULATION_METHOD, SimulationResults)
     return _BY_METHOD.get(method or "", AgreementResults)
 
 

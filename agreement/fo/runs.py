@@ -91,15 +91,17 @@ def _is_agreement_run(dataset, key: str) -> bool:
     return is_agreement_config(dataset.get_run_info(key).config)
 
 
-def list_agreement_runs(samples, method: str | None = None) -> list[str]:
+def list_agreement_runs(samples, *, method: str | None = None) -> list[str]:
     """Keys of this plugin's runs on the dataset, optionally of one method."""
+    from agreement.fo.methods.markers import method_marker
+
     dataset = _dataset(samples)
     keys = []
     for key in dataset.list_runs():
         cfg = dataset.get_run_info(key).config
         if not is_agreement_config(cfg):
             continue
-        if method is not None and cfg.method not in (method, f"iaa.{method}"):
+        if method is not None and cfg.method != method_marker(method):
             continue
         keys.append(key)
     return sorted(keys)
@@ -160,7 +162,7 @@ class RunPlan:
     method: str
     sample_fields: list[str] = field(default_factory=list)
     label_attrs: list[list[str]] = field(default_factory=list)
-    #: the clash scan of the documents still running (:func:`prepare_run` with ``scan_in_background``)
+    #: the clash scan of the documents still running (:func:`prepare_run` with ``scan_documents="background"``)
     pending_scan: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def check_documents(self) -> None:
@@ -182,10 +184,10 @@ def prepare_run(
     sample_suffixes: Iterable[str],
     label_fields: Iterable[str] = (),
     label_suffixes: Iterable[str] = (),
+    *,
     overwrite: bool = False,
     check_only: bool = False,
-    scan_documents: bool = True,
-    scan_in_background: bool = False,
+    scan_documents: bool | str = True,
 ) -> RunPlan:
     """Checks that ``key`` can be used and frees it if ``overwrite`` allows.
 
@@ -195,10 +197,25 @@ def prepare_run(
     A label attribute of the run's name is a clash when the schema declares
     it or, with ``scan_documents`` (one query over the documents), when some
     label stores it undeclared; the second call of a computation skips that
-    scan, which its first call made. With ``scan_in_background`` (and
-    ``check_only``) that scan runs in a thread while the caller goes on (a
-    collection scan: on the crowd benchmark 0.04 s for OT's seven attributes);
-    the caller must call ``plan.check_documents()`` before its first write.
+    scan (``scan_documents=False``), which its first call made. With
+    ``scan_documents="background"`` (and ``check_only``) that scan runs in a
+    thread while the caller goes on (a collection scan: on the crowd benchmark
+    0.04 s for OT's seven attributes); the caller must call
+    ``plan.check_documents()`` before its first write.
+
+    Args:
+        samples: the dataset or view the run computes on.
+        key: the run key.
+        method: the run's method marker.
+        sample_suffixes: the sample fields it will own (``{key}_<suffix>``).
+        label_fields: the label fields it writes attributes on.
+        label_suffixes: the label attributes it will own there (``{key}_<suffix>``).
+        overwrite: an agreement run of this key may be replaced.
+        check_only: check, delete and register nothing.
+        scan_documents: ``True`` (scan now), ``False`` (skip) or ``"background"`` (in a thread).
+
+    Returns:
+        The :class:`RunPlan` (registered ``incomplete`` unless ``check_only``).
 
     Raises:
         RunError: if the key is invalid, is taken by another run (of this
@@ -206,8 +223,11 @@ def prepare_run(
             the run would write already exists and is not owned by it.
     """
     validate_key(key)
-    if scan_in_background and not check_only:
-        raise ValueError("scan_in_background needs check_only=True: a run registered here must be checked first")
+    if scan_documents not in (True, False, "background"):
+        raise ValueError(f"scan_documents must be True, False or 'background', got {scan_documents!r}")
+    if scan_documents == "background" and not check_only:
+        raise ValueError("scan_documents='background' needs check_only=True: a run registered here must be "
+                         "checked first")
     dataset = _dataset(samples)
     plan = RunPlan(
         key=key,
@@ -247,7 +267,7 @@ def prepare_run(
         def scan() -> None:
             _raise_clash(dataset, key, stored_label_attr(dataset._sample_collection, paths))
 
-        if scan_in_background:
+        if scan_documents == "background":
             plan.pending_scan = _in_thread(scan)
         else:
             scan()

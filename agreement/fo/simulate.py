@@ -24,12 +24,14 @@ from agreement.core.validation import AnnotationError
 from agreement.fo.assignment import declare_raters_field
 from agreement.fo.build import corpus_label_fields
 from agreement.fo.engine import MethodOutput, MethodSpec, run_method
+from agreement.fo.methods.markers import SIMULATION_METHOD
+from agreement.fo.run_options import RaterLayout
 from agreement.simulate.noise.empirical import School, load_profile, simulate
 from agreement.simulate.noise.perturbations import perturbation_series
 
 __all__ = ["METHOD", "NOISE_MODELS", "SPEC", "simulate_raters"]
 
-METHOD = "iaa.simulate_raters"
+METHOD = SIMULATION_METHOD
 NOISE_MODELS = ("empirical", "drop", "shift", "swap")
 
 
@@ -37,6 +39,7 @@ def simulate_raters(
     samples,
     field: str,
     key: str,
+    *,
     num_raters: int = 3,
     magnitude: float = 1.0,
     profile: str = "lvis",
@@ -95,7 +98,7 @@ def simulate_raters(
         "school_size": int(school_size), "school_offset": list(school_offset), "key": key,
     }
     spec = replace(SPEC, sample_suffixes=tuple(names if layout == "fields" else ["labels", "raters"]))
-    summary = run_method(samples, key, spec, {"fields": [field], "min_raters": 1}, params, overwrite=overwrite,
+    summary = run_method(samples, key, spec, RaterLayout(fields=[field]), params, overwrite=overwrite,
                          progress=progress)
     if layout == "attribute":
         declare_raters_field(samples._root_dataset, f"{key}_labels", f"{key}_raters", raters=names)
@@ -133,13 +136,13 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     sample_ids = list(corpus.sample_ids)
     objects = {}
     if params["layout"] == "fields":
-        per_sample = corpus_label_fields(corpus, "fields", field_names={r: f"{key}_{r}" for r in names})
+        per_sample = corpus_label_fields(corpus, layout="fields", field_names={r: f"{key}_{r}" for r in names})
         for r in names:
             objects[r] = {sid: v[f"{key}_{r}"] for sid, v in zip(sample_ids, per_sample)}
         written = [f"{key}_{r}" for r in names]
     else:
         name = f"{key}_labels"
-        per_sample = corpus_label_fields(corpus, "attribute", field=name, rater_attr=params["rater_attr"])
+        per_sample = corpus_label_fields(corpus, layout="attribute", field=name, rater_attr=params["rater_attr"])
         objects["labels"] = {sid: v[name] for sid, v in zip(sample_ids, per_sample)}
         objects["raters"] = {sid: [corpus.raters[r] for r in range(corpus.num_raters) if corpus.assigned[s, r]]
                              for s, sid in enumerate(sample_ids)}
@@ -156,4 +159,5 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
 
 
 SPEC = MethodSpec(method=METHOD, sample_suffixes=(), label_suffixes=(), compute=_compute, check=_check,
+                  read_options=lambda params: {"min_raters": 1},  # the reference, read as one rater
                   rater_design=False)  # one reference field, read as one rater: no rater design to check

@@ -23,11 +23,33 @@ __all__ = ["db_value", "label_document", "label_field_value", "new_object_ids", 
 _STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
-_CONTAINERS = {"Detections": "detections", "Polylines": "polylines", "Keypoints": "keypoints",
-               "Classifications": "classifications", "TemporalDetections": "detections"}
-_ITEMS = {"Detections": "Detection", "Polylines": "Polyline", "Keypoints": "Keypoint",
-          "Classifications": "Classification", "Classification": "Classification", "Segmentation": "Segmentation",
-          "TemporalDetections": "TemporalDetection"}
+def _spec(container: str):
+    """The declaration (:mod:`agreement.fo.kinds`) of the label type named ``container``."""
+    from agreement.fo.kinds import label_type, label_types
+
+    by_name = {t.__name__: t for t in label_types()}
+    if container not in by_name:
+        raise KeyError(container)
+    return label_type(by_name[container])
+
+
+def _list_attr(container: str) -> str:
+    """The list attribute of the label list type named ``container`` (``"detections"``)."""
+    attr = _spec(container).list_attr
+    if attr is None:
+        raise KeyError(container)
+    return attr
+
+
+def _item_name(container: str) -> str:
+    """The class name of one label of the label type named ``container`` (``"Detection"``; a single-label
+    type's own)."""
+    spec = _spec(container)
+    if spec.list_attr is None:
+        return container
+    return spec.doc_type._fields[spec.list_attr].field.document_type.__name__
+
+
 #: Label types of which a field holds one label (its value is the label document itself).
 SINGLE = frozenset({"Classification", "Segmentation"})
 
@@ -51,7 +73,7 @@ def label_document(container: str, _id: ObjectId | None = None, **values: Any) -
     ``"Keypoints"``); a ``mask`` value is serialised as FiftyOne stores it.
     ``_id``: the label's id (a new one when None, see :func:`new_object_ids`).
     """
-    doc = {"_id": ObjectId() if _id is None else _id, "_cls": _ITEMS[container], "attributes": {}, "tags": []}
+    doc = {"_id": ObjectId() if _id is None else _id, "_cls": _item_name(container), "attributes": {}, "tags": []}
     for k, v in values.items():
         if type(v) in _STORED_AS_IS or type(v) is list:
             doc[k] = v
@@ -108,10 +130,10 @@ def label_field_value(container: str, docs: Sequence[dict]) -> dict | None:
     (a single-label type, :data:`SINGLE`: the one document, ``None`` without one)."""
     if container in SINGLE:
         return docs[0] if len(docs) else None
-    return {"_cls": container, _CONTAINERS[container]: list(docs)}
+    return {"_cls": container, _list_attr(container): list(docs)}
 
 
 def label_path(name: str, container: str) -> str:
     """The path of the labels of label field ``name`` of type ``container``: its list, or the field itself for a
     single-label type."""
-    return name if container in SINGLE else f"{name}.{_CONTAINERS[container]}"
+    return name if container in SINGLE else f"{name}.{_list_attr(container)}"

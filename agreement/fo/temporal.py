@@ -27,16 +27,15 @@ from typing import Sequence
 
 import numpy as np
 
-import fiftyone.core.labels as fol
-
 from agreement.core.validation import AnnotationError, RepairReport
+from agreement.fo.kinds import label_type, label_types
 from agreement.geometry.temporal import boxes_to_supports, check_supports, length_strata, supports_to_boxes
 
 __all__ = ["TEMPORAL_TYPES", "FRAME_COUNT_PATH", "is_temporal", "check_temporal_media", "frame_count_column",
            "temporal_boxes", "support_documents", "strata_of_counts"]
 
 #: The temporal label list types read (segments of a video's frames).
-TEMPORAL_TYPES = (fol.TemporalDetections,)
+TEMPORAL_TYPES = tuple(t for t in label_types() if label_type(t).temporal)
 
 #: The sample path of a video's number of frames (FiftyOne's ``VideoMetadata``).
 FRAME_COUNT_PATH = "metadata.total_frame_count"
@@ -47,7 +46,7 @@ _HOW_TO_COUNT = ("compute it with dataset.compute_metadata() (reads each video f
 
 def is_temporal(ltype: type | str | None) -> bool:
     """Whether ``ltype`` (a label class or its name) is a temporal segment list."""
-    return any(ltype is t or ltype == t.__name__ for t in TEMPORAL_TYPES)
+    return any(ltype is t or ltype == t.__name__ for t in label_types() if label_type(t).temporal)
 
 
 def check_temporal_media(samples, fields: Sequence[str], ltype: type) -> None:

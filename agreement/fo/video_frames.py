@@ -125,7 +125,9 @@ def declare_frame_field(dataset: fo.Dataset, name: str, doc_type: type = fo.Dete
     label list (``<name>.detections.<attribute>``).
     """
     dataset.add_frame_field(name, fo.EmbeddedDocumentField, embedded_doc_type=doc_type)
-    list_attr = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}.get(doc_type)
+    from agreement.fo.kinds import LABEL_TYPES
+
+    list_attr = LABEL_TYPES.get(doc_type)
     for attr, ftype in (attributes or {}).items():
         path = f"{name}.{list_attr}.{attr}" if list_attr else f"{name}.{attr}"
         dataset.add_frame_field(path, ftype)

@@ -91,7 +91,7 @@ SIMULATION_INFO_KEY = "iaa_video_simulation"
 _FRAME_RESERVED = {"id", "_id", "frame_number", "created_at", "last_modified_at"}
 
 
-def video_field_names(raters: Sequence[str], layout: str = "fields", field: str = "labels",
+def video_field_names(raters: Sequence[str], *, layout: str = "fields", field: str = "labels",
                       segments_field: str = "segments", reference_field: str | None = None) -> dict:
     """``{"frames": {rater: frame field}, "segments": {rater: sample field}}`` (frame fields without
     ``frames.``), plus ``"reference"``: ``(frame field, segments field)`` or ``None``.
@@ -245,6 +245,7 @@ def _render(reference: Sequence[VideoLabels], paths: Sequence[str], infos: list[
 def build_video_dataset(
     reference: Sequence[VideoLabels],
     raters: Mapping[str, Sequence[VideoLabels]] | VideoSimulation,
+    *,
     name: str | None = None,
     layout: str = "fields",
     field: str = "labels",
@@ -299,7 +300,8 @@ def build_video_dataset(
     _check_corpus(reference, videos)
     if layout == "attribute":
         check_layout(layout, field, rater_attr)
-    names = video_field_names(list(videos), layout, field, segments_field, reference_field)
+    names = video_field_names(list(videos), layout=layout, field=field, segments_field=segments_field,
+                              reference_field=reference_field)
     name = name or fod.get_default_dataset_name()
     if fo.dataset_exists(name) and not overwrite:
         raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another name")
@@ -326,7 +328,8 @@ def build_video_dataset(
     try:
         set_empty_dataset_media_type(dataset, "video")
         _declare(dataset, names, layout, rater_attr)
-        samples = [_sample(i, ref, videos, names, layout, rater_attr, paths[i], infos[i])
+        samples = [_sample(i, ref, raters=videos, names=names, layout=layout, rater_attr=rater_attr, path=paths[i],
+                           info=infos[i])
                    for i, ref in enumerate(reference)]
         ids = dataset.add_samples(samples, progress=False)
         with gc_paused():  # millions of small dicts, no cycles
@@ -384,6 +387,7 @@ def _record(dataset: fo.Dataset, names: dict, layout: str, rater_attr: str, rate
 
 def simulate_video_dataset(
     name: str | None = None,
+    *,
     num_videos: int = 10,
     num_frames: int = 300,
     num_objects: int = 5,
@@ -429,7 +433,7 @@ def simulate_video_dataset(
         raise ValueError("give either `noise` (VideoNoise) or `magnitude` (the preset VideoNoise.scaled), not both")
     noise = noise if noise is not None else VideoNoise.scaled(1.0 if magnitude is None else magnitude)
     options.setdefault("media", "render")
-    reference = generate_videos(num_videos, num_frames=num_frames, num_objects=num_objects, seed=seed,
+    reference = generate_videos(num_videos=num_videos, num_frames=num_frames, num_objects=num_objects, seed=seed,
                                 min_lifetime=min_lifetime, frame_size=frame_size, frame_rate=frame_rate)
     sim = simulate_video_raters(reference, noise, num_raters=num_raters, seed=seed)
     dataset = build_video_dataset(reference, sim, name=name, layout=layout, reference_field=reference_field,

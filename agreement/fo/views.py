@@ -21,6 +21,7 @@ time and saved as named views of the dataset (:func:`save_agreement_view`).
 from __future__ import annotations
 
 import numpy as np
+
 from fiftyone import ViewField as F
 
 from agreement.fo import runs
@@ -31,7 +32,8 @@ __all__ = [
     "lowest_scoring_view", "rater_pair_view", "rater_pair_scores", "write_rater_pair_field", "unmatched_labels_view", "class_disagreement_view",
     "disagreeing_labels_view", "save_agreement_view", "ViewError", "DRILL_LIMIT", "class_rater_disagreement_view",
     "class_dispute_view", "mask_dice_scores", "mask_class_view", "disagreement_frames_expr", "disagreement_clips_view",
-    "disagreement_frames_view", "worst_videos_view", "video_pair_scores",
+    "disagreement_frames_view", "worst_videos_view", "video_pair_scores", "lone_unit_labels_view",
+    "disputed_unit_labels_view", "unmatched_reason_labels_view", "disagreeing_unit_labels_view",
 ]
 
 DRILL_LIMIT = 50  # samples a drill-down loads at most (the lowest-scoring first)
@@ -119,9 +121,10 @@ def write_rater_pair_field(samples, key: str, rater_a: str, rater_b: str) -> str
         ViewError: the run stores no per-pair scores, or the raters are unknown or never met.
         agreement.fo.runs.RunError: a field of that name exists and is not the run's.
     """
+    from agreement.fo.methods import hooks_of
     from agreement.fo.writing import declare_sample_fields, unset_sample_field, write_columns
 
-    if runs.get_agreement_run_info(samples, key)["method"] != "iaa.ot_agreement":
+    if not hooks_of(runs.get_agreement_run_info(samples, key)["method"]).pair_sample_scores:
         raise ViewError(f"run {key!r} stores no per-rater-pair sample scores (only OT runs do)")
     items = rater_pair_scores(samples, key, rater_a, rater_b)
     name = f"{key}_pair_score"
@@ -213,7 +216,7 @@ def _units(samples, info: dict) -> dict[str, object]:
     return out
 
 
-def _kalos_unit_groups(samples, info: dict):
+def _unit_groups(samples, info: dict):
     """Per (sample, unit): its members ``[(rater, label id, class)]``; and the raters assigned per sample."""
     rows, assigned = _label_rows(samples, info)
     units = _units(samples, info)
@@ -222,9 +225,6 @@ def _kalos_unit_groups(samples, info: dict):
         unit = units.get(lid)
         groups.setdefault((sid, unit if unit is not None else f"none:{lid}"), []).append((rater, lid, lab))
     return groups, assigned
-
-
-CLASS_METHOD = "iaa.class_agreement"
 
 
 def _class_table(samples, info: dict) -> tuple[list[str], list[dict[str, str]]]:
@@ -260,16 +260,14 @@ def class_dispute_view(samples, key: str, label_class: str):
                            if label_class in row.values() and len(set(row.values())) > 1])
 
 
-MASK_METHOD = "iaa.mask_agreement"
-
-
 def _mask_target(samples, key: str, label_class, pair=None) -> tuple[dict, int, str | None]:
     """A mask agreement run's ``detail``, the value of ``label_class`` (a name or a value) and the run's
     label of rater pair ``pair`` (``None`` without one)."""
     from agreement.fo.mask_figures import class_value, mask_class_names, pair_label
+    from agreement.fo.methods import hooks_of
 
     info = runs.get_agreement_run_info(samples, key)
-    if info["method"] != MASK_METHOD:
+    if hooks_of(info["method"]).class_scores is None:
         raise ViewError(f"run {key!r} ({info['method']}) is not a semantic mask agreement run")
     detail = runs.load_agreement_results(samples, key).get("detail", {})
     rows = detail.get("pair_class_dice") or {}
@@ -321,40 +319,53 @@ def mask_class_view(samples, key: str, label_class, pair=None, limit: int | None
 
 
 def unmatched_labels_view(samples, key: str, rater: str):
-    """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some.
+    """Rater ``rater``'s labels that match nobody in run ``key``, in the samples that have some: what the
+    run's method gives (:attr:`agreement.fo.method_hooks.MethodHooks.unmatched_view`).
 
-    KαLOS: labels alone in their unit (no other rater drew that object). OT:
-    labels with a ``{key}_reason`` other than ``"matched"`` (a matched label has no
-    reason; runs written before 2026-12 store ``"matched"``).
+    KαLOS: labels alone in their unit (no other rater drew that object, :func:`lone_unit_labels_view`). OT:
+    labels with a ``{key}_reason`` other than ``"matched"`` (:func:`unmatched_reason_labels_view`). Class
+    agreement: the samples where the rater is contradicted (:func:`class_rater_disagreement_view`).
     """
+    from agreement.fo.methods import hooks_of
+
     info = runs.get_agreement_run_info(samples, key)
     raters = [str(r) for r in runs.load_agreement_results(samples, key).get("detail", {}).get("raters", [])]
     _check_raters(raters, key, str(rater))
-    if info["method"] == "iaa.kalos":
-        groups, _ = _kalos_unit_groups(samples, info)
-        ids = [lid for members in groups.values() if len(members) == 1
-               for r, lid, _ in members if r == str(rater)]
-        return _select_labels(samples, info, ids)
-    if info["method"] == "iaa.ot_agreement":
-        return disagreeing_labels_view(samples, key, raters=[str(rater)])
-    if info["method"] == CLASS_METHOD:  # one class per sample: the samples where the rater is contradicted
-        return class_rater_disagreement_view(samples, key, str(rater))
-    raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+    hook = hooks_of(info["method"]).unmatched_view
+    if hook is None:
+        raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+    return hook(samples, info, str(rater))
+
+
+def lone_unit_labels_view(samples, info: dict, rater: str):
+    """Rater ``rater``'s labels alone in their unit (``{key}_unit``: no other rater drew that object)."""
+    groups, _ = _unit_groups(samples, info)
+    ids = [lid for members in groups.values() if len(members) == 1 for r, lid, _ in members if r == str(rater)]
+    return _select_labels(samples, info, ids)
 
 
 def class_disagreement_view(samples, key: str, label_class: str):
-    """The labels of class ``label_class`` in KαLOS units the raters disagree on: a unit with a member
-    of that class that some assigned rater missed, or whose members differ in class (class runs:
-    :func:`class_dispute_view`; semantic mask runs: :func:`mask_class_view`)."""
+    """The labels (or samples) of class ``label_class`` the raters of run ``key`` disagree on: what the run's
+    method gives (:attr:`agreement.fo.method_hooks.MethodHooks.class_view`).
+
+    KαLOS: the labels of its units with a member of that class that some assigned rater missed, or whose
+    members differ in class (:func:`disputed_unit_labels_view`); class runs: :func:`class_dispute_view`;
+    semantic mask runs: :func:`mask_class_view`.
+    """
+    from agreement.fo.methods import hooks_of
+
     info = runs.get_agreement_run_info(samples, key)
-    if info["method"] == CLASS_METHOD:  # one class per sample: the samples where that class is disputed
-        return class_dispute_view(samples, key, label_class)
-    if info["method"] == MASK_METHOD:  # semantic masks: the samples where that class's Dice is lowest
-        return mask_class_view(samples, key, label_class)
-    if info["method"] != "iaa.kalos":
+    hook = hooks_of(info["method"]).class_view
+    if hook is None:
         raise ViewError(f"run {key!r} ({info['method']}) has no units; class drill-down needs a KαLOS run")
-    groups, assigned = _kalos_unit_groups(samples, info)
-    n_raters = len(runs.load_agreement_results(samples, key).get("detail", {}).get("raters", []))
+    return hook(samples, info, label_class)
+
+
+def disputed_unit_labels_view(samples, info: dict, label_class: str):
+    """The labels of the units (``{key}_unit``) with a member of class ``label_class`` that some assigned
+    rater missed, or whose members differ in class."""
+    groups, assigned = _unit_groups(samples, info)
+    n_raters = len(runs.load_agreement_results(samples, info["key"]).get("detail", {}).get("raters", []))
     ids = []
     for (sid, _), members in groups.items():
         classes = {lab for _, _, lab in members}
@@ -368,42 +379,56 @@ def class_disagreement_view(samples, key: str, label_class: str):
 
 def disagreeing_labels_view(samples, key: str, sample_id: str | None = None, raters: list[str] | None = None,
                             hide_other_labels: bool = False):
-    """The labels that disagree in run ``key`` (OT: not matched; KαLOS: alone in their unit or in a unit
-    whose classes differ), of one sample (``sample_id``) or of every sample of ``samples`` that has some.
+    """The labels that disagree in run ``key`` (OT: not matched, :func:`unmatched_reason_labels_view`; KαLOS:
+    alone in their unit or in a unit whose classes differ, :func:`disagreeing_unit_labels_view`), of one
+    sample (``sample_id``) or of every sample of ``samples`` that has some.
 
     ``hide_other_labels`` also leaves out the label fields that are not the run's raters' (a reference,
     another layout of the same labels), so that only the disagreeing labels are drawn.
     """
+    from agreement.fo.methods import hooks_of
+
     info = runs.get_agreement_run_info(samples, key)
     if sample_id is not None:
         samples = samples.select(sample_id)
     if hide_other_labels:
         samples = _hide_other_labels(samples, info)
+    hook = hooks_of(info["method"]).disagreeing_view
+    if hook is None:
+        raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+    return hook(samples, info, raters)
+
+
+def unmatched_reason_labels_view(samples, info: dict, raters: list[str] | None = None):
+    """The labels (of ``raters``, unless ``None``) with a ``{key}_reason`` other than ``"matched"`` (a matched
+    label has no reason; runs written before 2026-12 store ``"matched"``), in the samples that have some."""
     layout = info.get("input") or {}
-    if info["method"] == "iaa.ot_agreement":
-        reason = f"{key}_reason"
-        if layout.get("layout") == "attribute":
-            expr = (F(reason) != "matched") & F(reason).exists()
-            if raters:
-                expr = expr & F(layout.get("rater_attr") or "annotator").is_in(raters)
-            return samples.filter_labels(layout["field"], expr)
-        fields = [f for f in layout.get("fields") or [] if raters is None or f in raters]
-        view = samples
+    reason = f"{info['key']}_reason"
+    if layout.get("layout") == "attribute":
         expr = (F(reason) != "matched") & F(reason).exists()
-        for f in fields:
-            view = view.filter_labels(f, expr, only_matches=False)
-        # keep the samples with at least one such label, in the order given
-        return view.match(F.any([F(f).exists() & (F(f"{f}.{_list_field(samples, f)}").length() > 0)
-                                 for f in fields])) if fields else view
-    if info["method"] == "iaa.kalos":
-        groups, assigned = _kalos_unit_groups(samples, info)
-        ids = []
-        for (sid, _), members in groups.items():
-            classes = {lab for _, _, lab in members}
-            if len(members) == 1 or len(classes) > 1:
-                ids += [lid for r, lid, _ in members if raters is None or r in raters]
-        return _select_labels(samples, info, ids)
-    raise ViewError(f"run {key!r} ({info['method']}) records no per-label matches")
+        if raters:
+            expr = expr & F(layout.get("rater_attr") or "annotator").is_in(raters)
+        return samples.filter_labels(layout["field"], expr)
+    fields = [f for f in layout.get("fields") or [] if raters is None or f in raters]
+    view = samples
+    expr = (F(reason) != "matched") & F(reason).exists()
+    for f in fields:
+        view = view.filter_labels(f, expr, only_matches=False)
+    # keep the samples with at least one such label, in the order given
+    return view.match(F.any([F(f).exists() & (F(f"{f}.{_list_field(samples, f)}").length() > 0)
+                             for f in fields])) if fields else view
+
+
+def disagreeing_unit_labels_view(samples, info: dict, raters: list[str] | None = None):
+    """The labels (of ``raters``, unless ``None``) alone in their unit (``{key}_unit``) or in a unit whose
+    members differ in class."""
+    groups, _ = _unit_groups(samples, info)
+    ids = []
+    for members in groups.values():
+        classes = {lab for _, _, lab in members}
+        if len(members) == 1 or len(classes) > 1:
+            ids += [lid for r, lid, _ in members if raters is None or r in raters]
+    return _select_labels(samples, info, ids)
 
 
 def _hide_other_labels(samples, info: dict):

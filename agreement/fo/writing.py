@@ -35,11 +35,18 @@ import fiftyone.core.fields as fof
 
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.stored_values import (
-    _CONTAINERS, _STORED_AS_IS, db_value, label_document, label_field_value, label_path, new_object_id_bytes,
-    new_object_ids, object_id_strings,
+    _STORED_AS_IS,
+    db_value,
+    label_document,
+    label_field_value,
+    label_path,
+    new_object_id_bytes,
+    new_object_ids,
+    object_id_strings,
 )
 
-__all__ = ["write_columns", "LabelColumns", "write_label_columns", "declare_label_field", "label_field_value",
+__all__ = ["write_columns", "LabelColumns", "write_label_columns", "write_label_lists", "declare_label_field",
+           "label_field_value",
            "label_document",
            "new_object_ids", "new_object_id_bytes", "object_id_strings", "db_value",
            "declare_sample_field", "declare_sample_fields", "declare_label_attrs", "declare_columns",
@@ -196,12 +203,10 @@ def unset_run_values(dataset, sample_fields: Sequence[str], label_attrs: Sequenc
     array (nearly all of them); the few others get one update per label list they do have (MongoDB's
     ``$[]`` needs the array to exist), and their sample fields one more.
     """
-    import fiftyone.core.labels as fol
+    from agreement.fo.kinds import LABEL_TYPES as lists  # the instance label lists (agreement.fo.kinds)
 
     coll = dataset._sample_collection
     schema = dataset.get_field_schema()
-    lists = {fol.Detections: "detections", fol.Polylines: "polylines", fol.Keypoints: "keypoints",
-             fol.TemporalDetections: "detections"}
     by_path: dict[str, list[str]] = {}
     for lf, attr in label_attrs:
         list_field = lists.get(dataset.get_field(lf).document_type) if lf in schema else None
@@ -550,3 +555,25 @@ def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:
     if reload:
         dataset.reload()
     return unmatched
+
+
+def write_label_lists(samples, field: str, doc_type: type, documents: Mapping[str, Sequence[dict]]) -> int:
+    """Writes the label list field ``field`` of ``doc_type`` (e.g. ``Detections``) on the samples named in
+    ``documents`` (sample id -> its label documents, :func:`agreement.fo.kinds.label_documents`), in one
+    bulk :meth:`set_values`; the field is declared when it is new.
+
+    Returns:
+        The number of labels written.
+
+    Raises:
+        ValueError: ``doc_type`` is not a declared label list type (:mod:`agreement.fo.kinds`).
+    """
+    from agreement.fo.kinds import label_type
+
+    attr = label_type(doc_type).list_attr
+    if attr is None:
+        raise ValueError(f"{doc_type.__name__} is not a label list type")
+    item = doc_type._fields[attr].field.document_type
+    values = {sid: doc_type(**{attr: [item(**d) for d in docs]}) for sid, docs in documents.items()}
+    samples._root_dataset.set_values(field, values, key_field="id", dynamic=True)
+    return sum(len(d) for d in documents.values())

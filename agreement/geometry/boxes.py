@@ -48,17 +48,16 @@ disjoint, far apart                            0      -> -1 [4]       formula
 [4] GIoU = ``-g / (2 + g)`` for two unit squares a gap ``g`` apart, which
     tends to -1 as ``g`` grows.
 
-References
-----------
-.. [Everingham2010] M. Everingham, L. Van Gool, C. K. I. Williams, J. Winn and
-   A. Zisserman, "The PASCAL Visual Object Classes (VOC) Challenge",
-   International Journal of Computer Vision 88(2), 303-338, 2010.
-.. [Rezatofighi2019] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
-   S. Savarese, "Generalized Intersection over Union: A Metric and a Loss for
-   Bounding Box Regression", CVPR 2019, 658-666.
-.. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
-   Agreement Generally across Complex Structured, Multi-object, and Free-text
-   Annotation Tasks", The Web Conference (WWW) 2022.
+References:
+    .. [Everingham2010] M. Everingham, L. Van Gool, C. K. I. Williams, J. Winn and
+       A. Zisserman, "The PASCAL Visual Object Classes (VOC) Challenge",
+       International Journal of Computer Vision 88(2), 303-338, 2010.
+    .. [Rezatofighi2019] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
+       S. Savarese, "Generalized Intersection over Union: A Metric and a Loss for
+       Bounding Box Regression", CVPR 2019, 658-666.
+    .. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
+       Agreement Generally across Complex Structured, Multi-object, and Free-text
+       Annotation Tasks", The Web Conference (WWW) 2022.
 """
 
 from __future__ import annotations
@@ -72,6 +71,7 @@ __all__ = [
     "xywh_to_xyxy",
     "box_area",
     "pairwise_iou",
+    "paired_iou",
     "pairwise_giou",
     "pairwise_centroid_distance",
     "pairwise_centroid_closeness",
@@ -108,28 +108,21 @@ def xywh_to_xyxy(boxes: ArrayLike) -> np.ndarray:
 
     ``x1 = x``, ``y1 = y``, ``x2 = x + w``, ``y2 = y + h``.
 
-    Parameters
-    ----------
-    boxes : array-like of shape (n, 4)
-        Boxes as ``[x, y, w, h]`` (top-left corner, width, height).
+    Args:
+        boxes (array-like of shape (n, 4)): Boxes as ``[x, y, w, h]`` (top-left corner, width, height).
 
-    Returns
-    -------
-    xyxy : ndarray of shape (n, 4), float64
-        A new array; the input is not modified.
+    Returns:
+        xyxy (ndarray of shape (n, 4), float64): A new array; the input is not modified.
 
-    Raises
-    ------
-    ValueError
-        If ``boxes`` is not of shape ``(n, 4)``.
+    Raises:
+        ValueError: If ``boxes`` is not of shape ``(n, 4)``.
 
-    Examples
-    --------
-    >>> xywh_to_xyxy([[0.1, 0.2, 0.3, 0.4]]).round(6).tolist()
-    [[0.1, 0.2, 0.4, 0.6]]
+    Examples:
+        >>> xywh_to_xyxy([[0.1, 0.2, 0.3, 0.4]]).round(6).tolist()
+        [[0.1, 0.2, 0.4, 0.6]]
     """
     arr = _as_boxes(boxes)
-    out = arr.copy()
+    out: np.ndarray = arr.copy()
     out[:, 2:] += arr[:, :2]
     return out
 
@@ -137,29 +130,23 @@ def xywh_to_xyxy(boxes: ArrayLike) -> np.ndarray:
 def box_area(boxes: ArrayLike) -> np.ndarray:
     """Area ``w * h`` of each ``[x, y, w, h]`` box.
 
-    Parameters
-    ----------
-    boxes : array-like of shape (n, 4)
-        Boxes as ``[x, y, w, h]``.
+    Args:
+        boxes (array-like of shape (n, 4)): Boxes as ``[x, y, w, h]``.
 
-    Returns
-    -------
-    area : ndarray of shape (n,), float64
-        In relative units (a fraction of the image area for relative boxes);
-        ``>= 0`` for valid boxes, 0 for zero-area boxes.
+    Returns:
+        area (ndarray of shape (n,), float64): In relative units (a fraction of the image area for relative boxes);
+            ``>= 0`` for valid boxes, 0 for zero-area boxes.
 
-    Raises
-    ------
-    ValueError
-        If ``boxes`` is not of shape ``(n, 4)``.
+    Raises:
+        ValueError: If ``boxes`` is not of shape ``(n, 4)``.
 
-    Examples
-    --------
-    >>> box_area([[0.0, 0.0, 0.5, 0.5], [0.2, 0.2, 0.0, 0.3]]).tolist()
-    [0.25, 0.0]
+    Examples:
+        >>> box_area([[0.0, 0.0, 0.5, 0.5], [0.2, 0.2, 0.0, 0.3]]).tolist()
+        [0.25, 0.0]
     """
     arr = _as_boxes(boxes)
-    return arr[:, 2] * arr[:, 3]
+    area: np.ndarray = arr[:, 2] * arr[:, 3]
+    return area
 
 
 # --------------------------------------------------------------------------
@@ -238,45 +225,34 @@ def pairwise_iou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
         \mathrm{IoU}(A, B) = \frac{|A \cap B|}{|A \cup B|}
                            = \frac{|A \cap B|}{|A| + |B| - |A \cap B|}
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 4)
-        Boxes as ``[x, y, w, h]``.
-    b : array-like of shape (m, 4)
-        Boxes as ``[x, y, w, h]``.
+    Args:
+        a (array-like of shape (n, 4)): Boxes as ``[x, y, w, h]``.
+        b (array-like of shape (m, 4)): Boxes as ``[x, y, w, h]``.
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        ``iou[i, j]`` is the IoU of ``a[i]`` and ``b[j]``, in ``[0, 1]``:
-        1 for identical boxes (zero-area ones included), 0 for disjoint or
-        touching boxes and for a zero-area box against any other box (see the
-        module docstring). Symmetric: ``pairwise_iou(a, b) ==
-        pairwise_iou(b, a).T`` up to rounding.
+    Returns:
+        iou (ndarray of shape (n, m), float64): ``iou[i, j]`` is the IoU of ``a[i]`` and ``b[j]``, in ``[0, 1]``: 1 for
+            identical boxes (zero-area ones included), 0 for disjoint or touching boxes and for a zero-area box against
+            any other box (see the module docstring). Symmetric: ``pairwise_iou(a, b) == pairwise_iou(b, a).T`` up to
+            rounding.
 
-    Raises
-    ------
-    ValueError
-        If ``a`` or ``b`` is not of shape ``(k, 4)``.
+    Raises:
+        ValueError: If ``a`` or ``b`` is not of shape ``(k, 4)``.
 
-    See Also
-    --------
-    pairwise_giou : IoU minus a penalty for empty space, informative for
-        disjoint boxes.
+    See Also:
+        pairwise_giou : IoU minus a penalty for empty space, informative for
+            disjoint boxes.
 
-    References
-    ----------
-    .. [1] P. Jaccard, "The distribution of the flora in the alpine zone",
-       New Phytologist 11(2), 37-50, 1912.
-    .. [2] M. Everingham et al., "The PASCAL Visual Object Classes (VOC)
-       Challenge", IJCV 88(2), 303-338, 2010.
+    References:
+        .. [1] P. Jaccard, "The distribution of the flora in the alpine zone",
+           New Phytologist 11(2), 37-50, 1912.
+        .. [2] M. Everingham et al., "The PASCAL Visual Object Classes (VOC)
+           Challenge", IJCV 88(2), 303-338, 2010.
 
-    Examples
-    --------
-    >>> a = [[0.0, 0.0, 0.5, 0.5]]
-    >>> b = [[0.0, 0.0, 0.5, 0.5], [0.25, 0.0, 0.5, 0.5], [0.5, 0.0, 0.5, 0.5]]
-    >>> pairwise_iou(a, b).round(6).tolist()
-    [[1.0, 0.333333, 0.0]]
+    Examples:
+        >>> a = [[0.0, 0.0, 0.5, 0.5]]
+        >>> b = [[0.0, 0.0, 0.5, 0.5], [0.25, 0.0, 0.5, 0.5], [0.5, 0.0, 0.5, 0.5]]
+        >>> pairwise_iou(a, b).round(6).tolist()
+        [[1.0, 0.333333, 0.0]]
     """
     a, b = _prepare(a, b)
     n, m = len(a), len(b)
@@ -310,6 +286,61 @@ def pairwise_iou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     return out
 
 
+def paired_iou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    r"""Intersection over union of the box pairs ``(a[k], b[k])``: the paired (diagonal) form of :func:`pairwise_iou`.
+
+    .. math::
+
+        \mathrm{IoU}(A_k, B_k) = \frac{|A_k \cap B_k|}{|A_k| + |B_k| - |A_k \cap B_k|}
+
+    The same operations in the same order as :func:`pairwise_iou` (corners ``x2 = x + w``, areas from the
+    corners, two zero-area boxes: 1 if their corners are equal, else 0), so ``paired_iou(a, b)[k]`` equals
+    ``pairwise_iou(a, b)[k, k]`` bit for bit, in time and memory linear in the number of pairs.
+
+    Args:
+        a: ``(n, 4)`` boxes as ``[x, y, w, h]``.
+        b: ``(n, 4)`` boxes as ``[x, y, w, h]``, paired with ``a`` row by row.
+
+    Returns:
+        ``(n,)`` float64 IoU in ``[0, 1]``: 1 for identical boxes (zero-area ones included), 0 for disjoint
+        or touching boxes and for a zero-area box against any other box.
+
+    Raises:
+        ValueError: If ``a`` or ``b`` is not of shape ``(n, 4)``, or their lengths differ.
+
+    References:
+        P. Jaccard, "The distribution of the flora in the alpine zone", New Phytologist 11(2), 37-50, 1912.
+
+    Examples:
+        >>> paired_iou([[0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]],
+        ...            [[0.25, 0.0, 0.5, 0.5], [0.5, 0.0, 0.5, 0.5]]).round(6).tolist()
+        [0.333333, 0.0]
+    """
+    a, b = _prepare(a, b)
+    if len(a) != len(b):
+        raise ValueError(f"paired boxes: a has {len(a)} boxes and b has {len(b)}; give one b per a")
+    xa1, ya1, xb1, yb1 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+    xa2, ya2, xb2, yb2 = a[:, 2] + xa1, a[:, 3] + ya1, b[:, 2] + xb1, b[:, 3] + yb1
+    inter = np.minimum(xa2, xb2)
+    inter -= np.maximum(xa1, xb1)
+    np.maximum(inter, 0.0, out=inter)
+    h = np.minimum(ya2, yb2)
+    h -= np.maximum(ya1, yb1)
+    np.maximum(h, 0.0, out=h)
+    inter *= h  # |A ∩ B|
+    union = (xa2 - xa1) * (ya2 - ya1) + (xb2 - xb1) * (yb2 - yb1)
+    union -= inter  # |A ∪ B|, zero only when both areas are zero
+    zero = np.flatnonzero(union == 0.0)
+    union[zero] = 1.0  # no 0 / 0 (the intersection is 0 there)
+    np.divide(inter, union, out=inter)
+    if zero.size:
+        same = ((xa1[zero] == xb1[zero]) & (ya1[zero] == yb1[zero])
+                & (xa2[zero] == xb2[zero]) & (ya2[zero] == yb2[zero]))
+        inter[zero] = same.astype(np.float64)
+    iou: np.ndarray = inter
+    return iou
+
+
 def pairwise_giou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     r"""Generalised intersection over union of every pair of boxes.
 
@@ -322,45 +353,35 @@ def pairwise_giou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     :math:`B`. Unlike IoU it keeps decreasing as disjoint boxes move apart,
     and :math:`1 - \mathrm{GIoU}` is a metric [1]_.
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 4)
-        Boxes as ``[x, y, w, h]``.
-    b : array-like of shape (m, 4)
-        Boxes as ``[x, y, w, h]``.
+    Args:
+        a (array-like of shape (n, 4)): Boxes as ``[x, y, w, h]``.
+        b (array-like of shape (m, 4)): Boxes as ``[x, y, w, h]``.
 
-    Returns
-    -------
-    giou : ndarray of shape (n, m), float64
-        ``giou[i, j]`` is the GIoU of ``a[i]`` and ``b[j]``, in ``[-1, 1]``,
-        and never above the IoU: 1 for identical boxes (zero-area ones
-        included), 0 for boxes touching along a full edge, tending to -1 as
-        boxes move apart, and -1 for two different zero-area boxes, including
-        when their enclosing box has zero area (see the module docstring).
-        Symmetric up to rounding.
+    Returns:
+        giou (ndarray of shape (n, m), float64): ``giou[i, j]`` is the GIoU of ``a[i]`` and ``b[j]``, in ``[-1, 1]``,
+            and never above the IoU: 1 for identical boxes (zero-area ones
+            included), 0 for boxes touching along a full edge, tending to -1 as
+            boxes move apart, and -1 for two different zero-area boxes, including
+            when their enclosing box has zero area (see the module docstring).
+            Symmetric up to rounding.
 
-    Raises
-    ------
-    ValueError
-        If ``a`` or ``b`` is not of shape ``(k, 4)``.
+    Raises:
+        ValueError: If ``a`` or ``b`` is not of shape ``(k, 4)``.
 
-    See Also
-    --------
-    pairwise_iou
-    giou_to_similarity : maps GIoU to ``[0, 1]``.
+    See Also:
+        pairwise_iou
+        giou_to_similarity : maps GIoU to ``[0, 1]``.
 
-    References
-    ----------
-    .. [1] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
-       S. Savarese, "Generalized Intersection over Union: A Metric and a Loss
-       for Bounding Box Regression", CVPR 2019, 658-666.
+    References:
+        .. [1] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
+           S. Savarese, "Generalized Intersection over Union: A Metric and a Loss
+           for Bounding Box Regression", CVPR 2019, 658-666.
 
-    Examples
-    --------
-    >>> a = [[0.0, 0.0, 0.25, 0.25]]
-    >>> b = [[0.0, 0.0, 0.25, 0.25], [0.25, 0.0, 0.25, 0.25], [0.75, 0.0, 0.25, 0.25]]
-    >>> pairwise_giou(a, b).round(6).tolist()
-    [[1.0, 0.0, -0.5]]
+    Examples:
+        >>> a = [[0.0, 0.0, 0.25, 0.25]]
+        >>> b = [[0.0, 0.0, 0.25, 0.25], [0.25, 0.0, 0.25, 0.25], [0.75, 0.0, 0.25, 0.25]]
+        >>> pairwise_giou(a, b).round(6).tolist()
+        [[1.0, 0.0, -0.5]]
     """
     a, b = _prepare(a, b)
     n, m = len(a), len(b)
@@ -417,21 +438,16 @@ def giou_to_similarity(giou: ArrayLike) -> np.ndarray:
     so that :math:`1 - s = (1 - \mathrm{GIoU}) / 2` is the GIoU distance of
     Rezatofighi et al. (CVPR 2019) scaled to ``[0, 1]``.
 
-    Parameters
-    ----------
-    giou : array-like
-        GIoU values, e.g. from :func:`pairwise_giou`.
+    Args:
+        giou (array-like): GIoU values, e.g. from :func:`pairwise_giou`.
 
-    Returns
-    -------
-    similarity : ndarray of the same shape, float64
-        In ``[0, 1]`` for GIoU in ``[-1, 1]``: 1 for identical boxes, 1/2 for
-        boxes touching along an edge, towards 0 for boxes far apart.
+    Returns:
+        similarity (ndarray of the same shape, float64): In ``[0, 1]`` for GIoU in ``[-1, 1]``: 1 for identical boxes,
+            1/2 for boxes touching along an edge, towards 0 for boxes far apart.
 
-    Examples
-    --------
-    >>> giou_to_similarity([1.0, 0.0, -1.0]).tolist()
-    [1.0, 0.5, 0.0]
+    Examples:
+        >>> giou_to_similarity([1.0, 0.0, -1.0]).tolist()
+        [1.0, 0.5, 0.0]
     """
     s = np.array(giou, dtype=np.float64)  # a copy, modified in place
     s += 1.0
@@ -456,7 +472,8 @@ def _scaled_centres(boxes: np.ndarray, image_size: tuple[float, float] | None) -
                 f"or None when unknown; got {image_size!r}"
             )
         scale = size / np.hypot(size[0], size[1])
-    return (boxes[:, :2] + 0.5 * boxes[:, 2:]) * scale
+    centroids: np.ndarray = (boxes[:, :2] + 0.5 * boxes[:, 2:]) * scale
+    return centroids
 
 
 def pairwise_centroid_distance(
@@ -479,46 +496,35 @@ def pairwise_centroid_distance(
     and tiny boxes; any such distance can feed chance-corrected agreement
     [1]_.
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 4)
-        Boxes as relative ``[x, y, w, h]``.
-    b : array-like of shape (m, 4)
-        Boxes as relative ``[x, y, w, h]``.
-    image_size : (width, height) or None, default=None
-        Image size in pixels; ``None`` means a unit square.
+    Args:
+        a (array-like of shape (n, 4)): Boxes as relative ``[x, y, w, h]``.
+        b (array-like of shape (m, 4)): Boxes as relative ``[x, y, w, h]``.
+        image_size ((width, height) or None, default=None): Image size in pixels; ``None`` means a unit square.
 
-    Returns
-    -------
-    distance : ndarray of shape (n, m), float64
-        In ``[0, 1]`` for boxes whose centres lie inside the image: 0 for
-        boxes with the same centre (identical boxes in particular), 1 only
-        for centres at opposite corners. Symmetric.
+    Returns:
+        distance (ndarray of shape (n, m), float64): In ``[0, 1]`` for boxes whose centres lie inside the image: 0 for
+            boxes with the same centre (identical boxes in particular), 1 only
+            for centres at opposite corners. Symmetric.
 
-    Raises
-    ------
-    ValueError
-        If ``a`` or ``b`` is not of shape ``(k, 4)``, or ``image_size`` is not
-        two positive finite numbers.
+    Raises:
+        ValueError: If ``a`` or ``b`` is not of shape ``(k, 4)``, or ``image_size`` is not
+            two positive finite numbers.
 
-    See Also
-    --------
-    pairwise_centroid_closeness : ``1 - distance``, a similarity.
+    See Also:
+        pairwise_centroid_closeness : ``1 - distance``, a similarity.
 
-    References
-    ----------
-    .. [1] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator Agreement
-       Generally across Complex Structured, Multi-object, and Free-text
-       Annotation Tasks", WWW 2022.
+    References:
+        .. [1] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator Agreement
+           Generally across Complex Structured, Multi-object, and Free-text
+           Annotation Tasks", WWW 2022.
 
-    Examples
-    --------
-    >>> a = [[0.0, 0.0, 0.0, 0.0]]
-    >>> b = [[1.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]]
-    >>> pairwise_centroid_distance(a, b).round(6).tolist()
-    [[1.0, 0.353553]]
-    >>> pairwise_centroid_distance(a, b, image_size=(1920, 1080)).round(6).tolist()
-    [[1.0, 0.435788]]
+    Examples:
+        >>> a = [[0.0, 0.0, 0.0, 0.0]]
+        >>> b = [[1.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]]
+        >>> pairwise_centroid_distance(a, b).round(6).tolist()
+        [[1.0, 0.353553]]
+        >>> pairwise_centroid_distance(a, b, image_size=(1920, 1080)).round(6).tolist()
+        [[1.0, 0.435788]]
     """
     a, b = _prepare(a, b)
     ca = _scaled_centres(a, image_size)
@@ -554,31 +560,22 @@ def pairwise_centroid_closeness(
     with :math:`d` from :func:`pairwise_centroid_distance` (Euclidean
     distance between centres in pixels over the image diagonal).
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 4)
-        Boxes as relative ``[x, y, w, h]``.
-    b : array-like of shape (m, 4)
-        Boxes as relative ``[x, y, w, h]``.
-    image_size : (width, height) or None, default=None
-        Image size in pixels; ``None`` means a unit square.
+    Args:
+        a (array-like of shape (n, 4)): Boxes as relative ``[x, y, w, h]``.
+        b (array-like of shape (m, 4)): Boxes as relative ``[x, y, w, h]``.
+        image_size ((width, height) or None, default=None): Image size in pixels; ``None`` means a unit square.
 
-    Returns
-    -------
-    closeness : ndarray of shape (n, m), float64
-        In ``[0, 1]``: 1 for boxes with the same centre, 0 for centres at
-        opposite corners of the image. The clip at 0 only acts on centres
-        outside the image, which validated input does not have.
+    Returns:
+        closeness (ndarray of shape (n, m), float64): In ``[0, 1]``: 1 for boxes with the same centre, 0 for centres at
+            opposite corners of the image. The clip at 0 only acts on centres
+            outside the image, which validated input does not have.
 
-    Raises
-    ------
-    ValueError
-        As :func:`pairwise_centroid_distance`.
+    Raises:
+        ValueError: As :func:`pairwise_centroid_distance`.
 
-    Examples
-    --------
-    >>> pairwise_centroid_closeness([[0.0, 0.0, 0.5, 0.5]], [[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]]).round(6).tolist()
-    [[1.0, 0.5]]
+    Examples:
+        >>> pairwise_centroid_closeness([[0.0, 0.0, 0.5, 0.5]], [[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]]).round(6).tolist()
+        [[1.0, 0.5]]
     """
     s = pairwise_centroid_distance(a, b, image_size)
     np.subtract(1.0, s, out=s)

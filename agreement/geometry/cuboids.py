@@ -52,21 +52,20 @@ permutation of the axes (in particular equal rotations, e.g. both
 axis-aligned) use the closed form of axis-aligned boxes in the first cuboid's
 frame.
 
-References
-----------
-.. [Everingham2010] M. Everingham et al., "The PASCAL Visual Object Classes
-   (VOC) Challenge", IJCV 88(2), 303-338, 2010 (IoU).
-.. [Ahmadyan2021] A. Ahmadyan, L. Zhang, A. Ablavatski, J. Wei and
-   M. Grundmann, "Objectron: A Large Scale Dataset of Object-Centric Videos
-   in the Wild with Pose Annotations", CVPR 2021 (exact oriented 3D IoU by
-   polyhedron clipping).
-.. [Barber1996] C. B. Barber, D. P. Dobkin and H. Huhdanpaa, "The Quickhull
-   Algorithm for Convex Hulls", ACM TOMS 22(4), 469-483, 1996.
-.. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
-   evaluation measure for semantic segmentation?", BMVC 2013 (boundary F1).
-.. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
-   Agreement Generally across Complex Structured, Multi-object, and Free-text
-   Annotation Tasks", WWW 2022.
+References:
+    .. [Everingham2010] M. Everingham et al., "The PASCAL Visual Object Classes
+       (VOC) Challenge", IJCV 88(2), 303-338, 2010 (IoU).
+    .. [Ahmadyan2021] A. Ahmadyan, L. Zhang, A. Ablavatski, J. Wei and
+       M. Grundmann, "Objectron: A Large Scale Dataset of Object-Centric Videos
+       in the Wild with Pose Annotations", CVPR 2021 (exact oriented 3D IoU by
+       polyhedron clipping).
+    .. [Barber1996] C. B. Barber, D. P. Dobkin and H. Huhdanpaa, "The Quickhull
+       Algorithm for Convex Hulls", ACM TOMS 22(4), 469-483, 1996.
+    .. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
+       evaluation measure for semantic segmentation?", BMVC 2013 (boundary F1).
+    .. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
+       Agreement Generally across Complex Structured, Multi-object, and Free-text
+       Annotation Tasks", WWW 2022.
 """
 
 from __future__ import annotations
@@ -77,23 +76,22 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial import ConvexHull, QhullError
 
+from agreement.core.validation import AnnotationError
 from agreement.geometry.cuboid_frames import (
-    _as_cuboids,
-    _check_convention,
     CONVENTIONS,
+    CORNER_SIGNS,
+    as_cuboids,
+    check_convention,
     cuboid_corners,
     cuboid_rotation_matrices,
     cuboid_volume,
     rotation_matrix_xyz,
     rotation_vector_matrix,
-    _SIGNS,
     stack_cuboids,
 )
 from agreement.geometry.points3d import pairwise_point_distance, pairwise_point_similarity
 from agreement.geometry.polylines3d import pairwise_polyline_boundary_f1, polyline_boundary_f1
 from agreement.geometry.segments import pairwise_segment_jaccard, segment_jaccard, validate_segment_indices
-from agreement.core.validation import AnnotationError
-
 
 __all__ = [
     "CONVENTIONS",
@@ -123,7 +121,7 @@ __test__ = {f.__name__: f for f in (
 
 # The 12 edges join corners whose sign patterns differ in exactly one axis.
 _EDGES = np.array(
-    [(i, j) for i in range(8) for j in range(i + 1, 8) if np.sum(_SIGNS[i] != _SIGNS[j]) == 1]
+    [(i, j) for i in range(8) for j in range(i + 1, 8) if np.sum(CORNER_SIGNS[i] != CORNER_SIGNS[j]) == 1]
 )
 # Relative tolerance (times the pair's largest half-size) for "on or inside":
 # keeps vertices that rounding puts a hair outside; the hull volume moves by
@@ -156,26 +154,19 @@ def validate_cuboids(cuboids: ArrayLike, where: str | Sequence[str]) -> np.ndarr
     would be ``0 / 0`` or meaningless). Angles are not range-checked: any
     finite angle is a valid rotation.
 
-    Parameters
-    ----------
-    cuboids : array-like of shape (n, 9)
-        Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]``.
-    where : str or sequence of n str
-        Locates the cuboids in messages, e.g. ``"sample 'scene1.fo3d', field
-        'rater_a'"``, or one string per cuboid.
+    Args:
+        cuboids (array-like of shape (n, 9)): Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]``.
+        where (str or sequence of n str): Locates the cuboids in messages, e.g. ``"sample 'scene1.fo3d', field
+            'rater_a'"``, or one string per cuboid.
 
-    Returns
-    -------
-    cuboids : ndarray of shape (n, 9), float64
+    Returns:
+        cuboids (ndarray of shape (n, 9), float64): The checked cuboids.
 
-    Raises
-    ------
-    AnnotationError
-        Naming ``where`` and the first offending cuboid.
-    ValueError
-        If the array is not of shape ``(n, 9)``.
+    Raises:
+        AnnotationError: Naming ``where`` and the first offending cuboid.
+        ValueError: If the array is not of shape ``(n, 9)``.
     """
-    c = _as_cuboids(cuboids)
+    c = as_cuboids(cuboids)
     if not isinstance(where, str) and len(where) != len(c):
         raise ValueError(f"where must be a string or one string per cuboid ({len(c)}); got {len(where)}")
     finite = np.isfinite(c)
@@ -209,7 +200,8 @@ def _aligned_volume(ha: np.ndarray, hb_in_a: np.ndarray, centre: np.ndarray) -> 
     """
     lo = np.maximum(-ha, centre - hb_in_a)
     hi = np.minimum(ha, centre + hb_in_a)
-    return np.prod(np.maximum(hi - lo, 0.0), axis=1)
+    volume: np.ndarray = np.prod(np.maximum(hi - lo, 0.0), axis=1)
+    return volume
 
 
 def _edge_face_points(corners: np.ndarray, half: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -258,8 +250,8 @@ def _general_volume(
     k = len(ha)
     out = np.zeros(k)
     tol = _INSIDE_RTOL * np.maximum(ha.max(axis=1), hb.max(axis=1))  # (k,)
-    a_corners = _SIGNS[None] * ha[:, None, :]  # in A's frame
-    b_local = _SIGNS[None] * hb[:, None, :]
+    a_corners = CORNER_SIGNS[None] * ha[:, None, :]  # in A's frame
+    b_local = CORNER_SIGNS[None] * hb[:, None, :]
     b_corners = np.einsum("kij,knj->kni", M, b_local) + centre[:, None, :]  # in A's frame
     # A's corners in B's frame: M^T (p - centre).
     a_in_b = np.einsum("kji,knj->kni", M, a_corners - centre[:, None, :])
@@ -289,8 +281,8 @@ def _general_volume(
 def _prepare_pairs(
     a: ArrayLike, b: ArrayLike, convention: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    _check_convention(convention)
-    a, b = _as_cuboids(a, "a"), _as_cuboids(b, "b")
+    check_convention(convention)
+    a, b = as_cuboids(a, "a"), as_cuboids(b, "b")
     return a, b, cuboid_rotation_matrices(a, convention), cuboid_rotation_matrices(b, convention)
 
 
@@ -309,36 +301,27 @@ def pairwise_cuboid_intersection_volume(
     therefore be off by at most about ``6e-9 * s_max / s_min`` relative (for
     cuboids of sizes ``s_max`` and ``s_min``), i.e. negligibly.
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 9)
-        Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]``.
-    b : array-like of shape (m, 9)
-        Same layout.
-    convention : {"euler_xyz", "rotvec"}, default="euler_xyz"
-        How the rotation triple is read (see the module docstring).
-    method : {"auto", "polyhedron"}, default="auto"
-        ``"auto"`` uses the bounding-box rejection and the closed form for
-        pairs with axis-permuted orientations; ``"polyhedron"`` sends every
-        pair that is not rejected through the general path (for testing).
+    Args:
+        a (array-like of shape (n, 9)): Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]``.
+        b (array-like of shape (m, 9)): Same layout.
+        convention ({"euler_xyz", "rotvec"}, default="euler_xyz"): How the rotation triple is read (see the module
+            docstring).
+        method ({"auto", "polyhedron"}, default="auto"): ``"auto"`` uses the bounding-box rejection and the closed form
+            for pairs with axis-permuted orientations; ``"polyhedron"`` sends every pair that is not rejected through
+            the general path (for testing).
 
-    Returns
-    -------
-    volume : ndarray of shape (n, m), float64
-        In ``[0, min(|A_i|, |B_j|)]``; 0 for disjoint or touching cuboids.
-        Symmetric: ``V(a, b) == V(b, a).T`` up to rounding.
+    Returns:
+        volume (ndarray of shape (n, m), float64): In ``[0, min(|A_i|, |B_j|)]``; 0 for disjoint or touching cuboids.
+            Symmetric: ``V(a, b) == V(b, a).T`` up to rounding.
 
-    Raises
-    ------
-    ValueError
-        If ``a`` or ``b`` is not of shape ``(k, 9)``, or on an unknown
-        ``convention`` or ``method``.
+    Raises:
+        ValueError: If ``a`` or ``b`` is not of shape ``(k, 9)``, or on an unknown
+            ``convention`` or ``method``.
 
-    References
-    ----------
-    .. [1] A. Ahmadyan et al., "Objectron", CVPR 2021 (polyhedron clipping).
-    .. [2] C. B. Barber et al., "The Quickhull Algorithm for Convex Hulls",
-       ACM TOMS 22(4), 1996.
+    References:
+        .. [1] A. Ahmadyan et al., "Objectron", CVPR 2021 (polyhedron clipping).
+        .. [2] C. B. Barber et al., "The Quickhull Algorithm for Convex Hulls",
+           ACM TOMS 22(4), 1996.
     """
     if method not in ("auto", "polyhedron"):
         raise ValueError(f"method must be 'auto' or 'polyhedron', got {method!r}")
@@ -399,55 +382,44 @@ def pairwise_cuboid_iou(
     (the true 3D intersection under any rotation, not a bird's-eye-view area
     times a height overlap).
 
-    Parameters
-    ----------
-    a : array-like of shape (n, 9)
-        Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]`` (FiftyOne's ``location``,
-        ``dimensions``, ``rotation``; see :func:`stack_cuboids`).
-    b : array-like of shape (m, 9)
-        Same layout.
-    convention : {"euler_xyz", "rotvec"}, default="euler_xyz"
-        How the rotation triple is read: as the FiftyOne App draws it
-        (``"euler_xyz"``) or as FiftyOne's 3D evaluation utility reads it
-        (``"rotvec"``); see the module docstring.
-    method : {"auto", "polyhedron"}, default="auto"
-        See :func:`pairwise_cuboid_intersection_volume`.
+    Args:
+        a (array-like of shape (n, 9)): Rows ``[x, y, z, dx, dy, dz, rx, ry, rz]`` (FiftyOne's ``location``,
+            ``dimensions``, ``rotation``; see :func:`stack_cuboids`).
+        b (array-like of shape (m, 9)): Same layout.
+        convention ({"euler_xyz", "rotvec"}, default="euler_xyz"): How the rotation triple is read: as the FiftyOne App
+            draws it (``"euler_xyz"``) or as FiftyOne's 3D evaluation utility reads it (``"rotvec"``); see the module
+            docstring.
+        method ({"auto", "polyhedron"}, default="auto"): See :func:`pairwise_cuboid_intersection_volume`.
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        In ``[0, 1]``: exactly 1 for identical rows, 0 for disjoint or
-        touching cuboids (vertically separated ones included). Symmetric up
-        to rounding; invariant to a common rigid motion of both cuboids.
-        Inputs should be validated (:func:`validate_cuboids`); a zero-volume
-        cuboid, which validation rejects, scores 0 against anything.
+    Returns:
+        iou (ndarray of shape (n, m), float64): In ``[0, 1]``: exactly 1 for identical rows, 0 for disjoint or
+            touching cuboids (vertically separated ones included). Symmetric up
+            to rounding; invariant to a common rigid motion of both cuboids.
+            Inputs should be validated (:func:`validate_cuboids`); a zero-volume
+            cuboid, which validation rejects, scores 0 against anything.
 
-    Raises
-    ------
-    ValueError
-        As :func:`pairwise_cuboid_intersection_volume`.
+    Raises:
+        ValueError: As :func:`pairwise_cuboid_intersection_volume`.
 
-    References
-    ----------
-    .. [1] M. Everingham et al., "The PASCAL Visual Object Classes (VOC)
-       Challenge", IJCV 88(2), 2010.
-    .. [2] A. Ahmadyan et al., "Objectron: A Large Scale Dataset of
-       Object-Centric Videos in the Wild with Pose Annotations", CVPR 2021.
+    References:
+        .. [1] M. Everingham et al., "The PASCAL Visual Object Classes (VOC)
+           Challenge", IJCV 88(2), 2010.
+        .. [2] A. Ahmadyan et al., "Objectron: A Large Scale Dataset of
+           Object-Centric Videos in the Wild with Pose Annotations", CVPR 2021.
 
-    Examples
-    --------
-    A unit cube against itself turned 45 degrees about z: the intersection
-    is a regular octagonal prism of volume ``2 (sqrt(2) - 1)`` and the IoU is
-    ``1 / sqrt(2)``.
+    Examples:
+        A unit cube against itself turned 45 degrees about z: the intersection
+        is a regular octagonal prism of volume ``2 (sqrt(2) - 1)`` and the IoU is
+        ``1 / sqrt(2)``.
 
-    >>> cube = [0, 0, 0, 1, 1, 1, 0, 0, 0]
-    >>> turned = [0, 0, 0, 1, 1, 1, 0, 0, np.pi / 4]
-    >>> round(float(pairwise_cuboid_iou([cube], [turned])[0, 0]), 9)
-    0.707106781
-    >>> float(pairwise_cuboid_iou([cube], [[0, 0, 1.5, 1, 1, 1, 0, 0, 0]])[0, 0])  # stacked above
-    0.0
+        >>> cube = [0, 0, 0, 1, 1, 1, 0, 0, 0]
+        >>> turned = [0, 0, 0, 1, 1, 1, 0, 0, np.pi / 4]
+        >>> round(float(pairwise_cuboid_iou([cube], [turned])[0, 0]), 9)
+        0.707106781
+        >>> float(pairwise_cuboid_iou([cube], [[0, 0, 1.5, 1, 1, 1, 0, 0, 0]])[0, 0])  # stacked above
+        0.0
     """
-    a, b = _as_cuboids(a, "a"), _as_cuboids(b, "b")
+    a, b = as_cuboids(a, "a"), as_cuboids(b, "b")
     inter = pairwise_cuboid_intersection_volume(a, b, convention, method)
     va, vb = cuboid_volume(a), cuboid_volume(b)
     union = va[:, None] + vb[None, :] - inter

@@ -56,18 +56,16 @@ denominator are both squared lengths), but not to different factors, so an
 unknown image size (``None``) means a square image: relative coordinates
 are used as they are.
 
-References
-----------
-.. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-   ECCV 2014; keypoint evaluation: https://cocodataset.org/#keypoints-eval
-   and ``pycocotools.cocoeval.COCOeval.computeOks``.
-.. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
-   A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
-   Vision Tasks".
+References:
+    .. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+       ECCV 2014; keypoint evaluation: https://cocodataset.org/#keypoints-eval
+       and ``pycocotools.cocoeval.COCOeval.computeOks``.
+    .. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
+       A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
+       Vision Tasks".
 """
 
 from __future__ import annotations
-
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -112,26 +110,19 @@ def _image_scale(image_size: tuple[float, float] | None) -> np.ndarray:
 
 
 def keypoint_scales(areas_or_boxes: ArrayLike, n: int, image_size: tuple[float, float] | None = None) -> np.ndarray:
-    """Object scales ``s`` for OKS: areas in pixels, given directly or as boxes.
+    r"""Object scales ``s`` for OKS: areas in pixels, given directly or as boxes.
 
-    Parameters
-    ----------
-    areas_or_boxes : array-like of shape (n,) or (n, 4)
-        Object areas in (squared) pixels of ``image_size``, or relative
-        ``[x, y, w, h]`` boxes whose area :math:`wW \\cdot hH` is used.
-    n : int
-        Number of objects.
-    image_size : (width, height) or None
-        ``None``: a unit square (box areas stay relative).
+    Args:
+        areas_or_boxes (array-like of shape (n,) or (n, 4)): Object areas in (squared) pixels of ``image_size``, or
+            relative ``[x, y, w, h]`` boxes whose area :math:`wW \cdot hH` is used.
+        n (int): Number of objects.
+        image_size ((width, height) or None): ``None``: a unit square (box areas stay relative).
 
-    Returns
-    -------
-    s : ndarray of shape (n,), float64, non-negative
+    Returns:
+        s (ndarray of shape (n,), float64, non-negative): The object areas in pixels.
 
-    Raises
-    ------
-    ValueError
-        For a wrong shape or negative or non-finite values.
+    Raises:
+        ValueError: For a wrong shape or negative or non-finite values.
     """
     v = np.asarray(areas_or_boxes, dtype=np.float64)
     if v.ndim == 2 and v.shape == (n, 4):
@@ -145,7 +136,8 @@ def keypoint_scales(areas_or_boxes: ArrayLike, n: int, image_size: tuple[float, 
         raise ValueError(f"areas must have shape ({n},) or be boxes of shape ({n}, 4); got {v.shape}")
     if not np.isfinite(s).all() or (s < 0).any():
         raise ValueError("object areas must be finite and non-negative")
-    return s
+    scales: np.ndarray = s
+    return scales
 
 
 def _checked_sigmas(sigmas: ArrayLike | None, K: int) -> np.ndarray:
@@ -173,7 +165,8 @@ def _labelled(kps: np.ndarray, name: str) -> np.ndarray:
             f"{name}: annotations {empty[:5].tolist()} have no labelled keypoint (all NaN); "
             "OKS is undefined for them"
         )
-    return v
+    labelled: np.ndarray = v
+    return labelled
 
 
 def pairwise_oks(
@@ -198,45 +191,35 @@ def pairwise_oks(
     in pycocotools' ``computeOks``. See the module docstring for why points
     labelled by one annotator only count as 0.
 
-    Parameters
-    ----------
-    kps_a : array-like of shape (n, K, 2)
-        Relative ``(x, y)`` points, NaN where not labelled (a point with
-        either coordinate NaN is not labelled).
-    kps_b : array-like of shape (m, K, 2)
-    areas_a : array-like of shape (n,) or (n, 4)
-        Object areas in pixels, or relative boxes (their pixel area is used).
-    areas_b : array-like of shape (m,) or (m, 4)
-    sigmas : array-like of shape (K,), default=None
-        Per-keypoint σ; ``None`` means :data:`COCO_PERSON_SIGMAS` (then
-        ``K`` must be 17).
-    image_size : (width, height) or None, default=None
-        Image size in pixels; ``None`` means a unit square.
+    Args:
+        kps_a (array-like of shape (n, K, 2)): Relative ``(x, y)`` points, NaN where not labelled (a point with
+            either coordinate NaN is not labelled).
+        kps_b (array-like of shape (m, K, 2)): The second set, as ``kps_a``.
+        areas_a (array-like of shape (n,) or (n, 4)): Object areas in pixels, or relative boxes (their pixel area is
+            used).
+        areas_b (array-like of shape (m,) or (m, 4)): The second set's areas, as ``areas_a``.
+        sigmas (array-like of shape (K,), default=None): Per-keypoint σ; ``None`` means :data:`COCO_PERSON_SIGMAS` (then
+            ``K`` must be 17).
+        image_size ((width, height) or None, default=None): Image size in pixels; ``None`` means a unit square.
 
-    Returns
-    -------
-    oks : ndarray of shape (n, m), float64
-        In ``[0, 1]``: 1 when both label the same points at the same places,
-        0 when they share no labelled point. Symmetric.
+    Returns:
+        oks (ndarray of shape (n, m), float64): In ``[0, 1]``: 1 when both label the same points at the same places,
+            0 when they share no labelled point. Symmetric.
 
-    Raises
-    ------
-    ValueError
-        For wrong shapes, infinite coordinates, a ``sigmas`` of the wrong
-        length or non-positive, or an annotation with no labelled point (its
-        index is named).
+    Raises:
+        ValueError: For wrong shapes, infinite coordinates, a ``sigmas`` of the wrong
+            length or non-positive, or an annotation with no labelled point (its
+            index is named).
 
-    References
-    ----------
-    .. [1] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-       ECCV 2014; https://cocodataset.org/#keypoints-eval.
+    References:
+        .. [1] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+           ECCV 2014; https://cocodataset.org/#keypoints-eval.
 
-    Examples
-    --------
-    >>> a = np.full((1, 17, 2), 0.5)
-    >>> b = a.copy(); b[0, 0] = np.nan
-    >>> pairwise_oks(a, np.concatenate([a, b]), [100.0], [100.0, 100.0], image_size=(10, 10)).round(6).tolist()
-    [[1.0, 0.941176]]
+    Examples:
+        >>> a = np.full((1, 17, 2), 0.5)
+        >>> b = a.copy(); b[0, 0] = np.nan
+        >>> pairwise_oks(a, np.concatenate([a, b]), [100.0], [100.0, 100.0], image_size=(10, 10)).round(6).tolist()
+        [[1.0, 0.941176]]
     """
     a = _as_keypoints(kps_a, "kps_a")
     b = _as_keypoints(kps_b, "kps_b")

@@ -30,13 +30,12 @@ is within about 2 % of the polygon's area (bias about +0.5 %). Mask IoU of
 rasterised polygons approaches the polygon IoU as objects get large relative
 to a pixel (see the tests for the tolerance).
 
-References
-----------
-.. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-   ECCV 2014 (mask IoU for instance segmentation).
-.. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
-   A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
-   Vision Tasks" (mask IoU as a localisation similarity).
+References:
+    .. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+       ECCV 2014 (mask IoU for instance segmentation).
+    .. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
+       A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
+       Vision Tasks" (mask IoU as a localisation similarity).
 """
 
 from __future__ import annotations
@@ -102,21 +101,16 @@ def box_pixel_extent(boxes: ArrayLike, image_size: tuple[float, float]) -> np.nd
     centres lie in the box (``c1``, ``r1`` exclusive). Not clipped to the
     image, so that a mask can be resized to the box before it is cropped.
 
-    Parameters
-    ----------
-    boxes : array-like of shape (n, 4)
-        Relative ``[x, y, w, h]``.
-    image_size : (width, height)
-        Image size in pixels.
+    Args:
+        boxes (array-like of shape (n, 4)): Relative ``[x, y, w, h]``.
+        image_size ((width, height)): Image size in pixels.
 
-    Returns
-    -------
-    extent : ndarray of shape (n, 4), int64
+    Returns:
+        extent (ndarray of shape (n, 4), int64): ``[c0, r0, c1, r1]`` of each box (``c1``, ``r1`` exclusive).
 
-    Examples
-    --------
-    >>> box_pixel_extent([[0.1, 0.2, 0.5, 0.25]], (100, 40)).tolist()
-    [[10, 8, 60, 18]]
+    Examples:
+        >>> box_pixel_extent([[0.1, 0.2, 0.5, 0.25]], (100, 40)).tolist()
+        [[10, 8, 60, 18]]
     """
     W, H = _image_size(image_size)
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
@@ -146,25 +140,17 @@ def place_masks(
     (:func:`box_pixel_extent`) unless it already has that shape, then cropped
     to the image. Non-boolean masks count their non-zero pixels.
 
-    Parameters
-    ----------
-    masks : sequence of n 2-D arrays
-        Instance masks spanning their boxes (FiftyOne's ``Detection.mask``).
-    boxes : array-like of shape (n, 4)
-        Relative ``[x, y, w, h]`` boxes of the masks.
-    image_size : (width, height)
-        Image size in pixels.
+    Args:
+        masks (sequence of n 2-D arrays): Instance masks spanning their boxes (FiftyOne's ``Detection.mask``).
+        boxes (array-like of shape (n, 4)): Relative ``[x, y, w, h]`` boxes of the masks.
+        image_size ((width, height)): Image size in pixels.
 
-    Returns
-    -------
-    placed : list of n :class:`PlacedMask`
-        A box with no pixel extent (narrower than a pixel) gives an empty
-        mask of area 0.
+    Returns:
+        placed (list of n :class:`PlacedMask`): A box with no pixel extent (narrower than a pixel) gives an empty
+            mask of area 0.
 
-    Raises
-    ------
-    ValueError
-        For a mask that is not 2-D, a wrong box shape or non-finite boxes.
+    Raises:
+        ValueError: For a mask that is not 2-D, a wrong box shape or non-finite boxes.
     """
     W, H = _image_size(image_size)
     boxes = _as_boxes(boxes, len(masks), "boxes")
@@ -240,33 +226,26 @@ def polygons_to_masks(
     back unchanged; parts of a polygon outside its box are cut off. See the
     module docstring for the pixel convention and the sub-pixel fill.
 
-    Parameters
-    ----------
-    polygons : sequence of n polygon annotations
-        Lists of ``(k, 2)`` relative ``(x, y)`` rings.
-    boxes : array-like of shape (n, 4)
-        Relative ``[x, y, w, h]`` boxes the masks span (e.g. from
-        :func:`agreement.geometry.polygons.polygon_boxes`).
-    image_size : (width, height)
-        Image size in pixels.
+    Args:
+        polygons (sequence of n polygon annotations): Lists of ``(k, 2)`` relative ``(x, y)`` rings.
+        boxes (array-like of shape (n, 4)): Relative ``[x, y, w, h]`` boxes the masks span (e.g. from
+            :func:`agreement.geometry.polygons.polygon_boxes`).
+        image_size ((width, height)): Image size in pixels.
 
-    Returns
-    -------
-    masks : list of n bool arrays
-        Mask ``i`` has shape ``(r1 - r0, c1 - c0)`` of box ``i``'s pixel extent
-        (``(0, 0)`` for a box narrower than a pixel).
+    Returns:
+        masks (list of n bool arrays): Mask ``i`` has shape ``(r1 - r0, c1 - c0)`` of box ``i``'s pixel extent
+            (``(0, 0)`` for a box narrower than a pixel).
 
-    Examples
-    --------
-    >>> tri = [np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])]
-    >>> polygons_to_masks([tri], [[0.0, 0.0, 1.0, 1.0]], (4, 4))[0].astype(int).tolist()
-    [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
+    Examples:
+        >>> tri = [np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])]
+        >>> polygons_to_masks([tri], [[0.0, 0.0, 1.0, 1.0]], (4, 4))[0].astype(int).tolist()
+        [[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]]
     """
     W, H = _image_size(image_size)
     boxes = _as_boxes(boxes, len(polygons), "boxes")
     ext = box_pixel_extent(boxes, (W, H))
     out = []
-    for rings, (c0, r0, c1, r1) in zip(polygons, ext):
+    for rings, (c0, r0, c1, r1) in zip(polygons, ext, strict=True):
         w, h = max(int(c1 - c0), 0), max(int(r1 - r0), 0)
         if w == 0 or h == 0 or rings is None:
             out.append(np.zeros((h, w), dtype=bool))
@@ -284,22 +263,16 @@ def rasterize_polygons(
     bounds (grown by a pixel, clipped to the image),
     so nothing of the polygon is cut off.
 
-    Parameters
-    ----------
-    polygons : sequence of n polygon annotations
-        Lists of ``(k, 2)`` relative ``(x, y)`` rings.
-    image_size : (width, height)
-        Image size in pixels.
+    Args:
+        polygons (sequence of n polygon annotations): Lists of ``(k, 2)`` relative ``(x, y)`` rings.
+        image_size ((width, height)): Image size in pixels.
 
-    Returns
-    -------
-    placed : list of n :class:`PlacedMask`
+    Returns:
+        placed (list of n :class:`PlacedMask`): One per polygon annotation, in order.
 
-    Raises
-    ------
-    ValueError
-        For an annotation without rings (``None`` or empty) or non-finite
-        coordinates.
+    Raises:
+        ValueError: For an annotation without rings (``None`` or empty) or non-finite
+            coordinates.
     """
     W, H = _image_size(image_size)
     out = []
@@ -330,25 +303,23 @@ def pairwise_placed_mask_iou(a: Sequence[PlacedMask], b: Sequence[PlacedMask]) -
     decided from the extents, vectorised; only those pairs' overlapping
     windows are intersected.
 
-    Parameters
-    ----------
-    a, b : sequences of n and m :class:`PlacedMask`
-        In the same image (from :func:`place_masks` or :func:`rasterize_polygons`).
+    Args:
+        a (sequence of n :class:`PlacedMask`): Masks of one image (from :func:`place_masks` or
+            :func:`rasterize_polygons`).
+        b (sequence of m :class:`PlacedMask`): Masks of the same image.
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        In ``[0, 1]``: 1 for equal non-empty masks, 0 for disjoint ones. A
-        pair of two empty masks has no pixels to agree on and gets 0 (as in
-        the KαLOS reference tool), so an empty mask is not similar even to
-        itself. Symmetric.
+    Returns:
+        iou (ndarray of shape (n, m), float64): In ``[0, 1]``: 1 for equal non-empty masks, 0 for disjoint ones. A
+            pair of two empty masks has no pixels to agree on and gets 0 (as in
+            the KαLOS reference tool), so an empty mask is not similar even to
+            itself. Symmetric.
     """
     n, m = len(a), len(b)
     out = np.zeros((n, m))
     if n == 0 or m == 0:
         return out
 
-    def ext(ps):
+    def ext(ps: Sequence[PlacedMask]) -> tuple[np.ndarray, np.ndarray]:
         e = np.array([(p.x0, p.y0, p.x0 + p.mask.shape[1], p.y0 + p.mask.shape[0]) for p in ps], dtype=np.int64)
         return e.reshape(-1, 4), np.array([p.area for p in ps], dtype=np.float64)
 
@@ -360,7 +331,7 @@ def pairwise_placed_mask_iou(a: Sequence[PlacedMask], b: Sequence[PlacedMask]) -
     y1 = np.minimum(ea[:, None, 3], eb[None, :, 3])
     candidates = (x1 > x0) & (y1 > y0) & (area_a[:, None] > 0) & (area_b[None, :] > 0)
     inter = np.zeros((n, m))
-    for i, j in zip(*np.nonzero(candidates)):
+    for i, j in zip(*np.nonzero(candidates), strict=True):
         pa, pb = a[i], b[j]
         X0, Y0, X1, Y1 = x0[i, j], y0[i, j], x1[i, j], y1[i, j]
         wa = pa.mask[Y0 - pa.y0: Y1 - pa.y0, X0 - pa.x0: X1 - pa.x0]
@@ -388,32 +359,23 @@ def pairwise_mask_iou(
     touching the masks. The mask IoU of COCO instance segmentation
     evaluation (Lin et al., 2014).
 
-    Parameters
-    ----------
-    masks_a : sequence of n 2-D arrays
-        Instance masks spanning ``boxes_a``.
-    boxes_a : array-like of shape (n, 4)
-        Relative ``[x, y, w, h]``.
-    masks_b : sequence of m 2-D arrays
-    boxes_b : array-like of shape (m, 4)
-    image_size : (width, height)
-        Image size in pixels.
+    Args:
+        masks_a (sequence of n 2-D arrays): Instance masks spanning ``boxes_a``.
+        boxes_a (array-like of shape (n, 4)): Relative ``[x, y, w, h]``.
+        masks_b (sequence of m 2-D arrays): Instance masks spanning ``boxes_b``.
+        boxes_b (array-like of shape (m, 4)): Relative ``[x, y, w, h]``.
+        image_size ((width, height)): Image size in pixels.
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        In ``[0, 1]``; see :func:`pairwise_placed_mask_iou` for empty masks.
+    Returns:
+        iou (ndarray of shape (n, m), float64): In ``[0, 1]``; see :func:`pairwise_placed_mask_iou` for empty masks.
 
-    Raises
-    ------
-    ValueError
-        For masks that are not 2-D, boxes of the wrong shape, or a bad image size.
+    Raises:
+        ValueError: For masks that are not 2-D, boxes of the wrong shape, or a bad image size.
 
-    Examples
-    --------
-    >>> full = np.ones((2, 2), bool)
-    >>> pairwise_mask_iou([full], [[0.0, 0.0, 0.5, 0.5]], [full, full], [[0.0, 0.0, 0.5, 0.5], [0.25, 0.0, 0.5, 0.5]], (4, 4)).round(6).tolist()
-    [[1.0, 0.333333]]
+    Examples:
+        >>> full = np.ones((2, 2), bool)
+        >>> pairwise_mask_iou([full], [[0.0, 0.0, 0.5, 0.5]], [full, full], [[0.0, 0.0, 0.5, 0.5], [0.25, 0.0, 0.5, 0.5]], (4, 4)).round(6).tolist()
+        [[1.0, 0.333333]]
     """
     return pairwise_placed_mask_iou(
         place_masks(masks_a, boxes_a, image_size), place_masks(masks_b, boxes_b, image_size)
@@ -434,18 +396,13 @@ def pairwise_polygon_mask_iou(
     pixels across; the exact polygon IoU is the better choice when polygons
     are the source, this one compares them like masks.
 
-    Parameters
-    ----------
-    polygons_a : sequence of n polygon annotations
-        Lists of ``(k, 2)`` relative ``(x, y)`` rings.
-    polygons_b : sequence of m polygon annotations
-    image_size : (width, height)
-        Image size in pixels: the raster resolution.
+    Args:
+        polygons_a (sequence of n polygon annotations): Lists of ``(k, 2)`` relative ``(x, y)`` rings.
+        polygons_b (sequence of m polygon annotations): The second set, as ``polygons_a``.
+        image_size ((width, height)): Image size in pixels: the raster resolution.
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        In ``[0, 1]``.
+    Returns:
+        iou (ndarray of shape (n, m), float64): In ``[0, 1]``.
     """
     return pairwise_placed_mask_iou(
         rasterize_polygons(polygons_a, image_size), rasterize_polygons(polygons_b, image_size)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-
 # --------------------------------------------------------------------------
 # 3D points
 # --------------------------------------------------------------------------
@@ -27,24 +26,21 @@ def pairwise_point_distance(p: ArrayLike, q: ArrayLike) -> np.ndarray:
 
     .. math:: d(p, q) = \lVert p - q \rVert_2
 
-    Parameters
-    ----------
-    p : array-like of shape (n, 3)
-    q : array-like of shape (m, 3)
+    Args:
+        p (array-like of shape (n, 3)): Points ``[x, y, z]`` in scene units.
+        q (array-like of shape (m, 3)): Points ``[x, y, z]`` in the same units.
 
-    Returns
-    -------
-    distance : ndarray of shape (n, m), float64
-        In ``[0, inf)`` scene units; 0 for equal points. Symmetric.
+    Returns:
+        distance (ndarray of shape (n, m), float64): In ``[0, inf)`` scene units; 0 for equal points. Symmetric.
 
-    Examples
-    --------
-    >>> pairwise_point_distance([[0, 0, 0]], [[3, 4, 0], [0, 0, 0]]).tolist()
-    [[5.0, 0.0]]
+    Examples:
+        >>> pairwise_point_distance([[0, 0, 0]], [[3, 4, 0], [0, 0, 0]]).tolist()
+        [[5.0, 0.0]]
     """
     p, q = _as_points(p, "p"), _as_points(q, "q")
     d = p[:, None, :] - q[None, :, :]
-    return np.sqrt(np.einsum("nmk,nmk->nm", d, d))
+    distance: np.ndarray = np.sqrt(np.einsum("nmk,nmk->nm", d, d))
+    return distance
 
 
 def pairwise_point_similarity(p: ArrayLike, q: ArrayLike, scale: float = 2.0) -> np.ndarray:
@@ -56,39 +52,32 @@ def pairwise_point_similarity(p: ArrayLike, q: ArrayLike, scale: float = 2.0) ->
     a fixed scale: 1 at distance 0, :math:`e^{-1/2} \approx 0.61` at one
     ``scale``, :math:`e^{-2} \approx 0.14` at two, tending to 0 far away.
 
-    Parameters
-    ----------
-    p : array-like of shape (n, 3)
-    q : array-like of shape (m, 3)
-    scale : float, default=2.0
-        Falloff in scene units (2 m for LiDAR scenes in metres); positive.
+    Args:
+        p (array-like of shape (n, 3)): Points ``[x, y, z]`` in scene units.
+        q (array-like of shape (m, 3)): Points ``[x, y, z]`` in the same units.
+        scale (float, default=2.0): Falloff in scene units (2 m for LiDAR scenes in metres); positive.
 
-    Returns
-    -------
-    similarity : ndarray of shape (n, m), float64
-        In ``(0, 1]`` (0 only after underflow, for points hundreds of scales
-        apart). Symmetric; invariant to a common rigid motion.
+    Returns:
+        similarity (ndarray of shape (n, m), float64): In ``(0, 1]`` (0 only after underflow, for points hundreds of
+            scales apart). Symmetric; invariant to a common rigid motion.
 
-    Raises
-    ------
-    ValueError
-        On a wrong shape or a non-positive or non-finite ``scale``.
+    Raises:
+        ValueError: On a wrong shape or a non-positive or non-finite ``scale``.
 
-    References
-    ----------
-    .. [1] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-       ECCV 2014 (object keypoint similarity).
-    .. [2] A. Braylan, O. Alonso and M. Lease, WWW 2022 (any distance with a
-       chance baseline).
+    References:
+        .. [1] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+           ECCV 2014 (object keypoint similarity).
+        .. [2] A. Braylan, O. Alonso and M. Lease, WWW 2022 (any distance with a
+           chance baseline).
 
-    Examples
-    --------
-    >>> pairwise_point_similarity([[0, 0, 0]], [[0, 0, 0], [2, 0, 0]]).round(6).tolist()
-    [[1.0, 0.606531]]
+    Examples:
+        >>> pairwise_point_similarity([[0, 0, 0]], [[0, 0, 0], [2, 0, 0]]).round(6).tolist()
+        [[1.0, 0.606531]]
     """
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     d = pairwise_point_distance(p, q)
     d *= d
     d *= -0.5 / (scale * scale)
-    return np.exp(d, out=d)
+    similarity: np.ndarray = np.exp(d, out=d)
+    return similarity

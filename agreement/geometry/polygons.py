@@ -44,21 +44,20 @@ Bad polygons (:func:`validate_polygons`)
 Repairs are counted per annotation and returned, so that callers can report
 them; every error names the annotation through the caller's ``where``.
 
-References
-----------
-.. [Rezatofighi2019] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
-   S. Savarese, "Generalized Intersection over Union: A Metric and a Loss for
-   Bounding Box Regression", CVPR 2019, 658-666.
-.. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-   ECCV 2014 (polygon segmentations as lists of rings).
-.. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
-   A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
-   Vision Tasks" (polygon IoU and GIoU similarities).
+References:
+    .. [Rezatofighi2019] H. Rezatofighi, N. Tsoi, J. Gwak, A. Sadeghian, I. Reid and
+       S. Savarese, "Generalized Intersection over Union: A Metric and a Loss for
+       Bounding Box Regression", CVPR 2019, 658-666.
+    .. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+       ECCV 2014 (polygon segmentations as lists of rings).
+    .. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
+       A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
+       Vision Tasks" (polygon IoU and GIoU similarities).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 import shapely
@@ -100,7 +99,9 @@ def _scale(image_size: tuple[float, float] | None) -> np.ndarray | None:
     return size
 
 
-def _ring_points(polygons: Sequence[Polygon | None], where) -> tuple[list, list, list, np.ndarray, np.ndarray]:
+def _ring_points(
+    polygons: Sequence[Polygon | None], where: str | Sequence[str] | None
+) -> tuple[list, list, list, np.ndarray, np.ndarray]:
     """The rings of every annotation as ``(k, 2)`` float arrays, repeated consecutive points (and an explicit
     closing point) dropped: ``(coords, ring_ann, ring_len, repaired, has)``, with the annotation and length
     of each ring kept, ``repaired`` marking annotations that lost a ring (empty or fewer than three points)
@@ -158,49 +159,40 @@ def validate_polygons(
     without area is an error. ``None`` (or an empty list: no polygon) stays
     ``None``.
 
-    Parameters
-    ----------
-    polygons : sequence of polygon annotations or None
-        Each a list of rings, a ring a ``(k, 2)`` array of relative ``(x, y)``.
-    where : str, sequence of str, or None
-        Locates annotations in error messages: one string per annotation
-        (e.g. ``"sample 'a.jpg', rater 'r1', label 3"``), or one prefix to
-        which ``", polygon i"`` is appended.
-    image_size : (width, height) or None, default=None
-        Scales coordinates to pixels first (IoU and GIoU do not change, see
-        the module docstring); ``None`` keeps them relative.
+    Args:
+        polygons (sequence of polygon annotations or None): Each a list of rings, a ring a ``(k, 2)`` array of
+            relative ``(x, y)``.
+        where (str, sequence of str, or None): Locates annotations in error messages: one string per annotation
+            (e.g. ``"sample 'a.jpg', rater 'r1', label 3"``), or one prefix to
+            which ``", polygon i"`` is appended.
+        image_size ((width, height) or None, default=None): Scales coordinates to pixels first (IoU and GIoU do not
+            change, see the module docstring); ``None`` keeps them relative.
 
-    Returns
-    -------
-    geometries : ndarray of shape (n,), object
-        Valid shapely ``Polygon`` or ``MultiPolygon`` of positive area, one per
-        annotation, or ``None`` where the annotation has no polygon.
-    n_repaired : int
-        Number of annotations that were changed (a ring dropped or a
-        self-intersection resolved).
+    Returns:
+        geometries (ndarray of shape (n,), object): Valid shapely ``Polygon`` or ``MultiPolygon`` of positive area, one
+            per annotation, or ``None`` where the annotation has no polygon.
+        n_repaired (int): Number of annotations that were changed (a ring dropped or a
+            self-intersection resolved).
 
-    Raises
-    ------
-    AnnotationError
-        Naming (through ``where``) the first annotation with non-finite
-        coordinates, a malformed ring, or no area left.
+    Raises:
+        AnnotationError: Naming (through ``where``) the first annotation with non-finite
+            coordinates, a malformed ring, or no area left.
 
-    Examples
-    --------
-    >>> bowtie = [np.array([[0, 0], [1, 1], [1, 0], [0, 1]], float)]
-    >>> geoms, n = validate_polygons([bowtie, None])
-    >>> float(geoms[0].area), geoms[1], n
-    (0.5, None, 1)
+    Examples:
+        >>> bowtie = [np.array([[0, 0], [1, 1], [1, 0], [0, 1]], float)]
+        >>> geoms, n = validate_polygons([bowtie, None])
+        >>> float(geoms[0].area), geoms[1], n
+        (0.5, None, 1)
     """
     scale = _scale(image_size)
     n = len(polygons)
     out = np.full(n, None, dtype=object)
-    coords, ring_ann, ring_len, repaired, has = _ring_points(polygons, where)
+    coords, ring_list, ring_len, repaired, has = _ring_points(polygons, where)
     if coords:
         flat = np.concatenate(coords)
         if scale is not None:
             flat = flat * scale
-        ring_ann = np.asarray(ring_ann, dtype=np.intp)
+        ring_ann = np.asarray(ring_list, dtype=np.intp)
         rings = shapely.polygons(
             shapely.linearrings(flat, indices=np.repeat(np.arange(len(ring_len)), ring_len))
         )
@@ -217,7 +209,7 @@ def validate_polygons(
         sizes = np.diff(np.r_[starts, len(ring_ann)])
         single = sizes == 1
         out[ring_ann[starts[single]]] = rings[starts[single]]
-        for s, k in zip(starts[~single], sizes[~single]):
+        for s, k in zip(starts[~single], sizes[~single], strict=True):
             out[ring_ann[s]] = shapely.union_all(rings[s: s + k])
     idx = np.flatnonzero(has)
     areas = shapely.area(out[idx])  # NaN where None
@@ -231,7 +223,9 @@ def validate_polygons(
     return out, int(repaired.sum())
 
 
-def _as_geometries(polygons, image_size, name: str) -> np.ndarray:
+def _as_geometries(
+    polygons: Sequence[Polygon] | np.ndarray, image_size: tuple[float, float] | None, name: str
+) -> np.ndarray:
     """Validated shapely geometries for polygon annotations (or pass-through)."""
     if isinstance(polygons, np.ndarray) and polygons.dtype == object and all(
         isinstance(g, shapely.Geometry) for g in polygons
@@ -240,7 +234,7 @@ def _as_geometries(polygons, image_size, name: str) -> np.ndarray:
         if image_size is not None:
             geoms = shapely.transform(geoms, lambda xy: xy * _scale(image_size))
     else:
-        geoms, _ = validate_polygons(polygons, name, image_size)
+        geoms, _ = validate_polygons(cast("Sequence[Polygon | None]", polygons), name, image_size)
     missing = [i for i, g in enumerate(geoms) if g is None]
     if missing:
         raise ValueError(f"{name}: annotations {missing[:5]} have no polygon")
@@ -250,20 +244,17 @@ def _as_geometries(polygons, image_size, name: str) -> np.ndarray:
 def polygon_boxes(polygons: Sequence[Polygon | None]) -> np.ndarray:
     """Bounding boxes of polygon annotations as relative ``[x, y, w, h]``.
 
-    Parameters
-    ----------
-    polygons : sequence of polygon annotations or None
+    Args:
+        polygons (sequence of polygon annotations or None): Lists of ``(k, 2)`` relative ``(x, y)`` rings, ``None``
+            for an annotation without polygon.
 
-    Returns
-    -------
-    boxes : ndarray of shape (n, 4), float64
-        The tight box around every point of every ring; NaN where an
-        annotation has no polygon.
+    Returns:
+        boxes (ndarray of shape (n, 4), float64): The tight box around every point of every ring; NaN where an
+            annotation has no polygon.
 
-    Examples
-    --------
-    >>> polygon_boxes([[np.array([[0.1, 0.2], [0.5, 0.2], [0.3, 0.6]])], None]).round(6).tolist()
-    [[0.1, 0.2, 0.4, 0.4], [nan, nan, nan, nan]]
+    Examples:
+        >>> polygon_boxes([[np.array([[0.1, 0.2], [0.5, 0.2], [0.3, 0.6]])], None]).round(6).tolist()
+        [[0.1, 0.2, 0.4, 0.4], [nan, nan, nan, nan]]
     """
     boxes = np.full((len(polygons), 4), np.nan)
     for i, rings in enumerate(polygons):
@@ -346,39 +337,29 @@ def pairwise_polygon_iou(
     union of their rings, see the module docstring) and :math:`|\cdot|` is
     area. The polygon analogue of the box IoU used by PASCAL VOC and COCO.
 
-    Parameters
-    ----------
-    a : sequence of n polygon annotations, or ndarray of shapely geometries
-        Lists of ``(k, 2)`` relative rings (validated and repaired with
-        :func:`validate_polygons`), or geometries it returned.
-    b : sequence of m polygon annotations, or ndarray of shapely geometries
-    image_size : (width, height) or None, default=None
-        Scales to pixels first; changes the result only by rounding (IoU is
-        affine invariant).
+    Args:
+        a (sequence of n polygon annotations, or ndarray of shapely geometries): Lists of ``(k, 2)`` relative rings
+            (validated and repaired with :func:`validate_polygons`), or geometries it returned.
+        b (sequence of m polygon annotations, or ndarray of shapely geometries): The second set, as ``a``.
+        image_size ((width, height) or None, default=None): Scales to pixels first; changes the result only by rounding
+            (IoU is affine invariant).
 
-    Returns
-    -------
-    iou : ndarray of shape (n, m), float64
-        In ``[0, 1]``: 1 for equal regions, 0 for regions that do not overlap
-        (touching included). Symmetric up to rounding.
+    Returns:
+        iou (ndarray of shape (n, m), float64): In ``[0, 1]``: 1 for equal regions, 0 for regions that do not overlap
+            (touching included). Symmetric up to rounding.
 
-    Raises
-    ------
-    AnnotationError
-        For polygons that cannot be repaired (see :func:`validate_polygons`).
-    ValueError
-        If an annotation has no polygon (``None``).
+    Raises:
+        AnnotationError: For polygons that cannot be repaired (see :func:`validate_polygons`).
+        ValueError: If an annotation has no polygon (``None``).
 
-    See Also
-    --------
-    agreement.geometry.boxes.pairwise_iou : the box version; equal for
-        axis-aligned rectangles.
+    See Also:
+        agreement.geometry.boxes.pairwise_iou : the box version; equal for
+            axis-aligned rectangles.
 
-    Examples
-    --------
-    >>> sq = lambda x, y, s: [np.array([[x, y], [x + s, y], [x + s, y + s], [x, y + s]])]
-    >>> pairwise_polygon_iou([sq(0, 0, 0.5)], [sq(0, 0, 0.5), sq(0.25, 0, 0.5), sq(0.5, 0, 0.5)]).round(6).tolist()
-    [[1.0, 0.333333, 0.0]]
+    Examples:
+        >>> sq = lambda x, y, s: [np.array([[x, y], [x + s, y], [x + s, y + s], [x, y + s]])]
+        >>> pairwise_polygon_iou([sq(0, 0, 0.5)], [sq(0, 0, 0.5), sq(0.25, 0, 0.5), sq(0.5, 0, 0.5)]).round(6).tolist()
+        [[1.0, 0.333333, 0.0]]
     """
     ga = _as_geometries(a, image_size, "a")
     gb = _as_geometries(b, image_size, "b")
@@ -411,38 +392,30 @@ def pairwise_polygon_giou(
     This follows the definition (and the reference tool); use
     :func:`pairwise_polygon_iou` when identical shapes must score 1.
 
-    Parameters
-    ----------
-    a : sequence of n polygon annotations, or ndarray of shapely geometries
-    b : sequence of m polygon annotations, or ndarray of shapely geometries
-    image_size : (width, height) or None, default=None
-        Scales to pixels first; changes the result only by rounding (GIoU is
-        affine invariant since convex hulls commute with affine maps).
+    Args:
+        a (sequence of n polygon annotations, or ndarray of shapely geometries): As in :func:`pairwise_polygon_iou`.
+        b (sequence of m polygon annotations, or ndarray of shapely geometries): The second set, as ``a``.
+        image_size ((width, height) or None, default=None): Scales to pixels first; changes the result only by rounding
+            (GIoU is affine invariant since convex hulls commute with affine maps).
 
-    Returns
-    -------
-    giou : ndarray of shape (n, m), float64
-        In ``(-1, 1]``, never above the IoU: 1 for equal convex regions
-        (:math:`|A| / |\operatorname{conv} A|` for equal non-convex ones), 0
-        for two convex regions that touch along an edge and fill their hull,
-        tending to -1 as the regions move apart. Symmetric. Map it to
-        ``[0, 1]`` with :func:`agreement.geometry.boxes.giou_to_similarity`.
+    Returns:
+        giou (ndarray of shape (n, m), float64): In ``(-1, 1]``, never above the IoU: 1 for equal convex regions
+            (:math:`|A| / |\operatorname{conv} A|` for equal non-convex ones), 0
+            for two convex regions that touch along an edge and fill their hull,
+            tending to -1 as the regions move apart. Symmetric. Map it to
+            ``[0, 1]`` with :func:`agreement.geometry.boxes.giou_to_similarity`.
 
-    Raises
-    ------
-    AnnotationError, ValueError
-        As :func:`pairwise_polygon_iou`.
+    Raises:
+        AnnotationError, ValueError: As :func:`pairwise_polygon_iou`.
 
-    References
-    ----------
-    .. [1] H. Rezatofighi et al., "Generalized Intersection over Union: A
-       Metric and a Loss for Bounding Box Regression", CVPR 2019.
+    References:
+        .. [1] H. Rezatofighi et al., "Generalized Intersection over Union: A
+           Metric and a Loss for Bounding Box Regression", CVPR 2019.
 
-    Examples
-    --------
-    >>> sq = lambda x, y, s: [np.array([[x, y], [x + s, y], [x + s, y + s], [x, y + s]])]
-    >>> pairwise_polygon_giou([sq(0, 0, 0.25)], [sq(0, 0, 0.25), sq(0.25, 0, 0.25), sq(0.75, 0, 0.25)]).round(6).tolist()
-    [[1.0, 0.0, -0.5]]
+    Examples:
+        >>> sq = lambda x, y, s: [np.array([[x, y], [x + s, y], [x + s, y + s], [x, y + s]])]
+        >>> pairwise_polygon_giou([sq(0, 0, 0.25)], [sq(0, 0, 0.25), sq(0.25, 0, 0.25), sq(0.75, 0, 0.25)]).round(6).tolist()
+        [[1.0, 0.0, -0.5]]
     """
     ga = _as_geometries(a, image_size, "a")
     gb = _as_geometries(b, image_size, "b")
@@ -453,4 +426,5 @@ def pairwise_polygon_giou(
     penalty = np.divide(hull - union, hull, out=np.zeros_like(hull), where=hull > 0)
     giou = iou - penalty
     np.clip(giou, -1.0, 1.0, out=giou)
-    return giou
+    out: np.ndarray = giou
+    return out

@@ -1,10 +1,9 @@
 """3D polylines: boundary F1 within a distance tolerance (the share of each polyline's length within
 the tolerance of the other, and their harmonic mean), for one pair and for every pair.
 
-References
-----------
-.. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
-   evaluation measure for semantic segmentation?", BMVC 2013 (boundary F1).
+References:
+    .. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
+       evaluation measure for semantic segmentation?", BMVC 2013 (boundary F1).
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-
 
 # --------------------------------------------------------------------------
 # 3D polylines
@@ -118,47 +116,38 @@ def polyline_boundary_f1(
     ``spacing / |a|`` of the continuous share. A polyline of zero length (one
     vertex, or repeated vertices) counts its vertices instead of its length.
 
-    Parameters
-    ----------
-    a, b : array-like of shape (k, 3), or a sequence of such
-        Vertices ``[x, y, z]``; a sequence of arrays is one polyline made of
-        several shapes (FiftyOne's ``Polyline.points3d``).
-    tolerance : float
-        Distance within which a point counts as matched, in scene units; positive.
-    closed_a, closed_b : bool, default=False
-        Whether each shape of ``a`` (``b``) closes back to its first vertex.
-    spacing : float, optional
-        Sampling step along the segments; default ``tolerance / 4``.
+    Args:
+        a (array-like of shape (k, 3), or a sequence of such): Vertices ``[x, y, z]``; a sequence of arrays is one
+            polyline made of several shapes (FiftyOne's ``Polyline.points3d``).
+        b (array-like of shape (k, 3), or a sequence of such): The other polyline, as ``a``.
+        tolerance (float): Distance within which a point counts as matched, in scene units; positive.
+        closed_a (bool, default=False): Whether each shape of ``a`` closes back to its first vertex.
+        closed_b (bool, default=False): Whether each shape of ``b`` closes back to its first vertex.
+        spacing (float, optional): Sampling step along the segments; default ``tolerance / 4``.
 
-    Returns
-    -------
-    f1 : float
-        In ``[0, 1]``: 1 when each polyline lies within ``tolerance`` of the
-        other (identical polylines in particular), 0 when no part does.
-        Symmetric (swapping ``a`` and ``b`` swaps P and R); invariant to a
-        common rigid motion.
+    Returns:
+        f1 (float): In ``[0, 1]``: 1 when each polyline lies within ``tolerance`` of the
+            other (identical polylines in particular), 0 when no part does.
+            Symmetric (swapping ``a`` and ``b`` swaps P and R); invariant to a
+            common rigid motion.
 
-    Raises
-    ------
-    ValueError
-        On a wrong shape, non-finite coordinates, an empty polyline, or a
-        non-positive tolerance or spacing.
+    Raises:
+        ValueError: On a wrong shape, non-finite coordinates, an empty polyline, or a
+            non-positive tolerance or spacing.
 
-    References
-    ----------
-    .. [1] D. R. Martin, C. C. Fowlkes and J. Malik, "Learning to Detect
-       Natural Image Boundaries Using Local Brightness, Color, and Texture
-       Cues", IEEE TPAMI 26(5), 530-549, 2004 (boundary precision/recall).
-    .. [2] G. Csurka, D. Larlus and F. Perronnin, "What is a good evaluation
-       measure for semantic segmentation?", BMVC 2013 (BF score).
+    References:
+        .. [1] D. R. Martin, C. C. Fowlkes and J. Malik, "Learning to Detect
+           Natural Image Boundaries Using Local Brightness, Color, and Texture
+           Cues", IEEE TPAMI 26(5), 530-549, 2004 (boundary precision/recall).
+        .. [2] G. Csurka, D. Larlus and F. Perronnin, "What is a good evaluation
+           measure for semantic segmentation?", BMVC 2013 (BF score).
 
-    Examples
-    --------
-    >>> a = [[0, 0, 0], [10, 0, 0]]
-    >>> polyline_boundary_f1(a, [[0, 0, 0.1], [10, 0, 0.1]], tolerance=0.5)
-    1.0
-    >>> round(polyline_boundary_f1(a, [[0, 0, 0], [5, 0, 0]], tolerance=0.5), 3)  # P = 0.55, R = 1
-    0.71
+    Examples:
+        >>> a = [[0, 0, 0], [10, 0, 0]]
+        >>> polyline_boundary_f1(a, [[0, 0, 0.1], [10, 0, 0.1]], tolerance=0.5)
+        1.0
+        >>> round(polyline_boundary_f1(a, [[0, 0, 0], [5, 0, 0]], tolerance=0.5), 3)  # P = 0.55, R = 1
+        0.71
     """
     step = _check_step(tolerance, spacing)
     return _f1(_prepared(a, "a", closed_a, step), _prepared(b, "b", closed_b, step), tolerance)
@@ -174,7 +163,7 @@ def _check_step(tolerance: float, spacing: float | None) -> float:
     return step
 
 
-def _prepared(polyline, name: str, closed: bool, step: float) -> tuple:
+def _prepared(polyline: ArrayLike | Sequence[ArrayLike], name: str, closed: bool, step: float) -> tuple:
     """A polyline's segments, its length samples with their weights, and its bounding box."""
     shapes = _as_shapes(polyline, name)
     starts, dirs = _segments(shapes, closed)
@@ -203,25 +192,22 @@ def pairwise_polyline_boundary_f1(
 ) -> np.ndarray:
     """:func:`polyline_boundary_f1` of every pair of two lists of 3D polylines.
 
-    Parameters
-    ----------
-    a : sequence of n polylines
-    b : sequence of m polylines
-    tolerance, spacing
-        As :func:`polyline_boundary_f1`.
-    closed_a, closed_b : bool or sequence of bool
-        One flag for all polylines of the list, or one per polyline.
+    Args:
+        a (sequence of n polylines): Each as ``a`` of :func:`polyline_boundary_f1`.
+        b (sequence of m polylines): Each as ``b`` of :func:`polyline_boundary_f1`.
+        tolerance: As in :func:`polyline_boundary_f1`.
+        closed_a (bool or sequence of bool): One flag for all polylines of ``a``, or one per polyline.
+        closed_b (bool or sequence of bool): One flag for all polylines of ``b``, or one per polyline.
+        spacing: As in :func:`polyline_boundary_f1`.
 
-    Returns
-    -------
-    f1 : ndarray of shape (n, m), float64
-        In ``[0, 1]``.
+    Returns:
+        f1 (ndarray of shape (n, m), float64): In ``[0, 1]``.
     """
     step = _check_step(tolerance, spacing)
     ca = [closed_a] * len(a) if isinstance(closed_a, (bool, np.bool_)) else list(closed_a)
     cb = [closed_b] * len(b) if isinstance(closed_b, (bool, np.bool_)) else list(closed_b)
-    prep_a = [_prepared(p, "a", bool(c), step) for p, c in zip(a, ca)]
-    prep_b = [_prepared(p, "b", bool(c), step) for p, c in zip(b, cb)]
+    prep_a = [_prepared(p, "a", bool(c), step) for p, c in zip(a, ca, strict=True)]
+    prep_b = [_prepared(p, "b", bool(c), step) for p, c in zip(b, cb, strict=True)]
     out = np.zeros((len(a), len(b)))
     if not len(a) or not len(b):
         return out
@@ -230,6 +216,6 @@ def pairwise_polyline_boundary_f1(
     lo_b, hi_b = np.array([p[4] for p in prep_b]), np.array([p[5] for p in prep_b])
     gap = np.maximum(lo_a[:, None, :] - hi_b[None, :, :], 0) + np.maximum(lo_b[None, :, :] - hi_a[:, None, :], 0)
     near = np.einsum("ijk,ijk->ij", gap, gap) <= tolerance * tolerance
-    for i, j in zip(*np.nonzero(near)):
+    for i, j in zip(*np.nonzero(near), strict=True):
         out[i, j] = _f1(prep_a[i], prep_b[j], tolerance)
     return out

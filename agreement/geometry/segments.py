@@ -1,11 +1,10 @@
 """Point-cloud segments given as point indices: their validation and the Jaccard index of their
 point sets, for one pair and for every pair.
 
-References
-----------
-.. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
-   Agreement Generally across Complex Structured, Multi-object, and Free-text
-   Annotation Tasks", WWW 2022.
+References:
+    .. [Braylan2022] A. Braylan, O. Alonso and M. Lease, "Measuring Annotator
+       Agreement Generally across Complex Structured, Multi-object, and Free-text
+       Annotation Tasks", WWW 2022.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from scipy import sparse
 from agreement.core.arrays import unique_sorted
 from agreement.core.validation import AnnotationError
 
-
 # --------------------------------------------------------------------------
 # Point-index segments
 # --------------------------------------------------------------------------
@@ -28,27 +26,19 @@ from agreement.core.validation import AnnotationError
 def validate_segment_indices(indices: ArrayLike, num_points: int, where: str = "segment") -> np.ndarray:
     """Checks point indices of a segment and returns them as sorted unique int64.
 
-    Parameters
-    ----------
-    indices : array-like of int
-        Indices into a point cloud of ``num_points`` points; duplicates are
-        allowed (a segment is a set).
-    num_points : int
-        Number of points of the cloud; non-negative.
-    where : str, default="segment"
-        Names the segment in messages (sample, field, label).
+    Args:
+        indices (array-like of int): Indices into a point cloud of ``num_points`` points; duplicates are
+            allowed (a segment is a set).
+        num_points (int): Number of points of the cloud; non-negative.
+        where (str, default="segment"): Names the segment in messages (sample, field, label).
 
-    Returns
-    -------
-    indices : ndarray of int64, sorted and unique
+    Returns:
+        indices (ndarray of int64, sorted and unique): The segment's points.
 
-    Raises
-    ------
-    AnnotationError
-        On a non-integer index, or an index outside ``[0, num_points)``,
-        naming ``where``, the index and the cloud size.
-    ValueError
-        If ``num_points`` is negative or not an integer.
+    Raises:
+        AnnotationError: On a non-integer index, or an index outside ``[0, num_points)``,
+            naming ``where``, the index and the cloud size.
+        ValueError: If ``num_points`` is negative or not an integer.
     """
     if isinstance(num_points, bool) or not isinstance(num_points, (int, np.integer)) or num_points < 0:
         raise ValueError(f"num_points must be a non-negative integer, got {num_points!r}")
@@ -78,36 +68,28 @@ def segment_jaccard(indices_a: ArrayLike, indices_b: ArrayLike, num_points: int)
 
     over the sets of point indices (duplicates ignored).
 
-    Parameters
-    ----------
-    indices_a, indices_b : array-like of int
-        Indices into the same point cloud.
-    num_points : int
-        Number of points of the cloud; every index must be in ``[0, num_points)``.
+    Args:
+        indices_a (array-like of int): Indices of the first segment's points in the point cloud.
+        indices_b (array-like of int): Indices of the second segment's points in the same cloud.
+        num_points (int): Number of points of the cloud; every index must be in ``[0, num_points)``.
 
-    Returns
-    -------
-    jaccard : float
-        In ``[0, 1]``: 1 for equal sets, 0 for disjoint ones. Two empty
-        segments are identical and score 1, as identical zero-area boxes do
-        in :mod:`agreement.geometry.boxes`; an empty segment against a
-        non-empty one scores 0. Symmetric.
+    Returns:
+        jaccard (float): In ``[0, 1]``: 1 for equal sets, 0 for disjoint ones. Two empty
+            segments are identical and score 1, as identical zero-area boxes do
+            in :mod:`agreement.geometry.boxes`; an empty segment against a
+            non-empty one scores 0. Symmetric.
 
-    Raises
-    ------
-    AnnotationError
-        On an index out of range or not an integer (see
-        :func:`validate_segment_indices`).
+    Raises:
+        AnnotationError: On an index out of range or not an integer (see
+            :func:`validate_segment_indices`).
 
-    References
-    ----------
-    .. [1] P. Jaccard, "The distribution of the flora in the alpine zone",
-       New Phytologist 11(2), 37-50, 1912.
+    References:
+        .. [1] P. Jaccard, "The distribution of the flora in the alpine zone",
+           New Phytologist 11(2), 37-50, 1912.
 
-    Examples
-    --------
-    >>> segment_jaccard([0, 1, 2, 3], [2, 3, 4], num_points=10)
-    0.4
+    Examples:
+        >>> segment_jaccard([0, 1, 2, 3], [2, 3, 4], num_points=10)
+        0.4
     """
     a = validate_segment_indices(indices_a, num_points, "segment a")
     b = validate_segment_indices(indices_b, num_points, "segment b")
@@ -125,21 +107,16 @@ def pairwise_segment_jaccard(
     Computed with sparse incidence matrices (segments by points):
     ``|A ∩ B|`` is their product, ``|A ∪ B| = |A| + |B| - |A ∩ B|``.
 
-    Parameters
-    ----------
-    a : sequence of n index arrays
-    b : sequence of m index arrays
-    num_points : int
+    Args:
+        a (sequence of n index arrays): Segments, each as ``indices_a`` of :func:`segment_jaccard`.
+        b (sequence of m index arrays): Segments of the same point cloud.
+        num_points (int): Number of points of the cloud; every index must be in ``[0, num_points)``.
 
-    Returns
-    -------
-    jaccard : ndarray of shape (n, m), float64
-        In ``[0, 1]``, with two empty segments scoring 1.
+    Returns:
+        jaccard (ndarray of shape (n, m), float64): In ``[0, 1]``, with two empty segments scoring 1.
 
-    Raises
-    ------
-    AnnotationError
-        On an index out of range, naming the segment.
+    Raises:
+        AnnotationError: On an index out of range, naming the segment.
     """
 
     def incidence(segments: Sequence[ArrayLike], name: str) -> sparse.csr_matrix:

@@ -86,10 +86,12 @@ from agreement.geometry.boxes import (
 from agreement.geometry.keypoints import COCO_PERSON_SIGMAS, pairwise_oks
 from agreement.geometry.masks import pairwise_placed_mask_iou, place_masks, PlacedMask, rasterize_polygons
 from agreement.geometry.polygons import pairwise_polygon_giou, pairwise_polygon_iou, validate_polygons
-from agreement.geometry.similarity_3d import _check_3d, _similarity_3d
+from agreement.geometry.similarity_3d import check_similarity_3d, similarity_matrix_3d
 
 # The 3D parameters and their scope, importable from here too.
-from agreement.geometry.similarity_3d import POINT3D_SCALE, POLYLINE3D_TOLERANCE, similarity_options  # noqa: F401
+from agreement.geometry.similarity_3d import (  # noqa: F401
+    POINT3D_SCALE, POLYLINE3D_TOLERANCE, SimilarityOptions, similarity_options,
+)
 
 
 __all__ = [
@@ -100,6 +102,8 @@ __all__ = [
     "distance_matrix",
     "check_similarity",
     "supported_similarities",
+    "declared_similarities",
+    "SimilarityOptions",
 ]
 
 #: The names accepted by :func:`similarity_matrix`.
@@ -167,9 +171,20 @@ def _lacking(data: MultiRaterAnnotations, rows: np.ndarray, what: str, name: str
     return ValueError(f"similarity {name!r} needs {what}, which {len(rows)} annotation(s) lack: {named}{more}")
 
 
+def declared_similarities() -> dict:
+    """The similarities that label kinds declared outside this module offer (:mod:`agreement.core.kinds`:
+    a :class:`~agreement.core.kinds.ColumnKind` whose ``similarities`` map a name to a hook), as
+    ``{name: (column, hook)}``; the hook gives ``(n, m)`` similarities in ``[0, 1]`` of two row sets."""
+    from agreement.core.kinds import column_kinds
+
+    return {name: (k.name, hook) for k in column_kinds() for name, hook in k.similarities.items()
+            if hook is not None and name not in SIMILARITIES}
+
+
 def _check_name(name: str) -> None:
-    if name not in SIMILARITIES:
-        raise ValueError(f"unknown similarity {name!r}; choose one of {', '.join(SIMILARITIES)}")
+    if name not in SIMILARITIES and name not in declared_similarities():
+        known = (*SIMILARITIES, *declared_similarities())
+        raise ValueError(f"unknown similarity {name!r}; choose one of {', '.join(known)}")
 
 
 def _oks_sigmas(data: MultiRaterAnnotations, sigmas: ArrayLike | None) -> np.ndarray:
@@ -206,7 +221,7 @@ def supported_similarities(data: MultiRaterAnnotations, *, sigmas: ArrayLike | N
     from agreement.core.validation import AnnotationError
 
     kept = []
-    for name in SIMILARITIES:
+    for name in (*SIMILARITIES, *declared_similarities()):
         try:
             check_similarity(name, data, sigmas=sigmas)
         except AnnotationError:
@@ -256,6 +271,11 @@ def check_similarity(
     _check_name(name)
     report = {"similarity": name, "repaired_polygons": 0}
     N = len(data)
+    declared = declared_similarities().get(name)
+    if declared is not None:
+        if getattr(data, declared[0]) is None:
+            raise ValueError(f"similarity {name!r} needs {declared[0]}, and the annotations have none")
+        return report
     if name in _BOX:
         bad = np.flatnonzero(~np.isfinite(data.boxes).all(axis=1))
         if len(bad):
@@ -263,7 +283,7 @@ def check_similarity(
             raise _lacking(data, bad, what, name)
         return report
     if name in _3D:
-        _check_3d(name, data)
+        check_similarity_3d(name, data)
         return report
     if name in _POLYGON:
         if data.polygons is None:
@@ -418,6 +438,7 @@ def similarity_matrix(
     rows_b: np.ndarray,
     *,
     sigmas: ArrayLike | None = None,
+    options: SimilarityOptions | None = None,
 ) -> np.ndarray:
     r"""Similarity ``name`` between the annotations in rows ``rows_a`` and ``rows_b``.
 
@@ -449,6 +470,9 @@ def similarity_matrix(
         Row indices of annotations, usually of the same sample.
     sigmas : array-like of shape (K,), optional
         Per-keypoint σ for ``"oks"``; default :data:`COCO_PERSON_SIGMAS`.
+    options : SimilarityOptions, optional
+        The 3D similarities' parameters (``point3d_scale``, ``polyline3d_tolerance``); default: those in
+        scope (:func:`similarity_options`), else :data:`POINT3D_SCALE` and :data:`POLYLINE3D_TOLERANCE`.
 
     Returns
     -------
@@ -485,8 +509,11 @@ def similarity_matrix(
     n, m = len(ra), len(rb)
     if n == 0 or m == 0:
         return np.zeros((n, m))
+    declared = declared_similarities().get(name)
+    if declared is not None:  # a similarity declared by a label kind (agreement.core.kinds)
+        return np.clip(np.asarray(declared[1](data, ra, rb), dtype=np.float64).reshape(n, m), 0.0, 1.0)
     if name in _3D:
-        return _similarity_3d(name, data, ra, rb)
+        return similarity_matrix_3d(name, data, ra, rb, options)
     size = _frame(data, ra)
     if name == "iou":
         return pairwise_iou(data.boxes[ra], data.boxes[rb])
@@ -525,6 +552,7 @@ def distance_matrix(
     rows_b: np.ndarray,
     *,
     sigmas: ArrayLike | None = None,
+    options: SimilarityOptions | None = None,
 ) -> np.ndarray:
     """Distance ``1 - similarity_matrix(name, data, rows_a, rows_b)``, in ``[0, 1]``.
 
@@ -533,6 +561,6 @@ def distance_matrix(
     IoUs, centres at opposite image corners for ``"centroid"``, no shared
     keypoint for ``"oks"``).
     """
-    d = similarity_matrix(name, data, rows_a, rows_b, sigmas=sigmas)
+    d = similarity_matrix(name, data, rows_a, rows_b, sigmas=sigmas, options=options)
     np.subtract(1.0, d, out=d)
     return d

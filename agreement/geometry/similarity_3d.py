@@ -2,7 +2,8 @@
 frame): ``"point3d"`` (Gaussian similarity of 3D points, falloff :data:`POINT3D_SCALE`),
 ``"polyline3d_f1"`` (boundary F1 within :data:`POLYLINE3D_TOLERANCE`), ``"segment_jaccard"``
 (Jaccard index of point-index segments) and ``"cuboid_iou"`` (exact volumetric IoU); their
-parameters scoped by :func:`similarity_options`, and their checks.
+parameters (:class:`SimilarityOptions`, passed explicitly as ``options=``; :func:`similarity_options` scopes
+defaults for calls that pass none), and their checks.
 
 This module does not import FiftyOne.
 """
@@ -11,45 +12,89 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 
+__all__ = ["POINT3D_SCALE", "POLYLINE3D_TOLERANCE", "SimilarityOptions", "similarity_options", "resolved_options",
+           "check_similarity_3d", "similarity_matrix_3d"]
 
 #: default scale (scene units, e.g. metres) of the 3D point similarity exp(-d² / (2 scale²))
 POINT3D_SCALE = 2.0
 #: default tolerance (scene units) of the 3D polyline boundary F1
 POLYLINE3D_TOLERANCE = 0.5
 
-_OPTIONS: ContextVar[dict] = ContextVar("similarity_options", default={})
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SimilarityOptions:
+    """The parameters of the 3D similarities, passed explicitly (``options=`` of
+    :func:`agreement.geometry.similarity.similarity_matrix`).
+
+    Attributes:
+        point3d_scale: the falloff scale ``s`` of ``"point3d"``, ``exp(-d² / (2 s²))``, scene units, > 0.
+        polyline3d_tolerance: the distance within which ``"polyline3d_f1"`` counts a point as matched, scene
+            units, > 0.
+
+    Raises:
+        ValueError: a value that is not a finite number > 0.
+    """
+
+    point3d_scale: float = POINT3D_SCALE
+    polyline3d_tolerance: float = POLYLINE3D_TOLERANCE
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "point3d_scale", _positive("point3d_scale", self.point3d_scale))
+        object.__setattr__(self, "polyline3d_tolerance", _positive("polyline3d_tolerance", self.polyline3d_tolerance))
+
+
+#: Defaults for calls that pass no ``options`` (set by :func:`similarity_options`, kept for the callers that do
+#: not pass options yet).
+_DEFAULTS: ContextVar[SimilarityOptions | None] = ContextVar("similarity_options", default=None)
+
+
+def resolved_options(options: SimilarityOptions | None) -> SimilarityOptions:
+    """``options``, or (``None``) the defaults in scope (:func:`similarity_options`)."""
+    if options is not None:
+        return options
+    scoped = _DEFAULTS.get()
+    return scoped if scoped is not None else SimilarityOptions()
 
 
 @contextmanager
-def similarity_options(point3d_scale: float | None = None, polyline3d_tolerance: float | None = None):
-    """Sets the 3D similarity parameters for the computations inside the ``with`` block.
+def similarity_options(point3d_scale: float | None = None,
+                       polyline3d_tolerance: float | None = None) -> Iterator[dict]:
+    """Sets the default 3D similarity parameters for the computations inside the ``with`` block that pass no
+    ``options`` (prefer passing a :class:`SimilarityOptions`).
 
     ``point3d_scale`` (default :data:`POINT3D_SCALE`) is the falloff scale of
     ``"point3d"``; ``polyline3d_tolerance`` (default
     :data:`POLYLINE3D_TOLERANCE`) the distance within which ``"polyline3d_f1"``
     counts a point as matched. Both in scene units, > 0. Scoped to the current
     thread/context, so concurrent computations do not see each other's values.
+
+    Raises:
+        ValueError: a value that is not a finite number > 0.
     """
-    opts = dict(_OPTIONS.get())
-    for name, value in (("point3d_scale", point3d_scale), ("polyline3d_tolerance", polyline3d_tolerance)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        opts[name] = float(value)
-    token = _OPTIONS.set(opts)
+    current = resolved_options(None)
+    opts = SimilarityOptions(
+        point3d_scale=current.point3d_scale if point3d_scale is None else point3d_scale,
+        polyline3d_tolerance=current.polyline3d_tolerance if polyline3d_tolerance is None else polyline3d_tolerance)
+    token = _DEFAULTS.set(opts)
     try:
-        yield opts
+        yield {"point3d_scale": opts.point3d_scale, "polyline3d_tolerance": opts.polyline3d_tolerance}
     finally:
-        _OPTIONS.reset(token)
+        _DEFAULTS.reset(token)
 
 
-def _check_3d(name: str, data: MultiRaterAnnotations) -> None:
+def check_similarity_3d(name: str, data: MultiRaterAnnotations) -> None:
     """:func:`check_similarity` of the 3D similarities: the geometry is present, segment indices are
     within their cloud, cuboids are valid."""
     if name in ("point3d", "polyline3d_f1", "segment_jaccard"):
@@ -75,19 +120,21 @@ def _check_3d(name: str, data: MultiRaterAnnotations) -> None:
     validate_cuboids(data.cuboids, where="3D labels")
 
 
-def _similarity_3d(name: str, data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+def similarity_matrix_3d(name: str, data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray,
+                         options: SimilarityOptions | None = None) -> np.ndarray:
     """:func:`similarity_matrix` of the 3D similarities (``point3d``, ``polyline3d_f1``,
-    ``segment_jaccard``, ``cuboid_iou``), in scene units (no image frame)."""
+    ``segment_jaccard``, ``cuboid_iou``), in scene units (no image frame), with ``options``."""
+    options = resolved_options(options)
     if name == "point3d":
         from agreement.geometry.cuboids import pairwise_point_similarity
 
         return pairwise_point_similarity(data.points3d[ra], data.points3d[rb],
-                                         scale=_OPTIONS.get().get("point3d_scale", POINT3D_SCALE))
+                                         scale=options.point3d_scale)
     if name == "polyline3d_f1":
         from agreement.geometry.cuboids import pairwise_polyline_boundary_f1
 
         return pairwise_polyline_boundary_f1([data.polylines3d[i] for i in ra], [data.polylines3d[i] for i in rb],
-                                             tolerance=_OPTIONS.get().get("polyline3d_tolerance", POLYLINE3D_TOLERANCE))
+                                             tolerance=options.polyline3d_tolerance)
     if name == "segment_jaccard":
         from agreement.geometry.cuboids import pairwise_segment_jaccard
 

@@ -122,7 +122,8 @@ def temporal_iou(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     a, b = _supports(a), _supports(b)
     inter = np.maximum(0.0, np.minimum(a[:, None, 1], b[None, :, 1]) - np.maximum(a[:, None, 0], b[None, :, 0]) + 1)
     union = (a[:, None, 1] - a[:, None, 0] + 1) + (b[None, :, 1] - b[None, :, 0] + 1) - inter
-    return inter / union
+    jaccard: np.ndarray = inter / union
+    return jaccard
 
 
 def check_supports(

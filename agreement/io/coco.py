@@ -78,7 +78,7 @@ class MultiRaterCoco:
     repairs: RepairReport = field(default_factory=RepairReport)
 
 
-def read_multi_rater_coco(path: str | os.PathLike, box_policy: str = "clip") -> MultiRaterCoco:
+def read_multi_rater_coco(path: str | os.PathLike, *, box_policy: str = "clip") -> MultiRaterCoco:
     """Reads a multi-rater COCO JSON file (see :func:`parse_multi_rater_coco`, and it for ``box_policy``).
 
     Raises:
@@ -93,7 +93,7 @@ def read_multi_rater_coco(path: str | os.PathLike, box_policy: str = "clip") -> 
     return parse_multi_rater_coco(data, source=os.fspath(path), box_policy=box_policy)
 
 
-def parse_multi_rater_coco(data: Any, source: str = "COCO data", box_policy: str = "clip") -> MultiRaterCoco:
+def parse_multi_rater_coco(data: Any, *, source: str = "COCO data", box_policy: str = "clip") -> MultiRaterCoco:
     """Parses the KαLOS multi-rater COCO layout into relative coordinates.
 
     Boxes become ``bbox / [W, H, W, H]``; polygon points ``/ [W, H]``. A box
@@ -143,10 +143,12 @@ def parse_multi_rater_coco(data: Any, source: str = "COCO data", box_policy: str
     raters = _collect_raters(images, source)
     per_cell, extras = _check_annotations(annotations, images, img_pos, cats, raters, source)
     repairs = RepairReport()
-    corpus = _build_corpus(images, cats, per_cell, sorted(raters), source, box_policy, repairs)
+    corpus = _build_corpus(images, cats, per_cell=per_cell, raters=sorted(raters), source=source, box_policy=box_policy,
+                           repairs=repairs)
     info = {k: v for k, v in data.items() if k not in _TOP_LISTS}
     rater_ids = {name: original for name, (original, _) in raters.items()}
-    return MultiRaterCoco(corpus, list(images), list(categories), extras, rater_ids, info, repairs)
+    return MultiRaterCoco(annotations=corpus, images=list(images), categories=list(categories),
+                          annotation_extras=extras, rater_ids=rater_ids, info=info, repairs=repairs)
 
 
 # --- naming things in messages ------------------------------------------------------------------
@@ -255,7 +257,8 @@ def _index_images(images: list[dict], source: str) -> dict[int, int]:
     for i, img in enumerate(images):
         iid = img.get("id", _MISSING)
         if not _is_int(iid):
-            raise _fail(source, _image_label(img, i), f"has an invalid 'id' ({_describe(iid)}): expected an integer{_hint(iid)}")
+            raise _fail(source, _image_label(img, i),
+                        f"has an invalid 'id' ({_describe(iid)}): expected an integer{_hint(iid)}")
         where = f"{_image_label(img)} (images[{i}])"
         if "file_name" in img and not isinstance(img["file_name"], str):
             raise _fail(source, where, f"has an invalid 'file_name' ({_describe(img['file_name'])}): expected a string")
@@ -284,7 +287,8 @@ def _check_rater_list_type(img: dict, source: str) -> None:
             "which this layout needs to tell explicit from implicit absence: expected a list of rater ids",
         )
     if not isinstance(raters, list):
-        raise _fail(source, _image_label(img), f"has an invalid 'rater_list' ({_describe(raters)}): expected a list of rater ids")
+        raise _fail(source, _image_label(img),
+                    f"has an invalid 'rater_list' ({_describe(raters)}): expected a list of rater ids")
 
 
 # --- stage 4: raters ----------------------------------------------------------------------------
@@ -299,7 +303,8 @@ def _collect_raters(images: list[dict], source: str) -> dict[str, tuple[Any, str
         for r in img["rater_list"]:
             name = _rater_name(r, f"{where} lists a rater whose id", raters, source)
             if name in listed:
-                raise _fail(source, where, f"lists rater {r!r} twice in its rater_list: expected each assigned rater once")
+                raise _fail(source, where,
+                            f"lists rater {r!r} twice in its rater_list: expected each assigned rater once")
             listed.add(name)
             raters.setdefault(name, (r, f"the rater_list of {where}"))
     return raters
@@ -358,9 +363,8 @@ def _annotation_image(ann: dict, j: int, img_pos: dict[int, int], source: str) -
     image_id = ann.get("image_id", _MISSING)
     where = _annotation_label(ann, j)
     if not _is_int(image_id):
-        raise _fail(
-            source, where, f"has an invalid 'image_id' ({_describe(image_id)}): expected an integer image id{_hint(image_id)}"
-        )
+        raise _fail(source, where,
+                    f"has an invalid 'image_id' ({_describe(image_id)}): expected an integer image id{_hint(image_id)}")
     if image_id not in img_pos:
         raise _fail(source, where, f"refers to unknown image id {image_id!r}: expected the id of an entry of 'images'")
     return img_pos[image_id]
@@ -393,9 +397,8 @@ def _check_bbox(bbox: Any, where: str, source: str) -> None:
     """Four finite JSON numbers ``[x, y, w, h]`` (pixels) with ``w, h >= 0``."""
     if not isinstance(bbox, (list, tuple)) or len(bbox) != 4 or not all(_is_number(v) for v in bbox):
         hint = _hint(*bbox) if isinstance(bbox, (list, tuple)) else ""
-        raise _fail(
-            source, where, f"has no valid 'bbox' ({_describe(bbox)}): expected [x, y, w, h], four numbers in pixels{hint}"
-        )
+        raise _fail(source, where,
+                    f"has no valid 'bbox' ({_describe(bbox)}): expected [x, y, w, h], four numbers in pixels{hint}")
     if not all(math.isfinite(v) for v in bbox) or bbox[2] < 0 or bbox[3] < 0:
         raise _fail(
             source, where,

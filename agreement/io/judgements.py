@@ -227,8 +227,10 @@ def read_judgements(path: str | Path, categories: Sequence[str] | str | Path | N
     codes = np.full((S, R), MISSING, dtype=np.int64)
     codes[ii[kept_idx[chosen]], wi[kept_idx[chosen]]] = code[chosen]
     ratings = ClassRatings(items.astype(object), tuple(workers.tolist()), classes, codes, assigned)
-    report = JudgementReport(
-        str(path), len(lab), R, S, classes, repeated, int((n_per > 1).sum()), int((n_per - 1).sum()),
-        n_conflicting, rep_ex, unknown_labels, unknown_counts, int(unknown_mask.sum()), int((~keep).sum()),
-        unknown_ex)
+    report = JudgementReport(path=str(path), n_judgements=len(lab), n_workers=R, n_items=S, classes=classes,
+                             repeated=repeated, n_repeated_pairs=int((n_per > 1).sum()),
+                             n_repeated_judgements=int((n_per - 1).sum()), n_conflicting_pairs=n_conflicting,
+                             repeated_examples=rep_ex, unknown_labels=unknown_labels, unknown_counts=unknown_counts,
+                             n_unknown=int(unknown_mask.sum()), n_dropped=int((~keep).sum()),
+                             unknown_examples=unknown_ex)
     return ratings, report

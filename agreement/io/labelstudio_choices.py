@@ -72,6 +72,12 @@ def parse_label_config(config: str | os.PathLike) -> dict[str, ChoiceControl]:
 
     Controls with ``perRegion="true"`` are left out (they label regions).
 
+    Args:
+        config: the label config's XML text, or the path of a file holding it.
+
+    Returns:
+        ``{control name: ChoiceControl}``, in the config's order.
+
     Raises:
         AnnotationError: not XML, a control without ``name``, or a ``choice`` other than
             ``single``, ``single-radio`` or ``multiple``.
@@ -108,6 +114,14 @@ def parse_label_config(config: str | os.PathLike) -> dict[str, ChoiceControl]:
 def choices_of(group: list[dict], where: str) -> dict[str, list[str]] | None:
     """``{control: [choices]}`` of a result group that is image-level choices, else ``None``.
 
+    Args:
+        group: the results of an annotation sharing one ``id`` (a result without one is a group of its own).
+        where: the annotation, as the messages name it.
+
+    Returns:
+        Each control's choices (duplicates dropped, in order), or ``None`` when the group holds anything
+        other than choices.
+
     Raises:
         AnnotationError: a ``value.choices`` that is not a list of strings, or one control twice.
     """
@@ -128,7 +142,16 @@ def choices_of(group: list[dict], where: str) -> dict[str, list[str]] | None:
 
 
 def add_choices(into: dict[str, list[str]], found: Mapping[str, list[str]], where: str) -> None:
-    """Adds one result group's ``found`` to an annotation's choices; a control answered twice is an error."""
+    """Adds one result group's ``found`` to an annotation's choices.
+
+    Args:
+        into: the annotation's ``{control: [choices]}`` so far (updated in place).
+        found: one group's, as :func:`choices_of` gives them.
+        where: the annotation, as the messages name it.
+
+    Raises:
+        AnnotationError: a control answered twice in one annotation.
+    """
     for name, got in found.items():
         if name in into:
             raise AnnotationError(f"{where}: control {name!r} is answered twice in one annotation")

@@ -197,7 +197,7 @@ def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence
         nearest = by_id.get(lab.nearest) if lab.nearest is not None else None
         others = ([nearest.rater] if reason == "counterpart taken" and nearest is not None
                   else [r for r in raters if r != lab.rater])
-        out.extend(_one_sided(lab, o, rank, reason) for o in others)
+        out.extend(_one_sided(lab, o, rank, reason or "no counterpart") for o in others)
     return out
 
 
@@ -230,7 +230,7 @@ def group_conflicts(groups: Iterable[Sequence[Label]], raters: Sequence[str], re
             lb = [y for y in group if y.rater == b]
             if not (la or lb):
                 continue
-            for x, y in zip(la, lb):
+            for x, y in zip(la, lb, strict=False):  # pairs in order; the rest are missing or extra
                 iou = label_iou(x, y)
                 kind = conflict_type(x.label, y.label, iou=iou, low_overlap_iou=low_overlap_iou)
                 if kind is not None:

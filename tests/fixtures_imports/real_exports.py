@@ -35,7 +35,6 @@ values that survive that round trip exactly are used.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 

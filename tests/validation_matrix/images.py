@@ -21,7 +21,15 @@ from __future__ import annotations
 import dataclasses
 
 from validation_matrix import Cell
-from validation_matrix.images_corpora import HETEROGENEOUS, HOMOGENEOUS, KINDS, KINDS_3D, random_raters, realise, reference
+from validation_matrix.images_corpora import (
+    HETEROGENEOUS,
+    HOMOGENEOUS,
+    KINDS,
+    KINDS_3D,
+    random_raters,
+    realise,
+    reference,
+)
 from validation_matrix.images_designs import crowd, degenerate, pair, renamed_raters, reordered
 from validation_matrix.images_judge import chance, degenerate as judge_degenerate, identical, invariant, monotone
 from validation_matrix.images_stats import NOISE, STATS, evaluate
@@ -101,7 +109,7 @@ def _kind_cells(kind: str) -> list[Cell]:
             continue
 
         def cell(prop: str, res: tuple) -> None:
-            out.append(Cell(st.method, kind, prop, res[0], res[1], res[2]))
+            out.append(Cell(st.method, kind, prop, res[0], res[1], res[2]))  # noqa: B023 (called in this iteration)
 
         cell("identical", identical(st, got["curves"][("shift", 0.0)][key]))
         for prop, runs, text in (("chance_homogeneous", got["hom"], got["hom_design"]),

@@ -21,11 +21,16 @@ import numpy as np
 from agreement.methods.classes import class_alpha, masi_alpha
 from agreement.methods.consensus.class_headline import class_consensus_headline
 from agreement.methods.consensus.class_labels import class_consensus
-from agreement.simulate.noise.class_raters import (noisy_confusion, random_truth, simulate_class_raters,
-                                                   uniform_spammer)
+from agreement.simulate.noise.class_raters import noisy_confusion, random_truth, simulate_class_raters, uniform_spammer
 from validation_matrix import Cell
-from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
-                                         monotone_cell, na_cell)
+from validation_matrix.vc_common import (
+    chance_cell,
+    degenerate_cell,
+    identical_cell,
+    invariant_cell,
+    monotone_cell,
+    na_cell,
+)
 
 K = 4
 SEEDS = (0, 1, 2, 3, 4)
@@ -115,13 +120,13 @@ def class_alpha_cells() -> list[Cell]:
     for level in LEVELS:
         stat = level_alpha(level)
         if level == "nominal":
-            renamed = lambda c: stat(np.where(c >= 0, perm[np.maximum(c, 0)], -1))  # noqa: E731
+            renamed = lambda c: stat(np.where(c >= 0, perm[np.maximum(c, 0)], -1))  # noqa: E731, B023
         elif level == "ordinal":  # unused classes interleaved: ranks kept, codes renamed
-            renamed = lambda c: stat(np.where(c >= 0, 2 * c, -1))  # noqa: E731
+            renamed = lambda c: stat(np.where(c >= 0, 2 * c, -1))  # noqa: E731, B023
         elif level == "interval":  # an affine change of the values
-            renamed = lambda c: stat(c, 3.0 * np.arange(1.0, K + 1) + 7.0)  # noqa: E731
+            renamed = lambda c: stat(c, 3.0 * np.arange(1.0, K + 1) + 7.0)  # noqa: E731, B023
         else:  # a change of unit
-            renamed = lambda c: stat(c, 3.0 * np.arange(1.0, K + 1))  # noqa: E731
+            renamed = lambda c: stat(c, 3.0 * np.arange(1.0, K + 1))  # noqa: E731, B023
         out += _alpha_cells(f"classes ({level})", stat, renamed)
     return out
 

@@ -35,8 +35,15 @@ import numpy as np
 
 from agreement.methods.semantic import SemanticStats, multilabel_staple, sample_statistics
 from validation_matrix import Cell
-from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
-                                         empty_rater_ceiling, monotone_cell, na_cell)
+from validation_matrix.vc_common import (
+    chance_cell,
+    degenerate_cell,
+    empty_rater_ceiling,
+    identical_cell,
+    invariant_cell,
+    monotone_cell,
+    na_cell,
+)
 
 KIND = "semantic masks"
 #: Statistic key -> the page's method name.

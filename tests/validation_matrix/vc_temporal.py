@@ -13,7 +13,8 @@ import numpy as np
 
 from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_shards
 from agreement.methods.kalos import kalos_alpha
-from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells  # the observed costs, as alpha_ot
+# the observed costs, as alpha_ot
+from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs, assigned_pair_cells
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.core.strata import scale_strata
 from validation_matrix.vc_common import ks_null
@@ -41,11 +42,13 @@ def grouped_alpha_ot(data, groups: np.ndarray | None, strata: np.ndarray | None 
     composed as the bridge does (:func:`plan_chance`, then :func:`finish_alpha_ot`)."""
     R = data.num_raters
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, MAX_PAIRS, 0, groups=groups,
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=MAX_PAIRS, seed=0, groups=groups,
                        strata=strata)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    c_obs = _solve_set_pairs(_PairCosts(data.boxes, data.labels, LAM), a0, na, b0, nb, BETA, "paper", 1 << 17).cost
-    return finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), c_obs, a.astype(np.int64) * R + b, LAM, BETA)
+    c_obs = _solve_set_pairs(PairCosts(data.boxes, data.labels, LAM), SetPairs(a0, na, b0, nb), beta=BETA,
+                             normalization="paper", max_block=1 << 17).cost
+    return finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), c_obs, a.astype(np.int64) * R + b, lam=LAM,
+                           beta=BETA)
 
 
 def _guard(fn) -> tuple[float, str]:
@@ -75,7 +78,7 @@ def scores(items, groups_by_video: bool, ids: list[str] | None = None,
         return float(r.global_alpha), r.global_reason
     out["kalos"] = _guard(kalos)
     try:
-        shard = geometry_shard(data, "giou", 0.5, MAX_PAIRS)
+        shard = geometry_shard(data, distance="giou", threshold=0.5, max_pairs=MAX_PAIRS)
         res = merge_geometry_shards([shard], lambda idx: (data, idx), distance="giou", threshold=0.5,
                                     bootstrap=None, max_pairs=MAX_PAIRS, seed=0, groups=g,
                                     strata=strata)
@@ -204,7 +207,7 @@ def segment_cells() -> list[Cell]:
 
 def _videos(seed: int, n: int, frames: int, objects: int) -> list:
     from agreement.simulate.video import generate_videos
-    return generate_videos(n, num_frames=frames, num_objects=objects, seed=seed)
+    return generate_videos(num_videos=n, num_frames=frames, num_objects=objects, seed=seed)
 
 
 def frame_cells() -> list[Cell]:

@@ -60,7 +60,7 @@ def _tracks(v, rater: str, name: str, frames: np.ndarray | None = None, labels=N
 def simulated(noise: VideoNoise, videos: int = 8, frames: int = 40, objects: int = 4, seed: int = 0,
               classes=VIDEO_CLASSES) -> Corpus:
     """Three simulated raters ``r0 r1 r2`` of ``videos`` reference videos."""
-    ref = generate_videos(videos, num_frames=frames, num_objects=objects, seed=seed, classes=classes)
+    ref = generate_videos(num_videos=videos, num_frames=frames, num_objects=objects, seed=seed, classes=classes)
     sim = simulate_video_raters(ref, noise, num_raters=3, seed=seed, names=("r0", "r1", "r2"))
     return [{r: _tracks(sim.videos[r][v], r, f"v{v}") for r in sim.raters} for v in range(videos)]
 
@@ -82,7 +82,7 @@ def random_corpus(seed: int, heterogeneous: bool, classes_only: bool = False) ->
         step = -(-int(lengths[v]) // 40)
         n = -(-int(lengths[v]) // step)  # annotated frames 1, 1 + step, ... <= length
         d = {}
-        truth = generate_videos(1, num_frames=n, num_objects=int(n_obj[v].max()), seed=10_000 * seed + v,
+        truth = generate_videos(num_videos=1, num_frames=n, num_objects=int(n_obj[v].max()), seed=10_000 * seed + v,
                                 classes=prior)[0]
         for k in np.flatnonzero(who[v]):
             if classes_only:
@@ -90,7 +90,7 @@ def random_corpus(seed: int, heterogeneous: bool, classes_only: bool = False) ->
                 per_track = rng.choice(np.asarray(prior, dtype=object), size=int(t.tracks.max()) + 1)
                 labels = per_track[t.tracks]
             else:
-                t = generate_videos(1, num_frames=n, num_objects=int(n_obj[v, k]), classes=prior,
+                t = generate_videos(num_videos=1, num_frames=n, num_objects=int(n_obj[v, k]), classes=prior,
                                     seed=10_000 * seed + 100 * v + int(k) + 1)[0]
                 labels = None
             d[R[k]] = _tracks(t, R[k], f"v{v}", 1 + (t.frames - 1) * step, labels)

@@ -7,8 +7,7 @@ All through the pure library, on the simulators' raters; the criteria are :mod:`
 
 from __future__ import annotations
 
-from validation_matrix import Cell
-from validation_matrix import vc_classes, vc_masks, vc_temporal, vc_tracks
+from validation_matrix import Cell, vc_classes, vc_masks, vc_temporal, vc_tracks
 
 
 def cells() -> list[Cell]:

@@ -49,11 +49,13 @@ from typing import Mapping, Sequence
 
 import fiftyone as fo
 
-# the temporary-name-then-rename swap of the multi-rater COCO importer, reused
-from agreement.fo.coco import INFO_KEY, LAYOUTS, _RESERVED, _discard, _swap_in, _temporary_name, rater_field_name
-from agreement.fo.assignment import declare_raters_field
-from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.core.validation import AnnotationError
+from agreement.fo.assignment import declare_raters_field
+
+# the temporary-name-then-rename swap of the multi-rater COCO importer, reused
+from agreement.fo.coco import _RESERVED, INFO_KEY, LAYOUTS, _discard, _swap_in, _temporary_name, rater_field_name
+from agreement.fo.kinds import LIST_ATTRS
+from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 
 __all__ = ["KINDS", "KindSpec", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields",
            "check_layout"]
@@ -85,8 +87,7 @@ class KindSpec:
 #: The instance kinds (every importer may produce them), by their list attribute.
 KINDS = {"detections": KindSpec("", fo.Detections), "polylines": KindSpec("_polygons", fo.Polylines),
          "keypoints": KindSpec("_keypoints", fo.Keypoints)}
-_LISTS = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints",
-          fo.Classifications: "classifications"}
+_LISTS = LIST_ATTRS  # label list class -> its list attribute (the declared types, agreement.fo.kinds)
 IMPORT_INFO_KEY = "iaa_import"
 
 

@@ -43,17 +43,6 @@ import fiftyone as fo
 import fiftyone.types as fot
 
 from agreement.fo.coco import _discard, _temporary_name
-from agreement.fo.importers.image_level import (
-    CLASS_CARRIERS,
-    IMAGE_KINDS,
-    LABEL_TYPES,
-    check_listed,
-    class_labels,
-    cvat_listed_labels,
-    export_label_path,
-    image_kind_specs,
-)
-from agreement.fo.importers.video import VIDEO_FORMATS, import_video_exports, is_video_format
 from agreement.fo.importers.common import (
     KINDS,
     MergedImages,
@@ -64,8 +53,20 @@ from agreement.fo.importers.common import (
     write_merged_dataset,
 )
 from agreement.fo.importers.converted import converted_layout
+from agreement.fo.importers.image_level import (
+    CLASS_CARRIERS,
+    IMAGE_KINDS,
+    LABEL_TYPES,
+    check_listed,
+    class_labels,
+    cvat_listed_labels,
+    export_label_path,
+    image_kind_specs,
+)
 from agreement.fo.importers.label_studio_rater import LABEL_STUDIO_FORMAT, load_label_studio_rater
 from agreement.fo.importers.names import HOW_TO_MAP, NameRule, match_report, name_rule
+from agreement.fo.importers.video import VIDEO_FORMATS, import_video_exports, is_video_format
+from agreement.fo.kinds import instance_lists, item_type
 
 __all__ = ["FORMATS", "RaterExport", "import_multi_rater", "resolve_format"]
 
@@ -85,9 +86,9 @@ FORMATS: dict[str, tuple[str, dict]] = {
     LABEL_STUDIO_FORMAT: ("ImageDetectionDataset", {}),
     **VIDEO_FORMATS,
 }
-_KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
-_WRAP = {fo.Detection: ("detections", fo.Detections), fo.Polyline: ("polylines", fo.Polylines),
-         fo.Keypoint: ("keypoints", fo.Keypoints)}
+#: the instance label lists an export may hold, by their list attribute, and their labels (agreement.fo.kinds)
+_KIND_OF = instance_lists()
+_WRAP = {item_type(t): (attr, t) for t, attr in _KIND_OF.items()}
 MAX_LISTED = 10
 
 

@@ -53,6 +53,7 @@ from typing import Any, Callable, Iterator, Sequence
 from xml.etree import ElementTree
 
 import cv2
+
 import fiftyone as fo
 import fiftyone.types as fot
 
@@ -60,6 +61,7 @@ from agreement.fo.assignment import declare_raters_field
 from agreement.fo.coco import INFO_KEY, _discard, _swap_in, _temporary_name
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.importers.common import IMPORT_INFO_KEY, KINDS, MultiRaterImportError, file_key, kind_fields
+from agreement.fo.kinds import instance_lists
 from agreement.fo.media_types import set_empty_dataset_media_type
 from agreement.fo.video_frames import declare_frame_field, insert_frames
 
@@ -70,9 +72,10 @@ VIDEO_FORMATS: dict[str, tuple[str, dict]] = {
     "cvat_video": ("CVATVideoDataset", {}),
     "fiftyone_video": ("FiftyOneVideoLabelsDataset", {}),
 }
-_KIND_OF = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
-_LIST = {"detections": "detections", "polylines": "polylines", "keypoints": "keypoints"}
-_CLS = {"detections": "Detections", "polylines": "Polylines", "keypoints": "Keypoints"}
+#: the frame label lists read, by their list attribute (agreement.fo.kinds): the list and its class name
+_KIND_OF = instance_lists()
+_LIST = {attr: attr for attr in _KIND_OF.values()}
+_CLS = {attr: t.__name__ for t, attr in _KIND_OF.items()}
 _BUILTIN_ATTRS = {"id", "_id", "tags", "attributes", "label", "bounding_box", "mask", "mask_path", "confidence",
                   "index", "points", "closed", "filled", "instance"}
 MAX_LISTED = 10

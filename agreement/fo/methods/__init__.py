@@ -2,9 +2,12 @@
 
 A method is a module of this package that defines ``DECLARATION``, an
 :class:`agreement.fo.declaration.MethodDeclaration` (its parameters, engine
-spec, outputs, panel view and results class): :func:`declarations` finds
-every such module, so adding a method means adding its module here and
-nothing else (``python -m agreement.fo.manifest`` then lists its operator in
+spec, outputs, panel view, results class and the hooks of everything it
+shows, :class:`agreement.fo.method_hooks.MethodHooks`): :func:`declarations`
+finds every such module, so adding a method means adding its module here and
+nothing else. The shared modules find a run's hooks with :func:`hooks_of` and
+never test a method's name; the markers of runs that are no declared method's
+are in :mod:`agreement.fo.methods.markers` (``python -m agreement.fo.manifest`` then lists its operator in
 ``fiftyone.yml``, which FiftyOne requires).
 """
 
@@ -16,9 +19,11 @@ from functools import lru_cache
 
 from agreement.fo.declaration import MethodDeclaration
 from agreement.fo.figures import METHOD_VIEWS
+from agreement.fo.method_hooks import MethodHooks
 from agreement.fo.run_results import register_results_class
 
-__all__ = ["declarations"]
+__all__ = ["declarations", "declaration_of", "hooks_of"]
+
 
 @lru_cache(maxsize=None)
 def _declared() -> tuple[MethodDeclaration, ...]:
@@ -38,3 +43,29 @@ def _declared() -> tuple[MethodDeclaration, ...]:
 def declarations() -> list[MethodDeclaration]:
     """Every declared method, by module name; their panel views and results classes are registered."""
     return list(_declared())
+
+
+def declaration_of(method: str | None) -> MethodDeclaration | None:
+    """The declaration of method marker ``method`` (``None``: no declared method has it, e.g. a simulation).
+
+    Args:
+        method: a run's method marker (``info["method"]``).
+
+    Returns:
+        The declaration, or ``None``.
+    """
+    return next((d for d in _declared() if d.method == method), None)
+
+
+def hooks_of(method: str | None) -> MethodHooks:
+    """What method marker ``method`` shows (:class:`agreement.fo.method_hooks.MethodHooks`): its declaration's
+    hooks, or the defaults (nothing method-specific) for a run of no declared method.
+
+    Args:
+        method: a run's method marker (``info["method"]``).
+
+    Returns:
+        The hooks.
+    """
+    decl = declaration_of(method)
+    return decl.hooks if decl is not None else MethodHooks()

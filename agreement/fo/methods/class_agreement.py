@@ -37,9 +37,13 @@ import fiftyone.core.labels as fol
 
 from agreement.core.data import class_order
 from agreement.core.ratings import class_ratings, tag_ratings
-from agreement.fo.declaration import FormValues, MethodDeclaration, Param, python_function
 from agreement.fo.class_figures import class_bars, class_curves
+from agreement.fo.declaration import FormValues, MethodDeclaration, Param, python_function
+from agreement.fo.figure_base import count_text, is_finite, sig3
+from agreement.fo.label_explanations import class_explanations
+from agreement.fo.method_hooks import MethodHooks, RaterTable
 from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
 from agreement.fo.run_results import AgreementResults
 from agreement.methods.classes.alpha import bootstrap_alpha, class_alpha
 from agreement.methods.classes.diagnostics import (
@@ -52,7 +56,8 @@ from agreement.methods.classes.diagnostics import (
 )
 from agreement.methods.classes.sets import masi_alpha, per_class_alpha, sample_masi_agreement
 
-__all__ = ["compute_class_agreement", "METHOD", "SPEC", "DECLARATION", "reading_of", "scale_values"]
+__all__ = ["compute_class_agreement", "METHOD", "SPEC", "DECLARATION", "HOOKS", "RATER_COLUMNS", "reading_of",
+           "scale_values"]
 
 METHOD = "iaa.class_agreement"
 READINGS = ("auto", "classes", "tags")
@@ -284,6 +289,89 @@ class ClassAgreementResults(AgreementResults):
     view = VIEW
 
 
+#: The columns of its rater table, the default sort column first.
+RATER_COLUMNS = (
+    Column("vitality", "vitality", description="α minus α without the rater (< 0: the rater lowers agreement)"),
+    Column("alpha_without", "α without", False, description="α without the rater"),
+    Column("pair_kappa", "mean κ", description="Cohen's κ with its partners, weighted by their shared samples"),
+    Column("partner_agreement", "agrees",
+           description="share of the shared samples where it and a partner gave the same class (pooled over "
+                       "its pairs)"),
+    Column("majority_agreement", "with majority",
+           description="share of its samples where it gave the majority class of the other raters (ties "
+                       "shared)"),
+    PARTNERS,
+) + count_columns("the classes it gave")
+
+
+def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
+    """A class agreement run's raters: vitality and α without them (``detail["rater_vitality"]``), their
+    mean κ and pooled observed agreement with their partners (``detail["rater_pairs"]``, weighted by shared
+    samples), partners, labels and samples; ``None`` without vitality."""
+    from agreement.fo.rater_counts import rater_label_counts
+
+    vit = detail.get("rater_vitality") or {}
+    if not vit.get("raters"):
+        return None
+    counts = rater_label_counts(samples, info)
+    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
+    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
+    records = list(detail.get("rater_pairs") or [])
+    kappa = partner_means(records, "kappa", "n_shared_samples")
+    agree = partner_means(records, "observed_agreement", "n_shared_samples")
+    maj = detail.get("rater_majority") or {}
+    majority = dict(zip(maj.get("raters") or [], maj.get("agreement") or []))
+    rows = []
+    for r in (str(x) for x in detail.get("raters") or []):
+        k, a = kappa.get(r), agree.get(r)
+        row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
+               "pair_kappa": k["num"] / k["den"] if k and k["den"] else None,
+               "partner_agreement": a["num"] / a["den"] if a and a["den"] else None,
+               "majority_agreement": majority.get(r),
+               "n_partners": k["n"] if k else None,
+               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
+        rows.append(row_texts(row, RATER_COLUMNS))
+    return rows
+
+
+def _class_pair_note(records: list, value: str) -> str:
+    """What a class run's heatmap cells are, and its lowest pair (the pooled α counts every rater at once)."""
+    text = ("Each cell is Cohen's κ of two raters on the samples both rated (1 = always the same class, 0 = as "
+            "often as chance); the headline α pools all raters. An empty cell: the two never rated a sample "
+            "together (no data).")
+    defined = [r for r in records if is_finite(r.get(value))]
+    if defined:
+        low = min(defined, key=lambda r: (float(r[value]), str(r["rater_a"]), str(r["rater_b"])))
+        text += (f" Lowest pair: {low['rater_a']} × {low['rater_b']}, κ {sig3(low[value])} on "
+                 f"{count_text(int(low.get('n_shared_samples') or 0), 'shared sample')}.")
+    return text
+
+
+def _contradicted(samples, info: dict, rater: str):
+    from agreement.fo.views import class_rater_disagreement_view
+
+    return class_rater_disagreement_view(samples, info["key"], rater)
+
+
+def _disputed(samples, info: dict, label_class: str):
+    from agreement.fo.views import class_dispute_view
+
+    return class_dispute_view(samples, info["key"], label_class)
+
+
+#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`): one class per sample, so
+#: its drill-downs by rater or class are samples, and its heatmap's note is about κ, not objects.
+HOOKS = MethodHooks(
+    rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),
+    pooled_key="alpha",
+    pair_note=lambda records, name, value_name, *_: _class_pair_note(records, name),
+    explain_labels=lambda sample, info, labels: class_explanations(labels),
+    unmatched_view=_contradicted,
+    class_view=_disputed,
+    drills_samples=True,
+)
+
+
 DECLARATION = MethodDeclaration(
     operator="compute_class_agreement",
     label="Annotator Agreement: classes and tags",
@@ -314,6 +402,7 @@ DECLARATION = MethodDeclaration(
     key_prefix="classes",
     streams=False,
     label_types=(fol.Classification, fol.Classifications),
+    hooks=HOOKS,
 )
 
 #: ``compute_class_agreement(samples, key, *, fields=..., level="nominal", bootstrap=1000, ...)``: Krippendorff's α

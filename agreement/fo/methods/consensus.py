@@ -44,21 +44,30 @@ from bson import ObjectId
 
 import fiftyone as fo
 
-from agreement.methods.consensus import METHODS, consensus
-from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
-from agreement.geometry.similarity import SIMILARITIES
 from agreement.fo import runs
+from agreement.fo.consensus_panel_data import (
+    CLASS_CONSENSUS_RATER_COLUMNS,
+    CONSENSUS_RATER_COLUMNS,
+    class_consensus_rater_rows,
+    consensus_panel_section,
+    consensus_rater_rows,
+)
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.gc_pause import gc_paused
+from agreement.fo.label_explanations import consensus_explanations
+from agreement.fo.method_hooks import MethodHooks, RaterTable
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.projection import LABEL_TYPES
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.gc_pause import gc_paused
 from agreement.fo.stored_values import label_document, new_object_id_bytes, object_id_strings
 from agreement.fo.temporal import support_documents
 from agreement.fo.writing import declare_sample_field
+from agreement.geometry.similarity import SIMILARITIES
+from agreement.methods.consensus import METHODS, consensus
+from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
 
 __all__ = ["compute_consensus", "finalize_consensus", "review_view", "export_rater_report", "METHOD", "SPEC",
-           "DECLARATION"]
+           "DECLARATION", "HOOKS", "require_consensus_run"]
 
 METHOD = "iaa.consensus"
 MAX_LISTED = 1000
@@ -281,6 +290,37 @@ VIEW = {
 }
 
 
+def _classes(detail: dict) -> bool:
+    """Whether the rater report is a class consensus's (competences, not sensitivities)."""
+    return any("competence" in (e or {}) for e in (detail.get("rater_report") or {}).values())
+
+
+def _conflicts(samples, info: dict, raters: list[str]):
+    from agreement.fo.report.conflicts import fused_conflicts
+
+    return fused_conflicts(samples, info, raters)
+
+
+_REPORT = "**Rater report** (whole run, against the consensus)"
+#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+HOOKS = MethodHooks(
+    panel_section=consensus_panel_section,
+    rater_tables=(
+        RaterTable(f"{METHOD}/classes", CLASS_CONSENSUS_RATER_COLUMNS, _REPORT,
+                   lambda samples, info, detail: class_consensus_rater_rows(detail.get("rater_report") or {}),
+                   applies=_classes),
+        RaterTable(METHOD, CONSENSUS_RATER_COLUMNS, _REPORT,
+                   lambda samples, info, detail: consensus_rater_rows(detail.get("rater_report") or {})),
+    ),
+    explain_labels=lambda sample, info, labels: consensus_explanations(sample, info["key"], labels),
+    drill_modes=("review",),
+    review_view=lambda samples, key: review_view(samples, key),
+    conflicts=_conflicts,
+    conflicts_how="against the consensus (the reference rater), from the labels fused into each consensus label",
+    conflicts_none="A class consensus fuses one class per sample: its disagreements are the samples' classes.",
+)
+
+
 class ConsensusResults(AgreementResults):
     """Consensus labels: counts of consensus and review labels; ``detail["rater_report"]`` per rater
     (sensitivity, false-positive rate, precision, localisation error, class confusion)."""
@@ -342,6 +382,7 @@ DECLARATION = MethodDeclaration(
     streams=False,
     from_form=_from_form,
     records_key=True,
+    hooks=HOOKS,
 )
 
 #: ``compute_consensus(samples, key, *, fields=..., method="auto", tau="auto", min_confidence=0.5, ...)``: one label
@@ -351,7 +392,12 @@ DECLARATION = MethodDeclaration(
 compute_consensus = python_function(DECLARATION)
 
 
-def _require_consensus_run(samples, key: str) -> dict:
+def require_consensus_run(samples, key: str) -> dict:
+    """The info of consensus run ``key``.
+
+    Raises:
+        agreement.fo.runs.RunError: ``key`` is a run of another method.
+    """
     info = runs.get_agreement_run_info(samples, key)
     if info["method"] != METHOD:
         raise runs.RunError(f"run {key!r} is a {info['method']} run, not a consensus run (compute_consensus)")
@@ -370,7 +416,7 @@ def export_rater_report(samples, key: str, output_dir: str) -> dict:
     import json
     import os
 
-    _require_consensus_run(samples, key)
+    require_consensus_run(samples, key)
     report = (runs.load_agreement_results(samples, key).get("detail") or {}).get("rater_report") or {}
     os.makedirs(output_dir, exist_ok=True)
     paths = {"json": os.path.join(output_dir, f"{key}_rater_report.json"),
@@ -412,7 +458,7 @@ def review_view(samples, key: str):
 
     from agreement.fo.run_view import scalar_fields
 
-    info = _require_consensus_run(samples, key)
+    info = require_consensus_run(samples, key)
     field = f"{key}_consensus"
     # the samples' numbers and names (no label) come along: the App's sidebar filters and the panel's counts
     # on them keep working in the queue, and a tag on "all labels" of an item still reaches only the consensus
@@ -446,7 +492,7 @@ def finalize_consensus(samples, key: str) -> dict:
     flagged labels tagged ``accepted`` lose their review flag. Returns the
     counts ``kept``, ``rejected``, ``accepted``, ``still_flagged``. A frame run: ``frames.{key}_final``.
     """
-    info = _require_consensus_run(samples, key)
+    info = require_consensus_run(samples, key)
     dataset = samples._root_dataset
     src, dst = f"{key}_consensus", f"{key}_final"
     counts = {"kept": 0, "rejected": 0, "accepted": 0, "still_flagged": 0}

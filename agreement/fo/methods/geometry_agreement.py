@@ -31,7 +31,7 @@ from agreement.fo.chance_strata import chance_strata
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.methods.geometry_agreement import DISTANCES, geometry_shard, merge_geometry_shards
+from agreement.methods.geometry_agreement import DISTANCES, GeometryParams, geometry_shard, merge_geometry_shards
 from agreement.geometry.similarity import similarity_options
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
@@ -40,14 +40,17 @@ METHOD = "iaa.geometry_agreement"
 MAX_LISTED = 1000
 
 
-def _shard_kw(params: dict) -> dict:
-    return dict(distance=params["distance"], threshold=params["threshold"], max_pairs=params["max_pairs"])
+def _geometry_params(params: dict) -> GeometryParams:
+    """The run's validated parameters as the kernel's :class:`agreement.methods.geometry_agreement.GeometryParams`."""
+    return GeometryParams(distance=params["distance"], threshold=params["threshold"], max_pairs=params["max_pairs"],
+                          bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]),
+                          seed=params["seed"], confidence=params["confidence"])
 
 
 def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     """The within-item measurement of one shard (:func:`agreement.methods.geometry_agreement.geometry_shard`):
     per-sample distance and matched share, per-label distance, and the shard's statistics."""
-    shard = geometry_shard(read.annotations, **_shard_kw(params))
+    shard = geometry_shard(read.annotations, _geometry_params(params))
     out = shard.outputs
     return MethodOutput({}, {}, sample_values={"distance": out["sample_distance"],
                                                "matched_fraction": out["sample_matched_fraction"]},
@@ -64,9 +67,8 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
     ids = np.asarray(context.sample_ids, dtype=object)
     res = merge_geometry_shards(
-        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), **_shard_kw(params),
-        bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]), seed=params["seed"],
-        confidence=params["confidence"], groups=context.groups, strata=context.state)
+        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), _geometry_params(params),
+        groups=context.groups, strata=context.state)
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
     between = np.histogram(res.between_distances, bins=edges, weights=res.between_weights)[0]

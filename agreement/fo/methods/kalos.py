@@ -23,18 +23,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, intra_annotator_consistency, rater_vitality
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figures import kalos_bars, kalos_curves
-from agreement.fo.methods.similarity_params import scene_unit_params
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.label_explanations import unit_explanations
+from agreement.fo.method_hooks import MethodHooks, RaterTable
 from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.methods.kalos_figures import kalos_bars, kalos_curves
+from agreement.fo.methods.similarity_params import scene_unit_params
+from agreement.fo.rater_tables import PARTNERS, Column, count_columns, row_texts
 from agreement.fo.reading import LABEL_TYPES
-from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
+from agreement.fo.run_results import AgreementResults
 from agreement.geometry.correspondence import COSTS, SOLVERS
 from agreement.geometry.similarity import similarity_options
+from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
+from agreement.methods.kalos.diagnostics import (
+    class_difficulty,
+    collaboration_clusters,
+    intra_annotator_consistency,
+    rater_vitality,
+)
 
-__all__ = ["compute_kalos", "METHOD", "SPEC", "DECLARATION"]
+__all__ = ["compute_kalos", "METHOD", "SPEC", "DECLARATION", "HOOKS", "RATER_COLUMNS"]
 
 METHOD = "iaa.kalos"
 MAX_LISTED = 1000
@@ -192,6 +200,97 @@ VIEW = {
 }
 
 
+#: The columns of its rater table, the default sort column first.
+RATER_COLUMNS = (
+    Column("vitality", "vitality",
+           description="global α minus α without the rater (< 0: the rater lowers agreement)"),
+    Column("alpha_without", "α without", False, description="the global α without the rater"),
+    Column("partner_agreement", "agrees",
+           description="share of the objects it or a partner drew on shared samples that both drew alike "
+                       "(observed agreement, pooled over its pairs)"),
+    PARTNERS,
+) + count_columns()
+
+
+def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
+    """A KαLOS run's raters: vitality and α without them (``detail["rater_vitality"]``), agreement with
+    their partners (pooled observed agreement of their pairs), labels and samples
+    (:func:`agreement.fo.rater_counts.rater_label_counts`); ``None`` without vitality."""
+    from agreement.fo.rater_counts import kalos_pair_counts, rater_label_counts
+
+    vit = detail.get("rater_vitality") or {}
+    if not vit.get("raters"):
+        return None
+    counts, pair_counts = rater_label_counts(samples, info), kalos_pair_counts(samples, info)
+    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
+    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
+    agree: dict[str, list[int]] = {}
+    for key, c in (pair_counts or {}).items():
+        for r in key.split("|"):
+            a = agree.setdefault(r, [0, 0, 0])
+            a[0], a[1], a[2] = a[0] + int(c["n_agree"]), a[1] + int(c["n_units"]), a[2] + 1
+    rows = []
+    for r in (str(x) for x in detail.get("raters") or []):
+        g = agree.get(r)
+        row = {"rater": r, "vitality": vitality.get(r), "alpha_without": without.get(r),
+               "partner_agreement": g[0] / g[1] if g and g[1] else None, "n_partners": g[2] if g else None,
+               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
+        rows.append(row_texts(row, RATER_COLUMNS))
+    return rows
+
+
+def _pair_counts(samples, info: dict) -> dict | None:
+    from agreement.fo.rater_counts import kalos_pair_counts
+
+    return kalos_pair_counts(samples, info)
+
+
+def _pair_note(records: list, name: str, value_name: str, contrast, obs_median, obs_pooled) -> str:
+    from agreement.fo.pair_statistics import contrast_note
+
+    return contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=True)
+
+
+def _lone(samples, info: dict, rater: str):
+    from agreement.fo.views import lone_unit_labels_view
+
+    return lone_unit_labels_view(samples, info, rater)
+
+
+def _disputed(samples, info: dict, label_class: str):
+    from agreement.fo.views import disputed_unit_labels_view
+
+    return disputed_unit_labels_view(samples, info, label_class)
+
+
+def _disagreeing(samples, info: dict, raters):
+    from agreement.fo.views import disagreeing_unit_labels_view
+
+    return disagreeing_unit_labels_view(samples, info, raters)
+
+
+def _conflicts(samples, info: dict, raters: list[str]):
+    from agreement.fo.report.conflicts import unit_conflicts
+
+    return unit_conflicts(samples, info, raters)
+
+
+#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+HOOKS = MethodHooks(
+    rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),
+    pooled_key="global_alpha",
+    pair_counts=_pair_counts,
+    pair_note=_pair_note,
+    explain_labels=lambda sample, info, labels: unit_explanations(info["key"], labels),
+    drill_modes=("unmatched", "class"),
+    unmatched_view=_lone,
+    class_view=_disputed,
+    disagreeing_view=_disagreeing,
+    conflicts=_conflicts,
+    conflicts_how="from the KαLOS units (the labels of a unit are one object)",
+)
+
+
 class KalosResults(AgreementResults):
     """KαLOS (Tschirschwitz & Rodehorst): ``global_alpha`` (pooled nominal α), ``mean_alpha`` over defined
     samples, ``n_undefined``, ``tau``; ``detail``: rater vitality, class difficulty, sensitivity curve,
@@ -229,6 +328,7 @@ DECLARATION = MethodDeclaration(
              ("n_undefined", "Samples where alpha is undefined", "int")),
     key_prefix="kalos",
     derive=_derive,
+    hooks=HOOKS,
 )
 
 #: ``compute_kalos(samples, key, *, fields=..., similarity="iou", tau=0.5, ...)``: KαLOS on a dataset or view,

@@ -33,12 +33,15 @@ import numpy as np
 import fiftyone.core.labels as fol
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.label_explanations import mask_explanations
+from agreement.fo.mask_figures import class_rows, mask_figures, pair_class_dice_rows
+from agreement.fo.method_hooks import MethodHooks
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.run_results import AgreementResults
 from agreement.methods.semantic.pixels import sample_statistics
 from agreement.methods.semantic.stats import SemanticStats
 
-__all__ = ["compute_mask_agreement", "METHOD", "SPEC", "DECLARATION"]
+__all__ = ["compute_mask_agreement", "METHOD", "SPEC", "DECLARATION", "HOOKS"]
 
 METHOD = "iaa.mask_agreement"
 SAMPLE_VALUES = ("alpha", "pixel_agreement", "dice", "iou", "boundary_f1")
@@ -135,6 +138,29 @@ VIEW = {
 }
 
 
+def _class_view(samples, info: dict, label_class):
+    from agreement.fo.views import mask_class_view
+
+    return mask_class_view(samples, info["key"], label_class)
+
+
+def _class_scores(samples, key: str, label_class, pair) -> list[tuple[str, float]]:
+    from agreement.fo.views import mask_dice_scores
+
+    return mask_dice_scores(samples, key, label_class, pair)
+
+
+#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`): per class and rater
+#: pair Dice figures, drill-downs to the samples where a class's Dice is lowest, each rater's mask explained.
+HOOKS = MethodHooks(
+    panel_figures=mask_figures,
+    explain_sample=lambda sample, info: mask_explanations(sample, info.get("input") or {}),
+    class_view=_class_view,
+    class_scores=_class_scores,
+    report_classes=lambda detail, info: (class_rows(detail, info), pair_class_dice_rows(detail, info)),
+)
+
+
 class MaskAgreementResults(AgreementResults):
     """Semantic mask agreement: pooled pixel ``alpha``, ``dice``, ``iou``, ``boundary_f1``; ``detail``: per-class
     α and overlap, per (sample, rater pair, class) Dice."""
@@ -168,6 +194,7 @@ DECLARATION = MethodDeclaration(
              ("iou", "IoU (pooled)", "float"), ("boundary_f1", "Boundary F1 (pooled)", "float")),
     key_prefix="masks",
     label_types=(fol.Segmentation,),
+    hooks=HOOKS,
 )
 
 #: ``compute_mask_agreement(samples, key, *, fields=..., n_pixels=10000, boundary_tolerance=0.0075, ...)``: agreement of

@@ -66,19 +66,25 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
-from agreement.fo.frame_units import chance_groups
-from agreement.fo.chance_strata import chance_strata
-from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.core.arrays import mean_of_defined
-from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.run_results import AgreementResults
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.assignment import read_assignment
-from agreement.methods.ot import NORMALIZATIONS
 from agreement.core.rater_pairs import RaterPairTable
+from agreement.fo.assignment import read_assignment
+from agreement.fo.chance_strata import chance_strata
+from agreement.fo.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.figure_base import sig3
+from agreement.fo.frame_units import chance_groups
+from agreement.fo.label_explanations import reason_explanations
+from agreement.fo.method_hooks import MethodHooks, RaterTable
+from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.methods.ot_view import view_alpha_ot
+from agreement.fo.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
+from agreement.fo.run_results import AgreementResults
+from agreement.methods.ot import NORMALIZATIONS
+from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
+from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
 
-__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC", "DECLARATION"]
+__all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC", "DECLARATION", "HOOKS",
+           "RATER_COLUMNS", "view_alpha_ot"]
 
 METHOD = "iaa.ot_agreement"
 SAMPLE_SUFFIXES = ("ot", "ot_min", "ot_position", "f1", "mean_iou")
@@ -104,7 +110,7 @@ def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     (:func:`agreement.methods.ot.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass.
     Cross pairs join images of comparable size, or clips of comparable length (:func:`agreement.fo.chance_strata.chance_strata`)."""
     cs, cr = read_assignment(samples, plan, sample_ids)
-    return plan_chance(sample_ids, cs, cr, plan.raters, params["max_pairs"], params["seed"],
+    return plan_chance(sample_ids, cs, cr, plan.raters, max_pairs=params["max_pairs"], seed=params["seed"],
                        groups=chance_groups(samples, sample_ids),
                        strata=chance_strata(samples, sample_ids, plan.label_fields))
 
@@ -274,6 +280,78 @@ VIEW = {
 }
 
 
+#: The columns of its rater table, the default sort column first.
+RATER_COLUMNS = (
+    Column("pair_alpha", "pair αOT", description="mean αOT of its rater pairs, weighted by their shared samples"),
+    PARTNERS,
+    Column("n_shared", "shared", True, True, "samples shared, summed over its pairs"),
+) + count_columns()
+
+
+def _rater_rows(samples, info: dict, detail: dict) -> list[dict]:
+    """An OT run's raters: their pairs' αOT (weighted by shared samples), partners, shared samples,
+    labels and samples."""
+    from agreement.fo.rater_counts import rater_label_counts
+
+    counts = rater_label_counts(samples, info)
+    part = partner_means(list(detail.get("rater_pairs") or []), "alpha_ot", "n_shared_samples")
+    rows = []
+    for r in (str(x) for x in detail.get("raters") or []):
+        p = part.get(r)
+        row = {"rater": r, "pair_alpha": p["num"] / p["den"] if p and p["den"] else None,
+               "n_partners": p["n"] if p else None, "n_shared": p["shared"] if p else None,
+               "n_labels": (counts.get(r) or {}).get("labels"), "n_samples": (counts.get(r) or {}).get("samples")}
+        rows.append(row_texts(row, RATER_COLUMNS))
+    return rows
+
+
+def _view_cards(samples, info: dict, detail: dict, ids: set | None) -> list[dict]:
+    """αOT of the samples of the view, observed on them against the whole run's chance level."""
+    from agreement.fo.video_figures import is_frame_run
+
+    if detail.get("pair_sample_scores") is None:
+        return []
+    frames = is_frame_run(info)  # a frame run's pair scores are per frame
+    ids = ids if ids is not None else set(samples.values("frames.id" if frames else "id", unwind=frames))
+    va = view_alpha_ot(detail["pair_sample_scores"], detail.get("rater_pairs") or [], ids)
+    return [{"label": "αOT", "value": va["alpha"],
+             "text": sig3(va["alpha"]) + " (observed on these samples; chance level of the whole run)"
+             if va["alpha"] is not None else "undefined: no sample with two raters"}]
+
+
+def _view_pair_values(detail: dict, records: list, ids: set | None) -> dict:
+    va = view_alpha_ot(detail["pair_sample_scores"], records, ids)
+    return {p: {"alpha_ot": v["alpha"], "n_samples": v["n_samples"]} for p, v in va["pairs"].items()}
+
+
+def _disagreeing(samples, info: dict, raters):
+    from agreement.fo.views import unmatched_reason_labels_view
+
+    return unmatched_reason_labels_view(samples, info, raters)
+
+
+def _conflicts(samples, info: dict, raters: list[str]):
+    from agreement.fo.report.conflicts import match_conflicts
+
+    return match_conflicts(samples, info, raters)
+
+
+#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+HOOKS = MethodHooks(
+    view_cards=_view_cards,
+    rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),
+    pooled_key="alpha_ot",
+    view_pair_values=_view_pair_values,
+    explain_labels=lambda sample, info, labels: reason_explanations(info["key"], labels),
+    drill_modes=("unmatched",),
+    unmatched_view=lambda samples, info, rater: _disagreeing(samples, info, [rater]),
+    disagreeing_view=_disagreeing,
+    pair_sample_scores=True,
+    conflicts=_conflicts,
+    conflicts_how="from each label's OT match, or its reason and nearest counterpart when unmatched",
+)
+
+
 class OTAgreementResults(AgreementResults):
     """OT agreement (Prokhorov & Kalinin): ``alpha_ot`` (αOT, 1 perfect, 0 chance) with ``alpha_ot_se``,
     ``mean_ot`` (OT score in [1 − β, 1]), baselines ``f1`` and ``threshold_alpha``, ``n_undefined``;
@@ -312,6 +390,7 @@ DECLARATION = MethodDeclaration(
              ("alpha_ot_reason", "Why alpha-OT is undefined", "str")),
     key_prefix="ot",
     label_types=(fol.Detections, fol.TemporalDetections),  # segments: boxes in relative time (agreement.fo.temporal)
+    hooks=HOOKS,
 )
 
 #: ``compute_ot_agreement(samples, key, *, fields=..., lam=0.5, beta=0.5, ...)``: OT agreement on a dataset or

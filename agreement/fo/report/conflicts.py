@@ -9,7 +9,10 @@ KαLOS              per label ``{key}_unit``: the labels of a unit are one objec
 consensus (boxes)  per consensus label ``{key}_members``: the consensus is the reference rater
 =================  ==================================================================================
 
-Other runs store no per-label counterpart: :func:`run_conflicts` returns ``None`` and a sentence why.
+A method offers its conflicts through its declaration's hooks (``conflicts``, ``conflicts_how``,
+:class:`agreement.fo.method_hooks.MethodHooks`), built with the readers here (:func:`match_conflicts`,
+:func:`unit_conflicts`, :func:`fused_conflicts`). Other runs store no per-label counterpart:
+:func:`run_conflicts` returns ``None`` and a sentence why.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import Sequence
 from agreement.fo.label_schema import label_list_path
 from agreement.reporting.conflicts import CVAT_NAMES, LOW_OVERLAP_IOU, Conflict, Label, group_conflicts, ot_conflicts
 
-__all__ = ["run_conflicts", "conflict_rows", "CONSENSUS_RATER", "CONFLICT_COLUMNS"]
+__all__ = ["run_conflicts", "conflict_rows", "CONSENSUS_RATER", "CONFLICT_COLUMNS", "match_conflicts", "unit_conflicts",
+           "fused_conflicts"]
 
 #: The columns of ``conflicts.csv``.
 CONFLICT_COLUMNS = ["sample_id", "file_name", "type", "cvat_type", "rater_a", "class_a", "label_id_a", "rater_b",
@@ -28,9 +32,6 @@ CONFLICT_COLUMNS = ["sample_id", "file_name", "type", "cvat_type", "rater_a", "c
 
 #: The name of the consensus as the reference rater of a consensus run's conflicts.
 CONSENSUS_RATER = "consensus"
-
-_SUPPORTED = {"iaa.ot_agreement": "OT", "iaa.kalos": "KαLOS", "iaa.consensus": "consensus"}
-
 
 def _label_path(dataset, field: str) -> str | None:
     """The path of the labels of rater field ``field`` (``None`` for a field the dataset lacks or a frame field)."""
@@ -94,7 +95,10 @@ def _label(vals: tuple, rater: str) -> Label:
                                                                           for x in extra[:3]])
 
 
-def _ot(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]]:
+def match_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]]:
+    """The conflicts of labels matched one to one (OT runs: ``{key}_reason``, ``{key}_match``,
+    ``{key}_nearest_id``), per sample of ``samples``: its ids, file paths and conflicts; ``order``: the run's
+    raters, which orient each pair."""
     ids, paths, labels, assigned = _labels_of(samples, info, ("reason", "match", "nearest_id"))
     thr = float(info.get("params", {}).get("iou_threshold") or LOW_OVERLAP_IOU)
     out = []
@@ -106,7 +110,9 @@ def _ot(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[lis
     return ids, paths, out
 
 
-def _kalos(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]]:
+def unit_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]]:
+    """The conflicts of labels grouped into units (KαLOS runs: ``{key}_unit``, the labels of a unit are one
+    object), as :func:`match_conflicts`."""
     ids, paths, labels, assigned = _labels_of(samples, info, ("unit",))
     rank = {r: i for i, r in enumerate(order)}
     out = []
@@ -120,7 +126,10 @@ def _kalos(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[
     return ids, paths, out
 
 
-def _consensus(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]] | None:
+def fused_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, list, list[list[Conflict]]] | None:
+    """The conflicts of labels against the consensus labels they were fused into (consensus runs:
+    ``{key}_members`` of each label of ``{key}_consensus``; the consensus is the reference rater), as
+    :func:`match_conflicts`; ``None`` for a class consensus (one class per sample, no objects)."""
     key = info["key"]
     dataset = samples._root_dataset
     path = _label_path(dataset, f"{key}_consensus")
@@ -148,21 +157,19 @@ def run_conflicts(samples, info: dict, raters: Sequence[str] = ()) -> tuple[list
     """The conflicts of run ``info`` on ``samples`` as rows (:func:`conflict_rows`), and a sentence: how they
     were found, or why the run has none to give (``None`` rows). ``raters``: the run's rater order, which
     orients each pair (``rater_a`` comes first)."""
-    method = info["method"]
-    if method not in _SUPPORTED:
+    from agreement.fo.methods import hooks_of
+
+    hooks = hooks_of(info["method"])
+    if hooks.conflicts is None:
         return None, ("This run stores no per-label counterparts (matches, units or fused labels), so its "
                       "disagreements cannot be typed per label.")
     if (info.get("frame_fields") or any(str(f).startswith("frames.") for f in (info.get("input") or {}).get("fields") or [])):
         return None, "Per-label conflicts are listed for image runs; this run is on video frames."
-    found = {"iaa.ot_agreement": _ot, "iaa.kalos": _kalos, "iaa.consensus": _consensus}[method](samples, info, [str(r) for r in raters])
+    found = hooks.conflicts(samples, info, [str(r) for r in raters])
     if found is None:
-        return None, "A class consensus fuses one class per sample: its disagreements are the samples' classes."
+        return None, hooks.conflicts_none
     ids, paths, conflicts = found
-    how = {"iaa.ot_agreement": "from each label's OT match, or its reason and nearest counterpart when unmatched",
-           "iaa.kalos": "from the KαLOS units (the labels of a unit are one object)",
-           "iaa.consensus": "against the consensus (the reference rater), from the labels fused into each "
-                            "consensus label"}[method]
-    return conflict_rows(ids, paths, conflicts), f"Conflicts typed {how}."
+    return conflict_rows(ids, paths, conflicts), f"Conflicts typed {hooks.conflicts_how}."
 
 
 def conflict_rows(ids: Sequence[str], paths: Sequence[str], conflicts: Sequence[Sequence[Conflict]]) -> list[dict]:

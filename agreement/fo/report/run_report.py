@@ -7,12 +7,21 @@ import json
 import os
 from collections import Counter
 
-from agreement.fo.figures import PanelDataError, confusion_figure, confusion_matrix
 from agreement.fo.figure_base import count_text
+from agreement.fo.figures import PanelDataError, confusion_figure, confusion_matrix
 from agreement.fo.report.conflicts import CONFLICT_COLUMNS, run_conflicts
 from agreement.fo.report.html import html_table, render_report
-from agreement.fo.report.tables import (class_confusion_rows, class_rows, confusion_rows, curve_rows, pair_rows, plain_name, rater_rows,
-                                        record_tables, sample_rows)
+from agreement.fo.report.tables import (
+    class_confusion_rows,
+    class_rows,
+    confusion_rows,
+    curve_rows,
+    pair_rows,
+    plain_name,
+    rater_rows,
+    record_tables,
+    sample_rows,
+)
 from agreement.fo.runs import get_agreement_run_info, load_agreement_results, to_json
 
 __all__ = ["write_run_report", "REPORT_OPTIONS", "MAX_CONFUSION_FIGURES", "sample_table"]
@@ -21,7 +30,6 @@ __all__ = ["write_run_report", "REPORT_OPTIONS", "MAX_CONFUSION_FIGURES", "sampl
 REPORT_OPTIONS = {"min_labels": 0, "rows": 10**6, "bars_k": 50, "pair_k": 30}
 #: A consensus run's report draws the class confusion of at most this many raters (all are in confusion.csv).
 MAX_CONFUSION_FIGURES = 6
-MASK_METHOD = "iaa.mask_agreement"
 
 
 def write_csv(path: str, rows: list[dict], header: list[str] | None = None) -> None:
@@ -32,25 +40,6 @@ def write_csv(path: str, rows: list[dict], header: list[str] | None = None) -> N
         writer.writeheader()
         for row in rows:
             writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in header})
-
-
-def _pair_class_dice(detail: dict, info: dict) -> list[dict]:
-    """A semantic mask run's mean Dice per rater pair and class over the samples where both drew it (the
-    panel's pair × class heatmap, :func:`agreement.fo.mask_figures.pair_class_means`), one row per cell the
-    pair met on: ``rater_a``, ``rater_b``, ``class``, ``class_value``, ``mean_dice``, ``samples``."""
-    from agreement.fo.mask_figures import mask_class_names, pair_class_means
-    from agreement.fo.report.tables import round_value
-
-    means = pair_class_means(detail)
-    names = mask_class_names(info, means["classes"])
-    rows = []
-    for i, pair in enumerate(means["pairs"]):
-        a, _, b = str(pair).partition(" | ")
-        for j, value in enumerate(means["classes"]):
-            if means["n"][i, j]:
-                rows.append({"rater_a": a, "rater_b": b, "class": names[value], "class_value": int(value),
-                             "mean_dice": round_value(float(means["mean"][i, j])), "samples": int(means["n"][i, j])})
-    return rows
 
 
 def _label_field_type(dataset, field: str):
@@ -103,16 +92,23 @@ def _panel(samples, key: str) -> tuple[dict | None, str]:
 
 
 def _extra_figures(samples, info: dict, results: dict, data: dict) -> dict[str, list]:
-    """The figures the panel draws outside :func:`run_panel_data`: a mask run's, a consensus run's confusion per
-    rater, a video run's timeline."""
-    from agreement.fo.mask_figures import mask_figures
-    from agreement.fo.video_figures import (choose_video, is_frame_run, is_temporal_run, timeline_figure,
-                                            video_run_info, video_timeline)
+    """The figures the panel draws outside :func:`run_panel_data`: the method's own (a mask run's, its hook
+    ``panel_figures``), a consensus run's confusion per rater, a video run's timeline."""
+    from agreement.fo.methods import hooks_of
+    from agreement.fo.video_figures import (
+        choose_video,
+        is_frame_run,
+        is_temporal_run,
+        timeline_figure,
+        video_run_info,
+        video_timeline,
+    )
 
     detail = results.get("detail") or {}
     out: dict[str, list] = {"classes": [], "confusion": [], "video": []}
-    if info["method"] == MASK_METHOD:
-        out["classes"] = mask_figures(detail, info)
+    own = hooks_of(info["method"]).panel_figures
+    if own is not None:
+        out["classes"] = own(detail, info)
     cons = data.get("consensus") if data else None
     if cons:
         for rater in cons["raters"][:MAX_CONFUSION_FIGURES]:
@@ -261,13 +257,10 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     with open(files["json"], "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, allow_nan=False, default=str)
     table = (data or {}).get("rater_table")
-    mask = None
-    pair_class = []
-    if info["method"] == MASK_METHOD:
-        from agreement.fo.mask_figures import class_rows as mask_class_rows
+    from agreement.fo.methods import hooks_of
 
-        mask = mask_class_rows(detail, info)
-        pair_class = _pair_class_dice(detail, info)
+    own_classes = hooks_of(info["method"]).report_classes  # a mask run's classes, its pair × class Dice
+    mask, pair_class = own_classes(detail, info) if own_classes is not None else (None, [])
     conflicts, conflicts_note = run_conflicts(samples, info, [str(r) for r in detail.get("raters") or []])
     tables = {"raters": rater_rows(detail, table["rows"] if table else None), "rater_pairs": pair_rows(detail),
               "classes": class_rows(detail, mask), "confusion": confusion_rows(detail),

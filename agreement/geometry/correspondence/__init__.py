@@ -83,6 +83,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Hashable, Mapping
 
 import numpy as np
@@ -100,7 +101,7 @@ from agreement.geometry.correspondence.costs import (
     pair_cost,
     SOLVERS,
 )
-from agreement.geometry.correspondence.solvers import _SOLVE
+from agreement.geometry.correspondence.solvers import _SOLVE, HardProblem
 
 
 __all__ = [
@@ -127,6 +128,7 @@ def solve_units(
     pairs_i: ArrayLike,
     pairs_j: ArrayLike,
     similarity: ArrayLike,
+    *,
     tau: float = 0.5,
     solver: str = "greedy",
     cost: str = "soft",
@@ -187,8 +189,8 @@ def solve_units(
     tau = check_tau(tau)
     check_solver(solver)
     check_cost(cost)
-    raters, classes, group, keys, pi, pj, sim = _checked_inputs(raters, classes, pairs_i, pairs_j, similarity,
-                                                                group, keys)
+    raters, classes, group, keys, pi, pj, sim = _checked_inputs(
+        (raters, classes, group, keys), (pairs_i, pairs_j, similarity))
     n = len(raters)
     keep = sim >= tau
     pi, pj, sim = pi[keep], pj[keep], sim[keep]
@@ -212,13 +214,17 @@ def solve_units(
         label[on_easy] = n + comp[on_easy]
         hard = ~easy[comp[pi]]
         if np.any(hard):
-            _solve_hard(raters, classes, group, keys, label, comp, pi[hard], pj[hard], sim[hard], tau, solver, cost)
+            _solve_hard(_Annotations(raters, classes, group, keys), (pi[hard], pj[hard], sim[hard]), label, comp,
+                        tau=tau, solver=solver, cost=cost)
     return _number_units(label, group)
 
 
-def _checked_inputs(raters, classes, pairs_i, pairs_j, similarity, group, keys) -> tuple[np.ndarray, ...]:
-    """The inputs of :func:`solve_units` as arrays, checked: ``(raters, classes, group, keys, pi, pj, sim)``
+def _checked_inputs(annotations: tuple, pairs: tuple) -> tuple[np.ndarray, ...]:
+    """The inputs of :func:`solve_units` (``annotations``: ``(raters, classes, group, keys)``; ``pairs``:
+    ``(pairs_i, pairs_j, similarity)``) as arrays, checked: ``(raters, classes, group, keys, pi, pj, sim)``
     (classes as integer codes, ``group`` zeros by default, ``keys`` as ``(n, k)`` floats or None)."""
+    raters, classes, group, keys = annotations
+    pairs_i, pairs_j, similarity = pairs
     raters = np.asarray(raters, dtype=np.int64).reshape(-1)
     classes = np.asarray(classes).reshape(-1)
     n = len(raters)
@@ -255,12 +261,25 @@ def _checked_inputs(raters, classes, pairs_i, pairs_j, similarity, group, keys) 
     return raters, classes, group, keys, pi, pj, sim
 
 
-def _solve_hard(raters, classes, group, keys, label, comp, pi, pj, sim, tau, solver, cost) -> None:
-    """Runs ``solver`` on the candidate pairs of the hard components (writing ``label``), in the
-    canonical processing order: cost, then higher similarity, then the ranks of the two annotations
-    (ranks computed only where ties or a non-greedy solver need them)."""
+@dataclass(frozen=True)
+class _Annotations:
+    """The annotations of :func:`solve_units`, checked: rater and class codes, group, content keys (or None)."""
+
+    raters: np.ndarray
+    classes: np.ndarray
+    group: np.ndarray
+    keys: np.ndarray | None
+
+
+def _solve_hard(ann: _Annotations, pairs: tuple, label: np.ndarray, comp: np.ndarray, *, tau: float, solver: str,
+                cost: str) -> None:
+    """Runs ``solver`` on the candidate ``pairs`` ``(pi, pj, sim)`` of the hard components (writing
+    ``label``), in the canonical processing order: cost, then higher similarity, then the ranks of the
+    two annotations (ranks computed only where ties or a non-greedy solver need them)."""
+    raters, classes, group, keys = ann.raters, ann.classes, ann.group, ann.keys
+    pi, pj, sim = pairs
     n = len(raters)
-    c = pair_cost(sim, classes[pi] == classes[pj], cost)
+    c = pair_cost(sim, classes[pi] == classes[pj], cost=cost)
     rank = np.full(n, -1, dtype=np.int64)
     order = np.lexsort((-sim, c))
     tied = (np.diff(c[order]) == 0) & (np.diff(sim[order]) == 0)
@@ -268,7 +287,7 @@ def _solve_hard(raters, classes, group, keys, label, comp, pi, pj, sim, tau, sol
         # Canonical ranks, computed only where they are needed.
         nodes = unique_sorted(np.r_[pi, pj])
         rank[nodes] = canonical_rank(
-            group[nodes], classes[nodes], None if keys is None else keys[nodes], raters[nodes]
+            group[nodes], classes[nodes], keys=None if keys is None else keys[nodes], raters=raters[nodes]
         )
         lo = np.minimum(rank[pi], rank[pj])
         hi = np.maximum(rank[pi], rank[pj])
@@ -276,7 +295,8 @@ def _solve_hard(raters, classes, group, keys, label, comp, pi, pj, sim, tau, sol
         # the ranks of the two annotations.
         order = np.lexsort((hi, lo, -sim, c))
     pi, pj, sim, c = pi[order], pj[order], sim[order], c[order]
-    _SOLVE[solver](raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost)
+    _SOLVE[solver](HardProblem(raters=raters, classes=classes, rank=rank, label=label, comp=comp, pi=pi, pj=pj,
+                                sim=sim, c=c, tau=tau, cost=cost))
 
 
 def _number_units(label: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -303,6 +323,7 @@ def correspond(
     raters: ArrayLike,
     classes: ArrayLike,
     similarity: Callable[[np.ndarray, np.ndarray], ArrayLike] | Mapping[tuple[Hashable, Hashable], ArrayLike],
+    *,
     tau: float = 0.5,
     solver: str = "greedy",
     cost: str = "soft",

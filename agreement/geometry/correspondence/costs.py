@@ -73,7 +73,7 @@ def check_cost(cost: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def pair_cost(similarity: ArrayLike, same_class: ArrayLike, cost: str = "soft") -> np.ndarray:
+def pair_cost(similarity: ArrayLike, same_class: ArrayLike, *, cost: str = "soft") -> np.ndarray:
     r"""The cost of candidate pairs.
 
     .. math::
@@ -113,7 +113,7 @@ def pair_cost(similarity: ArrayLike, same_class: ArrayLike, cost: str = "soft") 
 
 
 def canonical_rank(
-    group: ArrayLike, classes: ArrayLike, keys: ArrayLike | None = None, raters: ArrayLike | None = None
+    group: ArrayLike, classes: ArrayLike, *, keys: ArrayLike | None = None, raters: ArrayLike | None = None
 ) -> np.ndarray:
     """A rank of every annotation that does not depend on the input order.
 

@@ -9,6 +9,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -19,6 +20,26 @@ from agreement.core.arrays import unique_sorted
 from agreement.geometry.correspondence.costs import _C_MIN, SOLVERS
 
 
+@dataclass(frozen=True)
+class HardProblem:
+    """What a solver solves: the candidate pairs ``(pi[e], pj[e])`` of the hard components, in the canonical
+    processing order, with their similarity ``sim`` and cost ``c`` (``cost``: ψ's name; ``tau``: the
+    threshold), over annotations of rater codes ``raters``, class codes ``classes``, canonical ranks ``rank``
+    (-1 where not computed) and connected component ``comp``. The solver writes ``label`` in place."""
+
+    raters: np.ndarray
+    classes: np.ndarray
+    rank: np.ndarray
+    label: np.ndarray
+    comp: np.ndarray
+    pi: np.ndarray
+    pj: np.ndarray
+    sim: np.ndarray
+    c: np.ndarray
+    tau: float
+    cost: str
+
+
 # --------------------------------------------------------------------------
 # Solvers on the hard components. Each writes representatives into `label`:
 # every annotation of a unit gets the same value, distinct from all others
@@ -26,8 +47,9 @@ from agreement.geometry.correspondence.costs import _C_MIN, SOLVERS
 # --------------------------------------------------------------------------
 
 
-def _greedy(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) -> None:
+def _greedy(problem: HardProblem) -> None:
     """Union-find over pre-sorted candidate pairs with the one-rater-per-unit rule."""
+    raters, label, pi, pj = problem.raters, problem.label, problem.pi, problem.pj
     cluster: dict[int, int] = {}
     members: dict[int, list[int]] = {}
     mask: dict[int, int] = {}
@@ -81,8 +103,10 @@ def _local_costs(nodes: np.ndarray, pi, pj, c, e) -> np.ndarray:
     return m
 
 
-def _hungarian(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) -> None:
+def _hungarian(problem: HardProblem) -> None:
     """Sequential Hungarian matching per component, raters in code order."""
+    raters, label, comp, pi, pj, c, rank = (problem.raters, problem.label, problem.comp, problem.pi, problem.pj,
+                                            problem.c, problem.rank)
     for nodes, e in _components(comp, pi, pj, rank):
         m = _local_costs(nodes, pi, pj, c, e)
         r = raters[nodes]
@@ -110,8 +134,10 @@ def _hungarian(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) ->
             label[idx] = idx.min()
 
 
-def _agglomerative(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) -> None:
+def _agglomerative(problem: HardProblem) -> None:
     """Complete linkage per component, cut so that every pair in a unit is a candidate."""
+    label, comp, pi, pj, c, rank, tau, cost = (problem.label, problem.comp, problem.pi, problem.pj, problem.c,
+                                               problem.rank, problem.tau, problem.cost)
     c_min = _C_MIN[cost]
     cut = (-tau) - c_min  # the largest distance of a candidate pair
     far = 4.0 * (1.0 - c_min) + 1.0  # larger than any candidate distance
@@ -129,8 +155,10 @@ def _agglomerative(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost
             label[idx] = idx.min()
 
 
-def _mgm(raters, classes, rank, label, comp, pi, pj, sim, c, tau, cost) -> None:
+def _mgm(problem: HardProblem) -> None:
     """Multi-graph matching per component with pylibmgm (one graph per rater)."""
+    raters, label, comp, pi, pj, c, rank = (problem.raters, problem.label, problem.comp, problem.pi, problem.pj,
+                                            problem.c, problem.rank)
     try:
         import pylibmgm as lib
     except ImportError as err:  # pragma: no cover - depends on the environment
@@ -197,7 +225,7 @@ def _solve_mgm(lib, model):
     return sol
 
 
-_SOLVE: dict[str, Callable] = {
+_SOLVE: dict[str, Callable[[HardProblem], None]] = {
     "greedy": _greedy,
     "hungarian": _hungarian,
     "agglomerative": _agglomerative,

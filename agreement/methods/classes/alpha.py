@@ -1,11 +1,15 @@
 r"""Krippendorff's alpha for one class per rater and sample, at the nominal, ordinal, interval or ratio level,
 or with a user distance.
 
-The input is a reliability matrix of class codes ``codes`` of shape ``(S, R)``:
+The input is a matrix of class codes ``codes`` of shape ``(S, R)``:
 ``S`` units (samples) as rows, ``R`` raters as columns, each cell a class code
 in ``0 .. K-1`` or ``-1`` for a missing value (the layout of
-:class:`agreement.core.ratings.ClassRatings`; note that
-:mod:`agreement.core.krippendorff` takes the transpose, raters as rows).
+:class:`agreement.core.ratings.ClassRatings`). It is the transpose of the
+reliability matrix of the one Krippendorff core (:mod:`agreement.core.coincidence`,
+:mod:`agreement.core.krippendorff`: raters as rows), which every function here
+calls: the counts, the coincidence matrix, the result type (:class:`ClassAlpha` is
+:class:`agreement.core.krippendorff.AlphaResult`), the distances and the formula
+are the core's; this module adds the ``(S, R)`` checks and the unit bootstrap.
 
 Following Krippendorff (2011):
 
@@ -34,10 +38,6 @@ The differences (:func:`delta_matrix`):
   squared distances between the codes (square, symmetric, zero diagonal,
   non-negative, finite).
 
-The distances and the formula are the one core's,
-:func:`agreement.core.krippendorff.distance_matrix` and
-:func:`agreement.core.krippendorff.alpha_from_distances`.
-
 ``alpha`` is undefined (NaN, with a reason) when there are fewer than two
 pairable values or when they show no variation (``D_e = 0``).
 
@@ -48,17 +48,22 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from agreement.core import coincidence as _core
+from agreement.core.coincidence import coincidence_sparse, pairable_counts, unit_coincidences
 from agreement.core.krippendorff import (
     LEVELS,
+    REASON_FEW,
+    REASON_FLAT,
+    AlphaResult,
     Distance,
     Level,
-    alpha_from_distances,
+    alpha_from_coincidence,
+    alpha_of_coincidences,
     check_level,
     distance_matrix,
 )
@@ -77,39 +82,18 @@ __all__ = [
     "alpha_from_coincidence",
     "class_alpha",
     "bootstrap_alpha",
+    "REASON_FEW",
+    "REASON_FLAT",
 ]
 
 #: At most this many resampling weights are held in memory at once by :func:`bootstrap_alpha`.
 _BOOT_CHUNK = 1 << 22
 
-REASON_FEW = "fewer than 2 pairable values (n = {n:g}): no unit has two or more values"
-REASON_FLAT = "no variation: the pairable values do not differ (D_e = 0)"
+#: The one result type: :class:`agreement.core.krippendorff.AlphaResult` (the same class).
+ClassAlpha = AlphaResult
 
-
-@dataclass(frozen=True)
-class ClassAlpha:
-    """Krippendorff's alpha with its parts.
-
-    Attributes:
-        alpha: ``1 - observed / expected`` (at most 1); NaN when undefined.
-        observed: the observed disagreement ``D_o`` (NaN with fewer than two pairable values).
-        expected: the expected disagreement ``D_e`` (NaN with fewer than two pairable values).
-        n_pairable: ``n``, the number of pairable values.
-        n_units: the number of pairable units (units with at least two values).
-        reason: why ``alpha`` is NaN; ``""`` when it is defined.
-    """
-
-    alpha: float
-    observed: float
-    expected: float
-    n_pairable: float
-    n_units: int
-    reason: str = ""
-
-    @property
-    def defined(self) -> bool:
-        """``alpha`` is a number."""
-        return not np.isnan(self.alpha)
+#: The squared differences of a level: :func:`agreement.core.krippendorff.distance_matrix` (the same function).
+delta_matrix = distance_matrix
 
 
 def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, int]:
@@ -118,6 +102,9 @@ def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.nda
     Args:
         codes: ``(S, R)`` integer codes in ``[-1, K-1]``.
         n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(codes, K)``: the codes as int64 and the number of classes.
 
     Raises:
         ValueError: not two-dimensional, not integer, a code below ``-1`` or at least ``n_classes``.
@@ -138,166 +125,37 @@ def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.nda
     return arr, max(K, 0)
 
 
-def _check_level(level: Distance, values: np.ndarray | Sequence | None, K: int) -> np.ndarray | None:
-    """:func:`agreement.core.krippendorff.check_level`: the values of the codes (numeric levels), else ``None``."""
-    return check_level(level, values, K)
-
-
 def unit_counts(codes: np.ndarray, n_classes: int | None = None) -> sp.csr_matrix:
     """``n_uc``: the number of values of each class in each unit, as a sparse ``(S, K)`` matrix.
+
+    :func:`agreement.core.coincidence.unit_counts` of the transpose (the core takes raters as rows).
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
+
+    Returns:
+        ``(S, K)`` float64 CSR counts.
     """
     codes, K = check_codes(codes, n_classes)
-    S = codes.shape[0]
-    s, r = np.nonzero(codes >= 0)
-    data = np.ones(len(s), dtype=np.float64)
-    out = sp.csr_matrix((data, (s, codes[s, r])), shape=(S, K))
-    out.sum_duplicates()
-    return out
-
-
-def _pairable(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """The rows of pairable units, their ``m_u`` and their indices."""
-    m = np.asarray(counts.sum(axis=1)).reshape(-1)
-    keep = np.flatnonzero(m >= 2)
-    return counts[keep], m[keep], keep
-
-
-def _coincidence_of(counts: sp.csr_matrix) -> np.ndarray:
-    """``sum_u (n_u n_u^T - diag n_u) / (m_u - 1)`` over the pairable rows of ``counts``, dense ``(K, K)``."""
-    return np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
-
-
-def coincidence_sparse(counts: sp.csr_matrix) -> sp.csr_matrix:
-    """The coincidence matrix of unit counts ``(S, K)`` as a sparse ``(K, K)`` matrix.
-
-    The integer products ``n_uc n_uk - [c = k] n_uc`` are summed exactly within
-    groups of units with the same ``m_u`` and divided by ``m_u - 1`` once per
-    group, so the result does not drift with the number of units.
-    """
-    K = counts.shape[1]
-    U0, m, _ = _unit_products(counts)
-    groups, g = np.unique(m, return_inverse=True)
-    G = sp.csr_matrix((np.ones(len(m)), (g.reshape(-1), np.arange(len(m)))), shape=(len(groups), len(m))) @ U0
-    flat = sp.csr_matrix(1.0 / (groups - 1.0)) @ G if len(groups) else sp.csr_matrix((1, K * K))
-    flat = sp.coo_matrix(flat)
-    return sp.csr_matrix((flat.data, (flat.col // max(K, 1), flat.col % max(K, 1))), shape=(K, K))
-
-
-def _unit_products(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """Per pairable unit, ``n_u n_u^T - diag n_u`` flattened (``c * K + k``), with ``m_u`` and the unit indices."""
-    N, m, keep = _pairable(counts)
-    N = sp.csr_matrix(N)
-    N.sum_duplicates()
-    N.sort_indices()
-    K = N.shape[1]
-    k = np.diff(N.indptr)
-    reps = k * k
-    row = np.repeat(np.arange(len(k)), reps)
-    off = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-    kk = np.maximum(np.repeat(k, reps), 1)
-    i = N.indptr[row] + off // kk
-    j = N.indptr[row] + off % kk
-    ci, cj = N.indices[i].astype(np.int64), N.indices[j].astype(np.int64)
-    val = N.data[i] * N.data[j] - np.where(ci == cj, N.data[i], 0.0)
-    U0 = sp.csr_matrix((val, (row, ci * K + cj)), shape=(len(k), K * K))
-    return U0, m, keep
+    return _core.unit_counts(codes.T, K)
 
 
 def coincidence_matrix(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
     """The ``(K, K)`` coincidence matrix ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)``.
 
     Sums over pairable units (``m_u >= 2``); symmetric, with row sums ``n_c``
-    (Krippendorff 2011). Built from a sparse ``(S, K)`` count matrix, in time
-    linear in the number of ratings.
+    (Krippendorff 2011). :func:`agreement.core.coincidence.coincidence_matrix` of the
+    transpose, built from sparse counts in time linear in the number of ratings.
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
-    """
-    return _coincidence_of(unit_counts(codes, n_classes))
-
-
-def unit_coincidences(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Each pairable unit's contribution to the coincidence matrix, one sparse row per unit.
-
-    Row ``u`` holds ``(n_u n_u^T - diag n_u) / (m_u - 1)`` flattened to ``K * K``
-    (index ``c * K + k``); the rows sum to :func:`coincidence_matrix`.
-
-    Args:
-        counts: ``(S, K)`` sparse unit counts (:func:`unit_counts`).
 
     Returns:
-        ``(U, keep)``: ``U`` a ``(S_pairable, K * K)`` CSR matrix and ``keep`` the
-        indices of the pairable units.
+        ``(K, K)`` float64.
     """
-    U0, m, keep = _unit_products(counts)
-    return sp.csr_matrix(sp.diags(1.0 / (m - 1.0)) @ U0), keep
-
-
-def delta_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Sequence | None = None) -> np.ndarray:
-    """The squared differences ``delta2_ck`` of a level of measurement (Krippendorff 2011).
-
-    * nominal: ``[c != k]``;
-    * ordinal: ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)**2 = (r_k - r_c)**2`` with
-      the mid-ranks ``r_g = sum_{h<=g} n_h - n_g / 2`` (codes are ranks);
-    * interval: ``(v_c - v_k)**2``;
-    * ratio: ``((v_c - v_k) / (v_c + v_k))**2`` (0 where ``v_c + v_k = 0``);
-    * a callable distance or a ``(K, K)`` matrix of squared distances (validated).
-
-    :func:`agreement.core.krippendorff.distance_matrix`, the one core.
-
-    Args:
-        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable or a ``(K, K)`` matrix.
-        n_c: ``(..., K)`` pairable values per class (the coincidence matrix's
-            row sums); a leading batch shape gives a batch of matrices.
-        values: ``(K,)`` numeric value of each code (interval, ratio, callable; default the codes).
-
-    Returns:
-        ``(..., K, K)`` float64, zero on the diagonal.
-    """
-    return distance_matrix(level, n_c, values)
-
-
-def _alpha_batch(o: np.ndarray, level: Distance, values: np.ndarray | Sequence | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices ``(..., K, K)``
-    (:func:`agreement.core.krippendorff.alpha_from_distances`)."""
-    o = np.asarray(o, dtype=np.float64)
-    return alpha_from_distances(o, distance_matrix(level, o.sum(axis=-1), values))
-
-
-def alpha_from_coincidence(o: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                           n_units: int = -1) -> ClassAlpha:
-    """Krippendorff's alpha from a coincidence matrix at a level of measurement.
-
-    ``n_c = sum_k o_ck``, ``n = sum_c n_c``, ``D_o = sum_ck o_ck delta2_ck / n``,
-    ``D_e = sum_ck n_c n_k delta2_ck / (n (n - 1))``, ``alpha = 1 - D_o / D_e``
-    (at most 1; Krippendorff 2011), ``delta2`` from :func:`delta_matrix`.
-
-    Args:
-        o: ``(K, K)`` symmetric coincidence matrix.
-        level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
-            ``(K, K)`` matrix of squared distances.
-        values: ``(K,)`` numeric values of the codes (interval, ratio, callable; default the codes).
-        n_units: the number of pairable units behind ``o`` (reported only).
-
-    Returns:
-        :class:`ClassAlpha`; NaN with a reason when ``n < 2`` or ``D_e = 0``.
-    """
-    o = np.asarray(o, dtype=np.float64)
-    if o.ndim != 2 or o.shape[0] != o.shape[1]:
-        raise ValueError(f"coincidence matrix must be square, got shape {o.shape}")
-    _check_level(level, values, o.shape[0])
-    alpha, d_o, d_e, n = (float(x) for x in _alpha_batch(o, level, values))
-    if not n >= 2:
-        return ClassAlpha(np.nan, np.nan, np.nan, n, n_units, REASON_FEW.format(n=n))
-    if np.isnan(alpha):
-        return ClassAlpha(np.nan, d_o, 0.0, n, n_units, REASON_FLAT)
-    return ClassAlpha(alpha, d_o, d_e, n, n_units, "")
+    return np.asarray(coincidence_sparse(unit_counts(codes, n_classes)).todense(), dtype=np.float64)
 
 
 def class_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
@@ -334,10 +192,11 @@ def class_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarr
         0.444...
     """
     codes, K = check_codes(codes, n_classes)
-    _check_level(level, values, K)
+    check_level(level, values, K)
     counts = unit_counts(codes, K)
     n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
-    return alpha_from_coincidence(_coincidence_of(counts), level, values, n_units)
+    o = np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
+    return alpha_from_coincidence(o, n_units, level=level, values=values)
 
 
 def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
@@ -375,7 +234,7 @@ def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.n
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     codes, K = check_codes(codes, n_classes)
-    _check_level(level, values, K)
+    check_level(level, values, K)
     U, freq = _unit_patterns(unit_counts(codes, K))
     S_p = int(freq.sum())
     if S_p == 0:
@@ -389,7 +248,7 @@ def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.n
         b = min(chunk, n_boot - start)
         w = rng.multinomial(S_p, freq / S_p, size=b).astype(np.float64)  # (b, P) draws of each pattern
         o = np.asarray(UT @ w.T).T.reshape(b, K, K)
-        alphas.append(_alpha_batch(o, level, values)[0])
+        alphas.append(alpha_of_coincidences(o, level, values)[0])
     a = np.concatenate(alphas)
     if not np.isfinite(a).any():
         return (np.nan, np.nan)
@@ -405,7 +264,7 @@ def _unit_patterns(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
     with far fewer categories when many units look alike, and independent of
     the order of the units.
     """
-    N, _, _ = _pairable(counts)
+    N, _, _ = pairable_counts(counts)
     if N.shape[0] * max(N.shape[1], 1) <= (1 << 26):
         patterns, freq = np.unique(N.toarray(), axis=0, return_counts=True)
         P = sp.csr_matrix(patterns)

@@ -26,17 +26,10 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from agreement.core.coincidence import unit_products
+from agreement.core.krippendorff import Distance, alpha_of_coincidences, check_level, distance_matrix, takes_marginals
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
-from agreement.core.krippendorff import _takes_marginals, distance_matrix
-from agreement.methods.classes.alpha import (
-    Distance,
-    _alpha_batch,
-    _check_level,
-    _unit_products,
-    check_codes,
-    coincidence_matrix,
-    unit_counts,
-)
+from agreement.methods.classes.alpha import check_codes, coincidence_matrix, unit_counts
 
 __all__ = [
     "agreement_with_others_majority",
@@ -84,7 +77,7 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     """
     S, R = codes.shape
     counts = unit_counts(codes, K)
-    U0, m_p, keep = _unit_products(counts)
+    U0, m_p, keep = unit_products(counts)
     m = np.zeros(S)
     m[keep] = m_p
     o_all = (np.asarray(U0.T @ (1.0 / (m_p - 1.0)))).reshape(K, K)
@@ -104,7 +97,8 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     delta -= G + G.transpose(0, 2, 1)
     diag = np.bincount(r[big] * K + c[big], 2.0 * inv, minlength=R * K).reshape(R, K)
     delta[:, np.arange(K), np.arange(K)] += diag
-    return o_all[None] + delta
+    out: np.ndarray = o_all[None] + delta
+    return out
 
 
 def alpha_without_rater(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
@@ -126,10 +120,10 @@ def alpha_without_rater(codes: np.ndarray, level: Distance = "nominal", values: 
         ``(R,)`` float; NaN where alpha without the rater is undefined.
     """
     codes, K = check_codes(codes, n_classes)
-    _check_level(level, values, K)
+    check_level(level, values, K)
     if codes.shape[1] == 0:
         return np.zeros(0)
-    return _alpha_batch(_without_rater_coincidences(codes, K), level, values)[0]
+    return alpha_of_coincidences(_without_rater_coincidences(codes, K), level, values)[0]
 
 
 def rater_vitality(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
@@ -157,9 +151,9 @@ def rater_vitality(codes: np.ndarray, level: Distance = "nominal", values: np.nd
         (alpha); vitality is the leave-one-rater-out jackknife difference.
     """
     codes, K = check_codes(codes, n_classes)
-    _check_level(level, values, K)
+    check_level(level, values, K)
     o = coincidence_matrix(codes, K)
-    alpha = float(_alpha_batch(o, level, values)[0])
+    alpha = float(alpha_of_coincidences(o, level, values)[0])
     return alpha - alpha_without_rater(codes, level, values, n_classes=K)
 
 
@@ -271,7 +265,7 @@ def pairwise(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray 
         J. Cohen, 1960; K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     """
     codes, K = check_codes(codes, n_classes)
-    v = _check_level(level, values, K)
+    v = check_level(level, values, K)
     S, R = codes.shape
     names = tuple(str(i) for i in range(R)) if raters is None else tuple(raters)
     if len(names) != R:
@@ -313,13 +307,14 @@ def _pair_alpha(level: Distance, v: np.ndarray | None, pid: np.ndarray, ca: np.n
             pid_k = pid * K
             d_pair = (vals.reshape(-1)[pid_k + ca] - vals.reshape(-1)[pid_k + cb]) ** 2
         else:
+            assert v is not None  # check_level gives the codes' values at the interval level
             vals = np.broadcast_to(v[:K], (P, K))
             d_pair = (v[ca] - v[cb]) ** 2
         mean = (n_c * vals).sum(axis=1) / n
         d_e_num = 2.0 * n * (n_c * (vals - mean[:, None]) ** 2).sum(axis=1)
         scale = np.maximum(np.max(vals, axis=1) - np.min(vals, axis=1), 1.0) ** 2
     else:  # ratio, a matrix or a callable: D_e from the distances themselves
-        if callable(level) and _takes_marginals(level):  # a distance of each pair's own marginals
+        if callable(level) and takes_marginals(level):  # a distance of each pair's own marginals
             d = distance_matrix(level, n_c, v)
             d_pair = d[pid, ca, cb]
             d_e_num = np.einsum("pc,pck,pk->p", n_c, d, n_c)

@@ -133,7 +133,18 @@ def masi_distance(a: Iterable, b: Iterable) -> float:
 
     ``d = 1 - J M`` with ``J = |A & B| / |A | B|`` and ``M = 1`` (equal),
     ``2/3`` (one a subset of the other), ``1/3`` (they intersect otherwise),
-    ``0`` (disjoint). Range ``[0, 1]``; 0 for two empty sets.
+    ``0`` (disjoint).
+
+    Args:
+        a: a set (any iterable of hashable tags).
+        b: another.
+
+    Returns:
+        ``d`` in ``[0, 1]``; 0 for two empty sets.
+
+    Reference:
+        R. Passonneau, "Measuring Agreement on Set-valued Items (MASI) for Semantic and Pragmatic
+        Annotation", LREC 2006.
 
     Examples:
         >>> masi_distance({1, 2}, {1, 2, 3, 4})  # doctest: +ELLIPSIS
@@ -177,11 +188,17 @@ def masi_matrix(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def encode_sets(present: np.ndarray, rated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each rated cell's set as a value id: ``(codes (S, R), sets (V, K))``.
+    """Each rated cell's set as a value id.
 
-    ``codes[s, r]`` indexes ``sets`` (the distinct sets observed, in
-    lexicographic order of their indicator rows, so independent of the order
-    of samples and raters), ``-1`` where the set is missing.
+    ``codes[s, r]`` indexes ``sets`` (the distinct sets observed, in lexicographic order of their indicator
+    rows, so independent of the order of samples and raters), ``-1`` where the set is missing.
+
+    Args:
+        present: ``(S, R, K)`` bool, tag ``k`` is in rater ``r``'s set on sample ``s``.
+        rated: ``(S, R)`` bool, the rater gave a set (possibly empty) on the sample.
+
+    Returns:
+        ``(codes, sets)``: ``codes`` int64 ``(S, R)``, ``sets`` bool ``(V, K)``.
     """
     present, rated = _check_sets(present, rated)
     S, R, K = present.shape
@@ -240,7 +257,16 @@ def masi_alpha(present: np.ndarray, rated: np.ndarray) -> ClassAlpha:
 
 
 def masi_pairs(sets: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """MASI distances between ``sets[i]`` and ``sets[j]`` element-wise (``(P,)``)."""
+    """MASI distances between ``sets[i]`` and ``sets[j]`` element-wise (:func:`masi_distance`, vectorised).
+
+    Args:
+        sets: ``(V, K)`` bool, one set per row.
+        i: ``(P,)`` int rows of ``sets``.
+        j: ``(P,)`` int rows of ``sets``.
+
+    Returns:
+        ``(P,)`` float in ``[0, 1]``.
+    """
     A = np.asarray(sets, dtype=bool)[np.asarray(i)]
     B = np.asarray(sets, dtype=bool)[np.asarray(j)]
     inter = (A & B).sum(axis=1).astype(np.float64)

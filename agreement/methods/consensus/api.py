@@ -10,9 +10,12 @@ from typing import Callable
 
 import numpy as np
 
+from agreement.core.data import MultiRaterAnnotations, encode_classes
+from agreement.core.kinds import column_kind, is_column
 from agreement.core.rater_pairs import co_assignment
-from agreement.methods.consensus.em import RATE_PRIOR, ConsensusModel, fit_em
-from agreement.methods.consensus.majority import majority_vote
+from agreement.geometry.correspondence import check_cost, check_solver
+from agreement.methods.consensus.em import RATE_PRIOR, ConsensusModel, EMSettings, fit_em
+from agreement.methods.consensus.majority import unit_majority_vote
 from agreement.methods.consensus.pixels import fuse_pixels
 from agreement.methods.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
 from agreement.methods.consensus.result import NO_TWO_RATERS, ConsensusResult
@@ -28,8 +31,6 @@ from agreement.methods.consensus.units import (
     units_from_labels,
 )
 from agreement.methods.consensus.wbf import weighted_boxes_fusion
-from agreement.geometry.correspondence import check_cost, check_solver
-from agreement.core.data import MultiRaterAnnotations, encode_classes
 
 __all__ = ["MIN_MAJORITY_KEPT", "consensus", "em_degeneracy"]
 
@@ -92,25 +93,20 @@ def _run_wbf(data, codes, tau: float) -> tuple[UnitTable, dict]:
 
 
 def _run_majority(data, kind, units, codes, C) -> dict:
-    fit = majority_vote(data, kind, units, codes, C)
+    fit = unit_majority_vote(data, kind, units, codes, C)
     out = dict(confidence=fit.support, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=data.boxes[fit.chosen])
-    if kind == "keypoints":
-        out["keypoints"] = data.keypoints[fit.chosen]
-    elif kind == "cuboids":
-        out["cuboids"] = data.cuboids[fit.chosen]
-    elif kind == "masks":
-        out["masks"] = [data.masks[i] for i in fit.chosen]
-    elif kind == "polygons":
-        out["polygons"] = [data.polygons[i] for i in fit.chosen]
+    if is_column(kind):  # the chosen label's own geometry (keypoints, cuboids, masks, polygons: its column)
+        out[kind] = column_kind(kind).take(data.geometry[kind], fit.chosen)
     return out
 
 
 def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail,
             rate_prior) -> dict:
     rho = coincidence if coincidence is not None else estimate_coincidence(data, kind, tau)
-    fit = fit_em(data, units, codes, classes, kind, rho, smoothing, max_iter, tol, model, tail, rate_prior)
+    fit = fit_em(data, units, codes, classes, kind, rho, model=model, settings=EMSettings(
+        smoothing=smoothing, max_iter=max_iter, tol=tol, tail=tail, rate_prior=rate_prior))
     out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,

@@ -37,10 +37,11 @@ class ClassConsensusHeadline:
     """The headline of a class consensus (module docstring).
 
     Attributes:
-        agreement, agreement_reason: the share of votes for the consensus class on samples of two or more
-            raters (NaN with the reason when there is none).
-        mean_confidence, mean_confidence_reason: the mean of ``confidence`` where defined (NaN with the
-            reason otherwise).
+        agreement: the share of votes for the consensus class on samples of two or more raters, in
+            ``[0, 1]`` (NaN when there is no such sample).
+        agreement_reason: why ``agreement`` is NaN (``""`` when it is defined).
+        mean_confidence: the mean of ``confidence`` where defined, in ``[0, 1]`` (NaN where it is nowhere).
+        mean_confidence_reason: why ``mean_confidence`` is NaN (``""`` when it is defined).
         confidence: ``(S,)`` the consensus posterior per sample, NaN without a consensus label or where its
             raters never meet another rater.
         has: ``(S,)`` bool, the sample has a consensus label.
@@ -65,10 +66,17 @@ class ClassConsensusHeadline:
 
 
 def class_consensus_headline(codes: np.ndarray, labels: np.ndarray, confidence: np.ndarray) -> ClassConsensusHeadline:
-    """The headline numbers of the consensus ``labels`` (``(S,)``, ``-1`` for none) with posterior
-    ``confidence`` (``(S,)``) of the raters' ``codes`` (``(S, R)``, ``-1`` for no class).
+    """The headline numbers of a class consensus (formulas, range and reasons: the module docstring).
 
-    Formulas, range and reasons: the module docstring.
+    Args:
+        codes: ``(S, R)`` the raters' class codes, ``-1`` for no class.
+        labels: ``(S,)`` the consensus class codes, ``-1`` for none.
+        confidence: ``(S,)`` the consensus posterior of the class chosen, in ``[0, 1]``.
+
+    Returns:
+        The :class:`ClassConsensusHeadline`: ``agreement`` in ``[0, 1]`` (the share of votes for the consensus
+        class on samples of two or more raters) and ``mean_confidence`` in ``[0, 1]``, each NaN with a reason
+        when undefined.
     """
     codes = np.asarray(codes)
     labels = np.asarray(labels)

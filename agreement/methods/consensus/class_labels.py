@@ -357,7 +357,7 @@ class _Ratings:
         S, R = codes.shape
         s, r = np.nonzero(codes >= 0)
         a = codes[s, r]
-        return _Ratings(s, r, a, S, R, K, s * K + a)
+        return _Ratings(s=s, r=r, a=a, S=S, R=R, K=K, cell=s * K + a)
 
 
 def _mace_start(R: int, K: int, seed: int, restart: int) -> tuple[np.ndarray, np.ndarray]:
@@ -424,7 +424,8 @@ def _mace_m_step(d: _Ratings, know: np.ndarray, method: str, priors: tuple[float
             np.exp(digamma(strat) - digamma(strat.sum(axis=1, keepdims=True))))
 
 
-def _mace_run(d: _Ratings, pair, strat, method, priors, smoothing, max_iter, tol):
+def _mace_run(d: _Ratings, pair, strat, *, method: str, priors: tuple[float, float, float], smoothing: float,
+              max_iter: int, tol: float):
     """One EM/VB run from ``(pair, strat)``: the final parameters, iterations, convergence and the last
     change (the largest absolute change of a parameter ``θ_r``, ``1 - θ_r`` or ``ξ_r[a]`` in the last M-step)."""
     converged, n_iter, change = False, 0, float("inf")
@@ -439,7 +440,7 @@ def _mace_run(d: _Ratings, pair, strat, method, priors, smoothing, max_iter, tol
     return pair, strat, n_iter, converged, float(change)
 
 
-def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10, max_iter: int = MACE_MAX_ITER,
+def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 10, max_iter: int = MACE_MAX_ITER,
          tol: float = MACE_TOL, method: str = "vb", alpha: float = 0.5, beta: float = 0.5,
          strategy_prior: float = 10.0, smoothing: float | None = None, data_start: bool = True) -> ClassConsensus:
     r"""MACE (Multi-Annotator Competence Estimation): who is spamming, and the classes.
@@ -516,8 +517,8 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     data = (np.full((len(cols), 2), 0.5), freq / freq.sum(axis=1, keepdims=True))
     for restart in range(n_restarts + bool(data_start)):
         pair, strat = _mace_start(len(cols), K, seed, restart) if restart < n_restarts else data
-        pair, strat, n_iter, converged, change = _mace_run(d, pair, strat, method, priors, smoothing, max_iter,
-                                                           tol)
+        pair, strat, n_iter, converged, change = _mace_run(d, pair, strat, method=method, priors=priors,
+                                                           smoothing=smoothing, max_iter=max_iter, tol=tol)
         T, _, ll = _mace_e_step(d, pair, strat)
         if best is None or ll > best[0]:
             best = (ll, T, pair, strat, n_iter, converged, change)
@@ -528,8 +529,9 @@ def mace(codes: np.ndarray, n_classes: int, seed: int = 0, n_restarts: int = 10,
     conf = theta[:, None, None] * np.eye(K)[None] + (1.0 - theta)[:, None, None] * xi[:, None, :]
     post, labels, confidence = _scatter(T, rated_rows, S)
     warning = None if converged else _not_converged("MACE", n_iter, change, tol, "a parameter")
-    return ClassConsensus("mace", labels, confidence, post, conf, theta, n_iter, converged,
-                          np.full(K, 1.0 / K), xi, ll, warning)
+    return ClassConsensus(method="mace", labels=labels, confidence=confidence, posterior=post, rater_confusion=conf,
+                          rater_competence=theta, n_iter=n_iter, converged=converged, class_prior=np.full(K, 1.0 / K),
+                          spamming=xi, log_likelihood=ll, warning=warning)
 
 
 # --------------------------------------------------------------------------

@@ -134,7 +134,7 @@ from agreement.methods.consensus.scale import (BoxPairs, member_pairs, pair_diff
                                        tail_index)
 from agreement.methods.consensus.units import UnitTable
 
-__all__ = ["ConsensusModel", "EMFit", "DawidSkeneResult", "fit_em", "dawid_skene", "MAX_CONFUSION_VALUES",
+__all__ = ["ConsensusModel", "EMFit", "EMSettings", "DawidSkeneResult", "fit_em", "dawid_skene", "MAX_CONFUSION_VALUES",
            "DS_MAX_ITER", "DS_TOL", "RATE_PRIOR"]
 
 #: Largest ``R · C²`` (raters × classes²) of the per-rater confusion matrices.
@@ -226,8 +226,10 @@ def _class_block(log_prior, log_conf_flat, H, u0, u1) -> tuple[np.ndarray, np.nd
     return np.where(ok, top + np.log(np.where(ok, z, 1.0)), np.log(_EPS)), T
 
 
-def _accumulate(counts, prior_counts, T, w, HT, u0, u1) -> None:
-    """Adds ``w_u T_u`` of units ``u0:u1`` to the prior counts and to ``N_r[y, c]`` of their members."""
+def _accumulate(counts, prior_counts, T, w, HT, block: tuple[int, int]) -> None:
+    """Adds ``w_u T_u`` of units ``u0:u1`` (``block``) to the prior counts and to ``N_r[y, c]`` of their
+    members."""
+    u0, u1 = block
     R, C, _ = counts.shape
     counts += np.asarray(HT[:, u0:u1] @ (w[u0:u1, None] * T)).reshape(R, C, C).transpose(0, 2, 1)
     prior_counts += w[u0:u1] @ T
@@ -290,7 +292,7 @@ class DawidSkeneResult:
     max_change: float = float("nan")
 
 
-def dawid_skene(labels: np.ndarray, n_classes: int | None = None, smoothing: float = 0.0,
+def dawid_skene(labels: np.ndarray, *, n_classes: int | None = None, smoothing: float = 0.0,
                 max_iter: int = DS_MAX_ITER, tol: float = DS_TOL) -> DawidSkeneResult:
     r"""Dawid & Skene's EM on categorical labels (the class part of the consensus EM).
 
@@ -358,7 +360,7 @@ def dawid_skene(labels: np.ndarray, n_classes: int | None = None, smoothing: flo
         for u0, u1 in _blocks(U, C):
             _, T = _class_block(log_prior, log_conf_flat, H, u0, u1)
             post[u0:u1] = T
-            _accumulate(counts, prior_counts, T, w, HT, u0, u1)
+            _accumulate(counts, prior_counts, T, w, HT, (u0, u1))
         change = np.abs(post - T_top).max(initial=0.0) if n_iter > 1 else np.inf
         T_top = post
         if change <= tol:
@@ -414,8 +416,9 @@ def _problem(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: st
     boxes = kind not in ("keypoints", "cuboids")  # masks and polygons fuse their boxes too
     offsets = BoxOffsets.of(data.boxes, units) if boxes else None
     box_pairs = BoxPairs.of(data.boxes, units, pi, pj) if boxes else None
-    return _Problem(data, units, kind, mr, mc, A, A.sum(axis=0), int((A.sum(axis=1) > 0).sum()), R, C,
-                    tuple(classes), H, H.T.tocsr(), pi, pj, offsets, box_pairs)
+    return _Problem(data=data, units=units, kind=kind, mr=mr, mc=mc, A=A, n_assigned=A.sum(axis=0),
+                    n_active=int((A.sum(axis=1) > 0).sum()), R=R, C=C, classes=tuple(classes), H=H, HT=H.T.tocsr(),
+                    pi=pi, pj=pj, offsets=offsets, box_pairs=box_pairs)
 
 
 def _rates(pb: _Problem, w: np.ndarray, se_prev: np.ndarray,
@@ -455,10 +458,13 @@ def _noise(pb: _Problem, w: np.ndarray, fused: Fused, tail: float) -> tuple[np.n
     return sigma, tail, n_pairs
 
 
-def _m_step(pb: _Problem, w, counts, prior_counts, fused: Fused, se_prev, alpha, rho,
-            nu, rate_prior: float = 0.0) -> tuple[ConsensusModel, np.ndarray]:
+def _m_step(pb: _Problem, w, votes: tuple[np.ndarray, np.ndarray], fused: Fused, se_prev, *,
+            settings: EMSettings, rho: float, nu: float) -> tuple[ConsensusModel, np.ndarray]:
     """Every parameter from the current posteriors (module docstring), and each rater's number of
-    member pairs behind its ``σ_r``."""
+    member pairs behind its ``σ_r``. ``votes``: the weighted ``(counts, prior_counts)`` of the classes;
+    ``rho``: the coincidence rate; ``nu``: the tail index (NaN: estimated here)."""
+    counts, prior_counts = votes
+    alpha, rate_prior = settings.smoothing, settings.rate_prior
     log_prior, log_conf_t = _class_m_step(counts, prior_counts, alpha)
     se, fp, mu_rate = _rates(pb, w, se_prev, rate_prior)
     sigma, nu, n_pairs = _noise(pb, w, fused, nu)
@@ -511,7 +517,7 @@ def _e_pass(pb: _Problem, model: ConsensusModel):
         loglik += float(np.logaddexp(l1[u0:u1] + logz, l0[u0:u1]).sum())
         for out, val in zip(tops, _top_two(T)):
             out[u0:u1] = val
-        _accumulate(counts, prior_counts, T, w, pb.HT, u0, u1)
+        _accumulate(counts, prior_counts, T, w, pb.HT, (u0, u1))
     return w, tops, counts, prior_counts, loglik
 
 
@@ -521,21 +527,43 @@ def _sigma_tolerance(n_pairs: np.ndarray) -> np.ndarray:
     return np.maximum(1e-4, 0.1 / np.sqrt(np.maximum(n_pairs, 1)))
 
 
-def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str, coincidence: float,
-           smoothing: float = 1.0, max_iter: int = 200, tol: float = 1e-5,
-           model: ConsensusModel | None = None, tail: float | None = None,
-           rate_prior: float = RATE_PRIOR) -> EMFit:
+@dataclass(frozen=True)
+class EMSettings:
+    """The settings of the consensus EM (:func:`fit_em`): the additive ``smoothing`` ``α`` of the class counts,
+    at most ``max_iter`` iterations, the tolerance ``tol`` on the log-likelihood gain per unit, the ν of the
+    Student-t fusion weights (``tail``; ``inf``: Gaussian; ``None``: chosen from the data,
+    :func:`agreement.methods.consensus.scale.tail_index`) and ``rate_prior`` ``κ``, the strength of the prior
+    that shrinks each rater's sensitivity and false-positive rate toward the pooled rates, in samples of the
+    rater (0: maximum likelihood)."""
+
+    smoothing: float = 1.0
+    max_iter: int = 200
+    tol: float = 1e-5
+    tail: float | None = None
+    rate_prior: float = RATE_PRIOR
+
+
+def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str, coincidence: float, *,
+           settings: EMSettings | None = None, model: ConsensusModel | None = None) -> EMFit:
     """Runs the consensus EM (module docstring) on the units of ``data``.
 
-    With ``model`` the parameters are fixed (one E-step and the fusion with
-    its ``σ_r``): results for a part of a corpus then do not depend on the
-    rest of it. ``codes`` and the raters must be those of ``model``. ``tail``
-    is the ν of the Student-t fusion weights (``inf``: Gaussian), or None to
-    choose it from the data (:func:`agreement.methods.consensus.scale.tail_index`). ``rate_prior``
-    is ``κ``, the strength of the prior that shrinks each rater's sensitivity and false-positive rate
-    toward the pooled rates, in samples of the rater (0: maximum likelihood).
+    Args:
+        data: the corpus (:class:`agreement.core.data.MultiRaterAnnotations`).
+        units: its units.
+        codes: the class code of every annotation.
+        classes: the class names of the codes.
+        kind: the label kind whose geometry is fused.
+        coincidence: ``ρ``, the rate at which spurious annotations coincide into one unit.
+        settings: the EM's :class:`EMSettings` (default: its defaults).
+        model: fixed parameters (one E-step and the fusion with its ``σ_r``; results for a part of a corpus
+            then do not depend on the rest of it); ``codes`` and the raters must be its.
+
+    Returns:
+        The :class:`EMFit`: per-unit existence and class posteriors, the fused geometry and the model.
     """
-    tail = float("nan") if tail is None else float(tail)
+    settings = settings if settings is not None else EMSettings()
+    max_iter, tol = settings.max_iter, settings.tol
+    tail = float("nan") if settings.tail is None else float(settings.tail)
     pb = _problem(data, units, codes, classes, kind)
     _check_confusion_size(pb.R, pb.C)
     if model is not None:
@@ -546,8 +574,8 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
         return EMFit(w, *tops, fused=fused, model=model, n_iter=0, converged=True)
     w = units.size / np.maximum(pb.A.sum(axis=1)[units.unit_sample], 1.0)
     if units.n_units == 0:  # no rater labelled anything: no unit, one M-step gives the (undefined) parameters
-        model, _ = _m_step(pb, w, np.zeros((pb.R, pb.C, pb.C)), np.zeros(pb.C), pb.fuse(np.ones(0)),
-                           np.full(pb.R, 0.5), smoothing, coincidence, tail, rate_prior)
+        model, _ = _m_step(pb, w, (np.zeros((pb.R, pb.C, pb.C)), np.zeros(pb.C)), pb.fuse(np.ones(0)),
+                           np.full(pb.R, 0.5), settings=settings, rho=coincidence, nu=tail)
         w, tops, _, _, _ = _e_pass(pb, model)
         return EMFit(w, *tops, fused=pb.fuse(np.ones(0)), model=model, n_iter=0, converged=True)
     counts, prior_counts = _vote_counts(units, pb.mr, pb.mc, w, pb.R, pb.C)
@@ -557,7 +585,7 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
     log_sigma, loglik = np.zeros(pb.R), -np.inf
     converged = False
     for n_iter in range(1, max_iter + 1):
-        model, n_pairs = _m_step(pb, w, counts, prior_counts, fused, se, smoothing, coincidence, tail, rate_prior)
+        model, n_pairs = _m_step(pb, w, (counts, prior_counts), fused, se, settings=settings, rho=coincidence, nu=tail)
         se = model.sensitivity
         w_new, tops, counts, prior_counts, ll = _e_pass(pb, model)
         robust = _robust(pb, model, fused)

@@ -55,7 +55,8 @@ from scipy.spatial.transform import Rotation
 
 from agreement.methods.consensus.units import UnitTable
 
-__all__ = ["Fused", "BoxOffsets", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired"]
+__all__ = ["Fused", "BoxOffsets", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired",
+           "fuse_declared"]
 
 _TINY = 1e-9  # floor of a relative size before its log (a zero-area box)
 # Half turns about a cuboid's own axes: the rotations that leave a box (and its dimensions) unchanged.
@@ -266,3 +267,30 @@ def fuse_geometry(kind: str, data, units: UnitTable, wt: np.ndarray, offsets: Bo
     if kind == "keypoints":
         return fuse_keypoints(data.keypoints, data.boxes, units, wt, data.image_sizes)
     return fuse_boxes(data.boxes, units, wt, offsets)
+
+
+def fuse_declared(name: str, data, units: UnitTable, wt: np.ndarray):
+    """The consensus of the geometry column ``name`` of ``data``, one value per unit, by the fusion its
+    declaration gives (:attr:`agreement.core.kinds.ColumnKind.fusion`, a callable ``(column, units, wt)``).
+
+    Args:
+        name: a declared geometry column (:mod:`agreement.core.kinds`).
+        data: the corpus.
+        units: its units (:class:`~agreement.methods.consensus.units.UnitTable`).
+        wt: ``(N,)`` weight of every row.
+
+    Returns:
+        The fused column, one entry per unit (as the hook returns it).
+
+    Raises:
+        ValueError: the column is not declared, or its declaration has no fusion hook, or the corpus lacks it.
+    """
+    from agreement.core.kinds import column_kind
+
+    kind = column_kind(name)
+    if not callable(kind.fusion):
+        raise ValueError(f"geometry column {name!r} declares no fusion hook (built-in fusion: {kind.fusion!r})")
+    column = data.geometry.get(name)
+    if column is None:
+        raise ValueError(f"the corpus has no {name!r} column to fuse")
+    return kind.fusion(column, units, np.asarray(wt, dtype=np.float64))

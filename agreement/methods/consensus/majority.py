@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agreement.core.data import MultiRaterAnnotations
 from agreement.methods.consensus.fusion import box_iou_paired
 from agreement.methods.consensus.units import UnitTable
 
-__all__ = ["MajorityFit", "majority_vote"]
+__all__ = ["MajorityFit", "unit_majority_vote"]
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,12 @@ def _plurality(units: UnitTable, mc: np.ndarray, C: int) -> tuple[np.ndarray, ..
     return top, top_p, second, second_p
 
 
-def _closest_to_mean(data, kind: str, units: UnitTable) -> np.ndarray:
+def _closest_to_mean(data: MultiRaterAnnotations, kind: str, units: UnitTable) -> np.ndarray:
     """The member row nearest the unit's unweighted mean shape."""
     U, mu, order = units.n_units, units.member_unit, units.order
     size = units.size.astype(np.float64)
     if kind == "cuboids":
+        assert data.cuboids is not None  # a cuboid corpus has them
         loc = data.cuboids[order, :3]
         mean = np.stack([np.bincount(mu, loc[:, k], U) for k in range(3)], axis=1) / size[:, None]
         score = -np.linalg.norm(loc - mean[mu], axis=1)
@@ -78,11 +80,28 @@ def _closest_to_mean(data, kind: str, units: UnitTable) -> np.ndarray:
         score = box_iou_paired(b, mean[mu])
     # First best member of each unit: sort by (unit, -score, position).
     pick = np.lexsort((np.arange(len(order)), -score, mu))
-    return order[pick[units.starts[:-1]]]
+    closest: np.ndarray = order[pick[units.starts[:-1]]]
+    return closest
 
 
-def majority_vote(data, kind: str, units: UnitTable, codes: np.ndarray, n_classes: int) -> MajorityFit:
-    """Support, plurality class and closest-to-mean member of every unit (module docstring)."""
+def unit_majority_vote(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: np.ndarray,
+                       n_classes: int) -> MajorityFit:
+    """Support, plurality class and closest-to-mean member of every unit (module docstring).
+
+    Support ``m_u / K_u`` in ``[0, 1]`` (members over the raters assigned to the unit's sample), the plurality
+    class of the members and its vote share in ``(0, 1]``, the runner-up and its share, and the member
+    nearest the unweighted mean shape (CVAT's consensus merge).
+
+    Args:
+        data: the annotations.
+        kind: the geometry (``"cuboids"``: nearest mean location; otherwise largest IoU with the mean box).
+        units: the units (:mod:`agreement.methods.consensus.units`).
+        codes: ``(N,)`` class code of every annotation row.
+        n_classes: the number of classes ``C`` (codes ``< C``).
+
+    Returns:
+        The :class:`MajorityFit` of every unit.
+    """
     k_assigned = data.assigned.sum(axis=1)[units.unit_sample]
     support = units.size / np.maximum(k_assigned, 1)
     top, top_p, second, second_p = _plurality(units, codes[units.order], n_classes)

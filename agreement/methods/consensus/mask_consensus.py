@@ -19,13 +19,13 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
-from agreement.geometry.masks import place_masks, rasterize_polygons
-from agreement.methods.consensus.staple import dice, majority_vote, staple
+from agreement.geometry.masks import PlacedMask, place_masks, rasterize_polygons
+from agreement.methods.consensus.staple import dice, mask_majority_vote, staple
 
 __all__ = ["ConsensusMask", "MaskConsensusResult", "mask_consensus"]
 
@@ -52,8 +52,9 @@ class MaskConsensusResult:
         per_sample: sample index → one record per class (raters, sensitivity,
             specificity, convergence, reason).
         skipped: sample index → reason.
-        sensitivity, specificity: ``(R,)`` mean over a rater's (sample, class) estimates.
-        n_estimates: ``(R,)`` those estimates.
+        sensitivity: ``(R,)`` mean STAPLE sensitivity over a rater's (sample, class) estimates, in ``[0, 1]``.
+        specificity: ``(R,)`` mean STAPLE specificity over the same estimates, in ``[0, 1]``.
+        n_estimates: ``(R,)`` the number of those estimates.
         dice_vs_majority: Dice of the STAPLE consensus and the majority vote, per (sample, class).
     """
 
@@ -67,7 +68,7 @@ class MaskConsensusResult:
     dice_vs_majority: list[float] = field(default_factory=list)
 
 
-def _full_frame(placed, W: int, H: int) -> np.ndarray:
+def _full_frame(placed: Sequence[PlacedMask], W: int, H: int) -> np.ndarray:
     out = np.zeros((H, W), dtype=bool)
     for p in placed:
         h, w = p.mask.shape
@@ -75,9 +76,11 @@ def _full_frame(placed, W: int, H: int) -> np.ndarray:
     return out
 
 
-def _frames(data: MultiRaterAnnotations, s: int, W: int, H: int) -> tuple[list[int], dict]:
+def _frames(data: MultiRaterAnnotations, s: int, W: int,
+            H: int) -> tuple[list[int], dict[tuple[int, str], np.ndarray]]:
     """The raters of sample ``s`` carrying masks or polygons, and their per-class union frames."""
-    raters, frames = [], {}
+    raters: list[int] = []
+    frames: dict[tuple[int, str], np.ndarray] = {}
     for r in np.flatnonzero(data.assigned[s]):
         rows = np.arange(*data.rows(s, int(r)).indices(len(data)))
         has = [i for i in rows if (data.masks is not None and data.masks[i] is not None)
@@ -126,12 +129,15 @@ def mask_consensus(data: MultiRaterAnnotations, threshold: float = 0.5, max_iter
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
     S, R = data.num_samples, data.num_raters
-    out = MaskConsensusResult(sample_sensitivity=np.full(S, np.nan))
+    sample_sensitivity = np.full(S, np.nan)
+    out = MaskConsensusResult(sample_sensitivity=sample_sensitivity)
+    sizes = data.image_sizes
+    assert sizes is not None  # MultiRaterAnnotations fills it (NaN where unknown)
     sens_sum, spec_sum, n_est = np.zeros(R), np.zeros(R), np.zeros(R)
     for s in range(S):
         if progress and s % 50 == 0:
             progress(s / max(S, 1), f"sample {s + 1} of {S}")
-        W, H = data.image_sizes[s]
+        W, H = sizes[s]
         if not (np.isfinite(W) and np.isfinite(H)):
             out.skipped[s] = "no image size (metadata.width/height): compute_metadata() first"
             continue
@@ -140,12 +146,13 @@ def mask_consensus(data: MultiRaterAnnotations, threshold: float = 0.5, max_iter
         if len(raters) < 2:
             out.skipped[s] = f"{len(raters)} rater(s) with masks or polygons: STAPLE needs two"
             continue
-        records, masks = [], []
+        records: list[dict[str, Any]] = []
+        masks: list[ConsensusMask] = []
         for cls in sorted({c for (_, c) in frames}):
             stack = np.stack([frames.get((r, cls), np.zeros((H, W), bool)) for r in raters])
             res = staple(stack, max_iter=int(max_iter))
             cons = res.probability >= threshold
-            d = dice(cons, majority_vote(stack))
+            d = dice(cons, mask_majority_vote(stack))
             if np.isfinite(d):
                 out.dice_vs_majority.append(float(d))
             ok = np.isfinite(res.sensitivity) & np.isfinite(res.specificity)
@@ -161,7 +168,7 @@ def mask_consensus(data: MultiRaterAnnotations, threshold: float = 0.5, max_iter
         out.consensus[s] = masks
         out.per_sample[s] = records
         sens = [np.nanmean(r["sensitivity"]) for r in records if np.isfinite(r["sensitivity"]).any()]
-        out.sample_sensitivity[s] = float(np.mean(sens)) if sens else np.nan
+        sample_sensitivity[s] = float(np.mean(sens)) if sens else np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         out.sensitivity = np.where(n_est > 0, sens_sum / np.maximum(n_est, 1), np.nan)
         out.specificity = np.where(n_est > 0, spec_sum / np.maximum(n_est, 1), np.nan)

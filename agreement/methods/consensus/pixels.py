@@ -39,32 +39,31 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy.special import expit
 
-from agreement.methods.consensus.units import UnitTable
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.masks import PlacedMask, place_masks, rasterize_polygons
 from agreement.geometry.similarity import DEFAULT_RASTER_SIZE
+from agreement.methods.consensus.staple import staple_em
+from agreement.methods.consensus.units import UnitTable
 
 __all__ = ["PixelFusion", "fuse_pixels", "pattern_staple"]
+
+_Frame = tuple[int, int]  # a sample's frame (width, height) in pixels
 
 
 @dataclass(frozen=True)
 class PixelFusion:
     """Fused masks or polygons of every unit.
 
-    Attributes
-    ----------
-    boxes : ndarray (U, 4)
-        Relative boxes of the fused masks (their pixel extents).
-    masks : list of U boolean arrays spanning ``boxes`` (``kind="masks"``), else None.
-    polygons : list of U lists of ``(k, 2)`` relative rings (``kind="polygons"``), else None.
-    sensitivity, specificity : ndarray (R,)
-        Pixel sensitivity ``p_r`` and specificity ``q_r`` of every rater (NaN: no pixel data).
-    member_iou : ndarray (M,)
-        Pixel IoU of every member (unit order) with its unit's fused mask.
-    n_iter : int
-    converged : bool
+    Attributes:
+        boxes: ``(U, 4)`` relative boxes of the fused masks (their pixel extents).
+        masks: ``kind="masks"``: a list of U boolean arrays spanning ``boxes``; else None.
+        polygons: ``kind="polygons"``: a list of U lists of ``(k, 2)`` relative rings; else None.
+        sensitivity: ``(R,)`` pixel sensitivity ``p_r`` of every rater, in ``[0, 1]`` (NaN: no pixel data).
+        specificity: ``(R,)`` pixel specificity ``q_r`` of every rater, in ``[0, 1]`` (NaN: no pixel data).
+        member_iou: ``(M,)`` pixel IoU of every member (unit order) with its unit's fused mask, in ``[0, 1]``.
+        n_iter: the STAPLE EM iterations performed.
+        converged: whether the EM's change fell within its tolerance.
     """
 
     boxes: np.ndarray
@@ -77,18 +76,22 @@ class PixelFusion:
     converged: bool
 
 
-def _placed_rows(data: MultiRaterAnnotations, kind: str, rows: np.ndarray) -> tuple[dict, dict]:
+def _placed_rows(data: MultiRaterAnnotations, kind: str,
+                 rows: np.ndarray) -> tuple[dict[int, PlacedMask], dict[int, _Frame]]:
     """``{row: PlacedMask}`` and ``{sample: (W, H)}`` for the member rows, sample by sample."""
-    placed, frames = {}, {}
+    placed: dict[int, PlacedMask] = {}
+    frames: dict[int, _Frame] = {}
+    sizes, names = data.image_sizes, data.sample_names
+    assert sizes is not None and names is not None  # MultiRaterAnnotations fills them
     srows = data.sample_index[rows]
     for s in np.unique(srows).tolist():
         these = rows[srows == s]
-        size = data.image_sizes[s]
+        size = sizes[s]
         known = bool(np.isfinite(size).all() and (size > 0).all())
         if kind == "masks":
             if not known:
                 raise ValueError(
-                    f"sample {data.sample_names[s]!r}: instance masks need the image size (width, height) "
+                    f"sample {names[s]!r}: instance masks need the image size (width, height) "
                     "to be placed and fused"
                 )
             pm = place_masks([data.masks[i] for i in these], data.boxes[these], tuple(size))
@@ -96,11 +99,12 @@ def _placed_rows(data: MultiRaterAnnotations, kind: str, rows: np.ndarray) -> tu
             size = size if known else np.asarray(DEFAULT_RASTER_SIZE, float)
             pm = rasterize_polygons([data.polygons[i] for i in these], tuple(size))
         frames[s] = (int(round(size[0])), int(round(size[1])))
-        placed.update(zip(these.tolist(), pm))
+        placed.update(zip(these.tolist(), pm, strict=True))
     return placed, frames
 
 
-def _unit_patterns(members: list[PlacedMask]):
+def _unit_patterns(members: list[PlacedMask]) -> tuple[tuple[int, int, int, int], np.ndarray, np.ndarray,
+                                                        np.ndarray]:
     """Frame ``(x0, y0, h, w)``, pixel pattern index ``(h*w,)``, pattern bits ``(P, m)`` and counts."""
     live = [p for p in members if p.mask.size]
     m = len(members)
@@ -126,9 +130,27 @@ def _unit_patterns(members: list[PlacedMask]):
 
 
 def pattern_staple(entry_count: np.ndarray, pair_entry: np.ndarray, pair_rater: np.ndarray, pair_bit: np.ndarray,
-                   n_raters: int, max_iter: int = 10_000, tol: float = 1e-7):
-    """STAPLE over grouped pixels: ``entry_count[e]`` pixels share the member decisions ``pair_bit`` of
-    the pairs ``(pair_entry, pair_rater)``. Returns ``(W, p, q, n_iter, converged)``; see the module docstring."""
+                   n_raters: int, max_iter: int = 10_000, tol: float = 1e-7
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """STAPLE over grouped pixels: ``entry_count[e]`` pixels share the member decisions ``pair_bit`` of the
+    pairs ``(pair_entry, pair_rater)``; the EM is :func:`agreement.methods.consensus.staple.staple_em`
+    (Warfield, Zou & Wells 2004; see the module docstring), with the prior ``g`` the share of marked pixels
+    among the observed decisions.
+
+    Args:
+        entry_count: ``(E,)`` pixels of each entry (pattern).
+        pair_entry: ``(P,)`` entry of each (entry, rater) decision.
+        pair_rater: ``(P,)`` rater of each decision, in ``[0, n_raters)``.
+        pair_bit: ``(P,)`` bool, the rater marked the entry's pixels.
+        n_raters: ``R``.
+        max_iter: at most this many EM iterations (at least 1).
+        tol: the stopping tolerance on the rates.
+
+    Returns:
+        ``(W, p, q, n_iter, converged)``: the posterior ``(E,)`` in ``[0, 1]``, the raters' sensitivity and
+        specificity ``(R,)`` in ``[0, 1]`` (NaN: no data; all NaN when every decision is the same), the
+        iterations and whether the EM converged.
+    """
     E = len(entry_count)
     bitf = pair_bit.astype(np.float64)
     c = entry_count[pair_entry]
@@ -136,28 +158,20 @@ def pattern_staple(entry_count: np.ndarray, pair_entry: np.ndarray, pair_rater: 
     if n_fg == 0.0 or n_fg == n_obs:
         W = np.full(E, 0.0 if n_fg == 0.0 else 1.0)
         return W, np.full(n_raters, np.nan), np.full(n_raters, np.nan), 0, True
-    g = n_fg / n_obs
     n_seen = np.bincount(pair_entry, minlength=E)
-    W = np.bincount(pair_entry, weights=bitf, minlength=E) / np.maximum(n_seen, 1)
-    last_p = last_q = np.full(n_raters, -10.0)
-    logit_g = np.log(g) - np.log1p(-g)
-    converged, n_iter = False, 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for n_iter in range(1, max_iter + 1):
-            cw, cv = c * W[pair_entry], c * (1.0 - W[pair_entry])
-            p = np.bincount(pair_rater, cw * bitf, n_raters) / np.bincount(pair_rater, cw, n_raters)
-            q = np.bincount(pair_rater, cv * (1 - bitf), n_raters) / np.bincount(pair_rater, cv, n_raters)
-            lp, l1p, lq, l1q = np.log(p), np.log1p(-p), np.log(q), np.log1p(-q)
-            term = np.where(pair_bit, lp[pair_rater] - l1q[pair_rater], l1p[pair_rater] - lq[pair_rater])
-            term = np.where(np.isnan(term), 0.0, term)
-            W = expit(logit_g + np.bincount(pair_entry, weights=term, minlength=E))
-            W = np.where(np.isnan(W), g, W)
-            change = np.nanmax(np.abs(np.concatenate([p - last_p, q - last_q])), initial=0.0)
-            last_p, last_q = p, q
-            if change <= tol:
-                converged = True
-                break
-    return W, p, q, n_iter, converged
+
+    def m_step(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cw, cv = c * W[pair_entry], c * (1.0 - W[pair_entry])
+        p = np.bincount(pair_rater, cw * bitf, n_raters) / np.bincount(pair_rater, cw, n_raters)
+        q = np.bincount(pair_rater, cv * (1 - bitf), n_raters) / np.bincount(pair_rater, cv, n_raters)
+        return p, q
+
+    def e_step(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        term = np.where(pair_bit, a[pair_rater], b[pair_rater])
+        return np.bincount(pair_entry, weights=np.where(np.isnan(term), 0.0, term), minlength=E)
+
+    W0 = np.bincount(pair_entry, weights=bitf, minlength=E) / np.maximum(n_seen, 1)
+    return staple_em(m_step, e_step, W0, n_fg / n_obs, n_raters, max_iter, tol)
 
 
 def _contour_rings(fg: np.ndarray, x0: int, y0: int, W: int, H: int) -> list[np.ndarray]:
@@ -172,10 +186,33 @@ def _contour_rings(fg: np.ndarray, x0: int, y0: int, W: int, H: int) -> list[np.
 
 def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_iter: int = 10_000,
                 tol: float = 1e-7) -> PixelFusion:
-    """Fuses the masks (``kind="masks"``) or polygons (``"polygons"``) of every unit (module docstring)."""
+    """Fuses the masks (``kind="masks"``) or polygons (``"polygons"``) of every unit (module docstring).
+
+    One pixel STAPLE over the whole corpus (:func:`pattern_staple`): the members' pixels in each unit's frame
+    are the decisions, a fused pixel one of posterior ``> 0.5``; a unit with none keeps the member of its most
+    sensitive rater.
+
+    Args:
+        data: the annotations, with ``masks`` or ``polygons`` (and ``image_sizes`` for masks).
+        units: the units to fuse.
+        kind: ``"masks"`` or ``"polygons"``.
+        max_iter: at most this many EM iterations (at least 1).
+        tol: the stopping tolerance on the rates.
+
+    Returns:
+        The :class:`PixelFusion`: per unit the fused box and mask or polygon, per rater the pixel rates, per
+        member its IoU with the fused mask, in ``[0, 1]``.
+
+    Raises:
+        ValueError: instance masks on a sample without an image size.
+    """
     U, order, starts = units.n_units, units.order, units.starts
     placed, frames = _placed_rows(data, kind, order)
-    info, e_count, p_entry, p_member, p_bit = [], [], [], [], []
+    info: list[tuple[tuple[int, int, int, int], np.ndarray, int]] = []
+    e_count: list[np.ndarray] = []
+    p_entry: list[np.ndarray] = []
+    p_member: list[np.ndarray] = []
+    p_bit: list[np.ndarray] = []
     n_entries = 0
     for u in range(U):
         rows = order[starts[u]:starts[u + 1]]
@@ -187,9 +224,8 @@ def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_it
         p_member.append(np.tile(np.arange(starts[u], starts[u + 1]), P))
         p_bit.append(bits.reshape(-1))
         n_entries += P
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-    entry_count, pair_entry = cat(e_count, np.float64), cat(p_entry, np.int64)
-    pair_member, pair_bit = cat(p_member, np.int64), cat(p_bit, bool)
+    entry_count, pair_entry = _cat(e_count, np.float64), _cat(p_entry, np.int64)
+    pair_member, pair_bit = _cat(p_member, np.int64), _cat(p_bit, np.bool_)
     pair_rater = data.rater_index[order][pair_member]
     W, p, q, n_iter, conv = pattern_staple(entry_count, pair_entry, pair_rater, pair_bit, data.num_raters,
                                            max_iter, tol)
@@ -201,11 +237,20 @@ def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_it
     return _assemble(data, units, kind, placed, frames, info, fused_e, p, q, member_iou, n_iter, conv)
 
 
-def _assemble(data, units, kind, placed, frames, info, fused_e, p, q, member_iou, n_iter, conv) -> PixelFusion:
+def _cat(xs: list[np.ndarray], dtype: type[np.generic]) -> np.ndarray:
+    """The chunks ``xs`` end to end as ``dtype`` (empty: a length-0 array of it)."""
+    return np.concatenate(xs).astype(dtype) if xs else np.zeros(0, dtype)
+
+
+def _assemble(data: MultiRaterAnnotations, units: UnitTable, kind: str, placed: dict[int, PlacedMask],
+              frames: dict[int, _Frame], info: list[tuple[tuple[int, int, int, int], np.ndarray, int]],
+              fused_e: np.ndarray, p: np.ndarray, q: np.ndarray, member_iou: np.ndarray, n_iter: int,
+              conv: bool) -> PixelFusion:
     """Per unit: the fused mask cropped to its box, and the polygon traced from it (or a member's own)."""
     U, order, starts = units.n_units, units.order, units.starts
     boxes = np.zeros((U, 4))
-    masks, polygons = [], []
+    masks: list[np.ndarray] = []
+    polygons: list[list[np.ndarray]] = []
     for u in range(U):
         (x0, y0, h, w), inverse, base = info[u]
         W, H = frames[int(units.unit_sample[u])]

@@ -30,29 +30,22 @@ NO_TWO_RATERS = ("no sample has two raters assigned: the raters never meet, so n
 class ConsensusModel:
     """Fitted parameters of the consensus EM (:mod:`agreement.methods.consensus.em`), reusable on other samples.
 
-    Attributes
-    ----------
-    raters : tuple of str
-    classes : tuple
-        Class names; codes index them.
-    sensitivity : ndarray (R,)
-        ``se_r`` in ``[0, 1]``: probability of drawing an object that exists (NaN: no data).
-    false_positive_rate : ndarray (R,)
-        ``λ_r >= 0``: spurious labels per assigned sample (NaN: never assigned).
-    object_rate : float
-        ``μ``: real objects per sample (seen or not).
-    coincidence : float
-        ``ρ`` in ``(0, 1)``: chance that two unrelated labels match at ``τ``.
-    class_prior : ndarray (C,)
-    confusion : ndarray (R, C, C)
-        ``π_r[y, c] = P(rater r says c | true class y)``, rows sum to 1.
-    localisation_noise : ndarray (R,)
-        ``σ_r``: geometry noise relative to object size, a Gaussian-consistent
-        robust scale (NaN: no rater-pair data).
-    geometry : str
-    smoothing : float
-    tail : float
-        ``ν`` of the Student-t fusion weights (``inf``: Gaussian, plain precision weights).
+    Attributes:
+        raters: the raters' names.
+        classes: class names; codes index them.
+        sensitivity: ``(R,)`` ``se_r`` in ``[0, 1]``: probability of drawing an object that exists (NaN: no data).
+        false_positive_rate: ``(R,)`` ``λ_r >= 0``: spurious labels per assigned sample (NaN: never assigned).
+        object_rate: ``μ >= 0``: real objects per sample (seen or not).
+        coincidence: ``ρ`` in ``(0, 1)``: chance that two unrelated labels match at ``τ``.
+        class_prior: ``(C,)`` prior probability of each class, summing to 1.
+        confusion: ``(R, C, C)`` ``π_r[y, c] = P(rater r says c | true class y)``, rows sum to 1.
+        localisation_noise: ``(R,)`` ``σ_r >= 0``: geometry noise relative to object size, a
+            Gaussian-consistent robust scale (NaN: no rater-pair data).
+        geometry: the label kind the model was fitted on (``"boxes"``, ``"masks"``, ...).
+        smoothing: the additive smoothing of the rates' and confusion counts.
+        tail: ``ν`` of the Student-t fusion weights (``inf``: Gaussian, plain precision weights).
+        rate_prior: ``κ >= 0``, strength of the rates' prior toward the pooled rates, in samples.
+        tau: the correspondence threshold the model was fitted at (``tau="auto"`` reuses it).
     """
 
     raters: tuple
@@ -63,7 +56,7 @@ class ConsensusModel:
     coincidence: float
     class_prior: np.ndarray
     confusion: np.ndarray = field(repr=False)
-    localisation_noise: np.ndarray = field(default=None)
+    localisation_noise: np.ndarray = field(default_factory=lambda: np.empty(0))  # every fit gives (R,)
     geometry: str = "boxes"
     smoothing: float = 1.0
     tail: float = float("inf")
@@ -87,41 +80,31 @@ class ConsensusModel:
 class RaterReport:
     """Per rater (arrays of length R, in ``raters`` order).
 
-    Attributes
-    ----------
-    raters : tuple of str
-    sensitivity : ndarray
-        Probability of drawing an object that exists, in ``[0, 1]``. EM: the
-        fitted ``se_r``; majority and WBF: the share of the consensus labels
-        on the rater's samples that the rater drew. NaN: no object on any of
-        its samples.
-    false_positive_rate : ndarray
-        Spurious labels per assigned sample, ``>= 0``. EM: the fitted
-        ``λ_r``; otherwise labels in no consensus label per assigned sample.
-    precision : ndarray
-        Share of the rater's labels that are real objects, in ``[0, 1]``.
-        EM: mean existence posterior of the units of its labels; otherwise
-        the share of its labels in a consensus label. NaN: no labels.
-    localisation_error : ndarray
-        Mean ``1 - similarity`` of its labels in consensus labels to the
-        consensus geometry (box IoU; pixel IoU for masks and polygons; OKS
-        for keypoints; cuboid IoU in 3D), in ``[0, 1]``. NaN: none.
-    localisation_noise : ndarray
-        EM: the fitted ``σ_r`` (geometry noise relative to object size); NaN otherwise.
-    agreement : ndarray
-        Share of its labels that agree with the consensus (same kept unit, same class).
-    confusion : ndarray (R, C, C)
-        ``[r, y, c]``: probability that rater ``r`` says ``c`` for an object
-        of class ``y``. EM: the fitted Dawid-Skene matrices; otherwise the
-        row-normalised counts of (consensus class, rater's class) over its
-        labels in consensus labels (NaN rows: no such object).
-    classes : tuple
-    n_labels : ndarray of int
-        Annotations of the rater.
-    n_samples : ndarray of int
-        Samples the rater was assigned (explicit absences included).
-    pixel_sensitivity, pixel_specificity : ndarray or None
-        Masks and polygons (EM): the rater's STAPLE pixel rates.
+    Attributes:
+        raters: the raters' names.
+        sensitivity: probability of drawing an object that exists, in ``[0, 1]``. EM: the
+            fitted ``se_r``; majority and WBF: the share of the consensus labels
+            on the rater's samples that the rater drew. NaN: no object on any of
+            its samples.
+        false_positive_rate: spurious labels per assigned sample, ``>= 0``. EM: the fitted
+            ``λ_r``; otherwise labels in no consensus label per assigned sample.
+        precision: share of the rater's labels that are real objects, in ``[0, 1]``.
+            EM: mean existence posterior of the units of its labels; otherwise
+            the share of its labels in a consensus label. NaN: no labels.
+        localisation_error: mean ``1 - similarity`` of its labels in consensus labels to the
+            consensus geometry (box IoU; pixel IoU for masks and polygons; OKS
+            for keypoints; cuboid IoU in 3D), in ``[0, 1]``. NaN: none.
+        localisation_noise: EM: the fitted ``σ_r`` (geometry noise relative to object size); NaN otherwise.
+        agreement: share of its labels that agree with the consensus (same kept unit, same class), in ``[0, 1]``.
+        confusion: ``(R, C, C)``, ``[r, y, c]``: probability that rater ``r`` says ``c`` for an object
+            of class ``y``. EM: the fitted Dawid-Skene matrices; otherwise the
+            row-normalised counts of (consensus class, rater's class) over its
+            labels in consensus labels (NaN rows: no such object).
+        classes: class names; the confusion matrices' codes index them.
+        n_labels: ``(R,)`` int, annotations of the rater.
+        n_samples: ``(R,)`` int, samples the rater was assigned (explicit absences included).
+        pixel_sensitivity: masks and polygons (EM): the rater's STAPLE pixel sensitivity; else None.
+        pixel_specificity: masks and polygons (EM): the rater's STAPLE pixel specificity; else None.
     """
 
     raters: tuple
@@ -133,27 +116,27 @@ class RaterReport:
     agreement: np.ndarray
     confusion: np.ndarray = field(repr=False)
     classes: tuple = ()
-    n_labels: np.ndarray = None
-    n_samples: np.ndarray = None
+    n_labels: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # every report gives (R,)
+    n_samples: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     pixel_sensitivity: np.ndarray | None = None
     pixel_specificity: np.ndarray | None = None
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         """``{rater: {field: value}}`` with plain numbers (NaN kept) and the confusion matrix as
         ``{true class: {given class: probability}}`` over the classes the rater saw or used."""
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for r, name in enumerate(self.raters):
-            rows = {}
+            rows: dict[str, dict[str, float]] = {}
             conf = self.confusion[r]
-            used = np.flatnonzero(np.isfinite(conf).all(axis=1) & (conf.max(axis=1) > 0)) if conf.size else []
+            used: np.ndarray | list[int] = np.flatnonzero(np.isfinite(conf).all(axis=1) & (conf.max(axis=1) > 0)) if conf.size else []
             for y in used:
                 nz = np.flatnonzero(conf[y] >= 1e-3)
                 rows[str(self.classes[y])] = {str(self.classes[c]): float(conf[y, c]) for c in nz}
-            entry = {k: float(getattr(self, k)[r]) for k in (
+            entry: dict[str, Any] = {k: float(getattr(self, k)[r]) for k in (
                 "sensitivity", "false_positive_rate", "precision", "localisation_error", "localisation_noise",
                 "agreement")}
             entry.update(n_labels=int(self.n_labels[r]), n_samples=int(self.n_samples[r]), confusion=rows)
-            if self.pixel_sensitivity is not None:
+            if self.pixel_sensitivity is not None and self.pixel_specificity is not None:
                 entry.update(pixel_sensitivity=float(self.pixel_sensitivity[r]),
                              pixel_specificity=float(self.pixel_specificity[r]))
             out[name] = entry
@@ -231,7 +214,7 @@ class ConsensusResult:
     sample_min_confidence: np.ndarray
     report: RaterReport
     params: dict
-    sample_assigned: np.ndarray = field(default=None, repr=False)
+    sample_assigned: np.ndarray | None = field(default=None, repr=False)
     image_sizes: np.ndarray | None = field(default=None, repr=False)
     sample_names: np.ndarray | None = field(default=None, repr=False)
     masks: list | None = None
@@ -247,6 +230,7 @@ class ConsensusResult:
 
     @property
     def n_units(self) -> int:
+        """The number of units U (candidate objects), kept or not."""
         return len(self.unit_sample)
 
     @property
@@ -257,6 +241,7 @@ class ConsensusResult:
 
     @property
     def n_consensus(self) -> int:
+        """The number of consensus labels (kept units), in ``[0, U]``."""
         return int(self.is_consensus.sum())
 
     @property
@@ -270,7 +255,14 @@ class ConsensusResult:
         return _names(self.classes, self.second_code)
 
     def members(self, u: int) -> np.ndarray:
-        """Annotation rows fused into unit ``u``."""
+        """Annotation rows fused into unit ``u``.
+
+        Args:
+            u: the unit, in ``[0, n_units)``.
+
+        Returns:
+            int rows of the input corpus.
+        """
         return self.member_rows[self.member_offsets[u]:self.member_offsets[u + 1]]
 
     def _rows_met(self) -> np.ndarray:
@@ -341,9 +333,14 @@ class ConsensusResult:
     def to_annotations(self, name: str = "consensus") -> MultiRaterAnnotations:
         """The consensus labels as a one-rater corpus (assigned wherever a rater was).
 
-        Keeps boxes, class names and the fused masks, polygons, keypoints or
-        cuboids; label ids are ``None``. Useful to score the consensus like
-        any rater (e.g. against a reference).
+        Keeps boxes, class names and the fused masks, polygons, keypoints or cuboids; label ids are ``None``.
+        Useful to score the consensus like any rater (e.g. against a reference).
+
+        Args:
+            name: the one rater's name.
+
+        Returns:
+            The consensus labels as :class:`agreement.core.data.MultiRaterAnnotations`.
         """
         keep = np.flatnonzero(self.is_consensus)
         return MultiRaterAnnotations(

@@ -56,25 +56,24 @@ foreground to detect: sensitivities are NaN, specificities 1 and the
 consensus is empty; when every rater marks every pixel, symmetrically. The
 result's ``reason`` says so.
 
-References
-----------
-.. [Warfield2004] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous
-   Truth and Performance Level Estimation (STAPLE): An Algorithm for the
-   Validation of Image Segmentation", IEEE Transactions on Medical Imaging
-   23(7), 903-921, 2004.
-.. [Landman2012] B. A. Landman et al., "Robust Statistical Fusion of Image
-   Labels", IEEE TMI 31(2), 512-522, 2012 (raters who did not label every
-   pixel).
-.. [ITK] ``itk::STAPLEImageFilter``, Insight Toolkit, exposed as
-   ``SimpleITK.STAPLEImageFilter``.
-.. [Dice1945] L. R. Dice, "Measures of the Amount of Ecologic Association
-   Between Species", Ecology 26(3), 297-302, 1945.
+References:
+    .. [Warfield2004] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous
+       Truth and Performance Level Estimation (STAPLE): An Algorithm for the
+       Validation of Image Segmentation", IEEE Transactions on Medical Imaging
+       23(7), 903-921, 2004.
+    .. [Landman2012] B. A. Landman et al., "Robust Statistical Fusion of Image
+       Labels", IEEE TMI 31(2), 512-522, 2012 (raters who did not label every
+       pixel).
+    .. [ITK] ``itk::STAPLEImageFilter``, Insight Toolkit, exposed as
+       ``SimpleITK.STAPLEImageFilter``.
+    .. [Dice1945] L. R. Dice, "Measures of the Amount of Ecologic Association
+       Between Species", Ecology 26(3), 297-302, 1945.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -84,8 +83,9 @@ __all__ = [
     "InsufficientRatersError",
     "StapleResult",
     "staple",
+    "staple_em",
     "union_of_instances",
-    "majority_vote",
+    "mask_majority_vote",
     "dice",
 ]
 
@@ -100,27 +100,19 @@ class InsufficientRatersError(ValueError):
 
 @dataclass(frozen=True)
 class StapleResult:
-    """Result of :func:`staple`.
+    r"""Result of :func:`staple`.
 
-    Attributes
-    ----------
-    sensitivity : ndarray of shape (R,)
-        Estimated :math:`p_r = P(\\text{rater marks} \\mid \\text{foreground})`
-        in ``[0, 1]``; NaN for an absent rater or when there is no foreground.
-    specificity : ndarray of shape (R,)
-        Estimated :math:`q_r = P(\\text{rater leaves} \\mid \\text{background})`
-        in ``[0, 1]``; NaN for an absent rater or when there is no background.
-    probability : ndarray, float64
-        Posterior probability of foreground per pixel, in ``[0, 1]``, of the
-        masks' pixel shape (``(H, W)`` for ``(R, H, W)`` input).
-    prior : float
-        The prior foreground probability :math:`g` used.
-    n_iter : int
-        EM iterations performed (0 for a degenerate input).
-    converged : bool
-        Whether the change fell within ``tol`` before ``max_iter``.
-    reason : str or None
-        Why some numbers are NaN, or ``None`` when all are defined.
+    Attributes:
+        sensitivity: ``(R,)`` estimated :math:`p_r = P(\text{rater marks} \mid \text{foreground})`
+            in ``[0, 1]``; NaN for an absent rater or when there is no foreground.
+        specificity: ``(R,)`` estimated :math:`q_r = P(\text{rater leaves} \mid \text{background})`
+            in ``[0, 1]``; NaN for an absent rater or when there is no background.
+        probability: float64 posterior probability of foreground per pixel, in ``[0, 1]``, of the
+            masks' pixel shape (``(H, W)`` for ``(R, H, W)`` input).
+        prior: the prior foreground probability :math:`g` used, in ``(0, 1)``.
+        n_iter: EM iterations performed (0 for a degenerate input).
+        converged: whether the change fell within ``tol`` before ``max_iter``.
+        reason: why some numbers are NaN, or ``None`` when all are defined.
     """
 
     sensitivity: np.ndarray
@@ -132,7 +124,14 @@ class StapleResult:
     reason: str | None = None
 
     def consensus(self, threshold: float = 0.5) -> np.ndarray:
-        """The consensus mask ``probability > threshold`` (bool, pixel shape)."""
+        """The consensus mask ``probability > threshold``.
+
+        Args:
+            threshold: the posterior above which a pixel is foreground (0.5: the maximum a posteriori mask).
+
+        Returns:
+            bool, of the masks' pixel shape.
+        """
         return self.probability > threshold
 
 
@@ -149,8 +148,8 @@ def _stack(
         if masks.ndim < 2:
             raise ValueError(f"masks must have shape (R, H, W) or (R, N); got {masks.shape}")
         items: list = list(masks)
-    else:
-        items = list(masks)
+    else:  # a sequence (or any iterable) of masks; anything else raises TypeError here
+        items = list(cast(Iterable[Any], masks))
     present = [m for m in items if m is not None]
     if not present:
         raise InsufficientRatersError("no rater has a mask; STAPLE needs at least two raters")
@@ -170,7 +169,7 @@ def _stack(
         D[k] = arr.reshape(-1) != 0
         obs[k] = True
     if observed is not None:
-        o_items = list(observed)
+        o_items = list(cast(Iterable[Any], observed))
         if len(o_items) != R:
             raise ValueError(f"observed must have one entry per rater ({R}); got {len(o_items)}")
         for k, o in enumerate(o_items):
@@ -220,63 +219,48 @@ def staple(
     conventions (initialisation, prior and stopping rule as ITK's
     ``STAPLEImageFilter``).
 
-    Parameters
-    ----------
-    masks : array-like of shape (R, H, W) or (R, N), or a sequence of R masks
-        One binary mask per rater (any non-zero value is foreground), all of
-        the same shape (any number of pixel dimensions). In a sequence,
-        ``None`` marks a rater who did not label this sample (missing data,
-        not an empty mask). An annotator's several instances of one class
-        should first be merged with :func:`union_of_instances`.
-    max_iter : int, default=10_000
-        Maximum number of EM iterations; at least 1.
-    tol : float, default=1e-7
-        Stop when :math:`\max_r \max(|\Delta p_r|, |\Delta q_r|) \le` ``tol``.
-    prior : float, optional
-        Prior probability of foreground :math:`g \in (0, 1)`; default the mean
-        foreground fraction over the raters' observed decisions.
-    observed : same layout as ``masks``, optional
-        Boolean masks of the pixels each rater labelled; other pixels are
-        missing for that rater. Default: every pixel of every present rater.
+    Args:
+        masks: ``(R, H, W)`` or ``(R, N)`` array-like, or a sequence of R masks: one binary mask per
+            rater (any non-zero value is foreground), all of the same shape (any number of pixel
+            dimensions). In a sequence, ``None`` marks a rater who did not label this sample (missing
+            data, not an empty mask). An annotator's several instances of one class should first be
+            merged with :func:`union_of_instances`.
+        max_iter: maximum number of EM iterations; at least 1.
+        tol: stop when :math:`\max_r \max(|\Delta p_r|, |\Delta q_r|) \le` ``tol``.
+        prior: prior probability of foreground :math:`g \in (0, 1)`; default the mean foreground
+            fraction over the raters' observed decisions.
+        observed: boolean masks of the pixels each rater labelled, in the layout of ``masks``; other
+            pixels are missing for that rater. Default: every pixel of every present rater.
 
-    Returns
-    -------
-    result : StapleResult
-        ``sensitivity`` and ``specificity`` ``(R,)`` in ``[0, 1]`` (NaN when
-        undefined, with ``reason``), the consensus ``probability`` map in
-        ``[0, 1]`` of the masks' pixel shape, ``prior``, ``n_iter`` and
-        ``converged``.
+    Returns:
+        A :class:`StapleResult`: ``sensitivity`` and ``specificity`` ``(R,)`` in ``[0, 1]`` (NaN when
+        undefined, with ``reason``), the consensus ``probability`` map in ``[0, 1]`` of the masks' pixel
+        shape, ``prior``, ``n_iter`` and ``converged``.
 
-    Raises
-    ------
-    InsufficientRatersError
-        If fewer than two raters have a mask (``ValueError`` subclass).
-    ValueError
-        On masks of different shapes, a bad ``prior``, ``max_iter`` or
-        ``tol``.
+    Raises:
+        InsufficientRatersError: If fewer than two raters have a mask (``ValueError`` subclass).
+        ValueError: on masks of different shapes, a bad ``prior``, ``max_iter`` or ``tol``.
 
-    References
-    ----------
-    .. [1] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous Truth and
-       Performance Level Estimation (STAPLE): An Algorithm for the Validation
-       of Image Segmentation", IEEE TMI 23(7), 903-921, 2004.
-    .. [2] ITK ``STAPLEImageFilter`` (SimpleITK), the reference implementation
-       these numbers are checked against.
+    References:
+        .. [1] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous Truth and
+           Performance Level Estimation (STAPLE): An Algorithm for the Validation
+           of Image Segmentation", IEEE TMI 23(7), 903-921, 2004.
+        .. [2] ITK ``STAPLEImageFilter`` (SimpleITK), the reference implementation
+           these numbers are checked against.
 
-    Examples
-    --------
-    >>> truth = np.zeros((8, 8), bool); truth[2:6, 2:6] = True
-    >>> noisy = truth.copy(); noisy[0, 0] = True
-    >>> r = staple([truth, truth, noisy])
-    >>> bool((r.consensus() == truth).all()), r.converged
-    (True, True)
-    >>> r.sensitivity.round(3).tolist(), r.specificity.round(3).tolist()
-    ([1.0, 1.0, 1.0], [1.0, 1.0, 0.979])
+    Examples:
+        >>> truth = np.zeros((8, 8), bool); truth[2:6, 2:6] = True
+        >>> noisy = truth.copy(); noisy[0, 0] = True
+        >>> r = staple([truth, truth, noisy])
+        >>> bool((r.consensus() == truth).all()), r.converged
+        (True, True)
+        >>> r.sensitivity.round(3).tolist(), r.specificity.round(3).tolist()
+        ([1.0, 1.0, 1.0], [1.0, 1.0, 0.979])
     """
     _check_em_params(max_iter, tol, prior)
     D, obs, shape = _stack(masks, observed)
     R = D.shape[0]
-    with_data = obs.any(axis=1)
+    with_data = np.asarray(obs.any(axis=1))
     if with_data.sum() < 2:
         raise InsufficientRatersError(
             f"STAPLE needs at least two raters with a mask; got {int(with_data.sum())} of {R}"
@@ -304,7 +288,7 @@ def staple(
     )
 
 
-def _check_em_params(max_iter, tol, prior) -> None:
+def _check_em_params(max_iter: int, tol: float, prior: float | None) -> None:
     """``ValueError`` unless ``max_iter`` is a positive integer, ``tol`` a non-negative finite number
     and ``prior`` None or a probability strictly between 0 and 1."""
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
@@ -348,34 +332,50 @@ def _one_class_result(empty: bool, with_data: np.ndarray, shape: tuple, prior: f
     )
 
 
-def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int, max_iter: int,
-        tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
-    """The EM iterations of :func:`staple` on the distinct rating patterns (``ones``: marked,
-    ``seen``: observed, ``counts``: pixels per pattern) with prior ``g``: ``(p, q, W, n_iter,
-    converged)``, ``W`` the foreground probability of each pattern (module docstring)."""
-    zeros = seen & ~ones
-    n_seen = seen.sum(axis=1)
-    # Initial truth estimate: the share of (observed) raters marking the pixel.
-    W = np.where(n_seen > 0, ones.sum(axis=1) / np.maximum(n_seen, 1), g)
+def staple_em(m_step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+              e_step: Callable[[np.ndarray, np.ndarray], np.ndarray], W: np.ndarray, g: float, n_raters: int,
+              max_iter: int = 10_000, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    r"""The binary STAPLE EM loop: the one loop behind :func:`staple` and the corpus-level pixel fusion.
+
+    Alternates the M-step ``p_r = sum_x W_x D_rx / sum_x W_x``, ``q_r = sum_x (1 - W_x)(1 - D_rx) /
+    sum_x (1 - W_x)`` over each rater's observed decisions and the E-step
+    ``logit W_x = logit g + sum_{r observes x} [D_rx log(p_r / (1 - q_r)) + (1 - D_rx) log((1 - p_r) / q_r)]``
+    (Warfield, Zou & Wells 2004), starting with an M-step from the given ``W`` and stopping after the first
+    iteration in which no ``p_r`` or ``q_r`` moved by more than ``tol`` (ITK's rule, module docstring). A NaN
+    ``p_r`` or ``q_r`` (no mass to estimate it from) leaves that rater's term out; a NaN posterior falls back
+    to ``g``. The data layout (dense patterns, or grouped (entry, rater) pairs) is the callers': they give the
+    two sums.
+
+    Args:
+        m_step: ``W -> (p, q)``, the raters' sensitivity and specificity ``(R,)`` from the posteriors.
+        e_step: ``(a, b) -> s``: per entry, the sum over its observed decisions of ``a_r`` (marked) or ``b_r``
+            (left), NaN terms counted as 0, with ``a = log p - log(1 - q)`` and ``b = log(1 - p) - log q``.
+        W: the initial posterior of each entry (pixel or pattern), in ``[0, 1]`` (usually the vote share).
+        g: the prior foreground probability, in ``(0, 1)``.
+        n_raters: ``R``.
+        max_iter: at most this many iterations (at least 1).
+        tol: the stopping tolerance on ``p`` and ``q``.
+
+    Returns:
+        ``(W, p, q, n_iter, converged)``: the posteriors in ``[0, 1]``, the rates ``(R,)`` in ``[0, 1]`` (NaN
+        where undefined), the iterations performed and whether the change fell within ``tol``.
+
+    Reference:
+        S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous Truth and Performance Level Estimation
+        (STAPLE)", IEEE TMI 23(7), 903-921, 2004.
+    """
     logit_g = np.log(g) - np.log1p(-g)
-    last_p = np.full(R, -10.0)
-    last_q = np.full(R, -10.0)
-    onesf, zerosf, seenf = ones.astype(np.float64), zeros.astype(np.float64), seen.astype(np.float64)
-    converged = False
-    n_iter = 0
+    last_p = np.full(n_raters, -10.0)
+    last_q = np.full(n_raters, -10.0)
+    p = q = last_p
+    converged, n_iter = False, 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        for n_iter in range(1, max_iter + 1):
-            # M-step.
-            cw, cv = counts * W, counts * (1.0 - W)
-            p = (cw @ onesf) / (cw @ seenf)
-            q = (cv @ zerosf) / (cv @ seenf)
-            # E-step: log-odds of foreground per pattern; a NaN p or q (no
-            # mass to estimate it from) leaves that rater out.
+        while n_iter < max_iter:
+            n_iter += 1
+            p, q = m_step(W)
             lp, l1p = np.log(p), np.log1p(-p)
             lq, l1q = np.log(q), np.log1p(-q)
-            fg = np.where(ones, lp - l1q, 0.0) + np.where(zeros, l1p - lq, 0.0)
-            fg = np.where(np.isnan(fg), 0.0, fg)
-            W = expit(logit_g + fg.sum(axis=1))
+            W = expit(logit_g + e_step(lp - l1q, l1p - lq))
             # +inf and -inf together (two raters each certain of the opposite)
             # cannot arise from estimates fitted to one W; guard anyway.
             W = np.where(np.isnan(W), g, W)
@@ -384,6 +384,29 @@ def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int
             if change <= tol:
                 converged = True
                 break
+    return W, p, q, n_iter, converged
+
+
+def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int, max_iter: int,
+        tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """:func:`staple_em` on the distinct rating patterns (``ones``: marked, ``seen``: observed, ``counts``:
+    pixels per pattern) with prior ``g``: ``(p, q, W, n_iter, converged)``, ``W`` per pattern."""
+    zeros = seen & ~ones
+    n_seen = seen.sum(axis=1)
+    onesf, zerosf, seenf = ones.astype(np.float64), zeros.astype(np.float64), seen.astype(np.float64)
+
+    def m_step(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cw, cv = counts * W, counts * (1.0 - W)
+        return (cw @ onesf) / (cw @ seenf), (cv @ zerosf) / (cv @ seenf)
+
+    def e_step(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        fg = np.where(ones, a, 0.0) + np.where(zeros, b, 0.0)
+        total: np.ndarray = np.where(np.isnan(fg), 0.0, fg).sum(axis=1)
+        return total
+
+    # Initial truth estimate: the share of (observed) raters marking the pixel.
+    W0 = np.where(n_seen > 0, ones.sum(axis=1) / np.maximum(n_seen, 1), g)
+    W, p, q, n_iter, converged = staple_em(m_step, e_step, W0, g, R, max_iter, tol)
     return p, q, W, n_iter, converged
 
 
@@ -401,31 +424,22 @@ def union_of_instances(masks_by_instance: Sequence[ArrayLike], shape: tuple[int,
     the class, marks every pixel of any of them; STAPLE compares such
     per-annotator class masks.
 
-    Parameters
-    ----------
-    masks_by_instance : sequence of array-like
-        Full-frame masks of one shape (any non-zero value is foreground).
-        Instance masks stored inside their bounding box must first be pasted
-        into the frame.
-    shape : tuple of int, optional
-        The frame shape; required when there is no instance (the result is
-        then an empty mask: the annotator looked and found nothing, which is
-        different from a rater who did not label the sample).
+    Args:
+        masks_by_instance: full-frame masks of one shape (any non-zero value is foreground).
+            Instance masks stored inside their bounding box must first be pasted into the frame.
+        shape: the frame shape; required when there is no instance (the result is then an empty
+            mask: the annotator looked and found nothing, which is different from a rater who did not
+            label the sample).
 
-    Returns
-    -------
-    mask : ndarray of bool
-        The union, of the masks' shape.
+    Returns:
+        The union, a boolean array of the masks' shape.
 
-    Raises
-    ------
-    ValueError
-        On masks of different shapes, or no mask and no ``shape``.
+    Raises:
+        ValueError: On masks of different shapes, or no mask and no ``shape``.
 
-    Examples
-    --------
-    >>> union_of_instances([[[1, 0], [0, 0]], [[0, 0], [0, 1]]]).astype(int).tolist()
-    [[1, 0], [0, 1]]
+    Examples:
+        >>> union_of_instances([[[1, 0], [0, 0]], [[0, 0], [0, 1]]]).astype(int).tolist()
+        [[1, 0], [0, 1]]
     """
     items = [np.asarray(m) for m in masks_by_instance]
     if not items:
@@ -443,7 +457,7 @@ def union_of_instances(masks_by_instance: Sequence[ArrayLike], shape: tuple[int,
     return out
 
 
-def majority_vote(masks: ArrayLike | Sequence[ArrayLike | None]) -> np.ndarray:
+def mask_majority_vote(masks: ArrayLike | Sequence[ArrayLike | None]) -> np.ndarray:
     r"""Pixel-wise strict majority of the raters' masks.
 
     .. math:: M_x = \Bigl[\sum_r D_{rx} > \tfrac{R'}{2}\Bigr]
@@ -452,27 +466,24 @@ def majority_vote(masks: ArrayLike | Sequence[ArrayLike | None]) -> np.ndarray:
     absent raters and do not vote). A tie (possible with an even number of
     raters) goes to background.
 
-    Parameters
-    ----------
-    masks : array-like of shape (R, ...) or a sequence of masks (``None`` allowed)
+    Args:
+        masks: ``(R, ...)`` array-like, or a sequence of R masks (``None``: the rater did not label the
+            sample, and does not vote).
 
-    Returns
-    -------
-    mask : ndarray of bool, of the masks' pixel shape
+    Returns:
+        The majority mask, a boolean array of the masks' pixel shape.
 
-    Raises
-    ------
-    InsufficientRatersError
-        If no rater has a mask.
+    Raises:
+        InsufficientRatersError: If no rater has a mask.
 
-    Examples
-    --------
-    >>> majority_vote([[1, 1, 0], [1, 0, 0], [0, 1, 0]]).tolist()
-    [True, True, False]
+    Examples:
+        >>> mask_majority_vote([[1, 1, 0], [1, 0, 0], [0, 1, 0]]).tolist()
+        [True, True, False]
     """
     D, obs, shape = _stack(masks, None)
     n = int(obs.any(axis=1).sum())  # raters with a mask
-    return (2 * D.sum(axis=0) > n).reshape(shape)
+    majority: np.ndarray = (2 * D.sum(axis=0) > n).reshape(shape)
+    return majority
 
 
 def dice(a: ArrayLike, b: ArrayLike, empty: float = np.nan) -> float:
@@ -480,40 +491,31 @@ def dice(a: ArrayLike, b: ArrayLike, empty: float = np.nan) -> float:
 
     .. math:: \mathrm{Dice}(A, B) = \frac{2 |A \cap B|}{|A| + |B|}
 
-    Parameters
-    ----------
-    a, b : array-like of the same shape
-        Binary masks (any non-zero value is foreground).
-    empty : float, default=nan
-        The value when both masks are empty (``0 / 0``); NaN by default,
-        because two empty masks say nothing about overlap.
+    Args:
+        a: a binary mask (any non-zero value is foreground).
+        b: a binary mask of the same shape.
+        empty: the value when both masks are empty (``0 / 0``); NaN by default, because two empty
+            masks say nothing about overlap.
 
-    Returns
-    -------
-    dice : float
-        In ``[0, 1]``: 1 for equal non-empty masks, 0 for disjoint ones.
-        Symmetric. Equals :math:`2 J / (1 + J)` for the Jaccard index
-        :math:`J`.
+    Returns:
+        In ``[0, 1]``: 1 for equal non-empty masks, 0 for disjoint ones. Symmetric. Equals
+        :math:`2 J / (1 + J)` for the Jaccard index :math:`J`.
 
-    Raises
-    ------
-    ValueError
-        If the shapes differ.
+    Raises:
+        ValueError: If the shapes differ.
 
-    References
-    ----------
-    .. [1] L. R. Dice, "Measures of the Amount of Ecologic Association Between
-       Species", Ecology 26(3), 297-302, 1945.
+    References:
+        .. [1] L. R. Dice, "Measures of the Amount of Ecologic Association Between
+           Species", Ecology 26(3), 297-302, 1945.
 
-    Examples
-    --------
-    >>> dice([1, 1, 0, 0], [1, 0, 1, 0])
-    0.5
+    Examples:
+        >>> dice([1, 1, 0, 0], [1, 0, 1, 0])
+        0.5
     """
-    a, b = np.asarray(a) != 0, np.asarray(b) != 0
-    if a.shape != b.shape:
-        raise ValueError(f"masks must have the same shape; got {a.shape} and {b.shape}")
-    total = int(a.sum()) + int(b.sum())
+    fa, fb = np.asarray(a) != 0, np.asarray(b) != 0
+    if fa.shape != fb.shape:
+        raise ValueError(f"masks must have the same shape; got {fa.shape} and {fb.shape}")
+    total = int(fa.sum()) + int(fb.sum())
     if total == 0:
         return float(empty)
-    return 2.0 * int(np.logical_and(a, b).sum()) / total
+    return 2.0 * int(np.logical_and(fa, fb).sum()) / total

@@ -36,15 +36,15 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
+from agreement.core.data import MultiRaterAnnotations
+from agreement.geometry.correspondence import check_tau
 from agreement.methods.consensus.fusion import box_iou_paired
 from agreement.methods.consensus.scale import member_pairs
 from agreement.methods.consensus.units import UnitTable, units_from_labels
-from agreement.geometry.correspondence import check_tau
-from agreement.core.data import MultiRaterAnnotations
 
 __all__ = ["TauChoice", "select_tau", "AUTO_TAU_RANGE", "AUTO_TAU_SAMPLES", "AUTO_TAU_PAIRS", "check_tau_or_auto", "resolve_tau"]
 
@@ -60,15 +60,17 @@ _BINS = np.linspace(0.0, 1.0, 101)
 
 @dataclass(frozen=True)
 class TauChoice:
-    """What :func:`select_tau` chose and from what.
+    r"""What :func:`select_tau` chose and from what.
 
     Attributes:
         tau: ``τ^*`` in ``[lo, hi]``.
-        lo, hi: the range searched.
+        lo: the lower end of the range searched.
+        hi: the upper end of the range searched.
         n_samples: samples compared.
         n_cross_pairs: cross-rater pairs with positive similarity among them.
         n_within_pairs: same-rater pairs with positive similarity among them.
-        expected_splits, expected_merges: ``\\sum_{x<τ^*} \\hat s`` and ``\\sum_{x≥τ^*} \\hat d``.
+        expected_splits: ``\sum_{x<τ^*} \hat s``, the expected splits at ``τ^*``, ``>= 0``.
+        expected_merges: ``\sum_{x≥τ^*} \hat d``, the expected merges at ``τ^*``, ``>= 0``.
         reason: ``""``, or why ``τ^* = hi`` without a search (no cross-rater pair overlaps).
     """
 
@@ -141,8 +143,9 @@ def _different_object_weights(data: MultiRaterAnnotations, groups: UnitTable) ->
     return np.divide(np.maximum(C - M, 0.0), W, out=np.zeros(G), where=W > 0)
 
 
-def _histograms(data: MultiRaterAnnotations, similarity: str | Callable, groups: UnitTable):
-    """``(h, \\hat d, n_cross, n_within)`` of the module docstring over the compared samples ``groups``."""
+def _histograms(data: MultiRaterAnnotations, similarity: str | Callable,
+                groups: UnitTable) -> tuple[np.ndarray, np.ndarray, int, int]:
+    r"""``(h, \hat d, n_cross, n_within)`` of the module docstring over the compared samples ``groups``."""
     pi, pj = member_pairs(groups)
     i, j, g = groups.order[pi], groups.order[pj], groups.member_unit[pi]
     x = np.clip(_pair_similarities(data, similarity, groups, i, j), 0.0, 1.0)
@@ -164,24 +167,23 @@ def select_tau(
 ) -> TauChoice:
     r"""The correspondence threshold of fewest expected errors on ``data`` (module docstring).
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-    similarity : str or callable
-        The correspondence's similarity (a name of
-        :func:`agreement.geometry.similarity.similarity_matrix`, or
-        ``f(data, rows_a, rows_b)``), in ``[0, 1]``.
-    lo, hi : float, ``0 < lo <= hi <= 1``
-        The range searched, in steps of 0.01.
-    max_samples, max_pairs : int >= 1
-        Samples, and pairs of labels within them, compared at most (a seeded
-        choice among the samples with two labels or more; at least one sample).
-    seed : int
+    Args:
+        data: the annotations.
+        similarity: the correspondence's similarity (a name of
+            :func:`agreement.geometry.similarity.similarity_matrix`, or
+            ``f(data, rows_a, rows_b)``), in ``[0, 1]``.
+        lo: the lower end of the range searched, in steps of 0.01 (``0 < lo <= hi``).
+        hi: the upper end of the range searched (``hi <= 1``).
+        max_samples: samples compared at most (``>= 1``; a seeded choice among the samples with two
+            labels or more; at least one sample).
+        max_pairs: pairs of labels within those samples compared at most (``>= 1``).
+        seed: the seed of that choice.
 
-    Returns
-    -------
-    TauChoice
-        ``tau`` in ``[lo, hi]``.
+    Returns:
+        The :class:`TauChoice`, its ``tau`` in ``[lo, hi]``.
+
+    Raises:
+        ValueError: ``lo``, ``hi`` not ``0 < lo <= hi <= 1``, or ``max_samples`` or ``max_pairs`` below 1.
     """
     if not (0 < lo <= hi <= 1):
         raise ValueError(f"the range of tau must satisfy 0 < lo <= hi <= 1, got ({lo!r}, {hi!r})")
@@ -206,8 +208,17 @@ def select_tau(
 
 
 def check_tau_or_auto(tau: float | str) -> float | str:
-    """``"auto"``, or ``tau`` as a number in ``(0, 1]`` (:func:`agreement.geometry.correspondence.check_tau`);
-    ``ValueError`` naming both forms otherwise."""
+    """``"auto"``, or ``tau`` as a number in ``(0, 1]`` (:func:`agreement.geometry.correspondence.check_tau`).
+
+    Args:
+        tau: a number in ``(0, 1]`` or ``"auto"`` (chosen from the data).
+
+    Returns:
+        ``"auto"``, or the checked number.
+
+    Raises:
+        ValueError: any other value (the message names both forms).
+    """
     if isinstance(tau, str):
         if tau == "auto":
             return tau
@@ -220,11 +231,20 @@ def check_tau_or_auto(tau: float | str) -> float | str:
 
 def resolve_tau(tau: float | str, data: MultiRaterAnnotations, similarity: str | Callable,
                 model_tau: float | None = None) -> tuple[float, TauChoice | None]:
-    """``(τ, choice)`` of a ``tau`` checked by :func:`check_tau_or_auto`: a number as given (``choice``
-    None); ``"auto"``: a fitted model's ``τ`` when given (shards of a corpus use the whole corpus's), else
-    :func:`select_tau` of ``data``."""
+    """``(τ, choice)`` of a ``tau`` checked by :func:`check_tau_or_auto`.
+
+    Args:
+        tau: a number in ``(0, 1]`` (returned as given) or ``"auto"``.
+        data: the annotations :func:`select_tau` searches on ``"auto"``.
+        similarity: the correspondence's similarity.
+        model_tau: a fitted model's ``τ``: ``"auto"`` reuses it when finite (shards of a corpus use the whole
+            corpus's).
+
+    Returns:
+        ``(τ, choice)``: ``choice`` the :class:`TauChoice` when :func:`select_tau` chose ``τ``, else None.
+    """
     if tau != "auto":
-        return tau, None
+        return cast(float, tau), None  # a number: check_tau_or_auto accepts no other string
     if model_tau is not None and np.isfinite(model_tau):
         return float(model_tau), None
     choice = select_tau(data, similarity)

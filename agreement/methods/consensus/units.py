@@ -41,7 +41,12 @@ __all__ = [
 METHODS: tuple[str, ...] = ("em", "majority", "wbf")
 #: Geometries the consensus fuses (``"auto"`` picks the one the labels carry).
 GEOMETRIES: tuple[str, ...] = ("boxes", "polygons", "masks", "keypoints", "cuboids")
-_UNSUPPORTED = {"points3d": "3D points", "polylines3d": "3D polylines", "segments": "point-cloud segments"}
+def _unsupported() -> dict[str, str]:
+    """The per-annotation geometry columns a consensus cannot fuse (their declarations give no fusion:
+    :attr:`agreement.core.kinds.ColumnKind.fusion`), with how messages name them."""
+    from agreement.core.kinds import column_kinds
+
+    return {k.name: k.label or k.name for k in column_kinds() if k.per == "row" and k.fusion is None}
 
 
 def check_probability(value: float, name: str) -> float:
@@ -96,7 +101,7 @@ def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
     """
     if geometry != "auto" and geometry not in GEOMETRIES:
         raise ValueError(f"unsupported geometry {geometry!r}; choose 'auto' or one of {', '.join(GEOMETRIES)}")
-    for attr, what in _UNSUPPORTED.items():
+    for attr, what in _unsupported().items():
         if getattr(data, attr) is not None:
             raise ValueError(
                 f"consensus supports boxes, polygons, masks, keypoints and 3D cuboids; these labels are "

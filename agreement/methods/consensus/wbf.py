@@ -141,6 +141,7 @@ def weighted_boxes_fusion(
     scores: ArrayLike,
     labels: ArrayLike,
     models: ArrayLike,
+    *,
     groups: ArrayLike | None = None,
     weights: ArrayLike | None = None,
     group_models: ArrayLike | None = None,
@@ -197,12 +198,38 @@ def weighted_boxes_fusion(
     key = groups[order] * (int(labels.max(initial=0)) + 1) + labels[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(order) else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, len(order)])
-    return _fuse_groups(b, s, order, starts, sizes, groups, labels, weights, group_models, float(iou_thr), n)
+    runs = _Runs(order=order, starts=starts, sizes=sizes)
+    sources = _Sources(groups=groups, labels=labels, weights=weights, group_models=group_models)
+    return _fuse_groups(b, s, runs, sources, float(iou_thr))
 
 
-def _fuse_groups(b, s, order, starts, sizes, groups, labels, weights, group_models, thr, n) -> WBFResult:
-    """Clusters every (image, class) group, buckets of similar size at a time, and assembles the result."""
-    cluster = np.full(n, -1, np.int64)
+@dataclass(frozen=True)
+class _Runs:
+    """The kept boxes in fusion order (``order``: by image, class, descending score) and the ``starts`` and
+    ``sizes`` in it of each (image, class) group."""
+
+    order: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """Per box: its image (``groups``) and class code (``labels``); per source: its weight; per image: the
+    sources that labelled it (``group_models``, ``(G, M)``)."""
+
+    groups: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray
+    group_models: np.ndarray
+
+
+def _fuse_groups(b, s, runs: _Runs, sources: _Sources, thr: float) -> WBFResult:
+    """Clusters every (image, class) group, buckets of similar size at a time, and assembles the result
+    (``b``, ``s``: every box and its weighted score)."""
+    order, starts, sizes = runs.order, runs.starts, runs.sizes
+    groups, labels, weights, group_models = sources.groups, sources.labels, sources.weights, sources.group_models
+    cluster = np.full(len(s), -1, np.int64)
     out_b, out_s, out_l, out_g, out_n = [], [], [], [], []
     n_clusters = 0
     bucket = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64)

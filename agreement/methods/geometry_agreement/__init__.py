@@ -176,8 +176,8 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
@@ -194,7 +194,7 @@ from agreement.methods.geometry_agreement.chance import (
 )
 from agreement.methods.geometry_agreement.engine import _Engine, _make_engine
 from agreement.methods.geometry_agreement.matching import _stacker
-from agreement.methods.geometry_agreement.params import _check_params, DISTANCES
+from agreement.methods.geometry_agreement.params import DISTANCES, GeometryParams
 from agreement.methods.geometry_agreement.result import Estimate, GeometryAgreementResult
 from agreement.methods.geometry_agreement.shards import _concat_shards, geometry_shard, GeometryShard
 from agreement.geometry.similarity import check_similarity, similarity_matrix
@@ -208,6 +208,7 @@ __all__ = [
     "DISTANCES",
     "Estimate",
     "GeometryAgreementResult",
+    "GeometryParams",
     "geometry_agreement",
     "GeometryShard",
     "geometry_shard",
@@ -217,9 +218,22 @@ __all__ = [
 _TAG_BOOT = 0xB007
 
 
-def _undefined_reasons(R: int, pv: dict, engine: _Engine, n_within_pairs: int, n_w: int, n_b: int,
-                       chance: _ChanceSample, any_skipped: bool, max_pairs: int, t: float) -> dict[str, str]:
+@dataclass(frozen=True)
+class _MatchCounts:
+    """How much was compared: within-item set pairs, within-item and between-item matched pairs (weighted),
+    and whether a sample was skipped for the pair budget."""
+
+    n_within_pairs: int
+    n_within: int
+    n_between: int
+    any_skipped: bool
+
+
+def _undefined_reasons(R: int, pv: dict, engine: _Engine, counts: _MatchCounts, chance: _ChanceSample,
+                       params: GeometryParams) -> dict[str, str]:
     """Why each headline statistic is NaN (``""`` where it is defined)."""
+    n_within_pairs, n_w, n_b, any_skipped = counts.n_within_pairs, counts.n_within, counts.n_between, counts.any_skipped
+    max_pairs, t = params.max_pairs, params.threshold
     if R < 2:
         return {k: f"fewer than two raters ({R}): nothing to compare" for k in GeometryAgreementResult._STATS}
     why: dict[str, str] = {}
@@ -324,6 +338,7 @@ def _ks_pvalues(w: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[floa
 
 def geometry_agreement(
     data,
+    *,
     distance: str = "giou",
     threshold: float = 0.5,
     bootstrap: int | None = 1000,
@@ -417,31 +432,29 @@ def geometry_agreement(
         Braylan, Alonso & Lease, WWW 2022 (σ, distance α, KS); Krippendorff
         2011 (α); Efron & Tibshirani 1993 (percentile bootstrap).
     """
-    _check_params(distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
-    shard = geometry_shard(data, distance, threshold, max_pairs, sigmas=sigmas, stack=stack)
-    return merge_geometry_shards([shard], lambda idx: (data, idx), distance=distance, threshold=threshold,
-                                 bootstrap=bootstrap, max_pairs=max_pairs, seed=seed, confidence=confidence,
-                                 sigma_p=sigma_p, sigmas=sigmas, stack=stack, checked=True,
+    params = GeometryParams(distance=distance, threshold=threshold, bootstrap=bootstrap, max_pairs=max_pairs,
+                            seed=seed, confidence=confidence, sigma_p=sigma_p, sigmas=sigmas, stack=stack).checked()
+    shard = geometry_shard(data, params)
+    return merge_geometry_shards([shard], lambda idx: (data, idx), params, checked=True,
                                  strata=chance_strata_of(data, strata))
 
 
 def merge_geometry_shards(
     shards: Sequence[GeometryShard],
     read_samples,
-    distance: str = "giou",
-    threshold: float = 0.5,
-    bootstrap: int | None = 1000,
-    max_pairs: int = 200_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    sigma_p: float = 0.05,
-    sigmas: np.ndarray | None = None,
-    stack: bool = True,
+    params: GeometryParams | None = None,
+    *,
     checked: bool = False,
     groups: np.ndarray | None = None,
     strata: np.ndarray | None = None,
+    **options: Any,
 ) -> GeometryAgreementResult:
     """:func:`geometry_agreement` of a corpus from the :func:`geometry_shard` of its shards.
+
+    ``params``: the parameters (:class:`GeometryParams`), or ``options``, its fields as keywords
+    (``distance``, ``threshold``, ``bootstrap``, ``max_pairs``, ``seed``, ``confidence``, ``sigma_p``,
+    ``sigmas``, ``stack``: as in :func:`geometry_agreement`). ``checked``: the annotations' geometry was
+    checked already (skips :func:`agreement.geometry.similarity.check_similarity` on the chance sample).
 
     ``groups`` (one integer per corpus sample, optional): the between-item
     chance pairs join samples of *different* groups and the bootstrap
@@ -468,9 +481,15 @@ def merge_geometry_shards(
     Per-row outputs (``row_distance``, ``row_n_matched``, ``pair_rows``) are
     merged only when every shard kept them (:meth:`GeometryShard.without_rows`);
     otherwise they are empty.
+
+    Returns:
+        :class:`GeometryAgreementResult`, as :func:`geometry_agreement`.
+
+    Raises:
+        ValueError: bad parameters, or no shard.
     """
-    t, bootstrap, max_pairs, seed, confidence, p = _check_params(
-        distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p)
+    params = GeometryParams.of(params, options)
+    bootstrap, seed, confidence = params.bootstrap, params.seed, params.confidence
     if not shards:
         raise ValueError("merge_geometry_shards needs at least one shard")
     sh = _concat_shards(shards)
@@ -483,18 +502,20 @@ def merge_geometry_shards(
     cidx[canon_kept] = np.arange(len(canon_kept))
     chance_strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S, strata)
     groups = None if groups is None else np.asarray(groups, dtype=np.int64)
-    chance = _chance_set_pairs(chance_strata, sh.cells, max_pairs, seed, groups)
+    chance = _chance_set_pairs(chance_strata, sh.cells, params.max_pairs, seed, groups)
     scale = _stratum_scale(chance, sh.cells, sh.keep, strata)
-    between = _between_of(chance, read_samples, distance, t, sigmas, stack, checked)
+    between = _between_of(chance, read_samples, params, checked)
 
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
     within, outputs, n_set_pairs = sh.within, sh.outputs, sh.pair_sums.n_set_pairs
-    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx, canon_kept, p, scale)
+    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx=cidx, canon_kept=canon_kept,
+                          p=params.sigma_p, scale=scale)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
     n_w, n_b = len(within.distance), int(b_weights.sum())
-    why = _undefined_reasons(R, pv, engine, n_set_pairs, n_w, n_b, chance, bool(sh.skipped.any()), max_pairs, t)
+    counts = _MatchCounts(n_within_pairs=n_set_pairs, n_within=n_w, n_between=n_b, any_skipped=bool(sh.skipped.any()))
+    why = _undefined_reasons(R, pv, engine, counts, chance, params)
     boot = _bootstrap_values(engine, bootstrap, seed, S_m, None if groups is None else groups[canon_kept])
     del engine  # its sorted copies are not needed for the p-values (which sort again): lower peak memory
     est = {k: _estimate(pv[k], why.get(k, ""), boot.get(k), bootstrap, S_m, confidence)
@@ -513,8 +534,8 @@ def merge_geometry_shards(
         skipped_samples=sh.skipped_samples, sample_comparisons=sh.cost_s,
         sample_skipped=sh.skipped, **{**empty_rows, **outputs}, pair_rows=within.rows, pair_distance=within.distance,
         between_distances=between.distance, between_weights=b_weights,
-        distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=max_pairs, seed=seed,
-        confidence=confidence, sigma_p=p, similarity_report=sh.similarity_report,
+        distance=params.distance, threshold=params.threshold, bootstrap=bootstrap, max_pairs=params.max_pairs,
+        seed=seed, confidence=confidence, sigma_p=params.sigma_p, similarity_report=sh.similarity_report,
     )
 
 
@@ -547,9 +568,9 @@ def _stratum_scale(chance: _ChanceSample, cells, keep: np.ndarray, strata: np.nd
     return rho[k_of[chance.i]]
 
 
-def _between_of(chance: _ChanceSample, read_samples, distance: str, t: float, sigmas, stack: bool,
-                checked: bool) -> _BetweenMatch:
+def _between_of(chance: _ChanceSample, read_samples, params: GeometryParams, checked: bool) -> _BetweenMatch:
     """The matching of the chance sample, on the corpus ``read_samples`` gives back for its samples."""
+    distance, sigmas = params.distance, params.sigmas
     used = unique_sorted(np.r_[chance.i, chance.j].astype(np.int64))
     data, rows = read_samples(used)
     rows = np.asarray(rows, dtype=np.intp)
@@ -561,4 +582,4 @@ def _between_of(chance: _ChanceSample, read_samples, distance: str, t: float, si
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
     return _match_between(data, data.counts().astype(np.int64), local, sim_fn,
-                          _stacker(distance, data) if stack else None, t)
+                          _stacker(distance, data) if params.stack else None, params.threshold)

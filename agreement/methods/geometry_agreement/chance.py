@@ -130,7 +130,8 @@ def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kep
     a, b = first[xp], second[xp]
     size = size_pk[xp, xk]
     cost = tot[a, xk] * tot[b, xk] + (size - nz[a, xk] * nz[b, xk]) - diag[xp, xk]
-    return _Strata(a, b, size, size - common[xp, xk], cost, ptr, rsamp, xk.astype(np.intp), K)
+    return _Strata(first=a, second=b, size=size, pop=size - common[xp, xk], cost=cost, rater_ptr=ptr,
+                   rater_samples=rsamp, stratum=xk.astype(np.intp), K=K)
 
 
 def _shared_by_stratum(cells: _Cells, keep: np.ndarray, k_of: np.ndarray, nrank: np.ndarray, code: np.ndarray,
@@ -220,7 +221,8 @@ def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: in
         start = np.flatnonzero(new)
         mult = np.diff(np.r_[start, len(i)]).astype(np.int64)
         i, j, x = i[start], j[start], x[start]
-    return _ChanceSample(i, j, strata.first[x], strata.second[x], mult, int(draws), bool(exact), n_pop)
+    return _ChanceSample(i=i, j=j, a=strata.first[x], b=strata.second[x], mult=mult, draws=int(draws),
+                         exact=bool(exact), n_population=n_pop)
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
             task_pairs.append(np.repeat(ks, clen))  # set pair of every column
     colpos, ei, ej, es = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     ep = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
-    mk = _match_entries(ep, ei, ej, es, N, tie_keys=lambda rows: row_content_keys(data, rows))
+    mk = _match_entries(ep, ei, ej, es, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
     pid = ep[mk]
     matched = np.bincount(pid, minlength=K).astype(np.int64)
     return _BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,

@@ -7,6 +7,8 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import sparse
 
@@ -17,6 +19,45 @@ from agreement.methods.geometry_agreement.within import _LabelCounts, _WithinSum
 # --------------------------------------------------------------------------
 # Statistics over weighted distributions (point estimate = unit weights)
 # --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Localisation:
+    """The matched distances an :class:`_Engine` weighs: within-item (``within_distance`` on measured sample
+    ``within_sample``) and between-item (``between_distance`` of the set pair of measured samples
+    ``between_a``, ``between_b``, of multiplicity ``between_mult``)."""
+
+    within_distance: np.ndarray
+    within_sample: np.ndarray
+    between_distance: np.ndarray
+    between_a: np.ndarray
+    between_b: np.ndarray
+    between_mult: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Detection:
+    """The unmatched and annotation counts an :class:`_Engine` weighs: per measured sample (within-item:
+    ``unmatched``, ``annotations``) and per between-item set pair ``k`` of measured samples ``pair_a[k]``,
+    ``pair_b[k]`` with multiplicity ``pair_mult[k]`` (``pair_unmatched``, ``pair_annotations``)."""
+
+    unmatched: np.ndarray
+    annotations: np.ndarray
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    pair_mult: np.ndarray
+    pair_unmatched: np.ndarray
+    pair_annotations: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Classification:
+    """The label counts of matched pairs an :class:`_Engine` weighs, per measured sample: pairs, pairs whose
+    labels differ, and the ``(S_m, C)`` label counts per class."""
+
+    pairs: np.ndarray
+    differ: np.ndarray
+    classes: sparse.spmatrix
 
 
 class _Engine:
@@ -35,7 +76,11 @@ class _Engine:
     ``b_k`` and ``sup (F_B - F_W)`` at some ``b_k``.
     """
 
-    def __init__(self, S_m, dw, sw, db, sa, sb, mb, U_s, A_s, pa, pb, pm, U_k, A_k, P_s, D_s, Nsc, p):
+    def __init__(self, S_m: int, loc: _Localisation, det: _Detection, cls: _Classification, p: float) -> None:
+        """``S_m`` measured samples; ``p``: the chance percentile of σ."""
+        dw, sw, db = loc.within_distance, loc.within_sample, loc.between_distance
+        sa, sb, mb = loc.between_a, loc.between_b, loc.between_mult
+        pa, pb, pm = det.pair_a, det.pair_b, det.pair_mult
         self.S_m, self.p = S_m, p
         ow = np.argsort(dw, kind="stable")
         self.dw, self.sw = dw[ow], sw[ow]
@@ -58,11 +103,11 @@ class _Engine:
         self.sw = self.H.indices  # the same samples, in sorted-distance order (one array, not two)
         self.dsum_s = np.bincount(self.sw, weights=self.dw, minlength=S_m)
         self.dcnt_s = np.bincount(self.sw, minlength=S_m).astype(np.float64)
-        self.U_s, self.A_s = U_s, A_s
-        self.QU = sparse.csr_matrix((pm * U_k, (pa, pb)), shape=(S_m, S_m))
-        self.QA = sparse.csr_matrix((pm * A_k, (pa, pb)), shape=(S_m, S_m))
-        self.n_set_pairs = len(U_k)
-        self.P_s, self.D_s, self.Nsc = P_s, D_s, Nsc.T.tocsr()  # Nsc: (C, S_m)
+        self.U_s, self.A_s = det.unmatched, det.annotations
+        self.QU = sparse.csr_matrix((pm * det.pair_unmatched, (pa, pb)), shape=(S_m, S_m))
+        self.QA = sparse.csr_matrix((pm * det.pair_annotations, (pa, pb)), shape=(S_m, S_m))
+        self.n_set_pairs = len(det.pair_unmatched)
+        self.P_s, self.D_s, self.Nsc = cls.pairs, cls.differ, cls.classes.T.tocsr()  # Nsc: (C, S_m)
         self.width = 4 * len(self.db) + 2 * L + 4 * S_m + 16
 
     def chunk_cols(self) -> int:
@@ -140,7 +185,7 @@ class _Engine:
 
 
 def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chance: _ChanceSample,
-                 between: _BetweenMatch, cidx: np.ndarray, canon_kept: np.ndarray, p: float,
+                 between: _BetweenMatch, *, cidx: np.ndarray, canon_kept: np.ndarray, p: float,
                  scale: np.ndarray | None = None) -> _Engine:
     """The sufficient statistics on the measured samples (``canon_kept``: the
     corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere;
@@ -153,16 +198,16 @@ def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chanc
     mult = chance.mult.astype(np.float64)
     if scale is not None:
         mult = mult * scale
-    return _Engine(
-        S_m=S_m,
-        dw=within.distance, sw=cidx[within.sample] if len(within.sample) else none,
-        db=between.distance, sa=cidx[chance.i[pid]] if len(pid) else none,
-        sb=cidx[chance.j[pid]] if len(pid) else none,
-        mb=mult[pid] if len(pid) else np.zeros(0),
-        U_s=outputs["sample_n_unmatched"][canon_kept].astype(np.float64),
-        A_s=outputs["sample_n_annotations"][canon_kept].astype(np.float64),
-        pa=cidx[chance.i] if K else none, pb=cidx[chance.j] if K else none,
-        pm=mult, U_k=between.unmatched.astype(np.float64),
-        A_k=(between.n + between.m).astype(np.float64),
-        P_s=labels.pairs[canon_kept], D_s=labels.differ[canon_kept], Nsc=labels.classes[canon_kept], p=p,
-    )
+    loc = _Localisation(
+        within_distance=within.distance, within_sample=cidx[within.sample] if len(within.sample) else none,
+        between_distance=between.distance, between_a=cidx[chance.i[pid]] if len(pid) else none,
+        between_b=cidx[chance.j[pid]] if len(pid) else none, between_mult=mult[pid] if len(pid) else np.zeros(0))
+    det = _Detection(
+        unmatched=outputs["sample_n_unmatched"][canon_kept].astype(np.float64),
+        annotations=outputs["sample_n_annotations"][canon_kept].astype(np.float64),
+        pair_a=cidx[chance.i] if K else none, pair_b=cidx[chance.j] if K else none, pair_mult=mult,
+        pair_unmatched=between.unmatched.astype(np.float64),
+        pair_annotations=(between.n + between.m).astype(np.float64))
+    cls = _Classification(pairs=labels.pairs[canon_kept], differ=labels.differ[canon_kept],
+                          classes=labels.classes[canon_kept])
+    return _Engine(S_m, loc, det, cls, p)

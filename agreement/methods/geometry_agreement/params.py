@@ -1,10 +1,13 @@
-"""The distances :func:`agreement.methods.geometry_agreement.geometry_agreement` offers and the checks of its
-parameters and of the box geometry.
+"""The distances :func:`agreement.methods.geometry_agreement.geometry_agreement` offers, its parameters
+(:class:`GeometryParams`, validated by :meth:`GeometryParams.checked`) and the check of the box geometry.
 
 This module does not import FiftyOne.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -22,32 +25,83 @@ DISTANCES: tuple[str, ...] = tuple(
 )
 
 
-# --------------------------------------------------------------------------
-# Validation
-# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GeometryParams:
+    """The parameters of :func:`agreement.methods.geometry_agreement.geometry_agreement`, as one object from
+    the declaration to the kernel (:func:`~agreement.methods.geometry_agreement.geometry_shard`,
+    :func:`~agreement.methods.geometry_agreement.merge_geometry_shards`).
+
+    Attributes:
+        distance: one of :data:`DISTANCES`.
+        threshold: the matching threshold on the similarity, in ``[0, 1]``.
+        bootstrap: number of resamples (``>= 2``), or ``None`` for no intervals.
+        max_pairs: the pair budget, a positive number of comparisons.
+        seed: seed of the chance draws and the resamples.
+        confidence: level of the percentile intervals, in ``(0, 1)``.
+        sigma_p: the chance percentile of σ, in ``(0, 1)``.
+        sigmas: per-keypoint σ for ``"oks"`` (``None``: COCO's).
+        stack: compute many small box-similarity blocks in one call (same numbers, faster).
+    """
+
+    distance: str = "giou"
+    threshold: float = 0.5
+    bootstrap: int | None = 1000
+    max_pairs: int = 200_000
+    seed: int = 0
+    confidence: float = 0.95
+    sigma_p: float = 0.05
+    sigmas: np.ndarray | None = None
+    stack: bool = True
+
+    @classmethod
+    def of(cls, params: GeometryParams | None, options: Mapping[str, Any]) -> GeometryParams:
+        """``params``, or the parameters given as keywords (``options``: field names), validated
+        (:meth:`checked`).
+
+        Raises:
+            TypeError: both given, or ``params`` not a :class:`GeometryParams`.
+            ValueError: a value out of its range.
+        """
+        if params is not None and not isinstance(params, GeometryParams):
+            raise TypeError(f"params must be a GeometryParams (or give the parameters as keywords), got {params!r}")
+        if params is not None and options:
+            raise TypeError(f"give the parameters as a GeometryParams or as keywords, not both: {sorted(options)}")
+        return (params if params is not None else cls(**options)).checked()
+
+    def checked(self) -> GeometryParams:
+        """The parameters validated and normalised (``threshold``, ``confidence``, ``sigma_p`` as floats,
+        ``bootstrap``, ``max_pairs``, ``seed`` as ints).
+
+        Raises:
+            ValueError: naming the parameter, the value and the range allowed.
+        """
+        distance, threshold, bootstrap, max_pairs = self.distance, self.threshold, self.bootstrap, self.max_pairs
+        if distance not in DISTANCES:
+            raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
+        t = float(threshold)
+        if not (np.isfinite(t) and 0.0 <= t <= 1.0):
+            raise ValueError(f"threshold (the matching threshold on similarity) must be in [0, 1], got {threshold!r}")
+        if bootstrap is not None:
+            if isinstance(bootstrap, bool) or int(bootstrap) != bootstrap or int(bootstrap) < 2:
+                raise ValueError(
+                    f"bootstrap must be a number of resamples >= 2 (or None for no intervals), got {bootstrap!r}"
+                )
+            bootstrap = int(bootstrap)
+        if isinstance(max_pairs, bool) or int(max_pairs) != max_pairs or int(max_pairs) < 1:
+            raise ValueError(f"max_pairs (the pair budget) must be a positive number of comparisons, got {max_pairs!r}")
+        c = float(self.confidence)
+        if not (0.0 < c < 1.0):
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence!r}")
+        p = float(self.sigma_p)
+        if not (0.0 < p < 1.0):
+            raise ValueError(f"sigma_p (the chance percentile of σ) must be in (0, 1), got {self.sigma_p!r}")
+        return GeometryParams(distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=int(max_pairs),
+                              seed=int(self.seed), confidence=c, sigma_p=p, sigmas=self.sigmas, stack=self.stack)
 
 
-def _check_params(distance, threshold, bootstrap, max_pairs, seed, confidence, sigma_p):
-    if distance not in DISTANCES:
-        raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
-    t = float(threshold)
-    if not (np.isfinite(t) and 0.0 <= t <= 1.0):
-        raise ValueError(f"threshold (the matching threshold on similarity) must be in [0, 1], got {threshold!r}")
-    if bootstrap is not None:
-        if isinstance(bootstrap, bool) or int(bootstrap) != bootstrap or int(bootstrap) < 2:
-            raise ValueError(
-                f"bootstrap must be a number of resamples >= 2 (or None for no intervals), got {bootstrap!r}"
-            )
-        bootstrap = int(bootstrap)
-    if isinstance(max_pairs, bool) or int(max_pairs) != max_pairs or int(max_pairs) < 1:
-        raise ValueError(f"max_pairs (the pair budget) must be a positive number of comparisons, got {max_pairs!r}")
-    c = float(confidence)
-    if not (0.0 < c < 1.0):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    p = float(sigma_p)
-    if not (0.0 < p < 1.0):
-        raise ValueError(f"sigma_p (the chance percentile of σ) must be in (0, 1), got {sigma_p!r}")
-    return t, bootstrap, int(max_pairs), int(seed), c, p
+# --------------------------------------------------------------------------
+# Validation of the data
+# --------------------------------------------------------------------------
 
 
 def _check_data(data, distance: str) -> None:

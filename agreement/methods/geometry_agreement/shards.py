@@ -8,13 +8,13 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from agreement.methods.geometry_agreement.chance import _Cells
 from agreement.methods.geometry_agreement.matching import _stacker
-from agreement.methods.geometry_agreement.params import _check_data, _check_params
+from agreement.methods.geometry_agreement.params import GeometryParams, _check_data
 from agreement.methods.geometry_agreement.within import (
     _LabelCounts,
     _match_within,
@@ -64,20 +64,26 @@ class GeometryShard:
         return replace(self, outputs=outputs, within=within, has_rows=False)
 
 
-def geometry_shard(
-    data,
-    distance: str = "giou",
-    threshold: float = 0.5,
-    max_pairs: int = 200_000,
-    sigmas: np.ndarray | None = None,
-    stack: bool = True,
-) -> GeometryShard:
+def geometry_shard(data, params: GeometryParams | None = None, **options: Any) -> GeometryShard:
     """The within-item part of :func:`geometry_agreement` on one shard of a corpus.
 
     Shards of one corpus must share raters and class vocabulary
-    (``data.classes``). Parameters as in :func:`geometry_agreement`.
+    (``data.classes``).
+
+    Args:
+        data: the shard, a :class:`agreement.core.data.MultiRaterAnnotations`.
+        params: the parameters (:class:`GeometryParams`: ``distance``, ``threshold``, ``max_pairs``,
+            ``sigmas`` and ``stack`` apply here), or
+        **options: those fields as keywords (``params`` not given), as in :func:`geometry_agreement`.
+
+    Returns:
+        The shard's :class:`GeometryShard`.
+
+    Raises:
+        ValueError: bad parameters, or annotations lacking the geometry of ``distance``.
     """
-    t, _, max_pairs, _, _, _ = _check_params(distance, threshold, None, max_pairs, 0, 0.5, 0.05)
+    params = GeometryParams.of(params, options)
+    distance, t, max_pairs, sigmas = params.distance, params.threshold, params.max_pairs, params.sigmas
     _check_data(data, distance)
     report = check_similarity(distance, data, sigmas=sigmas)
     counts = data.counts().astype(np.int64)
@@ -85,7 +91,7 @@ def geometry_shard(
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
-    stack_fn = _stacker(distance, data) if stack else None
+    stack_fn = _stacker(distance, data) if params.stack else None
     all_pairs = _within_set_pairs(data, counts)
     budget = _plan_budget(data, all_pairs, max_pairs)
     pairs = all_pairs.select(budget.keep[all_pairs.s])

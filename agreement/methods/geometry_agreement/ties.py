@@ -35,10 +35,16 @@ __all__ = ["TIE_EPS", "row_content_keys", "set_content_keys", "pair_tiebreak"]
 #: to within ``min(n, m) · TIE_EPS``.
 TIE_EPS = 1e-9
 
-_ARRAY_FIELDS = ("boxes", "keypoints", "cuboids", "points3d")
-#: Ragged geometry hashed per row. Masks are not: their pixels change with the image resolution, and a key
-#: must not (a mask is keyed by its relative box).
-_LIST_FIELDS = ("polygons", "polylines3d", "segments")
+def _keyed_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(arrays, lists)``: the geometry hashed into a row's key, as the columns' declarations say
+    (:attr:`agreement.core.kinds.ColumnKind.content_key`): the boxes and the array columns, hashed as float
+    words; the ragged columns, hashed per row. Masks are not: their pixels change with the image resolution,
+    and a key must not (a mask is keyed by its relative box)."""
+    from agreement.core.kinds import column_kinds
+
+    keyed = [k for k in column_kinds() if k.per == "row" and k.content_key]
+    return ("boxes", *(k.name for k in keyed if k.container == "array")), tuple(
+        k.name for k in keyed if k.container == "list")
 
 
 def _float_words(values: np.ndarray) -> np.ndarray:
@@ -66,7 +72,7 @@ def _ragged_word(item: Any) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
-def row_content_keys(data: Any, rows: np.ndarray | None = None) -> np.ndarray:
+def row_content_keys(data: Any, *, rows: np.ndarray | None = None) -> np.ndarray:
     """A uint64 key per annotation row of ``data`` (all rows, or ``rows``) from its geometry only.
 
     Args:
@@ -79,13 +85,14 @@ def row_content_keys(data: Any, rows: np.ndarray | None = None) -> np.ndarray:
     """
     rows = np.arange(len(data)) if rows is None else np.asarray(rows, dtype=np.intp)
     key = np.full(len(rows), _GOLDEN, dtype=np.uint64)
-    for name in _ARRAY_FIELDS:
+    array_fields, list_fields = _keyed_columns()
+    for name in array_fields:
         values = getattr(data, name, None)
         if values is None or not len(rows):
             continue
         for col in _float_words(np.asarray(values)[rows]).T:
             key = _mix64(key ^ col) + _GOLDEN
-    for name in _LIST_FIELDS:
+    for name in list_fields:
         values = getattr(data, name, None)
         if values is None:
             continue

@@ -195,7 +195,7 @@ def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _Within
     keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
     gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
     ent_p = pairs.index(data.sample_index[gi], rater_of_row[gi], rater_of_row[gj], R).astype(np.int64)
-    mk = _match_entries(ent_p, gi, gj, sim, N, tie_keys=lambda rows: row_content_keys(data, rows))
+    mk = _match_entries(ent_p, gi, gj, sim, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
     rows = np.stack([gi[mk], gj[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
     pid, distance = ent_p[mk], np.clip(1.0 - sim[mk], 0.0, 1.0)
     o = np.lexsort((rows[:, 1], rows[:, 0])) if len(rows) else np.zeros(0, np.intp)

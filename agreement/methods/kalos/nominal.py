@@ -12,20 +12,21 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from agreement.core.arrays import unique_sorted
-from agreement.core.krippendorff import alpha_from_coincidence, AlphaResult
-from agreement.core.reliability import grouped_values_alpha, SparseReliability
-
+from agreement.core.krippendorff import AlphaResult, alpha_from_coincidence
+from agreement.core.reliability import SparseReliability, grouped_values_alpha
 
 # --------------------------------------------------------------------------
 # Nominal alpha of reliability matrices: pooled (sparse) and grouped
 # --------------------------------------------------------------------------
 
 
-def _as_values(rel) -> SparseReliability:
+def _as_values(rel: np.ndarray | SparseReliability) -> SparseReliability:
     return rel if isinstance(rel, SparseReliability) else SparseReliability.from_dense(rel)
 
 
-def _unit_value_counts(rel):
+def _unit_value_counts(
+    rel: np.ndarray | SparseReliability,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Pairable columns and their ``(column, code, count)`` triples.
 
     Returns ``cols`` (pairable column indices), ``m`` (values per pairable
@@ -68,7 +69,7 @@ class CoincidenceCounts:
     n_units: int = 0
 
     @classmethod
-    def of(cls, reliability, n_codes: int | None = None) -> "CoincidenceCounts":
+    def of(cls, reliability: np.ndarray | SparseReliability, n_codes: int | None = None) -> "CoincidenceCounts":
         """The counts of a reliability matrix (dense ``(R, U)`` with ``-1`` missing, or sparse)."""
         cols, m, uc, code, cnt, C = _unit_value_counts(reliability)
         C = max(C, int(n_codes or 0))
@@ -126,21 +127,18 @@ def reliability_alpha(reliability: np.ndarray) -> AlphaResult:
     NaN with a reason when undefined (fewer than two pairable values, or no
     variation).
 
-    Parameters
-    ----------
-    reliability : ndarray of int, shape (raters, units), or SparseReliability
-        Category codes ``>= 0``; ``-1`` is a missing value.
+    Args:
+        reliability (ndarray of int, shape (raters, units), or SparseReliability): Category codes ``>= 0``; ``-1`` is
+            a missing value.
 
-    Returns
-    -------
-    AlphaResult
-        From :func:`agreement.core.krippendorff.alpha_from_coincidence`.
+    Returns:
+        AlphaResult: From :func:`agreement.core.krippendorff.alpha_from_coincidence`.
     """
     return CoincidenceCounts.of(reliability).alpha()
 
 
 def grouped_alpha(
-    reliability: np.ndarray, column_group: np.ndarray, n_groups: int
+    reliability: np.ndarray | SparseReliability, column_group: np.ndarray, n_groups: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Nominal Krippendorff's α of many column groups of one reliability matrix at once.
 
@@ -160,20 +158,15 @@ def grouped_alpha(
     2011). Equal to :func:`agreement.core.krippendorff.nominal_alpha` of each
     group's sub-matrix, in one vectorised pass.
 
-    Parameters
-    ----------
-    reliability : ndarray of int, shape (raters, units), or SparseReliability
-        Codes ``>= 0``, ``-1`` missing.
-    column_group : ndarray of int, shape (units,)
-        Group of each column, in ``0 .. n_groups - 1``.
-    n_groups : int
+    Args:
+        reliability (ndarray of int, shape (raters, units), or SparseReliability): Codes ``>= 0``, ``-1`` missing.
+        column_group (ndarray of int, shape (units,)): Group of each column, in ``0 .. n_groups - 1``.
+        n_groups (int): Number of groups.
 
-    Returns
-    -------
-    alpha, observed, expected, n_pairable : ndarray of shape (n_groups,)
-        α (NaN where ``n < 2`` or ``D_e = 0``, as in
-        :func:`~agreement.core.krippendorff.alpha_from_coincidence`), ``D_o``,
-        ``D_e`` (NaN where ``n < 2``) and ``n``.
+    Returns:
+        alpha, observed, expected, n_pairable (ndarray of shape (n_groups,)): α (NaN where ``n < 2`` or ``D_e = 0``, as
+            in :func:`~agreement.core.krippendorff.alpha_from_coincidence`), ``D_o``, ``D_e`` (NaN where ``n < 2``) and
+            ``n``.
     """
     v = _as_values(reliability)
     column_group = np.asarray(column_group, dtype=np.int64).reshape(-1)

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from agreement.methods.kalos.nominal import CoincidenceCounts
 from agreement.core.reliability import SparseReliability
-
+from agreement.methods.kalos.nominal import CoincidenceCounts
 
 # --------------------------------------------------------------------------
 # Results
@@ -24,62 +23,40 @@ from agreement.core.reliability import SparseReliability
 class KalosResult:
     """KαLOS agreement of a corpus: per sample, per unit, per annotation, global.
 
-    Attributes
-    ----------
-    alpha : ndarray (S,)
-        Per-sample nominal α of the sample's units (at most 1); NaN where undefined.
-    reason : ndarray (S,) of str
-        Why ``alpha`` is NaN (``""`` where defined): fewer than two raters
-        assigned, no annotations (every assigned rater drew nothing), or no
-        variation (``D_e = 0``: the same objects, all of one class). The
-        reference tool reports 1.0 for all of these.
-    observed, expected : ndarray (S,)
-        Per-sample ``D_o`` and ``D_e`` (NaN where fewer than two pairable values).
-    n_units : ndarray (S,) of int
-        Units formed from annotations on each sample (0 where nobody drew anything).
-    unit : ndarray (N,) of int
-        Unit id of each annotation row within its sample, ``0 .. n_units - 1``
-        (annotations with one id are judged to be the same object).
-    unit_column : ndarray (N,) of int
-        Column of each annotation row's unit in ``reliability``.
-    values : SparseReliability
-        The pooled reliability matrix, raters × units of the whole corpus,
-        ordered by sample, as its present values (codes into ``categories``;
-        a rater not assigned to a sample has no value in its units): memory
-        in the number of (unit, assigned rater) values, not raters × units.
-        Includes one unanimous ``no_object`` unit per sample where every
-        assigned rater drew nothing. ``reliability`` is the dense
-        ``(R, U)`` view (``-1`` missing), for small corpora.
-    unit_sample : ndarray (U,) of int
-        Sample index of each column.
-    categories : tuple of str
-        Category of each code; the last is ``no_object``.
-    no_object_code : int
-        Code of ``no_object`` (``len(categories) - 1``).
-    raters : tuple of str
-        Rater of each row of ``reliability``.
-    sample_ids : ndarray (S,)
-    global_alpha : float
-        α of the pooled matrix; NaN (with ``global_reason``) if undefined.
-    global_reason : str
-    mean_alpha : float
-        Mean of ``alpha`` over samples where it is defined (NaN if none).
-    n_defined, n_undefined : int
-        Samples with defined / undefined ``alpha``.
-    similarity, tau, solver, cost : the configuration.
-    empty_unit : ndarray (U,) of bool
-        Columns that are the unanimous ``no_object`` unit of a sample where
-        every assigned rater drew nothing.
-    repaired_polygons : int
-        Polygon annotations repaired (rings dropped, self-intersections
-        resolved) by the similarity's validation
-        (:func:`agreement.geometry.similarity.check_similarity`); 0 for boxes.
-    counts : CoincidenceCounts
-        The exact statistics behind ``global_alpha`` (mergeable across shards).
-    bound_reason : str
-        Non-empty when α cannot exceed 0 on this corpus (one class and no unit where raters agree that
-        nothing is there, :func:`agreement.methods.kalos.nominal.single_class_bound`): ``global_alpha`` and
-        ``mean_alpha`` are then NaN with this reason; the per-sample ``alpha`` are kept (each ``<= 0``).
+    Attributes:
+        alpha (ndarray (S,)): Per-sample nominal α of the sample's units (at most 1); NaN where undefined.
+        reason (ndarray (S,) of str): Why ``alpha`` is NaN (``""`` where defined): fewer than two raters
+            assigned, no annotations (every assigned rater drew nothing), or no
+            variation (``D_e = 0``: the same objects, all of one class). The
+            reference tool reports 1.0 for all of these.
+        observed, expected (ndarray (S,)): Per-sample ``D_o`` and ``D_e`` (NaN where fewer than two pairable values).
+        n_units (ndarray (S,) of int): Units formed from annotations on each sample (0 where nobody drew anything).
+        unit (ndarray (N,) of int): Unit id of each annotation row within its sample, ``0 .. n_units - 1``
+            (annotations with one id are judged to be the same object).
+        unit_column (ndarray (N,) of int): Column of each annotation row's unit in ``reliability``.
+        values (SparseReliability): The pooled reliability matrix, raters × units of the whole corpus, ordered by
+            sample, as its present values (codes into ``categories``; a rater not assigned to a sample has no value in
+            its units): memory in the number of (unit, assigned rater) values, not raters × units. Includes one
+            unanimous ``no_object`` unit per sample where every assigned rater drew nothing. ``reliability`` is the
+            dense ``(R, U)`` view (``-1`` missing), for small corpora.
+        unit_sample (ndarray (U,) of int): Sample index of each column.
+        categories (tuple of str): Category of each code; the last is ``no_object``.
+        no_object_code (int): Code of ``no_object`` (``len(categories) - 1``).
+        raters (tuple of str): Rater of each row of ``reliability``.
+        sample_ids (ndarray (S,)): Id of each sample.
+        global_alpha (float): α of the pooled matrix; NaN (with ``global_reason``) if undefined.
+        global_reason (str): Why ``global_alpha`` is NaN (``""`` where defined).
+        mean_alpha (float): Mean of ``alpha`` over samples where it is defined (NaN if none).
+        n_defined, n_undefined (int): Samples with defined / undefined ``alpha``.
+        similarity, tau, solver, cost: The configuration.
+        empty_unit (ndarray (U,) of bool): Columns that are the unanimous ``no_object`` unit of a sample where
+            every assigned rater drew nothing.
+        repaired_polygons (int): Polygon annotations repaired (rings dropped, self-intersections resolved) by the
+            similarity's validation (:func:`agreement.geometry.similarity.check_similarity`); 0 for boxes.
+        counts (CoincidenceCounts): The exact statistics behind ``global_alpha`` (mergeable across shards).
+        bound_reason (str): Non-empty when α cannot exceed 0 on this corpus (one class and no unit where raters agree
+            that nothing is there, :func:`agreement.methods.kalos.nominal.single_class_bound`): ``global_alpha`` and
+            ``mean_alpha`` are then NaN with this reason; the per-sample ``alpha`` are kept (each ``<= 0``).
     """
 
     alpha: np.ndarray
@@ -106,7 +83,7 @@ class KalosResult:
     tau: float
     solver: str
     cost: str
-    empty_unit: np.ndarray = field(repr=False, default=None)
+    empty_unit: np.ndarray | None = field(repr=False, default=None)
     repaired_polygons: int = 0
     counts: "CoincidenceCounts | None" = field(repr=False, default=None, compare=False)
     bound_reason: str = ""
@@ -136,7 +113,7 @@ class KalosResult:
     def undefined_reasons(self) -> dict[str, int]:
         """How many samples are undefined for each reason."""
         reasons, counts = np.unique(self.reason[self.reason != ""].astype(str), return_counts=True)
-        return {str(r): int(c) for r, c in zip(reasons, counts)}
+        return {str(r): int(c) for r, c in zip(reasons, counts, strict=True)}
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers as a flat dict (``global_alpha``, ``mean_alpha``, ``n_undefined``, ...)."""
@@ -159,16 +136,12 @@ class KalosResult:
 class SensitivityCurve:
     """Global and mean α over a sweep of τ (localisation sensitivity).
 
-    Attributes
-    ----------
-    taus : ndarray (T,), increasing.
-    global_alpha, mean_alpha : ndarray (T,)
-        α of the pooled matrix and the mean over defined samples at each τ.
-    n_undefined : ndarray (T,) of int
-        Samples with undefined α at each τ.
-    n_units : ndarray (T,) of int
-        Columns of the pooled matrix at each τ (fewer as more pairs match).
-    similarity, solver, cost : the configuration.
+    Attributes:
+        taus (ndarray (T,)): The thresholds τ, increasing.
+        global_alpha, mean_alpha (ndarray (T,)): α of the pooled matrix and the mean over defined samples at each τ.
+        n_undefined (ndarray (T,) of int): Samples with undefined α at each τ.
+        n_units (ndarray (T,) of int): Columns of the pooled matrix at each τ (fewer as more pairs match).
+        similarity, solver, cost: The configuration.
     """
 
     taus: np.ndarray

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -72,7 +73,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from agreement.methods.ot.pair_costs import _chunks_of, _entries, _PairCosts, _Solved
+from agreement.methods.ot.pair_costs import PairCosts, SolvedSetPairs, chunks_of, set_pair_entries
 from agreement.methods.ot.pairs import (
     check_ot_params,
     NORMALIZATIONS,
@@ -135,6 +136,7 @@ def max_weight_matchings(
     weight: np.ndarray,
     n_a_nodes: int,
     n_b_nodes: int,
+    *,
     cardinality_first: bool = False,
 ) -> np.ndarray:
     r"""Exact maximum-weight one-to-one matchings of many small bipartite graphs at once.
@@ -197,8 +199,8 @@ def max_weight_matchings(
             matched[first[first < E]] = True
     hard = np.flatnonzero(~star_a & ~star_b)
     if hard.size:
-        _match_components(a_node[hard], b_node[hard], weight[hard], hard, n_a_nodes, n_b_nodes,
-                          cardinality_first, matched)
+        _match_components(a_node[hard], b_node[hard], w=weight[hard], idx=hard, NA=n_a_nodes, NB=n_b_nodes,
+                          cardinality_first=cardinality_first, matched=matched)
     return matched
 
 
@@ -303,15 +305,47 @@ def _lsa_components(cl, rows, cols, w, r, q) -> np.ndarray:
 # Many set pairs of a corpus at once (pair costs: agreement.methods.ot.pair_costs)
 # ---------------------------------------------------------------------------
 
-#: ``on_block(ta, ia, jb, an, bn, n_b, iou)``: a block of box pairs of :func:`_solve_set_pairs` (as
-#: :func:`_entries` gives them, ``n_b`` the block's B nodes) with the IoU of each pair.
-BlockHook = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray], None]
+@dataclass(frozen=True)
+class BoxPairBlock:
+    """A block of box pairs of :func:`_solve_set_pairs`, as :func:`set_pair_entries` gives them (``ta``: the set
+    pair of each of its problems; ``ia``, ``jb``: the rows of each box pair; ``an``, ``bn``: their A and B
+    nodes), with ``n_b`` the block's B nodes and the IoU of each box pair."""
+
+    ta: np.ndarray
+    ia: np.ndarray
+    jb: np.ndarray
+    an: np.ndarray
+    bn: np.ndarray
+    n_b: int
+    iou: np.ndarray
 
 
-def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization: str,
+#: ``on_block(block)``: called with every :class:`BoxPairBlock` of :func:`_solve_set_pairs`.
+BlockHook = Callable[[BoxPairBlock], None]
+
+
+@dataclass(frozen=True)
+class SetPairs:
+    """Many set pairs of one corpus: set pair ``t`` holds the A rows ``a0[t] + [0, na[t])`` and the B rows
+    ``b0[t] + [0, nb[t])`` (as :func:`assigned_pair_cells` gives them)."""
+
+    a0: np.ndarray
+    na: np.ndarray
+    b0: np.ndarray
+    nb: np.ndarray
+
+    @classmethod
+    def of_cells(cls, offsets: np.ndarray, cells_a: np.ndarray, cells_b: np.ndarray) -> SetPairs:
+        """The set pairs of the (sample, rater) cells ``cells_a[t]`` and ``cells_b[t]`` of a corpus whose
+        cell ``c`` holds the rows ``offsets[c]:offsets[c + 1]``."""
+        return cls(a0=offsets[cells_a], na=offsets[cells_a + 1] - offsets[cells_a], b0=offsets[cells_b],
+                   nb=offsets[cells_b + 1] - offsets[cells_b])
+
+
+def _solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalization: str,
                      max_block: int = 1 << 17, n_rows: int | None = None,
-                     on_block: BlockHook | None = None) -> _Solved:
-    """Exact OT cost of many set pairs (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
+                     on_block: BlockHook | None = None) -> SolvedSetPairs:
+    """Exact OT cost of many set ``pairs`` (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
 
     The pair costs of every box pair are computed in vectorised blocks of
     about ``max_block`` entries; the matchings of all set pairs of a block are
@@ -325,7 +359,7 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     IoU, so that a measure of the same box pairs (the threshold baselines)
     needs no enumeration or geometry of its own.
     """
-    a0, na, b0, nb = (np.asarray(x, dtype=np.intp) for x in (a0, na, b0, nb))
+    a0, na, b0, nb = (np.asarray(x, dtype=np.intp) for x in (pairs.a0, pairs.na, pairs.b0, pairs.nb))
     P = len(a0)
     w = 2.0 if normalization == "paper" else 1.0
     thr = beta if normalization == "paper" else 2.0 * beta
@@ -341,8 +375,8 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
     # threshold such pairs are dropped before their costs are computed (the same eligible edges, in the
     # same order: the same matchings and costs, bit for bit).
     same_label_only = not detail and on_block is None and pc.lam < 1.0 and (1.0 - pc.lam) >= thr
-    for problems in _chunks_of(na * nb, max_block):
-        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+    for problems in chunks_of(na * nb, max_block):
+        ta, ia, jb, an, bn = set_pair_entries(a0, na, b0, nb, problems)
         if same_label_only:
             keep = np.flatnonzero(pc.codes[ia] == pc.codes[jb])
             ia, jb, an, bn = ia[keep], jb[keep], an[keep], bn[keep]
@@ -353,7 +387,7 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
         else:
             iou = np.empty(len(ia))
             c = pc.cost(ia, jb, iou)
-            on_block(ta, ia, jb, an, bn, int(nb[problems].sum()), iou)
+            on_block(BoxPairBlock(ta=ta, ia=ia, jb=jb, an=an, bn=bn, n_b=int(nb[problems].sum()), iou=iou))
         el = np.flatnonzero(c < thr)
         hit = el[max_weight_matchings(an[el], bn[el], w * (thr - c[el]), len(ta), int(nb[problems].sum()))]
         t = ta[an[hit]]
@@ -361,19 +395,19 @@ def _solve_set_pairs(pc: _PairCosts, a0, na, b0, nb, beta: float, normalization:
         np.add.at(csum, t, c[hit])
         if detail:
             parts.append((t, ia[hit], jb[hit], c[hit]))
-            _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows)
+            _nearest_update(near_cost, near_key, ia=ia, jb=jb, c=c, hit=hit, n_rows=n_rows)
     N = (na + nb).astype(np.float64)
     total = w * csum + beta * (N - 2 * k)
     denom = N if normalization == "paper" else N - k
     with np.errstate(invalid="ignore", divide="ignore"):
         cost = np.where(N > 0, total / np.where(denom > 0, denom, 1.0), 0.0)
     if not detail:
-        return _Solved(cost, k)
+        return SolvedSetPairs(cost, k)
     cat = (lambda j, dt: np.concatenate([p[j] for p in parts]).astype(dt) if parts else np.zeros(0, dt))
     has = np.isfinite(near_cost)
     nearest = np.where(has, near_key % max(n_rows, 1), -1).astype(np.intp)
-    return _Solved(cost, k, cat(0, np.intp), cat(1, np.intp), cat(2, np.intp), cat(3, np.float64),
-                   nearest, np.where(has, near_cost, np.nan))
+    return SolvedSetPairs(cost=cost, n_matched=k, m_problem=cat(0, np.intp), m_row_a=cat(1, np.intp), m_row_b=cat(2, np.intp),
+                   m_cost=cat(3, np.float64), nearest_row=nearest, nearest_cost=np.where(has, near_cost, np.nan))
 
 
 def _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows) -> None:
@@ -407,6 +441,7 @@ def set_pair_costs(
     rater_b: int | str,
     samples_a: np.ndarray,
     samples_b: np.ndarray,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
@@ -434,7 +469,7 @@ def set_pair_costs(
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
     """
-    check_ot_params(lam, beta, normalization)
+    check_ot_params(lam, beta, normalization=normalization)
     a = data.raters.index(rater_a) if isinstance(rater_a, str) else int(rater_a)
     b = data.raters.index(rater_b) if isinstance(rater_b, str) else int(rater_b)
     ii = np.asarray(samples_a, dtype=np.intp).reshape(-1)
@@ -445,9 +480,9 @@ def set_pair_costs(
         raise ValueError("every set pair needs both raters assigned to their samples")
     R, off = data.num_raters, data.offsets
     ca, cb = ii * R + a, jj * R + b
-    pc = _PairCosts(data.boxes, data.labels, lam)
-    return _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
-                            float(beta), normalization, max_block).cost
+    pc = PairCosts(data.boxes, data.labels, lam)
+    return _solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=float(beta), normalization=normalization,
+                            max_block=max_block).cost
 
 
 # ---------------------------------------------------------------------------
@@ -455,7 +490,7 @@ def set_pair_costs(
 # ---------------------------------------------------------------------------
 
 
-def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
+def sample_ot_scores(data, *, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
                      max_block: int = 1 << 17, on_block: BlockHook | None = None) -> OTSampleScores:
     """OT agreement per sample over every pair of raters assigned to it.
 
@@ -487,12 +522,12 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
     """
-    check_ot_params(lam, beta, normalization)
-    pc = _PairCosts(data.boxes, data.labels, lam)
+    check_ot_params(lam, beta, normalization=normalization)
+    pc = PairCosts(data.boxes, data.labels, lam)
     S, Nrows = data.num_samples, len(data)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    solved = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block, n_rows=Nrows,
-                              on_block=on_block)
+    solved = _solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
+                              max_block=max_block, n_rows=Nrows, on_block=on_block)
     pair_cost = solved.cost
     pair_score = 1.0 - pair_cost
     n_pairs = np.bincount(s, minlength=S).astype(np.intp)
@@ -502,7 +537,7 @@ def sample_ot_scores(data, lam: float = 0.5, beta: float = 0.5, normalization: s
     mean[ok] = np.bincount(s, pair_score, S)[ok] / n_pairs[ok]
     np.minimum.at(mn, s, pair_score)
     mn[~ok] = np.nan
-    bounds = score_bounds(na, nb, lam, beta, normalization)
+    bounds = score_bounds(na, nb, lam=lam, beta=beta, normalization=normalization)
     pair_lower = np.asarray(bounds.lower, np.float64).reshape(-1)
     pair_upper = np.asarray(bounds.upper, np.float64).reshape(-1)
     pair_pos = np.asarray(relative_position(pair_score, pair_lower, pair_upper), np.float64).reshape(-1)

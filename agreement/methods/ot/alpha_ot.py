@@ -78,7 +78,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from agreement.methods.ot import _PairCosts, _solve_set_pairs, assigned_pair_cells, check_ot_params
+from agreement.methods.ot import SetPairs, _solve_set_pairs, assigned_pair_cells, check_ot_params
+from agreement.methods.ot.pair_costs import PairCosts
 from agreement.core.arrays import unique_sorted
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
 from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
@@ -156,6 +157,7 @@ def _same(x, y) -> bool:
 
 def alpha_ot(
     data,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
@@ -207,20 +209,23 @@ def alpha_ot(
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport".
     """
-    check_ot_params(lam, beta, normalization)
+    check_ot_params(lam, beta, normalization=normalization)
     R = data.num_raters
     cs, cr = np.nonzero(data.assigned)
-    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs, seed, strata=chance_strata_of(data, strata))
+    plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=max_pairs, seed=seed,
+                       strata=chance_strata_of(data, strata))
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     if observed_costs is None:
-        pc = _PairCosts(data.boxes, data.labels, lam)
-        c_obs = _solve_set_pairs(pc, a0, na, b0, nb, float(beta), normalization, max_block).cost
+        pc = PairCosts(data.boxes, data.labels, lam)
+        c_obs = _solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
+                                 max_block=max_block).cost
     else:
         c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
         if len(c_obs) != len(s):
             raise ValueError(f"observed_costs has {len(c_obs)} values for {len(s)} (sample, assigned rater pair) cells")
     sets = CellSets.of(data, plan.cell_key)
-    return finish_alpha_ot(plan, sets, c_obs, a.astype(np.int64) * R + b, lam, beta, normalization, max_block)
+    return finish_alpha_ot(plan, sets, observed_costs=c_obs, observed_pair=a.astype(np.int64) * R + b, lam=lam,
+                           beta=beta, normalization=normalization, max_block=max_block)
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,7 +263,7 @@ class ChancePlan:
         return self.cell_key[np.searchsorted(self.cell_key, lo * R): np.searchsorted(self.cell_key, hi * R)]
 
 
-def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, max_pairs: int = 100_000,
+def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, *, max_pairs: int = 100_000,
                 seed: int = 0, groups: np.ndarray | None = None, strata: np.ndarray | None = None) -> ChancePlan:
     """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
 
@@ -290,7 +295,7 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
     sh, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
     table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
-    st = _strata(sample_ids, cs, cr, raters, table, (sh, pid), groups, strata)
+    st = _strata(sample_ids, cs, cr=cr, raters=raters, table=table, shared=(sh, pid), groups=groups, strata=strata)
     N_tot = int(st.size.sum())
     blocks = np.flatnonzero(st.blk_size > 0)
     if N_tot <= max_pairs:
@@ -305,8 +310,9 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     first_key = st.cell_sample[uniq // C].astype(np.int64) * R + st.cell_rater[uniq // C]
     second_key = st.cell_sample[uniq % C].astype(np.int64) * R + st.cell_rater[uniq % C]
     cell_key = unique_sorted(np.concatenate([first_key, second_key]))
-    return ChancePlan(raters, table, st, sp, inv.reshape(-1), first_key, second_key, cell_key, blocks[exact],
-                      max_pairs, int(seed))
+    return ChancePlan(raters=raters, table=table, strata=st, stratum=sp, pair_inv=inv.reshape(-1), first_key=first_key,
+                      second_key=second_key, cell_key=cell_key, exact_strata=blocks[exact], max_pairs=max_pairs,
+                      seed=int(seed))
 
 
 @dataclass(frozen=True, eq=False)
@@ -355,6 +361,7 @@ class CellSets:
 
 
 def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray, observed_pair: np.ndarray,
+                    *,
                     lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
                     max_block: int = 1 << 17) -> AlphaOTResult:
     """αOT from the planned chance sample, the sets of its cells and the observed costs.
@@ -366,7 +373,7 @@ def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray
         observed_pair: the rater pair of each, as ``a * R + b`` (``a < b``).
         lam, beta, normalization, max_block: as in :func:`alpha_ot`.
     """
-    check_ot_params(lam, beta, normalization)
+    check_ot_params(lam, beta, normalization=normalization)
     if not np.array_equal(sets.key, plan.cell_key):
         raise ValueError("the cell sets do not hold the cells the chance plan needs")
     R = len(plan.raters)
@@ -413,12 +420,12 @@ def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normaliza
     cross pairs evaluated, and whether they are all of them (module docstring)."""
     st = plan.strata
     B = len(st.blk_size)
-    pc = _PairCosts(sets.boxes, sets.labels, lam)
+    pc = PairCosts(sets.boxes, sets.labels, lam)
     off = sets.offsets
     ca = np.searchsorted(sets.key, plan.first_key)
     cb = np.searchsorted(sets.key, plan.second_key)
-    cu = _solve_set_pairs(pc, off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb],
-                          beta, normalization, max_block).cost
+    cu = _solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=beta, normalization=normalization,
+                          max_block=max_block).cost
     sp = plan.stratum
     c = cu[plan.pair_inv]
     n_eval = np.bincount(sp, minlength=B).astype(np.int64)

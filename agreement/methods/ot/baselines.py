@@ -56,15 +56,14 @@ from agreement.core.data import class_codes
 from agreement.geometry.boxes import pairwise_iou
 from agreement.core.krippendorff import AlphaResult, alpha_from_coincidence
 from agreement.methods.ot import (
+    BoxPairBlock,
     OTSampleScores,
-    _chunks_of,
-    _entries,
-    _PairCosts,
     assigned_pair_cells,
     max_weight_matchings,
     pair_set_rows,
     sample_ot_scores,
 )
+from agreement.methods.ot.pair_costs import PairCosts, chunks_of, set_pair_entries
 from agreement.core.rater_pairs import RaterPairTable
 
 __all__ = [
@@ -149,6 +148,7 @@ def _eligible(iou, t, la, lb) -> np.ndarray:
 def threshold_match(
     boxes_a: np.ndarray,
     boxes_b: np.ndarray,
+    *,
     iou_threshold: float = 0.5,
     labels_a: Sequence | None = None,
     labels_b: Sequence | None = None,
@@ -179,7 +179,8 @@ def threshold_match(
         raise ValueError("labels must have one entry per box")
     iou = pairwise_iou(a, b)
     rows, cols = _match_iou(iou, _eligible(iou, t, la, lb))
-    return ThresholdMatching(rows, cols, iou[rows, cols], len(a), len(b), t, aware)
+    return ThresholdMatching(rows=rows, cols=cols, iou=iou[rows, cols], n_a=len(a), n_b=len(b), iou_threshold=t,
+                             class_aware=aware)
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,8 @@ def _pair_baseline(tp: int, n: int, m: int, iou_sum: float) -> PairBaseline:
         mean_iou = iou_sum / tp
     prec = tp / m if m else float("nan")
     rec = tp / n if n else float("nan")
-    return PairBaseline(f1, prec, rec, mean_iou, int(tp), int(n), int(m), "; ".join(reasons))
+    return PairBaseline(f1=f1, precision=prec, recall=rec, mean_iou=mean_iou, n_matched=int(tp), n_a=int(n), n_b=int(m),
+                        reason="; ".join(reasons))
 
 
 def f1_at_iou(
@@ -229,6 +231,7 @@ def f1_at_iou(
     labels_a: Sequence | None,
     boxes_b: np.ndarray,
     labels_b: Sequence | None,
+    *,
     iou_threshold: float = 0.5,
     class_aware: bool = True,
 ) -> PairBaseline:
@@ -243,9 +246,9 @@ def f1_at_iou(
     by Prokhorov & Kalinin.
     """
     if class_aware:
-        m = threshold_match(boxes_a, boxes_b, iou_threshold, labels_a, labels_b)
+        m = threshold_match(boxes_a, boxes_b, iou_threshold=iou_threshold, labels_a=labels_a, labels_b=labels_b)
     else:
-        m = threshold_match(boxes_a, boxes_b, iou_threshold)
+        m = threshold_match(boxes_a, boxes_b, iou_threshold=iou_threshold)
     return _pair_baseline(m.n_matched, m.n_a, m.n_b, float(m.iou.sum()))
 
 
@@ -310,13 +313,8 @@ class ThresholdBaselines:
     units: "UnitCounts" = field(repr=False, default=None)
 
 
-def threshold_baselines(
-    data,
-    iou_threshold: float = 0.5,
-    class_aware: bool = True,
-    alpha_class_aware: bool = False,
-    max_block: int = 1 << 17,
-) -> ThresholdBaselines:
+def threshold_baselines(data, *, iou_threshold: float = 0.5, class_aware: bool = True, alpha_class_aware: bool = False,
+                        max_block: int = 1 << 17) -> ThresholdBaselines:
     """F1@IoU, mean IoU and Krippendorff's alpha over threshold matching, for a corpus.
 
     For every sample and every pair of raters both assigned to it: the
@@ -345,19 +343,21 @@ def threshold_baselines(
     t = _check_threshold(iou_threshold)
     _boxes(data.boxes, "boxes")
     codes, cats = class_codes(data)
-    pc = _PairCosts(data.boxes, data.labels, 1.0)
+    pc = PairCosts(data.boxes, data.labels, 1.0)
     cells = assigned_pair_cells(data)
     _, _, _, _, a0, na, b0, nb = cells
     matcher = _ThresholdMatcher(codes, t, class_aware, alpha_class_aware)
-    for problems in _chunks_of(na * nb, max_block):
-        ta, ia, jb, an, bn = _entries(a0, na, b0, nb, problems)
+    for problems in chunks_of(na * nb, max_block):
+        ta, ia, jb, an, bn = set_pair_entries(a0, na, b0, nb, problems)
         if len(ia):
-            matcher.add(ta, ia, jb, an, bn, int(nb[problems].sum()), pc.iou(ia, jb))
+            matcher.add(BoxPairBlock(ta=ta, ia=ia, jb=jb, an=an, bn=bn, n_b=int(nb[problems].sum()),
+                                     iou=pc.iou(ia, jb)))
     return _baselines_of(data, codes, cats, cells, matcher)
 
 
 def ot_scores_and_threshold_baselines(
     data,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
@@ -371,7 +371,7 @@ def ot_scores_and_threshold_baselines(
     Both measures look at the same box pairs: those of every (sample,
     assigned rater pair) triple. Here they are enumerated once, and the IoU
     of each pair comes out of the GIoU computation of the OT cost (the same
-    operations as :meth:`agreement.methods.ot._PairCosts.iou`), so the two results are
+    operations as :meth:`agreement.methods.ot.PairCosts.iou`), so the two results are
     exactly those of the two functions called apart, for about a third less
     work than the two passes (the OT agreement run computes both).
 
@@ -384,7 +384,8 @@ def ot_scores_and_threshold_baselines(
     _boxes(data.boxes, "boxes")
     codes, cats = class_codes(data)
     matcher = _ThresholdMatcher(codes, t, class_aware, alpha_class_aware)
-    scores = sample_ot_scores(data, lam, beta, normalization, max_block, on_block=matcher.add)
+    scores = sample_ot_scores(data, lam=lam, beta=beta, normalization=normalization, max_block=max_block,
+                              on_block=matcher.add)
     s, a, b = scores.pair_sample, scores.pair_rater_a, scores.pair_rater_b
     cells = (s, a, b, scores.pair_table_row, *pair_set_rows(data, s, a, b))
     return scores, _baselines_of(data, codes, cats, cells, matcher)
@@ -404,7 +405,7 @@ def _baselines_of(data, codes, cats, cells, matcher: "_ThresholdMatcher") -> Thr
         pair_f1 = np.where(nm > 0, 2.0 * tp / nm, np.nan)
         pair_iou = np.where(tp > 0, iou_sum / np.maximum(tp, 1), np.nan)
     s_f1, s_iou, s_reason = _sample_means(data, s, pair_f1, pair_iou)
-    u_pair, u_vals = _alpha_units(codes, no_obj, alpha_hits, a0, na, b0, nb)
+    u_pair, u_vals = _alpha_units(codes, no_obj, hits=alpha_hits, a0=a0, na=na, b0=b0, nb=nb)
     table = RaterPairTable.from_shared_pairs(data.raters, a, b, pid)
     units = UnitCounts.of(pid[u_pair], u_vals, table.a.astype(np.int64) * data.num_raters + table.b, no_obj + 1)
     alpha_p, reason_p = units.pair_alpha()
@@ -466,8 +467,9 @@ class UnitCounts:
         same = np.bincount(group[values[0] == values[1]], minlength=P).astype(np.int64)
         key, cnt = np.unique(np.concatenate([group, group]) * C + values.reshape(-1), return_counts=True)
         pooled = np.bincount(values[0] * C + values[1], minlength=C * C).reshape(C, C).astype(np.int64)
-        return cls(np.asarray(pair_code, dtype=np.int64), units, same, (key // C).astype(np.int64),
-                   (key % C).astype(np.int64), cnt.astype(np.int64), pooled, C)
+        return cls(pair_code=np.asarray(pair_code, dtype=np.int64), units=units, same=same,
+                   cell_pair=(key // C).astype(np.int64), cell_code=(key % C).astype(np.int64),
+                   cell_count=cnt.astype(np.int64), pooled=pooled, n_categories=C)
 
     @classmethod
     def merge(cls, parts, pair_code: np.ndarray) -> "UnitCounts":
@@ -486,7 +488,8 @@ class UnitCounts:
             pooled += part.pooled
         key, inv = np.unique(np.concatenate(keys), return_inverse=True)
         cnt = np.bincount(inv.reshape(-1), np.concatenate(counts).astype(np.float64)).astype(np.int64)
-        return cls(pair_code, units, same, key // C, key % C, cnt, pooled, C)
+        return cls(pair_code=pair_code, units=units, same=same, cell_pair=key // C, cell_code=key % C, cell_count=cnt,
+                   pooled=pooled, n_categories=C)
 
     def pair_alpha(self) -> tuple[np.ndarray, np.ndarray]:
         """Nominal α of each pair's units (:func:`_alpha_of_unit_counts`), in ``pair_code`` order."""
@@ -509,12 +512,13 @@ class _ThresholdMatcher:
         self.class_aware, self.alpha_class_aware = class_aware, alpha_class_aware
         self._out: dict[bool, list] = {class_aware: [], alpha_class_aware: []}
 
-    def add(self, ta, ia, jb, an, bn, n_b: int, iou) -> None:
-        """A block of box pairs (:func:`agreement.methods.ot._entries`, ``n_b`` its B nodes) and their IoU."""
+    def add(self, block: BoxPairBlock) -> None:
+        """A block of box pairs (:class:`agreement.methods.ot.BoxPairBlock`) and their IoU."""
+        ta, ia, jb, an, bn, iou = block.ta, block.ia, block.jb, block.an, block.bn, block.iou
         geo = iou >= self.t
         for aware, parts in self._out.items():
             el = np.flatnonzero(geo & (self.codes[ia] == self.codes[jb]) if aware else geo)
-            hit = el[max_weight_matchings(an[el], bn[el], iou[el], len(ta), n_b, cardinality_first=True)]
+            hit = el[max_weight_matchings(an[el], bn[el], iou[el], len(ta), block.n_b, cardinality_first=True)]
             parts.append((ta[an[hit]], ia[hit], jb[hit], iou[hit]))
 
     def hits(self) -> tuple[tuple, tuple]:

@@ -93,6 +93,7 @@ def _check(lam: float, beta: float, normalization: str) -> None:
 def score_bounds(
     n: int | np.ndarray,
     m: int | np.ndarray,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
@@ -201,7 +202,7 @@ def relative_position(
 
 
 def match_giou_threshold(
-    lam: float, beta: float, same_label: bool = True, normalization: str = "paper"
+    lam: float, beta: float, *, same_label: bool = True, normalization: str = "paper"
 ) -> float:
     """The GIoU above which a pair of boxes can be matched (is *eligible*).
 

@@ -1,7 +1,7 @@
 """Corpus-level pair costs (:mod:`agreement.methods.ot`): the pair cost, GIoU and IoU of arbitrary box pairs of
-a corpus (:class:`_PairCosts`, the paired forms of the matrix functions, bit-identical), the box
-pairs of many set pairs in blocks (:func:`_entries`, :func:`_chunks_of`), and what solving many set
-pairs at once gives back (:class:`_Solved`).
+a corpus (:class:`PairCosts`, the paired forms of the matrix functions, bit-identical), the box
+pairs of many set pairs in blocks (:func:`set_pair_entries`, :func:`chunks_of`), and what solving many set
+pairs at once gives back (:class:`SolvedSetPairs`).
 
 This module does not import FiftyOne.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agreement.geometry.boxes import paired_iou
 from agreement.methods.ot.pairs import _check_boxes
-
 
 # ---------------------------------------------------------------------------
 # Corpus level: pair costs of arbitrary box pairs, and many set pairs at once
@@ -29,7 +29,7 @@ def _label_codes(labels: np.ndarray) -> np.ndarray:
     return np.fromiter((index.setdefault(v, len(index)) for v in labels), np.int64, len(labels))
 
 
-class _PairCosts:
+class PairCosts:
     """Corners and label codes of a corpus' boxes, for the pair cost of any box pairs.
 
     :meth:`giou` and :meth:`iou` are the paired forms of
@@ -40,6 +40,7 @@ class _PairCosts:
 
     def __init__(self, boxes: np.ndarray, labels: np.ndarray, lam: float):
         boxes = _check_boxes(boxes, "boxes")
+        self.boxes = boxes
         self.x1, self.y1 = boxes[:, 0].copy(), boxes[:, 1].copy()
         self.x2, self.y2 = boxes[:, 2] + self.x1, boxes[:, 3] + self.y1
         self.area = (self.x2 - self.x1) * (self.y2 - self.y1)
@@ -47,11 +48,21 @@ class _PairCosts:
         self.lam = float(lam)
 
     def giou(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
-        """GIoU of the box pairs ``(i[k], j[k])``, in ``[-1, 1]``; with ``iou_out``, their IoU is stored
-        there too (the same operations as :meth:`iou`, so bit-identical to it)."""
+        """GIoU of the box pairs ``(i[k], j[k])``: ``|A ∩ B| / |A ∪ B| - |C - (A ∪ B)| / |C|``, ``C`` the
+        smallest enclosing box (Rezatofighi et al., CVPR 2019).
+
+        Args:
+            i: ``(k,)`` int box rows.
+            j: ``(k,)`` int box rows.
+            iou_out: optional ``(k,)`` float64 array: their IoU is stored there too (the same operations as
+                :meth:`iou`, so bit-identical to it).
+
+        Returns:
+            ``(k,)`` float64 GIoU in ``[-1, 1]``.
+        """
         x1, y1, x2, y2, area = self.x1, self.y1, self.x2, self.y2, self.area
         xa2, xb2, xa1, xb1 = x2[i], x2[j], x1[i], x1[j]
-        o = np.minimum(xa2, xb2)
+        o: np.ndarray = np.minimum(xa2, xb2)
         o -= np.maximum(xa1, xb1)
         np.maximum(o, 0.0, out=o)
         u = np.maximum(xa2, xb2)
@@ -86,44 +97,52 @@ class _PairCosts:
         return o
 
     def iou(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """IoU of the box pairs ``(i[k], j[k])``, in ``[0, 1]``: the paired form of
-        :func:`agreement.geometry.boxes.pairwise_iou` (bit-identical), in cache-sized blocks."""
+        """IoU of the box pairs ``(i[k], j[k])``: :func:`agreement.geometry.boxes.paired_iou` (bit-identical to
+        ``pairwise_iou``), in cache-sized blocks.
+
+        Args:
+            i: ``(k,)`` int box rows.
+            j: ``(k,)`` int box rows.
+
+        Returns:
+            ``(k,)`` float64 IoU in ``[0, 1]``.
+        """
         out = np.empty(len(i))
-        x1, y1, x2, y2, area = self.x1, self.y1, self.x2, self.y2, self.area
         for lo in range(0, len(i), _COST_BLOCK):
             ib, jb = i[lo:lo + _COST_BLOCK], j[lo:lo + _COST_BLOCK]
-            o = np.minimum(x2[ib], x2[jb])
-            o -= np.maximum(x1[ib], x1[jb])
-            np.maximum(o, 0.0, out=o)
-            u = np.minimum(y2[ib], y2[jb])
-            u -= np.maximum(y1[ib], y1[jb])
-            np.maximum(u, 0.0, out=u)
-            o *= u
-            u = area[ib] + area[jb]
-            u -= o
-            zero = np.flatnonzero(u == 0.0)
-            u[zero] = 1.0
-            np.divide(o, u, out=out[lo:lo + _COST_BLOCK])
-            if zero.size:
-                zi, zj = ib[zero], jb[zero]
-                same = (x1[zi] == x1[zj]) & (y1[zi] == y1[zj]) & (x2[zi] == x2[zj]) & (y2[zi] == y2[zj])
-                out[lo + zero] = same.astype(np.float64)
+            out[lo:lo + len(ib)] = paired_iou(self.boxes[ib], self.boxes[jb])
         return out
 
     def geometric(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
-        """The localisation term ``lam (1 - GIoU) / 2`` of the pair cost, in ``[0, lam]`` (``iou_out``: as
-        :meth:`giou`)."""
+        """The localisation term ``lam (1 - GIoU) / 2`` of the pair cost.
+
+        Args:
+            i: ``(k,)`` int box rows.
+            j: ``(k,)`` int box rows.
+            iou_out: as :meth:`giou`.
+
+        Returns:
+            ``(k,)`` float64 in ``[0, lam]``.
+        """
         g = self.giou(i, j, iou_out)
         np.subtract(1.0, g, out=g)
         g *= 0.5 * self.lam
         return g
 
     def cost(self, i: np.ndarray, j: np.ndarray, iou_out: np.ndarray | None = None) -> np.ndarray:
-        """``c = lam (1 - GIoU) / 2 + (1 - lam) [label_i != label_j]`` of the pairs, in ``[0, 1]``; with
-        ``iou_out`` (length ``len(i)``), the pairs' IoU is stored there as :meth:`iou` computes it.
+        """``c = lam (1 - GIoU) / 2 + (1 - lam) [label_i != label_j]`` of the pairs.
 
-        Computed in blocks of ``_COST_BLOCK`` pairs, whose temporaries stay in
-        the CPU cache (several times faster than whole-array operations)."""
+        Computed in blocks of ``_COST_BLOCK`` pairs, whose temporaries stay in the CPU cache (several times
+        faster than whole-array operations).
+
+        Args:
+            i: ``(k,)`` int box rows.
+            j: ``(k,)`` int box rows.
+            iou_out: optional ``(k,)`` float64 array: the pairs' IoU is stored there as :meth:`iou` computes it.
+
+        Returns:
+            ``(k,)`` float64 costs in ``[0, 1]``.
+        """
         out = np.empty(len(i))
         for lo in range(0, len(i), _COST_BLOCK):
             ib, jb = i[lo:lo + _COST_BLOCK], j[lo:lo + _COST_BLOCK]
@@ -134,13 +153,23 @@ class _PairCosts:
         return out
 
 
-def _entries(a0, na, b0, nb, problems):
+def set_pair_entries(a0: np.ndarray, na: np.ndarray, b0: np.ndarray, nb: np.ndarray,
+             problems: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every box pair of the set pairs ``problems`` (A rows ``a0 + [0, na)``, B rows ``b0 + [0, nb)``).
 
-    Returns ``(a_problem, ia, jb, an, bn)``: the problem of each A box of the
-    chunk (indexed by A node), and per box pair its A row, B row, A node and B
-    node (the positions of the two boxes among the chunk's A / B boxes).
     Only repeats and additions over the box pairs (no division, no gather).
+
+    Args:
+        a0: ``(P,)`` first A row of each set pair.
+        na: ``(P,)`` A boxes of each set pair.
+        b0: ``(P,)`` first B row of each set pair.
+        nb: ``(P,)`` B boxes of each set pair.
+        problems: the set pairs of the chunk (indices into those arrays).
+
+    Returns:
+        ``(a_problem, ia, jb, an, bn)``: the problem of each A box of the chunk (indexed by A node), and per
+        box pair its A row, B row, A node and B node (the positions of the two boxes among the chunk's A / B
+        boxes).
     """
     na_p, nb_p = na[problems], nb[problems]
     n_a = int(na_p.sum())
@@ -157,19 +186,27 @@ def _entries(a0, na, b0, nb, problems):
     return ta, ia, jb, an, bn
 
 
-def _chunks_of(sizes: np.ndarray, cap: int) -> list[np.ndarray]:
-    """Consecutive chunks of item indices with about ``cap`` total size (an item larger
-    than ``cap`` is a chunk of its own, or shares one with its neighbours)."""
+def chunks_of(sizes: np.ndarray, cap: int) -> list[np.ndarray]:
+    """Consecutive chunks of item indices with about ``cap`` total size.
+
+    Args:
+        sizes: ``(n,)`` size of each item.
+        cap: the target total size of a chunk (an item larger than ``cap`` is a chunk of its own, or shares
+            one with its neighbours).
+
+    Returns:
+        The chunks, int arrays of consecutive indices covering ``0 .. n - 1`` in order.
+    """
     n = len(sizes)
     if n == 0:
         return []
     cid = (np.cumsum(sizes) - sizes) // max(int(cap), 1)
     bounds = np.flatnonzero(np.r_[True, cid[1:] != cid[:-1], True])
-    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return [np.arange(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 @dataclass(frozen=True, eq=False)
-class _Solved:
+class SolvedSetPairs:
     """Results of :func:`_solve_set_pairs`: per set pair, matched pairs, nearest per row."""
 
     cost: np.ndarray

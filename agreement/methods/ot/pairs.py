@@ -19,7 +19,7 @@ from agreement.geometry.boxes import pairwise_giou
 NORMALIZATIONS = ("paper", "oc_cost")
 
 
-def check_ot_params(lam: float, beta: float, normalization: str = "paper") -> None:
+def check_ot_params(lam: float, beta: float, *, normalization: str = "paper") -> None:
     """Raises ``ValueError`` unless ``lam in [0, 1]``, ``beta in (0, 1]`` and the
     normalisation is ``"paper"`` or ``"oc_cost"``."""
     try:
@@ -71,6 +71,7 @@ def pair_cost_matrix(
     labels_a: Sequence | np.ndarray | None,
     boxes_b: np.ndarray,
     labels_b: Sequence | np.ndarray | None,
+    *,
     lam: float = 0.5,
 ) -> np.ndarray:
     """Pair costs ``c_ij = lam (1 - GIoU_ij) / 2 + (1 - lam) [label_i != label_j]``.
@@ -167,7 +168,7 @@ def _solve(c: np.ndarray, beta: float, normalization: str) -> tuple[float, float
     return total, total / denom, rows, cols
 
 
-def ot_from_cost_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "paper") -> OTMatching:
+def ot_from_cost_matrix(c: np.ndarray, *, beta: float = 0.5, normalization: str = "paper") -> OTMatching:
     """Exact OT matching and cost for a given ``(n, m)`` pair-cost matrix.
 
     ``"paper"``: ``cost = min_M [sum_M 2 c_ij + beta (n + m - 2|M|)] / (n + m)``,
@@ -187,7 +188,7 @@ def ot_from_cost_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "
     Reference: Prokhorov & Kalinin (OT agreement); Otani et al., CVPR 2022
     (OC-cost).
     """
-    check_ot_params(0.5, beta, normalization)
+    check_ot_params(0.5, beta, normalization=normalization)
     c = _check_cost_matrix(c)
     n, m = c.shape
     total, cost, rows, cols = _solve(c, float(beta), normalization)
@@ -206,9 +207,9 @@ def ot_from_cost_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "
     )
 
 
-def ot_cost_from_matrix(c: np.ndarray, beta: float = 0.5, normalization: str = "paper") -> float:
+def ot_cost_from_matrix(c: np.ndarray, *, beta: float = 0.5, normalization: str = "paper") -> float:
     """The normalised OT cost of :func:`ot_from_cost_matrix` only (no matching arrays)."""
-    check_ot_params(0.5, beta, normalization)
+    check_ot_params(0.5, beta, normalization=normalization)
     return _solve(_check_cost_matrix(c), float(beta), normalization)[1]
 
 
@@ -226,6 +227,7 @@ def ot_match(
     labels_a: Sequence | np.ndarray | None,
     boxes_b: np.ndarray,
     labels_b: Sequence | np.ndarray | None,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
@@ -251,9 +253,9 @@ def ot_match(
     Reference: Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object
     Detection with Optimal Transport"; Otani et al., CVPR 2022 (OC-cost).
     """
-    check_ot_params(lam, beta, normalization)
-    c = pair_cost_matrix(boxes_a, labels_a, boxes_b, labels_b, lam)
-    return ot_from_cost_matrix(c, beta, normalization)
+    check_ot_params(lam, beta, normalization=normalization)
+    c = pair_cost_matrix(boxes_a, labels_a, boxes_b, labels_b, lam=lam)
+    return ot_from_cost_matrix(c, beta=beta, normalization=normalization)
 
 
 def ot_score(
@@ -261,12 +263,13 @@ def ot_score(
     labels_a: Sequence | np.ndarray | None,
     boxes_b: np.ndarray,
     labels_b: Sequence | np.ndarray | None,
+    *,
     lam: float = 0.5,
     beta: float = 0.5,
     normalization: str = "paper",
 ) -> float:
     """OT score ``1 - cost`` of :func:`ot_match`: in ``[1 - beta, 1]`` (``"paper"``),
     1 for identical sets and for two empty sets."""
-    check_ot_params(lam, beta, normalization)
-    c = pair_cost_matrix(boxes_a, labels_a, boxes_b, labels_b, lam)
+    check_ot_params(lam, beta, normalization=normalization)
+    c = pair_cost_matrix(boxes_a, labels_a, boxes_b, labels_b, lam=lam)
     return 1.0 - _solve(c, float(beta), normalization)[1]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.core.arrays import mean_of_defined
-from agreement.methods.ot.pair_costs import _PairCosts, _Solved
+from agreement.methods.ot.pair_costs import PairCosts, SolvedSetPairs
 from agreement.core.rater_pairs import RaterPairTable, shared_sample_pairs
 
 
@@ -185,7 +185,7 @@ def _sample_reasons(data) -> list[str]:
     return out
 
 
-def _box_edges(solved: _Solved, a0, na, b0, nb, beta: float) -> dict[str, np.ndarray]:
+def _box_edges(solved: SolvedSetPairs, a0, na, b0, nb, beta: float) -> dict[str, np.ndarray]:
     """Per box of every rater pair (the pair's A boxes, then its B boxes): partner and paid cost."""
     L = na + nb
     eo = np.cumsum(L) - L
@@ -205,7 +205,7 @@ def _box_edges(solved: _Solved, a0, na, b0, nb, beta: float) -> dict[str, np.nda
     return dict(edge_pair=edge_pair, edge_row=edge_row.astype(np.intp), edge_partner_row=partner, edge_paid=paid)
 
 
-def _row_results(data, pc: _PairCosts, solved: _Solved, beta: float, normalization: str) -> dict[str, np.ndarray]:
+def _row_results(data, pc: PairCosts, solved: SolvedSetPairs, beta: float, normalization: str) -> dict[str, np.ndarray]:
     """Per box: mean paid, cheapest match, nearest counterpart and the reason (see :class:`OTSampleScores`)."""
     N = len(data)
     k = data.assigned.sum(axis=1)

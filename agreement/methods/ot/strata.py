@@ -114,7 +114,7 @@ def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tupl
     if groups is None:
         same = n_sh  # a cell pair of one group is a shared sample
     else:
-        same = _same_group_pairs(cg, cr, k_of[cs], R, K, first, second)
+        same = _same_group_pairs(cg, cr, ck=k_of[cs], R=R, K=K, first=first, second=second)
     blk_size = prod[bp, bk] - same[bp, bk]
     size = np.bincount(bp, blk_size, P).astype(np.int64) if P else np.zeros(0, np.int64)
     weight = np.where(blk_size > 0, n_sh[bp, bk], 0).astype(np.float64)
@@ -125,8 +125,10 @@ def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tupl
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(weight > 0, weight / tot[bp], 0.0)
     bf, bs = first[bp], second[bp]
-    return _Strata(first, second, size, bp.astype(np.intp), bk.astype(np.intp), start[bf * K + bk],
-                   start[bs * K + bk], count[bf, bk], count[bs, bk], blk_size.astype(np.int64), weight, cs, cr, cg)
+    return _Strata(first=first, second=second, size=size, blk_pair=bp.astype(np.intp), blk_stratum=bk.astype(np.intp),
+                   blk_start_first=start[bf * K + bk], blk_start_second=start[bs * K + bk], blk_n_first=count[bf, bk],
+                   blk_n_second=count[bs, bk], blk_size=blk_size.astype(np.int64), blk_weight=weight, cell_sample=cs,
+                   cell_rater=cr, cell_group=cg)
 
 
 def _same_group_pairs(cg: np.ndarray, cr: np.ndarray, ck: np.ndarray, R: int, K: int, first: np.ndarray,

@@ -143,6 +143,7 @@ def check_masks(
     masks: Sequence[np.ndarray | None],
     class_values: Sequence[int] | None,
     where: str,
+    *,
     raters: Sequence[str] | None = None,
 ) -> list[np.ndarray | None]:
     """Validates one sample's masks and returns them as 2-D integer arrays (``None`` kept).
@@ -388,6 +389,7 @@ def _mean_over(values: np.ndarray, keep: np.ndarray) -> float:
 def sample_statistics(
     masks: Sequence[np.ndarray | None],
     class_values: Sequence[int] | None = None,
+    *,
     n_pixels: int | None = None,
     seed: int = 0,
     sample_key: str = "",
@@ -448,7 +450,7 @@ def sample_statistics(
     if n_pixels is not None and (isinstance(n_pixels, bool) or int(n_pixels) != n_pixels or n_pixels < 2):
         raise ValueError(f"n_pixels must be None or an integer >= 2, got {n_pixels!r}")
     where = f"sample {sample_key!r}" if sample_key != "" else "sample"
-    arrays = check_masks(masks, class_values, where, raters)
+    arrays = check_masks(masks, class_values, where, raters=raters)
     R = len(arrays)
     present = np.array([a is not None for a in arrays], dtype=bool)
     if class_values is not None:
@@ -469,7 +471,8 @@ def sample_statistics(
                                                    D[0].size, n_pixels)
     overlap = _overlap(rows, counts, labels, present, values, pixel_tolerance(labels[0].shape, tolerance,
                                                                         boundary_tolerance))
-    return _sample_result(sample_key, values, present, pairs, alpha_stats, overlap, o, exclude, background)
+    return _sample_result(sample_key, values, present, pairs, (alpha_stats, overlap, o), exclude=exclude,
+                          background=background)
 
 
 def _sampled_coincidence(D: list[np.ndarray], C: int, n_pixels: int, seed: int, sample_key: str) -> np.ndarray:
@@ -498,10 +501,13 @@ def _overlap(rows, counts, labels, present, values, tolerance) -> OverlapStats:
     return stats
 
 
-def _sample_result(sample_key, values, present, pairs, alpha_stats, overlap, o, exclude,
+def _sample_result(sample_key, values, present, pairs, sums: tuple, *, exclude,
                    background) -> SampleMaskStats:
-    """Per-sample numbers from the sample's sums (Dice and IoU NaN when no rater marked foreground)."""
+    """Per-sample numbers from the sample's sums (``sums``: its corpus alpha statistics, overlap sums and
+    coincidence matrix; Dice and IoU NaN when no rater marked foreground)."""
     from agreement.core.krippendorff import alpha_from_coincidence
+
+    alpha_stats, overlap, o = sums
 
     a = alpha_from_coincidence(o)
     ov = overlap.finish()
@@ -510,7 +516,7 @@ def _sample_result(sample_key, values, present, pairs, alpha_stats, overlap, o, 
     with_boundary = (overlap.boundary_a + overlap.boundary_b > 0) & keep_class
     reasons = [f"pixel alpha: {a.reason}"] if a.reason else []
     no_foreground = foreground_reason(values, (overlap.size_a + overlap.size_b).sum(axis=0), background,
-                                      "on this sample")
+                                      where="on this sample")
     if no_foreground and in_either.any():
         in_either[:] = False
         reasons.append(no_foreground)

@@ -180,6 +180,7 @@ def _stack_labels(masks: Sequence[np.ndarray | None]) -> tuple[list[np.ndarray],
 
 
 def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
+                   *,
                    inverse: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Distinct per-pixel label patterns of a raters x pixels matrix ``D`` of labels ``0 .. L-1``.
 
@@ -289,6 +290,7 @@ def _check_params(max_iter, tol, init, prior, L) -> np.ndarray | None:
 
 def multilabel_staple(
     masks: Sequence[np.ndarray | None],
+    *,
     label_undecided: int | None = None,
     max_iter: int | None = None,
     tol: float = 1e-5,
@@ -373,13 +375,29 @@ def multilabel_staple(
         if change < tol:
             converged = True
             break
-    return _finish(rows, counts, inverse, theta, log_prior, p, present, shape, label_undecided, n_iter, converged)
+    fit = _StapleFit(theta=theta, log_prior=log_prior, prior=p, n_iter=n_iter, converged=converged)
+    return _finish((rows, counts, inverse), fit, present, shape, label_undecided)
 
 
-def _finish(rows, counts, inverse, theta, log_prior, p, present, shape, label_undecided, n_iter,
-            converged) -> MultiLabelStapleResult:
-    """The label map, rates and NaN bookkeeping from the final confusion matrices."""
-    W = _posterior(rows, theta, log_prior)
+@dataclass(frozen=True)
+class _StapleFit:
+    """The end of the multi-label STAPLE EM: the confusion matrices ``theta`` of the raters with a mask,
+    the label prior (and its log), the iterations and whether the tolerance was met."""
+
+    theta: np.ndarray
+    log_prior: np.ndarray
+    prior: np.ndarray
+    n_iter: int
+    converged: bool
+
+
+def _finish(patterns: tuple, fit: _StapleFit, present: np.ndarray, shape: tuple,
+            label_undecided: int) -> MultiLabelStapleResult:
+    """The label map, rates and NaN bookkeeping from the final confusion matrices (``patterns``: the
+    ``(rows, counts, inverse)`` of :func:`label_patterns`)."""
+    rows, counts, inverse = patterns
+    theta, p, n_iter, converged = fit.theta, fit.prior, fit.n_iter, fit.converged
+    W = _posterior(rows, theta, fit.log_prior)
     top = W.max(axis=1, keepdims=True)
     tied = ((W == top) & (top > 0)).sum(axis=1) != 1
     label = np.where(tied, label_undecided, W.argmax(axis=1)).astype(np.int64)

@@ -50,7 +50,7 @@ __all__ = [
 BACKGROUND = 0
 
 
-def foreground_reason(class_values, sizes: np.ndarray, background: int | None, where: str = "") -> str:
+def foreground_reason(class_values, sizes: np.ndarray, background: int | None, *, where: str = "") -> str:
     """Why Dice and IoU are undefined when every marked pixel is background, ``""`` otherwise.
 
     ``sizes`` are pixel counts per class (``sum |A| + sum |B|``). When some pixels were compared but none
@@ -229,8 +229,11 @@ class OverlapResult:
     boundary_f1_reason: str = ""
 
 
-def _ratios(inter, a, b, hits_a, bd_a, hits_b, bd_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dice, IoU and boundary F1 from sums, elementwise (NaN where undefined)."""
+def _ratios(sums: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dice, IoU and boundary F1 from the sums named by :data:`_OVERLAP_FIELDS`, elementwise (NaN where
+    undefined)."""
+    inter, a, b = sums["intersection"], sums["size_a"], sums["size_b"]
+    hits_a, bd_a, hits_b, bd_b = sums["hits_a"], sums["boundary_a"], sums["hits_b"], sums["boundary_b"]
     with np.errstate(invalid="ignore", divide="ignore"):
         total = a + b
         dice = np.where(total > 0, 2.0 * inter / total, np.nan)
@@ -289,11 +292,9 @@ class OverlapStats:
         class), the mean Dice and IoU are NaN with the reason "no rater marked any foreground pixel"
         (:func:`foreground_reason`); the per-class arrays keep the background's own values.
         """
-        pd, pi, pf = _ratios(self.intersection, self.size_a, self.size_b, self.hits_a, self.boundary_a,
-                             self.hits_b, self.boundary_b)
+        pd, pi, pf = _ratios({f: getattr(self, f) for f in _OVERLAP_FIELDS})
         s = {f: getattr(self, f).sum(axis=0) for f in _OVERLAP_FIELDS}
-        cd, ci, cf = _ratios(s["intersection"], s["size_a"], s["size_b"], s["hits_a"], s["boundary_a"],
-                             s["hits_b"], s["boundary_b"])
+        cd, ci, cf = _ratios(s)
         keep = ~np.isin(np.asarray(self.class_values, dtype=np.int64), np.asarray(list(exclude), dtype=np.int64))
 
         def mean(x):
@@ -307,8 +308,10 @@ class OverlapStats:
         elif np.isnan(dice):
             dice_why = "no class (outside exclude) appears in any pair of masks: Dice and IoU are undefined"
         f1_why = "no pair of masks has a class boundary: boundary F1 is undefined" if np.isnan(f1) else ""
-        return OverlapResult(self.class_values, pd, pi, pf, cd, ci, cf, dice, iou, f1,
-                             "; ".join(x for x in (dice_why, f1_why) if x), dice_why, f1_why)
+        return OverlapResult(class_values=self.class_values, pair_dice=pd, pair_iou=pi, pair_boundary_f1=pf,
+                             class_dice=cd, class_iou=ci, class_boundary_f1=cf, dice=dice, iou=iou, boundary_f1=f1,
+                             reason="; ".join(x for x in (dice_why, f1_why) if x), dice_reason=dice_why,
+                             boundary_f1_reason=f1_why)
 
 
 # ----------------------------------------------------------------------------- both

@@ -152,7 +152,7 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
         Bernardin & Stiefelhagen, EURASIP JIVP 2008 (CLEAR-MOT).
     """
     check_tau(tau)
-    check_tau(iou_threshold, "iou_threshold")
+    check_tau(iou_threshold, name="iou_threshold")
     check_loca_unmatched(loca_unmatched)
     vt = VideoTracks.build(tracks_by_rater, video)
     units = units_of_video(vt, tau)
@@ -162,10 +162,13 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
     for a in range(R):
         for b in range(a + 1, R):
             ab, ba = vt.rater_pair(a, b), vt.rater_pair(b, a)
-            pairs.append(RaterPairTracks(vt.raters[a], vt.raters[b], hota_of_pair(ab, loca_unmatched), idf1_of_pair(ab, iou_threshold),
-                                         clear_mot_of_pair(ab, iou_threshold), clear_mot_of_pair(ba, iou_threshold)))
-    cons = consensus_of_video(vt, units, quorum, min_raters, weights) if consensus else None
-    return TrackAgreementResult(video, vt.raters, units, reliability, track_alpha([reliability]), tuple(pairs), cons)
+            pairs.append(RaterPairTracks(vt.raters[a], vt.raters[b], hota_of_pair(ab, loca_unmatched=loca_unmatched),
+                                         idf1_of_pair(ab, threshold=iou_threshold),
+                                         clear_mot_of_pair(ab, threshold=iou_threshold),
+                                         clear_mot_of_pair(ba, threshold=iou_threshold)))
+    cons = consensus_of_video(vt, units, quorum=quorum, min_raters=min_raters, weights=weights) if consensus else None
+    return TrackAgreementResult(video=video, raters=vt.raters, units=units, reliability=reliability,
+                                alpha=track_alpha([reliability]), pairs=tuple(pairs), consensus=cons)
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,7 +205,8 @@ def pool_track_agreement(results: Sequence[TrackAgreementResult]) -> CorpusTrack
         for p in r.pairs:
             by_pair.setdefault((p.rater_a, p.rater_b), []).append(p)
     pairs = tuple(
-        RaterPairTracks(a, b, pool_hota([p.hota for p in ps]), pool_idf1([p.idf1 for p in ps]),
-                        pool_clear_mot([p.clear_ab for p in ps]), pool_clear_mot([p.clear_ba for p in ps]), len(ps))
+        RaterPairTracks(rater_a=a, rater_b=b, hota=pool_hota([p.hota for p in ps]),
+                        idf1=pool_idf1([p.idf1 for p in ps]), clear_ab=pool_clear_mot([p.clear_ab for p in ps]),
+                        clear_ba=pool_clear_mot([p.clear_ba for p in ps]), n_videos=len(ps))
         for (a, b), ps in sorted(by_pair.items()))
     return CorpusTrackAgreement(track_alpha([r.reliability for r in results]), pairs, len(results))

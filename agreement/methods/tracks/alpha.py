@@ -69,7 +69,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -125,6 +125,7 @@ class TrackReliability:
 
     @property
     def n_units(self) -> int:
+        """The number of track units U of the video."""
         return len(self.present)
 
 
@@ -133,11 +134,16 @@ class TrackAlphas:
     """α of track presence, track class and track localisation (see the module).
 
     Attributes:
-        presence, classes, localisation: :class:`agreement.core.krippendorff.AlphaResult` each (``alpha``,
-            ``observed``, ``expected``, ``n_pairable``, ``n_units``, ``reason``). Presence: ``observed = U_o``,
-            ``expected = U_e``, ``n_pairable`` the tracks of the within-video set pairs; localisation:
-            ``observed = D_o``, ``expected = D_e``, ``n_pairable`` the within-video matches.
-        n_videos, n_units: what was pooled.
+        presence: α of track presence, ``1 - U_o / U_e`` in ``(-inf, 1]``, an
+            :class:`agreement.core.krippendorff.AlphaResult` (``alpha``, ``observed``, ``expected``,
+            ``n_pairable``, ``n_units``, ``reason``) with ``observed = U_o``, ``expected = U_e`` and
+            ``n_pairable`` the tracks of the within-video set pairs.
+        classes: α of the track class (nominal), an :class:`agreement.core.krippendorff.AlphaResult`.
+        localisation: α of track localisation, ``1 - D_o / D_e``, an
+            :class:`agreement.core.krippendorff.AlphaResult` with ``observed = D_o``, ``expected = D_e`` and
+            ``n_pairable`` the within-video matches.
+        n_videos: the videos pooled.
+        n_units: the track units pooled.
         chance_pairs: the chance set pairs measured.
     """
 
@@ -148,8 +154,10 @@ class TrackAlphas:
     n_units: int
     chance_pairs: int = 0
 
-    def as_dict(self) -> dict:
-        out = {"n_videos": self.n_videos, "n_units": self.n_units, "chance_pairs": self.chance_pairs}
+    def as_dict(self) -> dict[str, Any]:
+        """Plain numbers (NaN kept), for JSON: the counts, and per α its ``alpha``, ``observed``, ``expected``,
+        ``n_pairable``, ``n_units`` and ``reason``."""
+        out: dict[str, Any] = {"n_videos": self.n_videos, "n_units": self.n_units, "chance_pairs": self.chance_pairs}
         for name in ("presence", "classes", "localisation"):
             a = getattr(self, name)
             out[name] = {"alpha": a.alpha, "observed": a.observed, "expected": a.expected,
@@ -180,7 +188,7 @@ def track_reliability(video: VideoTracks, units: TrackUnits, frame_count: float 
     size = float((n_of[iu[0]] + n_of[iu[1]]).sum())
     unmatched = size - 2.0 * float(both[iu].sum())
     loc_n, loc_sum = 0, 0.0
-    for a, b in zip(*iu):
+    for a, b in zip(*iu, strict=True):
         block = video.stiou_block(int(a), int(b))
         rows, cols = _hungarian(block, ANY_OVERLAP)
         loc_n += len(rows)

@@ -161,7 +161,7 @@ def _chance_pairs(video: np.ndarray, rater: np.ndarray, max_pairs: int, seed: in
     return X[:max_pairs], Y[:max_pairs]
 
 
-def chance_sums(videos: Sequence[ChanceVideo], tau: float, max_pairs: int = MAX_CHANCE_PAIRS,
+def chance_sums(videos: Sequence[ChanceVideo], tau: float, *, max_pairs: int = MAX_CHANCE_PAIRS,
                 seed: int = 0) -> ChanceSums:
     r"""The weighted chance sums of presence and localisation α (see the module for the design).
 

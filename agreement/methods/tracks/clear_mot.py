@@ -205,10 +205,10 @@ def _fragmentations(p: RaterPair, matched: np.ndarray) -> int:
     return int(breaks.sum())
 
 
-def clear_mot_of_pair(p: RaterPair, threshold: float = 0.5) -> ClearMotResult:
+def clear_mot_of_pair(p: RaterPair, *, threshold: float = 0.5) -> ClearMotResult:
     """:func:`clear_mot` on a rater pair of an indexed video (reference ``g``, hypothesis ``h``): the same
     definitions, ranges and references (Bernardin & Stiefelhagen 2008; Li, Huang & Nevatia 2009)."""
-    threshold = check_tau(threshold, "threshold")
+    threshold = check_tau(threshold, name="threshold")
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     i, j = _matched_pairs(p, threshold)
     matched = np.zeros(n_g, dtype=bool)
@@ -219,8 +219,9 @@ def clear_mot_of_pair(p: RaterPair, threshold: float = 0.5) -> ClearMotResult:
         o, h = p.g_track[i][order], p.h_track[j][order]
         switches = int(((o[1:] == o[:-1]) & (h[1:] != h[:-1])).sum())
     iou = _pair_iou(p, i, j)
-    return ClearMotResult(n_g, n_h, len(i), n_g - len(i), n_h - len(i), switches,
-                          _fragmentations(p, matched), float(iou.sum()))
+    return ClearMotResult(n_reference=n_g, n_hypothesis=n_h, matches=len(i), misses=n_g - len(i),
+                          false_positives=n_h - len(i), id_switches=switches,
+                          fragmentations=_fragmentations(p, matched), iou_sum=float(iou.sum()))
 
 
 def _pair_iou(p: RaterPair, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -232,7 +233,7 @@ def _pair_iou(p: RaterPair, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return p.iou[np.searchsorted(key, i * Nh + j)]
 
 
-def clear_mot(reference: Tracks, hypothesis: Tracks, threshold: float = 0.5) -> ClearMotResult:
+def clear_mot(reference: Tracks, hypothesis: Tracks, *, threshold: float = 0.5) -> ClearMotResult:
     r"""CLEAR-MOT of ``hypothesis``'s tracks against ``reference``'s: ID switches, fragmentations, MOTA, MOTP.
 
     .. math::
@@ -256,7 +257,7 @@ def clear_mot(reference: Tracks, hypothesis: Tracks, threshold: float = 0.5) -> 
         K. Bernardin and R. Stiefelhagen, EURASIP J. Image and Video Processing 2008; equal to py-motmetrics'
         ``num_switches``, ``num_fragmentations`` and ``mota``.
     """
-    return clear_mot_of_pair(VideoTracks(("ref", "hyp"), (reference, hypothesis)).rater_pair(0, 1), threshold)
+    return clear_mot_of_pair(VideoTracks(("ref", "hyp"), (reference, hypothesis)).rater_pair(0, 1), threshold=threshold)
 
 
 def pool_clear_mot(results: Sequence[ClearMotResult]) -> ClearMotResult:
@@ -266,7 +267,8 @@ def pool_clear_mot(results: Sequence[ClearMotResult]) -> ClearMotResult:
     Reference:
         Bernardin & Stiefelhagen, EURASIP J. Image and Video Processing 2008; py-motmetrics' overall row.
     """
-    total = ClearMotResult(0, 0, 0, 0, 0, 0, 0, 0.0)
+    total = ClearMotResult(n_reference=0, n_hypothesis=0, matches=0, misses=0, false_positives=0, id_switches=0,
+                           fragmentations=0, iou_sum=0.0)
     for r in results:
         total = total + r
     return total

@@ -88,7 +88,7 @@ def _weights(raters: tuple[str, ...], weights: Mapping[str, float] | None) -> np
     return w
 
 
-def consensus_of_video(video: VideoTracks, units: TrackUnits, quorum: float = 0.5, min_raters: int = 1,
+def consensus_of_video(video: VideoTracks, units: TrackUnits, *, quorum: float = 0.5, min_raters: int = 1,
                        weights: Mapping[str, float] | None = None) -> ConsensusTracks:
     """:func:`consensus_tracks` on an indexed video and its units (the same formulas, ranges and reference)."""
     if not 0.0 < float(quorum) <= 1.0:
@@ -187,4 +187,4 @@ def consensus_tracks(tracks_by_rater: Mapping[str, Tracks], units: TrackUnits | 
         units = units_of_video(vt, tau)
     elif units.raters != vt.raters:
         raise ValueError(f"the units are of raters {units.raters}, the tracks of {vt.raters}")
-    return consensus_of_video(vt, units, quorum, min_raters, weights)
+    return consensus_of_video(vt, units, quorum=quorum, min_raters=min_raters, weights=weights)

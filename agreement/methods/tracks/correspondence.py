@@ -44,7 +44,7 @@ from agreement.methods.tracks.video import VideoTracks
 __all__ = ["TrackMatching", "match_tracks", "TrackUnits", "track_units", "check_tau"]
 
 
-def check_tau(tau: float, name: str = "tau") -> float:
+def check_tau(tau: float, *, name: str = "tau") -> float:
     """``tau`` as a float in ``(0, 1]`` (``ValueError`` otherwise)."""
     t = float(tau)
     if not 0.0 < t <= 1.0:
@@ -79,7 +79,7 @@ def _hungarian(block: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     return rows[keep], cols[keep]
 
 
-def match_tracks(a: Tracks, b: Tracks, tau: float = 0.5) -> TrackMatching:
+def match_tracks(a: Tracks, b: Tracks, *, tau: float = 0.5) -> TrackMatching:
     r"""Matches two raters' tracks one-to-one by spatio-temporal IoU.
 
     Maximises :math:`\sum_{(s, t) \in M} \mathrm{STIoU}(s, t)` over one-to-one matchings ``M`` whose pairs all
@@ -205,7 +205,7 @@ def units_of_video(video: VideoTracks, tau: float = 0.5) -> TrackUnits:
     return TrackUnits(video.raters, members, track_ids.astype(np.int64), present, min_st, tau)
 
 
-def track_units(tracks_by_rater: Mapping[str, Tracks], tau: float = 0.5, video: str | None = None) -> TrackUnits:
+def track_units(tracks_by_rater: Mapping[str, Tracks], *, tau: float = 0.5, video: str | None = None) -> TrackUnits:
     """Clusters the raters' tracks of one video into track units (at most one track per rater).
 
     Greedy complete-linkage agglomeration over the pairwise Hungarian STIoU matches (see the module): pairs

@@ -230,8 +230,8 @@ def check_loca_unmatched(loca_unmatched: str) -> str:
 def _empty(n_g: int, n_h: int, loca_unmatched: str = "skip") -> HotaResult:
     A = len(HOTA_ALPHAS)
     z = np.zeros(A)
-    return HotaResult(np.zeros(A, np.int64), np.full(A, n_g, np.int64), np.full(A, n_h, np.int64),
-                      z, z.copy(), z.copy(), z.copy(), loca_unmatched)
+    return HotaResult(tp=np.zeros(A, np.int64), fn=np.full(A, n_g, np.int64), fp=np.full(A, n_h, np.int64), ass_sum=z,
+                      ass_re_sum=z.copy(), ass_pr_sum=z.copy(), loc_sum=z.copy(), loca_unmatched=loca_unmatched)
 
 
 def _alignment(p: RaterPair) -> np.ndarray:
@@ -284,7 +284,7 @@ def _matches(p: RaterPair, ga: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return i, j, s
 
 
-def hota_of_pair(p: RaterPair, loca_unmatched: str = "skip") -> HotaResult:
+def hota_of_pair(p: RaterPair, *, loca_unmatched: str = "skip") -> HotaResult:
     """:func:`hota` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``): the same formulas,
     ranges and reference (Luiten et al., IJCV 2021)."""
     check_loca_unmatched(loca_unmatched)
@@ -306,7 +306,8 @@ def hota_of_pair(p: RaterPair, loca_unmatched: str = "skip") -> HotaResult:
         ass[k] = np.sum(tpa * tpa / np.maximum(1.0, na + nb - tpa))
         ass_re[k] = np.sum(tpa * tpa / np.maximum(1.0, na))
         ass_pr[k] = np.sum(tpa * tpa / np.maximum(1.0, nb))
-    return HotaResult(tp, n_g - tp, n_h - tp, ass, ass_re, ass_pr, loc_sum, loca_unmatched)
+    return HotaResult(tp=tp, fn=n_g - tp, fp=n_h - tp, ass_sum=ass, ass_re_sum=ass_re, ass_pr_sum=ass_pr,
+                      loc_sum=loc_sum, loca_unmatched=loca_unmatched)
 
 
 def hota(ground_truth: Tracks, tracker: Tracks, *, loca_unmatched: str = "skip") -> HotaResult:
@@ -339,10 +340,11 @@ def hota(ground_truth: Tracks, tracker: Tracks, *, loca_unmatched: str = "skip")
         J. Luiten et al., "HOTA: A Higher Order Metric for Evaluating Multi-Object Tracking", IJCV 129,
         548-578, 2021; equal to TrackEval's ``HOTA`` metric.
     """
-    return hota_of_pair(VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1), loca_unmatched)
+    pair = VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1)
+    return hota_of_pair(pair, loca_unmatched=loca_unmatched)
 
 
-def pool_hota(results: Sequence[HotaResult], loca_unmatched: str | None = None) -> HotaResult:
+def pool_hota(results: Sequence[HotaResult], *, loca_unmatched: str | None = None) -> HotaResult:
     """HOTA over several videos: the per-``α`` counts and sums added (TrackEval's ``combine_sequences``).
 
     ``DetA_α = Σ|TP| / Σ(|TP| + |FN| + |FP|)``, ``AssA_α = Σ_v Σ_c A(c) / Σ|TP|`` and so on; the same rules for

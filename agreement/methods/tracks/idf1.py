@@ -97,10 +97,10 @@ class Idf1Result:
                 "idfp": self.idfp, "reason": self.reason}
 
 
-def idf1_of_pair(p: RaterPair, threshold: float = 0.5) -> Idf1Result:
+def idf1_of_pair(p: RaterPair, *, threshold: float = 0.5) -> Idf1Result:
     """:func:`idf1` on a rater pair of an indexed video (ground truth ``g``, tracker ``h``): the same formula, range
     and reference (Ristani et al., ECCV Workshops 2016)."""
-    threshold = check_tau(threshold, "threshold")
+    threshold = check_tau(threshold, name="threshold")
     n_g, n_h = len(p.g_frame), len(p.h_frame)
     ok = p.iou >= threshold
     if not ok.any():
@@ -113,7 +113,7 @@ def idf1_of_pair(p: RaterPair, threshold: float = 0.5) -> Idf1Result:
     return Idf1Result(int(counts[rows, cols].sum()), n_g, n_h)
 
 
-def idf1(ground_truth: Tracks, tracker: Tracks, threshold: float = 0.5) -> Idf1Result:
+def idf1(ground_truth: Tracks, tracker: Tracks, *, threshold: float = 0.5) -> Idf1Result:
     r"""IDF1, IDP and IDR of one rater's tracks against another's.
 
     .. math::
@@ -136,7 +136,7 @@ def idf1(ground_truth: Tracks, tracker: Tracks, threshold: float = 0.5) -> Idf1R
         E. Ristani et al., "Performance Measures and a Data Set for Multi-Target, Multi-Camera Tracking",
         ECCV Workshops 2016; equal to py-motmetrics' ``idf1``.
     """
-    return idf1_of_pair(VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1), threshold)
+    return idf1_of_pair(VideoTracks(("gt", "tracker"), (ground_truth, tracker)).rater_pair(0, 1), threshold=threshold)
 
 
 def pool_idf1(results: Sequence[Idf1Result]) -> Idf1Result:

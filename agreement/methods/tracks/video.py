@@ -270,9 +270,9 @@ class VideoTracks:
         v = np.concatenate([iou[fwd], iou[back]])
         order = np.lexsort((j, i))
         gs, hs = self.track_start[g], self.track_start[h]
-        return RaterPair(self.det_frame[gd], self.det_track[gd] - gs, self.det_frame[hd], self.det_track[hd] - hs,
-                         self.track_len[gs:self.track_start[g + 1]], self.track_len[hs:self.track_start[h + 1]],
-                         i[order], j[order], v[order])
+        return RaterPair(g_frame=self.det_frame[gd], g_track=self.det_track[gd] - gs, h_frame=self.det_frame[hd],
+                         h_track=self.det_track[hd] - hs, g_len=self.track_len[gs:self.track_start[g + 1]],
+                         h_len=self.track_len[hs:self.track_start[h + 1]], i=i[order], j=j[order], iou=v[order])
 
 
 def spatio_temporal_iou(a: Tracks, b: Tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

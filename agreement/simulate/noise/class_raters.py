@@ -78,7 +78,7 @@ def uniform_spammer(n_classes: int) -> np.ndarray:
     return np.full((K, K), 1.0 / K)
 
 
-def constant_spammer(n_classes: int, cls: int = 0) -> np.ndarray:
+def constant_spammer(n_classes: int, *, cls: int = 0) -> np.ndarray:
     """A rater who always answers ``cls``: ``π[y, c] = [c = cls]`` (``(K, K)``)."""
     K = _check_k(n_classes)
     if not 0 <= cls < K:
@@ -88,7 +88,7 @@ def constant_spammer(n_classes: int, cls: int = 0) -> np.ndarray:
     return out
 
 
-def swapper_confusion(n_classes: int, a: int, b: int, accuracy: float = 1.0) -> np.ndarray:
+def swapper_confusion(n_classes: int, a: int, b: int, *, accuracy: float = 1.0) -> np.ndarray:
     """A rater who exchanges classes ``a`` and ``b``: rows ``a`` and ``b`` of
     :func:`noisy_confusion` at ``accuracy`` swapped, so ``π[a, b] = π[b, a] = accuracy``
     (with ``accuracy = 1``: always ``b`` for ``a`` and ``a`` for ``b``, right elsewhere).
@@ -104,7 +104,7 @@ def swapper_confusion(n_classes: int, a: int, b: int, accuracy: float = 1.0) -> 
     return out
 
 
-def mixed_crowd(n_classes: int, accuracies: Sequence[float] = (), n_uniform_spammers: int = 0,
+def mixed_crowd(n_classes: int, *, accuracies: Sequence[float] = (), n_uniform_spammers: int = 0,
                 constant_spammers: Sequence[int] = (), swaps: Sequence[tuple[int, int]] = ()) -> np.ndarray:
     """The confusion matrices of a crowd, in this order: one noisy rater per accuracy
     (:func:`noisy_confusion`), ``n_uniform_spammers`` uniform spammers, one constant
@@ -119,14 +119,14 @@ def mixed_crowd(n_classes: int, accuracies: Sequence[float] = (), n_uniform_spam
     K = _check_k(n_classes)
     mats = [noisy_confusion(K, a) for a in accuracies]
     mats += [uniform_spammer(K)] * int(n_uniform_spammers)
-    mats += [constant_spammer(K, c) for c in constant_spammers]
+    mats += [constant_spammer(K, cls=c) for c in constant_spammers]
     mats += [swapper_confusion(K, a, b) for a, b in swaps]
     if not mats:
         raise ValueError("the crowd has no rater")
     return np.stack(mats)
 
 
-def random_truth(n_samples: int, n_classes: int, prior: Sequence[float] | None = None, seed: int = 0) -> np.ndarray:
+def random_truth(n_samples: int, n_classes: int, *, prior: Sequence[float] | None = None, seed: int = 0) -> np.ndarray:
     """``n_samples`` true classes drawn from ``prior`` (default uniform) with ``default_rng(seed)``.
 
     Returns:
@@ -150,7 +150,7 @@ def _check_confusions(confusions: np.ndarray) -> np.ndarray:
     return conf
 
 
-def simulate_class_raters(truth: np.ndarray, confusions: np.ndarray, seed: int = 0,
+def simulate_class_raters(truth: np.ndarray, confusions: np.ndarray, *, seed: int = 0,
                           per_sample: int | None = None) -> np.ndarray:
     r"""Class codes of ``R`` simulated raters for the true labels ``truth``.
 

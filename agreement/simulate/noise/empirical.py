@@ -89,7 +89,7 @@ from agreement.simulate.noise.profile import (
     STAGES,
     StudentT,
 )
-from agreement.simulate.noise.stages import _ClassSampler, _simulate_cell
+from agreement.simulate.noise.stages import _ClassSampler, NoiseModel, SchoolBias, _simulate_cell
 
 # Reachable here too (the tests read the shipped profiles' folder and check the elementwise IoU).
 from agreement.simulate.noise.profile import PROFILES_DIR  # noqa: F401
@@ -221,6 +221,7 @@ class Simulation(NamedTuple):
 
 def simulate(
     reference: MultiRaterAnnotations,
+    *,
     profile: NoiseProfile | str | os.PathLike = "lvis",
     magnitude: float = 1.0,
     num_raters: int = 3,
@@ -290,8 +291,10 @@ def simulate(
         "applied": {k: 0 for k in STAGES + ("school_category",)},
         "cannibalised": {k: 0 for k in STAGES if k != "localisation"},
     }
-    cells, prov = _simulate_cells(reference, r, names, member_of, prof, rates, lam, sampler, class_maps, seed,
-                                  counts, include_reference)
+    raters = _SimulatedRaters(names=names, member_of=member_of, class_maps=class_maps)
+    noise = NoiseModel(profile=prof, rates=rates, lam=lam, sampler=sampler)
+    cells, prov = _simulate_cells(reference, r, raters, noise, seed=seed, counts=counts,
+                                  include_reference=include_reference)
     out = _assemble(reference, r, all_names, cells)
     source, origin = _provenance_in_row_order(reference, r, all_names, prov)
     report = SimulationReport(
@@ -344,11 +347,21 @@ def _school_class_maps(schools: list[School], sampler: _ClassSampler, seed: int)
     return class_maps
 
 
-def _simulate_cells(reference, r: int, names: list[str], member_of: list, prof: NoiseProfile, rates: dict,
-                    lam: float, sampler: _ClassSampler, class_maps: dict, seed: int, counts: dict,
+@dataclass(frozen=True)
+class _SimulatedRaters:
+    """The simulated raters: their ``names``, the :class:`School` of each (``None``: none) and each school's
+    relabelling (``class_maps``, by school name)."""
+
+    names: list[str]
+    member_of: list
+    class_maps: dict
+
+
+def _simulate_cells(reference, r: int, raters: _SimulatedRaters, noise: NoiseModel, *, seed: int, counts: dict,
                     include_reference: bool) -> tuple[dict, dict]:
-    """Every simulated rater on every sample the reference rater is assigned: the cells
+    """Every simulated rater on every sample the reference rater ``r`` is assigned: the cells
     ``(boxes, labels, label ids)`` and their provenance ``(source row, origin)`` by (sample, rater)."""
+    names, member_of, class_maps = raters.names, raters.member_of, raters.class_maps
     num_raters = len(names)
     cells: dict[tuple[int, int], tuple] = {}
     prov: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -360,10 +373,9 @@ def _simulate_cells(reference, r: int, names: list[str], member_of: list, prof: 
         for k, rname in enumerate(names):
             sc = member_of[k]
             rng = _rng(seed, rname, reference.sample_ids[s])
-            b, lab, src, org = _simulate_cell(
-                boxes, labels, reference.image_sizes[s], prof, rates, lam, sampler,
-                class_maps.get(sc.name, {}) if sc else {}, sc.offset if sc else zero, rng, counts,
-            )
+            school = SchoolBias(class_map=class_maps.get(sc.name, {}) if sc else {}, offset=sc.offset if sc else zero)
+            b, lab, src, org = _simulate_cell(boxes, labels, reference.image_sizes[s], noise, school, rng=rng,
+                                              counts=counts)
             lid = np.empty(len(src), dtype=object)
             lid[:] = [ids[i] if i >= 0 else None for i in src]
             cells[(s, k)] = (b, lab, lid)

@@ -55,6 +55,7 @@ import math
 import sys
 import warnings
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -162,15 +163,24 @@ def _hull(boxes: np.ndarray) -> np.ndarray:
     return np.array([[x0, y0, x1 - x0, y1 - y0]])
 
 
-def _groups(
-    big: np.ndarray, small: np.ndarray, inter: np.ndarray, same: np.ndarray,
-    match_big: np.ndarray, match_small: np.ndarray, used_big: np.ndarray, used_small: np.ndarray,
-    t: float, coverage: float,
-) -> list[tuple[int, np.ndarray]]:
+@dataclass(frozen=True)
+class _Side:
+    """One rater's boxes in a comparison: the boxes, the box of the other side each is matched to (-1:
+    none) and which are used by a one-to-many group already (marked in place)."""
+
+    boxes: np.ndarray
+    match: np.ndarray
+    used: np.ndarray
+
+
+def _groups(big_side: _Side, small_side: _Side, inter: np.ndarray, same: np.ndarray, *, t: float,
+            coverage: float) -> list[tuple[int, np.ndarray]]:
     """One-to-many groups: a box of ``big`` split into >= 2 boxes of ``small``.
 
-    ``inter`` is ``(len(big), len(small))``; marks ``used_*`` in place.
+    ``inter`` is ``(len(big), len(small))``; marks ``used`` of both sides in place.
     """
+    big, match_big, used_big = big_side.boxes, big_side.match, big_side.used
+    small, match_small, used_small = small_side.boxes, small_side.match, small_side.used
     out = []
     area_b = big[:, 2] * big[:, 3]
     area_s = small[:, 2] * small[:, 3]
@@ -214,19 +224,21 @@ def _match(A, la, B, lb, t: float) -> tuple[np.ndarray, np.ndarray]:
     n, m = len(A), len(B)
     match_a = np.full(n, -1, np.intp)
     match_b = np.full(m, -1, np.intp)
-    first = threshold_match(A, B, t, list(la), list(lb))
+    first = threshold_match(A, B, iou_threshold=t, labels_a=list(la), labels_b=list(lb))
     match_a[first.rows] = first.cols
     match_b[first.cols] = first.rows
     ua, ub = np.flatnonzero(match_a < 0), np.flatnonzero(match_b < 0)
     if len(ua) and len(ub):
-        second = threshold_match(A[ua], B[ub], t)
+        second = threshold_match(A[ua], B[ub], iou_threshold=t)
         match_a[ua[second.rows]] = ub[second.cols]
         match_b[ub[second.cols]] = ua[second.rows]
     return match_a, match_b
 
 
-def _compare(stats_: PairStatistics, A, la, B, lb, t: float, coverage: float) -> None:
-    """Adds one ordered comparison (A as reference) to ``stats_``."""
+def _compare(stats_: PairStatistics, ref: tuple, other: tuple, *, t: float, coverage: float) -> None:
+    """Adds one ordered comparison to ``stats_``: ``ref`` ``(A, la)`` (boxes and labels) as the reference,
+    ``other`` ``(B, lb)``."""
+    (A, la), (B, lb) = ref, other
     n, m = len(A), len(B)
     stats_.n_pairs += 1
     stats_.n_reference += n
@@ -236,9 +248,10 @@ def _compare(stats_: PairStatistics, A, la, B, lb, t: float, coverage: float) ->
     if n and m:
         inter = _intersection(A, B)
         same = np.asarray(la, dtype=object)[:, None] == np.asarray(lb, dtype=object)[None, :]
-        for _, pieces in _groups(A, B, inter, same, match_a, match_b, used_a, used_b, t, coverage):
+        side_a, side_b = _Side(A, match_a, used_a), _Side(B, match_b, used_b)
+        for _, pieces in _groups(side_a, side_b, inter, same, t=t, coverage=coverage):
             stats_.fragment_pieces.append(len(pieces))
-        for _, members in _groups(B, A, inter.T, same.T, match_b, match_a, used_b, used_a, t, coverage):
+        for _, members in _groups(side_b, side_a, inter.T, same.T, t=t, coverage=coverage):
             stats_.combination_members.append(len(members))
     stats_.false_negatives += int(np.sum(~used_a & (match_a < 0)))
     fp = ~used_b & (match_b < 0)
@@ -261,6 +274,7 @@ def _compare(stats_: PairStatistics, A, la, B, lb, t: float, coverage: float) ->
 
 def pair_statistics(
     data: MultiRaterAnnotations,
+    *,
     iou_threshold: float = 0.5,
     reference: str | None = None,
     coverage: float = 0.7,
@@ -308,7 +322,8 @@ def pair_statistics(
                 if b == a:
                     continue
                 sb = data.rows(s, b)
-                _compare(out, data.boxes[sa], data.labels[sa], data.boxes[sb], data.labels[sb], t, coverage)
+                _compare(out, (data.boxes[sa], data.labels[sa]), (data.boxes[sb], data.labels[sb]), t=t,
+                         coverage=coverage)
     if out.n_pairs == 0:
         raise ValueError("no sample has two assigned raters (with the reference among them): nothing to fit")
     if out.n_reference == 0:
@@ -341,6 +356,7 @@ def _fit_localisation(res: np.ndarray) -> LocalisationProfile:
 
 def fit_profile(
     data: MultiRaterAnnotations,
+    *,
     iou_threshold: float = 0.5,
     reference: str | None = None,
     name: str = "",
@@ -376,7 +392,7 @@ def fit_profile(
     Reference: Tschirschwitz & Rodehorst, KαLOS (noise profiles fitted from
     rater pairs matched at IoU 0.5).
     """
-    st = pair_statistics(data, iou_threshold, reference, coverage)
+    st = pair_statistics(data, iou_threshold=iou_threshold, reference=reference, coverage=coverage)
     N = st.n_reference
     notes = []
     res = st.residuals
@@ -453,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         data = read_multi_rater_coco(args.coco).annotations
         prof = fit_profile(
-            data, args.iou_threshold, args.reference, name=args.name or Path(args.output).stem,
+            data, iou_threshold=args.iou_threshold, reference=args.reference, name=args.name or Path(args.output).stem,
             coverage=args.coverage, metadata={"data": Path(args.coco).name},
         )
     except (OSError, ValueError) as e:

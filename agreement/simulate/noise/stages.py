@@ -8,6 +8,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -174,8 +175,40 @@ class _CellRows:
         return ob[perm], ol[perm], os_[perm], oo[perm]
 
 
-def _unmatched_stage(boxes, labels, profile: NoiseProfile, rates, rng, counts, clean, out: _CellRows) -> None:
+@dataclass(frozen=True)
+class NoiseModel:
+    """What every simulated rater draws its errors from: the ``profile``, its ``rates`` scaled by the
+    magnitude ``lam`` (λ) and the class ``sampler`` of category mistakes."""
+
+    profile: NoiseProfile
+    rates: dict[str, float]
+    lam: float
+    sampler: _ClassSampler
+
+
+@dataclass(frozen=True)
+class SchoolBias:
+    """A rater's systematic bias: its school's relabelling ``class_map`` and box ``offset`` (none: empty, 0)."""
+
+    class_map: Mapping[str, str]
+    offset: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One simulated rater on one sample while the stages run: the random generator, the error
+    ``counts`` (requested, applied, cannibalised), which reference boxes are still ``clean`` and the rows
+    drawn so far (``out``)."""
+
+    rng: np.random.Generator
+    counts: dict[str, dict[str, int]]
+    clean: np.ndarray
+    out: _CellRows
+
+
+def _unmatched_stage(boxes, labels, noise: NoiseModel, cell: _Cell) -> None:
     """Stage 1: false negatives (clean boxes removed), then false positives (new boxes injected)."""
+    profile, rates, rng, counts, clean, out = noise.profile, noise.rates, cell.rng, cell.counts, cell.clean, cell.out
     n = len(boxes)
     req, app = counts["requested"], counts["applied"]
     k = _binomial(rng, n, rates["false_negative"])
@@ -194,9 +227,9 @@ def _unmatched_stage(boxes, labels, profile: NoiseProfile, rates, rng, counts, c
     app["false_positive"] += k
 
 
-def _fragmentation_stage(boxes, labels, image_size, profile: NoiseProfile, rates, rng, counts, clean,
-                         out: _CellRows) -> None:
+def _fragmentation_stage(boxes, labels, image_size, noise: NoiseModel, cell: _Cell) -> None:
     """Stage 2a: clean boxes split along their longer side into ``2 + Poisson`` pieces."""
+    profile, rates, rng, counts, clean, out = noise.profile, noise.rates, cell.rng, cell.counts, cell.clean, cell.out
     n = len(boxes)
     req, app, can = counts["requested"], counts["applied"], counts["cannibalised"]
     k = _binomial(rng, n, rates["fragmentation"])
@@ -215,8 +248,9 @@ def _fragmentation_stage(boxes, labels, image_size, profile: NoiseProfile, rates
             out.origin.extend(["fragment"] * len(pieces))
 
 
-def _combination_stage(boxes, labels, profile: NoiseProfile, rates, rng, counts, clean, out: _CellRows) -> None:
+def _combination_stage(boxes, labels, noise: NoiseModel, cell: _Cell) -> None:
     """Stage 2b: a clean box and its nearest clean boxes of the same class replaced by their hull."""
+    profile, rates, rng, counts, clean, out = noise.profile, noise.rates, cell.rng, cell.counts, cell.clean, cell.out
     n = len(boxes)
     req, app, can = counts["requested"], counts["applied"], counts["cannibalised"]
     k = _binomial(rng, n, rates["combination"])
@@ -245,10 +279,12 @@ def _combination_stage(boxes, labels, profile: NoiseProfile, rates, rng, counts,
             app["combination"] += 1
 
 
-def _category_stage(boxes, labels, profile: NoiseProfile, rates, lam, sampler: _ClassSampler,
-                    class_map: Mapping[str, str], offset, rng, counts, clean, out: _CellRows) -> None:
+def _category_stage(boxes, labels, noise: NoiseModel, school: SchoolBias, cell: _Cell) -> None:
     """Stage 3: category mistakes (school relabelling first, then sampled confusions); the
     relabelled boxes are shifted with the misclassified-localisation residuals."""
+    profile, rates, lam, sampler = noise.profile, noise.rates, noise.lam, noise.sampler
+    class_map, offset = school.class_map, school.offset
+    rng, counts, clean, out = cell.rng, cell.counts, cell.clean, cell.out
     n = len(boxes)
     req, app, can = counts["requested"], counts["applied"], counts["cannibalised"]
     mis = np.zeros(n, dtype=bool)
@@ -282,10 +318,10 @@ def _category_stage(boxes, labels, profile: NoiseProfile, rates, lam, sampler: _
                            for i in idx])
 
 
-def _localisation_stage(boxes, labels, profile: NoiseProfile, lam, offset, rng, counts, clean,
-                        out: _CellRows) -> None:
+def _localisation_stage(boxes, labels, noise: NoiseModel, school: SchoolBias, cell: _Cell) -> None:
     """Stage 4: localisation shift of whatever is still clean."""
-    idx = np.flatnonzero(clean)
+    profile, lam, offset, rng, counts, out = noise.profile, noise.lam, school.offset, cell.rng, cell.counts, cell.out
+    idx = np.flatnonzero(cell.clean)
     if len(idx):
         out.boxes.append(_shift(boxes[idx], profile.localisation, lam, profile.iou_threshold, offset, rng))
         out.labels.extend(labels[idx])
@@ -298,12 +334,9 @@ def _simulate_cell(
     boxes: np.ndarray,
     labels: np.ndarray,
     image_size: np.ndarray,
-    profile: NoiseProfile,
-    rates: dict[str, float],
-    lam: float,
-    sampler: _ClassSampler,
-    class_map: Mapping[str, str],
-    offset: tuple[float, float, float, float],
+    noise: NoiseModel,
+    school: SchoolBias,
+    *,
     rng: np.random.Generator,
     counts: dict[str, dict[str, int]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -311,11 +344,10 @@ def _simulate_cell(
 
     The stages run in priority order on the boxes still ``clean``; ``counts`` collects the
     requested, applied and cannibalised errors of each stage."""
-    clean = np.ones(len(boxes), dtype=bool)
-    out = _CellRows()
-    _unmatched_stage(boxes, labels, profile, rates, rng, counts, clean, out)
-    _fragmentation_stage(boxes, labels, image_size, profile, rates, rng, counts, clean, out)
-    _combination_stage(boxes, labels, profile, rates, rng, counts, clean, out)
-    _category_stage(boxes, labels, profile, rates, lam, sampler, class_map, offset, rng, counts, clean, out)
-    _localisation_stage(boxes, labels, profile, lam, offset, rng, counts, clean, out)
-    return out.shuffled(rng)
+    cell = _Cell(rng=rng, counts=counts, clean=np.ones(len(boxes), dtype=bool), out=_CellRows())
+    _unmatched_stage(boxes, labels, noise, cell)
+    _fragmentation_stage(boxes, labels, image_size, noise, cell)
+    _combination_stage(boxes, labels, noise, cell)
+    _category_stage(boxes, labels, noise, school, cell)
+    _localisation_stage(boxes, labels, noise, school, cell)
+    return cell.out.shuffled(rng)

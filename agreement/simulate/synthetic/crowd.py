@@ -13,7 +13,7 @@ benchmarks of hundreds of thousands of annotations:
 * each assigned rater misses each object with probability ``miss``, draws it
   with Gaussian jitter of ``jitter`` × the box size on its centre and sides,
   relabels it with probability ``confusion``, and adds a false positive with
-  probability ``false_positive`` (a random box).
+  probability ``false_positive`` (a random box): the :class:`CrowdNoise`.
 
 Every box lies in the image (a corpus holds relative boxes in ``[0, 1]``;
 boxes past the border are a FiftyOne dataset's matter, repaired by
@@ -24,11 +24,31 @@ Everything is derived from ``seed``. This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 
-__all__ = ["crowd_corpus"]
+__all__ = ["CrowdNoise", "crowd_corpus"]
+
+
+@dataclass(frozen=True)
+class CrowdNoise:
+    """The noise of every rater of a crowd (module docstring).
+
+    Attributes:
+        miss: the probability of missing a true object, in ``[0, 1]``.
+        jitter: the standard deviation of the Gaussian jitter of a drawn box's centre and sides, relative
+            to its size (``>= 0``).
+        confusion: the probability of relabelling a drawn object with a random class, in ``[0, 1]``.
+        false_positive: the probability of adding one random box per assigned sample, in ``[0, 1]``.
+    """
+
+    miss: float = 0.15
+    jitter: float = 0.05
+    confusion: float = 0.05
+    false_positive: float = 0.1
 
 
 def _true_objects(rng: np.random.Generator, S: int, lo: int, hi: int, C: int):
@@ -52,13 +72,11 @@ def crowd_corpus(
     num_samples: int,
     num_raters: int,
     raters_per_sample: int = 10,
+    *,
     min_objects: int = 0,
     max_objects: int = 8,
     num_classes: int = 3,
-    miss: float = 0.15,
-    jitter: float = 0.05,
-    confusion: float = 0.05,
-    false_positive: float = 0.1,
+    noise: CrowdNoise = CrowdNoise(),
     seed: int = 0,
 ) -> tuple[MultiRaterAnnotations, MultiRaterAnnotations]:
     """A crowd corpus and its truth (see the module docstring for the model).
@@ -67,9 +85,10 @@ def crowd_corpus(
         num_samples: S samples.
         num_raters: R raters in all (names ``w000``, ``w001``, ...).
         raters_per_sample: k raters assigned per sample, ``2 <= k <= R``.
-        min_objects, max_objects: true objects per sample.
+        min_objects: the fewest true objects of a sample.
+        max_objects: the most true objects of a sample.
         num_classes: classes ``c0``, ``c1``, ...
-        miss, jitter, confusion, false_positive: the noise model.
+        noise: the raters' :class:`CrowdNoise`.
         seed: the random seed.
 
     Returns:
@@ -93,12 +112,12 @@ def crowd_corpus(
     local = np.arange(int(block.sum())) - np.repeat(np.cumsum(block) - block, block)
     obj = np.repeat(starts, block) + local // k
     rater = np.sort(assigned_raters, axis=1)[s_of, local % k]
-    keep = rng.random(len(obj)) >= miss
+    keep = rng.random(len(obj)) >= noise.miss
     obj, rater, s_of = obj[keep], rater[keep], s_of[keep]
-    boxes, cls = _draws(rng, true_boxes[obj], true_cls[obj], C, jitter, confusion)
+    boxes, cls = _draws(rng, true_boxes[obj], true_cls[obj], C, noise.jitter, noise.confusion)
     # false positives: per assigned (sample, rater), one random box with probability false_positive
     fs, fr = np.nonzero(assigned)
-    fp = rng.random(len(fs)) < false_positive
+    fp = rng.random(len(fs)) < noise.false_positive
     fs, fr = fs[fp], fr[fp]
     fp_side = np.exp(rng.uniform(np.log(0.03), np.log(0.3), size=(len(fs), 2)))
     fp_boxes = np.concatenate([rng.uniform(0, 1, size=(len(fs), 2)) * (1 - fp_side), fp_side], axis=1)

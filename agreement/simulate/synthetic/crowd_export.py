@@ -17,9 +17,12 @@ import cv2
 import numpy as np
 
 from agreement.io.coco import MultiRaterCoco, write_multi_rater_coco
-from agreement.simulate.synthetic.crowd import crowd_corpus
+from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
-__all__ = ["write_crowd_export"]
+__all__ = ["EXPORT_NOISE", "write_crowd_export"]
+
+#: The workers' noise of the export: a crowd whose consensus has uncertain labels to review, as real crowds do.
+EXPORT_NOISE = CrowdNoise(miss=0.5, jitter=0.1, confusion=0.3, false_positive=0.3)
 
 
 def _draw(boxes: np.ndarray, labels, size: tuple[int, int], seed: int) -> np.ndarray:
@@ -35,10 +38,9 @@ def _draw(boxes: np.ndarray, labels, size: tuple[int, int], seed: int) -> np.nda
     return img
 
 
-def write_crowd_export(directory: str | os.PathLike, num_samples: int = 200, num_raters: int = 200,
+def write_crowd_export(directory: str | os.PathLike, *, num_samples: int = 200, num_raters: int = 200,
                        raters_per_sample: int = 9, image_size: tuple[int, int] = (160, 120),
-                       miss: float = 0.5, jitter: float = 0.1, confusion: float = 0.3, false_positive: float = 0.3,
-                       seed: int = 0) -> str:
+                       noise: CrowdNoise = EXPORT_NOISE, seed: int = 0) -> str:
     """Writes a crowd's COCO export and its extension-less images into ``directory``; returns the JSON path.
 
     Args:
@@ -47,17 +49,15 @@ def write_crowd_export(directory: str | os.PathLike, num_samples: int = 200, num
         num_raters: workers in the crowd (``w0`` ... ``w{num_raters - 1}``).
         raters_per_sample: workers assigned per image (``2 <= raters_per_sample <= num_raters``).
         image_size: ``(width, height)`` of the written images in pixels (the COCO boxes are in these pixels).
-        miss, jitter, confusion, false_positive: the workers' noise (see
-            :func:`~agreement.simulate.synthetic.crowd.crowd_corpus`); the defaults make a crowd whose
-            consensus has uncertain labels to review, as real crowds do.
+        noise: the workers' :class:`~agreement.simulate.synthetic.crowd.CrowdNoise` (default
+            :data:`EXPORT_NOISE`).
         seed: the corpus's and the images' random seed.
 
     Returns:
         The path of ``crowd.json``.
     """
     os.makedirs(directory, exist_ok=True)
-    corpus, truth = crowd_corpus(num_samples, num_raters, raters_per_sample=raters_per_sample, miss=miss,
-                                 jitter=jitter, confusion=confusion, false_positive=false_positive, seed=seed)
+    corpus, truth = crowd_corpus(num_samples, num_raters, raters_per_sample=raters_per_sample, noise=noise, seed=seed)
     W, H = image_size
     images = []
     for s in range(corpus.num_samples):

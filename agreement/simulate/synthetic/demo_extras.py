@@ -62,7 +62,7 @@ def _redraw(mask: np.ndarray, profile: str, rng: np.random.Generator) -> np.ndar
 
 
 def simulate_mask_raters(
-    scenes: Sequence[Scene], seed: int = 0, profiles: Sequence[str] = MASK_PROFILES
+    scenes: Sequence[Scene], *, seed: int = 0, profiles: Sequence[str] = MASK_PROFILES
 ) -> dict[str, list[list[tuple[str, np.ndarray, np.ndarray]]]]:
     """Per mask rater, per scene: ``(label, relative box, mask inside the box)`` of every object.
 
@@ -103,7 +103,7 @@ CUBOID_PROFILES = {
 }
 
 
-def generate_cuboid_scenes(num_scenes: int = 30, seed: int = 0) -> list[CuboidScene]:
+def generate_cuboid_scenes(*, num_scenes: int = 30, seed: int = 0) -> list[CuboidScene]:
     """Street scenes with 2–8 cars each (4.5 × 1.8 × 1.5 m, any yaw), on the ground (z = height / 2)."""
     scenes = []
     for k in range(num_scenes):
@@ -119,7 +119,7 @@ def generate_cuboid_scenes(num_scenes: int = 30, seed: int = 0) -> list[CuboidSc
     return scenes
 
 
-def simulate_cuboid_raters(scenes: Sequence[CuboidScene], seed: int = 0) -> dict[str, list[np.ndarray]]:
+def simulate_cuboid_raters(scenes: Sequence[CuboidScene], *, seed: int = 0) -> dict[str, list[np.ndarray]]:
     """Per 3D rater (:data:`CUBOID_PROFILES`), per scene: its ``(m, 9)`` cuboids."""
     out: dict[str, list[np.ndarray]] = {}
     for name, p in CUBOID_PROFILES.items():

@@ -205,6 +205,7 @@ def _clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
 def simulate_rater(
     scene: Scene,
     profile: RaterProfile,
+    *,
     seed: int = 0,
     classes: Sequence[str] = CLASSES,
 ) -> AnnotationSet | None:
@@ -276,6 +277,7 @@ def _image_sizes(scenes: Sequence[Scene]) -> np.ndarray:
 
 def simulate_demo_raters(
     scenes: Sequence[Scene],
+    *,
     profiles: Sequence[RaterProfile] = DEMO_PROFILES,
     seed: int = 0,
 ) -> MultiRaterAnnotations:
@@ -303,7 +305,7 @@ def simulate_demo_raters(
     for scene in scenes:
         cell: dict[str, AnnotationSet | None] = {}
         for profile in profiles:
-            aset = simulate_rater(scene, profile, seed)
+            aset = simulate_rater(scene, profile, seed=seed)
             if aset is not None:
                 cell[profile.name] = aset
         sets.append(cell)
@@ -312,7 +314,7 @@ def simulate_demo_raters(
     )
 
 
-def ground_truth(scenes: Sequence[Scene], with_polygons: bool = False) -> MultiRaterAnnotations:
+def ground_truth(scenes: Sequence[Scene], *, with_polygons: bool = False) -> MultiRaterAnnotations:
     """The true objects as a corpus with the single rater ``"truth"``.
 
     Every scene is assigned; a scene without objects is explicit absence.

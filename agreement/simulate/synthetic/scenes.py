@@ -255,6 +255,7 @@ def _make_scene(
 
 
 def generate_scenes(
+    *,
     num_images: int = 300,
     seed: int = 0,
     image_size: tuple[int, int] = (640, 480),
@@ -347,7 +348,7 @@ def _background(rng: np.random.Generator, width: int, height: int) -> np.ndarray
     return cv2.merge([ch.astype(np.uint8) for ch in channels])
 
 
-def render_scene(scene: Scene, seed: int = 0) -> np.ndarray:
+def render_scene(scene: Scene, *, seed: int = 0) -> np.ndarray:
     """Renders a scene to pixels.
 
     The background texture (a gradient, fractal noise, sometimes stripes,
@@ -407,6 +408,7 @@ def _png_size(path: str) -> tuple[int, int] | None:
 def write_scenes(
     scenes: Sequence[Scene],
     directory: str | os.PathLike,
+    *,
     seed: int = 0,
     overwrite: bool = False,
     workers: int | None = None,
@@ -436,7 +438,7 @@ def write_scenes(
         scene, path = item
         if not overwrite and _png_size(path) == (scene.width, scene.height):
             return
-        img = render_scene(scene, seed)
+        img = render_scene(scene, seed=seed)
         tmp = path + ".tmp.png"
         if not cv2.imwrite(tmp, img, [cv2.IMWRITE_PNG_COMPRESSION, 1]):
             raise OSError(f"could not write image {tmp}")

@@ -304,6 +304,7 @@ def _jitter(video: VideoLabels, jitter: float, rng: np.random.Generator) -> np.n
 def simulate_video_rater(
     video: VideoLabels,
     noise: VideoNoise,
+    *,
     seed: int = 0,
     rater: str = "r1",
     classes: Sequence[str] | None = None,
@@ -359,6 +360,7 @@ def simulate_video_rater(
 def simulate_video_raters(
     reference: Sequence[VideoLabels],
     noise: VideoNoise | Sequence[VideoNoise] | Mapping[str, VideoNoise],
+    *,
     num_raters: int | None = None,
     seed: int = 0,
     names: Sequence[str] | None = None,

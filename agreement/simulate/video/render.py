@@ -170,7 +170,7 @@ def render_video(video: VideoLabels, path: str | os.PathLike) -> VideoFileInfo:
     return info
 
 
-def render_videos(videos: Sequence[VideoLabels], paths: Sequence[str | os.PathLike], workers: int | None = None,
+def render_videos(videos: Sequence[VideoLabels], paths: Sequence[str | os.PathLike], *, workers: int | None = None,
                   progress: Callable[[float, str], None] | None = None) -> list[VideoFileInfo]:
     """:func:`render_video` of each video to its path, on ``workers`` threads (default: the CPU count, at most 8).
 

@@ -98,6 +98,7 @@ def _make_video(index: int, seed: int, num_frames: int, num_objects: int, classe
 
 
 def generate_videos(
+    *,
     num_videos: int = 10,
     num_frames: int = 300,
     num_objects: int = 5,
@@ -143,5 +144,6 @@ def generate_videos(
     if not (np.isfinite(frame_rate) and frame_rate > 0) or min(frame_size) < 1:
         raise ValueError(f"frame_rate and frame_size must be positive, got {frame_rate!r}, {frame_size!r}")
     size = (int(frame_size[0]), int(frame_size[1]))
-    return [_make_video(i, int(seed), int(num_frames), int(num_objects), tuple(classes), size, float(frame_rate),
-                        float(min_lifetime), float(speed)) for i in range(int(num_videos))]
+    return [_make_video(i, int(seed), num_frames=int(num_frames), num_objects=int(num_objects), classes=tuple(classes),
+                        frame_size=size, frame_rate=float(frame_rate), min_lifetime=float(min_lifetime),
+                        speed=float(speed)) for i in range(int(num_videos))]

@@ -118,21 +118,25 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from agreement.methods.kalos.calibration.ks import _ks_max_point, ks_one_sided, ks_two_sided
-from agreement.methods.kalos.calibration.plot import plot_calibration_png
-from agreement.methods.kalos.calibration.results import CalibrationPlot, CalibrationResult, DistanceCalibration, _summary
-from agreement.methods.kalos.calibration.samples import (
-    _check_distance,
-    _check_seed,
-    disagreement_samples,
-    _expected,
-    _observed,
-    _plan,
-)
 from agreement.core.data import MultiRaterAnnotations
 from agreement.core.strata import IMAGE_SIZE, chance_strata_of
 from agreement.geometry.similarity import check_similarity
-
+from agreement.methods.kalos.calibration.ks import ks_max_point, ks_one_sided, ks_two_sided
+from agreement.methods.kalos.calibration.plot import plot_calibration_png
+from agreement.methods.kalos.calibration.results import (
+    CalibrationPlot,
+    CalibrationResult,
+    DistanceCalibration,
+    sample_summary,
+)
+from agreement.methods.kalos.calibration.samples import (
+    check_distance,
+    check_seed,
+    disagreement_samples,
+    expected_distances,
+    observed_distances,
+    plan_draws,
+)
 
 __all__ = [
     "DEFAULT_DISTANCES",
@@ -193,13 +197,15 @@ def _kde(values: np.ndarray, grid: np.ndarray) -> np.ndarray | None:
         return None
     try:
         if n <= _BINNED_KDE_ABOVE:
-            return stats.gaussian_kde(values, bw_method="scott")(grid)
+            density: np.ndarray = stats.gaussian_kde(values, bw_method="scott")(grid)
+            return density
         lo, hi = float(values.min()), float(values.max())
         counts, edges = np.histogram(values, bins=_KDE_BINS, range=(lo, hi))
         keep = counts > 0
         centres = 0.5 * (edges[:-1] + edges[1:])[keep]
         # Scott's factor of the full sample, not of the bins' effective size.
-        return stats.gaussian_kde(centres, bw_method=n ** -0.2, weights=counts[keep])(grid)
+        binned: np.ndarray = stats.gaussian_kde(centres, bw_method=n ** -0.2, weights=counts[keep])(grid)
+        return binned
     except (np.linalg.LinAlgError, ValueError):
         return None
 
@@ -225,29 +231,22 @@ def select_tau(
     (``"valley"``), the middle of the interval where :math:`F_o - F_e` is
     largest (``"ks_max"``), NaN (``"undefined"``).
 
-    Parameters
-    ----------
-    d_observed, d_expected : array-like
-        Distances in ``[0, 1]`` (may be empty: the result is then undefined).
-    grid_size : int, default=1000
-        Number of evaluation points (at least 3).
+    Args:
+        d_observed (array-like): Observed distances in ``[0, 1]`` (may be empty: the result is then undefined).
+        d_expected (array-like): Expected (chance) distances in ``[0, 1]``, likewise.
+        grid_size (int, default=1000): Number of evaluation points (at least 3).
 
-    Returns
-    -------
-    TauSelection
-        τ* in ``[0, 1]`` (or NaN), the method, the fallback reason, the modes
-        and the densities on the grid.
+    Returns:
+        TauSelection: τ* in ``[0, 1]`` (or NaN), the method, the fallback reason, the modes
+            and the densities on the grid.
 
-    Raises
-    ------
-    ValueError
-        Values outside ``[0, 1]`` or not finite; ``grid_size < 3``.
+    Raises:
+        ValueError: Values outside ``[0, 1]`` or not finite; ``grid_size < 3``.
 
-    References
-    ----------
-    Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (τ* from the
-    intersection of the D_o and D_e densities; ``kalos``'s
-    ``find_bayesian_boundary``).
+    References:
+        Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (τ* from the
+        intersection of the D_o and D_e densities; ``kalos``'s
+        ``find_bayesian_boundary``).
     """
     grid_size = int(grid_size)
     if grid_size < 3:
@@ -292,7 +291,7 @@ def select_tau(
             return done(grid[valley], "valley",
                         "the densities do not cross above the D_o mode; τ* is the density minimum between the modes")
         reason = "the densities do not cross above the D_o mode and the modes coincide, so τ* is the point of largest CDF separation"
-    ks, x = _ks_max_point(d_o, d_e)
+    ks, x = ks_max_point(d_o, d_e)
     if ks <= 0.0:
         return done(math.nan, "undefined",
                     "observed disagreement is nowhere smaller than expected (one-sided KS = 0): no threshold separates them")
@@ -313,23 +312,17 @@ def beta_from_tau(tau_giou: float, lam: float = 1.0, normalization: str = "paper
     and at λ = 1, paper normalisation, :math:`\beta^* = \tau^*` (Prokhorov &
     Kalinin, supplement).
 
-    Parameters
-    ----------
-    tau_giou : float
-        τ* of the ``"giou"`` distance ``(1 - GIoU) / 2``, in ``[0, 1]``.
-    lam : float, default=1.0
-        The OT localisation weight λ in ``(0, 1]``.
-    normalization : {"paper", "oc_cost"}, default="paper"
+    Args:
+        tau_giou (float): τ* of the ``"giou"`` distance ``(1 - GIoU) / 2``, in ``[0, 1]``.
+        lam (float, default=1.0): The OT localisation weight λ in ``(0, 1]``.
+        normalization ({"paper", "oc_cost"}, default="paper"): The normalisation of the OT cost.
 
-    Returns
-    -------
-    float
-        β* in ``(0, 1]``, or NaN when τ* is NaN or 0 (β must be positive).
+    Returns:
+        float: β* in ``(0, 1]``, or NaN when τ* is NaN or 0 (β must be positive).
 
-    References
-    ----------
-    Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object Detection
-    with Optimal Transport" (supplement).
+    References:
+        Prokhorov & Kalinin, "Quantifying Annotation Agreement in Object Detection
+        with Optimal Transport" (supplement).
     """
     if normalization not in ("paper", "oc_cost"):
         raise ValueError(f"normalization must be 'paper' or 'oc_cost', got {normalization!r}")
@@ -349,7 +342,8 @@ def _histogram(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     if len(x) == 0:
         return np.zeros(len(edges) - 1)
     counts, _ = np.histogram(x, bins=edges)
-    return counts / (len(x) * np.diff(edges))
+    density: np.ndarray = counts / (len(x) * np.diff(edges))
+    return density
 
 
 def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, grid_size: int,
@@ -367,14 +361,14 @@ def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, 
         ks1 = ks2 = loc = math.nan
         tau_method, tau_fallback, tau = "undefined", reason, math.nan
     else:
-        ks1, loc = _ks_max_point(d_o, d_e)
+        ks1, loc = ks_max_point(d_o, d_e)
         ks2 = ks_two_sided(d_o, d_e)
         tau_method, tau_fallback, tau = sel.method, sel.fallback, sel.tau
     plot = CalibrationPlot(edges, _histogram(d_o, edges), _histogram(d_e, edges), sel.grid,
                            sel.density_observed, sel.density_expected, tau)
     return DistanceCalibration(
         distance=name, d_observed=d_o, d_expected=d_e,
-        observed_summary=_summary(d_o), expected_summary=_summary(d_e),
+        observed_summary=sample_summary(d_o), expected_summary=sample_summary(d_e),
         ks_one_sided=ks1, ks_two_sided=ks2, ks_location=loc, tau=tau,
         similarity_threshold=1.0 - tau, tau_method=tau_method, tau_fallback=tau_fallback,
         mode_observed=sel.mode_observed, mode_expected=sel.mode_expected, plot=plot, reason=reason,
@@ -401,67 +395,54 @@ def calibrate(
     maximises :math:`D^+` (the KαLOS criterion). β* = τ* of ``"giou"``
     (λ = 1, see :func:`beta_from_tau`).
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-        The corpus.
-    distances : sequence of str, default=("iou", "giou", "centroid")
-        Similarity names (see :func:`disagreement_samples`), without repeats.
-    seed : int, default=0
-        Seed of the ``D_e`` draws.
-    grid_size : int, default=1000
-        Density grid on ``[0, 1]``.
-    bins : int, default=50
-        Histogram bins on ``[0, 1]`` for the plot data.
-    sigmas : array-like of shape (K,), optional
-        Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
-    strata : "image_size", array-like of shape (S,) or None, default "image_size"
-        Which samples the ``D_e`` draws pair: ``"image_size"``, images of
-        comparable size (:func:`agreement.core.strata.chance_strata_of`; any
-        two when every image is within a factor 1.25 of the others or the
-        sizes are unknown); one integer per sample, samples of the same
-        stratum (e.g. clips of comparable length,
-        :func:`agreement.geometry.temporal.length_strata`); ``None``: any two.
+    Args:
+        data (MultiRaterAnnotations): The corpus.
+        distances (sequence of str, default=("iou", "giou", "centroid")): Similarity names (see
+            :func:`disagreement_samples`), without repeats.
+        seed (int, default=0): Seed of the ``D_e`` draws.
+        grid_size (int, default=1000): Density grid on ``[0, 1]``.
+        bins (int, default=50): Histogram bins on ``[0, 1]`` for the plot data.
+        sigmas (array-like of shape (K,), optional): Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
+        strata ("image_size", array-like of shape (S,) or None, default "image_size"): Which samples the ``D_e`` draws
+            pair: ``"image_size"``, images of comparable size (:func:`agreement.core.strata.chance_strata_of`; any two
+            when every image is within a factor 1.25 of the others or the sizes are unknown); one integer per sample,
+            samples of the same stratum (e.g. clips of comparable length,
+            :func:`agreement.geometry.temporal.length_strata`); ``None``: any two.
 
-    Returns
-    -------
-    CalibrationResult
-        KS in ``[0, 1]`` (1 perfect separation), τ* in ``[0, 1]``, β* in
-        ``(0, 1]``; NaN with a reason where undefined (no rater pairs, a
-        single sample, no separation, ``"giou"`` not requested).
+    Returns:
+        CalibrationResult: KS in ``[0, 1]`` (1 perfect separation), τ* in ``[0, 1]``, β* in
+            ``(0, 1]``; NaN with a reason where undefined (no rater pairs, a
+            single sample, no separation, ``"giou"`` not requested).
 
-    Raises
-    ------
-    ValueError
-        Unknown or repeated distance, no distance, bad seed, ``bins < 1``,
-        ``grid_size < 3``, or annotations lacking the geometry of a distance
-        (checked for every distance before any is computed; the message names
-        them).
+    Raises:
+        ValueError: Unknown or repeated distance, no distance, bad seed, ``bins < 1``,
+            ``grid_size < 3``, or annotations lacking the geometry of a distance
+            (checked for every distance before any is computed; the message names
+            them).
 
-    References
-    ----------
-    Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (principled
-    configuration); Prokhorov & Kalinin, "Quantifying Annotation Agreement in
-    Object Detection with Optimal Transport" (supplement: β* = τ* at λ = 1).
+    References:
+        Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (principled
+        configuration); Prokhorov & Kalinin, "Quantifying Annotation Agreement in
+        Object Detection with Optimal Transport" (supplement: β* = τ* at λ = 1).
     """
     if isinstance(distances, str):
         distances = (distances,)
-    distances = tuple(_check_distance(d) for d in distances)
+    distances = tuple(check_distance(d) for d in distances)
     if not distances:
         raise ValueError("distances must name at least one distance")
     if len(set(distances)) != len(distances):
         raise ValueError(f"distances must not repeat: {list(distances)}")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     bins, grid_size = int(bins), int(grid_size)
     if bins < 1:
         raise ValueError(f"bins must be at least 1, got {bins}")
     if grid_size < 3:
         raise ValueError(f"grid_size must be at least 3, got {grid_size}")
     reports = {name: check_similarity(name, data, sigmas=sigmas) for name in distances}
-    plan = _plan(data, seed, chance_strata_of(data, strata))
+    plan = plan_draws(data, seed, chance_strata_of(data, strata))
     per = {}
     for name in distances:
-        d_o, d_e = _observed(data, name, plan, sigmas), _expected(data, name, plan, sigmas)
+        d_o, d_e = observed_distances(data, name, plan, sigmas), expected_distances(data, name, plan, sigmas)
         per[name] = _calibrate_one(name, d_o, d_e, data.num_samples, grid_size, bins,
                                    int(reports[name].get("repaired_polygons", 0)))
     defined = [n for n in distances if math.isfinite(per[n].ks_one_sided)]

@@ -12,7 +12,6 @@ import numpy as np
 
 from agreement.core.arrays import unique_sorted
 
-
 # --------------------------------------------------------------------------
 # KS statistics
 # --------------------------------------------------------------------------
@@ -45,27 +44,22 @@ def ks_one_sided(d_observed: Sequence[float] | np.ndarray, d_expected: Sequence[
     alternative="greater").statistic`` and to ``kalos``'s
     ``calculate_ks_statistic``.
 
-    Parameters
-    ----------
-    d_observed, d_expected : array-like of shape (n,) and (m,)
-        Finite distances (any real values; calibration uses ``[0, 1]``).
+    Args:
+        d_observed (array-like of shape (n,)): Finite observed distances (any real values; calibration uses
+            ``[0, 1]``).
+        d_expected (array-like of shape (m,)): Finite expected (chance) distances, likewise.
 
-    Returns
-    -------
-    float
-        In ``[0, 1]``: 1 when every observed value lies below every expected
-        one, 0 when ``D_o`` is nowhere stochastically smaller than ``D_e``.
+    Returns:
+        float: In ``[0, 1]``: 1 when every observed value lies below every expected
+            one, 0 when ``D_o`` is nowhere stochastically smaller than ``D_e``.
 
-    Raises
-    ------
-    ValueError
-        An empty or non-finite input.
+    Raises:
+        ValueError: An empty or non-finite input.
 
-    References
-    ----------
-    Tschirschwitz & Rodehorst, "KαLOS finds Consensus"; N. Smirnov, "Table for
-    estimating the goodness of fit of empirical distributions", Ann. Math.
-    Statist. 19(2), 1948.
+    References:
+        Tschirschwitz & Rodehorst, "KαLOS finds Consensus"; N. Smirnov, "Table for
+        estimating the goodness of fit of empirical distributions", Ann. Math.
+        Statist. 19(2), 1948.
     """
     d_o = _as_sample(d_observed, "d_observed")
     d_e = _as_sample(d_expected, "d_expected")
@@ -82,26 +76,20 @@ def ks_two_sided(d_observed: Sequence[float] | np.ndarray, d_expected: Sequence[
     d_expected).statistic`` (tested as an oracle), computed here from the same
     ECDF difference as :func:`ks_one_sided`, without scipy's p-value.
 
-    Parameters
-    ----------
-    d_observed, d_expected : array-like of shape (n,) and (m,)
-        Finite distances.
+    Args:
+        d_observed (array-like of shape (n,)): Finite observed distances.
+        d_expected (array-like of shape (m,)): Finite expected (chance) distances.
 
-    Returns
-    -------
-    float
-        In ``[0, 1]``; 0 for identical empirical distributions. Unlike
-        :func:`ks_one_sided` it is also large when ``D_o`` is *larger* than
-        ``D_e`` (agreement below chance).
+    Returns:
+        float: In ``[0, 1]``; 0 for identical empirical distributions. Unlike
+            :func:`ks_one_sided` it is also large when ``D_o`` is *larger* than
+            ``D_e`` (agreement below chance).
 
-    Raises
-    ------
-    ValueError
-        An empty or non-finite input.
+    Raises:
+        ValueError: An empty or non-finite input.
 
-    References
-    ----------
-    Smirnov (1948); ``scipy.stats.ks_2samp``.
+    References:
+        Smirnov (1948); ``scipy.stats.ks_2samp``.
     """
     d_o = _as_sample(d_observed, "d_observed")
     d_e = _as_sample(d_expected, "d_expected")
@@ -109,9 +97,19 @@ def ks_two_sided(d_observed: Sequence[float] | np.ndarray, d_expected: Sequence[
     return float(np.abs(diff).max())
 
 
-def _ks_max_point(d_o: np.ndarray, d_e: np.ndarray) -> tuple[float, float]:
-    """``(D+, x)``: the one-sided statistic and the middle of the first interval
-    ``[v_k, v_{k+1})`` of pooled values on which ``F_o - F_e`` attains it."""
+def ks_max_point(d_o: np.ndarray, d_e: np.ndarray) -> tuple[float, float]:
+    r"""``(D+, x)``: the one-sided statistic and where the empirical CDFs differ most.
+
+    :math:`D^+ = \max(0, \sup_x F_o(x) - F_e(x))` as in :func:`ks_one_sided`, and ``x`` the middle of the
+    first interval ``[v_k, v_{k+1})`` of pooled values on which ``F_o - F_e`` attains it.
+
+    Args:
+        d_o: finite observed distances, ``(n,)`` float64 (non-empty).
+        d_e: finite expected distances, ``(m,)`` float64 (non-empty).
+
+    Returns:
+        ``(D+, x)``: ``D+`` in ``[0, 1]``, ``x`` a pooled value or the midpoint of two.
+    """
     v, diff = _ecdf_difference(d_o, d_e)
     k = int(np.argmax(diff))
     ks = float(max(diff[k], 0.0))

@@ -11,7 +11,6 @@ import numpy as np
 
 from agreement.methods.kalos.calibration.results import CalibrationResult
 
-
 # --------------------------------------------------------------------------
 # PNG (demo)
 # --------------------------------------------------------------------------
@@ -24,23 +23,17 @@ def plot_calibration_png(result: CalibrationResult, path: str | os.PathLike, dpi
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend
     change); matplotlib is imported here only.
 
-    Parameters
-    ----------
-    result : CalibrationResult
-        From :func:`calibrate`.
-    path : str or PathLike
-        Output file (``.png``); parent directories must exist.
-    dpi : int, default=110
+    Args:
+        result (CalibrationResult): From :func:`calibrate`.
+        path (str or PathLike): Output file (``.png``); parent directories must exist.
+        dpi (int, default=110): Resolution of the image, in dots per inch.
 
-    Returns
-    -------
-    str
-        The path written.
+    Returns:
+        str: The path written.
 
-    References
-    ----------
-    Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (the D_o/D_e
-    distribution plot of the principled configuration).
+    References:
+        Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (the D_o/D_e
+        distribution plot of the principled configuration).
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -49,7 +42,7 @@ def plot_calibration_png(result: CalibrationResult, path: str | os.PathLike, dpi
     fig = Figure(figsize=(4.8 * max(len(items), 1), 3.8), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, max(len(items), 1), squeeze=False)[0]
-    for ax, c in zip(axes, items):
+    for ax, c in zip(axes, items, strict=False):  # one axis even when there is no item
         p = c.plot
         centres = 0.5 * (p.bin_edges[:-1] + p.bin_edges[1:])
         width = np.diff(p.bin_edges)

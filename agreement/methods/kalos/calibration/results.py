@@ -11,13 +11,22 @@ from typing import Any
 
 import numpy as np
 
-
 # --------------------------------------------------------------------------
 # Results
 # --------------------------------------------------------------------------
 
 
-def _summary(x: np.ndarray) -> dict[str, float]:
+def sample_summary(x: np.ndarray) -> dict[str, float]:
+    """Summary statistics of a distance sample, for the reports.
+
+    Args:
+        x: ``(n,)`` float64 distances in ``[0, 1]``.
+
+    Returns:
+        ``n``, ``mean``, ``std`` (population), ``median``, the quantiles ``q05``, ``q25``, ``q75``, ``q95``
+        (numpy's linear interpolation) and the shares of exact 0 and exact 1; NaN for all but ``n`` when
+        the sample is empty.
+    """
     if len(x) == 0:
         keys = ("mean", "std", "median", "q05", "q25", "q75", "q95", "share_zero", "share_one")
         return {"n": 0, **{k: math.nan for k in keys}}
@@ -74,7 +83,7 @@ class CalibrationPlot:
 
 @dataclass(frozen=True, eq=False)
 class DistanceCalibration:
-    """Calibration of one distance.
+    r"""Calibration of one distance.
 
     Attributes:
         distance: the similarity name (distance = 1 - similarity).
@@ -82,17 +91,15 @@ class DistanceCalibration:
         observed_summary, expected_summary: ``n``, ``mean``, ``std``, ``median``,
             quantiles ``q05``..``q95``, ``share_zero``, ``share_one`` (share at
             distance 1: no overlap or an empty other set).
-        ks_one_sided: :math:`D^+ = \\sup (F_o - F_e)` (KαLOS), NaN when undefined.
-        ks_two_sided: :math:`\\sup |F_o - F_e|`, NaN when undefined.
+        ks_one_sided: :math:`D^+ = \sup (F_o - F_e)` (KαLOS), NaN when undefined.
+        ks_two_sided: :math:`\sup |F_o - F_e|`, NaN when undefined.
         ks_location: the middle of the interval where ``F_o - F_e`` is largest.
         tau: τ* (distance scale), NaN when undefined.
         similarity_threshold: ``1 - tau``, the value to pass as KαLOS's ``tau``.
-        tau_method, tau_fallback, mode_observed, mode_expected: see
-            :class:`TauSelection`.
+        tau_method, tau_fallback, mode_observed, mode_expected: see :class:`TauSelection`.
         plot: :class:`CalibrationPlot`.
         reason: ``""`` when the statistics are defined, otherwise why not.
-        repaired_polygons: polygon annotations repaired before computing a
-            polygon or mask distance (see
+        repaired_polygons: polygon annotations repaired before computing a polygon or mask distance (see
             :func:`agreement.geometry.similarity.check_similarity`; 0 otherwise).
     """
 
@@ -116,7 +123,7 @@ class DistanceCalibration:
 
     def to_dict(self, include_samples: bool = False) -> dict[str, Any]:
         """JSON-ready dict (NaN as ``None``); the raw samples only on request."""
-        out = {
+        out: dict[str, Any] = {
             "distance": self.distance,
             "observed_summary": {k: (v if isinstance(v, int) else _num(v)) for k, v in self.observed_summary.items()},
             "expected_summary": {k: (v if isinstance(v, int) else _num(v)) for k, v in self.expected_summary.items()},

@@ -2,7 +2,8 @@
 (every annotation's nearest-neighbour distance to each other assigned rater's set on its sample, 1
 against an empty set) and expected ``D_e`` (the same against a randomly drawn rater's set on a
 randomly drawn other sample). Each draw is a function of the seed, the reference sample's canonical rank
-(by ``str`` of its id) and the rank of the reference set among its sample's sets ordered by their geometry (:func:`_plan`), so that it
+(by ``str`` of its id) and the rank of the reference set among its sample's sets ordered by their geometry
+(:func:`plan_draws`), so that it
 depends on neither the rater names nor the order of samples, raters or labels.
 
 Reference: Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (empirical disagreement
@@ -17,13 +18,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from agreement.core.data import MultiRaterAnnotations
+from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
+from agreement.geometry.similarity import SIMILARITIES, check_similarity, similarity_matrix
 from agreement.methods.geometry_agreement.ties import set_content_keys
 from agreement.methods.ot.alpha_ot import canonical_sample_order
 from agreement.methods.ot.strata import _GOLDEN, _mix64, _uniform
-from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
-from agreement.core.data import MultiRaterAnnotations
-from agreement.geometry.similarity import check_similarity, SIMILARITIES, similarity_matrix
-
 
 KNOWN_DISTANCES = SIMILARITIES
 
@@ -33,20 +33,42 @@ KNOWN_DISTANCES = SIMILARITIES
 # --------------------------------------------------------------------------
 
 
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
+    """The seed of the expected draws as an ``int``.
+
+    Args:
+        seed: a non-negative integer (``bool`` refused).
+
+    Returns:
+        ``int(seed)``.
+
+    Raises:
+        ValueError: for anything else.
+    """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
-def _check_distance(distance: Any) -> str:
+def check_distance(distance: Any) -> str:
+    """A distance name of :data:`KNOWN_DISTANCES`, checked.
+
+    Args:
+        distance: the name (``1 -`` that similarity is the distance).
+
+    Returns:
+        ``distance`` itself.
+
+    Raises:
+        ValueError: for an unknown name.
+    """
     if not isinstance(distance, str) or distance not in KNOWN_DISTANCES:
         raise ValueError(f"unknown distance {distance!r}; expected one of {KNOWN_DISTANCES}")
     return distance
 
 
 @dataclass(frozen=True)
-class _Plan:
+class DrawPlan:
     """Which sets are compared: observed (sample, rater a, rater b) triples and
     the expected draws (reference cell -> drawn cell), in canonical order."""
 
@@ -82,7 +104,7 @@ def _content_ranks(cell_s: np.ndarray, cell_r: np.ndarray, keys: np.ndarray) -> 
     return rank
 
 
-def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = None) -> _Plan:
+def plan_draws(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = None) -> DrawPlan:
     """The observed triples and one expected draw per non-empty (sample, rater) set (module docstring).
 
     Each draw is a function of the seed, the reference sample's canonical rank (its place among the ids
@@ -91,6 +113,15 @@ def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = No
     never of rater names or of the order of samples, raters or labels: the other sample is drawn uniformly
     among the eligible samples of the reference's stratum (canonical order, the reference itself skipped),
     the rater uniformly among those assigned to it, ranked by the content of their sets.
+
+    Args:
+        data: the corpus.
+        seed: seed of the draws (:func:`check_seed`).
+        strata: one chance stratum per sample (:func:`agreement.core.strata.chance_strata_of`), or ``None``
+            for one stratum.
+
+    Returns:
+        The :class:`DrawPlan`.
     """
     S = data.num_samples
     order = canonical_sample_order(data.sample_ids)
@@ -100,7 +131,7 @@ def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = No
     empty = np.zeros(0, dtype=np.intp)
     ref_s, ref_r = np.nonzero(assigned & (data.counts() > 0))
     if len(eligible) < 2 or not len(ref_s):
-        return _Plan(tuple(observed), empty, empty, empty, empty, len(eligible))
+        return DrawPlan(tuple(observed), empty, empty, empty, empty, len(eligible))
     keys = set_content_keys(data)
     slot = _content_ranks(ref_s, ref_r, keys)
     srank = np.empty(S, np.intp)
@@ -130,10 +161,12 @@ def _plan(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None = No
     n_assigned = assigned[draw_s].sum(axis=1)
     jr = np.minimum((u_rater * n_assigned).astype(np.intp), n_assigned - 1)
     draw_r = np.argmax(rank[draw_s] == jr[:, None], axis=1).astype(np.intp)
-    return _Plan(tuple(observed), ref_s.astype(np.intp), ref_r.astype(np.intp), draw_s, draw_r, len(eligible))
+    return DrawPlan(tuple(observed), ref_s.astype(np.intp), ref_r.astype(np.intp), draw_s, draw_r, len(eligible))
 
 
-def _distance_matrix(name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas) -> np.ndarray:
+def _distance_matrix(
+    name: str, data: MultiRaterAnnotations, rows_a: slice, rows_b: slice, sigmas: ArrayLike | None
+) -> np.ndarray:
     """``1 - similarity`` of two row ranges (non-finite values are caught by
     :func:`_finish`, once, rather than per matrix)."""
     ra, rb = np.arange(rows_a.start, rows_a.stop), np.arange(rows_b.start, rows_b.stop)
@@ -150,16 +183,30 @@ def _finish(name: str, data: MultiRaterAnnotations, chunks: list, samples: list)
         return np.zeros(0)
     out = np.concatenate(chunks)
     if not np.all(np.isfinite(out)):
-        bad = next(s for c, s in zip(chunks, samples) if not np.all(np.isfinite(c)))
+        bad = next(s for c, s in zip(chunks, samples, strict=True) if not np.all(np.isfinite(c)))
+        names = data.sample_ids if data.sample_names is None else data.sample_names
         raise ValueError(
-            f"similarity {name!r} is not finite on sample {data.sample_names[bad]!r}: check its annotations "
+            f"similarity {name!r} is not finite on sample {names[bad]!r}: check its annotations "
             "(agreement.core.validation repairs or rejects bad geometry)"
         )
     np.clip(out, 0.0, 1.0, out=out)
     return out
 
 
-def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+def observed_distances(
+    data: MultiRaterAnnotations, distance: str, plan: DrawPlan, sigmas: ArrayLike | None = None
+) -> np.ndarray:
+    """``D_o``: every annotation's distance to its nearest annotation of each other rater of its sample.
+
+    Args:
+        data: the corpus.
+        distance: a name of :data:`KNOWN_DISTANCES`.
+        plan: the plan of :func:`plan_draws` (its observed triples).
+        sigmas: per-keypoint σ for ``"oks"``.
+
+    Returns:
+        ``(n_o,)`` float64 in ``[0, 1]`` (see :func:`disagreement_samples`).
+    """
     # Triples (s, a, b) come grouped by (s, a) with b increasing; rater b's rows
     # follow a's on the sample, so a's rows against the rows of every later
     # rater are one matrix (the upper triangle of rater pairs, each cross pair
@@ -186,6 +233,7 @@ def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=No
             elif na == 0:
                 chunks.append(np.ones(nb))
             else:
+                assert d is not None  # both raters have rows here
                 sub = d[:, rb.start - block.start:rb.stop - block.start]
                 chunks.append(sub.min(axis=1))
                 samples.append(s)
@@ -195,9 +243,22 @@ def _observed(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=No
     return _finish(distance, data, chunks, samples)
 
 
-def _expected(data: MultiRaterAnnotations, distance: str, plan: _Plan, sigmas=None) -> np.ndarray:
+def expected_distances(
+    data: MultiRaterAnnotations, distance: str, plan: DrawPlan, sigmas: ArrayLike | None = None
+) -> np.ndarray:
+    """``D_e``: every annotation's distance to its nearest annotation of the set drawn for its set.
+
+    Args:
+        data: the corpus.
+        distance: a name of :data:`KNOWN_DISTANCES`.
+        plan: the plan of :func:`plan_draws` (its draws).
+        sigmas: per-keypoint σ for ``"oks"``.
+
+    Returns:
+        ``(n_e,)`` float64 in ``[0, 1]`` (see :func:`disagreement_samples`).
+    """
     chunks, samples = [], []
-    for s, r, s2, r2 in zip(plan.ref_sample, plan.ref_rater, plan.draw_sample, plan.draw_rater):
+    for s, r, s2, r2 in zip(plan.ref_sample, plan.ref_rater, plan.draw_sample, plan.draw_rater, strict=True):
         ra, rb = data.rows(s, r), data.rows(s2, r2)
         if rb.stop == rb.start:
             chunks.append(np.ones(ra.stop - ra.start))
@@ -227,56 +288,41 @@ def disagreement_samples(
     uniformly among the samples with at least one assigned rater, then a rater
     ``b'`` uniformly among those assigned to ``j`` (possibly ``a`` itself, as in
     the reference); ``B'_j`` may be empty (then 1). The draws are keyed by the
-    samples' canonical ranks and the sets' geometry (:func:`_plan`), never by rater names or
+    samples' canonical ranks and the sets' geometry (:func:`plan_draws`), never by rater names or
     positions.
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-        The corpus.
-    distance : str
-        A similarity name of :func:`agreement.geometry.similarity.similarity_matrix`:
-        ``"iou"``, ``"giou"`` (``(1 + GIoU) / 2``), ``"centroid"``,
-        ``"polygon_iou"``, ``"polygon_giou"``, ``"mask_iou"``, ``"oks"``.
-    seed : int, default=0
-        Seed of the ``D_e`` draws (counter-based splitmix64 streams, one per
-        reference set; the draws do not depend on the distance).
-    sigmas : array-like of shape (K,), optional
-        Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
-    strata : "image_size", array-like of shape (S,) or None, default "image_size"
-        Which sample ``j`` may be drawn for ``i``: ``"image_size"``, an image
-        of comparable size (:func:`agreement.core.strata.chance_strata_of`;
-        any other sample when every image is within a factor 1.25 of the
-        others or the sizes are unknown); one integer per sample, a sample of
-        the same stratum (e.g. clips of comparable length,
-        :func:`agreement.geometry.temporal.length_strata`); a set alone in its
-        stratum gets no draw. ``None``: any other sample.
+    Args:
+        data (MultiRaterAnnotations): The corpus.
+        distance (str): A similarity name of :func:`agreement.geometry.similarity.similarity_matrix`:
+            ``"iou"``, ``"giou"`` (``(1 + GIoU) / 2``), ``"centroid"``,
+            ``"polygon_iou"``, ``"polygon_giou"``, ``"mask_iou"``, ``"oks"``.
+        seed (int, default=0): Seed of the ``D_e`` draws (counter-based splitmix64 streams, one per
+            reference set; the draws do not depend on the distance).
+        sigmas (array-like of shape (K,), optional): Per-keypoint σ for ``"oks"`` (default: the COCO person σ).
+        strata ("image_size", array-like of shape (S,) or None, default "image_size"): Which sample ``j`` may be drawn
+            for ``i``: ``"image_size"``, an image of comparable size (:func:`agreement.core.strata.chance_strata_of`;
+            any other sample when every image is within a factor 1.25 of the others or the sizes are unknown); one
+            integer per sample, a sample of the same stratum (e.g. clips of comparable length,
+            :func:`agreement.geometry.temporal.length_strata`); a set alone in its stratum gets no draw. ``None``: any
+            other sample.
 
-    Returns
-    -------
-    d_observed : ndarray of shape (n_o,), float64
-        In ``[0, 1]``; ``n_o = sum_i sum_{a != b} |A_i|`` over raters ``a, b``
-        both assigned to ``i``. Samples in canonical order (``str`` of the
-        id), then rater pairs ``a < b`` by name: ``a``'s annotations against
-        ``b``, then ``b``'s against ``a``.
-    d_expected : ndarray of shape (n_e,), float64
-        In ``[0, 1]``; one value per annotation (``n_e`` = all annotations) when
-        at least two samples have an assigned rater, empty otherwise.
+    Returns:
+        d_observed (ndarray of shape (n_o,), float64): In ``[0, 1]``; ``n_o = sum_i sum_{a != b} |A_i|`` over raters
+            ``a, b`` both assigned to ``i``. Samples in canonical order (``str`` of the id), then rater pairs ``a < b``
+            by name: ``a``'s annotations against ``b``, then ``b``'s against ``a``.
+        d_expected (ndarray of shape (n_e,), float64): In ``[0, 1]``; one value per annotation (``n_e`` = all
+            annotations) when at least two samples have an assigned rater, empty otherwise.
 
-    Raises
-    ------
-    ValueError
-        Unknown distance, a negative or non-integer seed, annotations lacking
-        the geometry the distance needs (from
-        :func:`agreement.geometry.similarity.check_similarity`, which names them), or a
-        similarity that is not finite (the message names the sample).
+    Raises:
+        ValueError: Unknown distance, a negative or non-integer seed, annotations lacking the geometry the distance
+            needs (from :func:`agreement.geometry.similarity.check_similarity`, which names them), or a similarity that
+            is not finite (the message names the sample).
 
-    References
-    ----------
-    Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (principled
-    configuration, empirical disagreement distributions).
+    References:
+        Tschirschwitz & Rodehorst, "KαLOS finds Consensus" (principled
+        configuration, empirical disagreement distributions).
     """
-    _check_distance(distance)
-    plan = _plan(data, _check_seed(seed), chance_strata_of(data, strata))
+    check_distance(distance)
+    plan = plan_draws(data, check_seed(seed), chance_strata_of(data, strata))
     check_similarity(distance, data, sigmas=sigmas)
-    return _observed(data, distance, plan, sigmas), _expected(data, distance, plan, sigmas)
+    return observed_distances(data, distance, plan, sigmas), expected_distances(data, distance, plan, sigmas)

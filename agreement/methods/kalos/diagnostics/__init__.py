@@ -27,13 +27,12 @@ values are NaN with a reason, never 1.0.
   rater annotating the same images in several sessions, each session
   treated as a rater; α between sessions measures self-consistency.
 
-References
-----------
-T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus: A Meta-Algorithm
-for Evaluating Inter-Annotator Agreement in Complex Vision Tasks" (annotator
-vitality, class recognition difficulty, collaboration clusters,
-intra-annotator agreement).
-K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+References:
+    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus: A Meta-Algorithm
+    for Evaluating Inter-Annotator Agreement in Complex Vision Tasks" (annotator
+    vitality, class recognition difficulty, collaboration clusters,
+    intra-annotator agreement).
+    K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
 
 This module does not import FiftyOne.
 """
@@ -49,24 +48,28 @@ from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
 from agreement.core.arrays import unique_sorted
-from agreement.methods.kalos.diagnostics.results import ClassDifficulty, CollaborationClusters, RaterVitality, _SampleVitality
+from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
+from agreement.core.reliability import (
+    GroupSums,
+    SparseReliability,
+    concat_ranges,
+    group_sums,
+    leave_one_rater_out,
+    leave_one_rater_out_sums,
+)
+from agreement.methods.kalos import KalosResult
+from agreement.methods.kalos.diagnostics.results import (
+    ClassDifficulty,
+    CollaborationClusters,
+    RaterVitality,
+    SampleVitality,
+)
 from agreement.methods.kalos.diagnostics.sessions import (
-    intra_annotator_consistency,
     IntraConsistency,
+    intra_annotator_consistency,
     session_consistency,
     sessions_as_raters,
 )
-from agreement.methods.kalos import KalosResult
-from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
-from agreement.core.reliability import (
-    concat_ranges,
-    group_sums,
-    GroupSums,
-    leave_one_rater_out,
-    leave_one_rater_out_sums,
-    SparseReliability,
-)
-
 
 __all__ = [
     "RaterVitality",
@@ -136,19 +139,15 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
     difference. Needs at least three raters; with two, every vitality is NaN
     with a reason.
 
-    Parameters
-    ----------
-    result : KalosResult
+    Args:
+        result (KalosResult): A KαLOS result (:func:`agreement.methods.kalos.kalos_alpha`).
 
-    Returns
-    -------
-    RaterVitality
-        Global and per-sample vitality of every rater.
+    Returns:
+        RaterVitality: Global and per-sample vitality of every rater.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (annotator
-    vitality; the reference's global vitality drops the row in the same way).
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (annotator
+        vitality; the reference's global vitality drops the row in the same way).
     """
     values = result.values
     R = values.n_raters
@@ -160,7 +159,7 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
             f"vitality needs at least three raters (got {R}): without one of two raters no pair of raters is left"
         )
         return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, np.full(R, np.nan), reason,
-                             _SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
+                             SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
     # global: one group; a rater without any value keeps the full alpha. Per sample: only where the rater
     # was assigned (has values). Both walk the corpus in runs of samples (bounded memory).
     C = _n_codes(result)
@@ -171,6 +170,7 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
         total = sums if total is None else total.add(sums)
         s_idx, s_rater, s_res = leave_one_rater_out(pv, part.unit_sample, len(part.alpha))
         per_sample.append((s_idx + s0, s_rater, part.alpha[s_idx] - s_res.alpha))
+    assert total is not None  # a result has at least one chunk of samples
     _, g_rater, g_res = total.finish()
     alpha_without[:] = result.global_alpha
     alpha_without[g_rater] = g_res.alpha
@@ -182,13 +182,13 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
             reason[r] = f"alpha without rater {result.raters[r]!r} is undefined: {why[k]}"
     if np.isnan(result.global_alpha):
         reason[:] = f"the global alpha is undefined: {result.global_reason}"
-    sample_v = _SampleVitality(S, R, *(np.concatenate(col) for col in zip(*per_sample)))
+    sample_v = SampleVitality(S, R, *(np.concatenate(col) for col in zip(*per_sample, strict=True)))
     vitality = result.global_alpha - alpha_without
     defined = ~np.isnan(sample_v.value)
     n = np.bincount(sample_v.rater[defined], minlength=R)
-    total = np.bincount(sample_v.rater[defined], weights=sample_v.value[defined], minlength=R)
+    summed = np.bincount(sample_v.rater[defined], weights=sample_v.value[defined], minlength=R)
     with np.errstate(invalid="ignore"):
-        mean_v = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+        mean_v = np.where(n > 0, summed / np.maximum(n, 1), np.nan)
     return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, vitality, reason, sample_v,
                          mean_v, n.astype(np.int64))
 
@@ -208,18 +208,15 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
     means objects of ``c`` are often missed or named differently. NaN with a
     reason where undefined (e.g. every unit of ``c`` agreed: no variation).
 
-    Parameters
-    ----------
-    result : KalosResult
+    Args:
+        result (KalosResult): A KαLOS result (:func:`agreement.methods.kalos.kalos_alpha`).
 
-    Returns
-    -------
-    ClassDifficulty
+    Returns:
+        ClassDifficulty: The statistics of every class.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (class
-    recognition difficulty).
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (class
+        recognition difficulty).
     """
     K = len(result.categories) - 1
     C = _n_codes(result)
@@ -241,6 +238,7 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
         sums = group_sums(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K, C)
         total = sums if total is None else total.add(sums)
         n_units += np.bincount(grp, minlength=K).astype(np.int64)
+    assert total is not None  # a result has at least one chunk of samples
     res = total.finish()
     alpha, n = res.alpha, res.n
     reason = np.full(K, "", dtype=object)
@@ -276,7 +274,9 @@ def _assigned_cells(result: KalosResult) -> tuple[np.ndarray, np.ndarray]:
     return key // R, key % R
 
 
-def _pair_units(result: KalosResult, sample: np.ndarray, a: np.ndarray, b: np.ndarray):
+def _pair_units(
+    result: KalosResult, sample: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The two-rater units of every (sample, a, b): ``(triple, code_a, code_b)`` per unit.
 
     A unit of the sample counts when a or b drew an object in it; a triple
@@ -311,10 +311,8 @@ def pair_reliability(result: KalosResult, a: int, b: int) -> np.ndarray:
     them was assigned hold one value each, are not pairable, and are left
     out. Units are not re-matched.
 
-    Returns
-    -------
-    ndarray of int64, shape (2, units)
-        Codes as in ``result.reliability``.
+    Returns:
+        ndarray of int64, shape (2, units): Codes as in ``result.reliability``.
     """
     cs, cr = _assigned_cells(result)
     both = np.intersect1d(cs[cr == a], cs[cr == b], assume_unique=True)
@@ -329,7 +327,7 @@ def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
     table = RaterPairTable.from_shared_pairs(result.raters, a, b, pair_id)
     C = _n_codes(result)
 
-    def run_sums(s0: int, part: KalosResult):
+    def run_sums(s0: int, part: KalosResult) -> GroupSums:
         lo, hi = np.searchsorted(sample, [s0, s0 + len(part.alpha)])
         t, ca, cb = _pair_units(part, sample[lo:hi] - s0, a[lo:hi], b[lo:hi])
         return group_sums(np.repeat(np.arange(len(t)), 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
@@ -355,22 +353,18 @@ def collaboration_clusters(result: KalosResult, method: str = "average") -> Coll
     linkage) and ordered by :func:`~scipy.cluster.hierarchy.optimal_leaf_ordering`,
     so that raters who agree with each other sit next to each other.
 
-    Parameters
-    ----------
-    result : KalosResult
-    method : str, default="average"
-        Linkage method of :func:`scipy.cluster.hierarchy.linkage` for a
-        non-Euclidean distance: ``"average"``, ``"complete"``, ``"single"``
-        or ``"weighted"``.
+    Args:
+        result (KalosResult): A KαLOS result (:func:`agreement.methods.kalos.kalos_alpha`).
+        method (str, default="average"): Linkage method of :func:`scipy.cluster.hierarchy.linkage` for a
+            non-Euclidean distance: ``"average"``, ``"complete"``, ``"single"``
+            or ``"weighted"``.
 
-    Returns
-    -------
-    CollaborationClusters
+    Returns:
+        CollaborationClusters: The pairwise agreement and its clustering.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (collaboration
-    clusters).
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (collaboration
+        clusters).
     """
     if method not in ("average", "complete", "single", "weighted"):
         raise ValueError(f"unknown linkage method {method!r}; choose 'average', 'complete', 'single' or 'weighted'")

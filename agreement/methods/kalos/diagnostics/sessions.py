@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from agreement.core.data import MultiRaterAnnotations
-from agreement.methods.kalos import kalos_alpha, KalosResult, NO_OBJECT, SimilarityFn
-
+from agreement.methods.kalos import NO_OBJECT, KalosResult, kalos_alpha
+from agreement.methods.kalos.candidates import SimilarityFn
 
 # --------------------------------------------------------------------------
 # Intra-annotator consistency
@@ -28,13 +28,10 @@ from agreement.methods.kalos import kalos_alpha, KalosResult, NO_OBJECT, Similar
 class IntraConsistency:
     """Agreement of one rater with themself across annotation sessions.
 
-    Attributes
-    ----------
-    rater : str
-    sessions : tuple of str
-        The sessions, the "raters" of ``result``.
-    result : KalosResult
-        KαLOS over the sessions (per-sample α, units, global α, ...).
+    Attributes:
+        rater (str): The rater.
+        sessions (tuple of str): The sessions, the "raters" of ``result``.
+        result (KalosResult): KαLOS over the sessions (per-sample α, units, global α, ...).
     """
 
     rater: str
@@ -43,14 +40,17 @@ class IntraConsistency:
 
     @property
     def global_alpha(self) -> float:
+        """α of the pooled matrix of the sessions (``result.global_alpha``)."""
         return self.result.global_alpha
 
     @property
     def mean_alpha(self) -> float:
+        """Mean per-sample α over the samples where it is defined (``result.mean_alpha``)."""
         return self.result.mean_alpha
 
     @property
     def n_undefined(self) -> int:
+        """Samples whose α is undefined (``result.n_undefined``)."""
         return self.result.n_undefined
 
 
@@ -62,27 +62,20 @@ def sessions_as_raters(
 ) -> MultiRaterAnnotations:
     """One rater's sessions as the raters of a new corpus.
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-        The corpus, with ``rater`` among its raters.
-    sessions : array-like of shape (N,)
-        The session (any hashable, e.g. 1, 2 or "2024-05") of each annotation row.
-    rater : str
-        Whose sessions to compare.
-    session_assigned : mapping, optional
-        ``{session: (S,) bool}``: the samples each session covered. By
-        default every session of the rater (every session label found on
-        their annotations) covered every sample the rater is assigned to, so
-        a session without annotations on such a sample is explicit absence
-        ("nothing here"). Pass this mapping when sessions covered different
-        samples, or to name a session that drew nothing at all.
+    Args:
+        data (MultiRaterAnnotations): The corpus, with ``rater`` among its raters.
+        sessions (array-like of shape (N,)): The session (any hashable, e.g. 1, 2 or "2024-05") of each annotation row.
+        rater (str): Whose sessions to compare.
+        session_assigned (mapping, optional): ``{session: (S,) bool}``: the samples each session covered. By
+            default every session of the rater (every session label found on
+            their annotations) covered every sample the rater is assigned to, so
+            a session without annotations on such a sample is explicit absence
+            ("nothing here"). Pass this mapping when sessions covered different
+            samples, or to name a session that drew nothing at all.
 
-    Returns
-    -------
-    MultiRaterAnnotations
-        Same samples; raters are ``str(session)``; the rows are ``rater``'s
-        annotations (boxes, labels, ids, polygons kept).
+    Returns:
+        MultiRaterAnnotations: Same samples; raters are ``str(session)``; the rows are ``rater``'s
+            annotations (boxes, labels, ids, polygons kept).
     """
     if rater not in data.raters:
         raise ValueError(f"unknown rater {rater!r}; the raters are {list(data.raters)}")
@@ -93,8 +86,9 @@ def sessions_as_raters(
     rows = np.flatnonzero(data.rater_index == r)
     if any(v is None for v in sessions[rows]):
         bad = int(rows[[v is None for v in sessions[rows]]][0])
+        sample_names = data.sample_ids if data.sample_names is None else data.sample_names
         raise ValueError(
-            f"annotation {bad} of rater {rater!r} on sample {data.sample_names[data.sample_index[bad]]!r} has no session"
+            f"annotation {bad} of rater {rater!r} on sample {sample_names[data.sample_index[bad]]!r} has no session"
         )
     labels = {str(v) for v in sessions[rows]}
     if session_assigned is not None:
@@ -121,8 +115,9 @@ def sessions_as_raters(
     off = ~assigned[data.sample_index[rows], s_rater]
     if np.any(off):
         bad = int(rows[np.flatnonzero(off)[0]])
+        sample_names = data.sample_ids if data.sample_names is None else data.sample_names
         raise ValueError(
-            f"annotation {bad} of rater {rater!r} on sample {data.sample_names[data.sample_index[bad]]!r} is in "
+            f"annotation {bad} of rater {rater!r} on sample {sample_names[data.sample_index[bad]]!r} is in "
             f"session {str(sessions[bad])!r}, which session_assigned says did not cover that sample"
         )
     return MultiRaterAnnotations(
@@ -157,14 +152,12 @@ def session_consistency(
     more consistent than chance) is computed as in
     :func:`agreement.methods.kalos.kalos_alpha`.
 
-    Returns
-    -------
-    IntraConsistency
+    Returns:
+        IntraConsistency: The rater, the sessions and KαLOS over them.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (intra-annotator
-    agreement).
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (intra-annotator
+        agreement).
     """
     res = kalos_alpha(sessions_data, similarity=similarity, tau=tau, solver=solver, cost=cost, no_object=no_object)
     return IntraConsistency(rater, tuple(sessions_data.raters), res)
@@ -183,22 +176,19 @@ def intra_annotator_consistency(
 ) -> dict[str, IntraConsistency]:
     """Intra-annotator consistency of every rater who annotated in two or more sessions.
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-    sessions : array-like of shape (N,)
-        Session of each annotation row.
-    raters : sequence of str, optional
-        Whom to evaluate (default: every rater with two or more sessions).
-    session_assigned : mapping, optional
-        ``{rater: {session: (S,) bool}}``, see :func:`sessions_as_raters`.
-    similarity, tau, solver, cost, no_object
-        As in :func:`agreement.methods.kalos.kalos_alpha`.
+    Args:
+        data (MultiRaterAnnotations): The annotations, every session's included.
+        sessions (array-like of shape (N,)): Session of each annotation row.
+        raters (sequence of str, optional): Whom to evaluate (default: every rater with two or more sessions).
+        session_assigned (mapping, optional): ``{rater: {session: (S,) bool}}``, see :func:`sessions_as_raters`.
+        similarity: As in :func:`agreement.methods.kalos.kalos_alpha`.
+        tau: As in :func:`agreement.methods.kalos.kalos_alpha`.
+        solver: As in :func:`agreement.methods.kalos.kalos_alpha`.
+        cost: As in :func:`agreement.methods.kalos.kalos_alpha`.
+        no_object: As in :func:`agreement.methods.kalos.kalos_alpha`.
 
-    Returns
-    -------
-    dict
-        ``{rater: IntraConsistency}``.
+    Returns:
+        dict: ``{rater: IntraConsistency}``.
     """
     sessions = np.asarray(sessions, dtype=object).reshape(-1)
     if len(sessions) != len(data):
