@@ -58,9 +58,9 @@ def _chosen_labels(ctx, key: str) -> tuple[list[str], int]:
 
 
 def _flagged(dataset, key: str, ids: list[str]) -> list[str]:
-    from agreement.fo.review import _flags
+    from agreement.fo.review import consensus_flags
 
-    flags = _flags(dataset, key, ids) if ids else {}
+    flags = consensus_flags(dataset, key, ids) if ids else {}
     return [i for i in ids if flags.get(i)]
 
 

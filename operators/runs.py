@@ -12,11 +12,14 @@ from .python_call import AgreementOperator
 
 
 class ListAgreementRuns(AgreementOperator):
+    """``list_agreement_runs``: the dataset's agreement runs, newest first, with their headline numbers."""
+
     outputs = (("table", "Newest first", "md"), ("keys", "Agreement runs", "list"),
                ("newest_first", "Newest first (keys)", "list"), ("runs", "Runs", "json"))
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="list_agreement_runs",
             label="Annotator Agreement: list runs",
@@ -24,11 +27,13 @@ class ListAgreementRuns(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         inputs.str("method", required=False, label="Method", description="Only runs of this method (optional)")
         return types.Property(inputs, view=types.View(label="List agreement runs"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         keys = fo_runs.list_agreement_runs(ctx.dataset, method=ctx.params.get("method") or None)
         runs = [fo_runs.get_agreement_run_info(ctx.dataset, k) for k in keys]
         listed = [{k: r[k] for k in ("key", "method", "timestamp", "sample_fields")} for r in runs]
@@ -37,7 +42,6 @@ class ListAgreementRuns(AgreementOperator):
         newest = sorted(listed, key=lambda r: r["timestamp"], reverse=True)
         return {"keys": keys, "runs": listed, "newest_first": [r["key"] for r in newest],
                 "table": "\n".join(r["description"] for r in newest)}
-
 
 
 def _describe_run(dataset, item: dict) -> str:
@@ -59,6 +63,8 @@ def _describe_run(dataset, item: dict) -> str:
 
 
 class GetAgreementRunInfo(AgreementOperator):
+    """``get_agreement_run_info``: a run's method, parameters, input layout, fields and headline numbers."""
+
     outputs = (("key", "Run", "str"), ("method", "Method", "str"), ("computed_on", "Computed on", "str"),
                ("timestamp", "When", "str"), ("status", "Status", "str"), ("params", "Parameters", "json"),
                ("input", "Input layout", "json"), ("summary", "Headline numbers", "json"),
@@ -68,6 +74,7 @@ class GetAgreementRunInfo(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="get_agreement_run_info",
             label="Annotator Agreement: run info",
@@ -76,11 +83,13 @@ class GetAgreementRunInfo(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         existing_run_choice(inputs, ctx)
         return types.Property(inputs, view=types.View(label="Agreement run info"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.declaration import run_target
 
         key = require(ctx.params, "key", "the run to describe")
@@ -92,6 +101,8 @@ class GetAgreementRunInfo(AgreementOperator):
 
 
 class RenameAgreementRun(AgreementOperator):
+    """``rename_agreement_run``: renames a run and the fields it wrote."""
+
     outputs = (("renamed", "Run renamed", "str"), ("key", "New key", "str"), ("old_key", "Old key", "str"),
                ("renamed_sample_fields", "Fields renamed (old: new)", "json"),
                ("renamed_label_attrs", "Label attributes renamed ([field, old, new])", "json"),
@@ -99,6 +110,7 @@ class RenameAgreementRun(AgreementOperator):
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="rename_agreement_run",
             label="Annotator Agreement: rename run",
@@ -107,6 +119,7 @@ class RenameAgreementRun(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         keys = existing_run_choice(inputs, ctx)
         if keys:
@@ -114,6 +127,7 @@ class RenameAgreementRun(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Rename agreement run"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.app_state import open_run, remember_open_run
 
         key = require(ctx.params, "key", "the run to rename")
@@ -128,12 +142,15 @@ class RenameAgreementRun(AgreementOperator):
 
 
 class DeleteAgreementRun(AgreementOperator):
+    """``delete_agreement_run``: deletes a run and exactly the fields it wrote."""
+
     outputs = (("key", "Run deleted", "str"), ("deleted_sample_fields", "Fields deleted", "list"),
                ("deleted_label_attrs", "Label attributes deleted ([field, attribute])", "json"),
                ("deleted_frame_fields", "Frame fields deleted", "list"))
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="delete_agreement_run",
             label="Annotator Agreement: delete run",
@@ -142,6 +159,7 @@ class DeleteAgreementRun(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         keys = existing_run_choice(inputs, ctx)
         key = ctx.params.get("key")
@@ -157,6 +175,7 @@ class DeleteAgreementRun(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Delete agreement run"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         key = require(ctx.params, "key", "the run to delete")
         out = fo_runs.delete_agreement_run(ctx.dataset, key)
         if not ctx.delegated:
@@ -190,12 +209,15 @@ def view_modes(info: dict) -> list[str]:
 
 
 class LoadAgreementView(AgreementOperator):
+    """``load_agreement_view``: loads (and optionally saves) one of a run's drill-down views (:func:`view_modes`)."""
+
     outputs = (("key", "Run", "str"), ("description", "Showing", "str"), ("count", "Samples or patches", "int"),
                ("saved_view", "Saved as view", "str"), ("sample_ids", "Sample ids, in order", "list"),
                ("label_ids", "Label ids of the queue, in order", "list"))
 
     @property
     def config(self):
+        """The operator's name, label and description in the App."""
         return foo.OperatorConfig(
             name="load_agreement_view",
             label="Annotator Agreement: load disagreements",
@@ -205,6 +227,7 @@ class LoadAgreementView(AgreementOperator):
         )
 
     def resolve_input(self, ctx):
+        """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
         inputs = types.Object()
         keys = existing_run_choice(inputs, ctx)
         if not keys:
@@ -240,6 +263,7 @@ class LoadAgreementView(AgreementOperator):
         return types.Property(inputs, view=types.View(label="Load agreement view"))
 
     def execute(self, ctx):
+        """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
         from agreement.fo.views import lowest_scoring_view, rater_pair_view, save_agreement_view
 
         p = ctx.params

@@ -77,8 +77,15 @@ RESTORE_EXTENSION = 10.0
 
 
 class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
+    """The Annotator Agreement panel: the dataset's agreement runs as cards, figures and drill-downs.
+
+    Its events come from the mixins (drill-downs, rater tables, the review queue, mask and video figures);
+    this class holds the panel's configuration, its view and run events and its rendering.
+    """
+
     @property
     def config(self):
+        """The panel's FiftyOne configuration (name, label, surfaces and help text)."""
         return foo.PanelConfig(
             name="annotator_agreement",
             label="Annotator Agreement",
@@ -104,15 +111,18 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
 
     # ------------------------------------------------------------------ events
     def on_load(self, ctx):
+        """Opens the panel: forgets the last view signature and draws the panel afresh."""
         mem = panel_memory_of(ctx)
         mem.sig = None
         self._expect_reset(ctx, mem)  # opening a panel makes the App drop its sidebar filters
         self._refresh(ctx, force=True)
 
     def on_change_view(self, ctx):
+        """The App's view changed: the figures follow it."""
         self._refresh(ctx)
 
     def on_change_dataset(self, ctx):
+        """The App opened a dataset: the panel's memory starts afresh unless it is the same dataset."""
         mem = panel_memory_of(ctx)
         if ctx.dataset is not None and mem.dataset == ctx.dataset.name:
             # the App reports the same dataset again (it does when a sample opens): nothing to start afresh, and
@@ -124,9 +134,11 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx, force=True)
 
     def on_change_current_sample(self, ctx):
+        """A sample opened or closed in the modal: the panel explains its labels."""
         self._refresh(ctx)
 
     def on_change_run(self, ctx):
+        """The run dropdown changed: the panel shows the chosen run."""
         mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if value == mem.run_key:  # the dropdown reporting its value: nothing changed
@@ -136,6 +148,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx, force=True)
 
     def on_toggle_compare(self, ctx):
+        """Turns the comparison with a second run on or off."""
         mem = panel_memory_of(ctx)
         on = mem.compare_on if mem.compare_on is not None else bool(ctx.panel.state.compare)
         ctx.panel.state.compare = mem.compare_on = not on
@@ -143,6 +156,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx, force=True)
 
     def on_change_compare_key(self, ctx):
+        """The comparison dropdown changed: the panel compares with the chosen run."""
         mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if value == (mem.compare or {}).get("key"):  # the dropdown reporting its value on display
@@ -152,6 +166,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         self._refresh(ctx, force=True)
 
     def on_clear_drill(self, ctx):
+        """Leaves a drill-down: back to the run's view (or the stages and filters a review queue started from)."""
         key, info, base, base_stages = self._context(ctx)
         mem = panel_memory_of(ctx)
         restore = (mem.drill or {}).get("restore")
@@ -168,6 +183,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             ctx.trigger("set_filters", params=restore["filters"])
 
     def on_whole_dataset(self, ctx):
+        """Clears the view and the sidebar filters: the figures show the whole dataset."""
         mem = panel_memory_of(ctx)
         logger.debug("on_whole_dataset: stages=%d", len(ctx.request_params.get("view") or []))
         mem.drill = None
@@ -178,6 +194,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             ctx.trigger("set_filters", params={})
 
     def on_change_consensus_rater(self, ctx):
+        """The consensus rater dropdown changed: the panel shows the chosen consensus."""
         mem = panel_memory_of(ctx)
         value = ctx.params.get("value")
         if not value or value == mem.consensus_rater:  # the dropdown reporting its value: nothing changed
@@ -499,12 +516,21 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
 
     # ------------------------------------------------------------------ render
     def render(self, ctx):
+        """The panel's layout: the cards and figures, then a mask run's figures."""
         layout = render_panel(self, ctx)
         render_masks(self, layout.type, panel_memory_of(ctx))  # a mask run's figures close the dashboard
         return layout
 
 
 def runs_score_field(info: dict) -> str | None:
+    """The per-sample score field of a run.
+
+    Args:
+        info: the run's stored info.
+
+    Returns:
+        The field name, or None when the run stores no per-sample score.
+    """
     from agreement.fo.panel_data import score_field
 
     return score_field(info)

@@ -13,6 +13,7 @@ from agreement.fo.panel_data import (
     unscored_view,
 )
 
+from .panel_host import PanelHost
 from .panel_memory import panel_memory_of
 
 __all__ = ["DrillEvents"]
@@ -24,16 +25,17 @@ def _score_field(info: dict) -> str | None:
     return score_field(info)
 
 
-class DrillEvents:
+class DrillEvents(PanelHost):
     """The panel's chart drill-down handlers; they use the panel's ``_context`` and ``_drill``."""
 
     def on_histogram_click(self, ctx):
+        """A click on a bar of the score histogram: the samples whose score falls in that bin."""
         key, info, base, base_stages = self._context(ctx)
         field = _score_field(info)
-        lo, hi = METHOD_VIEWS[info["method"]]["score_range"](info["params"]) if field else (None, None)
         idx = ctx.params.get("idx")
         if field is None or idx is None:
             return
+        lo, hi = METHOD_VIEWS[info["method"]]["score_range"](info["params"])
         import numpy as np
 
         edges = np.linspace(lo, hi, 21).tolist()
@@ -46,6 +48,7 @@ class DrillEvents:
                     f"samples with {field} in [{sig3(edges[idx])}, {sig3(edges[idx + 1])}{close}", bin_=idx)
 
     def on_pair_click(self, ctx):
+        """A click on a rater-pair heatmap cell: the samples where the two raters agree least, lowest first."""
         from agreement.fo.video_figures import is_frame_run
         from agreement.fo.views import (
             DRILL_LIMIT,
@@ -79,18 +82,21 @@ class DrillEvents:
             what += f" (from {sig3(chosen[0][1])} to {sig3(chosen[-1][1])})"
         import os
 
-        names = dict(zip(*view.values(["id", "filepath"])))
+        names = dict(zip(*view.values(["id", "filepath"]), strict=True))
         scores = [{"sample": os.path.basename(names.get(sid, sid)), "score": s} for sid, s in chosen]
         field = write_rater_pair_field(base, key, a, b) if own else None
         self._drill(ctx, base, base_stages, view, what, pair_scores=scores, pair=(a, b), pair_field=field)
 
     def on_vitality_click(self, ctx):
+        """A click on a rater's bar: the rater's labels that match nobody (class runs: the samples where its
+        class differs from another rater's)."""
         from agreement.fo.views import unmatched_labels_view
 
         self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)",
                         "the samples where {}'s class differs from another rater's")
 
     def on_class_click(self, ctx):
+        """A click on a class's bar: the units of that class the raters disagree on (class runs: samples)."""
         from agreement.fo.views import class_disagreement_view
 
         self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on",
@@ -108,12 +114,14 @@ class DrillEvents:
             self._drill(ctx, base, base_stages, make_view(base, key, x), text.format(x))
 
     def on_scatter_click(self, ctx):
+        """A click on a point of the comparison scatter: that sample."""
         sid = ctx.params.get("id")
         key, info, base, base_stages = self._context(ctx)
         if sid:
             self._drill(ctx, base, base_stages, base.select([sid]), f"sample {sid} (from the comparison)")
 
     def on_scatter_select(self, ctx):
+        """A lasso or box selection in the comparison scatter: the selected samples."""
         ids = [p.get("id") for p in ctx.params.get("data") or [] if p.get("id")]
         key, info, base, base_stages = self._context(ctx)
         if ids:
@@ -121,6 +129,7 @@ class DrillEvents:
                         f"{len(ids)} samples selected in the comparison")
 
     def on_sort_lowest(self, ctx):
+        """The scored samples, lowest agreement first."""
         key, info, base, base_stages = self._context(ctx)
         field = _score_field(info)
         if field is None:
@@ -130,6 +139,7 @@ class DrillEvents:
         self._drill(ctx, base, base_stages, view, f"the scored samples, lowest agreement first (by {field})")
 
     def on_show_unscored(self, ctx):
+        """The samples without a score (all of them, or those of one reason given in ``ctx.params``)."""
         key, info, base, base_stages = self._context(ctx)
         field = _score_field(info)
         if field is None:
@@ -148,6 +158,7 @@ class DrillEvents:
         self._drill(ctx, base, base_stages, view, what)
 
     def on_show_disagreeing(self, ctx):
+        """The disagreeing labels of the open sample, the other labels hidden."""
         from agreement.fo.views import disagreeing_labels_view
 
         key, info, base, base_stages = self._context(ctx)

@@ -117,7 +117,7 @@ def render_panel(handlers, ctx):
 def _bars(handlers, panel, mem, name: str) -> None:
     """A bar chart, its bars clickable when they are raters (vitality) or classes."""
     click = (mem.figures.get(name) or {}).get("click")
-    handler = {"vitality": handlers.on_vitality_click, "class": handlers.on_class_click}.get(click)
+    handler = {"vitality": handlers.on_vitality_click, "class": handlers.on_class_click}.get(click) if click else None
     _plot(panel, mem, name, **({"on_click": handler} if handler else {}))
 
 

@@ -23,6 +23,8 @@ from agreement.fo.figure_base import count_text, sig3
 from agreement.fo.methods import hooks_of
 from agreement.fo.panel_data import load_results
 
+from .panel_host import PanelHost
+
 __all__ = ["FIGURES", "MaskEvents", "refresh_masks", "render_masks", "mask_drill_text"]
 
 #: The figures of a mask run, by name, and the event handler of a click on each.
@@ -82,7 +84,7 @@ def mask_drill_text(label_class: str, pair: str | None, chosen: list, n_all: int
     return text
 
 
-class MaskEvents:
+class MaskEvents(PanelHost):
     """The clicks on a mask run's figures (mixed into the panel, whose ``_context`` and ``_drill`` they use)."""
 
     def on_mask_class_click(self, ctx) -> None:

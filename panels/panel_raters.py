@@ -21,6 +21,7 @@ import fiftyone.operators.types as types
 from agreement.fo.pair_heatmap import MAX_HEATMAP_RATERS, PAIR_RULES
 from agreement.fo.rater_tables import DEFAULT_OPTIONS, MAX_BARS, MAX_ROWS, rater_options
 
+from .panel_host import PanelHost
 from .panel_memory import panel_memory_of
 
 __all__ = ["CONTROLS", "RaterEvents", "refresh_raters", "render_rater_table", "render_pair_controls"]
@@ -111,7 +112,7 @@ def render_pair_controls(handlers, panel, mem) -> None:
               view=types.CheckboxView(), on_change=handlers.on_change_cell_support)
 
 
-class RaterEvents:
+class RaterEvents(PanelHost):
     """The rater and heatmap controls' events: each sets its option in the panel's memory and redraws
     (mixed into :class:`.agreement_panel.AgreementPanel`, whose ``_option_changed`` does the redraw)."""
 

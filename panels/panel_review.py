@@ -75,15 +75,19 @@ class ReviewActions:
     """The panel's review handlers (mixed into the panel class)."""
 
     def on_review_accept(self, ctx):
+        """Accepts the open item's consensus label(s), then opens the next undecided item."""
         self._review(ctx, "accepted")
 
     def on_review_reject(self, ctx):
+        """Rejects the open item's consensus label(s), then opens the next undecided item."""
         self._review(ctx, "rejected")
 
     def on_review_undo(self, ctx):
+        """Undoes the open item's decision (it stays open)."""
         self._review(ctx, None, advance=False)
 
     def on_review_next(self, ctx):
+        """Opens the next undecided item of the review queue."""
         from agreement.fo.review import next_pending
 
         key = queue_run(ctx)
@@ -138,7 +142,7 @@ class ReviewActions:
             from agreement.fo.review_item import review_item
 
             item = review_item(ctx.view, key, ctx.current_sample) if key and ctx.current_sample else None
-        if item is None or not item["labels"]:
+        if key is None or item is None or not item["labels"]:  # (no run key: ``item`` is None)
             return
         review_labels(ctx.view, key, [lab["id"] for lab in item["labels"]], decision)
         ctx.trigger("reload_samples")

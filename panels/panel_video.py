@@ -41,6 +41,7 @@ from agreement.fo.video_figures import (
 )
 
 from .panel_filters import load_derived_view
+from .panel_host import PanelHost
 from .panel_memory import panel_memory_of
 
 __all__ = ["VideoEvents", "refresh_video", "render_video", "video_modal", "FIGURE"]
@@ -85,6 +86,9 @@ def refresh_video(pdata, mem, base, data: dict, ctx_view=None, current_sample: s
     if vid is None and mem.video_choice:
         vid, why = mem.video_choice, "the chosen video"
     chosen = choose_video(base, info, vid)
+    if chosen is None:  # no video in view (``n_view`` counts them, so not reached): as for an empty view
+        pdata.video_md = ""
+        return
     if chosen != vid:
         why = "the video in view with the lowest agreement"
     tl = video_timeline(base, info, chosen)
@@ -166,7 +170,7 @@ def video_modal(ctx, mem, info: dict) -> bool:
     return True
 
 
-class VideoEvents:
+class VideoEvents(PanelHost):
     """The video section's events (mixed into the panel, whose ``_context``, ``_drill`` and
     ``_option_changed`` they use)."""
 
@@ -225,8 +229,11 @@ class VideoEvents:
             ctx.ops.notify(str(e), variant="warning")
             return
         count = len(view)
-        name = next((n for v, n in (mem.video or {}).get("choices", []) if v == video_id), video_id)
-        where = f"video {name.split(' — ')[0]}" if video_id else f"the {count_text(len(base), 'video')} in view"
+        if video_id:
+            name = next((n for v, n in (mem.video or {}).get("choices", []) if v == video_id), video_id)
+            where = f"video {name.split(' — ')[0]}"
+        else:
+            where = f"the {count_text(len(base), 'video')} in view"
         if not count:
             ctx.ops.notify(f"no frame of {where} has {(mem.video or {}).get('bad') or 'a bad score'}", variant="info")
             return

@@ -168,13 +168,13 @@ def _image_corpus(image_ds):
 
 def _alpha_ot_grouped(data, groups) -> float:
     """αOT of ``data`` with chance pairs between different ``groups`` (pure library)."""
-    from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs, assigned_pair_cells
+    from agreement.methods.ot import PairCosts, SetPairs, assigned_pair_cells, solve_set_pairs
     from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot
 
     cs, cr = np.nonzero(data.assigned)
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=100_000, seed=0, groups=groups)
     _, a, b, _, a0, na, b0, nb = assigned_pair_cells(data)
-    cost = _solve_set_pairs(PairCosts(data.boxes, data.labels, 0.5), SetPairs(a0, na, b0, nb), beta=0.5,
+    cost = solve_set_pairs(PairCosts(data.boxes, data.labels, 0.5), SetPairs(a0, na, b0, nb), beta=0.5,
                             normalization="paper", max_block=1 << 17).cost
     res = finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), cost, a.astype(np.int64) * data.num_raters + b)
     assert res.exact

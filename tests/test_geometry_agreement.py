@@ -29,11 +29,11 @@ from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.methods.geometry_agreement import (
     DISTANCES,
     GeometryAgreementResult,
-    _Cells,
-    _chance_strata,
-    _Engine,
-    _PairSums,
-    _within_set_pairs,
+    Cells,
+    chance_pair_strata,
+    Engine,
+    PairSums,
+    within_set_pairs,
     geometry_agreement,
 )
 from agreement.core.krippendorff import encode_values, nominal_alpha
@@ -423,7 +423,7 @@ def _expanded_engine_check(rng):
     det = _Detection(unmatched=U_s, annotations=A_s, pair_a=pa, pair_b=pb, pair_mult=np.ones(K),
                      pair_unmatched=U_k, pair_annotations=A_k)
     cls = _Classification(pairs=np.zeros(S_m), differ=np.zeros(S_m), classes=sparse.csr_matrix((S_m, 0)))
-    e = _Engine(S_m, loc, det, cls, 0.05)
+    e = Engine(S_m, loc, det, cls, 0.05)
     w = rng.integers(0, 4, S_m).astype(float)
     if w.sum() == 0:
         w[0] = 1
@@ -671,8 +671,8 @@ def test_chance_strata_are_the_rater_pairs_that_share_a_sample():
     # 500 raters, 10 per sample: the strata are the pairs that met, not all 124,750.
     data = _crowd(S=200, R=500, k=10, seed=5)
     counts = data.counts()
-    pairs = _PairSums.of(_within_set_pairs(data, counts), data.num_raters)
-    strata = _chance_strata(data.raters, _Cells.of(data), pairs, np.arange(data.num_samples), data.num_samples)
+    pairs = PairSums.of(within_set_pairs(data, counts), data.num_raters)
+    strata = chance_pair_strata(data.raters, Cells.of(data), pairs, np.arange(data.num_samples), data.num_samples)
     table = RaterPairTable.from_assignment(data.raters, data.assigned)
     assert len(strata.first) == len(table) < 200 * 45
     got = sorted(zip(np.minimum(strata.first, strata.second).tolist(), np.maximum(strata.first, strata.second).tolist()))

@@ -402,10 +402,10 @@ def test_stage4_localisation_residuals_follow_the_student_t_scaled_by_lambda():
         assert 2.5 < fit.df < 7
         assert fit_student_t(r2[:, k]).scale / fit.scale == pytest.approx(2.0, rel=0.1)
     # Residuals were drawn within the profile's IoU threshold (at λ = 1).
-    from agreement.simulate.noise.empirical import _elementwise_iou
+    from agreement.simulate.noise.stages import elementwise_iou
 
     sim, rep = simulate(ref, profile=prof, magnitude=1.0, num_raters=1, seed=5)
-    assert np.all(_elementwise_iou(ref.boxes[rep.source], sim.boxes) >= 0.5 - 1e-9)
+    assert np.all(elementwise_iou(ref.boxes[rep.source], sim.boxes) >= 0.5 - 1e-9)
 
 
 def test_magnitude_scales_rates_and_cannibalisation_rises_with_lambda(lvis):

@@ -8,8 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
@@ -465,7 +464,7 @@ def test_set_pair_costs_bulk_equals_loop(normalization):
 def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalization):
     """Without detail, pairs of different labels are dropped before their costs when they can never be
     eligible (1 - lam >= the threshold): the costs must be those of the full (detail) solve, bit for bit."""
-    from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs
+    from agreement.methods.ot import PairCosts, SetPairs, solve_set_pairs
 
     rng = np.random.default_rng(11)
     data = _corpus(rng, S=30, raters=("r1", "r2", "r3"), p_assign=0.9, max_boxes=7)
@@ -475,8 +474,8 @@ def test_cost_only_solve_equals_detail_solve_bit_for_bit(lam, beta, normalizatio
     ca, cb = (x.reshape(-1) for x in np.meshgrid(cells, cells, indexing="ij"))
     a0, na, b0, nb = off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
     pairs = SetPairs(a0, na, b0, nb)
-    fast = _solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500)
-    full = _solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500, n_rows=len(data.boxes))
+    fast = solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500)
+    full = solve_set_pairs(pc, pairs, beta=beta, normalization=normalization, max_block=500, n_rows=len(data.boxes))
     assert np.array_equal(fast.cost, full.cost) and np.array_equal(fast.n_matched, full.n_matched)
 
 

@@ -309,7 +309,8 @@ class MultiRaterAnnotations:
         names = sample_ids if self.sample_names is None else np.asarray(self.sample_names, dtype=object).reshape(S)
         sizes = np.full((S, 2), np.nan) if self.image_sizes is None else (
             np.asarray(self.image_sizes, dtype=np.float64).reshape(S, 2))
-        boxes, keep = self._relative_boxes(boxes, s_idx, r_idx, labels, sizes, names, coordinates, box_policy)
+        boxes, keep = self._relative_boxes(boxes, s_idx, r_idx, labels, sizes, names, coordinates=coordinates,
+                                           box_policy=box_policy)
         if not keep.all():  # box_policy="drop"
             boxes, labels, ids, s_idx, r_idx = self._keep_rows(keep, boxes, labels, ids, s_idx, r_idx)
             N = len(boxes)
@@ -354,8 +355,7 @@ class MultiRaterAnnotations:
 
     def _keep_rows(self, keep: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
         """``columns`` and the geometry columns restricted to the rows ``keep``."""
-        idx = np.flatnonzero(keep)
-        self._take_rows(idx)
+        self._take_rows(idx := np.flatnonzero(keep))
         return tuple(c[idx] for c in columns)
 
     # ------------------------------------------------------------------ sizes
@@ -381,8 +381,7 @@ class MultiRaterAnnotations:
         return slice(int(self.offsets[c]), int(self.offsets[c + 1]))
 
     def get(self, s: int, r: int | str) -> AnnotationSet | None:
-        """Rater ``r``'s set on sample ``s`` (with its rows of every per-annotation geometry column);
-        ``None`` is implicit absence."""
+        """Rater ``r``'s set on sample ``s`` (with its rows of every geometry column); ``None``: not assigned."""
         if isinstance(r, str):
             r = self.raters.index(r)
         if not self.assigned[s, r]:

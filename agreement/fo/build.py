@@ -6,7 +6,7 @@ demo, simulated raters): it never touches existing samples.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, cast
 
 import numpy as np
 
@@ -22,7 +22,7 @@ def _detections(corpus: MultiRaterAnnotations, s: int, r: int, rater_attr: str |
     extra = {rater_attr: corpus.raters[r]} if rater_attr else {}
     return [
         fo.Detection(label=str(lab), bounding_box=box.tolist(), **extra)
-        for box, lab in zip(corpus.boxes[sl], corpus.labels[sl])
+        for box, lab in zip(corpus.boxes[sl], corpus.labels[sl], strict=True)
     ]
 
 
@@ -53,7 +53,7 @@ def corpus_label_fields(
                 )
         elif layout == "attribute":
             dets = []
-            for r in np.flatnonzero(corpus.assigned[s]):
+            for r in np.flatnonzero(corpus.assigned[s]).tolist():
                 dets.extend(_detections(corpus, s, int(r), rater_attr))
             values[field] = fo.Detections(detections=dets) if corpus.assigned[s].any() else None
         else:
@@ -80,9 +80,10 @@ def samples_from_corpus(
     if len(filepaths) != corpus.num_samples:
         raise ValueError(f"got {len(filepaths)} file paths for {corpus.num_samples} samples")
     labels = corpus_label_fields(corpus, layout=layout, field=field, rater_attr=rater_attr, field_names=field_names)
+    sizes = cast(np.ndarray, corpus.image_sizes)  # (S, 2), NaN where unknown, once the corpus is built
     samples = []
-    for s, (path, values) in enumerate(zip(filepaths, labels)):
-        w, h = corpus.image_sizes[s]
+    for s, (path, values) in enumerate(zip(filepaths, labels, strict=False)):
+        w, h = sizes[s]
         kw = dict(values)
         if np.isfinite(w) and np.isfinite(h):
             kw["metadata"] = fo.ImageMetadata(width=int(w), height=int(h))

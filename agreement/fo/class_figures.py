@@ -41,7 +41,7 @@ def class_vitality_bars(detail: dict) -> list[dict]:
     alpha = vit.get("alpha")
     hover = [f"{r}: vitality {sig3(v, signed=True)} (α {sig3(alpha)} with, {sig3(w)} without {r})"
              f"<br>click: the samples where {r}'s class differs from another rater's"
-             for r, v, w in zip(raters, ys, without)]
+             for r, v, w in zip(raters, ys, without, strict=False)]
     trace = {"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>",
              "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}
@@ -71,7 +71,7 @@ def class_difficulty_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
     ns = [counts[i] for i in shown]
     hover = [f"{c}: {sig3(r)} of its values matched by the other raters"
              + (f" ({count_text(int(n), 'value')})" if is_finite(n) else "")
-             + f"<br>click: the samples where a rater said {c} and the raters disagree" for c, r, n in zip(xs, ys, ns)]
+             + f"<br>click: the samples where a rater said {c} and the raters disagree" for c, r, n in zip(xs, ys, ns, strict=False)]
     what = (f"the {len(shown)} hardest of {len(order)} classes" if len(order) > len(shown)
             else f"{len(shown)} {plural(len(shown), 'class')}, hardest first")
     trace = {"type": "bar", "x": xs, "y": ys, "name": "match rate", "hovertext": hover,
@@ -93,7 +93,7 @@ def tag_alpha_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
     if not order:
         return []
     shown = order[:top]
-    undefined = [t for t, a in zip(tags, alphas) if a is None]
+    undefined = [t for t, a in zip(tags, alphas, strict=False) if a is None]
     sub = f"{len(shown)} of {count_text(len(tags), 'tag')}, lowest α first"
     if undefined:
         sub += f" · undefined (no variation): {', '.join(undefined[:5])}{'…' if len(undefined) > 5 else ''}"
@@ -129,8 +129,8 @@ def rater_confusion_figure(detail: dict, top: int = MAX_CLASSES) -> dict | None:
     z = [[matrix[i][j] for j in idx] if any(v is not None for v in matrix[i]) else [None] * len(idx) for i in idx]
     text = [["" if v is None or v == 0 else sig3(v) for v in row] for row in z]
     hover = [[f"no rater gave {a} on a sample with another rating" if v is None else
-              f"when one rater says {a}, another says {b}: {sig3(v)} of the time" for b, v in zip(names, row)]
-             for a, row in zip(names, z)]
+              f"when one rater says {a}, another says {b}: {sig3(v)} of the time" for b, v in zip(names, row, strict=False)]
+             for a, row in zip(names, z, strict=False)]
     n = len(names)
     shown = f"the {n} of {len(classes)} most confused classes" if n < len(classes) else "whole run"
     subtitle = f"P(another rater's class | one rater's class), each row sums to 1 · {shown}"

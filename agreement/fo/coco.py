@@ -26,31 +26,32 @@ import os
 import re
 import uuid
 import warnings
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import cv2
 import numpy as np
 
 import fiftyone as fo
 
-from agreement.io.coco import MultiRaterCoco, read_multi_rater_coco, write_multi_rater_coco
 from agreement.core.data import MultiRaterAnnotations
+from agreement.core.validation import AnnotationError
 from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.fo.reading import read_annotations
-from agreement.core.validation import AnnotationError
+from agreement.io.coco import MultiRaterCoco, read_multi_rater_coco, write_multi_rater_coco
 
 __all__ = ["import_multi_rater_coco", "export_multi_rater_coco", "rater_field_name"]
 
 LAYOUTS = ("fields", "attribute")
 POLYGON_MODES = ("polylines", "masks", "none")
-_RESERVED = {"id", "filepath", "tags", "metadata", "created_at", "last_modified_at", "raters", "coco_id", "frames"}
+# sample field names an importer never gives a rater (FiftyOne's own fields and the plugin's)
+RESERVED_FIELDS = {"id", "filepath", "tags", "metadata", "created_at", "last_modified_at", "raters", "coco_id", "frames"}
 INFO_KEY = "iaa_coco"
 
 
 def rater_field_name(rater: str) -> str:
     """A valid, non-reserved FiftyOne field name for a rater id (``"r1"`` -> ``"r1"``, ``"7"`` -> ``"rater_7"``)."""
     name = re.sub(r"\W", "_", str(rater))
-    if not name or not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", name) or name in _RESERVED:
+    if not name or not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", name) or name in RESERVED_FIELDS:
         name = f"rater_{name}"
     return name
 
@@ -141,7 +142,7 @@ def import_multi_rater_coco(
         "repairs": coco.repairs.as_dict(),
     }
     dataset = _write_temporary(name, samples, rater_fields, polygons, info, media.media_type)
-    return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
+    return swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
 
 
 def _check_options(layout: str, polygons: str, field: str) -> None:
@@ -150,7 +151,7 @@ def _check_options(layout: str, polygons: str, field: str) -> None:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if polygons not in POLYGON_MODES:
         raise ValueError(f"polygons must be one of {POLYGON_MODES}, got {polygons!r}")
-    if layout == "attribute" and (not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field) or field in _RESERVED):
+    if layout == "attribute" and (not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field) or field in RESERVED_FIELDS):
         raise ValueError(f"invalid label field name {field!r}")
 
 
@@ -195,9 +196,10 @@ def _build_samples(
 ) -> list[fo.Sample]:
     """One in-memory sample per image (nothing is written), of ``media_type`` whatever the file names say."""
     ann = coco.annotations
+    sizes = cast(np.ndarray, ann.image_sizes)  # (S, 2), NaN where unknown, once the corpus is built
     samples = []
-    for s, (img, path) in enumerate(zip(coco.images, _filepaths(coco, image_dir))):
-        W, H = ann.image_sizes[s]
+    for s, (img, path) in enumerate(zip(coco.images, _filepaths(coco, image_dir), strict=False)):
+        W, H = sizes[s]
         sample = media_sample(
             path, media_type,
             metadata=fo.ImageMetadata(width=int(W), height=int(H)),
@@ -208,7 +210,7 @@ def _build_samples(
         for r in np.flatnonzero(ann.assigned[s]):
             rater = ann.raters[r]
             dets, polys = per_field.setdefault(rater_fields[rater], ([], []))
-            for i in range(*ann.rows(s, r).indices(len(ann))):
+            for i in range(*ann.rows(s, int(r)).indices(len(ann))):
                 det, poly = _labels(coco, i, rater if layout == "attribute" else None, rater_attr, polygons, W, H)
                 dets.append(det)
                 if poly is not None:
@@ -239,7 +241,16 @@ def _labels(
     return det, poly
 
 
-def _temporary_name(name: str, purpose: str) -> str:
+def temporary_name(name: str, purpose: str) -> str:
+    """A fresh dataset name for a dataset built before it takes ``name``.
+
+    Args:
+        name: The dataset's final name.
+        purpose: What the temporary dataset is for (``"import"``, ``"replaced"`` ...), part of the name.
+
+    Returns:
+        ``"<name>-iaa-<purpose>-<12 random hex digits>"``.
+    """
     return f"{name}-iaa-{purpose}-{uuid.uuid4().hex[:12]}"
 
 
@@ -248,7 +259,7 @@ def _write_temporary(
     media_type: str = "image",
 ) -> fo.Dataset:
     """A complete, non-persistent dataset under a temporary name; deleted again if writing fails."""
-    dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
+    dataset = fo.Dataset(temporary_name(name, "import"), persistent=False)
     try:
         set_empty_dataset_media_type(dataset, media_type)
         # declare every rater field up front so that a rater absent from the
@@ -261,25 +272,38 @@ def _write_temporary(
         dataset.info[INFO_KEY] = info
         dataset.save()
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         raise
     return dataset
 
 
-def _swap_in(dataset: fo.Dataset, name: str, overwrite: bool, persistent: bool) -> fo.Dataset:
+def swap_in(dataset: fo.Dataset, name: str, overwrite: bool, persistent: bool) -> fo.Dataset:
     """Gives the complete ``dataset`` its final name; the old dataset of that
-    name is renamed aside first and deleted only after the swap succeeded."""
+    name is renamed aside first and deleted only after the swap succeeded.
+
+    Args:
+        dataset: The complete dataset, under a temporary name (:func:`temporary_name`).
+        name: Its final name.
+        overwrite: Whether an existing dataset called ``name`` may be replaced.
+        persistent: FiftyOne's ``persistent`` flag for the renamed dataset.
+
+    Returns:
+        ``dataset``, renamed. On failure it is discarded and the previous dataset keeps ``name``.
+
+    Raises:
+        ValueError: A dataset called ``name`` exists and ``overwrite`` is false.
+    """
     old = None
     try:
         if fo.dataset_exists(name):
             if not overwrite:  # created by someone else while we imported
                 raise ValueError(f"dataset {name!r} already exists; pass overwrite=True or another dataset_name")
             old = fo.load_dataset(name)
-            _rename(old, _temporary_name(name, "replaced"))
+            _rename(old, temporary_name(name, "replaced"))
         _rename(dataset, name)
         dataset.persistent = persistent
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         if old is not None:
             _rename(old, name)
         raise
@@ -288,7 +312,7 @@ def _swap_in(dataset: fo.Dataset, name: str, overwrite: bool, persistent: bool) 
             old.delete()
         except Exception as e:  # the import itself succeeded
             warnings.warn(f"dataset {name!r} was replaced, but the previous one could not be deleted "
-                          f"and remains as {old.name!r}: {e}")
+                          f"and remains as {old.name!r}: {e}", stacklevel=1)
     return dataset
 
 
@@ -297,13 +321,17 @@ def _rename(dataset: fo.Dataset, name: str) -> None:
     dataset.name = name
 
 
-def _discard(dataset: fo.Dataset) -> None:
-    """Deletes a partly built dataset; a failure to do so is a warning, not a new error."""
+def discard_dataset(dataset: fo.Dataset) -> None:
+    """Deletes a partly built dataset; a failure to do so is a warning, not a new error.
+
+    Args:
+        dataset: The dataset to delete (nothing happens when it is already deleted).
+    """
     try:
         if not dataset.deleted:
             dataset.delete()
     except Exception as e:  # the original error matters more; the dataset is non-persistent anyway
-        warnings.warn(f"could not delete the incomplete dataset {dataset.name!r}: {e}")
+        warnings.warn(f"could not delete the incomplete dataset {dataset.name!r}: {e}", stacklevel=1)
 
 
 def export_multi_rater_coco(
@@ -339,7 +367,7 @@ def export_multi_rater_coco(
         polys.append(p)
     coco_ids = [per_label.get(lid, {}).get("coco_id") for lid in ann.label_ids]
     extras = {}
-    for lid, cid in zip(ann.label_ids, coco_ids):
+    for lid, cid in zip(ann.label_ids, coco_ids, strict=True):
         e = {k: v for k, v in per_label.get(lid, {}).items() if k != "coco_id" and v is not None}
         if e and cid is not None:
             extras[cid] = e
@@ -391,7 +419,7 @@ def _read_for_export(samples, fields, field, rater_attr, raters_field):
         samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
         raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
     )
-    if np.isnan(read.annotations.image_sizes).any():
+    if np.isnan(cast(np.ndarray, read.annotations.image_sizes)).any():
         samples._root_dataset.compute_metadata()
         read = read_annotations(
             samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
@@ -409,11 +437,11 @@ def _stored_label_extras(samples, schema, box_fields) -> tuple[dict, dict]:
     for bf in box_fields:
         paths = [f"{bf}.detections.id"] + [f"{bf}.detections.{k}" for k in extra_keys] + [f"{bf}.detections.mask"]
         vals = samples.values(paths)
-        for per_sample in zip(*vals):
+        for per_sample in zip(*vals, strict=True):
             if per_sample[0] is None:
                 continue
-            for lid, *rest in zip(*per_sample):
-                per_label[lid] = dict(zip(extra_keys, rest[:-1]))
+            for lid, *rest in zip(*per_sample, strict=False):
+                per_label[lid] = dict(zip(extra_keys, rest[:-1], strict=True))
                 mask = rest[-1]
                 if mask is not None:
                     polygons_by_label[lid] = mask
@@ -421,8 +449,8 @@ def _stored_label_extras(samples, schema, box_fields) -> tuple[dict, dict]:
         if pf in schema:
             coco_ids, points = samples.values([f"{pf}.polylines.coco_id", f"{pf}.polylines.points"])
             by_coco = {}
-            for cids, pts in zip(coco_ids, points):
-                for cid, p in zip(cids or [], pts or []):
+            for cids, pts in zip(coco_ids, points, strict=True):
+                for cid, p in zip(cids or [], pts or [], strict=False):
                     by_coco[cid] = [np.asarray(r, dtype=np.float64).reshape(-1, 2) for r in p]
             for lid, extra in per_label.items():
                 if extra.get("coco_id") in by_coco:

@@ -10,6 +10,8 @@ against the consensus), one rater's confusion matrix and the review queue
 
 from __future__ import annotations
 
+from typing import Any
+
 from agreement.fo.figures import (
     PanelDataError,
     confusion_figure,
@@ -138,7 +140,8 @@ def _tau_sources() -> dict[str, str]:
 def consensus_tau_card(summary: dict) -> dict:
     """The card of a consensus run's correspondence threshold τ and where it came from (runs made before
     ``tau="auto"`` record only the number)."""
-    tau, source = summary.get("tau"), _tau_sources().get(summary.get("tau_selection"))
+    tau, selection = summary.get("tau"), summary.get("tau_selection")
+    source = _tau_sources().get(selection) if selection is not None else None
     text = sig3(tau) if is_finite(tau) else "not recorded"
     return {"label": "same-object threshold τ", "value": tau if is_finite(tau) else None,
             "text": f"{text} ({source})" if source and is_finite(tau) else text}
@@ -154,7 +157,7 @@ def _consensus_paths(samples, key: str) -> tuple[str, str]:
 
     field = f"{key}_consensus"
     doc_type = getattr(samples._root_dataset.get_field(field), "document_type", None)
-    if doc_type not in LABEL_TYPES and doc_type is not fol.Classification:
+    if doc_type is None or (doc_type not in LABEL_TYPES and doc_type is not fol.Classification):
         raise PanelDataError(f"field {field!r} of the consensus run {key!r} is missing or not a label list")
     return field, label_list_path(field, doc_type)
 
@@ -219,7 +222,7 @@ def rater_report_rows(results: dict) -> list[dict]:
     columns, _ = _report_columns(report)
     rows = []
     for rater, entry in report.items():
-        row = {"rater": str(rater), "text": {}}
+        row: dict[str, Any] = {"rater": str(rater), "text": {}}
         for k, _ in columns:
             v = entry.get(k)
             row[k] = v
@@ -286,11 +289,12 @@ def consensus_panel_section(samples, info: dict, results: dict, whole: bool, rat
     summary, detail = results.get("summary") or {}, results.get("detail") or {}
     classes = is_class_consensus(samples, key)
     names = CLASS_CONSENSUS_METHOD_NAMES if classes else CONSENSUS_METHOD_NAMES
-    method = names.get(summary.get("method"), summary.get("method") or "unknown")
+    method_name = summary.get("method")
+    method = names.get(method_name, method_name or "unknown") if method_name is not None else "unknown"
     n_iter, converged = summary.get("n_iter", detail.get("n_iter")), summary.get("converged", detail.get("converged"))
     if summary.get("method") in ("em", "mace") and n_iter is not None:
         method += f", {'converged' if converged else 'stopped'} after {n_iter} iterations"
-    out = {
+    out: dict[str, Any] = {
         "cards": consensus_cards(samples._root_dataset, key) + [
             {"label": "consensus method", "value": summary.get("method"), "text": method}]
         + ([] if classes else [consensus_tau_card(summary)]),  # classes need no same-object threshold

@@ -164,8 +164,8 @@ def _geometry(p: CorpusParts, where: _Where) -> tuple[np.ndarray, dict, bool, np
             boxes = variant.boxes(cols, n)
     if spec.temporal:  # supports checked in frames (box_policy), then boxes in relative time
         boxes, keep = temporal_boxes(p.flat_geo, p.frame_counts, p.s_idx, where, p.labels, p.field_of_row,
-                                     p.box_policy, p.repairs,
-                                     p.raters_of_row if p.raters_of_row is not None else p.field_of_row)
+                                     policy=p.box_policy, repairs=p.repairs,
+                                     raters=p.raters_of_row if p.raters_of_row is not None else p.field_of_row)
     elif boxes is None:
         boxes, base = spec.read_geometry(p.flat_geo, where)
         columns = {**base, **columns}

@@ -239,6 +239,17 @@ class MethodDeclaration:
         return self.spec.method
 
     def param(self, name: str) -> Param:
+        """The declared parameter called ``name``.
+
+        Args:
+            name: A parameter's name.
+
+        Returns:
+            The :class:`Param` of that name.
+
+        Raises:
+            StopIteration: The declaration has no parameter of that name.
+        """
         return next(p for p in self.params if p.name == name)
 
     @property
@@ -315,10 +326,10 @@ def check_label_type(decl: MethodDeclaration, samples, layout: RaterLayout) -> t
         ValueError: e.g. "compute_ot_agreement does not apply to Classification fields ('r1', 'r2'); for
             Classification fields use compute_class_agreement or compute_consensus".
     """
-    from agreement.fo.label_schema import _label_type
+    from agreement.fo.label_schema import field_label_type
 
     names = list(layout.fields) if layout.fields is not None else [layout.field] if layout.field else []
-    types = {name: _label_type(samples, name) for name in names}
+    types = {name: field_label_type(samples, name) for name in names}
     if len(set(types.values())) > 1:
         raise ValueError("every rater field must hold the same label type; got "
                          + ", ".join(f"{n!r}: {t.__name__}" for n, t in types.items()))
@@ -367,7 +378,8 @@ def python_function(decl: MethodDeclaration) -> Callable[..., dict]:
     sig += [inspect.Parameter(p.name, K, default=p.default, annotation=p.kind) for p in decl.method_params]
     sig += [inspect.Parameter("overwrite", K, default=False), inspect.Parameter("progress", K, default=None)]
     sig += [inspect.Parameter(f.name, K, default=f.default) for f in fields(Execution)]
-    compute.__signature__ = inspect.Signature(sig)
+    # inspect reads a function's __signature__, an attribute typeshed does not declare on functions
+    compute.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
     compute.__name__ = compute.__qualname__ = decl.operator
     compute.__doc__ = (f"{decl.label}: {decl.description}.\n\nStores run ``key`` on ``samples`` (a dataset or view) "
                        f"and returns its headline numbers.\n\nMethod parameters:\n\n{parameter_table(decl)}\n\n"

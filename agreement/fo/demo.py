@@ -32,10 +32,12 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
+
+import numpy as np
 
 import fiftyone as fo
 import fiftyone.operators as foo
-import numpy as np
 
 from agreement.core.rater_pairs import records_to_matrix
 from agreement.fo.assignment import declare_raters_field
@@ -58,7 +60,7 @@ from agreement.simulate.synthetic.demo_extras import (
 MASK_IMAGES = 40
 
 DATASET_NAME = "iaa-demo"
-VIDEO_DEMO = {"num_videos": 6, "num_frames": 120, "num_objects": 4, "num_raters": 3, "magnitude": 1.5}
+VIDEO_DEMO: dict[str, Any] = {"num_videos": 6, "num_frames": 120, "num_objects": 4, "num_raters": 3, "magnitude": 1.5}
 OPERATOR = "@iaa/agreement/{}"
 
 
@@ -82,13 +84,13 @@ def build_demo_dataset(name: str = DATASET_NAME, num_images: int = 300, seed: in
     samples = samples_from_corpus(raters, paths, layout="fields", raters_field="raters")
     attr = samples_from_corpus(raters, paths, layout="attribute", field="annotations", raters_field=None)
     ref = samples_from_corpus(truth, paths, layout="fields", field_names={"truth": "truth"}, raters_field=None)
-    for sample, a, r in zip(samples, attr, ref):
+    for sample, a, r in zip(samples, attr, ref, strict=True):
         sample["annotations"] = a["annotations"]
         sample["truth"] = r["truth"]
     mask_raters = simulate_mask_raters(scenes[:MASK_IMAGES], seed=seed)
     for p, per_scene in mask_raters.items():
         dataset.add_sample_field(f"mask_{p}", fo.EmbeddedDocumentField, embedded_doc_type=fo.Detections)
-        for sample, objs in zip(samples[:MASK_IMAGES], per_scene):
+        for sample, objs in zip(samples[:MASK_IMAGES], per_scene, strict=False):
             sample[f"mask_{p}"] = fo.Detections(detections=[
                 fo.Detection(label=label, bounding_box=box.tolist(), mask=mask) for label, box, mask in objs
             ])
@@ -202,7 +204,7 @@ def _ot_report(dataset, ot: dict) -> str:
         lines.append(f"      {r:<{width}}  " + "  ".join(cells))
     worst = dataset.exists("ot_ot").sort_by("ot_ot").limit(3)
     lines.append("    lowest-scoring samples: " + ", ".join(
-        f"{os.path.basename(p)} ({v:.3f})" for p, v in zip(*worst.values(["filepath", "ot_ot"]))
+        f"{os.path.basename(p)} ({v:.3f})" for p, v in zip(*worst.values(["filepath", "ot_ot"]), strict=True)
     ))
     return "\n".join(lines)
 
@@ -239,9 +241,9 @@ def _kalos_report(dataset, k: dict) -> str:
          f"samples ({k['n_undefined']} undefined, e.g. nobody drew anything; the reference tool would count those "
          "as 1.0)"),
         "    rater vitality (alpha - alpha without the rater): "
-        + ", ".join(f"{r} {_fmt(v, 3)}" for r, v in zip(vit["raters"], vit["vitality"])),
+        + ", ".join(f"{r} {_fmt(v, 3)}" for r, v in zip(vit["raters"], vit["vitality"], strict=False)),
         "    hardest classes: " + ", ".join(f"{cd['classes'][i]} ({_fmt(cd['alpha'][i])})" for i in hardest),
-        "    alpha vs tau: " + ", ".join(f"{t:g}: {_fmt(a)}" for t, a in zip(curve["taus"], curve["global_alpha"])),
+        "    alpha vs tau: " + ", ".join(f"{t:g}: {_fmt(a)}" for t, a in zip(curve["taus"], curve["global_alpha"], strict=False)),
     ]
     return "\n".join(lines)
 
@@ -351,6 +353,14 @@ def run_demo(name: str = DATASET_NAME, num_images: int = 300, seed: int = 0) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``make demo`` command line (``python -m agreement.fo.demo --help`` lists its options).
+
+    Args:
+        argv: The command-line arguments (``None``: ``sys.argv[1:]``).
+
+    Returns:
+        The process's exit status (0: done).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default=DATASET_NAME)
     parser.add_argument("--num-images", type=int, default=300)

@@ -26,20 +26,21 @@ the ``SPEC`` of :mod:`agreement.fo.methods.kalos` for an example.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from agreement.fo import runs
-from agreement.fo.distributed import run_shards
-from agreement.fo.assignment import plan_corpus
-from agreement.fo.reading import ReadResult, current_stamps, join_reads, read_annotations
 from agreement.core.validation import AnnotationError, RepairReport
+from agreement.fo import runs
+from agreement.fo.assignment import plan_corpus
+from agreement.fo.distributed import run_shards
 from agreement.fo.frame_units import chance_groups
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
+from agreement.fo.reading import ReadResult, current_stamps, join_reads, read_annotations
 from agreement.fo.run_options import Execution, RaterLayout
 from agreement.fo.run_warnings import DesignStats, design_stats, merge_design, run_warnings
 from agreement.fo.stored_values import label_field_value
@@ -49,7 +50,17 @@ __all__ = ["MethodSpec", "MethodOutput", "StreamContext", "ShardJob", "ShardResu
            "clean_summary", "DEFAULT_SHARD_SIZE", "default_shard_size", "check_shard_size",
            "canonical_ids"]
 
-def _column(values: Sequence[Any]) -> np.ndarray:
+_Fn = TypeVar("_Fn")
+
+
+def _declared(fn: _Fn | None, spec: MethodSpec, what: str) -> _Fn:
+    """The declaration's ``what`` (``compute``, ``kernel``, ``finish``), which the path taken needs."""
+    if fn is None:
+        raise TypeError(f"method {spec.method!r} declares no {what}")
+    return fn
+
+
+def _column(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Per-label values as an array: numeric ones keep their dtype (fast to clean), others are objects."""
     arr = np.asarray(values) if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
     if arr.dtype == object and len(arr) and all(isinstance(v, (float, np.floating)) for v in arr[:100]):
@@ -79,7 +90,7 @@ def _write(samples, plan: runs.RunPlan, read: ReadResult, spec: MethodSpec, out:
         if suffix in out.sample_objects and suffix not in out.label_fields:
             objects = out.sample_objects[suffix]
             runs.write_sample_values(samples, plan, suffix, {s: objects[s] for s in names if s in objects})
-    sample_values = {s: dict(zip(names, _column(out.sample_values[s])[part].tolist()))
+    sample_values = {s: dict(zip(names, _column(out.sample_values[s])[part].tolist(), strict=False))
                      for s in spec.sample_suffixes if s in out.sample_values and s not in out.label_fields}
     for suffix, (container, docs, attrs) in out.label_fields.items():
         if suffix not in spec.sample_suffixes:
@@ -130,7 +141,7 @@ class ShardWriter:
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="iaa-shard-writer")
-        self._pending = None
+        self._pending: Future[Any] | None = None
 
     def submit(self, send: Callable[[], Any]) -> None:
         """Waits for the write in flight, then starts ``send()``."""
@@ -274,7 +285,8 @@ def run_method(
     run.prepare(read.label_fields, check_only=True)
     report(0.1, "computing")
     with spec.context(params):
-        out = spec.compute(read, params, lambda f, label: report(0.1 + 0.75 * f, label), extra)
+        out = _declared(spec.compute, spec, "compute")(read, params, lambda f, label: report(0.1 + 0.75 * f, label),
+                                                       extra)
     report(0.85, "writing results")
     plan = _prepare_keeping_stamps(samples, key, overwrite, read,
                                    lambda: run.prepare(read.label_fields, scan_documents=False))
@@ -434,11 +446,13 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, *, report: Progress 
     extra = {**spec.extra(view, read, job.params), "state": job.state, "sample_offset": job.offset}
     report(lo + 0.3 / n, f"{where}computing" if where else "computing")
     with spec.context(job.params):
-        out = spec.kernel(read, job.params, extra)
+        out = _declared(spec.kernel, spec, "kernel")(read, job.params, extra)
     report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
     if job.run_plan is not None:
         _write(samples, job.run_plan, read, spec, out, writer)
     else:  # registered and its schema declared under one lock (one reload of the dataset document)
+        if register is None:
+            raise TypeError("a shard of a run not registered yet (no run_plan) needs `register`")
         with schema_lock(runs._dataset(samples)):
             _write(samples, register(read), read, spec, out, writer)
     return ShardResult(out.stats, read.repairs, read.layout, read.annotations if job.keep_annotations else None,
@@ -540,7 +554,7 @@ def _run_streamed(run: _Run, execution: Execution, report: Progress) -> dict:
 
             context.read_samples = read_samples
             with spec.context(params):
-                summary, detail = spec.finish(stats, params, context)
+                summary, detail = _declared(spec.finish, spec, "finish")(stats, params, context)
     except BaseException:
         if registered:
             runs.discard_incomplete_run(samples, key)

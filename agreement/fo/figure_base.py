@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def plural(n: int, what: str) -> str:
     return what + ("es" if what.endswith(("s", "x", "ch", "sh")) else "s")
 
 
-def is_finite(x) -> bool:
+def is_finite(x: object) -> TypeGuard[float | np.floating | np.integer]:
     """Whether ``x`` is a finite number (``None``, NaN, strings: no)."""
     return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x))
 
@@ -82,8 +83,8 @@ def floats(values) -> list:
 
 
 def wrap_lines(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken at spaces (a ``" · "`` separator
-    preferably ends a line); explicit line breaks (``"\\n"``) kept."""
+    r"""``text`` in lines of at most ``width`` characters, broken at spaces (a ``" · "`` separator
+    preferably ends a line); explicit line breaks (``"\n"``) kept."""
     lines = []
     for part in str(text).split("\n"):
         lines += textwrap.wrap(part, width=width, break_long_words=False, break_on_hyphens=False) or [""]
@@ -101,7 +102,7 @@ def figure_layout(title: str, xtitle: str, ytitle: str, legend: bool = False, he
     if s_lines:
         text += "<br>" + "<br>".join(f"<span style='font-size:12px'>{line}</span>" for line in s_lines)
     top = 22 + 20 * len(t_lines) + 16 * len(s_lines)
-    layout = {
+    layout: dict[str, Any] = {
         "title": {"text": text, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1, "yanchor": "top",
                   "pad": {"t": 10}, "font": {"size": 15}},
         "xaxis": {"title": {"text": xtitle}, "automargin": True, "fixedrange": True},

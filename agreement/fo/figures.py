@@ -58,7 +58,7 @@ def rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: 
             continue
         ys = floats(detail.get(k))
         traces.append({"type": "bar", "x": raters, "y": ys, "name": name,
-                       "hovertext": [f"{r}: {name} {sig3(v)}" for r, v in zip(raters, ys)],
+                       "hovertext": [f"{r}: {name} {sig3(v)}" for r, v in zip(raters, ys, strict=False)],
                        "hovertemplate": "%{hovertext}<extra></extra>"})
     if not (raters and traces):
         return []
@@ -76,7 +76,7 @@ def distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
     edges = floats(d.get("edges"))
     if len(edges) < 2:
         return []
-    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
     distance = (info or {}).get("params", {}).get("distance", "distance")
     traces = [
         {"type": "scatter", "mode": "lines", "x": centers, "y": floats(d["within_density"]),
@@ -101,7 +101,7 @@ def calibration_curves(detail: dict) -> list[dict]:
             continue
         grid = floats(plot["grid"])
         obs, exp = floats(plot["density_observed"]), floats(plot["density_expected"])
-        traces = [
+        traces: list[dict] = [
             {"type": "scatter", "mode": "lines", "x": grid, "y": obs, "name": "observed (same sample)",
              "hovertemplate": "distance %{x:.3g}: density %{y:.3g}<extra>observed</extra>"},
             {"type": "scatter", "mode": "lines", "x": grid, "y": exp, "name": "expected (other sample)",
@@ -131,7 +131,7 @@ def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_
     ``view["item"]`` (default ``"sample"``; a frame run's are videos)."""
     item = view.get("item", "sample")
     edges = hist["edges"]
-    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+    centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
     width = edges[1] - edges[0]
     score = view.get("score_name", "score")
     hover = [f"{count_text(c, item)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
@@ -207,11 +207,11 @@ def confusion_figure(cm: dict) -> dict:
     values to three significant figures, hover naming the rater and both classes."""
     rater, classes, z = cm["rater"], cm["classes"], cm["z"]
     text, hover = [], []
-    for y, row in zip(classes, z):
+    for y, row in zip(classes, z, strict=False):
         text.append(["" if v is None or v == 0 else sig3(v) for v in row])
         hover.append([f"{rater}: no {y} object in the consensus on {rater}'s samples" if v is None else
                       f"{rater} says {c} for a consensus {y}: probability "
-                      f"{sig3(v) if v else 'below 0.001'}" for c, v in zip(classes, row)])
+                      f"{sig3(v) if v else 'below 0.001'}" for c, v in zip(classes, row, strict=False)])
     n = len(classes)
     shown = f"the {n} of {cm['n_classes']} classes with the most confusion" if cm["n_classes"] > n else "whole run"
     subtitle = f"P(rater's class | consensus class), each row sums to 1 · {shown}"

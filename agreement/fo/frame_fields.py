@@ -11,7 +11,7 @@ on the labels of a rater's frame field). FiftyOne's ``delete_run`` and
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 __all__ = ["declare_frame_fields", "write_video_aggregates", "write_video_values", "frame_label_attrs", "remove_frame_run_fields",
            "check_frame_rename", "rename_frame_run_fields"]
@@ -28,7 +28,8 @@ def _frame_list_path(dataset, lf: str) -> str | None:
     from agreement.fo.projection import LIST_ATTRS
 
     field = (dataset.get_frame_field_schema() or {}).get(lf)
-    attr = LIST_ATTRS.get(getattr(field, "document_type", None))
+    doc_type = getattr(field, "document_type", None)
+    attr = LIST_ATTRS.get(doc_type) if doc_type is not None else None
     return f"{lf}.{attr}" if attr else None
 
 
@@ -89,7 +90,7 @@ def write_video_aggregates(units, dataset, key: str, score: Mapping) -> dict:
              "frames": {"$sum": 1}}
     rows = list(units._aggregate(post_pipeline=[{"$group": group}]))
     ids = [str(r["_id"]) for r in rows]
-    columns = {
+    columns: dict[str, tuple[list[Any], Any]] = {
         "frames_mean": ([r["mean"] if r["n"] else None for r in rows], fof.FloatField),
         "frames_worst": ([r["worst"] if r["n"] else None for r in rows], fof.FloatField),
         "frames_low": ([r["low"] / r["n"] if r["n"] and threshold is not None else None for r in rows],
@@ -103,7 +104,7 @@ def write_video_aggregates(units, dataset, key: str, score: Mapping) -> dict:
             if f"{key}_{suffix}" not in dataset.get_field_schema():
                 dataset.add_sample_field(f"{key}_{suffix}", ftype)
     for suffix, (values, _) in columns.items():
-        dataset.set_values(f"{key}_{suffix}", dict(zip(ids, values)), key_field="id")
+        dataset.set_values(f"{key}_{suffix}", dict(zip(ids, values, strict=True)), key_field="id")
     return {"n_videos": len(rows), "n_frames": int(sum(r["frames"] for r in rows))}
 
 
@@ -113,6 +114,7 @@ def write_video_values(dataset, key: str, values: Mapping[str, Mapping[str, obje
     import math
 
     import fiftyone.core.fields as fof
+
     from agreement.fo.locking import schema_lock
 
     for suffix, by_video in values.items():
@@ -176,7 +178,7 @@ def check_frame_rename(dataset, config, key: str, new_key: str) -> dict:
         lp = _frame_list_path(dataset, lf)
         if lp is not None and f"{lp}.{attr}" in flat:
             renames[f"{lp}.{attr}"] = f"{lp}.{_renamed(attr, key, new_key)}"
-    for old, new in renames.items():
+    for new in renames.values():
         if new in flat:
             raise RunError(f"cannot rename run {key!r} to {new_key!r}: frame field {new!r} already exists")
     return renames

@@ -43,8 +43,13 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from agreement.fo import runs
-from agreement.fo.frame_units import (UNIT_RATERS_FIELD, build_frame_units, delete_frame_units, merge_back,
-                                      strip_frames_prefix)
+from agreement.fo.frame_units import (
+    UNIT_RATERS_FIELD,
+    build_frame_units,
+    delete_frame_units,
+    merge_back,
+    strip_frames_prefix,
+)
 from agreement.fo.locking import schema_lock
 from agreement.fo.method_spec import clean_summary
 from agreement.fo.run_classes import AgreementRunConfig, RunError
@@ -131,7 +136,7 @@ def run_on_frames(decl, samples, key: str, layout: RaterLayout, params: dict, *,
     runs.validate_key(key)
     fields = [strip_frames_prefix(f) for f in layout.fields] if layout.fields else None
     field = strip_frames_prefix(layout.field) if layout.field else None
-    names = fields if fields is not None else [field]
+    names: list[str] = fields if fields is not None else [field] if field is not None else []
     _check_key(dataset, key, decl.spec, names, overwrite)
     report(0.0, "copying frames")
     units = build_frame_units(samples, fields, field, layout.rater_attr or "annotator", layout.raters_field)

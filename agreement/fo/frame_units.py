@@ -35,7 +35,7 @@ nothing else of a label changed.
 from __future__ import annotations
 
 import uuid
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def _list_attr(samples, field: str) -> str | None:
     from agreement.fo.projection import LIST_ATTRS
 
     doc_type = getattr(samples.get_field(f"frames.{field}"), "document_type", None)
-    return LIST_ATTRS.get(doc_type)
+    return LIST_ATTRS.get(doc_type) if doc_type is not None else None
 
 
 def _empty_label(samples, field: str) -> dict | None:
@@ -72,7 +72,7 @@ def _empty_label(samples, field: str) -> dict | None:
 
 
 def build_frame_units(samples, fields: Sequence[str] | None, field: str | None, rater_attr: str,
-                      raters_field: str | None) -> object:
+                      raters_field: str | None) -> Any:
     """The frames of the videos of ``samples`` as the samples of a new image dataset (module docstring).
 
     Args:
@@ -84,11 +84,19 @@ def build_frame_units(samples, fields: Sequence[str] | None, field: str | None, 
 
     Returns:
         The units dataset (persistent, to be deleted with :func:`delete_frame_units`).
+
+    Raises:
+        ValueError: neither ``fields`` nor ``field`` given.
     """
     import fiftyone as fo
     import fiftyone.core.fields as fof
 
-    names = list(fields) if fields is not None else [field]
+    if fields is not None:
+        names = list(fields)
+    elif field is not None:
+        names = [field]
+    else:
+        raise ValueError("give the raters' frame fields (fields) or one frame field with rater_attr (field)")
     units = fo.Dataset(f"iaa-frames-{uuid.uuid4().hex[:12]}", persistent=True)
     units.media_type = "image"
     units.info = {UNITS_INFO_KEY: {"dataset": samples._dataset.name, "fields": names}}
@@ -167,7 +175,7 @@ def merge_back(units, dataset, frame_fields: Sequence[str], label_attrs: Sequenc
     by_field: dict[str, list[str]] = {}
     for lf, attr in label_attrs:
         by_field.setdefault(lf, []).append(attr)
-    project = {"_id": 1, **{f: 1 for f in frame_fields}}
+    project: dict[str, Any] = {"_id": 1, **{f: 1 for f in frame_fields}}
     sets: dict = {f: {"$ifNull": [f"$$new.{f}", "$$REMOVE"]} for f in frame_fields}
     for lf, attrs in by_field.items():
         list_attr = _list_attr(dataset, lf)
@@ -212,7 +220,7 @@ def chance_groups(samples, sample_ids: Sequence[str]) -> np.ndarray | None:
     if not is_frame_units(samples):
         return None
     ids, videos = samples._dataset.values(["id", "sample_id"])
-    of = dict(zip(ids, videos))
+    of = dict(zip(ids, videos, strict=True))
     _, codes = np.unique(np.asarray([str(of[s]) for s in sample_ids], dtype=object), return_inverse=True)
     return codes.reshape(-1).astype(np.int64)
 

@@ -166,7 +166,7 @@ def consensus_explanations(sample, key: str, labels: list, attr=label_attr) -> l
     cons = {c.id: c for c in label_items(value)}
     rows = []
     for r, lab in labels:
-        if single:  # one consensus class per sample: a rater agrees when it gave that class
+        if single and value is not None:  # one consensus class per sample: a rater agrees when it gave that class
             c, agrees = value, lab.label == value.label
         else:
             c = cons.get(attr(lab, f"{key}_consensus_id"))
@@ -194,7 +194,9 @@ def mask_explanations(sample, layout: dict) -> list[dict]:
     labels, masks = [], []
     for f in fields:
         seg = sample[f] if f in sample.field_names else None
-        mask = seg.get_mask() if seg is not None and hasattr(seg, "get_mask") else None
+        if seg is None or not hasattr(seg, "get_mask"):
+            continue
+        mask = seg.get_mask()
         if mask is not None:
             labels.append((f, seg))
             masks.append(mask)

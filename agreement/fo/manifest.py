@@ -39,7 +39,8 @@ def add_operators(text: str, names: list[str]) -> str:
     block = re.search(r"^operators:\n((?:[ \t]+- .*\n?)*)", text, flags=re.M)
     if block is None:
         raise ValueError("the manifest has no 'operators:' list")
-    indent = re.match(r"[ \t]+", block.group(1)).group(0) if block.group(1) else "  "
+    first = re.match(r"[ \t]+", block.group(1))  # the list's items are indented: a match unless it is empty
+    indent = first.group(0) if first else "  "
     body = block.group(1) if block.group(1).endswith("\n") or not block.group(1) else block.group(1) + "\n"
     added = "".join(f"{indent}- {n}\n" for n in names)
     return text[:block.start(1)] + body + added + text[block.end(1):]

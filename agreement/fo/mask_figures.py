@@ -86,10 +86,10 @@ def class_rows(detail: dict, info: dict) -> list[dict]:
     ca, co = detail.get("class_alpha") or {}, detail.get("class_overlap") or {}
     a_vals, o_vals = [int(v) for v in ca.get("classes") or []], [int(v) for v in co.get("classes") or []]
     alpha, reason = floats(ca.get("alpha")), list(ca.get("reason") or [""] * len(a_vals))
-    overlap = {k: dict(zip(o_vals, floats(co.get(k)))) for k in ("dice", "iou", "boundary_f1")}
+    overlap = {k: dict(zip(o_vals, floats(co.get(k)), strict=False)) for k in ("dice", "iou", "boundary_f1")}
     values = sorted(set(a_vals) | set(o_vals))
     names = mask_class_names(info, values)
-    by_alpha = {v: (a, str(r or "")) for v, a, r in zip(a_vals, alpha, reason)}
+    by_alpha = {v: (a, str(r or "")) for v, a, r in zip(a_vals, alpha, reason, strict=False)}
     return [{"value": v, "name": names[v], "alpha": by_alpha.get(v, (None, ""))[0],
              "reason": by_alpha.get(v, (None, ""))[1] or ("" if v in by_alpha else "not measured"),
              **{k: overlap[k].get(v) for k in overlap}} for v in values]
@@ -213,7 +213,7 @@ def pair_class_heatmap(detail: dict, info: dict, ids: Iterable[str] | None = Non
     hover = [[f"{p} on {c}: mean Dice {sig3(v)} over {count_text(k)}<br>click: the samples where "
               f"{' and '.join(p.split(' | '))} agree least on {c}" if v is not None else
               f"{p} on {c}: no data (they never both rated a sample on which either drew {c})"
-              for c, v, k in zip(classes, zr, nr)] for p, zr, nr in zip(pairs, z, n)]
+              for c, v, k in zip(classes, zr, nr, strict=False)] for p, zr, nr in zip(pairs, z, n, strict=False)]
     cells = len(pairs) * len(classes)
     trace = {"type": "heatmap", "x": classes, "y": pairs, "z": z, "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis", "zmin": 0.0, "zmax": 1.0,

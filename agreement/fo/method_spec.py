@@ -47,8 +47,8 @@ class MethodOutput:
 
     summary: dict
     detail: dict
-    sample_values: dict[str, Sequence[Any]] = field(default_factory=dict)
-    label_values: dict[str, Sequence[Any]] = field(default_factory=dict)
+    sample_values: Mapping[str, Sequence[Any] | np.ndarray] = field(default_factory=dict)
+    label_values: Mapping[str, Sequence[Any] | np.ndarray] = field(default_factory=dict)
     sample_objects: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     label_fields: dict[str, tuple] = field(default_factory=dict)
     stats: Any = None

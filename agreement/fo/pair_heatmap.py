@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from agreement.fo.figure_base import count_text, figure, figure_layout, is_finite, plural, sig3
 from agreement.fo.pair_statistics import observed_agreement
 
@@ -92,6 +90,7 @@ def select_pair_raters(records: Sequence[dict], value: str, raters: Sequence[str
         rule: ``"shared"``, ``"lowest"`` or ``"rater"``.
         k: how many raters, ``2 <= k <= MAX_HEATMAP_RATERS``.
         rater: the named rater of rule ``"rater"``.
+        min_support: the fewest shared samples a pair needs to count.
 
     Returns:
         The chosen raters: in ``raters`` order, except under rule ``"rater"`` (the named rater first,
@@ -144,7 +143,8 @@ def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEAT
 
     Args:
         detail: the run's ``detail`` (``raters``, ``rater_pairs``, optional ``rater_order``).
-        value: the record key of the pair's value; ``title`` the heatmap's title.
+        value: the record key of the pair's value.
+        title: the heatmap's title.
         max_raters: without ``raters``, at most this many, picked by rule ``"shared"``.
         override: optional ``"a|b"`` → ``{value: v, "n_samples": n}`` replacing the records' values
             and shared counts (a view's numbers); pairs absent from it have no data.
@@ -187,11 +187,11 @@ def _matrices(records: list[dict], value: str, raters: list[str], counts: dict |
               extra: dict) -> dict:
     pos = {r: i for i, r in enumerate(raters)}
     n = len(raters)
-    z = [[None] * n for _ in range(n)]
+    z: list[list[float | None]] = [[None] * n for _ in range(n)]
     shared = [[0] * n for _ in range(n)]
     hidden = [[False] * n for _ in range(n)]
-    units = [[None] * n for _ in range(n)] if counts is not None else None
-    observed = [[None] * n for _ in range(n)] if counts is not None else None
+    units: list[list[int | None]] = [[None] * n for _ in range(n)]
+    observed: list[list[dict | None]] = [[None] * n for _ in range(n)]
     n_hidden = 0
     for rec in records:
         i, j = pos.get(str(rec["rater_a"])), pos.get(str(rec["rater_b"]))
@@ -210,7 +210,8 @@ def _matrices(records: list[dict], value: str, raters: list[str], counts: dict |
             continue
         v = rec.get(value)
         z[i][j] = z[j][i] = float(v) if is_finite(v) else None
-    return {"raters": raters, "z": z, "shared": shared, "units": units, "observed": observed, "hidden": hidden,
+    return {"raters": raters, "z": z, "shared": shared, "units": units if counts is not None else None,
+            "observed": observed if counts is not None else None, "hidden": hidden,
             "n_hidden": n_hidden, "min_support": int(min_support), **extra}
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +106,17 @@ def observed_agreement(n_agree: int, n_units: int, z: float = Z95) -> dict:
     which both drew the object with the same class), in ``[0, 1]``; ``None``
     without units. ``lo``, ``hi``: :func:`wilson_interval`; ``n``: the
     support (units).
+
+    Args:
+        n_agree: the units both raters drew with the same class, ``0 <= n_agree <= n_units``.
+        n_units: the units either rater drew.
+        z: the normal quantile of the interval (default: 95% two-sided).
+
+    Returns:
+        ``{"value", "lo", "hi", "n"}`` (all ``None`` but ``n = 0`` without units).
+
+    Raises:
+        ValueError: ``n_agree`` outside ``[0, n_units]`` or ``z <= 0`` (:func:`wilson_interval`).
     """
     n_agree, n_units = int(n_agree), int(n_units)
     if n_units <= 0:
@@ -125,6 +137,17 @@ def one_class_pair_alpha(u: int, m: int, e: int = 0) -> float:
 
     (``(1 − m) / (2u + m)`` for ``e = 0``). Range: at most 1; NaN when
     undefined (no variation: ``m = 0`` and ``u = 0`` or ``e = 0``).
+
+    Args:
+        u: units both raters drew.
+        m: units only one of them drew.
+        e: empty shared samples (one unanimous ``no_object`` unit each).
+
+    Returns:
+        α, or NaN when undefined.
+
+    Raises:
+        ValueError: a negative count.
 
     Reference:
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011
@@ -152,11 +175,15 @@ def pair_unit_agreement(assigned_sample: np.ndarray, assigned_rater: np.ndarray,
     member pair) counts, never with raters².
 
     Args:
-        assigned_sample, assigned_rater: the assigned (sample, rater) cells.
-        label_sample, label_rater, label_unit, label_code: per label, its
-            sample, rater, unit (any integer id unique within the sample;
-            ``< 0``: in no unit, left out) and class code.
-        n_samples, n_raters: the index ranges.
+        assigned_sample: the sample of each assigned (sample, rater) cell.
+        assigned_rater: the rater of each assigned cell (aligned with ``assigned_sample``).
+        label_sample: per label, its sample.
+        label_rater: per label, its rater.
+        label_unit: per label, its unit (any integer id unique within the sample; ``< 0``: in no unit,
+            left out).
+        label_code: per label, its class code.
+        n_samples: the range of the sample indices.
+        n_raters: the range of the rater indices.
 
     Returns:
         ``{"a", "b", "n_shared", "n_units", "n_agree"}`` arrays over the pairs
@@ -180,7 +207,8 @@ def pair_unit_agreement(assigned_sample: np.ndarray, assigned_rater: np.ndarray,
         pos = np.clip(np.searchsorted(drawn_key, q), 0, len(drawn_key) - 1)
         return np.where(drawn_key[pos] == q, drawn[pos], 0).astype(float)
 
-    both, same = np.zeros(len(triple)), np.zeros(len(triple))
+    both: np.ndarray = np.zeros(len(triple))
+    same: np.ndarray = np.zeros(len(triple))
     if len(ls):  # member pairs of each unit: the units as "samples", their members as "raters"
         _, unit_of = np.unique(ls * (int(lu.max()) + 1) + lu, return_inverse=True)
         order = np.lexsort((lr, unit_of))
@@ -206,9 +234,15 @@ def pair_unit_agreement(assigned_sample: np.ndarray, assigned_rater: np.ndarray,
             "n_agree": np.bincount(pair_id, weights=agreed, minlength=n_pairs).astype(np.int64)}
 
 
-def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int] | None = None,
+def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int | None] | None = None,
                       margin: float = 0.1) -> dict:
     """How a run's pairwise statistic compares with its pooled one (the headline).
+
+    Args:
+        pair_values: the statistic of each rater pair (``None`` or NaN: undefined, left out).
+        pooled: the run's pooled statistic (``None`` or NaN: undefined).
+        n_shared: optional, the samples each pair shares (``None`` entries count as NaN).
+        margin: how far below the pooled value the pairwise median may lie before it contradicts it.
 
     Returns:
         ``{"n_pairs", "n_defined", "share_negative", "median", "pooled",
@@ -221,7 +255,7 @@ def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int] | N
     vals = np.array([float(v) for v in pair_values if v is not None and math.isfinite(float(v))])
     shared = np.asarray(list(n_shared) if n_shared is not None else [], dtype=float)
     pooled_ok = pooled is not None and math.isfinite(float(pooled))
-    out = {"n_pairs": len(list(pair_values)), "n_defined": len(vals),
+    out: dict[str, Any] = {"n_pairs": len(list(pair_values)), "n_defined": len(vals),
            "share_negative": float(np.mean(vals < 0)) if len(vals) else None,
            "median": float(np.median(vals)) if len(vals) else None,
            "pooled": float(pooled) if pooled_ok else None,

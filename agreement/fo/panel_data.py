@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -140,7 +140,7 @@ def view_cards(samples, info: dict, results: dict, ids: set | None = None) -> li
     """Numbers of the samples in ``samples`` (the current view), from what the run wrote per sample."""
     view = _method_view(info)
     field = score_field(info)
-    cards = []
+    cards: list[dict] = []
     n = len(samples)
     if field is None:
         return cards
@@ -267,7 +267,7 @@ def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int 
     for sid, reason in listed.items():
         if keep is None or sid in keep:
             groups.setdefault(str(reason) or "no reason recorded", []).append(sid)
-    out = [{"reason": r, "count": len(v), "ids": v} for r, v in groups.items()]
+    out: list[dict[str, Any]] = [{"reason": r, "count": len(v), "ids": v} for r, v in groups.items()]
     out.sort(key=lambda g: (-g["count"], g["reason"]))
     return out[:top]
 
@@ -275,12 +275,15 @@ def undefined_reasons(results: dict, ids: Iterable[str] | None = None, top: int 
 def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, whole: bool = False) -> dict:
     """Two runs side by side on ``samples``: their cards and histograms, and, when both scored
     samples in common, a scatter of the per-sample scores (ids on the points)."""
-    out = {"runs": []}
+    out: dict[str, Any] = {"runs": []}
     for info in (info_a, info_b):
         view = _method_view(info)
         results = load_results(samples, info)
         field = score_field(info)
-        lo, hi = view["score_range"](info["params"]) if field else (None, None)
+        if field:
+            lo, hi = view["score_range"](info["params"])
+        else:
+            lo = hi = None
         hist = score_histogram(samples, field, lo, hi) if field and len(samples) else None
         out["runs"].append({
             "key": info["key"], "field": field,
@@ -302,7 +305,7 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
             ids, paths, xa, xb = pts.values(["id", "filepath", fa, fb])
             va, vb = _method_view(info_a), _method_view(info_b)
             hover = [f"{os.path.basename(p)}<br>run {info_a['key']!r}: {sig3(a)}, run {info_b['key']!r}: {sig3(b)}"
-                     "<br>click: load it" for p, a, b in zip(paths, xa, xb)]
+                     "<br>click: load it" for p, a, b in zip(paths, xa, xb, strict=True)]
             title = (f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r} "
                      f"({count_text(n)} scored by both{f', the first {max_points:,} shown' if n > max_points else ''};"
                      " click a point or lasso points to load them)")
@@ -332,7 +335,7 @@ def _compare_histograms(run_data: list[dict], info_a: dict, info_b: dict, n: int
     if not all(figs):
         return None
     traces = []
-    for k, (fig, info) in enumerate(zip(figs, (info_a, info_b))):
+    for k, (fig, info) in enumerate(zip(figs, (info_a, info_b), strict=False)):
         t = dict(fig["traces"][0])
         t["name"] = f"run {info['key']!r}"
         t["marker"] = {"color": "#3f7fbf" if k == 0 else "#ff6d04"}
@@ -431,7 +434,10 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
     summary = results.get("summary", {})
     detail = results.get("detail", {})
     field = score_field(info)
-    lo, hi = view["score_range"](info["params"]) if field else (None, None)
+    if field:
+        lo, hi = view["score_range"](info["params"])
+    else:
+        lo = hi = None
     n_view = len(samples)
     n_run = int(summary.get("n_videos" if is_frame_run(info) else "n_samples") or 0) or samples._root_dataset.count()
     if whole is None:

@@ -16,6 +16,7 @@ per-sample fields), read again as the run read them (its recorded input).
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +113,7 @@ def _pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
 
         return frame_pair_counts(view, info)
     layout = info.get("input") or {}
-    kw = {"box_policy": layout.get("box_policy") or "clip", "min_raters": 2}
+    kw: dict[str, Any] = {"box_policy": layout.get("box_policy") or "clip", "min_raters": 2}
     if layout.get("layout") == "fields":
         read = read_annotations(view, fields=list(layout["fields"]), **kw)
     else:
@@ -125,7 +126,7 @@ def _pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
     for f in read.label_fields:
         ids, units = view.values([f"{_list_path(dataset, f)}.id", f"{_list_path(dataset, f)}.{info['key']}_unit"],
                                  unwind=True)
-        unit_of.update(zip(ids, units))
+        unit_of.update(zip(ids, units, strict=False))
     units = np.array([-1 if unit_of.get(lid) is None else int(unit_of[lid]) for lid in data.label_ids], dtype=np.int64)
     _, codes = np.unique(np.asarray(data.labels, dtype=object).astype(str), return_inverse=True)
     ss, rr = np.nonzero(np.asarray(data.assigned, dtype=bool))
@@ -134,7 +135,7 @@ def _pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
     names = [str(r) for r in data.raters]
     out = {}
     for a, b, s, u, g in zip(res["a"].tolist(), res["b"].tolist(), res["n_shared"].tolist(), res["n_units"].tolist(),
-                             res["n_agree"].tolist()):
+                             res["n_agree"].tolist(), strict=True):
         x, y = sorted([names[a], names[b]])
         out[f"{x}|{y}"] = {"n_shared": s, "n_units": u, "n_agree": g}
     return out

@@ -47,7 +47,9 @@ def rater_table(samples, info: dict, results: dict, options: dict) -> dict | Non
 
     detail = results.get("detail") or {}
     table = hooks_of(info["method"]).rater_table_of(detail)
-    rows = table.rows(samples, info, detail) if table is not None else None
+    if table is None:
+        return None
+    rows = table.rows(samples, info, detail)
     if not rows:
         return None
     columns = table.columns

@@ -173,7 +173,7 @@ def join_reads(parts: Sequence[ReadResult]) -> ReadResult:
     stamps = None if any(p.stamps is None for p in parts) else [t for p in parts for t in p.stamps]
     frames = None if any(p.frame_counts is None for p in parts) else np.concatenate([p.frame_counts for p in parts])
     return ReadResult(MultiRaterAnnotations.concat([p.annotations for p in parts]), parts[-1].layout, repairs,
-                      dict(parts[0].label_field_of_rater), stored, stamps, frames)
+                      dict(parts[0].label_field_of_rater), stored, stamps, frame_counts=frames)
 
 
 def read_annotations(
@@ -240,7 +240,7 @@ def read_annotations(
         options = ReadOptions(masks=masks, cuboids=cuboids)
         with gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
-                                       _extras(samples, fields, ltype, options), plan)
+                                       _extras(samples, fields, ltype, options), plan=plan)
     ltype = field_label_type(samples, field)
     if label_type(ltype).list_attr is None:
         raise AnnotationError(
@@ -255,7 +255,7 @@ def read_annotations(
     with gc_paused():
         return _read_attribute_layout(
             samples, field, ltype, rater_attr, recorded_assignment(samples, field, raters_field), box_policy,
-            min_raters, image_sizes, extras, assume_crossed, plan,
+            min_raters=min_raters, image_sizes=image_sizes, extras=extras, assume_crossed=assume_crossed, plan=plan,
         )
 
 
@@ -464,12 +464,13 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     flat_who = _rater_of_labels(_flatten(who, counts), s_rows, sample_ids, filepaths, field, rater_attr)
     named = sorted(set(flat_who.tolist())) if plan is None else list(plan.named)
     if listed is not None:
-        listed = _checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field, rater_attr, assignment)
+        listed = _checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field=field,
+                                     rater_attr=rater_attr, assignment=assignment)
         raters = tuple(sorted(set(named).union(*[set(x) for x in listed if x])))
     else:
         raters = tuple(named)
     if plan is not None:
-        _check_planned_raters(flat_who, listed, plan, s_rows, sample_ids, filepaths, field)
+        _check_planned_raters(flat_who, listed, plan, s_rows, sample_ids, filepaths, field=field)
         raters = plan.raters
     if len(raters) < min_raters:
         raise AnnotationError(
@@ -491,8 +492,8 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
                 f"{sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
                 f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
             )
-        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr, assignment,
-                                   plan)
+        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr=rater_attr,
+                                   assignment=assignment, plan=plan)
         rule = f"the raters listed in {raters_field!r} ({assignment.source})"
         evidence = None
     else:

@@ -99,7 +99,7 @@ def item_labels(samples, key: str, leaves: Sequence[str] = ()) -> tuple[list[str
     names = ["id", *leaves]
     if _queue_field(samples) == path.field:  # patches, clips of segments: the item is its label
         ids, *cols = samples.values(["id", *(f"{path.field}.{n}" for n in names)])
-        return ids, [[_row(names, vals, None)] if vals[0] is not None else [] for vals in zip(*cols)]
+        return ids, [[_row(names, vals, None)] if vals[0] is not None else [] for vals in zip(*cols, strict=True)]
     if path.frames:
         ids, numbers, *cols = samples.values(["id", "frames.frame_number", *(f"{path.items}.{n}" for n in names)])
         rows = []
@@ -109,19 +109,19 @@ def item_labels(samples, key: str, leaves: Sequence[str] = ()) -> tuple[list[str
                          for vals in _labels_of([c[j] if j < len(c) else None for c in per_col], path.single)])
         return ids, rows
     ids, *cols = samples.values(["id", *(f"{path.items}.{n}" for n in names)])
-    return ids, [[_row(names, vals, None) for vals in _labels_of(per, path.single)] for per in zip(*cols)]
+    return ids, [[_row(names, vals, None) for vals in _labels_of(per, path.single)] for per in zip(*cols, strict=True)]
 
 
-def _labels_of(columns: list, single: bool) -> list[tuple]:
+def _labels_of(columns: Sequence, single: bool) -> list[tuple]:
     """The values of each label of one sample (frame), given its columns (one per leaf, the id first): a
     list per column, or one value per column for a single label (none where the id is ``None``)."""
     if single:
         return [tuple(columns)] if columns[0] is not None else []
-    return [vals for vals in zip(*(c or [] for c in columns)) if vals[0] is not None] if columns[0] else []
+    return [vals for vals in zip(*(c or [] for c in columns), strict=False) if vals[0] is not None] if columns[0] else []
 
 
 def _row(names: list[str], values: tuple, frame: int | None) -> dict:
-    return {"frame": frame, **dict(zip(names, values))}
+    return {"frame": frame, **dict(zip(names, values, strict=False))}
 
 
 def _flat(rows: list[list[dict]], name: str = "id") -> list:
@@ -129,8 +129,17 @@ def _flat(rows: list[list[dict]], name: str = "id") -> list:
     return [r[name] for per in rows for r in per]
 
 
-def _flags(dataset, key: str, ids: list[str]) -> dict[str, bool]:
-    """``{label id: flagged}`` of those of ``ids`` that are consensus labels of run ``key``."""
+def consensus_flags(dataset, key: str, ids: list[str]) -> dict[str, bool]:
+    """Which of ``ids`` are consensus labels of run ``key`` flagged for review.
+
+    Args:
+        dataset: The run's dataset.
+        key: The consensus run.
+        ids: Label ids.
+
+    Returns:
+        ``{label id: flagged}`` of those of ``ids`` that are consensus labels of the run (other ids absent).
+    """
     field = consensus_path(dataset, key).field
     _, rows = item_labels(dataset.select_labels(ids=ids, fields=field), key, [f"{key}_review"])
     return {r["id"]: bool(r[f"{key}_review"]) for per in rows for r in per}
@@ -161,7 +170,7 @@ def review_labels(samples, key: str, label_ids: Iterable[str], decision: str | N
     ids = list(dict.fromkeys(str(i) for i in label_ids))
     dataset = samples._root_dataset
     field = consensus_path(dataset, key).field
-    flags = _flags(dataset, key, ids)
+    flags = consensus_flags(dataset, key, ids)
     foreign = [i for i in ids if i not in flags]
     if foreign:
         raise ReviewError(

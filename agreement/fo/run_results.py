@@ -30,9 +30,9 @@ import numpy as np
 
 import fiftyone.core.runs as fors
 
+from agreement.core.rater_pairs import columns_to_records, records_to_columns
 from agreement.fo.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
 from agreement.fo.figures import METHOD_VIEWS, pair_matrix, pair_matrix_figure, sig3
-from agreement.core.rater_pairs import columns_to_records, records_to_columns
 
 __all__ = [
     "AgreementResults",
@@ -169,7 +169,7 @@ class AgreementResults(fors.RunResults):
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def _view(self) -> dict:
-        return type(self).view or METHOD_VIEWS.get(self.method) or {}
+        return type(self).view or (METHOD_VIEWS.get(self.method) if self.method is not None else None) or {}
 
     def report(self) -> str:
         """The headline numbers as text: one line each, an interval or standard error where the run has one,

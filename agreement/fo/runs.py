@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from agreement.fo.locking import schema_lock
-from agreement.fo.run_results import results_class, to_json
 from agreement.fo.label_schema import label_list_path
+from agreement.fo.locking import schema_lock
 from agreement.fo.run_classes import (
     PLUGIN_NAME,
     RUN_FORMAT_VERSION,
@@ -46,6 +45,7 @@ from agreement.fo.run_classes import (
     stored_label_attr,
     upgrade_legacy_run,
 )
+from agreement.fo.run_results import results_class, to_json
 from agreement.fo.stored_values import db_value as _db_value
 
 __all__ = [
@@ -171,9 +171,11 @@ class RunPlan:
             self.pending_scan()
 
     def sample_field(self, suffix: str) -> str:
+        """The name of the run's sample field ``suffix`` (``"score"`` ...): ``"{key}_{suffix}"``."""
         return f"{self.key}_{suffix}"
 
     def label_attr(self, suffix: str) -> str:
+        """The name of the run's label attribute ``suffix``: ``"{key}_{suffix}"``."""
         return f"{self.key}_{suffix}"
 
 
@@ -382,7 +384,7 @@ def write_label_values(
     """
     if not values:
         return
-    sids, lids, vals = zip(*values)
+    sids, lids, vals = zip(*values, strict=False)
     write_label_attrs(samples, plan, label_field, sids, lids, {suffix: vals})
 
 
@@ -409,7 +411,8 @@ def write_label_attrs(samples, plan: RunPlan, label_field: str, sample_ids: Sequ
         samples: the dataset or view.
         plan: from :func:`prepare_run`; every ``(label_field, {key}_{suffix})`` must be planned.
         label_field: the label field holding the labels.
-        sample_ids, label_ids: the sample and id of each label.
+        sample_ids: the sample id of each label.
+        label_ids: the id of each label.
         columns: ``{suffix: one value per label}``; ``None``/NaN values are not written
             (an absent attribute reads as ``None``).
     """

@@ -37,14 +37,14 @@ def check_sample_masks(name: str, raters: list[str], masks: list[np.ndarray], ta
     Raises:
         AnnotationError: before anything of the run is written.
     """
-    shapes = {r: m.shape for r, m in zip(raters, masks)}
+    shapes = {r: m.shape for r, m in zip(raters, masks, strict=False)}
     if len(set(shapes.values())) > 1:
         raise AnnotationError(f"sample {name!r}: the raters' masks differ in shape "
                               + ", ".join(f"{r}: {s[0]}x{s[1]}" for r, s in shapes.items())
                               + "; every rater's mask of a sample must have the same height and width")
     if targets is None:
         return
-    for r, m in zip(raters, masks):
+    for r, m in zip(raters, masks, strict=False):
         counts = np.bincount(m.ravel())
         values = np.flatnonzero(counts)
         bad = [(int(v), int(counts[v])) for v in values if int(v) not in targets and int(v) != 0]
@@ -158,7 +158,7 @@ def semantic_finish(stats: list, params: dict, context=None) -> tuple[dict, dict
         "n_undecided_pixels": int(sum(st["n_undecided"] for st in stats)),
         "mean_sensitivity": float(np.mean(finite)) if finite else None,
         "mean_specificity": float(np.mean(finite_spec)) if finite_spec else None,
-        **{f"sensitivity_{r}": v for r, v in zip(raters, rater_sens)},
+        **{f"sensitivity_{r}": v for r, v in zip(raters, rater_sens, strict=True)},
     }
     detail = {"raters": raters, "classes": [str(v) for v in classes], "rater_sensitivity": rater_sens,
               "rater_specificity": rater_spec, "class_sensitivity": sens, "class_specificity": spec,

@@ -17,8 +17,9 @@ simulated rater; an empty reference stays explicit absence.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from agreement.core.validation import AnnotationError
 from agreement.fo.assignment import declare_raters_field
@@ -68,11 +69,20 @@ def simulate_raters(
             ``"shift"``, ``"swap"``.
         seed: seed of every random draw.
         layout: ``"fields"`` or ``"attribute"``.
+        rater_attr: the label attribute naming the rater (``layout="attribute"``).
         school_size: the first ``school_size`` raters form a "school" sharing
             a systematic box offset ``school_offset`` (empirical noise only).
+        school_offset: the school's offset ``(dx, dy, dw, dh)`` added to every shifted box's residual (box
+            sizes for ``dx, dy``, log scale for ``dw, dh``; :class:`~agreement.simulate.noise.empirical.School`).
+        overwrite: replace an existing run ``key`` (and its fields).
+        progress: called with ``(fraction done, message)`` as the run proceeds.
 
     Returns:
         ``{"key", "fields", "raters", "school", "labels", "cannibalised"}``.
+
+    Raises:
+        ValueError: an unknown noise model or layout, ``num_raters`` not an integer >= 1, or a negative or
+            non-finite ``magnitude``.
     """
     if noise not in NOISE_MODELS:
         raise ValueError(f"noise must be one of {NOISE_MODELS}, got {noise!r}")
@@ -134,16 +144,16 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     report(0.0, "simulating")
     corpus, cannibalised = _simulated(read.annotations, params, names)
     sample_ids = list(corpus.sample_ids)
-    objects = {}
+    objects: dict[str, Mapping[str, Any]] = {}
     if params["layout"] == "fields":
         per_sample = corpus_label_fields(corpus, layout="fields", field_names={r: f"{key}_{r}" for r in names})
         for r in names:
-            objects[r] = {sid: v[f"{key}_{r}"] for sid, v in zip(sample_ids, per_sample)}
+            objects[r] = {sid: v[f"{key}_{r}"] for sid, v in zip(sample_ids, per_sample, strict=False)}
         written = [f"{key}_{r}" for r in names]
     else:
         name = f"{key}_labels"
         per_sample = corpus_label_fields(corpus, layout="attribute", field=name, rater_attr=params["rater_attr"])
-        objects["labels"] = {sid: v[name] for sid, v in zip(sample_ids, per_sample)}
+        objects["labels"] = {sid: v[name] for sid, v in zip(sample_ids, per_sample, strict=False)}
         objects["raters"] = {sid: [corpus.raters[r] for r in range(corpus.num_raters) if corpus.assigned[s, r]]
                              for s, sid in enumerate(sample_ids)}
         written = [name, f"{key}_raters"]

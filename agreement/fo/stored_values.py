@@ -16,11 +16,11 @@ import numpy as np
 from bson import ObjectId
 
 __all__ = ["db_value", "label_document", "label_field_value", "new_object_ids", "new_object_id_bytes",
-           "object_id_strings"]
+           "object_id_strings", "STORED_AS_IS"]
 
 
 #: Types stored exactly as they are (no conversion by :func:`db_value`).
-_STORED_AS_IS = frozenset({str, int, bool, type(None)})
+STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
 def _spec(container: str):
@@ -75,7 +75,7 @@ def label_document(container: str, _id: ObjectId | None = None, **values: Any) -
     """
     doc = {"_id": ObjectId() if _id is None else _id, "_cls": _item_name(container), "attributes": {}, "tags": []}
     for k, v in values.items():
-        if type(v) in _STORED_AS_IS or type(v) is list:
+        if type(v) in STORED_AS_IS or type(v) is list:
             doc[k] = v
         elif k == "mask" and v is not None:
             import fiftyone.core.utils as fou

@@ -14,6 +14,8 @@ image run.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from agreement.fo.pair_statistics import pair_unit_agreement
@@ -25,7 +27,8 @@ def _frame_rows(view, path: str, extra: list[str]) -> tuple[list, list]:
     """Per frame of ``view``'s videos (video order, then frame order): its video's position and the values
     of ``path`` + ``extra`` (label lists, ``None`` where the frame lacks the field)."""
     values = view.values(["frames.id"] + [f"{path}.{e}" for e in extra])
-    video, columns = [], [[] for _ in extra]
+    video: list[int] = []
+    columns: list[list[Any]] = [[] for _ in extra]
     for v, frame_ids in enumerate(values[0]):
         n = len(frame_ids or [])
         video += [v] * n
@@ -39,7 +42,6 @@ def frame_pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
     ``info``'s videos in ``view`` (module docstring): shared frames, the units either rater drew on them and
     those both drew with the same class."""
     from agreement.fo.projection import LIST_ATTRS
-
     from agreement.fo.video_figures import video_run_info
 
     layout = video_run_info(view, info).get("input") or {}
@@ -49,7 +51,7 @@ def frame_pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
     fields = [layout["field"]] if attribute else list(layout.get("fields") or [])
     attr = layout.get("rater_attr") or "annotator"
     raters: list[str] = [] if attribute else [f[len("frames."):] for f in fields]
-    labels: list[tuple[int, str, object, str]] = []  # (frame, rater, unit, class)
+    labels: list[tuple[int, str, Any, str]] = []  # (frame, rater, unit, class)
     assigned: set[tuple[int, str]] = set()
     video_of: list[int] = []
     for f in fields:
@@ -57,9 +59,9 @@ def frame_pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
         extra = ["id", f"{key}_unit", "label"] + ([attr] if attribute else [])
         video_of, (ids, units, classes, *who) = _frame_rows(view, lpath, extra)
         per_video: dict[int, set] = {}
-        for k, (lids, lunits, lclasses) in enumerate(zip(ids, units, classes)):
+        for k, (lids, lunits, lclasses) in enumerate(zip(ids, units, classes, strict=False)):
             names = who[0][k] if attribute else [f[len("frames."):]] * len(lids or [])
-            for u, c, r in zip(lunits or [], lclasses or [], names or []):
+            for u, c, r in zip(lunits or [], lclasses or [], names or [], strict=False):
                 labels.append((k, str(r), u, str(c)))
             if lids is not None:  # the field is set on this frame: the rater labelled the video
                 per_video.setdefault(video_of[k], set()).update(str(r) for r in names or [])
@@ -82,7 +84,7 @@ def frame_pair_counts(view, info: dict) -> dict[str, dict[str, int]]:
                               codes.reshape(-1)[:len(labels)], len(video_of), len(raters))
     out = {}
     for a, b, s, u, g in zip(res["a"].tolist(), res["b"].tolist(), res["n_shared"].tolist(), res["n_units"].tolist(),
-                             res["n_agree"].tolist()):
+                             res["n_agree"].tolist(), strict=False):
         x, y = sorted([raters[a], raters[b]])
         out[f"{x}|{y}"] = {"n_shared": s, "n_units": u, "n_agree": g}
     return out

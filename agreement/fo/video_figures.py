@@ -68,8 +68,21 @@ def is_frame_run(info: dict) -> bool:
 
 
 def frame_field(info: dict) -> str:
-    """The frame field of a frame run's per-frame score (``{key}_<suffix>``, without ``frames.``)."""
-    return f"{info['key']}_{frame_score_spec(info)['suffix']}"
+    """The frame field of a frame run's per-frame score (``{key}_<suffix>``, without ``frames.``).
+
+    Args:
+        info: the stored info of a frame run (:func:`is_frame_run`).
+
+    Returns:
+        The field's name.
+
+    Raises:
+        ValueError: ``info`` is not a frame run's.
+    """
+    spec = frame_score_spec(info)
+    if spec is None:
+        raise ValueError(f"run {info.get('key')!r} is not a frame run: it has no per-frame score")
+    return f"{info['key']}_{spec['suffix']}"
 
 
 def video_run_info(samples, info: dict) -> dict:
@@ -193,7 +206,7 @@ def video_choices(samples, info: dict, limit: int = MAX_VIDEO_CHOICES) -> list[d
         return []
     view = samples.exists(field).sort_by(field, reverse=_worst_first(info)).limit(int(limit))
     ids, paths, scores = view.values(["id", "filepath", field])
-    return [{"id": i, "name": os.path.basename(p), "score": s} for i, p, s in zip(ids, paths, scores)]
+    return [{"id": i, "name": os.path.basename(p), "score": s} for i, p, s in zip(ids, paths, scores, strict=True)]
 
 
 def choose_video(samples, info: dict, wanted: str | None = None) -> str | None:
@@ -218,7 +231,7 @@ def runs_of(frames: Sequence[int]) -> list[tuple[int, int]]:
     cut = np.nonzero(np.diff(f) != 1)[0]
     starts = np.concatenate([[0], cut + 1])
     ends = np.concatenate([cut, [f.size - 1]])
-    return [(int(f[a]), int(f[b])) for a, b in zip(starts, ends)]
+    return [(int(f[a]), int(f[b])) for a, b in zip(starts, ends, strict=True)]
 
 
 def bad_frames(frames: Sequence[int], scores: Sequence, threshold: float | None, higher_is_better: bool) -> list[int]:
@@ -226,7 +239,7 @@ def bad_frames(frames: Sequence[int], scores: Sequence, threshold: float | None,
     without a score are not counted, nor anything without a threshold."""
     if threshold is None:
         return []
-    return [int(f) for f, s in zip(frames, scores) if is_finite(s)
+    return [int(f) for f, s in zip(frames, scores, strict=False) if is_finite(s)
             and (float(s) < threshold if higher_is_better else float(s) > threshold)]
 
 
@@ -241,7 +254,8 @@ def _label_list(samples, path: str) -> str | None:
     """The label list attribute (``detections``, ...) of label field ``path``, ``None`` for one label."""
     from agreement.fo.projection import LIST_ATTRS
 
-    return LIST_ATTRS.get(getattr(samples._root_dataset.get_field(path), "document_type", None))
+    doc_type = getattr(samples._root_dataset.get_field(path), "document_type", None)
+    return LIST_ATTRS.get(doc_type) if doc_type is not None else None
 
 
 def _rater_paths(samples, info: dict) -> list[tuple[str, str | None, str]]:
@@ -258,7 +272,7 @@ def _rater_paths(samples, info: dict) -> list[tuple[str, str | None, str]]:
 
 
 def _tracks_from(rows: dict, rater: str, frame: int, keys: list, labels: list) -> None:
-    for k, lab in zip(keys, labels):
+    for k, lab in zip(keys, labels, strict=False):
         entry = rows.setdefault(rater, {}).setdefault(k if k is not None else f"class {lab}", {"frames": [],
                                                                                            "labels": {}})
         entry["frames"].append(int(frame))
@@ -289,7 +303,7 @@ def _frame_tracks(one, info: dict) -> dict:
                     continue
                 _tracks_from(rows, rater, frame, idx, lab)
                 continue
-            for r, i, lb in zip(_as_list(who[k]), idx, lab):
+            for r, i, lb in zip(_as_list(who[k]), idx, lab, strict=False):
                 _tracks_from(rows, str(r), frame, [i], [lb])
     return rows
 
@@ -299,12 +313,12 @@ def _segment_tracks(one, info: dict) -> dict:
     layout = info.get("input") or {}
     attr = layout.get("rater_attr") or "annotator"
     rows: dict = {}
-    for name, rater, lpath in _rater_paths(one, info):
+    for _name, rater, lpath in _rater_paths(one, info):
         paths = [f"{lpath}.support", f"{lpath}.label"] + ([f"{lpath}.{attr}"] if rater is None else [])
         values = one.values(paths)
         supports, labels = values[0][0] or [], values[1][0] or []
         who = values[2][0] if rater is None else [rater] * len(supports)
-        for k, (support, lab, r) in enumerate(zip(supports, labels, who)):
+        for k, (support, lab, r) in enumerate(zip(supports, labels, who, strict=False)):
             if support is None:
                 continue
             first, last = int(support[0]), int(support[1])
@@ -329,7 +343,8 @@ def video_timeline(samples, info: dict, video_id: str) -> dict:
     spec = frame_score_spec(info)
     temporal = spec is None
     rows = _segment_tracks(one, info) if temporal else _frame_tracks(one, info)
-    frames, scores = [], []
+    frames: list = []
+    scores: list = []
     if not temporal:
         frames, scores = [v[0] or [] for v in one.values(["frames.frame_number", f"frames.{frame_field(info)}"])]
     tracks = {}
@@ -406,7 +421,7 @@ def _score_traces(tl: dict, clickable: bool) -> list[dict]:
     name = tl["score_name"]
     tip = "<br>click: the clips where the raters disagree in this video" if clickable and tl["stretches"] else ""
     hover = [f"frame {f}: {name} {sig3(s)}" + (" (worse than the threshold)" if f in bad else "") + tip
-             for f, s in zip(frames, scores)]
+             for f, s in zip(frames, scores, strict=False)]
     traces = [{"type": "scatter", "mode": "lines+markers", "x": frames, "y": scores, "name": f"{name} per frame",
                "ids": [f"{tl['video']}:{f}" for f in frames], "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
                "line": {"color": "#888", "width": 1}, "connectgaps": False, "showlegend": False,

@@ -80,8 +80,8 @@ def object_ids(n: int) -> list[ObjectId]:
 
 def detection_docs(
     boxes: np.ndarray,
-    labels: Sequence[Any],
-    indexes: Sequence[int] | None = None,
+    labels: Sequence[Any] | np.ndarray,
+    indexes: Sequence[int] | np.ndarray | None = None,
     attributes: Mapping[str, Any] | None = None,
 ) -> list[dict]:
     """The stored form of ``fo.Detection`` labels, one dict per row.

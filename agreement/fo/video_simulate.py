@@ -51,18 +51,19 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 
+from bson import ObjectId
+
 import fiftyone as fo
 import fiftyone.core.dataset as fod
-from bson import ObjectId
 
 from agreement.fo.assignment import declare_raters_field
 from agreement.fo.coco import (
     INFO_KEY,
     LAYOUTS,
-    _discard,
-    _swap_in,
-    _temporary_name,
+    discard_dataset,
     rater_field_name,
+    swap_in,
+    temporary_name,
 )
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.importers.common import check_layout
@@ -138,7 +139,7 @@ def _check_corpus(reference: Sequence[VideoLabels], raters: Mapping[str, Sequenc
     for r, videos in raters.items():
         if len(videos) != len(reference):
             raise ValueError(f"rater {r!r} has {len(videos)} videos for {len(reference)} reference videos")
-        for ref, v in zip(reference, videos):
+        for ref, v in zip(reference, videos, strict=True):
             if v.name != ref.name or v.num_frames != ref.num_frames:
                 raise ValueError(f"rater {r!r}: video {v.name!r} ({v.num_frames} frames) is not reference video "
                                  f"{ref.name!r} ({ref.num_frames} frames); give them in the reference's order")
@@ -146,9 +147,11 @@ def _check_corpus(reference: Sequence[VideoLabels], raters: Mapping[str, Sequenc
 
 
 def _segments(video: VideoLabels, extra: dict) -> fo.TemporalDetections:
+    # both are arrays once the VideoLabels is built (its __post_init__ fills absent segments with empty ones)
+    assert video.segments is not None and video.segment_labels is not None
     return fo.TemporalDetections(detections=[
         fo.TemporalDetection(label=str(lab), support=[int(a), int(b)], **extra)
-        for lab, (a, b) in zip(video.segment_labels, video.segments.tolist())
+        for lab, (a, b) in zip(video.segment_labels, video.segments.tolist(), strict=False)
     ])
 
 
@@ -183,7 +186,7 @@ def _frame_docs(sample_ids: Sequence[str], reference: Sequence[VideoLabels],
                 progress: Callable[[float, str], None] | None) -> Iterator[dict]:
     """Every frame document of every video: each field's boxes of that frame (possibly none)."""
     n = len(reference)
-    for i, (sid, ref) in enumerate(zip(sample_ids, reference)):
+    for i, (sid, ref) in enumerate(zip(sample_ids, reference, strict=False)):
         oid = ObjectId(sid)
         fields = []
         for fname, parts in sources(i):
@@ -215,7 +218,7 @@ def _existing_media(reference: Sequence[VideoLabels], paths: Sequence[str],
     if media == "none":
         return infos, []
     todo = []
-    for i, (ref, path) in enumerate(zip(reference, paths)):
+    for i, (ref, path) in enumerate(zip(reference, paths, strict=False)):
         if media == "render" or not os.path.exists(path):
             video_codec(path)
             todo.append(i)
@@ -238,7 +241,7 @@ def _render(reference: Sequence[VideoLabels], paths: Sequence[str], infos: list[
         return
     report = None if progress is None else (lambda f, msg: progress(0.8 * f, msg))
     rendered = render_videos([reference[i] for i in todo], [paths[i] for i in todo], progress=report)
-    for i, info in zip(todo, rendered):
+    for i, info in zip(todo, rendered, strict=False):
         infos[i] = info
 
 
@@ -318,13 +321,14 @@ def build_video_dataset(
         progress = lambda f, msg: frames_progress(0.8 + 0.2 * f, msg)
 
     def sources(i: int) -> list[tuple[str, list[tuple[VideoLabels, dict]]]]:
+        out: list[tuple[str, list[tuple[VideoLabels, dict]]]]
         if layout == "fields":
             out = [(names["frames"][r], [(v[i], {})]) for r, v in videos.items()]
         else:
             out = [(field, [(v[i], {rater_attr: r}) for r, v in videos.items()])]
         return out + ([(names["reference"][0], [(reference[i], {})])] if names["reference"] else [])
 
-    dataset = fo.Dataset(_temporary_name(name, "video"), persistent=False)
+    dataset = fo.Dataset(temporary_name(name, "video"), persistent=False)
     try:
         set_empty_dataset_media_type(dataset, "video")
         _declare(dataset, names, layout, rater_attr)
@@ -336,9 +340,9 @@ def build_video_dataset(
             insert_frames(dataset, _frame_docs(ids, reference, sources, progress), batch_size=batch_size)
         _record(dataset, names, layout, rater_attr, list(videos))
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         raise
-    return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
+    return swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
 
 
 def _declare(dataset: fo.Dataset, names: dict, layout: str, rater_attr: str) -> None:

@@ -98,7 +98,7 @@ def rater_pair_scores(samples, key: str, rater_a: str, rater_b: str) -> list[tup
         raise ViewError(f"run {key!r} ({info['method']}) has no per-sample score to sort rater pairs by")
     both = _both_assigned(samples, info, a, b).exists(field)
     ids, values = both.values(["id", field])
-    items = list(zip(ids, [float(v) for v in values]))
+    items = list(zip(ids, [float(v) for v in values], strict=True))
     items.sort(key=lambda t: (t[1], t[0]), reverse=False)
     if not higher_is_better(info):
         items.sort(key=lambda t: (-t[1], t[0]))
@@ -180,7 +180,7 @@ def _label_rows(samples, info: dict):
         values = samples.values(paths)
         for k, sid in enumerate(values[0]):
             ids, labels, who = values[1][k] or [], values[2][k] or [], values[3][k] or []
-            for lid, lab, r in zip(ids, labels, who):
+            for lid, lab, r in zip(ids, labels, who, strict=False):
                 rows.append((sid, str(r), lid, lab, f))
             assigned[sid] = len(values[4][k] or []) if layout.get("raters_field") else None
         return rows, assigned
@@ -197,7 +197,7 @@ def _label_rows(samples, info: dict):
             if ids is None:  # implicit absence: the rater was not assigned
                 continue
             n += 1
-            for lid, lab in zip(ids, labels or []):
+            for lid, lab in zip(ids, labels or [], strict=False):
                 rows.append((sid, f, lid, lab, f))
         assigned[sid] = n
     return rows, assigned
@@ -208,11 +208,11 @@ def _units(samples, info: dict) -> dict[str, object]:
     layout = info.get("input") or {}
     dataset = samples._root_dataset
     fields = layout.get("fields") or [layout["field"]]
-    out = {}
+    out: dict[str, object] = {}
     for f in fields:
         lf = LABEL_TYPES[dataset.get_field(f).document_type]
         ids, units = samples.values([f"{f}.{lf}.id", f"{f}.{lf}.{info['key']}_unit"], unwind=True)
-        out.update(zip(ids, units))
+        out.update(zip(ids, units, strict=False))
     return out
 
 
@@ -234,20 +234,20 @@ def _class_table(samples, info: dict) -> tuple[list[str], list[dict[str, str]]]:
     if layout.get("layout") == "fields":
         fields = list(layout.get("fields") or [])
         ids, *columns = samples.values(["id"] + [f"{f}.label" for f in fields])
-        table = [{f: c for f, c in zip(fields, row) if c is not None} for row in zip(*columns)] if fields else []
+        table = [{f: c for f, c in zip(fields, row, strict=True) if c is not None} for row in zip(*columns, strict=True)] if fields else []
         return ids, table or [{} for _ in ids]
     field, attr = layout["field"], layout.get("rater_attr") or "annotator"
     ids, labels, raters = samples.values(["id", f"{field}.classifications.label",
                                           f"{field}.classifications.{attr}"])
-    return ids, [{str(r): c for r, c in zip(rs or [], ls or []) if r is not None and c is not None}
-                 for ls, rs in zip(labels, raters)]
+    return ids, [{str(r): c for r, c in zip(rs or [], ls or [], strict=False) if r is not None and c is not None}
+                 for ls, rs in zip(labels, raters, strict=True)]
 
 
 def class_rater_disagreement_view(samples, key: str, rater: str):
     """The samples of class agreement run ``key`` where ``rater``'s class differs from another rater's."""
     info = runs.get_agreement_run_info(samples, key)
     ids, table = _class_table(samples, info)
-    return samples.select([sid for sid, row in zip(ids, table)
+    return samples.select([sid for sid, row in zip(ids, table, strict=False)
                            if rater in row and any(c != row[rater] for r, c in row.items() if r != rater)])
 
 
@@ -256,7 +256,7 @@ def class_dispute_view(samples, key: str, label_class: str):
     not all agree."""
     info = runs.get_agreement_run_info(samples, key)
     ids, table = _class_table(samples, info)
-    return samples.select([sid for sid, row in zip(ids, table)
+    return samples.select([sid for sid, row in zip(ids, table, strict=False)
                            if label_class in row.values() and len(set(row.values())) > 1])
 
 
@@ -302,7 +302,7 @@ def mask_dice_scores(samples, key: str, label_class, pair=None) -> list[tuple[st
     sid, dice = sid[keep].astype(str), dice[keep]
     order = np.lexsort((dice, sid))  # by sample, lowest Dice first: the first row of each sample is its lowest
     first = np.unique(sid[order], return_index=True)[1]
-    lowest = dict(zip(sid[order][first].tolist(), dice[order][first].tolist()))
+    lowest = dict(zip(sid[order][first].tolist(), dice[order][first].tolist(), strict=True))
     return sorted(lowest.items(), key=lambda t: (t[1], t[0]))
 
 
@@ -535,14 +535,14 @@ def video_pair_scores(samples, key: str, rater_a: str, rater_b: str) -> list[tup
         if scores is None:
             raise ViewError(f"raters {a!r} and {b!r} never labelled the same frame in run {key!r}")
         items = []
-        for vid, frame_ids in zip(*samples.values(["id", "frames.id"])):
+        for vid, frame_ids in zip(*samples.values(["id", "frames.id"]), strict=True):
             vals = [float(scores[f]) for f in frame_ids or [] if scores.get(f) is not None]
             if vals:
                 items.append((vid, float(np.mean(vals))))
     else:
         field = f"{key}_frames_mean"
         both = set(_videos_of(samples, info, a)) & set(_videos_of(samples, info, b))
-        items = [(vid, float(v)) for vid, v in zip(*samples.exists(field).values(["id", field])) if vid in both]
+        items = [(vid, float(v)) for vid, v in zip(*samples.exists(field).values(["id", field]), strict=True) if vid in both]
     items.sort(key=lambda t: ((t[1] if higher else -t[1]), t[0]))
     return items
 
@@ -561,4 +561,4 @@ def _videos_of(samples, info: dict, rater: str) -> list[str]:
     lf = LABEL_TYPES[samples._root_dataset.get_field(layout["field"]).document_type]
     attr = layout.get("rater_attr") or "annotator"
     ids, who = samples.values(["id", f"{layout['field']}.{lf}.{attr}"])
-    return [vid for vid, frames in zip(ids, who) if any(rater in (f or []) for f in frames or [])]
+    return [vid for vid, frames in zip(ids, who, strict=True) if any(rater in (f or []) for f in frames or [])]

@@ -35,7 +35,7 @@ import fiftyone.core.fields as fof
 
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.stored_values import (
-    _STORED_AS_IS,
+    STORED_AS_IS,
     db_value,
     label_document,
     label_field_value,
@@ -401,7 +401,8 @@ class _LabelPaths:
             raise ValueError("sample_ids, label_ids and every column must have one entry per label")
         names = list(block.columns)
         if not names or not n:
-            return cls(block.list_path, [], {}, [], [], [0], [], [0], [], None, 0)
+            return cls(block.list_path, [], {}, [], [], [0], filters=[], filter_bounds=[0], by_position=[],
+                       stored_ids=None, written=0)
         sids = np.asarray(block.sample_ids, dtype=object).astype(str)
         order = np.argsort(sids, kind="stable")
         sids = sids[order]
@@ -502,7 +503,7 @@ def _clean_column(values: Sequence[Any]) -> list:
         return [None if v != v else v for v in arr.tolist()]
     if arr.dtype.kind in "iub":
         return arr.tolist()
-    return [v if type(v) in _STORED_AS_IS else db_value(v) for v in values]
+    return [v if type(v) in STORED_AS_IS else db_value(v) for v in values]
 
 
 def declare_label_field(dataset, name: str, container: str, attr_values: Mapping[str, Sequence[Any]] | None = None

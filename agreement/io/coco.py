@@ -444,6 +444,7 @@ def _build_corpus(
     pixel_boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
     pixel_polys = [_rings(a.get("segmentation")) for a in anns]
     boxes, polys, _ = pixels_to_relative(pixel_boxes, s_idx, sizes, names, pixel_polys)
+    assert polys is not None  # polygons given (pixel_polys): polygons back
     where = _BoxWhere(source, images, anns, s_idx, rater_of)
     boxes, keep = check_boxes(boxes, where, policy=box_policy, report=repairs, raters=rater_of)
     sets, row = [], 0
@@ -486,11 +487,12 @@ def to_coco_dict(coco: MultiRaterCoco) -> dict:
     ``rater_list`` from the assignment, original ids, category ids and extras."""
     ann = coco.annotations
     cat_id = {c["name"]: c["id"] for c in coco.categories}
-    sizes = ann.image_sizes
+    sizes, sample_names = ann.image_sizes, ann.sample_names
+    assert sizes is not None and sample_names is not None  # filled by MultiRaterAnnotations.__post_init__
     images = []
     img_by_id = {img["id"]: img for img in coco.images}
     for s, sid in enumerate(ann.sample_ids):
-        img = dict(img_by_id.get(sid, {"id": sid, "file_name": str(ann.sample_names[s])}))
+        img = dict(img_by_id.get(sid, {"id": sid, "file_name": str(sample_names[s])}))
         img["width"], img["height"] = _num(sizes[s, 0]), _num(sizes[s, 1])
         img["rater_list"] = [coco.rater_ids.get(ann.raters[r], ann.raters[r]) for r in np.flatnonzero(ann.assigned[s])]
         images.append(img)
@@ -503,7 +505,7 @@ def to_coco_dict(coco: MultiRaterCoco) -> dict:
         if aid is None:
             aid, next_id = next_id, next_id + 1
         if ann.labels[i] not in cat_id:
-            raise AnnotationError(f"label {ann.labels[i]!r} on sample {ann.sample_names[s]!r} has no COCO category")
+            raise AnnotationError(f"label {ann.labels[i]!r} on sample {sample_names[s]!r} has no COCO category")
         out = {
             "id": aid,
             "image_id": ann.sample_ids[s],

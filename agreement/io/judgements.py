@@ -191,7 +191,8 @@ def read_judgements(path: str | Path, categories: Sequence[str] | str | Path | N
     found = sorted(set(lab.tolist()))
     cats = tuple(found) if categories is None else tuple(categories)
     unknown_mask = ~np.isin(lab, np.array(cats, dtype=object))
-    unknown_counts = {str(k): int(v) for k, v in zip(*np.unique(lab[unknown_mask].astype(str), return_counts=True))}
+    unknown_values, unknown_n = np.unique(lab[unknown_mask].astype(str), return_counts=True)
+    unknown_counts = {str(k): int(v) for k, v in zip(unknown_values, unknown_n, strict=True)}
     unknown_ex = _examples(np.flatnonzero(unknown_mask), w, it, lab, ln)
     if unknown_mask.any() and unknown_labels == "error":
         raise ValueError(

@@ -245,7 +245,8 @@ def parse_label_studio(
         if not isinstance(annotations, list):
             raise AnnotationError(f"{where}: 'annotations' must be a list, got {type(annotations).__name__}")
         for a, ann in enumerate(annotations):
-            _annotation(out, t, task_rec, ann, a, where, rotated, names, skipped, repaired, rater_from)
+            _annotation(out, t, task_rec, ann, a, where, rotated=rotated, names=names, skipped=skipped,
+                        repaired=repaired, rater_from=rater_from)
     out.skipped, out.repaired = dict(skipped), dict(repaired)
     out.controls = resolve_controls(out.choices, out.where, config)
     return out
@@ -281,7 +282,7 @@ def _annotation(out: LabelStudioExport, t: int, task: dict, ann: Any, a: int, wh
         if found is not None:
             add_choices(choices, found, who)
             continue
-        region = _region(group, task, where, rotated, stats, skipped, repaired)
+        region = _region(group, task, where, rotated, stats, skipped, repaired=repaired)
         if region is not None:
             regions.append(region)
     out.regions[(t, rater)] = regions
@@ -385,7 +386,7 @@ def _region(group: list[dict], task: dict, where: str, rotated: str, stats: dict
         return None
     kind = _GEOMETRY[typ]
     if kind == "box":
-        return _box(value, str(labels[0]), rid, task, where, rotated, stats, skipped, repaired)
+        return _box(value, str(labels[0]), rid, task, where, rotated, stats=stats, skipped=skipped, repaired=repaired)
     if kind == "polygon":
         pts = _points(value, where)
         if len(pts) < 3:

@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
+from agreement.core.strata import scale_strata
 from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_shards
 from agreement.methods.kalos import kalos_alpha
+
 # the observed costs, as alpha_ot
-from agreement.methods.ot import PairCosts, SetPairs, _solve_set_pairs, assigned_pair_cells
+from agreement.methods.ot import PairCosts, SetPairs, assigned_pair_cells, solve_set_pairs
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
-from agreement.core.strata import scale_strata
 from validation_matrix.vc_common import ks_null
 from validation_matrix.vc_temporal_data import corpus
 
@@ -45,7 +46,7 @@ def grouped_alpha_ot(data, groups: np.ndarray | None, strata: np.ndarray | None 
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=MAX_PAIRS, seed=0, groups=groups,
                        strata=strata)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    c_obs = _solve_set_pairs(PairCosts(data.boxes, data.labels, LAM), SetPairs(a0, na, b0, nb), beta=BETA,
+    c_obs = solve_set_pairs(PairCosts(data.boxes, data.labels, LAM), SetPairs(a0, na, b0, nb), beta=BETA,
                              normalization="paper", max_block=1 << 17).cost
     return finish_alpha_ot(plan, CellSets.of(data, plan.cell_key), c_obs, a.astype(np.int64) * R + b, lam=LAM,
                            beta=BETA)
@@ -96,11 +97,19 @@ def scores(items, groups_by_video: bool, ids: list[str] | None = None,
 
 # ----------------------------------------------------------------------------- cells
 
-from validation_matrix import Cell  # noqa: E402
-from validation_matrix import UNITS_CHANCE_NOTE  # noqa: E402
-from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, ks_chance_cell,  # noqa: E402
-                                         invariant_cell, monotone_cell)
-from validation_matrix import vc_temporal_data as D  # noqa: E402
+from validation_matrix import (
+    UNITS_CHANCE_NOTE,  # noqa: E402
+    Cell,  # noqa: E402
+    vc_temporal_data as D,  # noqa: E402
+)
+from validation_matrix.vc_common import (  # noqa: E402
+    chance_cell,
+    degenerate_cell,
+    identical_cell,
+    invariant_cell,
+    ks_chance_cell,
+    monotone_cell,
+)
 
 SEEDS = (0, 1, 2)
 LEVELS = (0.0, 0.05, 0.1, 0.2, 0.4, 0.8)

@@ -53,7 +53,15 @@ from agreement.core.validation import AnnotationError
 from agreement.fo.assignment import declare_raters_field
 
 # the temporary-name-then-rename swap of the multi-rater COCO importer, reused
-from agreement.fo.coco import _RESERVED, INFO_KEY, LAYOUTS, _discard, _swap_in, _temporary_name, rater_field_name
+from agreement.fo.coco import (
+    INFO_KEY,
+    LAYOUTS,
+    RESERVED_FIELDS,
+    discard_dataset,
+    rater_field_name,
+    swap_in,
+    temporary_name,
+)
 from agreement.fo.kinds import LIST_ATTRS
 from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 
@@ -139,7 +147,7 @@ def check_layout(layout: str, field: str, rater_attr: str) -> None:
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if layout == "attribute":
-        if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field or "") or field in _RESERVED:
+        if not re.match(r"^[A-Za-z][A-Za-z0-9_]*$", field or "") or field in RESERVED_FIELDS:
             raise ValueError(f"invalid label field name {field!r}")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", rater_attr or ""):
             raise ValueError(f"invalid rater attribute name {rater_attr!r}")
@@ -289,7 +297,7 @@ def write_merged_dataset(
         raise MultiRaterImportError(f"rater field name(s) {sorted(taken)} clash with sample fields this import writes")
     media = decide_media_type(merged.filepaths, reason=f"the annotations of {source or 'these exports'} are image annotations")
     samples = [_sample(merged, i, fields, layout, rater_attr, media.media_type) for i in range(len(merged.keys))]
-    dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
+    dataset = fo.Dataset(temporary_name(name, "import"), persistent=False)
     try:
         set_empty_dataset_media_type(dataset, media.media_type)
         for fname, kind in dict.fromkeys((f, k) for per in fields.values() for k, f in per.items()):
@@ -318,9 +326,9 @@ def write_merged_dataset(
             for fname in fields[merged.raters[0]].values():
                 declare_raters_field(dataset, fname, "raters", raters=merged.raters)
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         raise
-    return _swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
+    return swap_in(dataset, name, overwrite=overwrite, persistent=persistent)
 
 
 def _record_classes(dataset: fo.Dataset, merged: MergedImages, fields: dict[str, dict[str, str]]) -> None:

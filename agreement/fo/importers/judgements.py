@@ -32,7 +32,7 @@ import numpy as np
 import fiftyone as fo
 
 from agreement.fo.assignment import declare_raters_field
-from agreement.fo.coco import INFO_KEY, _discard, _swap_in, _temporary_name
+from agreement.fo.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
 from agreement.fo.media_types import decide_media_type, media_sample
 from agreement.io.judgements import read_judgements
 
@@ -123,7 +123,7 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         "unknown_counts": dict(report.unknown_counts), "dropped": report.n_dropped, "summary": report.summary(),
         "image_dir": base, "media": media.to_dict(),
     }
-    dataset = fo.Dataset(_temporary_name(dataset_name, "judgements"))
+    dataset = fo.Dataset(temporary_name(dataset_name, "judgements"))
     try:
         dataset.add_samples(_samples(ratings, field, rater_attr, paths, media.media_type), progress=False)
         dataset.classes = {field: [str(c) for c in report.classes]}
@@ -133,6 +133,6 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         dataset.save()
         declare_raters_field(dataset, field, "raters", raters=list(ratings.raters))
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         raise
-    return _swap_in(dataset, dataset_name, overwrite=overwrite, persistent=persistent), record
+    return swap_in(dataset, dataset_name, overwrite=overwrite, persistent=persistent), record

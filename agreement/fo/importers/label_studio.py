@@ -108,7 +108,8 @@ def _merged(parsed: LabelStudioExport, image_dir: str, keys: list[str]) -> Merge
         labels.append({r: {**region_labels(parsed.regions[(t, r)]), **_choice_labels(parsed, t, r)}
                        for r in parsed.raters if (t, r) in parsed.regions})
         extra.append({"ls_task_id": task["id"], "ls_image": task["image"]})
-    return MergedImages(list(keys), filepaths, sizes, list(parsed.raters), labels, extra, _choice_kinds(parsed))
+    return MergedImages(list(keys), filepaths, sizes, list(parsed.raters), labels, extra,
+                        kind_specs=_choice_kinds(parsed))
 
 
 def _match(parsed: LabelStudioExport, rule: NameRule, source: str) -> tuple[list[str], dict]:
@@ -214,6 +215,6 @@ def import_label_studio(
     keys, match = _match(parsed, rule, os.path.basename(path))
     merged = _merged(parsed, image_dir, keys)
     report = {**parsed.report(), "match": match, "warnings": rater_warnings(parsed.raters)}
-    dataset = write_merged_dataset(merged, name, layout, field, rater_attr, overwrite, persistent,
+    dataset = write_merged_dataset(merged, name, layout, field, rater_attr, overwrite, persistent=persistent,
                                    source=os.path.basename(path), report=report)
     return dataset, report

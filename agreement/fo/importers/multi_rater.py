@@ -42,7 +42,7 @@ from xml.etree import ElementTree
 import fiftyone as fo
 import fiftyone.types as fot
 
-from agreement.fo.coco import _discard, _temporary_name
+from agreement.fo.coco import discard_dataset, temporary_name
 from agreement.fo.importers.common import (
     KINDS,
     MergedImages,
@@ -223,7 +223,7 @@ def _load(export: RaterExport, tmp_name: str, rule: NameRule | None = None, imag
         raise
     except Exception as e:
         if fo.dataset_exists(tmp_name):
-            _discard(fo.load_dataset(tmp_name))
+            discard_dataset(fo.load_dataset(tmp_name))
         raise MultiRaterImportError(
             f"rater {export.rater!r}: FiftyOne could not read {os.fspath(export.path)!r} as {cls.__name__} "
             f"({type(e).__name__}: {e})"
@@ -398,7 +398,7 @@ def _image_kinds(per_rater: dict, specs: list[RaterExport], reports: dict, label
     declared = {r: rep.pop("_classes") for r, rep in reports.items()}
     targets = {r: rep.pop("_mask_targets") for r, rep in reports.items()}
     paths = {s.rater: os.fspath(s.path) for s in specs}
-    return image_kind_specs(per_rater, paths, label_type, declared, targets, mask_targets, reports)
+    return image_kind_specs(per_rater, paths, label_type, declared, targets, mask_targets, reports=reports)
 
 
 def import_multi_rater(
@@ -503,15 +503,16 @@ def import_multi_rater(
         if name_map or strip_prefix or yolo_classes is not None:
             raise MultiRaterImportError("name_map, strip_prefix and classes apply to image exports, not to video "
                                         "exports (videos are matched by file name)")
-        dataset, report = import_video_exports(specs, classes, dataset_name, layout, field, rater_attr, bool(complete),
-                                               image_dir, overwrite, persistent, _load, _check_overlap)
+        dataset, report = import_video_exports(specs, classes, dataset_name, layout, field, rater_attr,
+                                               complete=bool(complete), video_dir=image_dir, overwrite=overwrite,
+                                               persistent=persistent, load=_load, check_overlap=_check_overlap)
         return dataset, {**report, "warnings": rater_warnings([s.rater for s in specs])}
     per_rater, reports, temps, notes = {}, {}, [], {}
     rule = name_rule(name_map, strip_prefix, upload_ids)
     _check_classes(specs, yolo_classes)
     try:
         for s in specs:
-            tmp = _load(s, _temporary_name(dataset_name, "rater"), rule, image_dir, yolo_classes, notes)
+            tmp = _load(s, temporary_name(dataset_name, "rater"), rule, image_dir, yolo_classes, notes)
             temps.append(tmp)
             per_rater[s.rater], reports[s.rater] = _extract(s, tmp, rule)
         match = match_report({r: {k: os.path.basename(v[0]) for k, v in imgs.items()} for r, imgs in per_rater.items()},
@@ -522,10 +523,10 @@ def import_multi_rater(
         merged.kind_specs = kind_specs
     finally:
         for tmp in temps:
-            _discard(tmp)
+            discard_dataset(tmp)
     report = {"images": len(merged.keys), "raters": merged.raters, "per_rater": reports,
               "label_fields": {k: s.doc_type.__name__ for k, s in kind_specs.items()}, "match": match,
               "converted": notes, "warnings": rater_warnings(merged.raters)}
-    dataset = write_merged_dataset(merged, dataset_name, layout, field, rater_attr, overwrite, persistent,
+    dataset = write_merged_dataset(merged, dataset_name, layout, field, rater_attr, overwrite, persistent=persistent,
                                    source="import_multi_rater", report=report)
     return dataset, report

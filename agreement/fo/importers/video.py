@@ -58,7 +58,7 @@ import fiftyone as fo
 import fiftyone.types as fot
 
 from agreement.fo.assignment import declare_raters_field
-from agreement.fo.coco import INFO_KEY, _discard, _swap_in, _temporary_name
+from agreement.fo.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
 from agreement.fo.gc_pause import gc_paused
 from agreement.fo.importers.common import IMPORT_INFO_KEY, KINDS, MultiRaterImportError, file_key, kind_fields
 from agreement.fo.kinds import instance_lists
@@ -399,14 +399,15 @@ def _write(merged: list[dict], raters: list[str], temps: dict, reports: dict, at
         raise MultiRaterImportError(f"frame field name(s) {taken} are FiftyOne's own frame fields: rename the rater")
     has_segments = any(h["segments"] is not None for e in merged for h in e["holders"].values())
     segments = {r: f"{per['detections']}_segments" for r, per in out_fields.items()} if has_segments else None
-    dataset = fo.Dataset(_temporary_name(name, "import"), persistent=False)
+    dataset = fo.Dataset(temporary_name(name, "import"), persistent=False)
     try:
         set_empty_dataset_media_type(dataset, "video")
-        _declare(dataset, kinds, out_fields, segments, attrs, layout, rater_attr)
+        _declare(dataset, kinds, out_fields, segments, attrs, layout, rater_attr=rater_attr)
         samples = [_video_sample(e, video_dir, segments, layout, rater_attr) for e in merged]
         ids = dataset.add_samples(samples, progress=False)
         with gc_paused():
-            insert_frames(dataset, _frame_docs(merged, ids, temps, src_fields, out_fields, kinds, layout, rater_attr))
+            insert_frames(dataset, _frame_docs(merged, ids, temps, src_fields, out_fields, kinds, layout=layout,
+                                               rater_attr=rater_attr))
         frames = {r: {k: f"frames.{f}" for k, f in per.items()} for r, per in out_fields.items()}
         label_fields = {k: {"type": KINDS[k].doc_type.__name__, "fields": {r: per[k] for r, per in frames.items()}}
                         for k in kinds}
@@ -425,7 +426,7 @@ def _write(merged: list[dict], raters: list[str], temps: dict, reports: dict, at
             for spec in label_fields.values():
                 declare_raters_field(dataset, spec["fields"][raters[0]], "raters", raters=raters)
     except BaseException:
-        _discard(dataset)
+        discard_dataset(dataset)
         raise
     return dataset
 
@@ -456,7 +457,7 @@ def import_video_exports(specs: list, classes: dict[str, type], dataset_name: st
     per_rater, reports, attrs, temps = {}, {}, {}, {}
     try:
         for s in specs:
-            tmp = load(s, _temporary_name(dataset_name, "rater"))
+            tmp = load(s, temporary_name(dataset_name, "rater"))
             temps[s.rater] = tmp
             per_rater[s.rater], reports[s.rater], attrs[s.rater] = _extract(s, tmp, classes[s.rater])
         check_overlap(per_rater, specs)
@@ -464,13 +465,13 @@ def import_video_exports(specs: list, classes: dict[str, type], dataset_name: st
         raters = [s.rater for s in specs]
         report = {"videos": len(merged), "frames": int(sum(e["meta"]["frames"] for e in merged)), "raters": raters,
                   "per_rater": reports}
-        dataset = _write(merged, raters, temps, reports, attrs, dataset_name, layout, field, rater_attr,
-                         os.fspath(video_dir) if video_dir else None, report)
+        dataset = _write(merged, raters, temps, reports, attrs, dataset_name, layout=layout, field=field,
+                         rater_attr=rater_attr, video_dir=os.fspath(video_dir) if video_dir else None, report=report)
     finally:
         for tmp in temps.values():
-            _discard(tmp)
+            discard_dataset(tmp)
     report["label_fields"] = {k: v["type"] for k, v in dataset.info[INFO_KEY]["label_fields"].items()}
-    return _swap_in(dataset, dataset_name, overwrite=overwrite, persistent=persistent), report
+    return swap_in(dataset, dataset_name, overwrite=overwrite, persistent=persistent), report
 
 
 def _check_video_export(export, cls: type) -> None:

@@ -9,13 +9,13 @@ distance, both distributions as plot data.
 
 from __future__ import annotations
 
-from agreement.methods.kalos.calibration import calibrate
+from agreement.core.strata import corpus_strata
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import calibration_curves
-from agreement.core.strata import corpus_strata
-from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.run_results import AgreementResults
 from agreement.geometry.similarity import SIMILARITIES, supported_similarities
+from agreement.methods.kalos.calibration import calibrate
 
 __all__ = ["calibrate_agreement", "METHOD", "SPEC", "DECLARATION"]
 

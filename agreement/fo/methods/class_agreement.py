@@ -30,6 +30,8 @@ Written to the dataset (``key`` is the run key):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +125,7 @@ def _check(read, params: dict) -> None:
     data = read.annotations
     rated = np.zeros(data.num_raters, dtype=np.int64)
     np.add.at(rated, data.rater_index, 1)
-    silent = [r for r, n in zip(data.raters, rated) if n == 0]
+    silent = [r for r, n in zip(data.raters, rated, strict=True) if n == 0]
     if silent:
         where = read.layout.get("fields") or read.layout.get("field")
         raise ValueError(f"rater(s) {silent} gave no label on the {data.num_samples} samples of the view (field(s) "
@@ -253,17 +255,17 @@ def _recorded_order(samples, names: list, found: set) -> list | None:
     return None
 
 
-def class_order_form(samples, layout: dict, params: dict) -> FormValues:
+def class_order_form(samples, layout: Mapping[str, Any], params: Mapping[str, Any]) -> FormValues:
     """What the form offers for ``classes`` (:attr:`agreement.fo.declaration.Param.form_values`): the classes
     found in the rater fields, lowest first where the data tells the order (the order the dataset records,
     else numeric order of numeric names; then filled in), and why the run would refuse the order given so far
     at the level chosen (:func:`scale_values`), in the form's words."""
-    from agreement.fo.label_schema import _label_type, label_list_path
+    from agreement.fo.label_schema import field_label_type, label_list_path
 
     names = list(layout.get("fields") or [layout["field"]])
-    found = set()
+    found: set[str] = set()
     for name in names:
-        path = f"{label_list_path(name, _label_type(samples, name))}.label"
+        path = f"{label_list_path(name, field_label_type(samples, name))}.label"
         found.update(str(v) for v in samples.distinct(path) if v is not None)
     numbers = _numbers(found)
     default = _recorded_order(samples, names, found) or (
@@ -314,13 +316,13 @@ def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
     if not vit.get("raters"):
         return None
     counts = rater_label_counts(samples, info)
-    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
-    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
+    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or [], strict=False))
+    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or [], strict=False))
     records = list(detail.get("rater_pairs") or [])
     kappa = partner_means(records, "kappa", "n_shared_samples")
     agree = partner_means(records, "observed_agreement", "n_shared_samples")
     maj = detail.get("rater_majority") or {}
-    majority = dict(zip(maj.get("raters") or [], maj.get("agreement") or []))
+    majority = dict(zip(maj.get("raters") or [], maj.get("agreement") or [], strict=False))
     rows = []
     for r in (str(x) for x in detail.get("raters") or []):
         k, a = kappa.get(r), agree.get(r)

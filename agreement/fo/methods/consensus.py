@@ -131,10 +131,10 @@ class _ConsensusDocuments:
             geometry = ({"bounding_box": b} for b in res.boxes[at].tolist())
         else:
             geometry = (_geometry(res, u) for u in at.tolist())
-        docs = {sid: [] for sid in self.sample_ids[part].tolist()}
+        docs: dict[str, list[dict]] = {sid: [] for sid in self.sample_ids[part].tolist()}
         names, unit_sample = res.label, res.unit_sample
         with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
-            for k, (u, geo) in enumerate(zip(at.tolist(), geometry)):
+            for k, (u, geo) in enumerate(zip(at.tolist(), geometry, strict=False)):
                 doc = label_document(
                     self.ltype, ids[k], label=names[u], **geo,
                     confidence=_label_confidence(self.ltype, geo, confidence[k]),
@@ -505,7 +505,7 @@ def finalize_consensus(samples, key: str) -> dict:
             dataset.add_frame_field(dst, fo.EmbeddedDocumentField, embedded_doc_type=doc_type)
         dataset.set_values(f"frames.{dst}", values)
         return counts
-    out = {sid: _reviewed(labels, key, counts) for sid, labels in zip(*dataset.values(["id", src]))
+    out = {sid: _reviewed(labels, key, counts) for sid, labels in zip(*dataset.values(["id", src]), strict=True)
            if labels is not None}
     runs.add_run_sample_field(dataset, key, dst)
     declare_sample_field(dataset, dst, list(out.values()))

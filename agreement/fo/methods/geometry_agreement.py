@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from agreement.fo.chance_strata import chance_strata
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import distance_curves
-from agreement.fo.chance_strata import chance_strata
+from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
-from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.geometry.similarity_3d import similarity_options
 from agreement.methods.geometry_agreement import DISTANCES, GeometryParams, geometry_shard, merge_geometry_shards
-from agreement.geometry.similarity import similarity_options
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -79,7 +79,7 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
             "between_density": between / max(between.sum(), 1e-300) / np.diff(edges),
         },
         "skipped_samples": [{**rec, "sample_id": str(rec["sample_id"])} for rec in res.skipped_samples],
-        "undefined_samples": dict(list({str(s): r for s, r in zip(ids, res.sample_reasons) if r}.items())[:MAX_LISTED]),
+        "undefined_samples": dict(list({str(s): r for s, r in zip(ids, res.sample_reasons, strict=False) if r}.items())[:MAX_LISTED]),
         "similarity_report": res.similarity_report,
     }
     return dict(res.headline()), detail

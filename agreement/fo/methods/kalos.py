@@ -33,7 +33,7 @@ from agreement.fo.rater_tables import PARTNERS, Column, count_columns, row_texts
 from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.run_results import AgreementResults
 from agreement.geometry.correspondence import COSTS, SOLVERS
-from agreement.geometry.similarity import similarity_options
+from agreement.geometry.similarity_3d import similarity_options
 from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.methods.kalos.diagnostics import (
     class_difficulty,
@@ -56,7 +56,7 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
     for lf in read.label_fields:
         list_field = LABEL_TYPES[dataset.get_field(lf).document_type]
         ids, sess = samples.values([f"{lf}.{list_field}.id", f"{lf}.{list_field}.{session_attr}"], unwind=True)
-        by_id.update(zip(ids, sess))
+        by_id.update(zip(ids, sess, strict=True))
     sessions = np.array([by_id.get(i) for i in data.label_ids] + [None], dtype=object)[:-1]
     missing = np.flatnonzero([s is None for s in sessions])
     if len(missing):
@@ -85,7 +85,7 @@ def _finish(stats: list, params: dict, context=None, intra: dict | None = None) 
     vitality = rater_vitality(result)
     difficulty = class_difficulty(result)
     clusters = collaboration_clusters(result)
-    undefined = {str(s): str(r) for s, r in zip(result.sample_ids, result.reason) if r}
+    undefined = {str(s): str(r) for s, r in zip(result.sample_ids, result.reason, strict=False) if r}
     hardest = np.argsort(np.where(np.isfinite(difficulty.alpha), difficulty.alpha, np.inf), kind="stable")
     summary = {
         "global_alpha": result.global_alpha,
@@ -222,8 +222,8 @@ def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
     if not vit.get("raters"):
         return None
     counts, pair_counts = rater_label_counts(samples, info), kalos_pair_counts(samples, info)
-    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or []))
-    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or []))
+    vitality = dict(zip(vit.get("raters") or [], vit.get("vitality") or [], strict=False))
+    without = dict(zip(vit.get("raters") or [], vit.get("alpha_without") or [], strict=False))
     agree: dict[str, list[int]] = {}
     for key, c in (pair_counts or {}).items():
         for r in key.split("|"):

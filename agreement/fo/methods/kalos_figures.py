@@ -23,7 +23,7 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
         without = floats(vit.get("alpha_without") or [None] * len(raters))
         alpha = vit.get("alpha")
         hover = [f"{r}: vitality {sig3(v, signed=True)} (α {sig3(alpha)} with, {sig3(w)} without {r})"
-                 f"<br>click: {r}'s labels that match nobody" for r, v, w in zip(raters, ys, without)]
+                 f"<br>click: {r}'s labels that match nobody" for r, v, w in zip(raters, ys, without, strict=False)]
         title = "Rater vitality: α − α without the rater (whole run)"
         bars.append(figure(
             "vitality", title,
@@ -44,7 +44,7 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             ys = [float(cd["alpha"][i]) for i in order]
             units = [int(cd["n_units"][i]) if cd.get("n_units") else None for i in order]
             hover = [f"{c}: α {sig3(a)} over {count_text(n, 'unit') if n is not None else 'its units'}"
-                     f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units)]
+                     f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units, strict=True)]
             what = (f"the {len(order)} {plural(len(order), 'class')} with the lowest α" if len(order) > 1
                     else "its one class" if len(cd["classes"]) == 1 else "the class with the lowest α")
             title = f"Class difficulty: {what} (whole run)"

@@ -28,6 +28,8 @@ Written to the dataset (``key`` is the run key):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import fiftyone.core.labels as fol
@@ -59,7 +61,8 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     exclude = (0,) if params["ignore_background"] else ()
     n_pixels = params["n_pixels"] or None
     per_sample = {name: np.full(data.num_samples, np.nan) for name in SAMPLE_VALUES}
-    stats, rows = None, {"sample": [], "pair": [], "class_value": [], "dice": []}
+    stats = None
+    rows: dict[str, list[Any]] = {"sample": [], "pair": [], "class_value": [], "dice": []}
     for s in range(data.num_samples):
         masks = [data.masks[data.offsets[s * R + r]] if data.offsets[s * R + r + 1] > data.offsets[s * R + r]
                  else None for r in range(R)]

@@ -24,14 +24,16 @@ placed on the image's pixel grid.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 import fiftyone as fo
 
 from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.figures import rater_bars
-from agreement.fo.run_results import AgreementResults
 from agreement.fo.method_spec import MethodOutput, MethodSpec
+from agreement.fo.run_results import AgreementResults
 from agreement.fo.semantic_consensus import semantic_finish, semantic_kernel
 from agreement.methods.consensus.mask_consensus import mask_consensus
 
@@ -63,6 +65,9 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         ])
         for s, masks in res.consensus.items()
     }
+    # both arrays are set by mask_consensus (the result's fields are optional only until it returns)
+    rater_sensitivity = cast(np.ndarray, res.sensitivity)
+    sample_sensitivity = cast(np.ndarray, res.sample_sensitivity)
     finite = lambda a: float(np.nanmean(a)) if np.isfinite(a).any() else None  # noqa: E731
     summary = {
         "n_samples": data.num_samples,
@@ -71,7 +76,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "mean_sensitivity": finite(res.sensitivity),
         "mean_specificity": finite(res.specificity),
         "staple_vs_majority_dice": float(np.mean(res.dice_vs_majority)) if res.dice_vs_majority else None,
-        **{f"sensitivity_{r}": v for r, v in zip(data.raters, res.sensitivity)},
+        **{f"sensitivity_{r}": v for r, v in zip(data.raters, rater_sensitivity, strict=False)},
     }
     detail = {
         "rater_sensitivity": res.sensitivity,
@@ -80,7 +85,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         "skipped_samples": {str(sid[s]): why for s, why in list(res.skipped.items())[:MAX_LISTED]},
         "per_sample": {str(sid[s]): rec for s, rec in list(res.per_sample.items())[:MAX_LISTED]},
     }
-    sens = {sid[s]: res.sample_sensitivity[s] for s in res.consensus}
+    sens = {sid[s]: sample_sensitivity[s] for s in res.consensus}
     return MethodOutput(summary, detail, sample_objects={"consensus": consensus, "sensitivity": sens})
 
 

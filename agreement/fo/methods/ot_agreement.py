@@ -61,6 +61,7 @@ that shares no sample is absent, "no data") with ``n_shared_samples``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     R = corpus.num_raters
     scores, base = ot_scores_and_threshold_baselines(corpus, iou_threshold=params["iou_threshold"],
                                                      **_ot_kw(params))
-    undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons) if r}
+    undefined = {str(s): r for s, r in zip(corpus.sample_ids, scores.reasons, strict=False) if r}
     shard = _Shard(
         pair_sample=(np.asarray(scores.pair_sample, dtype=np.int64) + lo),
         pair_code=np.asarray(scores.pair_rater_a, dtype=np.int64) * R + scores.pair_rater_b,
@@ -176,7 +177,7 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
         cat([sh.pair_f1 for sh in stats]), cat([sh.matched_iou for sh in stats]),
         sum(sh.n_matched for sh in stats), sum(sh.n_boxes for sh in stats))
     sample_mean = cat([sh.sample_mean for sh in stats])
-    undefined = {}
+    undefined: dict[str, Any] = {}
     for sh in stats:
         undefined.update(list(sh.undefined.items())[:MAX_LISTED_UNDEFINED - len(undefined)])
     n_undefined = int(np.isnan(sample_mean).sum())
@@ -231,7 +232,7 @@ def _label_results(corpus, scores) -> dict:
     matched; on a matched label they are not written (its counterpart is
     ``match``), which keeps the write-back small where most labels match.
     """
-    ids = np.append(corpus.label_ids.astype(object), None)  # index -1: None
+    ids = np.append(corpus.label_ids.astype(object), [None])  # index -1: None
     names = np.array(list(corpus.raters) + [None], dtype=object)
     matched = np.asarray(scores.row_reason, dtype=object) == "matched"
     nearest_row = np.where(matched, -1, scores.row_nearest_row)
@@ -242,7 +243,7 @@ def _label_results(corpus, scores) -> dict:
         "nearest_rater": names[np.where(matched, -1, scores.row_nearest_rater)],
         "nearest_id": ids[nearest_row],
         "nearest_cost": np.where(matched, np.nan, scores.row_nearest_cost),
-        "reason": np.where(matched, None, np.asarray(scores.row_reason, dtype=object)),
+        "reason": np.where(matched, np.array(None, dtype=object), np.asarray(scores.row_reason, dtype=object)),
     }
 
 

@@ -39,6 +39,7 @@ the CLEAR MOT Metrics", 2008.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from agreement.fo.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.frame_units import UNITS_INFO_KEY, is_frame_units
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.projection import read_values
-from agreement.methods.tracks import Tracks, pool_track_agreement, track_agreement
+from agreement.methods.tracks import TrackAgreementResult, Tracks, pool_track_agreement, track_agreement
 from agreement.methods.tracks.hota import LOCA_UNMATCHED
 
 __all__ = ["compute_track_agreement", "METHOD", "SPEC", "DECLARATION"]
@@ -65,19 +66,19 @@ def _extra(samples, read, params: dict) -> dict:
                          "of a video dataset, the track id in each box's index")
     ids, videos, numbers, paths = samples.values(["id", "sample_id", "frame_number", "filepath"])
     where = {i: (str(v), int(n), os.path.basename(p).rsplit(" frame ", 1)[0])
-             for i, v, n, p in zip(ids, videos, numbers, paths)}
+             for i, v, n, p in zip(ids, videos, numbers, paths, strict=True)}
     index: dict = {}
     frame_count: dict = {}
     source = (samples._dataset.info or {}).get(UNITS_INFO_KEY, {}).get("dataset")
     if source and fo.dataset_exists(source):
         vids, counts = fo.load_dataset(source).select(sorted(set(map(str, videos)))).values(
             ["id", "metadata.total_frame_count"])
-        frame_count = {str(v): c for v, c in zip(vids, counts) if c}
+        frame_count = {str(v): c for v, c in zip(vids, counts, strict=True) if c}
     for lf in read.label_fields:
         label_ids, tracks = read_values(samples, [f"{lf}.detections.id", f"{lf}.detections.index"])
-        for a, b in zip(label_ids, tracks):
+        for a, b in zip(label_ids, tracks, strict=False):
             if a:
-                index.update(zip(a, b))
+                index.update(zip(a, b, strict=False))
     return {"where": where, "index": index, "frame_count": frame_count}
 
 
@@ -121,10 +122,10 @@ def _per_label(data, rows: np.ndarray, res, index: dict, stiou_out: np.ndarray, 
             if u.present[k, c]:
                 lookup[(r, int(u.track_ids[k, c]))] = k
     for row in rows:
-        k = lookup.get((data.raters[data.rater_index[row]], int(index[data.label_ids[row]])))
-        if k is not None:
-            unit_out[row] = k
-            stiou_out[row] = u.min_stiou[k]
+        unit = lookup.get((data.raters[data.rater_index[row]], int(index[data.label_ids[row]])))
+        if unit is not None:
+            unit_out[row] = unit
+            stiou_out[row] = u.min_stiou[unit]
 
 
 def _frame_agreement(data, units: np.ndarray, rows: np.ndarray, res, unit_of_row: np.ndarray) -> dict:
@@ -136,7 +137,7 @@ def _frame_agreement(data, units: np.ndarray, rows: np.ndarray, res, unit_of_row
     s = np.searchsorted(units, data.sample_index[rows])  # the video's own units, ascending
     n = np.bincount(s, minlength=len(units))
     good = np.bincount(s, weights=ok, minlength=len(units))
-    return dict(zip(units.tolist(), np.where(n > 0, good / np.maximum(n, 1), np.nan).tolist()))
+    return dict(zip(units.tolist(), np.where(n > 0, good / np.maximum(n, 1), np.nan).tolist(), strict=True))
 
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
@@ -147,7 +148,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     N = len(data.boxes)
     unit_of_row, stiou = np.full(N, -1, np.int64), np.full(N, np.nan)
     frame_score = np.full(data.num_samples, np.nan)
-    results, video_values = [], {"hota": {}, "idf1": {}, "id_switches": {}, "fragmentations": {}}
+    results: list[TrackAgreementResult] = []
+    video_values: dict[str, dict[str, Any]] = {"hota": {}, "idf1": {}, "id_switches": {}, "fragmentations": {}}
     consensus_docs: dict = {}
     for k, (v, (units, rows)) in enumerate(videos.items()):
         res = track_agreement(_tracks_of(data, units, rows, where, index, frame), video=where[data.sample_ids[units[0]]][2],
@@ -180,7 +182,8 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
               "tau": params["tau"], "iou_threshold": params["iou_threshold"]}
     fields = {}
     if params["consensus"]:
-        summary["n_consensus_tracks"] = int(sum(len(np.unique(r.consensus.tracks.track_ids)) for r in results))
+        summary["n_consensus_tracks"] = int(sum(len(np.unique(r.consensus.tracks.track_ids)) for r in results
+                                                if r.consensus is not None))  # every one, with consensus asked
         fields["consensus"] = ("Detections", consensus_docs, {"index": [1], "confidence": [0.5],
                                                              f"{params['key']}_n_raters": [1]})
     return MethodOutput(summary=summary, detail=detail, label_fields=fields,
@@ -199,12 +202,13 @@ def _consensus_documents(unit_ids, where: dict, consensus, key: str) -> dict:
     t = consensus.tracks
     labels = t.labels if t.labels is not None else [None] * len(t.frames)
     for f, box, tid, lab, conf, n in zip(t.frames, t.boxes, t.track_ids, labels, consensus.confidence,
-                                         consensus.n_raters):
+                                         consensus.n_raters, strict=False):
         unit = frame_unit.get(int(f))
         if unit is not None:
+            n_raters: dict[str, Any] = {f"{key}_n_raters": int(n)}
             docs[unit].append(label_document("Detections", label=None if lab is None else str(lab),
                                              bounding_box=[float(x) for x in box], index=int(tid),
-                                             confidence=float(conf) if np.isfinite(conf) else None, **{f"{key}_n_raters": int(n)}))
+                                             confidence=float(conf) if np.isfinite(conf) else None, **n_raters))
     return docs
 
 

@@ -37,7 +37,8 @@ def _label_path(dataset, field: str) -> str | None:
     """The path of the labels of rater field ``field`` (``None`` for a field the dataset lacks or a frame field)."""
     if field.startswith("frames.") or field not in dataset.get_field_schema():
         return None
-    return label_list_path(field, getattr(dataset.get_field(field), "document_type", None))
+    doc_type = getattr(dataset.get_field(field), "document_type", None)
+    return label_list_path(field, doc_type) if doc_type is not None else field  # no label type: the field itself
 
 
 def _read(samples, path: str, attrs: Sequence[str]) -> list[list]:
@@ -68,7 +69,7 @@ def _labels_of(samples, info: dict, extra: Sequence[str]) -> tuple[list, list, l
         listed = (samples.values(layout["raters_field"]) if layout.get("raters_field")
                   and layout["raters_field"] in dataset.get_field_schema() else None)
         for s in range(n):
-            for vals in zip(*(c[s] for c in cols)):
+            for vals in zip(*(c[s] for c in cols), strict=False):
                 labels[s].append(_label(vals, str(vals[-1])))
             assigned[s] = ([str(r) for r in listed[s] or []] if listed is not None
                            else sorted({lab.rater for lab in labels[s]}))
@@ -82,7 +83,7 @@ def _labels_of(samples, info: dict, extra: Sequence[str]) -> tuple[list, list, l
         for s in range(n):
             if present[s] is not None:
                 assigned[s].append(field)
-            for vals in zip(*(c[s] for c in cols)):
+            for vals in zip(*(c[s] for c in cols), strict=False):
                 labels[s].append(_label(vals, field))
     return ids, paths, labels, assigned
 
@@ -102,7 +103,7 @@ def match_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, li
     ids, paths, labels, assigned = _labels_of(samples, info, ("reason", "match", "nearest_id"))
     thr = float(info.get("params", {}).get("iou_threshold") or LOW_OVERLAP_IOU)
     out = []
-    for labs, raters in zip(labels, assigned):
+    for labs, raters in zip(labels, assigned, strict=False):
         # a reason "matched" (runs written before 2026-12) is a matched label
         labs = [Label(x.id, x.rater, x.label, x.box, None if x.reason == "matched" else x.reason, x.match, x.nearest)
                 for x in labs]
@@ -116,7 +117,7 @@ def unit_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, lis
     ids, paths, labels, assigned = _labels_of(samples, info, ("unit",))
     rank = {r: i for i, r in enumerate(order)}
     out = []
-    for labs, raters in zip(labels, assigned):
+    for labs, raters in zip(labels, assigned, strict=False):
         raters = sorted(raters, key=lambda r: (rank.get(r, len(rank)), r))
         units: dict = {}
         for lab in labs:  # Label.reason holds the unit here (the first extra attribute)
@@ -138,11 +139,11 @@ def fused_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, li
     ids, paths, labels, assigned = _labels_of(samples, info, ())
     cols = _read(samples, path, ["id", "label", "bounding_box", f"{key}_members"])
     out = []
-    for s, (labs, raters) in enumerate(zip(labels, assigned)):
+    for s, (labs, raters) in enumerate(zip(labels, assigned, strict=False)):
         by_id = {lab.id: lab for lab in labs}
         used: set[str] = set()
         groups = []
-        for cid, cls, box, members in zip(*(c[s] for c in cols)):
+        for cid, cls, box, members in zip(*(c[s] for c in cols), strict=False):
             cons = Label(str(cid), CONSENSUS_RATER, None if cls is None else str(cls),
                          tuple(box) if box is not None else None)
             group = [cons] + [by_id[str(m)] for m in members or [] if str(m) in by_id]
@@ -177,7 +178,7 @@ def conflict_rows(ids: Sequence[str], paths: Sequence[str], conflicts: Sequence[
     ``label_id_a``, ``rater_b``, ``class_b``, ``label_id_b``, ``iou`` (4 decimals, empty when a side is
     missing or a label has no box) and ``reason`` (what the run stored)."""
     rows = []
-    for sid, path, found in zip(ids, paths, conflicts):
+    for sid, path, found in zip(ids, paths, conflicts, strict=False):
         for c in found:
             rows.append({
                 "sample_id": str(sid), "file_name": os.path.basename(str(path)), "type": c.type,

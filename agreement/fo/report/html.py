@@ -128,6 +128,8 @@ def html_table(rows: Sequence[dict], limit: int = 25, columns: Sequence[str] | N
 
 def _section(title: str, figures: Sequence[dict], absent: str, extra: str = "", counter: list | None = None) -> str:
     parts = [f"<section><h2>{html.escape(title)}</h2>"]
+    if counter is None:  # the figures drawn before, shared across sections (their plotly.js is loaded once)
+        counter = []
     if figures:
         divs = []
         for fig in figures:

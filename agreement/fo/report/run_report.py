@@ -91,7 +91,7 @@ def _panel(samples, key: str) -> tuple[dict | None, str]:
         return None, f"No figures for this run: {e}"
 
 
-def _extra_figures(samples, info: dict, results: dict, data: dict) -> dict[str, list]:
+def _extra_figures(samples, info: dict, results: dict, data: dict | None) -> dict[str, list]:
     """The figures the panel draws outside :func:`run_panel_data`: the method's own (a mask run's, its hook
     ``panel_figures``), a consensus run's confusion per rater, a video run's timeline."""
     from agreement.fo.methods import hooks_of
@@ -175,7 +175,7 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     rater_note = rater_note_hidden + (f"<p class='note'>{method_title} runs give no {' and no '.join(missing)}"
                   f"{'; the table lists every per-rater figure the run has' if tables.get('raters') else ''}.</p>"
                   if missing and (rater_figs or extra["confusion"] or tables.get("raters")) else "")
-    sections = [
+    sections: list[dict] = [
         {"title": "Per-sample scores", "figures": [figs["histogram"]] if "histogram" in figs else [],
          "absent": panel_note or f"{method_title} runs give no per-sample score.",
          "extra": (("<p class='note'>Samples without a score, by reason:</p>" + html_table(undefined)) if undefined

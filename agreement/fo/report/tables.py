@@ -105,7 +105,7 @@ def _column_blocks(detail: dict, index: str) -> dict[str, dict]:
                 continue
             if any(isinstance(v, (list, dict)) for v in vals):
                 continue
-            columns.setdefault(plain_name(col, block), dict(zip(rows, vals)))
+            columns.setdefault(plain_name(col, block), dict(zip(rows, vals, strict=False)))
     return columns
 
 
@@ -122,7 +122,7 @@ def rater_rows(detail: dict, panel_rows: Sequence[dict] | None = None) -> list[d
     for k, v in detail.items():  # per-rater vectors at the top level (mask consensus)
         if k != "raters" and k not in _NOT_FIGURES and isinstance(v, list) and len(v) == len(detail.get("raters") or []) and v \
                 and all(x is None or isinstance(x, (int, float)) for x in v):
-            columns.setdefault(plain_name(k), dict(zip(raters, v)))
+            columns.setdefault(plain_name(k), dict(zip(raters, v, strict=False)))
     for block, value in detail.items():  # {rater: {...}} blocks (consensus rater report, repairs per rater)
         per = value.get("per_rater") if isinstance(value, dict) and isinstance(value.get("per_rater"), dict) else value
         if not isinstance(per, dict) or not per or not set(map(str, per)) <= set(raters):
@@ -134,7 +134,7 @@ def rater_rows(detail: dict, panel_rows: Sequence[dict] | None = None) -> list[d
                     columns.setdefault(name, {})[str(rater)] = v
     out = []
     for r in raters:
-        row = {"rater": r}
+        row: dict[str, Any] = {"rater": r}
         for k, v in (panel.get(r) or {}).items():
             if k not in ("rater", "text") and not isinstance(v, (list, dict)):
                 row[plain_name(k)] = v
@@ -179,7 +179,7 @@ def sample_rows(ids: Sequence[str], paths: Sequence[str], values: dict[str, Sequ
     see :func:`round_value`), and ``reason`` where ``score`` (the run's score column) is empty: the run's reason
     for the sample, or ``"not in the run"``."""
     rows = []
-    for k, (sid, path) in enumerate(zip(ids, paths)):
+    for k, (sid, path) in enumerate(zip(ids, paths, strict=False)):
         row = {"sample_id": str(sid), "file_name": os.path.basename(str(path)), "filepath": str(path)}
         for name, vals in values.items():
             row[name] = round_value(vals[k], _is_count(name))
@@ -208,7 +208,7 @@ def class_confusion_rows(detail: dict) -> list[dict]:
     c = detail.get("confusion") or {}
     classes, matrix = c.get("classes") or [], c.get("matrix") or []
     return [_tidy({"class": str(a), "other_rater_class": str(b), "probability": p})
-            for a, row in zip(classes, matrix) for b, p in zip(classes, row or [])]
+            for a, row in zip(classes, matrix, strict=False) for b, p in zip(classes, row or [], strict=False)]
 
 
 def curve_rows(detail: dict) -> list[dict]:

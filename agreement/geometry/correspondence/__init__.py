@@ -93,16 +93,15 @@ from scipy.sparse.csgraph import connected_components
 
 from agreement.core.arrays import unique_sorted
 from agreement.geometry.correspondence.costs import (
+    COSTS,
+    SOLVERS,
     canonical_rank,
     check_cost,
     check_solver,
     check_tau,
-    COSTS,
     pair_cost,
-    SOLVERS,
 )
-from agreement.geometry.correspondence.solvers import _SOLVE, HardProblem
-
+from agreement.geometry.correspondence.solvers import SOLVE, HardProblem
 
 __all__ = [
     "SOLVERS",
@@ -142,49 +141,35 @@ def solve_units(
     ``similarity < tau`` are ignored, so one list computed at the smallest
     ``tau`` serves a whole sweep of thresholds.
 
-    Parameters
-    ----------
-    raters : array-like of int, shape (n,)
-        Rater code (``>= 0``) of each annotation.
-    classes : array-like of int, shape (n,)
-        Class code of each annotation (compared for ψ_soft).
-    pairs_i, pairs_j : array-like of int, shape (k,)
-        Annotation indices of the pairs; both of one group, different raters.
-    similarity : array-like of float, shape (k,)
-        Similarity of each pair, in ``[0, 1]``.
-    tau : float in (0, 1]
-        Similarity threshold: pairs with ``similarity >= tau`` are candidates.
-    solver : {"greedy", "hungarian", "agglomerative", "mgm"}
-        See the module docstring.
-    cost : {"soft", "plain"}
-        See :func:`pair_cost`.
-    group : array-like of int, shape (n,), optional
-        Group (sample) of each annotation, non-decreasing. Default: one group.
-    keys : array-like of shape (n,) or (n, k), optional
-        Content keys of the annotations (e.g. boxes) for the canonical order
-        of :func:`canonical_rank` (group, class, keys, rater, position), which
-        breaks exact cost ties and orders the annotations given to the
-        non-greedy solvers. Without keys, annotations of one class and rater
-        are ordered by position, and results may depend on input order.
+    Args:
+        raters (array-like of int, shape (n,)): Rater code (``>= 0``) of each annotation.
+        classes (array-like of int, shape (n,)): Class code of each annotation (compared for ψ_soft).
+        pairs_i (array-like of int, shape (k,)): First annotation index of each pair; both annotations of a
+            pair are of one group and of different raters.
+        pairs_j (array-like of int, shape (k,)): Second annotation index of each pair.
+        similarity (array-like of float, shape (k,)): Similarity of each pair, in ``[0, 1]``.
+        tau (float in (0, 1]): Similarity threshold: pairs with ``similarity >= tau`` are candidates.
+        solver ({"greedy", "hungarian", "agglomerative", "mgm"}): See the module docstring.
+        cost ({"soft", "plain"}): See :func:`pair_cost`.
+        group (array-like of int, shape (n,), optional): Group (sample) of each annotation, non-decreasing. Default: one group.
+        keys (array-like of shape (n,) or (n, k), optional): Content keys of the annotations (e.g. boxes) for the canonical order
+            of :func:`canonical_rank` (group, class, keys, rater, position), which
+            breaks exact cost ties and orders the annotations given to the
+            non-greedy solvers. Without keys, annotations of one class and rater
+            are ordered by position, and results may depend on input order.
 
-    Returns
-    -------
-    unit : ndarray of shape (n,), int64
-        Unit id of each annotation within its group, ``0 .. U_g - 1``, in the
-        order of each unit's first annotation. No unit holds two annotations
-        of one rater; an annotation without a candidate is a unit of its own.
+    Returns:
+        unit (ndarray of shape (n,), int64): Unit id of each annotation within its group, ``0 .. U_g - 1``, in the
+            order of each unit's first annotation. No unit holds two annotations
+            of one rater; an annotation without a candidate is a unit of its own.
 
-    Raises
-    ------
-    ValueError
-        For an unknown solver or cost, ``tau`` outside ``(0, 1]``, a pair of
-        one rater or of two groups, or similarities outside ``[0, 1]``.
-    ImportError
-        For ``solver="mgm"`` without ``pylibmgm``.
+    Raises:
+        ValueError: For an unknown solver or cost, ``tau`` outside ``(0, 1]``, a pair of
+            one rater or of two groups, or similarities outside ``[0, 1]``.
+        ImportError: For ``solver="mgm"`` without ``pylibmgm``.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
     """
     tau = check_tau(tau)
     check_solver(solver)
@@ -295,7 +280,7 @@ def _solve_hard(ann: _Annotations, pairs: tuple, label: np.ndarray, comp: np.nda
         # the ranks of the two annotations.
         order = np.lexsort((hi, lo, -sim, c))
     pi, pj, sim, c = pi[order], pj[order], sim[order], c[order]
-    _SOLVE[solver](HardProblem(raters=raters, classes=classes, rank=rank, label=label, comp=comp, pi=pi, pj=pj,
+    SOLVE[solver](HardProblem(raters=raters, classes=classes, rank=rank, label=label, comp=comp, pi=pi, pj=pj,
                                 sim=sim, c=c, tau=tau, cost=cost))
 
 
@@ -337,43 +322,34 @@ def correspond(
     the same class, ``-s`` otherwise; ``"plain"``: ``-s``). See the module
     docstring for the solvers.
 
-    Parameters
-    ----------
-    raters : array-like of shape (n,)
-        The rater (any sortable hashable) of each annotation.
-    classes : array-like of shape (n,)
-        The class (any hashable) of each annotation.
-    similarity : callable or mapping
-        Either ``f(idx_a, idx_b) -> (len(idx_a), len(idx_b))`` similarities in
-        ``[0, 1]`` between the annotations ``idx_a`` of one rater and
-        ``idx_b`` of another (indices into the inputs), or a mapping
-        ``{(rater_a, rater_b): matrix}`` whose matrix compares rater_a's
-        annotations (in input order) with rater_b's; each unordered pair of
-        raters that both drew something must be present in one orientation.
-    tau : float in (0, 1]
-        Similarity threshold.
-    solver : {"greedy", "hungarian", "agglomerative", "mgm"}
-    cost : {"soft", "plain"}
-    keys : array-like of shape (n,) or (n, k), optional
-        Content keys (e.g. boxes) for the canonical tie-break (see
-        :func:`solve_units`); with them the greedy units do not depend on
-        the order of the inputs.
+    Args:
+        raters (array-like of shape (n,)): The rater (any sortable hashable) of each annotation.
+        classes (array-like of shape (n,)): The class (any hashable) of each annotation.
+        similarity (callable or mapping): Either ``f(idx_a, idx_b) -> (len(idx_a), len(idx_b))`` similarities in
+            ``[0, 1]`` between the annotations ``idx_a`` of one rater and
+            ``idx_b`` of another (indices into the inputs), or a mapping
+            ``{(rater_a, rater_b): matrix}`` whose matrix compares rater_a's
+            annotations (in input order) with rater_b's; each unordered pair of
+            raters that both drew something must be present in one orientation.
+        tau (float in (0, 1]): Similarity threshold.
+        solver ({"greedy", "hungarian", "agglomerative", "mgm"}): The correspondence solver (see the
+            module docstring).
+        cost ({"soft", "plain"}): The pair cost (see :func:`pair_cost`).
+        keys (array-like of shape (n,) or (n, k), optional): Content keys (e.g. boxes) for the canonical tie-break (see
+            :func:`solve_units`); with them the greedy units do not depend on
+            the order of the inputs.
 
-    Returns
-    -------
-    unit : ndarray of shape (n,), int64
-        Unit id of each annotation, ``0 .. U - 1`` in order of first annotation.
+    Returns:
+        unit (ndarray of shape (n,), int64): Unit id of each annotation, ``0 .. U - 1`` in order of first annotation.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> s = {("a", "b"): np.array([[0.9, 0.0], [0.0, 0.6]])}
-    >>> correspond(["a", "a", "b", "b"], ["cat", "dog", "cat", "cat"], s).tolist()
-    [0, 1, 0, 1]
+    Examples:
+        >>> import numpy as np
+        >>> s = {("a", "b"): np.array([[0.9, 0.0], [0.0, 0.6]])}
+        >>> correspond(["a", "a", "b", "b"], ["cat", "dog", "cat", "cat"], s).tolist()
+        [0, 1, 0, 1]
     """
     tau = check_tau(tau)
     check_solver(solver)
@@ -389,7 +365,9 @@ def correspond(
     cls_names = {v: i for i, v in enumerate(sorted(set(cls_vals.tolist()), key=lambda v: (type(v).__name__, str(v))))}
     ccode = np.fromiter((cls_names[v] for v in cls_vals.tolist()), dtype=np.int64, count=n)
     idx = [np.flatnonzero(rcode == k) for k in range(len(names))]
-    pis, pjs, sims = [], [], []
+    pis: list[np.ndarray] = []
+    pjs: list[np.ndarray] = []
+    sims: list[np.ndarray] = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
             ia, ib = idx[a], idx[b]
@@ -414,7 +392,9 @@ def correspond(
             sims.append(mat[x, y])
             if not np.all((mat >= 0.0) & (mat <= 1.0)):
                 raise ValueError(f"similarity of raters {names[a]!r} and {names[b]!r} is outside [0, 1] or NaN")
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    def cat(xs: list[np.ndarray], dt: type) -> np.ndarray:
+        return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
     return solve_units(
         rcode, ccode, cat(pis, np.int64), cat(pjs, np.int64), cat(sims, np.float64),
         tau=tau, solver=solver, cost=cost, keys=keys,

@@ -12,13 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-
 #: Correspondence solvers, the default first.
 SOLVERS: tuple[str, ...] = ("greedy", "hungarian", "agglomerative", "mgm")
 #: Cost functions, the default first.
 COSTS: tuple[str, ...] = ("soft", "plain")
 
-_C_MIN = {"soft": -2.0, "plain": -1.0}
+C_MIN = {"soft": -2.0, "plain": -1.0}
 
 
 # --------------------------------------------------------------------------
@@ -82,27 +81,20 @@ def pair_cost(similarity: ArrayLike, same_class: ArrayLike, *, cost: str = "soft
                                               -s(a, b) & \text{otherwise} \end{cases}
         \qquad \psi_\mathrm{plain}(a, b) = -s(a, b)
 
-    Parameters
-    ----------
-    similarity : array-like of shape (k,)
-        Similarities ``s`` in ``[0, 1]`` of the pairs.
-    same_class : array-like of bool, shape (k,)
-        Whether the two annotations of each pair have the same class (ignored
-        for ``"plain"``).
-    cost : {"soft", "plain"}
-        The cost function.
+    Args:
+        similarity (array-like of shape (k,)): Similarities ``s`` in ``[0, 1]`` of the pairs.
+        same_class (array-like of bool, shape (k,)): Whether the two annotations of each pair have the same class (ignored
+            for ``"plain"``).
+        cost ({"soft", "plain"}): The cost function.
 
-    Returns
-    -------
-    cost : ndarray of shape (k,), float64
-        In ``[-2, 0]`` for ``"soft"`` and ``[-1, 0]`` for ``"plain"``; lower is
-        better. ``-s - 1`` is computed as ``(-s) - 1.0``, bit for bit as the
-        reference does.
+    Returns:
+        cost (ndarray of shape (k,), float64): In ``[-2, 0]`` for ``"soft"`` and ``[-1, 0]`` for ``"plain"``; lower is
+            better. ``-s - 1`` is computed as ``(-s) - 1.0``, bit for bit as the
+            reference does.
 
-    References
-    ----------
-    T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (ψ_soft is the
-    reference's ``category_lenient`` cost, ψ_plain its ``negative_score``).
+    References:
+        T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (ψ_soft is the
+        reference's ``category_lenient`` cost, ψ_plain its ``negative_score``).
     """
     check_cost(cost)
     s = np.asarray(similarity, dtype=np.float64)
@@ -122,29 +114,21 @@ def canonical_rank(
     then rater code, then input position (which only decides between exact
     duplicates, whose order does not change any unit's content).
 
-    Parameters
-    ----------
-    group : array-like of int, shape (n,)
-        Sample of each annotation.
-    classes : array-like of int, shape (n,)
-        Class code of each annotation.
-    keys : array-like of shape (n,) or (n, k), optional
-        Further content keys (float), e.g. boxes.
-    raters : array-like of int, shape (n,), optional
-        Rater code of each annotation.
+    Args:
+        group (array-like of int, shape (n,)): Sample of each annotation.
+        classes (array-like of int, shape (n,)): Class code of each annotation.
+        keys (array-like of shape (n,) or (n, k), optional): Further content keys (float), e.g. boxes.
+        raters (array-like of int, shape (n,), optional): Rater code of each annotation.
 
-    Returns
-    -------
-    rank : ndarray of shape (n,), int64
-        A permutation of ``0 .. n - 1``; equal content (group, class, keys,
-        rater) gets the same relative order whatever the input order, except
-        among exact duplicates.
+    Returns:
+        rank (ndarray of shape (n,), int64): A permutation of ``0 .. n - 1``; equal content (group, class, keys,
+            rater) gets the same relative order whatever the input order, except
+            among exact duplicates.
 
-    Notes
-    -----
-    Used by :func:`solve_units` to break exact ties of the greedy order
-    (the reference, ``kalos``, breaks them by input order) and to order the
-    annotations handed to the other solvers.
+    Notes:
+        Used by :func:`solve_units` to break exact ties of the greedy order
+        (the reference, ``kalos``, breaks them by input order) and to order the
+        annotations handed to the other solvers.
     """
     group = np.asarray(group).reshape(-1)
     n = len(group)

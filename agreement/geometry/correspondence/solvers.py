@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import linear_sum_assignment
 
 from agreement.core.arrays import unique_sorted
-from agreement.geometry.correspondence.costs import _C_MIN, SOLVERS
+from agreement.geometry.correspondence.costs import C_MIN, SOLVERS
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _greedy(problem: HardProblem) -> None:
     members: dict[int, list[int]] = {}
     mask: dict[int, int] = {}
     rat = raters.tolist()
-    for a, b in zip(pi.tolist(), pj.tolist()):
+    for a, b in zip(pi.tolist(), pj.tolist(), strict=True):
         ca = cluster.get(a, a)
         cb = cluster.get(b, b)
         if ca == cb:
@@ -78,7 +78,8 @@ def _greedy(problem: HardProblem) -> None:
         label[x] = cx
 
 
-def _components(comp: np.ndarray, pi: np.ndarray, pj: np.ndarray, rank: np.ndarray):
+def _components(comp: np.ndarray, pi: np.ndarray, pj: np.ndarray,
+                rank: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yields ``(nodes, edge_index)`` per component of the given edges; nodes in canonical rank order."""
     ec = comp[pi]
     order = np.argsort(ec, kind="stable")
@@ -91,7 +92,7 @@ def _components(comp: np.ndarray, pi: np.ndarray, pj: np.ndarray, rank: np.ndarr
         yield nodes, e
 
 
-def _local_costs(nodes: np.ndarray, pi, pj, c, e) -> np.ndarray:
+def _local_costs(nodes: np.ndarray, pi: np.ndarray, pj: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Dense ``(k, k)`` cost matrix of a component; 0 where not a candidate."""
     pos = {int(x): t for t, x in enumerate(nodes.tolist())}
     k = len(nodes)
@@ -123,7 +124,7 @@ def _hungarian(problem: HardProblem) -> None:
                 sub = m[np.ix_(rows, unmatched)]
                 ri, ci = linear_sum_assignment(sub)
                 taken = set()
-                for a, b in zip(ri.tolist(), ci.tolist()):
+                for a, b in zip(ri.tolist(), ci.tolist(), strict=True):
                     if sub[a, b] < 0.0:  # a candidate pair
                         slots[a][rk] = unmatched[b]
                         taken.add(unmatched[b])
@@ -138,7 +139,7 @@ def _agglomerative(problem: HardProblem) -> None:
     """Complete linkage per component, cut so that every pair in a unit is a candidate."""
     label, comp, pi, pj, c, rank, tau, cost = (problem.label, problem.comp, problem.pi, problem.pj, problem.c,
                                                problem.rank, problem.tau, problem.cost)
-    c_min = _C_MIN[cost]
+    c_min = C_MIN[cost]
     cut = (-tau) - c_min  # the largest distance of a candidate pair
     far = 4.0 * (1.0 - c_min) + 1.0  # larger than any candidate distance
     for nodes, e in _components(comp, pi, pj, rank):
@@ -178,7 +179,7 @@ def _mgm(problem: HardProblem) -> None:
                 sub = m[np.ix_(per[g1], per[g2])]
                 a, b = np.nonzero(sub < 0.0)
                 gm = lib.GmModel(graphs[g1], graphs[g2], max(len(a), 1), 0)
-                for x, y, v in zip(a.tolist(), b.tolist(), sub[a, b].tolist()):
+                for x, y, v in zip(a.tolist(), b.tolist(), sub[a, b].tolist(), strict=True):
                     gm.add_assignment(x, y, v)
                 model.add_model(gm)
         logger = logging.getLogger("libmgm")  # pylibmgm logs every solve at INFO
@@ -189,20 +190,13 @@ def _mgm(problem: HardProblem) -> None:
         finally:
             logger.setLevel(level)
         parent = list(range(len(nodes)))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
         for (g1, g2), matches in sol.labeling().items():
             for x, y in enumerate(matches):
                 if y >= 0:
-                    a, b = find(int(per[g1][x])), find(int(per[g2][y]))
-                    if a != b:
-                        parent[max(a, b)] = min(a, b)
-        roots = np.array([find(x) for x in range(len(nodes))])
+                    ra, rb = _find(parent, int(per[g1][x])), _find(parent, int(per[g2][y]))
+                    if ra != rb:
+                        parent[max(ra, rb)] = min(ra, rb)
+        roots = np.array([_find(parent, x) for x in range(len(nodes))])
         for v in np.unique(roots).tolist():
             loc = np.flatnonzero(roots == v)
             if len(np.unique(r[loc])) != len(loc):  # pragma: no cover - GREEDA is cycle-consistent
@@ -211,7 +205,15 @@ def _mgm(problem: HardProblem) -> None:
             label[idx] = idx.min()
 
 
-def _solve_mgm(lib, model):
+def _find(parent: list[int], x: int) -> int:
+    """The root of ``x`` in the union-find forest ``parent`` (path halving, in place)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def _solve_mgm(lib: Any, model: Any) -> Any:
     """GREEDA with a deterministic (sequential) graph order and exhaustive local search."""
     gen = lib.SequentialGenerator(model)
     order = gen.init(lib.MgmGenerator.matching_order.sequential)
@@ -225,7 +227,7 @@ def _solve_mgm(lib, model):
     return sol
 
 
-_SOLVE: dict[str, Callable[[HardProblem], None]] = {
+SOLVE: dict[str, Callable[[HardProblem], None]] = {
     "greedy": _greedy,
     "hungarian": _hungarian,
     "agglomerative": _agglomerative,

@@ -272,19 +272,20 @@ def consensus(
     """
     _check_inputs(data, method, max_iter, tol, smoothing, rate_prior)
     tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
-                                                          coincidence, tail)
+                                                          coincidence=coincidence, tail=tail)
     kind, codes, classes = _kind_and_codes(data, method, geometry, model)
     sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
     tau, choice, selection = _resolved_tau(tau, data, method, sim, model)
-    units, out = _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter,
-                       tol, model, tail, rate_prior)
+    units, out = _fuse(data, method, kind, codes, classes, sim, tau=tau, solver=solver, cost=cost, smoothing=smoothing,
+                       coincidence=coincidence, max_iter=max_iter, tol=tol, model=model, tail=tail,
+                       rate_prior=rate_prior)
     params = dict(tau=tau, tau_selection=selection, min_confidence=min_confidence, quorum=quorum,
                   review_band=band, solver=solver, cost=cost, smoothing=float(smoothing), rate_prior=float(rate_prior),
                   similarity="iou" if method == "wbf" else str(getattr(sim, "__name__", sim)),
                   requested_method=method, warning=out.get("warning", ""))
     if choice is not None:
         params["tau_auto"] = choice.as_dict()
-    return _assemble(data, out.get("method", method), kind, units, codes, classes, out, params)
+    return _assemble(data, out.get("method", method), kind, units, codes, classes, out=out, params=params)
 
 
 def _kind_and_codes(data, method, geometry, model):
@@ -321,10 +322,10 @@ def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing,
     units = build_units(data, codes, sim, tau, solver, cost, keys=data.cuboids if kind == "cuboids" else None)
     if method != "em":
         return units, _run_majority(data, kind, units, codes, len(classes))
-    out = _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail,
-                  rate_prior)
+    out = _run_em(data, kind, units, codes, classes, tau, smoothing=smoothing, coincidence=coincidence,
+                  max_iter=max_iter, tol=tol, model=model, tail=tail, rate_prior=rate_prior)
     why = em_degeneracy(data, units, out["confidence"])
-    return units, (_fallback(data, kind, units, codes, len(classes), out, why) if why else out)
+    return units, (_fallback(data, kind, units, codes, len(classes), out, why=why) if why else out)
 
 
 def rater_meets(assigned: np.ndarray) -> np.ndarray:
@@ -356,11 +357,11 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
     review = review_flags(conf, out["top_probability"], params["review_band"]) & kept
     pixel = out.get("pixel")
     sim = member_similarity(data, kind, units, out["boxes"], out.get("keypoints"), out.get("cuboids"),
-                            None if pixel is None else pixel.member_iou)
-    rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review, sim,
+                            pixel_iou=None if pixel is None else pixel.member_iou)
+    rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review=review, similarity=sim,
                                   class_probability=out["top_probability"])
     rs["row_agrees"] = rs["row_agrees"] & (n_rated >= 2)[data.sample_index]  # one rater agrees with no one
-    report = rater_report(data, units, codes, classes, kept, top, rs["row_agrees"], sim,
+    report = rater_report(data, units, codes, classes, kept, top, row_agrees=rs["row_agrees"], similarity=sim,
                           existence=fitted if method == "em" else None,
                           model=out.get("model") if method == "em" else None, pixel=pixel)
     report = _met_only(report, data, n_rated, meets, rs["row_agrees"])

@@ -22,16 +22,15 @@ posterior row; a rater who labelled nothing gets NaN competence and a NaN
 confusion matrix. The methods never see the unlabelled samples, so adding or
 removing them does not change any other number.
 
-References
-----------
-A. P. Dawid and A. M. Skene, "Maximum Likelihood Estimation of Observer
-Error-Rates Using the EM Algorithm", J. R. Stat. Soc. C 28(1), 20-28, 1979.
-D. Hovy, T. Berg-Kirkpatrick, A. Vaswani and E. Hovy, "Learning Whom to Trust
-with MACE", NAACL-HLT 2013, 1120-1130.
-D. Ustalov et al., "Learning from Crowds with Crowd-Kit", JOSS 9(96), 2024
-(the reference implementations the oracle tests compare with).
-
 This module does not import FiftyOne.
+
+References:
+    A. P. Dawid and A. M. Skene, "Maximum Likelihood Estimation of Observer
+    Error-Rates Using the EM Algorithm", J. R. Stat. Soc. C 28(1), 20-28, 1979.
+    D. Hovy, T. Berg-Kirkpatrick, A. Vaswani and E. Hovy, "Learning Whom to Trust
+    with MACE", NAACL-HLT 2013, 1120-1130.
+    D. Ustalov et al., "Learning from Crowds with Crowd-Kit", JOSS 9(96), 2024
+    (the reference implementations the oracle tests compare with).
 """
 
 from __future__ import annotations
@@ -213,7 +212,7 @@ def _break_ties(codes: np.ndarray, votes: np.ndarray, tied: np.ndarray, untied: 
     top_votes = votes[rows] == votes[rows].max(axis=1, keepdims=True)
     score = np.where(top_votes, score, -np.inf)
     best = top_votes & (score == score.max(axis=1, keepdims=True))
-    return np.argmin(np.where(best, pos[None, :], K), axis=1)
+    return np.asarray(np.argmin(np.where(best, pos[None, :], K), axis=1))
 
 
 def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassConsensus:
@@ -310,8 +309,8 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = DS_
     Args:
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
         n_classes: ``K``.
-        max_iter, tol: EM stopping: the iteration limit (``>= 1``) and the largest absolute change of a
-            posterior to stop at (``>= 0``).
+        max_iter: EM stopping: the iteration limit (``>= 1``).
+        tol: EM stopping: the largest absolute change of a posterior to stop at (``>= 0``).
         smoothing: ``α >= 0`` of :func:`~agreement.methods.consensus.em.dawid_skene` (0: the textbook EM).
 
     Returns:
@@ -412,7 +411,7 @@ def _mace_m_step(d: _Ratings, know: np.ndarray, method: str, priors: tuple[float
     spam = 1.0 - know
     counts = np.stack([np.bincount(d.r, weights=spam, minlength=d.R),
                        np.bincount(d.r, weights=know, minlength=d.R)], axis=1)
-    strat = np.bincount(d.r * d.K + d.a, weights=spam, minlength=d.R * d.K).reshape(d.R, d.K)
+    strat: np.ndarray = np.bincount(d.r * d.K + d.a, weights=spam, minlength=d.R * d.K).reshape(d.R, d.K)
     if method == "em":
         pair = counts + smoothing
         strat = strat + smoothing
@@ -424,12 +423,12 @@ def _mace_m_step(d: _Ratings, know: np.ndarray, method: str, priors: tuple[float
             np.exp(digamma(strat) - digamma(strat.sum(axis=1, keepdims=True))))
 
 
-def _mace_run(d: _Ratings, pair, strat, *, method: str, priors: tuple[float, float, float], smoothing: float,
-              max_iter: int, tol: float):
+def _mace_run(d: _Ratings, pair: np.ndarray, strat: np.ndarray, *, method: str, priors: tuple[float, float, float],
+              smoothing: float, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray, int, bool, float]:
     """One EM/VB run from ``(pair, strat)``: the final parameters, iterations, convergence and the last
     change (the largest absolute change of a parameter ``θ_r``, ``1 - θ_r`` or ``ξ_r[a]`` in the last M-step)."""
     converged, n_iter, change = False, 0, float("inf")
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter, the iterations run, is returned after the loop)
         _, know, _ = _mace_e_step(d, pair, strat)
         new_pair, new_strat = _mace_m_step(d, know, method, priors, smoothing)
         change = max(np.abs(new_pair - pair).max(initial=0.0), np.abs(new_strat - strat).max(initial=0.0))
@@ -483,9 +482,12 @@ def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 
         codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
         n_classes: ``K``.
         seed: seeds the random starts (deterministic results).
-        n_restarts, max_iter, tol: restarts and the stopping rule of each run.
+        n_restarts: the number of random starts (``>= 1``).
+        max_iter: each run's limit of M-steps (``>= 1``).
+        tol: each run stops when no parameter moves by more than ``tol`` (``>= 0``).
         method: ``"vb"`` or ``"em"``.
-        alpha, beta: the Beta prior on the competence ``θ_r`` (``"vb"``).
+        alpha: the first parameter of the Beta prior on the competence ``θ_r`` (``"vb"``).
+        beta: the second parameter of the Beta prior on the competence ``θ_r`` (``"vb"``).
         strategy_prior: the Dirichlet prior on ``ξ_r`` (``"vb"``).
         smoothing: the ``"em"`` pseudo-count (None: ``0.01 / K``).
         data_start: also run from the data-driven start (above).
@@ -512,7 +514,7 @@ def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 
     d = _Ratings.of(codes[rated_rows][:, cols], K)
     smoothing = 0.01 / K if smoothing is None else float(smoothing)
     priors = (float(alpha), float(beta), float(strategy_prior))
-    best = None
+    best: tuple[float, np.ndarray, np.ndarray, np.ndarray, int, bool, float] | None = None
     freq = np.bincount(d.r * K + d.a, minlength=len(cols) * K).reshape(len(cols), K) + 1.0
     data = (np.full((len(cols), 2), 0.5), freq / freq.sum(axis=1, keepdims=True))
     for restart in range(n_restarts + bool(data_start)):
@@ -522,6 +524,7 @@ def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 
         T, _, ll = _mace_e_step(d, pair, strat)
         if best is None or ll > best[0]:
             best = (ll, T, pair, strat, n_iter, converged, change)
+    assert best is not None  # n_restarts >= 1 (checked above): at least one run
     ll, T, pair, strat, n_iter, converged, change = best
     theta, xi = np.full(R, np.nan), np.full((R, K), np.nan)
     theta[cols] = pair[:, 1] / pair.sum(axis=1)
@@ -553,7 +556,8 @@ def class_consensus(codes: np.ndarray, n_classes: int, method: str = "mace", see
             1,000 raters × 10,000 items where Dawid–Skene needed up to 5,409.
         seed: MACE's random starts and majority vote's tie order (Dawid–Skene is deterministic
             from the vote shares).
-        max_iter, tol: EM stopping (None: the method's default; ignored by majority vote).
+        max_iter: EM iteration limit (None: the method's default; ignored by majority vote).
+        tol: EM stopping tolerance (None: the method's default; ignored by majority vote).
 
     Returns:
         :class:`ClassConsensus`.
@@ -561,11 +565,12 @@ def class_consensus(codes: np.ndarray, n_classes: int, method: str = "mace", see
     Raises:
         ValueError: an unknown method, or codes that are not ``(S, R)`` integers in ``[-1, K - 1]``.
     """
-    opts = {k: v for k, v in (("max_iter", max_iter), ("tol", tol)) if v is not None}
     if method == "dawid_skene":
-        return dawid_skene_consensus(codes, n_classes, **opts)
+        return dawid_skene_consensus(codes, n_classes, max_iter=DS_MAX_ITER if max_iter is None else max_iter,
+                                     tol=DS_TOL if tol is None else tol)
     if method == "mace":
-        return mace(codes, n_classes, seed=seed, **opts)
+        return mace(codes, n_classes, seed=seed, max_iter=MACE_MAX_ITER if max_iter is None else max_iter,
+                    tol=MACE_TOL if tol is None else tol)
     if method == "majority":
         return majority_vote(codes, n_classes, seed=seed)
     raise ValueError(f"method must be one of {CLASS_CONSENSUS_METHODS}, got {method!r}")

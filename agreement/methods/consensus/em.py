@@ -100,28 +100,26 @@ median of the others'); before this was filled in the M-step too, ``0 · \log(1 
 ``P_{0s}`` made every parameter NaN and the fit kept no label at all. A fit that still degenerates is
 replaced by majority vote with a warning (:func:`agreement.methods.consensus.api.em_degeneracy`).
 
-References
-----------
-A. P. Dawid and A. M. Skene, "Maximum Likelihood Estimation of Observer
-Error-Rates Using the EM Algorithm", J. R. Stat. Soc. C 28(1), 20-28, 1979.
-S. Branson, G. Van Horn and P. Perona, "Lean Crowdsourcing: Combining Humans
-and Machines in an Online System", CVPR 2017 (per-worker false-positive and
-false-negative rates and box noise).
-D. Tschirschwitz et al., "Drawing the same bounding box twice?", GCPR 2023
-(matching boxes across annotators, then Dawid-Skene on their classes).
-B. Efron and C. Morris, "Data Analysis Using Stein's Estimator and its
-Generalizations", JASA 70(350), 311-319, 1975 (shrinking each unit's rate
-toward the pooled rate, the prior's centre estimated from all of them).
-V. C. Raykar et al., "Learning From Crowds", JMLR 11, 1297-1322, 2010 (Beta
-priors on each annotator's sensitivity and specificity).
-
 This module does not import FiftyOne.
+
+References:
+    A. P. Dawid and A. M. Skene, "Maximum Likelihood Estimation of Observer Error-Rates Using the EM
+    Algorithm", J. R. Stat. Soc. C 28(1), 20-28, 1979.
+    S. Branson, G. Van Horn and P. Perona, "Lean Crowdsourcing: Combining Humans and Machines in an Online
+    System", CVPR 2017 (per-worker false-positive and false-negative rates and box noise).
+    D. Tschirschwitz et al., "Drawing the same bounding box twice?", GCPR 2023 (matching boxes across
+    annotators, then Dawid-Skene on their classes).
+    B. Efron and C. Morris, "Data Analysis Using Stein's Estimator and its Generalizations", JASA 70(350),
+    311-319, 1975 (shrinking each unit's rate toward the pooled rate, the prior's centre estimated from all
+    of them).
+    V. C. Raykar et al., "Learning From Crowds", JMLR 11, 1297-1322, 2010 (Beta priors on each annotator's
+    sensitivity and specificity).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -130,8 +128,14 @@ from scipy.special import expit
 from agreement.core.arrays import unique_sorted
 from agreement.methods.consensus.fusion import BoxOffsets, Fused, fuse_geometry
 from agreement.methods.consensus.result import ConsensusModel
-from agreement.methods.consensus.scale import (BoxPairs, member_pairs, pair_differences, pairwise_scales, student_weights,
-                                       tail_index)
+from agreement.methods.consensus.scale import (
+    BoxPairs,
+    member_pairs,
+    pair_differences,
+    pairwise_scales,
+    student_weights,
+    tail_index,
+)
 from agreement.methods.consensus.units import UnitTable
 
 __all__ = ["ConsensusModel", "EMFit", "EMSettings", "DawidSkeneResult", "fit_em", "dawid_skene", "MAX_CONFUSION_VALUES",
@@ -150,9 +154,8 @@ RATE_PRIOR = 2.0
 class EMFit:
     """Posteriors of every unit and the fitted model.
 
-    ``existence`` (U,), ``top_class``/``top_probability`` and
-    ``second_class``/``second_probability`` (U,; ``-1`` and 0 with one
-    class), ``fused`` geometry, ``model``, ``n_iter``, ``converged``.
+    ``existence`` (U,), ``top_class``/``top_probability`` and ``second_class``/``second_probability`` (U,;
+    ``-1`` and 0 with one class), ``fused`` geometry, ``model``, ``n_iter``, ``converged``.
     """
 
     existence: np.ndarray
@@ -210,7 +213,8 @@ def _incidence(units: UnitTable, mr: np.ndarray, mc: np.ndarray, R: int, C: int)
     return csr_matrix((np.ones(len(mr)), (units.member_unit, mr * C + mc)), shape=(U, R * C))
 
 
-def _class_block(log_prior, log_conf_flat, H, u0, u1) -> tuple[np.ndarray, np.ndarray]:
+def _class_block(log_prior: np.ndarray, log_conf_flat: np.ndarray, H: csr_matrix, u0: int,
+                 u1: int) -> tuple[np.ndarray, np.ndarray]:
     """Class log-evidence ``log Z`` (b,) and posterior ``T`` (b, C) of units ``u0:u1``.
 
     ``log_conf_flat`` is ``log π_r[y, c]`` at row ``r·C + c``, column ``y``;
@@ -226,7 +230,8 @@ def _class_block(log_prior, log_conf_flat, H, u0, u1) -> tuple[np.ndarray, np.nd
     return np.where(ok, top + np.log(np.where(ok, z, 1.0)), np.log(_EPS)), T
 
 
-def _accumulate(counts, prior_counts, T, w, HT, block: tuple[int, int]) -> None:
+def _accumulate(counts: np.ndarray, prior_counts: np.ndarray, T: np.ndarray, w: np.ndarray, HT: csr_matrix,
+                block: tuple[int, int]) -> None:
     """Adds ``w_u T_u`` of units ``u0:u1`` (``block``) to the prior counts and to ``N_r[y, c]`` of their
     members."""
     u0, u1 = block
@@ -235,7 +240,7 @@ def _accumulate(counts, prior_counts, T, w, HT, block: tuple[int, int]) -> None:
     prior_counts += w[u0:u1] @ T
 
 
-def _top_two(T: np.ndarray) -> tuple[np.ndarray, ...]:
+def _top_two(T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     C = T.shape[1]
     if C == 1:
         n = len(T)
@@ -248,7 +253,7 @@ def _top_two(T: np.ndarray) -> tuple[np.ndarray, ...]:
     return part[:, 0], vals[:, 0], part[:, 1], vals[:, 1]
 
 
-def _vote_counts(units: UnitTable, mr, mc, w: np.ndarray, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+def _vote_counts(units: UnitTable, mr: np.ndarray, mc: np.ndarray, w: np.ndarray, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
     """Counts of the Dawid-Skene start: ``T_u`` = the vote shares of the unit's members."""
     size = units.size
     mu = units.member_unit
@@ -307,26 +312,19 @@ def dawid_skene(labels: np.ndarray, *, n_classes: int | None = None, smoothing: 
     along ridges where labels still change (a relative log-likelihood change
     of ``1e-10`` was reached while 34 of 10,000 labels had yet to change).
 
-    Parameters
-    ----------
-    labels : ndarray of int, shape (U, R)
-        Class codes ``0 .. C - 1``; ``-1`` where rater ``r`` did not label item ``u``.
-    n_classes : int, optional
-        ``C``; default ``labels.max() + 1``.
-    smoothing : float, default=0
-        ``α >= 0``; 0 is the textbook algorithm.
-    max_iter : int, default=:data:`DS_MAX_ITER` (20,000)
-        Iteration limit (one M-step and one E-step each), ``>= 1``.
-    tol : float, default=:data:`DS_TOL` (1e-6)
-        Largest absolute change of a posterior to stop at, ``>= 0``.
+    Args:
+        labels (ndarray of int, shape (U, R)): Class codes ``0 .. C - 1``; ``-1`` where rater ``r`` did not label item ``u``.
+        n_classes (int, optional): ``C``; default ``labels.max() + 1``.
+        smoothing (float, default=0): ``α >= 0``; 0 is the textbook algorithm.
+        max_iter (int, default=:data:`DS_MAX_ITER` (20,000)): Iteration limit (one M-step and one E-step each), ``>= 1``.
+        tol (float, default=:data:`DS_TOL` (1e-6)): Largest absolute change of a posterior to stop at, ``>= 0``.
 
-    Returns
-    -------
-    DawidSkeneResult
+    Returns:
+        DawidSkeneResult: the posteriors ``T`` (U, C) in ``[0, 1]``, rows summing to 1; the prior ``p``; the
+        confusion matrices ``π_r``; the iterations run and whether they converged.
 
-    References
-    ----------
-    A. P. Dawid and A. M. Skene, J. R. Stat. Soc. C 28(1), 20-28, 1979.
+    References:
+        A. P. Dawid and A. M. Skene, J. R. Stat. Soc. C 28(1), 20-28, 1979.
     """
     labels = np.asarray(labels)
     if labels.ndim != 2 or not np.issubdtype(labels.dtype, np.integer):
@@ -351,7 +349,7 @@ def dawid_skene(labels: np.ndarray, *, n_classes: int | None = None, smoothing: 
     counts, prior_counts = _vote_counts(units, mr, mc, w, R, C)
     H = _incidence(units, mr, mc, R, C)
     HT = H.T.tocsr()
-    T_top = np.zeros(U)
+    T_top: np.ndarray = np.zeros(U)
     for n_iter in range(1, max_iter + 1):
         log_prior, log_conf_t = _class_m_step(counts, prior_counts, float(smoothing))
         log_conf_flat = log_conf_t.reshape(R * C, C)
@@ -407,7 +405,7 @@ class _Problem:
         return pair_differences(self.kind, self.data, self.units, fused, self.pi[keep], self.pj[keep])
 
 
-def _problem(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str) -> _Problem:
+def _problem(data: Any, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str) -> _Problem:
     A = data.assigned.astype(np.float64)
     C = len(classes)
     mr, mc, R = data.rater_index[units.order], codes[units.order], data.num_raters
@@ -458,7 +456,7 @@ def _noise(pb: _Problem, w: np.ndarray, fused: Fused, tail: float) -> tuple[np.n
     return sigma, tail, n_pairs
 
 
-def _m_step(pb: _Problem, w, votes: tuple[np.ndarray, np.ndarray], fused: Fused, se_prev, *,
+def _m_step(pb: _Problem, w: np.ndarray, votes: tuple[np.ndarray, np.ndarray], fused: Fused, se_prev: np.ndarray, *,
             settings: EMSettings, rho: float, nu: float) -> tuple[ConsensusModel, np.ndarray]:
     """Every parameter from the current posteriors (module docstring), and each rater's number of
     member pairs behind its ``σ_r``. ``votes``: the weighted ``(counts, prior_counts)`` of the classes;
@@ -485,15 +483,17 @@ def _filled(x: np.ndarray, default: float) -> np.ndarray:
 
 def _weights(pb: _Problem, model: ConsensusModel) -> np.ndarray:
     """Fusion weight ``1 / σ_r^2`` of every member."""
-    return 1.0 / _filled(model.localisation_noise, 1.0)[pb.mr] ** 2
+    return np.asarray(1.0 / _filled(model.localisation_noise, 1.0)[pb.mr] ** 2)
 
 
 def _robust(pb: _Problem, model: ConsensusModel, fused: Fused) -> np.ndarray:
-    """Student-t weights of the members from their residuals to ``fused`` (1 for ``ν = ∞``)."""
-    return student_weights(fused.sq, fused.dim, _filled(model.localisation_noise, 1.0)[pb.mr], model.tail)
+    """Student-t weights of the members from their residuals to ``fused`` (1 for ``ν = ∞``; fuse_geometry sets
+    ``sq`` and ``dim`` of every Fused)."""
+    return student_weights(cast(np.ndarray, fused.sq), cast(np.ndarray, fused.dim), _filled(model.localisation_noise, 1.0)[pb.mr], model.tail)
 
 
-def _e_pass(pb: _Problem, model: ConsensusModel):
+def _e_pass(pb: _Problem, model: ConsensusModel) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                                        np.ndarray, np.ndarray, float]:
     """Existence and class posteriors of every unit, and the weighted counts for the next M-step."""
     units, mu = pb.units, pb.units.member_unit
     U = units.n_units
@@ -508,14 +508,14 @@ def _e_pass(pb: _Problem, model: ConsensusModel):
         log_prior = np.log(model.class_prior)
         log_conf_flat = np.log(model.confusion).transpose(0, 2, 1).reshape(pb.R * pb.C, pb.C)
     w = np.empty(U)
-    tops = [np.empty(U, np.int64), np.empty(U), np.empty(U, np.int64), np.empty(U)]
+    tops = (np.empty(U, np.int64), np.empty(U), np.empty(U, np.int64), np.empty(U))
     counts, prior_counts = np.zeros((pb.R, pb.C, pb.C)), np.zeros(pb.C)
     loglik = 0.0
     for u0, u1 in _blocks(U, pb.C):
         logz, T = _class_block(log_prior, log_conf_flat, pb.H, u0, u1)
         w[u0:u1] = expit(l1[u0:u1] + logz - l0[u0:u1])
         loglik += float(np.logaddexp(l1[u0:u1] + logz, l0[u0:u1]).sum())
-        for out, val in zip(tops, _top_two(T)):
+        for out, val in zip(tops, _top_two(T), strict=True):
             out[u0:u1] = val
         _accumulate(counts, prior_counts, T, w, pb.HT, (u0, u1))
     return w, tops, counts, prior_counts, loglik
@@ -524,7 +524,7 @@ def _e_pass(pb: _Problem, model: ConsensusModel):
 def _sigma_tolerance(n_pairs: np.ndarray) -> np.ndarray:
     """How far ``log σ_r`` may still move when the EM stops: 0.01 %, or a tenth of its standard
     error ``1 / sqrt(n_r)`` where that is larger (module docstring)."""
-    return np.maximum(1e-4, 0.1 / np.sqrt(np.maximum(n_pairs, 1)))
+    return np.asarray(np.maximum(1e-4, 0.1 / np.sqrt(np.maximum(n_pairs, 1))))
 
 
 @dataclass(frozen=True)
@@ -543,7 +543,7 @@ class EMSettings:
     rate_prior: float = RATE_PRIOR
 
 
-def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str, coincidence: float, *,
+def fit_em(data: Any, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str, coincidence: float, *,
            settings: EMSettings | None = None, model: ConsensusModel | None = None) -> EMFit:
     """Runs the consensus EM (module docstring) on the units of ``data``.
 
@@ -597,4 +597,4 @@ def fit_em(data, units: UnitTable, codes: np.ndarray, classes: tuple, kind: str,
         if n_iter > 1 and settled and gain <= tol:
             converged = True
             break
-    return EMFit(w, *tops, fused=fused, model=model, n_iter=n_iter, converged=converged)
+    return EMFit(w, *tops, fused=fused, model=cast(ConsensusModel, model), n_iter=n_iter, converged=converged)  # max_iter >= 1

@@ -27,13 +27,12 @@ are taken in input order (``ensemble-boxes`` takes them in the order of an
 unstable sort). For raters, whose boxes carry no score, every score is 1,
 so boxes are taken in rater order.
 
-References
-----------
-R. Solovyev, W. Wang and T. Gabruseva, "Weighted boxes fusion: Ensembling
-boxes from different object detection models", Image and Vision Computing
-107, 104117, 2021; ``pip install ensemble-boxes``.
-
 This module does not import FiftyOne.
+
+References:
+    R. Solovyev, W. Wang and T. Gabruseva, "Weighted boxes fusion: Ensembling
+    boxes from different object detection models", Image and Vision Computing
+    107, 104117, 2021; ``pip install ensemble-boxes``.
 """
 
 from __future__ import annotations
@@ -50,20 +49,13 @@ __all__ = ["WBFResult", "weighted_boxes_fusion"]
 class WBFResult:
     """Clusters of :func:`weighted_boxes_fusion`.
 
-    Attributes
-    ----------
-    boxes : ndarray (K, 4)
-        Fused ``[x1, y1, x2, y2]``.
-    scores : ndarray (K,)
-        Cluster confidence.
-    labels : ndarray (K,)
-        Class of each cluster.
-    group : ndarray (K,)
-        Image of each cluster.
-    size : ndarray (K,)
-        Boxes in each cluster.
-    cluster : ndarray (n,)
-        Cluster of every input box; ``-1`` for a box removed by the pre-filter.
+    Attributes:
+        boxes (ndarray (K, 4)): Fused ``[x1, y1, x2, y2]``.
+        scores (ndarray (K,)): Cluster confidence.
+        labels (ndarray (K,)): Class of each cluster.
+        group (ndarray (K,)): Image of each cluster.
+        size (ndarray (K,)): Boxes in each cluster.
+        cluster (ndarray (n,)): Cluster of every input box; ``-1`` for a box removed by the pre-filter.
     """
 
     boxes: np.ndarray
@@ -74,7 +66,7 @@ class WBFResult:
     cluster: np.ndarray
 
 
-def _prefilter(boxes: np.ndarray, scores: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
+def _prefilter(boxes: ArrayLike, scores: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
     """Corners swapped and clipped as ``ensemble-boxes`` does; which boxes survive."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     if not np.isfinite(b).all():
@@ -96,10 +88,12 @@ def _iou_to_clusters(F: np.ndarray, b: np.ndarray) -> np.ndarray:
     area_f = (F[..., 2] - F[..., 0]) * (F[..., 3] - F[..., 1])
     area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
     with np.errstate(invalid="ignore", divide="ignore"):
-        return inter / (area_f + area_b[:, None] - inter)
+        iou: np.ndarray = inter / (area_f + area_b[:, None] - inter)
+    return iou
 
 
-def _cluster_bucket(b, s, starts, sizes, thr):
+def _cluster_bucket(b: np.ndarray, s: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                    thr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sequential WBF clustering of groups of similar size, all groups at once.
 
     Returns per box (slot of its cluster) and per (group, slot) the sums, weights and counts.
@@ -150,30 +144,21 @@ def weighted_boxes_fusion(
 ) -> WBFResult:
     """Weighted Boxes Fusion of many images at once (module docstring).
 
-    Parameters
-    ----------
-    boxes : array-like (n, 4)
-        ``[x1, y1, x2, y2]`` relative to the image (``[0, 1]``).
-    scores : array-like (n,)
-        Box scores (1 for a rater's boxes).
-    labels : array-like of int (n,)
-        Class codes.
-    models : array-like of int (n,)
-        Source of each box, ``0 .. M - 1``.
-    groups : array-like of int (n,), optional
-        Image of each box, ``0 .. G - 1`` (default: one image).
-    weights : array-like (M,), optional
-        Source weights (default 1).
-    group_models : array-like of bool (G, M), optional
-        The sources of each image (``ensemble-boxes`` is called with these
-        sources' lists, empty lists included); default every source.
-    iou_thr : float, default=0.55
-        A box joins a cluster when its IoU with the fused box is ``> iou_thr``.
-    skip_box_thr : float, default=0
+    Args:
+        boxes (array-like (n, 4)): ``[x1, y1, x2, y2]`` relative to the image (``[0, 1]``).
+        scores (array-like (n,)): Box scores (1 for a rater's boxes).
+        labels (array-like of int (n,)): Class codes.
+        models (array-like of int (n,)): Source of each box, ``0 .. M - 1``.
+        groups (array-like of int (n,), optional): Image of each box, ``0 .. G - 1`` (default: one image).
+        weights (array-like (M,), optional): Source weights (default 1).
+        group_models (array-like of bool (G, M), optional): The sources of each image (``ensemble-boxes`` is called with these
+            sources' lists, empty lists included); default every source.
+        iou_thr (float, default=0.55): A box joins a cluster when its IoU with the fused box is ``> iou_thr``.
+        skip_box_thr (float, default=0): Boxes with a score ``< skip_box_thr`` are dropped first (module
+            docstring, step 1).
 
-    Returns
-    -------
-    WBFResult
+    Returns:
+        WBFResult: the fused boxes, their scores, labels, images and sizes, and the cluster of every input box.
     """
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     n = len(scores)
@@ -224,7 +209,12 @@ class _Sources:
     group_models: np.ndarray
 
 
-def _fuse_groups(b, s, runs: _Runs, sources: _Sources, thr: float) -> WBFResult:
+def _cat(xs: list[np.ndarray], shape: int | tuple[int, ...], dt: type) -> np.ndarray:
+    """The arrays ``xs`` concatenated as ``dt``; an empty array of ``shape`` when there are none."""
+    return np.concatenate(xs).astype(dt) if xs else np.zeros(shape, dt)
+
+
+def _fuse_groups(b: np.ndarray, s: np.ndarray, runs: _Runs, sources: _Sources, thr: float) -> WBFResult:
     """Clusters every (image, class) group, buckets of similar size at a time, and assembles the result
     (``b``, ``s``: every box and its weighted score)."""
     order, starts, sizes = runs.order, runs.starts, runs.sizes
@@ -251,6 +241,5 @@ def _fuse_groups(b, s, runs: _Runs, sources: _Sources, thr: float) -> WBFResult:
         out_g.append(img)
         out_n.append(cnt[gi, ji])
         n_clusters += int(nc.sum())
-    cat = lambda xs, shape, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(shape, dt)  # noqa: E731
-    return WBFResult(cat(out_b, (0, 4), np.float64), cat(out_s, 0, np.float64), cat(out_l, 0, np.int64),
-                     cat(out_g, 0, np.int64), cat(out_n, 0, np.int64), cluster)
+    return WBFResult(_cat(out_b, (0, 4), np.float64), _cat(out_s, 0, np.float64), _cat(out_l, 0, np.int64),
+                     _cat(out_g, 0, np.int64), _cat(out_n, 0, np.int64), cluster)

@@ -160,49 +160,48 @@ Bootstrap, chance sample, budget, determinism
   numbers after a restart, whatever the order of samples (up to float
   rounding of sums).
 
-References
-----------
-A. Braylan, O. Alonso and M. Lease, "Measuring Annotator Agreement Generally
-across Complex Structured, Multi-object, and Free-text Annotation Tasks",
-The Web Conference (WWW) 2022, 1720-1730 (σ, distance-based α, KS).
-K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
-B. Efron and R. Tibshirani, "An Introduction to the Bootstrap", 1993
-(percentile intervals). R. J. Hyndman and Y. Fan, "Sample Quantiles in
-Statistical Packages", The American Statistician 50(4), 1996 (type 7).
-
 This module does not import FiftyOne.
+
+References:
+    A. Braylan, O. Alonso and M. Lease, "Measuring Annotator Agreement Generally
+    across Complex Structured, Multi-object, and Free-text Annotation Tasks",
+    The Web Conference (WWW) 2022, 1720-1730 (σ, distance-based α, KS).
+    K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
+    B. Efron and R. Tibshirani, "An Introduction to the Bootstrap", 1993
+    (percentile intervals). R. J. Hyndman and Y. Fan, "Sample Quantiles in
+    Statistical Packages", The American Statistician 50(4), 1996 (type 7).
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from scipy import stats
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order
-from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
 from agreement.core.arrays import unique_sorted
+from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
+from agreement.geometry.similarity import check_similarity, similarity_matrix
 from agreement.methods.geometry_agreement.chance import (
-    _BetweenMatch,
-    _chance_set_pairs,
-    _chance_strata,
-    _ChanceSample,
-    _match_between,
+    BetweenMatch,
+    Cells,
+    ChanceSample,
+    chance_pair_strata,
+    chance_set_pairs,
+    match_between,
 )
-from agreement.methods.geometry_agreement.engine import _Engine, _make_engine
-from agreement.methods.geometry_agreement.matching import _stacker
+from agreement.methods.geometry_agreement.engine import Engine, make_engine
+from agreement.methods.geometry_agreement.matching import stacker
 from agreement.methods.geometry_agreement.params import DISTANCES, GeometryParams
 from agreement.methods.geometry_agreement.result import Estimate, GeometryAgreementResult
-from agreement.methods.geometry_agreement.shards import _concat_shards, geometry_shard, GeometryShard
-from agreement.geometry.similarity import check_similarity, similarity_matrix
+from agreement.methods.geometry_agreement.shards import GeometryShard, concat_shards, geometry_shard
+from agreement.methods.geometry_agreement.within import PairSums, within_set_pairs  # noqa: F401 - re-exported: the tests build the chance strata
+from agreement.methods.ot.alpha_ot import canonical_sample_order
 
-# Internals reachable here too (the tests build the engine and the chance strata directly).
-from agreement.methods.geometry_agreement.chance import _Cells  # noqa: F401
-from agreement.methods.geometry_agreement.within import _PairSums, _within_set_pairs  # noqa: F401
-
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 __all__ = [
     "DISTANCES",
@@ -229,7 +228,7 @@ class _MatchCounts:
     any_skipped: bool
 
 
-def _undefined_reasons(R: int, pv: dict, engine: _Engine, counts: _MatchCounts, chance: _ChanceSample,
+def _undefined_reasons(R: int, pv: dict, engine: Engine, counts: _MatchCounts, chance: ChanceSample,
                        params: GeometryParams) -> dict[str, str]:
     """Why each headline statistic is NaN (``""`` where it is defined)."""
     n_within_pairs, n_w, n_b, any_skipped = counts.n_within_pairs, counts.n_within, counts.n_between, counts.any_skipped
@@ -277,7 +276,7 @@ def _undefined_reasons(R: int, pv: dict, engine: _Engine, counts: _MatchCounts, 
     return why
 
 
-def _bootstrap_values(engine: _Engine, bootstrap: int | None, seed: int, S_m: int,
+def _bootstrap_values(engine: Engine, bootstrap: int | None, seed: int, S_m: int,
                       groups: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Every statistic on ``bootstrap`` resamples of the measured samples
     (resample ``r`` from the seed sequence ``(seed, _TAG_BOOT, r)``); with
@@ -312,7 +311,7 @@ def _estimate(v: float, reason: str, boot: np.ndarray | None, bootstrap: int | N
     """The point estimate ``v`` with its percentile interval from ``boot``."""
     if not np.isfinite(v):
         return Estimate(float("nan"), float("nan"), float("nan"), reason or "undefined", 0)
-    if bootstrap is None:
+    if bootstrap is None or boot is None:
         return Estimate(v, float("nan"), float("nan"), "", 0)
     if S_m == 0:
         return Estimate(v, float("nan"), float("nan"), "no measured sample to resample", 0)
@@ -326,7 +325,7 @@ def _estimate(v: float, reason: str, boot: np.ndarray | None, bootstrap: int | N
 
 
 def _ks_pvalues(w: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
-    """scipy's ``ks_2samp`` p-values, two-sided and ``"greater"`` (descriptive)."""
+    """Scipy's ``ks_2samp`` p-values, two-sided and ``"greater"`` (descriptive)."""
     if not (len(w) and len(b)):
         return float("nan"), float("nan")
     full = np.repeat(b, weights)
@@ -337,7 +336,7 @@ def _ks_pvalues(w: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[floa
 
 
 def geometry_agreement(
-    data,
+    data: MultiRaterAnnotations,
     *,
     distance: str = "giou",
     threshold: float = 0.5,
@@ -441,7 +440,7 @@ def geometry_agreement(
 
 def merge_geometry_shards(
     shards: Sequence[GeometryShard],
-    read_samples,
+    read_samples: Callable[[np.ndarray], tuple[MultiRaterAnnotations, Any]],
     params: GeometryParams | None = None,
     *,
     checked: bool = False,
@@ -492,7 +491,7 @@ def merge_geometry_shards(
     bootstrap, seed, confidence = params.bootstrap, params.seed, params.confidence
     if not shards:
         raise ValueError("merge_geometry_shards needs at least one shard")
-    sh = _concat_shards(shards)
+    sh = concat_shards(shards)
     S, R = len(sh.sample_ids), len(sh.raters)
 
     # Between-item: the chance sample, its sets read back, their matching.
@@ -500,16 +499,16 @@ def merge_geometry_shards(
     canon_kept = canon[sh.keep[canon]]
     cidx = np.full(S, -1, dtype=np.int32 if S < 2**31 else np.int64)
     cidx[canon_kept] = np.arange(len(canon_kept))
-    chance_strata = _chance_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S, strata)
+    chance_strata = chance_pair_strata(sh.raters, sh.cells, sh.pair_sums, canon_kept, S, strata)
     groups = None if groups is None else np.asarray(groups, dtype=np.int64)
-    chance = _chance_set_pairs(chance_strata, sh.cells, params.max_pairs, seed, groups)
+    chance = chance_set_pairs(chance_strata, sh.cells, params.max_pairs, seed, groups)
     scale = _stratum_scale(chance, sh.cells, sh.keep, strata)
     between = _between_of(chance, read_samples, params, checked)
 
     # Statistics, reasons, intervals.
     S_m = len(canon_kept)
     within, outputs, n_set_pairs = sh.within, sh.outputs, sh.pair_sums.n_set_pairs
-    engine = _make_engine(within, outputs, sh.labels, chance, between, cidx=cidx, canon_kept=canon_kept,
+    engine = make_engine(within, outputs, sh.labels, chance, between, cidx=cidx, canon_kept=canon_kept,
                           p=params.sigma_p, scale=scale)
     pv = {k: float(v[0]) for k, v in engine.compute(np.ones((S_m, 1))).items()}
     b_weights = chance.mult[between.pid] if len(between.pid) else np.zeros(0, np.int64)
@@ -523,7 +522,9 @@ def merge_geometry_shards(
     ks_p, ks_gp = _ks_pvalues(within.distance, between.distance, b_weights)
     empty_rows = {"row_distance": np.zeros(0), "row_n_matched": np.zeros(0, np.int64)}
     return GeometryAgreementResult(
-        **est,
+        sigma=est["sigma"], distance_alpha=est["distance_alpha"], ks=est["ks"], ks_greater=est["ks_greater"],
+        ks_less=est["ks_less"], detection_alpha=est["detection_alpha"],
+        classification_alpha=est["classification_alpha"],
         mean_within=pv["mean_within"], mean_between=pv["mean_between"], between_quantile=pv["q"],
         ks_pvalue=ks_p, ks_greater_pvalue=ks_gp, unmatched_within=pv["U_o"], unmatched_between=pv["U_e"],
         n_within=n_w, n_between=n_b, n_within_set_pairs=n_set_pairs, n_between_set_pairs=len(chance.i),
@@ -539,7 +540,7 @@ def merge_geometry_shards(
     )
 
 
-def _stratum_scale(chance: _ChanceSample, cells, keep: np.ndarray, strata: np.ndarray | None) -> np.ndarray | None:
+def _stratum_scale(chance: ChanceSample, cells: Cells, keep: np.ndarray, strata: np.ndarray | None) -> np.ndarray | None:
     r"""The weight of every between-item set pair of the chance sample under length strata (``None``: one
     stratum, every set pair weighs its multiplicity).
 
@@ -565,10 +566,12 @@ def _stratum_scale(chance: _ChanceSample, cells, keep: np.ndarray, strata: np.nd
         return None
     rho = np.zeros(K)
     rho[has] = (V[has] / V[has].sum()) / (Bk[has] / Bk[has].sum())
-    return rho[k_of[chance.i]]
+    weights: np.ndarray = rho[k_of[chance.i]]
+    return weights
 
 
-def _between_of(chance: _ChanceSample, read_samples, params: GeometryParams, checked: bool) -> _BetweenMatch:
+def _between_of(chance: ChanceSample, read_samples: Callable[[np.ndarray], tuple[MultiRaterAnnotations, Any]],
+                params: GeometryParams, checked: bool) -> BetweenMatch:
     """The matching of the chance sample, on the corpus ``read_samples`` gives back for its samples."""
     distance, sigmas = params.distance, params.sigmas
     used = unique_sorted(np.r_[chance.i, chance.j].astype(np.int64))
@@ -581,5 +584,5 @@ def _between_of(chance: _ChanceSample, read_samples, params: GeometryParams, che
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
-    return _match_between(data, data.counts().astype(np.int64), local, sim_fn,
-                          _stacker(distance, data) if params.stack else None, params.threshold)
+    return match_between(data, data.counts().astype(np.int64), local, sim_fn,
+                          stacker(distance, data) if params.stack else None, params.threshold)

@@ -9,21 +9,25 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
-from agreement.methods.geometry_agreement.ties import row_content_keys
-from agreement.methods.geometry_agreement.within import _PairSums
 from agreement.core.strata import stratum_ranks
+from agreement.methods.geometry_agreement.matching import eligible_entries, match_entries
+from agreement.methods.geometry_agreement.ties import row_content_keys
+from agreement.methods.geometry_agreement.within import PairSums
 
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
+    from agreement.methods.geometry_agreement.matching import SimilarityBlock
 
 _TAG_BETWEEN = 0x6E0B
 _DRAW_CHUNK = 65_536
 
 
 @dataclass(frozen=True)
-class _Strata:
+class PairStrata:
     """The chance population, one stratum per rater pair that shares a
     measured sample and length stratum ``k`` where both have measured samples
     (one length stratum without ``strata``), ordered by rater names then
@@ -54,7 +58,7 @@ class _Strata:
         return i, j
 
 
-class _Cells:
+class Cells:
     """The assigned (sample, rater) cells of a corpus and their set sizes, sparse: ``counts[s, r]`` of
     :meth:`agreement.core.data.MultiRaterAnnotations.counts` for arrays ``s``, ``r`` (0 where not assigned),
     in memory of the assigned cells rather than samples × raters."""
@@ -66,11 +70,12 @@ class _Cells:
         self.key, self.s, self.r, self.n = key[o], s[o].astype(np.intp), r[o].astype(np.intp), n[o].astype(np.int64)
 
     @classmethod
-    def of(cls, data) -> "_Cells":
+    def of(cls, data: MultiRaterAnnotations) -> "Cells":
+        """The assigned cells of ``data`` with their annotation counts."""
         s, r = np.nonzero(data.assigned)
         return cls(s, r, data.counts()[s, r], data.num_raters)
 
-    def __getitem__(self, where) -> np.ndarray:
+    def __getitem__(self, where: tuple[Any, Any]) -> np.ndarray:
         s, r = where
         key = np.asarray(s, dtype=np.int64) * self.R + np.asarray(r, dtype=np.int64)
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
@@ -78,8 +83,8 @@ class _Cells:
         return np.where(found, self.n[pos] if len(self.n) else 0, 0)
 
 
-def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kept: np.ndarray, S: int,
-                   strata: np.ndarray | None = None) -> _Strata:
+def chance_pair_strata(raters: tuple, cells: Cells, pair_sums: PairSums, canon_kept: np.ndarray, S: int,
+                       strata: np.ndarray | None = None) -> PairStrata:
     """Sizes and costs of the strata, from per-rater sums and the per-rater-pair sums of the triples.
 
     For stratum ``(a, b)`` with measured sample lists ``S_a``, ``S_b`` and
@@ -130,11 +135,11 @@ def _chance_strata(raters: tuple, cells: _Cells, pair_sums: _PairSums, canon_kep
     a, b = first[xp], second[xp]
     size = size_pk[xp, xk]
     cost = tot[a, xk] * tot[b, xk] + (size - nz[a, xk] * nz[b, xk]) - diag[xp, xk]
-    return _Strata(first=a, second=b, size=size, pop=size - common[xp, xk], cost=cost, rater_ptr=ptr,
+    return PairStrata(first=a, second=b, size=size, pop=size - common[xp, xk], cost=cost, rater_ptr=ptr,
                    rater_samples=rsamp, stratum=xk.astype(np.intp), K=K)
 
 
-def _shared_by_stratum(cells: _Cells, keep: np.ndarray, k_of: np.ndarray, nrank: np.ndarray, code: np.ndarray,
+def _shared_by_stratum(cells: Cells, keep: np.ndarray, k_of: np.ndarray, nrank: np.ndarray, code: np.ndarray,
                        K: int) -> tuple[np.ndarray, np.ndarray]:
     """Per rater pair (``code``: name ranks ``rank_a R + rank_b``) and length stratum: its shared measured
     samples and their comparisons ``sum max(1, n_ia n_ib)``, ``(P, K)`` each."""
@@ -152,7 +157,7 @@ def _shared_by_stratum(cells: _Cells, keep: np.ndarray, k_of: np.ndarray, nrank:
         parts.append((np.repeat(samp, len(iu)), ia, ib))
     common, diag = np.zeros((len(code), K), np.int64), np.zeros((len(code), K), np.int64)
     if parts:
-        samp, ia, ib = (np.concatenate(x) for x in zip(*parts))
+        samp, ia, ib = (np.concatenate(x) for x in zip(*parts, strict=True))
         p = np.searchsorted(code, nrank[r[ia]] * R + nrank[r[ib]])
         np.add.at(common, (p, k_of[samp]), 1)
         np.add.at(diag, (p, k_of[samp]), np.maximum(1, n[ia] * n[ib]))
@@ -160,7 +165,7 @@ def _shared_by_stratum(cells: _Cells, keep: np.ndarray, k_of: np.ndarray, nrank:
 
 
 @dataclass(frozen=True)
-class _ChanceSample:
+class ChanceSample:
     """Distinct between-item set pairs ``(i, first[x])`` vs ``(j, second[x])``
     of stratum ``x``, with their multiplicity, sorted by ``(x, i, j)``."""
 
@@ -174,15 +179,16 @@ class _ChanceSample:
     n_population: int
 
 
-def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: int,
-                      groups: np.ndarray | None = None) -> _ChanceSample:
+def chance_set_pairs(strata: PairStrata, counts: Cells | np.ndarray, budget: int, seed: int,
+                      groups: np.ndarray | None = None) -> ChanceSample:
     """Every between-item set pair when their cost fits in ``budget``;
     otherwise uniform draws with replacement over the strata (a draw with
     ``i == j``, or with ``groups[i] == groups[j]`` when groups are given, is
     rejected) until the next one would exceed it (or nothing but rejections
     comes: no pair of different groups)."""
     def apart(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        return i != j if groups is None else groups[i] != groups[j]
+        differ: np.ndarray = i != j if groups is None else groups[i] != groups[j]
+        return differ
 
     n_pop, pop_cost = int(strata.pop.sum()), int(strata.cost.sum())
     exact = pop_cost <= budget
@@ -221,12 +227,12 @@ def _chance_set_pairs(strata: _Strata, counts: np.ndarray, budget: int, seed: in
         start = np.flatnonzero(new)
         mult = np.diff(np.r_[start, len(i)]).astype(np.int64)
         i, j, x = i[start], j[start], x[start]
-    return _ChanceSample(i=i, j=j, a=strata.first[x], b=strata.second[x], mult=mult, draws=int(draws),
+    return ChanceSample(i=i, j=j, a=strata.first[x], b=strata.second[x], mult=mult, draws=int(draws),
                          exact=bool(exact), n_population=n_pop)
 
 
 @dataclass(frozen=True)
-class _BetweenMatch:
+class BetweenMatch:
     """The threshold matching of the chance sample: per matched pair its set
     pair (``pid``) and distance; per set pair its sizes and unmatched count;
     and the comparisons spent."""
@@ -239,7 +245,8 @@ class _BetweenMatch:
     comparisons: int
 
 
-def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stack_fn, t: float) -> _BetweenMatch:
+def match_between(data: MultiRaterAnnotations, counts: Cells | np.ndarray, chance: ChanceSample, sim_fn: SimilarityBlock,
+                  stack_fn: SimilarityBlock | None, t: float) -> BetweenMatch:
     """Matches every drawn set pair: one similarity block per (sample ``i``,
     rater ``a``) against the sets of all its partners."""
     R, N = data.num_raters, len(data)
@@ -253,7 +260,7 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
         gkey = bi[go].astype(np.int64) * R + ba[go]
         starts = np.flatnonzero(np.r_[True, gkey[1:] != gkey[:-1]])
         ends = np.r_[starts[1:], len(go)]
-        for lo_g, hi_g in zip(starts.tolist(), ends.tolist()):
+        for lo_g, hi_g in zip(starts.tolist(), ends.tolist(), strict=True):
             ks = go[lo_g:hi_g]
             i0, a0 = int(bi[ks[0]]), int(ba[ks[0]])
             if counts[i0, a0] == 0:
@@ -268,10 +275,10 @@ def _match_between(data, counts: np.ndarray, chance: _ChanceSample, sim_fn, stac
             ra = data.rows(i0, a0)
             tasks_a.append(np.arange(ra.start, ra.stop))
             task_pairs.append(np.repeat(ks, clen))  # set pair of every column
-    colpos, ei, ej, es = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
+    colpos, ei, ej, es = eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     ep = np.concatenate(task_pairs)[colpos].astype(np.int64) if len(colpos) else np.zeros(0, np.int64)
-    mk = _match_entries(ep, ei, ej, es, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
+    mk = match_entries(ep, ei, ej, es, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
     pid = ep[mk]
     matched = np.bincount(pid, minlength=K).astype(np.int64)
-    return _BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,
+    return BetweenMatch(pid, np.clip(1.0 - es[mk], 0.0, 1.0), bn, bm, bn + bm - 2 * matched,
                          int(np.maximum(1, bn * bm).sum()) if K else 0)

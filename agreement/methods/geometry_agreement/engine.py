@@ -1,4 +1,4 @@
-"""Sufficient statistics of a corpus reweighed by sample weights (:class:`_Engine`): σ, distance α,
+"""Sufficient statistics of a corpus reweighed by sample weights (:class:`Engine`): σ, distance α,
 KS, detection α and classification α for the point estimate (unit weights) and for every
 bootstrap resample (draw counts), without recomputing a matching.
 
@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from agreement.methods.geometry_agreement.chance import _BetweenMatch, _ChanceSample
-from agreement.methods.geometry_agreement.within import _LabelCounts, _WithinSums
-
+from agreement.methods.geometry_agreement.chance import BetweenMatch, ChanceSample
+from agreement.methods.geometry_agreement.within import LabelCounts, WithinSums
 
 # --------------------------------------------------------------------------
 # Statistics over weighted distributions (point estimate = unit weights)
@@ -23,7 +22,7 @@ from agreement.methods.geometry_agreement.within import _LabelCounts, _WithinSum
 
 @dataclass(frozen=True)
 class _Localisation:
-    """The matched distances an :class:`_Engine` weighs: within-item (``within_distance`` on measured sample
+    """The matched distances an :class:`Engine` weighs: within-item (``within_distance`` on measured sample
     ``within_sample``) and between-item (``between_distance`` of the set pair of measured samples
     ``between_a``, ``between_b``, of multiplicity ``between_mult``)."""
 
@@ -37,7 +36,7 @@ class _Localisation:
 
 @dataclass(frozen=True)
 class _Detection:
-    """The unmatched and annotation counts an :class:`_Engine` weighs: per measured sample (within-item:
+    """The unmatched and annotation counts an :class:`Engine` weighs: per measured sample (within-item:
     ``unmatched``, ``annotations``) and per between-item set pair ``k`` of measured samples ``pair_a[k]``,
     ``pair_b[k]`` with multiplicity ``pair_mult[k]`` (``pair_unmatched``, ``pair_annotations``)."""
 
@@ -52,7 +51,7 @@ class _Detection:
 
 @dataclass(frozen=True)
 class _Classification:
-    """The label counts of matched pairs an :class:`_Engine` weighs, per measured sample: pairs, pairs whose
+    """The label counts of matched pairs an :class:`Engine` weighs, per measured sample: pairs, pairs whose
     labels differ, and the ``(S_m, C)`` label counts per class."""
 
     pairs: np.ndarray
@@ -60,7 +59,7 @@ class _Classification:
     classes: sparse.spmatrix
 
 
-class _Engine:
+class Engine:
     """Sufficient statistics of the corpus, reweighed by sample weights.
 
     ``compute(Wt)`` takes an ``(S_m, c)`` matrix: column ``r`` holds the weight
@@ -111,9 +110,11 @@ class _Engine:
         self.width = 4 * len(self.db) + 2 * L + 4 * S_m + 16
 
     def chunk_cols(self) -> int:
+        """Bootstrap replicates per chunk of :meth:`compute`, so that one chunk's arrays stay near 8M entries."""
         return int(max(1, min(256, 8_000_000 // self.width)))
 
     def compute(self, Wt: np.ndarray) -> dict[str, np.ndarray]:
+        """The statistics of every column of sample weights ``Wt`` (``(S_m, c)``: one column per replicate)."""
         S_m, c = Wt.shape
         nan = np.full(c, np.nan)
         out = {k: nan.copy() for k in ("sigma", "distance_alpha", "ks", "ks_greater", "ks_less",
@@ -184,9 +185,9 @@ class _Engine:
         return out
 
 
-def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chance: _ChanceSample,
-                 between: _BetweenMatch, *, cidx: np.ndarray, canon_kept: np.ndarray, p: float,
-                 scale: np.ndarray | None = None) -> _Engine:
+def make_engine(within: WithinSums, outputs: dict, labels: LabelCounts, chance: ChanceSample,
+                 between: BetweenMatch, *, cidx: np.ndarray, canon_kept: np.ndarray, p: float,
+                 scale: np.ndarray | None = None) -> Engine:
     """The sufficient statistics on the measured samples (``canon_kept``: the
     corpus positions in canonical order; ``cidx``: the inverse, -1 elsewhere;
     ``outputs``: the per-sample outputs, whose unmatched and annotation counts it takes; ``scale``: a
@@ -210,4 +211,4 @@ def _make_engine(within: _WithinSums, outputs: dict, labels: _LabelCounts, chanc
         pair_annotations=(between.n + between.m).astype(np.float64))
     cls = _Classification(pairs=labels.pairs[canon_kept], differ=labels.differ[canon_kept],
                           classes=labels.classes[canon_kept])
-    return _Engine(S_m, loc, det, cls, p)
+    return Engine(S_m, loc, det, cls, p)

@@ -8,7 +8,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -22,6 +22,11 @@ from agreement.geometry.boxes import (
 )
 from agreement.methods.geometry_agreement.ties import TIE_EPS, pair_tiebreak
 
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
+
+#: ``f(rows_a, rows_b)``: the ``(len(rows_a), len(rows_b))`` similarities of two sets of annotation rows.
+SimilarityBlock = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 _STACK_BLOCK = 8_192  # entries of a block of stacked small tasks (box similarities)
 
@@ -31,21 +36,37 @@ _STACK_BLOCK = 8_192  # entries of a block of stacked small tasks (box similarit
 # --------------------------------------------------------------------------
 
 
-def _stacked_box_similarity(name: str, data, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+def _stacked_box_similarity(name: str, data: MultiRaterAnnotations, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
     """The box similarities of :func:`agreement.geometry.similarity.similarity_matrix`
     (same formulas) for ``rows_a`` spanning several samples: used only to
-    stack many small blocks into one call (see :func:`_stacker`)."""
+    stack many small blocks into one call (see :func:`stacker`)."""
     a, b = data.boxes[rows_a], data.boxes[rows_b]
     if name == "iou":
         return pairwise_iou(a, b)
     if name == "giou":
-        return np.clip(giou_to_similarity(pairwise_giou(a, b)), 0.0, 1.0)
-    wh = data.image_sizes[0]  # centroid: every sample has this size (or none is known)
+        clipped: np.ndarray = np.clip(giou_to_similarity(pairwise_giou(a, b)), 0.0, 1.0)
+        return clipped
+    wh = image_sizes_of(data)[0]  # centroid: every sample has this size (or none is known)
     size = tuple(wh.tolist()) if np.all(np.isfinite(wh)) and np.all(wh > 0) else None
     return pairwise_centroid_closeness(a, b, size)
 
 
-def _stacker(distance: str, data):
+def image_sizes_of(data: MultiRaterAnnotations) -> np.ndarray:
+    """``(S, 2)`` float ``(width, height)`` of each sample of ``data``, NaN where unknown (as the corpus
+    fills them in when built).
+
+    Args:
+        data: the corpus.
+
+    Returns:
+        ``data.image_sizes``, or an all-NaN ``(S, 2)`` array when the corpus has none.
+    """
+    if data.image_sizes is None:
+        return np.full((data.num_samples, 2), np.nan)
+    return data.image_sizes
+
+
+def stacker(distance: str, data: MultiRaterAnnotations) -> SimilarityBlock | None:
     """A function computing blocks whose ``rows_a`` span several samples, or None.
 
     Box similarities are cheap per entry and cost mostly call overhead, so
@@ -56,7 +77,7 @@ def _stacker(distance: str, data):
     are never stacked.
     """
     if distance == "centroid":
-        sz = data.image_sizes
+        sz = image_sizes_of(data)
         fin = np.isfinite(sz).all(axis=1)
         if not ((~fin).all() or (fin.all() and np.all(sz == sz[0]))):
             return None
@@ -70,8 +91,8 @@ def _stacker(distance: str, data):
 # --------------------------------------------------------------------------
 
 
-def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarray, n_rows: int,
-                   tie_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+def match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarray, n_rows: int,
+                  tie_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Which eligible entries the threshold matching keeps, for many set pairs.
 
     ``pair[e]`` is the set pair of entry ``e`` (rows ``i[e]`` of side A and
@@ -115,7 +136,7 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
         ends = np.r_[bounds[1:], len(idx)]
         tie = (TIE_EPS * pair_tiebreak(tie_keys(i[idx]), tie_keys(j[idx])) if tie_keys is not None
                else np.zeros(len(idx)))
-        for q, (lo, hi) in enumerate(zip(bounds.tolist(), ends.tolist())):
+        for q, (lo, hi) in enumerate(zip(bounds.tolist(), ends.tolist(), strict=True)):
             e = idx[lo:hi]
             r_loc = li[lo:hi] - pi_first[q]
             c_loc = lj[lo:hi] - pj_first[q]
@@ -128,7 +149,9 @@ def _match_entries(pair: np.ndarray, i: np.ndarray, j: np.ndarray, sim: np.ndarr
     return matched
 
 
-def _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b, block: int | None = None):
+def eligible_entries(sim_fn: SimilarityBlock, stack_fn: SimilarityBlock | None, t: float,
+                     tasks_a: Sequence[np.ndarray], tasks_b: Sequence[np.ndarray],
+                     block: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Entries with similarity ``>= t`` of every task ``(rows_a, rows_b)``.
 
     ``sim_fn(rows_a, rows_b)`` computes one task's block (``rows_a`` of one
@@ -141,9 +164,9 @@ def _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b, block: int | None =
     """
     block = _STACK_BLOCK if block is None else block
     n = len(tasks_a)
-    out = ([], [], [], [])
+    out: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [], [])
     if n == 0:
-        return tuple(np.zeros(0, dt) for dt in (np.intp, np.intp, np.intp, np.float64))
+        return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.float64)
     la = [len(x) for x in tasks_a]
     lb = [len(x) for x in tasks_b]
     col0 = np.concatenate([[0], np.cumsum(lb)])
@@ -155,7 +178,7 @@ def _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b, block: int | None =
                 na += la[e]
                 nb += lb[e]
                 e += 1
-        if e - k == 1:
+        if e - k == 1 or stack_fn is None:  # one task (tasks are stacked only with a stack_fn)
             A, B = tasks_a[k], tasks_b[k]
             if not len(A) or not len(B):
                 k = e

@@ -7,13 +7,15 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from agreement.geometry.similarity import check_similarity, SIMILARITIES
 from agreement.core.validation import AnnotationError
+from agreement.geometry.similarity import SIMILARITIES, check_similarity
 
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 #: Distances offered: ``d = 1 - s`` for the similarity ``s`` of that name in
 #: :func:`agreement.geometry.similarity.similarity_matrix`. Each is listed only once a
@@ -104,7 +106,17 @@ class GeometryParams:
 # --------------------------------------------------------------------------
 
 
-def _check_data(data, distance: str) -> None:
+def check_data(data: MultiRaterAnnotations, distance: str) -> None:
+    """Check the boxes of ``data`` for a box distance (``"iou"``, ``"giou"``, ``"centroid"``; other distances
+    are checked by :func:`agreement.geometry.similarity.check_similarity`).
+
+    Args:
+        data: the corpus.
+        distance: the distance :func:`agreement.methods.geometry_agreement.geometry_agreement` will use.
+
+    Raises:
+        AnnotationError: naming the first box with a NaN or infinite coordinate or a negative width or height.
+    """
     if distance not in ("iou", "giou", "centroid"):
         return  # the geometry is checked by agreement.geometry.similarity.check_similarity
     boxes = data.boxes
@@ -115,7 +127,8 @@ def _check_data(data, distance: str) -> None:
         i = int(np.flatnonzero(bad)[0])
         s, r = int(data.sample_index[i]), int(data.rater_index[i])
         k = i - data.rows(s, r).start
+        name = data.sample_names[s] if data.sample_names is not None else data.sample_ids[s]
         raise AnnotationError(
-            f"sample {data.sample_names[s]!r}, rater {data.raters[r]!r}, annotation {k}: box "
+            f"sample {name!r}, rater {data.raters[r]!r}, annotation {k}: box "
             f"{boxes[i].tolist()} has NaN or infinite coordinates or a negative width or height"
         )

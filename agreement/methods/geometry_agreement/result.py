@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 # --------------------------------------------------------------------------
 # Results
 # --------------------------------------------------------------------------
@@ -36,6 +35,7 @@ class Estimate:
 
     @property
     def defined(self) -> bool:
+        """Whether the point estimate is a number (not NaN)."""
         return not np.isnan(self.value)
 
 

@@ -1,5 +1,5 @@
 """The within-item measurement of one shard of a corpus (:func:`geometry_shard`) and the
-concatenation of shards into one (:func:`_concat_shards`), for
+concatenation of shards into one (:func:`concat_shards`), for
 :func:`agreement.methods.geometry_agreement.merge_geometry_shards`.
 
 This module does not import FiftyOne.
@@ -8,24 +8,27 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from agreement.methods.geometry_agreement.chance import _Cells
-from agreement.methods.geometry_agreement.matching import _stacker
-from agreement.methods.geometry_agreement.params import GeometryParams, _check_data
-from agreement.methods.geometry_agreement.within import (
-    _LabelCounts,
-    _match_within,
-    _PairSums,
-    _per_sample_outputs,
-    _plan_budget,
-    _skipped_records,
-    _within_set_pairs,
-    _WithinSums,
-)
 from agreement.geometry.similarity import check_similarity, similarity_matrix
+from agreement.methods.geometry_agreement.chance import Cells
+from agreement.methods.geometry_agreement.matching import stacker
+from agreement.methods.geometry_agreement.params import GeometryParams, check_data
+from agreement.methods.geometry_agreement.within import (
+    LabelCounts,
+    PairSums,
+    WithinSums,
+    match_within,
+    per_sample_outputs,
+    plan_budget,
+    skipped_records,
+    within_set_pairs,
+)
+
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,10 +47,10 @@ class GeometryShard:
 
     sample_ids: np.ndarray
     raters: tuple
-    cells: "_Cells"
-    pair_sums: _PairSums
-    within: _WithinSums
-    labels: _LabelCounts
+    cells: "Cells"
+    pair_sums: PairSums
+    within: WithinSums
+    labels: LabelCounts
     keep: np.ndarray
     skipped: np.ndarray
     cost_s: np.ndarray
@@ -64,7 +67,7 @@ class GeometryShard:
         return replace(self, outputs=outputs, within=within, has_rows=False)
 
 
-def geometry_shard(data, params: GeometryParams | None = None, **options: Any) -> GeometryShard:
+def geometry_shard(data: MultiRaterAnnotations, params: GeometryParams | None = None, **options: Any) -> GeometryShard:
     """The within-item part of :func:`geometry_agreement` on one shard of a corpus.
 
     Shards of one corpus must share raters and class vocabulary
@@ -84,30 +87,30 @@ def geometry_shard(data, params: GeometryParams | None = None, **options: Any) -
     """
     params = GeometryParams.of(params, options)
     distance, t, max_pairs, sigmas = params.distance, params.threshold, params.max_pairs, params.sigmas
-    _check_data(data, distance)
+    check_data(data, distance)
     report = check_similarity(distance, data, sigmas=sigmas)
     counts = data.counts().astype(np.int64)
 
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
         return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
 
-    stack_fn = _stacker(distance, data) if params.stack else None
-    all_pairs = _within_set_pairs(data, counts)
-    budget = _plan_budget(data, all_pairs, max_pairs)
+    stack_fn = stacker(distance, data) if params.stack else None
+    all_pairs = within_set_pairs(data, counts)
+    budget = plan_budget(data, all_pairs, max_pairs)
     pairs = all_pairs.select(budget.keep[all_pairs.s])
-    within = _match_within(data, pairs, sim_fn, stack_fn, t)
-    outputs = _per_sample_outputs(data, pairs, within, budget, max_pairs, t)
-    sums = _WithinSums(within.distance, within.sample.astype(np.int32), within.rows)
+    within = match_within(data, pairs, sim_fn, stack_fn, t)
+    outputs = per_sample_outputs(data, pairs, within, budget, max_pairs, t)
+    sums = WithinSums(within.distance, within.sample.astype(np.int32), within.rows)
     return GeometryShard(
-        sample_ids=np.asarray(data.sample_ids, dtype=object), raters=tuple(data.raters), cells=_Cells.of(data),
-        pair_sums=_PairSums.of(pairs, len(data.raters)), within=sums, labels=_LabelCounts.of(data, within),
+        sample_ids=np.asarray(data.sample_ids, dtype=object), raters=tuple(data.raters), cells=Cells.of(data),
+        pair_sums=PairSums.of(pairs, len(data.raters)), within=sums, labels=LabelCounts.of(data, within),
         keep=budget.keep,
-        skipped=budget.skipped, cost_s=budget.cost_s, skipped_samples=_skipped_records(data, budget, counts),
+        skipped=budget.skipped, cost_s=budget.cost_s, skipped_samples=skipped_records(data, budget, counts),
         outputs=outputs, n_rows=len(data), similarity_report=report,
     )
 
 
-def _concat_shards(shards: Sequence[GeometryShard]):
+def concat_shards(shards: Sequence[GeometryShard]) -> GeometryShard:
     """One :class:`GeometryShard` of the whole corpus from its shards (sample and row indices offset)."""
     if len(shards) == 1:
         return shards[0]
@@ -119,12 +122,13 @@ def _concat_shards(shards: Sequence[GeometryShard]):
     ro = np.cumsum([0] + [sh.n_rows for sh in shards]).tolist()
     cat = np.concatenate
     R = len(first.raters)
-    cells = _Cells(cat([sh.cells.s + o for sh, o in zip(shards, so)]), cat([sh.cells.r for sh in shards]),
-                   cat([sh.cells.n for sh in shards]), R)
+    # so and ro hold one offset more than there are shards (the total): zip stops at the last shard
+    cells = Cells(cat([sh.cells.s + o for sh, o in zip(shards, so, strict=False)]), cat([sh.cells.r for sh in shards]),
+                  cat([sh.cells.n for sh in shards]), R)
     has_rows = all(sh.has_rows for sh in shards)
-    rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro)]) if has_rows else np.zeros((0, 2), np.intp))
-    within = _WithinSums(cat([sh.within.distance for sh in shards]),
-                         cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so)]), rows)
+    rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro, strict=False)]) if has_rows else np.zeros((0, 2), np.intp))
+    within = WithinSums(cat([sh.within.distance for sh in shards]),
+                        cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so, strict=False)]), rows)
     outputs = {}
     for k, v in first.outputs.items():
         parts = [sh.outputs[k] for sh in shards]
@@ -133,8 +137,8 @@ def _concat_shards(shards: Sequence[GeometryShard]):
     report["repaired_polygons"] = sum(int(sh.similarity_report.get("repaired_polygons", 0)) for sh in shards)
     return GeometryShard(
         sample_ids=cat([sh.sample_ids for sh in shards]), raters=first.raters, cells=cells,
-        pair_sums=_PairSums.merge([sh.pair_sums for sh in shards]), within=within,
-        labels=_LabelCounts.stack([sh.labels for sh in shards]), keep=cat([sh.keep for sh in shards]),
+        pair_sums=PairSums.merge([sh.pair_sums for sh in shards]), within=within,
+        labels=LabelCounts.stack([sh.labels for sh in shards]), keep=cat([sh.keep for sh in shards]),
         skipped=cat([sh.skipped for sh in shards]), cost_s=cat([sh.cost_s for sh in shards]),
         skipped_samples=_canonical_records([r for sh in shards for r in sh.skipped_samples]),
         outputs=outputs, n_rows=int(ro[-1]), similarity_report=report, has_rows=has_rows,

@@ -10,7 +10,7 @@
 * :func:`pair_tiebreak`: a number in ``[0, 1)`` per pair of rows, symmetric in the two rows,
   that the threshold matching adds, scaled by :data:`TIE_EPS`, to break ties between matchings of
   equal total similarity by content rather than by input order
-  (:func:`agreement.methods.geometry_agreement.matching._match_entries`).
+  (:func:`agreement.methods.geometry_agreement.matching.match_entries`).
 
 Keys are deterministic (splitmix64, Steele, Lea & Flood 2014; BLAKE2b for ragged geometry) and do not
 depend on the process, the seed or the order of the corpus.
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement.methods.ot.strata import _GOLDEN, _mix64
+from agreement.methods.ot.strata import GOLDEN, mix64
 
 __all__ = ["TIE_EPS", "row_content_keys", "set_content_keys", "pair_tiebreak"]
 
@@ -84,21 +84,21 @@ def row_content_keys(data: Any, *, rows: np.ndarray | None = None) -> np.ndarray
         sample or position.
     """
     rows = np.arange(len(data)) if rows is None else np.asarray(rows, dtype=np.intp)
-    key = np.full(len(rows), _GOLDEN, dtype=np.uint64)
+    key = np.full(len(rows), GOLDEN, dtype=np.uint64)
     array_fields, list_fields = _keyed_columns()
     for name in array_fields:
         values = getattr(data, name, None)
         if values is None or not len(rows):
             continue
         for col in _float_words(np.asarray(values)[rows]).T:
-            key = _mix64(key ^ col) + _GOLDEN
+            key = mix64(key ^ col) + GOLDEN
     for name in list_fields:
         values = getattr(data, name, None)
         if values is None:
             continue
         words = np.fromiter((_ragged_word(values[r]) for r in rows.tolist()), np.uint64, len(rows))
-        key = _mix64(key ^ words) + _GOLDEN
-    return _mix64(key)
+        key = mix64(key ^ words) + GOLDEN
+    return mix64(key)
 
 
 def set_content_keys(data: Any) -> np.ndarray:
@@ -111,7 +111,7 @@ def set_content_keys(data: Any) -> np.ndarray:
     if len(keys):
         cell = np.repeat(np.arange(S * R), n)
         np.add.at(total, cell, keys)  # uint64 addition wraps: an order-free sum
-    return _mix64(total ^ _mix64(n.astype(np.uint64) + _GOLDEN)).reshape(S, R)
+    return mix64(total ^ mix64(n.astype(np.uint64) + GOLDEN)).reshape(S, R)
 
 
 def pair_tiebreak(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
@@ -119,5 +119,5 @@ def pair_tiebreak(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     a = np.asarray(key_a, dtype=np.uint64)
     b = np.asarray(key_b, dtype=np.uint64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    z = _mix64(_mix64(lo + _GOLDEN) ^ hi)
+    z = mix64(mix64(lo + GOLDEN) ^ hi)
     return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))

@@ -8,17 +8,16 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import sparse
 
-from agreement.methods.ot.alpha_ot import canonical_sample_order
-from agreement.core.data import class_codes
-from agreement.methods.geometry_agreement.matching import _eligible_entries, _match_entries
-from agreement.methods.geometry_agreement.ties import row_content_keys
+from agreement.core.data import MultiRaterAnnotations, class_codes
 from agreement.core.rater_pairs import shared_sample_pairs
-
+from agreement.methods.geometry_agreement.matching import SimilarityBlock, eligible_entries, match_entries
+from agreement.methods.geometry_agreement.ties import row_content_keys
+from agreement.methods.ot.alpha_ot import canonical_sample_order
 
 _MAX_BLOCK = 4_000_000  # entries of one similarity block of a large sample
 
@@ -55,10 +54,11 @@ class _SetPairs:
     def index(self, s: np.ndarray, a: np.ndarray, b: np.ndarray, R: int) -> np.ndarray:
         """Position of each ``(s, a, b)`` (``a < b``, present) in this list."""
         key = (self.s.astype(np.int64) * R + self.a) * R + self.b
-        return np.searchsorted(key, (s.astype(np.int64) * R + a) * R + b)
+        found: np.ndarray = np.searchsorted(key, (s.astype(np.int64) * R + a) * R + b)
+        return found
 
 
-def _within_set_pairs(data, counts: np.ndarray) -> _SetPairs:
+def within_set_pairs(data: MultiRaterAnnotations, counts: np.ndarray) -> _SetPairs:
     """Every (sample, rater a < rater b) with both assigned, via
     :func:`agreement.core.rater_pairs.shared_sample_pairs` (work grows with the
     triples, not with ``R^2``)."""
@@ -68,7 +68,7 @@ def _within_set_pairs(data, counts: np.ndarray) -> _SetPairs:
 
 
 @dataclass(frozen=True)
-class _PairSums:
+class PairSums:
     """The within-item set pairs summed per rater pair, which is all the chance strata and the
     totals need of them: ``code = a * R + b`` (rater indices, ``a < b``, sorted), the number of
     set pairs of each (``count``) and their comparisons (``cost``), both exact integers."""
@@ -78,18 +78,19 @@ class _PairSums:
     cost: np.ndarray
 
     @classmethod
-    def of(cls, pairs: _SetPairs, R: int) -> "_PairSums":
+    def of(cls, pairs: _SetPairs, R: int) -> "PairSums":
+        """The sums of the set pairs ``pairs`` of a corpus of ``R`` raters."""
         return cls._summed(pairs.a.astype(np.int64) * R + pairs.b, np.ones(len(pairs), np.int64), pairs.cost)
 
     @classmethod
-    def merge(cls, parts: Sequence["_PairSums"]) -> "_PairSums":
+    def merge(cls, parts: Sequence["PairSums"]) -> "PairSums":
         """The sums of several shards (integer sums: exact in any order)."""
         cat = np.concatenate
         return cls._summed(cat([p.code for p in parts]), cat([p.count for p in parts]),
                            cat([p.cost for p in parts]))
 
     @classmethod
-    def _summed(cls, code: np.ndarray, count: np.ndarray, cost: np.ndarray) -> "_PairSums":
+    def _summed(cls, code: np.ndarray, count: np.ndarray, cost: np.ndarray) -> "PairSums":
         uniq, inv = np.unique(code, return_inverse=True)
         inv = inv.reshape(-1)
         tot_count, tot_cost = np.zeros(len(uniq), np.int64), np.zeros(len(uniq), np.int64)
@@ -99,10 +100,12 @@ class _PairSums:
 
     @property
     def n_set_pairs(self) -> int:
+        """Number of within-item set pairs."""
         return int(self.count.sum())
 
     @property
     def n_comparisons(self) -> int:
+        """Number of comparisons of the within-item set pairs."""
         return int(self.cost.sum())
 
 
@@ -119,7 +122,7 @@ class _Budget:
     chance_budget: int
 
 
-def _plan_budget(data, pairs: _SetPairs, max_pairs: int) -> _Budget:
+def plan_budget(data: MultiRaterAnnotations, pairs: _SetPairs, max_pairs: int) -> _Budget:
     """The pair budget: a sample is skipped whole when its own within-item
     cost ``sum max(1, n m)`` over its set pairs exceeds ``max_pairs``; every
     other sample is measured; the chance sample gets all of ``max_pairs``.
@@ -131,7 +134,7 @@ def _plan_budget(data, pairs: _SetPairs, max_pairs: int) -> _Budget:
     return _Budget(~skipped, skipped, cost_s, max_pairs)
 
 
-def _skipped_records(data, budget: _Budget, counts: np.ndarray) -> tuple[dict, ...]:
+def skipped_records(data: MultiRaterAnnotations, budget: _Budget, counts: np.ndarray) -> tuple[dict[str, Any], ...]:
     """One record per skipped sample, in canonical sample order: ``sample_id``,
     ``comparisons`` (what its within-item measurement needs), ``raters``
     (assigned) and ``annotations``."""
@@ -142,7 +145,7 @@ def _skipped_records(data, budget: _Budget, counts: np.ndarray) -> tuple[dict, .
     raters = data.assigned[idx].sum(axis=1)
     anns = counts[idx].sum(axis=1)
     return tuple({"sample_id": data.sample_ids[s], "comparisons": int(budget.cost_s[s]), "raters": int(k),
-                  "annotations": int(n)} for s, k, n in zip(idx.tolist(), raters.tolist(), anns.tolist()))
+                  "annotations": int(n)} for s, k, n in zip(idx.tolist(), raters.tolist(), anns.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ class _WithinMatch:
 
 
 @dataclass(frozen=True)
-class _WithinSums:
+class WithinSums:
     """What the statistics need of a shard's within-item matching per matched pair: its distance and
     its sample (``int32``, shard order), and the matched rows (``(0, 2)`` once the per-row outputs are
     written: :meth:`GeometryShard.without_rows`). The per-sample sums (unmatched annotations, all
@@ -170,7 +173,8 @@ class _WithinSums:
     rows: np.ndarray
 
 
-def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _WithinMatch:
+def match_within(data: MultiRaterAnnotations, pairs: _SetPairs, sim_fn: SimilarityBlock,
+                 stack_fn: SimilarityBlock | None, t: float) -> _WithinMatch:
     """Matches every within-item set pair: one similarity block per sample
     (all its rows against all its rows; one block per rater against the later
     raters for a large sample), entries of a rater with itself dropped."""
@@ -191,11 +195,11 @@ def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _Within
             for r in np.unique(rr)[:-1].tolist():
                 tasks_a.append(np.flatnonzero(rr == r) + lo)
                 tasks_b.append(np.flatnonzero(rr > r) + lo)
-    _, gi, gj, sim = _eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
+    _, gi, gj, sim = eligible_entries(sim_fn, stack_fn, t, tasks_a, tasks_b)
     keep_e = rater_of_row[gi] < rater_of_row[gj]  # each unordered pair once, never a rater with itself
     gi, gj, sim = gi[keep_e], gj[keep_e], sim[keep_e]
     ent_p = pairs.index(data.sample_index[gi], rater_of_row[gi], rater_of_row[gj], R).astype(np.int64)
-    mk = _match_entries(ent_p, gi, gj, sim, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
+    mk = match_entries(ent_p, gi, gj, sim, N, tie_keys=lambda rows: row_content_keys(data, rows=rows))
     rows = np.stack([gi[mk], gj[mk]], axis=1) if mk.any() else np.zeros((0, 2), np.intp)
     pid, distance = ent_p[mk], np.clip(1.0 - sim[mk], 0.0, 1.0)
     o = np.lexsort((rows[:, 1], rows[:, 0])) if len(rows) else np.zeros(0, np.intp)
@@ -205,8 +209,8 @@ def _match_within(data, pairs: _SetPairs, sim_fn, stack_fn, t: float) -> _Within
     return _WithinMatch(rows, pid, distance, sample, pairs.n + pairs.m - 2 * matched)
 
 
-def _per_sample_outputs(data, pairs: _SetPairs, match: _WithinMatch, budget: _Budget,
-                        max_pairs: int, t: float) -> dict:
+def per_sample_outputs(data: MultiRaterAnnotations, pairs: _SetPairs, match: _WithinMatch, budget: _Budget,
+                       max_pairs: int, t: float) -> dict[str, Any]:
     """Per-sample and per-row results of the within-item matching, with a
     reason for every sample whose distance is NaN."""
     S, N = data.num_samples, len(data)
@@ -248,7 +252,7 @@ def _per_sample_outputs(data, pairs: _SetPairs, match: _WithinMatch, budget: _Bu
 
 
 @dataclass(frozen=True)
-class _LabelCounts:
+class LabelCounts:
     """What classification α needs of the within-item matched pairs, per sample (corpus order):
     matched pairs, pairs whose labels differ, and ``classes``, the ``(S, C)`` sparse counts of
     the classes of their labels (exact integers, so shards stack in any grouping)."""
@@ -259,7 +263,8 @@ class _LabelCounts:
     n_classes: int
 
     @classmethod
-    def of(cls, data, within: _WithinMatch) -> "_LabelCounts":
+    def of(cls, data: MultiRaterAnnotations, within: _WithinMatch) -> "LabelCounts":
+        """The label counts of the within-item matching ``within`` of ``data``."""
         codes, cats = class_codes(data)
         S, C = data.num_samples, len(cats)
         if not len(within.rows):
@@ -272,7 +277,7 @@ class _LabelCounts:
                    np.bincount(ps, weights=(la != lb).astype(np.float64), minlength=S), classes, C)
 
     @classmethod
-    def stack(cls, parts: Sequence["_LabelCounts"]) -> "_LabelCounts":
+    def stack(cls, parts: Sequence["LabelCounts"]) -> "LabelCounts":
         """The counts of consecutive shards, as one corpus."""
         cat = np.concatenate
         return cls(cat([p.pairs for p in parts]), cat([p.differ for p in parts]),

@@ -66,38 +66,41 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from agreement.core.rater_pairs import RaterPairTable
+from agreement.methods.ot.bounds import relative_position, score_bounds
 from agreement.methods.ot.pair_costs import PairCosts, SolvedSetPairs, chunks_of, set_pair_entries
 from agreement.methods.ot.pairs import (
-    check_ot_params,
     NORMALIZATIONS,
+    OTMatching,
+    check_ot_params,
     ot_cost_from_matrix,
     ot_from_cost_matrix,
     ot_match,
     ot_score,
-    OTMatching,
     pair_cost_matrix,
 )
 from agreement.methods.ot.sample_scores import (
-    assigned_pair_cells,
-    _box_edges,
-    OTSampleScores,
-    pair_set_rows,
     ROW_REASONS,
-    _row_results,
-    _sample_reasons,
+    OTSampleScores,
+    assigned_pair_cells,
+    box_edges,
+    pair_set_rows,
+    row_results,
+    sample_skip_reasons,
 )
-from agreement.methods.ot.bounds import relative_position, score_bounds
-from agreement.core.rater_pairs import RaterPairTable
+
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 # The test of max_weight_matchings patches agreement.methods.ot._MAX_PERMUTATIONS: the solver and the code that
-# calls it (_solve_set_pairs, set_pair_costs, sample_ot_scores) stay in this module.
+# calls it (solve_set_pairs, set_pair_costs, sample_ot_scores) stay in this module.
 
 
 __all__ = [
@@ -159,9 +162,11 @@ def max_weight_matchings(
     (deterministic for a given input).
 
     Args:
-        a_node, b_node: ``(E,)`` int node ids of each edge's ends.
+        a_node: ``(E,)`` int A node id of each edge, in ``[0, n_a_nodes)``.
+        b_node: ``(E,)`` int B node id of each edge, in ``[0, n_b_nodes)``.
         weight: ``(E,)`` positive weights (a pair with no edge has weight 0).
-        n_a_nodes, n_b_nodes: the sizes of the two node sets.
+        n_a_nodes: the size of the A node set.
+        n_b_nodes: the size of the B node set.
         cardinality_first: maximise the number of matched edges first (for
             weights in ``(0, 1]``: IoU matching at a threshold).
 
@@ -204,7 +209,8 @@ def max_weight_matchings(
     return matched
 
 
-def _match_components(ra, rb, w, idx, NA, NB, cardinality_first, matched) -> None:
+def _match_components(ra: np.ndarray, rb: np.ndarray, w: np.ndarray, idx: np.ndarray, NA: int, NB: int,
+                      cardinality_first: bool, matched: np.ndarray) -> None:
     """Components with at least two nodes on each side: brute force by shape, or LSA."""
     # Compact node ids: A nodes 0 .. n_a - 1, then B nodes.
     ca, n_a = _compact(ra, NA)
@@ -270,7 +276,7 @@ def _injections(q: int, r: int) -> np.ndarray:
     return _PERMS[key]
 
 
-def _brute_force(cl, rows, cols, w, r, q) -> np.ndarray:
+def _brute_force(cl: np.ndarray, rows: np.ndarray, cols: np.ndarray, w: np.ndarray, r: int, q: int) -> np.ndarray:
     """Best injection of r rows into q columns per component (vectorised), as edge flags."""
     n_c = int(cl.max()) + 1
     dense = np.zeros((n_c, r, q))
@@ -282,15 +288,17 @@ def _brute_force(cl, rows, cols, w, r, q) -> np.ndarray:
     for lo in range(0, n_c, step):
         vals = dense[lo:lo + step][:, ar, inj].sum(axis=2)  # (components, injections)
         best[lo:lo + step] = np.argmax(vals, axis=1)
-    return inj[best[cl], rows] == cols
+    flags: np.ndarray = inj[best[cl], rows] == cols
+    return flags
 
 
-def _lsa_components(cl, rows, cols, w, r, q) -> np.ndarray:
+def _lsa_components(cl: np.ndarray, rows: np.ndarray, cols: np.ndarray, w: np.ndarray, r: int,
+                    q: int) -> np.ndarray:
     """linear_sum_assignment per component (large components), as edge flags."""
     out = np.zeros(len(cl), dtype=bool)
     order = np.argsort(cl, kind="stable")
     bounds = np.flatnonzero(np.r_[True, cl[order][1:] != cl[order][:-1], True])
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         e = order[lo:hi]
         dense = np.zeros((r, q))
         dense[rows[e], cols[e]] = w[e]
@@ -307,7 +315,7 @@ def _lsa_components(cl, rows, cols, w, r, q) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BoxPairBlock:
-    """A block of box pairs of :func:`_solve_set_pairs`, as :func:`set_pair_entries` gives them (``ta``: the set
+    """A block of box pairs of :func:`solve_set_pairs`, as :func:`set_pair_entries` gives them (``ta``: the set
     pair of each of its problems; ``ia``, ``jb``: the rows of each box pair; ``an``, ``bn``: their A and B
     nodes), with ``n_b`` the block's B nodes and the IoU of each box pair."""
 
@@ -320,7 +328,7 @@ class BoxPairBlock:
     iou: np.ndarray
 
 
-#: ``on_block(block)``: called with every :class:`BoxPairBlock` of :func:`_solve_set_pairs`.
+#: ``on_block(block)``: called with every :class:`BoxPairBlock` of :func:`solve_set_pairs`.
 BlockHook = Callable[[BoxPairBlock], None]
 
 
@@ -342,9 +350,9 @@ class SetPairs:
                    nb=offsets[cells_b + 1] - offsets[cells_b])
 
 
-def _solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalization: str,
-                     max_block: int = 1 << 17, n_rows: int | None = None,
-                     on_block: BlockHook | None = None) -> SolvedSetPairs:
+def solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalization: str,
+                    max_block: int = 1 << 17, n_rows: int | None = None,
+                    on_block: BlockHook | None = None) -> SolvedSetPairs:
     """Exact OT cost of many set ``pairs`` (A rows ``a0[t] + [0, na[t])`` against B rows ``b0[t] + [0, nb[t])``).
 
     The pair costs of every box pair are computed in vectorised blocks of
@@ -366,10 +374,11 @@ def _solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalizati
     k = np.zeros(P, np.intp)
     csum = np.zeros(P)
     detail = n_rows is not None
-    parts: list[tuple] = []
+    n_detail = n_rows if n_rows is not None else 0  # rows of the detail arrays
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     if detail:
-        near_cost = np.full(n_rows, np.inf)
-        near_key = np.full(n_rows, np.iinfo(np.int64).max, dtype=np.int64)
+        near_cost = np.full(n_detail, np.inf)
+        near_key = np.full(n_detail, np.iinfo(np.int64).max, dtype=np.int64)
     # Without detail only the eligible pairs matter; a pair of different labels costs at least
     # ``1 - lam`` (its localisation term is >= 0, in floating point too), so when that is not below the
     # threshold such pairs are dropped before their costs are computed (the same eligible edges, in the
@@ -395,7 +404,7 @@ def _solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalizati
         np.add.at(csum, t, c[hit])
         if detail:
             parts.append((t, ia[hit], jb[hit], c[hit]))
-            _nearest_update(near_cost, near_key, ia=ia, jb=jb, c=c, hit=hit, n_rows=n_rows)
+            _nearest_update(near_cost, near_key, ia=ia, jb=jb, c=c, hit=hit, n_rows=n_detail)
     N = (na + nb).astype(np.float64)
     total = w * csum + beta * (N - 2 * k)
     denom = N if normalization == "paper" else N - k
@@ -403,14 +412,18 @@ def _solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalizati
         cost = np.where(N > 0, total / np.where(denom > 0, denom, 1.0), 0.0)
     if not detail:
         return SolvedSetPairs(cost, k)
-    cat = (lambda j, dt: np.concatenate([p[j] for p in parts]).astype(dt) if parts else np.zeros(0, dt))
+
+    def cat(j: int, dt: type) -> np.ndarray:
+        return np.concatenate([p[j] for p in parts]).astype(dt) if parts else np.zeros(0, dt)
+
     has = np.isfinite(near_cost)
-    nearest = np.where(has, near_key % max(n_rows, 1), -1).astype(np.intp)
+    nearest = np.where(has, near_key % max(n_detail, 1), -1).astype(np.intp)
     return SolvedSetPairs(cost=cost, n_matched=k, m_problem=cat(0, np.intp), m_row_a=cat(1, np.intp), m_row_b=cat(2, np.intp),
                    m_cost=cat(3, np.float64), nearest_row=nearest, nearest_cost=np.where(has, near_cost, np.nan))
 
 
-def _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows) -> None:
+def _nearest_update(near_cost: np.ndarray, near_key: np.ndarray, ia: np.ndarray, jb: np.ndarray, c: np.ndarray,
+                    hit: np.ndarray, n_rows: int) -> None:
     """Lowest-cost counterpart per box over the box pairs of a block, in both directions
     (ties: the box it was matched to, then the lowest row), merged into the running
     ``near_cost`` / ``near_key`` (blocks merge in any order; fastest when a block's rows
@@ -436,7 +449,7 @@ def _nearest_update(near_cost, near_key, ia, jb, c, hit, n_rows) -> None:
 
 
 def set_pair_costs(
-    data,
+    data: MultiRaterAnnotations,
     rater_a: int | str,
     rater_b: int | str,
     samples_a: np.ndarray,
@@ -458,9 +471,13 @@ def set_pair_costs(
 
     Args:
         data: a :class:`agreement.core.data.MultiRaterAnnotations`.
-        rater_a, rater_b: rater indices or names (may be equal).
-        samples_a, samples_b: equal-length sample indices.
-        lam, beta, normalization: as :func:`ot_match`.
+        rater_a: index or name of the rater of the A sets.
+        rater_b: index or name of the rater of the B sets (may equal ``rater_a``).
+        samples_a: sample index of each A set.
+        samples_b: sample index of each B set (as many as ``samples_a``).
+        lam: localisation weight in ``[0, 1]``, as in :func:`ot_match`.
+        beta: dummy cost in ``(0, 1]``, as in :func:`ot_match`.
+        normalization: ``"paper"`` or ``"oc_cost"``, as in :func:`ot_match`.
         max_block: memory cap (entries) of one pair-cost block.
 
     Returns:
@@ -481,8 +498,8 @@ def set_pair_costs(
     R, off = data.num_raters, data.offsets
     ca, cb = ii * R + a, jj * R + b
     pc = PairCosts(data.boxes, data.labels, lam)
-    return _solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=float(beta), normalization=normalization,
-                            max_block=max_block).cost
+    return solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=float(beta), normalization=normalization,
+                           max_block=max_block).cost
 
 
 # ---------------------------------------------------------------------------
@@ -490,7 +507,7 @@ def set_pair_costs(
 # ---------------------------------------------------------------------------
 
 
-def sample_ot_scores(data, *, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
+def sample_ot_scores(data: MultiRaterAnnotations, *, lam: float = 0.5, beta: float = 0.5, normalization: str = "paper",
                      max_block: int = 1 << 17, on_block: BlockHook | None = None) -> OTSampleScores:
     """OT agreement per sample over every pair of raters assigned to it.
 
@@ -526,7 +543,7 @@ def sample_ot_scores(data, *, lam: float = 0.5, beta: float = 0.5, normalization
     pc = PairCosts(data.boxes, data.labels, lam)
     S, Nrows = data.num_samples, len(data)
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
-    solved = _solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
+    solved = solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
                               max_block=max_block, n_rows=Nrows, on_block=on_block)
     pair_cost = solved.cost
     pair_score = 1.0 - pair_cost
@@ -547,13 +564,13 @@ def sample_ot_scores(data, *, lam: float = 0.5, beta: float = 0.5, normalization
     upper[ok] = np.bincount(s, pair_upper, S)[ok] / n_pairs[ok]
     position = np.asarray(relative_position(mean, lower, upper), np.float64).reshape(-1)
 
-    edges = _box_edges(solved, a0, na, b0, nb, float(beta))
-    rows = _row_results(data, pc, solved, float(beta), normalization)
+    edges = box_edges(solved, a0, na, b0, nb, float(beta))
+    rows = row_results(data, pc, solved, float(beta), normalization)
     table = RaterPairTable.from_shared_pairs(data.raters, a, b, pid)
     table.values["mean_ot"] = table.mean_over_shared(pid, pair_score)
     return OTSampleScores(
         sample_ids=data.sample_ids, mean=mean, min=mn, n_pairs=n_pairs, lower=lower, upper=upper,
-        position=position, reasons=tuple(_sample_reasons(data)), pair_sample=s, pair_rater_a=a,
+        position=position, reasons=tuple(sample_skip_reasons(data)), pair_sample=s, pair_rater_a=a,
         pair_rater_b=b, pair_cost=pair_cost, pair_score=pair_score, pair_n_a=na, pair_n_b=nb,
         pair_n_matched=solved.n_matched, pair_lower=pair_lower, pair_upper=pair_upper,
         pair_position=pair_pos, pair_table_row=pid, **edges, **rows, raters=tuple(data.raters),

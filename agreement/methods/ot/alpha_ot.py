@@ -74,17 +74,28 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from agreement.methods.ot import SetPairs, _solve_set_pairs, assigned_pair_cells, check_ot_params
-from agreement.methods.ot.pair_costs import PairCosts
 from agreement.core.arrays import unique_sorted
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
 from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
+from agreement.methods.ot import SetPairs, assigned_pair_cells, check_ot_params, solve_set_pairs
+from agreement.methods.ot.pair_costs import PairCosts
 from agreement.methods.ot.strata import (  # noqa: F401 - canonical_sample_order re-exported
-    _block_keys, _cross_pairs, _pair_of_blocks, _strata, _Strata, _stratum_keys, canonical_sample_order)
+    PairStrata,
+    block_keys,
+    build_pair_strata,
+    canonical_sample_order,
+    cross_pairs,
+    pair_of_blocks,
+    stratum_keys,
+)
+
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 __all__ = ["AlphaOTResult", "alpha_ot", "canonical_sample_order", "ChancePlan", "plan_chance", "CellSets",
            "finish_alpha_ot", "stratum_ranks"]  # stratum_ranks: from agreement.core.strata
@@ -133,7 +144,7 @@ class AlphaOTResult:
     max_pairs: int
     seed: int
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         """Equal numbers, parameters and per-pair values (NaN equal to NaN)."""
         if not isinstance(other, AlphaOTResult):
             return NotImplemented
@@ -144,10 +155,10 @@ class AlphaOTResult:
         return same and self.pairs.to_records() == other.pairs.to_records()
 
 
-def _same(x, y) -> bool:
+def _same(x: Any, y: Any) -> bool:
     if isinstance(x, float) and isinstance(y, float):
-        return x == y or (np.isnan(x) and np.isnan(y))
-    return x == y
+        return x == y or bool(np.isnan(x) and np.isnan(y))
+    return bool(x == y)
 
 
 # ---------------------------------------------------------------------------
@@ -156,7 +167,7 @@ def _same(x, y) -> bool:
 
 
 def alpha_ot(
-    data,
+    data: MultiRaterAnnotations,
     *,
     lam: float = 0.5,
     beta: float = 0.5,
@@ -217,7 +228,7 @@ def alpha_ot(
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     if observed_costs is None:
         pc = PairCosts(data.boxes, data.labels, lam)
-        c_obs = _solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
+        c_obs = solve_set_pairs(pc, SetPairs(a0, na, b0, nb), beta=float(beta), normalization=normalization,
                                  max_block=max_block).cost
     else:
         c_obs = np.asarray(observed_costs, dtype=np.float64).reshape(-1)
@@ -247,7 +258,7 @@ class ChancePlan:
 
     raters: tuple
     table: RaterPairTable
-    strata: _Strata
+    strata: PairStrata
     stratum: np.ndarray
     pair_inv: np.ndarray
     first_key: np.ndarray
@@ -263,7 +274,7 @@ class ChancePlan:
         return self.cell_key[np.searchsorted(self.cell_key, lo * R): np.searchsorted(self.cell_key, hi * R)]
 
 
-def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, raters, *, max_pairs: int = 100_000,
+def plan_chance(sample_ids: Sequence[Any] | np.ndarray, cell_sample: np.ndarray, cell_rater: np.ndarray, raters: Sequence[str], *, max_pairs: int = 100_000,
                 seed: int = 0, groups: np.ndarray | None = None, strata: np.ndarray | None = None) -> ChancePlan:
     """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
 
@@ -289,13 +300,13 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     if isinstance(max_pairs, bool) or int(max_pairs) < 1:
         raise ValueError(f"max_pairs must be >= 1, got {max_pairs!r}")
     max_pairs = int(max_pairs)
-    sample_ids = np.asarray(sample_ids, dtype=object)
+    ids = np.asarray(sample_ids, dtype=object)
     raters = tuple(raters)
-    S, R = len(sample_ids), len(raters)
+    S, R = len(ids), len(raters)
     cs, cr = np.asarray(cell_sample, dtype=np.intp), np.asarray(cell_rater, dtype=np.intp)
     sh, a, b, pid = shared_pairs_of_cells(cs, cr, S, R)
     table = RaterPairTable.from_shared_pairs(raters, a, b, pid)
-    st = _strata(sample_ids, cs, cr=cr, raters=raters, table=table, shared=(sh, pid), groups=groups, strata=strata)
+    st = build_pair_strata(ids, cs, cr=cr, raters=raters, table=table, shared=(sh, pid), groups=groups, strata=strata)
     N_tot = int(st.size.sum())
     blocks = np.flatnonzero(st.blk_size > 0)
     if N_tot <= max_pairs:
@@ -303,8 +314,8 @@ def plan_chance(sample_ids, cell_sample: np.ndarray, cell_rater: np.ndarray, rat
     else:
         n_alloc = np.maximum(2, np.ceil(max_pairs * st.blk_size.astype(np.float64) / N_tot)).astype(np.int64)
     exact = n_alloc[blocks] >= st.blk_size[blocks]
-    keys = _block_keys(_stratum_keys(seed, raters, st.first, st.second), st)
-    sp, ci, cj = _cross_pairs(st, blocks, n_alloc[blocks], exact, keys)
+    keys = block_keys(stratum_keys(seed, raters, st.first, st.second), st)
+    sp, ci, cj = cross_pairs(st, blocks, n_alloc[blocks], exact, keys)
     C = len(st.cell_sample)
     uniq, inv = np.unique(ci.astype(np.int64) * C + cj, return_inverse=True)
     first_key = st.cell_sample[uniq // C].astype(np.int64) * R + st.cell_rater[uniq // C]
@@ -332,7 +343,7 @@ class CellSets:
     labels: np.ndarray
 
     @classmethod
-    def of(cls, data, keys: np.ndarray, sample_offset: int = 0) -> "CellSets":
+    def of(cls, data: MultiRaterAnnotations, keys: np.ndarray, sample_offset: int = 0) -> "CellSets":
         """The cells ``keys`` of ``data``, whose sample ``s`` is sample ``sample_offset + s`` of the corpus."""
         R = data.num_raters
         keys = np.asarray(keys, dtype=np.int64)
@@ -343,7 +354,7 @@ class CellSets:
         return cls(keys, np.r_[0, np.cumsum(n)].astype(np.intp), data.boxes[rows], data.labels[rows])
 
     @classmethod
-    def concat(cls, parts) -> "CellSets":
+    def concat(cls, parts: Sequence[CellSets]) -> "CellSets":
         """The cells of several parts (disjoint keys), sorted by key."""
         parts = [p for p in parts if len(p.key)]
         if not parts:
@@ -351,7 +362,7 @@ class CellSets:
         key = np.concatenate([p.key for p in parts])
         n = np.concatenate([np.diff(p.offsets) for p in parts])
         start = np.concatenate([p.offsets[:-1] + base for p, base in
-                                zip(parts, np.cumsum([0] + [len(p.boxes) for p in parts[:-1]]))])
+                                zip(parts, np.cumsum([0] + [len(p.boxes) for p in parts[:-1]]), strict=True)])
         boxes = np.concatenate([p.boxes for p in parts])
         labels = np.concatenate([p.labels for p in parts])
         o = np.argsort(key, kind="stable")
@@ -371,7 +382,13 @@ def finish_alpha_ot(plan: ChancePlan, sets: CellSets, observed_costs: np.ndarray
         sets: the :class:`CellSets` of ``plan.cell_key`` (from one corpus or merged from shards).
         observed_costs: the OT cost of every (sample, assigned rater pair), in corpus sample order.
         observed_pair: the rater pair of each, as ``a * R + b`` (``a < b``).
-        lam, beta, normalization, max_block: as in :func:`alpha_ot`.
+        lam: localisation weight in ``[0, 1]``, as in :func:`alpha_ot`.
+        beta: dummy cost in ``(0, 1]``, as in :func:`alpha_ot`.
+        normalization: ``"paper"`` or ``"oc_cost"``, as in :func:`alpha_ot`.
+        max_block: box pairs per vectorised block, as in :func:`alpha_ot`.
+
+    Returns:
+        The :class:`AlphaOTResult` of the corpus.
     """
     check_ot_params(lam, beta, normalization=normalization)
     if not np.array_equal(sets.key, plan.cell_key):
@@ -424,7 +441,7 @@ def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normaliza
     off = sets.offsets
     ca = np.searchsorted(sets.key, plan.first_key)
     cb = np.searchsorted(sets.key, plan.second_key)
-    cu = _solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=beta, normalization=normalization,
+    cu = solve_set_pairs(pc, SetPairs.of_cells(off, ca, cb), beta=beta, normalization=normalization,
                           max_block=max_block).cost
     sp = plan.stratum
     c = cu[plan.pair_inv]
@@ -440,10 +457,11 @@ def _chance(plan: ChancePlan, sets: CellSets, lam: float, beta: float, normaliza
     se_e[is_exact & has] = 0.0
     mc = ~is_exact & (n_eval > 1)  # every drawn block has at least two draws
     se_e[mc] = np.sqrt(dev2[mc] / (n_eval[mc] - 1)) / np.sqrt(n_eval[mc])
-    return _pair_of_blocks(st, mean_e, se_e, n_eval, is_exact)
+    return pair_of_blocks(st, mean_e, se_e, n_eval, is_exact)
 
 
-def _pair_alphas(raters, st: _Strata, obs: np.ndarray, exp: np.ndarray, se_e: np.ndarray):
+def _pair_alphas(raters: Sequence[str], st: PairStrata, obs: np.ndarray, exp: np.ndarray,
+                 se_e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per rater pair ``1 - D_o / D_e`` and its delta-method SE; NaN with a reason where undefined."""
     P = len(obs)
     alpha = np.full(P, np.nan)

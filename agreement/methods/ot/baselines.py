@@ -46,15 +46,16 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from agreement.core.arrays import mean_of_defined
-from agreement.core.data import class_codes
-from agreement.geometry.boxes import pairwise_iou
+from agreement.core.data import MultiRaterAnnotations, class_codes
 from agreement.core.krippendorff import AlphaResult, alpha_from_coincidence
+from agreement.core.rater_pairs import RaterPairTable
+from agreement.geometry.boxes import pairwise_iou
 from agreement.methods.ot import (
     BoxPairBlock,
     OTSampleScores,
@@ -64,7 +65,6 @@ from agreement.methods.ot import (
     sample_ot_scores,
 )
 from agreement.methods.ot.pair_costs import PairCosts, chunks_of, set_pair_entries
-from agreement.core.rater_pairs import RaterPairTable
 
 __all__ = [
     "NO_OBJECT",
@@ -87,7 +87,7 @@ def _check_threshold(t: float) -> float:
     return t
 
 
-def _boxes(boxes, name: str) -> np.ndarray:
+def _boxes(boxes: Any, name: str) -> np.ndarray:
     arr = np.asarray(boxes, dtype=np.float64)
     if arr.size == 0:
         return arr.reshape(0, 4)
@@ -121,6 +121,7 @@ class ThresholdMatching:
 
     @property
     def n_matched(self) -> int:
+        """Number of matched pairs, ``TP``."""
         return len(self.rows)
 
 
@@ -135,10 +136,10 @@ def _match_iou(iou: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.nd
     return rows[keep], cols[keep]
 
 
-def _eligible(iou, t, la, lb) -> np.ndarray:
-    el = iou >= t
-    if la is not None:
-        index: dict = {}
+def _eligible(iou: np.ndarray, t: float, la: list[Any] | None, lb: list[Any] | None) -> np.ndarray:
+    el: np.ndarray = iou >= t
+    if la is not None and lb is not None:
+        index: dict[Any, int] = {}
         ca = np.fromiter((index.setdefault(v, len(index)) for v in la), np.int64, len(la))
         cb = np.fromiter((index.setdefault(v, len(index)) for v in lb), np.int64, len(lb))
         el &= ca[:, None] == cb[None, :]
@@ -161,10 +162,12 @@ def threshold_match(
     ``K = min(n, m) + 1``; see the module docstring).
 
     Args:
-        boxes_a, boxes_b: ``(n, 4)`` / ``(m, 4)`` relative ``[x, y, w, h]``.
+        boxes_a: ``(n, 4)`` relative ``[x, y, w, h]`` boxes of rater A.
+        boxes_b: ``(m, 4)`` relative ``[x, y, w, h]`` boxes of rater B.
         iou_threshold: ``t`` in ``(0, 1]`` (default 0.5, PASCAL VOC).
-        labels_a, labels_b: optional class labels; given both, matching is
+        labels_a: optional class labels of ``boxes_a``; given both label lists, matching is
             class-aware.
+        labels_b: optional class labels of ``boxes_b``.
 
     Returns:
         :class:`ThresholdMatching`.
@@ -173,9 +176,9 @@ def threshold_match(
     a = _boxes(boxes_a, "boxes_a")
     b = _boxes(boxes_b, "boxes_b")
     aware = labels_a is not None and labels_b is not None
-    la = list(labels_a) if aware else None
-    lb = list(labels_b) if aware else None
-    if aware and (len(la) != len(a) or len(lb) != len(b)):
+    la = list(labels_a) if labels_a is not None and labels_b is not None else None
+    lb = list(labels_b) if labels_a is not None and labels_b is not None else None
+    if la is not None and lb is not None and (len(la) != len(a) or len(lb) != len(b)):
         raise ValueError("labels must have one entry per box")
     iou = pairwise_iou(a, b)
     rows, cols = _match_iou(iou, _eligible(iou, t, la, lb))
@@ -305,15 +308,15 @@ class ThresholdBaselines:
     pairs: RaterPairTable
     unit_pair: np.ndarray = field(repr=False)
     unit_values: np.ndarray = field(repr=False)
+    matched_iou: np.ndarray = field(repr=False)
+    units: UnitCounts = field(repr=False)
     categories: tuple = ()
     iou_threshold: float = 0.5
     class_aware: bool = True
     alpha_class_aware: bool = False
-    matched_iou: np.ndarray = field(repr=False, default=None)
-    units: "UnitCounts" = field(repr=False, default=None)
 
 
-def threshold_baselines(data, *, iou_threshold: float = 0.5, class_aware: bool = True, alpha_class_aware: bool = False,
+def threshold_baselines(data: MultiRaterAnnotations, *, iou_threshold: float = 0.5, class_aware: bool = True, alpha_class_aware: bool = False,
                         max_block: int = 1 << 17) -> ThresholdBaselines:
     """F1@IoU, mean IoU and Krippendorff's alpha over threshold matching, for a corpus.
 
@@ -356,7 +359,7 @@ def threshold_baselines(data, *, iou_threshold: float = 0.5, class_aware: bool =
 
 
 def ot_scores_and_threshold_baselines(
-    data,
+    data: MultiRaterAnnotations,
     *,
     lam: float = 0.5,
     beta: float = 0.5,
@@ -391,7 +394,8 @@ def ot_scores_and_threshold_baselines(
     return scores, _baselines_of(data, codes, cats, cells, matcher)
 
 
-def _baselines_of(data, codes, cats, cells, matcher: "_ThresholdMatcher") -> ThresholdBaselines:
+def _baselines_of(data: MultiRaterAnnotations, codes: np.ndarray, cats: Sequence[Any], cells: tuple[np.ndarray, ...],
+                  matcher: _ThresholdMatcher) -> ThresholdBaselines:
     """The baselines from the matchings of every (sample, rater pair) triple ``cells``
     (:func:`agreement.methods.ot.assigned_pair_cells`)."""
     s, a, b, pid, a0, na, b0, nb = cells
@@ -472,7 +476,7 @@ class UnitCounts:
                    cell_count=cnt.astype(np.int64), pooled=pooled, n_categories=C)
 
     @classmethod
-    def merge(cls, parts, pair_code: np.ndarray) -> "UnitCounts":
+    def merge(cls, parts: Sequence[UnitCounts], pair_code: np.ndarray) -> "UnitCounts":
         """The counts of several disjoint sets of units, on the rater pairs ``pair_code`` (sorted, a superset)."""
         pair_code = np.asarray(pair_code, dtype=np.int64)
         P, C = len(pair_code), parts[0].n_categories
@@ -523,7 +527,7 @@ class _ThresholdMatcher:
 
     def hits(self) -> tuple[tuple, tuple]:
         """The matched pairs of the F1 matching and of the alpha matching, in block order."""
-        def cat(parts):
+        def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             if not parts:
                 return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
             return tuple(np.concatenate([p[q] for p in parts]) for q in range(4))
@@ -531,7 +535,8 @@ class _ThresholdMatcher:
         return cat(self._out[self.class_aware]), cat(self._out[self.alpha_class_aware])
 
 
-def _sample_means(data, s, pair_f1, pair_iou):
+def _sample_means(data: MultiRaterAnnotations, s: np.ndarray, pair_f1: np.ndarray,
+                  pair_iou: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per sample: means of the defined per-pair F1 and mean IoU, and the reasons."""
     S = data.num_samples
     out = []
@@ -546,7 +551,8 @@ def _sample_means(data, s, pair_f1, pair_iou):
     return out[0], out[1], [str(r) for r in reasons]
 
 
-def _alpha_units(codes, no_obj, hits, a0, na, b0, nb) -> tuple[np.ndarray, np.ndarray]:
+def _alpha_units(codes: np.ndarray, no_obj: int, hits: tuple[np.ndarray, ...], a0: np.ndarray, na: np.ndarray,
+                 b0: np.ndarray, nb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Units of the alpha matching: matched pairs ``(label_a, label_b)``, unmatched boxes
     ``(label, no_object)`` / ``(no_object, label)``; with the set pair of each unit."""
     t, ia, jb, _ = hits

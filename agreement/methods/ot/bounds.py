@@ -74,9 +74,10 @@ class ScoreBounds:
 
     @property
     def width(self) -> np.ndarray | float:
+        """``upper - lower``, the length of the feasible range."""
         return self.upper - self.lower
 
-    def contains(self, score, atol: float = 1e-9) -> np.ndarray | bool:
+    def contains(self, score: float | np.ndarray, atol: float = 1e-9) -> np.ndarray | bool:
         """Whether ``score`` lies in ``[lower - atol, upper + atol]``."""
         return (np.asarray(score) >= self.lower - atol) & (np.asarray(score) <= self.upper + atol)
 
@@ -121,7 +122,8 @@ def score_bounds(
     ``1 - 2 beta <= lower`` (OC-cost).
 
     Args:
-        n, m: box counts (scalars or arrays; broadcast).
+        n: box count of one set (a scalar or an array; broadcast with ``m``).
+        m: box count of the other set (a scalar or an array).
         lam: weight of localisation in the pair cost, in ``[0, 1]``.
         beta: dummy cost, in ``(0, 1]``.
         normalization: ``"paper"`` or ``"oc_cost"``.
@@ -137,7 +139,7 @@ def score_bounds(
     Detection with Optimal Transport"; Otani et al., CVPR 2022 (OC-cost).
     """
     _check(lam, beta, normalization)
-    scalar = np.ndim(n) == 0 and np.ndim(m) == 0 and np.ndim(n_matched) == 0
+    scalar = np.ndim(n) == 0 and np.ndim(m) == 0 and (n_matched is None or np.ndim(n_matched) == 0)
     n = np.asarray(n, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
     if np.any(n < 0) or np.any(m < 0):

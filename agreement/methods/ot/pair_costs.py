@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.geometry.boxes import paired_iou
-from agreement.methods.ot.pairs import _check_boxes
+from agreement.methods.ot.pairs import check_ot_boxes
 
 # ---------------------------------------------------------------------------
 # Corpus level: pair costs of arbitrary box pairs, and many set pairs at once
@@ -39,7 +39,7 @@ class PairCosts:
     """
 
     def __init__(self, boxes: np.ndarray, labels: np.ndarray, lam: float):
-        boxes = _check_boxes(boxes, "boxes")
+        boxes = check_ot_boxes(boxes, "boxes")
         self.boxes = boxes
         self.x1, self.y1 = boxes[:, 0].copy(), boxes[:, 1].copy()
         self.x2, self.y2 = boxes[:, 2] + self.x1, boxes[:, 3] + self.y1
@@ -207,7 +207,7 @@ def chunks_of(sizes: np.ndarray, cap: int) -> list[np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class SolvedSetPairs:
-    """Results of :func:`_solve_set_pairs`: per set pair, matched pairs, nearest per row."""
+    """Results of :func:`solve_set_pairs`: per set pair, matched pairs, nearest per row."""
 
     cost: np.ndarray
     n_matched: np.ndarray

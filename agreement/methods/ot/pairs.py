@@ -8,13 +8,12 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from agreement.geometry.boxes import pairwise_giou
-
 
 NORMALIZATIONS = ("paper", "oc_cost")
 
@@ -34,7 +33,19 @@ def check_ot_params(lam: float, beta: float, *, normalization: str = "paper") ->
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
 
 
-def _check_boxes(boxes, name: str) -> np.ndarray:
+def check_ot_boxes(boxes: Any, name: str) -> np.ndarray:
+    """The boxes of one rater as an ``(n, 4)`` float64 array of relative ``[x, y, w, h]``.
+
+    Args:
+        boxes: array-like of boxes (empty: no box).
+        name: what the error messages call them (e.g. ``"boxes_a"``).
+
+    Returns:
+        The ``(n, 4)`` array (``(0, 4)`` when empty).
+
+    Raises:
+        ValueError: for another shape, a NaN or infinite coordinate, or a negative width or height.
+    """
     arr = np.asarray(boxes, dtype=np.float64)
     if arr.size == 0:
         return arr.reshape(0, 4)
@@ -47,7 +58,7 @@ def _check_boxes(boxes, name: str) -> np.ndarray:
     return arr
 
 
-def _labels(labels, n: int, name: str) -> np.ndarray:
+def _labels(labels: Sequence[Any] | np.ndarray | None, n: int, name: str) -> np.ndarray:
     arr = np.empty(n, dtype=object)
     vals = list(labels) if labels is not None else [None] * n
     if len(vals) != n:
@@ -59,11 +70,13 @@ def _labels(labels, n: int, name: str) -> np.ndarray:
 def _mismatch(labels_a: np.ndarray, labels_b: np.ndarray) -> np.ndarray:
     """``(n, m)`` bool, ``label_a[i] != label_b[j]`` (codes or hashable objects)."""
     if labels_a.dtype != object and labels_b.dtype != object:
-        return labels_a[:, None] != labels_b[None, :]
-    index: dict = {}
+        differ: np.ndarray = labels_a[:, None] != labels_b[None, :]
+        return differ
+    index: dict[Any, int] = {}
     ca = np.fromiter((index.setdefault(v, len(index)) for v in labels_a), np.int64, len(labels_a))
     cb = np.fromiter((index.setdefault(v, len(index)) for v in labels_b), np.int64, len(labels_b))
-    return ca[:, None] != cb[None, :]
+    differ_codes: np.ndarray = ca[:, None] != cb[None, :]
+    return differ_codes
 
 
 def pair_cost_matrix(
@@ -90,8 +103,8 @@ def pair_cost_matrix(
     Detection with Optimal Transport" (GIoU: Rezatofighi et al., CVPR 2019).
     """
     check_ot_params(lam, 0.5)
-    a = _check_boxes(boxes_a, "boxes_a")
-    b = _check_boxes(boxes_b, "boxes_b")
+    a = check_ot_boxes(boxes_a, "boxes_a")
+    b = check_ot_boxes(boxes_b, "boxes_b")
     la = _labels(labels_a, len(a), "labels_a")
     lb = _labels(labels_b, len(b), "labels_b")
     return _cost(a, la, b, lb, float(lam))
@@ -213,8 +226,8 @@ def ot_cost_from_matrix(c: np.ndarray, *, beta: float = 0.5, normalization: str 
     return _solve(_check_cost_matrix(c), float(beta), normalization)[1]
 
 
-def _check_cost_matrix(c) -> np.ndarray:
-    c = np.asarray(c, dtype=np.float64)
+def _check_cost_matrix(cost: Any) -> np.ndarray:
+    c = np.asarray(cost, dtype=np.float64)
     if c.ndim != 2:
         raise ValueError(f"cost matrix must be 2-D, got shape {c.shape}")
     if c.size and not np.all(np.isfinite(c)):
@@ -241,8 +254,10 @@ def ot_match(
     sets empty: score 1. Symmetric in A and B and invariant to box order.
 
     Args:
-        boxes_a, boxes_b: ``(n, 4)`` / ``(m, 4)`` relative ``[x, y, w, h]``.
-        labels_a, labels_b: class labels (hashable), one per box.
+        boxes_a: ``(n, 4)`` relative ``[x, y, w, h]`` boxes of rater A.
+        labels_a: class labels (hashable), one per box of ``boxes_a``.
+        boxes_b: ``(m, 4)`` relative ``[x, y, w, h]`` boxes of rater B.
+        labels_b: class labels (hashable), one per box of ``boxes_b``.
         lam: localisation weight in ``[0, 1]`` (default 0.5).
         beta: dummy cost in ``(0, 1]`` (default 0.5).
         normalization: ``"paper"`` or ``"oc_cost"``.

@@ -8,13 +8,16 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from agreement.core.arrays import mean_of_defined
-from agreement.methods.ot.pair_costs import PairCosts, SolvedSetPairs
 from agreement.core.rater_pairs import RaterPairTable, shared_sample_pairs
+from agreement.methods.ot.pair_costs import PairCosts, SolvedSetPairs
 
+if TYPE_CHECKING:
+    from agreement.core.data import MultiRaterAnnotations
 
 # ---------------------------------------------------------------------------
 # Per-sample scores over every pair of assigned raters, and per-label reasons
@@ -149,6 +152,7 @@ class OTSampleScores:
 
     @property
     def n_scored(self) -> int:
+        """Number of samples with at least one scored rater pair."""
         return int(np.sum(self.n_pairs > 0))
 
     @property
@@ -157,7 +161,7 @@ class OTSampleScores:
         return mean_of_defined(self.mean)
 
 
-def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
+def assigned_pair_cells(data: MultiRaterAnnotations) -> tuple[np.ndarray, ...]:
     """The (sample, rater a, rater b) triples with both raters assigned (``a < b``),
     their table rows, and the row ranges of the two sets.
 
@@ -168,7 +172,7 @@ def assigned_pair_cells(data) -> tuple[np.ndarray, ...]:
     return (s, a, b, pid, *pair_set_rows(data, s, a, b))
 
 
-def pair_set_rows(data, sample: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+def pair_set_rows(data: MultiRaterAnnotations, sample: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     """The row ranges of rater ``a[k]``'s and rater ``b[k]``'s sets on sample ``sample[k]``:
     ``(a0, na, b0, nb)``, the rows ``a0[k] + [0, na[k])`` and ``b0[k] + [0, nb[k])``."""
     R, off = data.num_raters, data.offsets
@@ -176,7 +180,9 @@ def pair_set_rows(data, sample: np.ndarray, a: np.ndarray, b: np.ndarray) -> tup
     return off[ca], off[ca + 1] - off[ca], off[cb], off[cb + 1] - off[cb]
 
 
-def _sample_reasons(data) -> list[str]:
+def sample_skip_reasons(data: MultiRaterAnnotations) -> list[str]:
+    """Why each sample is not scored: ``""`` for a sample with two or more assigned raters, else the
+    reason (no rater, or only one rater, assigned)."""
     k = data.assigned.sum(axis=1)
     out = [""] * data.num_samples
     for s in np.flatnonzero(k < 2).tolist():
@@ -185,8 +191,29 @@ def _sample_reasons(data) -> list[str]:
     return out
 
 
-def _box_edges(solved: SolvedSetPairs, a0, na, b0, nb, beta: float) -> dict[str, np.ndarray]:
-    """Per box of every rater pair (the pair's A boxes, then its B boxes): partner and paid cost."""
+def _matches(solved: SolvedSetPairs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(m_problem, m_row_a, m_row_b, m_cost)`` of set pairs solved in detail mode (with ``n_rows``)."""
+    if solved.m_problem is None or solved.m_row_a is None or solved.m_row_b is None or solved.m_cost is None:
+        raise ValueError("the set pairs were solved without their matchings (solve_set_pairs needs n_rows)")
+    return solved.m_problem, solved.m_row_a, solved.m_row_b, solved.m_cost
+
+
+def box_edges(solved: SolvedSetPairs, a0: np.ndarray, na: np.ndarray, b0: np.ndarray, nb: np.ndarray,
+              beta: float) -> dict[str, np.ndarray]:
+    """Per box of every rater pair (the pair's A boxes, then its B boxes): partner and paid cost.
+
+    Args:
+        solved: the set pairs solved in detail mode.
+        a0: first row of each pair's A set.
+        na: size of each pair's A set.
+        b0: first row of each pair's B set.
+        nb: size of each pair's B set.
+        beta: dummy cost, what an unmatched box pays.
+
+    Returns:
+        ``edge_pair``, ``edge_row``, ``edge_partner_row`` (-1 if unmatched) and ``edge_paid`` per box edge.
+    """
+    m_problem, m_row_a, m_row_b, m_cost = _matches(solved)
     L = na + nb
     eo = np.cumsum(L) - L
     edge_pair = np.repeat(np.arange(len(L)), L)
@@ -197,23 +224,39 @@ def _box_edges(solved: SolvedSetPairs, a0, na, b0, nb, beta: float) -> dict[str,
     edge_row = np.arange(int(L.sum())) + np.repeat(seg_start - seg_pos, seg_len)
     partner = np.full(len(edge_row), -1, np.intp)
     paid = np.full(len(edge_row), beta)
-    t = solved.m_problem
-    pos_a = eo[t] + (solved.m_row_a - a0[t])
-    pos_b = eo[t] + na[t] + (solved.m_row_b - b0[t])
-    partner[pos_a], partner[pos_b] = solved.m_row_b, solved.m_row_a
-    paid[pos_a], paid[pos_b] = solved.m_cost, solved.m_cost
+    t = m_problem
+    pos_a = eo[t] + (m_row_a - a0[t])
+    pos_b = eo[t] + na[t] + (m_row_b - b0[t])
+    partner[pos_a], partner[pos_b] = m_row_b, m_row_a
+    paid[pos_a], paid[pos_b] = m_cost, m_cost
     return dict(edge_pair=edge_pair, edge_row=edge_row.astype(np.intp), edge_partner_row=partner, edge_paid=paid)
 
 
-def _row_results(data, pc: PairCosts, solved: SolvedSetPairs, beta: float, normalization: str) -> dict[str, np.ndarray]:
-    """Per box: mean paid, cheapest match, nearest counterpart and the reason (see :class:`OTSampleScores`)."""
+def row_results(data: MultiRaterAnnotations, pc: PairCosts, solved: SolvedSetPairs, beta: float,
+                normalization: str) -> dict[str, np.ndarray]:
+    """Per box: mean paid, cheapest match, nearest counterpart and the reason (see :class:`OTSampleScores`).
+
+    Args:
+        data: the corpus whose set pairs were solved.
+        pc: the pair costs of its boxes.
+        solved: the set pairs solved in detail mode (with ``n_rows``).
+        beta: dummy cost.
+        normalization: ``"paper"`` or ``"oc_cost"`` (sets the threshold ``beta`` or ``2 beta``).
+
+    Returns:
+        The ``row_*`` fields of :class:`OTSampleScores`.
+    """
+    m_problem, m_row_a, m_row_b, m_cost = _matches(solved)
+    if solved.nearest_row is None or solved.nearest_cost is None:
+        raise ValueError("the set pairs were solved without their nearest rows (solve_set_pairs needs n_rows)")
+    near, near_cost = solved.nearest_row, solved.nearest_cost
     N = len(data)
     k = data.assigned.sum(axis=1)
     cnt = (k[data.sample_index] - 1).astype(np.float64)  # rater pairs each box takes part in
-    rows = np.concatenate([solved.m_row_a, solved.m_row_b])
-    partner = np.concatenate([solved.m_row_b, solved.m_row_a])
-    paid = np.concatenate([solved.m_cost, solved.m_cost])
-    pair = np.concatenate([solved.m_problem, solved.m_problem])
+    rows = np.concatenate([m_row_a, m_row_b])
+    partner = np.concatenate([m_row_b, m_row_a])
+    paid = np.concatenate([m_cost, m_cost])
+    pair = np.concatenate([m_problem, m_problem])
     row_n_matched = np.bincount(rows, minlength=N).astype(np.intp)
     with np.errstate(invalid="ignore", divide="ignore"):
         row_paid = (np.bincount(rows, paid, minlength=N) + beta * (cnt - row_n_matched)) / cnt
@@ -228,13 +271,12 @@ def _row_results(data, pc: PairCosts, solved: SolvedSetPairs, beta: float, norma
     row_matched = np.full(N, -1, np.intp)
     row_matched[rows[chosen]] = partner[chosen]
 
-    near = solved.nearest_row
     near_rater = np.where(near >= 0, data.rater_index[np.maximum(near, 0)], -1).astype(np.intp)
     thr = beta if normalization == "paper" else 2.0 * beta
     reason = np.full(N, REASON_NO_COUNTERPART, dtype=object)
     reason[row_n_matched > 0] = REASON_MATCHED
     unmatched = np.flatnonzero((near >= 0) & (row_n_matched == 0))
-    cost_u = solved.nearest_cost[unmatched]
+    cost_u = near_cost[unmatched]
     reason[unmatched[cost_u < thr]] = REASON_COUNTERPART_TAKEN
     far = unmatched[cost_u >= thr]
     geo = pc.geometric(far, near[far])
@@ -244,5 +286,5 @@ def _row_results(data, pc: PairCosts, solved: SolvedSetPairs, beta: float, norma
         row_paid=row_paid, row_matched_row=row_matched,
         row_matched_rater=np.where(row_matched >= 0, data.rater_index[np.maximum(row_matched, 0)], -1).astype(np.intp),
         row_n_matched=row_n_matched, row_nearest_row=near, row_nearest_rater=near_rater,
-        row_nearest_cost=solved.nearest_cost, row_reason=reason,
+        row_nearest_cost=near_cost, row_reason=reason,
     )

@@ -4,13 +4,13 @@ Helpers of :mod:`agreement.methods.ot.alpha_ot` (whose docstring states the desi
 
 * :func:`canonical_sample_order`: the order in which cross pairs are enumerated and drawn;
 * splitmix64 streams (Steele, Lea & Flood 2014), one per rater pair and per block;
-* :func:`_strata`: per rater pair ``{a, b}`` (the drawing stratum) its cross pairs
+* :func:`build_pair_strata`: per rater pair ``{a, b}`` (the drawing stratum) its cross pairs
   ``N_ab = |S_a| |S_b| - |same-group pairs|``, cut into one *block* per chance stratum ``k``
   (samples of comparable scale: :mod:`agreement.core.strata`) where both raters have cells,
   each block weighed ``w_k`` by the pair's share of shared samples in ``k``;
-* :func:`_cross_pairs`: the cross pairs evaluated, every one of an exact block and
+* :func:`cross_pairs`: the cross pairs evaluated, every one of an exact block and
   ``n_alloc`` uniform draws with replacement of the others;
-* :func:`_pair_of_blocks`: ``D_e,ab = sum_k w_k mean_k``, ``SE^2 = sum_k w_k^2 SE_k^2``.
+* :func:`pair_of_blocks`: ``D_e,ab = sum_k w_k mean_k``, ``SE^2 = sum_k w_k^2 SE_k^2``.
 
 This module does not import FiftyOne.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,34 +40,36 @@ def canonical_sample_order(sample_ids: np.ndarray) -> np.ndarray:
 # Counter-based random draws (splitmix64), vectorised over strata
 # ---------------------------------------------------------------------------
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
-def _mix64(z: np.ndarray) -> np.ndarray:
+def mix64(z: np.ndarray) -> np.ndarray:
     """The splitmix64 finaliser of a uint64 array (wrapping arithmetic)."""
     z = np.asarray(z, dtype=np.uint64)
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+    out: np.ndarray = z ^ (z >> np.uint64(31))
+    return out
 
 
-def _stratum_keys(seed: int, raters, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+def stratum_keys(seed: int, raters: Sequence[Any], first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """``key_ab`` of each stratum ``(first[p], second[p])`` (rater indices; module docstring)."""
-    base = _mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+    base = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + GOLDEN)
     crc = np.array([zlib.crc32(str(r).encode()) for r in raters], dtype=np.uint64)
-    return _mix64((base ^ ((crc[first] << np.uint64(32)) | crc[second])) + _GOLDEN)
+    return mix64((base ^ ((crc[first] << np.uint64(32)) | crc[second])) + GOLDEN)
 
 
-def _uniform(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
+def uniform_draws(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
     """Uniform ``[0, 1)`` numbers: draw ``counter`` of the stream ``keys`` (53 bits)."""
-    z = _mix64(keys + (counter.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    z = mix64(keys + (counter.astype(np.uint64) + np.uint64(1)) * GOLDEN)
+    out: np.ndarray = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return out
 
 
 @dataclass(frozen=True, eq=False)
-class _Strata:
+class PairStrata:
     """The chance strata: one per rater pair of the table (who, how many cross pairs), each cut into
     *blocks*, one per length stratum where both raters have cells (where the draws happen)."""
 
@@ -86,9 +89,9 @@ class _Strata:
     cell_group: np.ndarray  # and the group of the sample (a cross pair joins cells of different groups)
 
 
-def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable,
+def build_pair_strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tuple, table: RaterPairTable,
             shared: tuple[np.ndarray, np.ndarray], groups: np.ndarray | None = None,
-            strata: np.ndarray | None = None) -> _Strata:
+            strata: np.ndarray | None = None) -> PairStrata:
     """The strata and blocks; ``shared``: the (sample, pair id) of every shared sample of a pair."""
     S, R = len(sample_ids), len(raters)
     srank = np.empty(S, np.intp)
@@ -125,7 +128,7 @@ def _strata(sample_ids: np.ndarray, cs: np.ndarray, cr: np.ndarray, raters: tupl
     with np.errstate(invalid="ignore", divide="ignore"):
         weight = np.where(weight > 0, weight / tot[bp], 0.0)
     bf, bs = first[bp], second[bp]
-    return _Strata(first=first, second=second, size=size, blk_pair=bp.astype(np.intp), blk_stratum=bk.astype(np.intp),
+    return PairStrata(first=first, second=second, size=size, blk_pair=bp.astype(np.intp), blk_stratum=bk.astype(np.intp),
                    blk_start_first=start[bf * K + bk], blk_start_second=start[bs * K + bk], blk_n_first=count[bf, bk],
                    blk_n_second=count[bs, bk], blk_size=blk_size.astype(np.int64), blk_weight=weight, cell_sample=cs,
                    cell_rater=cr, cell_group=cg)
@@ -146,7 +149,7 @@ def _same_group_pairs(cg: np.ndarray, cr: np.ndarray, ck: np.ndarray, R: int, K:
     return np.asarray((counts[first].multiply(counts[second]) @ to_k).todense(), dtype=np.int64).reshape(-1, K)
 
 
-def _cross_pairs(st: _Strata, blocks: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
+def cross_pairs(st: PairStrata, blocks: np.ndarray, n_alloc: np.ndarray, exact: np.ndarray,
                  keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The cross pairs evaluated, as ``(block, cell of the first rater, cell of the second)``
     (cells: positions in ``st.cell_sample``): every one of an exact block, and
@@ -166,32 +169,33 @@ def _cross_pairs(st: _Strata, blocks: np.ndarray, n_alloc: np.ndarray, exact: np
         p = mc[local]
         k = drawn[local] + (np.arange(len(p)) - np.repeat(np.cumsum(need) - need, need))
         prod = st.blk_n_first[p].astype(np.float64) * st.blk_n_second[p]
-        u = np.minimum(np.floor(_uniform(keys[p], k) * prod), prod - 1).astype(np.int64)
+        u = np.minimum(np.floor(uniform_draws(keys[p], k) * prod), prod - 1).astype(np.int64)
         ci, cj = _cells(st, p, u)
         drawn += need
         ok = st.cell_group[ci] != st.cell_group[cj]
         parts.append((p[ok], ci[ok], cj[ok]))
         need = np.bincount(local[~ok], minlength=len(mc)).astype(np.int64)
-    return tuple(np.concatenate([x[q] for x in parts]) for q in range(3))
+    p_all, ci_all, cj_all = (np.concatenate([x[q] for x in parts]) for q in range(3))
+    return p_all, ci_all, cj_all
 
 
-def _cells(st: _Strata, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _cells(st: PairStrata, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position ``u`` of the product ``S_first(k) x S_second(k)`` of block ``p`` (row-major, both
     sides in canonical sample order) as the two cells."""
     ns = st.blk_n_second[p]
     return st.blk_start_first[p] + u // ns, st.blk_start_second[p] + u % ns
 
 
-def _block_keys(pair_keys: np.ndarray, st: _Strata) -> np.ndarray:
+def block_keys(pair_keys: np.ndarray, st: PairStrata) -> np.ndarray:
     """The stream key of every block: its rater pair's ``key_ab`` in the first length stratum (so that a
     corpus of one stratum draws exactly as without strata), ``splitmix64(key_ab xor splitmix64(k))`` in
     stratum ``k > 0``."""
     key = pair_keys[st.blk_pair]
     k = st.blk_stratum.astype(np.uint64)
-    return np.where(k == 0, key, _mix64(key ^ _mix64(k * _GOLDEN + _GOLDEN)))
+    return np.where(k == 0, key, mix64(key ^ mix64(k * GOLDEN + GOLDEN)))
 
 
-def _pair_of_blocks(st: _Strata, mean_e: np.ndarray, se_e: np.ndarray, n_eval: np.ndarray,
+def pair_of_blocks(st: PairStrata, mean_e: np.ndarray, se_e: np.ndarray, n_eval: np.ndarray,
                     is_exact: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per rater pair from its blocks: ``D_e,ab = sum_k w_k mean_k`` and ``SE^2 = sum_k w_k^2 SE_k^2``
     (``w_k`` the block weights); a pair of one block takes its block's numbers as they are."""

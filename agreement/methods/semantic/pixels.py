@@ -60,22 +60,21 @@ most ``n_pixels`` pixels. The draw depends only on the seed and the sample's
 key, never on shard size or sample order; merged sums may differ in the last
 floating-point bit with the order of merging.
 
-References
-----------
-.. [Krippendorff2011] K. Krippendorff, "Computing Krippendorff's
-   Alpha-Reliability", 2011.
-.. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
-   evaluation measure for semantic segmentation?", BMVC 2013.
-.. [Dice1945] L. R. Dice, Ecology 26(3), 297-302, 1945.
-
 This module does not import FiftyOne.
+
+References:
+    .. [Krippendorff2011] K. Krippendorff, "Computing Krippendorff's
+       Alpha-Reliability", 2011.
+    .. [Csurka2013] G. Csurka, D. Larlus and F. Perronnin, "What is a good
+       evaluation measure for semantic segmentation?", BMVC 2013.
+    .. [Dice1945] L. R. Dice, Ecology 26(3), 297-302, 1945.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import cv2
 import numpy as np
@@ -120,7 +119,7 @@ def _outside(a: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return values[bad], counts[bad]
 
 
-def _as_mask(m, where: str, name: str) -> np.ndarray:
+def _as_mask(m: object, where: str, name: str) -> np.ndarray:
     """A rater's mask as a 2-D integer array, or ``ValueError`` naming the sample and the rater."""
     a = np.asarray(m)
     if a.ndim == 3 and a.shape[2] == 1:
@@ -174,7 +173,7 @@ def check_masks(
     allowed = None if class_values is None else np.unique(np.asarray(list(class_values), dtype=np.int64))
     out: list[np.ndarray | None] = []
     first: tuple[str, tuple] | None = None
-    for name, m in zip(names, items):
+    for name, m in zip(names, items, strict=True):
         if m is None:
             out.append(None)
             continue
@@ -188,7 +187,7 @@ def check_masks(
         if allowed is not None:
             bad, counts = _outside(a, allowed)
             if bad.size:
-                listed = ", ".join(f"{v} ({c} pixels)" for v, c in zip(bad[:10], counts[:10]))
+                listed = ", ".join(f"{v} ({c} pixels)" for v, c in zip(bad[:10], counts[:10], strict=True))
                 more = f" and {bad.size - 10} more" if bad.size > 10 else ""
                 raise ValueError(
                     f"{where}: rater {name}'s mask has values not in class_values {allowed.tolist()}: {listed}{more}"
@@ -218,8 +217,10 @@ def _class_index(a: np.ndarray, values: np.ndarray) -> np.ndarray:
     if lo >= 0 and hi < 1 << 16 and a.dtype.kind in "ui" and a.dtype.itemsize <= 2:
         lut = np.zeros(hi + 1, dtype=dtype)
         lut[values] = np.arange(C)
-        return lut[a]
-    return np.searchsorted(values, a).astype(dtype)
+        looked_up: np.ndarray = lut[a]
+        return looked_up
+    index: np.ndarray = np.searchsorted(values, a).astype(dtype)
+    return index
 
 
 def _coincidence_from_patterns(rows: np.ndarray, counts: np.ndarray, C: int) -> np.ndarray:
@@ -229,7 +230,7 @@ def _coincidence_from_patterns(rows: np.ndarray, counts: np.ndarray, C: int) -> 
     for r in range(m):
         np.add.at(n, (np.arange(P), rows[:, r]), 1.0)
     nw = n * (counts / (m - 1.0))[:, None]
-    o = nw.T @ n
+    o: np.ndarray = nw.T @ n
     o[np.diag_indices(C)] -= nw.sum(axis=0)
     return o
 
@@ -291,7 +292,7 @@ def _within(targets: np.ndarray, queries: np.ndarray, limit: float) -> np.ndarra
     if np.prod(hi - lo) > _DT_CELLS_PER_POINT * (len(targets) + len(queries)):
         key = np.unique((targets[:, 0] - lo[0]) * (hi[1] - lo[1]) + targets[:, 1] - lo[1])  # shared corners
         tree = cKDTree(np.stack(np.divmod(key, hi[1] - lo[1]), axis=1) + lo)
-        return tree.query(queries, distance_upper_bound=2.0 * limit + 1.0)[0] <= limit
+        return np.asarray(tree.query(queries, distance_upper_bound=2.0 * limit + 1.0)[0] <= limit)
     img = np.full(tuple(hi - lo), 255, np.uint8)
     img[targets[:, 0] - lo[0], targets[:, 1] - lo[1]] = 0
     dist = cv2.distanceTransform(img, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
@@ -483,7 +484,8 @@ def _sampled_coincidence(D: list[np.ndarray], C: int, n_pixels: int, seed: int, 
     return _coincidence_from_patterns(rows, counts * (N / n_pixels), C)
 
 
-def _overlap(rows, counts, labels, present, values, tolerance) -> OverlapStats:
+def _overlap(rows: np.ndarray, counts: np.ndarray, labels: list[np.ndarray], present: np.ndarray, values: np.ndarray,
+             tolerance: float) -> OverlapStats:
     """The sample's Dice/IoU and boundary sums per rater pair (over all ``R`` raters) and class."""
     C, R = values.size, present.size
     where = np.flatnonzero(present)
@@ -501,8 +503,9 @@ def _overlap(rows, counts, labels, present, values, tolerance) -> OverlapStats:
     return stats
 
 
-def _sample_result(sample_key, values, present, pairs, sums: tuple, *, exclude,
-                   background) -> SampleMaskStats:
+def _sample_result(sample_key: str, values: np.ndarray, present: np.ndarray, pairs: tuple[tuple[int, int], ...],
+                   sums: tuple[PixelAlphaStats, OverlapStats, np.ndarray], *, exclude: Iterable[int],
+                   background: int | None) -> SampleMaskStats:
     """Per-sample numbers from the sample's sums (``sums``: its corpus alpha statistics, overlap sums and
     coincidence matrix; Dice and IoU NaN when no rater marked foreground)."""
     from agreement.core.krippendorff import alpha_from_coincidence
@@ -534,7 +537,8 @@ def _sample_result(sample_key, values, present, pairs, sums: tuple, *, exclude,
     )
 
 
-def _undefined(sample_key, values, present, pairs, n_pixels) -> SampleMaskStats:
+def _undefined(sample_key: str, values: np.ndarray, present: np.ndarray, pairs: tuple[tuple[int, int], ...],
+               n_pixels: int | None) -> SampleMaskStats:
     """The result of a sample with fewer than two raters present."""
     nan_pc = np.full((len(pairs), values.size), np.nan)
     return SampleMaskStats(

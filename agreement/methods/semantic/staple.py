@@ -67,19 +67,18 @@ its **specificity** :math:`P(D_r \ne c \mid T \ne c) = \sum_{i \ne c} m_i
 estimated number of pixels of true class :math:`i`; both in ``[0, 1]``, NaN
 when undefined (no pixel estimated in class ``c``, or in any other class).
 
-References
-----------
-.. [Warfield2004] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous
-   Truth and Performance Level Estimation (STAPLE): An Algorithm for the
-   Validation of Image Segmentation", IEEE TMI 23(7), 903-921, 2004.
-.. [Rohlfing2004] T. Rohlfing, D. B. Russakoff and C. R. Maurer, Jr.,
-   "Performance-based classifier combination in atlas-based image
-   segmentation using expectation-maximization parameter estimation",
-   IEEE TMI 23(8), 983-994, 2004.
-.. [ITK] ``itk::MultiLabelSTAPLEImageFilter``, Insight Toolkit, exposed as
-   ``SimpleITK.MultiLabelSTAPLEImageFilter``.
-
 This module does not import FiftyOne.
+
+References:
+    .. [Warfield2004] S. K. Warfield, K. H. Zou and W. M. Wells, "Simultaneous
+       Truth and Performance Level Estimation (STAPLE): An Algorithm for the
+       Validation of Image Segmentation", IEEE TMI 23(7), 903-921, 2004.
+    .. [Rohlfing2004] T. Rohlfing, D. B. Russakoff and C. R. Maurer, Jr.,
+       "Performance-based classifier combination in atlas-based image
+       segmentation using expectation-maximization parameter estimation",
+       IEEE TMI 23(8), 983-994, 2004.
+    .. [ITK] ``itk::MultiLabelSTAPLEImageFilter``, Insight Toolkit, exposed as
+       ``SimpleITK.MultiLabelSTAPLEImageFilter``.
 """
 
 from __future__ import annotations
@@ -99,36 +98,27 @@ _MAX_DENSE_PATTERNS = 1 << 22
 
 @dataclass(frozen=True)
 class MultiLabelStapleResult:
-    """Result of :func:`multilabel_staple`.
+    r"""Result of :func:`multilabel_staple`.
 
-    Attributes
-    ----------
-    consensus : ndarray of int64, the masks' shape
-        The consensus label per pixel, ``label_undecided`` where undecided.
-    confusion : ndarray of shape (R, L, L)
-        ``confusion[r, i, j]`` = :math:`P(\\text{rater } r \\text{ says } j \\mid
-        \\text{truth } i)`, rows summing to 1 (rows true, columns predicted, as
-        ``sklearn.metrics.confusion_matrix``; ITK's ``GetConfusionMatrix`` is
-        the transpose, with one extra all-zero row). NaN for an absent rater
-        and in the row of a label no pixel is estimated to have.
-    sensitivity, specificity : ndarray of shape (R, L)
-        Per rater and class, in ``[0, 1]``, NaN when undefined (module
-        docstring).
-    prior : ndarray of shape (L,)
-        The prior :math:`\\pi` used.
-    truth_mass : ndarray of shape (L,)
-        :math:`m_i = \\sum_x W_x(i)`: the estimated number of pixels of each
-        true label.
-    label_undecided : int
-        The label given to undecided pixels.
-    n_undecided : int
-        The number of undecided pixels.
-    n_iter : int
-        EM iterations performed.
-    converged : bool
-        Whether the change fell below ``tol`` within ``max_iter``.
-    reason : str or None
-        Why some numbers are NaN, or ``None``.
+    Attributes:
+        consensus (ndarray of int64, the masks' shape): The consensus label per pixel, ``label_undecided`` where undecided.
+        confusion (ndarray of shape (R, L, L)): ``confusion[r, i, j]`` = :math:`P(\text{rater } r \text{ says } j \mid
+            \text{truth } i)`, rows summing to 1 (rows true, columns predicted, as
+            ``sklearn.metrics.confusion_matrix``; ITK's ``GetConfusionMatrix`` is
+            the transpose, with one extra all-zero row). NaN for an absent rater
+            and in the row of a label no pixel is estimated to have.
+        sensitivity (ndarray of shape (R, L)): Per rater and class, in ``[0, 1]``, NaN when undefined (module
+            docstring).
+        specificity (ndarray of shape (R, L)): Per rater and class, in ``[0, 1]``, NaN when undefined (module
+            docstring).
+        prior (ndarray of shape (L,)): The prior :math:`\pi` used.
+        truth_mass (ndarray of shape (L,)): :math:`m_i = \sum_x W_x(i)`: the estimated number of pixels of each
+            true label.
+        label_undecided (int): The label given to undecided pixels.
+        n_undecided (int): The number of undecided pixels.
+        n_iter (int): EM iterations performed.
+        converged (bool): Whether the change fell below ``tol`` within ``max_iter``.
+        reason (str or None): Why some numbers are NaN, or ``None``.
     """
 
     consensus: np.ndarray
@@ -162,7 +152,7 @@ def _stack_labels(masks: Sequence[np.ndarray | None]) -> tuple[list[np.ndarray],
     arrays = [np.asarray(items[k]) for k in ids]
     shape = arrays[0].shape
     rows = []
-    for k, arr in zip(ids, arrays):
+    for k, arr in zip(ids, arrays, strict=True):
         if arr.shape != shape:
             raise ValueError(
                 f"all masks must have the same shape; rater {ids[0]} has {shape}, rater {k} has {arr.shape}"
@@ -194,8 +184,8 @@ def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
     D = [np.asarray(d).reshape(-1) for d in D]
     R = len(D)
     if R * np.log2(max(L, 2)) >= 62:  # codes would overflow int64
-        rows, inv, counts = np.unique(np.stack(D, axis=1), axis=0, return_inverse=True, return_counts=True)
-        return rows.astype(np.int64), counts.astype(np.float64), inv.reshape(-1) if inverse else None
+        rows, inv_u, counts = np.unique(np.stack(D, axis=1), axis=0, return_inverse=True, return_counts=True)
+        return rows.astype(np.int64), counts.astype(np.float64), inv_u.reshape(-1) if inverse else None
     code = D[R - 1].astype(np.int32 if L**R < 2**31 else np.int64)
     for r in range(R - 2, -1, -1):
         code *= L
@@ -203,7 +193,8 @@ def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
     if L**R <= _MAX_DENSE_PATTERNS:
         dense = np.bincount(code, minlength=L**R)
         used = np.flatnonzero(dense)
-        counts, inv = dense[used], None
+        counts = dense[used]
+        inv: np.ndarray | None = None
         if inverse:
             lut = np.zeros(L**R, dtype=np.int64)
             lut[used] = np.arange(used.size)
@@ -211,7 +202,7 @@ def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
     else:
         used, inv, counts = np.unique(code, return_inverse=True, return_counts=True)
     rows = (used.astype(np.int64)[:, None] // (L ** np.arange(R, dtype=np.int64))[None, :]) % L
-    return rows, counts.astype(np.float64), inv.reshape(-1) if inverse else None
+    return rows, counts.astype(np.float64), inv.reshape(-1) if inverse and inv is not None else None
 
 
 def _vote(rows: np.ndarray, L: int) -> np.ndarray:
@@ -256,7 +247,8 @@ def _posterior(rows: np.ndarray, theta: np.ndarray, log_prior: np.ndarray) -> np
     w = np.exp(log_w - np.where(finite, top, 0.0))
     w[~finite[:, 0]] = 0.0
     s = w.sum(axis=1, keepdims=True)
-    return np.divide(w, s, out=np.zeros_like(w), where=s > 0)
+    posterior: np.ndarray = np.divide(w, s, out=np.zeros_like(w), where=s > 0)
+    return posterior
 
 
 def _m_step(rows: np.ndarray, counts: np.ndarray, W: np.ndarray, L: int) -> np.ndarray:
@@ -268,10 +260,12 @@ def _m_step(rows: np.ndarray, counts: np.ndarray, W: np.ndarray, L: int) -> np.n
         onehot[np.arange(rows.shape[0]), rows[:, r]] = 1.0
         theta[r] = cw.T @ onehot
     s = theta.sum(axis=2, keepdims=True)
-    return np.divide(theta, s, out=np.zeros_like(theta), where=s > 0)
+    theta_rows: np.ndarray = np.divide(theta, s, out=np.zeros_like(theta), where=s > 0)
+    return theta_rows
 
 
-def _check_params(max_iter, tol, init, prior, L) -> np.ndarray | None:
+def _check_params(max_iter: int | None, tol: float, init: str, prior: Sequence[float] | np.ndarray | None,
+                  L: int) -> np.ndarray | None:
     """Validates the EM parameters; returns the prior as an ``(L,)`` array or None."""
     if max_iter is not None and (isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer))
                                  or max_iter < 0):
@@ -303,54 +297,40 @@ def multilabel_staple(
     (labels, undecided pixels, prior, initialisation and stopping rule as
     ITK's ``MultiLabelSTAPLEImageFilter``).
 
-    Parameters
-    ----------
-    masks : sequence of R integer label maps of one shape, or None
-        One label map per rater (values ``>= 0``; bool is labels 0/1). ``None``
-        marks a rater who did not label this sample: left out of the
-        estimation, with NaN confusion, sensitivity and specificity.
-    label_undecided : int, optional
-        The label of pixels whose largest posterior is shared by several
-        labels; default ``max label + 1``.
-    max_iter : int, optional
-        Maximum number of EM iterations (``0``: the label map of the initial
-        matrices); default unlimited.
-    tol : float, default=1e-5
-        Stop when no confusion-matrix entry moved by ``tol`` or more.
-    prior : array-like of shape (L,), optional
-        Prior probability of each label ``0 .. L-1``; default the labels'
-        relative frequency over all raters' pixels.
-    init : {"itk", "vote"}, default="itk"
-        The initial confusion matrices: ITK's (reproduced, quirks included) or
-        the textbook one from the plurality vote (module docstring).
+    Args:
+        masks (sequence of R integer label maps of one shape, or None): One label map per rater (values ``>= 0``; bool is labels 0/1). ``None``
+            marks a rater who did not label this sample: left out of the
+            estimation, with NaN confusion, sensitivity and specificity.
+        label_undecided (int, optional): The label of pixels whose largest posterior is shared by several
+            labels; default ``max label + 1``.
+        max_iter (int, optional): Maximum number of EM iterations (``0``: the label map of the initial
+            matrices); default unlimited.
+        tol (float, default=1e-5): Stop when no confusion-matrix entry moved by ``tol`` or more.
+        prior (array-like of shape (L,), optional): Prior probability of each label ``0 .. L-1``; default the labels'
+            relative frequency over all raters' pixels.
+        init ({"itk", "vote"}, default="itk"): The initial confusion matrices: ITK's (reproduced, quirks included) or
+            the textbook one from the plurality vote (module docstring).
 
-    Returns
-    -------
-    result : MultiLabelStapleResult
-        ``consensus`` label map, ``confusion`` ``(R, L, L)`` (rows true label,
-        columns the rater's label), ``sensitivity`` and ``specificity``
-        ``(R, L)`` in ``[0, 1]``, ``prior``, ``truth_mass``, ``n_undecided``,
-        ``n_iter``, ``converged``, ``reason``.
+    Returns:
+        MultiLabelStapleResult: ``consensus`` label map, ``confusion`` ``(R, L, L)`` (rows true label,
+            columns the rater's label), ``sensitivity`` and ``specificity``
+            ``(R, L)`` in ``[0, 1]``, ``prior``, ``truth_mass``, ``n_undecided``,
+            ``n_iter``, ``converged``, ``reason``.
 
-    Raises
-    ------
-    InsufficientRatersError
-        If fewer than two raters have a mask (a ``ValueError``).
-    ValueError
-        On masks of different shapes, non-integer or negative labels, or bad
-        parameters.
+    Raises:
+        InsufficientRatersError: If fewer than two raters have a mask (a ``ValueError``).
+        ValueError: On masks of different shapes, non-integer or negative labels, or bad
+            parameters.
 
-    References
-    ----------
-    .. [1] T. Rohlfing, D. B. Russakoff and C. R. Maurer, Jr., IEEE TMI 23(8),
-       983-994, 2004.
-    .. [2] S. K. Warfield, K. H. Zou and W. M. Wells, IEEE TMI 23(7), 903-921, 2004.
+    References:
+        .. [1] T. Rohlfing, D. B. Russakoff and C. R. Maurer, Jr., IEEE TMI 23(8),
+           983-994, 2004.
+        .. [2] S. K. Warfield, K. H. Zou and W. M. Wells, IEEE TMI 23(7), 903-921, 2004.
 
-    Examples
-    --------
-    >>> a = np.array([[0, 1], [2, 2]]); b = np.array([[0, 1], [2, 1]])
-    >>> multilabel_staple([a, a, b]).consensus.tolist()
-    [[0, 1], [2, 2]]
+    Examples:
+        >>> a = np.array([[0, 1], [2, 2]]); b = np.array([[0, 1], [2, 1]])
+        >>> multilabel_staple([a, a, b]).consensus.tolist()
+        [[0, 1], [2, 2]]
     """
     D, present, shape = _stack_labels(masks)
     L = int(max(d.max() for d in D)) + 1

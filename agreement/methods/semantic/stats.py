@@ -28,6 +28,7 @@ module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
@@ -50,7 +51,7 @@ __all__ = [
 BACKGROUND = 0
 
 
-def foreground_reason(class_values, sizes: np.ndarray, background: int | None, *, where: str = "") -> str:
+def foreground_reason(class_values: Iterable[int], sizes: np.ndarray, background: int | None, *, where: str = "") -> str:
     """Why Dice and IoU are undefined when every marked pixel is background, ``""`` otherwise.
 
     ``sizes`` are pixel counts per class (``sum |A| + sum |B|``). When some pixels were compared but none
@@ -82,7 +83,7 @@ def _embed(arr: np.ndarray, values: tuple, union: np.ndarray, axes: tuple[int, .
     for ax in axes:
         shape[ax] = union.size
     out = np.zeros(shape, dtype=arr.dtype)
-    index = [slice(None)] * arr.ndim
+    index: list[slice | np.ndarray] = [slice(None)] * arr.ndim
     if len(axes) == 2:
         index[axes[0]], index[axes[1]] = where[:, None], where[None, :]
     else:
@@ -146,12 +147,13 @@ class PixelAlphaStats:
     n_mask_pixels: int = 0
 
     @classmethod
-    def empty(cls, class_values, n_pixels: int | None = None) -> "PixelAlphaStats":
+    def empty(cls, class_values: Iterable[int], n_pixels: int | None = None) -> "PixelAlphaStats":
+        """Statistics of no pixel over ``class_values`` (the neutral element of :meth:`merge`)."""
         v = tuple(int(x) for x in np.unique(np.asarray(list(class_values), dtype=np.int64)))
         return cls(v, np.zeros((len(v), len(v))), n_pixels)
 
     @classmethod
-    def from_coincidence(cls, class_values, o: np.ndarray, n_mask_pixels: int,
+    def from_coincidence(cls, class_values: Iterable[int], o: np.ndarray, n_mask_pixels: int,
                          n_pixels: int | None) -> "PixelAlphaStats":
         """One sample's statistics (``class_values`` sorted, indexing ``o``)."""
         return cls(tuple(int(x) for x in class_values), np.asarray(o, dtype=np.float64), n_pixels, 1,
@@ -178,7 +180,7 @@ class PixelAlphaStats:
         squares = n_c**2 + (n - n_c) ** 2
         class_alpha, _, _ = alpha_from_sums(np.full(n_c.shape, n), same, squares)
         reasons = []
-        for v, a, nc in zip(self.class_values, np.atleast_1d(class_alpha), n_c):
+        for v, a, nc in zip(self.class_values, np.atleast_1d(class_alpha), n_c, strict=False):
             if not np.isnan(a):
                 reasons.append("")
             elif n < 2:
@@ -269,7 +271,8 @@ class OverlapStats:
     n_samples: np.ndarray
 
     @classmethod
-    def empty(cls, class_values, n_raters: int) -> "OverlapStats":
+    def empty(cls, class_values: Iterable[int], n_raters: int) -> "OverlapStats":
+        """Statistics of no pixel for ``n_raters`` raters over ``class_values`` (the neutral element of :meth:`merge`)."""
         v = tuple(int(x) for x in np.unique(np.asarray(list(class_values), dtype=np.int64)))
         P = n_raters * (n_raters - 1) // 2
         arrays = {f: np.zeros((P, len(v))) for f in _OVERLAP_FIELDS}
@@ -285,7 +288,7 @@ class OverlapStats:
         return OverlapStats(tuple(int(v) for v in union), self.n_raters,
                             n_samples=self.n_samples + other.n_samples, **arrays)
 
-    def finish(self, exclude=(), background: int | None = BACKGROUND) -> OverlapResult:
+    def finish(self, exclude: Iterable[int] = (), background: int | None = BACKGROUND) -> OverlapResult:
         """Corpus Dice, IoU and boundary F1 (module docstring); ``exclude`` classes left out of the means.
 
         When no pair of masks has a pixel of a class other than ``background`` (None: no background
@@ -297,7 +300,7 @@ class OverlapStats:
         cd, ci, cf = _ratios(s)
         keep = ~np.isin(np.asarray(self.class_values, dtype=np.int64), np.asarray(list(exclude), dtype=np.int64))
 
-        def mean(x):
+        def mean(x: np.ndarray) -> float:
             x = x[keep & ~np.isnan(x)]
             return float(x.mean()) if x.size else float("nan")
 
@@ -333,14 +336,15 @@ class SemanticStats:
     overlap: OverlapStats
 
     @classmethod
-    def empty(cls, class_values, n_raters: int, n_pixels: int | None = None) -> "SemanticStats":
+    def empty(cls, class_values: Iterable[int], n_raters: int, n_pixels: int | None = None) -> "SemanticStats":
+        """Statistics of no pixel for ``n_raters`` raters over ``class_values`` (the neutral element of :meth:`merge`)."""
         return cls(PixelAlphaStats.empty(class_values, n_pixels), OverlapStats.empty(class_values, n_raters))
 
     def merge(self, other: "SemanticStats") -> "SemanticStats":
         """Sum of two shards' statistics (order-independent up to floating-point summation)."""
         return SemanticStats(self.alpha.merge(other.alpha), self.overlap.merge(other.overlap))
 
-    def finish(self, exclude=(), background: int | None = BACKGROUND) -> SemanticResult:
+    def finish(self, exclude: Iterable[int] = (), background: int | None = BACKGROUND) -> SemanticResult:
         """Corpus pixel alpha (overall and per class) and Dice, IoU, boundary F1 (:meth:`OverlapStats.finish`)."""
         return SemanticResult(self.alpha.finish(), self.overlap.finish(exclude, background))
 

@@ -134,6 +134,10 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
         tau: the least STIoU of two tracks in one unit, in ``(0, 1]``.
         iou_threshold: the least box IoU of a match for IDF1 and CLEAR-MOT, in ``(0, 1]``.
         consensus: also build the consensus tracks (with ``quorum``, ``min_raters``, ``weights``).
+        quorum: a consensus frame needs boxes from at least ``quorum`` of the unit's raters, in ``(0, 1]``
+            (:mod:`agreement.methods.tracks.consensus`).
+        min_raters: the least number of raters of a unit with a consensus track, ``>= 1``.
+        weights: ``{rater: weight}``, positive and finite, for the consensus (None: every weight 1).
         loca_unmatched: how HOTA's LocA counts a threshold without a match: ``"skip"`` (default: left out of
             the mean) or ``"one"`` (TrackEval's convention; :mod:`agreement.methods.tracks.hota`).
         frame_count: the video's number of frames (``metadata.total_frame_count``): the chance pairs of α
@@ -186,6 +190,7 @@ class CorpusTrackAgreement:
     n_videos: int
 
     def pair(self, a: str, b: str) -> RaterPairTracks:
+        """The pooled :class:`RaterPairTracks` of raters ``a`` and ``b`` (either order)."""
         return _find_pair(self.pairs, a, b)
 
     def pair_records(self) -> list[dict]:

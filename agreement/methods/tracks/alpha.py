@@ -75,7 +75,7 @@ import numpy as np
 
 from agreement.core.krippendorff import AlphaResult, encode_values, nominal_alpha
 from agreement.methods.tracks.chance import ANY_OVERLAP, ChanceSums, ChanceVideo, chance_sums
-from agreement.methods.tracks.correspondence import TrackUnits, _hungarian
+from agreement.methods.tracks.correspondence import TrackUnits, matches_above
 from agreement.methods.tracks.video import VideoTracks
 
 __all__ = ["TrackReliability", "TrackAlphas", "track_reliability", "track_alpha", "REASON_NO_CHANCE",
@@ -190,7 +190,7 @@ def track_reliability(video: VideoTracks, units: TrackUnits, frame_count: float 
     loc_n, loc_sum = 0, 0.0
     for a, b in zip(*iu, strict=True):
         block = video.stiou_block(int(a), int(b))
-        rows, cols = _hungarian(block, ANY_OVERLAP)
+        rows, cols = matches_above(block, ANY_OVERLAP)
         loc_n += len(rows)
         loc_sum += float((1.0 - block[rows, cols]).sum())
     return TrackReliability(video.video, video.raters, present, classes, unmatched, size, loc_n, loc_sum,

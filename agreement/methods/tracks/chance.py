@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
 from agreement.geometry.temporal import length_strata
-from agreement.methods.tracks.correspondence import _hungarian
+from agreement.methods.tracks.correspondence import matches_above
 from agreement.methods.tracks.data import Tracks
 from agreement.methods.tracks.video import VideoTracks
 
@@ -67,12 +67,13 @@ class ChanceVideo:
 
     @classmethod
     def of(cls, video: VideoTracks, frame_count: float | None) -> "ChanceVideo":
+        """The chance view of one indexed video; ``frame_count`` None or not ``>= 1``: the last boxed frame."""
         grid = np.unique(video.det_frame)
         if video.video is not None:
             key = str(video.video)
         else:
             h = hashlib.blake2b(digest_size=8)
-            for r, t in zip(video.raters, video.tracks):
+            for r, t in zip(video.raters, video.tracks, strict=True):
                 h.update(r.encode())
                 h.update(np.ascontiguousarray(np.sort(t.frames)).tobytes())
                 h.update(np.ascontiguousarray(np.sort(t.boxes, axis=0)).tobytes())
@@ -115,7 +116,7 @@ def _moved(b: Tracks, n_from: float, n_to: float, grid: np.ndarray) -> Tracks:
     f, tr = frames[order], b.track_ids[order]
     first = np.r_[True, (f[1:] != f[:-1]) | (tr[1:] != tr[:-1])] if len(f) else np.zeros(0, bool)
     keep = order[first]
-    labels = None if b.labels is None else b.labels[keep]
+    labels = None if b.labels is None else cast(np.ndarray, b.labels)[keep]
     return Tracks(frames[keep], b.boxes[keep], b.track_ids[keep], labels, rater=b.rater, video=b.video)
 
 
@@ -125,14 +126,14 @@ def _set_pair(a: Tracks, b: Tracks, tau: float) -> tuple[int, int, float, int]:
     if na == 0 or nb == 0:
         return na + nb, 0, 0.0, 0
     block = VideoTracks(("a", "b"), (a, b)).stiou_block(0, 1)
-    rows, _ = _hungarian(block, tau)
-    lr, lc = _hungarian(block, ANY_OVERLAP)
+    rows, _ = matches_above(block, tau)
+    lr, lc = matches_above(block, ANY_OVERLAP)
     return na + nb, len(rows), float((1.0 - block[lr, lc]).sum()), len(lr)
 
 
 def _cells_of(vids: Sequence[ChanceVideo], stratum: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, list]:
     """The (video, rater) cells of stratum ``k``: video positions, rater codes, rater names (sorted)."""
-    names = sorted({r for x in np.flatnonzero(stratum == k) for r in vids[x].raters})
+    names = sorted({r for x in np.flatnonzero(stratum == k).tolist() for r in vids[x].raters})
     code = {r: c for c, r in enumerate(names)}
     vv = [(x, code[r]) for x in np.flatnonzero(stratum == k).tolist() for r in vids[x].raters]
     arr = np.array(vv, dtype=np.int64).reshape(-1, 2)
@@ -188,7 +189,7 @@ def chance_sums(videos: Sequence[ChanceVideo], tau: float, *, max_pairs: int = M
         return ChanceSums()
     lengths = np.array([v.frame_count for v in vids], dtype=np.float64)
     stratum = length_strata(np.where(np.isfinite(lengths) & (lengths >= 1), lengths, np.nan))
-    out = dict(unmatched=0.0, size=0.0, distance=0.0, matched=0.0, set_pairs=0, cells=0)
+    out: dict[str, Any] = dict(unmatched=0.0, size=0.0, distance=0.0, matched=0.0, set_pairs=0, cells=0)
     for k in np.unique(stratum).tolist():
         w = sum(len(vids[x].raters) * (len(vids[x].raters) - 1) // 2 for x in np.flatnonzero(stratum == k))
         video, rater, names = _cells_of(vids, stratum, k)
@@ -198,7 +199,7 @@ def chance_sums(videos: Sequence[ChanceVideo], tau: float, *, max_pairs: int = M
         if not len(X):
             continue
         weight = w / len(X)
-        for x, y in zip(X.tolist(), Y.tolist()):
+        for x, y in zip(X.tolist(), Y.tolist(), strict=True):
             vi, vj = vids[video[x]], vids[video[y]]
             A = vi.tracks[vi.raters.index(names[rater[x]])]
             B = vj.tracks[vj.raters.index(names[rater[y]])]

@@ -117,6 +117,7 @@ class ClearMotResult:
         return ClearMotResult(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
 
     def as_dict(self) -> dict:
+        """The counts with ``mota``, ``motp`` and ``reason``, as a plain dict."""
         out = {f: getattr(self, f) for f in self.__dataclass_fields__}
         out.update(mota=self.mota, motp=self.motp, reason=self.reason)
         return out
@@ -172,7 +173,7 @@ def _matched_pairs(p: RaterPair, threshold: float) -> tuple[np.ndarray, np.ndarr
     g_track, h_track = p.g_track, p.h_track
     for f in hard.tolist():
         stop = int(np.searchsorted(e_frame, f))
-        last.update(zip(g_track[ei[pos:stop]].tolist(), h_track[ej[pos:stop]].tolist()))
+        last.update(zip(g_track[ei[pos:stop]].tolist(), h_track[ej[pos:stop]].tolist(), strict=True))
         out_i.append(ei[pos:stop])
         out_j.append(ej[pos:stop])
         pos = stop
@@ -182,7 +183,7 @@ def _matched_pairs(p: RaterPair, threshold: float) -> tuple[np.ndarray, np.ndarr
         dist = np.full((g1 - g0, h1 - h0), np.nan)
         dist[vi[q0:q1] - g0, vj[q0:q1] - h0] = vd[q0:q1]
         rows, cols = _frame_matches(dist, g_track[g0:g1], h_track[h0:h1], last)
-        last.update(zip(g_track[rows + g0].tolist(), h_track[cols + h0].tolist()))
+        last.update(zip(g_track[rows + g0].tolist(), h_track[cols + h0].tolist(), strict=True))
         out_i.append(rows + g0)
         out_j.append(cols + h0)
     out_i.append(ei[pos:])
@@ -230,7 +231,8 @@ def _pair_iou(p: RaterPair, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         return np.zeros(0)
     Nh = max(len(p.h_frame), 1)
     key = p.i * Nh + p.j  # sorted (p is sorted by i then j)
-    return p.iou[np.searchsorted(key, i * Nh + j)]
+    iou: np.ndarray = p.iou[np.searchsorted(key, i * Nh + j)]
+    return iou
 
 
 def clear_mot(reference: Tracks, hypothesis: Tracks, *, threshold: float = 0.5) -> ClearMotResult:

@@ -34,12 +34,12 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, cast
 
 import numpy as np
 
 from agreement.methods.tracks.correspondence import TrackUnits, units_of_video
-from agreement.methods.tracks.data import Tracks, _label_codes
+from agreement.methods.tracks.data import Tracks, label_codes
 from agreement.methods.tracks.video import VideoTracks
 
 __all__ = ["ConsensusTracks", "consensus_tracks", "consensus_of_video", "mean_confidence", "LONE_RATER_REASON",
@@ -83,7 +83,7 @@ def _weights(raters: tuple[str, ...], weights: Mapping[str, float] | None) -> np
         raise ValueError(f"weights has no weight for rater(s) {missing}")
     w = np.array([float(weights[r]) for r in raters], dtype=np.float64)
     if not np.all(np.isfinite(w) & (w > 0)):
-        bad = [r for r, v in zip(raters, w) if not (np.isfinite(v) and v > 0)]
+        bad = [r for r, v in zip(raters, w, strict=True) if not (np.isfinite(v) and v > 0)]
         raise ValueError(f"rater weights must be positive and finite; not so for {bad}")
     return w
 
@@ -114,14 +114,15 @@ def consensus_of_video(video: VideoTracks, units: TrackUnits, *, quorum: float =
     for c in range(4):
         mean[:, c] = np.bincount(group, weights=wd * boxes[:, c], minlength=G)
     mean /= np.maximum(wsum, np.finfo(float).tiny)[:, None]
-    codes, names = _label_codes(labels)
+    codes, names = label_codes(labels)
     K = len(names)
     if K:
         has = codes >= 0
         votes = np.bincount(group[has] * K + codes[has], weights=wd[has], minlength=G * K).reshape(G, K)
         best = votes.argmax(axis=1)
         labelled = votes.max(axis=1) > 0
-        g_label = np.where(labelled, np.array(names, dtype=object)[best], None)
+        # numpy's stubs read a ``None`` third argument as the one-argument form of np.where
+        g_label = cast(np.ndarray, np.where(labelled, np.array(names, dtype=object)[best], None))
         agree_w = np.where(labelled, votes[np.arange(G), best], wsum)
     else:
         g_label = np.full(G, None, dtype=object)

@@ -69,8 +69,24 @@ class TrackMatching:
     unmatched_b: np.ndarray
 
 
-def _hungarian(block: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and columns of the maximum-weight matching of ``block`` restricted to entries ``>= tau``."""
+def matches_above(block: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Rows and columns of the maximum-weight one-to-one matching of ``block`` restricted to entries ``>= tau``.
+
+    Maximises :math:`\sum_{(i, j) \in M} w_{ij}` with :math:`w_{ij} = b_{ij} [b_{ij} \ge \tau]` (Hungarian
+    algorithm, ``scipy.optimize.linear_sum_assignment``), then drops the pairs of weight 0.
+
+    Args:
+        block: ``(n, m)`` similarities (STIoU), in ``[0, 1]``.
+        tau: the least similarity of a matched pair.
+
+    Returns:
+        ``(rows, cols)``, int arrays of equal length: the matched pairs, every ``block[rows, cols] >= tau`` and
+        ``> 0``.
+
+    Reference:
+        H. W. Kuhn, "The Hungarian method for the assignment problem", Naval Research Logistics Quarterly
+        2, 83-97, 1955.
+    """
     if block.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     weight = np.where(block >= tau, block, 0.0)
@@ -88,7 +104,8 @@ def match_tracks(a: Tracks, b: Tracks, *, tau: float = 0.5) -> TrackMatching:
     track order (module :mod:`agreement.methods.tracks.data`), not the ids.
 
     Args:
-        a, b: two raters' tracks in one video.
+        a: one rater's tracks in one video.
+        b: another rater's tracks in the same video.
         tau: the least STIoU of a matched pair, in ``(0, 1]``.
 
     Returns:
@@ -101,7 +118,7 @@ def match_tracks(a: Tracks, b: Tracks, *, tau: float = 0.5) -> TrackMatching:
     tau = check_tau(tau)
     video = VideoTracks(("a", "b"), (a, b))
     block = video.stiou_block(0, 1)
-    rows, cols = _hungarian(block, tau)
+    rows, cols = matches_above(block, tau)
     ids_a, ids_b = a.index.ids, b.index.ids
     order = np.argsort(ids_a[rows], kind="stable")
     rows, cols = rows[order], cols[order]
@@ -144,20 +161,21 @@ class TrackUnits:
     @property
     def n_raters(self) -> np.ndarray:
         """``(U,)`` the number of raters with a track in each unit."""
-        return self.present.sum(axis=1)
+        counts: np.ndarray = self.present.sum(axis=1)
+        return counts
 
 
 def _pair_edges(video: VideoTracks, tau: float) -> list[tuple[float, int, int]]:
     """The Hungarian matches of every rater pair as ``(STIoU, s, t)``, global tracks ``s < t``."""
-    edges = []
+    edges: list[tuple[float, int, int]] = []
     R = len(video.raters)
     for a in range(R):
         for b in range(a + 1, R):
             block = video.stiou_block(a, b)
-            rows, cols = _hungarian(block, tau)
+            rows, cols = matches_above(block, tau)
             s = rows + video.track_start[a]
             t = cols + video.track_start[b]
-            edges.extend(zip(block[rows, cols].tolist(), s.tolist(), t.tolist()))
+            edges.extend(zip(block[rows, cols].tolist(), s.tolist(), t.tolist(), strict=True))
     edges.sort(key=lambda e: (-e[0], e[1], e[2]))
     return edges
 
@@ -165,7 +183,7 @@ def _pair_edges(video: VideoTracks, tau: float) -> list[tuple[float, int, int]]:
 def _agglomerate(video: VideoTracks, tau: float) -> list[list[int]]:
     """Greedy complete-linkage merging of the Hungarian matches; the units as lists of global tracks."""
     s_all, t_all, st_all = video.track_pairs
-    stiou = dict(zip(zip(s_all.tolist(), t_all.tolist()), st_all.tolist()))
+    stiou = dict(zip(zip(s_all.tolist(), t_all.tolist(), strict=True), st_all.tolist(), strict=True))
     rater = video.track_rater.tolist()
     unit_of = list(range(video.n_tracks))
     units: dict[int, list[int]] = {k: [k] for k in range(video.n_tracks)}
@@ -199,18 +217,18 @@ def units_of_video(video: VideoTracks, tau: float = 0.5) -> TrackUnits:
     present = members >= 0
     track_ids = np.where(present, video.track_id[np.maximum(members, 0)] if video.n_tracks else 0, 0)
     s_all, t_all, st_all = video.track_pairs
-    stiou = dict(zip(zip(s_all.tolist(), t_all.tolist()), st_all.tolist()))
+    stiou = dict(zip(zip(s_all.tolist(), t_all.tolist(), strict=True), st_all.tolist(), strict=True))
     min_st = np.array([min((stiou.get((x, y), 0.0) for i, x in enumerate(g) for y in g[i + 1:]), default=np.nan)
                        for g in groups], dtype=np.float64)
     return TrackUnits(video.raters, members, track_ids.astype(np.int64), present, min_st, tau)
 
 
 def track_units(tracks_by_rater: Mapping[str, Tracks], *, tau: float = 0.5, video: str | None = None) -> TrackUnits:
-    """Clusters the raters' tracks of one video into track units (at most one track per rater).
+    r"""Clusters the raters' tracks of one video into track units (at most one track per rater).
 
     Greedy complete-linkage agglomeration over the pairwise Hungarian STIoU matches (see the module): pairs
-    visited by decreasing :math:`\\mathrm{STIoU}`, two units merged when they share no rater and every two
-    tracks of the union have :math:`\\mathrm{STIoU} \\ge \\tau`. Every track is in exactly one unit.
+    visited by decreasing :math:`\mathrm{STIoU}`, two units merged when they share no rater and every two
+    tracks of the union have :math:`\mathrm{STIoU} \ge \tau`. Every track is in exactly one unit.
 
     Args:
         tracks_by_rater: ``{rater: Tracks}``, every rater assigned to the video (one without boxes too).

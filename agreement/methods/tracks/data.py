@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -96,18 +96,26 @@ class TrackIndex:
         return len(self.ids)
 
 
-def _label_codes(labels: np.ndarray) -> tuple[np.ndarray, list]:
-    """Codes of the labels in ``str`` order, ``-1`` for ``None``."""
+def label_codes(labels: np.ndarray) -> tuple[np.ndarray, list]:
+    """Codes of the labels in ``str`` order, ``-1`` for ``None``.
+
+    Args:
+        labels: ``(n,)`` labels (any objects; ``None`` for no label), compared as ``str``.
+
+    Returns:
+        ``(codes, names)``: ``codes`` ``(n,)`` int64 in ``[-1, K - 1]``, ``names`` the ``K`` distinct labels as
+        ``str`` in sorted order (``names[codes[i]] == str(labels[i])``).
+    """
     present = np.array([v is not None for v in labels], dtype=bool)
     names = sorted({str(v) for v in labels[present]})
     code = {v: i for i, v in enumerate(names)}
-    return np.array([code[str(v)] if p else -1 for v, p in zip(labels, present)], dtype=np.int64), names
+    return np.array([code[str(v)] if p else -1 for v, p in zip(labels, present, strict=True)], dtype=np.int64), names
 
 
 def majority_labels(track: np.ndarray, labels: np.ndarray, n_tracks: int) -> np.ndarray:
     """The majority label of each track: ``argmax_c #{boxes of t with label c}``; ties to the label first in
     ``str`` order; ``None`` labels ignored; ``None`` for a track without a labelled box. Returns ``(T,)`` objects."""
-    codes, names = _label_codes(labels)
+    codes, names = label_codes(labels)
     out = np.full(n_tracks, None, dtype=object)
     K = len(names)
     keep = codes >= 0
@@ -200,7 +208,7 @@ class Tracks:
         rows = list(records)
         if not rows:
             return cls.empty(rater, video)
-        frames, ids, labels, boxes = zip(*rows)
+        frames, ids, labels, boxes = zip(*rows, strict=False)
         return cls(np.asarray(frames), np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
                    np.asarray(ids), np.asarray(labels, dtype=object), rater, video)
 
@@ -227,7 +235,7 @@ class Tracks:
         np.minimum.at(first, raw_of, self.frames)
         last = np.full(T, np.iinfo(np.int64).min, dtype=np.int64)
         np.maximum.at(last, raw_of, self.frames)
-        label = majority_labels(raw_of, self.labels, T)
+        label = majority_labels(raw_of, cast(np.ndarray, self.labels), T)  # an array after __post_init__
         # the box on each track's first frame
         at_first = np.flatnonzero(self.frames == first[raw_of])
         first_box = np.zeros((T, 4))

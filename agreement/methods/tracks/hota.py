@@ -122,6 +122,7 @@ class HotaResult:
 
     @property
     def alphas(self) -> np.ndarray:
+        """``(19,)`` the localisation thresholds ``α = 0.05, 0.10, ..., 0.95``."""
         return HOTA_ALPHAS
 
     def _div(self, num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -151,10 +152,12 @@ class HotaResult:
 
     @property
     def ass_re_alpha(self) -> np.ndarray:
+        """``(19,)`` association recall per ``α``: ``ass_re_sum / tp`` in ``[0, 1]`` (NaN where ``tp = 0``)."""
         return self._div(self.ass_re_sum, self.tp)
 
     @property
     def ass_pr_alpha(self) -> np.ndarray:
+        """``(19,)`` association precision per ``α``: ``ass_pr_sum / tp`` in ``[0, 1]`` (NaN where ``tp = 0``)."""
         return self._div(self.ass_pr_sum, self.tp)
 
     @property
@@ -165,10 +168,12 @@ class HotaResult:
     @property
     def hota_alpha(self) -> np.ndarray:
         """``(19,)`` ``sqrt(Σ A(c) / (|TP| + |FN| + |FP|))``; NaN when neither rater has a box."""
-        return np.sqrt(self._div(self.ass_sum, self.tp + self.fn + self.fp))
+        hota: np.ndarray = np.sqrt(self._div(self.ass_sum, self.tp + self.fn + self.fp))
+        return hota
 
     @property
     def defined(self) -> bool:
+        """Whether some threshold has a detection on either side (``tp + fn + fp > 0``)."""
         return bool((self.tp + self.fn + self.fp).max() > 0)
 
     @property
@@ -247,7 +252,8 @@ def _alignment(p: RaterPair) -> np.ndarray:
     pmc = np.bincount(inv, weights=sim_iou, minlength=len(uk))
     a, b = uk // Th, uk % Th
     ga = pmc / (p.g_len[a].astype(np.float64) + p.h_len[b].astype(np.float64) - pmc)
-    return ga[inv]
+    ga_per_pair: np.ndarray = ga[inv]
+    return ga_per_pair
 
 
 def _frame_ranges(frame: np.ndarray, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,4 +370,5 @@ def pool_hota(results: Sequence[HotaResult], *, loca_unmatched: str | None = Non
     if not results:
         return _empty(0, 0, loca_unmatched)
     fields = ("tp", "fn", "fp", "ass_sum", "ass_re_sum", "ass_pr_sum", "loc_sum")
-    return HotaResult(*(np.sum([getattr(r, f) for r in results], axis=0) for f in fields), loca_unmatched)
+    return HotaResult(**{f: np.sum([getattr(r, f) for r in results], axis=0) for f in fields},
+                      loca_unmatched=loca_unmatched)

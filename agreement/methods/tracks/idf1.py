@@ -60,10 +60,12 @@ class Idf1Result:
 
     @property
     def idfn(self) -> int:
+        """ID false negatives: ``n_ground_truth - idtp``."""
         return self.n_ground_truth - self.idtp
 
     @property
     def idfp(self) -> int:
+        """ID false positives: ``n_tracker - idtp``."""
         return self.n_tracker - self.idtp
 
     @property
@@ -84,6 +86,7 @@ class Idf1Result:
 
     @property
     def reason(self) -> str:
+        """Why IDF1 is undefined (neither rater has a box), or ``""``."""
         if not self.n_ground_truth and not self.n_tracker:
             return "neither rater has a box: IDF1 is undefined"
         return ""
@@ -93,6 +96,7 @@ class Idf1Result:
                           self.n_tracker + other.n_tracker)
 
     def as_dict(self) -> dict:
+        """The scores and counts with ``reason``, as a plain dict."""
         return {"idf1": self.idf1, "idp": self.idp, "idr": self.idr, "idtp": self.idtp, "idfn": self.idfn,
                 "idfp": self.idfp, "reason": self.reason}
 

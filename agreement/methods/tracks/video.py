@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Mapping
+from typing import Mapping, cast
 
 import numpy as np
 
@@ -84,7 +84,7 @@ def _same_frame_blocks(frame: np.ndarray) -> list[tuple[int, int]]:
     block = starts // _BLOCK
     cut = starts[np.r_[True, block[1:] != block[:-1]]]
     bounds = np.r_[cut, n]
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,10 +119,12 @@ class VideoTracks:
     @cached_property
     def track_start(self) -> np.ndarray:
         """``(R + 1,)`` rater ``r``'s tracks are the global tracks ``track_start[r] .. track_start[r + 1] - 1``."""
-        return np.r_[0, np.cumsum([t.n_tracks for t in self.tracks])].astype(np.int64)
+        start: np.ndarray = np.r_[0, np.cumsum([t.n_tracks for t in self.tracks])].astype(np.int64)
+        return start
 
     @property
     def n_tracks(self) -> int:
+        """The number of tracks of all raters."""
         return int(self.track_start[-1])
 
     @cached_property
@@ -158,31 +160,36 @@ class VideoTracks:
     def _detections(self) -> tuple[np.ndarray, ...]:
         frame = np.concatenate([t.frames for t in self.tracks] + [np.zeros(0, np.int64)])
         rater = np.repeat(np.arange(len(self.raters)), [len(t) for t in self.tracks]).astype(np.int64)
-        track = np.concatenate([t.index.of_box + s for t, s in zip(self.tracks, self.track_start[:-1])]
+        track = np.concatenate([t.index.of_box + s for t, s in zip(self.tracks, self.track_start[:-1], strict=True)]
                                + [np.zeros(0, np.int64)])
         boxes = np.concatenate([t.boxes for t in self.tracks] + [np.zeros((0, 4))])
-        labels = np.concatenate([t.labels for t in self.tracks] + [np.zeros(0, dtype=object)])
+        labels = np.concatenate([cast(np.ndarray, t.labels) for t in self.tracks] + [np.zeros(0, dtype=object)])
         order = np.lexsort((track, frame))  # the global track order already follows the rater order
         return frame[order], rater[order], track[order], boxes[order], labels[order]
 
     @property
     def det_frame(self) -> np.ndarray:
+        """``(D,)`` frame of every detection (box), detections sorted by frame then global track."""
         return self._detections[0]
 
     @property
     def det_rater(self) -> np.ndarray:
+        """``(D,)`` rater index of every detection."""
         return self._detections[1]
 
     @property
     def det_track(self) -> np.ndarray:
+        """``(D,)`` global track index of every detection."""
         return self._detections[2]
 
     @property
     def det_box(self) -> np.ndarray:
+        """``(D, 4)`` box of every detection."""
         return self._detections[3]
 
     @property
     def det_label(self) -> np.ndarray:
+        """``(D,)`` label of every detection (object array, ``None`` allowed)."""
         return self._detections[4]
 
     # ------------------------------------------------------------------ overlaps
@@ -223,10 +230,12 @@ class VideoTracks:
 
     @property
     def pair_j(self) -> np.ndarray:
+        """``(P,)`` second detection of each overlapping same-frame pair."""
         return self._overlaps[1]
 
     @property
     def pair_iou(self) -> np.ndarray:
+        """``(P,)`` box IoU of each overlapping same-frame pair, in ``(0, 1]``."""
         return self._overlaps[2]
 
     @cached_property
@@ -285,7 +294,8 @@ def spatio_temporal_iou(a: Tracks, b: Tracks) -> tuple[np.ndarray, np.ndarray, n
     with ``F(t)`` the frames of track ``t`` and the IoU 0 on a frame where only one of the two has a box.
 
     Args:
-        a, b: two raters' tracks in the same video.
+        a: one rater's tracks.
+        b: another rater's tracks in the same video.
 
     Returns:
         ``(stiou, ids_a, ids_b)``: ``stiou[k, l]`` is the STIoU of ``a``'s track ``ids_a[k]`` and ``b``'s track

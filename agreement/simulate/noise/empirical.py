@@ -80,21 +80,22 @@ import numpy as np
 from agreement.core.data import MultiRaterAnnotations
 from agreement.simulate.noise.perturbations import _assemble, _check_level, _check_seed, _crc, _reference_rater, _rng
 from agreement.simulate.noise.profile import (
-    builtin_profiles,
+    PROFILES_DIR,  # noqa: F401  (reachable here too: the tests read the shipped profiles' folder)
+    STAGES,
     FalsePositiveShape,
-    load_profile,
     LocalisationProfile,
     NoiseProfile,
     ProfileError,
-    STAGES,
     StudentT,
+    builtin_profiles,
+    load_profile,
 )
-from agreement.simulate.noise.stages import _ClassSampler, NoiseModel, SchoolBias, _simulate_cell
-
-# Reachable here too (the tests read the shipped profiles' folder and check the elementwise IoU).
-from agreement.simulate.noise.profile import PROFILES_DIR  # noqa: F401
-from agreement.simulate.noise.stages import _elementwise_iou  # noqa: F401
-
+from agreement.simulate.noise.stages import (
+    ClassSampler,
+    NoiseModel,
+    SchoolBias,
+    simulate_cell,
+)
 
 __all__ = [
     "STAGES",
@@ -199,6 +200,7 @@ class SimulationReport:
 
     @property
     def total_cannibalised(self) -> int:
+        """The number of boxes cannibalised over all classes."""
         return int(sum(self.cannibalised.values()))
 
     def as_dict(self) -> dict:
@@ -283,7 +285,7 @@ def simulate(
         raise ValueError(f"rater names must be unique, got {all_names}")
 
     ref_rows = np.flatnonzero(reference.rater_index == r)
-    sampler = _ClassSampler(prof.confusion, reference.labels[ref_rows])
+    sampler = ClassSampler(prof.confusion, reference.labels[ref_rows])
     class_maps = _school_class_maps(schools, sampler, seed)
     rates = {k: min(1.0, v * lam) for k, v in prof.rates().items()}
     counts = {
@@ -330,7 +332,7 @@ def _schools_and_names(school, num_raters: int, names) -> tuple[list[School], li
     return schools, member_of, names
 
 
-def _school_class_maps(schools: list[School], sampler: _ClassSampler, seed: int) -> dict[str, dict[str, str]]:
+def _school_class_maps(schools: list[School], sampler: ClassSampler, seed: int) -> dict[str, dict[str, str]]:
     """Each school's relabelling: its ``class_map``, or one drawn at ``class_map_rate`` per class
     from the seed sequence ``(seed, crc("school:" + name), crc("class_map"))``."""
     class_maps: dict[str, dict[str, str]] = {}
@@ -366,15 +368,14 @@ def _simulate_cells(reference, r: int, raters: _SimulatedRaters, noise: NoiseMod
     cells: dict[tuple[int, int], tuple] = {}
     prov: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     zero = (0.0, 0.0, 0.0, 0.0)
-    for s in np.flatnonzero(reference.assigned[:, r]):
-        s = int(s)
+    for s in np.flatnonzero(reference.assigned[:, r]).tolist():
         sl = reference.rows(s, r)
         boxes, labels, ids = reference.boxes[sl], reference.labels[sl], reference.label_ids[sl]
         for k, rname in enumerate(names):
             sc = member_of[k]
             rng = _rng(seed, rname, reference.sample_ids[s])
             school = SchoolBias(class_map=class_maps.get(sc.name, {}) if sc else {}, offset=sc.offset if sc else zero)
-            b, lab, src, org = _simulate_cell(boxes, labels, reference.image_sizes[s], noise, school, rng=rng,
+            b, lab, src, org = simulate_cell(boxes, labels, reference.image_sizes[s], noise, school, rng=rng,
                                               counts=counts)
             lid = np.empty(len(src), dtype=object)
             lid[:] = [ids[i] if i >= 0 else None for i in src]

@@ -62,9 +62,9 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from agreement.methods.ot.baselines import threshold_match
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
+from agreement.methods.ot.baselines import threshold_match
 from agreement.simulate.noise.empirical import (
     FalsePositiveShape,
     LocalisationProfile,
@@ -108,29 +108,36 @@ class PairStatistics:
 
     @property
     def fragmented(self) -> int:
+        """The number of fragmentations (one reference box matched by several boxes)."""
         return len(self.fragment_pieces)
 
     @property
     def combined(self) -> int:
+        """The number of combinations (several reference boxes matched by one box)."""
         return len(self.combination_members)
 
     @property
     def misclassified(self) -> int:
+        """The number of matches with a different class."""
         return sum(sum(r.values()) for r in self.confusion.values())
 
     @property
     def residuals(self) -> np.ndarray:
+        """``(k, 4)`` ``(dx, dy, dw, dh)`` of the correct matches."""
         return np.concatenate(self._res) if self._res else np.zeros((0, 4))
 
     @property
     def mis_residuals(self) -> np.ndarray:
+        """``(k, 4)`` ``(dx, dy, dw, dh)`` of the misclassified matches."""
         return np.concatenate(self._mis) if self._mis else np.zeros((0, 4))
 
     @property
     def fp_boxes(self) -> np.ndarray:
+        """``(f, 4)`` the false positives' boxes."""
         return np.concatenate(self._fp) if self._fp else np.zeros((0, 4))
 
     def counts(self) -> dict:
+        """The counts as a plain dict (JSON-ready)."""
         return {
             "comparisons": self.n_pairs, "reference_boxes": self.n_reference,
             "false_negatives": self.false_negatives, "false_positives": self.false_positives,
@@ -263,12 +270,12 @@ def _compare(stats_: PairStatistics, ref: tuple, other: tuple, *, t: float, cove
     keep = ~used_a[rows] & ~used_b[cols]
     rows, cols = rows[keep], cols[keep]
     stats_.matched += len(rows)
-    eq = np.array([la[i] == lb[j] for i, j in zip(rows, cols)], dtype=bool)
+    eq = np.array([la[i] == lb[j] for i, j in zip(rows, cols, strict=True)], dtype=bool)
     if eq.any():
         stats_._res.append(_residuals(A[rows[eq]], B[cols[eq]]))
     if (~eq).any():
         stats_._mis.append(_residuals(A[rows[~eq]], B[cols[~eq]]))
-        for i, j in zip(rows[~eq], cols[~eq]):
+        for i, j in zip(rows[~eq], cols[~eq], strict=True):
             stats_.confusion[str(la[i])][str(lb[j])] += 1
 
 
@@ -307,8 +314,10 @@ def pair_statistics(
     bad = ~np.isfinite(data.boxes).all(axis=1) | (data.boxes[:, 2] < 0) | (data.boxes[:, 3] < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
+        names = data.sample_names
+        assert names is not None  # filled by MultiRaterAnnotations.__post_init__
         raise ValueError(
-            f"sample {data.sample_names[data.sample_index[i]]!r}, rater {data.raters[data.rater_index[i]]!r}: "
+            f"sample {names[data.sample_index[i]]!r}, rater {data.raters[data.rater_index[i]]!r}: "
             f"box {data.boxes[i].tolist()} has NaN/infinite coordinates or a negative size"
         )
     out = PairStatistics()
@@ -351,7 +360,8 @@ def fit_student_t(x: np.ndarray) -> StudentT:
 
 
 def _fit_localisation(res: np.ndarray) -> LocalisationProfile:
-    return LocalisationProfile(*(fit_student_t(res[:, k]) for k in range(4)), n_pairs=len(res))
+    dx, dy, dw, dh = (fit_student_t(res[:, k]) for k in range(4))
+    return LocalisationProfile(dx, dy, dw, dh, n_pairs=len(res))
 
 
 def fit_profile(

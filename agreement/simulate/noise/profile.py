@@ -19,7 +19,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-
 PROFILE_FORMAT = "iaa-noise-profile"
 PROFILE_VERSION = 1
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
@@ -89,10 +88,12 @@ class StudentT:
         return self.loc + self.scale * rng.standard_t(self.df, size=size)
 
     def to_dict(self) -> dict:
+        """The distribution as a JSON-ready dict."""
         return {"df": self.df, "loc": self.loc, "scale": self.scale}
 
     @classmethod
     def from_dict(cls, d: Any, path: str, source: str) -> "StudentT":
+        """Reads :meth:`to_dict`'s output; ``path`` and ``source`` locate an error in its messages."""
         if not isinstance(d, Mapping):
             raise _fail(source, path, f"must be a JSON object with df, loc, scale; got {d!r}")
         _no_extra(d, ("df", "loc", "scale"), path, source)
@@ -131,12 +132,14 @@ class LocalisationProfile:
         return np.stack([getattr(self, k).sample(rng, size) for k in _RESIDUALS], axis=1) if size else np.zeros((0, 4))
 
     def to_dict(self) -> dict:
+        """The profile as a JSON-ready dict."""
         out = {k: getattr(self, k).to_dict() for k in _RESIDUALS}
         out["n_pairs"] = int(self.n_pairs)
         return out
 
     @classmethod
     def from_dict(cls, d: Any, path: str, source: str) -> "LocalisationProfile":
+        """Reads :meth:`to_dict`'s output; ``path`` and ``source`` locate an error in its messages."""
         if not isinstance(d, Mapping):
             raise _fail(source, path, f"must be a JSON object, got {type(d).__name__}")
         _no_extra(d, _RESIDUALS + ("n_pairs",), path, source)
@@ -161,10 +164,12 @@ class FalsePositiveShape:
     log_aspect_std: float = 0.6
 
     def to_dict(self) -> dict:
+        """The shape as a JSON-ready dict."""
         return {k: getattr(self, k) for k in ("log_size_mean", "log_size_std", "log_aspect_mean", "log_aspect_std")}
 
     @classmethod
     def from_dict(cls, d: Any, path: str, source: str) -> "FalsePositiveShape":
+        """Reads :meth:`to_dict`'s output; ``path`` and ``source`` locate an error in its messages."""
         keys = ("log_size_mean", "log_size_std", "log_aspect_mean", "log_aspect_std")
         if not isinstance(d, Mapping):
             raise _fail(source, path, f"must be a JSON object, got {type(d).__name__}")

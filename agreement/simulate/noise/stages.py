@@ -16,7 +16,6 @@ import numpy as np
 from agreement.simulate.noise.perturbations import _clip_to_image
 from agreement.simulate.noise.profile import FalsePositiveShape, LocalisationProfile, NoiseProfile
 
-
 _REJECTION_ROUNDS = 100
 
 
@@ -25,8 +24,13 @@ _REJECTION_ROUNDS = 100
 # --------------------------------------------------------------------------
 
 
-class _ClassSampler:
-    """Draws a new class for a class ``c``: confusion row, else reference frequencies."""
+class ClassSampler:
+    """Draws a new class for a class ``c``: confusion row, else reference frequencies.
+
+    Args:
+        confusion: ``{c: {c': weight}}``, the fitted confusion counts (the diagonal ignored).
+        prior_labels: the reference rater's labels, whose frequencies are the fallback.
+    """
 
     def __init__(self, confusion: Mapping[str, Mapping[str, float]], prior_labels: np.ndarray) -> None:
         self.rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -45,12 +49,15 @@ class _ClassSampler:
         self.index = {c: i for i, c in enumerate(self.prior_classes)}
 
     def has_alternative(self, c: Any) -> bool:
+        """Whether some class other than ``c`` can be drawn for ``c``."""
         if c in self.rows:
             return True
         n_other = len(self.prior_classes) - (1 if c in self.index else 0)
         return n_other > 0
 
     def draw(self, c: Any, rng: np.random.Generator) -> Any:
+        """A class other than ``c``: from ``c``'s confusion row when it has one, else from the reference
+        frequencies of the other classes."""
         if c in self.rows:
             t, p = self.rows[c]
             return t[rng.choice(len(t), p=p)]
@@ -60,7 +67,17 @@ class _ClassSampler:
         return self.prior_classes[rng.choice(len(w), p=w / w.sum())]
 
 
-def _elementwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def elementwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of the boxes ``a[i]`` and ``b[i]``, row by row: ``|a_i ∩ b_i| / |a_i ∪ b_i|``.
+
+    Args:
+        a: ``(n, 4)`` boxes ``[x, y, w, h]``.
+        b: ``(n, 4)`` boxes ``[x, y, w, h]``.
+
+    Returns:
+        ``(n,)`` IoU in ``[0, 1]``; 1 for two identical boxes (even of zero area), 0 for two other boxes with
+        an empty union.
+    """
     ax1, ay1 = a[:, 0] + a[:, 2], a[:, 1] + a[:, 3]
     bx1, by1 = b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
     iw = np.clip(np.minimum(ax1, bx1) - np.maximum(a[:, 0], b[:, 0]), 0, None)
@@ -96,13 +113,13 @@ def _shift(
     if m == 0:
         return boxes.copy()
     r = loc.sample(rng, m)
-    bad = _elementwise_iou(boxes, _apply_residuals(boxes, r)) < threshold
+    bad = elementwise_iou(boxes, _apply_residuals(boxes, r)) < threshold
     for _ in range(_REJECTION_ROUNDS):
         if not bad.any():
             break
         idx = np.flatnonzero(bad)
         r[idx] = loc.sample(rng, len(idx))
-        bad[idx] = _elementwise_iou(boxes[idx], _apply_residuals(boxes[idx], r[idx])) < threshold
+        bad[idx] = elementwise_iou(boxes[idx], _apply_residuals(boxes[idx], r[idx])) < threshold
     r[bad] = 0.0  # only after _REJECTION_ROUNDS failures (a profile far too wide for its threshold)
     total = lam * r + np.asarray(offset, dtype=np.float64)[None, :]
     out = _clip_to_image(_apply_residuals(boxes, total))
@@ -183,7 +200,7 @@ class NoiseModel:
     profile: NoiseProfile
     rates: dict[str, float]
     lam: float
-    sampler: _ClassSampler
+    sampler: ClassSampler
 
 
 @dataclass(frozen=True)
@@ -330,7 +347,7 @@ def _localisation_stage(boxes, labels, noise: NoiseModel, school: SchoolBias, ce
     counts["applied"]["localisation"] += len(idx)
 
 
-def _simulate_cell(
+def simulate_cell(
     boxes: np.ndarray,
     labels: np.ndarray,
     image_size: np.ndarray,
@@ -342,8 +359,21 @@ def _simulate_cell(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One rater on one sample: ``(boxes, labels, source, origin)``, rows shuffled.
 
-    The stages run in priority order on the boxes still ``clean``; ``counts`` collects the
-    requested, applied and cannibalised errors of each stage."""
+    The stages run in priority order on the boxes still ``clean``.
+
+    Args:
+        boxes: ``(n, 4)`` the reference rater's boxes on the sample.
+        labels: ``(n,)`` their classes.
+        image_size: ``(W, H)`` of the sample, in pixels.
+        noise: the noise model (rates and profile).
+        school: the rater's school (class map and box offset).
+        rng: the cell's random generator.
+        counts: collects the requested, applied and cannibalised errors of each stage.
+
+    Returns:
+        ``(boxes, labels, source, origin)``: the simulated rater's boxes and classes, the reference row each
+        comes from (``-1``: invented) and the stage that made it.
+    """
     cell = _Cell(rng=rng, counts=counts, clean=np.ones(len(boxes), dtype=bool), out=_CellRows())
     _unmatched_stage(boxes, labels, noise, cell)
     _fragmentation_stage(boxes, labels, image_size, noise, cell)

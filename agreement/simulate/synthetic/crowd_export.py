@@ -31,7 +31,7 @@ def _draw(boxes: np.ndarray, labels, size: tuple[int, int], seed: int) -> np.nda
     rng = np.random.default_rng(seed)
     img = np.full((H, W, 3), 200, np.uint8) + rng.integers(0, 20, size=(H, W, 3), dtype=np.uint8)
     colours = {"c0": (60, 60, 200), "c1": (60, 180, 60), "c2": (200, 120, 40)}
-    for (x, y, w, h), c in zip(boxes, labels):
+    for (x, y, w, h), c in zip(boxes, labels, strict=False):
         p0 = (int(x * W), int(y * H))
         p1 = (int((x + w) * W), int((y + h) * H))
         cv2.rectangle(img, p0, p1, colours.get(str(c), (90, 90, 90)), thickness=-1)

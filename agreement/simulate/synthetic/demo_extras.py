@@ -76,7 +76,7 @@ def simulate_mask_raters(
         for p in profiles:
             rng = _rng(seed, p, scene.name)
             objs = []
-            for label, m in zip(scene.labels, truth):
+            for label, m in zip(scene.labels, truth, strict=True):
                 drawn = _redraw(m, p, rng)
                 ys, xs = np.nonzero(drawn)
                 if not len(xs):
@@ -109,7 +109,7 @@ def generate_cuboid_scenes(*, num_scenes: int = 30, seed: int = 0) -> list[Cuboi
     for k in range(num_scenes):
         rng = _rng(seed, "cuboid-scenes", str(k))
         n = int(rng.integers(2, 9))
-        cars = []
+        cars: list[list[float]] = []
         while len(cars) < n:
             x, y = rng.uniform(-30, 30), rng.uniform(-15, 15)
             if all(np.hypot(x - c[0], y - c[1]) > 6 for c in cars):

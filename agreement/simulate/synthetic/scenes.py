@@ -368,7 +368,7 @@ def render_scene(scene: Scene, *, seed: int = 0) -> np.ndarray:
     """
     rng = _render_rng(scene, seed)
     img = _background(rng, scene.width, scene.height)
-    for verts, color in zip(scene.vertices, scene.colors):
+    for verts, color in zip(scene.vertices, scene.colors, strict=False):
         x0, y0 = verts.min(axis=0)
         x1, y1 = verts.max(axis=0)
         h, w = int(y1 - y0 + 1), int(x1 - x0 + 1)
@@ -444,7 +444,7 @@ def write_scenes(
             raise OSError(f"could not write image {tmp}")
         os.replace(tmp, path)
 
-    items: Iterable[tuple[Scene, str]] = zip(scenes, paths)
+    items: Iterable[tuple[Scene, str]] = zip(scenes, paths, strict=False)
     n_workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     if n_workers <= 1:
         for item in items:

@@ -24,6 +24,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -179,9 +180,9 @@ def check_video(video: VideoLabels) -> None:
         if dup.any():
             i = int(np.flatnonzero(dup)[0]) + 1
             raise ValueError(f"{where}, frame {int(video.frames[i])}: track {int(video.tracks[i])} has two boxes")
-    s = video.segments
+    s = cast(np.ndarray, video.segments)  # arrays after __post_init__
     bad_seg = (s[:, 0] < 1) | (s[:, 1] > video.num_frames) | (s[:, 0] > s[:, 1])
     if bad_seg.any():
         i = int(np.flatnonzero(bad_seg)[0])
-        raise ValueError(f"{where}: segment {i} {s[i].tolist()} ({video.segment_labels[i]!r}) is not "
+        raise ValueError(f"{where}: segment {i} {s[i].tolist()} ({cast(np.ndarray, video.segment_labels)[i]!r}) is not "
                          f"[first, last] with 1 <= first <= last <= {video.num_frames}")

@@ -68,6 +68,7 @@ import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import cast
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
@@ -224,7 +225,9 @@ def _switched_ids(video: VideoLabels, track_idx: np.ndarray, uniq: np.ndarray, r
         return video.tracks.copy(), 0, 0
     bounds = video.frame_bounds()
     current = np.arange(k)
-    snapshots, at, lonely = [], [], 0
+    snapshots: list[np.ndarray] = []
+    at: list[int] = []
+    lonely = 0
     for row in events:
         t = video.frames[row]
         present = track_idx[bounds[t - 1]:bounds[t]]
@@ -296,8 +299,9 @@ def _spurious(video: VideoLabels, noise: VideoNoise, classes: Sequence[str],
 
 def _jitter(video: VideoLabels, jitter: float, rng: np.random.Generator) -> np.ndarray:
     """The segments with both ends moved by ``round(N(0, jitter^2))``, ordered and clipped to ``[1, N]``."""
-    z = rng.standard_normal(video.segments.shape)
-    moved = video.segments + np.rint(jitter * z).astype(np.int64)
+    segments = cast(np.ndarray, video.segments)  # an array after __post_init__
+    z = rng.standard_normal(segments.shape)
+    moved = segments + np.rint(jitter * z).astype(np.int64)
     return np.clip(np.sort(moved, axis=1), 1, video.num_frames)
 
 
@@ -348,12 +352,12 @@ def simulate_video_rater(
         labels=np.concatenate([video.labels[rows], sl]), boxes=np.concatenate([boxes[rows], sb]),
         sources=np.concatenate([rows, np.full(len(sf), -1)]),
         segments=_jitter(video, noise.segment_jitter, _rng(seed, rater, video.name, "segments")),
-        segment_sources=np.arange(len(video.segments)),
+        segment_sources=np.arange(len(cast(np.ndarray, video.segments))),
     ).sorted()
     counts = {"boxes": len(out), "missed": int(missed.sum()), "switches": switches,
               "switches_without_partner": lonely, "spurious_tracks": m, "spurious_boxes": len(sf),
               "clipped": int((clipped & keep).sum()), "drifted_out": int((~in_frame & ~missed).sum()),
-              "segments": len(out.segments)}
+              "segments": len(cast(np.ndarray, out.segments))}
     return out, counts
 
 
@@ -413,7 +417,7 @@ def _rater_noise(noise, num_raters: int | None, names: Sequence[str] | None) -> 
         raters = [str(r) for r in noise]
         if names is not None and list(names) != raters:
             raise ValueError(f"names {list(names)} differ from the raters of the noise mapping {raters}")
-        per = dict(zip(raters, noise.values()))
+        per = dict(zip(raters, noise.values(), strict=True))
     else:
         listed = [noise] if isinstance(noise, VideoNoise) else list(noise)
         if isinstance(noise, VideoNoise):
@@ -421,7 +425,7 @@ def _rater_noise(noise, num_raters: int | None, names: Sequence[str] | None) -> 
         raters = [str(r) for r in names] if names is not None else [f"r{j + 1}" for j in range(len(listed))]
         if len(raters) != len(listed):
             raise ValueError(f"{len(raters)} names for {len(listed)} raters")
-        per = dict(zip(raters, listed))
+        per = dict(zip(raters, listed, strict=True))
     if num_raters is not None and num_raters != len(raters):
         raise ValueError(f"num_raters={num_raters} but {len(raters)} VideoNoise were given")
     if not raters or len(set(raters)) != len(raters) or not all(raters):

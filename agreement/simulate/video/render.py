@@ -147,7 +147,8 @@ def render_video(video: VideoLabels, path: str | os.PathLike) -> VideoFileInfo:
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.partial{os.path.splitext(path)[1]}")
     try:
-        writer = cv2.VideoWriter(tmp, cv2.VideoWriter_fourcc(*codec), float(video.frame_rate), (w, h))
+        fourcc = cv2.VideoWriter_fourcc(*codec)  # type: ignore[attr-defined]  # missing from OpenCV's stubs
+        writer = cv2.VideoWriter(tmp, fourcc, float(video.frame_rate), (w, h))
         if not writer.isOpened():
             raise RuntimeError(f"this OpenCV cannot write a {codec!r} video to {path!r} (no such encoder in FFmpeg)")
         try:

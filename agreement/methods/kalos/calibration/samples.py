@@ -23,7 +23,7 @@ from agreement.core.strata import IMAGE_SIZE, chance_strata_of, stratum_ranks
 from agreement.geometry.similarity import SIMILARITIES, check_similarity, similarity_matrix
 from agreement.methods.geometry_agreement.ties import set_content_keys
 from agreement.methods.ot.alpha_ot import canonical_sample_order
-from agreement.methods.ot.strata import _GOLDEN, _mix64, _uniform
+from agreement.methods.ot.strata import GOLDEN, mix64, uniform_draws
 
 KNOWN_DISTANCES = SIMILARITIES
 
@@ -146,11 +146,11 @@ def plan_draws(data: MultiRaterAnnotations, seed: int, strata: np.ndarray | None
     pos[el] = np.arange(len(el))
     ok = E_k[k_of[ref_s]] >= 2  # a reference alone in its stratum gets no draw
     ref_s, ref_r, slot = ref_s[ok], ref_r[ok], slot[ok]
-    base = _mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+    base = mix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + GOLDEN)
     # one stream per reference set: its sample's canonical rank and its content rank on that sample
-    sample_word = _mix64(srank[ref_s].astype(np.uint64) * _GOLDEN + _GOLDEN)
-    stream = _mix64(base ^ sample_word) ^ _mix64(slot.astype(np.uint64) + _GOLDEN)
-    u_sample, u_rater = _uniform(stream, np.zeros(len(ref_s))), _uniform(stream, np.ones(len(ref_s)))
+    sample_word = mix64(srank[ref_s].astype(np.uint64) * GOLDEN + GOLDEN)
+    stream = mix64(base ^ sample_word) ^ mix64(slot.astype(np.uint64) + GOLDEN)
+    u_sample, u_rater = uniform_draws(stream, np.zeros(len(ref_s))), uniform_draws(stream, np.ones(len(ref_s)))
     k = k_of[ref_s]
     j = np.minimum((u_sample * (E_k[k] - 1)).astype(np.intp), E_k[k] - 2)
     j += start[k] + j >= pos[ref_s]  # skip the reference sample itself: never the same sample
