@@ -105,12 +105,12 @@ def has_geometry(kinds) -> bool:
 def fields_label_type(samples, names) -> type | None:
     """The label type of the rater fields ``names`` (of the first; ``None`` without one, or when it is not a
     label field: the run says why)."""
-    from agreement.fo.label_schema import _label_type
+    from agreement.fo.label_schema import field_label_type
 
     if samples is None or not names:
         return None
     try:
-        return _label_type(samples, names[0])
+        return field_label_type(samples, names[0])
     except Exception:  # noqa: BLE001 - a form fragment: execution names the problem
         return None
 
@@ -126,10 +126,10 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
     kinds = label_types or tuple(LABEL_TYPES)  # a video's frame fields too (frames.<field>: computed per frame)
     choices = label_fields(dataset, kinds) + frame_label_fields(dataset, kinds) if dataset is not None else []
     if not choices:
-        kinds = ", ".join(t.__name__ for t in (label_types or tuple(LABEL_TYPES)))
+        names = ", ".join(t.__name__ for t in (label_types or tuple(LABEL_TYPES)))
         inputs.view("no_fields", types.Warning(
-            label=f"No label fields of a fitting type ({kinds})",
-            description=f"This dataset has no {kinds} fields to compare: import or add annotations first.",
+            label=f"No label fields of a fitting type ({names})",
+            description=f"This dataset has no {names} fields to compare: import or add annotations first.",
         ))
         return {}
     layout = types.RadioGroup()
@@ -298,8 +298,8 @@ def _values_input(inputs: types.Object, p: Param, ctx, chosen: ChosenRaters, kw:
     order; marked invalid, with the reason the run would give, while the value is missing or wrong."""
     from .target import form_target_view
 
-    if not chosen.layout:
-        return  # no rater field chosen yet: nothing to read the values from
+    if not chosen.layout or p.form_values is None:
+        return  # no rater field chosen yet (or no values to read): nothing to read the values from
     try:
         found = p.form_values(form_target_view(ctx), chosen.layout, ctx.params)
     except Exception:  # noqa: BLE001 - a form fragment: execution names the problem with the fields

@@ -286,3 +286,30 @@ def test_the_built_in_label_types_declare_their_write_back(fo):
     mask = np.ones((2, 3), bool)
     (m,) = label_documents(fol.Detections, box, ["m"], {"masks": [mask]})
     assert m["bounding_box"] == [0.1, 0.2, 0.3, 0.4] and m["mask"].shape == (2, 3)
+
+
+def test_the_consensus_asks_the_declarations_for_what_differs_per_geometry(circles_column):
+    """The consensus' geometries, their fusion, default similarity and unit keys come from the column
+    declarations (agreement.core.kinds.ConsensusSpec); its shared modules test no geometry by name."""
+    import ast
+    from pathlib import Path
+
+    from agreement.core.kinds import BOX_CONSENSUS, column_kinds, consensus_spec
+    from agreement.methods.consensus.units import GEOMETRIES, fused_columns, geometry_fusion
+
+    assert GEOMETRIES == ("boxes", *(k.name for k in column_kinds() if k.per == "row" and isinstance(k.fusion, str)))
+    assert {geometry_fusion(g) for g in GEOMETRIES} == {"boxes", "pixels", "keypoints", "cuboids"}
+    assert consensus_spec("cuboids").similarity == "cuboid_iou" and consensus_spec("cuboids").keys
+    # a kind fused by its own hook (the toy circles) is no built-in consensus geometry: its boxes are fused
+    assert "circles" not in {k.name for k in fused_columns()} and geometry_fusion("circles") == "boxes"
+    assert consensus_spec("circles") is BOX_CONSENSUS and consensus_spec("boxes") is BOX_CONSENSUS
+    names = {k.name for k in column_kinds()} | {"boxes"}
+    root = Path(__file__).resolve().parents[1] / "agreement" / "methods" / "consensus"
+    for module in ("api", "units", "fusion", "scale", "report"):
+        tree = ast.parse((root / f"{module}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "kind":
+                consts = [c for c in node.comparators if isinstance(c, (ast.Constant, ast.Tuple))]
+                values = {c.value for c in consts if isinstance(c, ast.Constant)} | {
+                    e.value for c in consts if isinstance(c, ast.Tuple) for e in c.elts if isinstance(e, ast.Constant)}
+                assert not values & names, f"consensus/{module}.py:{node.lineno} tests the geometry by name"

@@ -72,16 +72,14 @@ def test_missing_3d_geometry_is_named():
         check_similarity("polyline3d_f1", data)
 
 
-def test_3d_parameters_are_scoped_and_validated():
-    from agreement.geometry.similarity import similarity_matrix, similarity_options
+def test_3d_parameters_are_explicit_and_validated():
+    from agreement.geometry.similarity import SimilarityOptions, similarity_matrix
 
     data = _corpus("point3d", 0.3)
     rows = np.arange(6)
     default = similarity_matrix("point3d", data, rows[:3], rows[3:6])
-    with similarity_options(point3d_scale=20.0):
-        wide = similarity_matrix("point3d", data, rows[:3], rows[3:6])
+    wide = similarity_matrix("point3d", data, rows[:3], rows[3:6], options=SimilarityOptions(point3d_scale=20.0))
     assert np.all(wide >= default) and np.any(wide > default)
-    np.testing.assert_allclose(similarity_matrix("point3d", data, rows[:3], rows[3:6]), default)  # restored
+    np.testing.assert_allclose(similarity_matrix("point3d", data, rows[:3], rows[3:6]), default)  # no state left
     with pytest.raises(ValueError, match="point3d_scale"):
-        with similarity_options(point3d_scale=0.0):
-            pass
+        SimilarityOptions(point3d_scale=0.0)

@@ -33,7 +33,7 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -249,8 +249,8 @@ class MultiRaterAnnotations:
     label_ids: np.ndarray
     sample_index: np.ndarray
     rater_index: np.ndarray
-    image_sizes: np.ndarray | None = None
-    sample_names: np.ndarray | None = None
+    image_sizes: np.ndarray  # (with sample_names) optional in the constructor; always arrays once it is built
+    sample_names: np.ndarray
     geometry: Mapping[str, Any] = field(default_factory=dict)
     classes: tuple | None = None
     offsets: np.ndarray = field(init=False, repr=False)
@@ -361,10 +361,12 @@ class MultiRaterAnnotations:
     # ------------------------------------------------------------------ sizes
     @property
     def num_samples(self) -> int:
+        """The number of samples ``S`` (the length of ``sample_ids``)."""
         return len(self.sample_ids)
 
     @property
     def num_raters(self) -> int:
+        """The number of raters ``R`` (the length of ``raters``)."""
         return len(self.raters)
 
     def __len__(self) -> int:
@@ -392,7 +394,8 @@ class MultiRaterAnnotations:
 
     def sets(self, s: int) -> dict[str, AnnotationSet]:
         """The sets of the raters assigned to sample ``s``, by rater name."""
-        return {self.raters[r]: self.get(s, r) for r in np.flatnonzero(self.assigned[s])}
+        # get() returns a set (not None) for every rater assigned to the sample
+        return {self.raters[r]: cast(AnnotationSet, self.get(s, r)) for r in np.flatnonzero(self.assigned[s]).tolist()}
 
     def iter_rater_pairs(self, s: int) -> Iterator[tuple[int, int]]:
         """Pairs ``(a, b)``, ``a < b``, of raters both assigned to sample ``s``."""
@@ -415,14 +418,11 @@ class MultiRaterAnnotations:
     ) -> "MultiRaterAnnotations":
         """Builds a corpus from one ``{rater: AnnotationSet or None}`` per sample.
 
-        A rater missing from a sample's mapping, or mapped to ``None``, is not
-        assigned to it (implicit absence); an empty set is explicit absence.
-        A geometry column that some sets have gets, in the others, the
-        entries its declaration gives for absent geometry (``None``, or
-        unlabelled keypoints). ``coordinates="pixels"``: the sets' boxes and
-        the columns with image coordinates are in pixels of ``image_sizes``;
-        ``box_policy``: boxes past the border (see
-        :class:`MultiRaterAnnotations` for both).
+        A rater missing from a sample's mapping, or mapped to ``None``, is not assigned to it (implicit absence); an
+        empty set is explicit absence. A geometry column that some sets have gets, in the others, the entries its
+        declaration gives for absent geometry (``None``, or unlabelled keypoints). ``coordinates="pixels"``: the
+        sets' boxes and the columns with image coordinates are in pixels of ``image_sizes``; ``box_policy``: boxes
+        past the border (see :class:`MultiRaterAnnotations` for both).
 
         Raises:
             ValueError: a sample with an unknown rater, a count of mappings other than of samples, or sets
@@ -434,7 +434,9 @@ class MultiRaterAnnotations:
         if len(sets) != S:
             raise ValueError(f"got {len(sets)} rater mappings for {S} samples")
         assigned = np.zeros((S, len(raters)), dtype=bool)
-        boxes, labels, ids, s_idx, r_idx, kept = [], [], [], [], [], []
+        boxes, s_idx, r_idx, kept = [], [], [], []
+        labels: list[Any] = []
+        ids: list[Any] = []
         present = {name for m in sets for v in m.values() if v is not None for name in v.geometry}
         for s, mapping in enumerate(sets):
             for rater, aset in mapping.items():
@@ -500,7 +502,7 @@ class MultiRaterAnnotations:
             boxes=np.concatenate([p.boxes for p in parts]),
             labels=np.concatenate([p.labels for p in parts]),
             label_ids=np.concatenate([p.label_ids for p in parts]),
-            sample_index=np.concatenate([p.sample_index + k for p, k in zip(parts, shift)]),
+            sample_index=np.concatenate([p.sample_index + k for p, k in zip(parts, shift, strict=False)]),
             rater_index=np.concatenate([p.rater_index for p in parts]),
             image_sizes=np.concatenate([p.image_sizes for p in parts]),
             sample_names=np.concatenate([p.sample_names for p in parts]),
@@ -552,7 +554,7 @@ class MultiRaterAnnotations:
         }
 
 
-def class_order(classes) -> tuple:
+def class_order(classes: Iterable[Any]) -> tuple:
     """Class names sorted by type name, then ``str`` (as :func:`agreement.core.krippendorff.encode_values` sorts)."""
     return tuple(sorted(set(classes), key=lambda v: (type(v).__name__, str(v))))
 
@@ -587,7 +589,7 @@ def encode_classes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
     return codes, classes
 
 
-def class_codes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, tuple]:
+def class_codes(data: "MultiRaterAnnotations") -> tuple[np.ndarray, Sequence[Any]]:
     """Class codes of the rows for the agreement measures: by the corpus vocabulary when ``data`` is a
     shard of a larger corpus (``data.classes``, :func:`encode_classes`), else as
     :func:`agreement.core.krippendorff.encode_values` codes the labels (the same order)."""

@@ -35,13 +35,41 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["ColumnKind", "register_column", "unregister_column", "column_kind", "column_kinds", "is_column",
+__all__ = ["ColumnKind", "ConsensusSpec", "BOX_CONSENSUS", "consensus_spec", "register_column", "unregister_column", "column_kind", "column_kinds", "is_column",
            "keypoint_array", "SimilarityHook", "FusionHook"]
 
 #: ``(data, rows_a, rows_b) -> (n, m)`` similarities in ``[0, 1]`` between two sets of rows of a corpus.
 SimilarityHook = Callable[[Any, np.ndarray, np.ndarray], np.ndarray]
 #: ``(column_rows, units, weights) -> fused`` one fused value per unit (a consensus of the kind's geometry).
 FusionHook = Callable[[Any, Any, np.ndarray], Any]
+
+
+@dataclass(frozen=True)
+class ConsensusSpec:
+    """What a consensus does with a column's labels, beyond the fusion itself (:attr:`ColumnKind.fusion`).
+
+    Attributes:
+        similarity: the default similarity of the correspondence that builds the units, a name of
+            :func:`agreement.geometry.similarity.similarity_matrix` (``"iou"``: of the boxes).
+        keys: the column, not the boxes, keys the units' tie-breaks, the canonical row order and the
+            chance-coincidence estimate (3D cuboids, which have no 2D box).
+        coincidence_rows: at most this many rows drawn per side by the chance-coincidence estimate
+            (``None``: the caller's ``n``).
+        carries: ``(column) -> (N,) bool``: the rows that carry an entry, for a column that
+            ``geometry="auto"`` picks only when *every* annotation carries one (masks, polygons; raters who
+            mix it with plain boxes are refused); ``None``: picked whenever the corpus holds the column.
+        boxes: ``geometry="boxes"`` (fuse only the boxes) applies to the column's labels.
+    """
+
+    similarity: str = "iou"
+    keys: bool = False
+    coincidence_rows: int | None = None
+    carries: Callable[[Any], np.ndarray] | None = None
+    boxes: bool = True
+
+
+#: The consensus of plain boxes (a corpus without a fused geometry column).
+BOX_CONSENSUS = ConsensusSpec()
 
 
 @dataclass(frozen=True)
@@ -72,7 +100,9 @@ class ColumnKind:
         similarities: similarity name -> hook: ``None`` for a built-in similarity of
             :func:`agreement.geometry.similarity.similarity_matrix`, or a :data:`SimilarityHook`.
         fusion: ``None`` (no consensus), the name of a built-in fusion of
-            :func:`agreement.methods.consensus.fusion.fuse_geometry`, or a :data:`FusionHook`.
+            :func:`agreement.methods.consensus.fusion.fuse_geometry` (``"keypoints"``, ``"cuboids"``, or
+            ``"pixels"``: boxes fused by their parametrisation, pixels by STAPLE), or a :data:`FusionHook`.
+        consensus: what a consensus does with the labels besides fusing them (:class:`ConsensusSpec`).
         content_key: the column is part of a row's content key (the tie-breaks of a matching,
             :mod:`agreement.methods.geometry_agreement.ties`); masks are not (their pixels change with the
             image resolution: a mask is keyed by its relative box).
@@ -93,6 +123,7 @@ class ColumnKind:
     has_geometry: Callable[[Any], np.ndarray] | None = None
     similarities: Mapping[str, SimilarityHook | None] = field(default_factory=dict)
     fusion: str | FusionHook | None = None
+    consensus: ConsensusSpec = BOX_CONSENSUS
     content_key: bool = True
     label: str = ""
     description: str = ""
@@ -210,6 +241,20 @@ def column_kind(name: str) -> ColumnKind:
                          "(declare one with agreement.core.kinds.register_column)") from None
 
 
+def consensus_spec(name: str) -> ConsensusSpec:
+    """What a consensus does with the labels of geometry ``name`` (:class:`ConsensusSpec`):
+    :data:`BOX_CONSENSUS` for ``"boxes"`` or a column not declared.
+
+    Args:
+        name: ``"boxes"`` or a declared geometry column.
+
+    Returns:
+        The column's :attr:`ColumnKind.consensus`.
+    """
+    kind = _KINDS.get(name)
+    return BOX_CONSENSUS if kind is None else kind.consensus
+
+
 def is_column(name: str) -> bool:
     """Whether ``name`` is a declared geometry column."""
     return name in _KINDS
@@ -264,6 +309,14 @@ def _has_polygon(polygons: list) -> np.ndarray:
     return np.fromiter((p is not None for p in polygons), dtype=bool, count=len(polygons))
 
 
+def _has_rings(polygons: list) -> np.ndarray:
+    return np.fromiter((p is not None and len(p) > 0 for p in polygons), dtype=bool, count=len(polygons))
+
+
+def _has_mask(masks: list) -> np.ndarray:
+    return np.fromiter((m is not None for m in masks), dtype=bool, count=len(masks))
+
+
 def _has_keypoint(keypoints: np.ndarray) -> np.ndarray:
     if not keypoints.size:
         return np.zeros(len(keypoints), dtype=bool)
@@ -277,9 +330,11 @@ def _point_counts(values: Any, n: int) -> np.ndarray:
 
 for _kind in (
     ColumnKind("polygons", to_relative=_polygons_to_relative, has_geometry=_has_polygon,
-               similarities={"polygon_iou": None, "polygon_giou": None, "mask_iou": None}, fusion="polygons",
+               similarities={"polygon_iou": None, "polygon_giou": None, "mask_iou": None}, fusion="pixels",
+               consensus=ConsensusSpec(carries=_has_rings),
                description="a list of rings, each a (k, 2) array of relative (x, y) points, per annotation"),
-    ColumnKind("masks", similarities={"mask_iou": None}, fusion="masks", content_key=False,
+    ColumnKind("masks", similarities={"mask_iou": None}, fusion="pixels", content_key=False,
+               consensus=ConsensusSpec(carries=_has_mask),
                description="a 2-D boolean instance mask spanning the annotation's box (or a semantic mask)"),
     ColumnKind("keypoints", container="array", normalise=keypoint_array,
                missing=lambda n, present: np.full((n, _skeleton_length(present), 2), np.nan),
@@ -289,6 +344,8 @@ for _kind in (
                similarities={"oks": None}, fusion="keypoints",
                description="(N, K, 2) relative (x, y) points, NaN where a point is not labelled"),
     ColumnKind("cuboids", container="array", trailing=(9,), similarities={"cuboid_iou": None}, fusion="cuboids",
+               consensus=ConsensusSpec(similarity="cuboid_iou", keys=True, coincidence_rows=300, boxes=False),
+               label="3D cuboids",
                description="(N, 9) [x, y, z, dx, dy, dz, rx, ry, rz]: location, dimensions, XYZ Euler rotation"),
     ColumnKind("points3d", container="array", trailing=(3,), similarities={"point3d": None}, label="3D points",
                description="(N, 3) 3D points, scene units"),

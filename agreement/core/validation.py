@@ -50,7 +50,7 @@ declared here, checked in one vectorised pass when it is built):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -71,6 +71,12 @@ COORDINATES = ("relative", "pixels")
 
 class AnnotationError(ValueError):
     """Bad input that cannot be repaired; the message names sample and field."""
+
+
+class BoxNames(Protocol):
+    """The ``where`` of :func:`check_boxes`: ``where[i]`` names box ``i`` (a lazy one builds only those asked)."""
+
+    def __getitem__(self, i: int, /) -> str: ...
 
 
 REPAIR_KINDS = ("clipped_boxes", "outside_boxes", "dropped_boxes")
@@ -99,6 +105,12 @@ class RepairReport:
     per_rater: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, message: str, count: int = 1) -> None:
+        """Counts ``count`` clipped boxes and keeps ``message`` as an example.
+
+        Args:
+            message: what was clipped, for the examples.
+            count: the number of boxes clipped.
+        """
         self.clipped_boxes += count
         self.example(message)
 
@@ -134,6 +146,11 @@ class RepairReport:
                 "dropped_boxes": self.dropped_boxes, "resized_masks": self.resized_masks}
 
     def as_dict(self) -> dict:
+        """The totals, the per-rater counts and the examples, as a JSON-ready dict.
+
+        Returns:
+            The counts of :meth:`counts` with ``per_rater`` and ``examples``.
+        """
         return {**self.counts(), "per_rater": {r: dict(c) for r, c in sorted(self.per_rater.items())},
                 "examples": list(self.examples)}
 
@@ -143,7 +160,7 @@ class RepairReport:
 
 def check_boxes(
     boxes: np.ndarray,
-    where: np.ndarray | list[str],
+    where: np.ndarray | list[str] | BoxNames,
     policy: str = "clip",
     tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
@@ -161,7 +178,7 @@ def check_boxes(
     Args:
         boxes: ``(N, 4)`` boxes.
         where: ``N`` strings locating each box for messages, e.g.
-            ``"sample 'a.jpg', field 'gt' (rater 'r1'), label 3"``.
+            ``"sample 'a.jpg', field 'gt' (rater 'r1'), label 3"``, or any object whose ``where[i]`` gives them.
         policy: ``"clip"``, ``"drop"`` or ``"error"`` (see the module).
         tolerance: how far past ``[0, 1]`` a coordinate may stray (float noise)
             before it counts as outside.
@@ -253,7 +270,8 @@ def validate_boxes(
     return check_boxes(boxes, where, policy=policy, tolerance=tolerance, report=report)[0]
 
 
-def _box_name(i: int, sample_index: np.ndarray, rater_index: np.ndarray, sample_names, raters, labels) -> str:
+def _box_name(i: int, sample_index: np.ndarray, rater_index: np.ndarray, sample_names: Sequence[Any],
+              raters: Sequence[Any], labels: Sequence[Any] | np.ndarray | None) -> str:
     """``sample 'a.jpg', rater 'r1', box 2 (row 7, label 'car')``: row ``i`` of the input, for messages."""
     s, r = int(sample_index[i]), int(rater_index[i])
     k = int(np.count_nonzero((sample_index[:i] == s) & (rater_index[:i] == r)))
@@ -261,7 +279,7 @@ def _box_name(i: int, sample_index: np.ndarray, rater_index: np.ndarray, sample_
     return f"sample {_plain(sample_names[s])!r}, rater {_plain(raters[r])!r}, box {k} (row {i}{label})"
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A NumPy scalar as its Python value (``'car'``, not ``np.str_('car')``, in messages)."""
     return value.item() if isinstance(value, np.generic) else value
 
@@ -269,7 +287,8 @@ def _plain(value):
 class _RowNames:
     """``where[k]`` of :func:`check_boxes` for the rows ``rows``, built only for the boxes it names."""
 
-    def __init__(self, rows: np.ndarray, sample_index, rater_index, sample_names, raters, labels):
+    def __init__(self, rows: np.ndarray, sample_index: np.ndarray, rater_index: np.ndarray,
+                 sample_names: Sequence[Any], raters: Sequence[Any], labels: Sequence[Any] | np.ndarray | None) -> None:
         self.rows, self.args = rows, (sample_index, rater_index, sample_names, raters, labels)
 
     def __getitem__(self, k: int) -> str:
@@ -282,7 +301,7 @@ def check_relative_boxes(
     rater_index: np.ndarray,
     sample_names: Sequence,
     raters: Sequence[str],
-    labels: Sequence | None = None,
+    labels: Sequence | np.ndarray | None = None,
     policy: str = "error",
     tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
@@ -297,7 +316,8 @@ def check_relative_boxes(
 
     Args:
         boxes: ``(N, 4)`` boxes.
-        sample_index, rater_index: ``(N,)`` the sample and rater of each row.
+        sample_index: ``(N,)`` the sample of each row.
+        rater_index: ``(N,)`` the rater of each row.
         sample_names: the samples' names, for messages.
         raters: the raters' names, for messages and the per-rater counts.
         labels: ``(N,)`` class names, for messages (optional).
@@ -409,7 +429,9 @@ def pixels_to_relative(
     """
     columns = {name: v for name, v in (("polygons", polygons), ("keypoints", keypoints)) if v is not None}
     boxes, columns = columns_to_relative(boxes, sample_index, image_sizes, sample_names, columns=columns)
-    return boxes, columns.get("polygons"), columns.get("keypoints")
+    polygons_out = cast("list | None", columns.get("polygons"))  # the polygon kind's to_relative returns a list
+    keypoints_out = cast("np.ndarray | None", columns.get("keypoints"))  # the keypoint kind's, an array
+    return boxes, polygons_out, keypoints_out
 
 
 def columns_to_relative(
@@ -457,7 +479,7 @@ def columns_to_relative(
     need = np.zeros(S, dtype=bool)
     need[sample_index[geometry]] = True
     with np.errstate(invalid="ignore"):
-        known = ((sizes > 0) & np.isfinite(sizes)).all(axis=1)
+        known = np.asarray(((sizes > 0) & np.isfinite(sizes)).all(axis=1))
     missing = need & ~known
     if missing.any():
         s = int(np.flatnonzero(missing)[0])

@@ -14,15 +14,21 @@ implies (:func:`read_assignment`). The annotations themselves are read by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 import fiftyone.core.fields as fof
 
 from agreement.core.arrays import unique_sorted
-from agreement.fo.label_schema import _check_layout_choice, _label_type, _sample_label, detect_raters, label_list_path
 from agreement.core.validation import AnnotationError
+from agreement.fo.label_schema import (
+    check_layout_choice,
+    detect_raters,
+    field_label_type,
+    label_list_path,
+    sample_label,
+)
 
 __all__ = ["declare_raters_field", "recorded_assignment", "recorded_layout", "crossed_evidence",
            "assignment_candidates", "CorpusPlan", "plan_corpus", "coverage_evidence", "read_assignment",
@@ -34,21 +40,43 @@ def dataset_raters(samples, field: str, rater_attr: str) -> list[str]:
     return detect_raters(samples._dataset, field, rater_attr)
 
 
-def _check_planned_raters(flat_who, listed, plan: "CorpusPlan", s_rows, sample_ids, filepaths, field: str) -> None:
-    """A shard's raters must be among the plan's: the labels changed between planning and reading otherwise."""
+def check_planned_raters(flat_who, listed, plan: "CorpusPlan", s_rows, sample_ids, filepaths, field: str) -> None:
+    """A shard's raters must be among the plan's: the labels changed between planning and reading otherwise.
+
+    Args:
+        flat_who: the rater name of each label of the shard, flattened.
+        listed: the per-sample assigned rater lists (or None when the field records no assignment).
+        plan: the corpus plan made before reading.
+        s_rows: the shard's sample row of each label.
+        sample_ids: the shard's sample ids.
+        filepaths: the shard's sample file paths.
+        field: the label field read.
+
+    Raises:
+        AnnotationError: when a rater not in ``plan.raters`` appears.
+    """
     known = set(plan.raters)
     seen = set(flat_who.tolist()) | {x for lst in (listed or ()) if lst for x in lst}
     new = sorted(seen - known)
     if new:
         i = next((k for k, w in enumerate(flat_who.tolist()) if w in set(new)), None)
-        where = f" (e.g. on {_sample_label(sample_ids[s_rows[i]], filepaths[s_rows[i]])})" if i is not None else ""
+        where = f" (e.g. on {sample_label(sample_ids[s_rows[i]], filepaths[s_rows[i]])})" if i is not None else ""
         raise AnnotationError(
             f"field {field!r}: rater(s) {new[:5]} appeared{where} after the run listed the view's raters "
             f"{list(plan.raters)[:10]}: the labels changed while the run was reading them; run it again"
         )
 
 
-def _check_raters_field_type(samples, raters_field: str) -> None:
+def check_raters_field_type(samples, raters_field: str) -> None:
+    """Checks that ``raters_field`` exists on the samples and is a list field.
+
+    Args:
+        samples: a FiftyOne dataset or view.
+        raters_field: the sample-level field naming the assigned raters.
+
+    Raises:
+        AnnotationError: when the field is missing or is not a list field.
+    """
     schema = samples.get_field_schema()
     if raters_field not in schema:
         lists = assignment_candidates(samples)
@@ -68,20 +96,37 @@ def assignment_candidates(samples) -> list[str]:
     return sorted(k for k, v in samples.get_field_schema().items() if isinstance(v, fof.ListField) and k != "tags")
 
 
-def _checked_assignment(listed: list, geo: list, named: list[str], samples, sample_ids, filepaths, field: str,
-                        rater_attr: str, assignment: "Assignment") -> list:
+def checked_assignment(listed: list, geo: list, named: list[str], samples, sample_ids, filepaths, field: str,
+                       rater_attr: str, assignment: "Assignment") -> list:
     """The per-sample rater lists as lists of str, after checking them.
 
     Errors (each naming the first samples): a sample with labels in ``field``
     whose list is missing; a list that is not a list of strings; names no label
     of the dataset carries and no declaration lists (likely typos).
+
+    Args:
+        listed: the raw value of the raters field on each sample.
+        geo: the value of ``field`` on each sample (None when unset).
+        named: the rater names read from the labels.
+        samples: the FiftyOne dataset or view read.
+        sample_ids: the sample ids, aligned with ``listed``.
+        filepaths: the sample file paths, aligned with ``listed``.
+        field: the label field read.
+        rater_attr: the label attribute naming the rater.
+        assignment: the recorded assignment (its ``raters_field``).
+
+    Returns:
+        One list of rater names per sample, or None where no list is set.
+
+    Raises:
+        AnnotationError: on a missing list where labels exist, or a list that is not of strings.
     """
     rf = assignment.raters_field
 
     def first(where: list[int]) -> str:
-        return ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
+        return ", ".join(sample_label(sample_ids[s], filepaths[s]) for s in where[:3])
 
-    missing = [s for s, (lst, g) in enumerate(zip(listed, geo)) if lst is None and g is not None]
+    missing = [s for s, (lst, g) in enumerate(zip(listed, geo, strict=False)) if lst is None and g is not None]
     if missing:
         raise AnnotationError(
             f"raters_field {rf!r} is missing (None) on {len(missing)} sample(s) whose field {field!r} is set, "
@@ -99,9 +144,24 @@ def _checked_assignment(listed: list, geo: list, named: list[str], samples, samp
     return [list(lst) if lst is not None else None for lst in listed]
 
 
-def _check_listed_raters_known(listed: list, named: list[str], samples, sample_ids, filepaths, field: str,
-                               rater_attr: str, assignment: "Assignment", plan: "CorpusPlan | None" = None) -> None:
-    """A name in the assignment that no label of the dataset carries and no declaration lists is an error (a typo)."""
+def check_listed_raters_known(listed: list, named: list[str], samples, sample_ids, filepaths, field: str,
+                              rater_attr: str, assignment: "Assignment", plan: "CorpusPlan | None" = None) -> None:
+    """A name in the assignment that no label of the dataset carries and no declaration lists is an error (a typo).
+
+    Args:
+        listed: the checked per-sample rater lists (see :func:`checked_assignment`).
+        named: the rater names read from the labels.
+        samples: the FiftyOne dataset or view read.
+        sample_ids: the sample ids, aligned with ``listed``.
+        filepaths: the sample file paths, aligned with ``listed``.
+        field: the label field read.
+        rater_attr: the label attribute naming the rater.
+        assignment: the recorded assignment (its ``raters_field`` and ``known_raters``).
+        plan: the corpus plan, whose ``dataset_raters`` spare a scan of the dataset when set.
+
+    Raises:
+        AnnotationError: when a listed name is unknown.
+    """
     rf = assignment.raters_field
     if plan is not None and plan.dataset_raters is not None:
         carried = set(plan.dataset_raters)
@@ -115,7 +175,7 @@ def _check_listed_raters_known(listed: list, named: list[str], samples, sample_i
                 unknown.setdefault(x, []).append(s)
     if unknown:
         names = sorted(unknown)
-        where = ", ".join(_sample_label(sample_ids[s], filepaths[s]) for s in unknown[names[0]][:3])
+        where = ", ".join(sample_label(sample_ids[s], filepaths[s]) for s in unknown[names[0]][:3])
         raise AnnotationError(
             f"raters_field {rf!r} names {len(names)} rater(s) that no label of field {field!r} carries in "
             f"{rater_attr!r}: {names[:5]} (e.g. on {where}). Check the spelling; a rater who "
@@ -167,7 +227,18 @@ def coverage_evidence(per_rater: np.ndarray, nonempty: int) -> dict:
     }
 
 
-def _crossed_refusal(samples, field: str, raters, evidence: dict) -> str:
+def crossed_refusal(samples, field: str, raters, evidence: dict) -> str:
+    """The message refusing to assume a fully crossed design when the coverage makes it implausible.
+
+    Args:
+        samples: the FiftyOne dataset or view read (its list fields are suggested).
+        field: the label field read.
+        raters: the raters found.
+        evidence: the result of :func:`crossed_evidence`.
+
+    Returns:
+        The error message.
+    """
     lists = assignment_candidates(samples)
     choice = f" (list fields on this dataset: {', '.join(lists)})" if lists else ""
     return (
@@ -232,20 +303,21 @@ def plan_corpus(
     """
     from agreement.core.data import class_order
 
-    _check_layout_choice(fields, field, box_policy)
+    check_layout_choice(fields, field, box_policy)
     if fields is not None:
         fields = sorted(dict.fromkeys(fields))
-        classes = set()
+        found: set = set()
         for f in fields:
-            classes.update(_distinct_raters_and_classes(samples, label_list_path(f, _label_type(samples, f)))[1])
-        return CorpusPlan(tuple(fields), class_order(classes), tuple(fields), "fields")
-    list_path = label_list_path(field, _label_type(samples, field))
+            found.update(_distinct_raters_and_classes(samples, label_list_path(f, field_label_type(samples, f)))[1])
+        return CorpusPlan(tuple(fields), class_order(found), tuple(fields), "fields")
+    assert field is not None  # check_layout_choice: `field` is given when `fields` is not
+    list_path = label_list_path(field, field_label_type(samples, field))
     assignment = recorded_assignment(samples, field, raters_field)
     named, classes = _distinct_raters_and_classes(samples, list_path, rater_attr)
     listed: set = set()
     evidence = carried = None
     if assignment.raters_field is not None:
-        _check_raters_field_type(samples, assignment.raters_field)
+        check_raters_field_type(samples, assignment.raters_field)
         listed = {str(v) for v in samples.distinct(assignment.raters_field) if v is not None}
         # names the view's labels do not carry may still be carried elsewhere in the dataset
         unknown = listed - set(named) - set(assignment.known_raters)
@@ -259,7 +331,7 @@ def plan_corpus(
     if assignment.raters_field is None:
         evidence = _coverage_in_database(samples, list_path, rater_attr, raters)
         if not assume_crossed and evidence["implausible"]:
-            raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+            raise AnnotationError(crossed_refusal(samples, field, raters, evidence))
     return CorpusPlan(raters, classes, (field,), "attribute", assignment.raters_field, named, evidence, carried)
 
 
@@ -291,12 +363,14 @@ def read_assignment(samples, plan: CorpusPlan, sample_ids: Sequence[str]) -> tup
     """
     pos = {sid: i for i, sid in enumerate(sample_ids)}
     R = len(plan.raters)
+    project: dict[str, Any]
     if plan.raters_field is None:
         project = {f"f{k}": {"$gt": [f"${f}", None]} for k, f in enumerate(plan.label_fields)}
     else:
         project = {"listed": f"${plan.raters_field}"}
     rindex = {r: k for k, r in enumerate(plan.raters)}
-    cs, cr = [], []
+    cs: list[int] = []
+    cr: list[int] = []
     every = list(range(R))
     fields_layout = plan.layout == "fields"
     for doc in samples._aggregate(pipeline=[{"$project": project}]):
@@ -311,9 +385,9 @@ def read_assignment(samples, plan: CorpusPlan, sample_ids: Sequence[str]) -> tup
             rs = every if doc.get("f0") else []
         cs.extend([s] * len(rs))
         cr.extend(rs)
-    cs, cr = np.asarray(cs, dtype=np.intp), np.asarray(cr, dtype=np.intp)
-    o = np.lexsort((cr, cs))
-    return cs[o], cr[o]
+    s_rows, r_rows = np.asarray(cs, dtype=np.intp), np.asarray(cr, dtype=np.intp)
+    o = np.lexsort((r_rows, s_rows))
+    return s_rows[o], r_rows[o]
 
 
 def _coverage_in_database(samples, list_path: str, rater_attr: str, raters: Sequence[str]) -> dict:
@@ -326,7 +400,7 @@ def _coverage_in_database(samples, list_path: str, rater_attr: str, raters: Sequ
         {"$facet": {"nonempty": [{"$count": "n"}],
                     "per_rater": [{"$unwind": "$w"}, {"$group": {"_id": "$w", "n": {"$sum": 1}}}]}},
     ]
-    out = next(iter(samples._aggregate(pipeline=pipeline)), {}) or {}
+    out: dict = next(iter(samples._aggregate(pipeline=pipeline)), {}) or {}
     nonempty = int(out["nonempty"][0]["n"]) if out.get("nonempty") else 0
     counts = {str(d["_id"]): int(d["n"]) for d in out.get("per_rater", ())}
     return coverage_evidence(np.array([counts.get(r, 0) for r in raters], dtype=np.int64), nonempty)
@@ -359,7 +433,7 @@ def declare_raters_field(dataset, field: str, raters_field: str, raters: Sequenc
     have drawn nothing anywhere (so that naming them is not taken for a typo).
     Stored in ``dataset.info["iaa_assignment"]``.
     """
-    _check_raters_field_type(dataset, raters_field)
+    check_raters_field_type(dataset, raters_field)
     info = dict(dataset.info.get(ASSIGNMENT_INFO_KEY) or {})
     info[field] = {"raters_field": raters_field, "raters": sorted(str(r) for r in raters)}
     dataset.info[ASSIGNMENT_INFO_KEY] = info

@@ -6,7 +6,7 @@ demo, simulated raters): it never touches existing samples.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence, cast
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -80,7 +80,7 @@ def samples_from_corpus(
     if len(filepaths) != corpus.num_samples:
         raise ValueError(f"got {len(filepaths)} file paths for {corpus.num_samples} samples")
     labels = corpus_label_fields(corpus, layout=layout, field=field, rater_attr=rater_attr, field_names=field_names)
-    sizes = cast(np.ndarray, corpus.image_sizes)  # (S, 2), NaN where unknown, once the corpus is built
+    sizes = corpus.image_sizes  # (S, 2), NaN where unknown, once the corpus is built
     samples = []
     for s, (path, values) in enumerate(zip(filepaths, labels, strict=False)):
         w, h = sizes[s]

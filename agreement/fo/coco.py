@@ -26,7 +26,7 @@ import os
 import re
 import uuid
 import warnings
-from typing import Any, Sequence, cast
+from typing import Any, Sequence
 
 import cv2
 import numpy as np
@@ -196,7 +196,7 @@ def _build_samples(
 ) -> list[fo.Sample]:
     """One in-memory sample per image (nothing is written), of ``media_type`` whatever the file names say."""
     ann = coco.annotations
-    sizes = cast(np.ndarray, ann.image_sizes)  # (S, 2), NaN where unknown, once the corpus is built
+    sizes = ann.image_sizes  # (S, 2), NaN where unknown, once the corpus is built
     samples = []
     for s, (img, path) in enumerate(zip(coco.images, _filepaths(coco, image_dir), strict=False)):
         W, H = sizes[s]
@@ -419,7 +419,7 @@ def _read_for_export(samples, fields, field, rater_attr, raters_field):
         samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",
         raters_field=raters_field if field is not None else None, box_policy="error", min_raters=1, image_sizes=True,
     )
-    if np.isnan(cast(np.ndarray, read.annotations.image_sizes)).any():
+    if np.isnan(read.annotations.image_sizes).any():
         samples._root_dataset.compute_metadata()
         read = read_annotations(
             samples, fields=fields, field=field, rater_attr=rater_attr or "annotator",

@@ -175,7 +175,9 @@ def nested_to_columns(nested: Mapping[str, Mapping[str, Any]]) -> dict[str, list
     """
     outer_keys = list(nested)
     inner_index: dict[str, int] = {}
-    outer, inner, values = [], [], []
+    outer: list[int] = []
+    inner: list[int] = []
+    values: list[Any] = []
     for code, m in enumerate(nested.values()):
         outer.extend([code] * len(m))
         inner.extend(inner_index.setdefault(k, len(inner_index)) for k in m)
@@ -201,6 +203,6 @@ def columns_to_nested(columns: Mapping[str, list]) -> dict[str, dict[str, Any]]:
         ok, ik = columns["outer_keys"], columns["inner_keys"]
         outer, inner = [ok[c] for c in outer], [ik[c] for c in inner]
     out: dict[str, dict[str, Any]] = {}
-    for o, i, v in zip(outer, inner, columns["value"]):
+    for o, i, v in zip(outer, inner, columns["value"], strict=False):
         out.setdefault(o, {})[i] = v
     return out

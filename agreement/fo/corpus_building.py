@@ -103,7 +103,7 @@ def _validated(p: CorpusParts, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarra
     missing_label = np.array([lab is None for lab in labels], dtype=bool)
     if missing_label.any():
         i = int(np.flatnonzero(missing_label)[0])
-        s = s_idx[i]
+        s = int(s_idx[i])
         raise AnnotationError(
             f"{sample_label(p.sample_ids[s], p.filepaths[s])}, field {field_of_row[i]!r}: a label has no class name"
         )
@@ -117,8 +117,8 @@ def _validated(p: CorpusParts, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarra
         return boxes, keep
     bad = np.flatnonzero(~ok)
     where = []
-    for i in bad:
-        s = s_idx[i]
+    for i in bad.tolist():
+        s = int(s_idx[i])
         rater = f" (rater {raters_of_row[i]!r})" if raters_of_row is not None else ""
         where.append(
             f"{sample_label(p.sample_ids[s], p.filepaths[s])}, field {field_of_row[i]!r}{rater}, "
@@ -135,7 +135,7 @@ def _validated(p: CorpusParts, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _drop_rows(keep: np.ndarray, rows: dict) -> dict:
     """``rows`` (per-annotation arrays and lists, ``None`` allowed) restricted to ``keep``."""
     idx = np.flatnonzero(keep)
-    out = {}
+    out: dict = {}
     for name, value in rows.items():
         if value is None:
             out[name] = None

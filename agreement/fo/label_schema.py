@@ -1,10 +1,10 @@
 """The label schema of a FiftyOne dataset or view, as the readers see it.
 
 The label fields of the supported types (:func:`label_fields`), the type of
-one (:func:`_label_type`, an error naming the label fields otherwise), the
+one (:func:`field_label_type`, an error naming the label fields otherwise), the
 raters named by a rater attribute (:func:`detect_raters`), the check of the
-rater layout chosen (:func:`_check_layout_choice`) and the name of a sample in
-messages (:func:`_sample_label`). Shared by the reading of annotations
+rater layout chosen (:func:`check_layout_choice`) and the name of a sample in
+messages (:func:`sample_label`). Shared by the reading of annotations
 (:mod:`agreement.fo.reading`) and of the rater assignment
 (:mod:`agreement.fo.assignment`).
 """
@@ -110,6 +110,3 @@ def detect_raters(samples, field: str, rater_attr: str = "annotator") -> list[st
     values = samples.distinct(f"{label_list_path(field, field_label_type(samples, field))}.{rater_attr}")
     return sorted(str(v) for v in values if v is not None)
 
-
-# the names these had before they were public, still imported by modules of the bridge
-_label_type, _sample_label, _check_layout_choice = field_label_type, sample_label, check_layout_choice

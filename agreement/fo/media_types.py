@@ -44,9 +44,9 @@ class ImportMediaWarning(UserWarning):
 
 
 def sniff_media_type(path: str) -> str | None:
-    """The media type a file's first bytes show (``"image"`` or ``"video"``), or None if unreadable or unknown.
+    r"""The media type a file's first bytes show (``"image"`` or ``"video"``), or None if unreadable or unknown.
 
-    Signatures: JPEG ``FF D8 FF``, PNG, GIF87a/89a, BMP ``BM``, TIFF ``II*\\0``/``MM\\0*``, WebP
+    Signatures: JPEG ``FF D8 FF``, PNG, GIF87a/89a, BMP ``BM``, TIFF ``II*\0``/``MM\0*``, WebP
     (``RIFF....WEBP``), ISO-BMFF ``ftyp`` with an AVIF/HEIF brand (image) or any other brand (MP4,
     MOV: video), WebM/Matroska ``1A 45 DF A3`` and AVI (``RIFF....AVI ``) (video).
     """
@@ -106,7 +106,7 @@ def decide_media_type(filepaths: Iterable[str], expected: str = fom.IMAGE,
         ValueError: files of different media types (e.g. images and videos) in one import.
     """
     found: Counter = Counter()
-    counts = Counter()
+    counts: Counter[str] = Counter()
     unknown: list[str] = []
     for path in dict.fromkeys(filepaths):
         kind = fom.get_media_type(path)

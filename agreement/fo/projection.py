@@ -75,7 +75,7 @@ def read_values(samples, paths: Sequence[str]) -> list[list[Any]]:
         read = samples.values(["id"] + [paths[i] for i in other])
         if list(read[0]) != [str(x) for x in ids]:
             return list(samples.values(paths))
-        columns.update(zip(other, read[1:]))
+        columns.update(zip(other, read[1:], strict=False))
     return [columns[i] for i in range(len(paths))]
 
 
@@ -122,6 +122,8 @@ def _is_label_list(samples, list_path: str) -> bool:
     (:data:`LIST_ATTRS`)."""
     field_name, list_name = list_path.rsplit(".", 1)
     doc_type = getattr(samples.get_field(field_name), "document_type", None)
+    if doc_type is None:  # not an embedded document field: LIST_ATTRS has no entry for it
+        return False
     return LIST_ATTRS.get(doc_type) == list_name
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -47,14 +47,14 @@ from agreement.core.data import MultiRaterAnnotations
 from agreement.core.validation import AnnotationError, RepairReport
 from agreement.fo.assignment import (
     CorpusPlan,
-    _check_listed_raters_known,
-    _check_planned_raters,
-    _check_raters_field_type,
-    _checked_assignment,
-    _crossed_refusal,
     assignment_candidates,
+    check_listed_raters_known,
+    check_planned_raters,
+    check_raters_field_type,
+    checked_assignment,
     coverage_evidence,
     crossed_evidence,
+    crossed_refusal,
     declare_raters_field,
     plan_corpus,
     read_assignment,
@@ -110,7 +110,7 @@ class ReadResult:
         if self.stamps is None:
             return None
         part = part if part is not None else slice(0, len(self.stamps))
-        return {sid: t for sid, t in zip(map(str, self.annotations.sample_ids[part].tolist()), self.stamps[part])
+        return {sid: t for sid, t in zip(map(str, self.annotations.sample_ids[part].tolist()), self.stamps[part], strict=False)
                 if t is not None}
 
     def refresh_stamps(self, before: dict[str, object], after: dict[str, object]) -> None:
@@ -121,7 +121,7 @@ class ReadResult:
             return
         ids = map(str, self.annotations.sample_ids.tolist())
         self.stamps = [after.get(s, t) if t is not None and before.get(s) == t else t
-                       for s, t in zip(ids, self.stamps)]
+                       for s, t in zip(ids, self.stamps, strict=False)]
 
     def stored_ids_of(self, label_field: str, part: slice | None = None) -> dict[str, list] | None:
         """Sample id -> the ids of ``label_field``'s labels as read, in stored order (``None``: not kept),
@@ -130,7 +130,7 @@ class ReadResult:
         if per_sample is None:
             return None
         part = part if part is not None else slice(0, len(per_sample))
-        return dict(zip(map(str, self.annotations.sample_ids[part].tolist()), per_sample[part]))
+        return dict(zip(map(str, self.annotations.sample_ids[part].tolist()), per_sample[part], strict=False))
 
     @property
     def label_fields(self) -> list[str]:
@@ -170,7 +170,7 @@ def join_reads(parts: Sequence[ReadResult]) -> ReadResult:
         repairs.merge(p.repairs)
     kept = set.intersection(*(set(p.stored_ids) for p in parts))
     stored = {f: [ids for p in parts for ids in p.stored_ids[f]] for f in sorted(kept)}
-    stamps = None if any(p.stamps is None for p in parts) else [t for p in parts for t in p.stamps]
+    stamps = None if any(p.stamps is None for p in parts) else [t for p in parts for t in (p.stamps or ())]
     frames = None if any(p.frame_counts is None for p in parts) else np.concatenate([p.frame_counts for p in parts])
     return ReadResult(MultiRaterAnnotations.concat([p.annotations for p in parts]), parts[-1].layout, repairs,
                       dict(parts[0].label_field_of_rater), stored, stamps, frame_counts=frames)
@@ -241,6 +241,7 @@ def read_annotations(
         with gc_paused():
             return _read_fields_layout(samples, fields, ltype, box_policy, image_sizes,
                                        _extras(samples, fields, ltype, options), plan=plan)
+    assert field is not None  # check_layout_choice: `field` is given when `fields` is not
     ltype = field_label_type(samples, field)
     if label_type(ltype).list_attr is None:
         raise AnnotationError(
@@ -335,7 +336,7 @@ def _as_lists(block: list, ltype: type) -> list:
     if spec.list_attr is not None:
         return block
     ids = block[2]
-    out = [[None if i is None else [v] for v, i in zip(col, ids)] for col in block]
+    out = [[None if i is None else [v] for v, i in zip(col, ids, strict=False)] for col in block]
     if spec.fixed_label is not None:
         out[1] = [None if i is None else [spec.fixed_label] for i in ids]
     return out
@@ -354,7 +355,7 @@ def _one_object_per_value(values) -> list:
 
 
 def _flatten(per_sample: list, counts: np.ndarray) -> list:
-    return list(chain.from_iterable(v for v, c in zip(per_sample, counts) if c))
+    return list(chain.from_iterable(v for v, c in zip(per_sample, counts, strict=False) if c))
 
 
 def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=(), plan=None) -> ReadResult:
@@ -383,7 +384,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         extra_cols.append(block[3:])
     # rows sorted by (sample, rater): interleave per sample
     cells_geo, cells_lab, cells_id = [], [], []
-    cells_extra = [[] for _ in extras]
+    cells_extra: list[list[Any]] = [[] for _ in extras]
     for s in range(S):
         for r in range(R):
             if counts[s, r]:
@@ -393,7 +394,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
                 for e in range(len(extras)):
                     cells_extra[e].append(extra_cols[r][e][s])
     flat_geo = list(chain.from_iterable(cells_geo))
-    extra = {name: list(chain.from_iterable(col)) for name, col in zip(extras, cells_extra)}
+    extra = {name: list(chain.from_iterable(col)) for name, col in zip(extras, cells_extra, strict=False)}
     labels = np.array(_one_object_per_value(chain.from_iterable(cells_lab)) + [None], dtype=object)[:-1]
     ids = np.array(list(chain.from_iterable(cells_id)) + [None], dtype=object)[:-1]
     flat_counts = counts.reshape(-1)
@@ -416,7 +417,7 @@ def _read_fields_layout(samples, fields, ltype, box_policy, image_sizes, extras=
         **({"mask_targets": _mask_targets(samples, fields)} if label_type(ltype).fixed_label else {}),
         "box_policy": box_policy,
     }
-    return ReadResult(ann, layout, repairs, {r: r for r in raters}, stored_ids=dict(zip(raters, id_cols)),
+    return ReadResult(ann, layout, repairs, {r: r for r in raters}, stored_ids=dict(zip(raters, id_cols, strict=False)),
                       stamps=list(values[nb - 1]) if stamped else None, frame_counts=frames)
 
 
@@ -449,13 +450,13 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     stamped = positions_as_stored(samples)
     paths = _base_paths(image_sizes, stamped, is_temporal(ltype)) + gpaths + [f"{field}.{lf}.{rater_attr}"]
     if raters_field is not None:
-        _check_raters_field_type(samples, raters_field)
+        check_raters_field_type(samples, raters_field)
         paths.append(raters_field)
     values = read_values(samples, paths)
     nb = len(_base_paths(image_sizes, stamped, is_temporal(ltype)))
     sample_ids, filepaths = values[0], values[1]
     geo, labs, ids = values[nb: nb + 3]
-    extra_cols = dict(zip(extras, values[nb + 3: nb + len(gpaths)]))
+    extra_cols = dict(zip(extras, values[nb + 3: nb + len(gpaths)], strict=False))
     who = values[nb + len(gpaths)]
     listed = values[nb + len(gpaths) + 1] if raters_field is not None else None
     S = len(sample_ids)
@@ -464,13 +465,13 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
     flat_who = _rater_of_labels(_flatten(who, counts), s_rows, sample_ids, filepaths, field, rater_attr)
     named = sorted(set(flat_who.tolist())) if plan is None else list(plan.named)
     if listed is not None:
-        listed = _checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field=field,
-                                     rater_attr=rater_attr, assignment=assignment)
+        listed = checked_assignment(listed, geo, named, samples, sample_ids, filepaths, field=field,
+                                    rater_attr=rater_attr, assignment=assignment)
         raters = tuple(sorted(set(named).union(*[set(x) for x in listed if x])))
     else:
         raters = tuple(named)
     if plan is not None:
-        _check_planned_raters(flat_who, listed, plan, s_rows, sample_ids, filepaths, field=field)
+        check_planned_raters(flat_who, listed, plan, s_rows, sample_ids, filepaths, field=field)
         raters = plan.raters
     if len(raters) < min_raters:
         raise AnnotationError(
@@ -492,8 +493,8 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
                 f"{sample_label(sample_ids[s], filepaths[s])}, field {field!r}: a label by rater "
                 f"{flat_who[i]!r} but {raters_field!r} lists {listed[s]}"
             )
-        _check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr=rater_attr,
-                                   assignment=assignment, plan=plan)
+        check_listed_raters_known(listed, named, samples, sample_ids, filepaths, field, rater_attr=rater_attr,
+                                  assignment=assignment, plan=plan)
         rule = f"the raters listed in {raters_field!r} ({assignment.source})"
         evidence = None
     else:
@@ -501,7 +502,7 @@ def _read_attribute_layout(samples, field, ltype, rater_attr, assignment, box_po
         if plan is None:
             evidence = crossed_evidence(counts, s_rows, r_rows, R)
             if not assume_crossed and evidence["implausible"]:
-                raise AnnotationError(_crossed_refusal(samples, field, raters, evidence))
+                raise AnnotationError(crossed_refusal(samples, field, raters, evidence))
         else:  # checked on the whole view by plan_corpus
             evidence = dict(plan.evidence or {})
         assigned[has_field] = True

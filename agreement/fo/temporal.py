@@ -91,13 +91,13 @@ def _check_frame_counts(counts: np.ndarray, s_idx: np.ndarray, where, field_of_r
     )
 
 
-def temporal_boxes(flat_supports: list, frame_counts: np.ndarray, s_idx: np.ndarray, where, labels: np.ndarray,
+def temporal_boxes(flat_supports: list, frame_counts: np.ndarray | None, s_idx: np.ndarray, where, labels: np.ndarray,
                    field_of_row: np.ndarray, policy: str, repairs: RepairReport, raters) -> tuple[np.ndarray, np.ndarray]:
     """The segments read as boxes in relative time, and which are kept.
 
     Args:
         flat_supports: per label its ``support`` as read (``None`` where missing).
-        frame_counts: per sample its frame count (:func:`frame_count_column`).
+        frame_counts: per sample its frame count (:func:`frame_count_column`); needed when there are labels.
         s_idx: per label its sample.
         where: ``where[i]`` locates label ``i`` (sample, field, rater).
         labels: per label its class, named in messages.
@@ -117,6 +117,8 @@ def temporal_boxes(flat_supports: list, frame_counts: np.ndarray, s_idx: np.ndar
     s_idx = np.asarray(s_idx, dtype=np.intp)
     if not len(s_idx):
         return np.zeros((0, 4)), np.ones(0, dtype=bool)
+    if frame_counts is None:  # (indexing None raised this TypeError before)
+        raise TypeError("temporal segments need the samples' frame counts (frame_count_column)")
     _check_frame_counts(frame_counts, s_idx, where, np.asarray(field_of_row, dtype=object))
     supports = np.array([[np.nan, np.nan] if v is None or len(v) != 2 else
                          [np.nan if x is None else x for x in v] for v in flat_supports], dtype=np.float64)

@@ -100,11 +100,11 @@ def detection_docs(
     labels = [str(x) for x in labels]
     if indexes is None:
         docs = [{"_id": i, "_cls": "Detection", "attributes": {}, "tags": [], "label": lab, "bounding_box": b}
-                for i, lab, b in zip(ids, labels, boxes.tolist())]
+                for i, lab, b in zip(ids, labels, boxes.tolist(), strict=False)]
     else:
         idx = np.asarray(indexes, dtype=np.int64).tolist()
         docs = [{"_id": i, "_cls": "Detection", "attributes": {}, "tags": [], "label": lab, "bounding_box": b,
-                 "index": t} for i, lab, b, t in zip(ids, labels, boxes.tolist(), idx)]
+                 "index": t} for i, lab, b, t in zip(ids, labels, boxes.tolist(), idx, strict=False)]
     if extra:
         for d in docs:
             d.update(extra)
@@ -153,7 +153,7 @@ def insert_frames(dataset: fo.Dataset, frames: Iterable[dict], batch_size: int =
     pending: Future | None = None
 
     def flush(docs: list[dict]) -> None:
-        for doc, oid in zip(docs, object_ids(len(docs))):
+        for doc, oid in zip(docs, object_ids(len(docs)), strict=False):
             doc["_id"] = oid
             doc["_dataset_id"] = dataset_id
             doc["created_at"] = doc["last_modified_at"] = now

@@ -86,10 +86,11 @@ def _declare(dataset, list_path: str, columns: Mapping[str, Sequence[Any]]) -> N
     declare_label_attrs(dataset, {list_path: columns})
 
 
-def _typed_sample(values: Sequence[Any], k: int = 1000) -> list:
+def _typed_sample(values: Sequence[Any] | np.ndarray, k: int = 1000) -> list:
     """Up to ``k`` stored-form non-``None`` values of a column (enough to type it)."""
     if isinstance(values, np.ndarray) and values.dtype == object:
-        values = values[np.not_equal(values, None)][: 2 * k]  # skip the None runs without a Python loop
+        # skip the None runs without a Python loop (numpy's stubs take no None operand)
+        values = values[np.not_equal(values, None)][: 2 * k]  # type: ignore[call-overload]
     out = []
     for v in values:
         v = db_value(v)
@@ -127,7 +128,7 @@ def declare_sample_fields(dataset, columns: Mapping[str, Sequence[Any]]) -> None
 
 
 def declare_columns(dataset, sample_columns: Mapping[str, Sequence[Any]],
-                    label_columns: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
+                    label_columns: Mapping[str, Mapping[str, Sequence[Any] | np.ndarray]]) -> None:
     """Declares sample fields and label attributes together: one schema change, under the schema lock.
 
     ``sample_columns``: ``{field: values}``, each declared with the type of its
@@ -166,7 +167,7 @@ def _sample_field_for(values: Sequence[Any]):
     return kind()
 
 
-def _column_kind(values: Sequence[Any]):
+def _column_kind(values: Sequence[Any] | np.ndarray):
     """The field class of a label attribute column (``None`` when every value is ``None``/NaN).
 
     A numeric numpy column is typed by its dtype; anything else by its first
@@ -247,9 +248,9 @@ class LabelColumns:
     """
 
     list_path: str
-    sample_ids: Sequence[str]
-    label_ids: Sequence[str]
-    columns: Mapping[str, Sequence[Any]]
+    sample_ids: Sequence[str] | np.ndarray
+    label_ids: Sequence[str] | np.ndarray
+    columns: Mapping[str, Sequence[Any] | np.ndarray]
     stored_ids: Mapping[str, Sequence[str] | None] | None = None
 
 
@@ -318,7 +319,9 @@ def write_columns(
 
         def updates():
             for sid in order:
-                sets, guards, filters = dict(sample_sets.get(sid, ())), [], []
+                sets = dict(sample_sets.get(sid, ()))
+                guards: list[dict] = []
+                filters: list[Mapping[str, Any]] = []
                 seen = read_stamps.get(sid) if read_stamps else None
                 positional = False
                 for b in blocks:
@@ -416,26 +419,29 @@ class _LabelPaths:
         by_pos = ~unplaced[group]
         n_pos = int(pos.max()) + 1 if by_pos.any() else 0
         slot = np.where(by_pos, pos, n_pos + k)  # row of the key tables below
-        keys, vals, where, present = [], [], [], np.zeros(n, dtype=bool)
+        key_parts: list[np.ndarray] = []
+        val_parts: list[np.ndarray] = []
+        where_parts: list[np.ndarray] = []
+        present = np.zeros(n, dtype=bool)
         for name in names:
             col = np.array(_clean_column(block.columns[name]), dtype=object)[order]
-            has = np.not_equal(col, None)
+            has = np.not_equal(col, None)  # type: ignore[call-overload]  # numpy's stubs: no None operand
             present |= has
             table = ([f"{block.list_path}.{i}.{name}" for i in range(n_pos)]
                      + [f"{block.list_path}.$[{tag}l{i}].{name}" for i in range(int(k.max()) + 1)])
-            keys.append(np.array(table, dtype=object)[slot[has]])
-            vals.append(col[has])
-            where.append(group[has])
-        keys, vals, where = np.concatenate(keys), np.concatenate(vals), np.concatenate(where)
+            key_parts.append(np.array(table, dtype=object)[slot[has]])
+            val_parts.append(col[has])
+            where_parts.append(group[has])
+        keys, vals, where = np.concatenate(key_parts), np.concatenate(val_parts), np.concatenate(where_parts)
         by_sample = np.argsort(where, kind="stable")
         filtered = present & ~by_pos
         id_paths = np.array([f"{tag}l{i}._id" for i in range(int(k.max()) + 1)], dtype=object)[k[filtered]]
         group_ids = sids[starts].tolist()
         return cls(
-            list_path=block.list_path, sample_ids=group_ids, index=dict(zip(group_ids, range(len(group_ids)))),
+            list_path=block.list_path, sample_ids=group_ids, index=dict(zip(group_ids, range(len(group_ids)), strict=False)),
             keys=keys[by_sample].tolist(), vals=vals[by_sample].tolist(),
             set_bounds=np.searchsorted(where[by_sample], np.arange(len(starts) + 1)).tolist(),
-            filters=[{path: ObjectId(lid)} for path, lid in zip(id_paths.tolist(), lids[filtered].tolist())],
+            filters=[{path: ObjectId(lid)} for path, lid in zip(id_paths.tolist(), lids[filtered].tolist(), strict=False)],
             filter_bounds=np.searchsorted(group[filtered], np.arange(len(starts) + 1)).tolist(),
             by_position=(~unplaced).tolist(), stored_ids=block.stored_ids, written=int(present.sum()))
 
@@ -449,9 +455,10 @@ class _LabelPaths:
         lo, hi = self.set_bounds[g], self.set_bounds[g + 1]
         if lo == hi:
             return False
-        sets.update(zip(self.keys[lo:hi], self.vals[lo:hi]))
+        sets.update(zip(self.keys[lo:hi], self.vals[lo:hi], strict=False))
         if self.by_position[g]:
             if guards is not None:
+                assert self.stored_ids is not None  # a block addressed by position has its stored lists
                 stored = [ObjectId(x) for x in self.stored_ids[sid]]
                 guards.append({"$eq": [f"${self.list_path}._id", stored]})
             return True
@@ -466,7 +473,7 @@ def _stored_positions(stored_ids: Mapping[str, Sequence[str] | None] | None, lab
     index: dict[str, int] = {}
     for ids in stored_ids.values():
         if ids:
-            index.update(zip(map(str, ids), range(len(ids))))
+            index.update(zip(map(str, ids), range(len(ids)), strict=False))
     return np.fromiter((index.get(lid, -1) for lid in map(str, label_ids.tolist())), np.int64, len(label_ids))
 
 
@@ -496,7 +503,7 @@ def write_label_columns(
     return write_columns(dataset, label_columns=[block])
 
 
-def _clean_column(values: Sequence[Any]) -> list:
+def _clean_column(values: Sequence[Any] | np.ndarray) -> list:
     """A column as stored: a float array's NaN as ``None`` in one pass, other values through :func:`db_value`."""
     arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
     if arr.dtype.kind == "f":
@@ -558,7 +565,7 @@ def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:
     return unmatched
 
 
-def write_label_lists(samples, field: str, doc_type: type, documents: Mapping[str, Sequence[dict]]) -> int:
+def write_label_lists(samples, field: str, doc_type: type[Any], documents: Mapping[str, Sequence[dict]]) -> int:
     """Writes the label list field ``field`` of ``doc_type`` (e.g. ``Detections``) on the samples named in
     ``documents`` (sample id -> its label documents, :func:`agreement.fo.kinds.label_documents`), in one
     bulk :meth:`set_values`; the field is declared when it is new.

@@ -56,15 +56,14 @@ Conventions
   scale (COCO uses the segment area; see :mod:`agreement.geometry.keypoints`).
   An annotation with no labelled keypoint is an error.
 
-References
-----------
-.. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
-   A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
-   Vision Tasks".
-.. [Rezatofighi2019] H. Rezatofighi et al., "Generalized Intersection over
-   Union: A Metric and a Loss for Bounding Box Regression", CVPR 2019.
-.. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
-   ECCV 2014 (mask IoU; keypoint OKS, https://cocodataset.org/#keypoints-eval).
+References:
+    .. [Tschirschwitz] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus:
+       A Meta-Algorithm for Evaluating Inter-Annotator Agreement in Complex
+       Vision Tasks".
+    .. [Rezatofighi2019] H. Rezatofighi et al., "Generalized Intersection over
+       Union: A Metric and a Loss for Bounding Box Regression", CVPR 2019.
+    .. [Lin2014] T.-Y. Lin et al., "Microsoft COCO: Common Objects in Context",
+       ECCV 2014 (mask IoU; keypoint OKS, https://cocodataset.org/#keypoints-eval).
 """
 
 from __future__ import annotations
@@ -72,6 +71,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections import OrderedDict
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -84,15 +84,17 @@ from agreement.geometry.boxes import (
     pairwise_iou,
 )
 from agreement.geometry.keypoints import COCO_PERSON_SIGMAS, pairwise_oks
-from agreement.geometry.masks import pairwise_placed_mask_iou, place_masks, PlacedMask, rasterize_polygons
+from agreement.geometry.masks import PlacedMask, pairwise_placed_mask_iou, place_masks, rasterize_polygons
 from agreement.geometry.polygons import pairwise_polygon_giou, pairwise_polygon_iou, validate_polygons
-from agreement.geometry.similarity_3d import check_similarity_3d, similarity_matrix_3d
 
-# The 3D parameters and their scope, importable from here too.
+# The 3D parameters, importable from here too.
 from agreement.geometry.similarity_3d import (  # noqa: F401
-    POINT3D_SCALE, POLYLINE3D_TOLERANCE, SimilarityOptions, similarity_options,
+    POINT3D_SCALE,
+    POLYLINE3D_TOLERANCE,
+    SimilarityOptions,
+    check_similarity_3d,
+    similarity_matrix_3d,
 )
-
 
 __all__ = [
     "SIMILARITIES",
@@ -145,7 +147,7 @@ def _where(data: MultiRaterAnnotations, i: int) -> str:
     return f"sample {data.sample_names[s]!r}, rater {data.raters[r]!r}, {label}"
 
 
-def _has_polygon(entry) -> bool:
+def _has_polygon(entry: Any) -> bool:
     return entry is not None and len(entry) > 0
 
 
@@ -157,7 +159,7 @@ def _geometries(data: MultiRaterAnnotations) -> tuple[np.ndarray, int]:
             raise ValueError("the annotations have no polygons")
         where = [_where(data, i) for i in range(len(data))]
         cache["geometries"] = validate_polygons(data.polygons, where)
-    return cache["geometries"]
+    return cast("tuple[np.ndarray, int]", cache["geometries"])
 
 
 # --------------------------------------------------------------------------
@@ -212,11 +214,10 @@ def supported_similarities(data: MultiRaterAnnotations, *, sigmas: ArrayLike | N
     geometry. What the labels carry decides; nothing is computed but the
     checks (polygons are validated and cached, as a run would).
 
-    Raises
-    ------
-    AnnotationError
-        For a label whose geometry cannot be repaired (a broken polygon is an
-        error to show, not a reason to leave its similarity out).
+    Raises:
+        AnnotationError:
+            For a label whose geometry cannot be repaired (a broken polygon is an
+            error to show, not a reason to leave its similarity out).
     """
     from agreement.core.validation import AnnotationError
 
@@ -241,32 +242,29 @@ def check_similarity(
     message naming samples, raters and labels, and it validates (and caches)
     polygons, so that its report can be shown with the results.
 
-    Parameters
-    ----------
-    name : str
-        One of :data:`SIMILARITIES`.
-    data : MultiRaterAnnotations
-        The corpus.
-    sigmas : array-like of shape (K,), optional
-        Per-keypoint σ for ``"oks"``; default :data:`COCO_PERSON_SIGMAS`.
+    Args:
+        name (str):
+            One of :data:`SIMILARITIES`.
+        data (MultiRaterAnnotations):
+            The corpus.
+        sigmas (array-like of shape (K,), optional):
+            Per-keypoint σ for ``"oks"``; default :data:`COCO_PERSON_SIGMAS`.
 
-    Returns
-    -------
-    report : dict
-        ``{"similarity": name, "repaired_polygons": int}``: the number of
-        polygon annotations repaired (rings dropped or self-intersections
-        resolved; 0 when polygons are not used).
+    Returns:
+        dict:
+            ``{"similarity": name, "repaired_polygons": int}``: the number of
+            polygon annotations repaired (rings dropped or self-intersections
+            resolved; 0 when polygons are not used).
 
-    Raises
-    ------
-    ValueError
-        For an unknown name; for data lacking the geometry (no polygons, masks
-        or keypoints, or some annotations without them: the first few are
-        named); for ``"oks"`` with ``K != 17`` and no ``sigmas``, or
-        annotations without any labelled keypoint; for ``"mask_iou"`` on
-        stored masks of samples with unknown image size.
-    AnnotationError
-        For a polygon that cannot be repaired (a subclass of ``ValueError``).
+    Raises:
+        ValueError:
+            For an unknown name; for data lacking the geometry (no polygons, masks
+            or keypoints, or some annotations without them: the first few are
+            named); for ``"oks"`` with ``K != 17`` and no ``sigmas``, or
+            annotations without any labelled keypoint; for ``"mask_iou"`` on
+            stored masks of samples with unknown image size.
+        AnnotationError:
+            For a polygon that cannot be repaired (a subclass of ``ValueError``).
     """
     _check_name(name)
     report = {"similarity": name, "repaired_polygons": 0}
@@ -373,7 +371,7 @@ def _polygon_geoms(data: MultiRaterAnnotations, rows: np.ndarray, name: str) -> 
     missing = rows[np.array([g is None for g in geoms], dtype=bool)]
     if len(missing):
         raise _lacking(data, missing, "polygons", name)
-    return geoms
+    return cast(np.ndarray, geoms)
 
 
 #: Bytes of placed masks kept per corpus by ``mask_iou`` (least recently used evicted).
@@ -406,20 +404,20 @@ def _placed(data: MultiRaterAnnotations, rows: np.ndarray, size: tuple[float, fl
     todo = list(dict.fromkeys(todo))
     if todo:
         use_mask = [data.masks is not None and data.masks[i] is not None for i in todo]
-        from_masks = [i for i, u in zip(todo, use_mask) if u]
-        from_polys = [i for i, u in zip(todo, use_mask) if not u]
+        from_masks = [i for i, u in zip(todo, use_mask, strict=True) if u]
+        from_polys = [i for i, u in zip(todo, use_mask, strict=True) if not u]
         if from_masks:
             if size is None:
                 raise _lacking(
                     data, np.asarray(from_masks), "the image size (width, height) to place its instance mask", "mask_iou"
                 )
-            out.update(zip(from_masks, place_masks([data.masks[i] for i in from_masks], data.boxes[from_masks], frame)))
+            out.update(zip(from_masks, place_masks([data.masks[i] for i in from_masks], data.boxes[from_masks], frame), strict=True))
         if from_polys:
             lacking = [i for i in from_polys if data.polygons is None or not _has_polygon(data.polygons[i])]
             if lacking:
                 raise _lacking(data, np.asarray(lacking), "an instance mask or a polygon", "mask_iou")
             _geometries(data)  # validation: unrepairable polygons are errors here too
-            out.update(zip(from_polys, rasterize_polygons([data.polygons[i] for i in from_polys], frame)))
+            out.update(zip(from_polys, rasterize_polygons([data.polygons[i] for i in from_polys], frame), strict=True))
         used = cache.get("placed_bytes", 0)
         for i in todo:
             if _own_frame(data, i) == frame:
@@ -458,51 +456,46 @@ def similarity_matrix(
 
     See the module docstring for image sizes, caching and the fallbacks.
 
-    Parameters
-    ----------
-    name : str
-        One of :data:`SIMILARITIES`.
-    data : MultiRaterAnnotations
-        The corpus.
-    rows_a : ndarray of n ints
-        Row indices of annotations, all of one sample.
-    rows_b : ndarray of m ints
-        Row indices of annotations, usually of the same sample.
-    sigmas : array-like of shape (K,), optional
-        Per-keypoint σ for ``"oks"``; default :data:`COCO_PERSON_SIGMAS`.
-    options : SimilarityOptions, optional
-        The 3D similarities' parameters (``point3d_scale``, ``polyline3d_tolerance``); default: those in
-        scope (:func:`similarity_options`), else :data:`POINT3D_SCALE` and :data:`POLYLINE3D_TOLERANCE`.
+    Args:
+        name (str):
+            One of :data:`SIMILARITIES`.
+        data (MultiRaterAnnotations):
+            The corpus.
+        rows_a (ndarray of n ints):
+            Row indices of annotations, all of one sample.
+        rows_b (ndarray of m ints):
+            Row indices of annotations, usually of the same sample.
+        sigmas (array-like of shape (K,), optional):
+            Per-keypoint σ for ``"oks"``; default :data:`COCO_PERSON_SIGMAS`.
+        options (SimilarityOptions, optional):
+            The 3D similarities' parameters (``point3d_scale``, ``polyline3d_tolerance``); default
+            :data:`POINT3D_SCALE` and :data:`POLYLINE3D_TOLERANCE`.
 
-    Returns
-    -------
-    similarity : ndarray of shape (n, m), float64
-        In ``[0, 1]``; 1 for identical annotations (except ``polygon_giou`` of
-        non-convex polygons and ``mask_iou`` of empty masks, see above).
-        Symmetric when both row sets come from the same sample.
+    Returns:
+        ndarray of shape (n, m), float64:
+            In ``[0, 1]``; 1 for identical annotations (except ``polygon_giou`` of
+            non-convex polygons and ``mask_iou`` of empty masks, see above).
+            Symmetric when both row sets come from the same sample.
 
-    Raises
-    ------
-    ValueError
-        For an unknown name, bad rows, ``rows_a`` spanning several samples,
-        or annotations lacking the geometry (named).
-    AnnotationError
-        For polygons that cannot be repaired.
+    Raises:
+        ValueError:
+            For an unknown name, bad rows, ``rows_a`` spanning several samples,
+            or annotations lacking the geometry (named).
+        AnnotationError:
+            For polygons that cannot be repaired.
 
-    References
-    ----------
-    .. [1] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
-    .. [2] H. Rezatofighi et al., CVPR 2019 (GIoU).
-    .. [3] T.-Y. Lin et al., ECCV 2014 (COCO mask IoU and OKS).
+    References:
+        .. [1] D. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus".
+        .. [2] H. Rezatofighi et al., CVPR 2019 (GIoU).
+        .. [3] T.-Y. Lin et al., ECCV 2014 (COCO mask IoU and OKS).
 
-    Examples
-    --------
-    >>> from agreement.core.data import AnnotationSet
-    >>> box = AnnotationSet([[0.0, 0.0, 0.5, 0.5]], ["cat"], ["a"])
-    >>> moved = AnnotationSet([[0.25, 0.0, 0.5, 0.5]], ["cat"], ["b"])
-    >>> data = MultiRaterAnnotations.from_sets(["s"], ["r1", "r2"], [{"r1": box, "r2": moved}])
-    >>> similarity_matrix("iou", data, np.array([0]), np.array([0, 1])).round(6).tolist()
-    [[1.0, 0.333333]]
+    Examples:
+        >>> from agreement.core.data import AnnotationSet
+        >>> box = AnnotationSet([[0.0, 0.0, 0.5, 0.5]], ["cat"], ["a"])
+        >>> moved = AnnotationSet([[0.25, 0.0, 0.5, 0.5]], ["cat"], ["b"])
+        >>> data = MultiRaterAnnotations.from_sets(["s"], ["r1", "r2"], [{"r1": box, "r2": moved}])
+        >>> similarity_matrix("iou", data, np.array([0]), np.array([0, 1])).round(6).tolist()
+        [[1.0, 0.333333]]
     """
     _check_name(name)
     ra, rb = _rows(data, rows_a, "rows_a"), _rows(data, rows_b, "rows_b")
@@ -518,20 +511,20 @@ def similarity_matrix(
     if name == "iou":
         return pairwise_iou(data.boxes[ra], data.boxes[rb])
     if name == "giou":
-        return np.clip(giou_to_similarity(pairwise_giou(data.boxes[ra], data.boxes[rb])), 0.0, 1.0)
+        return cast(np.ndarray, np.clip(giou_to_similarity(pairwise_giou(data.boxes[ra], data.boxes[rb])), 0.0, 1.0))
     if name == "centroid":
         return pairwise_centroid_closeness(data.boxes[ra], data.boxes[rb], size)
     if name in _POLYGON:
         ga, gb = _polygon_geoms(data, ra, name), _polygon_geoms(data, rb, name)
         if name == "polygon_iou":
             return pairwise_polygon_iou(ga, gb)
-        return np.clip(giou_to_similarity(pairwise_polygon_giou(ga, gb)), 0.0, 1.0)
+        return cast(np.ndarray, np.clip(giou_to_similarity(pairwise_polygon_giou(ga, gb)), 0.0, 1.0))
     if name == "mask_iou":
         return pairwise_placed_mask_iou(_placed(data, ra, size), _placed(data, rb, size))
     return _oks_similarity(data, ra, rb, sigmas, size)
 
 
-def _oks_similarity(data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray, sigmas,
+def _oks_similarity(data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray, sigmas: ArrayLike | None,
                     size: tuple[float, float] | None) -> np.ndarray:
     """:func:`similarity_matrix` of ``"oks"``: rows without a labelled keypoint are named."""
     if data.keypoints is None:

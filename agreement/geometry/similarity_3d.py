@@ -2,24 +2,21 @@
 frame): ``"point3d"`` (Gaussian similarity of 3D points, falloff :data:`POINT3D_SCALE`),
 ``"polyline3d_f1"`` (boundary F1 within :data:`POLYLINE3D_TOLERANCE`), ``"segment_jaccard"``
 (Jaccard index of point-index segments) and ``"cuboid_iou"`` (exact volumetric IoU); their
-parameters (:class:`SimilarityOptions`, passed explicitly as ``options=``; :func:`similarity_options` scopes
-defaults for calls that pass none), and their checks.
+parameters (:class:`SimilarityOptions`, passed explicitly as ``options=``: no ambient state), and their
+checks.
 
 This module does not import FiftyOne.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 
-__all__ = ["POINT3D_SCALE", "POLYLINE3D_TOLERANCE", "SimilarityOptions", "similarity_options", "resolved_options",
+__all__ = ["POINT3D_SCALE", "POLYLINE3D_TOLERANCE", "SimilarityOptions", "resolved_options",
            "check_similarity_3d", "similarity_matrix_3d"]
 
 #: default scale (scene units, e.g. metres) of the 3D point similarity exp(-d² / (2 scale²))
@@ -55,43 +52,16 @@ class SimilarityOptions:
         object.__setattr__(self, "polyline3d_tolerance", _positive("polyline3d_tolerance", self.polyline3d_tolerance))
 
 
-#: Defaults for calls that pass no ``options`` (set by :func:`similarity_options`, kept for the callers that do
-#: not pass options yet).
-_DEFAULTS: ContextVar[SimilarityOptions | None] = ContextVar("similarity_options", default=None)
-
-
 def resolved_options(options: SimilarityOptions | None) -> SimilarityOptions:
-    """``options``, or (``None``) the defaults in scope (:func:`similarity_options`)."""
-    if options is not None:
-        return options
-    scoped = _DEFAULTS.get()
-    return scoped if scoped is not None else SimilarityOptions()
+    """``options``, or (``None``) the defaults (:data:`POINT3D_SCALE`, :data:`POLYLINE3D_TOLERANCE`).
 
+    Args:
+        options: the parameters a caller passed, or ``None``.
 
-@contextmanager
-def similarity_options(point3d_scale: float | None = None,
-                       polyline3d_tolerance: float | None = None) -> Iterator[dict]:
-    """Sets the default 3D similarity parameters for the computations inside the ``with`` block that pass no
-    ``options`` (prefer passing a :class:`SimilarityOptions`).
-
-    ``point3d_scale`` (default :data:`POINT3D_SCALE`) is the falloff scale of
-    ``"point3d"``; ``polyline3d_tolerance`` (default
-    :data:`POLYLINE3D_TOLERANCE`) the distance within which ``"polyline3d_f1"``
-    counts a point as matched. Both in scene units, > 0. Scoped to the current
-    thread/context, so concurrent computations do not see each other's values.
-
-    Raises:
-        ValueError: a value that is not a finite number > 0.
+    Returns:
+        The parameters to use.
     """
-    current = resolved_options(None)
-    opts = SimilarityOptions(
-        point3d_scale=current.point3d_scale if point3d_scale is None else point3d_scale,
-        polyline3d_tolerance=current.polyline3d_tolerance if polyline3d_tolerance is None else polyline3d_tolerance)
-    token = _DEFAULTS.set(opts)
-    try:
-        yield {"point3d_scale": opts.point3d_scale, "polyline3d_tolerance": opts.polyline3d_tolerance}
-    finally:
-        _DEFAULTS.reset(token)
+    return options if options is not None else SimilarityOptions()
 
 
 def check_similarity_3d(name: str, data: MultiRaterAnnotations) -> None:
@@ -145,4 +115,5 @@ def similarity_matrix_3d(name: str, data: MultiRaterAnnotations, ra: np.ndarray,
 
     if data.cuboids is None:
         raise ValueError("similarity 'cuboid_iou' needs 3D cuboids, and the annotations have none")
-    return np.clip(pairwise_cuboid_iou(data.cuboids[ra], data.cuboids[rb]), 0.0, 1.0)
+    iou: np.ndarray = np.clip(pairwise_cuboid_iou(data.cuboids[ra], data.cuboids[rb]), 0.0, 1.0)
+    return iou

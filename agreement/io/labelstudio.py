@@ -56,7 +56,13 @@ import numpy as np
 
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.core.validation import AnnotationError
-from agreement.io.labelstudio_choices import ChoiceControl, add_choices, choices_of, parse_label_config, resolve_controls
+from agreement.io.labelstudio_choices import (
+    ChoiceControl,
+    add_choices,
+    choices_of,
+    parse_label_config,
+    resolve_controls,
+)
 
 __all__ = ["Region", "LabelStudioExport", "read_label_studio", "parse_label_studio", "ROTATED_POLICIES",
            "RATER_SOURCES"]
@@ -227,7 +233,8 @@ def parse_label_studio(
     names = {str(k): str(v) for k, v in (rater_names or {}).items()}
     config = parse_label_config(label_config) if label_config is not None else None
     out = LabelStudioExport([], [], {}, {})
-    skipped, repaired = Counter(), Counter()
+    skipped: Counter[str] = Counter()
+    repaired: Counter[str] = Counter()
     seen_ids: dict[Any, int] = {}
     for t, task in enumerate(data):
         where = f"{source}: task #{t}"
@@ -275,7 +282,8 @@ def _annotation(out: LabelStudioExport, t: int, task: dict, ann: Any, a: int, wh
     results = ann.get("result") or []
     if not isinstance(results, list):
         raise AnnotationError(f"{where}: 'result' must be a list, got {type(results).__name__}")
-    regions, choices = [], {}
+    regions: list[Any] = []
+    choices: dict[str, Any] = {}
     who = f"{where} (annotator {rater!r})"
     for group in _grouped(results, where):
         found = choices_of(group, who)

@@ -30,7 +30,6 @@ from typing import Callable
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
-from agreement.geometry.similarity import similarity_options
 
 ALL_KINDS = ("boxes", "polygons", "instance masks", "keypoints", "3D cuboids", "3D polylines", "3D points")
 #: The similarity (KαLOS, calibration) and distance (geometry agreement) of each label type.
@@ -200,8 +199,7 @@ def evaluate(kind: str, data: MultiRaterAnnotations, only: tuple[str, ...] | Non
         (("calibration",), lambda: _calibration(data, kind)),
     ]
     out: dict[str, Measure] = {}
-    with similarity_options():
-        for keys, fn in engines:
-            if want.intersection(keys):
-                out.update({k: v for k, v in _guard(fn, keys).items() if k in want})
+    for keys, fn in engines:
+        if want.intersection(keys):
+            out.update({k: v for k, v in _guard(fn, keys).items() if k in want})
     return out

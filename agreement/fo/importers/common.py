@@ -62,7 +62,7 @@ from agreement.fo.coco import (
     swap_in,
     temporary_name,
 )
-from agreement.fo.kinds import LIST_ATTRS
+from agreement.fo.kinds import LIST_ATTRS, imported_kinds
 from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 
 __all__ = ["KINDS", "KindSpec", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields",
@@ -92,9 +92,9 @@ class KindSpec:
     mask_targets: dict[int, str] | None = None
 
 
-#: The instance kinds (every importer may produce them), by their list attribute.
-KINDS = {"detections": KindSpec("", fo.Detections), "polylines": KindSpec("_polygons", fo.Polylines),
-         "keypoints": KindSpec("_keypoints", fo.Keypoints)}
+#: The instance kinds (every importer may produce them), by their list attribute: derived from the declared
+#: label types (:func:`agreement.fo.kinds.imported_kinds`, their ``import_suffix``), not a second table.
+KINDS = {attr: KindSpec(spec.import_suffix or "", spec.doc_type) for attr, spec in imported_kinds().items()}
 _LISTS = LIST_ATTRS  # label list class -> its list attribute (the declared types, agreement.fo.kinds)
 IMPORT_INFO_KEY = "iaa_import"
 

@@ -78,7 +78,9 @@ def _yolo(path: str, who: str, rule: NameRule, image_dirs: list[str], classes: A
         for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             if os.path.isfile(os.path.join(d, f)) and not f.endswith(".txt"):
                 images.setdefault(os.path.splitext(rule.key(f)[0])[0], os.path.join(d, f))
-    pairs, lost, renamed = {}, [], Counter()
+    pairs: dict[str, str] = {}
+    lost: list[str] = []
+    renamed: Counter[str] = Counter()
     for s in stems:
         key, how = rule.stem_key(s)
         image = images.get(key)
@@ -97,8 +99,8 @@ def _yolo(path: str, who: str, rule: NameRule, image_dirs: list[str], classes: A
                                         f"in {image_dirs}: YOLO pairs images and label files by that name")
         shutil.copyfile(os.path.join(labels_dir, s + ".txt"), target)
     listing = os.path.join(tmp, "images.txt")
-    with open(listing, "w", encoding="utf-8") as f:
-        f.writelines(p + "\n" for p in pairs)
+    with open(listing, "w", encoding="utf-8") as listing_file:
+        listing_file.writelines(p + "\n" for p in pairs)
     kwargs = {"images_path": listing, "labels_path": links, "classes": names}
     return "YOLOv4Dataset", kwargs, {"layout": "Label Studio YOLO (no dataset.yaml)", "classes_from": source,
                                      "label_files_renamed_by": dict(renamed)}
@@ -107,7 +109,8 @@ def _yolo(path: str, who: str, rule: NameRule, image_dirs: list[str], classes: A
 def _voc(path: str, rule: NameRule, image_dir: str | None) -> tuple[str, dict, dict]:
     annotations = os.path.join(path, "Annotations")
     data_dir = image_dir or os.path.join(path, "images")
-    data_map, renamed = {}, Counter()
+    data_map: dict[str, str] = {}
+    renamed: Counter[str] = Counter()
     for f in sorted(os.listdir(annotations)):
         if not f.endswith(".xml"):
             continue

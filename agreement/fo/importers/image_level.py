@@ -68,7 +68,7 @@ def cvat_listed_labels(labels_path: str) -> set[str] | None:
         return None
     if meta is None:
         return None
-    names = {el.findtext("name") for el in meta.iter("label")} - {None, ""}
+    names = {name for el in meta.iter("label") if (name := el.findtext("name"))}  # not None, not ""
     return names or None
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def item_filepath(item: str, image_dir: str) -> str:
 def _check_distinct(source: str, items, paths: list[str]) -> None:
     """Two items naming one file (``http://a.com/x`` and ``https://a.com/x``) would be one sample: refused."""
     by_path: dict[str, str] = {}
-    for item, filepath in zip(items, paths):
+    for item, filepath in zip(items, paths, strict=False):
         other = by_path.setdefault(filepath, str(item))
         if other != str(item):
             raise ValueError(f"{source}: items {other!r} and {str(item)!r} name the same file {filepath!r} (web "
@@ -83,7 +83,8 @@ def _samples(ratings, field: str, rater_attr: str, paths: list[str], media_type:
 
 
 def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | str | None = None,
-                      repeated: str = "mode", unknown_labels: str = "error", field: str = "judgements",
+                      repeated: Literal["mode", "last", "first", "error"] = "mode",
+                      unknown_labels: Literal["error", "drop", "keep"] = "error", field: str = "judgements",
                       rater_attr: str = "annotator", overwrite: bool = False,
                       persistent: bool = True, image_dir: str | None = None) -> tuple[fo.Dataset, dict]:
     """Imports a judgement file as dataset ``dataset_name`` (see the module docstring).
@@ -96,7 +97,8 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
             latest), ``"last"``, ``"first"`` or ``"error"``.
         unknown_labels: labels outside ``categories``: ``"error"``, ``"drop"`` (the worker stays assigned, with a
             missing value) or ``"keep"`` (extra classes).
-        field, rater_attr: the label field and the label attribute naming the worker.
+        field: the label field.
+        rater_attr: the label attribute naming the worker.
         overwrite: replace an existing dataset of that name.
         persistent: keep the dataset after the session.
         image_dir: where the items' files are (default: the judgement file's folder): see :func:`item_filepath`.

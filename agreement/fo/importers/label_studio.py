@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from typing import Mapping, cast
+
+import numpy as np
 
 import fiftyone as fo
 
@@ -64,10 +66,12 @@ def region_labels(regions: list[Region]) -> dict[str, list]:
         if g.kind in ("box", "polygon"):
             out["detections"].append(fo.Detection(label=g.label, bounding_box=[float(v) for v in g.box], **attrs))
         if g.kind == "polygon":
-            out["polylines"].append(fo.Polyline(label=g.label, points=[g.points.tolist()], closed=True, filled=True,
+            points = cast(np.ndarray, g.points)  # set on every polygon region
+            out["polylines"].append(fo.Polyline(label=g.label, points=[points.tolist()], closed=True, filled=True,
                                                 **attrs))
         if g.kind == "keypoint":
-            out["keypoints"].append(fo.Keypoint(label=g.label, points=g.points.tolist(), **attrs))
+            points = cast(np.ndarray, g.points)  # set on every keypoint region
+            out["keypoints"].append(fo.Keypoint(label=g.label, points=points.tolist(), **attrs))
     return out
 
 
@@ -100,7 +104,10 @@ def _image_path(image_dir: str, key: str, file_name: str) -> str:
 
 
 def _merged(parsed: LabelStudioExport, image_dir: str, keys: list[str]) -> MergedImages:
-    filepaths, sizes, labels, extra = [], [], [], []
+    filepaths: list[str] = []
+    sizes: list[tuple[int, int] | None] = []
+    labels: list[dict[str, dict[str, list] | None]] = []
+    extra: list[dict] = []
     for t, task in enumerate(parsed.tasks):
         filepaths.append(_image_path(image_dir, keys[t], task["file_name"]))
         w, h = task["width"], task["height"]
@@ -116,7 +123,7 @@ def _match(parsed: LabelStudioExport, rule: NameRule, source: str) -> tuple[list
     """The tasks' image names under ``rule`` (two tasks with one name are refused) and the match report."""
     refs = [t["file_name"] for t in parsed.tasks]
     by_key: dict[str, list] = {}
-    for t, ref in zip(parsed.tasks, refs):
+    for t, ref in zip(parsed.tasks, refs, strict=False):
         by_key.setdefault(rule.key(ref)[0], []).append(t)
     for key, tasks in by_key.items():
         if len(tasks) > 1:
@@ -160,6 +167,8 @@ def import_label_studio(
             ``completed_by``; numeric ids become ``rater_<id>``) or
             ``"attribute"`` (``field`` with ``rater_attr``; the sample field
             ``raters`` is declared as the assignment).
+        field: the label field of the ``"attribute"`` layout.
+        rater_attr: the label attribute naming the annotator in the ``"attribute"`` layout.
         image_dir: where the images are (default: the JSON file's folder).
         image_key: the task ``data`` key of the image (default ``"image"``).
         rotated: ``"error"`` (default), ``"bbox"`` or ``"skip"`` for rotated rectangles.
@@ -176,9 +185,10 @@ def import_label_studio(
         rater_from: ``"completed_by"`` (an annotation without it is refused)
             or ``"updated_by_fallback"`` (its ``updated_by`` is the rater;
             counted in ``report["fell_back_to_updated_by"]``).
-        name_map, strip_prefix, upload_ids: how the images are named
-            (:func:`agreement.fo.importers.names.name_rule`: an explicit
-            mapping, a prefix pattern, Label Studio's upload id removed).
+        name_map: an explicit mapping of the images' names (a dict, or a file of it;
+            see :func:`agreement.fo.importers.names.name_rule`).
+        strip_prefix: a prefix pattern removed from the images' names.
+        upload_ids: remove Label Studio's upload id from the images' names.
 
     Returns:
         ``(dataset, report)``: the report counts tasks, regions, and the

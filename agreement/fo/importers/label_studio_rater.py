@@ -26,7 +26,7 @@ from typing import Any
 
 import fiftyone as fo
 
-from agreement.fo.importers.common import MultiRaterImportError
+from agreement.fo.importers.common import KINDS, MultiRaterImportError
 from agreement.fo.importers.label_studio import region_labels
 from agreement.io.labelstudio import read_label_studio
 
@@ -34,8 +34,9 @@ __all__ = ["LABEL_STUDIO_FORMAT", "load_label_studio_rater"]
 
 LABEL_STUDIO_FORMAT = "label_studio"
 _OPTIONS = ("annotator", "rater_from", "image_key", "rotated", "rater_names")
-_FIELDS = {"detections": ("labels", fo.Detections), "polylines": ("labels_polygons", fo.Polylines),
-           "keypoints": ("labels_keypoints", fo.Keypoints)}
+#: list attribute -> (field name, label list class) of the kinds written: the importers' instance kinds
+#: (:data:`agreement.fo.importers.common.KINDS`, from the declared label types).
+_FIELDS = {kind: ("labels" + spec.suffix, spec.doc_type) for kind, spec in KINDS.items()}
 
 
 def _annotator(raters: list[str], wanted: Any, who: str, path: str) -> str:
@@ -82,7 +83,8 @@ def load_label_studio_rater(export: Any, tmp_name: str, image_dir: str | None, n
     folder = os.fspath(export.image_dir or image_dir or os.path.dirname(os.path.abspath(path)))
     mine = [(task, region_labels(parsed.regions[(t, annotator)])) for t, task in enumerate(parsed.tasks)
             if (t, annotator) in parsed.regions]
-    kinds = ["detections"] + [k for k in ("polylines", "keypoints") if any(labels[k] for _, labels in mine)]
+    # the bare kind (boxes) always, the others where some task has them
+    kinds = [k for k, spec in KINDS.items() if not spec.suffix or any(labels.get(k) for _, labels in mine)]
     samples = []
     for task, labels in mine:
         sample = fo.Sample(filepath=os.path.join(folder, task["file_name"]))

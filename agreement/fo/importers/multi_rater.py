@@ -241,10 +241,11 @@ def _extract(export: RaterExport, ds: fo.Dataset, rule: NameRule | None = None) 
     rule = rule or name_rule()
     schema = ds.get_field_schema()
     cls = resolve_format(export.format)[0]
-    label_fields, skipped = {}, {}
+    label_fields: dict[str, str] = {}
+    skipped: dict[str, str] = {}
     for name, fld in schema.items():
         doc = getattr(fld, "document_type", None)
-        if doc in _KIND_OF or doc in _WRAP or doc in IMAGE_KINDS:
+        if doc is not None and (doc in _KIND_OF or doc in _WRAP or doc in IMAGE_KINDS):
             kind = _KIND_OF.get(doc) or IMAGE_KINDS.get(doc) or _WRAP[doc][0]
             if kind in label_fields.values():
                 raise MultiRaterImportError(f"rater {export.rater!r}: {os.fspath(export.path)!r} gives several "
@@ -266,7 +267,7 @@ def _extract(export: RaterExport, ds: fo.Dataset, rule: NameRule | None = None) 
     rules: Counter = Counter()
     for i, path in enumerate(paths):
         key, how = rule.key(path)
-        labels = {"class": []} if carries_class else {}
+        labels: dict[str, list] = {"class": []} if carries_class else {}
         for f, kind in label_fields.items():
             v = values[f][i]
             if kind in ("class", "segmentation"):
@@ -427,6 +428,8 @@ def import_multi_rater(
         layout: ``"fields"`` (one field per rater) or ``"attribute"`` (one
             ``field`` whose labels carry ``rater_attr``; the sample field
             ``raters`` is declared as the assignment).
+        field: the label field of the ``"attribute"`` layout.
+        rater_attr: the label attribute naming the rater in the ``"attribute"`` layout.
         complete: default for exports that do not say: an export covers
             every image, so an image it lacks is explicit absence.
         image_dir: where the images (or videos) are (file name = the matched
@@ -488,38 +491,42 @@ def import_multi_rater(
         raise MultiRaterImportError("no exports given: expected one {rater, path, format} per rater")
     check_rater_names([s.rater for s in specs])
     yolo_classes = classes
-    classes = {s.rater: resolve_format(s.format)[0] for s in specs}  # the dataset types, as the video import takes them
+    dataset_types = {s.rater: resolve_format(s.format)[0] for s in specs}  # the dataset types, as the video import takes them
     for s in specs:
         _from_dir_kwargs(s)
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} already exists; pass overwrite=True or another dataset_name")
-    videos = [r for r, c in classes.items() if is_video_format(c)]
+    videos = [r for r, c in dataset_types.items() if is_video_format(c)]
     if videos and len(videos) < len(specs):
         raise MultiRaterImportError(f"the exports of {videos} hold videos, those of "
-                                    f"{[r for r in classes if r not in videos]} images: import them separately")
+                                    f"{[r for r in dataset_types if r not in videos]} images: import them separately")
     if videos:
         if label_type != "auto" or mask_targets:
             raise MultiRaterImportError("label_type and mask_targets apply to image-level labels, not to video exports")
         if name_map or strip_prefix or yolo_classes is not None:
             raise MultiRaterImportError("name_map, strip_prefix and classes apply to image exports, not to video "
                                         "exports (videos are matched by file name)")
-        dataset, report = import_video_exports(specs, classes, dataset_name, layout, field, rater_attr,
+        dataset, report = import_video_exports(specs, dataset_types, dataset_name, layout, field, rater_attr,
                                                complete=bool(complete), video_dir=image_dir, overwrite=overwrite,
                                                persistent=persistent, load=_load, check_overlap=_check_overlap)
         return dataset, {**report, "warnings": rater_warnings([s.rater for s in specs])}
-    per_rater, reports, temps, notes = {}, {}, [], {}
+    per_rater: dict[str, dict] = {}
+    reports: dict[str, dict] = {}
+    temps: list[fo.Dataset] = []
+    notes: dict[str, Any] = {}
     rule = name_rule(name_map, strip_prefix, upload_ids)
+    image_folder = os.fspath(image_dir) if image_dir is not None else None
     _check_classes(specs, yolo_classes)
     try:
         for s in specs:
-            tmp = _load(s, temporary_name(dataset_name, "rater"), rule, image_dir, yolo_classes, notes)
+            tmp = _load(s, temporary_name(dataset_name, "rater"), rule, image_folder, yolo_classes, notes)
             temps.append(tmp)
             per_rater[s.rater], reports[s.rater] = _extract(s, tmp, rule)
         match = match_report({r: {k: os.path.basename(v[0]) for k, v in imgs.items()} for r, imgs in per_rater.items()},
                              {r: _export_rules(rep.pop("_rules"), notes.get(r)) for r, rep in reports.items()}, rule)
         _check_overlap(per_rater, specs, rule)
         kind_specs = _image_kinds(per_rater, specs, reports, label_type, mask_targets)
-        merged = _merge(per_rater, specs, bool(complete), image_dir, reports)
+        merged = _merge(per_rater, specs, bool(complete), image_folder, reports)
         merged.kind_specs = kind_specs
     finally:
         for tmp in temps:

@@ -1,4 +1,4 @@
-"""How images are matched across exports: the one rule every multi-rater importer calls.
+r"""How images are matched across exports: the one rule every multi-rater importer calls.
 
 Two exports of the same images rarely name them the same way. Label Studio
 prefixes every uploaded file with an upload id, 8 hexadecimal digits and a
@@ -11,7 +11,7 @@ file name (the last component of its path) after the first rule that applies:
    header, or a JSON object). The export name is looked up as written in the
    export and as its file name.
 2. ``strip_prefix``: a regular expression; its match at the start of the file
-   name is removed (``r"^task\\d+_"``).
+   name is removed (``r"^task\d+_"``).
 3. ``upload_ids`` (default on): Label Studio's upload id, exactly
    ``^[0-9a-f]{8}-``, is removed.
 4. otherwise the file name itself.
@@ -187,7 +187,9 @@ def keys_of(names: Sequence[str], rule: NameRule, who: str) -> tuple[list[str], 
         NameMatchError: two names of ``who`` (one export) with the same key,
             naming both and the rule that gave it.
     """
-    keys, rules, seen = [], Counter(), {}
+    keys: list[str] = []
+    rules: Counter[str] = Counter()
+    seen: dict[str, str] = {}
     for name in names:
         key, how = rule.key(name)
         if key in seen:

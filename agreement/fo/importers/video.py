@@ -129,7 +129,9 @@ def _cvat_declared(export_path: str, filepath: str, labels_dir: str | None) -> d
 def _label_fields(ds: fo.Dataset, rater: str, path: str) -> tuple[dict[str, str], str | None, dict[str, int]]:
     """``({frame field: kind}, segments field or None, {skipped label type: count})`` of a rater's temporary
     dataset."""
-    fields, segments, skipped = {}, None, {}
+    fields: dict[str, str] = {}
+    segments: str | None = None
+    skipped: dict[str, int] = {}
     for name, fld in (ds.get_frame_field_schema() or {}).items():
         doc = getattr(fld, "document_type", None)
         if doc in _KIND_OF:
@@ -202,7 +204,7 @@ def _extract(export, ds: fo.Dataset, cls: type) -> tuple[dict, dict, dict]:
     labels_dir = os.fspath(export.options["labels_path"]) if export.options and "labels_path" in export.options else None
     videos: dict[str, dict] = {}
     guessed = []
-    for i, (sid, filepath) in enumerate(zip(*ds.values(["_id", "filepath"]))):
+    for i, (sid, filepath) in enumerate(zip(*ds.values(["_id", "filepath"]), strict=False)):
         key = file_key(filepath)
         if key in videos:
             raise MultiRaterImportError(f"rater {export.rater!r}: {path!r} has two videos named {key!r} "
@@ -351,7 +353,7 @@ def _frame_docs(merged: list[dict], sample_ids: Sequence[str], temps: dict, src_
     """Every frame of every merged video: each assigned rater's labels of each kind (possibly none)."""
     from bson import ObjectId
 
-    for entry, sid in zip(merged, sample_ids):
+    for entry, sid in zip(merged, sample_ids, strict=False):
         oid = ObjectId(sid)
         per_rater = {r: _rater_frames(temps, src_fields, r, h["sample_id"]) for r, h in entry["holders"].items()}
         for t in range(1, entry["meta"]["frames"] + 1):
@@ -409,7 +411,7 @@ def _write(merged: list[dict], raters: list[str], temps: dict, reports: dict, at
             insert_frames(dataset, _frame_docs(merged, ids, temps, src_fields, out_fields, kinds, layout=layout,
                                                rater_attr=rater_attr))
         frames = {r: {k: f"frames.{f}" for k, f in per.items()} for r, per in out_fields.items()}
-        label_fields = {k: {"type": KINDS[k].doc_type.__name__, "fields": {r: per[k] for r, per in frames.items()}}
+        label_fields: dict[str, dict[str, Any]] = {k: {"type": KINDS[k].doc_type.__name__, "fields": {r: per[k] for r, per in frames.items()}}
                         for k in kinds}
         if segments:
             label_fields["segments"] = {"type": "TemporalDetections", "fields": dict(segments)}

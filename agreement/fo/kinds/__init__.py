@@ -27,6 +27,7 @@ from agreement.fo.kinds.base import (
     LabelType,
     ReadOptions,
     declared_path,
+    imported_kinds,
     instance_lists,
     item_type,
     label_documents,
@@ -39,5 +40,5 @@ from agreement.fo.kinds.base import (
 )
 
 __all__ = ["instance_lists", "item_type", "LABEL_TYPES", "LIST_ATTRS", "FinishContext", "GeometryVariant", "LabelType", "ReadOptions",
-           "declared_path", "label_documents", "label_type", "label_types", "register_label_type", "register_variant",
+           "declared_path", "imported_kinds", "label_documents", "label_type", "label_types", "register_label_type", "register_variant",
            "unregister_variant", "variants_of"]

@@ -31,7 +31,7 @@ import fiftyone.core.labels as fol
 
 __all__ = ["LabelType", "GeometryVariant", "ReadOptions", "FinishContext", "register_label_type",
            "register_variant", "unregister_variant", "label_type", "label_types", "variants_of", "LABEL_TYPES",
-           "LIST_ATTRS", "declared_path", "label_documents", "instance_lists", "item_type"]
+           "LIST_ATTRS", "imported_kinds", "declared_path", "label_documents", "instance_lists", "item_type"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,9 @@ class LabelType:
         document: ``(columns, row) -> dict``: the geometry attributes of a label written back from row ``row``
             of the columns (e.g. a polyline's ``points``); ``None``: its 2D box (``bounding_box``) only.
         column: the column :attr:`document` writes from (``"polygons"``); ``None``: none.
+        import_suffix: what the multi-rater importers append to a rater's field for labels of this type
+            (``""``: the bare field; ``"_polygons"``); ``None``: the importers do not write it as an
+            instance kind (:func:`imported_kinds`).
     """
 
     doc_type: type
@@ -101,6 +104,7 @@ class LabelType:
     read_geometry: Callable[[list, Any], tuple[np.ndarray, dict]] = _no_columns
     document: Callable[[dict, int], dict] | None = None
     column: str | None = None
+    import_suffix: str | None = None
 
     @property
     def name(self) -> str:
@@ -188,6 +192,17 @@ def label_type(doc_type: type) -> LabelType:
     except KeyError:
         raise ValueError(f"unsupported label type {getattr(doc_type, '__name__', doc_type)!r}; supported: "
                          f"{', '.join(t.name for t in _TYPES.values())}") from None
+
+
+def imported_kinds() -> dict[str, LabelType]:
+    """The instance label types the multi-rater importers write, by their list attribute, in declaration
+    order (those with an :attr:`LabelType.import_suffix`).
+
+    Returns:
+        ``{list_attr: LabelType}`` (``"detections"`` first).
+    """
+    return {spec.list_attr: spec for spec in _TYPES.values()
+            if spec.import_suffix is not None and spec.list_attr is not None}
 
 
 def label_types(instance: bool | None = None) -> tuple[type, ...]:

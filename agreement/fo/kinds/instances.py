@@ -130,11 +130,12 @@ def _keypoint_document(columns: dict, row: int) -> dict:
     return {"points": [[float("nan")] * 2 if not np.isfinite(p).all() else p.tolist() for p in points]}
 
 
-register_label_type(LabelType(fol.Detections, "detections", "bounding_box", read_geometry=detection_boxes))
+register_label_type(LabelType(fol.Detections, "detections", "bounding_box", read_geometry=detection_boxes,
+                              import_suffix=""))
 register_label_type(LabelType(fol.Polylines, "polylines", "points", read_geometry=boxes_from_polylines,
-                              document=_polygon_document, column="polygons"))
+                              document=_polygon_document, column="polygons", import_suffix="_polygons"))
 register_label_type(LabelType(fol.Keypoints, "keypoints", "points", read_geometry=boxes_from_keypoints,
-                              document=_keypoint_document, column="keypoints"))
+                              document=_keypoint_document, column="keypoints", import_suffix="_keypoints"))
 
 register_variant(GeometryVariant(
     "masks", fol.Detections, ("mask",),

@@ -31,7 +31,7 @@ from agreement.fo.figures import distance_curves
 from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.run_results import AgreementResults
-from agreement.geometry.similarity_3d import similarity_options
+from agreement.geometry.similarity_3d import SimilarityOptions
 from agreement.methods.geometry_agreement import DISTANCES, GeometryParams, geometry_shard, merge_geometry_shards
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
@@ -44,7 +44,9 @@ def _geometry_params(params: dict) -> GeometryParams:
     """The run's validated parameters as the kernel's :class:`agreement.methods.geometry_agreement.GeometryParams`."""
     return GeometryParams(distance=params["distance"], threshold=params["threshold"], max_pairs=params["max_pairs"],
                           bootstrap=None if params["bootstrap"] is None else int(params["bootstrap"]),
-                          seed=params["seed"], confidence=params["confidence"])
+                          seed=params["seed"], confidence=params["confidence"],
+                          similarity_options=SimilarityOptions(point3d_scale=params["point3d_scale"],
+                                                               polyline3d_tolerance=params["polyline3d_tolerance"]))
 
 
 def _kernel(read, params: dict, extra: dict) -> MethodOutput:
@@ -91,8 +93,6 @@ SPEC = MethodSpec(
     label_suffixes=("distance",),
     compute=None,
     read_options=lambda p: {"image_sizes": True, "masks": p["distance"] == "mask_iou"},
-    context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
-                                         polyline3d_tolerance=p["polyline3d_tolerance"]),
     kernel=_kernel,
     finish=_finish,
     prepare=_prepare,

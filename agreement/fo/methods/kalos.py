@@ -33,7 +33,7 @@ from agreement.fo.rater_tables import PARTNERS, Column, count_columns, row_texts
 from agreement.fo.reading import LABEL_TYPES
 from agreement.fo.run_results import AgreementResults
 from agreement.geometry.correspondence import COSTS, SOLVERS
-from agreement.geometry.similarity_3d import similarity_options
+from agreement.geometry.similarity_3d import SimilarityOptions
 from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
 from agreement.methods.kalos.diagnostics import (
     class_difficulty,
@@ -68,11 +68,16 @@ def _sessions(samples, read, session_attr: str) -> np.ndarray:
     return sessions
 
 
+def _similarity_options(params: dict) -> SimilarityOptions:
+    """The 3D similarities' parameters of the run (passed to the kernel explicitly)."""
+    return SimilarityOptions(point3d_scale=params["point3d_scale"], polyline3d_tolerance=params["polyline3d_tolerance"])
+
+
 def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     """KαLOS of one shard: per-sample α and unit counts, per-label unit ids, and the shard's mergeable
     statistics (:func:`agreement.methods.kalos.kalos_shard`)."""
-    kw = dict(similarity=params["similarity"], solver=params["solver"], cost=params["cost"])
-    shard = kalos_shard(read.annotations, tau=params["tau"], taus=params["taus"], **kw)
+    shard = kalos_shard(read.annotations, tau=params["tau"], taus=params["taus"], similarity=params["similarity"],
+                        solver=params["solver"], cost=params["cost"], options=_similarity_options(params))
     result = shard.result
     units = np.array([int(u) if u >= 0 else None for u in result.unit] + [None], dtype=object)[:-1]
     return MethodOutput({}, {}, sample_values={"alpha": result.alpha, "n_units": result.n_units.astype(int)},
@@ -130,7 +135,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     report(0.6, "diagnostics")
     intra = intra_annotator_consistency(read.annotations, extra["sessions"], tau=params["tau"],
                                         similarity=params["similarity"], solver=params["solver"],
-                                        cost=params["cost"])
+                                        cost=params["cost"], options=_similarity_options(params))
     summary, detail = _finish([out.stats], params, intra=intra)
     return MethodOutput(summary, detail, sample_values=out.sample_values, label_values=out.label_values)
 
@@ -141,8 +146,6 @@ SPEC = MethodSpec(
     label_suffixes=("unit",),
     compute=_compute,
     read_options=lambda p: {"image_sizes": True, "masks": p["similarity"] == "mask_iou"},
-    context=lambda p: similarity_options(point3d_scale=p["point3d_scale"],
-                                         polyline3d_tolerance=p["polyline3d_tolerance"]),
     extra=lambda samples, read, p: {"sessions": _sessions(samples, read, p["session_attr"])
                                     if p["session_attr"] else None},
     kernel=_kernel,

@@ -151,9 +151,10 @@ def solve_units(
         tau (float in (0, 1]): Similarity threshold: pairs with ``similarity >= tau`` are candidates.
         solver ({"greedy", "hungarian", "agglomerative", "mgm"}): See the module docstring.
         cost ({"soft", "plain"}): See :func:`pair_cost`.
-        group (array-like of int, shape (n,), optional): Group (sample) of each annotation, non-decreasing. Default: one group.
-        keys (array-like of shape (n,) or (n, k), optional): Content keys of the annotations (e.g. boxes) for the canonical order
-            of :func:`canonical_rank` (group, class, keys, rater, position), which
+        group (array-like of int, shape (n,), optional): Group (sample) of each annotation, non-decreasing.
+            Default: one group.
+        keys (array-like of shape (n,) or (n, k), optional): Content keys of the annotations (e.g. boxes) for
+            the canonical order of :func:`canonical_rank` (group, class, keys, rater, position), which
             breaks exact cost ties and orders the annotations given to the
             non-greedy solvers. Without keys, annotations of one class and rater
             are ordered by position, and results may depend on input order.

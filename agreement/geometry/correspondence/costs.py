@@ -83,8 +83,8 @@ def pair_cost(similarity: ArrayLike, same_class: ArrayLike, *, cost: str = "soft
 
     Args:
         similarity (array-like of shape (k,)): Similarities ``s`` in ``[0, 1]`` of the pairs.
-        same_class (array-like of bool, shape (k,)): Whether the two annotations of each pair have the same class (ignored
-            for ``"plain"``).
+        same_class (array-like of bool, shape (k,)): Whether the two annotations of each pair have the same
+            class (ignored for ``"plain"``).
         cost ({"soft", "plain"}): The cost function.
 
     Returns:

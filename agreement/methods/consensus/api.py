@@ -6,12 +6,12 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations, encode_classes
-from agreement.core.kinds import column_kind, is_column
+from agreement.core.kinds import column_kind, consensus_spec, is_column
 from agreement.core.rater_pairs import co_assignment
 from agreement.geometry.correspondence import check_cost, check_solver
 from agreement.methods.consensus.em import RATE_PRIOR, ConsensusModel, EMSettings, fit_em
@@ -27,7 +27,9 @@ from agreement.methods.consensus.units import (
     check_probability,
     check_review_band,
     estimate_coincidence,
+    geometry_fusion,
     label_type,
+    unit_keys,
     units_from_labels,
 )
 from agreement.methods.consensus.wbf import weighted_boxes_fusion
@@ -35,7 +37,7 @@ from agreement.methods.consensus.wbf import weighted_boxes_fusion
 __all__ = ["MIN_MAJORITY_KEPT", "consensus", "em_degeneracy"]
 
 
-def _check_inputs(data, method, max_iter, tol, smoothing, rate_prior) -> None:
+def _check_inputs(data: Any, method: str, max_iter: Any, tol: Any, smoothing: Any, rate_prior: Any) -> None:
     if not isinstance(data, MultiRaterAnnotations):
         raise TypeError(f"data must be a MultiRaterAnnotations, got {type(data).__name__}")
     if data.num_raters < 2:
@@ -51,7 +53,8 @@ def _check_inputs(data, method, max_iter, tol, smoothing, rate_prior) -> None:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
 
-def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, coincidence, tail):
+def _check_parameters(tau: Any, min_confidence: Any, quorum: Any, review_band: Any, solver: str, cost: str,
+                      coincidence: Any, tail: Any) -> tuple[Any, float, float, tuple[float, float]]:
     """The validated ``(tau, min_confidence, quorum, review_band)``; ``ValueError`` naming a bad one."""
     check_solver(solver)
     check_cost(cost)
@@ -63,7 +66,7 @@ def _check_parameters(tau, min_confidence, quorum, review_band, solver, cost, co
             check_probability(quorum, "quorum"), check_review_band(review_band))
 
 
-def _model_codes(data, model: ConsensusModel) -> np.ndarray:
+def _model_codes(data: MultiRaterAnnotations, model: ConsensusModel) -> np.ndarray:
     """Class codes of ``data`` in the classes of a fitted ``model``; its raters must match."""
     if tuple(model.raters) != tuple(data.raters):
         raise ValueError(f"the model was fitted on raters {list(model.raters)}, the data has {list(data.raters)}")
@@ -74,7 +77,7 @@ def _model_codes(data, model: ConsensusModel) -> np.ndarray:
     return np.fromiter((index[v] for v in data.labels.tolist()), np.int64, len(data))
 
 
-def _run_wbf(data, codes, tau: float) -> tuple[UnitTable, dict]:
+def _run_wbf(data: MultiRaterAnnotations, codes: np.ndarray, tau: float) -> tuple[UnitTable, dict]:
     """WBF clusters as units: fused boxes, fused scores, class = the cluster's."""
     b = data.boxes
     res = weighted_boxes_fusion(np.concatenate([b[:, :2], b[:, :2] + b[:, 2:]], axis=1), np.ones(len(data)),
@@ -92,7 +95,7 @@ def _run_wbf(data, codes, tau: float) -> tuple[UnitTable, dict]:
                        boxes=np.concatenate([fb[:, :2], fb[:, 2:] - fb[:, :2]], axis=1))
 
 
-def _run_majority(data, kind, units, codes, C) -> dict:
+def _run_majority(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: np.ndarray, C: int) -> dict:
     fit = unit_majority_vote(data, kind, units, codes, C)
     out = dict(confidence=fit.support, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
@@ -102,16 +105,17 @@ def _run_majority(data, kind, units, codes, C) -> dict:
     return out
 
 
-def _run_em(data, kind, units, codes, classes, tau, smoothing, coincidence, max_iter, tol, model, tail,
-            rate_prior) -> dict:
+def _run_em(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: np.ndarray, classes: tuple,
+            tau: float, smoothing: float, coincidence: float | None, max_iter: int, tol: float, model: Any, tail: Any,
+            rate_prior: float) -> dict[str, Any]:
     rho = coincidence if coincidence is not None else estimate_coincidence(data, kind, tau)
     fit = fit_em(data, units, codes, classes, kind, rho, model=model, settings=EMSettings(
         smoothing=smoothing, max_iter=max_iter, tol=tol, tail=tail, rate_prior=rate_prior))
-    out = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
+    out: dict[str, Any] = dict(confidence=fit.existence, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=fit.fused.boxes, keypoints=fit.fused.keypoints, cuboids=fit.fused.cuboids,
                model=replace(fit.model, tau=float(tau)), n_iter=fit.n_iter, converged=fit.converged)
-    if kind in ("masks", "polygons"):
+    if geometry_fusion(kind) == "pixels":
         px = fuse_pixels(data, units, kind)
         out.update(boxes=px.boxes, masks=px.masks, polygons=px.polygons, pixel=px)
     return out
@@ -133,17 +137,15 @@ def em_degeneracy(data: MultiRaterAnnotations, units: UnitTable, existence: np.n
     crowd of colluding raters. The threshold is 0.5 whatever the run's ``min_confidence``, so that a
     strict keep threshold is not mistaken for a collapse.
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-    units : UnitTable
-    existence : ndarray (U,)
-        The EM's existence posteriors.
+    Args:
+        data (MultiRaterAnnotations): The corpus.
+        units (UnitTable): Its units.
+        existence (ndarray (U,)):
+            The EM's existence posteriors.
 
-    Returns
-    -------
-    str
-        The reason, for the result's ``warning``; empty when the fit is sound.
+    Returns:
+        str:
+            The reason, for the result's ``warning``; empty when the fit is sound.
     """
     bad = int((~np.isfinite(existence)).sum())
     if bad:
@@ -157,7 +159,8 @@ def em_degeneracy(data: MultiRaterAnnotations, units: UnitTable, existence: np.n
     return ""
 
 
-def _fallback(data, kind, units, codes, C, em_out: dict, why: str) -> dict:
+def _fallback(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: np.ndarray, C: int, em_out: dict,
+              why: str) -> dict:
     """Majority vote's outputs in place of a degenerate EM's (:func:`em_degeneracy`), with the EM's
     iteration count and convergence flag, and the warning that says so."""
     out = _run_majority(data, kind, units, codes, C)
@@ -190,91 +193,87 @@ def consensus(
 ) -> ConsensusResult:
     r"""Consensus labels of a multi-rater corpus, with confidences, review flags and a rater report.
 
-    Parameters
-    ----------
-    data : MultiRaterAnnotations
-        At least two raters. ``data.assigned`` separates a rater who was not
-        given a sample (says nothing about it) from one who looked and drew
-        nothing (evidence that there is no object).
-    method : {"em", "majority", "wbf"}, default="em"
-        ``"em"``: the joint model of :mod:`agreement.methods.consensus.em` (existence,
-        Dawid-Skene classes, localisation noise per rater); ``"majority"``:
-        quorum vote over units (:mod:`agreement.methods.consensus.majority`,
-        CVAT-like); ``"wbf"``: Weighted Boxes Fusion (boxes only,
-        :mod:`agreement.methods.consensus.wbf`). An ``"em"`` fit that degenerates (non-finite
-        posteriors, or most units drawn by a majority of their raters judged absent:
-        :func:`em_degeneracy`) is replaced by ``"majority"``: the result's ``method`` is then
-        ``"majority"``, ``params["requested_method"]`` ``"em"``, and ``warning`` says why.
-    tau : float in (0, 1] or "auto", default="auto"
-        Similarity threshold of the correspondence (``"em"``, ``"majority"``:
-        candidate pairs have similarity ``>= tau``) or WBF's ``iou_thr`` (a
-        box joins a cluster at IoU ``> tau``). ``"auto"``: the threshold of
-        fewest expected split and merged objects in ``[0.3, 0.5]``, estimated
-        from the corpus (:func:`agreement.methods.consensus.threshold.select_tau`; with
-        ``model``, the model's); the result's ``params`` give the ``tau`` used
-        and ``tau_auto``, what it was chosen from.
-    min_confidence : float in (0, 1], default=0.5
-        A unit is a consensus label when its confidence reaches it (``"em"``:
-        the existence posterior; ``"wbf"``: the fused score).
-    quorum : float in (0, 1], default=0.5
-        ``"majority"``: share of the assigned raters who must have drawn the object.
-    review_band : (lo, hi), default=(0.2, 0.8)
-        Units with confidence in ``[lo, hi)``, or with confidence ``>= lo``
-        and class probability ``< hi``, are flagged for review.
-    similarity : str or callable, optional
-        Of the correspondence (:func:`agreement.methods.kalos.candidate_pairs`);
-        default ``"cuboid_iou"`` for 3D cuboids, ``"iou"`` otherwise.
-    solver, cost : str
-        Correspondence solver and cost (:mod:`agreement.geometry.correspondence`).
-    geometry : {"auto", "boxes", "polygons", "masks", "keypoints", "cuboids"}
-        What to fuse (:func:`agreement.methods.consensus.units.label_type`).
-    smoothing : float >= 0, default=1
-        ``α``, strength of the confusion matrices' Dirichlet prior (``"em"``).
-    coincidence : float in (0, 1), optional
-        ``ρ`` (``"em"``); default estimated from pairs of different samples.
-    max_iter, tol
-        EM stopping rule: at most ``max_iter`` iterations; stop when the
-        log-likelihood gains at most ``tol`` per unit (:mod:`agreement.methods.consensus.em`).
-    model : ConsensusModel, optional
-        Fixed EM parameters (from an earlier ``result.model``): no fitting,
-        so that shards of a corpus get the same numbers as the whole.
-    tail : float > 0, optional
-        ``ν`` of the Student-t weights of the EM's geometry fusion
-        (:mod:`agreement.methods.consensus.scale`); ``inf`` is the Gaussian
-        precision-weighted mean; default: chosen from the data (real
-        annotators' boxes are heavy-tailed: ν ≈ 2-3 on LVIS, ∞ on the demo).
-    rate_prior : float >= 0, default=2
-        ``κ`` (``"em"``): each rater's sensitivity and false-positive rate are shrunk toward the pooled
-        rates by a prior worth ``κ`` of its samples, so that a crowd worker seen on one or two samples
-        gets no rate of 0 or 1 (:mod:`agreement.methods.consensus.em`, "Sparse crowds"); 0: maximum
-        likelihood.
+    Args:
+        data (MultiRaterAnnotations):
+            At least two raters. ``data.assigned`` separates a rater who was not
+            given a sample (says nothing about it) from one who looked and drew
+            nothing (evidence that there is no object).
+        method ({"em", "majority", "wbf"}, default="em"):
+            ``"em"``: the joint model of :mod:`agreement.methods.consensus.em` (existence,
+            Dawid-Skene classes, localisation noise per rater); ``"majority"``:
+            quorum vote over units (:mod:`agreement.methods.consensus.majority`,
+            CVAT-like); ``"wbf"``: Weighted Boxes Fusion (boxes only,
+            :mod:`agreement.methods.consensus.wbf`). An ``"em"`` fit that degenerates (non-finite
+            posteriors, or most units drawn by a majority of their raters judged absent:
+            :func:`em_degeneracy`) is replaced by ``"majority"``: the result's ``method`` is then
+            ``"majority"``, ``params["requested_method"]`` ``"em"``, and ``warning`` says why.
+        tau (float in (0, 1] or "auto", default="auto"):
+            Similarity threshold of the correspondence (``"em"``, ``"majority"``:
+            candidate pairs have similarity ``>= tau``) or WBF's ``iou_thr`` (a
+            box joins a cluster at IoU ``> tau``). ``"auto"``: the threshold of
+            fewest expected split and merged objects in ``[0.3, 0.5]``, estimated
+            from the corpus (:func:`agreement.methods.consensus.threshold.select_tau`; with
+            ``model``, the model's); the result's ``params`` give the ``tau`` used
+            and ``tau_auto``, what it was chosen from.
+        min_confidence (float in (0, 1], default=0.5):
+            A unit is a consensus label when its confidence reaches it (``"em"``:
+            the existence posterior; ``"wbf"``: the fused score).
+        quorum (float in (0, 1], default=0.5):
+            ``"majority"``: share of the assigned raters who must have drawn the object.
+        review_band ((lo, hi), default=(0.2, 0.8)):
+            Units with confidence in ``[lo, hi)``, or with confidence ``>= lo``
+            and class probability ``< hi``, are flagged for review.
+        similarity (str or callable, optional):
+            Of the correspondence (:func:`agreement.methods.kalos.candidate_pairs`);
+            default ``"cuboid_iou"`` for 3D cuboids, ``"iou"`` otherwise.
+        solver (str): Correspondence solver (:mod:`agreement.geometry.correspondence`).
+        cost (str): Correspondence cost (:mod:`agreement.geometry.correspondence`).
+        geometry ({"auto", "boxes", "polygons", "masks", "keypoints", "cuboids"} or a fused declared column):
+            What to fuse (:func:`agreement.methods.consensus.units.label_type`).
+        smoothing (float >= 0, default=1):
+            ``α``, strength of the confusion matrices' Dirichlet prior (``"em"``).
+        coincidence (float in (0, 1), optional):
+            ``ρ`` (``"em"``); default estimated from pairs of different samples.
+        max_iter (int): EM stopping rule: at most ``max_iter`` iterations.
+        tol (float): EM stopping rule: stop when the log-likelihood gains at most ``tol`` per unit
+            (:mod:`agreement.methods.consensus.em`).
+        model (ConsensusModel, optional):
+            Fixed EM parameters (from an earlier ``result.model``): no fitting,
+            so that shards of a corpus get the same numbers as the whole.
+        tail (float > 0, optional):
+            ``ν`` of the Student-t weights of the EM's geometry fusion
+            (:mod:`agreement.methods.consensus.scale`); ``inf`` is the Gaussian
+            precision-weighted mean; default: chosen from the data (real
+            annotators' boxes are heavy-tailed: ν ≈ 2-3 on LVIS, ∞ on the demo).
+        rate_prior (float >= 0, default=2):
+            ``κ`` (``"em"``): each rater's sensitivity and false-positive rate are shrunk toward the pooled
+            rates by a prior worth ``κ`` of its samples, so that a crowd worker seen on one or two samples
+            gets no rate of 0 or 1 (:mod:`agreement.methods.consensus.em`, "Sparse crowds"); 0: maximum
+            likelihood.
 
-    Returns
-    -------
-    ConsensusResult
-        ``params`` (and the summary) hold ``requested_method`` and ``warning`` (``""``, or why the EM's
-        fit was replaced by majority vote).
+    Returns:
+        ConsensusResult:
+            ``params`` (and the summary) hold ``requested_method`` and ``warning`` (``""``, or why the EM's
+            fit was replaced by majority vote).
 
-    Raises
-    ------
-    ValueError
-        Fewer than two raters; unknown method, solver, cost or geometry;
-        ``tau``, ``min_confidence`` or ``quorum`` outside ``(0, 1]``; a bad
-        ``review_band``; an unsupported label type (3D points, 3D
-        polylines, point-cloud segments); mixed label types across raters;
-        ``method="wbf"`` on anything but boxes; an annotation without class.
-    TypeError
-        ``data`` is not a :class:`~agreement.core.data.MultiRaterAnnotations`.
+    Raises:
+        ValueError:
+            Fewer than two raters; unknown method, solver, cost or geometry;
+            ``tau``, ``min_confidence`` or ``quorum`` outside ``(0, 1]``; a bad
+            ``review_band``; an unsupported label type (3D points, 3D
+            polylines, point-cloud segments); mixed label types across raters;
+            ``method="wbf"`` on anything but boxes; an annotation without class.
+        TypeError:
+            ``data`` is not a :class:`~agreement.core.data.MultiRaterAnnotations`.
 
-    References
-    ----------
-    See :mod:`agreement.methods.consensus`.
+    References:
+        See :mod:`agreement.methods.consensus`.
     """
     _check_inputs(data, method, max_iter, tol, smoothing, rate_prior)
     tau, min_confidence, quorum, band = _check_parameters(tau, min_confidence, quorum, review_band, solver, cost,
                                                           coincidence=coincidence, tail=tail)
     kind, codes, classes = _kind_and_codes(data, method, geometry, model)
-    sim = similarity if similarity is not None else ("cuboid_iou" if kind == "cuboids" else "iou")
+    sim = similarity if similarity is not None else consensus_spec(kind).similarity
     tau, choice, selection = _resolved_tau(tau, data, method, sim, model)
     units, out = _fuse(data, method, kind, codes, classes, sim, tau=tau, solver=solver, cost=cost, smoothing=smoothing,
                        coincidence=coincidence, max_iter=max_iter, tol=tol, model=model, tail=tail,
@@ -288,11 +287,12 @@ def consensus(
     return _assemble(data, out.get("method", method), kind, units, codes, classes, out=out, params=params)
 
 
-def _kind_and_codes(data, method, geometry, model):
+def _kind_and_codes(data: MultiRaterAnnotations, method: str, geometry: str,
+                    model: ConsensusModel | None) -> tuple[str, np.ndarray, tuple]:
     """The label type to fuse (``"wbf"`` only on boxes) and the class codes: the corpus' own, or
     those of a fixed ``model``'s classes."""
     kind = label_type(data, geometry)
-    if method == "wbf" and kind != "boxes":
+    if method == "wbf" and geometry_fusion(kind) != "boxes":
         raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
                          "their boxes only)")
     codes, classes = encode_classes(data)
@@ -301,7 +301,8 @@ def _kind_and_codes(data, method, geometry, model):
     return kind, codes, classes
 
 
-def _resolved_tau(tau, data, method, sim, model):
+def _resolved_tau(tau: Any, data: MultiRaterAnnotations, method: str, sim: Any,
+                  model: ConsensusModel | None) -> tuple[float, Any, str]:
     """``(tau, choice, selection)``: the matching threshold (given, chosen from the data by
     :func:`agreement.methods.consensus.threshold.resolve_tau`, or the fixed model's), the automatic choice
     (or None) and how it was selected (``"given"``, ``"auto"`` or ``"model"``)."""
@@ -312,14 +313,15 @@ def _resolved_tau(tau, data, method, sim, model):
     return tau, choice, selection
 
 
-def _fuse(data, method, kind, codes, classes, sim, tau, solver, cost, smoothing, coincidence, max_iter, tol, model,
-          tail, rate_prior):
+def _fuse(data: MultiRaterAnnotations, method: str, kind: str, codes: np.ndarray, classes: tuple, sim: Any,
+          tau: float, solver: str, cost: str, smoothing: float, coincidence: float | None, max_iter: int, tol: float,
+          model: ConsensusModel | None, tail: Any, rate_prior: float) -> tuple[UnitTable, dict]:
     """The units and the per-unit outputs of ``method``: WBF's own clusters, or the correspondence
     units (:func:`agreement.methods.consensus.units.build_units`) fused by the EM or by majority vote; a
     degenerate EM fit (:func:`em_degeneracy`) is replaced by majority vote (``out["method"]``, ``out["warning"]``)."""
     if method == "wbf":
         return _run_wbf(data, codes, tau)
-    units = build_units(data, codes, sim, tau, solver, cost, keys=data.cuboids if kind == "cuboids" else None)
+    units = build_units(data, codes, sim, tau, solver, cost, keys=unit_keys(data, kind))
     if method != "em":
         return units, _run_majority(data, kind, units, codes, len(classes))
     out = _run_em(data, kind, units, codes, classes, tau, smoothing=smoothing, coincidence=coincidence,
@@ -336,7 +338,8 @@ def rater_meets(assigned: np.ndarray) -> np.ndarray:
     """
     co = co_assignment(assigned)
     np.fill_diagonal(co, 0)
-    return co.sum(axis=1) > 0
+    meets: np.ndarray = co.sum(axis=1) > 0
+    return meets
 
 
 #: Why a number that needs raters to meet is NaN.
@@ -345,7 +348,8 @@ ISOLATED_REASON = ("the raters of these samples never share a sample with anothe
                    "sensitivity or agreement cannot be estimated for them")
 
 
-def _assemble(data, method, kind, units, codes, classes, out, params) -> ConsensusResult:
+def _assemble(data: MultiRaterAnnotations, method: str, kind: str, units: UnitTable, codes: np.ndarray,
+              classes: tuple, out: dict, params: dict) -> ConsensusResult:
     fitted, top = out["confidence"], np.asarray(out["top_class"], np.int64)
     kept = fitted >= (params["quorum"] if method == "majority" else params["min_confidence"])
     # raters who never meet: their labels are kept as consensus labels, but nothing about them is agreed
@@ -356,7 +360,7 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
     # only consensus labels are reviewed: a candidate below the keep threshold is no label, so no flag
     review = review_flags(conf, out["top_probability"], params["review_band"]) & kept
     pixel = out.get("pixel")
-    sim = member_similarity(data, kind, units, out["boxes"], out.get("keypoints"), out.get("cuboids"),
+    sim = member_similarity(data, kind, units, out["boxes"], out.get(kind),
                             pixel_iou=None if pixel is None else pixel.member_iou)
     rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review=review, similarity=sim,
                                   class_probability=out["top_probability"])
@@ -380,7 +384,7 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
         row_consensus=rs["row_consensus"], row_agrees=rs["row_agrees"], row_similarity=rs["row_similarity"],
         sample_n_consensus=rs["sample_n_consensus"], sample_n_review=rs["sample_n_review"],
         sample_min_confidence=rs["sample_min_confidence"], report=report, params=params,
-        sample_assigned=data.assigned.any(axis=1), image_sizes=data.image_sizes, sample_names=data.sample_names,
+        sample_assigned=np.asarray(data.assigned.any(axis=1)), image_sizes=data.image_sizes, sample_names=data.sample_names,
         masks=out.get("masks"), polygons=out.get("polygons"), keypoints=out.get("keypoints"),
         cuboids=out.get("cuboids"), model=out.get("model"), n_iter=out.get("n_iter", 0),
         converged=out.get("converged", True), sample_n_raters=n_rated, rater_meets=meets,
@@ -388,7 +392,8 @@ def _assemble(data, method, kind, units, codes, classes, out, params) -> Consens
     )
 
 
-def _met_only(report, data, n_rated: np.ndarray, meets: np.ndarray, row_agrees: np.ndarray):
+def _met_only(report: Any, data: MultiRaterAnnotations, n_rated: np.ndarray, meets: np.ndarray,
+              row_agrees: np.ndarray) -> Any:
     """The rater report with each rater's agreement over its labels on samples of two raters or more, and
     every estimate NaN for a rater who never shares a sample with another (nothing identifies it)."""
     R = data.num_raters

@@ -313,11 +313,11 @@ def dawid_skene(labels: np.ndarray, *, n_classes: int | None = None, smoothing: 
     of ``1e-10`` was reached while 34 of 10,000 labels had yet to change).
 
     Args:
-        labels (ndarray of int, shape (U, R)): Class codes ``0 .. C - 1``; ``-1`` where rater ``r`` did not label item ``u``.
-        n_classes (int, optional): ``C``; default ``labels.max() + 1``.
-        smoothing (float, default=0): ``α >= 0``; 0 is the textbook algorithm.
-        max_iter (int, default=:data:`DS_MAX_ITER` (20,000)): Iteration limit (one M-step and one E-step each), ``>= 1``.
-        tol (float, default=:data:`DS_TOL` (1e-6)): Largest absolute change of a posterior to stop at, ``>= 0``.
+        labels: ndarray of int, shape (U, R). Class codes ``0 .. C - 1``; ``-1`` where rater ``r`` did not label item ``u``.
+        n_classes: int, optional. ``C``; default ``labels.max() + 1``.
+        smoothing: float, default=0. ``α >= 0``; 0 is the textbook algorithm.
+        max_iter: int, default=:data:`DS_MAX_ITER` (20,000). Iteration limit (one M-step and one E-step each), ``>= 1``.
+        tol: float, default=:data:`DS_TOL` (1e-6). Largest absolute change of a posterior to stop at, ``>= 0``.
 
     Returns:
         DawidSkeneResult: the posteriors ``T`` (U, C) in ``[0, 1]``, rows summing to 1; the prior ``p``; the

@@ -49,14 +49,15 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from agreement.methods.consensus.units import UnitTable
+from agreement.methods.consensus.units import UnitTable, geometry_fusion
 
 __all__ = ["Fused", "BoxOffsets", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired",
-           "fuse_declared"]
+           "pixel_scale", "fuse_declared"]
 
 _TINY = 1e-9  # floor of a relative size before its log (a zero-area box)
 # Half turns about a cuboid's own axes: the rotations that leave a box (and its dimensions) unchanged.
@@ -67,16 +68,16 @@ _SYMMETRIES = Rotation.from_rotvec(np.array([[0, 0, 0], [np.pi, 0, 0], [0, np.pi
 class Fused:
     """Fused geometry of every unit and the members' residual statistics.
 
-    Attributes
-    ----------
-    boxes : ndarray (U, 4)
-        Relative ``[x, y, w, h]`` (NaN for 3D cuboids).
-    keypoints : ndarray (U, K, 2) or None
-    cuboids : ndarray (U, 9) or None
-    sq : ndarray (M,)
-        Squared residual of each member (in unit order), relative units.
-    dim : ndarray (M,)
-        Number of residual coordinates of each member.
+    Attributes:
+        boxes (ndarray (U, 4)):
+            Relative ``[x, y, w, h]`` (NaN for 3D cuboids).
+        keypoints (ndarray (U, K, 2) or None): Fused keypoints (a keypoint fusion), NaN where no member labels
+            the point.
+        cuboids (ndarray (U, 9) or None): Fused cuboids (a cuboid fusion).
+        sq (ndarray (M,)):
+            Squared residual of each member (in unit order), relative units.
+        dim (ndarray (M,)):
+            Number of residual coordinates of each member.
     """
 
     boxes: np.ndarray
@@ -89,7 +90,8 @@ class Fused:
 def _weighted_mean(values: np.ndarray, unit: np.ndarray, U: int, wt: np.ndarray, wsum: np.ndarray) -> np.ndarray:
     """Per unit ``sum_i wt_i values_i / wsum_u`` for a ``(M, k)`` array."""
     cols = [np.bincount(unit, weights=wt * values[:, k], minlength=U) for k in range(values.shape[1])]
-    return np.stack(cols, axis=1) / wsum[:, None]
+    mean: np.ndarray = np.stack(cols, axis=1) / wsum[:, None]
+    return mean
 
 
 def box_iou_paired(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -100,7 +102,8 @@ def box_iou_paired(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     union = a[:, 2] * a[:, 3] + b[:, 2] * b[:, 3] - inter
     out = np.divide(inter, union, out=np.zeros(len(a)), where=union > 0)
     out[np.all(a == b, axis=1)] = 1.0
-    return out
+    iou: np.ndarray = out
+    return iou
 
 
 @dataclass(frozen=True)
@@ -109,13 +112,12 @@ class BoxOffsets:
     parametrisation: what :func:`fuse_boxes` needs of the boxes, computed once per unit table (the
     EM fuses the same members again at every iteration with new weights).
 
-    Attributes
-    ----------
-    offset : ndarray (M, 4)
-        Per member (unit order) ``(c_x - c^0_x, c_y - c^0_y, \log w - \log w^0, \log h - \log h^0)``
-        against the reference ``0``.
-    reference : ndarray (U, 4)
-        The reference box of each unit.
+    Attributes:
+        offset (ndarray (M, 4)):
+            Per member (unit order) ``(c_x - c^0_x, c_y - c^0_y, \log w - \log w^0, \log h - \log h^0)``
+            against the reference ``0``.
+        reference (ndarray (U, 4)):
+            The reference box of each unit.
     """
 
     offset: np.ndarray
@@ -136,20 +138,18 @@ class BoxOffsets:
 def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
     r"""Precision-weighted mean boxes in ``(c_x, c_y, \log w, \log h)``, exact for identical members.
 
-    Parameters
-    ----------
-    boxes : ndarray (N, 4)
-        Relative ``[x, y, w, h]`` of every row.
-    units : UnitTable
-    wt : ndarray (M,)
-        Weight of each member (unit order), ``> 0``.
-    offsets : BoxOffsets, optional
-        ``BoxOffsets.of(boxes, units)``, when the caller fuses the same boxes again.
+    Args:
+        boxes (ndarray (N, 4)):
+            Relative ``[x, y, w, h]`` of every row.
+        units (UnitTable): The units.
+        wt (ndarray (M,)):
+            Weight of each member (unit order), ``> 0``.
+        offsets (BoxOffsets, optional):
+            ``BoxOffsets.of(boxes, units)``, when the caller fuses the same boxes again.
 
-    Returns
-    -------
-    Fused
-        ``boxes`` (U, 4); ``sq`` and ``dim`` (4) per member.
+    Returns:
+        Fused:
+            ``boxes`` (U, 4); ``sq`` and ``dim`` (4) per member.
     """
     U, mu = units.n_units, units.member_unit
     off = offsets if offsets is not None else BoxOffsets.of(boxes, units)
@@ -166,8 +166,16 @@ def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray, offsets: Box
     return Fused(boxes=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(d), 4.0))
 
 
-def _pixel_scale(image_sizes: np.ndarray, unit_sample: np.ndarray) -> np.ndarray:
-    """``(U, 2)`` pixels per relative unit (1, 1 where the image size is unknown)."""
+def pixel_scale(image_sizes: np.ndarray, unit_sample: np.ndarray) -> np.ndarray:
+    """``(U, 2)`` pixels per relative unit of each unit's image (1, 1 where the image size is unknown).
+
+    Args:
+        image_sizes: ``(S, 2)`` ``(W, H)`` of every sample (NaN or 0 where unknown).
+        unit_sample: ``(U,)`` the sample of each unit.
+
+    Returns:
+        ``(U, 2)`` the image size of each unit's sample, ``(1, 1)`` where it is unknown.
+    """
     size = image_sizes[unit_sample]
     ok = np.isfinite(size).all(axis=1) & (size > 0).all(axis=1)
     return np.where(ok[:, None], size, 1.0)
@@ -199,7 +207,7 @@ def fuse_keypoints(keypoints: np.ndarray, boxes: np.ndarray, units: UnitTable, w
     m = np.stack([np.bincount(cell, weights=(w * d[..., a]).ravel(), minlength=U * K).reshape(U, K) / safe
                   for a in range(2)], axis=2)
     out = np.where(has[..., None], ref + m, np.nan)
-    px = _pixel_scale(image_sizes, units.unit_sample)  # (U, 2)
+    px = pixel_scale(image_sizes, units.unit_sample)  # (U, 2)
     obj = np.sqrt(np.maximum(fb.boxes[:, 2] * px[:, 0] * fb.boxes[:, 3] * px[:, 1], _TINY))  # (U,)
     e = (d - m[mu]) * px[mu][:, None, :] / obj[mu][:, None, None]
     sq = np.where(lab, (e ** 2).sum(axis=2), 0.0).sum(axis=1)
@@ -258,18 +266,39 @@ def fuse_cuboids(cuboids: np.ndarray, units: UnitTable, wt: np.ndarray) -> Fused
     return Fused(boxes=np.full((U, 4), np.nan), cuboids=out, sq=(e ** 2).sum(axis=1), dim=np.full(len(c), 6.0))
 
 
-def fuse_geometry(kind: str, data, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
-    """The fusion of ``kind`` (``"boxes"``, ``"keypoints"``, ``"cuboids"``; masks and polygons fuse
-    their boxes here, their pixels in :func:`agreement.methods.consensus.pixels.fuse_pixels`); ``offsets``:
-    the :class:`BoxOffsets` of ``data.boxes``, for a caller that fuses boxes repeatedly."""
-    if kind == "cuboids":
-        return fuse_cuboids(data.cuboids, units, wt)
-    if kind == "keypoints":
-        return fuse_keypoints(data.keypoints, data.boxes, units, wt, data.image_sizes)
+#: Built-in fusion (:func:`agreement.methods.consensus.units.geometry_fusion`) -> ``(data, units, wt) -> Fused``;
+#: the rest fuse their boxes (masks and polygons: their pixels in
+#: :func:`agreement.methods.consensus.pixels.fuse_pixels`).
+_FUSIONS: dict[str, Callable[[Any, UnitTable, np.ndarray], Fused]] = {
+    "cuboids": lambda data, units, wt: fuse_cuboids(data.cuboids, units, wt),
+    "keypoints": lambda data, units, wt: fuse_keypoints(data.keypoints, data.boxes, units, wt, data.image_sizes),
+}
+
+
+def fuse_geometry(kind: str, data: Any, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
+    """The fusion of geometry ``kind`` by its declared built-in fusion.
+
+    Args:
+        kind: the fused geometry (:func:`agreement.methods.consensus.units.label_type`); its built-in fusion
+            (:func:`agreement.methods.consensus.units.geometry_fusion`) is ``"keypoints"``, ``"cuboids"``, or
+            fuses the boxes (``"boxes"``; ``"pixels"``: masks and polygons fuse their boxes here, their pixels in
+            :func:`agreement.methods.consensus.pixels.fuse_pixels`).
+        data: the corpus.
+        units: the units.
+        wt: ``(M,)`` the members' weights.
+        offsets: the :class:`BoxOffsets` of ``data.boxes``, for a caller that fuses boxes repeatedly.
+
+    Returns:
+        The fused geometry (:class:`Fused`).
+    """
+    fuse = _FUSIONS.get(geometry_fusion(kind))
+    if fuse is not None:
+        fused: Fused = fuse(data, units, wt)
+        return fused
     return fuse_boxes(data.boxes, units, wt, offsets)
 
 
-def fuse_declared(name: str, data, units: UnitTable, wt: np.ndarray):
+def fuse_declared(name: str, data: Any, units: UnitTable, wt: np.ndarray) -> Any:
     """The consensus of the geometry column ``name`` of ``data``, one value per unit, by the fusion its
     declaration gives (:attr:`agreement.core.kinds.ColumnKind.fusion`, a callable ``(column, units, wt)``).
 

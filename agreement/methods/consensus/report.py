@@ -13,12 +13,14 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from agreement.geometry.keypoints import COCO_PERSON_SIGMAS
 from agreement.methods.consensus.fusion import box_iou_paired
 from agreement.methods.consensus.result import RaterReport
-from agreement.methods.consensus.units import UnitTable
-from agreement.geometry.keypoints import COCO_PERSON_SIGMAS
+from agreement.methods.consensus.units import UnitTable, geometry_fusion
 
 __all__ = ["member_similarity", "paired_oks", "row_and_sample_summaries", "rater_report", "review_flags",
            "KEYPOINT_SIGMA"]
@@ -37,32 +39,70 @@ def paired_oks(a: np.ndarray, b: np.ndarray, boxes_a: np.ndarray, boxes_b: np.nd
     sig = COCO_PERSON_SIGMAS if K == len(COCO_PERSON_SIGMAS) else np.full(K, KEYPOINT_SIGMA)
     va, vb = ~np.isnan(a).any(axis=2), ~np.isnan(b).any(axis=2)
     d2 = (((np.nan_to_num(a) - np.nan_to_num(b)) * pixels[:, None, :]) ** 2).sum(axis=2)
-    area = lambda bx: bx[:, 2] * bx[:, 3] * pixels[:, 0] * pixels[:, 1]  # noqa: E731
+
+    def area(bx: np.ndarray) -> np.ndarray:
+        a: np.ndarray = bx[:, 2] * bx[:, 3] * pixels[:, 0] * pixels[:, 1]
+        return a
+
     s = 0.5 * (area(boxes_a) + area(boxes_b)) + np.spacing(1)
     e = np.exp(-d2 / (2.0 * s[:, None] * (2.0 * sig[None, :]) ** 2))
     union = np.maximum((va | vb).sum(axis=1), 1)
-    return np.where(va & vb, e, 0.0).sum(axis=1) / union
+    oks: np.ndarray = np.where(va & vb, e, 0.0).sum(axis=1) / union
+    return oks
 
 
-def member_similarity(data, kind: str, units: UnitTable, boxes: np.ndarray, keypoints=None, cuboids=None,
-                      pixel_iou: np.ndarray | None = None) -> np.ndarray:
-    """``(M,)`` similarity of every member (unit order) to its unit's consensus geometry, in ``[0, 1]``."""
+def _keypoint_similarity(data: Any, units: UnitTable, boxes: np.ndarray, fused: np.ndarray) -> np.ndarray:
+    """OKS of every member's keypoints to its unit's fused keypoints (:func:`paired_oks`)."""
     mu, order = units.member_unit, units.order
-    if kind in ("masks", "polygons") and pixel_iou is not None:
-        return pixel_iou
-    if kind == "keypoints":
-        size = data.image_sizes[data.sample_index[order]]
-        px = np.where((np.isfinite(size) & (size > 0)).all(axis=1)[:, None], size, 1.0)
-        return paired_oks(data.keypoints[order], keypoints[mu], data.boxes[order], boxes[mu], px)
-    if kind == "cuboids":
-        from agreement.geometry.cuboids import pairwise_cuboid_iou
+    size = data.image_sizes[data.sample_index[order]]
+    px = np.where((np.isfinite(size) & (size > 0)).all(axis=1)[:, None], size, 1.0)
+    return paired_oks(data.keypoints[order], fused[mu], data.boxes[order], boxes[mu], px)
 
-        out = np.empty(len(order))
-        for u in range(units.n_units):
-            a, b = units.starts[u], units.starts[u + 1]
-            out[a:b] = pairwise_cuboid_iou(data.cuboids[order[a:b]], cuboids[u:u + 1])[:, 0]
-        return np.clip(out, 0.0, 1.0)
-    return box_iou_paired(data.boxes[order], boxes[mu])
+
+def _cuboid_similarity(data: Any, units: UnitTable, boxes: np.ndarray, fused: np.ndarray) -> np.ndarray:
+    """3D IoU of every member's cuboid with its unit's fused cuboid, clipped to ``[0, 1]``."""
+    from agreement.geometry.cuboids import pairwise_cuboid_iou
+
+    order = units.order
+    out = np.empty(len(order))
+    for u in range(units.n_units):
+        a, b = units.starts[u], units.starts[u + 1]
+        out[a:b] = pairwise_cuboid_iou(data.cuboids[order[a:b]], fused[u:u + 1])[:, 0]
+    clipped: np.ndarray = np.clip(out, 0.0, 1.0)
+    return clipped
+
+
+#: Built-in fusion (:func:`agreement.methods.consensus.units.geometry_fusion`) -> the similarity of a member
+#: to its unit's fused column; the rest compare boxes (pixel fusions give their own pixel IoU).
+_MEMBER_SIMILARITY = {"keypoints": _keypoint_similarity, "cuboids": _cuboid_similarity}
+
+
+def member_similarity(data: Any, kind: str, units: UnitTable, boxes: np.ndarray, fused: Any = None,
+                      pixel_iou: np.ndarray | None = None) -> np.ndarray:
+    """``(M,)`` similarity of every member (unit order) to its unit's consensus geometry, in ``[0, 1]``.
+
+    By the built-in fusion of ``kind`` (:func:`agreement.methods.consensus.units.geometry_fusion`): the pixel
+    IoU of a STAPLE fusion (masks, polygons), OKS for keypoints, 3D IoU for cuboids, box IoU otherwise.
+
+    Args:
+        data: the corpus.
+        kind: the fused geometry (:func:`agreement.methods.consensus.units.label_type`).
+        units: the units.
+        boxes: ``(U, 4)`` the fused boxes.
+        fused: the fused column ``kind`` (one entry per unit), where the fusion gives one.
+        pixel_iou: ``(M,)`` the members' pixel IoU of a STAPLE fusion.
+
+    Returns:
+        ``(M,)`` similarities in ``[0, 1]``.
+    """
+    fusion = geometry_fusion(kind)
+    if fusion == "pixels" and pixel_iou is not None:
+        return pixel_iou
+    hook = _MEMBER_SIMILARITY.get(fusion)
+    if hook is not None:
+        sim: np.ndarray = hook(data, units, boxes, fused)
+        return sim
+    return box_iou_paired(data.boxes[units.order], boxes[units.member_unit])
 
 
 def review_flags(confidence: np.ndarray, class_probability: np.ndarray, band: tuple[float, float]) -> np.ndarray:
@@ -71,7 +111,7 @@ def review_flags(confidence: np.ndarray, class_probability: np.ndarray, band: tu
     return ((confidence >= lo) & (confidence < hi)) | ((confidence >= lo) & (class_probability < hi))
 
 
-def row_and_sample_summaries(data, units: UnitTable, kept: np.ndarray, confidence: np.ndarray,
+def row_and_sample_summaries(data: Any, units: UnitTable, kept: np.ndarray, confidence: np.ndarray,
                              label_code: np.ndarray, codes: np.ndarray, review: np.ndarray,
                              similarity: np.ndarray,
                              class_probability: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -105,15 +145,16 @@ def row_and_sample_summaries(data, units: UnitTable, kept: np.ndarray, confidenc
     }
 
 
-def _empirical_confusion(mr, mc, top, R: int, C: int) -> np.ndarray:
+def _empirical_confusion(mr: np.ndarray, mc: np.ndarray, top: np.ndarray, R: int, C: int) -> np.ndarray:
     counts = np.bincount((mr * C + top) * C + mc, minlength=R * C * C).reshape(R, C, C).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return counts / counts.sum(axis=2, keepdims=True)
+        rates: np.ndarray = counts / counts.sum(axis=2, keepdims=True)
+    return rates
 
 
-def rater_report(data, units: UnitTable, codes: np.ndarray, classes: tuple, kept: np.ndarray,
-                 label_code: np.ndarray, row_agrees: np.ndarray, similarity: np.ndarray, existence=None,
-                 model=None, pixel=None) -> RaterReport:
+def rater_report(data: Any, units: UnitTable, codes: np.ndarray, classes: tuple, kept: np.ndarray,
+                 label_code: np.ndarray, row_agrees: np.ndarray, similarity: np.ndarray,
+                 existence: Any = None, model: Any = None, pixel: Any = None) -> RaterReport:
     """The per-rater report: model estimates with ``model`` (EM), empirical against the consensus otherwise."""
     R, C = data.num_raters, len(classes)
     mr, mu = data.rater_index[units.order], units.member_unit

@@ -38,13 +38,14 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix, identity, vstack
 from scipy.stats import chi2
 
-from agreement.methods.consensus.fusion import Fused, _pixel_scale
-from agreement.methods.consensus.units import UnitTable
+from agreement.methods.consensus.fusion import Fused, pixel_scale
+from agreement.methods.consensus.units import UnitTable, geometry_fusion
 
 __all__ = ["member_pairs", "pair_differences", "BoxPairs", "pairwise_scales", "bounded_least_squares", "student_weights",
            "SIGMA_MIN"]
@@ -64,27 +65,57 @@ def member_pairs(units: UnitTable) -> tuple[np.ndarray, np.ndarray]:
     return i, i + 1 + off
 
 
-def pair_differences(kind: str, data, units: UnitTable, fused: Fused, pi: np.ndarray,
-                     pj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(‖Δ_ij‖², d_ij)`` of member pairs in the size-relative parametrisation of ``kind``."""
-    order, mu = units.order, units.member_unit
-    u = mu[pi]
-    if kind == "cuboids":
-        from scipy.spatial.transform import Rotation
+def _cuboid_differences(data: Any, units: UnitTable, fused: Fused, pi: np.ndarray,
+                        pj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cuboid pairs: location difference in the fused cuboid's frame over its dimensions, and log-dimensions."""
+    from scipy.spatial.transform import Rotation
 
-        c, f = data.cuboids, fused.cuboids
-        dims = np.maximum(f[u, 3:6], _TINY)
-        frame = Rotation.from_euler("XYZ", f[u, 6:]).inv().apply(c[order[pi], :3] - c[order[pj], :3]) / dims
-        dlog = np.log(np.maximum(c[order[pi], 3:6], _TINY)) - np.log(np.maximum(c[order[pj], 3:6], _TINY))
-        return (frame ** 2).sum(axis=1) + (dlog ** 2).sum(axis=1), np.full(len(pi), 6.0)
-    if kind == "keypoints":
-        px = _pixel_scale(data.image_sizes, units.unit_sample)[u]
-        fb = fused.boxes[u]
-        obj = np.sqrt(np.maximum(fb[:, 2] * px[:, 0] * fb[:, 3] * px[:, 1], _TINY))
-        a, b = data.keypoints[order[pi]], data.keypoints[order[pj]]
-        both = ~(np.isnan(a).any(axis=2) | np.isnan(b).any(axis=2))
-        d = np.where(both[..., None], a - b, 0.0) * px[:, None, :] / obj[:, None, None]
-        return (d ** 2).sum(axis=(1, 2)), 2.0 * both.sum(axis=1)
+    order, u = units.order, units.member_unit[pi]
+    c, f = data.cuboids, fused.cuboids
+    assert f is not None, "a cuboid fusion gives fused cuboids"
+    dims = np.maximum(f[u, 3:6], _TINY)
+    frame = Rotation.from_euler("XYZ", f[u, 6:]).inv().apply(c[order[pi], :3] - c[order[pj], :3]) / dims
+    dlog = np.log(np.maximum(c[order[pi], 3:6], _TINY)) - np.log(np.maximum(c[order[pj], 3:6], _TINY))
+    return (frame ** 2).sum(axis=1) + (dlog ** 2).sum(axis=1), np.full(len(pi), 6.0)
+
+
+def _keypoint_differences(data: Any, units: UnitTable, fused: Fused, pi: np.ndarray,
+                          pj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keypoint pairs: pixel offsets of the points both label, over the fused box's object scale."""
+    order, u = units.order, units.member_unit[pi]
+    px = pixel_scale(data.image_sizes, units.unit_sample)[u]
+    fb = fused.boxes[u]
+    obj = np.sqrt(np.maximum(fb[:, 2] * px[:, 0] * fb[:, 3] * px[:, 1], _TINY))
+    a, b = data.keypoints[order[pi]], data.keypoints[order[pj]]
+    both = ~(np.isnan(a).any(axis=2) | np.isnan(b).any(axis=2))
+    d = np.where(both[..., None], a - b, 0.0) * px[:, None, :] / obj[:, None, None]
+    return (d ** 2).sum(axis=(1, 2)), 2.0 * both.sum(axis=1)
+
+
+#: Built-in fusion (:func:`agreement.methods.consensus.units.geometry_fusion`) -> its pair differences; the
+#: rest differ by their boxes (:class:`BoxPairs`).
+_PAIR_DIFFERENCES = {"cuboids": _cuboid_differences, "keypoints": _keypoint_differences}
+
+
+def pair_differences(kind: str, data: Any, units: UnitTable, fused: Fused, pi: np.ndarray,
+                     pj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(‖Δ_ij‖², d_ij)`` of member pairs in the size-relative parametrisation of ``kind``.
+
+    Args:
+        kind: the fused geometry; its built-in fusion (:func:`agreement.methods.consensus.units.geometry_fusion`)
+            chooses the parametrisation (boxes unless it is keypoints or cuboids).
+        data: the corpus.
+        units: the units.
+        fused: the fused geometry.
+        pi: ``(P,)`` the first member of each pair (unit order).
+        pj: ``(P,)`` the second.
+
+    Returns:
+        The squared differences and their numbers of coordinates, ``(P,)`` each.
+    """
+    hook = _PAIR_DIFFERENCES.get(geometry_fusion(kind))
+    if hook is not None:
+        return hook(data, units, fused, pi, pj)
     return BoxPairs.of(data.boxes, units, pi, pj).differences(fused)
 
 
@@ -95,14 +126,13 @@ class BoxPairs:
     ``s = (w, h)``). Only the centre's scale, the fused box's size, moves while the EM iterates, so
     the pairs are made once and :meth:`differences` is what each iteration computes.
 
-    Attributes
-    ----------
-    unit : ndarray (P,)
-        The unit of each pair.
-    centre : ndarray (P, 2)
-        ``c_i - c_j``, relative image units.
-    log_size : ndarray (P,)
-        Squared difference of the log sizes, summed over width and height.
+    Attributes:
+        unit (ndarray (P,)):
+            The unit of each pair.
+        centre (ndarray (P, 2)):
+            ``c_i - c_j``, relative image units.
+        log_size (ndarray (P,)):
+            Squared difference of the log sizes, summed over width and height.
     """
 
     unit: np.ndarray
@@ -145,13 +175,15 @@ def _pair_medians(key: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def pairwise_scales(sq: np.ndarray, dim: np.ndarray, ra: np.ndarray, rb: np.ndarray, R: int) -> np.ndarray:
     """``σ_r`` (R,) from pair differences (module docstring); NaN for a rater without pairs.
 
-    Parameters
-    ----------
-    sq, dim : ndarray (P,)
-        Squared difference and its number of coordinates, per member pair.
-    ra, rb : ndarray (P,)
-        The raters of the two members.
-    R : int
+    Args:
+        sq (ndarray (P,)): Squared difference per member pair.
+        dim (ndarray (P,)): Its number of coordinates.
+        ra (ndarray (P,)): The rater of the pair's first member.
+        rb (ndarray (P,)): The rater of the second.
+        R (int): The number of raters.
+
+    Returns:
+        ndarray (R,): Each rater's ``σ_r``.
     """
     ok = dim > 0
     if not ok.any():
@@ -183,7 +215,7 @@ def pairwise_scales(sq: np.ndarray, dim: np.ndarray, ra: np.ndarray, rb: np.ndar
     return np.where(seen, np.sqrt(np.maximum(sol, SIGMA_MIN ** 2)), np.nan)
 
 
-def bounded_least_squares(A, rhs: np.ndarray, lower: float) -> np.ndarray:
+def bounded_least_squares(A: Any, rhs: np.ndarray, lower: float) -> np.ndarray:
     """``argmin_x ‖A x − rhs‖`` subject to ``x ≥ lower``, for a tall sparse ``A`` of full column rank.
 
     With ``x = lower + y`` and the Cholesky factor ``L`` of ``AᵀA``,
@@ -242,7 +274,8 @@ def student_weights(sq: np.ndarray, dim: np.ndarray, sigma: np.ndarray, nu: floa
     """Student-t IRLS weights ``(ν + d) / (ν + sq / σ²)`` (1 for ``ν = ∞``)."""
     if not np.isfinite(nu):
         return np.ones(len(sq))
-    return (nu + dim) / (nu + sq / sigma ** 2)
+    weights: np.ndarray = (nu + dim) / (nu + sq / sigma ** 2)
+    return weights
 
 
 #: Pairs :func:`tail_index` looks at, at most.
@@ -283,7 +316,7 @@ def tail_index(sq: np.ndarray, dim: np.ndarray, scale2: np.ndarray) -> float:
     q, d, ls = sq[ok] / scale2[ok], dim[ok], np.log(scale2[ok])
     best, best_ll = float("inf"), -np.inf
     for nu in TAILS:
-        res = minimize_scalar(lambda lc: -_loglik(q, d, ls, nu, lc), bounds=(-5.0, 5.0), method="bounded")
+        res = minimize_scalar(lambda lc, nu=nu: -_loglik(q, d, ls, nu, lc), bounds=(-5.0, 5.0), method="bounded")
         if -res.fun > best_ll:
             best, best_ll = nu, -res.fun
     return best

@@ -16,12 +16,13 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from agreement.geometry.correspondence import check_cost, check_solver, check_tau, solve_units
 from agreement.core.data import MultiRaterAnnotations, encode_classes
+from agreement.core.kinds import ColumnKind, column_kind, column_kinds, consensus_spec, is_column
+from agreement.geometry.correspondence import check_cost, check_solver, check_tau, solve_units
 from agreement.methods.kalos import candidate_pairs
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
     "check_probability",
     "check_review_band",
     "label_type",
+    "fused_columns",
+    "geometry_fusion",
+    "unit_keys",
     "encode_classes",
     "build_units",
     "units_from_labels",
@@ -40,12 +44,10 @@ __all__ = [
 #: Consensus methods, the default first.
 METHODS: tuple[str, ...] = ("em", "majority", "wbf")
 #: Geometries the consensus fuses (``"auto"`` picks the one the labels carry).
-GEOMETRIES: tuple[str, ...] = ("boxes", "polygons", "masks", "keypoints", "cuboids")
+GEOMETRIES: tuple[str, ...] = ("boxes", *(k.name for k in column_kinds() if k.per == "row" and isinstance(k.fusion, str)))
 def _unsupported() -> dict[str, str]:
     """The per-annotation geometry columns a consensus cannot fuse (their declarations give no fusion:
     :attr:`agreement.core.kinds.ColumnKind.fusion`), with how messages name them."""
-    from agreement.core.kinds import column_kinds
-
     return {k.name: k.label or k.name for k in column_kinds() if k.per == "row" and k.fusion is None}
 
 
@@ -59,7 +61,7 @@ def check_probability(value: float, name: str) -> float:
     return v
 
 
-def check_review_band(band) -> tuple[float, float]:
+def check_review_band(band: Any) -> tuple[float, float]:
     """``(lo, hi)`` with ``0 <= lo <= hi <= 1``; ``ValueError`` otherwise."""
     try:
         lo, hi = (float(v) for v in band)
@@ -70,55 +72,85 @@ def check_review_band(band) -> tuple[float, float]:
     return lo, hi
 
 
+def fused_columns() -> tuple[ColumnKind, ...]:
+    """The declared geometry columns a consensus fuses by a built-in fusion (their
+    :attr:`~agreement.core.kinds.ColumnKind.fusion` is a name), in declaration order."""
+    return tuple(k for k in column_kinds() if k.per == "row" and isinstance(k.fusion, str))
+
+
+def geometry_fusion(kind: str) -> str:
+    """The built-in fusion of the geometry ``kind`` (:func:`label_type`): its declaration's
+    :attr:`~agreement.core.kinds.ColumnKind.fusion` (``"keypoints"``, ``"cuboids"``, ``"pixels"``), or
+    ``"boxes"`` for plain boxes."""
+    fusion = column_kind(kind).fusion if is_column(kind) else None
+    return fusion if isinstance(fusion, str) else "boxes"
+
+
+def _geometries() -> tuple[str, ...]:
+    return ("boxes", *(k.name for k in fused_columns()))
+
+
 def _row_kinds(data: MultiRaterAnnotations) -> np.ndarray:
-    """Per row: ``"masks"``, ``"polygons"`` or ``"boxes"`` (what the row carries)."""
+    """Per row: the last declared column that every annotation must carry (masks, polygons: their
+    :attr:`~agreement.core.kinds.ConsensusSpec.carries`) which the row carries, or ``"boxes"``."""
     kind = np.full(len(data), "boxes", dtype=object)
-    if data.polygons is not None:
-        has = np.fromiter((p is not None and len(p) > 0 for p in data.polygons), bool, len(data))
-        kind[has] = "polygons"
-    if data.masks is not None:
-        has = np.fromiter((m is not None for m in data.masks), bool, len(data))
-        kind[has] = "masks"
+    for col in fused_columns():
+        column = data.geometry.get(col.name)
+        if col.consensus.carries is not None and column is not None:
+            kind[col.consensus.carries(column)] = col.name
     return kind
 
 
+def _whole_corpus_kind(data: MultiRaterAnnotations, geometry: str) -> str | None:
+    """The geometry of a corpus holding a column picked whenever present (3D cuboids, keypoints; the
+    later declared first), ``None`` for none; ``ValueError`` for a ``geometry`` that does not apply."""
+    for col in reversed([k for k in fused_columns() if k.consensus.carries is None]):
+        what = col.label or col.name
+        if data.geometry.get(col.name) is not None:
+            if geometry in ("auto", col.name):
+                return col.name
+            if geometry == "boxes" and col.consensus.boxes:
+                return "boxes"
+            raise ValueError(f"the labels are {what}; geometry={geometry!r} does not apply to them")
+        if geometry == col.name:
+            raise ValueError(f"geometry={geometry!r} needs {what}, and the labels have none")
+    return None
+
+
 def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
-    """The geometry a consensus of ``data`` fuses: one of :data:`GEOMETRIES`.
+    """The geometry a consensus of ``data`` fuses: one of :data:`GEOMETRIES` (or a declared column).
 
     ``"auto"``: cuboids if the corpus holds 3D cuboids, keypoints if it holds
     keypoints, masks or polygons if *every* annotation carries one, boxes
-    otherwise. A named geometry must be present on every annotation
-    (``"boxes"`` always is, for 2D labels: masks, polygons and keypoints have
+    otherwise (each column's :class:`~agreement.core.kinds.ConsensusSpec`). A named geometry must be present
+    on every annotation (``"boxes"`` always is, for 2D labels: masks, polygons and keypoints have
     boxes).
 
-    Raises
-    ------
-    ValueError
-        For an unknown ``geometry``; for 3D points, 3D polylines or point-cloud
-        segments (no consensus for them); for **mixed label types across
-        raters** (some raters drew masks or polygons, others plain boxes),
-        naming the raters of each type; for a geometry the labels lack.
+    Args:
+        data: the corpus.
+        geometry: ``"auto"``, ``"boxes"`` or a fused column's name.
+
+    Returns:
+        The geometry's name.
+
+    Raises:
+        ValueError: For an unknown ``geometry``; for 3D points, 3D polylines or point-cloud
+            segments (no consensus for them); for **mixed label types across
+            raters** (some raters drew masks or polygons, others plain boxes),
+            naming the raters of each type; for a geometry the labels lack.
     """
-    if geometry != "auto" and geometry not in GEOMETRIES:
-        raise ValueError(f"unsupported geometry {geometry!r}; choose 'auto' or one of {', '.join(GEOMETRIES)}")
+    names = _geometries()
+    if geometry != "auto" and geometry not in names:
+        raise ValueError(f"unsupported geometry {geometry!r}; choose 'auto' or one of {', '.join(names)}")
     for attr, what in _unsupported().items():
-        if getattr(data, attr) is not None:
+        if data.geometry.get(attr) is not None:
             raise ValueError(
                 f"consensus supports boxes, polygons, masks, keypoints and 3D cuboids; these labels are "
                 f"{what}, an unsupported label type"
             )
-    if data.cuboids is not None:
-        if geometry not in ("auto", "cuboids"):
-            raise ValueError(f"the labels are 3D cuboids; geometry={geometry!r} does not apply to them")
-        return "cuboids"
-    if geometry == "cuboids":
-        raise ValueError("geometry='cuboids' needs 3D cuboids, and the labels have none")
-    if data.keypoints is not None:
-        if geometry in ("auto", "keypoints", "boxes"):
-            return "keypoints" if geometry != "boxes" else "boxes"
-        raise ValueError(f"the labels are keypoints; geometry={geometry!r} does not apply to them")
-    if geometry == "keypoints":
-        raise ValueError("geometry='keypoints' needs keypoints, and the labels have none")
+    whole = _whole_corpus_kind(data, geometry)
+    if whole is not None:
+        return whole
     if geometry == "boxes":
         return "boxes"
     kind = _row_kinds(data)
@@ -140,20 +172,19 @@ def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
 class UnitTable:
     """The units of a corpus, flat.
 
-    Attributes
-    ----------
-    row_unit : ndarray (N,) of int
-        Global unit of every annotation row, ``0 .. U - 1`` (``-1``: in no
-        unit, e.g. a zero-area box that WBF skips).
-    unit_sample : ndarray (U,) of int
-        Sample of each unit; units are numbered sample by sample.
-    order : ndarray (M,) of int
-        The rows that are in a unit, sorted by unit (stable: by rater within
-        a unit).
-    starts : ndarray (U + 1,) of int
-        Unit ``u`` holds rows ``order[starts[u]:starts[u + 1]]``.
-    member_unit : ndarray (M,) of int
-        ``row_unit[order]``.
+    Attributes:
+        row_unit (ndarray (N,) of int):
+            Global unit of every annotation row, ``0 .. U - 1`` (``-1``: in no
+            unit, e.g. a zero-area box that WBF skips).
+        unit_sample (ndarray (U,) of int):
+            Sample of each unit; units are numbered sample by sample.
+        order (ndarray (M,) of int):
+            The rows that are in a unit, sorted by unit (stable: by rater within
+            a unit).
+        starts (ndarray (U + 1,) of int):
+            Unit ``u`` holds rows ``order[starts[u]:starts[u + 1]]``.
+        member_unit (ndarray (M,) of int):
+            ``row_unit[order]``.
     """
 
     row_unit: np.ndarray
@@ -164,6 +195,7 @@ class UnitTable:
 
     @property
     def n_units(self) -> int:
+        """``U``: the number of units."""
         return len(self.unit_sample)
 
     @property
@@ -173,7 +205,8 @@ class UnitTable:
 
     def first(self) -> np.ndarray:
         """``(U,)`` the first member row of each unit (the reference of the fusion)."""
-        return self.order[self.starts[:-1]]
+        first: np.ndarray = self.order[self.starts[:-1]]
+        return first
 
 
 def units_from_labels(row_unit: np.ndarray, sample_index: np.ndarray, n_units: int | None = None) -> UnitTable:
@@ -221,12 +254,30 @@ def build_units(
     return units_from_labels(row_unit, data.sample_index, int(n_local.sum()))
 
 
+def unit_keys(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
+    """The ``(N, k)`` rows that key the units of geometry ``kind``: its column where its
+    :attr:`~agreement.core.kinds.ConsensusSpec.keys` says so (3D cuboids), the boxes otherwise."""
+    keys: np.ndarray = np.asarray(data.geometry[kind]) if consensus_spec(kind).keys else data.boxes
+    return keys
+
+
+def _pairwise(similarity: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The all-pairs similarity ``similarity`` (``"iou"`` or ``"cuboid_iou"``) of two arrays of unit keys."""
+    if similarity == "cuboid_iou":
+        from agreement.geometry.cuboids import pairwise_cuboid_iou
+
+        return pairwise_cuboid_iou
+    from agreement.geometry.boxes import pairwise_iou
+
+    return pairwise_iou
+
+
 def _canonical_rows(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
     """The annotation rows sorted by sample id, rater name and geometry: an order that does not depend on
     how the corpus happens to be ordered (a shuffled copy of a corpus gets the same subsample)."""
     s_rank = np.unique(np.asarray(data.sample_ids).astype(str), return_inverse=True)[1].ravel()
     r_rank = np.unique(np.asarray(data.raters).astype(str), return_inverse=True)[1].ravel()
-    geo = data.cuboids if kind == "cuboids" else data.boxes
+    geo = unit_keys(data, kind)
     keys = [geo[:, k] for k in reversed(range(geo.shape[1]))]
     return np.lexsort(keys + [r_rank[data.rater_index], s_rank[data.sample_index]])
 
@@ -237,27 +288,23 @@ def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: 
     Estimated from up to ``n × n`` pairs of annotations of *different*
     samples drawn with a fixed seed from the rows in a canonical order (by
     sample id, rater and geometry: the estimate does not depend on the
-    order of the corpus): box IoU for 2D labels, cuboid IoU for
-    3D (``n`` capped at 300 there). Where no pair matches, half of one pair
+    order of the corpus): box IoU for 2D labels, the similarity of the unit keys for a column that keys
+    its units (:attr:`~agreement.core.kinds.ConsensusSpec.keys`: cuboid IoU in 3D, ``n`` capped at
+    :attr:`~agreement.core.kinds.ConsensusSpec.coincidence_rows`, 300). Where no pair matches, half of one pair
     in the number compared (a conservative floor); at most 0.5.
     """
     rng = np.random.default_rng(seed)
     N = len(data)
     if N < 2:
         return 0.5
-    if kind == "cuboids":
-        from agreement.geometry.cuboids import pairwise_cuboid_iou
-
-        n = min(n, 300)
+    spec = consensus_spec(kind)
+    if spec.coincidence_rows is not None:
+        n = min(n, spec.coincidence_rows)
     rows = _canonical_rows(data, kind) if N > n else np.arange(N)  # every row: any order gives the same count
     a = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
     b = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
-    if kind == "cuboids":
-        sim = pairwise_cuboid_iou(data.cuboids[a], data.cuboids[b])
-    else:
-        from agreement.geometry.boxes import pairwise_iou
-
-        sim = pairwise_iou(data.boxes[a], data.boxes[b])
+    keys = unit_keys(data, kind)
+    sim = _pairwise(spec.similarity if spec.keys else "iou")(keys[a], keys[b])
     other = data.sample_index[a][:, None] != data.sample_index[b][None, :]
     pairs = int(other.sum())
     if pairs == 0:

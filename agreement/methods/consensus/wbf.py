@@ -50,12 +50,12 @@ class WBFResult:
     """Clusters of :func:`weighted_boxes_fusion`.
 
     Attributes:
-        boxes (ndarray (K, 4)): Fused ``[x1, y1, x2, y2]``.
-        scores (ndarray (K,)): Cluster confidence.
-        labels (ndarray (K,)): Class of each cluster.
-        group (ndarray (K,)): Image of each cluster.
-        size (ndarray (K,)): Boxes in each cluster.
-        cluster (ndarray (n,)): Cluster of every input box; ``-1`` for a box removed by the pre-filter.
+        boxes: ndarray (K, 4). Fused ``[x1, y1, x2, y2]``.
+        scores: ndarray (K,). Cluster confidence.
+        labels: ndarray (K,). Class of each cluster.
+        group: ndarray (K,). Image of each cluster.
+        size: ndarray (K,). Boxes in each cluster.
+        cluster: ndarray (n,). Cluster of every input box; ``-1`` for a box removed by the pre-filter.
     """
 
     boxes: np.ndarray
@@ -145,16 +145,16 @@ def weighted_boxes_fusion(
     """Weighted Boxes Fusion of many images at once (module docstring).
 
     Args:
-        boxes (array-like (n, 4)): ``[x1, y1, x2, y2]`` relative to the image (``[0, 1]``).
-        scores (array-like (n,)): Box scores (1 for a rater's boxes).
-        labels (array-like of int (n,)): Class codes.
-        models (array-like of int (n,)): Source of each box, ``0 .. M - 1``.
-        groups (array-like of int (n,), optional): Image of each box, ``0 .. G - 1`` (default: one image).
-        weights (array-like (M,), optional): Source weights (default 1).
-        group_models (array-like of bool (G, M), optional): The sources of each image (``ensemble-boxes`` is called with these
+        boxes: array-like (n, 4). ``[x1, y1, x2, y2]`` relative to the image (``[0, 1]``).
+        scores: array-like (n,). Box scores (1 for a rater's boxes).
+        labels: array-like of int (n,). Class codes.
+        models: array-like of int (n,). Source of each box, ``0 .. M - 1``.
+        groups: array-like of int (n,), optional. Image of each box, ``0 .. G - 1`` (default: one image).
+        weights: array-like (M,), optional. Source weights (default 1).
+        group_models: array-like of bool (G, M), optional. The sources of each image (``ensemble-boxes`` is called with these
             sources' lists, empty lists included); default every source.
-        iou_thr (float, default=0.55): A box joins a cluster when its IoU with the fused box is ``> iou_thr``.
-        skip_box_thr (float, default=0): Boxes with a score ``< skip_box_thr`` are dropped first (module
+        iou_thr: float, default=0.55. A box joins a cluster when its IoU with the fused box is ``> iou_thr``.
+        skip_box_thr: float, default=0. Boxes with a score ``< skip_box_thr`` are dropped first (module
             docstring, step 1).
 
     Returns:

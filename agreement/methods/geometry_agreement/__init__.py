@@ -197,7 +197,9 @@ from agreement.methods.geometry_agreement.matching import stacker
 from agreement.methods.geometry_agreement.params import DISTANCES, GeometryParams
 from agreement.methods.geometry_agreement.result import Estimate, GeometryAgreementResult
 from agreement.methods.geometry_agreement.shards import GeometryShard, concat_shards, geometry_shard
-from agreement.methods.geometry_agreement.within import PairSums, within_set_pairs  # noqa: F401 - re-exported: the tests build the chance strata
+
+# re-exported: the tests build the chance strata from these
+from agreement.methods.geometry_agreement.within import PairSums, within_set_pairs  # noqa: F401
 from agreement.methods.ot.alpha_ot import canonical_sample_order
 
 if TYPE_CHECKING:
@@ -540,7 +542,8 @@ def merge_geometry_shards(
     )
 
 
-def _stratum_scale(chance: ChanceSample, cells: Cells, keep: np.ndarray, strata: np.ndarray | None) -> np.ndarray | None:
+def _stratum_scale(chance: ChanceSample, cells: Cells, keep: np.ndarray,
+                   strata: np.ndarray | None) -> np.ndarray | None:
     r"""The weight of every between-item set pair of the chance sample under length strata (``None``: one
     stratum, every set pair weighs its multiplicity).
 
@@ -582,7 +585,8 @@ def _between_of(chance: ChanceSample, read_samples: Callable[[np.ndarray], tuple
     local = replace(chance, i=rows[np.searchsorted(used, chance.i)], j=rows[np.searchsorted(used, chance.j)])
 
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
+        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas,
+                                 options=params.similarity_options)
 
     return match_between(data, data.counts().astype(np.int64), local, sim_fn,
                           stacker(distance, data) if params.stack else None, params.threshold)

@@ -245,8 +245,8 @@ class BetweenMatch:
     comparisons: int
 
 
-def match_between(data: MultiRaterAnnotations, counts: Cells | np.ndarray, chance: ChanceSample, sim_fn: SimilarityBlock,
-                  stack_fn: SimilarityBlock | None, t: float) -> BetweenMatch:
+def match_between(data: MultiRaterAnnotations, counts: Cells | np.ndarray, chance: ChanceSample,
+                  sim_fn: SimilarityBlock, stack_fn: SimilarityBlock | None, t: float) -> BetweenMatch:
     """Matches every drawn set pair: one similarity block per (sample ``i``,
     rater ``a``) against the sets of all its partners."""
     R, N = data.num_raters, len(data)

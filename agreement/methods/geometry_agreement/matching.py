@@ -36,7 +36,8 @@ _STACK_BLOCK = 8_192  # entries of a block of stacked small tasks (box similarit
 # --------------------------------------------------------------------------
 
 
-def _stacked_box_similarity(name: str, data: MultiRaterAnnotations, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+def _stacked_box_similarity(name: str, data: MultiRaterAnnotations, rows_a: np.ndarray,
+                            rows_b: np.ndarray) -> np.ndarray:
     """The box similarities of :func:`agreement.geometry.similarity.similarity_matrix`
     (same formulas) for ``rows_a`` spanning several samples: used only to
     stack many small blocks into one call (see :func:`stacker`)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from agreement.core.validation import AnnotationError
-from agreement.geometry.similarity import SIMILARITIES, check_similarity
+from agreement.geometry.similarity import SIMILARITIES, SimilarityOptions, check_similarity
 
 if TYPE_CHECKING:
     from agreement.core.data import MultiRaterAnnotations
@@ -43,6 +43,8 @@ class GeometryParams:
         sigma_p: the chance percentile of σ, in ``(0, 1)``.
         sigmas: per-keypoint σ for ``"oks"`` (``None``: COCO's).
         stack: compute many small box-similarity blocks in one call (same numbers, faster).
+        similarity_options: the 3D similarities' parameters
+            (:class:`agreement.geometry.similarity.SimilarityOptions`; ``None``: the defaults).
     """
 
     distance: str = "giou"
@@ -54,6 +56,7 @@ class GeometryParams:
     sigma_p: float = 0.05
     sigmas: np.ndarray | None = None
     stack: bool = True
+    similarity_options: SimilarityOptions | None = None
 
     @classmethod
     def of(cls, params: GeometryParams | None, options: Mapping[str, Any]) -> GeometryParams:
@@ -98,7 +101,8 @@ class GeometryParams:
         if not (0.0 < p < 1.0):
             raise ValueError(f"sigma_p (the chance percentile of σ) must be in (0, 1), got {self.sigma_p!r}")
         return GeometryParams(distance=distance, threshold=t, bootstrap=bootstrap, max_pairs=int(max_pairs),
-                              seed=int(self.seed), confidence=c, sigma_p=p, sigmas=self.sigmas, stack=self.stack)
+                              seed=int(self.seed), confidence=c, sigma_p=p, sigmas=self.sigmas, stack=self.stack,
+                              similarity_options=self.similarity_options)
 
 
 # --------------------------------------------------------------------------

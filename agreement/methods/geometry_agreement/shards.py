@@ -92,7 +92,8 @@ def geometry_shard(data: MultiRaterAnnotations, params: GeometryParams | None = 
     counts = data.counts().astype(np.int64)
 
     def sim_fn(rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas)
+        return similarity_matrix(distance, data, rows_a, rows_b, sigmas=sigmas,
+                                 options=params.similarity_options)
 
     stack_fn = stacker(distance, data) if params.stack else None
     all_pairs = within_set_pairs(data, counts)
@@ -126,7 +127,8 @@ def concat_shards(shards: Sequence[GeometryShard]) -> GeometryShard:
     cells = Cells(cat([sh.cells.s + o for sh, o in zip(shards, so, strict=False)]), cat([sh.cells.r for sh in shards]),
                   cat([sh.cells.n for sh in shards]), R)
     has_rows = all(sh.has_rows for sh in shards)
-    rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro, strict=False)]) if has_rows else np.zeros((0, 2), np.intp))
+    rows = (cat([sh.within.rows + o for sh, o in zip(shards, ro, strict=False)]) if has_rows
+            else np.zeros((0, 2), np.intp))
     within = WithinSums(cat([sh.within.distance for sh in shards]),
                         cat([sh.within.sample + np.int32(o) for sh, o in zip(shards, so, strict=False)]), rows)
     outputs = {}

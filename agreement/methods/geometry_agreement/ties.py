@@ -120,4 +120,5 @@ def pair_tiebreak(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     b = np.asarray(key_b, dtype=np.uint64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     z = mix64(mix64(lo + GOLDEN) ^ hi)
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    out: np.ndarray = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return out

@@ -78,7 +78,7 @@ from agreement.core.arrays import mean_of_defined
 from agreement.core.data import MultiRaterAnnotations, encode_classes
 from agreement.core.reliability import SparseReliability, concat_ranges
 from agreement.geometry.correspondence import check_cost, check_solver, check_tau, solve_units
-from agreement.geometry.similarity import check_similarity
+from agreement.geometry.similarity import SimilarityOptions, check_similarity
 
 # Internals reachable here too (the tests check the paired box IoU against the matrix form).
 from agreement.methods.kalos.candidates import (  # noqa: F401
@@ -147,14 +147,15 @@ def _check_data(data: MultiRaterAnnotations) -> None:
 
 
 def _prepare(
-    data: MultiRaterAnnotations, similarity: str | SimilarityFn, tau_min: float, no_object: str
+    data: MultiRaterAnnotations, similarity: str | SimilarityFn, tau_min: float, no_object: str,
+    options: SimilarityOptions | None = None,
 ) -> _Prepared:
     _check_data(data)
     codes, categories = _encode_classes(data, no_object)
     repaired = 0
     if isinstance(similarity, str):
         repaired = int(check_similarity(similarity, data).get("repaired_polygons", 0))
-    return _Prepared(codes, categories, find_candidates(data, similarity, tau_min), repaired)
+    return _Prepared(codes, categories, find_candidates(data, similarity, tau_min, options=options), repaired)
 
 
 def _run(
@@ -258,6 +259,8 @@ def kalos_alpha(
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
+    *,
+    options: SimilarityOptions | None = None,
 ) -> KalosResult:
     r"""KαLOS agreement: units by correspondence, then nominal Krippendorff's α.
 
@@ -289,6 +292,8 @@ def kalos_alpha(
             :mod:`agreement.geometry.correspondence`.
         cost ({"soft", "plain"}, default="soft"): ψ_soft or ``-s``.
         no_object (str, default="no_object"): Name of the "no object" category; must not be a class name.
+        options (SimilarityOptions, optional): The 3D similarities' parameters
+            (:class:`agreement.geometry.similarity.SimilarityOptions`); default: their defaults.
 
     Returns:
         KalosResult: Per-sample α (NaN with a reason where undefined, never 1.0), units,
@@ -310,7 +315,7 @@ def kalos_alpha(
     tau = check_tau(tau)
     check_solver(solver)
     check_cost(cost)
-    prep = _prepare(data, similarity, tau, no_object)
+    prep = _prepare(data, similarity, tau, no_object, options)
     return _run(data, prep, similarity, tau, solver, cost)
 
 
@@ -321,6 +326,8 @@ def sensitivity_curve(
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
+    *,
+    options: SimilarityOptions | None = None,
 ) -> SensitivityCurve:
     """Localisation sensitivity: KαLOS α as a function of the threshold τ.
 
@@ -337,6 +344,7 @@ def sensitivity_curve(
         solver: As in :func:`kalos_alpha`.
         cost: As in :func:`kalos_alpha`.
         no_object: As in :func:`kalos_alpha`.
+        options: As in :func:`kalos_alpha`.
 
     Returns:
         SensitivityCurve: ``taus`` sorted, with global α, mean α (over defined samples), the
@@ -347,7 +355,7 @@ def sensitivity_curve(
         raise ValueError("taus must hold at least one threshold in (0, 1]")
     check_solver(solver)
     check_cost(cost)
-    prep = _prepare(data, similarity, ts[0], no_object)
+    prep = _prepare(data, similarity, ts[0], no_object, options)
     points = [_CurvePoint.of(_run(data, prep, similarity, t, solver, cost)) for t in ts]
     return _curve(ts, [points], similarity_name(similarity), solver, cost)
 
@@ -421,6 +429,8 @@ def kalos_shard(
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
+    *,
+    options: SimilarityOptions | None = None,
 ) -> KalosShard:
     """KαLOS at ``tau`` and at every τ of the sensitivity curve, on one shard of a corpus.
 
@@ -441,7 +451,7 @@ def kalos_shard(
         raise ValueError("taus must hold at least one threshold in (0, 1]")
     check_solver(solver)
     check_cost(cost)
-    prep = _prepare(data, similarity, min(tau, ts[0]), no_object)
+    prep = _prepare(data, similarity, min(tau, ts[0]), no_object, options)
     result = _run(data, prep, similarity, tau, solver, cost)
     curve = tuple(_CurvePoint.of(result if t == tau else _run(data, prep, similarity, t, solver, cost)) for t in ts)
     return KalosShard(result, ts, curve)

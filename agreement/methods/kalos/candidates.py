@@ -16,7 +16,7 @@ import numpy as np
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.boxes import paired_iou
 from agreement.geometry.correspondence import check_tau
-from agreement.geometry.similarity import similarity_matrix
+from agreement.geometry.similarity import SimilarityOptions, similarity_matrix
 
 SimilarityFn = Callable[[MultiRaterAnnotations, np.ndarray, np.ndarray], np.ndarray]
 
@@ -26,9 +26,11 @@ SimilarityFn = Callable[[MultiRaterAnnotations, np.ndarray, np.ndarray], np.ndar
 # --------------------------------------------------------------------------
 
 
-def _registry_similarity(name: str, data: MultiRaterAnnotations) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``f(rows_a, rows_b)`` for a named similarity of :mod:`agreement.geometry.similarity`."""
-    return lambda rows_a, rows_b: similarity_matrix(name, data, rows_a, rows_b)
+def _registry_similarity(name: str, data: MultiRaterAnnotations,
+                         options: SimilarityOptions | None = None) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``f(rows_a, rows_b)`` for a named similarity of :mod:`agreement.geometry.similarity`, with the 3D
+    similarities' ``options``."""
+    return lambda rows_a, rows_b: similarity_matrix(name, data, rows_a, rows_b, options=options)
 
 
 def paired_row_iou(data: MultiRaterAnnotations, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -77,7 +79,8 @@ def similarity_name(similarity: str | SimilarityFn) -> str:
 
 
 def candidate_pairs(
-    data: MultiRaterAnnotations, similarity: str | SimilarityFn = "iou", tau: float = 0.5
+    data: MultiRaterAnnotations, similarity: str | SimilarityFn = "iou", tau: float = 0.5, *,
+    options: SimilarityOptions | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of annotations of different raters on one sample with similarity ``>= tau``.
 
@@ -94,16 +97,19 @@ def candidate_pairs(
             ``f(data, rows_a, rows_b) -> (len(rows_a), len(rows_b))`` array of
             similarities in ``[0, 1]``.
         tau: the correspondence threshold, in ``(0, 1]``.
+        options: the 3D similarities' parameters (:class:`agreement.geometry.similarity.SimilarityOptions`;
+            ``None``: the defaults).
 
     Returns:
         ``(i, j, s)``: ``i``, ``j`` int64 ``(k,)`` rows of the pairs, ``rater_index[i] < rater_index[j]``,
         same sample; ``s`` float64 ``(k,)`` their similarities, in ``[tau, 1]``.
     """
-    c = find_candidates(data, similarity, check_tau(tau))
+    c = find_candidates(data, similarity, check_tau(tau), options=options)
     return c.i, c.j, c.s
 
 
-def find_candidates(data: MultiRaterAnnotations, similarity: str | SimilarityFn, tau_min: float) -> CandidatePairs:
+def find_candidates(data: MultiRaterAnnotations, similarity: str | SimilarityFn, tau_min: float, *,
+                    options: SimilarityOptions | None = None) -> CandidatePairs:
     """The candidate pairs of :func:`candidate_pairs` at the checked threshold ``tau_min``, as a
     :class:`CandidatePairs` (box IoU by the vectorised paired path, other similarities sample by sample).
 
@@ -112,6 +118,7 @@ def find_candidates(data: MultiRaterAnnotations, similarity: str | SimilarityFn,
         similarity: a name of :func:`agreement.geometry.similarity.similarity_matrix` or a function
             ``f(data, rows_a, rows_b)`` of similarities in ``[0, 1]``.
         tau_min: the threshold, in ``(0, 1]`` (already checked).
+        options: the 3D similarities' parameters (``None``: the defaults).
 
     Returns:
         The pairs ``(i, j)`` of different raters on one sample with similarity ``s >= tau_min``.
@@ -123,7 +130,7 @@ def find_candidates(data: MultiRaterAnnotations, similarity: str | SimilarityFn,
     if isinstance(similarity, str) and similarity in _PAIRED:
         return _paired_candidates(data, _PAIRED[similarity], tau_min)
     if isinstance(similarity, str):
-        f = _registry_similarity(similarity, data)
+        f = _registry_similarity(similarity, data, options)
     elif callable(similarity):
         f = lambda a, b: similarity(data, a, b)  # noqa: E731
     else:

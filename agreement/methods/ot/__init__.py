@@ -418,8 +418,9 @@ def solve_set_pairs(pc: PairCosts, pairs: SetPairs, *, beta: float, normalizatio
 
     has = np.isfinite(near_cost)
     nearest = np.where(has, near_key % max(n_detail, 1), -1).astype(np.intp)
-    return SolvedSetPairs(cost=cost, n_matched=k, m_problem=cat(0, np.intp), m_row_a=cat(1, np.intp), m_row_b=cat(2, np.intp),
-                   m_cost=cat(3, np.float64), nearest_row=nearest, nearest_cost=np.where(has, near_cost, np.nan))
+    return SolvedSetPairs(cost=cost, n_matched=k, m_problem=cat(0, np.intp), m_row_a=cat(1, np.intp),
+                          m_row_b=cat(2, np.intp), m_cost=cat(3, np.float64), nearest_row=nearest,
+                          nearest_cost=np.where(has, near_cost, np.nan))
 
 
 def _nearest_update(near_cost: np.ndarray, near_key: np.ndarray, ia: np.ndarray, jb: np.ndarray, c: np.ndarray,

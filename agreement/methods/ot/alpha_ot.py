@@ -274,8 +274,9 @@ class ChancePlan:
         return self.cell_key[np.searchsorted(self.cell_key, lo * R): np.searchsorted(self.cell_key, hi * R)]
 
 
-def plan_chance(sample_ids: Sequence[Any] | np.ndarray, cell_sample: np.ndarray, cell_rater: np.ndarray, raters: Sequence[str], *, max_pairs: int = 100_000,
-                seed: int = 0, groups: np.ndarray | None = None, strata: np.ndarray | None = None) -> ChancePlan:
+def plan_chance(sample_ids: Sequence[Any] | np.ndarray, cell_sample: np.ndarray, cell_rater: np.ndarray,
+                raters: Sequence[str], *, max_pairs: int = 100_000, seed: int = 0,
+                groups: np.ndarray | None = None, strata: np.ndarray | None = None) -> ChancePlan:
     """The cross pairs αOT evaluates for a corpus with this assignment (module docstring).
 
     ``(cell_sample[k], cell_rater[k])`` are the assigned (sample, rater)

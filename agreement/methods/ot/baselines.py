@@ -66,16 +66,8 @@ from agreement.methods.ot import (
 )
 from agreement.methods.ot.pair_costs import PairCosts, chunks_of, set_pair_entries
 
-__all__ = [
-    "NO_OBJECT",
-    "ThresholdMatching",
-    "PairBaseline",
-    "ThresholdBaselines",
-    "threshold_match",
-    "f1_at_iou",
-    "threshold_baselines",
-    "ot_scores_and_threshold_baselines",
-]
+__all__ = ["NO_OBJECT", "ThresholdMatching", "PairBaseline", "ThresholdBaselines", "threshold_match", "f1_at_iou",
+           "threshold_baselines", "ot_scores_and_threshold_baselines"]
 
 NO_OBJECT = "no_object"
 
@@ -165,8 +157,7 @@ def threshold_match(
         boxes_a: ``(n, 4)`` relative ``[x, y, w, h]`` boxes of rater A.
         boxes_b: ``(m, 4)`` relative ``[x, y, w, h]`` boxes of rater B.
         iou_threshold: ``t`` in ``(0, 1]`` (default 0.5, PASCAL VOC).
-        labels_a: optional class labels of ``boxes_a``; given both label lists, matching is
-            class-aware.
+        labels_a: optional class labels of ``boxes_a`` (given both label lists, matching is class-aware).
         labels_b: optional class labels of ``boxes_b``.
 
     Returns:
@@ -316,8 +307,8 @@ class ThresholdBaselines:
     alpha_class_aware: bool = False
 
 
-def threshold_baselines(data: MultiRaterAnnotations, *, iou_threshold: float = 0.5, class_aware: bool = True, alpha_class_aware: bool = False,
-                        max_block: int = 1 << 17) -> ThresholdBaselines:
+def threshold_baselines(data: MultiRaterAnnotations, *, iou_threshold: float = 0.5, class_aware: bool = True,
+                        alpha_class_aware: bool = False, max_block: int = 1 << 17) -> ThresholdBaselines:
     """F1@IoU, mean IoU and Krippendorff's alpha over threshold matching, for a corpus.
 
     For every sample and every pair of raters both assigned to it: the

@@ -172,7 +172,8 @@ def assigned_pair_cells(data: MultiRaterAnnotations) -> tuple[np.ndarray, ...]:
     return (s, a, b, pid, *pair_set_rows(data, s, a, b))
 
 
-def pair_set_rows(data: MultiRaterAnnotations, sample: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+def pair_set_rows(data: MultiRaterAnnotations, sample: np.ndarray, a: np.ndarray,
+                  b: np.ndarray) -> tuple[np.ndarray, ...]:
     """The row ranges of rater ``a[k]``'s and rater ``b[k]``'s sets on sample ``sample[k]``:
     ``(a0, na, b0, nb)``, the rows ``a0[k] + [0, na[k])`` and ``b0[k] + [0, nb[k])``."""
     R, off = data.num_raters, data.offsets

@@ -101,24 +101,24 @@ class MultiLabelStapleResult:
     r"""Result of :func:`multilabel_staple`.
 
     Attributes:
-        consensus (ndarray of int64, the masks' shape): The consensus label per pixel, ``label_undecided`` where undecided.
-        confusion (ndarray of shape (R, L, L)): ``confusion[r, i, j]`` = :math:`P(\text{rater } r \text{ says } j \mid
+        consensus: ndarray of int64, the masks' shape. The consensus label per pixel, ``label_undecided`` where undecided.
+        confusion: ndarray of shape (R, L, L). ``confusion[r, i, j]`` = :math:`P(\text{rater } r \text{ says } j \mid
             \text{truth } i)`, rows summing to 1 (rows true, columns predicted, as
             ``sklearn.metrics.confusion_matrix``; ITK's ``GetConfusionMatrix`` is
             the transpose, with one extra all-zero row). NaN for an absent rater
             and in the row of a label no pixel is estimated to have.
-        sensitivity (ndarray of shape (R, L)): Per rater and class, in ``[0, 1]``, NaN when undefined (module
+        sensitivity: ndarray of shape (R, L). Per rater and class, in ``[0, 1]``, NaN when undefined (module
             docstring).
-        specificity (ndarray of shape (R, L)): Per rater and class, in ``[0, 1]``, NaN when undefined (module
+        specificity: ndarray of shape (R, L). Per rater and class, in ``[0, 1]``, NaN when undefined (module
             docstring).
-        prior (ndarray of shape (L,)): The prior :math:`\pi` used.
-        truth_mass (ndarray of shape (L,)): :math:`m_i = \sum_x W_x(i)`: the estimated number of pixels of each
+        prior: ndarray of shape (L,). The prior :math:`\pi` used.
+        truth_mass: ndarray of shape (L,). :math:`m_i = \sum_x W_x(i)`: the estimated number of pixels of each
             true label.
-        label_undecided (int): The label given to undecided pixels.
-        n_undecided (int): The number of undecided pixels.
-        n_iter (int): EM iterations performed.
-        converged (bool): Whether the change fell below ``tol`` within ``max_iter``.
-        reason (str or None): Why some numbers are NaN, or ``None``.
+        label_undecided: int. The label given to undecided pixels.
+        n_undecided: int. The number of undecided pixels.
+        n_iter: int. EM iterations performed.
+        converged: bool. Whether the change fell below ``tol`` within ``max_iter``.
+        reason: str or None. Why some numbers are NaN, or ``None``.
     """
 
     consensus: np.ndarray
@@ -298,17 +298,17 @@ def multilabel_staple(
     ITK's ``MultiLabelSTAPLEImageFilter``).
 
     Args:
-        masks (sequence of R integer label maps of one shape, or None): One label map per rater (values ``>= 0``; bool is labels 0/1). ``None``
+        masks: sequence of R integer label maps of one shape, or None. One label map per rater (values ``>= 0``; bool is labels 0/1). ``None``
             marks a rater who did not label this sample: left out of the
             estimation, with NaN confusion, sensitivity and specificity.
-        label_undecided (int, optional): The label of pixels whose largest posterior is shared by several
+        label_undecided: int, optional. The label of pixels whose largest posterior is shared by several
             labels; default ``max label + 1``.
-        max_iter (int, optional): Maximum number of EM iterations (``0``: the label map of the initial
+        max_iter: int, optional. Maximum number of EM iterations (``0``: the label map of the initial
             matrices); default unlimited.
-        tol (float, default=1e-5): Stop when no confusion-matrix entry moved by ``tol`` or more.
-        prior (array-like of shape (L,), optional): Prior probability of each label ``0 .. L-1``; default the labels'
+        tol: float, default=1e-5. Stop when no confusion-matrix entry moved by ``tol`` or more.
+        prior: array-like of shape (L,), optional. Prior probability of each label ``0 .. L-1``; default the labels'
             relative frequency over all raters' pixels.
-        init ({"itk", "vote"}, default="itk"): The initial confusion matrices: ITK's (reproduced, quirks included) or
+        init: {"itk", "vote"}, default="itk". The initial confusion matrices: ITK's (reproduced, quirks included) or
             the textbook one from the plurality vote (module docstring).
 
     Returns:

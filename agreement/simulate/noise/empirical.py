@@ -78,7 +78,14 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
-from agreement.simulate.noise.perturbations import _assemble, _check_level, _check_seed, _crc, _reference_rater, _rng
+from agreement.simulate.noise.perturbations import (
+    assemble_raters,
+    cell_rng,
+    check_level,
+    check_seed,
+    crc32_text,
+    reference_rater_index,
+)
 from agreement.simulate.noise.profile import (
     PROFILES_DIR,  # noqa: F401  (reachable here too: the tests read the shipped profiles' folder)
     STAGES,
@@ -150,7 +157,7 @@ class School:
         if len(off) != 4 or not all(math.isfinite(v) for v in off):
             raise ValueError(f"school {self.name!r}: offset must be 4 finite numbers (dx, dy, dw, dh), got {self.offset!r}")
         object.__setattr__(self, "offset", off)
-        _check_level(self.class_map_rate, f"school {self.name!r}: class_map_rate", upper=1.0)
+        check_level(self.class_map_rate, f"school {self.name!r}: class_map_rate", upper=1.0)
         if self.class_map is not None:
             cm = {str(k): str(v) for k, v in dict(self.class_map).items()}
             object.__setattr__(self, "class_map", cm)
@@ -272,12 +279,12 @@ def simulate(
     Reference: Tschirschwitz & Rodehorst, KαLOS (empirical noise generator,
     stages in priority order, magnitude scaling, cannibalisation).
     """
-    lam = _check_level(magnitude, "magnitude (λ)")
-    seed = _check_seed(seed)
+    lam = check_level(magnitude, "magnitude (λ)")
+    seed = check_seed(seed)
     if isinstance(num_raters, bool) or not isinstance(num_raters, (int, np.integer)) or num_raters < 1:
         raise ValueError(f"num_raters must be an integer K >= 1, got {num_raters!r}")
     prof = load_profile(profile)
-    r = _reference_rater(reference, rater)
+    r = reference_rater_index(reference, rater)
     ref_name = reference.raters[r]
     schools, member_of, names = _schools_and_names(school, num_raters, names)
     all_names = names + ([ref_name] if include_reference else [])
@@ -297,7 +304,7 @@ def simulate(
     noise = NoiseModel(profile=prof, rates=rates, lam=lam, sampler=sampler)
     cells, prov = _simulate_cells(reference, r, raters, noise, seed=seed, counts=counts,
                                   include_reference=include_reference)
-    out = _assemble(reference, r, all_names, cells)
+    out = assemble_raters(reference, r, all_names, cells)
     source, origin = _provenance_in_row_order(reference, r, all_names, prov)
     report = SimulationReport(
         magnitude=lam, seed=seed, reference_rater=ref_name, raters=tuple(names),
@@ -340,7 +347,8 @@ def _school_class_maps(schools: list[School], sampler: ClassSampler, seed: int) 
         if sc.class_map is not None:
             class_maps[sc.name] = dict(sc.class_map)
         else:
-            rng = np.random.default_rng(np.random.SeedSequence([seed, _crc("school:" + sc.name), _crc("class_map")]))
+            seq = np.random.SeedSequence([seed, crc32_text("school:" + sc.name), crc32_text("class_map")])
+            rng = np.random.default_rng(seq)
             cmap = {}
             for c in sampler.prior_classes:
                 if rng.random() < sc.class_map_rate and sampler.has_alternative(c):
@@ -373,7 +381,7 @@ def _simulate_cells(reference, r: int, raters: _SimulatedRaters, noise: NoiseMod
         boxes, labels, ids = reference.boxes[sl], reference.labels[sl], reference.label_ids[sl]
         for k, rname in enumerate(names):
             sc = member_of[k]
-            rng = _rng(seed, rname, reference.sample_ids[s])
+            rng = cell_rng(seed, rname, reference.sample_ids[s])
             school = SchoolBias(class_map=class_maps.get(sc.name, {}) if sc else {}, offset=sc.offset if sc else zero)
             b, lab, src, org = simulate_cell(boxes, labels, reference.image_sizes[s], noise, school, rng=rng,
                                               counts=counts)

@@ -79,13 +79,37 @@ PERTURBATIONS = ("drop", "shift", "swap")
 # --------------------------------------------------------------------------
 
 
-def _check_seed(seed: int) -> int:
+def check_seed(seed: int) -> int:
+    """Checks a seed.
+
+    Args:
+        seed: a non-negative integer (a bool is refused).
+
+    Returns:
+        The seed as an ``int``.
+
+    Raises:
+        ValueError: when the seed is not a non-negative integer.
+    """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
-def _check_level(value: float, name: str, upper: float | None = None) -> float:
+def check_level(value: float, name: str, upper: float | None = None) -> float:
+    """Checks a noise level: a finite number in ``[0, upper]`` (``[0, inf)`` without ``upper``).
+
+    Args:
+        value: the level.
+        name: its name in the error message.
+        upper: the largest value allowed, or None for no bound.
+
+    Returns:
+        The level as a ``float``.
+
+    Raises:
+        ValueError: when the level is not finite, negative or above ``upper``.
+    """
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -97,17 +121,48 @@ def _check_level(value: float, name: str, upper: float | None = None) -> float:
     return v
 
 
-def _crc(text: str) -> int:
+def crc32_text(text: str) -> int:
+    """The CRC-32 of a text's UTF-8 bytes (``zlib.crc32``), a stable seed component.
+
+    Args:
+        text: the text (converted with ``str``).
+
+    Returns:
+        The checksum, in ``[0, 2**32)``.
+    """
     return zlib.crc32(str(text).encode("utf-8"))
 
 
-def _rng(seed: int, stream: str, sample_id, *extra: int) -> np.random.Generator:
-    """The generator of one (stream, sample) cell: ``(seed, crc32(stream), crc32(sample))``."""
-    return np.random.default_rng(np.random.SeedSequence([int(seed), _crc(stream), _crc(str(sample_id)), *extra]))
+def cell_rng(seed: int, stream: str, sample_id, *extra: int) -> np.random.Generator:
+    """The generator of one (stream, sample) cell: ``(seed, crc32(stream), crc32(sample))``.
+
+    Args:
+        seed: the run's seed.
+        stream: the stream's name (a rater's name, for example).
+        sample_id: the sample's id.
+        *extra: further integers appended to the seed sequence.
+
+    Returns:
+        A generator seeded with ``SeedSequence([seed, crc32(stream), crc32(sample_id), *extra])``.
+    """
+    seq = np.random.SeedSequence([int(seed), crc32_text(stream), crc32_text(str(sample_id)), *extra])
+    return np.random.default_rng(seq)
 
 
-def _reference_rater(reference: MultiRaterAnnotations, rater: str | None) -> int:
-    """Index of the reference rater, with clear errors for bad input."""
+def reference_rater_index(reference: MultiRaterAnnotations, rater: str | None) -> int:
+    """Index of the reference rater, with clear errors for bad input.
+
+    Args:
+        reference: the reference corpus.
+        rater: the reference rater's name, or None when the corpus has one rater.
+
+    Returns:
+        The rater's index in ``reference.raters``.
+
+    Raises:
+        TypeError: when ``reference`` is not a MultiRaterAnnotations.
+        ValueError: when the rater is unknown or ambiguous, assigned nowhere, empty or holds invalid boxes.
+    """
     if not isinstance(reference, MultiRaterAnnotations):
         raise TypeError(f"reference must be a MultiRaterAnnotations, got {type(reference).__name__}")
     if rater is None:
@@ -143,11 +198,17 @@ def _reference_rater(reference: MultiRaterAnnotations, rater: str | None) -> int
     return r
 
 
-def _clip_to_image(boxes: np.ndarray) -> np.ndarray:
+def clip_to_image(boxes: np.ndarray) -> np.ndarray:
     """Clamps each box centre to ``[0, 1]^2``, then clips the box to the image.
 
     The clamped centre lies in the image, so the clipped box is never empty
     (its width and height stay ``>= 0``; positive when they were).
+
+    Args:
+        boxes: ``(n, 4)`` relative ``[x, y, w, h]`` boxes.
+
+    Returns:
+        The ``(n, 4)`` float64 clipped boxes.
     """
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     w, h = boxes[:, 2], boxes[:, 3]
@@ -158,7 +219,7 @@ def _clip_to_image(boxes: np.ndarray) -> np.ndarray:
     return np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
 
 
-def _assemble(
+def assemble_raters(
     reference: MultiRaterAnnotations,
     r: int,
     names: Sequence[str],
@@ -170,6 +231,15 @@ def _assemble(
     sample ``s``; every sample the reference rater ``r`` is assigned gets an
     entry (possibly empty), the others are implicit absence. Rows are emitted
     already sorted by (sample, rater) so that their order is the order given.
+
+    Args:
+        reference: the reference corpus (its samples and assignment).
+        r: the reference rater's index.
+        names: the new raters' names.
+        cells: the per-cell columns, keyed by (sample, index in ``names``).
+
+    Returns:
+        The corpus of the raters ``names``.
     """
     order = sorted(range(len(names)), key=lambda k: names[k])
     raters = tuple(names[k] for k in order)
@@ -214,7 +284,7 @@ def _check_kind(kind: str) -> str:
 
 
 def _check_gamma(kind: str, gamma: float) -> float:
-    return _check_level(gamma, "gamma", upper=None if kind == "shift" else 1.0)
+    return check_level(gamma, "gamma", upper=None if kind == "shift" else 1.0)
 
 
 def _perturb_arrays(
@@ -239,7 +309,7 @@ def _perturb_arrays(
         out = boxes.copy()
         out[:, 0] += gamma * boxes[:, 2] * np.cos(theta)
         out[:, 1] += gamma * boxes[:, 3] * np.sin(theta)
-        return _clip_to_image(out), labels.copy(), np.arange(n)
+        return clip_to_image(out), labels.copy(), np.arange(n)
     # swap
     k = min(n // 2, int(math.floor(gamma * n / 2.0 + u)))
     out_labels = labels.copy()
@@ -370,7 +440,7 @@ def perturbation_series(
     Reference: Prokhorov & Kalinin, OT agreement paper, Section 4.1.
     """
     kind = _check_kind(kind)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     gammas = [_check_gamma(kind, g) for g in np.atleast_1d(np.asarray(gammas, dtype=object)).tolist()]
     if not gammas:
         raise ValueError("gammas is empty: give at least one noise level")
@@ -378,7 +448,7 @@ def perturbation_series(
         raise ValueError(f"gammas must be distinct, got {gammas}")
     if isinstance(num_raters, bool) or not isinstance(num_raters, (int, np.integer)) or num_raters < 1:
         raise ValueError(f"num_raters must be an integer K >= 1, got {num_raters!r}")
-    r = _reference_rater(reference, rater)
+    r = reference_rater_index(reference, rater)
     base = kind if stream is None else str(stream)
     streams = [base if num_raters == 1 else f"{base}#{j}" for j in range(num_raters)]
     jobs = [(g, j) for g in gammas for j in range(num_raters)]
@@ -396,9 +466,9 @@ def perturbation_series(
         sl = reference.rows(int(s), r)
         boxes, labels, ids = reference.boxes[sl], reference.labels[sl], reference.label_ids[sl]
         for k, (g, j) in enumerate(jobs):
-            rng = _rng(seed, streams[j], reference.sample_ids[s])
+            rng = cell_rng(seed, streams[j], reference.sample_ids[s])
             b, lab, src = _perturb_arrays(boxes, labels, kind, g, rng)
             cells[(int(s), k)] = (b, lab, ids[src])
         if include_reference:
             cells[(int(s), len(jobs))] = (boxes.copy(), labels.copy(), ids.copy())
-    return _assemble(reference, r, names, cells)
+    return assemble_raters(reference, r, names, cells)

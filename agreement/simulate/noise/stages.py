@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from agreement.simulate.noise.perturbations import _clip_to_image
+from agreement.simulate.noise.perturbations import clip_to_image
 from agreement.simulate.noise.profile import FalsePositiveShape, LocalisationProfile, NoiseProfile
 
 _REJECTION_ROUNDS = 100
@@ -122,7 +122,7 @@ def _shift(
         bad[idx] = elementwise_iou(boxes[idx], _apply_residuals(boxes[idx], r[idx])) < threshold
     r[bad] = 0.0  # only after _REJECTION_ROUNDS failures (a profile far too wide for its threshold)
     total = lam * r + np.asarray(offset, dtype=np.float64)[None, :]
-    out = _clip_to_image(_apply_residuals(boxes, total))
+    out = clip_to_image(_apply_residuals(boxes, total))
     still = np.all(total == 0.0, axis=1)  # exact copies (no round-off) where nothing moves, e.g. λ = 0
     out[still] = boxes[still]
     return out

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from agreement.core.data import MultiRaterAnnotations
+from agreement.geometry.similarity import SimilarityOptions
 from agreement.methods.kalos import NO_OBJECT, KalosResult, kalos_alpha
 from agreement.methods.kalos.candidates import SimilarityFn
 
@@ -143,6 +144,8 @@ def session_consistency(
     cost: str = "soft",
     rater: str = "",
     no_object: str = NO_OBJECT,
+    *,
+    options: SimilarityOptions | None = None,
 ) -> IntraConsistency:
     """Intra-annotator consistency: KαLOS α between one rater's sessions.
 
@@ -150,7 +153,7 @@ def session_consistency(
     sessions of the same samples (e.g. one label field per session, or
     :func:`sessions_as_raters`). α (at most 1; 1 perfectly consistent, 0 no
     more consistent than chance) is computed as in
-    :func:`agreement.methods.kalos.kalos_alpha`.
+    :func:`agreement.methods.kalos.kalos_alpha` (``options``: the 3D similarities' parameters, as there).
 
     Returns:
         IntraConsistency: The rater, the sessions and KαLOS over them.
@@ -159,7 +162,8 @@ def session_consistency(
         T. Tschirschwitz and V. Rodehorst, "KαLOS finds Consensus" (intra-annotator
         agreement).
     """
-    res = kalos_alpha(sessions_data, similarity=similarity, tau=tau, solver=solver, cost=cost, no_object=no_object)
+    res = kalos_alpha(sessions_data, similarity=similarity, tau=tau, solver=solver, cost=cost, no_object=no_object,
+                      options=options)
     return IntraConsistency(rater, tuple(sessions_data.raters), res)
 
 
@@ -173,6 +177,8 @@ def intra_annotator_consistency(
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
+    *,
+    options: SimilarityOptions | None = None,
 ) -> dict[str, IntraConsistency]:
     """Intra-annotator consistency of every rater who annotated in two or more sessions.
 
@@ -186,6 +192,7 @@ def intra_annotator_consistency(
         solver: As in :func:`agreement.methods.kalos.kalos_alpha`.
         cost: As in :func:`agreement.methods.kalos.kalos_alpha`.
         no_object: As in :func:`agreement.methods.kalos.kalos_alpha`.
+        options: As in :func:`agreement.methods.kalos.kalos_alpha`.
 
     Returns:
         dict: ``{rater: IntraConsistency}``.
@@ -205,5 +212,6 @@ def intra_annotator_consistency(
         sd = sessions_as_raters(data, sessions, name, (session_assigned or {}).get(name))
         if sd.num_raters < 2:
             raise ValueError(f"rater {name!r} has only one session ({list(sd.raters)}): nothing to compare")
-        out[name] = session_consistency(sd, similarity, tau, solver, cost, rater=name, no_object=no_object)
+        out[name] = session_consistency(sd, similarity, tau, solver, cost, rater=name, no_object=no_object,
+                                          options=options)
     return out
