@@ -6,7 +6,7 @@ level, so that ``import agreement`` (the pure library) never starts FiftyOne.
 
 The plugin's ``agreement`` package must also be importable in processes that
 have not loaded the plugins: FiftyOne imports its run classes by name
-(``agreement.fo.run_classes.AgreementRunConfig``) whenever it reads an
+(``agreement.fo.runs.classes.AgreementRunConfig``) whenever it reads an
 agreement run, for example in ``dataset.delete_run(key)``, and users script
 ``import agreement``. So the first time FiftyOne loads the plugin in a Python
 environment, :func:`register` records the plugin's directory in a path file
@@ -51,6 +51,7 @@ def record_plugin_path(plugin_dir: str = _PLUGIN_DIR) -> str | None:
 
 
 def register(p):
+    """Registers the plugin's operators and panels with FiftyOne (called by FiftyOne with the plugin context)."""
     # make the plugin's own `agreement` package importable by its absolute name, here and in later processes
     if _PLUGIN_DIR not in sys.path:
         sys.path.insert(0, _PLUGIN_DIR)

@@ -7,7 +7,7 @@ all (every rater on every sample). Both are loaded into FiftyOne in the
 attribute layout (one ``ground_truth`` field of boxes, one ``polygons`` field
 of the same objects as polygons, the rater in ``annotator``, the assigned
 raters in ``raters``, declared once with
-:func:`agreement.fo.reading.declare_raters_field`), and every compute
+:func:`agreement.fo.storage.reading.declare_raters_field`), and every compute
 operator runs end to end through ``execute_operator`` (read, compute, chance
 baseline, write-back, run registration) with default parameters and no
 ``raters_field``: the recorded assignment is used.
@@ -52,8 +52,8 @@ def load(corpus, name: str, image_size: tuple[int, int]):
     """The corpus as a FiftyOne dataset in the attribute layout, with boxes and polygons."""
     import fiftyone as fo
 
-    from agreement.fo.build import samples_from_corpus
-    from agreement.fo.reading import declare_raters_field
+    from agreement.fo.importers.build import samples_from_corpus
+    from agreement.fo.storage.reading import declare_raters_field
 
     if fo.dataset_exists(name):
         fo.delete_dataset(name)

@@ -39,12 +39,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+from write_page import record  # noqa: E402  (bench/ is this script's folder)
 
-from agreement.methods.ot.baselines import threshold_match  # noqa: E402
 from agreement.core.data import MultiRaterAnnotations  # noqa: E402
 from agreement.methods.geometry_agreement import geometry_agreement  # noqa: E402
+from agreement.methods.ot.baselines import threshold_match  # noqa: E402
 from agreement.simulate.synthetic.crowd import crowd_corpus  # noqa: E402
-from write_page import record  # noqa: E402  (bench/ is this script's folder)
 
 LVIS = REPO.parent / "shared" / "data" / "lvis_v1.0_val_doubly_annos_subset200.json"
 
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     per = {}
     for R in (500, 10):
         CORPUS[0] = f"{n_crowd:,} samples, 10 raters each of {R}"
-        d, tg = timed(lambda: crowd_corpus(n_crowd, R, raters_per_sample=10, min_objects=3, max_objects=9, seed=0)[0])
+        d, tg = timed(lambda R=R: crowd_corpus(n_crowd, R, raters_per_sample=10, min_objects=3, max_objects=9, seed=0)[0])
         triples = int((lambda k: (k * (k - 1) // 2).sum())(d.assigned.sum(axis=1)))
         print(f"  R = {R}: {len(d):,} boxes, {triples:,} (sample, rater pair) triples (generated in {tg:.2f} s)")
         for boot in (None, 1000):

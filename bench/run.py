@@ -3,7 +3,7 @@
 Run with ``make bench`` (a private, temporary FiftyOne database). Prints:
 
 1. **Bridge read** of a 10,000-sample, 3-rater, 10-box dataset
-   (:func:`agreement.fo.reading.read_annotations`) against a bare
+   (:func:`agreement.fo.storage.reading.read_annotations`) against a bare
    ``values()`` read of the same fields. Target: at most 1.5x.
 3. **OT agreement on the shared LVIS data**: every per-sample score and the
    exact αOT (all 39,800 cross-sample pairs) against a plain loop of POT's
@@ -71,7 +71,7 @@ def build_dataset(num_samples: int, num_raters: int, num_boxes: int, seed: int =
 
 
 def bench_read(args) -> dict:
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     t = time.perf_counter()
     ds, raters = build_dataset(args.samples, args.raters, args.boxes)
@@ -185,9 +185,9 @@ def pot_ot_cost(c: np.ndarray, beta: float) -> float:
 
 def bench_ot(args) -> dict | None:
     """Every LVIS per-sample score and exact alpha-OT vs a plain POT ``ot.emd`` loop."""
-    from agreement.methods.ot.alpha_ot import alpha_ot
     from agreement.io.coco import read_multi_rater_coco
     from agreement.methods.ot import pair_cost_matrix, sample_ot_scores
+    from agreement.methods.ot.alpha_ot import alpha_ot
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data",
                         "lvis_v1.0_val_doubly_annos_subset200.json")
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     if args.only in (None, "ot"):
         o = bench_ot(args)
         if o is not None:
-            print(f"\nOT agreement on LVIS (200 samples, r1 vs r2, lam=0.5, beta=0.5): per-sample scores + exact alpha-OT")
+            print("\nOT agreement on LVIS (200 samples, r1 vs r2, lam=0.5, beta=0.5): per-sample scores + exact alpha-OT")
             print(f"  ours                   {o['ours_s']:9.3f} s   ({o['n_cross']} cross-sample pairs, exact={o['exact']})")
             print(f"  POT ot.emd loop        {o['pot_loop_s']:9.3f} s")
             verdict = "meets" if o["speedup"] >= 20 else "MISSES"
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
         record("run_read", ["read", "seconds", "× bare read", "× bare read, GC paused"], [
             ["bare `values()` read of the rater fields", f"{r['bare_values_s']:.3f}", "1.00", ""],
             ["bare `values()` read, garbage collector paused", f"{r['bare_values_nogc_s']:.3f}", "", "1.00"],
-            ["`agreement.fo.reading.read_annotations`", f"{r['bridge_read_s']:.3f}", f"{r['ratio']:.2f}",
+            ["`agreement.fo.storage.reading.read_annotations`", f"{r['bridge_read_s']:.3f}", f"{r['ratio']:.2f}",
              f"{r['ratio_nogc']:.2f}"],
         ], about=f"The bridge's read of {args.samples:,} samples × {args.raters} raters × {args.boxes} boxes "
                  f"(into numpy arrays) against a bare FiftyOne `values()` read of the same fields.",

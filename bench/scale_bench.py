@@ -110,9 +110,9 @@ CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import fiftyone as fo, fiftyone.operators as foo
-import agreement.fo.engine as engine
+import agreement.fo.runs.engine as engine
 import agreement.fo.runs as runs
-import agreement.fo.writing as writing
+import agreement.fo.storage.writing as writing
 written, blocked = [0.0], [0.0]
 def timed(module, name, into):
     real = getattr(module, name)

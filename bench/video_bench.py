@@ -1,6 +1,6 @@
 """Video benchmark: every compute operator on frame-level boxes and on temporal segments, against a bare read.
 
-A simulated video dataset (:func:`agreement.fo.video_simulate.simulate_video_dataset`): ``--videos``
+A simulated video dataset (:func:`agreement.fo.simulate.video.simulate_video_dataset`): ``--videos``
 videos (default 1,000) x ``--frames`` frames (300) x ``--raters`` raters (3) x ``--objects`` boxes (5) per
 frame, one frame field per rater (``frames.<rater>``, ``Detections`` with the track id as ``index``) and one
 ``TemporalDetections`` field per rater. Each operator runs end to end through ``execute_operator`` (copy of
@@ -98,7 +98,7 @@ def main(argv=None) -> None:
         dataset, name, fields, params = args.child
         return child(dataset, name, fields.split(","), json.loads(params))
     os.environ.setdefault("FIFTYONE_PLUGINS_DIR", ROOT)
-    from agreement.fo.video_simulate import simulate_video_dataset, video_field_names
+    from agreement.fo.simulate.video import simulate_video_dataset, video_field_names
 
     t = time.perf_counter()
     ds, sim = simulate_video_dataset(num_videos=args.videos, num_frames=args.frames, num_objects=args.objects,

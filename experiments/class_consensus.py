@@ -26,9 +26,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import common as C
 import numpy as np
 
-import common as C
 from agreement.core.krippendorff import nominal_alpha
 from agreement.methods.consensus.class_labels import class_consensus
 from agreement.simulate.noise.class_raters import mixed_crowd, random_truth, simulate_class_raters

@@ -34,9 +34,9 @@ import argparse
 import time
 import warnings
 
+import common as C
 import numpy as np
 
-import common as C
 from agreement.io.judgements import read_judgements
 from agreement.methods.consensus.class_labels import class_consensus
 from agreement.simulate.noise.class_raters import mixed_crowd, random_truth, simulate_class_raters

@@ -54,13 +54,13 @@ import dataclasses
 import re
 import time
 
+import common as C
 import numpy as np
 
-import common as C
-from agreement.methods.ot.baselines import threshold_match
-from agreement.methods.consensus import consensus
 from agreement.core.data import MultiRaterAnnotations
 from agreement.geometry.boxes import pairwise_iou
+from agreement.methods.consensus import consensus
+from agreement.methods.ot.baselines import threshold_match
 from agreement.simulate.noise import School, load_profile, simulate
 from agreement.simulate.synthetic import (
     DEMO_PROFILES,
@@ -382,7 +382,7 @@ def sensitivity_table(cells: dict, dataset: str, lam: float) -> str:
 
 def class_table(cells: dict) -> str:
     rows = []
-    for (ds, mix, lam), c in cells.items():
+    for (ds, _mix, lam), c in cells.items():
         if "swap_est" not in c:
             continue
         est, sim = c["swap_est"], c["swap_sim"]
@@ -558,7 +558,6 @@ def write_markdown(cells: dict, summary: dict, path) -> None:
 
 def readme_section(s: dict) -> str:
     """The README's section on the consensus experiment, from :func:`summarise`'s output."""
-    R = C.RESULTS
     cn = s["careful_noisy"]
     f1m, ioum = s["f1_misses"], s["miou_misses"]
     L = [SECTION + "\n"]
@@ -605,7 +604,7 @@ def readme_section(s: dict) -> str:
              "because careful raters rarely draw false boxes. At λ ≤ 1 almost every object is drawn by at "
              "least two raters, a quorum of 2 of 5 is all it takes, and no method can gain 0.05.")
     mid = s["middle"]
-    L.append(f"* **ECE of `confidence` ≤ 0.05**: pooled "
+    L.append("* **ECE of `confidence` ≤ 0.05**: pooled "
              + ", ".join(f"{ds} {e:.3f}" for ds, e in s["pooled_ece"].items())
              + f"; worst cell {s['max_ece']:.3f}. The ECE is carried by the many units near 0 and 1; in "
              "[0.2, 0.8) there are few units, and their confidence is "

@@ -31,9 +31,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import common as C
 import numpy as np
 
-import common as C
 from agreement.simulate.noise import simulate
 
 MAGNITUDES = (0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)

@@ -33,15 +33,15 @@ from __future__ import annotations
 import argparse
 import time
 
+import common as C
 import numpy as np
 from scipy.cluster.hierarchy import fcluster
 
-import common as C
-from agreement.methods.kalos.diagnostics import collaboration_clusters
-from agreement.methods.kalos import kalos_alpha
-from agreement.simulate.noise import School, simulate
-from agreement.methods.ot import sample_ot_scores
 from agreement.core.rater_pairs import records_to_matrix
+from agreement.methods.kalos import kalos_alpha
+from agreement.methods.kalos.diagnostics import collaboration_clusters
+from agreement.methods.ot import sample_ot_scores
+from agreement.simulate.noise import School, simulate
 
 RATERS = (2, 3, 4, 6, 8, 10, 12, 14, 16, 18)
 SEEDS = (0, 1, 2)

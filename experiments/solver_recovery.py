@@ -35,9 +35,9 @@ from __future__ import annotations
 import argparse
 import time
 
+import common as C
 import numpy as np
 
-import common as C
 from agreement.geometry.boxes import pairwise_iou
 from agreement.methods.kalos import kalos_alpha
 from agreement.simulate.noise import simulate

@@ -13,7 +13,7 @@ import time
 
 import fiftyone.operators as foo
 
-from agreement.fo.app_state import restore_filters_trigger
+from agreement.fo.panel.app_state import restore_filters_trigger
 
 __all__ = ["RESTORE_DELAYS", "RestoreFilters", "restore_filters_trigger"]
 

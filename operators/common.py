@@ -21,7 +21,7 @@ import fiftyone.operators.types as types
 from fiftyone.operators.executor import ExecutionResult
 from fiftyone.operators.message import GeneratedMessage, MessageType
 
-from agreement.fo.runs import list_agreement_runs
+from agreement.fo.runs.store import list_agreement_runs
 
 from .errors import (
     REFUSED,
@@ -287,7 +287,7 @@ class _StreamResult:
         self.result = result
 
     def to_json(self) -> Any:
-        from agreement.fo.runs import to_json
+        from agreement.fo.runs.store import to_json
 
         return _rounded(to_json(self.result))
 
@@ -295,7 +295,7 @@ class _StreamResult:
 def _rounded(value: Any) -> Any:
     """Every float of ``value`` (nested dicts and lists) as text of three significant figures, trailing zeros
     kept (``0.310``, not the ``0.31`` a rounded float shows), for display."""
-    from agreement.fo.figure_base import sig3
+    from agreement.reporting.figures.base import sig3
 
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items()}
@@ -326,7 +326,7 @@ def reload_triggers(ctx) -> list[tuple[str, dict]]:
     out: list = [("reload_dataset", None)]
     filters = dict(getattr(ctx, "request_params", {}).get("filters") or {})
     if filters:
-        from agreement.fo.app_state import app_can_set_filters
+        from agreement.fo.panel.app_state import app_can_set_filters
 
         from .app_filters import restore_filters_trigger
 
@@ -365,7 +365,7 @@ def unused_key(dataset, prefix: str) -> str:
 def run_key_input(inputs: types.Object, ctx, label: str = "Run key", default_prefix: str | None = None) -> None:
     """A run key field that shows the existing runs in its description; with ``default_prefix`` it offers
     the first unused key of that prefix (:func:`unused_key`)."""
-    from agreement.fo.runs import RunError, validate_key
+    from agreement.fo.runs.store import RunError, validate_key
 
     existing = list_agreement_runs(ctx.dataset) if ctx.dataset is not None else []
     prop = inputs.str(
@@ -389,7 +389,7 @@ def run_key_input(inputs: types.Object, ctx, label: str = "Run key", default_pre
 
 def preferred_run(dataset, keys: list[str]) -> str | None:
     """The run a form preselects among ``keys``: the one open in the panel, else the newest."""
-    from agreement.fo.app_state import open_run
+    from agreement.fo.panel.app_state import open_run
 
     if not keys:
         return None
@@ -428,7 +428,7 @@ def existing_run_choice(inputs: types.Object, ctx, name: str = "key", label: str
 
 def run_inputs(inputs: types.Object, ctx, default_prefix: str | None = None) -> None:
     """Form fragment: key (offering the first unused ``default_prefix`` key), overwrite."""
-    from agreement.fo.runs import list_agreement_runs
+    from agreement.fo.runs.store import list_agreement_runs
 
     run_key_input(inputs, ctx, default_prefix=default_prefix)
     key = ctx.params.get("key")

@@ -28,7 +28,7 @@ def consensus_run_choice(inputs: types.Object, ctx) -> list[str]:
 
 
 def _computed_on(ctx, key: str) -> str:
-    from agreement.fo.declaration import run_target
+    from agreement.fo.runs.declaration import run_target
 
     return run_target(ctx.dataset, key)
 

@@ -1,16 +1,16 @@
-"""The operator of every declared method, made from its declaration (:mod:`agreement.fo.declaration`).
+"""The operator of every declared method, made from its declaration (:mod:`agreement.fo.runs.declaration`).
 
 The form is the shared rater layout (:func:`rater_layout_inputs`: the box
 policy only for label types with geometry), the method's parameters (each
 with its label, help, default and range or choices; shown when its
 ``show_if`` holds and it applies to the rater fields' label type, a list of
 values found in the data offered in order:
-:attr:`agreement.fo.declaration.Param.form_values`), the
+:attr:`agreement.fo.runs.declaration.Param.form_values`), the
 shared execution options of a streamed method, and the run key;
-``execute`` runs :func:`agreement.fo.declaration.run_declared` with progress;
+``execute`` runs :func:`agreement.fo.runs.declaration.run_declared` with progress;
 the output shows the declared headline numbers and the run's ``warnings``
 (degenerate designs, undefined numbers, the method's own: a list of
-sentences, :mod:`agreement.fo.run_warnings`), as the import operators show
+sentences, :mod:`agreement.core.design_warnings`), as the import operators show
 theirs, without counts of repaired boxes for fields that have none.
 """
 
@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import fiftyone.operators.types as types
 
-from agreement.fo.declaration import MethodDeclaration, Param, run_declared
 from agreement.fo.methods import declarations
+from agreement.fo.runs.declaration import MethodDeclaration, Param, run_declared
 
 from .common import compute_config, execute_with_progress, require, run_inputs
 from .errors import OperatorInputError
@@ -84,7 +84,7 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
         The rater fields chosen (or preselected) and their label type. The box policy is offered only for a
         type with geometry (:func:`has_geometry`), or, before a choice, when the operator reads such a type.
     """
-    from agreement.fo.projection import LABEL_TYPES
+    from agreement.fo.storage.projection import LABEL_TYPES
 
     layout = _rater_layout_inputs(inputs, ctx, label_types)
     kind = fields_label_type(ctx.dataset, layout.get("fields") or ([layout["field"]] if layout else []))
@@ -95,9 +95,9 @@ def rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = N
 
 def has_geometry(kinds) -> bool:
     """Whether any of the label types ``kinds`` is an instance type, with boxes (or polygons, keypoints,
-    segments) that can lie past the image border: :data:`agreement.fo.projection.LABEL_TYPES`; image-level
+    segments) that can lie past the image border: :data:`agreement.fo.storage.projection.LABEL_TYPES`; image-level
     classes, tags and masks have none."""
-    from agreement.fo.projection import LABEL_TYPES
+    from agreement.fo.storage.projection import LABEL_TYPES
 
     return any(k in LABEL_TYPES for k in kinds)
 
@@ -105,7 +105,7 @@ def has_geometry(kinds) -> bool:
 def fields_label_type(samples, names) -> type | None:
     """The label type of the rater fields ``names`` (of the first; ``None`` without one, or when it is not a
     label field: the run says why)."""
-    from agreement.fo.label_schema import field_label_type
+    from agreement.fo.storage.label_schema import field_label_type
 
     if samples is None or not names:
         return None
@@ -118,9 +118,9 @@ def fields_label_type(samples, names) -> type | None:
 def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = None) -> dict:
     """The layout's fields (see :func:`rater_layout_inputs`); returns the layout chosen or preselected
     (:attr:`ChosenRaters.layout`)."""
-    from agreement.fo.assignment import recorded_layout
-    from agreement.fo.label_schema import detect_raters, frame_label_fields, label_fields
-    from agreement.fo.projection import LABEL_TYPES
+    from agreement.fo.storage.assignment import recorded_layout
+    from agreement.fo.storage.label_schema import detect_raters, frame_label_fields, label_fields
+    from agreement.fo.storage.projection import LABEL_TYPES
 
     dataset = ctx.dataset
     kinds = label_types or tuple(LABEL_TYPES)  # a video's frame fields too (frames.<field>: computed per frame)
@@ -183,7 +183,7 @@ def _rater_layout_inputs(inputs: types.Object, ctx, label_types: tuple | None = 
 
 def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
     """Form fragment: the assigned-raters field, preselected from what the dataset records."""
-    from agreement.fo.assignment import assignment_candidates, recorded_assignment
+    from agreement.fo.storage.assignment import assignment_candidates, recorded_assignment
 
     dataset = ctx.dataset
     list_fields = assignment_candidates(dataset)
@@ -205,8 +205,8 @@ def _assignment_inputs(inputs: types.Object, ctx, field: str | None) -> None:
 
 def execution_inputs(inputs: types.Object, ctx) -> None:
     """Form fragment of a streamed method: samples per shard, and the Dask backend when it is installed."""
-    from agreement.fo.distributed import dask_available
-    from agreement.fo.engine import DEFAULT_SHARD_SIZE
+    from agreement.fo.runs.distributed import dask_available
+    from agreement.fo.runs.engine import DEFAULT_SHARD_SIZE
 
     inputs.int("shard_size", required=False, min=1, label="Samples per shard",
                description=f"Samples read, computed and written at a time (empty: chosen for the view, at most "
@@ -334,7 +334,7 @@ def _outputs(decl: MethodDeclaration) -> tuple:
 def _compute(decl: MethodDeclaration, samples, key: str, record: dict, kwargs: dict):
     """The operator's work: the run on ``samples`` (its target recorded), then its result: the key, the
     headline numbers and what it was computed on."""
-    from agreement.fo.declaration import run_target
+    from agreement.fo.runs.declaration import run_target
 
     def compute(progress) -> dict:
         summary = run_declared(decl, samples, key, progress=progress, target=record, **kwargs)
@@ -348,7 +348,7 @@ def _shown(samples, result: dict, declared: tuple, kind: type | None) -> dict:
     long lists summarised (:func:`operators.outputs.shown_result`); for rater fields without geometry
     (classes, tags, masks: :func:`operators.common.has_geometry`), no zero count of repaired boxes."""
     from agreement.core.validation import RepairReport
-    from agreement.fo.runs import get_agreement_run_info
+    from agreement.fo.runs.store import get_agreement_run_info
 
     repairs = () if kind is None or has_geometry((kind,)) else tuple(RepairReport().counts())
     result = {k: v for k, v in result.items() if not (k in repairs and not v)}

@@ -12,12 +12,12 @@ error path, with its traceback in the server log.
 
 from __future__ import annotations
 
-from agreement.fo.locking import LockTimeout
+from agreement.fo.runs.locking import LockTimeout
 
 __all__ = ["REFUSALS", "REFUSED", "OperatorInputError", "is_refusal", "refusal_text"]
 
 #: What our code raises for input it does not take: bad values and layouts (``ValueError``, which
-#: :class:`agreement.fo.run_errors.RunError`, ``AnnotationError``, ``ReviewError`` ... are), files that
+#: :class:`agreement.fo.runs.errors.RunError`, ``AnnotationError``, ``ReviewError`` ... are), files that
 #: are not there or cannot be read (``OSError``), and a dataset whose lock another run holds.
 REFUSALS: tuple[type[BaseException], ...] = (ValueError, OSError, LockTimeout)
 

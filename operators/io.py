@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import fiftyone.operators.types as types
 
-from agreement.fo.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
+from agreement.fo.importers.coco import LAYOUTS, POLYGON_MODES, export_multi_rater_coco, import_multi_rater_coco
 from agreement.fo.importers.common import rater_warnings
-from agreement.fo.reading import read_annotations
+from agreement.fo.storage.reading import read_annotations
 
 from .common import Progress, compute_config, execute_with_progress, require
 from .outputs import result_property, shown_result

@@ -106,7 +106,7 @@ def result_property(declared: Sequence[Output], results: Mapping[str, Any] | Non
 
 
 def run_fields(info: Mapping[str, Any]) -> list[str]:
-    """The fields a run wrote, as ``info`` (:func:`agreement.fo.runs.get_agreement_run_info`) records them:
+    """The fields a run wrote, as ``info`` (:func:`agreement.fo.runs.store.get_agreement_run_info`) records them:
     its sample fields, its frame fields (``frames.<field>``, a run on video frames), then its label attributes
     as ``field.attribute``."""
     return (list(info.get("sample_fields") or []) + [f"frames.{f}" for f in info.get("frame_fields") or []]

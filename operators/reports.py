@@ -6,8 +6,8 @@ import csv
 
 import fiftyone.operators.types as types
 
-from agreement.fo.reports import export_agreement_report
-from agreement.fo.runs import list_agreement_runs
+from agreement.fo.reports.export import export_agreement_report
+from agreement.fo.runs.store import list_agreement_runs
 
 from .common import OperatorInputError, compute_config, execute_with_progress, require
 from .outputs import result_property
@@ -23,8 +23,8 @@ def csv_rows(path: str) -> int:
 
 def describe_target(record: dict) -> str:
     """The target of an operation that records no run, as a sentence (see
-    :func:`agreement.fo.declaration.run_target`)."""
-    from agreement.fo.declaration import run_target
+    :func:`agreement.fo.runs.declaration.run_target`)."""
+    from agreement.fo.runs.declaration import run_target
 
     return run_target(record)
 

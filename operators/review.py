@@ -23,14 +23,14 @@ _DECISIONS = {"accept": "accepted", "reject": "rejected", "undo": None}
 def _queue_key(ctx) -> str | None:
     """The consensus run whose review queue is the current view (a patches view of ``{key}_consensus``, or
     the flagged samples of a class consensus)."""
-    from agreement.fo.review import queue_key
+    from agreement.fo.views.review import queue_key
 
     return queue_key(ctx.view) if ctx.view is not None else None
 
 
 def _consensus_runs(dataset) -> list[str]:
     from agreement.fo.methods.consensus import METHOD
-    from agreement.fo.runs import list_agreement_runs
+    from agreement.fo.runs.store import list_agreement_runs
 
     return list_agreement_runs(dataset, method=METHOD) if dataset is not None else []
 
@@ -38,7 +38,7 @@ def _consensus_runs(dataset) -> list[str]:
 def _chosen_labels(ctx, key: str) -> tuple[list[str], int]:
     """The consensus label ids of run ``key`` among what is selected or given, and how many others were
     selected (labels of other fields, or unflagged ones) and are left alone."""
-    from agreement.fo.review import queue_label_ids
+    from agreement.fo.views.review import queue_label_ids
 
     field = f"{key}_consensus"
     given = ctx.params.get("label_ids")
@@ -58,7 +58,7 @@ def _chosen_labels(ctx, key: str) -> tuple[list[str], int]:
 
 
 def _flagged(dataset, key: str, ids: list[str]) -> list[str]:
-    from agreement.fo.review import consensus_flags
+    from agreement.fo.views.review import consensus_flags
 
     flags = consensus_flags(dataset, key, ids) if ids else {}
     return [i for i in ids if flags.get(i)]
@@ -67,9 +67,9 @@ def _flagged(dataset, key: str, ids: list[str]) -> list[str]:
 def _update_panels(ctx, key: str) -> None:
     """Writes where the review of run ``key`` now stands into every agreement panel open on the dataset (the
     panel only hears of the App's own events: its count stayed at "0 of 14 decided" after a decision)."""
-    from agreement.fo.app_state import open_panels
-    from agreement.fo.review import review_progress
-    from agreement.fo.review_item import review_item, review_markdown
+    from agreement.fo.panel.app_state import open_panels
+    from agreement.fo.views.review import review_progress
+    from agreement.fo.views.review_item import review_item, review_markdown
 
     panels = open_panels(ctx.dataset)
     if not panels or _queue_key(ctx) != key:
@@ -98,7 +98,7 @@ class ReviewConsensusLabels(AgreementOperator):
 
     def resolve_input(self, ctx):
         """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
-        from agreement.fo.app_state import open_run
+        from agreement.fo.panel.app_state import open_run
 
         inputs = types.Object()
         keys = _consensus_runs(ctx.dataset)
@@ -136,7 +136,7 @@ class ReviewConsensusLabels(AgreementOperator):
 
     def execute(self, ctx):
         """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
-        from agreement.fo.review import review_labels
+        from agreement.fo.views.review import review_labels
 
         key = ctx.params.get("key")
         if not key:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fiftyone.operators as foo
 import fiftyone.operators.types as types
 
-from agreement.fo import runs as fo_runs
+from agreement.fo.runs import store as fo_runs
 
 from .common import existing_run_choice, require
 from .python_call import AgreementOperator
@@ -46,7 +46,7 @@ class ListAgreementRuns(AgreementOperator):
 
 def _describe_run(dataset, item: dict) -> str:
     """One line per run: key, method, when, and its headline number (three significant figures)."""
-    from agreement.fo.panel_data import METHOD_VIEWS, sig3
+    from agreement.fo.panel.data import METHOD_VIEWS, sig3
 
     view = METHOD_VIEWS.get(item["method"]) or {}
     title = view.get("title", item["method"])
@@ -90,7 +90,7 @@ class GetAgreementRunInfo(AgreementOperator):
 
     def execute(self, ctx):
         """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
-        from agreement.fo.declaration import run_target
+        from agreement.fo.runs.declaration import run_target
 
         key = require(ctx.params, "key", "the run to describe")
         info = fo_runs.get_agreement_run_info(ctx.dataset, key)
@@ -128,7 +128,7 @@ class RenameAgreementRun(AgreementOperator):
 
     def execute(self, ctx):
         """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
-        from agreement.fo.app_state import open_run, remember_open_run
+        from agreement.fo.panel.app_state import open_run, remember_open_run
 
         key = require(ctx.params, "key", "the run to rename")
         new_key = require(ctx.params, "new_key", "the new name")
@@ -194,11 +194,11 @@ _MODES = {
 
 def view_modes(info: dict) -> list[str]:
     """The drill-downs a run offers: by its per-sample score (lowest, pair), then those its method declares
-    (:attr:`agreement.fo.method_hooks.MethodHooks.drill_modes`: its label matches (OT, KαLOS), its units (KαLOS)
+    (:attr:`agreement.fo.runs.method_spec.MethodHooks.drill_modes`: its label matches (OT, KαLOS), its units (KαLOS)
     or its review queue (consensus))."""
-    from agreement.fo.method_hooks import DRILL_MODES
     from agreement.fo.methods import hooks_of
-    from agreement.fo.panel_data import score_field
+    from agreement.fo.panel.data import score_field
+    from agreement.fo.runs.method_spec import DRILL_MODES
 
     try:
         scored = score_field(info) is not None
@@ -264,7 +264,7 @@ class LoadAgreementView(AgreementOperator):
 
     def execute(self, ctx):
         """Runs the operator on ``ctx.params`` and returns its result dict (its keys: :attr:`outputs`)."""
-        from agreement.fo.views import lowest_scoring_view, rater_pair_view, save_agreement_view
+        from agreement.fo.views.disagreements import lowest_scoring_view, rater_pair_view, save_agreement_view
 
         p = ctx.params
         key = require(p, "key", "the run whose disagreements to show")
@@ -272,7 +272,7 @@ class LoadAgreementView(AgreementOperator):
         max_score = p.get("max_score")
         mode = p.get("mode") or (view_modes(fo_runs.get_agreement_run_info(ctx.dataset, key)) or ["lowest"])[0]
         if mode == "review":
-            from agreement.fo.consensus_panel_data import review_queue_view
+            from agreement.fo.panel.consensus import review_queue_view
 
             view = review_queue_view(ctx.view, key)
             name = p.get("save_as") or None
@@ -286,13 +286,13 @@ class LoadAgreementView(AgreementOperator):
             view = rater_pair_view(ctx.view, key, a, b, max_score=max_score, limit=limit)
             description = f"the samples where {a} and {b} agree least in run {key!r}, lowest first"
         elif mode == "unmatched":
-            from agreement.fo.views import unmatched_labels_view
+            from agreement.fo.views.disagreements import unmatched_labels_view
 
             rater = require(p, "rater", "the rater whose unmatched labels to show")
             view = unmatched_labels_view(ctx.view, key, rater)
             description = f"{rater}'s labels that match nobody in run {key!r}"
         elif mode == "class":
-            from agreement.fo.views import class_disagreement_view
+            from agreement.fo.views.disagreements import class_disagreement_view
 
             label_class = require(p, "label_class", "the class whose disagreeing units to show")
             view = class_disagreement_view(ctx.view, key, label_class)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.label_schema import label_fields
-from agreement.fo.simulate import NOISE_MODELS, simulate_raters
+from agreement.fo.simulate.raters import NOISE_MODELS, simulate_raters
+from agreement.fo.storage.label_schema import label_fields
 
 from .common import compute_config, execute_with_progress, require, run_inputs
 from .outputs import result_property, shown_result

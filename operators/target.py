@@ -7,7 +7,7 @@ request that names no target runs on the whole dataset, whatever view the App
 has loaded. A Python call (``foo.get_operator(uri)(dataset_or_view)``) runs on
 the collection it is given (:mod:`operators.python_call` names the target).
 The run records which it was (:func:`target_record`), and
-:func:`agreement.fo.declaration.run_target` says it in a sentence.
+:func:`agreement.fo.runs.declaration.run_target` says it in a sentence.
 """
 
 from __future__ import annotations

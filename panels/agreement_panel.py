@@ -1,7 +1,7 @@
 """The "Annotator Agreement" panel: a thin view over run results.
 
-All numbers and figures come from :mod:`agreement.fo.panel_data` (what any SDK
-user can compute) and every drill-down from :mod:`agreement.fo.views`; this
+All numbers and figures come from :mod:`agreement.fo.panel.data` (what any SDK
+user can compute) and every drill-down from :mod:`agreement.fo.views.disagreements`; this
 module follows the App's view and turns clicks into views. Its layout is in
 :mod:`.panel_layout`, its texts in :mod:`.panel_markdown`, the data of its
 optional sections (consensus, comparison, open sample) in
@@ -38,15 +38,15 @@ import time
 
 import fiftyone.operators as foo
 
-from agreement.fo import runs
-from agreement.fo.app_state import remember_open_run, remember_panel, restore_filters_trigger
-from agreement.fo.label_schema import label_fields
-from agreement.fo.panel_data import (
+from agreement.fo.panel.app_state import remember_open_run, remember_panel, restore_filters_trigger
+from agreement.fo.panel.data import (
     PanelDataError,
     review_queue_view,
     run_panel_data,
 )
-from agreement.fo.run_view import run_field_names, run_samples
+from agreement.fo.runs import store as runs
+from agreement.fo.storage.label_schema import label_fields
+from agreement.fo.views.run_samples import run_field_names, run_samples
 
 from .panel_drills import DrillEvents
 from .panel_filters import load_derived_view, panel_can_set_filters, same_stages
@@ -210,7 +210,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         A patches view has none of the sample fields the sidebar filters may be on, so the filters go into
         the view as stages (the queue covers the filtered samples) and come back as sidebar filters when
         the drill-down is undone."""
-        from agreement.fo.consensus_panel_data import is_class_consensus
+        from agreement.fo.panel.consensus import is_class_consensus
 
         key, info, base, base_stages = self._context(ctx)
         mem = panel_memory_of(ctx)
@@ -268,7 +268,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
     def _context(self, ctx):
         """The run shown, its info, the view a drill-down starts from and that view's stages (``None``: a
         drill-down loads a whole new view). From a review queue, patches, clips or a view without the run's
-        fields, a drill-down starts from the samples behind it (:func:`agreement.fo.run_view.run_samples`)."""
+        fields, a drill-down starts from the samples behind it (:func:`agreement.fo.views.run_samples.run_samples`)."""
         mem = panel_memory_of(ctx)
         self._restore_filters(ctx, mem)
         key = mem.run_key or ctx.panel.state.run_key
@@ -307,9 +307,11 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
     def _restore_filters(self, ctx, mem: PanelMemory) -> dict:
         """The user's sidebar filters: the request's, or the remembered ones when the App dropped them
         right after an action of this panel (then they are put back in the App)."""
-        logger.debug("%s filters=%s stages=%d remembered=%s window=%.1f drill=%s", ctx.params.get("__method__"),
-                     json.dumps(ctx.request_params.get("filters")), len(ctx.request_params.get("view") or []),
-                     bool(mem.filters), mem.reset_until - time.time(), bool(mem.drill))
+        logger.debug("%(method)s filters=%(filters)s stages=%(stages)d remembered=%(remembered)s "
+                     "window=%(window).1f drill=%(drill)s",
+                     {"method": ctx.params.get("__method__"), "filters": json.dumps(ctx.request_params.get("filters")),
+                      "stages": len(ctx.request_params.get("view") or []), "remembered": bool(mem.filters),
+                      "window": mem.reset_until - time.time(), "drill": bool(mem.drill)})
         filters = self._request_filters(ctx)
         if "filters" not in ctx.request_params:
             return filters
@@ -401,7 +403,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         refresh_video(ctx.panel.data, mem, base, data, ctx.view, ctx.current_sample)  # a run on videos: a timeline
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
         refresh_raters(ctx.panel.data, mem, data)
-        refresh_compare(ctx, mem, base, key, info, compare, compare_key)
+        refresh_compare(ctx=ctx, mem=mem, base=base, key=key, info=info, compare=compare, compare_key=compare_key)
         if not refresh_review(ctx, mem):  # the review queue explains its open patch itself
             refresh_modal(ctx, mem, base, key, info)
 
@@ -531,6 +533,6 @@ def runs_score_field(info: dict) -> str | None:
     Returns:
         The field name, or None when the run stores no per-sample score.
     """
-    from agreement.fo.panel_data import score_field
+    from agreement.fo.panel.data import score_field
 
     return score_field(info)

@@ -1,11 +1,11 @@
 """The "Annotator Agreement" panel's drill-downs from its charts (mixed into the panel class): a histogram bar,
 a heatmap cell, a rater's or class's bar, comparison points, the lowest-first and unscored samples, and the
-open sample's disagreeing labels. Each builds a view with :mod:`agreement.fo.views` or
-:mod:`agreement.fo.panel_data` on the panel's base view and loads it with the panel's ``_drill``."""
+open sample's disagreeing labels. Each builds a view with :mod:`agreement.fo.views.disagreements` or
+:mod:`agreement.fo.panel.data` on the panel's base view and loads it with the panel's ``_drill``."""
 
 from __future__ import annotations
 
-from agreement.fo.panel_data import (
+from agreement.fo.panel.data import (
     METHOD_VIEWS,
     bin_view,
     lowest_first_view,
@@ -20,7 +20,7 @@ __all__ = ["DrillEvents"]
 
 
 def _score_field(info: dict) -> str | None:
-    from agreement.fo.panel_data import score_field
+    from agreement.fo.panel.data import score_field
 
     return score_field(info)
 
@@ -49,8 +49,8 @@ class DrillEvents(PanelHost):
 
     def on_pair_click(self, ctx):
         """A click on a rater-pair heatmap cell: the samples where the two raters agree least, lowest first."""
-        from agreement.fo.video_figures import is_frame_run
-        from agreement.fo.views import (
+        from agreement.fo.panel.video_figures import is_frame_run
+        from agreement.fo.views.disagreements import (
             DRILL_LIMIT,
             ViewError,
             rater_pair_scores,
@@ -90,14 +90,14 @@ class DrillEvents(PanelHost):
     def on_vitality_click(self, ctx):
         """A click on a rater's bar: the rater's labels that match nobody (class runs: the samples where its
         class differs from another rater's)."""
-        from agreement.fo.views import unmatched_labels_view
+        from agreement.fo.views.disagreements import unmatched_labels_view
 
         self._drill_bar(ctx, unmatched_labels_view, "{}'s labels that match nobody (alone in their unit)",
                         "the samples where {}'s class differs from another rater's")
 
     def on_class_click(self, ctx):
         """A click on a class's bar: the units of that class the raters disagree on (class runs: samples)."""
-        from agreement.fo.views import class_disagreement_view
+        from agreement.fo.views.disagreements import class_disagreement_view
 
         self._drill_bar(ctx, class_disagreement_view, "the {} units the raters disagree on",
                         "the samples where a rater said {} and the raters disagree")
@@ -159,7 +159,7 @@ class DrillEvents(PanelHost):
 
     def on_show_disagreeing(self, ctx):
         """The disagreeing labels of the open sample, the other labels hidden."""
-        from agreement.fo.views import disagreeing_labels_view
+        from agreement.fo.views.disagreements import disagreeing_labels_view
 
         key, info, base, base_stages = self._context(ctx)
         sid = ctx.current_sample

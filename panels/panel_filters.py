@@ -8,8 +8,8 @@ import json
 __all__ = ["panel_can_set_filters", "same_stages"]
 
 def panel_can_set_filters() -> bool:
-    """Whether this FiftyOne App has the ``set_filters`` operator (:func:`agreement.fo.app_state.app_can_set_filters`)."""
-    from agreement.fo.app_state import app_can_set_filters
+    """Whether this FiftyOne App has the ``set_filters`` operator (:func:`agreement.fo.panel.app_state.app_can_set_filters`)."""
+    from agreement.fo.panel.app_state import app_can_set_filters
 
     return app_can_set_filters()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.rater_tables import natural_key
+from agreement.fo.panel.rater_tables import natural_key
 
 from .panel_markdown import EMPTY_HELP
 from .panel_memory import panel_memory_of

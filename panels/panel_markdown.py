@@ -3,8 +3,8 @@ the drill-down and view notes, the unscored samples and the labels of the open s
 
 from __future__ import annotations
 
-from agreement.fo import runs
-from agreement.fo.panel_data import METHOD_VIEWS, sig3
+from agreement.fo.panel.data import METHOD_VIEWS, sig3
+from agreement.fo.runs import store as runs
 
 EMPTY_HELP = """**No agreement runs yet**
 
@@ -104,7 +104,7 @@ def undefined_md(data, hist) -> str:
 
 
 def open_sample_md(rows: list, key: str) -> str:
-    """The labels of the open sample (:func:`agreement.fo.panel_data.label_explanations` rows) as a table."""
+    """The labels of the open sample (:func:`agreement.fo.panel.data.label_explanations` rows) as a table."""
     if not rows:
         return f"**Labels of the open sample**\n\nNo labels of run {key!r}'s raters here."
     n_dis = sum(r["disagrees"] for r in rows)

@@ -1,7 +1,7 @@
 """The "Annotator Agreement" panel's sections of a semantic mask agreement run (``compute_mask_agreement``).
 
 Below the run's cards and its per-sample Dice histogram (the method's
-generic view), the panel draws, from :mod:`agreement.fo.mask_figures`:
+generic view), the panel draws, from :mod:`agreement.reporting.figures.masks`:
 
 * **agreement per class**: pixel α and pooled Dice per class (whole run),
   lowest α first; a bar loads the samples where the raters' Dice on that
@@ -10,7 +10,7 @@ generic view), the panel draws, from :mod:`agreement.fo.mask_figures`:
   (the App's view with its sidebar filters); a cell loads the samples where
   that pair's Dice on that class is lowest, lowest first.
 
-Both drill-downs are built by :func:`agreement.fo.views.mask_dice_scores` on
+Both drill-downs are built by :func:`agreement.fo.views.disagreements.mask_dice_scores` on
 that same view, so they add to the user's stages and filters as every other
 drill-down of the panel does; the drilled bar or cell is outlined. Figures are
 remembered in ``mem.figures`` (the layout draws them) and their traces are
@@ -19,9 +19,9 @@ also written to panel data (``mask_classes``, ``mask_pairs``) for SDK users.
 
 from __future__ import annotations
 
-from agreement.fo.figure_base import count_text, sig3
 from agreement.fo.methods import hooks_of
-from agreement.fo.panel_data import load_results
+from agreement.fo.panel.data import load_results
+from agreement.reporting.figures.base import count_text, sig3
 
 from .panel_host import PanelHost
 
@@ -99,7 +99,7 @@ class MaskEvents(PanelHost):
 
     def _mask_drill(self, ctx, label_class, pair: str | None) -> None:
         """Loads the lowest-Dice samples of ``label_class`` (and ``pair``) on top of the panel's view."""
-        from agreement.fo.views import DRILL_LIMIT, ViewError
+        from agreement.fo.views.disagreements import DRILL_LIMIT, ViewError
 
         key, info, base, base_stages = self._context(ctx)
         scores = hooks_of(info["method"]).class_scores  # per sample, the raters' lowest agreement on a class

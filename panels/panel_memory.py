@@ -41,7 +41,7 @@ class PanelMemory:
     options: dict = field(default_factory=dict)  # the rater table's and heatmap's controls (.panel_raters)
     raters: dict | None = None  # the rater table: {"columns", "sort", "worst_first", "consensus"}
     pairs: dict | None = None  # the heatmap's choices: {"raters", "has_observed"}
-    remembered: str | None = None  # the run last recorded as open (agreement.fo.app_state)
+    remembered: str | None = None  # the run last recorded as open (agreement.fo.panel.app_state)
     video: dict | None = None  # a run on videos: the timeline's video and choices (.panel_video)
     video_choice: str | None = None  # the video the user chose for the timeline
 

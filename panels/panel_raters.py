@@ -7,7 +7,7 @@ any column, filters by name and shows a chosen number of rows; the per-rater
 bar charts show the lowest and highest ``k``; the heatmap shows at most 20
 raters picked by a rule, hides pairs below a minimum number of shared samples
 and can colour its cells by the pairs' observed agreement (KαLOS). The data
-comes from :mod:`agreement.fo.rater_panel_data`; what the user set is kept in
+comes from :mod:`agreement.fo.panel.raters`; what the user set is kept in
 the panel's memory (``mem.options``), never written to panel state (see
 :mod:`.agreement_panel`).
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.pair_heatmap import MAX_HEATMAP_RATERS, PAIR_RULES
-from agreement.fo.rater_tables import DEFAULT_OPTIONS, MAX_BARS, MAX_ROWS, rater_options
+from agreement.fo.panel.rater_tables import DEFAULT_OPTIONS, MAX_BARS, MAX_ROWS, rater_options
+from agreement.reporting.figures.pair_heatmap import MAX_HEATMAP_RATERS, PAIR_RULES
 
 from .panel_host import PanelHost
 from .panel_memory import panel_memory_of

@@ -5,7 +5,7 @@ When the current view is a consensus run's review queue (a patches view of
 the panel's **Review queue** button or the operator ``load_agreement_view``),
 the panel shows where the review stands and, with a patch (sample) open, what the label is and the buttons **Accept**,
 **Reject**, **Undo** and **Next**. A decision tags that one consensus label
-(:func:`agreement.fo.review.review_labels`), never a rater's or another
+(:func:`agreement.fo.views.review.review_labels`), never a rater's or another
 run's, and opens the next undecided patch.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.review_item import review_markdown
+from agreement.fo.views.review_item import review_markdown
 
 __all__ = ["ReviewActions", "queue_run", "refresh_review", "render_review"]
 
@@ -21,7 +21,7 @@ __all__ = ["ReviewActions", "queue_run", "refresh_review", "render_review"]
 def queue_run(ctx) -> str | None:
     """The consensus run whose review queue is the current view (patches of its consensus labels, or the
     flagged samples of a class consensus), or None."""
-    from agreement.fo.review import queue_key
+    from agreement.fo.views.review import queue_key
 
     return queue_key(ctx.view) if ctx.view is not None else None
 
@@ -30,8 +30,8 @@ def refresh_review(ctx, mem) -> bool:
     """Remembers the review state (``mem.review``) and writes its text (panel data ``review_state_md``);
     returns whether the current view is a review queue. There, an open item is described by its review
     (``mem.modal`` marks it open), not by the label explanations of a sample."""
-    from agreement.fo.review import review_progress
-    from agreement.fo.review_item import review_item
+    from agreement.fo.views.review import review_progress
+    from agreement.fo.views.review_item import review_item
 
     key = queue_run(ctx)
     if key is None:
@@ -88,7 +88,7 @@ class ReviewActions:
 
     def on_review_next(self, ctx):
         """Opens the next undecided item of the review queue."""
-        from agreement.fo.review import next_pending
+        from agreement.fo.views.review import next_pending
 
         key = queue_run(ctx)
         if key is None:
@@ -106,7 +106,7 @@ class ReviewActions:
     def on_review_start(self, ctx):
         """Opens the first undecided item of the queue in the sample view (a queue's patch tiles can be too small
         to open with a click at the App's default zoom)."""
-        from agreement.fo.review import next_pending
+        from agreement.fo.views.review import next_pending
 
         key = queue_run(ctx)
         if key is not None:
@@ -131,7 +131,7 @@ class ReviewActions:
     def _review(self, ctx, decision: str | None, advance: bool = True) -> None:
         """Tags the consensus label(s) of the open item with ``decision`` (``None``: undoes it), then opens
         the next undecided item (``advance``) and updates the review's text at once."""
-        from agreement.fo.review import next_pending, review_labels
+        from agreement.fo.views.review import next_pending, review_labels
 
         from .panel_memory import panel_memory_of
 
@@ -139,7 +139,7 @@ class ReviewActions:
         mem = panel_memory_of(ctx)
         item = (mem.review or {}).get("item") if key else None
         if item is None or item["item"] != ctx.current_sample:
-            from agreement.fo.review_item import review_item
+            from agreement.fo.views.review_item import review_item
 
             item = review_item(ctx.view, key, ctx.current_sample) if key and ctx.current_sample else None
         if key is None or item is None or not item["labels"]:  # (no run key: ``item`` is None)

@@ -3,8 +3,8 @@ the comparison with another run, and the labels of the open sample (each also no
 
 from __future__ import annotations
 
-from agreement.fo import runs
-from agreement.fo.panel_data import METHOD_VIEWS, compare_data, label_explanations
+from agreement.fo.panel.data import METHOD_VIEWS, compare_data, label_explanations
+from agreement.fo.runs import store as runs
 
 from .panel_markdown import open_sample_md
 

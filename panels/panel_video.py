@@ -5,7 +5,7 @@ The method's generic view already reads a frame run as videos (the per-video
 mean of the per-frame score is the histogram's score: a bar loads its videos,
 *lowest agreement first* sorts the videos, the rater-pair heatmap's cell loads
 the videos where that pair agrees least). Under the histogram this section
-adds, from :mod:`agreement.fo.video_figures`:
+adds, from :mod:`agreement.fo.panel.video_figures`:
 
 * the **timeline** of one video: the one chosen in the dropdown (the view's
   videos, worst first), the one selected in the grid, or the worst of the
@@ -15,7 +15,7 @@ adds, from :mod:`agreement.fo.video_figures`:
   their stretches shaded; clicking the score strip loads that video's clips
   where the raters disagree;
 * **Load the clips where the raters disagree**: the clips view
-  (:func:`agreement.fo.views.disagreement_clips_view`) of every video in view,
+  (:func:`agreement.fo.views.disagreements.disagreement_clips_view`) of every video in view,
   and the same for the timeline's video.
 
 A clips view is a generated collection, so the drill-down loads the App's
@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import fiftyone.operators.types as types
 
-from agreement.fo.figure_base import count_text, sig3
-from agreement.fo.video_figures import (
+from agreement.fo.panel.video_figures import (
     MAX_VIDEO_CHOICES,
     choose_video,
     frame_score_spec,
@@ -39,6 +38,7 @@ from agreement.fo.video_figures import (
     video_choices,
     video_timeline,
 )
+from agreement.reporting.figures.base import count_text, sig3
 
 from .panel_filters import load_derived_view
 from .panel_host import PanelHost
@@ -219,7 +219,7 @@ class VideoEvents(PanelHost):
     def _load_clips(self, ctx, video_id: str | None) -> None:
         """Loads the clips where the raters disagree (of ``video_id``, or of every video in view) on top of
         the panel's view; the sidebar filters go into the view as stages (see the module docstring)."""
-        from agreement.fo.views import ViewError, disagreement_clips_view
+        from agreement.fo.views.disagreements import ViewError, disagreement_clips_view
 
         key, info, base, base_stages = self._context(ctx)
         mem = panel_memory_of(ctx)

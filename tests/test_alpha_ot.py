@@ -7,12 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from agreement.methods.ot.alpha_ot import alpha_ot, canonical_sample_order
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.methods.ot import ot_score, sample_ot_scores
+from agreement.methods.ot.alpha_ot import alpha_ot, canonical_sample_order
 
 
 def _set(boxes, labels, prefix="x"):
@@ -166,7 +165,7 @@ def test_canonical_sample_order():
 def test_perfect_agreement_is_one_and_rater_pair_without_shared_sample():
     rng = np.random.default_rng(9)
     sets = []
-    for s in range(5):
+    for _ in range(5):
         k = int(rng.integers(1, 4))
         bx = np.hstack([rng.uniform(0, 0.6, (k, 2)), rng.uniform(0.1, 0.3, (k, 2))])
         lb = list(rng.choice(["a", "b"], k))
@@ -319,8 +318,8 @@ def _cut(data, bounds):
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 49), max_size=5, unique=True),
        max_pairs=st.sampled_from([50, 2_000, 1_000_000]))
 def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
-    from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
     from agreement.methods.ot import sample_ot_scores
+    from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(50, 9, 3, min_objects=0, max_objects=5, seed=seed)

@@ -186,7 +186,7 @@ def _method_literals(roots=("agreement", "operators", "panels"), files=("__init_
 
 
 def test_no_method_marker_literal_outside_the_method_declarations():
-    """Issue 49: a method declares all it shows (its hooks, :class:`agreement.fo.method_hooks.MethodHooks`);
+    """Issue 49: a method declares all it shows (its hooks, :class:`agreement.fo.runs.method_spec.MethodHooks`);
     the shared modules look the hooks up from a run's method marker and never test a method's name, so no
     ``"iaa.<method>"`` literal sits outside ``agreement/fo/methods/``."""
     found = _method_literals()
@@ -282,7 +282,14 @@ def test_no_module_imports_another_modules_private_name(tmp_path):
 
 
 def _defines_code(tree: ast.AST) -> bool:
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for node in ast.walk(tree))
+    """Whether a module defines a function or a class other than an exception (an exception class declares
+    what the bridge raises; it computes nothing)."""
+    def is_exception(node: ast.ClassDef) -> bool:
+        names = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+        return bool(names) and all(n.endswith(("Error", "Exception", "Warning")) for n in names)
+
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               or (isinstance(node, ast.ClassDef) and not is_exception(node)) for node in ast.walk(tree))
 
 
 def test_pure_code_lives_outside_the_bridge():
@@ -305,3 +312,29 @@ def test_pure_code_lives_outside_the_bridge():
     assert "agreement.fo.runs" in reaches
     pure = sorted(n for n in bridge - reaches if _defines_code(trees[n]))
     assert not pure, f"modules of agreement/fo/ that never reach FiftyOne (move them out of the bridge): {pure}"
+
+
+MAX_POSITIONAL_ARGUMENTS = 6
+
+
+def _long_positional_calls(tree: ast.AST, where: str) -> list[str]:
+    """``where:line callee count`` for each call in ``tree`` passing more than
+    :data:`MAX_POSITIONAL_ARGUMENTS` positional arguments (``*args`` unpacking is not counted)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            n = sum(not isinstance(arg, ast.Starred) for arg in node.args)
+            if n > MAX_POSITIONAL_ARGUMENTS:
+                found.append(f"{where}:{node.lineno} {ast.unparse(node.func)} {n}")
+    return found
+
+
+def test_no_call_passes_more_than_six_positional_arguments():
+    """Seven or more arguments in a row are read (and swapped) by position: pass them by keyword, or
+    gather them in a parameter object (issue 49)."""
+    probe = "f(1, 2, 3, 4, 5, 6, 7)\ng(1, 2, 3, 4, 5, 6, *rest)\nh(1, 2, 3, 4, 5, 6, a=7, b=8)\n"
+    assert _long_positional_calls(ast.parse(probe), "probe") == ["probe:1 f 7"]
+    offenders = []
+    for _, path in sorted(_sources().items()):
+        offenders += _long_positional_calls(ast.parse(path.read_text()), str(path.relative_to(REPO)))
+    assert not offenders, f"calls passing more than {MAX_POSITIONAL_ARGUMENTS} positional arguments: {offenders}"

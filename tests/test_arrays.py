@@ -1,8 +1,7 @@
 """agreement.core.arrays.unique_sorted against np.unique (the oracle)."""
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from agreement.core.arrays import unique_sorted

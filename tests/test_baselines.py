@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from agreement.methods.ot.baselines import NO_OBJECT, f1_at_iou, threshold_baselines, threshold_match
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
-from agreement.geometry.boxes import pairwise_iou
 from agreement.core.krippendorff import nominal_alpha
+from agreement.geometry.boxes import pairwise_iou
+from agreement.methods.ot.baselines import NO_OBJECT, f1_at_iou, threshold_baselines, threshold_match
 
 
 def _set(boxes, labels, prefix="x"):
@@ -221,8 +220,8 @@ def test_one_pass_of_ot_and_baselines_equals_the_two_passes(seed, grid, max_bloc
     two functions called apart, degenerate boxes (zero area, identical, touching) included."""
     import dataclasses
 
-    from agreement.methods.ot.baselines import ot_scores_and_threshold_baselines
     from agreement.methods.ot import sample_ot_scores
+    from agreement.methods.ot.baselines import ot_scores_and_threshold_baselines
 
     rng = np.random.default_rng(seed)
     raters = [f"r{k}" for k in range(5)]

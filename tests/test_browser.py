@@ -92,7 +92,7 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
 
     from fiftyone import ViewField as F
 
-    from agreement.fo.panel_data import score_histogram
+    from agreement.fo.panel.data import score_histogram
     from agreement.fo.runs import load_agreement_results
     from agreement.fo.views import DRILL_LIMIT, rater_pair_scores
 
@@ -198,8 +198,8 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
 def test_consensus_cards_report_and_review_queue(browser_tools, app_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.consensus_panel_data import consensus_counts
     from agreement.fo.methods.consensus import review_view
+    from agreement.fo.panel.consensus import consensus_counts
     from agreement.fo.runs import load_agreement_results
 
     url, dataset, log = app_server

@@ -132,8 +132,8 @@ def test_class_runs_in_the_panel_and_review_from_the_app(fo, browser_tools, clas
     from playwright.sync_api import sync_playwright
 
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import review_progress
     from agreement.fo.runs import load_agreement_results
+    from agreement.fo.views.review import review_progress
     from test_browser_crowd import _close_dialogs, _execute, _run_operator, _toggle_selection
 
     url, dataset, log = classes_app

@@ -141,10 +141,10 @@ def test_crowd_journey_review_touches_only_the_flagged_consensus_labels(fo, brow
 
     from fiftyone import ViewField as F
 
-    from agreement.fo.declaration import run_target
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import review_progress
     from agreement.fo.runs import get_agreement_run_info
+    from agreement.fo.runs.declaration import run_target
+    from agreement.fo.views.review import review_progress
 
     url, export, log = crowd_app
     shots = Path(os.environ.get("IAA_SCREENSHOTS_DIR") or tmp_path)

@@ -29,7 +29,7 @@ DATASET = "iaa-browser-filters"
 def filters_app(fo, tmp_path_factory):
     import fiftyone.operators as foo
 
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
     from agreement.simulate.synthetic.crowd_export import write_crowd_export
 
     if fo.dataset_exists(DATASET):

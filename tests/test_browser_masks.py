@@ -125,9 +125,9 @@ def _show_masks(page, field: str) -> None:
 def test_mask_run_in_the_panel_and_its_drill_downs(fo, browser_tools, masks_app, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.mask_figures import mask_class_bars, pair_class_heatmap
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
     from agreement.fo.views import mask_dice_scores
+    from agreement.reporting.figures.masks import mask_class_bars, pair_class_heatmap
 
     url, dataset, log = masks_app
     shots = Path(os.environ.get("IAA_SCREENSHOTS_DIR") or tmp_path)

@@ -38,7 +38,7 @@ _RENDERED = """() => Array.from(document.querySelectorAll('.plotly-graph-div')).
 def reports(fo, make_dataset, mask_ds, tmp_path):  # noqa: F811
     import fiftyone.operators as foo
 
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(40, 5, raters_per_sample=3, seed=4)

@@ -63,7 +63,7 @@ def _class_dataset(fo, folder: Path):
 def review_app(fo, tmp_path_factory):
     import fiftyone.operators as foo
 
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
     from agreement.simulate.synthetic.crowd_export import write_crowd_export
 
     for name in (BOXES, CLASSES):

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from browser_support import (
     CHROMIUM_ARGS,
     SCREENSHOTS,
@@ -50,7 +51,7 @@ TITLES = ["Per-video mean α", "α per rater pair", "Timeline of"]
 def video_app(fo, tmp_path_factory):
     import fiftyone.operators as foo
 
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     if fo.dataset_exists(DATASET):
         fo.delete_dataset(DATASET)

@@ -40,8 +40,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agreement.methods.consensus.class_labels import (ClassConsensus, class_consensus, dawid_skene_consensus, mace,
-                                                      majority_vote)
+from agreement.methods.consensus.class_labels import (
+    ClassConsensus,
+    class_consensus,
+    dawid_skene_consensus,
+    mace,
+    majority_vote,
+)
 from agreement.simulate.noise.class_raters import mixed_crowd, random_truth, simulate_class_raters
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

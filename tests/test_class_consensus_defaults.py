@@ -13,8 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.methods.consensus.class_labels import (MACE_MAX_ITER, class_consensus, dawid_skene_consensus, mace,
-                                                      majority_vote)
+from agreement.methods.consensus.class_labels import (
+    MACE_MAX_ITER,
+    class_consensus,
+    dawid_skene_consensus,
+    mace,
+    majority_vote,
+)
 from agreement.methods.consensus.em import DS_MAX_ITER, DS_TOL
 from agreement.simulate.noise.class_raters import mixed_crowd, random_truth, simulate_class_raters
 

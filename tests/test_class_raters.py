@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.simulate.noise.class_raters import (constant_spammer, mixed_crowd, noisy_confusion, random_truth,
-                                                   simulate_class_raters, swapper_confusion, uniform_spammer)
+from agreement.simulate.noise.class_raters import (
+    constant_spammer,
+    mixed_crowd,
+    noisy_confusion,
+    random_truth,
+    simulate_class_raters,
+    swapper_confusion,
+    uniform_spammer,
+)
 
 
 def test_confusion_builders():

@@ -1,13 +1,12 @@
-"""Compact storage of large result tables (agreement.fo.compact): exact round trips, plain values back."""
+"""Compact storage of large result tables (agreement.fo.storage.compact): exact round trips, plain values back."""
 
 import json
 import math
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from agreement.fo.compact import MIN_PACKED, columns_to_nested, nested_to_columns, pack, unpack
+from agreement.fo.storage.compact import MIN_PACKED, columns_to_nested, nested_to_columns, pack, unpack
 
 finite_or_none = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False))
 

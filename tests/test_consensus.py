@@ -6,15 +6,14 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.spatial.transform import Rotation
 
+from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.methods.consensus import consensus
 from agreement.methods.consensus.fusion import fuse_boxes
 from agreement.methods.consensus.scale import member_pairs, pairwise_scales
 from agreement.methods.consensus.units import units_from_labels
-from agreement.core.data import AnnotationSet, MultiRaterAnnotations
 from agreement.simulate.synthetic import generate_scenes, ground_truth, simulate_demo_raters
 
 RATERS = ("a", "b", "c")

@@ -15,9 +15,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
+from agreement.core.data import encode_classes
 from agreement.methods.consensus import consensus
 from agreement.methods.consensus.api import em_degeneracy
 from agreement.methods.consensus.em import RATE_PRIOR, EMSettings, _problem, _rates, fit_em
@@ -25,7 +25,6 @@ from agreement.methods.consensus.units import build_units, estimate_coincidence
 from agreement.methods.ot.baselines import f1_at_iou
 from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 from agreement.simulate.synthetic.crowd_export import EXPORT_NOISE
-from agreement.core.data import encode_classes
 
 #: The noise of the crowd export (:func:`agreement.simulate.synthetic.crowd_export.write_crowd_export`).
 assert EXPORT_NOISE == CrowdNoise(miss=0.5, jitter=0.1, confusion=0.3, false_positive=0.3)
@@ -182,7 +181,7 @@ def test_em_degeneracy_names_non_finite_posteriors_and_rejected_majorities():
 def test_the_crowd_export_with_40_images_gets_consensus_labels_through_the_operator(fo, tmp_path):
     import fiftyone.operators as foo
 
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
     from agreement.simulate.synthetic.crowd_export import write_crowd_export
 
     export = write_crowd_export(tmp_path, num_samples=40, num_raters=200, raters_per_sample=9)

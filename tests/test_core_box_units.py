@@ -12,8 +12,7 @@ import doctest
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agreement.core.data as data_module
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from agreement.geometry.boxes import pairwise_iou
 from agreement.geometry.correspondence import (
     COSTS,
     SOLVERS,
@@ -19,7 +19,6 @@ from agreement.geometry.correspondence import (
     pair_cost,
     solve_units,
 )
-from agreement.geometry.boxes import pairwise_iou
 
 HAVE_MGM = True
 try:  # pragma: no cover - environment dependent

@@ -5,7 +5,7 @@ For every numeric parameter with a range of every method declaration
 covered without editing this file), the value exactly at a closed bound is
 accepted, and the value just past it (or exactly at an open bound) refused,
 through :meth:`MethodDeclaration.validate`: the validation that both the
-operators and the Python functions run (:func:`agreement.fo.declaration.run_declared`).
+operators and the Python functions run (:func:`agreement.fo.runs.declaration.run_declared`).
 """
 
 from __future__ import annotations

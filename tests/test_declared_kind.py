@@ -12,10 +12,15 @@ through the public registries:
   field carries them, how they become the column and the rows' 2D boxes, and
   the attributes a label written back gets.
 
-The test reads a real FiftyOne dataset in both rater layouts, computes a
-consensus with the declared similarity, fuses the circles with the declared
-fusion, writes the consensus circles back as labels, reads them again, and
-undoes the registration (nothing leaks into other tests).
+The tests read a real FiftyOne dataset in both rater layouts, compute a
+consensus with the declared similarity, fuse the circles with the declared
+fusion, write the consensus circles back as labels, read them again, and
+undo the registration (nothing leaks into other tests). With no edit
+elsewhere, the kind gets what a built-in kind gets: the operators' forms offer
+its fields as rater fields; ``compute_consensus`` fuses it by its hook and
+writes it back as circles; ``compute_geometry_agreement`` runs on it from
+Python the FiftyOne way, writes per-label results onto it, and its run lists,
+renames, deletes, shows its cards in the panel and exports its report.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ def circle_iou(data, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
     return inter / (np.pi * r1 ** 2 + np.pi * r2 ** 2 - inter)
 
 
+#: Every call of the toy fusion: ``(row weights, fused circles)``, so that a test sees the hook was used.
+FUSED: list[tuple[np.ndarray, np.ndarray]] = []
+
+
 def fuse_circles(circles: np.ndarray, units, wt: np.ndarray) -> np.ndarray:
     """The weighted mean circle of every unit."""
     U = len(units.unit_sample)
@@ -55,7 +64,9 @@ def fuse_circles(circles: np.ndarray, units, wt: np.ndarray) -> np.ndarray:
     weight = np.zeros(U)
     np.add.at(total, units.row_unit[rows], circles[rows] * wt[rows, None])
     np.add.at(weight, units.row_unit[rows], wt[rows])
-    return total / weight[:, None]
+    fused = total / weight[:, None]
+    FUSED.append((wt, fused))
+    return fused
 
 
 def _circle_boxes(columns: dict, n: int) -> np.ndarray:
@@ -75,10 +86,11 @@ def _read_circles(extra: dict, where, n: int) -> dict:
 
 
 def _circle_column():
-    from agreement.core.kinds import ColumnKind
+    from agreement.core.kinds import ColumnKind, ConsensusSpec
 
     return ColumnKind(
         "circles", container="array", trailing=(3,), similarities={"circle_iou": circle_iou}, fusion=fuse_circles,
+        consensus=ConsensusSpec(similarity="circle_iou"),
         to_relative=lambda c, wh: c / np.column_stack([wh, wh[:, :1]]),
         has_geometry=lambda c: np.ones(len(c), dtype=bool), description="(N, 3) [cx, cy, r] of discs")
 
@@ -128,6 +140,64 @@ def test_an_undeclared_column_is_refused_naming_the_declared_ones():
         AnnotationSet([[0, 0, 1, 1]], ["x"], [None], geometry={"circles": [[0.5, 0.5, 0.5]]})
     with pytest.raises(TypeError, match="unexpected keyword argument 'circles'"):
         AnnotationSet([[0, 0, 1, 1]], ["x"], [None], circles=[[0.5, 0.5, 0.5]])
+
+
+def _circle_corpus():
+    """The toy circles of :data:`OBJECTS` on six samples as a corpus (no FiftyOne), each rater's jittered."""
+    from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+
+    sets = []
+    for s in range(6):
+        per = {}
+        for k, r in enumerate(RATERS):
+            jitter = 0.004 * ((k + s) % 3 - 1)
+            c = np.array([[cx + jitter, cy - jitter, rr + jitter / 2] for o, (_, _, who) in OBJECTS.items()
+                          if r in who for cx, cy, rr in [_truth(o, s)]])
+            labels = [f"c{o}" for o, (_, _, who) in OBJECTS.items() if r in who]
+            per[r] = AnnotationSet(_circle_boxes({"circles": c}, len(c)), labels, [None] * len(c), circles=c)
+        sets.append(per)
+    return MultiRaterAnnotations.from_sets([f"s{s}" for s in range(6)], list(RATERS), sets)
+
+
+def test_a_consensus_fuses_a_declared_column_by_its_declared_fusion(circles_column):
+    """The consensus picks the declared kind (``geometry="auto"``), fuses its column with the declared hook and
+    the EM's member weights (:attr:`ConsensusResult.fused`), keeps a drawn member's under majority voting (as for
+    every kind), carries it into :meth:`ConsensusResult.to_annotations`, and fuses only the boxes when asked to."""
+    from agreement.core.kinds import column_kind
+    from agreement.methods.consensus import consensus
+    from agreement.methods.consensus.units import label_type
+
+    data = _circle_corpus()
+    assert label_type(data) == "circles" and label_type(data, "boxes") == "boxes"
+    FUSED.clear()
+    res = consensus(data, similarity="circle_iou", tau=0.5)
+    assert res.method == "em" and res.geometry == "circles" and res.fused.keys() == {"circles"}
+    # fused by the declared hook, once, with the EM's weights (> 0 on the rows in a unit; not all alike: the
+    # raters' precisions and Student-t weights)
+    ((wt, fused),) = FUSED
+    assert res.fused["circles"] is fused and ((wt > 0) == (res.row_unit >= 0)).all()
+    assert len(np.unique(wt[wt > 0])) > 1
+    assert res.columns.keys() == {"circles"} and res.fused["circles"].shape == (res.n_units, 3)
+    kept = np.flatnonzero(res.is_consensus)
+    assert len(kept) == 12
+    for u in kept:  # a weighted mean of the members, each within the jitter (0.004) of the truth
+        np.testing.assert_allclose(res.fused["circles"][u], _truth(int(res.label[u][1:]), int(res.unit_sample[u])),
+                                   atol=0.004)
+    # the hook, not the boxes: the fused radius is not half the fused box's width
+    assert not np.allclose(res.fused["circles"][kept, 2], res.boxes[kept, 2] / 2, atol=1e-12, rtol=0)
+    again = res.to_annotations()
+    np.testing.assert_array_equal(again.circles, res.fused["circles"][kept])
+
+    vote = consensus(data, method="majority", similarity="circle_iou", tau=0.5)
+    chosen = np.array([[r for r in vote.members(u) if np.array_equal(data.boxes[r], vote.boxes[u])][0]
+                       for u in range(vote.n_units)])
+    np.testing.assert_array_equal(vote.fused["circles"], data.circles[chosen])  # a drawn member, as drawn
+    boxes_only = consensus(data, geometry="boxes", similarity="circle_iou", tau=0.5)
+    assert boxes_only.geometry == "boxes" and boxes_only.fused == {} and boxes_only.columns == {}
+    np.testing.assert_array_equal(boxes_only.boxes, res.boxes)  # the same units and box fusion
+    with pytest.raises(ValueError, match="method='wbf' fuses boxes; these labels are circles"):
+        consensus(data, method="wbf", tau=0.5)
+    assert callable(column_kind("circles").fusion)
 
 
 @pytest.fixture
@@ -183,8 +253,8 @@ def test_a_kind_declared_in_one_file_is_read_compared_fused_and_written_back(fo,
 
     from agreement.core.kinds import is_column
     from agreement.fo.kinds import label_documents
-    from agreement.fo.reading import read_annotations
-    from agreement.fo.writing import write_label_lists
+    from agreement.fo.storage.reading import read_annotations
+    from agreement.fo.storage.writing import write_label_lists
     from agreement.geometry.similarity import check_similarity, similarity_matrix, supported_similarities
     from agreement.methods.consensus import consensus
     from agreement.methods.consensus.fusion import fuse_declared
@@ -265,6 +335,98 @@ def test_a_declared_kind_runs_through_an_operator_and_its_run_lifecycle(fo, make
 
 
 @pytest.mark.fiftyone
+@pytest.mark.parametrize("layout", ["fields", "attribute"])
+def test_the_consensus_operator_fuses_a_declared_kind_and_writes_it_back_as_that_kind(fo, make_dataset,
+                                                                                     circles_kind, layout):
+    """``compute_consensus`` on rater fields of the toy kind: the units matched by its declared similarity (the
+    column's :class:`~agreement.core.kinds.ConsensusSpec`), its circles fused by its declared hook, written
+    back as circles (the variant's ``document``) with the box of the fused circle (its ``boxes``), and read
+    again as the kind; the rater labels get their consensus ids."""
+    import fiftyone.operators as foo
+
+    from agreement.fo.panel.data import run_panel_data
+    from agreement.fo.storage.reading import read_annotations
+
+    dataset, params = _dataset(fo, make_dataset, layout)
+    before = set(dataset.get_field_schema(flat=True))
+    FUSED.clear()
+    cons = foo.get_operator("@iaa/agreement/compute_consensus")(dataset, key="cc", **params)
+    ((_, fused),) = FUSED  # the declared hook fused the circles, and they are what is written
+    assert cons.summary["geometry"] == "circles" and cons.summary["n_consensus"] == 12
+    assert cons.summary["similarity"] == "circle_iou"
+    written = [d for per in dataset.values("cc_consensus") for d in per.detections]
+    assert len(written) == 12 and all(d["cc_review"] is False for d in written)
+    for sample, per in zip(range(6), dataset.values("cc_consensus"), strict=True):
+        for d in per.detections:
+            cx, cy, r = _truth(int(d.label[1:]), sample)
+            np.testing.assert_allclose([*d.center, d.radius], [cx, cy, r], atol=0.004)
+            np.testing.assert_allclose(d.bounding_box, [d.center[0] - d.radius, d.center[1] - d.radius,
+                                                        2 * d.radius, 2 * d.radius], atol=1e-12)
+            assert d.confidence > 0.5 and len(d["cc_members"]) in (2, 3)
+            assert (fused == [*d.center, d.radius]).all(axis=1).sum() == 1
+    dataset.clone_sample_field("cc_consensus", "cc_copy")
+    again = read_annotations(dataset, fields=["cc_consensus", "cc_copy"]).annotations  # read as the kind again
+    assert again.geometry.keys() == {"circles"} and again.circles.shape == (24, 3)
+    np.testing.assert_allclose(np.sort(again.circles[:, 2]), np.sort([d.radius for d in written] * 2))
+    rater_field = "a" if layout == "fields" else "ann"
+    ids = {d.id for d in written}
+    linked = [v for per in dataset.values(f"{rater_field}.detections.cc_consensus_id") for v in per]
+    assert linked and set(linked) <= ids
+    cards = {c["label"]: c for c in run_panel_data(dataset, "cc")["consensus"]["cards"]}
+    assert 0.5 < cards["mean confidence of the consensus labels"]["value"] <= 1
+    dataset.delete_sample_field("cc_copy")
+    dataset.delete_run("cc")
+    assert set(dataset.get_field_schema(flat=True)) == before
+
+
+@pytest.mark.fiftyone
+def test_a_declared_kind_gets_what_a_built_in_kind_gets(fo, make_dataset, circles_kind, tmp_path):
+    """The toy kind, declared in this file only, gets what a built-in kind gets: the operator's form offers its
+    fields as rater fields, the Python call the FiftyOne way returns the run's typed results, the run lists,
+    renames and deletes, the panel shows its cards, and the report is written."""
+    import json
+
+    import fiftyone.operators as foo
+    from fiftyone.operators.executor import ExecutionContext
+
+    from agreement.fo.panel.data import run_panel_data
+    from agreement.fo.reports import export_agreement_report
+    from agreement.fo.runs import list_agreement_runs, rename_agreement_run
+
+    dataset, params = _dataset(fo, make_dataset, "fields")
+    before = set(dataset.get_field_schema(flat=True))
+    op = foo.get_operator("@iaa/agreement/compute_geometry_agreement")
+    ctx = ExecutionContext(request_params={"dataset_name": dataset.name, "view": dataset.view()._serialize(),
+                                           "params": dict(params)})
+    form = op.resolve_input(ctx).type.properties
+    assert {c.value for c in form["fields"].view.choices} == set(RATERS)
+    consensus_form = foo.get_operator("@iaa/agreement/compute_consensus").resolve_input(ctx).type.properties
+    assert {c.value for c in consensus_form["fields"].view.choices} == set(RATERS)
+    assert {"auto", "em", "majority"} <= set(consensus_form["method"].type.values)  # an instance kind's methods
+    assert "mace" not in consensus_form["method"].type.values
+
+    res = op(dataset, key="circ", **params)  # the Python call, the FiftyOne way
+    assert res.key == "circ" and 0.5 < res.summary["sigma"] <= 1
+    assert "circ" in list_agreement_runs(dataset) and "circ" in dataset.list_runs()
+
+    cards = run_panel_data(dataset, "circ")["cards"]
+    assert cards and any(c.get("text") not in (None, "undefined") for c in cards)
+
+    files = export_agreement_report(dataset, tmp_path, keys="circ")["runs"]["circ"]
+    assert (tmp_path / "circ" / "report.html").exists() and (tmp_path / "circ" / "run.json").exists()
+    assert "circ" in (tmp_path / "circ" / "report.html").read_text(encoding="utf-8")
+    run = json.loads((tmp_path / "circ" / "run.json").read_text(encoding="utf-8"))
+    assert run["run"]["key"] == "circ" and run["results"]["summary"]["sigma"] == pytest.approx(res.summary["sigma"])
+    assert files["html"].endswith("report.html")
+
+    rename_agreement_run(dataset, "circ", "circles2")
+    assert "circles2" in dataset.list_runs() and "circ" not in dataset.list_runs()
+    assert all(v is not None for v in dataset.values("circles2_distance"))
+    dataset.delete_run("circles2")  # FiftyOne's own command takes the run's fields along
+    assert set(dataset.get_field_schema(flat=True)) == before and not list_agreement_runs(dataset)
+
+
+@pytest.mark.fiftyone
 def test_the_built_in_label_types_declare_their_write_back(fo):
     """A consensus label of each built-in geometry, as the declarations write it: the documents a
     consensus run stores (agreement.fo.methods.consensus) for polygons, keypoints, cuboids and masks."""
@@ -274,11 +436,11 @@ def test_the_built_in_label_types_declare_their_write_back(fo):
 
     box = np.array([[0.1, 0.2, 0.3, 0.4]])
     ring = np.array([[0.1, 0.2], [0.4, 0.2], [0.4, 0.6]])
+    # a polyline's or keypoint's box is that of its points: it has no box attribute (LabelType.box_attr)
     (poly,) = label_documents(fol.Polylines, box, ["p"], {"polygons": [[ring]]})
-    assert poly == {"label": "p", "bounding_box": [0.1, 0.2, 0.3, 0.4], "points": [ring.tolist()], "closed": True,
-                    "filled": True}
+    assert poly == {"label": "p", "points": [ring.tolist()], "closed": True, "filled": True}
     (kp,) = label_documents(fol.Keypoints, box, ["k"], {"keypoints": np.array([[[0.1, 0.2], [np.nan, np.nan]]])})
-    assert kp["points"][0] == [0.1, 0.2] and np.isnan(kp["points"][1]).all()
+    assert kp.keys() == {"label", "points"} and kp["points"][0] == [0.1, 0.2] and np.isnan(kp["points"][1]).all()
     cuboid = np.arange(9.0)[None]
     (c,) = label_documents(fol.Detections, np.full((1, 4), np.nan), ["c"], {"cuboids": cuboid})
     assert c == {"label": "c", "bounding_box": [], "location": [0.0, 1.0, 2.0], "dimensions": [3.0, 4.0, 5.0],
@@ -286,6 +448,8 @@ def test_the_built_in_label_types_declare_their_write_back(fo):
     mask = np.ones((2, 3), bool)
     (m,) = label_documents(fol.Detections, box, ["m"], {"masks": [mask]})
     assert m["bounding_box"] == [0.1, 0.2, 0.3, 0.4] and m["mask"].shape == (2, 3)
+    (b,) = label_documents(fol.Detections, box, ["b"], {})
+    assert b == {"label": "b", "bounding_box": [0.1, 0.2, 0.3, 0.4]}
 
 
 def test_the_consensus_asks_the_declarations_for_what_differs_per_geometry(circles_column):
@@ -302,14 +466,41 @@ def test_the_consensus_asks_the_declarations_for_what_differs_per_geometry(circl
     assert consensus_spec("cuboids").similarity == "cuboid_iou" and consensus_spec("cuboids").keys
     # a kind fused by its own hook (the toy circles) is no built-in consensus geometry: its boxes are fused
     assert "circles" not in {k.name for k in fused_columns()} and geometry_fusion("circles") == "boxes"
-    assert consensus_spec("circles") is BOX_CONSENSUS and consensus_spec("boxes") is BOX_CONSENSUS
+    assert consensus_spec("circles").similarity == "circle_iou" and consensus_spec("boxes") is BOX_CONSENSUS
+    from agreement.methods.consensus.fusion import fuses_boxes
+    from agreement.methods.consensus.units import consensus_columns, fusion_hook
+
+    # ... but a consensus geometry of its own, fused beside its boxes by its hook
+    assert "circles" in {k.name for k in consensus_columns()} and fusion_hook("circles") is not None
+    assert fuses_boxes("circles") and fuses_boxes("masks") and not fuses_boxes("keypoints")
     names = {k.name for k in column_kinds()} | {"boxes"}
-    root = Path(__file__).resolve().parents[1] / "agreement" / "methods" / "consensus"
-    for module in ("api", "units", "fusion", "scale", "report"):
-        tree = ast.parse((root / f"{module}.py").read_text())
+    root = Path(__file__).resolve().parents[1] / "agreement"
+    modules = [f"methods/consensus/{m}.py" for m in ("api", "units", "fusion", "scale", "report", "em", "majority")]
+    for module in [*modules, "fo/methods/consensus.py"]:
+        tree = ast.parse((root / module).read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "kind":
-                consts = [c for c in node.comparators if isinstance(c, (ast.Constant, ast.Tuple))]
-                values = {c.value for c in consts if isinstance(c, ast.Constant)} | {
-                    e.value for c in consts if isinstance(c, ast.Tuple) for e in c.elts if isinstance(e, ast.Constant)}
-                assert not values & names, f"consensus/{module}.py:{node.lineno} tests the geometry by name"
+            if not isinstance(node, ast.Compare):
+                continue
+            named = isinstance(node.left, ast.Name) and node.left.id in ("kind", "ltype", "container")
+            if not named and not (isinstance(node.left, ast.Attribute) and node.left.attr == "geometry"):
+                continue  # the kind of the data, or a result's geometry (not the user's geometry= option)
+            consts = [c for c in node.comparators if isinstance(c, (ast.Constant, ast.Tuple))]
+            values = {c.value for c in consts if isinstance(c, ast.Constant)} | {
+                e.value for c in consts if isinstance(c, ast.Tuple) for e in c.elts if isinstance(e, ast.Constant)}
+            assert not values & (names | {"Keypoints"}), f"{module}:{node.lineno} tests the geometry by name"
+
+
+@pytest.mark.fiftyone
+def test_the_toy_kind_is_undone_after_the_fiftyone_tests(fo):
+    """Run after the tests that declare the whole kind (file order): no column, similarity or FiftyOne
+    variant of it is left, and a consensus of plain boxes has no declared column."""
+    import fiftyone.core.labels as fol
+
+    from agreement.core.kinds import is_column
+    from agreement.fo.kinds import variants_of
+    from agreement.geometry.similarity import declared_similarities
+    from agreement.methods.consensus.units import consensus_columns
+
+    assert not is_column("circles") and "circle_iou" not in declared_similarities()
+    assert "circles" not in {v.name for v in variants_of(fol.Detections)}
+    assert "circles" not in {k.name for k in consensus_columns()}

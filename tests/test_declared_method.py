@@ -1,12 +1,12 @@
 """A method declared in one file gets everything: operator and form, Python call, run info, panel card,
 typed results, and delete and rename through FiftyOne's own commands; and, through the hooks it declares
-(:class:`agreement.fo.method_hooks.MethodHooks`), its rater table, its view's own cards, its per-rater
+(:class:`agreement.fo.runs.method_spec.MethodHooks`), its rater table, its view's own cards, its per-rater
 figure, its labels explained and its report, with a clear "not offered" for what it does not declare
 (drill-down modes beyond the score's, per-label conflicts).
 
 The test copies the plugin, adds one module to ``agreement/fo/methods/`` (a
 toy method: the mean IoU of the boxes two raters matched, with its kernel and
-its declaration), lets ``python -m agreement.fo.manifest`` list its operator
+its declaration), lets ``python -m agreement.fo.runs.manifest`` list its operator
 in ``fiftyone.yml``, and drives it in a fresh process with that copy as the
 plugins directory. Nothing else of the plugin is edited.
 """
@@ -34,12 +34,12 @@ TOY_METHOD = '''
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.engine import MethodOutput, MethodSpec
-from agreement.fo.figures import rater_bars
-from agreement.fo.method_hooks import MethodHooks, RaterTable
-from agreement.fo.rater_tables import Column, row_texts
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.engine import MethodOutput, MethodSpec
+from agreement.reporting.figures.method_figures import rater_bars
+from agreement.fo.runs.method_spec import MethodHooks, RaterTable
+from agreement.fo.panel.rater_tables import Column, row_texts
+from agreement.fo.runs.results import AgreementResults
 from agreement.geometry import pairwise_iou
 
 METHOD = "iaa.mean_iou"
@@ -133,7 +133,7 @@ for i in range(3):
 op = foo.get_operator("@iaa/agreement/compute_mean_iou")
 form = op.resolve_input(ExecutionContext(request_params={"dataset_name": ds.name, "params": {}}))
 res = op(ds, key="miou", fields=["a", "b", "c"], threshold=0.3)
-from agreement.fo.panel_data import run_panel_data
+from agreement.fo.panel.data import run_panel_data
 from agreement.fo.runs import get_agreement_run_info
 
 info = get_agreement_run_info(ds, "miou")
@@ -142,10 +142,10 @@ cards = {c["label"]: c["text"] for c in data["cards"]}
 part = run_panel_data(ds.limit(2), "miou")  # a view: its own cards, the method's first
 values = ds.values("miou_mean_iou")
 import tempfile
-from agreement.fo.label_explanations import label_explanations
+from agreement.fo.panel.label_explanations import label_explanations
 from agreement.fo.reports import export_agreement_report
 from agreement.fo.views import ViewError, unmatched_labels_view
-from agreement.fo.report.conflicts import run_conflicts
+from agreement.fo.reports.conflict_table import run_conflicts
 
 explained = label_explanations(ds, info, ds.first().id)
 with tempfile.TemporaryDirectory() as folder:
@@ -203,10 +203,10 @@ def test_a_method_declared_in_one_file_gets_operator_python_call_panel_and_run_c
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(PYTHONPATH=str(plugin), FIFTYONE_PLUGINS_DIR=str(plugin), IAA_AGREEMENT_NO_PTH="1")
     before = (plugin / "fiftyone.yml").read_text()
-    check = subprocess.run([sys.executable, "-m", "agreement.fo.manifest", "--check"], cwd=plugin, env=env,
+    check = subprocess.run([sys.executable, "-m", "agreement.fo.runs.manifest", "--check"], cwd=plugin, env=env,
                            capture_output=True, text=True)
     assert check.returncode == 1 and "compute_mean_iou" in check.stdout, check.stdout + check.stderr
-    subprocess.run([sys.executable, "-m", "agreement.fo.manifest"], cwd=plugin, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "agreement.fo.runs.manifest"], cwd=plugin, env=env, check=True,
                    capture_output=True)
     after = (plugin / "fiftyone.yml").read_text()
     assert after.replace("  - compute_mean_iou\n", "") == before
@@ -246,9 +246,9 @@ def test_a_method_declared_in_one_file_gets_operator_python_call_panel_and_run_c
 def test_a_method_without_hooks_offers_none_of_them():
     """The hooks' defaults are "not offered": no rater table, no drill-down beyond the score's, no conflicts,
     no own section of the panel; a run of no declared method (a simulation) gets the defaults."""
-    from agreement.fo.method_hooks import MethodHooks
     from agreement.fo.methods import hooks_of
     from agreement.fo.methods.markers import SIMULATION_METHOD
+    from agreement.fo.runs.method_spec import MethodHooks
 
     hooks = MethodHooks()
     assert hooks.rater_table_of({"raters": ["a"]}) is None and hooks.drill_modes == ()

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.fiftyone
 
 def test_demo_builds_both_layouts_and_runs(fo, tmp_path, monkeypatch, capsys):
     from agreement.fo.demo import run_demo
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     monkeypatch.setattr(fo.config, "default_dataset_dir", str(tmp_path))
     report = run_demo(name="iaa-demo-test", num_images=24, seed=3)

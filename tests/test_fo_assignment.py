@@ -116,7 +116,7 @@ def test_implausible_crossed_design_is_refused_and_assume_crossed_accepts(tmp_pa
         assert info["assumed_crossed"] and "accepted with assume_crossed=True" in info["assignment"]
         assert info["crossed_evidence"]["median_coverage"] < 0.5
         # the panel's cards say what was assumed
-        from agreement.fo.panel_data import run_panel_data
+        from agreement.fo.panel.data import run_panel_data
 
         cards = {c["label"]: c["text"] for c in run_panel_data(ds.view(), "x")["cards"]}
         assert cards["rater assignment"].startswith("assumed fully crossed")
@@ -125,7 +125,7 @@ def test_implausible_crossed_design_is_refused_and_assume_crossed_accepts(tmp_pa
 
 
 def test_declared_raters_field_is_used(fo, make_dataset):
-    from agreement.fo.reading import declare_raters_field, read_annotations
+    from agreement.fo.storage.reading import declare_raters_field, read_annotations
 
     det = lambda who, box: fo.Detection(label="x", bounding_box=box, annotator=who)  # noqa: E731
     ds = make_dataset([
@@ -178,7 +178,7 @@ def _attr_ds(fo, make_dataset, assigned_values, who=("u1", "u2")):
 ])
 def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     ds = _attr_ds(fo, make_dataset, assigned)
     with pytest.raises(AnnotationError, match=message):
@@ -187,7 +187,7 @@ def test_bad_raters_field_is_a_clear_error(fo, make_dataset, assigned, message):
 
 def test_labels_without_rater_name_the_count_and_first_samples(fo, make_dataset):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     ds = _attr_ds(fo, make_dataset, [["u1", "u2"]] * 4, who=("u1", None))
     with pytest.raises(AnnotationError, match=r"4 label\(s\) on 4 sample\(s\) have no 'annotator'.*0\.jpg.*1\.jpg"):

@@ -41,7 +41,7 @@ def _to_attribute_layout(fo, ds, make_dataset, with_raters_field=True):
 
 
 def test_both_layouts_read_the_same_corpus(fo, per_rater_ds, make_dataset):
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     a = read_annotations(per_rater_ds, fields=["r3", "r1", "r2"]).annotations
     attr_ds = _to_attribute_layout(fo, per_rater_ds, make_dataset)
@@ -60,7 +60,7 @@ def test_both_layouts_read_the_same_corpus(fo, per_rater_ds, make_dataset):
 
 
 def test_attribute_layout_without_raters_field_assumes_fully_crossed(fo, per_rater_ds, make_dataset):
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     ds = _to_attribute_layout(fo, per_rater_ds, make_dataset, with_raters_field=False)
     ds.add_sample(fo.Sample(filepath="/data/none.jpg", gt=None))
@@ -79,8 +79,8 @@ def test_attribute_layout_without_raters_field_assumes_fully_crossed(fo, per_rat
     ],
 )
 def test_bad_boxes_name_sample_and_field(fo, make_dataset, box, message):
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.storage.reading import read_annotations
 
     ds = make_dataset([
         fo.Sample(filepath="/data/good.jpg", a=fo.Detections(detections=[_det(fo, "x", [0.1, 0.1, 0.1, 0.1])]),
@@ -93,7 +93,7 @@ def test_bad_boxes_name_sample_and_field(fo, make_dataset, box, message):
 
 
 def test_boxes_past_the_border_are_clipped_and_reported(fo, make_dataset):
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     ds = make_dataset([fo.Sample(filepath="/data/edge.jpg", a=fo.Detections(detections=[_det(fo, "x", [0.9, 0.9, 0.2, 0.2])]),
                                  b=fo.Detections())])
@@ -104,8 +104,8 @@ def test_boxes_past_the_border_are_clipped_and_reported(fo, make_dataset):
 
 
 def test_bad_layouts_are_clear_errors(fo, per_rater_ds, make_dataset):
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.storage.reading import read_annotations
 
     per_rater_ds.add_sample_field("note", fo.StringField)
     with pytest.raises(AnnotationError, match="field 'note' is a StringField, not a label field"):
@@ -136,7 +136,7 @@ def test_bad_layouts_are_clear_errors(fo, per_rater_ds, make_dataset):
 def _fake_run(ds, key, overwrite=False):
     """Writes a per-sample and a per-label result the way compute operators do."""
     from agreement.fo import runs
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     read = read_annotations(ds, fields=["r1", "r2"])
     a = read.annotations
@@ -252,8 +252,8 @@ def test_run_on_a_view_writes_only_its_samples(per_rater_ds):
 
 
 def test_masks_and_keypoints_are_read(fo, make_dataset):
-    from agreement.fo.reading import read_annotations
     from agreement.core.validation import AnnotationError
+    from agreement.fo.storage.reading import read_annotations
 
     m = np.zeros((4, 6), dtype=bool)
     m[1:3, 2:5] = True

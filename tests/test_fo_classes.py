@@ -150,7 +150,7 @@ LAYOUTS = {"fields": dict(fields=list(RATERS)), "attribute": dict(field="crowd",
                                            ("em", "attribute")])
 def test_consensus_of_classes_review_and_finalize(class_ds, method, layout):
     from agreement.fo.methods.consensus import compute_consensus, finalize_consensus, review_view
-    from agreement.fo.review import review_labels, review_progress
+    from agreement.fo.views.review import review_labels, review_progress
 
     ds, codes = class_ds
     res = _op(ds, "compute_consensus", key="cc", method=method, **LAYOUTS[layout])

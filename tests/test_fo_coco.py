@@ -37,7 +37,7 @@ def _check_round_trip(src_path, out_path, polygons=True):
 @pytest.mark.shared_data
 @pytest.mark.parametrize("layout", ["fields", "attribute"])
 def test_lvis_import_counts_absence_and_lossless_export(fo, operators, lvis_path, tmp_path, layout):
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     name = f"lvis_{layout}"
     result = operators.execute_operator(
@@ -85,7 +85,7 @@ def test_import_bad_file_names_the_image(fo, operators, tmp_path):
 
 
 def test_masks_import_rasterises_polygons(fo, tmp_path):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     data = {"images": [{"id": 1, "file_name": "m.jpg", "width": 100, "height": 100, "rater_list": [1, 2]}],
             "categories": [{"id": 1, "name": "sq"}],
@@ -104,7 +104,7 @@ def test_masks_import_rasterises_polygons(fo, tmp_path):
         m2 = ds.first()["rater_2"].detections[0].mask
         assert m1.shape == (20, 20) and m1.mean() > 0.9
         assert m2.shape == (10, 20) and 0.35 < m2.mean() < 0.65  # a triangle fills about half its box
-        from agreement.fo.coco import export_multi_rater_coco
+        from agreement.fo.importers.coco import export_multi_rater_coco
 
         export_multi_rater_coco(ds, tmp_path / "out.json")
         out = json.loads((tmp_path / "out.json").read_text())
@@ -159,7 +159,7 @@ def _snapshot(ds):
 @pytest.fixture
 def old_dataset(fo, tmp_path):
     """A dataset named ``keep`` imported from a different file (three images)."""
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     data = _small()
     data["images"].append({"id": 3, "file_name": "c.jpg", "width": 10, "height": 10, "rater_list": ["u1", "u2"]})
@@ -172,7 +172,7 @@ def old_dataset(fo, tmp_path):
 
 def test_failed_import_leaves_no_dataset(fo, tmp_path):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     before = fo.list_datasets()
     for case, path in _bad_files(tmp_path).items():
@@ -183,7 +183,7 @@ def test_failed_import_leaves_no_dataset(fo, tmp_path):
 
 def test_reserved_extra_key_names_the_annotation(fo, tmp_path):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     path = _bad_files(tmp_path)["reserved key"]
     with pytest.raises(AnnotationError, match=r"annotation 10 on image 1 \(a.jpg\) has the key\(s\) \['label'\]"):
@@ -204,7 +204,7 @@ def failing_add_samples(fo, monkeypatch):
 
 
 def test_failure_after_the_dataset_was_created_leaves_nothing(fo, tmp_path, failing_add_samples):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     before = fo.list_datasets()
     with pytest.raises(RuntimeError, match="disk full"):
@@ -214,7 +214,7 @@ def test_failure_after_the_dataset_was_created_leaves_nothing(fo, tmp_path, fail
 
 def test_failed_overwrite_keeps_the_previous_dataset(fo, tmp_path, old_dataset):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
     for case, path in _bad_files(tmp_path).items():
@@ -225,7 +225,7 @@ def test_failed_overwrite_keeps_the_previous_dataset(fo, tmp_path, old_dataset):
 
 
 def test_overwrite_failing_while_writing_keeps_the_previous_dataset(fo, tmp_path, old_dataset, failing_add_samples):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
     with pytest.raises(RuntimeError, match="disk full"):
@@ -235,7 +235,7 @@ def test_overwrite_failing_while_writing_keeps_the_previous_dataset(fo, tmp_path
 
 
 def test_overwrite_failing_during_the_swap_restores_the_previous_dataset(fo, tmp_path, old_dataset, monkeypatch):
-    import agreement.fo.coco as bridge
+    import agreement.fo.importers.coco as bridge
 
     before, snapshot = fo.list_datasets(), _snapshot(old_dataset)
     renames = []
@@ -256,7 +256,7 @@ def test_overwrite_failing_during_the_swap_restores_the_previous_dataset(fo, tmp
 
 
 def test_successful_overwrite_replaces_and_leaves_no_temporary_dataset(fo, tmp_path, old_dataset):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     before = fo.list_datasets()
     ds = import_multi_rater_coco(_write(tmp_path, "ok.json", _small()), dataset_name="keep", overwrite=True,

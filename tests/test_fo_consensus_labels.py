@@ -32,7 +32,7 @@ def _run(ds, op, **params):
 @pytest.fixture
 def crowd_ds(fo, make_dataset):
     """60 samples, 5 raters (all assigned), true objects in 'truth'."""
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
     corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11,
@@ -103,8 +103,8 @@ def test_consensus_field_links_and_run_results(crowd_ds):
     ({"tau": "auto"}, None, "auto"),
 ])
 def test_the_consensus_tau_is_chosen_from_the_data_unless_given(crowd_ds, params, tau, selection):
-    from agreement.fo.reading import read_annotations
     from agreement.fo.runs import load_agreement_results
+    from agreement.fo.storage.reading import read_annotations
     from agreement.methods.consensus import consensus
 
     ds, raters = crowd_ds
@@ -239,7 +239,7 @@ def test_written_in_parts_equals_written_at_once(crowd_ds, monkeypatch):
     """A whole-corpus run writes its output in parts (the next part's label documents are made while
     one is in the database): parts of 7 samples store what one part stores, with every member's
     consensus_id pointing at the label that lists it (the label ids differ between runs)."""
-    import agreement.fo.engine as engine
+    import agreement.fo.runs.engine as engine
 
     ds, raters = crowd_ds
     _run(ds, "compute_consensus", fields=raters, key="whole")
@@ -283,8 +283,8 @@ def test_read_in_parts_equals_read_at_once(crowd_ds, monkeypatch):
     documents are in memory: the run stores what a read at once (view order, here reversed) stores."""
     import fiftyone.operators as foo
 
-    import agreement.fo.engine as engine
-    import agreement.fo.reading as reading
+    import agreement.fo.runs.engine as engine
+    import agreement.fo.storage.reading as reading
 
     ds, raters = crowd_ds
     view = ds.sort_by("filepath", reverse=True)
@@ -338,7 +338,7 @@ def test_every_label_type_gets_a_consensus_field_that_fiftyone_loads(fo, make_da
     samples of a point cloud dataset) and the panel load (a keypoint's ``confidence`` is FiftyOne's
     per-point list)."""
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.panel_data import run_panel_data
+    from agreement.fo.panel.data import run_panel_data
 
     ds, rater_params, container, items = kind_dataset(fo, make_dataset, kind, layout)
     out = _run(ds, "compute_consensus", key="k", review_band=[0.05, 0.999], **rater_params)

@@ -49,7 +49,7 @@ def _grid_corpus(num_samples: int = 10, seed: int = 3):
 @pytest.fixture
 def original(fo, make_dataset, tmp_path):
     """A dataset with one field per rater, images on disk (YOLO and VOC list the image files)."""
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
 
     corpus = _grid_corpus()
     image = np.full((H, W, 3), 127, np.uint8)

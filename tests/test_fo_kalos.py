@@ -109,7 +109,7 @@ def test_bad_parameters(fo, k_ds, params, message):
 
 @pytest.mark.shared_data
 def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
     from agreement.io.coco import read_multi_rater_coco
     from agreement.methods.kalos import kalos_alpha
 
@@ -127,7 +127,7 @@ def test_3d_cuboids_are_read_and_compared_exactly(fo, make_dataset, tmp_path):
     from fiftyone.operators.executor import ExecutionError
 
     from agreement.core.validation import AnnotationError
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     scene_path = str(tmp_path / "scene.fo3d")
     fo.Scene().write(scene_path)
@@ -164,7 +164,7 @@ def test_3d_points_polylines_and_segments_through_the_operators(fo, make_dataset
     import fiftyone.operators as foo
     from fiftyone.operators.executor import ExecutionError
 
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     scene_path = str(tmp_path / "cloud.fo3d")
     fo.Scene().write(scene_path)

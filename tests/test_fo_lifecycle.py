@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _crowd_dataset(fo, name: str, samples: int = 300):
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(samples, 4, 4, min_objects=2, max_objects=6, seed=5)
@@ -61,7 +61,7 @@ def test_killed_run_is_listed_incomplete_and_can_be_overwritten_and_deleted(fo):
     try:
         proc = _spawn(f"""
             import time, fiftyone as fo
-            import agreement.fo.writing as w
+            import agreement.fo.storage.writing as w
             from agreement.fo.methods.ot_agreement import compute_ot_agreement
             real = w._bulk
             def hang(dataset, ops, *args):
@@ -132,7 +132,7 @@ def test_concurrent_runs_keep_every_declaration_and_delete_cleanly(fo):
 def test_schema_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(fo, monkeypatch):
     import threading
 
-    from agreement.fo import locking
+    from agreement.fo.runs import locking
 
     ds = fo.Dataset()
     reloads = []

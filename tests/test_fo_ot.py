@@ -143,7 +143,7 @@ def test_single_sample_gives_undefined_alpha_with_reason(fo, ot_ds):
 
 @pytest.mark.shared_data
 def test_lvis_operator_matches_the_pure_library(fo, lvis_path):
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
     from agreement.io.coco import read_multi_rater_coco
     from agreement.methods.ot import sample_ot_scores
     from agreement.methods.ot.alpha_ot import alpha_ot
@@ -261,7 +261,7 @@ def test_label_reasons_nearest_counterpart_and_match_rater(fo, make_dataset):
     assert get("a.detections.ot_nearest_cost")[2] is None
     assert get("a.detections.ot_cost")[2] == 0.5
     # the App's per-label explanation (the panel, open sample): matched, with its match; or why not
-    from agreement.fo.panel_data import label_explanations
+    from agreement.fo.panel.data import label_explanations
     from agreement.fo.runs import get_agreement_run_info
 
     info = get_agreement_run_info(ds, "ot")

@@ -1,4 +1,4 @@
-"""agreement.fo.projection.read_values against FiftyOne's own values() (the oracle), on awkward data and views."""
+"""agreement.fo.storage.projection.read_values against FiftyOne's own values() (the oracle), on awkward data and views."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ PATHS = ["id", "filepath", "metadata.width", "metadata.height", "raters",
 def test_read_values_equals_values_on_a_dataset_and_on_views(fo, awkward):
     from fiftyone import ViewField as Fv
 
-    from agreement.fo.projection import _expression, read_values
+    from agreement.fo.storage.projection import _expression, read_values
 
     assert all(_expression(awkward, p) is not None for p in PATHS)  # every path is read directly, not by values()
     views = [awkward, awkward.sort_by("filepath", reverse=True), awkward.skip(2).limit(7),
@@ -64,7 +64,7 @@ def test_read_values_equals_values_on_a_dataset_and_on_views(fo, awkward):
 def test_paths_it_does_not_read_directly_go_to_values(fo, awkward):
     import numpy as np
 
-    from agreement.fo.projection import _expression, read_values
+    from agreement.fo.storage.projection import _expression, read_values
 
     for s in awkward.select_fields("a"):
         if s.a is not None and s.a.detections:

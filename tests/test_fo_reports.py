@@ -26,7 +26,7 @@ FIELDS_CARD = ("rater assignment", "a rater is assigned where its field is set (
 def scored(fo, make_dataset):
     import fiftyone.operators as foo
 
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(12, 3, raters_per_sample=3, seed=2)
@@ -294,7 +294,7 @@ def test_several_runs_each_report_their_own_numbers(fo, scored, tmp_path):
 
 
 def test_cells_are_rounded_and_columns_named_plainly():
-    from agreement.fo.report.tables import pair_rows, plain_name, rater_rows, round_value
+    from agreement.reporting.tables import pair_rows, plain_name, rater_rows, round_value
 
     assert round_value(0.6000000000000001) == 0.6 and round_value(-0.123456) == -0.1235
     assert round_value(123456.7) == 123500.0 and round_value(1.23456e-5) == 1.235e-5
@@ -546,9 +546,9 @@ def test_mask_runs_write_their_report(fo, mask_ds, tmp_path):  # noqa: F811
 def test_video_frame_and_track_runs_write_their_report(fo, tmp_path):
     import fiftyone.operators as foo
 
-    from agreement.fo.panel_data import score_field
+    from agreement.fo.panel.data import score_field
     from agreement.fo.runs import get_agreement_run_info
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, _ = simulate_video_dataset(num_videos=3, num_frames=20, num_objects=2, num_raters=3, magnitude=3.0, seed=0)
     try:

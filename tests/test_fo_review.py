@@ -12,8 +12,8 @@ import pytest
 
 fo = pytest.importorskip("fiftyone")
 
-from agreement.fo.coco import import_multi_rater_coco  # noqa: E402
-from agreement.fo.media_types import ImportMediaWarning, decide_media_type, sniff_media_type  # noqa: E402
+from agreement.fo.importers.coco import import_multi_rater_coco  # noqa: E402
+from agreement.fo.importers.media_types import ImportMediaWarning, decide_media_type, sniff_media_type  # noqa: E402
 from agreement.simulate.synthetic.crowd_export import write_crowd_export  # noqa: E402
 
 
@@ -148,7 +148,7 @@ def test_queue_is_exactly_the_flagged_consensus_labels_least_confident_first_and
 
 def test_decisions_tag_only_the_flagged_consensus_labels_of_the_run(crowd):
     from agreement.fo.methods.consensus import finalize_consensus, review_view
-    from agreement.fo.review import ReviewError, next_pending, review_labels, review_progress
+    from agreement.fo.views.review import ReviewError, next_pending, review_labels, review_progress
 
     before = _all_tags(crowd)
     q = review_view(crowd, "cons")

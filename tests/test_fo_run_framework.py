@@ -60,8 +60,8 @@ def _of_key(names, key: str) -> set[str]:
 
 @pytest.mark.parametrize("op,kind,extra", METHODS, ids=[m[0] for m in METHODS])
 def test_fiftyone_run_commands_rename_load_and_delete_every_method(fo, make_dataset, op, kind, extra):
-    from agreement.fo.run_classes import AgreementRunConfig
-    from agreement.fo.run_results import AgreementResults, results_class
+    from agreement.fo.runs.classes import AgreementRunConfig
+    from agreement.fo.runs.results import AgreementResults, results_class
 
     ds, rater_params, _, _ = kind_dataset(fo, make_dataset, kind, "fields")
     schema_before = set(ds.get_field_schema(flat=True))
@@ -117,7 +117,7 @@ def _make_legacy(ds, key: str) -> None:
     """Rewrites run ``key`` the way releases before the run classes stored it."""
     import fiftyone.core.runs as fors
 
-    from agreement.fo.run_results import encode_detail
+    from agreement.fo.runs.results import encode_detail
 
     cfg = ds.get_run_info(key).config
     attrs = {k: v for k, v in vars(cfg).items() if not k.startswith("_")}
@@ -133,7 +133,7 @@ def _make_legacy(ds, key: str) -> None:
 def test_runs_of_earlier_releases_list_load_rename_and_delete(fo, make_dataset):
     from agreement.fo import runs
     from agreement.fo.methods.kalos import KalosResults
-    from agreement.fo.run_classes import AgreementRunConfig
+    from agreement.fo.runs.classes import AgreementRunConfig
 
     ds, rater_params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     before = set(ds.get_field_schema(flat=True))
@@ -184,3 +184,28 @@ def test_typed_results_draw_the_panel_figures(fo, make_dataset):
         results.plot("nope")
     with pytest.raises(AttributeError, match="no attribute or summary number"):
         results.not_a_number  # noqa: B018
+
+
+def test_runs_stored_under_the_class_paths_of_the_previous_layout_still_work(fo, make_dataset):
+    """Runs made before the bridge was laid out by role stored their config class as
+    ``agreement.fo.run_classes.AgreementRunConfig``: they still list, load, rename and delete."""
+    from agreement.fo import runs
+    from agreement.fo.runs.classes import AgreementRunConfig
+
+    ds, rater_params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
+    before = set(ds.get_field_schema(flat=True))
+    _run(ds, "compute_kalos", key="prev", **rater_params)
+    expected = runs.load_agreement_results(ds, "prev")
+    doc = ds._doc.runs["prev"]
+    assert doc.config["cls"] == "agreement.fo.runs.classes.AgreementRunConfig"  # what this release stores
+    doc.config["cls"] = "agreement.fo.run_classes.AgreementRunConfig"  # what the previous release stored
+    doc.save()
+    ds.reload()
+
+    assert runs.list_agreement_runs(ds) == ["prev"]
+    assert ds.get_run_info("prev").config.__class__ is AgreementRunConfig
+    assert runs.load_agreement_results(ds, "prev")["summary"] == expected["summary"]
+    ds.rename_run("prev", "prev2")
+    assert "prev2_alpha" in ds.get_field_schema() and "prev_alpha" not in ds.get_field_schema()
+    ds.delete_run("prev2")
+    assert set(ds.get_field_schema(flat=True)) == before and ds.list_runs() == []

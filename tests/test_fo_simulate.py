@@ -33,8 +33,8 @@ def _run(ds, **params):
 
 
 def test_fields_layout_adds_raters_and_leaves_the_reference(fo, ref_ds):
-    from agreement.fo.reading import read_annotations
     from agreement.fo.runs import delete_agreement_run
+    from agreement.fo.storage.reading import read_annotations
 
     before_schema = set(ref_ds.get_field_schema(flat=True))
     before = ref_ds.values("truth.detections.bounding_box")
@@ -54,7 +54,7 @@ def test_fields_layout_adds_raters_and_leaves_the_reference(fo, ref_ds):
 
 
 def test_attribute_layout_and_perturbations(fo, ref_ds):
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     out = _run(ref_ds, field="truth", key="drop", noise="drop", magnitude=0.5, num_raters=2, layout="attribute")
     a = read_annotations(ref_ds, field="drop_labels", raters_field="drop_raters").annotations
@@ -119,7 +119,7 @@ def _digest(path) -> str:
 def test_every_simulated_video_is_a_playable_file_with_the_frames_its_labels_need(fo, tmp_path, monkeypatch):
     import numpy as np
 
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
     from agreement.simulate.video.render import _colour
 
     monkeypatch.setattr(fo.config, "default_dataset_dir", str(tmp_path))
@@ -162,7 +162,7 @@ def test_existing_videos_are_used_as_they_are_and_checked_before_anything_is_wri
     import cv2
     import numpy as np
 
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
     from agreement.simulate.video import (
         VideoNoise,
         generate_videos,
@@ -210,7 +210,7 @@ def test_existing_videos_are_used_as_they_are_and_checked_before_anything_is_wri
 def test_no_media_and_unplayable_names(fo, tmp_path):
     from dataclasses import replace
 
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
     from agreement.simulate.video import (
         VideoNoise,
         generate_videos,

@@ -32,8 +32,8 @@ def _same(a, b) -> bool:
 def sparse_crowd(fo, make_dataset):
     """60 samples, 12 raters, 4 assigned per sample (attribute layout, assignment recorded), one box past the
     border, several classes."""
-    from agreement.fo.build import samples_from_corpus
-    from agreement.fo.reading import declare_raters_field
+    from agreement.fo.importers.build import samples_from_corpus
+    from agreement.fo.storage.reading import declare_raters_field
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(60, 12, 4, min_objects=1, max_objects=6, seed=3)
@@ -123,7 +123,7 @@ def test_streamed_run_records_its_shards_and_reports_each(fo, sparse_crowd):
 
 
 def test_default_shard_size_follows_the_view():
-    from agreement.fo.engine import DEFAULT_SHARD_SIZE, MIN_DEFAULT_SHARD_SIZE, default_shard_size
+    from agreement.fo.runs.engine import DEFAULT_SHARD_SIZE, MIN_DEFAULT_SHARD_SIZE, default_shard_size
 
     assert default_shard_size(1) == MIN_DEFAULT_SHARD_SIZE == 500
     assert default_shard_size(2000) == 500
@@ -133,7 +133,7 @@ def test_default_shard_size_follows_the_view():
 
 
 def test_a_run_without_shard_size_streams_the_view_in_four_shards(fo, sparse_crowd, monkeypatch):
-    import agreement.fo.engine as engine
+    import agreement.fo.runs.engine as engine
     from agreement.fo.runs import load_agreement_results
 
     monkeypatch.setattr(engine, "MIN_DEFAULT_SHARD_SIZE", 1)
@@ -166,9 +166,9 @@ def test_a_shard_that_fails_after_the_first_write_leaves_nothing(fo, sparse_crow
     import dataclasses
 
     import agreement.fo.methods.kalos as fo_kalos
-    from agreement.fo.declaration import run_declared
-    from agreement.fo.engine import MethodSpec
     from agreement.fo.runs import list_agreement_runs
+    from agreement.fo.runs.declaration import run_declared
+    from agreement.fo.runs.engine import MethodSpec
 
     calls = []
     kernel = fo_kalos.SPEC.kernel
@@ -206,7 +206,7 @@ def test_shards_are_written_by_the_writer_thread_and_its_error_discards_the_run(
     write that fails there stops the run with that error, and the run is discarded."""
     import threading
 
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.runs import list_agreement_runs
 
@@ -234,10 +234,10 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
     import time
 
     import agreement.fo.methods.kalos as fo_kalos
-    import agreement.fo.writing as w
-    from agreement.fo.declaration import run_declared
-    from agreement.fo.engine import MethodSpec
+    import agreement.fo.storage.writing as w
     from agreement.fo.runs import list_agreement_runs
+    from agreement.fo.runs.declaration import run_declared
+    from agreement.fo.runs.engine import MethodSpec
 
     real, kernel, calls = w.write_columns, fo_kalos.SPEC.kernel, []
 
@@ -263,7 +263,7 @@ def test_a_write_in_flight_when_a_later_shard_fails_lands_before_the_run_is_disc
 
 
 def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
@@ -319,7 +319,7 @@ def test_dask_tasks_carry_the_prepared_state_by_reference(fo, sparse_crowd, dask
     (inside each of 50 jobs it took 2.5 GB of the driver's memory until the shards ran)."""
     import distributed
 
-    import agreement.fo.distributed as dist
+    import agreement.fo.runs.distributed as dist
     from agreement.fo.methods.ot_agreement import compute_ot_agreement
 
     submitted, scattered = [], []
@@ -383,7 +383,7 @@ def test_execution_options_are_checked_before_anything_is_read(fo, sparse_crowd)
 
 def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
     from agreement.core.validation import AnnotationError
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
@@ -395,7 +395,7 @@ def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
 
 
 def test_a_single_shard_serves_the_chance_sample_from_memory(fo, sparse_crowd, monkeypatch):
-    import agreement.fo.engine as engine
+    import agreement.fo.runs.engine as engine
 
     reads = []
     real = engine.read_annotations

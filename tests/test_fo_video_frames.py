@@ -159,7 +159,7 @@ def test_ot_per_frame_scores_equal_image_scores_and_chance_pairs_cross_videos(fo
 
 def _image_corpus(image_ds):
     """The corpus of the frames as images, and the video of each of its samples."""
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     data = read_annotations(image_ds, fields=list(RATERS)).annotations
     video = dict(zip(*image_ds.values(["id", "video"])))
@@ -182,7 +182,7 @@ def _alpha_ot_grouped(data, groups) -> float:
 
 
 def test_chance_groups_are_the_videos_of_the_frame_units(fo, video_ds):
-    from agreement.fo.frame_units import build_frame_units, chance_groups, delete_frame_units
+    from agreement.fo.frames.units import build_frame_units, chance_groups, delete_frame_units
 
     assert chance_groups(video_ds, video_ds.values("id")) is None  # not frame units: every sample its own group
     units = build_frame_units(video_ds, [f"{r}" for r in RATERS], None, "annotator", None)
@@ -314,8 +314,8 @@ def test_polylines_on_frames(fo):
 
 
 def test_frame_consensus_review_queue_is_clips_of_flagged_frames(fo, video_ds):
-    from agreement.fo.consensus_panel_data import review_queue_view
-    from agreement.fo.review import review_labels
+    from agreement.fo.panel.consensus import review_queue_view
+    from agreement.fo.views.review import review_labels
 
     _op("compute_consensus")(video_ds, key="rq", fields=[f"frames.{r}" for r in RATERS], method="majority")
     queue = review_queue_view(video_ds, "rq")

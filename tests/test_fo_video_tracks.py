@@ -15,7 +15,7 @@ pytestmark = pytest.mark.fiftyone
 
 @pytest.fixture(scope="module")
 def sim(fo):
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, simulation = simulate_video_dataset(num_videos=3, num_frames=40, num_objects=3, num_raters=3,
                                             reference_field=None, seed=3)

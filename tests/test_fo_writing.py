@@ -1,4 +1,4 @@
-"""Bulk write-back (agreement.fo.writing.write_columns) on a real embedded-MongoDB dataset."""
+"""Bulk write-back (agreement.fo.storage.writing.write_columns) on a real embedded-MongoDB dataset."""
 
 import math
 
@@ -23,7 +23,7 @@ def two_field_ds(fo, make_dataset):
 
 
 def _columns(ds, field):
-    from agreement.fo.writing import LabelColumns
+    from agreement.fo.storage.writing import LabelColumns
 
     sids, lids = [], []
     for sid, ids in zip(ds.values("id"), ds.values(f"{field}.detections.id")):
@@ -34,7 +34,7 @@ def _columns(ds, field):
 
 
 def test_sample_fields_and_label_attrs_of_several_fields_go_out_in_one_update_per_sample(two_field_ds, monkeypatch):
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -67,7 +67,7 @@ def test_sample_fields_and_label_attrs_of_several_fields_go_out_in_one_update_pe
 
 
 def test_a_label_deleted_since_the_read_is_skipped_not_an_error(fo, two_field_ds):
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -100,7 +100,7 @@ def _stored(ds, field):
 
 
 def test_labels_are_addressed_by_position_under_a_guard_when_the_list_as_read_is_given(two_field_ds, monkeypatch):
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -119,7 +119,7 @@ def test_labels_are_addressed_by_position_under_a_guard_when_the_list_as_read_is
 def test_a_label_appended_since_the_read_fails_the_guard_too(fo, two_field_ds, monkeypatch):
     """The guard checks the whole list as read: a label added after the last one read (the positions
     written are still right) fails it as well, and the sample is written again by id."""
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -142,7 +142,7 @@ def test_a_label_appended_since_the_read_fails_the_guard_too(fo, two_field_ds, m
 
 
 def test_a_list_changed_since_the_read_fails_its_guard_and_is_written_by_id(fo, two_field_ds):
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -178,7 +178,7 @@ def test_new_object_ids_are_distinct_valid_and_stamped_now():
 
     from bson import ObjectId
 
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ids = w.new_object_ids(5000)
     assert len(set(ids)) == 5000 and all(isinstance(i, ObjectId) for i in ids)
@@ -190,7 +190,7 @@ def test_new_object_ids_are_distinct_valid_and_stamped_now():
 def test_object_id_bytes_and_strings_agree_with_bson():
     from bson import ObjectId
 
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     raw = w.new_object_id_bytes(1000)
     strings = w.object_id_strings(raw)
@@ -201,7 +201,7 @@ def test_object_id_bytes_and_strings_agree_with_bson():
 
 def _read_stamps(ds):
     """Sample id -> last_modified_at as stored (what the reader takes with the labels)."""
-    from agreement.fo.projection import read_values
+    from agreement.fo.storage.projection import read_values
 
     ids, stamps = read_values(ds, ["id", "last_modified_at"])
     return dict(zip(ids, stamps))
@@ -210,7 +210,7 @@ def _read_stamps(ds):
 def test_positions_are_guarded_by_the_modification_stamp_read_with_them(two_field_ds, monkeypatch):
     """With the stamps read with the lists, a write by position is guarded by last_modified_at (a
     plain equality) instead of comparing every list in an $expr; the values land by position."""
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -232,7 +232,7 @@ def test_a_sample_changed_since_its_stamp_was_read_is_written_by_id(fo, two_fiel
     its values are written by id onto the right labels."""
     import time
 
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     ds = two_field_ds
     sa, la, LabelColumns = _columns(ds, "a")
@@ -253,7 +253,7 @@ def test_stamps_are_read_only_where_the_lists_read_are_the_stored_lists(fo, two_
     filters labels does not (its positions are not the stored ones), and its writes keep the $expr guard."""
     from fiftyone import ViewField as F
 
-    from agreement.fo.reading import positions_as_stored, read_annotations
+    from agreement.fo.storage.reading import positions_as_stored, read_annotations
 
     ds = two_field_ds
     assert positions_as_stored(ds) and positions_as_stored(ds.select(ds.values("id")[:2]).sort_by("filepath"))
@@ -267,7 +267,7 @@ def test_stamps_are_read_only_where_the_lists_read_are_the_stored_lists(fo, two_
 
 def _count_retries(monkeypatch):
     """The sample ids each call of the by-id write (a failed positional guard) was given."""
-    import agreement.fo.writing as w
+    import agreement.fo.storage.writing as w
 
     retried, real = [], w._retry_by_id
 
@@ -303,7 +303,7 @@ def test_an_edit_before_the_overwrite_frees_the_old_run_is_still_caught(fo, two_
     fails and its values go onto the right labels by id, the other samples' are written by position."""
     import time
 
-    import agreement.fo.engine as engine
+    import agreement.fo.runs.engine as engine
     from agreement.fo.methods.kalos import compute_kalos
 
     ds = two_field_ds

@@ -20,26 +20,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import stats
 
-from agreement.methods.ot.baselines import threshold_match
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
-from agreement.methods.geometry_agreement import (
-    DISTANCES,
-    GeometryAgreementResult,
-    Cells,
-    chance_pair_strata,
-    Engine,
-    PairSums,
-    within_set_pairs,
-    geometry_agreement,
-)
 from agreement.core.krippendorff import encode_values, nominal_alpha
 from agreement.core.rater_pairs import RaterPairTable
-from agreement.simulate.synthetic.crowd import crowd_corpus
 from agreement.core.validation import AnnotationError
+from agreement.methods.geometry_agreement import (
+    DISTANCES,
+    Cells,
+    Engine,
+    GeometryAgreementResult,
+    PairSums,
+    chance_pair_strata,
+    geometry_agreement,
+    within_set_pairs,
+)
+from agreement.methods.ot.baselines import threshold_match
+from agreement.simulate.synthetic.crowd import crowd_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 CLASSES = ("a", "b", "c", "d")
@@ -416,6 +415,7 @@ def _expanded_engine_check(rng):
     A_s = rng.integers(1, 6, S_m).astype(float)
     U_s = np.minimum(rng.integers(0, 6, S_m), A_s).astype(float)
     from scipy import sparse
+
     from agreement.methods.geometry_agreement.engine import _Classification, _Detection, _Localisation
 
     loc = _Localisation(within_distance=dw, within_sample=sw, between_distance=db, between_a=sa, between_b=sb,

@@ -13,8 +13,7 @@ import math
 import numpy as np
 import pytest
 import shapely
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agreement.geometry.boxes as boxes_module
 from agreement.geometry import (

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import agreement.geometry.keypoints as keypoints_module
 from agreement.geometry.keypoints import COCO_PERSON_KEYPOINTS, COCO_PERSON_SIGMAS, keypoint_scales, pairwise_oks

@@ -209,7 +209,7 @@ def test_image_strata_do_not_depend_on_sample_order_or_resolution():
 def test_operators_pair_images_of_comparable_size(fo, make_dataset):
     import fiftyone.operators as foo
 
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
 
     data = _random_raters(7, S=24, raters=2)
     data = _with_sizes(data, np.where(np.arange(24)[:, None] % 2 == 0, 64.0, 4096.0) * np.ones((1, 2)))

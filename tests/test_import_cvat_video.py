@@ -45,7 +45,7 @@ def exports(tmp_path_factory, fo):
     """``(root, reference, simulation, [export dicts])``: three raters' CVAT video exports of three videos."""
     import fiftyone.types as fot
 
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
 
     root = tmp_path_factory.mktemp("cvat-video")
     videos = root / "videos"
@@ -240,7 +240,7 @@ def test_fiftyone_video_labels_exports_bring_their_temporal_detections(fo, expor
     import fiftyone.types as fot
 
     from agreement.fo.importers import import_multi_rater
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
 
     root, reference, sim, _ = exports
     specs = []

@@ -1,4 +1,4 @@
-"""The name rule that matches images across exports (agreement/fo/importers/names.py)."""
+"""The name rule that matches images across exports (agreement/io/image_names.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.fiftyone
 
 
 def test_the_upload_id_is_exactly_8_lowercase_hex_digits_and_a_hyphen():
-    from agreement.fo.importers.names import name_rule
+    from agreement.io.image_names import name_rule
 
     rule = name_rule()
     assert rule.key("/data/upload/7/01b89637-pexels-photo.jpg") == ("pexels-photo.jpg", "upload_id")
@@ -22,7 +22,7 @@ def test_the_upload_id_is_exactly_8_lowercase_hex_digits_and_a_hyphen():
 
 
 def test_rules_apply_in_order_map_then_prefix_then_upload_id(tmp_path):
-    from agreement.fo.importers.names import name_rule
+    from agreement.io.image_names import name_rule
 
     rule = name_rule({"frame_1.jpg": "sub/a.jpg", "/data/upload/7/x.jpg": "b.jpg"}, strip_prefix=r"task\d+_")
     assert rule.key("some/dir/frame_1.jpg") == ("a.jpg", "name_map")
@@ -35,7 +35,7 @@ def test_rules_apply_in_order_map_then_prefix_then_upload_id(tmp_path):
 
 
 def test_name_map_files_csv_with_or_without_header_and_json(tmp_path):
-    from agreement.fo.importers.names import NameMatchError, load_name_map
+    from agreement.io.image_names import NameMatchError, load_name_map
 
     (tmp_path / "h.csv").write_text("export_name,image_name\nx.jpg,a.jpg\n\ny.jpg, b.jpg\n")
     (tmp_path / "n.csv").write_text("x.jpg,a.jpg\n")
@@ -57,7 +57,7 @@ def test_name_map_files_csv_with_or_without_header_and_json(tmp_path):
 
 
 def test_two_names_with_one_key_are_refused_and_the_report_counts(tmp_path):
-    from agreement.fo.importers.names import NameMatchError, keys_of, match_report, name_rule
+    from agreement.io.image_names import NameMatchError, keys_of, match_report, name_rule
 
     rule = name_rule()
     with pytest.raises(NameMatchError, match=r"'a.jpg' and '0123abcd-a.jpg', both match the name 'a.jpg'.*upload_ids"):

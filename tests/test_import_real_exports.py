@@ -68,7 +68,7 @@ def _headline(ds, raters) -> dict:
 @pytest.fixture(scope="module")
 def reference(fo, exports):
     """The agreement of the same labels imported from the KaLOS COCO layout."""
-    from agreement.fo.coco import import_multi_rater_coco
+    from agreement.fo.importers.coco import import_multi_rater_coco
 
     ds = import_multi_rater_coco(exports["kalos"], "real-kalos", overwrite=True)
     got = {"all": _headline(ds, RATERS), "ls": _headline(ds, RATERS[1:])}
@@ -280,7 +280,7 @@ def test_yolo_without_dataset_yaml_needs_the_classes(fo, exports, tmp_path):
 def test_two_images_of_one_export_with_one_name_are_refused(fo, exports, tmp_path):
     """Ambiguity is named: after the upload id is removed, and through a name map."""
     from agreement.fo.importers import MultiRaterImportError, import_label_studio, import_multi_rater
-    from agreement.fo.importers.names import NameMatchError
+    from agreement.io.image_names import NameMatchError
 
     names = rx.image_names()
     twice = names[:13] + ["0a1b2c3d-" + names[0]]

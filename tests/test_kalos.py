@@ -8,23 +8,22 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from agreement.io.coco import read_multi_rater_coco
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
+from agreement.core.krippendorff import nominal_alpha
 from agreement.geometry.boxes import paired_iou, pairwise_iou
+from agreement.io.coco import read_multi_rater_coco
 from agreement.methods.kalos import (
     DEFAULT_TAUS,
     NO_OBJECT,
     find_candidates,
-    paired_row_iou,
     grouped_alpha,
     kalos_alpha,
+    paired_row_iou,
     reliability_alpha,
     sensitivity_curve,
 )
-from agreement.core.krippendorff import nominal_alpha
 
 
 def aset(boxes, labels, ids=None):
@@ -146,7 +145,7 @@ def package_alpha(m):
 def test_alpha_equals_the_krippendorff_package_on_random_matrices():
     rng = np.random.default_rng(0)
     checked = 0
-    for trial in range(200):
+    for _ in range(200):
         R, U, C = rng.integers(2, 7), rng.integers(2, 40), rng.integers(2, 6)
         m = random_matrix(rng, R, U, C, rng.uniform(0, 0.6))
         ours = reliability_alpha(m)
@@ -603,8 +602,8 @@ def _shards_of(data, bounds):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 39), max_size=6, unique=True))
 def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts):
-    from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
     from agreement.methods.kalos import kalos_shard, merge_kalos_shards
+    from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     data, _ = crowd_corpus(40, 8, 3, min_objects=0, max_objects=5, seed=seed)
@@ -648,10 +647,10 @@ def test_coincidence_counts_merge_exactly_in_any_order(data):
 
 
 def test_shards_with_another_vocabulary_are_refused():
+    import dataclasses
+
     from agreement.methods.kalos import kalos_shard, merge_kalos_shards
     from agreement.simulate.synthetic.crowd import crowd_corpus
-
-    import dataclasses
 
     data, _ = crowd_corpus(10, 4, 3, seed=1)
     a, b = (data.select_samples(np.arange(0, 5)), data.select_samples(np.arange(5, 10)))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.core.krippendorff import (
     AlphaResult,
@@ -325,8 +324,7 @@ def test_ratio_alpha_is_invariant_to_scaling_the_values(units, c):
 # --------------------------------------------------------------------------------------------- one core
 def test_one_core_the_classes_method_reuses_its_objects_and_orientation():
     # One result type, one alpha-from-coincidence, one distance: the classes names are the core's objects.
-    from agreement.core import coincidence as core_coincidence
-    from agreement.core import krippendorff as core
+    from agreement.core import coincidence as core_coincidence, krippendorff as core
     from agreement.methods import classes
 
     assert classes.ClassAlpha is core.AlphaResult

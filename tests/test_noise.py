@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from agreement.core.data import AnnotationSet, MultiRaterAnnotations
@@ -39,7 +38,6 @@ from agreement.simulate.noise import (
 )
 from agreement.simulate.noise.empirical import PROFILES_DIR
 from agreement.simulate.noise.fit import fit_profile, fit_student_t, main as fit_main, pair_statistics
-
 
 # ---------------------------------------------------------------- fixtures
 
@@ -161,7 +159,7 @@ def test_swap_count_and_label_multiset():
     # Distinct labels everywhere, so every swapped pair is visible.
     rng = np.random.default_rng(0)
     sets = []
-    for s in range(200):
+    for _ in range(200):
         n = int(rng.integers(0, 15))
         boxes = np.column_stack([rng.uniform(0, 0.5, (n, 2)), np.full((n, 2), 0.1)])
         sets.append({"r": AnnotationSet(boxes, [f"c{i}" for i in range(n)], list(range(n)))})

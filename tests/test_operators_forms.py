@@ -40,7 +40,7 @@ def _fake_run(ds, key: str) -> None:
 
 
 def test_run_pickers_preselect_the_open_run_else_the_newest(fo, make_dataset):
-    from agreement.fo.app_state import remember_open_run
+    from agreement.fo.panel.app_state import remember_open_run
 
     ds = make_dataset([fo.Sample(filepath="/data/x.jpg")])
     for key in ("b_old", "m_mid", "z_new", "a_newest"):  # the newest is alphabetically first
@@ -57,7 +57,7 @@ def test_run_pickers_preselect_the_open_run_else_the_newest(fo, make_dataset):
 def test_a_renamed_open_run_stays_preselected(fo, make_dataset):
     import fiftyone.operators as foo
 
-    from agreement.fo.app_state import open_run, remember_open_run
+    from agreement.fo.panel.app_state import open_run, remember_open_run
 
     ds = make_dataset([fo.Sample(filepath="/data/x.jpg")])
     _fake_run(ds, "k")
@@ -81,7 +81,7 @@ def consensus_ds(fo, make_dataset):
 
 
 def test_consensus_operators_list_only_consensus_runs(consensus_ds, fo, make_dataset):
-    from agreement.fo.app_state import remember_open_run
+    from agreement.fo.panel.app_state import remember_open_run
 
     ds, _ = consensus_ds
     for name in ("finalize_consensus", "export_rater_report"):
@@ -177,7 +177,7 @@ def test_every_operator_shows_every_key_of_its_result(fo, make_dataset, tmp_path
                                    m2=fo.Segmentation(mask=np.roll(grid, i, axis=0).astype(np.uint8)))
                          for i in range(3)])
     runs["compute_mask_agreement"] = (dict(key="ma", fields=["m1", "m2"]), segs)
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     videos, _ = simulate_video_dataset(num_videos=2, num_frames=12, num_objects=2, num_raters=2, reference_field=None)
     runs["compute_track_agreement"] = (dict(key="tracks", fields=["frames.r1", "frames.r2"]), videos)

@@ -90,7 +90,7 @@ def _same_summary(result: dict, key: str, summary: dict) -> None:
 
 def _three_figures(summary: dict) -> dict:
     """What the App shows of a summary: floats as three significant figures, trailing zeros kept (issue 48)."""
-    from agreement.fo.figure_base import sig3
+    from agreement.reporting.figures.base import sig3
 
     return {k: sig3(v) if isinstance(v, float) else v for k, v in summary.items()}
 

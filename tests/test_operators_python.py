@@ -126,7 +126,7 @@ def test_every_other_operator_runs_from_python(fo, make_dataset, tmp_path):
 
 
 def test_the_manifest_lists_every_registered_operator_and_no_other():
-    from agreement.fo.manifest import MANIFEST, listed_operators, missing_operators
+    from agreement.fo.runs.manifest import MANIFEST, listed_operators, missing_operators
     from operators import APP_OPERATORS, OPERATORS
 
     text = MANIFEST.read_text()
@@ -137,9 +137,9 @@ def test_the_manifest_lists_every_registered_operator_and_no_other():
 
 
 def test_the_parameter_reference_is_made_from_the_declarations():
-    from agreement.fo.reference import REFERENCE, reference_text
+    from agreement.fo.runs.reference import REFERENCE, reference_text
 
-    assert REFERENCE.read_text() == reference_text(), "run python -m agreement.fo.reference"
+    assert REFERENCE.read_text() == reference_text(), "run python -m agreement.fo.runs.reference"
     text = REFERENCE.read_text()
     for name in ("compute_kalos", "compute_ot_agreement", "compute_geometry_agreement", "compute_consensus",
                  "compute_mask_consensus", "calibrate_agreement"):
@@ -153,8 +153,8 @@ def test_every_declared_default_is_inside_its_declared_range():
     default, and every closed numeric bound is accepted at the bound itself (an open one refused there)."""
     import inspect
 
-    from agreement.fo.declaration import python_function
     from agreement.fo.methods import declarations
+    from agreement.fo.runs.declaration import python_function
 
     bounds = 0
     for decl in declarations():
@@ -238,6 +238,6 @@ def test_refusals_raise_for_python_callers_and_are_shown_by_the_app(fo, make_dat
     def fault(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("agreement.fo.runs.rename_agreement_run", fault)
+    monkeypatch.setattr("agreement.fo.runs.store.rename_agreement_run", fault)
     faulty = _app_request(rename, ds, dict(key="o2", new_key="o4"))
     assert "a bug" in str(faulty.error) and not faulty.result  # a fault is no refusal: FiftyOne's error path

@@ -10,7 +10,7 @@ def test_list_info_rename_delete_through_operators(fo, make_dataset):
     from fiftyone.operators.executor import ExecutionError
 
     from agreement.fo import runs
-    from agreement.fo.reading import read_annotations
+    from agreement.fo.storage.reading import read_annotations
 
     D = fo.Detections
     ds = make_dataset([

@@ -89,7 +89,7 @@ def test_the_form_describes_the_chosen_target(fo, make_dataset):
 
 
 def test_current_view_target_computes_on_exactly_its_samples_and_records_it(boxes):
-    from agreement.fo.declaration import run_target
+    from agreement.fo.runs.declaration import run_target
 
     ds, params, view, ids = boxes
     out = _run("compute_ot_agreement", view, params=dict(key="ot", view_target="CURRENT_VIEW", **params))
@@ -120,7 +120,7 @@ def test_selected_samples_target(boxes):
 def test_python_call_runs_on_the_collection_given_and_records_it(boxes):
     import fiftyone.operators as foo
 
-    from agreement.fo.declaration import run_target
+    from agreement.fo.runs.declaration import run_target
 
     ds, params, view, ids = boxes
     op = foo.get_operator(URI.format("compute_ot_agreement"))
@@ -166,7 +166,7 @@ def test_exports_write_the_chosen_target(boxes, tmp_path):
 
 
 def test_run_target_of_a_run_that_recorded_none():
-    from agreement.fo.declaration import run_target
+    from agreement.fo.runs.declaration import run_target
 
     assert run_target({"params": {"tau": 0.5}}) == "not recorded"
     assert run_target({"target": "selected samples", "n_samples": 5, "dataset_samples": 200}) == \

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.methods.ot import ot_from_cost_matrix, ot_match, pair_cost_matrix
 from agreement.methods.ot.bounds import match_giou_threshold, relative_position, score_bounds

@@ -6,10 +6,9 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from agreement.fo.pair_statistics import (
+from agreement.reporting.pair_statistics import (
     Z95,
     contrast_note,
     observed_agreement,

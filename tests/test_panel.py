@@ -473,7 +473,7 @@ def test_load_agreement_view_modes_and_run_listing(fo, scored):
 @pytest.fixture
 def consensus_ds(fo, make_dataset):
     """60 samples, 5 crowd raters, a consensus run ``cons`` with a wide review band (some labels flagged)."""
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.fo.methods.consensus import compute_consensus
     from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
@@ -490,8 +490,8 @@ def _consensus_labels(samples):
 
 
 def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds):
-    from agreement.fo.consensus_panel_data import REPORT_COLUMNS
-    from agreement.fo.panel_data import run_panel_data
+    from agreement.fo.panel.consensus import REPORT_COLUMNS
+    from agreement.fo.panel.data import run_panel_data
     from agreement.fo.runs import load_agreement_results
 
     ds, raters = consensus_ds
@@ -534,7 +534,7 @@ def test_consensus_cards_report_and_confusion_equal_the_run_results(consensus_ds
 
 
 def test_consensus_confusion_figure_is_titled_with_named_hover(consensus_ds):
-    from agreement.fo.panel_data import run_panel_data
+    from agreement.fo.panel.data import run_panel_data
 
     ds, raters = consensus_ds
     fig = run_panel_data(ds, "cons", rater=raters[1])["figures"]["confusion"]
@@ -680,7 +680,7 @@ def test_modal_review_on_a_queue_item_accept_next_reject_undo_and_finalize(conse
                                    panel_id="modal")
     assert any(uri == "open_sample" and p.get("id") == items[1] for uri, p in requests)
     # decide every other item: the queue is done, Finalize writes cons_final without the rejected label
-    from agreement.fo.review import review_labels
+    from agreement.fo.views.review import review_labels
 
     review_labels(ds, "cons", label_ids[2:], "accepted")
     state, data, requests = _panel(ds, "on_review_reject", state, view=queue, current_sample=items[1],

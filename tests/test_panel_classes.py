@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+
 from test_panel import _built, _clear_memory, _g3, _output, _panel, _plots, _set_views  # noqa: F401
 
 pytestmark = pytest.mark.fiftyone
@@ -332,7 +333,7 @@ def test_review_operator_on_selected_samples_of_the_class_queue(class_consensus_
 def test_confusion_of_a_rater_without_usable_labels_is_empty_not_a_crash():
     """A worker whose every judgement was dropped keeps a rater report row of None: the panel shows an
     empty matrix (every row 'no object'), where it raised float(None) before."""
-    from agreement.fo.figures import confusion_figure, confusion_matrix
+    from agreement.reporting.figures.method_figures import confusion_figure, confusion_matrix
 
     none_rows = {y: dict.fromkeys("GPRX") for y in "GPRX"}
     results = {"detail": {"classes": list("GPRX"), "rater_report": {

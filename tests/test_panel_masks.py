@@ -118,7 +118,13 @@ def _hand_detail() -> dict:
 
 
 def test_mask_figures_from_a_hand_built_detail():
-    from agreement.fo.mask_figures import class_value, mask_class_bars, mask_class_names, pair_class_heatmap, pair_label
+    from agreement.reporting.figures.masks import (
+        class_value,
+        mask_class_bars,
+        mask_class_names,
+        pair_class_heatmap,
+        pair_label,
+    )
 
     info = {"input": {"mask_targets": {"0": "background", "1": "road", "2": "car", "5": "road"}}}
     names = mask_class_names(info)
@@ -274,9 +280,9 @@ def test_open_sample_of_a_mask_run_hides_the_dashboard(mask_ds):
 
 @pytest.mark.fiftyone
 def test_open_sample_lists_each_raters_mask_with_its_dice_against_the_others(mask_ds):
-    from agreement.fo.figure_base import sig3
-    from agreement.fo.label_explanations import label_explanations
+    from agreement.fo.panel.label_explanations import label_explanations
     from agreement.fo.runs import get_agreement_run_info
+    from agreement.reporting.figures.base import sig3
 
     ds, masks, ids = mask_ds
     info = get_agreement_run_info(ds, "seg")

@@ -7,12 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from agreement.fo.pair_heatmap import (
-    pair_matrix,
-    pair_matrix_figure,
-    select_pair_raters,
-)
-from agreement.fo.rater_tables import (
+from agreement.fo.panel.rater_tables import (
     RATER_COLUMNS,
     f1_score,
     natural_key,
@@ -21,6 +16,11 @@ from agreement.fo.rater_tables import (
     sort_rater_rows,
     top_bottom_bars,
     visible_columns,
+)
+from agreement.reporting.figures.pair_heatmap import (
+    pair_matrix,
+    pair_matrix_figure,
+    select_pair_raters,
 )
 
 PANEL = "@iaa/agreement/annotator_agreement"
@@ -128,7 +128,7 @@ _RUNS = {
 @pytest.fixture
 def no_label_counts(monkeypatch):
     """The rater tables' label and pair counts without a dataset."""
-    import agreement.fo.rater_counts as rc
+    import agreement.fo.panel.rater_counts as rc
 
     monkeypatch.setattr(rc, "rater_label_counts", lambda samples, info: {r: {"labels": 10, "samples": 5}
                                                                          for r in _RATERS3})
@@ -152,7 +152,7 @@ def test_each_rater_tables_legend_describes_exactly_the_columns_it_shows(no_labe
     """Issue 48: the class rater table's legend described partners, labels and samples, which it did not show.
     For every method's table and every sort column, the legend names each shown column once, in order, and
     no other; the columns left out are only named as such."""
-    from agreement.fo.rater_panel_data import rater_table
+    from agreement.fo.panel.raters import rater_table
 
     method, detail = _RUNS[table]
     columns = RATER_COLUMNS[table]
@@ -170,7 +170,7 @@ def test_each_rater_tables_legend_describes_exactly_the_columns_it_shows(no_labe
 
 def test_the_rater_tables_write_three_significant_figures(no_label_counts):
     """Issue 48 saw "0.31" where three significant figures give 0.310: the tables keep the trailing zeros."""
-    from agreement.fo.rater_panel_data import rater_table
+    from agreement.fo.panel.raters import rater_table
 
     for table, key in (("iaa.consensus/classes", "competence"), ("iaa.kalos", "vitality"),
                        ("iaa.class_agreement", "vitality")):
@@ -255,11 +255,11 @@ def crowd(fo):
     kalos, ot and cons."""
     import dataclasses
 
-    from agreement.fo.assignment import declare_raters_field
-    from agreement.fo.build import samples_from_corpus
+    from agreement.fo.importers.build import samples_from_corpus
     from agreement.fo.methods.consensus import compute_consensus
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.fo.methods.ot_agreement import compute_ot_agreement
+    from agreement.fo.storage.assignment import declare_raters_field
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     corpus, _ = crowd_corpus(90, 40, 5, num_classes=1, seed=8, min_objects=1, max_objects=5)
@@ -285,7 +285,7 @@ def _label_counts(ds) -> dict:
 
 @pytest.mark.fiftyone
 def test_kalos_pair_counts_are_the_runs_pair_units(crowd):
-    from agreement.fo.rater_counts import kalos_pair_counts
+    from agreement.fo.panel.rater_counts import kalos_pair_counts
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
 
     counts = kalos_pair_counts(crowd, get_agreement_run_info(crowd, "kalos"))
@@ -301,7 +301,7 @@ def test_kalos_pair_counts_are_the_runs_pair_units(crowd):
 @pytest.mark.fiftyone
 @pytest.mark.parametrize("key, column", [("kalos", "vitality"), ("ot", "pair_alpha"), ("cons", "f1")])
 def test_rater_table_is_worst_first_with_at_least_the_minimum_labels(crowd, key, column):
-    from agreement.fo.panel_data import run_panel_data
+    from agreement.fo.panel.data import run_panel_data
 
     labels = _label_counts(crowd)
     floor = sorted(labels.values())[len(labels) // 4]  # leaves out about a quarter of the raters
@@ -319,7 +319,7 @@ def test_rater_table_is_worst_first_with_at_least_the_minimum_labels(crowd, key,
 
 @pytest.mark.fiftyone
 def test_kalos_panel_data_explains_the_heatmap_and_cuts_the_vitality_chart(crowd):
-    from agreement.fo.panel_data import run_panel_data
+    from agreement.fo.panel.data import run_panel_data
 
     data = run_panel_data(crowd, "kalos", options={"bars_k": 5, "pair_k": 8, "min_support": 2})
     vit = next(b for b in data["bars"] if b["name"] == "vitality")
@@ -354,7 +354,7 @@ def _panel(ds, method, state=None, panel_id="raters-panel", **event):
 
 @pytest.mark.fiftyone
 def test_the_panel_controls_drive_the_table_and_the_heatmap(crowd):
-    from agreement.fo.app_state import open_run
+    from agreement.fo.panel.app_state import open_run
 
     state, data, output = _panel(crowd, "on_load")
     assert state["run_key"] == "kalos" and open_run(crowd) == "kalos"  # the operators' forms preselect it
@@ -428,7 +428,7 @@ def test_a_drill_down_stage_sent_back_with_whole_numbers_is_still_the_panels():
 
 
 def test_numbers_have_three_significant_figures_with_their_trailing_zeros():
-    from agreement.fo.figure_base import count_text, sig3
+    from agreement.reporting.figures.base import count_text, sig3
 
     cases = {0.56: "0.560", 1.0: "1.00", -0.0714: "-0.0714", 0.000321: "0.000321", 5e-5: "5.00e-05", 12.0: "12.0",
              999.5: "1,000", 1234.5: "1,234", 0: "0", None: "undefined", float("nan"): "undefined"}

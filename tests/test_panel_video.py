@@ -41,7 +41,7 @@ def video_runs(fo):
     """The simulated videos with a KαLOS frame run ``k`` and an OT frame run ``ot``."""
     import fiftyone.operators as foo
 
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, sim = simulate_video_dataset(**_sim_kwargs())
     fields = [f"frames.{r}" for r in RATERS]
@@ -83,7 +83,7 @@ def _bad_supports(numbers, scores, threshold: float, higher: bool = True) -> lis
 
 # ---------------------------------------------------------------------------- figures alone (no dataset)
 def test_runs_and_bad_stretches_by_hand():
-    from agreement.fo.video_figures import bad_frames, bad_stretches, runs_of
+    from agreement.fo.panel.video_figures import bad_frames, bad_stretches, runs_of
 
     assert runs_of([5, 1, 2, 3, 7, 8, 2]) == [(1, 3), (5, 5), (7, 8)] and runs_of([]) == []
     frames, scores = [1, 2, 3, 4, 5, 6, 7], [0.5, -0.1, -0.3, None, -0.2, 0.1, -0.5]
@@ -104,7 +104,7 @@ def _hand_timeline() -> dict:
 
 
 def test_timeline_figure_draws_tracks_score_strip_and_bad_stretches():
-    from agreement.fo.video_figures import timeline_figure
+    from agreement.fo.panel.video_figures import timeline_figure
 
     fig = timeline_figure(_hand_timeline(), selected=[3, 4])
     a, b, score, threshold = fig["traces"]
@@ -128,7 +128,7 @@ def test_timeline_figure_draws_tracks_score_strip_and_bad_stretches():
 
 
 def test_timeline_of_segments_has_no_strip_and_a_crowd_is_cut():
-    from agreement.fo.video_figures import timeline_figure
+    from agreement.fo.panel.video_figures import timeline_figure
 
     tl = _hand_timeline()
     many = {f"r{i}": [{"track": "segment 1", "label": "walk", "runs": [(1, 1 + i % 5)], "n_frames": 1 + i % 5}]
@@ -170,8 +170,8 @@ def test_frame_run_opens_as_videos_histogram_heatmap_and_timeline(video_runs):
 
 
 def test_timeline_tracks_are_the_simulated_raters_tracks(video_runs):
+    from agreement.fo.panel.video_figures import runs_of, video_timeline
     from agreement.fo.runs import get_agreement_run_info
-    from agreement.fo.video_figures import runs_of, video_timeline
 
     ds, sim = video_runs
     info = get_agreement_run_info(ds, "k")
@@ -186,7 +186,7 @@ def test_timeline_tracks_are_the_simulated_raters_tracks(video_runs):
 
 
 def test_histogram_bar_sort_and_heatmap_cell_load_videos(video_runs):
-    from agreement.fo.figures import METHOD_VIEWS
+    from agreement.reporting.figures.method_figures import METHOD_VIEWS
 
     ds, sim = video_runs
     state, data, _ = _open(ds, "ot")
@@ -286,7 +286,7 @@ def test_chosen_and_open_video_get_the_timeline(video_runs):
 
 
 def test_frame_pair_counts_are_the_runs_own_per_pair_units(video_runs):
-    from agreement.fo.rater_counts import kalos_pair_counts
+    from agreement.fo.panel.rater_counts import kalos_pair_counts
     from agreement.fo.runs import get_agreement_run_info, load_agreement_results
 
     ds, sim = video_runs
@@ -301,10 +301,10 @@ def test_frame_pair_counts_are_the_runs_own_per_pair_units(video_runs):
 
 def test_attribute_layout_gives_the_same_timeline_and_pair_counts(fo, video_runs):
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.fo.rater_counts import kalos_pair_counts
+    from agreement.fo.panel.rater_counts import kalos_pair_counts
+    from agreement.fo.panel.video_figures import video_timeline
     from agreement.fo.runs import get_agreement_run_info
-    from agreement.fo.video_figures import video_timeline
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, _ = video_runs
     attr, _ = simulate_video_dataset(**_sim_kwargs("attribute"))
@@ -348,7 +348,7 @@ def test_temporal_segment_run_gets_a_timeline_of_segments(fo, video_runs):
 
 
 def test_timeline_without_bad_frames_says_so():
-    from agreement.fo.video_figures import timeline_figure
+    from agreement.fo.panel.video_figures import timeline_figure
 
     tl = _hand_timeline()
     tl.update(scores=[0.5] * 10, bad=[], stretches=[])

@@ -8,7 +8,7 @@ from agreement.simulate.synthetic.crowd import crowd_corpus
 
 
 def test_rater_layout_converts_a_mapping_once_and_refuses_unknown_names():
-    from agreement.fo.run_options import RaterLayout
+    from agreement.fo.runs.options import RaterLayout
 
     layout = RaterLayout.of({"field": "ground_truth", "raters_field": "raters"})
     assert layout == RaterLayout(field="ground_truth", raters_field="raters")
@@ -23,7 +23,7 @@ def test_rater_layout_converts_a_mapping_once_and_refuses_unknown_names():
 
 
 def test_execution_checks_its_backend_options():
-    from agreement.fo.run_options import Execution
+    from agreement.fo.runs.options import Execution
 
     Execution().check()
     Execution(shard_size=10).check()
@@ -36,8 +36,8 @@ def test_execution_checks_its_backend_options():
 def test_the_engine_takes_the_layout_and_the_execution_as_objects():
     import inspect
 
-    from agreement.fo.engine import run_method
-    from agreement.fo.frame_runs import run_on_frames
+    from agreement.fo.frames.runs import run_on_frames
+    from agreement.fo.runs.engine import run_method
 
     for fn in (run_method, run_on_frames):
         sig = inspect.signature(fn)

@@ -3,8 +3,7 @@
 import itertools
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from agreement.core.rater_pairs import RaterPairTable, records_to_matrix, shared_sample_pairs

@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.core.krippendorff import nominal_alpha
 from agreement.core.reliability import SparseReliability, grouped_values_alpha, leave_one_rater_out

@@ -25,7 +25,7 @@ RATERS = ["r1", "r2", "r3"]
 
 
 def _sim(layout: str = "fields"):
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, _ = simulate_video_dataset(num_videos=3, num_frames=12, num_objects=3, num_raters=3, magnitude=3.0,
                                    seed=0, layout=layout, media="none")
@@ -109,7 +109,7 @@ def _flagged_in_clip(labels: dict, sid: str, support: list[int]) -> set[str]:
 # ------------------------------------------------------------------ frame runs, SDK
 def test_frame_queue_items_are_clips_holding_exactly_their_flagged_frame_labels(ds):
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import queue_key, queue_label_ids
+    from agreement.fo.views.review import queue_key, queue_label_ids
 
     queue = review_view(ds, "fr")
     assert queue_key(queue) == "fr" and queue_key(ds.view()) is None and queue_key(review_view(ds, "sg")) == "sg"
@@ -129,7 +129,7 @@ def test_frame_queue_items_are_clips_holding_exactly_their_flagged_frame_labels(
 
 def test_frame_decisions_tag_exactly_the_flagged_frame_labels_named(ds):
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import ReviewError, queue_label_ids, review_labels, review_progress
+    from agreement.fo.views.review import ReviewError, queue_label_ids, review_labels, review_progress
 
     queue = review_view(ds, "fr")
     labels = _frame_consensus(ds)
@@ -169,7 +169,7 @@ def test_frame_decisions_tag_exactly_the_flagged_frame_labels_named(ds):
 
 def test_next_pending_walks_the_clips_and_skips_those_fully_decided(ds):
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import next_pending, queue_label_ids, review_labels
+    from agreement.fo.views.review import next_pending, queue_label_ids, review_labels
 
     queue = review_view(ds, "fr")
     clips = queue.values("id")
@@ -186,8 +186,8 @@ def test_next_pending_walks_the_clips_and_skips_those_fully_decided(ds):
 
 def test_review_item_of_a_clip_lists_its_labels_with_frames_and_the_raters_labels_fused(ds):
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import review_labels
-    from agreement.fo.review_item import review_item, review_markdown
+    from agreement.fo.views.review import review_labels
+    from agreement.fo.views.review_item import review_item, review_markdown
 
     queue = review_view(ds, "fr")
     labels, raters = _frame_consensus(ds), _frame_rater_labels(ds)
@@ -218,7 +218,7 @@ def test_review_item_of_a_clip_lists_its_labels_with_frames_and_the_raters_label
 
 def test_review_item_reads_the_raters_of_the_attribute_layout(fo):
     from agreement.fo.methods.consensus import compute_consensus, review_view
-    from agreement.fo.review_item import review_item
+    from agreement.fo.views.review_item import review_item
 
     ds = _sim("attribute")
     try:
@@ -239,7 +239,7 @@ def test_review_item_reads_the_raters_of_the_attribute_layout(fo):
 
 def test_finalize_writes_the_reviewed_frame_labels(ds):
     from agreement.fo.methods.consensus import finalize_consensus, review_view
-    from agreement.fo.review import queue_label_ids, review_labels
+    from agreement.fo.views.review import queue_label_ids, review_labels
 
     queue = review_view(ds, "fr")
     ids = queue_label_ids(queue, "fr")
@@ -294,7 +294,7 @@ def test_panel_reviews_a_segment_queue_and_finalizes(ds):
     """On a clip of a temporal segment run's queue: its one segment and the raters' segments fused into it,
     Accept / Reject / Undo / Next on exactly that segment, then Finalize once every segment is decided."""
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import review_labels
+    from agreement.fo.views.review import review_labels
 
     queue = review_view(ds, "sg")
     clips, segment_ids = queue.values(["id", "sg_consensus.id"])

@@ -118,7 +118,7 @@ def test_groups_that_never_meet_are_named_whatever_the_shards(fo, make_dataset, 
 
 
 def test_many_raters_are_named_a_few_then_counted():
-    from agreement.fo.run_warnings import DesignStats, design_warnings
+    from agreement.core.design_warnings import DesignStats, design_warnings
 
     R = 9
     co = np.diag(np.full(R, 3))  # nine raters, each alone on their samples
@@ -168,7 +168,7 @@ def test_one_rater_is_refused_with_what_to_do(fo, make_dataset):
 
 
 def test_design_of_one_rater_warns():
-    from agreement.fo.run_warnings import DesignStats, design_warnings
+    from agreement.core.design_warnings import DesignStats, design_warnings
 
     found = design_warnings(DesignStats(("a",), np.array([[4]]), np.array([3]), {"x": 3}, 4))
     assert found and "only one rater" in found[0] and "fields=" in found[0]

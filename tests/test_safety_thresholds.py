@@ -179,8 +179,8 @@ def edge_ds(fo, make_dataset):
 @pytest.mark.fiftyone
 def test_clip_clips_each_border_and_reports_it(edge_ds):
     from agreement.fo.methods.kalos import compute_kalos
-    from agreement.fo.reading import read_annotations
     from agreement.fo.runs import load_agreement_results
+    from agreement.fo.storage.reading import read_annotations
 
     ds = edge_ds
     read = read_annotations(ds, fields=["a", "b"], box_policy="clip")

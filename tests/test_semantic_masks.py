@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.methods.semantic import pixels
 from agreement.methods.semantic.pixels import check_masks, class_cracks, sample_seed, sample_statistics

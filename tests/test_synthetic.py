@@ -13,10 +13,10 @@ import sys
 import cv2
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.core.data import MultiRaterAnnotations
+from agreement.core.validation import validate_boxes
 from agreement.simulate.synthetic import (
     CLASSES,
     DEMO_PROFILES,
@@ -32,7 +32,6 @@ from agreement.simulate.synthetic import (
     simulate_rater,
     write_scenes,
 )
-from agreement.core.validation import validate_boxes
 
 N_SCENES = 300
 _SMALL_SCENES = generate_scenes(num_images=30, seed=5)
@@ -259,7 +258,7 @@ def test_simulation_is_deterministic_and_order_independent(scenes, corpus):
     assert again.raters == corpus.raters
     # Scene order does not matter either: per sample, the same sets.
     rev = simulate_demo_raters(scenes[::-1][:20], seed=0)
-    for k, scene in enumerate(scenes[::-1][:20]):
+    for k in range(len(scenes[::-1][:20])):
         s = N_SCENES - 1 - k
         for r in corpus.raters:
             a, b = corpus.get(s, r), rev.get(k, r)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.core.validation import AnnotationError, RepairReport
 from agreement.geometry.boxes import pairwise_giou, pairwise_iou

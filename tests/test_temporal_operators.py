@@ -151,7 +151,7 @@ def test_consensus_is_a_temporal_detections_field_in_frames(fo, make_dataset, la
 
 def test_review_queue_of_temporal_consensus_is_one_clip_per_flagged_segment(fo, make_dataset):
     from agreement.fo.methods.consensus import review_view
-    from agreement.fo.review import queue_key, review_progress
+    from agreement.fo.views.review import queue_key, review_progress
 
     # four raters; 'extra' drawn by two of them (half the votes: flagged under a majority of one half)
     segs = {r: [((5, 40), "run")] + ([((60, 90), "extra")] if r in "ab" else []) for r in "abcd"}

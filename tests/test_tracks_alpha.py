@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from agreement.methods.tracks import (
     Tracks,
@@ -22,8 +21,12 @@ from agreement.methods.tracks import (
     track_reliability,
     track_units,
 )
-from agreement.methods.tracks.alpha import (REASON_NO_CHANCE, REASON_NO_CHANCE_OVERLAP, REASON_NO_OVERLAP,
-                                             REASON_NO_TRACKS)
+from agreement.methods.tracks.alpha import (
+    REASON_NO_CHANCE,
+    REASON_NO_CHANCE_OVERLAP,
+    REASON_NO_OVERLAP,
+    REASON_NO_TRACKS,
+)
 from agreement.methods.tracks.chance import ChanceVideo
 from agreement.simulate.video import VideoNoise, generate_videos, simulate_video_raters
 from test_tracks_data import T, relabel, shuffle_rows, videos

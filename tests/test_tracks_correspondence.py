@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from agreement.methods.tracks import Tracks, VideoTracks, match_tracks, spatio_temporal_iou, track_units

@@ -44,7 +44,7 @@ def _read(values, frames, attr=None, who=None):
 
 @pytest.mark.parametrize("layout", ["fields", "attribute"])
 def test_both_layouts_read_back_exactly_as_simulated(fo, corpus, layout):
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
 
     reference, sim = corpus
     ds = build_video_dataset(reference, sim, name=f"vsim-{layout}", layout=layout, reference_field="truth")
@@ -92,7 +92,7 @@ def test_both_layouts_read_back_exactly_as_simulated(fo, corpus, layout):
 
 
 def test_simulate_video_dataset_records_its_parameters(fo):
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     ds, sim = simulate_video_dataset("vsim-one-call", num_videos=2, num_frames=10, num_objects=2, num_raters=2,
                                      magnitude=0.5, seed=3, reference_field=None)
@@ -113,7 +113,7 @@ def test_simulate_video_dataset_records_its_parameters(fo):
 
 
 def test_bad_input_is_refused_before_anything_is_written(fo, corpus):
-    from agreement.fo.video_simulate import build_video_dataset
+    from agreement.fo.simulate.video import build_video_dataset
 
     reference, sim = corpus
     before = set(fo.list_datasets())
@@ -128,7 +128,7 @@ def test_bad_input_is_refused_before_anything_is_written(fo, corpus):
     with pytest.raises(ValueError, match="layout"):
         build_video_dataset(reference, sim, name="vsim-bad", layout="columns")
     assert set(fo.list_datasets()) == before
-    ds = build_video_dataset(reference, {"a": sim.videos["r1"]}, name="vsim-exists")
+    build_video_dataset(reference, {"a": sim.videos["r1"]}, name="vsim-exists")
     try:
         with pytest.raises(ValueError, match="already exists"):
             build_video_dataset(reference, {"a": sim.videos["r1"]}, name="vsim-exists")
@@ -141,7 +141,7 @@ def test_bad_input_is_refused_before_anything_is_written(fo, corpus):
 def test_object_ids_are_unique_valid_and_fast_to_make(fo):
     from bson import ObjectId
 
-    from agreement.fo.video_frames import object_ids
+    from agreement.fo.storage.frame_labels import object_ids
 
     a, b = object_ids(50_000), object_ids(3)
     assert len(set(a + b)) == 50_003 and all(isinstance(x, ObjectId) for x in b)

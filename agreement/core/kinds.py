@@ -59,6 +59,9 @@ class ConsensusSpec:
             ``geometry="auto"`` picks only when *every* annotation carries one (masks, polygons; raters who
             mix it with plain boxes are refused); ``None``: picked whenever the corpus holds the column.
         boxes: ``geometry="boxes"`` (fuse only the boxes) applies to the column's labels.
+        in_boxes: a pixel fusion (``fusion="pixels"``) places each entry as a mask spanning its row's box, in
+            pixels of its image, and gives each unit the fused mask cropped to its box (instance masks); else
+            it rasterises the entry's rings (relative coordinates) and gives each unit rings again (polygons).
     """
 
     similarity: str = "iou"
@@ -66,6 +69,7 @@ class ConsensusSpec:
     coincidence_rows: int | None = None
     carries: Callable[[Any], np.ndarray] | None = None
     boxes: bool = True
+    in_boxes: bool = False
 
 
 #: The consensus of plain boxes (a corpus without a fused geometry column).
@@ -334,7 +338,7 @@ for _kind in (
                consensus=ConsensusSpec(carries=_has_rings),
                description="a list of rings, each a (k, 2) array of relative (x, y) points, per annotation"),
     ColumnKind("masks", similarities={"mask_iou": None}, fusion="pixels", content_key=False,
-               consensus=ConsensusSpec(carries=_has_mask),
+               consensus=ConsensusSpec(carries=_has_mask, in_boxes=True),
                description="a 2-D boolean instance mask spanning the annotation's box (or a semantic mask)"),
     ColumnKind("keypoints", container="array", normalise=keypoint_array,
                missing=lambda n, present: np.full((n, _skeleton_length(present), 2), np.nan),

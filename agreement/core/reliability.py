@@ -378,8 +378,8 @@ class LeaveOneOutSums:
         _, d_O = _sum_by_key(parts, [self.d_O, other.d_O])
         _, d_units = _sum_by_key(parts, [self.d_units.astype(np.float64), other.d_units.astype(np.float64)])
         d_key, d_count = _sum_by_key([self.d_key, other.d_key], [self.d_count, other.d_count])
-        return LeaveOneOutSums(self.full.add(other.full), combo, d_n, d_O, d_units.astype(np.int64), d_key, d_count,
-                               self.n_raters)
+        return LeaveOneOutSums(full=self.full.add(other.full), combo_key=combo, d_n=d_n, d_O=d_O,
+                               d_units=d_units.astype(np.int64), d_key=d_key, d_count=d_count, n_raters=self.n_raters)
 
     def finish(self) -> tuple[np.ndarray, np.ndarray, GroupedAlpha]:
         """``(group, rater, alpha)`` as :func:`leave_one_rater_out` returns them."""
@@ -490,6 +490,8 @@ def leave_one_rater_out_sums(values: SparseReliability, column_group: np.ndarray
     delta = -np.bincount(dinv.reshape(-1), minlength=len(dkey)).astype(np.float64)
     # keyed by (combination, code) so that sums of several parts line up
     d_key = combo_key[dkey // C] * C + dkey % C
-    return LeaveOneOutSums(GroupSums(n_full, O_full, u_full, gc_full_key, n_gc_full, C), combo_key,
-                           np.bincount(combo, weights=d_n, minlength=K), np.bincount(combo, weights=d_O, minlength=K),
-                           np.bincount(combo, weights=d_units, minlength=K).astype(np.int64), d_key, delta, R)
+    return LeaveOneOutSums(full=GroupSums(n_full, O_full, u_full, gc_full_key, n_gc_full, C), combo_key=combo_key,
+                           d_n=np.bincount(combo, weights=d_n, minlength=K),
+                           d_O=np.bincount(combo, weights=d_O, minlength=K),
+                           d_units=np.bincount(combo, weights=d_units, minlength=K).astype(np.int64), d_key=d_key,
+                           d_count=delta, n_raters=R)

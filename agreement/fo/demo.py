@@ -40,8 +40,8 @@ import fiftyone as fo
 import fiftyone.operators as foo
 
 from agreement.core.rater_pairs import records_to_matrix
-from agreement.fo.assignment import declare_raters_field
-from agreement.fo.build import add_corpus_fields, samples_from_corpus
+from agreement.fo.importers.build import add_corpus_fields, samples_from_corpus
+from agreement.fo.storage.assignment import declare_raters_field
 from agreement.simulate.synthetic import (
     DEMO_PROFILES,
     generate_scenes,
@@ -139,7 +139,7 @@ def build_video_demo(name: str, seed: int = 0) -> fo.Dataset:
     """The video dataset (:data:`VIDEO_DEMO`): simulated raters on frames and segments, the reference in
     ``frames.reference``, each video rendered (320 x 240, the reference's boxes drawn) into
     ``<fo.config.default_dataset_dir>/<name>`` so that the App plays it."""
-    from agreement.fo.video_simulate import simulate_video_dataset
+    from agreement.fo.simulate.video import simulate_video_dataset
 
     t = time.time()
     dataset, _ = simulate_video_dataset(name, seed=seed, overwrite=True, persistent=True, **VIDEO_DEMO)
@@ -182,7 +182,7 @@ def _fmt(x, digits: int = 3) -> str:
 
 
 def _ot_report(dataset, ot: dict) -> str:
-    from agreement.fo.runs import load_agreement_results
+    from agreement.fo.runs.store import load_agreement_results
 
     detail = load_agreement_results(dataset, "ot")["detail"]
     raters = detail["raters"]
@@ -228,7 +228,7 @@ def _geometry_report(title: str, g: dict, indent: str = "  ") -> str:
 
 
 def _kalos_report(dataset, k: dict) -> str:
-    from agreement.fo.runs import load_agreement_results
+    from agreement.fo.runs.store import load_agreement_results
 
     d = load_agreement_results(dataset, "kalos")["detail"]
     vit = d["rater_vitality"]

@@ -139,15 +139,18 @@ def _one_sided(label: Label, other: str, rank: dict[str, int], reason: str) -> C
     """``label`` with no counterpart from rater ``other``: ``missing`` if its rater is the reference of the pair
     (first in the rater order), else ``extra``."""
     if rank.get(label.rater, len(rank)) <= rank.get(other, len(rank)):
-        return Conflict("missing", label.rater, other, label, None, None, reason)
-    return Conflict("extra", other, label.rater, None, label, None, reason)
+        return Conflict(type="missing", rater_a=label.rater, rater_b=other, label_a=label, label_b=None, iou=None,
+                        reason=reason)
+    return Conflict(type="extra", rater_a=other, rater_b=label.rater, label_a=None, label_b=label, iou=None,
+                    reason=reason)
 
 
 def _two_sided(x: Label, y: Label, rank: dict[str, int], reason: str | None, low_overlap_iou: float) -> Conflict | None:
     a, b = (x, y) if rank.get(x.rater, len(rank)) <= rank.get(y.rater, len(rank)) else (y, x)
     iou = label_iou(a, b)
     kind = conflict_type(a.label, b.label, iou=iou, reason=reason, low_overlap_iou=low_overlap_iou)
-    return None if kind is None else Conflict(kind, a.rater, b.rater, a, b, iou, reason or "")
+    return None if kind is None else Conflict(type=kind, rater_a=a.rater, rater_b=b.rater, label_a=a, label_b=b,
+                                              iou=iou, reason=reason or "")
 
 
 def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence[str] | None = None,
@@ -235,6 +238,8 @@ def group_conflicts(groups: Iterable[Sequence[Label]], raters: Sequence[str], re
                 kind = conflict_type(x.label, y.label, iou=iou, low_overlap_iou=low_overlap_iou)
                 if kind is not None:
                     out.append(Conflict(kind, a, b, x, y, iou))
-            out.extend(Conflict("missing", a, b, x, None, None, "no counterpart") for x in la[len(lb):])
-            out.extend(Conflict("extra", a, b, None, y, None, "no counterpart") for y in lb[len(la):])
+            out.extend(Conflict(type="missing", rater_a=a, rater_b=b, label_a=x, label_b=None, iou=None,
+                                reason="no counterpart") for x in la[len(lb):])
+            out.extend(Conflict(type="extra", rater_a=a, rater_b=b, label_a=None, label_b=y, iou=None,
+                                reason="no counterpart") for y in lb[len(la):])
     return out

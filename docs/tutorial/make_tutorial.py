@@ -34,7 +34,8 @@ os.environ.setdefault("IAA_AGREEMENT_NO_PTH", "1")
 os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 
 import steps  # noqa: E402
-from browser_support import CHROMIUM_ARGS, _chromium, _choose_run, _open_panel, _wait_count, _wait_texts, start_app  # noqa: E402
+
+from browser_support import CHROMIUM_ARGS, _choose_run, _chromium, _open_panel, _wait_count, _wait_texts, start_app  # noqa: E402
 from test_browser_crowd import _close_dialogs, _execute, _field, _run_operator  # noqa: E402
 
 IMAGES = REPO / "docs" / "images"
@@ -150,7 +151,7 @@ def app_steps(folder: Path, dataset, n_queue: int) -> None:
     """Step 2 of the module docstring, then the decisions and the finalize step."""
     from playwright.sync_api import sync_playwright
 
-    from agreement.fo.review import review_progress
+    from agreement.fo.views.review import review_progress
 
     proc, url = start_app(Path(tempfile.mkdtemp(prefix="iaa-tutorial-app-")) / "server.log")
     try:
@@ -180,6 +181,7 @@ def app_steps(folder: Path, dataset, n_queue: int) -> None:
 
 
 def main() -> None:
+    """Builds the tutorial's dataset, runs its steps and writes its pages."""
     import fiftyone as fo
 
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "iaa-tutorial"

@@ -156,10 +156,10 @@ def review_decisions(dataset, key: str = "review", second_opinion: str = "ds") -
 
     queue = review_view(dataset, key)
     sample_ids, ids, mine = queue.values(["id", f"{key}_consensus.id", f"{key}_consensus.label"])
-    second = dict(zip(*dataset.values(["id", f"{second_opinion}_consensus.label"])))
+    second = dict(zip(*dataset.values(["id", f"{second_opinion}_consensus.label"]), strict=True))
     other = [second[s] for s in sample_ids]
-    accept = [i for i, a, b in zip(ids, mine, other) if a == b]
-    reject = [i for i, a, b in zip(ids, mine, other) if a != b]
+    accept = [i for i, a, b in zip(ids, mine, other, strict=True) if a == b]
+    reject = [i for i, a, b in zip(ids, mine, other, strict=True) if a != b]
     review = operator("review_consensus_labels")
     if accept:
         review(queue, key=key, decision="accept", label_ids=accept)
@@ -180,7 +180,7 @@ def analyse(folder: Path, name: str = DATASET):
     consensus = operator("compute_consensus")
     ds = consensus(dataset, key="ds", field="judgements", method="em").summary
     mace = consensus(dataset, key="mace", field="judgements", method="mace").summary
-    differ = sum(a != b for a, b in zip(*dataset.values(["ds_consensus.label", "mace_consensus.label"])))
+    differ = sum(a != b for a, b in zip(*dataset.values(["ds_consensus.label", "mace_consensus.label"]), strict=True))
     consensus(dataset, key="review", field="judgements", method="mace", review_band=[0.2, 0.999])
     numbers = {
         "judgements": imported["judgements"], "unknown_B": imported["unknown_counts"].get("B"),

@@ -11,7 +11,7 @@ each (possibly perturbed) box from its object's shape:
 * keypoints: 17 points (COCO's person skeleton size) at shape-given places in the box;
 * 3D cuboids, points and polylines: the box read as a ground-plane footprint in a 50-unit scene
   (``x, y = 50 * centre``, sizes ``50 * w, 50 * h``), height, yaw and line shape from the shape. A 3D
-  corpus has no image sizes (NaN), as the bridge reads 3D scenes (``agreement.fo.chance_strata``: one
+  corpus has no image sizes (NaN), as the bridge reads 3D scenes (``agreement.fo.runs.chance_strata``: one
   chance stratum). On the heterogeneous design its scenes therefore mix scales: an object of ``p`` pixels
   on an image of scale ``L`` becomes ``50 p / L`` units, so the relative size of objects in their scene
   varies 64-fold from scene to scene, as a tabletop scan and a street scene do.

@@ -1,7 +1,7 @@
 """Semantic masks: mask agreement (pixel α, Dice, IoU, boundary F1) and mask consensus (multi-class STAPLE),
 through the pure library (:func:`agreement.methods.semantic.sample_statistics` pooled with
 :meth:`SemanticStats.merge` / ``finish`` as ``compute_mask_agreement`` does; :func:`multilabel_staple` per
-sample, pooled as ``compute_mask_consensus`` pools it in ``agreement/fo/semantic_consensus.py``).
+sample, pooled as ``compute_mask_consensus`` pools it in ``agreement/fo/methods/semantic_consensus_labels.py``).
 
 Settings: the operator's defaults (``ignore_background=False``) except the boundary tolerance,
 :data:`BOUNDARY_TOLERANCE` of the image diagonal (2.7 px on the 64-px masks; the default 0.75 % is below a pixel

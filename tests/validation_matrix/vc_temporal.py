@@ -34,7 +34,7 @@ CHANCE_CENTRE = {"sigma": 0.05}
 
 def _length_strata(frame_counts: np.ndarray) -> np.ndarray | None:
     """The bridge's chance strata of clips (:func:`agreement.core.strata.scale_strata` of the frame counts,
-    as ``agreement.fo.chance_strata`` computes them)."""
+    as ``agreement.fo.runs.chance_strata`` computes them)."""
     return scale_strata(np.asarray(frame_counts, dtype=np.float64))
 
 

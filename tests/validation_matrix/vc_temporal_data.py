@@ -5,7 +5,7 @@ from a clip's dict was not assigned it (implicit absence); an empty array is exp
 become boxes in relative time (:func:`agreement.geometry.temporal.supports_to_boxes`), as
 ``experiments/temporal_chance.py`` does. Frame labels are lists of items ``(video, {rater: (boxes,
 labels)})``, one item per frame, the chance pairs drawn between frames of different videos (the
-bridge's :func:`agreement.fo.frame_units.chance_groups`).
+bridge's :func:`agreement.fo.frames.units.chance_groups`).
 
 Every random draw comes from one ``numpy.random.default_rng`` per design and seed, in fixed shapes, and
 each rater's draws are their own rows: raters are independent.

@@ -3,7 +3,7 @@ and track consensus, through the pure library as ``compute_track_agreement`` com
 (:func:`agreement.methods.tracks.track_agreement` per video at its defaults ``tau = iou_threshold = 0.5``,
 :func:`pool_track_agreement`, then the mean over rater pairs of the finite pair values, as the bridge's
 ``_mean``). A pairwise statistic with no rater pair at all (``pairs = ()``) is undefined with the reason "no
-rater pair shares a video", the bridge's design warning (``agreement/fo/run_warnings.py``); otherwise its
+rater pair shares a video", the bridge's design warning (``agreement/core/design_warnings.py``); otherwise its
 reasons are the pairs' ``hota_reason``. Track consensus: the mean ``confidence`` of the consensus boxes
 (``consensus=True``, quorum 0.5).
 
@@ -33,8 +33,15 @@ import numpy as np
 from agreement.methods.tracks import Tracks, mean_confidence, pool_track_agreement, track_agreement
 from agreement.simulate.video import VIDEO_CLASSES, VideoNoise, generate_videos, simulate_video_raters
 from validation_matrix import Cell
-from validation_matrix.vc_common import (chance_cell, degenerate_cell, identical_cell, invariant_cell,
-                                         empty_rater_ceiling, monotone_cell, na_cell)
+from validation_matrix.vc_common import (
+    chance_cell,
+    degenerate_cell,
+    empty_rater_ceiling,
+    identical_cell,
+    invariant_cell,
+    monotone_cell,
+    na_cell,
+)
 
 KIND = "tracks"
 METHODS = {"presence": "Tracks: presence α", "classes": "Tracks: class α", "localisation": "Tracks: localisation α",

@@ -1,7 +1,7 @@
 """Multi-rater importers: one export per rater in any format FiftyOne reads, and Label Studio's JSON export.
 
 Both build a dataset in the fields or the attribute layout, record the layout
-in ``dataset.info`` (as :mod:`agreement.fo.coco` does) and leave nothing
+in ``dataset.info`` (as :mod:`agreement.fo.importers.coco` does) and leave nothing
 behind when they fail.
 """
 

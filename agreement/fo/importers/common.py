@@ -7,7 +7,7 @@ assigned the image: implicit absence) or the rater's labels by kind (possibly
 none: explicit absence). :func:`write_merged_dataset` turns it into a dataset
 in either layout, with nothing half-imported: it is written under a temporary
 name and takes its final name only when complete (the swap of
-:mod:`agreement.fo.coco`).
+:mod:`agreement.fo.importers.coco`).
 
 Label kinds and their fields:
 
@@ -19,7 +19,7 @@ kind           ``layout="fields"``         ``layout="attribute"``
 ``keypoints``  ``<rater field>_keypoints`` ``<field>_keypoints``
 =============  ==========================  ==============================
 
-the same names as :func:`agreement.fo.coco.import_multi_rater_coco` (whose
+the same names as :func:`agreement.fo.importers.coco.import_multi_rater_coco` (whose
 ``_polygons`` fields hold the polygons of the boxes' annotations).
 
 Image-level kinds are declared by the importer (:class:`KindSpec` in
@@ -50,10 +50,9 @@ from typing import Mapping, Sequence
 import fiftyone as fo
 
 from agreement.core.validation import AnnotationError
-from agreement.fo.assignment import declare_raters_field
 
 # the temporary-name-then-rename swap of the multi-rater COCO importer, reused
-from agreement.fo.coco import (
+from agreement.fo.importers.coco import (
     INFO_KEY,
     LAYOUTS,
     RESERVED_FIELDS,
@@ -62,8 +61,9 @@ from agreement.fo.coco import (
     swap_in,
     temporary_name,
 )
+from agreement.fo.importers.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
 from agreement.fo.kinds import LIST_ATTRS, imported_kinds
-from agreement.fo.media_types import decide_media_type, media_sample, set_empty_dataset_media_type
+from agreement.fo.storage.assignment import declare_raters_field
 
 __all__ = ["KINDS", "KindSpec", "MergedImages", "MultiRaterImportError", "write_merged_dataset", "kind_fields",
            "check_layout"]
@@ -240,7 +240,7 @@ def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], lay
     if layout == "fields":
         for r in assigned:
             for kind, fname in fields[r].items():
-                value = _rater_value(merged.spec(kind), per_rater[r].get(kind), r, merged.keys[i])
+                value = _rater_value(merged.spec(kind), (per_rater[r] or {}).get(kind), r, merged.keys[i])
                 if value is not None:
                     sample[fname] = value
         return sample
@@ -248,7 +248,7 @@ def _sample(merged: MergedImages, i: int, fields: dict[str, dict[str, str]], lay
         for kind, fname in fields[merged.raters[0]].items():
             labels = []
             for r in assigned:
-                for label in per_rater[r].get(kind) or []:
+                for label in (per_rater[r] or {}).get(kind) or []:
                     _set_rater(label, rater_attr, r, merged.keys[i])
                     labels.append(label)
             ftype = _field_type(merged.spec(kind), layout)
@@ -274,7 +274,7 @@ def write_merged_dataset(
     importer does, so the compute operators preselect it; ``rater_fields`` and
     ``field`` name the first kind's fields, ``label_fields`` every kind's)
     and, in the attribute layout, ``raters`` is declared as the assignment of
-    every label field (:func:`agreement.fo.assignment.declare_raters_field`).
+    every label field (:func:`agreement.fo.storage.assignment.declare_raters_field`).
     ``dataset.info["iaa_import"]`` keeps ``report``. Image-level kinds record
     their ``classes`` and ``mask_targets`` on the dataset, per field.
 
@@ -345,7 +345,7 @@ def _record_classes(dataset: fo.Dataset, merged: MergedImages, fields: dict[str,
 
 def file_key(path: str) -> str:
     """The name videos are matched by across exports: the file name (images follow the rule of
-    :mod:`agreement.fo.importers.names`)."""
+    :mod:`agreement.io.image_names`)."""
     return os.path.basename(str(path).replace("\\", "/").rstrip("/"))
 
 

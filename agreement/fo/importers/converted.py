@@ -13,7 +13,7 @@ of ``label-studio-sdk``) writes
   the report says so). The images are looked for in the export's
   ``image_dir``, the import's ``image_dir`` and the export's ``images/``, each
   paired with its label file by the import's name rule
-  (:mod:`agreement.fo.importers.names`): ``labels/01b89637-photo.txt`` is
+  (:mod:`agreement.io.image_names`): ``labels/01b89637-photo.txt`` is
   the label file of ``photo.jpg``. A label file with no image is an error
   (YOLO's file names have no extension, so the image must be found).
 * **VOC** as ``Annotations/<image stem>.xml`` (and ``images/`` only when
@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 from xml.etree import ElementTree
 
 from agreement.fo.importers.common import MultiRaterImportError
-from agreement.fo.importers.names import NameRule
+from agreement.io.image_names import NameRule
 
 __all__ = ["converted_layout", "read_classes"]
 

@@ -16,7 +16,7 @@ field ``item``; its ``filepath`` is the file the item names
 directory), and a web address (``http://a.com/x``), which FiftyOne cannot
 store as a file path, as a file name under ``image_dir`` made from the
 address without its scheme (``a.com_x``). The items are images (their media
-type is decided by :func:`agreement.fo.media_types.decide_media_type`: items
+type is decided by :func:`agreement.fo.importers.media_types.decide_media_type`: items
 named without an extension are images too, with a warning when the files
 cannot be read).
 """
@@ -31,9 +31,9 @@ import numpy as np
 
 import fiftyone as fo
 
-from agreement.fo.assignment import declare_raters_field
-from agreement.fo.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
-from agreement.fo.media_types import decide_media_type, media_sample
+from agreement.fo.importers.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
+from agreement.fo.importers.media_types import decide_media_type, media_sample
+from agreement.fo.storage.assignment import declare_raters_field
 from agreement.io.judgements import read_judgements
 
 __all__ = ["import_judgements", "item_filepath", "IMPORT_INFO_KEY"]

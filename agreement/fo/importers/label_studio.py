@@ -24,7 +24,7 @@ regions into labels and writes the dataset in either layout
 
 Every label carries ``ls_region_id``; every sample ``ls_task_id`` and
 ``ls_image`` (the task's image reference). One sample per task, in file order.
-Images are named by the matching rule of :mod:`agreement.fo.importers.names`
+Images are named by the matching rule of :mod:`agreement.io.image_names`
 (by default Label Studio's upload id is removed: ``01b89637-photo.jpg`` is
 ``photo.jpg``); two tasks with one name are refused. The file path is
 ``image_dir`` (default: the JSON file's folder) joined with that name, or with
@@ -52,7 +52,7 @@ from agreement.fo.importers.common import (
     rater_warnings,
     write_merged_dataset,
 )
-from agreement.fo.importers.names import NameMatchError, NameRule, keys_of, match_report, name_rule
+from agreement.io.image_names import NameMatchError, NameRule, keys_of, match_report, name_rule
 from agreement.io.labelstudio import RATER_SOURCES, LabelStudioExport, Region, read_label_studio
 
 __all__ = ["import_label_studio", "region_labels"]
@@ -186,7 +186,7 @@ def import_label_studio(
             or ``"updated_by_fallback"`` (its ``updated_by`` is the rater;
             counted in ``report["fell_back_to_updated_by"]``).
         name_map: an explicit mapping of the images' names (a dict, or a file of it;
-            see :func:`agreement.fo.importers.names.name_rule`).
+            see :func:`agreement.io.image_names.name_rule`).
         strip_prefix: a prefix pattern removed from the images' names.
         upload_ids: remove Label Studio's upload id from the images' names.
 
@@ -204,7 +204,7 @@ def import_label_studio(
             annotation and region); nothing is written.
         MultiRaterImportError: no annotator in the file, or annotator names
             whose field names clash.
-        agreement.fo.importers.names.NameMatchError: two tasks with the same
+        agreement.io.image_names.NameMatchError: two tasks with the same
             image name (after the rule), a bad ``strip_prefix`` or ``name_map``.
     """
     check_layout(layout, field, rater_attr)

@@ -3,7 +3,7 @@
 A Label Studio project exported as JSON (filtered to one annotator, or with
 ``options={"annotator": <id or email>}`` choosing one) meets the other raters'
 exports (CVAT, COCO, ...) by the import's name rule
-(:mod:`agreement.fo.importers.names`: the upload id is removed by default).
+(:mod:`agreement.io.image_names`: the upload id is removed by default).
 The file is parsed by :mod:`agreement.io.labelstudio` and its regions become
 the labels :func:`agreement.fo.importers.label_studio.import_label_studio`
 makes (rectangles and polygons' boxes, polygons, keypoints), in a temporary

@@ -5,7 +5,7 @@ Each rater's export is read by FiftyOne's own importer
 merged by image name into one dataset in the fields or the attribute
 layout (:mod:`agreement.fo.importers.common`) and deleted.
 
-Names. Images are matched by the rule of :mod:`agreement.fo.importers.names`:
+Names. Images are matched by the rule of :mod:`agreement.io.image_names`:
 the file name, with Label Studio's upload id (``01b89637-``) removed by
 default, a prefix pattern (``strip_prefix``) removed, or an explicit mapping
 (``name_map``). The report's ``match`` says, per rater, how many of its images
@@ -42,7 +42,7 @@ from xml.etree import ElementTree
 import fiftyone as fo
 import fiftyone.types as fot
 
-from agreement.fo.coco import discard_dataset, temporary_name
+from agreement.fo.importers.coco import discard_dataset, temporary_name
 from agreement.fo.importers.common import (
     KINDS,
     MergedImages,
@@ -64,9 +64,9 @@ from agreement.fo.importers.image_level import (
     image_kind_specs,
 )
 from agreement.fo.importers.label_studio_rater import LABEL_STUDIO_FORMAT, load_label_studio_rater
-from agreement.fo.importers.names import HOW_TO_MAP, NameRule, match_report, name_rule
 from agreement.fo.importers.video import VIDEO_FORMATS, import_video_exports, is_video_format
 from agreement.fo.kinds import instance_lists, item_type
+from agreement.io.image_names import HOW_TO_MAP, NameRule, match_report, name_rule
 
 __all__ = ["FORMATS", "RaterExport", "import_multi_rater", "resolve_format"]
 
@@ -449,7 +449,7 @@ def import_multi_rater(
             names (when it matches), tried next.
         upload_ids: remove Label Studio's upload id (``^[0-9a-f]{8}-``) from
             file names (default), tried last
-            (:mod:`agreement.fo.importers.names`).
+            (:mod:`agreement.io.image_names`).
         classes: the class names of YOLO exports without ``dataset.yaml``
             (Label Studio's converter), in class id order, or the path of its
             ``classes.txt``; an export's own ``classes`` comes first.

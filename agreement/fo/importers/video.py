@@ -40,7 +40,7 @@ track whose boxes carry several classes (an identity switch between
 objects of different classes) keeps one of them (FiftyOne's keeps the
 last).
 
-The frames are written in bulk (:mod:`agreement.fo.video_frames`), one
+The frames are written in bulk (:mod:`agreement.fo.storage.frame_labels`), one
 video at a time straight from the temporary datasets' frame documents.
 """
 
@@ -57,13 +57,13 @@ import cv2
 import fiftyone as fo
 import fiftyone.types as fot
 
-from agreement.fo.assignment import declare_raters_field
-from agreement.fo.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
-from agreement.fo.gc_pause import gc_paused
+from agreement.core.gc_pause import gc_paused
+from agreement.fo.importers.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
 from agreement.fo.importers.common import IMPORT_INFO_KEY, KINDS, MultiRaterImportError, file_key, kind_fields
+from agreement.fo.importers.media_types import set_empty_dataset_media_type
 from agreement.fo.kinds import instance_lists
-from agreement.fo.media_types import set_empty_dataset_media_type
-from agreement.fo.video_frames import declare_frame_field, insert_frames
+from agreement.fo.storage.assignment import declare_raters_field
+from agreement.fo.storage.frame_labels import declare_frame_field, insert_frames
 
 __all__ = ["is_video_format", "read_video_metadata", "import_video_exports", "VIDEO_FORMATS"]
 

@@ -27,9 +27,11 @@ from agreement.fo.kinds.base import (
     LabelType,
     ReadOptions,
     declared_path,
+    declared_type,
     imported_kinds,
     instance_lists,
     item_type,
+    label_boxes,
     label_documents,
     label_type,
     label_types,
@@ -40,5 +42,5 @@ from agreement.fo.kinds.base import (
 )
 
 __all__ = ["instance_lists", "item_type", "LABEL_TYPES", "LIST_ATTRS", "FinishContext", "GeometryVariant", "LabelType", "ReadOptions",
-           "declared_path", "imported_kinds", "label_documents", "label_type", "label_types", "register_label_type", "register_variant",
+           "declared_path", "declared_type", "imported_kinds", "label_boxes", "label_documents", "label_type", "label_types", "register_label_type", "register_variant",
            "unregister_variant", "variants_of"]

@@ -31,7 +31,8 @@ import fiftyone.core.labels as fol
 
 __all__ = ["LabelType", "GeometryVariant", "ReadOptions", "FinishContext", "register_label_type",
            "register_variant", "unregister_variant", "label_type", "label_types", "variants_of", "LABEL_TYPES",
-           "LIST_ATTRS", "imported_kinds", "declared_path", "label_documents", "instance_lists", "item_type"]
+           "LIST_ATTRS", "imported_kinds", "declared_path", "label_documents", "label_boxes", "instance_lists",
+           "item_type", "declared_type"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class LabelType:
             ``"support"``; for labels without geometry, the one read in its place).
         label_attr: the label attribute read as its class.
         image_level: its labels have no geometry (their rows have NaN boxes).
-        temporal: its geometry is a segment of a video's frames (:mod:`agreement.fo.temporal`).
+        temporal: its geometry is a segment of a video's frames (:mod:`agreement.fo.storage.temporal`).
         fixed_label: the class of every label (a semantic mask's classes are its pixel values).
         read_geometry: ``(geometry per label, where) -> (boxes, columns)``: the ``(N, 4)`` relative boxes and
             the geometry columns (:mod:`agreement.core.kinds`) of the labels read.
@@ -92,6 +93,9 @@ class LabelType:
         import_suffix: what the multi-rater importers append to a rater's field for labels of this type
             (``""``: the bare field; ``"_polygons"``); ``None``: the importers do not write it as an
             instance kind (:func:`imported_kinds`).
+        box_attr: the label attribute a label written back gets its 2D box in (``"bounding_box"``); ``None``:
+            its labels have no box attribute (a polyline's or keypoint's box is that of its points).
+        per_point: a label's ``confidence`` is a list, one value per point (FiftyOne's ``Keypoint``).
     """
 
     doc_type: type
@@ -105,6 +109,8 @@ class LabelType:
     document: Callable[[dict, int], dict] | None = None
     column: str | None = None
     import_suffix: str | None = None
+    box_attr: str | None = "bounding_box"
+    per_point: bool = False
 
     @property
     def name(self) -> str:
@@ -234,7 +240,8 @@ def item_type(doc_type: type) -> type:
     attr = label_type(doc_type).list_attr
     if attr is None:
         raise ValueError(f"{doc_type.__name__} holds one label, not a list")
-    item: type = doc_type._fields[attr].field.document_type
+    fields_of: Any = doc_type._fields  # type: ignore[attr-defined]  # mongoengine metadata, not in its stubs
+    item: type = fields_of[attr].field.document_type
     return item
 
 
@@ -246,17 +253,48 @@ def declared_path(samples: Any, path: str) -> bool:
         return False
 
 
+def declared_type(name: str) -> type:
+    """The declared label class named ``name`` (``"Detections"``), as run layouts record it.
+
+    Raises:
+        ValueError: no declared label class has that name (naming those that are).
+    """
+    for doc_type, spec in _TYPES.items():
+        if spec.name == name:
+            return doc_type
+    raise ValueError(f"unsupported label type {name!r}; supported: {', '.join(t.name for t in _TYPES.values())}")
+
+
+def label_boxes(doc_type: type, boxes: np.ndarray, columns: Mapping[str, Any]) -> np.ndarray:
+    """The 2D boxes of geometry written back as labels of ``doc_type``: those of a geometry variant of
+    ``doc_type`` present in ``columns`` whose boxes come from its geometry (:attr:`GeometryVariant.boxes`, e.g.
+    a declared kind's), else ``boxes``.
+
+    Args:
+        doc_type: the label list class written.
+        boxes: ``(N, 4)`` relative boxes (e.g. a consensus' fused boxes).
+        columns: the geometry columns, by name, ``N`` entries each.
+
+    Returns:
+        ``(N, 4)`` relative boxes (NaN where a row has none).
+    """
+    for variant in variants_of(doc_type):
+        if variant.boxes is not None and variant.name in columns:
+            boxes = np.asarray(variant.boxes(dict(columns), len(boxes)), dtype=np.float64)
+    return boxes
+
+
 def label_documents(doc_type: type[fol.Label], boxes: np.ndarray, labels: Sequence, columns: Mapping[str, Any],
                     rows: Sequence[int] | None = None) -> list[dict]:
     """The label documents (attribute -> value) of rows ``rows`` (default: all) of geometry written back as
-    labels of ``doc_type``: class, 2D box where finite, the label type's own geometry
-    (:attr:`LabelType.document`, when ``columns`` hold its column) and the attributes each geometry variant of
-    ``doc_type`` present in ``columns`` (a variant's name is its column's) writes
-    (:attr:`GeometryVariant.document`).
+    labels of ``doc_type``: class, 2D box where finite (in :attr:`LabelType.box_attr`, for a label type that has
+    one), the label type's own geometry (:attr:`LabelType.document`, when ``columns`` hold its column) and the
+    attributes each geometry variant of ``doc_type`` present in ``columns`` (a variant's name is its column's)
+    writes (:attr:`GeometryVariant.document`).
 
     Args:
         doc_type: the label list class written (e.g. ``Detections``).
-        boxes: ``(N, 4)`` relative boxes (NaN where a row has none).
+        boxes: ``(N, 4)`` relative boxes (NaN where a row has none; :func:`label_boxes`).
         labels: ``(N,)`` class names.
         columns: the geometry columns, by name.
         rows: the rows to write.
@@ -267,13 +305,16 @@ def label_documents(doc_type: type[fol.Label], boxes: np.ndarray, labels: Sequen
     spec = label_type(doc_type)
     writers = [spec.document] if spec.document is not None and spec.column in columns else []
     writers += [v.document for v in variants_of(doc_type) if v.document is not None and v.name in columns]
+    rows = range(len(boxes)) if rows is None else rows
+    box_attr, finite = spec.box_attr, np.isfinite(boxes).all(axis=1)
+    geometry = dict(columns)
     out = []
-    for i in range(len(boxes)) if rows is None else rows:
+    for i in rows:
         doc: dict = {"label": labels[i]}
-        if np.isfinite(boxes[i]).all():
-            doc["bounding_box"] = [float(x) for x in boxes[i]]
+        if box_attr is not None and finite[i]:
+            doc[box_attr] = [float(x) for x in boxes[i]]
         for document in writers:
-            doc.update(document(dict(columns), i))
+            doc.update(document(geometry, i))
         out.append(doc)
     return out
 

@@ -133,9 +133,11 @@ def _keypoint_document(columns: dict, row: int) -> dict:
 register_label_type(LabelType(fol.Detections, "detections", "bounding_box", read_geometry=detection_boxes,
                               import_suffix=""))
 register_label_type(LabelType(fol.Polylines, "polylines", "points", read_geometry=boxes_from_polylines,
-                              document=_polygon_document, column="polygons", import_suffix="_polygons"))
+                              document=_polygon_document, column="polygons", import_suffix="_polygons",
+                              box_attr=None))
 register_label_type(LabelType(fol.Keypoints, "keypoints", "points", read_geometry=boxes_from_keypoints,
-                              document=_keypoint_document, column="keypoints", import_suffix="_keypoints"))
+                              document=_keypoint_document, column="keypoints", import_suffix="_keypoints",
+                              box_attr=None, per_point=True))
 
 register_variant(GeometryVariant(
     "masks", fol.Detections, ("mask",),

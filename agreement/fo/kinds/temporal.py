@@ -1,5 +1,5 @@
 """The temporal segments of videos, ``TemporalDetections``, declared once (:mod:`agreement.fo.kinds.base`):
-their ``support`` ``[first, last]`` is read as a box in relative time by :func:`agreement.fo.temporal.temporal_boxes`
+their ``support`` ``[first, last]`` is read as a box in relative time by :func:`agreement.fo.storage.temporal.temporal_boxes`
 (supports checked in frames)."""
 
 from __future__ import annotations

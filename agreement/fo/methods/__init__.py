@@ -1,13 +1,13 @@
 """Every method the plugin offers: the one registry that the operators, the panel and the docs read.
 
 A method is a module of this package that defines ``DECLARATION``, an
-:class:`agreement.fo.declaration.MethodDeclaration` (its parameters, engine
+:class:`agreement.fo.runs.declaration.MethodDeclaration` (its parameters, engine
 spec, outputs, panel view, results class and the hooks of everything it
-shows, :class:`agreement.fo.method_hooks.MethodHooks`): :func:`declarations`
+shows, :class:`agreement.fo.runs.method_spec.MethodHooks`): :func:`declarations`
 finds every such module, so adding a method means adding its module here and
 nothing else. The shared modules find a run's hooks with :func:`hooks_of` and
 never test a method's name; the markers of runs that are no declared method's
-are in :mod:`agreement.fo.methods.markers` (``python -m agreement.fo.manifest`` then lists its operator in
+are in :mod:`agreement.fo.methods.markers` (``python -m agreement.fo.runs.manifest`` then lists its operator in
 ``fiftyone.yml``, which FiftyOne requires).
 """
 
@@ -17,10 +17,10 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from agreement.fo.declaration import MethodDeclaration
-from agreement.fo.figures import METHOD_VIEWS
-from agreement.fo.method_hooks import MethodHooks
-from agreement.fo.run_results import register_results_class
+from agreement.fo.runs.declaration import MethodDeclaration
+from agreement.fo.runs.method_spec import MethodHooks
+from agreement.fo.runs.results import register_results_class
+from agreement.reporting.figures.method_figures import METHOD_VIEWS
 
 __all__ = ["declarations", "declaration_of", "hooks_of"]
 
@@ -58,7 +58,7 @@ def declaration_of(method: str | None) -> MethodDeclaration | None:
 
 
 def hooks_of(method: str | None) -> MethodHooks:
-    """What method marker ``method`` shows (:class:`agreement.fo.method_hooks.MethodHooks`): its declaration's
+    """What method marker ``method`` shows (:class:`agreement.fo.runs.method_spec.MethodHooks`): its declaration's
     hooks, or the defaults (nothing method-specific) for a run of no declared method.
 
     Args:

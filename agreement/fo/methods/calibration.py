@@ -10,12 +10,12 @@ distance, both distributions as plot data.
 from __future__ import annotations
 
 from agreement.core.strata import corpus_strata
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figures import calibration_curves
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
+from agreement.fo.runs.results import AgreementResults
 from agreement.geometry.similarity import SIMILARITIES, supported_similarities
 from agreement.methods.kalos.calibration import calibrate
+from agreement.reporting.figures.method_figures import calibration_curves
 
 __all__ = ["calibrate_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -31,7 +31,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
         if not distances:
             raise ValueError("no distance can be computed on every label of these annotations; "
                              f"name the ones to compare with distances=[...] (from {list(SIMILARITIES)})")
-    # images of comparable size, or clips of comparable length (:func:`agreement.fo.chance_strata.chance_strata`'s rule)
+    # images of comparable size, or clips of comparable length (:func:`agreement.fo.runs.chance_strata.chance_strata`'s rule)
     strata = corpus_strata(image_sizes=read.annotations.image_sizes, frame_counts=read.frame_counts)
     result = calibrate(read.annotations, distances=tuple(distances), seed=params["seed"], strata=strata)
     summary = {**result.summary(), "distances": list(distances),
@@ -58,7 +58,7 @@ def _derive(params: dict) -> dict:
     return {**params, "distances": list(dict.fromkeys(params["distances"])) if params["distances"] else None}
 
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Calibration",
     "score_suffix": None,

@@ -39,14 +39,11 @@ import fiftyone.core.labels as fol
 
 from agreement.core.data import class_order
 from agreement.core.ratings import class_ratings, tag_ratings
-from agreement.fo.class_figures import class_bars, class_curves
-from agreement.fo.declaration import FormValues, MethodDeclaration, Param, python_function
-from agreement.fo.figure_base import count_text, is_finite, sig3
-from agreement.fo.label_explanations import class_explanations
-from agreement.fo.method_hooks import MethodHooks, RaterTable
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.panel.label_explanations import class_explanations
+from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
+from agreement.fo.runs.declaration import FormValues, MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
+from agreement.fo.runs.results import AgreementResults
 from agreement.methods.classes.alpha import bootstrap_alpha, class_alpha
 from agreement.methods.classes.diagnostics import (
     agreement_with_others_majority,
@@ -57,6 +54,8 @@ from agreement.methods.classes.diagnostics import (
     sample_observed_agreement,
 )
 from agreement.methods.classes.sets import masi_alpha, per_class_alpha, sample_masi_agreement
+from agreement.reporting.figures.base import count_text, is_finite, sig3
+from agreement.reporting.figures.classes import class_bars, class_curves
 
 __all__ = ["compute_class_agreement", "METHOD", "SPEC", "DECLARATION", "HOOKS", "RATER_COLUMNS", "reading_of",
            "scale_values"]
@@ -209,7 +208,7 @@ SPEC = MethodSpec(
     check=_check,
 )
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Class agreement",
     "score_suffix": "agreement",
@@ -256,11 +255,11 @@ def _recorded_order(samples, names: list, found: set) -> list | None:
 
 
 def class_order_form(samples, layout: Mapping[str, Any], params: Mapping[str, Any]) -> FormValues:
-    """What the form offers for ``classes`` (:attr:`agreement.fo.declaration.Param.form_values`): the classes
+    """What the form offers for ``classes`` (:attr:`agreement.fo.runs.declaration.Param.form_values`): the classes
     found in the rater fields, lowest first where the data tells the order (the order the dataset records,
     else numeric order of numeric names; then filled in), and why the run would refuse the order given so far
     at the level chosen (:func:`scale_values`), in the form's words."""
-    from agreement.fo.label_schema import field_label_type, label_list_path
+    from agreement.fo.storage.label_schema import field_label_type, label_list_path
 
     names = list(layout.get("fields") or [layout["field"]])
     found: set[str] = set()
@@ -310,7 +309,7 @@ def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
     """A class agreement run's raters: vitality and α without them (``detail["rater_vitality"]``), their
     mean κ and pooled observed agreement with their partners (``detail["rater_pairs"]``, weighted by shared
     samples), partners, labels and samples; ``None`` without vitality."""
-    from agreement.fo.rater_counts import rater_label_counts
+    from agreement.fo.panel.rater_counts import rater_label_counts
 
     vit = detail.get("rater_vitality") or {}
     if not vit.get("raters"):
@@ -350,18 +349,18 @@ def _class_pair_note(records: list, value: str) -> str:
 
 
 def _contradicted(samples, info: dict, rater: str):
-    from agreement.fo.views import class_rater_disagreement_view
+    from agreement.fo.views.disagreements import class_rater_disagreement_view
 
     return class_rater_disagreement_view(samples, info["key"], rater)
 
 
 def _disputed(samples, info: dict, label_class: str):
-    from agreement.fo.views import class_dispute_view
+    from agreement.fo.views.disagreements import class_dispute_view
 
     return class_dispute_view(samples, info["key"], label_class)
 
 
-#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`): one class per sample, so
+#: What its runs show beside the view (:class:`agreement.fo.runs.method_spec.MethodHooks`): one class per sample, so
 #: its drill-downs by rater or class are samples, and its heatmap's note is about κ, not objects.
 HOOKS = MethodHooks(
     rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),

@@ -3,7 +3,7 @@
 Wraps :func:`agreement.methods.consensus.consensus` (EM over rater sensitivity,
 false positives, class confusion and localisation noise; or a quorum vote;
 or weighted boxes fusion) on the one run lifecycle of
-:mod:`agreement.fo.engine`.
+:mod:`agreement.fo.runs.engine`.
 
 Written to the dataset (``key`` is the run key):
 
@@ -39,29 +39,30 @@ false.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from bson import ObjectId
 
 import fiftyone as fo
 
-from agreement.fo import runs
-from agreement.fo.consensus_panel_data import (
+from agreement.core.gc_pause import gc_paused
+from agreement.fo.kinds import LABEL_TYPES, declared_type, instance_lists, label_boxes, label_documents, label_type
+from agreement.fo.panel.consensus import (
     CLASS_CONSENSUS_RATER_COLUMNS,
     CONSENSUS_RATER_COLUMNS,
     class_consensus_rater_rows,
     consensus_panel_section,
     consensus_rater_rows,
 )
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.gc_pause import gc_paused
-from agreement.fo.label_explanations import consensus_explanations
-from agreement.fo.method_hooks import MethodHooks, RaterTable
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.projection import LABEL_TYPES
-from agreement.fo.run_results import AgreementResults
-from agreement.fo.stored_values import label_document, new_object_id_bytes, object_id_strings
-from agreement.fo.temporal import support_documents
-from agreement.fo.writing import declare_sample_field
+from agreement.fo.panel.label_explanations import consensus_explanations
+from agreement.fo.runs import store as runs
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
+from agreement.fo.runs.results import AgreementResults
+from agreement.fo.storage.stored_values import label_document, new_object_id_bytes, object_id_strings
+from agreement.fo.storage.temporal import support_documents
+from agreement.fo.storage.writing import declare_sample_field
 from agreement.geometry.similarity import SIMILARITIES
 from agreement.methods.consensus import METHODS, consensus
 from agreement.methods.consensus.threshold import AUTO_TAU_RANGE
@@ -80,25 +81,9 @@ def _check(read, params: dict) -> None:
         )
 
 
-def _geometry(res, u: int) -> dict:
-    """The stored geometry values of consensus unit ``u``."""
-    if res.geometry == "cuboids":
-        c = res.cuboids[u]
-        return {"bounding_box": [], "location": c[0:3].tolist(), "dimensions": c[3:6].tolist(),
-                "rotation": c[6:9].tolist()}
-    if res.geometry == "polygons":
-        return {"points": [np.asarray(r).tolist() for r in res.polygons[u]], "closed": True, "filled": True}
-    if res.geometry == "keypoints":
-        return {"points": [[float("nan")] * 2 if not np.isfinite(p).all() else p.tolist() for p in res.keypoints[u]]}
-    out = {"bounding_box": res.boxes[u].tolist()}
-    if res.geometry == "masks" and res.masks is not None and res.masks[u] is not None:
-        out["mask"] = np.asarray(res.masks[u], dtype=bool)
-    return out
-
-
 class _ConsensusDocuments:
     """The consensus label documents of the kept units, made for a part of the corpus at a time
-    (:attr:`agreement.fo.engine.MethodOutput.label_fields`: the engine writes one part while the next
+    (:attr:`agreement.fo.runs.engine.MethodOutput.label_fields`: the engine writes one part while the next
     is made), and the id of every unit's label (``unit_id``; ``None``: not kept), known up front for the
     rater labels' ``{key}_consensus_id``."""
 
@@ -106,6 +91,11 @@ class _ConsensusDocuments:
                  frame_counts: np.ndarray | None = None) -> None:
         self.res, self.ltype, self.key, self.sample_ids = res, ltype, key, sample_ids
         self.frame_counts = frame_counts  # temporal segments: per sample, its video's frames
+        # the fused geometry columns, written back as the label type declares them (agreement.fo.kinds)
+        self.columns = res.columns if frame_counts is None else {}
+        self.per_point = label_type(declared_type(ltype)).per_point  # a keypoint's confidence: one per point
+        self.doc_type = declared_type(ltype) if self.columns else None
+        self.boxes = label_boxes(self.doc_type, res.boxes, self.columns) if self.doc_type else res.boxes
         self.kept = np.flatnonzero(res.is_consensus)
         self.id_bytes = new_object_id_bytes(len(self.kept))
         self.unit_id = np.full(res.n_units, None, dtype=object)
@@ -125,31 +115,46 @@ class _ConsensusDocuments:
         class_confidence = _stored(res.class_probability[at])
         review = res.review[at].astype(bool).tolist()
         members = _member_ids(self.member_labels, self.member_offsets, at)
-        if self.frame_counts is not None:  # a segment in relative time, back to the frames of its video
-            geometry = iter(support_documents(res.boxes[at], self.frame_counts[res.unit_sample[at]]))
-        elif res.geometry == "boxes" and res.masks is None:
-            geometry = ({"bounding_box": b} for b in res.boxes[at].tolist())
-        else:
-            geometry = (_geometry(res, u) for u in at.tolist())
         docs: dict[str, list[dict]] = {sid: [] for sid in self.sample_ids[part].tolist()}
-        names, unit_sample = res.label, res.unit_sample
+        unit_sample = res.unit_sample
         with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
-            for k, (u, geo) in enumerate(zip(at.tolist(), geometry, strict=False)):
+            for k, (u, geo) in enumerate(zip(at.tolist(), self._geometry(at), strict=False)):
                 doc = label_document(
-                    self.ltype, ids[k], label=names[u], **geo,
-                    confidence=_label_confidence(self.ltype, geo, confidence[k]),
+                    self.ltype, ids[k], **geo,
+                    confidence=_label_confidence(self.per_point, geo, confidence[k]),
                     **{f"{key}_support": support[k], f"{key}_class_confidence": class_confidence[k],
                        f"{key}_members": members[k], f"{key}_review": review[k]},
                 )
                 docs[self.sample_ids[unit_sample[u]]].append(doc)
         return docs
 
+    def declared_attrs(self) -> dict[str, list]:
+        """The label attributes that a column fused by its declared hook writes (``ConsensusResult.fused``),
+        each with an example value, to declare them on the consensus field (so that it reads back as its kind)."""
+        if self.doc_type is None or not self.res.fused or not len(self.kept):
+            return {}
+        (doc,) = label_documents(self.doc_type, self.boxes, self.res.label, self.res.fused, rows=[int(self.kept[0])])
+        return {k: [v] for k, v in doc.items() if k not in ("label", label_type(self.doc_type).box_attr)}
 
-def _label_confidence(container: str, geometry: dict, confidence: float | None) -> float | list | None:
-    """``confidence`` as the label type stores it: a number on a box, mask, cuboid or polygon; on a
-    keypoint FiftyOne's per-point list, the label's confidence at every point (NaN at a point no rater
-    placed, whose coordinates are NaN too)."""
-    if container != "Keypoints":
+    def _geometry(self, at: np.ndarray) -> Iterator[dict]:
+        """The class and geometry attributes of the labels of units ``at``: a segment's support in frames, a
+        plain box, or the label type's declared write-back of the fused columns
+        (:func:`agreement.fo.kinds.label_documents`)."""
+        names = self.res.label
+        if self.frame_counts is not None:  # a segment in relative time, back to the frames of its video
+            supports = support_documents(self.res.boxes[at], self.frame_counts[self.res.unit_sample[at]])
+            return ({"label": names[u], **geo} for u, geo in zip(at.tolist(), supports, strict=False))
+        if self.doc_type is None:  # plain boxes
+            return ({"label": names[u], "bounding_box": b} for u, b in zip(at.tolist(), self.boxes[at].tolist(),
+                                                                            strict=True))
+        return iter(label_documents(self.doc_type, self.boxes, names, self.columns, rows=at.tolist()))
+
+
+def _label_confidence(per_point: bool, geometry: dict, confidence: float | None) -> float | list | None:
+    """``confidence`` as the label type stores it (:attr:`agreement.fo.kinds.LabelType.per_point`): a number on a
+    box, mask, cuboid or polygon; on a keypoint FiftyOne's per-point list, the label's confidence at every point
+    (NaN at a point no rater placed, whose coordinates are NaN too)."""
+    if not per_point:
         return confidence
     value = float("nan") if confidence is None else confidence
     return [float("nan") if any(c != c for c in p) else value for p in geometry["points"]]
@@ -173,7 +178,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     if params["method"] == "auto":  # the evidence-based default of each label type (docs/method-consensus.md)
         params = {**params, "method": "mace" if classes else "em"}
     if classes:
-        from agreement.fo.class_consensus import class_consensus_output
+        from agreement.fo.methods.class_consensus_labels import class_consensus_output
 
         return class_consensus_output(read, params, report)
     if params["method"] == "mace":
@@ -189,9 +194,9 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids, read.frame_counts)
     row_id = np.where(res.row_consensus >= 0, docs.unit_id[np.maximum(res.row_unit, 0)], None)
     kept = res.is_consensus
-    attrs = {"confidence": [[0.5]] if ltype == "Keypoints" else [0.5],  # a keypoint's: one per point
+    attrs = {"confidence": [[0.5]] if docs.per_point else [0.5],  # a keypoint's: one per point
              f"{key}_support": [0.5], f"{key}_class_confidence": [0.5], f"{key}_members": [["x"]],
-             f"{key}_review": [True]}
+             f"{key}_review": [True], **docs.declared_attrs()}
     detail = {
         "rater_report": res.report.as_dict(),
         "classes": [str(c) for c in res.classes],
@@ -210,7 +215,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
 def _warnings(summary: dict, detail: dict, params: dict) -> list[str]:
     """The consensus's own run warnings: the EM's fall-back to majority voting on a degenerate fit (its
     ``warning``), and consensus labels that are one rater's (engine hook
-    :attr:`agreement.fo.method_spec.MethodSpec.warnings`)."""
+    :attr:`agreement.fo.runs.method_spec.MethodSpec.warnings`)."""
     out = [str(summary["warning"])] if summary.get("warning") else []
     n = int(summary.get("n_single_rater") or 0)
     if not n:
@@ -277,7 +282,7 @@ _TAU_LO, _TAU_HI = AUTO_TAU_RANGE
 _INSTANCES = tuple(LABEL_TYPES)
 _CLASSES = (fo.Classification, fo.Classifications)
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Consensus",
     "score_suffix": "min_confidence",
@@ -296,13 +301,13 @@ def _classes(detail: dict) -> bool:
 
 
 def _conflicts(samples, info: dict, raters: list[str]):
-    from agreement.fo.report.conflicts import fused_conflicts
+    from agreement.fo.reports.conflict_table import fused_conflicts
 
     return fused_conflicts(samples, info, raters)
 
 
 _REPORT = "**Rater report** (whole run, against the consensus)"
-#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+#: What its runs show beside the view (:class:`agreement.fo.runs.method_spec.MethodHooks`).
 HOOKS = MethodHooks(
     panel_section=consensus_panel_section,
     rater_tables=(
@@ -396,7 +401,7 @@ def require_consensus_run(samples, key: str) -> dict:
     """The info of consensus run ``key``.
 
     Raises:
-        agreement.fo.runs.RunError: ``key`` is a run of another method.
+        agreement.fo.runs.store.RunError: ``key`` is a run of another method.
     """
     info = runs.get_agreement_run_info(samples, key)
     if info["method"] != METHOD:
@@ -434,8 +439,6 @@ def export_rater_report(samples, key: str, output_dir: str) -> dict:
     return {**paths, "raters": len(report)}
 
 
-#: the label list of a consensus field on frames, by its type
-LABEL_TYPES_OF_FRAMES = {fo.Detections: "detections", fo.Polylines: "polylines", fo.Keypoints: "keypoints"}
 
 
 def review_view(samples, key: str):
@@ -456,7 +459,7 @@ def review_view(samples, key: str):
     """
     from fiftyone import ViewField as F
 
-    from agreement.fo.run_view import scalar_fields
+    from agreement.fo.views.run_samples import scalar_fields
 
     info = require_consensus_run(samples, key)
     field = f"{key}_consensus"
@@ -465,7 +468,7 @@ def review_view(samples, key: str):
     keep = scalar_fields(samples)
     if info.get("frame_fields"):  # a consensus of video frame labels: clips of the frames with a flagged label
         path, review = f"frames.{field}", F(f"{key}_review") == True  # noqa: E712
-        items = LABEL_TYPES_OF_FRAMES.get(samples.get_field(path).document_type, "detections")
+        items = instance_lists().get(samples.get_field(path).document_type, "detections")  # its label list
         clips = samples.select_fields([path] + keep).to_clips(F(f"{field}.{items}").filter(review).length() > 0,
                                                             other_fields=keep or None)
         return clips.filter_labels(path, review)
@@ -478,8 +481,6 @@ def review_view(samples, key: str):
     if samples.get_field(field).document_type is fo.TemporalDetections:
         return flagged.to_clips(field, other_fields=keep or None).sort_by(
             [(f"{field}.confidence", 1), (f"{field}._id", 1)])
-    from agreement.fo.reading import LABEL_TYPES
-
     items = LABEL_TYPES[samples.get_field(field).document_type]  # detections, polylines or keypoints
     least = F(f"{field}.{items}").map(F("confidence")).min()
     return flagged.sort_by([(least, 1), ("_id", 1)])

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from agreement.fo.chance_strata import chance_strata
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figures import distance_curves
-from agreement.fo.method_spec import MethodOutput, MethodSpec
 from agreement.fo.methods.similarity_params import scene_unit_params
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.runs.chance_strata import chance_strata
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
+from agreement.fo.runs.results import AgreementResults
 from agreement.geometry.similarity_3d import SimilarityOptions
 from agreement.methods.geometry_agreement import DISTANCES, GeometryParams, geometry_shard, merge_geometry_shards
+from agreement.reporting.figures.method_figures import distance_curves
 
 __all__ = ["compute_geometry_agreement", "METHOD", "SPEC", "DECLARATION"]
 
@@ -61,7 +61,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
 
 def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     """The chance strata of the view (images of comparable size, or clips of comparable length:
-    :func:`agreement.fo.chance_strata.chance_strata`; ``None``: one stratum), found before the first shard."""
+    :func:`agreement.fo.runs.chance_strata.chance_strata`; ``None``: one stratum), found before the first shard."""
     return chance_strata(samples, sample_ids, plan.label_fields)
 
 
@@ -108,7 +108,7 @@ def _from_form(values: dict) -> dict:
     return values
 
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Geometry agreement",
     "score_suffix": "distance",

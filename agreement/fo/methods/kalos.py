@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.label_explanations import unit_explanations
-from agreement.fo.method_hooks import MethodHooks, RaterTable
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.methods.kalos_figures import kalos_bars, kalos_curves
 from agreement.fo.methods.similarity_params import scene_unit_params
-from agreement.fo.rater_tables import PARTNERS, Column, count_columns, row_texts
-from agreement.fo.reading import LABEL_TYPES
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.panel.label_explanations import unit_explanations
+from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, row_texts
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
+from agreement.fo.runs.results import AgreementResults
+from agreement.fo.storage.reading import LABEL_TYPES
 from agreement.geometry.correspondence import COSTS, SOLVERS
 from agreement.geometry.similarity_3d import SimilarityOptions
 from agreement.methods.kalos import DEFAULT_TAUS, kalos_shard, merge_kalos_shards
@@ -41,6 +39,7 @@ from agreement.methods.kalos.diagnostics import (
     intra_annotator_consistency,
     rater_vitality,
 )
+from agreement.reporting.figures.kalos import kalos_bars, kalos_curves
 
 __all__ = ["compute_kalos", "METHOD", "SPEC", "DECLARATION", "HOOKS", "RATER_COLUMNS"]
 
@@ -181,7 +180,7 @@ def _derive(params: dict) -> dict:
     return {**params, "taus": [float(t) for t in (params["taus"] or DEFAULT_TAUS)]}
 
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "KαLOS",
     "score_suffix": "alpha",
@@ -218,8 +217,8 @@ RATER_COLUMNS = (
 def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
     """A KαLOS run's raters: vitality and α without them (``detail["rater_vitality"]``), agreement with
     their partners (pooled observed agreement of their pairs), labels and samples
-    (:func:`agreement.fo.rater_counts.rater_label_counts`); ``None`` without vitality."""
-    from agreement.fo.rater_counts import kalos_pair_counts, rater_label_counts
+    (:func:`agreement.fo.panel.rater_counts.rater_label_counts`); ``None`` without vitality."""
+    from agreement.fo.panel.rater_counts import kalos_pair_counts, rater_label_counts
 
     vit = detail.get("rater_vitality") or {}
     if not vit.get("raters"):
@@ -243,42 +242,42 @@ def _rater_rows(samples, info: dict, detail: dict) -> list[dict] | None:
 
 
 def _pair_counts(samples, info: dict) -> dict | None:
-    from agreement.fo.rater_counts import kalos_pair_counts
+    from agreement.fo.panel.rater_counts import kalos_pair_counts
 
     return kalos_pair_counts(samples, info)
 
 
 def _pair_note(records: list, name: str, value_name: str, contrast, obs_median, obs_pooled) -> str:
-    from agreement.fo.pair_statistics import contrast_note
+    from agreement.reporting.pair_statistics import contrast_note
 
     return contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=True)
 
 
 def _lone(samples, info: dict, rater: str):
-    from agreement.fo.views import lone_unit_labels_view
+    from agreement.fo.views.disagreements import lone_unit_labels_view
 
     return lone_unit_labels_view(samples, info, rater)
 
 
 def _disputed(samples, info: dict, label_class: str):
-    from agreement.fo.views import disputed_unit_labels_view
+    from agreement.fo.views.disagreements import disputed_unit_labels_view
 
     return disputed_unit_labels_view(samples, info, label_class)
 
 
 def _disagreeing(samples, info: dict, raters):
-    from agreement.fo.views import disagreeing_unit_labels_view
+    from agreement.fo.views.disagreements import disagreeing_unit_labels_view
 
     return disagreeing_unit_labels_view(samples, info, raters)
 
 
 def _conflicts(samples, info: dict, raters: list[str]):
-    from agreement.fo.report.conflicts import unit_conflicts
+    from agreement.fo.reports.conflict_table import unit_conflicts
 
     return unit_conflicts(samples, info, raters)
 
 
-#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+#: What its runs show beside the view (:class:`agreement.fo.runs.method_spec.MethodHooks`).
 HOOKS = MethodHooks(
     rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),
     pooled_key="global_alpha",

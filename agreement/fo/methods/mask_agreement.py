@@ -34,14 +34,13 @@ import numpy as np
 
 import fiftyone.core.labels as fol
 
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.label_explanations import mask_explanations
-from agreement.fo.mask_figures import class_rows, mask_figures, pair_class_dice_rows
-from agreement.fo.method_hooks import MethodHooks
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.panel.label_explanations import mask_explanations
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec
+from agreement.fo.runs.results import AgreementResults
 from agreement.methods.semantic.pixels import sample_statistics
 from agreement.methods.semantic.stats import SemanticStats
+from agreement.reporting.figures.masks import class_rows, mask_figures, pair_class_dice_rows
 
 __all__ = ["compute_mask_agreement", "METHOD", "SPEC", "DECLARATION", "HOOKS"]
 
@@ -123,7 +122,7 @@ SPEC = MethodSpec(
     shard_cap=200,  # full-image masks: 200 samples of three 512 x 512 masks are about 160 MB
 )
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Semantic mask agreement",
     "score_suffix": "dice",
@@ -142,18 +141,18 @@ VIEW = {
 
 
 def _class_view(samples, info: dict, label_class):
-    from agreement.fo.views import mask_class_view
+    from agreement.fo.views.disagreements import mask_class_view
 
     return mask_class_view(samples, info["key"], label_class)
 
 
 def _class_scores(samples, key: str, label_class, pair) -> list[tuple[str, float]]:
-    from agreement.fo.views import mask_dice_scores
+    from agreement.fo.views.disagreements import mask_dice_scores
 
     return mask_dice_scores(samples, key, label_class, pair)
 
 
-#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`): per class and rater
+#: What its runs show beside the view (:class:`agreement.fo.runs.method_spec.MethodHooks`): per class and rater
 #: pair Dice figures, drill-downs to the samples where a class's Dice is lowest, each rater's mask explained.
 HOOKS = MethodHooks(
     panel_figures=mask_figures,

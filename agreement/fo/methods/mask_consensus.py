@@ -12,7 +12,7 @@ mean probability inside as ``staple_probability``).
 
 On ``Segmentation`` rater fields (semantic masks, classes from the
 dataset's ``mask_targets``) the run is multi-class STAPLE per sample instead,
-streamed (:mod:`agreement.fo.semantic_consensus`): ``{key}_consensus`` is a
+streamed (:mod:`agreement.fo.methods.semantic_consensus_labels`): ``{key}_consensus`` is a
 ``Segmentation``, and each rater's sensitivity and specificity per class are
 pooled over samples.
 
@@ -30,12 +30,12 @@ import numpy as np
 
 import fiftyone as fo
 
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figures import rater_bars
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.run_results import AgreementResults
-from agreement.fo.semantic_consensus import semantic_finish, semantic_kernel
+from agreement.fo.methods.semantic_consensus_labels import semantic_finish, semantic_kernel
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
+from agreement.fo.runs.results import AgreementResults
 from agreement.methods.consensus.mask_consensus import mask_consensus
+from agreement.reporting.figures.method_figures import rater_bars
 
 __all__ = ["compute_mask_consensus", "METHOD", "SPEC", "DECLARATION"]
 
@@ -104,7 +104,7 @@ SPEC = MethodSpec(
 )
 
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "STAPLE mask consensus",
     "score_suffix": "sensitivity",

@@ -69,20 +69,19 @@ import fiftyone.core.labels as fol
 
 from agreement.core.arrays import mean_of_defined
 from agreement.core.rater_pairs import RaterPairTable
-from agreement.fo.assignment import read_assignment
-from agreement.fo.chance_strata import chance_strata
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.figure_base import sig3
-from agreement.fo.frame_units import chance_groups
-from agreement.fo.label_explanations import reason_explanations
-from agreement.fo.method_hooks import MethodHooks, RaterTable
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.methods.ot_view import view_alpha_ot
-from agreement.fo.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
-from agreement.fo.run_results import AgreementResults
+from agreement.fo.frames.units import chance_groups
+from agreement.fo.panel.label_explanations import reason_explanations
+from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
+from agreement.fo.runs.chance_strata import chance_strata
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
+from agreement.fo.runs.results import AgreementResults
+from agreement.fo.storage.assignment import read_assignment
 from agreement.methods.ot import NORMALIZATIONS
 from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
 from agreement.methods.ot.baselines import UnitCounts, ot_scores_and_threshold_baselines, pooled_scores
+from agreement.reporting.figures.base import sig3
+from agreement.reporting.figures.ot_view import view_alpha_ot
 
 __all__ = ["compute_ot_agreement", "METHOD", "SAMPLE_SUFFIXES", "LABEL_SUFFIXES", "SPEC", "DECLARATION", "HOOKS",
            "RATER_COLUMNS", "view_alpha_ot"]
@@ -109,7 +108,7 @@ def _ot_kw(params: dict) -> dict:
 def _prepare(samples, plan, sample_ids: list, layout, params: dict):
     """The αOT chance sample, drawn from the view's assignment before the first shard
     (:func:`agreement.methods.ot.alpha_ot.plan_chance`): the shards collect the sets it needs as they pass.
-    Cross pairs join images of comparable size, or clips of comparable length (:func:`agreement.fo.chance_strata.chance_strata`)."""
+    Cross pairs join images of comparable size, or clips of comparable length (:func:`agreement.fo.runs.chance_strata.chance_strata`)."""
     cs, cr = read_assignment(samples, plan, sample_ids)
     return plan_chance(sample_ids, cs, cr, plan.raters, max_pairs=params["max_pairs"], seed=params["seed"],
                        groups=chance_groups(samples, sample_ids),
@@ -207,10 +206,10 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
 
 
 def _pair_sample_scores(raters, sample_ids, pair_sample, pair_code, pair_score) -> dict[str, list]:
-    """Every (sample, rater pair) scored, as the coded columns of :func:`agreement.fo.compact.nested_to_columns`:
+    """Every (sample, rater pair) scored, as the coded columns of :func:`agreement.fo.storage.compact.nested_to_columns`:
     ``outer`` codes the pair ``"a|b"``, ``inner`` the sample id, ``value`` the OT score (NaN: ``None``).
 
-    :func:`agreement.fo.runs.load_agreement_results` gives it back as ``"a|b"`` → sample id → score.
+    :func:`agreement.fo.runs.store.load_agreement_results` gives it back as ``"a|b"`` → sample id → score.
     """
     names = np.asarray(raters, dtype=object)
     R = len(raters)
@@ -259,7 +258,7 @@ SPEC = MethodSpec(
 )
 
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "OT agreement",
     "score_suffix": "ot",
@@ -292,7 +291,7 @@ RATER_COLUMNS = (
 def _rater_rows(samples, info: dict, detail: dict) -> list[dict]:
     """An OT run's raters: their pairs' αOT (weighted by shared samples), partners, shared samples,
     labels and samples."""
-    from agreement.fo.rater_counts import rater_label_counts
+    from agreement.fo.panel.rater_counts import rater_label_counts
 
     counts = rater_label_counts(samples, info)
     part = partner_means(list(detail.get("rater_pairs") or []), "alpha_ot", "n_shared_samples")
@@ -308,7 +307,7 @@ def _rater_rows(samples, info: dict, detail: dict) -> list[dict]:
 
 def _view_cards(samples, info: dict, detail: dict, ids: set | None) -> list[dict]:
     """αOT of the samples of the view, observed on them against the whole run's chance level."""
-    from agreement.fo.video_figures import is_frame_run
+    from agreement.fo.panel.video_figures import is_frame_run
 
     if detail.get("pair_sample_scores") is None:
         return []
@@ -326,18 +325,18 @@ def _view_pair_values(detail: dict, records: list, ids: set | None) -> dict:
 
 
 def _disagreeing(samples, info: dict, raters):
-    from agreement.fo.views import unmatched_reason_labels_view
+    from agreement.fo.views.disagreements import unmatched_reason_labels_view
 
     return unmatched_reason_labels_view(samples, info, raters)
 
 
 def _conflicts(samples, info: dict, raters: list[str]):
-    from agreement.fo.report.conflicts import match_conflicts
+    from agreement.fo.reports.conflict_table import match_conflicts
 
     return match_conflicts(samples, info, raters)
 
 
-#: What its runs show beside the view (:class:`agreement.fo.method_hooks.MethodHooks`).
+#: What its runs show beside the view (:class:`agreement.fo.runs.method_spec.MethodHooks`).
 HOOKS = MethodHooks(
     view_cards=_view_cards,
     rater_tables=(RaterTable(METHOD, RATER_COLUMNS, "**Raters** (whole run)", _rater_rows),),
@@ -390,7 +389,7 @@ DECLARATION = MethodDeclaration(
              ("n_scored", "Samples scored", "int"), ("n_undefined", "Samples not scored", "int"),
              ("alpha_ot_reason", "Why alpha-OT is undefined", "str")),
     key_prefix="ot",
-    label_types=(fol.Detections, fol.TemporalDetections),  # segments: boxes in relative time (agreement.fo.temporal)
+    label_types=(fol.Detections, fol.TemporalDetections),  # segments: boxes in relative time (agreement.fo.storage.temporal)
     hooks=HOOKS,
 )
 

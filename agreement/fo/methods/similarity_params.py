@@ -7,7 +7,7 @@ parameter names the 3D similarity that uses them.
 
 from __future__ import annotations
 
-from agreement.fo.declaration import Param
+from agreement.fo.runs.declaration import Param
 from agreement.geometry.similarity_3d import POINT3D_SCALE, POLYLINE3D_TOLERANCE
 
 __all__ = ["scene_unit_params"]

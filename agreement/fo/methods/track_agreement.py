@@ -13,7 +13,7 @@ passed to the kernel: :mod:`agreement.methods.tracks.chance`); per rater pair, H
 the videos both raters labelled.
 
 Written to the dataset (``key`` is the run key), through the frame run of
-:mod:`agreement.fo.frame_runs`:
+:mod:`agreement.fo.frames.runs`:
 
 ==================================  ===============================================
 ``frames.{key}_tracks_agree``       per frame: share of its boxes whose track unit
@@ -46,10 +46,10 @@ import numpy as np
 import fiftyone as fo
 import fiftyone.core.labels as fol
 
-from agreement.fo.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.frame_units import UNITS_INFO_KEY, is_frame_units
-from agreement.fo.method_spec import MethodOutput, MethodSpec
-from agreement.fo.projection import read_values
+from agreement.fo.frames.units import UNITS_INFO_KEY, is_frame_units
+from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
+from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
+from agreement.fo.storage.projection import read_values
 from agreement.methods.tracks import TrackAgreementResult, Tracks, pool_track_agreement, track_agreement
 from agreement.methods.tracks.hota import LOCA_UNMATCHED
 
@@ -195,7 +195,7 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
 def _consensus_documents(unit_ids, where: dict, consensus, key: str) -> dict:
     """``{frame unit id: [label documents]}`` of a video's consensus tracks (an empty list on a frame
     without one): the track id in ``index``, the share of raters agreeing with its class in ``confidence``."""
-    from agreement.fo.stored_values import label_document
+    from agreement.fo.storage.stored_values import label_document
 
     frame_unit = {where[u][1]: u for u in unit_ids}
     docs: dict = {u: [] for u in unit_ids}
@@ -226,7 +226,7 @@ SPEC = MethodSpec(
     read_options=lambda p: {"image_sizes": True},
 )
 
-#: The panel's view of its runs (:data:`agreement.fo.figures.METHOD_VIEWS`).
+#: The panel's view of its runs (:data:`agreement.reporting.figures.method_figures.METHOD_VIEWS`).
 VIEW = {
     "title": "Track agreement",
     "score_suffix": "tracks_agree",

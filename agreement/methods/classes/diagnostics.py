@@ -284,7 +284,7 @@ def pairwise(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray 
         p_e = (ra * rb).sum(axis=1) / (N * N)
         undefined_k = np.isclose(p_e, 1.0, rtol=0.0, atol=1e-15)
         kappa = np.where(undefined_k, np.nan, (p_o - p_e) / (1.0 - p_e))
-    alpha, alpha_reason = _pair_alpha(level, v, pid, ca, cb, ra + rb, N)
+    alpha, alpha_reason = _pair_alpha(level=level, v=v, pid=pid, ca=ca, cb=cb, n_c=ra + rb, N=N)
     table.values.update({"kappa": kappa, "alpha": alpha, "observed_agreement": p_o})
     kappa_reason = np.where(undefined_k, "both raters gave one and the same class on every shared sample "
                                          "(p_e = 1)", "").astype(object)

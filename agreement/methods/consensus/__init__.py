@@ -39,8 +39,7 @@ Example::
     res.sample_n_review                         # per sample
     res.report.as_dict()                        # per rater
 
-References
-----------
+References:
 A. P. Dawid and A. M. Skene, J. R. Stat. Soc. C 28(1), 1979 (class EM).
 S. Branson, G. Van Horn and P. Perona, "Lean Crowdsourcing", CVPR 2017.
 D. Tschirschwitz et al., "Drawing the same bounding box twice?", GCPR 2023.

@@ -15,6 +15,7 @@ from agreement.core.kinds import column_kind, consensus_spec, is_column
 from agreement.core.rater_pairs import co_assignment
 from agreement.geometry.correspondence import check_cost, check_solver
 from agreement.methods.consensus.em import RATE_PRIOR, ConsensusModel, EMSettings, fit_em
+from agreement.methods.consensus.fusion import fuse_declared, row_weights
 from agreement.methods.consensus.majority import unit_majority_vote
 from agreement.methods.consensus.pixels import fuse_pixels
 from agreement.methods.consensus.report import member_similarity, rater_report, review_flags, row_and_sample_summaries
@@ -27,6 +28,7 @@ from agreement.methods.consensus.units import (
     check_probability,
     check_review_band,
     estimate_coincidence,
+    fusion_hook,
     geometry_fusion,
     label_type,
     unit_keys,
@@ -100,7 +102,7 @@ def _run_majority(data: MultiRaterAnnotations, kind: str, units: UnitTable, code
     out = dict(confidence=fit.support, top_class=fit.top_class, top_probability=fit.top_probability,
                second_class=fit.second_class, second_probability=fit.second_probability,
                boxes=data.boxes[fit.chosen])
-    if is_column(kind):  # the chosen label's own geometry (keypoints, cuboids, masks, polygons: its column)
+    if is_column(kind):  # the chosen label's own geometry, as drawn (masks, polygons, ..., a declared column)
         out[kind] = column_kind(kind).take(data.geometry[kind], fit.chosen)
     return out
 
@@ -118,6 +120,8 @@ def _run_em(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: np.
     if geometry_fusion(kind) == "pixels":
         px = fuse_pixels(data, units, kind)
         out.update(boxes=px.boxes, masks=px.masks, polygons=px.polygons, pixel=px)
+    if fusion_hook(kind) is not None:  # a declared column: fused by its hook, with the members' EM weights
+        out[kind] = fuse_declared(kind, data, units, row_weights(units, fit.fused.weights, len(data)))
     return out
 
 
@@ -229,7 +233,9 @@ def consensus(
         solver (str): Correspondence solver (:mod:`agreement.geometry.correspondence`).
         cost (str): Correspondence cost (:mod:`agreement.geometry.correspondence`).
         geometry ({"auto", "boxes", "polygons", "masks", "keypoints", "cuboids"} or a fused declared column):
-            What to fuse (:func:`agreement.methods.consensus.units.label_type`).
+            What to fuse (:func:`agreement.methods.consensus.units.label_type`). A column declared with a fusion
+            hook (:attr:`agreement.core.kinds.ColumnKind.fusion`) is fused by it beside its boxes, with the EM's
+            member weights (majority vote: the chosen member's, as drawn), into the result's ``fused``.
         smoothing (float >= 0, default=1):
             ``α``, strength of the confusion matrices' Dirichlet prior (``"em"``).
         coincidence (float in (0, 1), optional):
@@ -262,7 +268,8 @@ def consensus(
             ``tau``, ``min_confidence`` or ``quorum`` outside ``(0, 1]``; a bad
             ``review_band``; an unsupported label type (3D points, 3D
             polylines, point-cloud segments); mixed label types across raters;
-            ``method="wbf"`` on anything but boxes; an annotation without class.
+            ``method="wbf"`` on anything but boxes (a declared column fused by its own hook included); an
+            annotation without class.
         TypeError:
             ``data`` is not a :class:`~agreement.core.data.MultiRaterAnnotations`.
 
@@ -292,7 +299,7 @@ def _kind_and_codes(data: MultiRaterAnnotations, method: str, geometry: str,
     """The label type to fuse (``"wbf"`` only on boxes) and the class codes: the corpus' own, or
     those of a fixed ``model``'s classes."""
     kind = label_type(data, geometry)
-    if method == "wbf" and geometry_fusion(kind) != "boxes":
+    if method == "wbf" and (geometry_fusion(kind) != "boxes" or fusion_hook(kind) is not None):
         raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
                          "their boxes only)")
     codes, classes = encode_classes(data)
@@ -386,7 +393,8 @@ def _assemble(data: MultiRaterAnnotations, method: str, kind: str, units: UnitTa
         sample_min_confidence=rs["sample_min_confidence"], report=report, params=params,
         sample_assigned=np.asarray(data.assigned.any(axis=1)), image_sizes=data.image_sizes, sample_names=data.sample_names,
         masks=out.get("masks"), polygons=out.get("polygons"), keypoints=out.get("keypoints"),
-        cuboids=out.get("cuboids"), model=out.get("model"), n_iter=out.get("n_iter", 0),
+        cuboids=out.get("cuboids"), fused={kind: out[kind]} if fusion_hook(kind) is not None else {},
+        model=out.get("model"), n_iter=out.get("n_iter", 0),
         converged=out.get("converged", True), sample_n_raters=n_rated, rater_meets=meets,
         row_sample=np.asarray(data.sample_index, dtype=np.intp),
     )

@@ -13,7 +13,7 @@ Given the raters' codes (``(S, R)`` ints, ``-1`` where a rater gave no class) an
   with a reason.
 
 Both reasons are plain sentences for the user (the run shows them as warnings). This module does not
-import FiftyOne; :mod:`agreement.fo.class_consensus` writes these numbers on the dataset.
+import FiftyOne; :mod:`agreement.fo.methods.class_consensus_labels` writes these numbers on the dataset.
 """
 
 from __future__ import annotations

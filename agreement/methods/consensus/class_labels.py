@@ -154,9 +154,10 @@ def _blank_raters(conf: np.ndarray, competence: np.ndarray, codes: np.ndarray) -
 
 def _empty(method: str, S: int, R: int, K: int) -> ClassConsensus:
     """The result when no sample has a label."""
-    return ClassConsensus(method, np.full(S, -1, np.int64), np.full(S, np.nan), np.full((S, K), np.nan),
-                          np.full((R, K, K), np.nan), np.full(R, np.nan), 0, True, np.full(K, np.nan),
-                          np.full((R, K), np.nan) if method == "mace" else None)
+    return ClassConsensus(method=method, labels=np.full(S, -1, np.int64), confidence=np.full(S, np.nan),
+                          posterior=np.full((S, K), np.nan), rater_confusion=np.full((R, K, K), np.nan),
+                          rater_competence=np.full(R, np.nan), n_iter=0, converged=True, class_prior=np.full(K, np.nan),
+                          spamming=np.full((R, K), np.nan) if method == "mace" else None)
 
 
 # --------------------------------------------------------------------------
@@ -280,7 +281,8 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
         post = np.where(rated[:, None], votes / n[:, None], np.nan)
     conf = np.where(rated, top[:, 0] / np.maximum(n, 1), np.nan)
     rater_conf, agree = _empirical_confusion(codes, labels, K)
-    return ClassConsensus("majority", labels, conf, post, rater_conf, agree, 0, True, total / total.sum())
+    return ClassConsensus(method="majority", labels=labels, confidence=conf, posterior=post, rater_confusion=rater_conf,
+                          rater_competence=agree, n_iter=0, converged=True, class_prior=total / total.sum())
 
 
 # --------------------------------------------------------------------------
@@ -330,8 +332,9 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = DS_
     rater_conf, competence = _blank_raters(fit.confusion, competence, codes)
     warning = None if fit.converged else _not_converged("Dawid-Skene", int(fit.n_iter), fit.max_change, tol,
                                                           "a posterior")
-    return ClassConsensus("dawid_skene", labels, conf, post, rater_conf, competence, int(fit.n_iter),
-                          bool(fit.converged), fit.prior, warning=warning)
+    return ClassConsensus(method="dawid_skene", labels=labels, confidence=conf, posterior=post,
+                          rater_confusion=rater_conf, rater_competence=competence, n_iter=int(fit.n_iter),
+                          converged=bool(fit.converged), class_prior=fit.prior, warning=warning)
 
 
 # --------------------------------------------------------------------------

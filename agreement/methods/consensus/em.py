@@ -126,7 +126,7 @@ from scipy.sparse import csr_matrix
 from scipy.special import expit
 
 from agreement.core.arrays import unique_sorted
-from agreement.methods.consensus.fusion import BoxOffsets, Fused, fuse_geometry
+from agreement.methods.consensus.fusion import BoxOffsets, Fused, fuse_geometry, fuses_boxes
 from agreement.methods.consensus.result import ConsensusModel
 from agreement.methods.consensus.scale import (
     BoxPairs,
@@ -411,7 +411,7 @@ def _problem(data: Any, units: UnitTable, codes: np.ndarray, classes: tuple, kin
     mr, mc, R = data.rater_index[units.order], codes[units.order], data.num_raters
     H = _incidence(units, mr, mc, R, C)
     pi, pj = member_pairs(units)
-    boxes = kind not in ("keypoints", "cuboids")  # masks and polygons fuse their boxes too
+    boxes = fuses_boxes(kind)  # the declaration's fusion: masks and polygons fuse their boxes too
     offsets = BoxOffsets.of(data.boxes, units) if boxes else None
     box_pairs = BoxPairs.of(data.boxes, units, pi, pj) if boxes else None
     return _Problem(data=data, units=units, kind=kind, mr=mr, mc=mc, A=A, n_assigned=A.sum(axis=0),

@@ -48,7 +48,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -57,7 +57,7 @@ from scipy.spatial.transform import Rotation
 from agreement.methods.consensus.units import UnitTable, geometry_fusion
 
 __all__ = ["Fused", "BoxOffsets", "fuse_boxes", "fuse_keypoints", "fuse_cuboids", "fuse_geometry", "box_iou_paired",
-           "pixel_scale", "fuse_declared"]
+           "pixel_scale", "fuse_declared", "fuses_boxes", "row_weights"]
 
 _TINY = 1e-9  # floor of a relative size before its log (a zero-area box)
 # Half turns about a cuboid's own axes: the rotations that leave a box (and its dimensions) unchanged.
@@ -78,6 +78,8 @@ class Fused:
             Squared residual of each member (in unit order), relative units.
         dim (ndarray (M,)):
             Number of residual coordinates of each member.
+        weights (ndarray (M,) or None): The members' weights the geometry was fused with
+            (:func:`fuse_geometry`), for a declared column fused beside it (:func:`fuse_declared`).
     """
 
     boxes: np.ndarray
@@ -85,6 +87,7 @@ class Fused:
     cuboids: np.ndarray | None = None
     sq: np.ndarray | None = None
     dim: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
 
 def _weighted_mean(values: np.ndarray, unit: np.ndarray, U: int, wt: np.ndarray, wsum: np.ndarray) -> np.ndarray:
@@ -289,13 +292,42 @@ def fuse_geometry(kind: str, data: Any, units: UnitTable, wt: np.ndarray, offset
         offsets: the :class:`BoxOffsets` of ``data.boxes``, for a caller that fuses boxes repeatedly.
 
     Returns:
-        The fused geometry (:class:`Fused`).
+        The fused geometry (:class:`Fused`), with the weights ``wt`` it was fused with.
     """
     fuse = _FUSIONS.get(geometry_fusion(kind))
-    if fuse is not None:
-        fused: Fused = fuse(data, units, wt)
-        return fused
-    return fuse_boxes(data.boxes, units, wt, offsets)
+    fused: Fused = fuse(data, units, wt) if fuse is not None else fuse_boxes(data.boxes, units, wt, offsets)
+    return replace(fused, weights=wt)
+
+
+def fuses_boxes(kind: str) -> bool:
+    """Whether the fusion of geometry ``kind`` (:func:`fuse_geometry`) is the fusion of the rows' boxes: plain
+    boxes, masks and polygons (their pixels are fused apart, by STAPLE) and a column fused by its declared hook
+    (:func:`fuse_declared`, beside its boxes); not keypoints or 3D cuboids, whose built-in fusion is their own.
+
+    Args:
+        kind: the fused geometry (:func:`agreement.methods.consensus.units.label_type`).
+
+    Returns:
+        ``True`` when :func:`fuse_geometry` fuses the boxes of ``kind``'s rows.
+    """
+    return geometry_fusion(kind) not in _FUSIONS
+
+
+def row_weights(units: UnitTable, member_weights: np.ndarray | None, n_rows: int) -> np.ndarray:
+    """``(N,)`` the weight of every annotation row from the weights of the members (unit order): 0 for a row in
+    no unit; every member 1 when ``member_weights`` is ``None`` (an unweighted fusion).
+
+    Args:
+        units: the units.
+        member_weights: ``(M,)`` the weight of each member, in unit order (:attr:`Fused.weights`), or ``None``.
+        n_rows: ``N``, the rows of the corpus.
+
+    Returns:
+        ``(N,)`` float64 weights, for :func:`fuse_declared`.
+    """
+    wt = np.zeros(n_rows)
+    wt[units.order] = 1.0 if member_weights is None else member_weights
+    return wt
 
 
 def fuse_declared(name: str, data: Any, units: UnitTable, wt: np.ndarray) -> Any:

@@ -12,7 +12,7 @@ Per unit (the annotations a correspondence solver judged to be one object,
   sorted order); its vote share is the class probability;
 * **geometry**: the member closest to the unweighted mean shape (largest IoU
   with the mean box; for 3D cuboids, smallest distance to the mean
-  location), kept as drawn, masks, polygons and keypoints included.
+  location), kept as drawn, masks, polygons, keypoints and a declared column included.
 
 No rater is weighted: every member counts once, which is what the EM of
 :mod:`agreement.methods.consensus.em` improves on.
@@ -26,12 +26,13 @@ This module does not import FiftyOne.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
 from agreement.methods.consensus.fusion import box_iou_paired
-from agreement.methods.consensus.units import UnitTable
+from agreement.methods.consensus.units import UnitTable, geometry_fusion
 
 __all__ = ["MajorityFit", "unit_majority_vote"]
 
@@ -65,22 +66,35 @@ def _plurality(units: UnitTable, mc: np.ndarray, C: int) -> tuple[np.ndarray, ..
     return top, top_p, second, second_p
 
 
-def _closest_to_mean(data: MultiRaterAnnotations, kind: str, units: UnitTable) -> np.ndarray:
-    """The member row nearest the unit's unweighted mean shape."""
+def _location_score(data: MultiRaterAnnotations, units: UnitTable) -> np.ndarray:
+    """3D cuboids: minus the distance of each member's location to its unit's mean location (unit order)."""
     U, mu, order = units.n_units, units.member_unit, units.order
-    size = units.size.astype(np.float64)
-    if kind == "cuboids":
-        assert data.cuboids is not None  # a cuboid corpus has them
-        loc = data.cuboids[order, :3]
-        mean = np.stack([np.bincount(mu, loc[:, k], U) for k in range(3)], axis=1) / size[:, None]
-        score = -np.linalg.norm(loc - mean[mu], axis=1)
-    else:
-        b = data.boxes[order]
-        mean = np.stack([np.bincount(mu, b[:, k], U) for k in range(4)], axis=1) / size[:, None]
-        score = box_iou_paired(b, mean[mu])
+    assert data.cuboids is not None  # a cuboid corpus has them
+    loc = data.cuboids[order, :3]
+    mean = np.stack([np.bincount(mu, loc[:, k], U) for k in range(3)], axis=1) / units.size[:, None]
+    score: np.ndarray = -np.linalg.norm(loc - mean[mu], axis=1)
+    return score
+
+
+def _box_score(data: MultiRaterAnnotations, units: UnitTable) -> np.ndarray:
+    """The IoU of each member's box with its unit's mean box (unit order)."""
+    U, mu = units.n_units, units.member_unit
+    b = data.boxes[units.order]
+    mean = np.stack([np.bincount(mu, b[:, k], U) for k in range(4)], axis=1) / units.size[:, None]
+    return box_iou_paired(b, mean[mu])
+
+
+#: Built-in fusion (:func:`agreement.methods.consensus.units.geometry_fusion`) -> how close each member is to its
+#: unit's mean shape (larger: closer); the rest by the IoU of their boxes with the mean box.
+_CLOSENESS: dict[str, Callable[[MultiRaterAnnotations, UnitTable], np.ndarray]] = {"cuboids": _location_score}
+
+
+def _closest_to_mean(data: MultiRaterAnnotations, kind: str, units: UnitTable) -> np.ndarray:
+    """The member row nearest the unit's unweighted mean shape (by the closeness of ``kind``'s fusion)."""
+    score = _CLOSENESS.get(geometry_fusion(kind), _box_score)(data, units)
     # First best member of each unit: sort by (unit, -score, position).
-    pick = np.lexsort((np.arange(len(order)), -score, mu))
-    closest: np.ndarray = order[pick[units.starts[:-1]]]
+    pick = np.lexsort((np.arange(len(units.order)), -score, units.member_unit))
+    closest: np.ndarray = units.order[pick[units.starts[:-1]]]
     return closest
 
 
@@ -94,7 +108,8 @@ def unit_majority_vote(data: MultiRaterAnnotations, kind: str, units: UnitTable,
 
     Args:
         data: the annotations.
-        kind: the geometry (``"cuboids"``: nearest mean location; otherwise largest IoU with the mean box).
+        kind: the geometry; by its declared fusion (:func:`agreement.methods.consensus.units.geometry_fusion`):
+            3D cuboids the member nearest the mean location, the others the largest IoU with the mean box.
         units: the units (:mod:`agreement.methods.consensus.units`).
         codes: ``(N,)`` class code of every annotation row.
         n_classes: the number of classes ``C`` (codes ``< C``).

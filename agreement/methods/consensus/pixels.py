@@ -171,7 +171,7 @@ def pattern_staple(entry_count: np.ndarray, pair_entry: np.ndarray, pair_rater: 
         return np.bincount(pair_entry, weights=np.where(np.isnan(term), 0.0, term), minlength=E)
 
     W0 = np.bincount(pair_entry, weights=bitf, minlength=E) / np.maximum(n_seen, 1)
-    return staple_em(m_step, e_step, W0, n_fg / n_obs, n_raters, max_iter, tol)
+    return staple_em(m_step=m_step, e_step=e_step, W=W0, g=n_fg / n_obs, n_raters=n_raters, max_iter=max_iter, tol=tol)
 
 
 def _contour_rings(fg: np.ndarray, x0: int, y0: int, W: int, H: int) -> list[np.ndarray]:
@@ -227,14 +227,15 @@ def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_it
     entry_count, pair_entry = _cat(e_count, np.float64), _cat(p_entry, np.int64)
     pair_member, pair_bit = _cat(p_member, np.int64), _cat(p_bit, np.bool_)
     pair_rater = data.rater_index[order][pair_member]
-    W, p, q, n_iter, conv = pattern_staple(entry_count, pair_entry, pair_rater, pair_bit, data.num_raters,
-                                           max_iter, tol)
+    W, p, q, n_iter, conv = pattern_staple(entry_count=entry_count, pair_entry=pair_entry, pair_rater=pair_rater,
+                                           pair_bit=pair_bit, n_raters=data.num_raters, max_iter=max_iter, tol=tol)
     fused_e = W > 0.5
     cnt = entry_count[pair_entry]
     inter = np.bincount(pair_member, cnt * (pair_bit & fused_e[pair_entry]), len(order))
     union = np.bincount(pair_member, cnt * (pair_bit | fused_e[pair_entry]), len(order))
     member_iou = np.divide(inter, union, out=np.zeros(len(order)), where=union > 0)
-    return _assemble(data, units, kind, placed, frames, info, fused_e, p, q, member_iou, n_iter, conv)
+    return _assemble(data=data, units=units, kind=kind, placed=placed, frames=frames, info=info, fused_e=fused_e, p=p,
+                     q=q, member_iou=member_iou, n_iter=n_iter, conv=conv)
 
 
 def _cat(xs: list[np.ndarray], dtype: type[np.generic]) -> np.ndarray:
@@ -272,5 +273,6 @@ def _assemble(data: MultiRaterAnnotations, units: UnitTable, kind: str, placed: 
         rings = [np.asarray(r, float) for r in data.polygons[int(rows[same[0]])]] if len(same) else \
             _contour_rings(fg, x0, y0, W, H)
         polygons.append(rings or [np.asarray(r, float) for r in data.polygons[int(rows[0])]])
-    return PixelFusion(boxes, masks if kind == "masks" else None, polygons if kind == "polygons" else None,
-                       p, q, member_iou, n_iter, conv)
+    return PixelFusion(boxes=boxes, masks=masks if kind == "masks" else None,
+                       polygons=polygons if kind == "polygons" else None, sensitivity=p, specificity=q,
+                       member_iou=member_iou, n_iter=n_iter, converged=conv)

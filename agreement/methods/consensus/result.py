@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
+from agreement.core.kinds import column_kind, is_column
 
 __all__ = ["ConsensusModel", "RaterReport", "ConsensusResult", "NOTHING_LABELLED", "NO_TWO_RATERS"]
 
@@ -159,7 +160,9 @@ class ConsensusResult:
       ``second_label``/``second_probability``: the runner-up (``None``, 0);
     * ``boxes`` (U, 4) relative ``[x, y, w, h]`` (NaN for 3D); ``masks``,
       ``polygons``, ``keypoints`` (U, K, 2), ``cuboids`` (U, 9) when the
-      geometry is of that type (else None);
+      geometry is of that type (else None); ``fused``: a column declared with a fusion hook
+      (:attr:`agreement.core.kinds.ColumnKind.fusion`), by name, one entry per unit; :attr:`columns` all
+      of them by name;
     * ``member_rows`` and ``member_offsets`` (U + 1): the annotation rows
       fused into unit ``u`` are ``member_rows[member_offsets[u]:member_offsets[u + 1]]``;
     * ``support`` (U,) raters who drew it, ``n_assigned`` (U,) raters assigned to its sample;
@@ -221,6 +224,7 @@ class ConsensusResult:
     polygons: list | None = None
     keypoints: np.ndarray | None = None
     cuboids: np.ndarray | None = None
+    fused: dict[str, Any] = field(default_factory=dict)
     model: Any = None
     n_iter: int = 0
     converged: bool = True
@@ -232,6 +236,17 @@ class ConsensusResult:
     def n_units(self) -> int:
         """The number of units U (candidate objects), kept or not."""
         return len(self.unit_sample)
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """The fused geometry column of the units, by its name (:mod:`agreement.core.kinds`), one entry per unit:
+        ``{}`` for plain boxes; the built-in geometry's (``masks``, ``polygons``, ``keypoints``, ``cuboids``)
+        or a declared column's (:attr:`fused`)."""
+        out = dict(self.fused)
+        own = getattr(self, self.geometry, None) if is_column(self.geometry) else None
+        if own is not None and self.geometry not in out:
+            out[self.geometry] = own
+        return out
 
     @property
     def warning(self) -> str:
@@ -333,7 +348,8 @@ class ConsensusResult:
     def to_annotations(self, name: str = "consensus") -> MultiRaterAnnotations:
         """The consensus labels as a one-rater corpus (assigned wherever a rater was).
 
-        Keeps boxes, class names and the fused masks, polygons, keypoints or cuboids; label ids are ``None``.
+        Keeps boxes, class names and the fused masks, polygons, keypoints, cuboids or declared column; label ids
+        are ``None``.
         Useful to score the consensus like any rater (e.g. against a reference).
 
         Args:
@@ -343,6 +359,7 @@ class ConsensusResult:
             The consensus labels as :class:`agreement.core.data.MultiRaterAnnotations`.
         """
         keep = np.flatnonzero(self.is_consensus)
+        fused = {name: column_kind(name).take(value, keep) for name, value in self.fused.items()}
         return MultiRaterAnnotations(
             sample_ids=self.sample_ids, raters=(name,), assigned=np.asarray(self.sample_assigned)[:, None],
             boxes=self.boxes[keep], labels=self.label[keep], label_ids=np.full(len(keep), None, dtype=object),
@@ -351,7 +368,7 @@ class ConsensusResult:
             polygons=[self.polygons[u] for u in keep] if self.polygons is not None else None,
             masks=[self.masks[u] for u in keep] if self.masks is not None else None,
             keypoints=self.keypoints[keep] if self.keypoints is not None else None,
-            cuboids=self.cuboids[keep] if self.cuboids is not None else None,
+            cuboids=self.cuboids[keep] if self.cuboids is not None else None, **fused,
         )
 
 

@@ -272,7 +272,7 @@ def staple(
     g = float(n_fg / n_obs) if prior is None else float(prior)
 
     ones, seen, counts, inverse = _patterns(D, obs)
-    p, q, W, n_iter, converged = _em(ones, seen, counts, g, R, max_iter, tol)
+    p, q, W, n_iter, converged = _em(ones=ones, seen=seen, counts=counts, g=g, R=R, max_iter=max_iter, tol=tol)
 
     missing = ~with_data
     p = np.where(missing, np.nan, p)
@@ -406,7 +406,8 @@ def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int
 
     # Initial truth estimate: the share of (observed) raters marking the pixel.
     W0 = np.where(n_seen > 0, ones.sum(axis=1) / np.maximum(n_seen, 1), g)
-    W, p, q, n_iter, converged = staple_em(m_step, e_step, W0, g, R, max_iter, tol)
+    W, p, q, n_iter, converged = staple_em(m_step=m_step, e_step=e_step, W=W0, g=g, n_raters=R, max_iter=max_iter,
+                                           tol=tol)
     return p, q, W, n_iter, converged
 
 

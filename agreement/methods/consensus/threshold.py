@@ -194,8 +194,9 @@ def select_tau(
     n_samples = len(groups.unit_sample)
     cross, diff, n_cross, n_within = _histograms(data, similarity, groups)
     if n_cross == 0:
-        return TauChoice(float(hi), float(lo), float(hi), n_samples, 0, n_within, 0.0, 0.0,
-                         "no two raters' labels overlap on any sample compared")
+        return TauChoice(tau=float(hi), lo=float(lo), hi=float(hi), n_samples=n_samples, n_cross_pairs=0,
+                         n_within_pairs=n_within, expected_splits=0.0, expected_merges=0.0,
+                         reason="no two raters' labels overlap on any sample compared")
     same = np.maximum(cross - diff, 0.0)
     below = np.concatenate([[0.0], np.cumsum(same)])  # below[k]: same-object pairs in bins < k
     above = np.concatenate([np.cumsum(diff[::-1])[::-1], [0.0]])  # above[k]: different-object pairs in bins >= k
@@ -203,8 +204,9 @@ def select_tau(
     errors = below[ks] + above[ks]
     best = int(np.argmin(errors))  # the first (smallest tau) of the minima
     k = int(ks[best])
-    return TauChoice(float(round(k * _STEP, 2)), float(lo), float(hi), n_samples, n_cross, n_within,
-                     float(below[k]), float(above[k]))
+    return TauChoice(tau=float(round(k * _STEP, 2)), lo=float(lo), hi=float(hi), n_samples=n_samples,
+                     n_cross_pairs=n_cross, n_within_pairs=n_within, expected_splits=float(below[k]),
+                     expected_merges=float(above[k]))
 
 
 def check_tau_or_auto(tau: float | str) -> float | str:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations, encode_classes
-from agreement.core.kinds import ColumnKind, column_kind, column_kinds, consensus_spec, is_column
+from agreement.core.kinds import ColumnKind, FusionHook, column_kind, column_kinds, consensus_spec, is_column
 from agreement.geometry.correspondence import check_cost, check_solver, check_tau, solve_units
 from agreement.methods.kalos import candidate_pairs
 
@@ -33,7 +33,9 @@ __all__ = [
     "check_review_band",
     "label_type",
     "fused_columns",
+    "consensus_columns",
     "geometry_fusion",
+    "fusion_hook",
     "unit_keys",
     "encode_classes",
     "build_units",
@@ -78,23 +80,39 @@ def fused_columns() -> tuple[ColumnKind, ...]:
     return tuple(k for k in column_kinds() if k.per == "row" and isinstance(k.fusion, str))
 
 
+def consensus_columns() -> tuple[ColumnKind, ...]:
+    """The declared geometry columns a consensus fuses, in declaration order: those of a built-in fusion
+    (:func:`fused_columns`) and those declared with a fusion hook (:func:`fusion_hook`)."""
+    return tuple(k for k in column_kinds() if k.per == "row" and k.fusion is not None)
+
+
 def geometry_fusion(kind: str) -> str:
     """The built-in fusion of the geometry ``kind`` (:func:`label_type`): its declaration's
     :attr:`~agreement.core.kinds.ColumnKind.fusion` (``"keypoints"``, ``"cuboids"``, ``"pixels"``), or
-    ``"boxes"`` for plain boxes."""
+    ``"boxes"`` for plain boxes and for a column fused by its own hook (:func:`fusion_hook`: the units'
+    boxes are fused as plain boxes, the column by the hook)."""
     fusion = column_kind(kind).fusion if is_column(kind) else None
     return fusion if isinstance(fusion, str) else "boxes"
 
 
+def fusion_hook(kind: str) -> FusionHook | None:
+    """The fusion hook of the geometry ``kind``: its declaration's
+    :attr:`~agreement.core.kinds.ColumnKind.fusion` when it is a callable
+    (:data:`~agreement.core.kinds.FusionHook`, ``(column, units, weights) -> one value per unit``); ``None``
+    for plain boxes and the built-in fusions."""
+    fusion = column_kind(kind).fusion if is_column(kind) else None
+    return fusion if callable(fusion) else None
+
+
 def _geometries() -> tuple[str, ...]:
-    return ("boxes", *(k.name for k in fused_columns()))
+    return ("boxes", *(k.name for k in consensus_columns()))
 
 
 def _row_kinds(data: MultiRaterAnnotations) -> np.ndarray:
     """Per row: the last declared column that every annotation must carry (masks, polygons: their
     :attr:`~agreement.core.kinds.ConsensusSpec.carries`) which the row carries, or ``"boxes"``."""
     kind = np.full(len(data), "boxes", dtype=object)
-    for col in fused_columns():
+    for col in consensus_columns():
         column = data.geometry.get(col.name)
         if col.consensus.carries is not None and column is not None:
             kind[col.consensus.carries(column)] = col.name
@@ -104,7 +122,7 @@ def _row_kinds(data: MultiRaterAnnotations) -> np.ndarray:
 def _whole_corpus_kind(data: MultiRaterAnnotations, geometry: str) -> str | None:
     """The geometry of a corpus holding a column picked whenever present (3D cuboids, keypoints; the
     later declared first), ``None`` for none; ``ValueError`` for a ``geometry`` that does not apply."""
-    for col in reversed([k for k in fused_columns() if k.consensus.carries is None]):
+    for col in reversed([k for k in consensus_columns() if k.consensus.carries is None]):
         what = col.label or col.name
         if data.geometry.get(col.name) is not None:
             if geometry in ("auto", col.name):
@@ -121,7 +139,8 @@ def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
     """The geometry a consensus of ``data`` fuses: one of :data:`GEOMETRIES` (or a declared column).
 
     ``"auto"``: cuboids if the corpus holds 3D cuboids, keypoints if it holds
-    keypoints, masks or polygons if *every* annotation carries one, boxes
+    keypoints, masks or polygons if *every* annotation carries one, a column declared with a fusion hook
+    (:func:`fusion_hook`) when the corpus holds it, boxes
     otherwise (each column's :class:`~agreement.core.kinds.ConsensusSpec`). A named geometry must be present
     on every annotation (``"boxes"`` always is, for 2D labels: masks, polygons and keypoints have
     boxes).

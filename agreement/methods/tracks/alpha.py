@@ -193,8 +193,10 @@ def track_reliability(video: VideoTracks, units: TrackUnits, frame_count: float 
         rows, cols = matches_above(block, ANY_OVERLAP)
         loc_n += len(rows)
         loc_sum += float((1.0 - block[rows, cols]).sum())
-    return TrackReliability(video.video, video.raters, present, classes, unmatched, size, loc_n, loc_sum,
-                            int((present.sum(axis=1) >= 2).sum()), ChanceVideo.of(video, frame_count), units.tau)
+    return TrackReliability(video=video.video, raters=video.raters, present=present, classes=classes,
+                            det_unmatched=unmatched, det_size=size, loc_n=loc_n, loc_observed=loc_sum,
+                            loc_units=int((present.sum(axis=1) >= 2).sum()), chance=ChanceVideo.of(video, frame_count),
+                            tau=units.tau)
 
 
 def _presence(parts: Sequence[TrackReliability], chance: ChanceSums, n_units: int) -> AlphaResult:

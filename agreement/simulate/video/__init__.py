@@ -20,7 +20,7 @@ Typical use::
     sim = simulate_video_raters(reference, VideoNoise.scaled(1.0), num_raters=3, seed=0)
     sim.videos["r1"][0]        # rater r1's VideoLabels of the first video
 
-:func:`agreement.fo.video_simulate.build_video_dataset` writes them as a
+:func:`agreement.fo.simulate.video.build_video_dataset` writes them as a
 FiftyOne video dataset, with rendered media. This package does not import FiftyOne.
 """
 

@@ -260,8 +260,9 @@ def select_tau(
     nan_curve = np.full(grid_size, np.nan)
     if len(d_o) == 0 or len(d_e) == 0:
         which = "observed" if len(d_o) == 0 else "expected"
-        return TauSelection(math.nan, "undefined", f"no {which} disagreement values", math.nan, math.nan,
-                            grid, nan_curve, nan_curve.copy())
+        return TauSelection(tau=math.nan, method="undefined", fallback=f"no {which} disagreement values",
+                            mode_observed=math.nan, mode_expected=math.nan, grid=grid, density_observed=nan_curve,
+                            density_expected=nan_curve.copy())
     f_o, f_e = _kde(d_o, grid), _kde(d_e, grid)
     mode_o = float(grid[np.argmax(f_o)]) if f_o is not None else math.nan
     mode_e = float(grid[np.argmax(f_e)]) if f_e is not None else math.nan
@@ -269,7 +270,8 @@ def select_tau(
     curve_e = f_e if f_e is not None else nan_curve.copy()
 
     def done(tau: float, method: str, fallback: str) -> TauSelection:
-        return TauSelection(float(tau), method, fallback, mode_o, mode_e, grid, curve_o, curve_e)
+        return TauSelection(tau=float(tau), method=method, fallback=fallback, mode_observed=mode_o,
+                            mode_expected=mode_e, grid=grid, density_observed=curve_o, density_expected=curve_e)
 
     if f_o is None or f_e is None:
         bad = [n for n, f in (("observed", f_o), ("expected", f_e)) if f is None]
@@ -364,8 +366,9 @@ def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, 
         ks1, loc = ks_max_point(d_o, d_e)
         ks2 = ks_two_sided(d_o, d_e)
         tau_method, tau_fallback, tau = sel.method, sel.fallback, sel.tau
-    plot = CalibrationPlot(edges, _histogram(d_o, edges), _histogram(d_e, edges), sel.grid,
-                           sel.density_observed, sel.density_expected, tau)
+    plot = CalibrationPlot(bin_edges=edges, hist_observed=_histogram(d_o, edges), hist_expected=_histogram(d_e, edges),
+                           grid=sel.grid, density_observed=sel.density_observed, density_expected=sel.density_expected,
+                           tau=tau)
     return DistanceCalibration(
         distance=name, d_observed=d_o, d_expected=d_e,
         observed_summary=sample_summary(d_o), expected_summary=sample_summary(d_e),
@@ -443,8 +446,8 @@ def calibrate(
     per = {}
     for name in distances:
         d_o, d_e = observed_distances(data, name, plan, sigmas), expected_distances(data, name, plan, sigmas)
-        per[name] = _calibrate_one(name, d_o, d_e, data.num_samples, grid_size, bins,
-                                   int(reports[name].get("repaired_polygons", 0)))
+        per[name] = _calibrate_one(name=name, d_o=d_o, d_e=d_e, n_samples=data.num_samples, grid_size=grid_size,
+                                   bins=bins, repaired_polygons=int(reports[name].get("repaired_polygons", 0)))
     defined = [n for n in distances if math.isfinite(per[n].ks_one_sided)]
     if defined:
         best = max(defined, key=lambda n: per[n].ks_one_sided)  # first on ties

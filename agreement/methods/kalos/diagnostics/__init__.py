@@ -158,8 +158,9 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
         reason[:] = (
             f"vitality needs at least three raters (got {R}): without one of two raters no pair of raters is left"
         )
-        return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, np.full(R, np.nan), reason,
-                             SampleVitality(S, R), np.full(R, np.nan), np.zeros(R, dtype=np.int64))
+        return RaterVitality(raters=tuple(result.raters), alpha=result.global_alpha, alpha_without=alpha_without,
+                             vitality=np.full(R, np.nan), reason=reason, sample_vitality=SampleVitality(S, R),
+                             mean_vitality=np.full(R, np.nan), n_samples=np.zeros(R, dtype=np.int64))
     # global: one group; a rater without any value keeps the full alpha. Per sample: only where the rater
     # was assigned (has values). Both walk the corpus in runs of samples (bounded memory).
     C = _n_codes(result)
@@ -189,8 +190,9 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
     summed = np.bincount(sample_v.rater[defined], weights=sample_v.value[defined], minlength=R)
     with np.errstate(invalid="ignore"):
         mean_v = np.where(n > 0, summed / np.maximum(n, 1), np.nan)
-    return RaterVitality(tuple(result.raters), result.global_alpha, alpha_without, vitality, reason, sample_v,
-                         mean_v, n.astype(np.int64))
+    return RaterVitality(raters=tuple(result.raters), alpha=result.global_alpha, alpha_without=alpha_without,
+                         vitality=vitality, reason=reason, sample_vitality=sample_v, mean_vitality=mean_v,
+                         n_samples=n.astype(np.int64))
 
 
 # --------------------------------------------------------------------------
