@@ -475,7 +475,8 @@ def test_the_consensus_asks_the_declarations_for_what_differs_per_geometry(circl
     assert fuses_boxes("circles") and fuses_boxes("masks") and not fuses_boxes("keypoints")
     names = {k.name for k in column_kinds()} | {"boxes"}
     root = Path(__file__).resolve().parents[1] / "agreement"
-    modules = [f"methods/consensus/{m}.py" for m in ("api", "units", "fusion", "scale", "report", "em", "majority")]
+    modules = [f"methods/consensus/{m}.py" for m in ("api", "units", "fusion", "scale", "report", "em", "majority",
+                                                    "pixels")]
     for module in [*modules, "fo/methods/consensus.py"]:
         tree = ast.parse((root / module).read_text())
         for node in ast.walk(tree):

@@ -41,6 +41,7 @@ import cv2
 import numpy as np
 
 from agreement.core.data import MultiRaterAnnotations
+from agreement.core.kinds import consensus_spec
 from agreement.geometry.masks import PlacedMask, place_masks, rasterize_polygons
 from agreement.geometry.similarity import DEFAULT_RASTER_SIZE
 from agreement.methods.consensus.staple import staple_em
@@ -88,7 +89,7 @@ def _placed_rows(data: MultiRaterAnnotations, kind: str,
         these = rows[srows == s]
         size = sizes[s]
         known = bool(np.isfinite(size).all() and (size > 0).all())
-        if kind == "masks":
+        if consensus_spec(kind).in_boxes:  # instance masks, placed in their boxes; else polygon rings
             if not known:
                 raise ValueError(
                     f"sample {names[s]!r}: instance masks need the image size (width, height) "
@@ -249,6 +250,7 @@ def _assemble(data: MultiRaterAnnotations, units: UnitTable, kind: str, placed: 
               conv: bool) -> PixelFusion:
     """Per unit: the fused mask cropped to its box, and the polygon traced from it (or a member's own)."""
     U, order, starts = units.n_units, units.order, units.starts
+    in_boxes = consensus_spec(kind).in_boxes  # the declaration: masks cropped to their box, or rings
     boxes = np.zeros((U, 4))
     masks: list[np.ndarray] = []
     polygons: list[list[np.ndarray]] = []
@@ -266,13 +268,13 @@ def _assemble(data: MultiRaterAnnotations, units: UnitTable, kind: str, placed: 
             r0, r1, c0, c1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
             fg, x0, y0 = fg[r0:r1, c0:c1], x0 + c0, y0 + r0
         boxes[u] = [x0 / W, y0 / H, fg.shape[1] / W, fg.shape[0] / H]
-        if kind == "masks":
+        if in_boxes:
             masks.append(fg)
             continue
         same = np.flatnonzero(member_iou[starts[u]:starts[u + 1]] == 1.0)
         rings = [np.asarray(r, float) for r in data.polygons[int(rows[same[0]])]] if len(same) else \
             _contour_rings(fg, x0, y0, W, H)
         polygons.append(rings or [np.asarray(r, float) for r in data.polygons[int(rows[0])]])
-    return PixelFusion(boxes=boxes, masks=masks if kind == "masks" else None,
-                       polygons=polygons if kind == "polygons" else None, sensitivity=p, specificity=q,
+    return PixelFusion(boxes=boxes, masks=masks if in_boxes else None,
+                       polygons=None if in_boxes else polygons, sensitivity=p, specificity=q,
                        member_iou=member_iou, n_iter=n_iter, converged=conv)
