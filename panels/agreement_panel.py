@@ -76,6 +76,19 @@ RESET_WINDOW = 30.0
 RESTORE_EXTENSION = 10.0
 
 
+#: How long after a drill-down an event may still carry the view from before it (the App applies the drill-down's
+#: view asynchronously; a chart or run event sent meanwhile must not make the panel forget it).
+STALE_EVENT_SECONDS = 10.0
+
+
+def _stale_event(drill: dict, stages: list) -> bool:
+    """Whether an event's view ``stages`` are the view a drill-down started from, sent within
+    :data:`STALE_EVENT_SECONDS` of it: the App has not applied the drill-down yet."""
+    base = drill.get("base")
+    return (base is not None and time.time() - drill.get("at", 0.0) < STALE_EVENT_SECONDS
+            and len(stages) == len(base) and same_stages(stages, base))
+
+
 class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
     """The Annotator Agreement panel: the dataset's agreement runs as cards, figures and drill-downs.
 
@@ -258,6 +271,8 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
             k = len(mem.drill["stages"])
             if k and len(stages) >= k and same_stages(stages[-k:], mem.drill["stages"]):
                 stages, drilled = stages[:-k], True
+            elif _stale_event(mem.drill, stages):
+                drilled = True  # an event the App sent before it applied the drill-down: the drill-down stays
             else:
                 mem.drill = None
         filters = mem.filters if mem.filters else (params.get("filters") or {})
@@ -287,7 +302,8 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         mem = panel_memory_of(ctx)
         added = [s._serialize() for s in view._stages[len(base._stages):]]
         count = len(view)
-        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key, **extra}
+        mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key,
+                     "base": None if base_stages is None else list(base_stages), "at": time.time(), **extra}
         mem.sig = None
         self._expect_reset(ctx, mem)
         if base_stages is None:  # a saved view: load the whole new view

@@ -152,6 +152,9 @@ def test_panel_follows_the_view_drills_down_and_compares(browser_tools, app_serv
             assert _eventually(lambda: bars.count() == len(hist["counts"])), (bars.count(), hist["counts"])
             n_bar = hist["counts"][tallest]
             assert _click_until_count(page, lambda: bars.nth(tallest).click(force=True), n_bar) == n_bar
+            # the panel has taken the drill-down in before the run changes (its note names what it loaded)
+            page.locator(f"text=— {n_bar:,} sample >> visible=true").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(2000)
 
             # 4. a KaLOS run: vitality, class difficulty, alpha versus tau, all titled
             _choose_run(page, "ot", "kalos")

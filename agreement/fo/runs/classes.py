@@ -13,7 +13,7 @@ makes FiftyOne's own commands do what the plugin's do:
 
 The config records what the run owns: ``sample_fields`` (``{key}_<suffix>``)
 and ``label_attrs`` (``[label field, {key}_<suffix>]`` pairs), with the
-method marker (``method="iaa.<name>"``), ``plugin="@iaa/agreement"``,
+method marker (``method``: ``iaa.<name>``), ``plugin="@iaa/agreement"``,
 ``status`` (``incomplete`` until the run is registered complete), the method
 parameters and the input layout.
 
@@ -68,7 +68,7 @@ class AgreementRunConfig(fors.RunConfig):
     """The config of an agreement run: method marker, parameters, input layout and the fields it owns.
 
     Args:
-        **kwargs: ``method`` (``"iaa.<name>"``), ``plugin``, ``format_version``,
+        **kwargs: ``method`` (``iaa.<name>``), ``plugin``, ``format_version``,
             ``status``, ``params``, ``input``, ``sample_fields``, ``label_attrs``
             (JSON-serialisable; stored as they are).
     """

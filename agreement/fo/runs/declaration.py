@@ -235,7 +235,7 @@ class MethodDeclaration:
 
     @property
     def method(self) -> str:
-        """The run's method marker (``"iaa.<name>"``)."""
+        """The run's method marker (``iaa.<name>``)."""
         return self.spec.method
 
     def param(self, name: str) -> Param:

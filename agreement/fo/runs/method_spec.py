@@ -72,7 +72,7 @@ class MethodSpec:
     """A method, declared once.
 
     Attributes:
-        method: the run's method marker, e.g. ``"iaa.<name>"`` (:data:`agreement.fo.methods.kalos.METHOD`).
+        method: the run's method marker, e.g. ``iaa.<name>`` (:data:`agreement.fo.methods.kalos.METHOD`).
         sample_suffixes: the per-sample fields it owns, ``{key}_<suffix>``.
         label_suffixes: the per-label attributes it owns on every rater label field.
         compute: ``(read, params, progress, extra) -> MethodOutput`` (pure agreement code inside) on

@@ -155,7 +155,7 @@ class AgreementResults(fors.RunResults):
 
     @property
     def method(self) -> str | None:
-        """The run's method marker (``"iaa.<name>"``)."""
+        """The run's method marker (``iaa.<name>``)."""
         return getattr(self.config, "method", None)
 
     @property

@@ -2,7 +2,7 @@
 
 Every computation is a named run (``key``) registered with FiftyOne's runs API
 as an :class:`agreement.fo.runs.classes.AgreementRunConfig` carrying a method
-marker (``method="iaa.<name>"``) and ``plugin="@iaa/agreement"``, whose run
+marker (``method``: ``iaa.<name>``) and ``plugin="@iaa/agreement"``, whose run
 class gives FiftyOne's ``delete_run`` and ``rename_run`` their cleanup and
 rename hooks. The config records exactly what the run wrote:
 
