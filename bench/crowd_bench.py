@@ -140,7 +140,7 @@ def main(argv=None) -> None:
     pairs = args.samples * k * (k - 1) // 2
     datasets, bare = {}, {}
     for label, R in (("few", k), ("crowd", args.crowd)):
-        corpus, _ = crowd_corpus(args.samples, R, k, seed=0)
+        corpus, _ = crowd_corpus(args.samples, R, raters_per_sample=k, seed=0)
         print(f"{label}: {corpus.num_samples} samples, {R} raters, {k} assigned per sample, {len(corpus)} boxes",
               flush=True)
         t = time.perf_counter()

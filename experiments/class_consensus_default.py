@@ -162,7 +162,7 @@ def part_c(seeds) -> dict | None:
     if not ADULT.exists():
         print(f"part C skipped: shared data absent ({C.rel(ADULT)}; see ../shared/data/README.md)")
         return None
-    ratings, report = read_judgements(ADULT, ("G", "P", "R", "X"), unknown_labels="drop")
+    ratings, report = read_judgements(ADULT, categories=("G", "P", "R", "X"), unknown_labels="drop")
     codes = ratings.codes
     full = {m: labels_of(codes, m) for m in PLUGIN}
     agree = (full["majority"] == full["dawid_skene"]) & (full["majority"] == full["mace"]) & (full["mace"] >= 0)

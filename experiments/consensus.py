@@ -298,9 +298,9 @@ def run_cell(data, truth, swap: tuple[str, str] | None = None) -> dict:
     t_em = time.perf_counter() - t0
     out = {"em": score_result(em, truth), "em_time": t_em, "em_iter": em.n_iter, "em_tau": em.params["tau"],
            "em_tau05": score_result(consensus(data, tau=0.5), truth)}
-    maj = [(score_result(consensus(data, "majority", quorum=q, tau=t), truth), {"quorum": q, "tau": t})
+    maj = [(score_result(consensus(data, method="majority", quorum=q, tau=t), truth), {"quorum": q, "tau": t})
            for t in MAJORITY_TAUS for q in QUORUMS]
-    wbf = [(score_result(consensus(data, "wbf", tau=t, min_confidence=c), truth), {"iou_thr": t, "conf": c})
+    wbf = [(score_result(consensus(data, method="wbf", tau=t, min_confidence=c), truth), {"iou_thr": t, "conf": c})
            for t in WBF_IOU for c in WBF_CONF]
     out["majority"], out["majority_at"] = _best(maj)
     out["wbf"], out["wbf_at"] = _best(wbf)

@@ -144,7 +144,7 @@ def schools_experiment(data, splits, seeds) -> dict:
             cc = collaboration_clusters(r)
             wa, wb, ac = _pair_means(cc.alpha, groups)
             ot = sample_ot_scores(ann, lam=C.LAM, beta=0.5)
-            owa, owb, oac = _pair_means(records_to_matrix(ot.rater_pairs.to_records(), "mean_ot", list(ann.raters))[1],
+            owa, owb, oac = _pair_means(records_to_matrix(ot.rater_pairs.to_records(), "mean_ot", raters=list(ann.raters))[1],
                                         groups)
             ow = np.nanmean([owa, owb]) if not (np.isnan(owa) and np.isnan(owb)) else float("nan")
             labels = fcluster(cc.linkage, t=2, criterion="maxclust") if K >= 3 else np.array([1, 2])

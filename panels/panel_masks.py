@@ -54,7 +54,8 @@ def refresh_masks(pdata, mem, base, data: dict) -> None:
     scope = "whole run" if whole else f"the {count_text(data['n_view'])} in view"
     sel = _selection(mem, info["key"])
     cell = (sel["pair"], sel["class"]) if sel.get("pair") else None
-    for fig in own(detail, info, ids, scope, selected_class=None if cell else sel.get("class"), selected_cell=cell):
+    for fig in own(detail, info, ids=ids, scope=scope, selected_class=None if cell else sel.get("class"),
+                   selected_cell=cell):
         mem.figures[fig["name"]] = {"layout": fig["layout"], "config": fig["config"], "click": fig["click"],
                                     "traces": fig["traces"], "per_rater": False}
     for name in FIGURES:

@@ -140,8 +140,8 @@ def render_video(handlers, panel, mem) -> None:
         return
     if video["frames"] and mem.modal is None and video.get("n_bad_videos"):
         n, f = video["n_bad_videos"], video["n_bad_frames"]
-        panel.btn("video_clips", label=f"Load the clips where the raters disagree ({count_text(f, 'frame')} with "
-                  f"{video['bad']} in {count_text(n, 'video')})", on_click=handlers.on_video_clips, variant="outlined")
+        panel.btn("video_clips", label=f"Load the clips where the raters disagree ({count_text(f, what='frame')} with "
+                  f"{video['bad']} in {count_text(n, what='video')})", on_click=handlers.on_video_clips, variant="outlined")
     panel.str("video_md", view=types.MarkdownView())
     if mem.modal is None:
         choices = types.DropdownView()
@@ -233,7 +233,7 @@ class VideoEvents(PanelHost):
             name = next((n for v, n in (mem.video or {}).get("choices", []) if v == video_id), video_id)
             where = f"video {name.split(' — ')[0]}"
         else:
-            where = f"the {count_text(len(base), 'video')} in view"
+            where = f"the {count_text(len(base), what='video')} in view"
         if not count:
             ctx.ops.notify(f"no frame of {where} has {(mem.video or {}).get('bad') or 'a bad score'}", variant="info")
             return

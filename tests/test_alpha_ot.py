@@ -322,7 +322,7 @@ def test_alpha_ot_from_shards_equals_the_whole_corpus(seed, cuts, max_pairs):
     from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(50, 9, 3, min_objects=0, max_objects=5, seed=seed)
+    data, _ = crowd_corpus(50, 9, raters_per_sample=3, min_objects=0, max_objects=5, seed=seed)
     whole = alpha_ot(data, max_pairs=max_pairs, seed=seed)
     cs, cr = np.nonzero(data.assigned)
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=max_pairs, seed=seed)
@@ -341,7 +341,7 @@ def test_chance_plan_depends_on_the_assignment_only():
     from agreement.methods.ot.alpha_ot import plan_chance
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(40, 6, 3, seed=2)
+    data, _ = crowd_corpus(40, 6, raters_per_sample=3, seed=2)
     cs, cr = np.nonzero(data.assigned)
     a = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=300, seed=7)
     perm = np.random.default_rng(0).permutation(40)  # the same samples in another order
@@ -360,7 +360,7 @@ def test_cell_sets_that_miss_a_cell_are_refused():
     from agreement.methods.ot.alpha_ot import CellSets, finish_alpha_ot, plan_chance
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(20, 4, 3, seed=1)
+    data, _ = crowd_corpus(20, 4, raters_per_sample=3, seed=1)
     cs, cr = np.nonzero(data.assigned)
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=100, seed=0)
     partial = CellSets.of(data, plan.cell_key[:-1])

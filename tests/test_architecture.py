@@ -338,3 +338,27 @@ def test_no_call_passes_more_than_six_positional_arguments():
     for _, path in sorted(_sources().items()):
         offenders += _long_positional_calls(ast.parse(path.read_text()), str(path.relative_to(REPO)))
     assert not offenders, f"calls passing more than {MAX_POSITIONAL_ARGUMENTS} positional arguments: {offenders}"
+
+
+#: Public functions of the pure library whose parameter with a default stays positional, by design: a CLI
+#: entry point's ``argv`` is its data (``main(["--flag"])``).
+POSITIONAL_DEFAULTS_ALLOWED = {"agreement.simulate.noise.fit.main"}
+
+
+def test_the_public_library_is_keyword_only_after_the_data():
+    """Every public function of the pure library (named in its module's ``__all__``) takes the parameters
+    that have defaults by keyword only: the data positional, the options after a ``*`` (issue 49)."""
+    import importlib
+    import inspect
+
+    offenders = []
+    for name in _pure_modules():
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", []):
+            f = getattr(module, attr, None)
+            if not inspect.isfunction(f) or f.__module__ != name or f"{name}.{attr}" in POSITIONAL_DEFAULTS_ALLOWED:
+                continue
+            if any(p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty
+                   for p in inspect.signature(f).parameters.values()):
+                offenders.append(f"{name}.{attr}")
+    assert not offenders, f"public functions taking options positionally (put a * before them): {offenders}"

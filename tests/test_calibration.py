@@ -94,7 +94,7 @@ def test_giou_distance_is_half_one_minus_giou():
 
 def test_identical_raters_give_zero_observed_and_ks_near_one():
     data = _corpus(2, mode="identical")
-    res = calibrate(data, ("iou", "giou"))
+    res = calibrate(data, distances=("iou", "giou"))
     for name in ("iou", "giou"):
         c = res.per_distance[name]
         assert np.all(c.d_observed == 0.0)
@@ -107,7 +107,7 @@ def test_identical_raters_give_zero_observed_and_ks_near_one():
 
 def test_unrelated_raters_give_ks_near_zero():
     data = _corpus(3, S=300, mode="unrelated")
-    res = calibrate(data, ("iou", "giou", "centroid"))
+    res = calibrate(data, distances=("iou", "giou", "centroid"))
     for c in res.per_distance.values():
         assert c.ks_one_sided < 0.1, (c.distance, c.ks_one_sided)
         assert c.ks_two_sided < 0.1, (c.distance, c.ks_two_sided)
@@ -241,7 +241,7 @@ def test_polygon_distance_of_box_shaped_polygons_equals_box_distance():
 def test_missing_geometry_is_a_clear_error():
     data = _corpus(5, S=4)
     with pytest.raises(ValueError, match="polygons"):
-        calibrate(data, ("iou", "polygon_iou"))
+        calibrate(data, distances=("iou", "polygon_iou"))
 
 
 def test_bad_arguments():
@@ -251,9 +251,9 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="seed"):
         disagreement_samples(data, "iou", seed=-1)
     with pytest.raises(ValueError, match="repeat"):
-        calibrate(data, ("iou", "iou"))
+        calibrate(data, distances=("iou", "iou"))
     with pytest.raises(ValueError, match="at least one"):
-        calibrate(data, ())
+        calibrate(data, distances=())
 
 
 # --------------------------------------------------------------------- KS
@@ -380,7 +380,7 @@ def test_beta_star_matches_ot_matching():
     from agreement.methods.ot import ot_match
 
     data = _corpus(6, S=80, mode="jitter")
-    res = calibrate(data, ("giou",))
+    res = calibrate(data, distances=("giou",))
     beta = res.beta_star
     assert beta == res.per_distance["giou"].tau and 0 < beta <= 1
     rng = np.random.default_rng(0)
@@ -404,7 +404,7 @@ def test_undefined_cases_are_nan_with_reason():
     assert res.best_distance is None and math.isnan(res.best_ks) and res.reason
     assert math.isnan(res.beta_star) and res.beta_reason
     no_pairs = MultiRaterAnnotations.from_sets(["s0", "s1"], ["a", "b"], [{"a": _set(box)}, {"b": _set(box)}])
-    res = calibrate(no_pairs, ("iou",))
+    res = calibrate(no_pairs, distances=("iou",))
     c = res.per_distance["iou"]
     assert len(c.d_observed) == 0 and math.isnan(c.ks_one_sided) and "no observed" in c.reason
     assert "giou" in res.beta_reason

@@ -70,20 +70,20 @@ def test_sample_observed_agreement_is_the_share_of_agreeing_pairs(codes):
 def test_vitality_equals_recomputation_without_each_rater(level):
     codes = _crowd(1)
     values = np.array([0.0, 1.0, 3.0, 7.0])
-    full = class_alpha(codes, level, values, n_classes=4).alpha
-    brute = np.array([class_alpha(np.delete(codes, r, axis=1), level, values, n_classes=4).alpha
+    full = class_alpha(codes, level=level, values=values, n_classes=4).alpha
+    brute = np.array([class_alpha(np.delete(codes, r, axis=1), level=level, values=values, n_classes=4).alpha
                       for r in range(codes.shape[1])])
-    np.testing.assert_allclose(alpha_without_rater(codes, level, values, n_classes=4), brute, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(rater_vitality(codes, level, values, n_classes=4), full - brute, atol=1e-12)
+    np.testing.assert_allclose(alpha_without_rater(codes, level=level, values=values, n_classes=4), brute, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rater_vitality(codes, level=level, values=values, n_classes=4), full - brute, atol=1e-12)
 
 
 @settings(max_examples=80, deadline=None)
 @given(_codes(max_units=8, max_raters=5), st.sampled_from(LEVELS))
 def test_vitality_equals_recomputation_on_random_data(codes, level):
     K = int(codes.max()) + 1
-    brute = np.array([class_alpha(np.delete(codes, r, axis=1), level, n_classes=K).alpha
+    brute = np.array([class_alpha(np.delete(codes, r, axis=1), level=level, n_classes=K).alpha
                       for r in range(codes.shape[1])])
-    got = alpha_without_rater(codes, level, n_classes=K)
+    got = alpha_without_rater(codes, level=level, n_classes=K)
     assert np.array_equal(np.isnan(got), np.isnan(brute))
     np.testing.assert_allclose(got[~np.isnan(got)], brute[~np.isnan(brute)], rtol=1e-9, atol=1e-9)
 
@@ -111,7 +111,7 @@ def test_agreement_with_others_majority_by_hand():
     # sample 0: others of r0 say (1, 1) -> r0's 0 misses; r1 and r2 see (0, 1): a tie, each hits with 1/2
     # sample 1: r0 alone -> not scored; sample 2: r0 and r1 agree -> both hit
     codes = np.array([[0, 1, 1], [2, -1, -1], [1, 1, -1]])
-    agreement, n = agreement_with_others_majority(codes, 3)
+    agreement, n = agreement_with_others_majority(codes, n_classes=3)
     np.testing.assert_allclose(agreement, [0.5, 0.75, 0.5])
     assert n.tolist() == [2, 2, 1]
     agreement, n = agreement_with_others_majority(np.array([[0, -1], [-1, 1]]))
@@ -122,7 +122,7 @@ def test_agreement_with_others_majority_by_hand():
 @given(st.integers(1, 7), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
 def test_agreement_with_others_majority_equals_a_loop(S, R, K, seed):
     codes = np.random.default_rng(seed).integers(-1, K, size=(S, R))
-    agreement, n = agreement_with_others_majority(codes, K)
+    agreement, n = agreement_with_others_majority(codes, n_classes=K)
     for r in range(R):
         scores = []
         for u in range(S):
@@ -148,7 +148,7 @@ def test_pairwise_against_sklearn_and_two_column_alpha(level):
     codes = _crowd(2, S=40, R=6, p_rate=0.5)
     codes[:, 5] = -1
     codes[0, 5] = 2  # rater 5 meets others on one sample only
-    table = pairwise(codes, level, raters=list("abcdef"))
+    table = pairwise(codes, level=level, raters=list("abcdef"))
     seen = set()
     for p in range(len(table)):
         a, b = int(table.a[p]), int(table.b[p])
@@ -160,7 +160,7 @@ def test_pairwise_against_sklearn_and_two_column_alpha(level):
         k = table.values["kappa"][p]
         assert (np.isnan(k) and np.isnan(ref)) or k == pytest.approx(ref, abs=1e-12)
         assert table.values["observed_agreement"][p] == pytest.approx(np.mean(y1 == y2))
-        alpha = class_alpha(codes[:, [a, b]], level, n_classes=4).alpha
+        alpha = class_alpha(codes[:, [a, b]], level=level, n_classes=4).alpha
         got = table.values["alpha"][p]
         assert (np.isnan(got) and np.isnan(alpha)) or got == pytest.approx(alpha, abs=1e-12)
         if np.isnan(got):
@@ -215,4 +215,4 @@ def test_class_difficulty_and_confusion():
     np.testing.assert_allclose(conf.sum(axis=1), 1.0)
     np.testing.assert_allclose(np.diag(conf), diff.match_rate)
     unused = class_difficulty(codes, n_classes=4)
-    assert np.isnan(unused.match_rate[3]) and np.isnan(confusion_between_raters(codes, 4)[3]).all()
+    assert np.isnan(unused.match_rate[3]) and np.isnan(confusion_between_raters(codes, n_classes=4)[3]).all()

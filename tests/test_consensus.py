@@ -86,7 +86,7 @@ def test_identical_raters_give_exactly_their_labels_with_confidence_near_one(kin
 @pytest.mark.parametrize("method", ["majority", "wbf"])
 def test_identical_raters_under_the_baselines(method):
     data = _identical()
-    res = consensus(data, method)
+    res = consensus(data, method=method)
     rows = np.flatnonzero(data.rater_index == 0)
     assert res.n_consensus == len(rows)
     first = res.member_rows[res.member_offsets[:-1]]
@@ -164,10 +164,10 @@ def test_explicit_absence_is_evidence_and_implicit_absence_is_not():
 
 
 def test_majority_support_counts_only_assigned_raters():
-    res = consensus(_absence_corpus("unassigned"), "majority", quorum=1.0)
+    res = consensus(_absence_corpus("unassigned"), method="majority", quorum=1.0)
     u = np.flatnonzero(res.unit_sample == 40)[0]
     assert res.confidence[u] == 1.0 and res.is_consensus[u]
-    res = consensus(_absence_corpus("empty"), "majority", quorum=1.0)
+    res = consensus(_absence_corpus("empty"), method="majority", quorum=1.0)
     u = np.flatnonzero(res.unit_sample == 40)[0]
     assert res.confidence[u] == pytest.approx(2 / 3) and not res.is_consensus[u]
 
@@ -193,7 +193,7 @@ def test_gaussian_tail_fuses_by_precision_weights_and_the_tail_is_recorded():
     res = consensus(data, tail=float("inf"))
     assert res.model.tail == float("inf") and res.params["tail"] == float("inf")
     sigma = res.model.localisation_noise
-    units = units_from_labels(res.row_unit, data.sample_index, res.n_units)
+    units = units_from_labels(res.row_unit, data.sample_index, n_units=res.n_units)
     wt = 1.0 / sigma[data.rater_index[units.order]] ** 2
     np.testing.assert_allclose(res.boxes, fuse_boxes(data.boxes, units, wt).boxes, atol=1e-15)
 
@@ -257,11 +257,11 @@ def test_box_pair_terms_give_the_pair_differences_of_the_boxes():
 
     rng = np.random.default_rng(3)
     unit = np.repeat(np.arange(40), rng.integers(1, 5, 40))
-    units = units_from_labels(unit, np.zeros(len(unit), np.int64), 40)
+    units = units_from_labels(unit, np.zeros(len(unit), np.int64), n_units=40)
     boxes = np.column_stack([rng.uniform(0, 0.5, (len(unit), 2)), rng.uniform(0, 0.4, (len(unit), 2))])
     fused = fuse_boxes(boxes, units, np.ones(len(unit)))
     assert np.array_equal(fused.boxes, fuse_boxes(boxes, units, np.ones(len(unit)),
-                                                  BoxOffsets.of(boxes, units)).boxes)
+                                                  offsets=BoxOffsets.of(boxes, units)).boxes)
     pi, pj = member_pairs(units)
     keep = rng.random(len(pi)) < 0.6
     sq, dim = BoxPairs.of(boxes, units, pi, pj).select(keep).differences(fused)
@@ -371,7 +371,7 @@ def test_result_fields_are_consistent():
 
 def test_review_flags_follow_the_band():
     data, _ = _demo(40)
-    res = consensus(data, "majority", review_band=(0.3, 0.9))
+    res = consensus(data, method="majority", review_band=(0.3, 0.9))
     lo, hi = 0.3, 0.9
     expect = ((res.confidence >= lo) & (res.confidence < hi)) | ((res.confidence >= lo) & (res.class_probability < hi))
     assert np.array_equal(res.review, expect)
@@ -389,7 +389,7 @@ def test_nothing_labelled_gives_no_consensus_and_says_why(method):
     empty = AnnotationSet.empty()
     data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(5)], RATERS, [{r: empty for r in RATERS}] * 5,
                                            image_sizes=np.tile([100.0, 100.0], (5, 1)))
-    res = consensus(data, method)
+    res = consensus(data, method=method)
     assert res.n_units == 0 and res.n_consensus == 0 and res.converged
     assert np.isnan(res.agreement) and res.agreement_reason.startswith("no rater labelled anything")
     assert np.isnan(res.mean_confidence) and res.mean_confidence_reason.startswith("no rater labelled anything")
@@ -476,7 +476,7 @@ def test_mixed_label_types_across_raters_are_an_error_naming_them():
 
 def test_wbf_refuses_other_geometry_and_non_corpus_input():
     with pytest.raises(ValueError, match="wbf"):
-        consensus(_identical(4, masks=True), "wbf")
+        consensus(_identical(4, masks=True), method="wbf")
     with pytest.raises(TypeError, match="MultiRaterAnnotations"):
         consensus({"a": []})
 
@@ -520,7 +520,7 @@ def test_em_stops_once_every_raters_noise_moves_by_under_a_tenth_of_its_standard
     import agreement.methods.consensus.em as em
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(300, 120, 8, seed=3)
+    corpus, _ = crowd_corpus(300, 120, raters_per_sample=8, seed=3)
     quick = consensus(corpus)
     assert quick.converged and quick.n_iter <= 8
     monkeypatch.setattr(em, "_sigma_tolerance", lambda n_pairs: np.full(len(n_pairs), 1e-7))

@@ -147,7 +147,7 @@ def test_consensus_wbf_method_is_weighted_boxes_fusion_of_the_raters():
             mapping[r] = AnnotationSet(np.c_[xy, wh], rng.choice(["cat", "dog"], k), [None] * k)
         sets.append(mapping)
     data = MultiRaterAnnotations.from_sets([f"s{i}" for i in range(10)], ["a", "b", "c"], sets)
-    res = consensus(data, "wbf", tau=0.5, min_confidence=0.1)
+    res = consensus(data, method="wbf", tau=0.5, min_confidence=0.1)
     classes = list(res.classes)
     for s in range(10):
         bl, sl, ll = [], [], []

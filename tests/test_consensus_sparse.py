@@ -42,7 +42,7 @@ def _recall_precision(res, truth) -> tuple[float, float]:
 def _fit_parts(data, tau: float = 0.5):
     """Units, class codes and classes of ``data`` at ``tau``, and its coincidence ``ρ`` (the EM's inputs)."""
     codes, classes = encode_classes(data)
-    units = build_units(data, codes, "iou", tau, "greedy", "soft")
+    units = build_units(data, codes, "iou", tau, solver="greedy", cost="soft")
     return units, codes, classes, estimate_coincidence(data, "boxes", tau)
 
 
@@ -56,7 +56,7 @@ def test_the_sparse_crowd_export_design_gives_labels_close_to_the_truth(seed):
     them (each rater misses half the objects)."""
     data, truth = crowd_corpus(40, 200, raters_per_sample=9, seed=seed, noise=EXPORT_NOISE)
     assert (data.assigned.sum(axis=0) <= 2).mean() > 0.6  # most raters see one or two images
-    res, vote = consensus(data), consensus(data, "majority")
+    res, vote = consensus(data), consensus(data, method="majority")
     assert res.method == "em" and res.warning == "" and res.converged and res.n_iter < 60
     assert np.isfinite(res.confidence).all()
     recall, precision = _recall_precision(res, truth)
@@ -79,7 +79,7 @@ def test_the_em_never_keeps_far_fewer_labels_than_majority_voting_on_sparse_crow
     and its posteriors are finite, whatever the sparse design."""
     noise = CrowdNoise(miss=miss, jitter=0.08, confusion=confusion, false_positive=false_positive)
     data, _ = crowd_corpus(samples, raters, raters_per_sample=per_sample, noise=noise, seed=seed)
-    res, vote = consensus(data), consensus(data, "majority")
+    res, vote = consensus(data), consensus(data, method="majority")
     assert res.method == "em" and res.warning == ""
     assert np.isfinite(res.confidence).all() and np.isfinite(res.model.object_rate)
     assert res.n_consensus >= 0.8 * vote.n_consensus, (res.n_consensus, vote.n_consensus)
@@ -115,7 +115,7 @@ def test_the_smallest_failing_design_one_image_two_of_three_raters():
     data, _ = crowd_corpus(1, 3, raters_per_sample=2, min_objects=1, seed=0)
     assert (~data.assigned.any(axis=0)).sum() == 1
     for prior in (0.0, RATE_PRIOR):
-        res, vote = consensus(data, rate_prior=prior), consensus(data, "majority")
+        res, vote = consensus(data, rate_prior=prior), consensus(data, method="majority")
         assert res.method == "em" and res.warning == "" and res.converged
         assert np.isfinite(res.confidence).all() and res.n_consensus >= vote.n_consensus > 0
 
@@ -153,7 +153,7 @@ def test_a_degenerate_em_fit_is_replaced_by_majority_vote_with_a_warning():
     fitted = consensus(data)
     assert fitted.warning == "" and fitted.params["requested_method"] == "em"
     blind = dataclasses.replace(fitted.model, sensitivity=np.full(data.num_raters, 1e-6))
-    res, vote = consensus(data, model=blind), consensus(data, "majority", tau=fitted.params["tau"])
+    res, vote = consensus(data, model=blind), consensus(data, method="majority", tau=fitted.params["tau"])
     assert res.method == "majority" and res.params["requested_method"] == "em"
     assert "degenerated" in res.warning and "majority" in res.warning
     assert res.summary()["warning"] == res.warning and res.summary()["method"] == "majority"

@@ -144,9 +144,9 @@ def _loose_corpus():
 @pytest.mark.parametrize("method", ["em", "majority", "wbf"])
 def test_consensus_defaults_to_the_chosen_tau_and_equals_a_run_given_it(method):
     data = _loose_corpus()
-    auto = consensus(data, method)
+    auto = consensus(data, method=method)
     assert auto.params["tau_selection"] == "auto" and auto.params["tau"] == auto.params["tau_auto"]["tau"] == 0.3
-    given_ = consensus(data, method, tau=auto.params["tau"])
+    given_ = consensus(data, method=method, tau=auto.params["tau"])
     assert given_.params["tau_selection"] == "given" and "tau_auto" not in given_.params
     np.testing.assert_array_equal(auto.confidence, given_.confidence)
     np.testing.assert_array_equal(auto.boxes, given_.boxes)
@@ -154,7 +154,7 @@ def test_consensus_defaults_to_the_chosen_tau_and_equals_a_run_given_it(method):
     # tau, three at 0.5
     assert 0.42 < _iou_of_shift(0.4) < 0.44
     assert auto.is_consensus.sum() == 2 * 6
-    assert consensus(data, method, tau=0.5).n_units > auto.n_units
+    assert consensus(data, method=method, tau=0.5).n_units > auto.n_units
 
 
 def test_a_fitted_model_brings_its_tau_to_other_samples():

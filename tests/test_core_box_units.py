@@ -235,11 +235,11 @@ def test_corpus_operations_keep_relative_boxes_without_conversion():
 
 
 def test_check_relative_boxes_passes_a_clean_corpus_and_names_labels():
-    boxes, keep = check_relative_boxes(np.array([[0, 0, 1, 1]]), np.array([0]), np.array([0]), ["x"], ["r"], ["c"])
+    boxes, keep = check_relative_boxes(np.array([[0, 0, 1, 1]]), np.array([0]), np.array([0]), ["x"], ["r"], labels=["c"])
     assert boxes.tolist() == [[0, 0, 1, 1]] and keep.tolist() == [True]
     with pytest.raises(AnnotationError, match=r"sample 'x', rater 'r', box 1 \(row 1, label 'dog'\)"):
         check_relative_boxes(np.array([[0, 0, 1, 1], [0, 0, 2, 1]]), np.array([0, 0]), np.array([0, 0]), ["x"],
-                             ["r"], np.array(["cat", "dog"], dtype=object))
+                             ["r"], labels=np.array(["cat", "dog"], dtype=object))
 
 
 def _coco(bbox):
@@ -280,7 +280,7 @@ def test_coco_reader_box_past_the_border_follows_box_policy():
 def test_simulated_corpora_are_relative():
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, truth = crowd_corpus(30, 12, 4, seed=2)
+    corpus, truth = crowd_corpus(30, 12, raters_per_sample=4, seed=2)
     for c in (corpus, truth):
         assert np.all(c.boxes >= 0) and np.all(c.boxes[:, :2] + c.boxes[:, 2:] <= 1 + BOX_TOLERANCE)
 

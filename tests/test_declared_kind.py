@@ -168,7 +168,7 @@ def test_a_consensus_fuses_a_declared_column_by_its_declared_fusion(circles_colu
     from agreement.methods.consensus.units import label_type
 
     data = _circle_corpus()
-    assert label_type(data) == "circles" and label_type(data, "boxes") == "boxes"
+    assert label_type(data) == "circles" and label_type(data, geometry="boxes") == "boxes"
     FUSED.clear()
     res = consensus(data, similarity="circle_iou", tau=0.5)
     assert res.method == "em" and res.geometry == "circles" and res.fused.keys() == {"circles"}
@@ -283,7 +283,7 @@ def test_a_kind_declared_in_one_file_is_read_compared_fused_and_written_back(fo,
     assert res.params["similarity"] == "circle_iou"
     kept = np.flatnonzero(res.is_consensus)
     assert len(kept) == 12  # both objects on every sample (object 1: 2 of 3 raters, quorum 0.5)
-    units = units_from_labels(res.row_unit, data.sample_index, len(res.unit_sample))
+    units = units_from_labels(res.row_unit, data.sample_index, n_units=len(res.unit_sample))
     fused = fuse_declared("circles", data, units, np.ones(len(data)))
     labels = [res.classes[c] for c in res.label_code]
     for u in kept:

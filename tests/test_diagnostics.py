@@ -291,7 +291,7 @@ def test_diagnostics_walked_in_runs_of_samples_equal_the_whole_corpus(monkeypatc
     import agreement.methods.kalos.diagnostics as diag
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(40, 6, 4, min_objects=0, max_objects=5, num_classes=3, seed=5)
+    corpus, _ = crowd_corpus(40, 6, raters_per_sample=4, min_objects=0, max_objects=5, num_classes=3, seed=5)
     result = kalos_alpha(corpus)
     assert len(result.values) > 60  # several runs for every chunk size below
     whole = (diag.rater_vitality(result), diag.class_difficulty(result), diag.collaboration_clusters(result))
@@ -317,7 +317,7 @@ def test_sample_runs_cover_every_sample_once_and_never_cut_one():
     import agreement.methods.kalos.diagnostics as diag
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(25, 5, 3, min_objects=0, max_objects=6, seed=2)
+    corpus, _ = crowd_corpus(25, 5, raters_per_sample=3, min_objects=0, max_objects=6, seed=2)
     result = kalos_alpha(corpus)
     starts, n_values, n_columns = [], 0, 0
     for s0, part in diag._sample_chunks(result, max_values=5):
@@ -338,7 +338,7 @@ def test_assigned_cells_are_the_raters_with_values_in_each_sample(monkeypatch, c
     import agreement.methods.kalos.diagnostics as diag
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(30, 40, 4, min_objects=0, max_objects=4, seed=9)
+    corpus, _ = crowd_corpus(30, 40, raters_per_sample=4, min_objects=0, max_objects=4, seed=9)
     result = kalos_alpha(corpus)
     monkeypatch.setattr(diag, "CHUNK_VALUES", chunk)
     s, r = diag._assigned_cells(result)

@@ -53,7 +53,7 @@ def crowd_coco():
     from agreement.io.coco import MultiRaterCoco
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(40, 30, 4, min_objects=1, max_objects=5, seed=3)
+    corpus, _ = crowd_corpus(40, 30, raters_per_sample=4, min_objects=1, max_objects=5, seed=3)
     corpus = type(corpus)(
         sample_ids=np.arange(1, corpus.num_samples + 1), raters=corpus.raters, assigned=corpus.assigned,
         boxes=corpus.boxes, labels=corpus.labels, label_ids=np.arange(1, len(corpus) + 1),

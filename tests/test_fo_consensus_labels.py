@@ -35,7 +35,7 @@ def crowd_ds(fo, make_dataset):
     from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
-    corpus, truth = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11,
+    corpus, truth = crowd_corpus(60, 5, raters_per_sample=5, min_objects=1, max_objects=5, seed=11,
                                  noise=CrowdNoise(miss=0.1, false_positive=0.1))
     samples = samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)
     ref = samples_from_corpus(truth, [f"/c/{i}.jpg" for i in range(60)], layout="fields", raters_field=None)

@@ -24,7 +24,7 @@ def _crowd_dataset(fo, name: str, samples: int = 300):
     from agreement.fo.importers.build import samples_from_corpus
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(samples, 4, 4, min_objects=2, max_objects=6, seed=5)
+    corpus, _ = crowd_corpus(samples, 4, raters_per_sample=4, min_objects=2, max_objects=6, seed=5)
     if fo.dataset_exists(name):
         fo.delete_dataset(name)
     ds = fo.Dataset(name, persistent=True)

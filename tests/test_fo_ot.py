@@ -89,7 +89,7 @@ def test_fields_labels_and_results_are_written(fo, ot_ds):
     assert "per_rater_pair" not in res["detail"] and "rater_pair_mean_ot" not in res["detail"]
     from agreement.core.rater_pairs import records_to_matrix
 
-    raters, m, shared = records_to_matrix(recs, "alpha_ot", res["detail"]["raters"])
+    raters, m, shared = records_to_matrix(recs, "alpha_ot", raters=res["detail"]["raters"])
     assert m.shape == (3, 3) and np.allclose(m, m.T, equal_nan=True) and shared[0, 1] == 4
     # every label is matched (it names its match) or says why it was not
     reasons = ot_ds.values("a.detections.ot_reason", unwind=True)

@@ -300,9 +300,9 @@ def test_cells_are_rounded_and_columns_named_plainly():
     assert round_value(123456.7) == 123500.0 and round_value(1.23456e-5) == 1.235e-5
     assert round_value(30.999999999999996, count=True) == 31 and isinstance(round_value(np_int(7)), int)
     assert round_value(float("nan")) is None and round_value(float("inf")) is None and round_value(True) == 1
-    assert plain_name("n_shared_samples") == "shared_samples" and plain_name("reason", "rater_vitality") == \
+    assert plain_name("n_shared_samples") == "shared_samples" and plain_name("reason", block="rater_vitality") == \
         "vitality_reason"
-    assert plain_name("agreement", "rater_majority") == "agrees_with_majority"
+    assert plain_name("agreement", block="rater_majority") == "agrees_with_majority"
     rows = rater_rows({"raters": ["a", "b"], "rater_vitality": {"raters": ["a", "b"], "vitality": [0.10000000000000002,
                                                                                                       None],
                                                                  "reason": ["", "a single rater"]},

@@ -36,7 +36,7 @@ def sparse_crowd(fo, make_dataset):
     from agreement.fo.storage.reading import declare_raters_field
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(60, 12, 4, min_objects=1, max_objects=6, seed=3)
+    corpus, _ = crowd_corpus(60, 12, raters_per_sample=4, min_objects=1, max_objects=6, seed=3)
     samples = samples_from_corpus(corpus, [f"/stream/{i:03d}.jpg" for i in range(60)], layout="attribute",
                                   field="ground_truth", raters_field="raters")
     first = next(s for s in samples if s["ground_truth"] is not None and s["ground_truth"].detections)
@@ -267,7 +267,7 @@ def test_fields_layout_streams_with_the_same_numbers(fo, make_dataset):
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(30, 3, 3, min_objects=0, max_objects=5, seed=8)
+    corpus, _ = crowd_corpus(30, 3, raters_per_sample=3, min_objects=0, max_objects=5, seed=8)
     ds = make_dataset(samples_from_corpus(corpus, [f"/f/{i}.jpg" for i in range(30)], layout="fields",
                                           raters_field=None))
     fields = sorted(corpus.raters)
@@ -387,7 +387,7 @@ def test_an_empty_view_is_refused_with_a_message(fo, make_dataset):
     from agreement.fo.methods.kalos import compute_kalos
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(5, 3, 3, seed=1)
+    corpus, _ = crowd_corpus(5, 3, raters_per_sample=3, seed=1)
     ds = make_dataset(samples_from_corpus(corpus, [f"/e/{i}.jpg" for i in range(5)], layout="fields",
                                           raters_field=None))
     with pytest.raises(AnnotationError, match="has no samples"):

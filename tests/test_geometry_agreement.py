@@ -922,7 +922,7 @@ def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts, max_pairs)
     from agreement.methods.geometry_agreement import geometry_shard, merge_geometry_shards
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(60, 8, 3, min_objects=0, max_objects=6, seed=seed)
+    data, _ = crowd_corpus(60, 8, raters_per_sample=3, min_objects=0, max_objects=6, seed=seed)
     whole = geometry_agreement(data, bootstrap=30, max_pairs=max_pairs, seed=seed)
     vocab = class_order(data.labels.tolist())
     bounds = [0, *sorted(cuts), 60]

@@ -261,7 +261,7 @@ def test_centroid_closeness():
     a, b = random_boxes(rng, 7), random_boxes(rng, 5)
     for size in (None, (1920, 1080), (100, 3000)):
         np.testing.assert_allclose(
-            pairwise_centroid_closeness(a, b, size), 1.0 - pairwise_centroid_distance(a, b, size), rtol=1e-15
+            pairwise_centroid_closeness(a, b, image_size=size), 1.0 - pairwise_centroid_distance(a, b, image_size=size), rtol=1e-15
         )
     # Centres outside the image (not valid input) are clipped to closeness 0.
     assert one(pairwise_centroid_closeness, [-1.0, -1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]) == 0.0
@@ -400,7 +400,7 @@ def test_property_distance_range_for_boxes_inside_the_image(a, b, size):
     a, b = a.copy(), b.copy()
     for s in (a, b):
         s[:, 2:] = np.minimum(s[:, 2:], 1.0 - s[:, :2])
-    d = pairwise_centroid_distance(a, b, size)
+    d = pairwise_centroid_distance(a, b, image_size=size)
     assert np.all((d >= 0) & (d <= 1 + 1e-15))
 
 
@@ -410,7 +410,7 @@ def test_property_symmetry(a, b):
     for f in PAIRWISE:
         np.testing.assert_allclose(f(a, b), f(b, a).T, rtol=0, atol=1e-12)
     np.testing.assert_allclose(
-        pairwise_centroid_distance(a, b, (1920, 1080)), pairwise_centroid_distance(b, a, (1920, 1080)).T,
+        pairwise_centroid_distance(a, b, image_size=(1920, 1080)), pairwise_centroid_distance(b, a, image_size=(1920, 1080)).T,
         rtol=0, atol=1e-12,
     )
 

@@ -92,7 +92,7 @@ def test_equals_the_symmetric_rule_with_missing_points_and_boxes():
     boxes_a = np.c_[rng.random((7, 2)) * 0.5, 0.1 + rng.random((7, 2)) * 0.4]
     boxes_b = np.c_[rng.random((6, 2)) * 0.5, 0.1 + rng.random((6, 2)) * 0.4]
     oks = pairwise_oks(a, b, boxes_a, boxes_b, image_size=(W, H))
-    sa, sb = keypoint_scales(boxes_a, 7, (W, H)), keypoint_scales(boxes_b, 6, (W, H))
+    sa, sb = keypoint_scales(boxes_a, 7, image_size=(W, H)), keypoint_scales(boxes_b, 6, image_size=(W, H))
     np.testing.assert_allclose(sa, boxes_a[:, 2] * W * boxes_a[:, 3] * H)
     for i in range(7):
         for j in range(6):

@@ -182,7 +182,7 @@ def test_explicit_closing_point_is_not_a_repair():
 )
 def test_annotation_without_area_is_an_error_naming_it(rings):
     with pytest.raises(AnnotationError, match="sample 'a.jpg', rater 'r1', label 7.*no area"):
-        validate_polygons([rect(0, 0, 1, 1), rings], ["first", "sample 'a.jpg', rater 'r1', label 7"])
+        validate_polygons([rect(0, 0, 1, 1), rings], where=["first", "sample 'a.jpg', rater 'r1', label 7"])
     with pytest.raises(AnnotationError, match="no area"):
         pairwise_polygon_iou([rings], [rect(0, 0, 1, 1)])
 
@@ -190,7 +190,7 @@ def test_annotation_without_area_is_an_error_naming_it(rings):
 def test_non_finite_and_malformed_rings_are_errors():
     nan = [np.array([[0.1, 0.1], [np.nan, 0.5], [0.5, 0.1]])]
     with pytest.raises(AnnotationError, match="img 3, polygon 0: .*NaN"):
-        validate_polygons([nan], "img 3")
+        validate_polygons([nan], where="img 3")
     with pytest.raises(AnnotationError, match="shape"):
         validate_polygons([[np.zeros((4, 3))]])
 

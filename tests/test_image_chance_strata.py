@@ -79,11 +79,11 @@ def test_scale_strata_is_the_temporal_rule_and_image_scale_is_the_geometric_mean
     rng = np.random.default_rng(0)
     n = np.round(np.exp(rng.uniform(np.log(60), np.log(6000), 200)))
     assert np.array_equal(length_strata(n), scale_strata(n))
-    assert np.array_equal(length_strata(n, 1.5, 3), scale_strata(n, 1.5, 3))
+    assert np.array_equal(length_strata(n, factor=1.5, min_size=3), scale_strata(n, factor=1.5, min_size=3))
     assert STRATUM_FACTOR == 1.25
     np.testing.assert_allclose(image_scales([[640, 480], [480, 640], [100, 400], [np.nan, 5], [0, 10]]),
                                [np.sqrt(640 * 480), np.sqrt(640 * 480), 200.0, np.nan, np.nan])
-    assert image_scales(None, 3).shape == (3,) and np.isnan(image_scales(None, 3)).all()
+    assert image_scales(None, n=3).shape == (3,) and np.isnan(image_scales(None, n=3)).all()
 
 
 def test_image_strata_rule():
@@ -123,7 +123,7 @@ def test_strata_argument_is_checked():
         geometry_agreement(data, bootstrap=None, strata="size")
     with pytest.raises(ValueError, match="one integer per sample"):
         calibrate(data, strata=np.zeros(2, np.int64))
-    assert chance_strata_of(data, None) is None
+    assert chance_strata_of(data, strata=None) is None
     assert chance_strata_of(data).tolist() == corpus_strata(image_sizes=data.image_sizes).tolist()
 
 

@@ -24,7 +24,7 @@ def test_the_upload_id_is_exactly_8_lowercase_hex_digits_and_a_hyphen():
 def test_rules_apply_in_order_map_then_prefix_then_upload_id(tmp_path):
     from agreement.io.image_names import name_rule
 
-    rule = name_rule({"frame_1.jpg": "sub/a.jpg", "/data/upload/7/x.jpg": "b.jpg"}, strip_prefix=r"task\d+_")
+    rule = name_rule(name_map={"frame_1.jpg": "sub/a.jpg", "/data/upload/7/x.jpg": "b.jpg"}, strip_prefix=r"task\d+_")
     assert rule.key("some/dir/frame_1.jpg") == ("a.jpg", "name_map")
     assert rule.key("/data/upload/7/x.jpg") == ("b.jpg", "name_map")
     assert rule.key("task12_01b89637-c.jpg") == ("01b89637-c.jpg", "strip_prefix")

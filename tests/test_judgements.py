@@ -74,13 +74,13 @@ def test_last_judgement_without_a_final_newline_is_read(tmp_path):
 def test_unknown_label_policies(tmp_path):
     p = _write(tmp_path, "w1\ti1\tA\nw2\ti1\tZ\nw2\ti2\tB\nw1\ti2\tZ\nw1\ti2\tB\n")
     with pytest.raises(ValueError, match=r"2 judgements carry labels.*\{'Z': 2\}.*line 2:.*unknown_labels='drop'"):
-        read_judgements(p, ["A", "B"])
-    r, rep = read_judgements(p, ["A", "B"], unknown_labels="drop")
+        read_judgements(p, categories=["A", "B"])
+    r, rep = read_judgements(p, categories=["A", "B"], unknown_labels="drop")
     assert r.codes.tolist() == [[0, -1], [1, 1]]
     assert r.assigned.all()  # w2 judged i1 (with an unknown label): assigned, value missing
     assert rep.n_unknown == 2 and rep.n_dropped == 2 and rep.unknown_counts == {"Z": 2}
     assert rep.n_repeated_pairs == 0  # dropped before repeats are resolved
-    r, rep = read_judgements(p, ["A", "B"], unknown_labels="keep")
+    r, rep = read_judgements(p, categories=["A", "B"], unknown_labels="keep")
     assert r.classes == ("A", "B", "Z") and r.codes.tolist() == [[0, 2], [1, 1]] and rep.n_dropped == 0
     assert rep.n_repeated_pairs == 1 and "unknown_labels='keep'" in rep.summary()
 
@@ -89,7 +89,7 @@ def test_categories_file_order_and_malformed_lines(tmp_path):
     cats = _write(tmp_path, "low\nmid\nhigh", "cats.txt")  # no final newline: the last category still counts
     assert read_categories(cats) == ("low", "mid", "high")
     p = _write(tmp_path, "w\ti\thigh\nv\ti\tlow\n")
-    r, _ = read_judgements(p, cats)
+    r, _ = read_judgements(p, categories=cats)
     assert r.classes == ("low", "mid", "high") and r.codes.tolist() == [[0, 2]]
     with pytest.raises(ValueError, match="line 2: expected worker<TAB>item<TAB>label"):
         read_judgements(_write(tmp_path, "w\ti\tA\nw\ti\n", "bad.tsv"))
@@ -139,10 +139,10 @@ needs_data = pytest.mark.skipif(not LABELS.exists(), reason=f"shared data absent
 @pytest.mark.shared_data
 def test_real_file_repairs_are_reported():
     with pytest.raises(ValueError, match=r"737 judgements carry labels.*\{'B': 737\}"):
-        read_judgements(LABELS, ("G", "P", "R", "X"))
+        read_judgements(LABELS, categories=("G", "P", "R", "X"))
     with pytest.raises(ValueError, match=r"8,039 \(worker, item\) pairs.*9,050 extra judgements"):
-        read_judgements(LABELS, CATEGORIES, repeated="error")
-    r, rep = read_judgements(LABELS, ("G", "P", "R", "X"), unknown_labels="keep")
+        read_judgements(LABELS, categories=CATEGORIES, repeated="error")
+    r, rep = read_judgements(LABELS, categories=("G", "P", "R", "X"), unknown_labels="keep")
     assert rep.n_judgements == 44373 and rep.n_workers == 338 and rep.n_items == 496
     assert rep.n_repeated_pairs == 8039 and rep.n_repeated_judgements == 9050 and rep.n_unknown == 737
     # the categories file lists B on its last line (without a final newline), unlike what the README says
@@ -154,12 +154,12 @@ def test_real_file_repairs_are_reported():
 @pytest.mark.parametrize("categories, unknown", [(("G", "P", "R", "X"), "drop"), (CATEGORIES, "error")])
 def test_real_alpha_equals_the_krippendorff_package(categories, unknown):
     krippendorff = pytest.importorskip("krippendorff")
-    r, rep = read_judgements(LABELS, categories, unknown_labels=unknown)
+    r, rep = read_judgements(LABELS, categories=categories, unknown_labels=unknown)
     assert r.codes.shape == (496, 338)
     rel = np.where(r.codes >= 0, r.codes, np.nan).T.astype(float)
     for level in LEVELS:
         t = time.perf_counter()
-        res = class_alpha(r.codes, level, n_classes=len(r.classes))
+        res = class_alpha(r.codes, level=level, n_classes=len(r.classes))
         elapsed = time.perf_counter() - t
         ref = krippendorff.alpha(reliability_data=rel, level_of_measurement=level)
         assert res.alpha == pytest.approx(ref, abs=1e-12), level

@@ -329,8 +329,8 @@ def test_vectorised_candidates_equal_the_similarity_registry():
     slow = find_candidates(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
     key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), c.s.tolist()))  # noqa: E731
     assert key(fast) == key(slow)
-    r_fast = kalos_alpha(data, "iou", 0.3)
-    r_slow = kalos_alpha(data, lambda d, a, b: similarity_matrix("iou", d, a, b), 0.3)
+    r_fast = kalos_alpha(data, similarity="iou", tau=0.3)
+    r_slow = kalos_alpha(data, similarity=lambda d, a, b: similarity_matrix("iou", d, a, b), tau=0.3)
     np.testing.assert_array_equal(r_fast.unit, r_slow.unit)
     np.testing.assert_array_equal(r_fast.alpha, r_slow.alpha)
 
@@ -344,7 +344,7 @@ def test_other_box_similarities_run_through_the_registry(similarity):
     data = random_corpus(np.random.default_rng(3), 20, 3)
     res = kalos_alpha(data, similarity=similarity, tau=0.6)
     assert res.similarity == similarity and len(res.alpha) == 20
-    ref = kalos_alpha(data, lambda d, a, b: similarity_matrix(similarity, d, a, b), tau=0.6)
+    ref = kalos_alpha(data, similarity=lambda d, a, b: similarity_matrix(similarity, d, a, b), tau=0.6)
     np.testing.assert_array_equal(res.unit, ref.unit)
     np.testing.assert_array_equal(res.alpha, ref.alpha)
     assert res.global_alpha == ref.global_alpha and np.isfinite(res.alpha).sum() >= 10
@@ -606,7 +606,7 @@ def test_merged_shards_equal_the_whole_corpus_bit_for_bit(seed, cuts):
     from agreement.methods.kalos.diagnostics import class_difficulty, collaboration_clusters, rater_vitality
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(40, 8, 3, min_objects=0, max_objects=5, seed=seed)
+    data, _ = crowd_corpus(40, 8, raters_per_sample=3, min_objects=0, max_objects=5, seed=seed)
     whole, curve = kalos_alpha(data), sensitivity_curve(data)
     shards = [kalos_shard(p) for p in _shards_of(data, [0, *sorted(cuts), 40])]
     merged, merged_curve = merge_kalos_shards([s.without_labels() if i % 2 else s for i, s in enumerate(shards)])
@@ -652,7 +652,7 @@ def test_shards_with_another_vocabulary_are_refused():
     from agreement.methods.kalos import kalos_shard, merge_kalos_shards
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    data, _ = crowd_corpus(10, 4, 3, seed=1)
+    data, _ = crowd_corpus(10, 4, raters_per_sample=3, seed=1)
     a, b = (data.select_samples(np.arange(0, 5)), data.select_samples(np.arange(5, 10)))
     b = dataclasses.replace(b, labels=np.full(len(b.labels), "only_in_b", dtype=object))  # another vocabulary
     shards = [kalos_shard(a), kalos_shard(b)]

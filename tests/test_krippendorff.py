@@ -209,14 +209,14 @@ def _oracle_level(rel: np.ndarray, level) -> float:
 def test_published_ratio_case():
     # the `krippendorff` package's docstring: round(alpha(reliability_data, level_of_measurement="ratio"), 3) == 0.797
     codes, values = _codes_of(K2011)
-    res = level_alpha(codes, "ratio", values)
+    res = level_alpha(codes, level="ratio", values=values)
     ref = krippendorff.alpha(reliability_data=K2011, level_of_measurement="ratio")
     assert round(res.alpha, 3) == 0.797 and round(res.alpha, 4) == 0.7974
     assert res.alpha == pytest.approx(ref, abs=1e-12)
     assert res.n_pairable == 40 and res.n_units == 11 and res.reason == ""
     # the other published levels through the same core
     for level, expected in (("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)):
-        assert round(level_alpha(codes, level, values).alpha, 3) == expected
+        assert round(level_alpha(codes, level=level, values=values).alpha, 3) == expected
 
 
 def test_ratio_distance_is_the_squared_relative_difference():
@@ -240,7 +240,7 @@ def test_random_reliability_data_equal_the_package_at_every_level(level):
         ours_level, ref_level = {"abs": (_abs_distance, _abs_distance), "log": (_log_distance, _log_distance),
                                  "matrix": (np.abs(values[:, None] - values[None, :]), _abs_distance)
                                  }.get(level, (level, level))
-        ours = level_alpha(codes, ours_level, None if level == "matrix" else values)
+        ours = level_alpha(codes, level=ours_level, values=None if level == "matrix" else values)
         try:
             with np.errstate(divide="ignore", invalid="ignore"):
                 ref = _oracle_level(rel, ref_level)
@@ -259,21 +259,21 @@ def test_a_callable_taking_the_marginals_gets_them():
     from krippendorff.krippendorff import _ordinal_metric
 
     codes, values = _codes_of(K2011)
-    assert level_alpha(codes, _ordinal_metric, values).alpha == pytest.approx(
-        level_alpha(codes, "ordinal").alpha, abs=1e-12)
+    assert level_alpha(codes, level=_ordinal_metric, values=values).alpha == pytest.approx(
+        level_alpha(codes, level="ordinal").alpha, abs=1e-12)
 
 
 def test_nominal_level_equals_nominal_alpha():
     rng = np.random.default_rng(5)
     rel = rng.integers(-1, 4, size=(4, 40))
-    assert level_alpha(rel, "nominal").alpha == pytest.approx(nominal_alpha(rel).alpha, abs=1e-15)
+    assert level_alpha(rel, level="nominal").alpha == pytest.approx(nominal_alpha(rel).alpha, abs=1e-15)
 
 
 def test_an_asymmetric_matrix_is_refused_not_transposed():
     # a lower-triangle matrix (distances given one way only) would silently halve D_o on one side
     d = np.array([[0.0, 0.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="symmetric"):
-        level_alpha(np.array([[0, 1], [1, 1]]), d)
+        level_alpha(np.array([[0, 1], [1, 1]]), level=d)
 
 
 @pytest.mark.parametrize("matrix, fragment", [
@@ -288,20 +288,20 @@ def test_bad_distance_matrices_are_refused_naming_the_problem(matrix, fragment):
     with pytest.raises(ValueError, match=fragment):
         check_distance_matrix(matrix)
     with pytest.raises(ValueError, match=fragment):
-        level_alpha(np.array([[0, 1], [1, 1]]), matrix)
+        level_alpha(np.array([[0, 1], [1, 1]]), level=matrix)
 
 
 def test_bad_levels_are_refused():
     with pytest.raises(ValueError, match="covers|codes"):
-        level_alpha(np.array([[0, 2], [1, 1]]), np.zeros((2, 2)) + 1 - np.eye(2))
+        level_alpha(np.array([[0, 2], [1, 1]]), level=np.zeros((2, 2)) + 1 - np.eye(2))
     with pytest.raises(ValueError, match="ratio.*>= 0"):
-        level_alpha(np.array([[0, 1], [1, 1]]), "ratio", [-1.0, 2.0])
+        level_alpha(np.array([[0, 1], [1, 1]]), level="ratio", values=[-1.0, 2.0])
     with pytest.raises(ValueError, match="level must be one of"):
-        level_alpha(np.array([[0, 1], [1, 1]]), "rank")
+        level_alpha(np.array([[0, 1], [1, 1]]), level="rank")
     with pytest.raises(ValueError, match="values are not used"):
-        level_alpha(np.array([[0, 1], [1, 1]]), 1 - np.eye(2), [1.0, 2.0])
+        level_alpha(np.array([[0, 1], [1, 1]]), level=1 - np.eye(2), values=[1.0, 2.0])
     with pytest.raises(ValueError, match="callable"):
-        level_alpha(np.array([[0, 1], [1, 1]]), lambda a, b: a - b)  # negative "distances"
+        level_alpha(np.array([[0, 1], [1, 1]]), level=lambda a, b: a - b)  # negative "distances"
 
 
 @settings(max_examples=80, deadline=None)
@@ -313,8 +313,8 @@ def test_bad_levels_are_refused():
 def test_ratio_alpha_is_invariant_to_scaling_the_values(units, c):
     rel = np.array([[np.nan if v is None else float(v) for v in u] for u in units]).T
     codes, values = _codes_of(rel) if (~np.isnan(rel)).any() else (np.full(rel.shape, -1), np.zeros(0))
-    a = level_alpha(codes, "ratio", values)
-    b = level_alpha(codes, "ratio", values * c)
+    a = level_alpha(codes, level="ratio", values=values)
+    b = level_alpha(codes, level="ratio", values=values * c)
     if np.isnan(a.alpha):
         assert np.isnan(b.alpha)
     else:
@@ -336,11 +336,11 @@ def test_one_core_the_classes_method_reuses_its_objects_and_orientation():
     # (samples, raters) codes are the transpose of the core's raters x units: the same matrix, bit for bit.
     rng = np.random.default_rng(4)
     rel = rng.integers(-1, 5, size=(5, 40))
-    np.testing.assert_array_equal(classes.coincidence_matrix(rel.T, 5), coincidence_matrix(rel, n_categories=5))
+    np.testing.assert_array_equal(classes.coincidence_matrix(rel.T, n_classes=5), coincidence_matrix(rel, n_categories=5))
     for level in ("nominal", "ordinal", "interval", "ratio"):
-        a, b = classes.class_alpha(rel.T, level, n_classes=5), core.level_alpha(rel, level)
+        a, b = classes.class_alpha(rel.T, level=level, n_classes=5), core.level_alpha(rel, level=level)
         assert a == b or (np.isnan(a.alpha) and np.isnan(b.alpha))
-    assert core.level_alpha(rel, "nominal") == nominal_alpha(rel)
+    assert core.level_alpha(rel, level="nominal") == nominal_alpha(rel)
 
 
 def test_alpha_from_coincidence_at_every_level_names_why_it_is_undefined():

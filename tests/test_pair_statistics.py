@@ -50,11 +50,11 @@ def test_wilson_interval_is_the_closed_form_and_handles_no_data():
 @given(n=st.integers(0, 10**6), frac=st.floats(0, 1), z=st.floats(0.1, 4))
 def test_wilson_interval_range_and_symmetry(n, frac, z):
     k = round(frac * n)
-    lo, hi = wilson_interval(k, n, z)
+    lo, hi = wilson_interval(k, n, z=z)
     assert 0.0 <= lo <= hi <= 1.0
     if n:
         assert lo <= k / n <= hi
-        lo2, hi2 = wilson_interval(n - k, n, z)
+        lo2, hi2 = wilson_interval(n - k, n, z=z)
         assert lo == pytest.approx(1 - hi2, abs=1e-12) and hi == pytest.approx(1 - lo2, abs=1e-12)
 
 
@@ -87,7 +87,7 @@ def _pair_matrix(u: int, m: int, e: int) -> np.ndarray:
 def test_one_class_pair_alpha_is_nominal_alpha_of_the_pair_matrix(u, m, e):
     from agreement.core.krippendorff import nominal_alpha
 
-    got = one_class_pair_alpha(u, m, e)
+    got = one_class_pair_alpha(u, m, e=e)
     ref = nominal_alpha(_pair_matrix(u, m, e)).alpha if u + m + e else float("nan")
     if math.isnan(ref):
         assert math.isnan(got)
@@ -134,7 +134,7 @@ def test_pair_unit_agreement_counts_the_units_of_kalos_pair_alpha_on_a_crowd():
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
     for classes in (1, 3):
-        corpus, _ = crowd_corpus(60, 30, 5, num_classes=classes, seed=5)
+        corpus, _ = crowd_corpus(60, 30, raters_per_sample=5, num_classes=classes, seed=5)
         res = kalos_alpha(corpus)
         pairs = collaboration_clusters(res).pairs
         sample, a, b, pid = shared_pairs_of_cells(*_assigned_cells(res), len(res.alpha), res.values.n_raters)
@@ -159,13 +159,13 @@ def test_pair_unit_agreement_counts_the_units_of_kalos_pair_alpha_on_a_crowd():
             checked = np.flatnonzero(np.isfinite(alpha))
             assert len(checked) > 50
             for k in checked:
-                assert alpha[k] == pytest.approx(one_class_pair_alpha(int(u_both[k]), int(m[k]), int(empty[k])))
+                assert alpha[k] == pytest.approx(one_class_pair_alpha(int(u_both[k]), int(m[k]), e=int(empty[k])))
 
 
 # ---------------------------------------------------------------------------- the note beside the chart
 def test_pairwise_contrast_and_its_note():
     values = [-0.3, -0.2, -0.1, 0.0, 0.5, None]
-    c = pairwise_contrast(values, 0.41, [1, 1, 2, 1, 3, 1])
+    c = pairwise_contrast(values, 0.41, n_shared=[1, 1, 2, 1, 3, 1])
     assert c["contradicts"] and c["n_defined"] == 5 and c["n_pairs"] == 6
     assert c["share_negative"] == pytest.approx(0.6) and c["median"] == pytest.approx(-0.1)
     note = contrast_note(c, "α", observed_median=0.75, observed_pooled=0.713)
@@ -188,11 +188,11 @@ def test_every_variant_of_the_note_is_whole_sentences(median_shared, kalos, obse
     """Whichever parts apply (small support, KαLOS's *no object*, observed agreement; many or few negative
     pairs), the note is whole sentences: each starts with a capital (or the bold heading) and ends with a full
     stop, and none is cut at a semicolon (issue 48: the OT note ended with "objects;")."""
-    c = pairwise_contrast(values, 0.6, None if median_shared is None else [1, 2, 3, 4])
+    c = pairwise_contrast(values, 0.6, n_shared=None if median_shared is None else [1, 2, 3, 4])
     assert c["contradicts"]
     c["median_shared"] = median_shared
     name = "α" if kalos else "αOT"
-    note = contrast_note(c, name, *observed, kalos=kalos)
+    note = contrast_note(c, name, observed_median=observed[0], observed_pooled=observed[1], kalos=kalos)
     assert note.endswith(".") and ";" not in note, note
     for s in _sentences(note):
         assert s[0].isupper() or s.startswith("**"), (s, note)

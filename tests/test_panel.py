@@ -477,7 +477,7 @@ def consensus_ds(fo, make_dataset):
     from agreement.fo.methods.consensus import compute_consensus
     from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
 
-    corpus, _ = crowd_corpus(60, 5, 5, min_objects=1, max_objects=5, seed=11,
+    corpus, _ = crowd_corpus(60, 5, raters_per_sample=5, min_objects=1, max_objects=5, seed=11,
                              noise=CrowdNoise(miss=0.1, false_positive=0.1))
     ds = make_dataset(samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields",
                                           raters_field=None))

@@ -196,18 +196,18 @@ RATERS = ["a", "b", "c", "d", "e", "f"]
 
 def test_heatmap_rules_pick_the_right_raters():
     # most shared samples with each other: a-b (5), then c (4 + 4), then e (3 with b)
-    assert select_pair_raters(RECORDS, "alpha", RATERS, "shared", 4) == ["a", "b", "c", "e"]
+    assert select_pair_raters(RECORDS, "alpha", RATERS, rule="shared", k=4) == ["a", "b", "c", "e"]
     # lowest pairs: c-d (-0.6), then d-e (-0.4): c, d, e
-    assert select_pair_raters(RECORDS, "alpha", RATERS, "lowest", 3) == ["c", "d", "e"]
+    assert select_pair_raters(RECORDS, "alpha", RATERS, rule="lowest", k=3) == ["c", "d", "e"]
     # the minimum support leaves the thin pairs out of the ranking
-    assert select_pair_raters(RECORDS, "alpha", RATERS, "lowest", 3, min_support=2) == ["b", "d", "e"]
+    assert select_pair_raters(RECORDS, "alpha", RATERS, rule="lowest", k=3, min_support=2) == ["b", "d", "e"]
     # a named rater and its partners, most shared samples first
-    assert select_pair_raters(RECORDS, "alpha", RATERS, "rater", 3, rater="e") == ["e", "b", "d"]
-    assert select_pair_raters(RECORDS, "alpha", RATERS, "lowest", 6) == RATERS  # all fit
+    assert select_pair_raters(RECORDS, "alpha", RATERS, rule="rater", k=3, rater="e") == ["e", "b", "d"]
+    assert select_pair_raters(RECORDS, "alpha", RATERS, rule="lowest", k=6) == RATERS  # all fit
     with pytest.raises(ValueError):
-        select_pair_raters(RECORDS, "alpha", RATERS, "rater", 3, rater="zz")
+        select_pair_raters(RECORDS, "alpha", RATERS, rule="rater", k=3, rater="zz")
     with pytest.raises(ValueError):
-        select_pair_raters(RECORDS, "alpha", RATERS, "shared", 30)
+        select_pair_raters(RECORDS, "alpha", RATERS, rule="shared", k=30)
 
 
 def test_heatmap_cells_carry_their_support_and_the_minimum_hides_thin_pairs():
@@ -262,7 +262,7 @@ def crowd(fo):
     from agreement.fo.storage.assignment import declare_raters_field
     from agreement.simulate.synthetic.crowd import crowd_corpus
 
-    corpus, _ = crowd_corpus(90, 40, 5, num_classes=1, seed=8, min_objects=1, max_objects=5)
+    corpus, _ = crowd_corpus(90, 40, raters_per_sample=5, num_classes=1, seed=8, min_objects=1, max_objects=5)
     corpus = dataclasses.replace(corpus, raters=tuple(f"w{i}" for i in range(40)))
     name = "panel-raters-crowd"
     if fo.dataset_exists(name):
@@ -435,4 +435,4 @@ def test_numbers_have_three_significant_figures_with_their_trailing_zeros():
     for x, text in cases.items():
         assert sig3(x) == text, x
     assert sig3(0.5, signed=True) == "+0.500"
-    assert count_text(1, "class") == "1 class" and count_text(3, "class") == "3 classes"
+    assert count_text(1, what="class") == "1 class" and count_text(3, what="class") == "3 classes"

@@ -54,9 +54,9 @@ def test_geometry_parameters_travel_as_one_object_with_the_same_numbers():
         merge_geometry_shards,
     )
 
-    data, _ = crowd_corpus(30, 6, 3, seed=3)
+    data, _ = crowd_corpus(30, 6, raters_per_sample=3, seed=3)
     params = GeometryParams(distance="iou", threshold=0.4, bootstrap=20, max_pairs=5_000, seed=2)
-    by_object = merge_geometry_shards([geometry_shard(data, params)], lambda idx: (data, idx), params)
+    by_object = merge_geometry_shards([geometry_shard(data, params)], lambda idx: (data, idx), params=params)
     by_keywords = merge_geometry_shards(
         [geometry_shard(data, distance="iou", threshold=0.4, max_pairs=5_000)], lambda idx: (data, idx),
         distance="iou", threshold=0.4, bootstrap=20, max_pairs=5_000, seed=2)

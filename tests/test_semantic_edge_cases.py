@@ -53,7 +53,7 @@ def test_background_only_corpus_has_no_dice_and_says_why():
 
 def test_background_only_sample_has_no_dice_and_says_why():
     z = np.zeros((6, 6), np.uint8)
-    r = sample_statistics([z, z, None], [0, 1])
+    r = sample_statistics([z, z, None], class_values=[0, 1])
     assert np.isnan(r.dice) and np.isnan(r.iou)
     assert "no rater marked any foreground pixel on this sample" in r.reason
     assert r.pair_dice[0, 0] == 1.0  # the pair's background Dice is kept in the per-class array
@@ -65,20 +65,20 @@ def test_foreground_anywhere_defines_the_corpus_dice():
     fg[1:4, 1:4] = 1
     res = corpus_stats([[z, z], [fg, fg]], class_values=[0, 1])
     assert res.overlap.dice == 1.0 and res.overlap.dice_reason == ""  # they agree on the foreground too
-    one_rater = sample_statistics([fg, z], [0, 1])  # a rater marking foreground the other missed: defined
+    one_rater = sample_statistics([fg, z], class_values=[0, 1])  # a rater marking foreground the other missed: defined
     assert 0 < one_rater.dice < 1 and "foreground" not in one_rater.reason
 
 
 def test_no_background_class_counts_background_agreement_as_agreement():
     z = np.zeros((5, 5), np.uint8)
-    assert sample_statistics([z, z], [0, 1], background=None).dice == 1.0
-    assert sample_statistics([z, z], [0, 1]).stats.finish(background=None).overlap.dice == 1.0
+    assert sample_statistics([z, z], class_values=[0, 1], background=None).dice == 1.0
+    assert sample_statistics([z, z], class_values=[0, 1]).stats.finish(background=None).overlap.dice == 1.0
     assert corpus_stats([[z, z]], class_values=[0, 1]).overlap.dice != 1.0
 
 
 def test_ignore_background_still_gives_a_reason():
     z = np.zeros((5, 5), np.uint8)
-    r = sample_statistics([z, z], [0, 1], exclude=(0,))
+    r = sample_statistics([z, z], class_values=[0, 1], exclude=(0,))
     assert np.isnan(r.dice) and "Dice and IoU are undefined" in r.reason
     fin = r.stats.finish(exclude=(0,)).overlap
     assert np.isnan(fin.dice) and fin.dice_reason

@@ -55,7 +55,7 @@ def reliability(corpus):
 @pytest.mark.parametrize("seed,R,C", [(0, 2, 2), (1, 3, 3), (2, 4, 3), (3, 3, 4), (4, 5, 2)])
 def test_exact_pixel_alpha_equals_krippendorff(seed, R, C):
     corpus = random_corpus(seed, R=R, C=C)
-    results = [sample_statistics(m, list(range(C)), sample_key=str(i)) for i, m in enumerate(corpus)]
+    results = [sample_statistics(m, class_values=list(range(C)), sample_key=str(i)) for i, m in enumerate(corpus)]
     res = merged(results).finish()
     rel = reliability(corpus)
     expected = krippendorff.alpha(reliability_data=rel, level_of_measurement="nominal")
@@ -74,7 +74,7 @@ def test_pixel_agreement_is_the_share_of_agreeing_pairs():
     a = np.array([[0, 1], [1, 1]])
     b = np.array([[0, 1], [0, 1]])
     c = np.array([[0, 0], [0, 1]])
-    r = sample_statistics([a, b, c], [0, 1])
+    r = sample_statistics([a, b, c], class_values=[0, 1])
     # pixels: 3/3 pairs agree, 1/3, 1/3, 3/3 -> mean 2/3
     assert r.pixel_agreement == pytest.approx(2 / 3)
 
@@ -84,7 +84,7 @@ def test_sampled_mode_is_deterministic_and_order_independent():
     keys = [f"s{i}" for i in range(6)]
 
     def run(order, n_pixels=300, seed=1):
-        rs = [sample_statistics(corpus[i], [0, 1, 2], n_pixels=n_pixels, seed=seed, sample_key=keys[i]) for i in order]
+        rs = [sample_statistics(corpus[i], class_values=[0, 1, 2], n_pixels=n_pixels, seed=seed, sample_key=keys[i]) for i in order]
         return merged(rs).finish().alpha
 
     base = run(range(6))
@@ -94,9 +94,9 @@ def test_sampled_mode_is_deterministic_and_order_independent():
     assert shuffled.alpha == pytest.approx(base.alpha, abs=1e-12, rel=0)
     np.testing.assert_allclose(shuffled.class_alpha, base.class_alpha, atol=1e-12, rtol=0)
     # shards of any size merge to the same numbers
-    shard_a = merged([sample_statistics(corpus[i], [0, 1, 2], n_pixels=300, seed=1, sample_key=keys[i])
+    shard_a = merged([sample_statistics(corpus[i], class_values=[0, 1, 2], n_pixels=300, seed=1, sample_key=keys[i])
                       for i in (0, 1, 2, 3)])
-    shard_b = merged([sample_statistics(corpus[i], [0, 1, 2], n_pixels=300, seed=1, sample_key=keys[i])
+    shard_b = merged([sample_statistics(corpus[i], class_values=[0, 1, 2], n_pixels=300, seed=1, sample_key=keys[i])
                       for i in (4, 5)])
     assert shard_b.merge(shard_a).finish().alpha.alpha == pytest.approx(base.alpha, abs=1e-12)
     # another seed draws other pixels; enough pixels make it exact
@@ -108,8 +108,8 @@ def test_sampled_alpha_estimates_the_exact_alpha():
     rng = np.random.default_rng(0)
     base = rng.integers(0, 3, (200, 200))
     masks = [np.where(rng.random(base.shape) < 0.7, base, rng.integers(0, 3, base.shape)) for _ in range(3)]
-    exact = sample_statistics(masks, [0, 1, 2]).stats.finish().alpha.alpha
-    sampled = sample_statistics(masks, [0, 1, 2], n_pixels=10_000, sample_key="x").stats.finish().alpha.alpha
+    exact = sample_statistics(masks, class_values=[0, 1, 2]).stats.finish().alpha.alpha
+    sampled = sample_statistics(masks, class_values=[0, 1, 2], n_pixels=10_000, sample_key="x").stats.finish().alpha.alpha
     assert sampled == pytest.approx(exact, abs=0.02)
 
 
@@ -120,12 +120,12 @@ def test_sample_seed_is_stable():
 
 def test_undefined_alpha_has_a_reason():
     same = np.zeros((4, 4), int)
-    r = sample_statistics([same, same], [0, 1])
+    r = sample_statistics([same, same], class_values=[0, 1])
     assert np.isnan(r.alpha) and "no variation" in r.reason
     fin = r.stats.finish().alpha
     assert np.isnan(fin.alpha) and "no variation" in fin.reason
     assert "class 1 is absent" in fin.class_reasons[1]
-    alone = sample_statistics([same, None], [0, 1], sample_key="k")
+    alone = sample_statistics([same, None], class_values=[0, 1], sample_key="k")
     assert np.isnan(alone.dice) and "fewer than two raters" in alone.reason
     assert np.isnan(alone.stats.finish().alpha.alpha)
 
@@ -136,15 +136,15 @@ def test_undefined_alpha_has_a_reason():
 def test_dice_and_iou_by_hand():
     a = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [2, 2, 2, 0], [0, 0, 0, 0]])
     b = np.array([[1, 1, 1, 0], [0, 1, 0, 0], [2, 2, 0, 0], [0, 0, 0, 0]])
-    r = sample_statistics([a, b], [0, 1, 2, 3])
+    r = sample_statistics([a, b], class_values=[0, 1, 2, 3])
     # class 1: |A| = 4, |B| = 4, I = 3; class 2: |A| = 3, |B| = 2, I = 2; class 0: |A| = 9, |B| = 10, I = 8
     np.testing.assert_allclose(r.pair_dice[0, :3], [16 / 19, 6 / 8, 4 / 5])
     np.testing.assert_allclose(r.pair_iou[0, :3], [8 / 11, 3 / 5, 2 / 3])
     assert np.isnan(r.pair_dice[0, 3]) and np.isnan(r.pair_iou[0, 3])  # class 3 in neither: undefined, not 1
     assert r.dice == pytest.approx(np.mean([16 / 19, 6 / 8, 4 / 5]))
-    assert sample_statistics([a, b], [0, 1, 2, 3], exclude=[0]).dice == pytest.approx(np.mean([6 / 8, 4 / 5]))
+    assert sample_statistics([a, b], class_values=[0, 1, 2, 3], exclude=[0]).dice == pytest.approx(np.mean([6 / 8, 4 / 5]))
     # corpus Dice sums over samples: 2 sum I / (sum |A| + sum |B|)
-    r2 = sample_statistics([b, b], [0, 1, 2, 3])
+    r2 = sample_statistics([b, b], class_values=[0, 1, 2, 3])
     fin = r.stats.merge(r2.stats).finish()
     assert fin.overlap.pair_dice[0, 1] == pytest.approx(2 * (3 + 4) / (4 + 4 + 4 + 4))
     assert fin.overlap.class_iou[2] == pytest.approx((2 + 2) / (3 + 2 - 2 + 2 + 2 - 2))
@@ -153,11 +153,11 @@ def test_dice_and_iou_by_hand():
 def test_pairs_and_absent_raters():
     rng = np.random.default_rng(4)
     m = [rng.integers(0, 2, (6, 6)) for _ in range(3)]
-    r = sample_statistics([m[0], None, m[1], m[2]], [0, 1])
+    r = sample_statistics([m[0], None, m[1], m[2]], class_values=[0, 1])
     assert r.pairs == ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
     assert np.all(np.isnan(r.pair_dice[[0, 3, 4]]))
     assert r.stats.overlap.n_samples.tolist() == [0, 1, 1, 0, 0, 1]
-    full = sample_statistics(m, [0, 1])
+    full = sample_statistics(m, class_values=[0, 1])
     np.testing.assert_allclose(r.pair_dice[[1, 2, 5]], full.pair_dice)
     assert r.dice == pytest.approx(full.dice)
 
@@ -168,7 +168,7 @@ def test_merge_aligns_class_values():
     s1 = sample_statistics([a, a.T.reshape(2, 3)], sample_key="1")
     s2 = sample_statistics([b, b[::-1]], sample_key="2")
     assert s1.class_values == (0, 1) and s2.class_values == (0, 2)
-    full = [sample_statistics([a, a.T.reshape(2, 3)], [0, 1, 2]), sample_statistics([b, b[::-1]], [0, 1, 2])]
+    full = [sample_statistics([a, a.T.reshape(2, 3)], class_values=[0, 1, 2]), sample_statistics([b, b[::-1]], class_values=[0, 1, 2])]
     got, want = s1.stats.merge(s2.stats).finish(), merged(full).finish()
     assert got.alpha.alpha == pytest.approx(want.alpha.alpha, abs=1e-12)
     np.testing.assert_allclose(got.overlap.class_dice, want.overlap.class_dice)
@@ -220,12 +220,12 @@ def test_boundary_f1_of_a_shifted_square_by_hand():
     # 16 cracks each. Tolerance 0: A's top and bottom lines (x 2..6) lie on B's (x 3..7) for 3 whole
     # cracks and one end each (3.25 twice), its right side (x = 6) touches B's top and bottom lines at two
     # ends (0.5): P = R = 7 / 16, for class 1 and for the background (the same cracks, other side).
-    r0 = sample_statistics([a, b], [0, 1], tolerance=0)
+    r0 = sample_statistics([a, b], class_values=[0, 1], tolerance=0)
     np.testing.assert_allclose(r0.pair_boundary_f1[0], [7 / 16, 7 / 16])
     assert r0.pair_boundary_f1[0, 1] == pytest.approx(brute_boundary_f1(a, b, 1, 0))
-    r1 = sample_statistics([a, b], [0, 1], tolerance=1)  # every line within 1 px of the other's
+    r1 = sample_statistics([a, b], class_values=[0, 1], tolerance=1)  # every line within 1 px of the other's
     np.testing.assert_allclose(r1.pair_boundary_f1[0], [1.0, 1.0])
-    assert sample_statistics([a, a], [0, 1], tolerance=0).boundary_f1 == 1.0
+    assert sample_statistics([a, a], class_values=[0, 1], tolerance=0).boundary_f1 == 1.0
 
 
 def test_cracks_and_the_image_edge():
@@ -236,7 +236,7 @@ def test_cracks_and_the_image_edge():
     assert len(mid) == 12 and sorted(cls.tolist()) == [0] * 6 + [1] * 6
     assert set(map(tuple, mid)) == {(2 * y + 1, 6) for y in range(6)}
     assert set(map(tuple, ends.reshape(-1, 2))) == {(2 * y, 6) for y in range(7)}
-    r = sample_statistics([np.ones((5, 5), int), np.ones((5, 5), int)], [0, 1])
+    r = sample_statistics([np.ones((5, 5), int), np.ones((5, 5), int)], class_values=[0, 1])
     assert np.isnan(r.boundary_f1) and "boundary" in r.reason
 
 
@@ -254,7 +254,7 @@ def test_boundary_f1_matches_brute_force(tol, lookup):
         a = rng.integers(0, 3, (12, 13))
         a[rng.random(a.shape) < 0.5] = 0
         b = np.where(rng.random(a.shape) < 0.8, a, rng.integers(0, 3, a.shape))
-        r = sample_statistics([a, b], [0, 1, 2], tolerance=tol)
+        r = sample_statistics([a, b], class_values=[0, 1, 2], tolerance=tol)
         want = [brute_boundary_f1(a, b, c, tol) for c in range(3)]
         np.testing.assert_allclose(r.pair_boundary_f1[0], want, atol=1e-12)
 
@@ -265,7 +265,7 @@ def test_boundary_f1_with_many_classes_matches_brute_force(lookup):
     a = rng.choice(values, (20, 20))
     a[5:15, 5:15] = 130
     b = np.where(rng.random(a.shape) < 0.7, a, rng.choice(values, a.shape))
-    r = sample_statistics([a, b], values, tolerance=1)
+    r = sample_statistics([a, b], class_values=values, tolerance=1)
     for k in (0, 10, 64, 65, 69):
         assert r.pair_boundary_f1[0, k] == pytest.approx(brute_boundary_f1(a, b, values[k], 1), abs=1e-12,
                                                          nan_ok=True)
@@ -277,26 +277,26 @@ def test_boundary_f1_with_many_classes_matches_brute_force(lookup):
 def test_bad_inputs_name_sample_rater_and_problem():
     a = np.zeros((4, 4), np.uint8)
     with pytest.raises(ValueError, match=r"sample 'x7'.*rater bob.*different shapes|sample 'x7'.*different shapes"):
-        sample_statistics([a, np.zeros((4, 5), np.uint8)], [0, 1], sample_key="x7", raters=["ann", "bob"])
+        sample_statistics([a, np.zeros((4, 5), np.uint8)], class_values=[0, 1], sample_key="x7", raters=["ann", "bob"])
     with pytest.raises(ValueError, match=r"sample 'x7': rater bob's mask has shape \(4, 4, 3\).*RGB"):
-        sample_statistics([a, np.zeros((4, 4, 3), np.uint8)], [0], sample_key="x7", raters=["ann", "bob"])
+        sample_statistics([a, np.zeros((4, 4, 3), np.uint8)], class_values=[0], sample_key="x7", raters=["ann", "bob"])
     bad = a.copy()
     bad[0, :3] = 7
     bad[1, 0] = 9
     with pytest.raises(ValueError, match=r"rater 1's mask has values not in class_values \[0, 1\]: 7 \(3 pixels\), "
                                          r"9 \(1 pixels\)"):
-        sample_statistics([a, bad], [0, 1], sample_key="s")
+        sample_statistics([a, bad], class_values=[0, 1], sample_key="s")
     with pytest.raises(ValueError, match="dtype float32"):
         check_masks([a, a.astype(np.float32)], None, "sample 's'")
     with pytest.raises(ValueError, match="empty"):
         check_masks([np.zeros((0, 3), int)], None, "sample 's'")
     with pytest.raises(ValueError, match="tolerance"):
-        sample_statistics([a, a], [0], tolerance=-1)
+        sample_statistics([a, a], class_values=[0], tolerance=-1)
     with pytest.raises(ValueError, match="n_pixels"):
-        sample_statistics([a, a], [0], n_pixels=1)
+        sample_statistics([a, a], class_values=[0], n_pixels=1)
     # non-contiguous class values are checked value by value
     with pytest.raises(ValueError, match=r"3 \(16 pixels\)"):
-        sample_statistics([a, a + 3], [0, 2, 4])
+        sample_statistics([a, a + 3], class_values=[0, 2, 4])
 
 
 def test_single_channel_axis_and_bool_are_accepted():
@@ -304,7 +304,7 @@ def test_single_channel_axis_and_bool_are_accepted():
     a[1:3, 1:3, 0] = 1
     checked = check_masks([a, a[..., 0] > 0, None], [0, 1], "sample 's'")
     assert checked[0].shape == (4, 4) and checked[1].dtype == np.uint8 and checked[2] is None
-    assert sample_statistics([a, a[..., 0] > 0], [0, 1]).dice == 1.0
+    assert sample_statistics([a, a[..., 0] > 0], class_values=[0, 1]).dice == 1.0
 
 
 # ----------------------------------------------------------------------------- properties
@@ -326,18 +326,18 @@ def mask_sets(draw):
 @given(mask_sets(), st.sampled_from([0, 1, 2.5]))
 def test_ranges_and_symmetry(data, tol):
     masks, C = data
-    r = sample_statistics(masks, list(range(C)), tolerance=tol)
+    r = sample_statistics(masks, class_values=list(range(C)), tolerance=tol)
     for x in (r.pair_dice, r.pair_iou, r.pair_boundary_f1):
         x = x[~np.isnan(x)]
         assert np.all((x >= 0) & (x <= 1 + 1e-12))
     assert np.all(np.nan_to_num(r.pair_iou) <= np.nan_to_num(r.pair_dice) + 1e-12)
     assert np.isnan(r.alpha) or r.alpha <= 1 + 1e-12
     assert 0 <= r.pixel_agreement <= 1
-    rev = sample_statistics(masks[::-1], list(range(C)), tolerance=tol)
+    rev = sample_statistics(masks[::-1], class_values=list(range(C)), tolerance=tol)
     for name in ("alpha", "pixel_agreement", "dice", "iou", "boundary_f1"):
         assert getattr(rev, name) == pytest.approx(getattr(r, name), abs=1e-12, nan_ok=True)
-    swapped = sample_statistics([masks[1], masks[0]], list(range(C)), tolerance=tol)
-    first = sample_statistics(masks[:2], list(range(C)), tolerance=tol)
+    swapped = sample_statistics([masks[1], masks[0]], class_values=list(range(C)), tolerance=tol)
+    first = sample_statistics(masks[:2], class_values=list(range(C)), tolerance=tol)
     for name in ("pair_dice", "pair_iou", "pair_boundary_f1"):
         np.testing.assert_allclose(getattr(swapped, name), getattr(first, name), atol=1e-12)
     fin = r.stats.finish()

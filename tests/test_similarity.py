@@ -133,7 +133,7 @@ def test_each_similarity_equals_its_geometry_function(data):
     expected = {
         "iou": pairwise_iou(A, B),
         "giou": giou_to_similarity(pairwise_giou(A, B)),
-        "centroid": pairwise_centroid_closeness(A, B, size),
+        "centroid": pairwise_centroid_closeness(A, B, image_size=size),
         "polygon_iou": pairwise_polygon_iou(pa, pb),
         "polygon_giou": giou_to_similarity(pairwise_polygon_giou(pa, pb)),
         "mask_iou": pairwise_mask_iou([data.masks[i] for i in ra], A, [data.masks[i] for i in rb], B, size),
@@ -264,7 +264,7 @@ def test_oks_errors_and_sigmas():
     check_similarity("oks", five, sigmas=sig)
     np.testing.assert_allclose(
         similarity_matrix("oks", five, rows, rows, sigmas=sig),
-        pairwise_oks(five.keypoints[rows], five.keypoints[rows], five.boxes[rows], five.boxes[rows], sig, (640, 480)),
+        pairwise_oks(five.keypoints[rows], five.keypoints[rows], five.boxes[rows], five.boxes[rows], sigmas=sig, image_size=(640, 480)),
     )
 
 

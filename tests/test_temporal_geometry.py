@@ -90,17 +90,17 @@ def test_check_supports_clips_drops_or_refuses_supports_outside_the_frames():
     s = np.array([[5, 20], [-3, 4], [95, 130], [120, 140]], float)
     n = np.full(4, 100.0)
     rep = RepairReport()
-    fixed, keep = check_supports(s, n, _where, "clip", rep, ["a", "a", "b", "b"])
+    fixed, keep = check_supports(s, n, _where, policy="clip", report=rep, raters=["a", "a", "b", "b"])
     assert fixed.tolist() == [[5, 20], [1, 4], [95, 100], [100, 100]] and keep.all()
     assert (rep.clipped_boxes, rep.outside_boxes, rep.dropped_boxes) == (2, 1, 0)
     assert rep.per_rater["b"]["outside_boxes"] == 1
     assert all("support" in e and "frames" in e and "box" not in e for e in rep.examples)
     rep = RepairReport()
-    fixed, keep = check_supports(s, n, _where, "drop", rep, ["a", "a", "b", "b"])
+    fixed, keep = check_supports(s, n, _where, policy="drop", report=rep, raters=["a", "a", "b", "b"])
     assert keep.tolist() == [True, False, False, False] and rep.dropped_boxes == 3
     with pytest.raises(AnnotationError, match=r"label 1: support \[-3, 4\] reaches outside the video's frames "
                                               r"\[1, 100\] \(3 such segment"):
-        check_supports(s, n, _where, "error")
+        check_supports(s, n, _where, policy="error")
 
 
 @pytest.mark.parametrize("support, match", [
@@ -111,7 +111,7 @@ def test_check_supports_clips_drops_or_refuses_supports_outside_the_frames():
 def test_bad_supports_are_errors_under_every_policy(support, match):
     for policy in ("clip", "drop", "error"):
         with pytest.raises(AnnotationError, match=r"sample .c.mp4., field .r1., label 1: .*" + match):
-            check_supports([[1, 2], support], [100, 100], _where, policy)
+            check_supports([[1, 2], support], [100, 100], _where, policy=policy)
 
 
 def test_frame_counts_must_be_positive():

@@ -85,7 +85,7 @@ def test_bad_arguments():
 @given(videos())
 def test_consensus_is_well_formed(video):
     units = track_units(video)
-    out = consensus_tracks(video, units)
+    out = consensus_tracks(video, units=units)
     t = out.tracks
     assert len(t) == len(out.confidence) == len(out.n_raters)
     assert ((out.confidence > 0) & (out.confidence <= 1 + 1e-12)).all()

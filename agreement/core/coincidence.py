@@ -39,7 +39,7 @@ __all__ = [
 
 
 def encode_values(
-    values: np.ndarray | Sequence, missing: Sequence[Hashable] = (None,)
+    values: np.ndarray | Sequence, *, missing: Sequence[Hashable] = (None,)
 ) -> tuple[np.ndarray, list]:
     """Turns an array of hashable category values into integer codes.
 
@@ -77,7 +77,7 @@ def encode_values(
     return codes.reshape(arr.shape), cats
 
 
-def as_codes(reliability: np.ndarray, missing: int = -1) -> np.ndarray:
+def as_codes(reliability: np.ndarray, *, missing: int = -1) -> np.ndarray:
     """Validates a raters x units matrix of codes and returns it as int64 with ``-1`` missing.
 
     Args:
@@ -114,7 +114,7 @@ def as_codes(reliability: np.ndarray, missing: int = -1) -> np.ndarray:
     return codes
 
 
-def unit_counts(reliability: np.ndarray, n_categories: int | None = None, *, missing: int = -1) -> sp.csr_matrix:
+def unit_counts(reliability: np.ndarray, *, n_categories: int | None = None, missing: int = -1) -> sp.csr_matrix:
     """``n_uc``: the number of values of each code in each unit, as a sparse ``(units, K)`` matrix.
 
     Args:
@@ -128,7 +128,7 @@ def unit_counts(reliability: np.ndarray, n_categories: int | None = None, *, mis
     Raises:
         ValueError: a code below 0 (other than ``missing``) or at least ``n_categories``.
     """
-    codes = as_codes(reliability, missing)
+    codes = as_codes(reliability, missing=missing)
     C = int(codes.max()) + 1 if codes.size and codes.max() >= 0 else 0
     if n_categories is not None:
         if n_categories < C:
@@ -223,7 +223,7 @@ def unit_coincidences(counts: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]
 
 
 def coincidence_matrix(
-    reliability: np.ndarray, missing: int = -1, n_categories: int | None = None
+    reliability: np.ndarray, *, missing: int = -1, n_categories: int | None = None
 ) -> np.ndarray:
     """The coincidence matrix of a raters x units reliability matrix.
 
@@ -241,5 +241,5 @@ def coincidence_matrix(
     Returns:
         ``(C, C)`` float64 coincidence matrix indexed by code.
     """
-    counts = unit_counts(reliability, n_categories, missing=missing)
+    counts = unit_counts(reliability, n_categories=n_categories, missing=missing)
     return np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)

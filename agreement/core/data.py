@@ -350,7 +350,7 @@ class MultiRaterAnnotations:
         if coordinates == "pixels":
             boxes, columns = columns_to_relative(boxes, s_idx, sizes, names, columns=self.geometry)
             self._set_geometry(columns)
-        return check_relative_boxes(boxes, s_idx, r_idx, names, self.raters, labels, policy=box_policy,
+        return check_relative_boxes(boxes, s_idx, r_idx, names, self.raters, labels=labels, policy=box_policy,
                                     report=self.repairs)
 
     def _keep_rows(self, keep: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:

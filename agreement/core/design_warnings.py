@@ -97,7 +97,7 @@ def merge_design(parts: Sequence[DesignStats | None]) -> DesignStats | None:
     return out
 
 
-def named(names: Sequence[str], limit: int = MAX_NAMED) -> str:
+def named(names: Sequence[str], *, limit: int = MAX_NAMED) -> str:
     """``'a', 'b', 'c' and 4 more``: the first ``limit`` names quoted, then how many others."""
     shown = ", ".join(repr(str(n)) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
@@ -137,7 +137,7 @@ def design_warnings(stats: DesignStats | None) -> list[str]:
                    "assigned the same sample, so no agreement between raters can be measured; assign some samples "
                    "to several raters (or check raters_field)")
     elif len(groups) > 1:
-        text = "; ".join("{" + named([raters[r] for r in g], 3) + "}" for g in groups[:MAX_NAMED])
+        text = "; ".join("{" + named([raters[r] for r in g], limit=3) + "}" for g in groups[:MAX_NAMED])
         more = f"; and {len(groups) - MAX_NAMED} more groups" if len(groups) > MAX_NAMED else ""
         out.append(f"the raters fall into {len(groups)} groups that never share a sample ({text}{more}): raters "
                    "of different groups are never compared, and corpus numbers mix separate studies; assign some "
@@ -163,7 +163,7 @@ def _undefined(value: Any) -> bool:
     return value is None or (isinstance(value, (float, np.floating)) and not math.isfinite(float(value)))
 
 
-def undefined_warnings(summary: Mapping[str, Any], cards: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+def undefined_warnings(summary: Mapping[str, Any], *, cards: Iterable[Mapping[str, Any]] = ()) -> list[str]:
     """A warning per headline number that is undefined (NaN or ``None``), with its reason: the numbers of
     the method's panel ``cards`` (their ``reason`` key), then every summary number with a ``<name>_reason``."""
     wanted: dict[str, tuple[str, str | None]] = {}
@@ -182,9 +182,9 @@ def undefined_warnings(summary: Mapping[str, Any], cards: Iterable[Mapping[str, 
 
 
 def run_warnings(design: DesignStats | None, summary: Mapping[str, Any], detail: Mapping[str, Any],
-                 params: Mapping[str, Any], spec: Any = None, cards: Iterable[Mapping[str, Any]] = ()) -> list[str]:
+                 params: Mapping[str, Any], *, spec: Any = None, cards: Iterable[Mapping[str, Any]] = ()) -> list[str]:
     """Every warning of a run, in order (design, the method's own, undefined numbers), each once."""
     hook = getattr(spec, "warnings", None)
     found = design_warnings(design) + (list(hook(summary, detail, params)) if hook is not None else [])
-    found += undefined_warnings(summary, cards)
+    found += undefined_warnings(summary, cards=cards)
     return list(dict.fromkeys(found))

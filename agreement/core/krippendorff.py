@@ -149,7 +149,7 @@ def alpha_from_sums(n: ArrayLike, same: ArrayLike, squares: ArrayLike) -> tuple[
     return alpha, d_o, d_e
 
 
-def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
+def nominal_alpha(reliability: np.ndarray, *, missing: int = -1) -> AlphaResult:
     """Nominal Krippendorff's alpha of a raters x units reliability matrix.
 
     ``alpha = 1 - D_o / D_e = 1 - (n - 1) (n - sum_c o_cc) / (n**2 - sum_c n_c**2)``
@@ -177,7 +177,7 @@ def nominal_alpha(reliability: np.ndarray, missing: int = -1) -> AlphaResult:
         >>> nominal_alpha(np.array([[0, 1, 0], [0, 1, 1]])).alpha  # doctest: +ELLIPSIS
         0.444...
     """
-    return level_alpha(reliability, "nominal", missing=missing)
+    return level_alpha(reliability, level="nominal", missing=missing)
 
 
 # --- levels of measurement and user distances -------------------------------------------------------------
@@ -189,7 +189,7 @@ LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
 _NUMERIC = ("interval", "ratio")
 
 
-def check_distance_matrix(d: np.ndarray | Sequence, n_codes: int | None = None, name: str = "level") -> np.ndarray:
+def check_distance_matrix(d: np.ndarray | Sequence, *, n_codes: int | None = None, name: str = "level") -> np.ndarray:
     """Validates a matrix of squared distances between codes and returns it as float64.
 
     Args:
@@ -248,7 +248,7 @@ def check_level(level: Distance, values: np.ndarray | Sequence | None, n_codes: 
         if values is not None:
             raise ValueError("values are not used with a distance matrix (level=matrix): put the distances "
                              "between the codes in the matrix and leave values=None")
-        check_distance_matrix(level, n_codes)
+        check_distance_matrix(level, n_codes=n_codes)
         return None
     if values is None:
         return np.arange(n_codes, dtype=np.float64)
@@ -293,10 +293,10 @@ def _user_distance(fn: Callable, v: np.ndarray, n_c: np.ndarray) -> np.ndarray:
     else:
         d = fn(v[:K, None], v[None, :K])
     d = np.broadcast_to(np.asarray(d, dtype=np.float64), (K, K))
-    return check_distance_matrix(d, K, name="level (the callable's distances)")
+    return check_distance_matrix(d, n_codes=K, name="level (the callable's distances)")
 
 
-def distance_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Sequence | None = None) -> np.ndarray:
+def distance_matrix(level: Distance, n_c: np.ndarray, *, values: np.ndarray | Sequence | None = None) -> np.ndarray:
     """The squared distances ``delta2_ck`` of a level of measurement (Krippendorff 2011, section D).
 
     * nominal: ``[c != k]``;
@@ -338,7 +338,7 @@ def distance_matrix(level: Distance, n_c: np.ndarray, values: np.ndarray | Seque
         numeric: np.ndarray = np.broadcast_to(d, batch + (K, K)).copy()
         return numeric
     if not callable(level):
-        given: np.ndarray = np.broadcast_to(check_distance_matrix(level, K)[:K, :K], batch + (K, K)).copy()
+        given: np.ndarray = np.broadcast_to(check_distance_matrix(level, n_codes=K)[:K, :K], batch + (K, K)).copy()
         return given
     assert v is not None
     if not takes_marginals(level) or not batch:
@@ -376,7 +376,7 @@ def alpha_from_distances(o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.n
     return alpha, d_o, d_e, n
 
 
-def alpha_of_coincidences(o: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None
+def alpha_of_coincidences(o: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(alpha, D_o, D_e, n)`` of a batch of coincidence matrices at a level: the one dispatch of every α.
 
@@ -401,7 +401,7 @@ def alpha_of_coincidences(o: np.ndarray, level: Distance = "nominal", values: np
         n = n_c.sum(axis=-1)
         alpha, d_o, d_e = alpha_from_sums(n, np.trace(o, axis1=-2, axis2=-1), squares)
         return alpha, d_o, d_e, np.asarray(n, dtype=np.float64)
-    return alpha_from_distances(o, distance_matrix(level, o.sum(axis=-1), values))
+    return alpha_from_distances(o, distance_matrix(level, o.sum(axis=-1), values=values))
 
 
 #: Why α is NaN: too few pairable values (format with ``n``), or no variation (nominal, other levels).
@@ -410,7 +410,7 @@ REASON_SAME_CATEGORY = "no variation: every pairable value is the same category 
 REASON_FLAT = "no variation: the pairable values do not differ (D_e = 0)"
 
 
-def alpha_from_coincidence(o: np.ndarray, n_units: int = -1, *, level: Distance = "nominal",
+def alpha_from_coincidence(o: np.ndarray, *, n_units: int = -1, level: Distance = "nominal",
                            values: np.ndarray | Sequence | None = None) -> AlphaResult:
     """Krippendorff's alpha from a coincidence matrix, at any level of measurement.
 
@@ -439,7 +439,7 @@ def alpha_from_coincidence(o: np.ndarray, n_units: int = -1, *, level: Distance 
     if o.ndim != 2 or o.shape[0] != o.shape[1]:
         raise ValueError(f"coincidence matrix must be square, got shape {o.shape}")
     check_level(level, values, o.shape[0])
-    alpha, d_o, d_e, n = (float(x) for x in alpha_of_coincidences(o, level, values))
+    alpha, d_o, d_e, n = (float(x) for x in alpha_of_coincidences(o, level=level, values=values))
     if not n >= 2:
         return AlphaResult(np.nan, np.nan, np.nan, n, n_units, REASON_FEW.format(n=n))
     if np.isnan(alpha):
@@ -448,7 +448,7 @@ def alpha_from_coincidence(o: np.ndarray, n_units: int = -1, *, level: Distance 
     return AlphaResult(alpha, d_o, d_e, n, n_units, "")
 
 
-def level_alpha(reliability: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+def level_alpha(reliability: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                 missing: int = -1) -> AlphaResult:
     """Krippendorff's alpha of a raters x units reliability matrix at any level of measurement.
 
@@ -473,15 +473,15 @@ def level_alpha(reliability: np.ndarray, level: Distance = "nominal", values: np
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
 
     Examples:
-        >>> level_alpha(np.array([[1, 2, 3], [1, 2, 4]]), "ratio").alpha  # doctest: +ELLIPSIS
+        >>> level_alpha(np.array([[1, 2, 3], [1, 2, 4]]), level="ratio").alpha  # doctest: +ELLIPSIS
         0.948...
     """
-    codes = as_codes(reliability, missing)
+    codes = as_codes(reliability, missing=missing)
     K = int(codes.max()) + 1 if codes.size and codes.max() >= 0 else 0
     if not isinstance(level, str) and not callable(level):
         K = max(K, np.shape(level)[0] if np.ndim(level) == 2 else K)
     check_level(level, values, K)
-    counts = unit_counts(codes, K)
+    counts = unit_counts(codes, n_categories=K)
     n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
     o = np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
-    return alpha_from_coincidence(o, n_units, level=level, values=values)
+    return alpha_from_coincidence(o, n_units=n_units, level=level, values=values)

@@ -189,7 +189,7 @@ def _table_to_columns(table: "RaterPairTable", arrays: bool = False) -> dict[str
 
 
 def records_to_matrix(records: Sequence[Mapping[str, Any]], value: str,
-                      raters: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
+                      *, raters: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
     """A dense symmetric view of rater-pair records, for display of a few raters.
 
     Args:

@@ -131,7 +131,7 @@ def _classes_of(labels: np.ndarray, classes: Sequence[str] | None) -> tuple:
     return tuple(classes)
 
 
-def class_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None = None) -> ClassRatings:
+def class_ratings(data: "MultiRaterAnnotations", *, classes: Sequence[str] | None = None) -> ClassRatings:
     """The corpus ``data`` (rows without geometry, one per label) as one class per rater and sample.
 
     Args:
@@ -158,7 +158,7 @@ def class_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None =
     return ClassRatings(data.sample_ids, data.raters, classes, codes, data.assigned)
 
 
-def tag_ratings(data: "MultiRaterAnnotations", classes: Sequence[str] | None = None) -> TagRatings:
+def tag_ratings(data: "MultiRaterAnnotations", *, classes: Sequence[str] | None = None) -> TagRatings:
     """The corpus ``data`` (rows without geometry, one per tag) as one set of tags per rater and sample: an
     assigned rater without a tag gave the empty set; a tag given twice by one rater counts once."""
     classes = _classes_of(data.labels, classes if classes is not None else data.classes)

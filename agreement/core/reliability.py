@@ -278,7 +278,7 @@ class GroupSums:
 
 
 def group_sums(column: np.ndarray, code: np.ndarray, n_columns: int, column_group: np.ndarray, n_groups: int,
-               n_codes: int | None = None) -> GroupSums:
+               *, n_codes: int | None = None) -> GroupSums:
     """The :class:`GroupSums` of the values ``(column, code)``: the additive statistics of nominal α per group.
 
     Args:
@@ -429,7 +429,7 @@ def leave_one_rater_out(values: SparseReliability, column_group: np.ndarray, n_g
 
 
 def leave_one_rater_out_sums(values: SparseReliability, column_group: np.ndarray, n_groups: int,
-                             n_codes: int | None = None) -> LeaveOneOutSums:
+                             *, n_codes: int | None = None) -> LeaveOneOutSums:
     """The :class:`LeaveOneOutSums` of ``values``: the additive statistics of :func:`leave_one_rater_out`.
 
     Args:

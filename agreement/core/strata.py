@@ -46,7 +46,7 @@ STRATUM_MIN_SIZE = 2
 IMAGE_SIZE = "image_size"
 
 
-def scale_strata(scales: ArrayLike, factor: float = STRATUM_FACTOR, min_size: int = STRATUM_MIN_SIZE) -> np.ndarray:
+def scale_strata(scales: ArrayLike, *, factor: float = STRATUM_FACTOR, min_size: int = STRATUM_MIN_SIZE) -> np.ndarray:
     r"""Chance strata of samples by scale: samples of comparable scale share a stratum.
 
     The rule (one-dimensional, on positive scales ``L``):
@@ -116,7 +116,7 @@ def scale_strata(scales: ArrayLike, factor: float = STRATUM_FACTOR, min_size: in
     return out
 
 
-def image_scales(image_sizes: ArrayLike | None, n: int | None = None) -> np.ndarray:
+def image_scales(image_sizes: ArrayLike | None, *, n: int | None = None) -> np.ndarray:
     r"""The scale of each image: the geometric mean of its sides, ``sqrt(W H)`` pixels.
 
     An object of ``a`` pixels covers ``a / (W H) = a / scale^2`` of its image, so images of one
@@ -138,7 +138,7 @@ def image_scales(image_sizes: ArrayLike | None, n: int | None = None) -> np.ndar
         return np.where(ok, np.sqrt(np.abs(wh[:, 0] * wh[:, 1])), np.nan)
 
 
-def corpus_strata(image_sizes: ArrayLike | None = None, frame_counts: ArrayLike | None = None,
+def corpus_strata(*, image_sizes: ArrayLike | None = None, frame_counts: ArrayLike | None = None,
                   factor: float = STRATUM_FACTOR, min_size: int = STRATUM_MIN_SIZE) -> np.ndarray | None:
     """The chance strata of a corpus (:func:`scale_strata`): clips by frame count when ``frame_counts`` is
     given (temporal segments: relative time), otherwise images by :func:`image_scales`.
@@ -155,11 +155,11 @@ def corpus_strata(image_sizes: ArrayLike | None = None, frame_counts: ArrayLike 
         s = np.where(np.isfinite(s) & (s > 0), s, np.nan)
     else:
         s = image_scales(image_sizes)
-    st = scale_strata(s, factor, min_size)
+    st = scale_strata(s, factor=factor, min_size=min_size)
     return None if not len(st) or st.max() == 0 else st
 
 
-def chance_strata_of(data: Any, strata: ArrayLike | str | None = IMAGE_SIZE) -> np.ndarray | None:
+def chance_strata_of(data: Any, *, strata: ArrayLike | str | None = IMAGE_SIZE) -> np.ndarray | None:
     """The ``strata`` argument of a pure-library function resolved on its corpus ``data``.
 
     Args:

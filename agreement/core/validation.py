@@ -161,6 +161,7 @@ class RepairReport:
 def check_boxes(
     boxes: np.ndarray,
     where: np.ndarray | list[str] | BoxNames,
+    *,
     policy: str = "clip",
     tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
@@ -250,6 +251,7 @@ def check_boxes(
 def validate_boxes(
     boxes: np.ndarray,
     where: np.ndarray | list[str],
+    *,
     policy: str = "clip",
     tolerance: float = BOX_TOLERANCE,
     report: RepairReport | None = None,
@@ -301,6 +303,7 @@ def check_relative_boxes(
     rater_index: np.ndarray,
     sample_names: Sequence,
     raters: Sequence[str],
+    *,
     labels: Sequence | np.ndarray | None = None,
     policy: str = "error",
     tolerance: float = BOX_TOLERANCE,
@@ -414,6 +417,7 @@ def pixels_to_relative(
     sample_index: np.ndarray,
     image_sizes: np.ndarray | None,
     sample_names: Sequence,
+    *,
     polygons: list | None = None,
     keypoints: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list | None, np.ndarray | None]:

@@ -198,7 +198,7 @@ def _ot_report(dataset, ot: dict) -> str:
     ]
     width = max(len(r) for r in raters)
     lines.append("      " + " " * width + "  " + "  ".join(f"{r[:8]:>8}" for r in raters))
-    _, matrix, _ = records_to_matrix(detail["rater_pairs"], "alpha_ot", raters)
+    _, matrix, _ = records_to_matrix(detail["rater_pairs"], "alpha_ot", raters=raters)
     for i, r in enumerate(raters):
         cells = ["       -" if i == j else f"{_fmt(None if np.isnan(matrix[i][j]) else matrix[i][j]):>8}" for j in range(len(raters))]
         lines.append(f"      {r:<{width}}  " + "  ".join(cells))

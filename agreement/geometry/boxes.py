@@ -477,7 +477,7 @@ def _scaled_centres(boxes: np.ndarray, image_size: tuple[float, float] | None) -
 
 
 def pairwise_centroid_distance(
-    a: ArrayLike, b: ArrayLike, image_size: tuple[float, float] | None = None
+    a: ArrayLike, b: ArrayLike, *, image_size: tuple[float, float] | None = None
 ) -> np.ndarray:
     r"""Distance between box centres, normalised by the image diagonal.
 
@@ -551,7 +551,7 @@ def pairwise_centroid_distance(
 
 
 def pairwise_centroid_closeness(
-    a: ArrayLike, b: ArrayLike, image_size: tuple[float, float] | None = None
+    a: ArrayLike, b: ArrayLike, *, image_size: tuple[float, float] | None = None
 ) -> np.ndarray:
     r"""Similarity of box centres: one minus the normalised centroid distance.
 
@@ -577,7 +577,7 @@ def pairwise_centroid_closeness(
         >>> pairwise_centroid_closeness([[0.0, 0.0, 0.5, 0.5]], [[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]]).round(6).tolist()
         [[1.0, 0.5]]
     """
-    s = pairwise_centroid_distance(a, b, image_size)
+    s = pairwise_centroid_distance(a, b, image_size=image_size)
     np.subtract(1.0, s, out=s)
     np.maximum(s, 0.0, out=s)
     return s

@@ -287,7 +287,7 @@ def _prepare_pairs(
 
 
 def pairwise_cuboid_intersection_volume(
-    a: ArrayLike, b: ArrayLike, convention: str = "euler_xyz", method: str = "auto"
+    a: ArrayLike, b: ArrayLike, *, convention: str = "euler_xyz", method: str = "auto"
 ) -> np.ndarray:
     r"""Exact volume of the intersection of every pair of oriented cuboids.
 
@@ -370,7 +370,7 @@ def pairwise_cuboid_intersection_volume(
 
 
 def pairwise_cuboid_iou(
-    a: ArrayLike, b: ArrayLike, convention: str = "euler_xyz", method: str = "auto"
+    a: ArrayLike, b: ArrayLike, *, convention: str = "euler_xyz", method: str = "auto"
 ) -> np.ndarray:
     r"""Exact volumetric intersection over union of every pair of oriented cuboids.
 
@@ -420,7 +420,7 @@ def pairwise_cuboid_iou(
         0.0
     """
     a, b = as_cuboids(a, "a"), as_cuboids(b, "b")
-    inter = pairwise_cuboid_intersection_volume(a, b, convention, method)
+    inter = pairwise_cuboid_intersection_volume(a, b, convention=convention, method=method)
     va, vb = cuboid_volume(a), cuboid_volume(b)
     union = va[:, None] + vb[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -109,7 +109,7 @@ def _image_scale(image_size: tuple[float, float] | None) -> np.ndarray:
     return size
 
 
-def keypoint_scales(areas_or_boxes: ArrayLike, n: int, image_size: tuple[float, float] | None = None) -> np.ndarray:
+def keypoint_scales(areas_or_boxes: ArrayLike, n: int, *, image_size: tuple[float, float] | None = None) -> np.ndarray:
     r"""Object scales ``s`` for OKS: areas in pixels, given directly or as boxes.
 
     Args:
@@ -174,6 +174,7 @@ def pairwise_oks(
     kps_b: ArrayLike,
     areas_a: ArrayLike,
     areas_b: ArrayLike,
+    *,
     sigmas: ArrayLike | None = None,
     image_size: tuple[float, float] | None = None,
 ) -> np.ndarray:
@@ -227,8 +228,8 @@ def pairwise_oks(
     if b.shape[1] != K:
         raise ValueError(f"kps_a has {K} keypoints per object, kps_b has {b.shape[1]}")
     sig = _checked_sigmas(sigmas, K)
-    sa = keypoint_scales(areas_a, n, image_size)
-    sb = keypoint_scales(areas_b, m, image_size)
+    sa = keypoint_scales(areas_a, n, image_size=image_size)
+    sb = keypoint_scales(areas_b, m, image_size=image_size)
     scale = _image_scale(image_size)
 
     va = _labelled(a, "kps_a")  # (n, K)

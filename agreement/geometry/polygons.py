@@ -146,6 +146,7 @@ def _ring_points(
 
 def validate_polygons(
     polygons: Sequence[Polygon | None],
+    *,
     where: str | Sequence[str] | None = None,
     image_size: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, int]:
@@ -234,7 +235,7 @@ def _as_geometries(
         if image_size is not None:
             geoms = shapely.transform(geoms, lambda xy: xy * _scale(image_size))
     else:
-        geoms, _ = validate_polygons(cast("Sequence[Polygon | None]", polygons), name, image_size)
+        geoms, _ = validate_polygons(cast("Sequence[Polygon | None]", polygons), where=name, image_size=image_size)
     missing = [i for i, g in enumerate(geoms) if g is None]
     if missing:
         raise ValueError(f"{name}: annotations {missing[:5]} have no polygon")
@@ -327,6 +328,7 @@ def _hull_areas(ga: np.ndarray, gb: np.ndarray) -> np.ndarray:
 def pairwise_polygon_iou(
     a: Sequence[Polygon] | np.ndarray,
     b: Sequence[Polygon] | np.ndarray,
+    *,
     image_size: tuple[float, float] | None = None,
 ) -> np.ndarray:
     r"""Intersection over union of polygon annotations, all pairs.
@@ -369,6 +371,7 @@ def pairwise_polygon_iou(
 def pairwise_polygon_giou(
     a: Sequence[Polygon] | np.ndarray,
     b: Sequence[Polygon] | np.ndarray,
+    *,
     image_size: tuple[float, float] | None = None,
 ) -> np.ndarray:
     r"""Generalized IoU of polygon annotations, all pairs.

@@ -158,7 +158,7 @@ def _geometries(data: MultiRaterAnnotations) -> tuple[np.ndarray, int]:
         if data.polygons is None:
             raise ValueError("the annotations have no polygons")
         where = [_where(data, i) for i in range(len(data))]
-        cache["geometries"] = validate_polygons(data.polygons, where)
+        cache["geometries"] = validate_polygons(data.polygons, where=where)
     return cast("tuple[np.ndarray, int]", cache["geometries"])
 
 
@@ -506,14 +506,14 @@ def similarity_matrix(
     if declared is not None:  # a similarity declared by a label kind (agreement.core.kinds)
         return np.clip(np.asarray(declared[1](data, ra, rb), dtype=np.float64).reshape(n, m), 0.0, 1.0)
     if name in _3D:
-        return similarity_matrix_3d(name, data, ra, rb, options)
+        return similarity_matrix_3d(name, data, ra, rb, options=options)
     size = _frame(data, ra)
     if name == "iou":
         return pairwise_iou(data.boxes[ra], data.boxes[rb])
     if name == "giou":
         return cast(np.ndarray, np.clip(giou_to_similarity(pairwise_giou(data.boxes[ra], data.boxes[rb])), 0.0, 1.0))
     if name == "centroid":
-        return pairwise_centroid_closeness(data.boxes[ra], data.boxes[rb], size)
+        return pairwise_centroid_closeness(data.boxes[ra], data.boxes[rb], image_size=size)
     if name in _POLYGON:
         ga, gb = _polygon_geoms(data, ra, name), _polygon_geoms(data, rb, name)
         if name == "polygon_iou":
@@ -535,7 +535,7 @@ def _oks_similarity(data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray,
         empty = rows[np.isnan(kps).any(axis=2).all(axis=1)]
         if len(empty):
             raise _lacking(data, empty, "at least one labelled keypoint (OKS is undefined without)", "oks")
-    return pairwise_oks(kps_a, kps_b, data.boxes[ra], data.boxes[rb], sig, size)
+    return pairwise_oks(kps_a, kps_b, data.boxes[ra], data.boxes[rb], sigmas=sig, image_size=size)
 
 
 def distance_matrix(

@@ -91,7 +91,7 @@ def check_similarity_3d(name: str, data: MultiRaterAnnotations) -> None:
 
 
 def similarity_matrix_3d(name: str, data: MultiRaterAnnotations, ra: np.ndarray, rb: np.ndarray,
-                         options: SimilarityOptions | None = None) -> np.ndarray:
+                         *, options: SimilarityOptions | None = None) -> np.ndarray:
     """:func:`similarity_matrix` of the 3D similarities (``point3d``, ``polyline3d_f1``,
     ``segment_jaccard``, ``cuboid_iou``), in scene units (no image frame), with ``options``."""
     options = resolved_options(options)

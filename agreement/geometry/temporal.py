@@ -130,6 +130,7 @@ def check_supports(
     supports: ArrayLike,
     frame_counts: ArrayLike,
     where: Callable[[int], str] | Sequence[str],
+    *,
     policy: str = "clip",
     report: RepairReport | None = None,
     raters: ArrayLike | None = None,
@@ -217,7 +218,7 @@ def _frames(support: np.ndarray) -> str:
     return "[" + ", ".join("nan" if not np.isfinite(v) else f"{v:g}" for v in support) + "]"
 
 
-def length_strata(frame_counts: ArrayLike, factor: float = STRATUM_FACTOR,
+def length_strata(frame_counts: ArrayLike, *, factor: float = STRATUM_FACTOR,
                   min_size: int = STRATUM_MIN_SIZE) -> np.ndarray:
     r"""Chance strata of clips by length: :func:`agreement.core.strata.scale_strata` of the frame counts.
 
@@ -242,4 +243,4 @@ def length_strata(frame_counts: ArrayLike, factor: float = STRATUM_FACTOR,
     Raises:
         ValueError: a length that is not positive, ``factor < 1`` or ``min_size < 1``.
     """
-    return scale_strata(frame_counts, factor, min_size)
+    return scale_strata(frame_counts, factor=factor, min_size=min_size)

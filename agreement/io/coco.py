@@ -443,7 +443,7 @@ def _build_corpus(
     names = [img.get("file_name", str(img["id"])) for img in images]
     pixel_boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
     pixel_polys = [_rings(a.get("segmentation")) for a in anns]
-    boxes, polys, _ = pixels_to_relative(pixel_boxes, s_idx, sizes, names, pixel_polys)
+    boxes, polys, _ = pixels_to_relative(pixel_boxes, s_idx, sizes, names, polygons=pixel_polys)
     assert polys is not None  # polygons given (pixel_polys): polygons back
     where = _BoxWhere(source, images, anns, s_idx, rater_of)
     boxes, keep = check_boxes(boxes, where, policy=box_policy, report=repairs, raters=rater_of)

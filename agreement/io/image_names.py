@@ -167,7 +167,7 @@ def load_name_map(value: str | os.PathLike | Mapping[str, str]) -> tuple[dict[st
     return out, source
 
 
-def name_rule(name_map: str | os.PathLike | Mapping[str, str] | None = None, strip_prefix: str | None = None,
+def name_rule(*, name_map: str | os.PathLike | Mapping[str, str] | None = None, strip_prefix: str | None = None,
               upload_ids: bool = True) -> NameRule:
     """The :class:`NameRule` of an import's options, checked (a bad pattern or mapping is an error)."""
     prefix = None

@@ -156,7 +156,7 @@ def _resolve_repeats(key: np.ndarray, code: np.ndarray, n_codes: int, policy: st
     return np.sort(last_pos[order][is_last])
 
 
-def read_judgements(path: str | Path, categories: Sequence[str] | str | Path | None = None, *,
+def read_judgements(path: str | Path, *, categories: Sequence[str] | str | Path | None = None,
                     repeated: Literal["mode", "last", "first", "error"] = "mode",
                     unknown_labels: Literal["error", "drop", "keep"] = "error",
                     ) -> tuple[ClassRatings, JudgementReport]:

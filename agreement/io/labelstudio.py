@@ -192,6 +192,7 @@ def read_label_studio(path: str | os.PathLike, **kwargs) -> LabelStudioExport:
 
 def parse_label_studio(
     data: Any,
+    *,
     source: str = "<label studio export>",
     image_key: str | None = None,
     rotated: str = "error",

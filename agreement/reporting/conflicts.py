@@ -93,7 +93,7 @@ class Conflict:
     reason: str = ""
 
 
-def conflict_type(class_a: str | None, class_b: str | None, present_a: bool = True, present_b: bool = True,
+def conflict_type(class_a: str | None, class_b: str | None, *, present_a: bool = True, present_b: bool = True,
                   iou: float | None = None, reason: str | None = None,
                   low_overlap_iou: float = LOW_OVERLAP_IOU) -> str | None:
     """The CVAT type of the disagreement between ``rater_a``'s label and ``rater_b``'s counterpart.
@@ -153,7 +153,7 @@ def _two_sided(x: Label, y: Label, rank: dict[str, int], reason: str | None, low
                                               iou=iou, reason=reason or "")
 
 
-def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence[str] | None = None,
+def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], *, order: Sequence[str] | None = None,
                  low_overlap_iou: float = LOW_OVERLAP_IOU) -> list[Conflict]:
     """The conflicts of one sample of an OT run, from what the run stored per label.
 
@@ -204,7 +204,7 @@ def ot_conflicts(labels: Sequence[Label], raters: Sequence[str], order: Sequence
     return out
 
 
-def group_conflicts(groups: Iterable[Sequence[Label]], raters: Sequence[str], reference: str | None = None,
+def group_conflicts(groups: Iterable[Sequence[Label]], raters: Sequence[str], *, reference: str | None = None,
                     low_overlap_iou: float = LOW_OVERLAP_IOU) -> list[Conflict]:
     """The conflicts of one sample whose labels a run grouped into objects (KαLOS units; a consensus label and
     the rater labels fused into it).

@@ -114,7 +114,7 @@ def _cell(v: Any) -> str:
     return f"<td>{html.escape(str(v))}</td>"
 
 
-def html_table(rows: Sequence[dict], limit: int = 25, columns: Sequence[str] | None = None) -> str:
+def html_table(rows: Sequence[dict], *, limit: int = 25, columns: Sequence[str] | None = None) -> str:
     """The first ``limit`` rows as an HTML table (every column, or ``columns``), with a note when cut."""
     if not rows:
         return ""

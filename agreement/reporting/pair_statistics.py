@@ -58,7 +58,7 @@ __all__ = [
 Z95 = 1.959963984540054
 
 
-def wilson_interval(k: float, n: float, z: float = Z95) -> tuple[float, float]:
+def wilson_interval(k: float, n: float, *, z: float = Z95) -> tuple[float, float]:
     r"""The Wilson score interval of a proportion ``k / n``.
 
     .. math:: \frac{\hat p + \frac{z^2}{2n} \pm z\sqrt{\frac{\hat p(1-\hat p)}{n} + \frac{z^2}{4n^2}}}
@@ -99,7 +99,7 @@ def wilson_interval(k: float, n: float, z: float = Z95) -> tuple[float, float]:
     return min(lo, p), max(hi, p)  # float rounding never puts p outside
 
 
-def observed_agreement(n_agree: int, n_units: int, z: float = Z95) -> dict:
+def observed_agreement(n_agree: int, n_units: int, *, z: float = Z95) -> dict:
     """A rater pair's observed agreement with its Wilson interval.
 
     ``value = n_agree / n_units`` (the share of the units either rater drew in
@@ -121,11 +121,11 @@ def observed_agreement(n_agree: int, n_units: int, z: float = Z95) -> dict:
     n_agree, n_units = int(n_agree), int(n_units)
     if n_units <= 0:
         return {"value": None, "lo": None, "hi": None, "n": 0}
-    lo, hi = wilson_interval(n_agree, n_units, z)
+    lo, hi = wilson_interval(n_agree, n_units, z=z)
     return {"value": n_agree / n_units, "lo": lo, "hi": hi, "n": n_units}
 
 
-def one_class_pair_alpha(u: int, m: int, e: int = 0) -> float:
+def one_class_pair_alpha(u: int, m: int, *, e: int = 0) -> float:
     r"""Nominal α of a two-rater KαLOS pair matrix with one class (see the module docstring).
 
     ``u`` units where both drew the object, ``m`` where only one did, ``e``
@@ -234,7 +234,7 @@ def pair_unit_agreement(assigned_sample: np.ndarray, assigned_rater: np.ndarray,
             "n_agree": np.bincount(pair_id, weights=agreed, minlength=n_pairs).astype(np.int64)}
 
 
-def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int | None] | None = None,
+def pairwise_contrast(pair_values: Sequence, pooled, *, n_shared: Sequence[int | None] | None = None,
                       margin: float = 0.1) -> dict:
     """How a run's pairwise statistic compares with its pooled one (the headline).
 
@@ -265,7 +265,7 @@ def pairwise_contrast(pair_values: Sequence, pooled, n_shared: Sequence[int | No
     return out
 
 
-def contrast_note(contrast: dict, value_name: str, observed_median: float | None = None,
+def contrast_note(contrast: dict, value_name: str, *, observed_median: float | None = None,
                   observed_pooled: float | None = None, kalos: bool = True) -> str:
     """The note the heatmap needs when its pairwise values contradict the headline (empty otherwise).
 

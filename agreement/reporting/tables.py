@@ -42,7 +42,7 @@ _COUNT_NAMES = {"shared_samples", "units", "labels", "samples", "partners", "cha
                 "exact_chance_baseline", "consensus_labels", "flagged_for_review", "rank"}
 
 
-def round_value(value: Any, count: bool = False) -> Any:
+def round_value(value: Any, *, count: bool = False) -> Any:
     """A cell: ``None`` / NaN / ±inf → ``None`` (an empty cell); a count (``count``, within 1e-6 of a whole number)
     or an ``int`` → ``int``;
     a real number → rounded to :data:`SIGNIFICANT_DIGITS` significant digits (0.6000000000000001 → 0.6);
@@ -63,7 +63,7 @@ def round_value(value: Any, count: bool = False) -> Any:
     return value
 
 
-def plain_name(name: str, block: str = "") -> str:
+def plain_name(name: str, *, block: str = "") -> str:
     """A plain snake_case column name for a value ``name`` of results block ``block`` (``reason`` of a block
     becomes ``<block>_reason``; internal count names lose their ``n_``)."""
     if name == "agreement" and block.startswith("rater_") and block != "rater_report":
@@ -86,7 +86,7 @@ def _is_count(name: str) -> bool:
 
 
 def _tidy(row: dict) -> dict:
-    return {k: round_value(v, _is_count(k)) for k, v in row.items()}
+    return {k: round_value(v, count=_is_count(k)) for k, v in row.items()}
 
 
 def _column_blocks(detail: dict, index: str) -> dict[str, dict]:
@@ -105,11 +105,11 @@ def _column_blocks(detail: dict, index: str) -> dict[str, dict]:
                 continue
             if any(isinstance(v, (list, dict)) for v in vals):
                 continue
-            columns.setdefault(plain_name(col, block), dict(zip(rows, vals, strict=False)))
+            columns.setdefault(plain_name(col, block=block), dict(zip(rows, vals, strict=False)))
     return columns
 
 
-def rater_rows(detail: dict, panel_rows: Sequence[dict] | None = None) -> list[dict]:
+def rater_rows(detail: dict, *, panel_rows: Sequence[dict] | None = None) -> list[dict]:
     """One row per rater: the panel's rater table (``panel_rows``), then every per-rater list and per-rater
     number of ``detail`` not already there (e.g. KαLOS's ``vitality_reason``, box repairs per rater), and
     per-rater vectors stored at the top level (``rater_sensitivity``)."""
@@ -156,7 +156,7 @@ def pair_rows(detail: dict) -> list[dict]:
     return [_tidy({plain_name(k): v for k, v in p.items() if not isinstance(v, (list, dict))}) for p in pairs]
 
 
-def class_rows(detail: dict, mask_rows: Sequence[dict] | None = None) -> list[dict]:
+def class_rows(detail: dict, *, mask_rows: Sequence[dict] | None = None) -> list[dict]:
     """One row per class: every per-class value of ``detail`` (KαLOS's class difficulty, a class run's
     per-class α and vitality), or a semantic mask run's class rows (:func:`agreement.reporting.figures.masks.class_rows`)."""
     if mask_rows:
@@ -182,7 +182,7 @@ def sample_rows(ids: Sequence[str], paths: Sequence[str], values: dict[str, Sequ
     for k, (sid, path) in enumerate(zip(ids, paths, strict=False)):
         row = {"sample_id": str(sid), "file_name": os.path.basename(str(path)), "filepath": str(path)}
         for name, vals in values.items():
-            row[name] = round_value(vals[k], _is_count(name))
+            row[name] = round_value(vals[k], count=_is_count(name))
         if score is not None:
             row["reason"] = "" if row.get(score) is not None else (reasons.get(str(sid)) or "not scored by the run")
         rows.append(row)
@@ -222,7 +222,7 @@ def curve_rows(detail: dict) -> list[dict]:
             for i, t in enumerate(taus)]
 
 
-def record_tables(detail: dict, skip: Sequence[str] = ("rater_pairs",)) -> dict[str, list[dict]]:
+def record_tables(detail: dict, *, skip: Sequence[str] = ("rater_pairs",)) -> dict[str, list[dict]]:
     """Other lists of records in ``detail`` (e.g. a mask run's ``pair_class_dice``), one long table each, named
     after the block."""
     out = {}

@@ -71,7 +71,7 @@ def level_alpha(level: str):
         if level in ("interval", "ratio"):
             values = np.arange(1.0, K + 1) if values is None else values
         try:
-            r = class_alpha(codes, level, values, n_classes=max(K, int(codes.max()) + 1))
+            r = class_alpha(codes, level=level, values=values, n_classes=max(K, int(codes.max()) + 1))
         except (ValueError, TypeError) as e:
             return math.nan, f"error: {e}"
         return float(r.alpha), r.reason

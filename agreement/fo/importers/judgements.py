@@ -112,7 +112,7 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
     """
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} exists; pass overwrite=True or choose another name")
-    ratings, report = read_judgements(path, categories, repeated=repeated, unknown_labels=unknown_labels)
+    ratings, report = read_judgements(path, categories=categories, repeated=repeated, unknown_labels=unknown_labels)
     base = os.path.abspath(os.fspath(image_dir) if image_dir else os.path.dirname(os.path.abspath(path)))
     paths = [item_filepath(item, base) for item in ratings.sample_ids]
     _check_distinct(path, ratings.sample_ids, paths)

@@ -210,7 +210,7 @@ def import_label_studio(
     check_layout(layout, field, rater_attr)
     if rater_from not in RATER_SOURCES:
         raise ValueError(f"rater_from must be one of {RATER_SOURCES}, got {rater_from!r}")
-    rule = name_rule(name_map, strip_prefix, upload_ids)
+    rule = name_rule(name_map=name_map, strip_prefix=strip_prefix, upload_ids=upload_ids)
     path = os.fspath(json_path)
     name = dataset_name or os.path.splitext(os.path.basename(path))[0]
     if fo.dataset_exists(name) and not overwrite:

@@ -514,7 +514,7 @@ def import_multi_rater(
     reports: dict[str, dict] = {}
     temps: list[fo.Dataset] = []
     notes: dict[str, Any] = {}
-    rule = name_rule(name_map, strip_prefix, upload_ids)
+    rule = name_rule(name_map=name_map, strip_prefix=strip_prefix, upload_ids=upload_ids)
     image_folder = os.fspath(image_dir) if image_dir is not None else None
     _check_classes(specs, yolo_classes)
     try:

@@ -135,7 +135,7 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
     data = read.annotations
     found = data.classes if data.classes is not None else class_order(data.labels.tolist())
     classes, values = scale_values(tuple(found), params["level"], params["classes"])
-    ratings = class_ratings(read.annotations, classes)
+    ratings = class_ratings(read.annotations, classes=classes)
     codes, level, K = ratings.codes, params["level"], len(classes)
     kw = dict(level=level, values=values, n_classes=K)
     res = class_alpha(codes, **kw)
@@ -171,7 +171,7 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
 
 
 def _tags_output(read, params: dict, report) -> MethodOutput:
-    ratings = tag_ratings(read.annotations, params["classes"] or None)
+    ratings = tag_ratings(read.annotations, classes=params["classes"] or None)
     res = masi_alpha(ratings.present, ratings.rated)
     report(0.5, "per tag")
     per_tag = per_class_alpha(ratings.present, ratings.rated)
@@ -226,8 +226,8 @@ VIEW = {
     "pair_matrix": ("kappa", "Cohen's κ per rater pair"),
     "pair_value": "κ",
     "view_labels": ("mean observed agreement", "samples with fewer than two ratings"),
-    "bars": lambda detail, info: class_bars(detail, info),
-    "curves": lambda detail, info: class_curves(detail, info),
+    "bars": lambda detail, info: class_bars(detail, info=info),
+    "curves": lambda detail, info: class_curves(detail, info=info),
 }
 
 
@@ -344,7 +344,7 @@ def _class_pair_note(records: list, value: str) -> str:
     if defined:
         low = min(defined, key=lambda r: (float(r[value]), str(r["rater_a"]), str(r["rater_b"])))
         text += (f" Lowest pair: {low['rater_a']} × {low['rater_b']}, κ {sig3(low[value])} on "
-                 f"{count_text(int(low.get('n_shared_samples') or 0), 'shared sample')}.")
+                 f"{count_text(int(low.get('n_shared_samples') or 0), what='shared sample')}.")
     return text
 
 

@@ -69,7 +69,7 @@ def _finish(stats: list, params: dict, context) -> tuple[dict, dict]:
     """The chance sample drawn on the merged shards, its sets read back, the statistics and intervals."""
     ids = np.asarray(context.sample_ids, dtype=object)
     res = merge_geometry_shards(
-        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), _geometry_params(params),
+        stats, lambda idx: (context.read_samples(ids[idx]), np.arange(len(idx))), params=_geometry_params(params),
         groups=context.groups, strata=context.state)
     edges = np.linspace(0.0, 1.0, 41)
     within = np.histogram(res.pair_distance, bins=edges)[0]
@@ -127,7 +127,7 @@ VIEW = {
         {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
          "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
     ],
-    "curves": lambda detail, info: distance_curves(detail, info),
+    "curves": lambda detail, info: distance_curves(detail, info=info),
 }
 
 

@@ -198,7 +198,7 @@ VIEW = {
     "pair_value": "α",
     "view_labels": ("mean α (defined samples)", "samples with α undefined"),
     "bars": lambda detail, info: kalos_bars(detail),
-    "curves": lambda detail, info: kalos_curves(detail, info),
+    "curves": lambda detail, info: kalos_curves(detail, info=info),
 }
 
 
@@ -250,7 +250,7 @@ def _pair_counts(samples, info: dict) -> dict | None:
 def _pair_note(records: list, name: str, value_name: str, contrast, obs_median, obs_pooled) -> str:
     from agreement.reporting.pair_statistics import contrast_note
 
-    return contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=True)
+    return contrast_note(contrast, value_name, observed_median=obs_median, observed_pooled=obs_pooled, kalos=True)
 
 
 def _lone(samples, info: dict, rater: str):

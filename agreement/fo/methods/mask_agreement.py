@@ -65,7 +65,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     for s in range(data.num_samples):
         masks = [data.masks[data.offsets[s * R + r]] if data.offsets[s * R + r + 1] > data.offsets[s * R + r]
                  else None for r in range(R)]
-        res = sample_statistics(masks, values, n_pixels=n_pixels, seed=params["seed"],
+        res = sample_statistics(masks, class_values=values, n_pixels=n_pixels, seed=params["seed"],
                                 sample_key=str(data.sample_names[s]), tolerance=params["tolerance"],
                                 boundary_tolerance=params["boundary_tolerance"], raters=list(data.raters),
                                 exclude=exclude)

@@ -196,7 +196,7 @@ def consensus_cards(samples, key: str) -> list[dict]:
     """
     c = consensus_counts(samples, key)
     n, flagged, share = c["n_labels"], c["n_flagged"], c["share_flagged"]
-    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {count_text(n, 'label')})" if share is not None
+    share_text = (f"{sig3(100 * share)}% ({flagged:,} of {count_text(n, what='label')})" if share is not None
                   else "undefined: no consensus labels")
     mean = c["mean_confidence"]
     return [

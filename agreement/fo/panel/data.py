@@ -168,11 +168,11 @@ def summary_markdown(run_cards: list[dict], view_cards_: list[dict], n_view: int
     numbers = [c for c in run_cards if c["label"] not in _NOTE_CARDS]
     notes = [c for c in run_cards if c["label"] in _NOTE_CARDS]
     if whole or not view_cards_:
-        rows = [f"| | whole run{f' ({count_text(n_run, item)})' if n_run else ''} |", "|:--|:--|"]
+        rows = [f"| | whole run{f' ({count_text(n_run, what=item)})' if n_run else ''} |", "|:--|:--|"]
         rows += [f"| {c['label']} | {c['text']} |" for c in numbers]
     else:
         by_label = {c["label"]: c["text"] for c in view_cards_}
-        rows = [f"| | this view ({count_text(n_view, item)}) | whole run ({count_text(n_run, item)}) |",
+        rows = [f"| | this view ({count_text(n_view, what=item)}) | whole run ({count_text(n_run, what=item)}) |",
                 "|:--|:--|:--|"]
         seen = set()
         for c in numbers:
@@ -476,8 +476,8 @@ def run_panel_data(samples, key: str, whole: bool | None = None, selected_bin: i
         data["figures"]["confusion"] = cons["figure"]
     if data["histogram"] is not None:
         data["figures"]["histogram"] = histogram_figure(
-            data["histogram"], view, selected_bin,
-            "whole dataset" if whole else f"{count_text(n_view, view.get('item', 'sample'))} in view")
+            data["histogram"], view, selected=selected_bin,
+            title_suffix="whole dataset" if whole else f"{count_text(n_view, what=view.get('item', 'sample'))} in view")
     table = rater_table(samples, info, results, opts)
     data["rater_table"] = table
     pairs = pair_section(samples=samples, info=info, results=results, whole=whole, ids=ids, n_view=n_view, options=opts,

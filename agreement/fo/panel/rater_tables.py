@@ -240,7 +240,7 @@ def rater_table_markdown(result: dict, columns: list[Column], sort: Column, wors
     shown = result["rows"][:rows]
     order = "worst first" if worst_first else "best first"
     better = "higher is better" if sort.higher_is_better else "lower is better"
-    what = (f"{title}: the first {len(shown)} of {count_text(len(result['rows']), 'rater')}, by *{sort.heading}*, "
+    what = (f"{title}: the first {len(shown)} of {count_text(len(result['rows']), what='rater')}, by *{sort.heading}*, "
             f"{order} ({better})")
     out = []
     if result["n_below_min"]:

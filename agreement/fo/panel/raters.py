@@ -100,7 +100,7 @@ def _choose(records: list, name: str, ordered: list, options: dict) -> tuple[lis
     chosen = select_pair_raters(records=records, value=name, raters=ordered, rule=rule, k=k, rater=rater,
                                 min_support=options["min_support"])
     if len(chosen) == len(ordered):
-        return chosen, f"all {count_text(len(ordered), 'rater')}"
+        return chosen, f"all {count_text(len(ordered), what='rater')}"
     what = {"shared": f"the {len(chosen)} raters who share the most samples with each other",
             "lowest": f"the {len(chosen)} raters of the lowest pairs",
             "rater": f"{rater} and the {len(chosen) - 1} raters it shares the most samples with"}[rule]
@@ -137,7 +137,7 @@ def pair_section(samples, info: dict, results: dict, whole: bool, ids, n_view: i
         return None
     value_name = view.get("pair_value", name)
     contrast = pairwise_contrast([r.get(name) for r in shown], (results.get("summary") or {}).get(
-        hooks.pooled_key or ""), [r.get("n_shared_samples") for r in shown])
+        hooks.pooled_key or ""), n_shared=[r.get("n_shared_samples") for r in shown])
     obs_median = obs_pooled = None
     if counts:
         shares = [c["n_agree"] / c["n_units"] for c in counts.values() if c["n_units"]]
@@ -147,7 +147,7 @@ def pair_section(samples, info: dict, results: dict, whole: bool, ids, n_view: i
     if hooks.pair_note is not None:
         note = hooks.pair_note(shown, name, value_name, contrast, obs_median, obs_pooled)
     else:
-        note = contrast_note(contrast, value_name, obs_median, obs_pooled, kalos=False)
+        note = contrast_note(contrast, value_name, observed_median=obs_median, observed_pooled=obs_pooled, kalos=False)
     note = "\n\n".join(t for t in (note, _support_line(shown, options["min_support"])) if t)
     stat = options["pair_stat"] if counts is not None else "value"
     fig = pair_matrix_figure(pm, value_name, scope, clickable, where=where, selected=selected, statistic=stat,

@@ -137,7 +137,7 @@ def _shared_frames(text: str) -> str:
     """A rater-pair text whose support counts samples, counting the frames they are in a frame run."""
     text = re.sub(r"\bshared sample(s?)\b", r"shared frame\1", text)
     text = re.sub(r"\bshare a sample\b", "share a frame", text)
-    return re.sub(r"\b(\d[\d,]*) samples? in view\b", lambda m: count_text(int(m.group(1).replace(",", "")), "video")
+    return re.sub(r"\b(\d[\d,]*) samples? in view\b", lambda m: count_text(int(m.group(1).replace(",", "")), what="video")
                   + " in view", text)
 
 
@@ -440,11 +440,11 @@ def _subtitle(tl: dict, shown: list[str], clickable: bool) -> str:
         n_scored = sum(1 for s in tl["scores"] if is_finite(s))
         worse = "above" if not tl["higher_is_better"] else "below"
         if tl["threshold"] is not None and tl["bad"]:
-            parts.append(f"{len(tl['bad'])} of {count_text(n_scored, 'scored frame')} with {tl['score_name']} "
+            parts.append(f"{len(tl['bad'])} of {count_text(n_scored, what='scored frame')} with {tl['score_name']} "
                          f"{worse} {sig3(tl['threshold'])} (red; "
-                         f"{count_text(len(tl['stretches']), 'stretch')} shaded)")
+                         f"{count_text(len(tl['stretches']), what='stretch')} shaded)")
         elif tl["threshold"] is not None:
-            parts.append(f"no frame of the {count_text(n_scored, 'scored frame')} has {tl['score_name']} "
+            parts.append(f"no frame of the {count_text(n_scored, what='scored frame')} has {tl['score_name']} "
                          f"{worse} {sig3(tl['threshold'])}")
         parts.append(f"the video's mean {tl['score_name']} {sig3(tl['video_score'])}")
     else:
@@ -496,7 +496,7 @@ def timeline_figure(tl: dict, clickable: bool = True, top: int = MAX_TIMELINE_RA
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": selected[0] - 0.5,
                        "x1": selected[1] + 0.5, "y0": 0, "y1": 1, "line": {"color": "#ff6d04", "width": 2}})
     layout["shapes"] = shapes
-    full = f"{title} ({count_text(n, 'rater')}, {count_text(tl['num_frames'], 'frame')})"
+    full = f"{title} ({count_text(n, what='rater')}, {count_text(tl['num_frames'], what='frame')})"
     return figure("video_timeline", full, traces, layout, clickable="video_strip" if clickable and strip else None)
 
 
@@ -506,4 +506,4 @@ def stretches_text(tl: dict) -> str:
         return "no frame worse than the threshold"
     total = sum(b - a + 1 for a, b in tl["stretches"])
     shown = ", ".join(f"{a}–{b}" for a, b in tl["stretches"][:8]) + ("…" if len(tl["stretches"]) > 8 else "")
-    return f"frames {shown} ({count_text(total, 'frame')} in {len(tl['stretches'])} {plural(len(tl['stretches']), 'stretch')})"
+    return f"frames {shown} ({count_text(total, what='frame')} in {len(tl['stretches'])} {plural(len(tl['stretches']), 'stretch')})"

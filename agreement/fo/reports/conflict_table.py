@@ -108,7 +108,8 @@ def match_conflicts(samples, info: dict, order: Sequence[str]) -> tuple[list, li
         labs = [Label(id=x.id, rater=x.rater, label=x.label, box=x.box,
                       reason=None if x.reason == "matched" else x.reason, match=x.match, nearest=x.nearest)
                 for x in labs]
-        out.append(ot_conflicts(labs, raters, list(order) + sorted(set(raters) - set(order)), thr))
+        out.append(ot_conflicts(labs, raters, order=list(order) + sorted(set(raters) - set(order)),
+                                low_overlap_iou=thr))
     return ids, paths, out
 
 

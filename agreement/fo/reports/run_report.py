@@ -193,7 +193,7 @@ def _sections(data: dict | None, extra: dict[str, list], tables: dict[str, list]
     rows = tables.get("conflicts")
     sections.append({"title": "Label conflicts", "figures": [], "absent": "",
                      "extra": f"<p class='note'>{conflicts_note}"
-                              + (f" {count_text(len(rows), 'conflict')} in conflicts.csv; per rater pair:</p>"
+                              + (f" {count_text(len(rows), what='conflict')} in conflicts.csv; per rater pair:</p>"
                                  + _conflict_summary(rows) + _TYPES_NOTE if rows is not None else "</p>")})
     return sections
 
@@ -207,7 +207,7 @@ def _worst_samples(rows: list[dict], data: dict | None, item: str = "sample", to
     scored.sort(key=lambda r: (-r["score"] if descending else r["score"], r["file_name"]))
     cols = ["file_name", "score", *[k for k in scored[0] if k not in ("sample_id", "file_name", "filepath", "score",
                                                                        "reason")], "sample_id"]
-    return (f"<p class='note'>The {count_text(min(top, len(scored)), item)} with the least agreement "
+    return (f"<p class='note'>The {count_text(min(top, len(scored)), what=item)} with the least agreement "
             f"(every sample is in samples.csv):</p>" + html_table(scored[:top], limit=top, columns=cols))
 
 
@@ -232,9 +232,9 @@ def _head(samples, info: dict, results: dict, data: dict | None, tables: dict) -
     n_samples = (data or {}).get("n_run") or summary.get("n_samples") or len(samples._root_dataset)
     raters = detail.get("raters") or [r["rater"] for r in tables.get("raters") or []]
     labels = sum(int(r.get("labels") or 0) for r in tables.get("raters") or [])
-    corpus = [count_text(int(n_samples), _item(samples)), count_text(len(raters), "rater")]
+    corpus = [count_text(int(n_samples), what=_item(samples)), count_text(len(raters), what="rater")]
     if labels:
-        corpus.append(count_text(labels, "label"))
+        corpus.append(count_text(labels, what="label"))
     params = {k: v for k, v in (info.get("params") or {}).items() if v is not None and k not in ("target", "key")}
     return {"title": (data or {}).get("title") or f"Run {info['key']!r} ({info['method']})",
             "lines": [f"Dataset {samples._root_dataset.name!r} · run {info['key']!r} · method {info['method']} · "
@@ -262,8 +262,8 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     own_classes = hooks_of(info["method"]).report_classes  # a mask run's classes, its pair × class Dice
     mask, pair_class = own_classes(detail, info) if own_classes is not None else (None, [])
     conflicts, conflicts_note = run_conflicts(samples, info, [str(r) for r in detail.get("raters") or []])
-    tables = {"raters": rater_rows(detail, table["rows"] if table else None), "rater_pairs": pair_rows(detail),
-              "classes": class_rows(detail, mask), "confusion": confusion_rows(detail),
+    tables = {"raters": rater_rows(detail, panel_rows=table["rows"] if table else None), "rater_pairs": pair_rows(detail),
+              "classes": class_rows(detail, mask_rows=mask), "confusion": confusion_rows(detail),
               "class_confusion": class_confusion_rows(detail),
               "alpha_by_tau": curve_rows(detail), **record_tables(detail, skip=("rater_pairs", "pair_class_dice")),
               "pair_class_dice": pair_class}

@@ -320,7 +320,7 @@ def _complete(samples, plan: runs.RunPlan, spec: MethodSpec, params: dict, outco
 
     summary, detail = outcome.summary, outcome.detail
     view = results_class(spec.method).view or METHOD_VIEWS.get(spec.method) or {}
-    warnings = run_warnings(outcome.design, summary, detail, params, spec, view.get("cards") or ())
+    warnings = run_warnings(outcome.design, summary, detail, params, spec=spec, cards=view.get("cards") or ())
     runs.register_run(samples, plan, params, outcome.inputs,
                       {"summary": summary, "detail": detail, "warnings": warnings})
     report(1.0, "done")

@@ -198,7 +198,7 @@ class MethodHooks:
         panel_section: ``(samples, info, results, whole, rater) -> dict | None``: a method's own section of
             :func:`agreement.fo.panel.data.run_panel_data` (``data["consensus"]``): its ``"cards"`` come first,
             its ``"view_cards"`` replace the view's, its ``"figure"`` is drawn as ``"confusion"``.
-        panel_figures: ``(detail, info, ids=None, scope="whole run", selected_class=None, selected_cell=None)
+        panel_figures: ``(detail, info, *, ids=None, scope="whole run", selected_class=None, selected_cell=None)
             -> figures``: figures the panel draws below its dashboard and reports draw with the classes (semantic
             masks: Dice per class, pair × class heatmap).
         rater_tables: the rater tables it offers (:class:`RaterTable`), the first that applies shown.

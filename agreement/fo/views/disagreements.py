@@ -271,7 +271,7 @@ def _mask_target(samples, key: str, label_class, pair=None) -> tuple[dict, int, 
         raise ViewError(f"run {key!r} ({info['method']}) is not a semantic mask agreement run")
     detail = runs.load_agreement_results(samples, key).get("detail", {})
     rows = detail.get("pair_class_dice") or {}
-    names = mask_class_names(info, list(detail.get("classes") or []) + list(rows.get("class_value") or []))
+    names = mask_class_names(info, values=list(detail.get("classes") or []) + list(rows.get("class_value") or []))
     value = class_value(names, label_class)
     if value is None:
         raise ViewError(f"run {key!r} has no class {label_class!r}; its classes are {list(names.values())}")

@@ -96,7 +96,7 @@ ClassAlpha = AlphaResult
 delta_matrix = distance_matrix
 
 
-def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, int]:
+def check_codes(codes: np.ndarray, *, n_classes: int | None = None) -> tuple[np.ndarray, int]:
     """Validates a ``(S, R)`` matrix of class codes (``-1`` missing) and returns it as int64 with ``K``.
 
     Args:
@@ -125,7 +125,7 @@ def check_codes(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.nda
     return arr, max(K, 0)
 
 
-def unit_counts(codes: np.ndarray, n_classes: int | None = None) -> sp.csr_matrix:
+def unit_counts(codes: np.ndarray, *, n_classes: int | None = None) -> sp.csr_matrix:
     """``n_uc``: the number of values of each class in each unit, as a sparse ``(S, K)`` matrix.
 
     :func:`agreement.core.coincidence.unit_counts` of the transpose (the core takes raters as rows).
@@ -137,11 +137,11 @@ def unit_counts(codes: np.ndarray, n_classes: int | None = None) -> sp.csr_matri
     Returns:
         ``(S, K)`` float64 CSR counts.
     """
-    codes, K = check_codes(codes, n_classes)
-    return _core.unit_counts(codes.T, K)
+    codes, K = check_codes(codes, n_classes=n_classes)
+    return _core.unit_counts(codes.T, n_categories=K)
 
 
-def coincidence_matrix(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+def coincidence_matrix(codes: np.ndarray, *, n_classes: int | None = None) -> np.ndarray:
     """The ``(K, K)`` coincidence matrix ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)``.
 
     Sums over pairable units (``m_u >= 2``); symmetric, with row sums ``n_c``
@@ -155,10 +155,10 @@ def coincidence_matrix(codes: np.ndarray, n_classes: int | None = None) -> np.nd
     Returns:
         ``(K, K)`` float64.
     """
-    return np.asarray(coincidence_sparse(unit_counts(codes, n_classes)).todense(), dtype=np.float64)
+    return np.asarray(coincidence_sparse(unit_counts(codes, n_classes=n_classes)).todense(), dtype=np.float64)
 
 
-def class_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
+def class_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                 n_classes: int | None = None) -> ClassAlpha:
     """Krippendorff's alpha of a ``(samples, raters)`` matrix of class codes.
 
@@ -191,16 +191,16 @@ def class_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarr
         >>> class_alpha(np.array([[0, 0], [1, 1], [0, 1]])).alpha  # doctest: +ELLIPSIS
         0.444...
     """
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     check_level(level, values, K)
-    counts = unit_counts(codes, K)
+    counts = unit_counts(codes, n_classes=K)
     n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
     o = np.asarray(coincidence_sparse(counts).todense(), dtype=np.float64)
-    return alpha_from_coincidence(o, n_units, level=level, values=values)
+    return alpha_from_coincidence(o, n_units=n_units, level=level, values=values)
 
 
-def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95, *,
+def bootstrap_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
                     n_classes: int | None = None) -> tuple[float, float]:
     """A percentile bootstrap confidence interval of :func:`class_alpha` that resamples units.
 
@@ -233,9 +233,9 @@ def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.n
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     check_level(level, values, K)
-    U, freq = _unit_patterns(unit_counts(codes, K))
+    U, freq = _unit_patterns(unit_counts(codes, n_classes=K))
     S_p = int(freq.sum())
     if S_p == 0:
         return (np.nan, np.nan)
@@ -248,7 +248,7 @@ def bootstrap_alpha(codes: np.ndarray, level: Distance = "nominal", values: np.n
         b = min(chunk, n_boot - start)
         w = rng.multinomial(S_p, freq / S_p, size=b).astype(np.float64)  # (b, P) draws of each pattern
         o = np.asarray(UT @ w.T).T.reshape(b, K, K)
-        alphas.append(alpha_of_coincidences(o, level, values)[0])
+        alphas.append(alpha_of_coincidences(o, level=level, values=values)[0])
     a = np.concatenate(alphas)
     if not np.isfinite(a).any():
         return (np.nan, np.nan)

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def sample_observed_agreement(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+def sample_observed_agreement(codes: np.ndarray, *, n_classes: int | None = None) -> np.ndarray:
     """The share of agreeing ordered pairs of ratings on each sample.
 
     ``a_u = sum_c n_uc (n_uc - 1) / (m_u (m_u - 1))``: of the ordered pairs of
@@ -59,7 +59,7 @@ def sample_observed_agreement(codes: np.ndarray, n_classes: int | None = None) -
     Returns:
         ``(S,)`` float; NaN where fewer than two raters rated the sample.
     """
-    counts = unit_counts(codes, n_classes)
+    counts = unit_counts(codes, n_classes=n_classes)
     m = np.asarray(counts.sum(axis=1)).reshape(-1)
     same = np.asarray(counts.multiply(counts).sum(axis=1)).reshape(-1) - m
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -76,7 +76,7 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     corrections are sparse products over the rater's ratings.
     """
     S, R = codes.shape
-    counts = unit_counts(codes, K)
+    counts = unit_counts(codes, n_classes=K)
     U0, m_p, keep = unit_products(counts)
     m = np.zeros(S)
     m[keep] = m_p
@@ -101,7 +101,7 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     return out
 
 
-def alpha_without_rater(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
+def alpha_without_rater(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                         n_classes: int | None = None) -> np.ndarray:
     """``alpha_{-r}``: Krippendorff's alpha of the reliability matrix without rater ``r``'s column, for each ``r``.
 
@@ -119,14 +119,14 @@ def alpha_without_rater(codes: np.ndarray, level: Distance = "nominal", values: 
     Returns:
         ``(R,)`` float; NaN where alpha without the rater is undefined.
     """
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     check_level(level, values, K)
     if codes.shape[1] == 0:
         return np.zeros(0)
-    return alpha_of_coincidences(_without_rater_coincidences(codes, K), level, values)[0]
+    return alpha_of_coincidences(_without_rater_coincidences(codes, K), level=level, values=values)[0]
 
 
-def rater_vitality(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
+def rater_vitality(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
                    n_classes: int | None = None) -> np.ndarray:
     """Rater vitality ``v_r = alpha - alpha_{-r}``: how much alpha drops when rater ``r`` is left out.
 
@@ -150,11 +150,11 @@ def rater_vitality(codes: np.ndarray, level: Distance = "nominal", values: np.nd
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011
         (alpha); vitality is the leave-one-rater-out jackknife difference.
     """
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     check_level(level, values, K)
-    o = coincidence_matrix(codes, K)
-    alpha = float(alpha_of_coincidences(o, level, values)[0])
-    return alpha - alpha_without_rater(codes, level, values, n_classes=K)
+    o = coincidence_matrix(codes, n_classes=K)
+    alpha = float(alpha_of_coincidences(o, level=level, values=values)[0])
+    return alpha - alpha_without_rater(codes, level=level, values=values, n_classes=K)
 
 
 def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> 
         return np.where(n > 0, hit / n, np.nan)
 
 
-def agreement_with_others_majority(codes: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def agreement_with_others_majority(codes: np.ndarray, *, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Each rater's agreement with the majority vote of the other raters of the same samples.
 
     For a rating ``x_ur = c`` and the other raters' class counts ``m_uk = n_uk - [k = c]``
@@ -203,13 +203,13 @@ def agreement_with_others_majority(codes: np.ndarray, n_classes: int | None = No
         ``(agreement, n)``: ``(R,)`` float (NaN for a rater who never met another) and ``(R,)`` int, the
         number of scored samples.
     """
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     S, R = codes.shape
     agreement, n = np.full(R, np.nan), np.zeros(R, dtype=np.int64)
     s, r = np.nonzero(codes >= 0)
     if not len(s):
         return agreement, n
-    counts = unit_counts(codes, K).astype(np.int64)
+    counts = unit_counts(codes, n_classes=K).astype(np.int64)
     score, scored = np.zeros(len(s)), np.zeros(len(s), dtype=bool)
     step = max(1, (1 << 22) // max(K, 1))  # ratings per chunk: at most ~4M dense counts at a time
     for lo in range(0, len(s), step):
@@ -228,7 +228,7 @@ def agreement_with_others_majority(codes: np.ndarray, n_classes: int | None = No
     return agreement, n
 
 
-def pairwise(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray | Sequence | None = None, *,
+def pairwise(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
              raters: Sequence[str] | None = None, n_classes: int | None = None) -> RaterPairTable:
     """Agreement of every pair of raters that met (both rated at least one sample).
 
@@ -264,7 +264,7 @@ def pairwise(codes: np.ndarray, level: Distance = "nominal", values: np.ndarray 
     Reference:
         J. Cohen, 1960; K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     """
-    codes, K = check_codes(codes, n_classes)
+    codes, K = check_codes(codes, n_classes=n_classes)
     v = check_level(level, values, K)
     S, R = codes.shape
     names = tuple(str(i) for i in range(R)) if raters is None else tuple(raters)
@@ -315,12 +315,12 @@ def _pair_alpha(level: Distance, v: np.ndarray | None, pid: np.ndarray, ca: np.n
         scale = np.maximum(np.max(vals, axis=1) - np.min(vals, axis=1), 1.0) ** 2
     else:  # ratio, a matrix or a callable: D_e from the distances themselves
         if callable(level) and takes_marginals(level):  # a distance of each pair's own marginals
-            d = distance_matrix(level, n_c, v)
+            d = distance_matrix(level, n_c, values=v)
             d_pair = d[pid, ca, cb]
             d_e_num = np.einsum("pc,pck,pk->p", n_c, d, n_c)
             scale = np.maximum(d.max(axis=(1, 2)), 1.0) if K else np.ones(P)
         else:  # one (K, K) matrix for every pair
-            d = distance_matrix(level, n_c.sum(axis=0), v)
+            d = distance_matrix(level, n_c.sum(axis=0), values=v)
             d_pair = d[ca, cb]
             d_e_num = np.einsum("pc,ck,pk->p", n_c, d, n_c)
             scale = np.full(P, max(float(d.max()) if K else 0.0, 1.0))
@@ -346,7 +346,7 @@ class ClassDifficulty:
     n_values: np.ndarray
 
 
-def class_difficulty(codes: np.ndarray, n_classes: int | None = None) -> ClassDifficulty:
+def class_difficulty(codes: np.ndarray, *, n_classes: int | None = None) -> ClassDifficulty:
     """Per class, the share of its pairable values matched by the same class from another rater.
 
     ``match_c = o_cc / n_c`` from the coincidence matrix ``o`` (Krippendorff
@@ -359,14 +359,14 @@ def class_difficulty(codes: np.ndarray, n_classes: int | None = None) -> ClassDi
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
     """
-    o = coincidence_matrix(codes, n_classes)
+    o = coincidence_matrix(codes, n_classes=n_classes)
     n_c = o.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(n_c > 0, np.diag(o) / n_c, np.nan)
     return ClassDifficulty(rate, n_c)
 
 
-def confusion_between_raters(codes: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+def confusion_between_raters(codes: np.ndarray, *, n_classes: int | None = None) -> np.ndarray:
     """The coincidence matrix normalised by rows: ``o_ck / n_c``.
 
     Row ``c`` is the distribution of the other rating in pairs of ratings on
@@ -384,7 +384,7 @@ def confusion_between_raters(codes: np.ndarray, n_classes: int | None = None) ->
     Reference:
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     """
-    o = coincidence_matrix(codes, n_classes)
+    o = coincidence_matrix(codes, n_classes=n_classes)
     n_c = o.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n_c > 0, o / n_c, np.nan)

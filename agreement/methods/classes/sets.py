@@ -236,7 +236,7 @@ def masi_alpha(present: np.ndarray, rated: np.ndarray) -> ClassAlpha:
         R. Passonneau, LREC 2006; K. Krippendorff, 2011.
     """
     codes, sets = encode_sets(present, rated)
-    counts = unit_counts(codes, len(sets))
+    counts = unit_counts(codes, n_classes=len(sets))
     n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
     o = sp.coo_matrix(coincidence_sparse(counts))
     n_c = np.asarray(o.sum(axis=1)).reshape(-1)

@@ -89,7 +89,7 @@ def _run_wbf(data: MultiRaterAnnotations, codes: np.ndarray, tau: float) -> tupl
     new = np.empty(len(order), np.int64)
     new[order] = np.arange(len(order))
     row_unit = np.where(res.cluster >= 0, new[np.maximum(res.cluster, 0)], -1)
-    units = units_from_labels(row_unit, data.sample_index, len(order))
+    units = units_from_labels(row_unit, data.sample_index, n_units=len(order))
     fb = res.boxes[order]
     n = len(order)
     return units, dict(confidence=res.scores[order], top_class=res.labels[order], top_probability=np.ones(n),
@@ -177,8 +177,8 @@ def _fallback(data: MultiRaterAnnotations, kind: str, units: UnitTable, codes: n
 
 def consensus(
     data: MultiRaterAnnotations,
-    method: str = "em",
     *,
+    method: str = "em",
     tau: float | str = "auto",
     min_confidence: float = 0.5,
     quorum: float = 0.5,
@@ -298,7 +298,7 @@ def _kind_and_codes(data: MultiRaterAnnotations, method: str, geometry: str,
                     model: ConsensusModel | None) -> tuple[str, np.ndarray, tuple]:
     """The label type to fuse (``"wbf"`` only on boxes) and the class codes: the corpus' own, or
     those of a fixed ``model``'s classes."""
-    kind = label_type(data, geometry)
+    kind = label_type(data, geometry=geometry)
     if method == "wbf" and (geometry_fusion(kind) != "boxes" or fusion_hook(kind) is not None):
         raise ValueError(f"method='wbf' fuses boxes; these labels are {kind} (pass geometry='boxes' to fuse "
                          "their boxes only)")
@@ -315,7 +315,7 @@ def _resolved_tau(tau: Any, data: MultiRaterAnnotations, method: str, sim: Any,
     (or None) and how it was selected (``"given"``, ``"auto"`` or ``"model"``)."""
     auto = isinstance(tau, str)
     tau, choice = resolve_tau(tau, data, "iou" if method == "wbf" else sim,
-                              getattr(model, "tau", None) if model is not None else None)
+                              model_tau=getattr(model, "tau", None) if model is not None else None)
     selection = "given" if not auto else ("auto" if choice is not None else "model")
     return tau, choice, selection
 
@@ -328,7 +328,7 @@ def _fuse(data: MultiRaterAnnotations, method: str, kind: str, codes: np.ndarray
     degenerate EM fit (:func:`em_degeneracy`) is replaced by majority vote (``out["method"]``, ``out["warning"]``)."""
     if method == "wbf":
         return _run_wbf(data, codes, tau)
-    units = build_units(data, codes, sim, tau, solver, cost, keys=unit_keys(data, kind))
+    units = build_units(data, codes, sim, tau, solver=solver, cost=cost, keys=unit_keys(data, kind))
     if method != "em":
         return units, _run_majority(data, kind, units, codes, len(classes))
     out = _run_em(data, kind, units, codes, classes, tau, smoothing=smoothing, coincidence=coincidence,
@@ -367,7 +367,7 @@ def _assemble(data: MultiRaterAnnotations, method: str, kind: str, units: UnitTa
     # only consensus labels are reviewed: a candidate below the keep threshold is no label, so no flag
     review = review_flags(conf, out["top_probability"], params["review_band"]) & kept
     pixel = out.get("pixel")
-    sim = member_similarity(data, kind, units, out["boxes"], out.get(kind),
+    sim = member_similarity(data, kind, units, out["boxes"], fused=out.get(kind),
                             pixel_iou=None if pixel is None else pixel.member_iou)
     rs = row_and_sample_summaries(data, units, kept, conf, top, codes, review=review, similarity=sim,
                                   class_probability=out["top_probability"])

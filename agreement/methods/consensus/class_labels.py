@@ -216,7 +216,7 @@ def _break_ties(codes: np.ndarray, votes: np.ndarray, tied: np.ndarray, untied: 
     return np.asarray(np.argmin(np.where(best, pos[None, :], K), axis=1))
 
 
-def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassConsensus:
+def majority_vote(codes: np.ndarray, n_classes: int, *, seed: int = 0) -> ClassConsensus:
     r"""Majority (plurality) vote of the raters' classes.
 
     ``posterior[s, k] = n_{sk} / n_s`` (the share of the sample's raters who
@@ -290,7 +290,7 @@ def majority_vote(codes: np.ndarray, n_classes: int, seed: int = 0) -> ClassCons
 # --------------------------------------------------------------------------
 
 
-def dawid_skene_consensus(codes: np.ndarray, n_classes: int, max_iter: int = DS_MAX_ITER, tol: float = DS_TOL,
+def dawid_skene_consensus(codes: np.ndarray, n_classes: int, *, max_iter: int = DS_MAX_ITER, tol: float = DS_TOL,
                           smoothing: float = 0.0) -> ClassConsensus:
     r"""Dawid & Skene's EM: one full confusion matrix per rater and a class prior.
 
@@ -545,7 +545,7 @@ def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 
 # --------------------------------------------------------------------------
 
 
-def class_consensus(codes: np.ndarray, n_classes: int, method: str = "mace", seed: int = 0,
+def class_consensus(codes: np.ndarray, n_classes: int, *, method: str = "mace", seed: int = 0,
                     max_iter: int | None = None, tol: float | None = None) -> ClassConsensus:
     """The consensus class of every sample by ``method`` (module docstring).
 

@@ -343,7 +343,7 @@ def dawid_skene(labels: np.ndarray, *, n_classes: int | None = None, smoothing: 
         raise ValueError(f"max_iter must be an integer >= 1 and tol >= 0, got {max_iter!r} and {tol!r}")
     from agreement.methods.consensus.units import units_from_labels
 
-    units = units_from_labels(uu, np.zeros(len(uu), np.int64), U)
+    units = units_from_labels(uu, np.zeros(len(uu), np.int64), n_units=U)
     mr, mc = rr[units.order], labels[uu, rr].astype(np.int64)[units.order]
     w = np.ones(U)
     counts, prior_counts = _vote_counts(units, mr, mc, w, R, C)
@@ -396,7 +396,7 @@ class _Problem:
 
     def fuse(self, wt: np.ndarray) -> Fused:
         """The fused geometry with member weights ``wt`` (:func:`agreement.methods.consensus.fusion.fuse_geometry`)."""
-        return fuse_geometry(self.kind, self.data, self.units, wt, self.offsets)
+        return fuse_geometry(self.kind, self.data, self.units, wt, offsets=self.offsets)
 
     def pair_differences(self, fused: Fused, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(‖Δ‖², d)`` of the member pairs where ``keep`` (:func:`agreement.methods.consensus.scale.pair_differences`)."""

@@ -138,7 +138,7 @@ class BoxOffsets:
         return cls(d, b[units.starts[:-1]])
 
 
-def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
+def fuse_boxes(boxes: np.ndarray, units: UnitTable, wt: np.ndarray, *, offsets: BoxOffsets | None = None) -> Fused:
     r"""Precision-weighted mean boxes in ``(c_x, c_y, \log w, \log h)``, exact for identical members.
 
     Args:
@@ -278,7 +278,8 @@ _FUSIONS: dict[str, Callable[[Any, UnitTable, np.ndarray], Fused]] = {
 }
 
 
-def fuse_geometry(kind: str, data: Any, units: UnitTable, wt: np.ndarray, offsets: BoxOffsets | None = None) -> Fused:
+def fuse_geometry(kind: str, data: Any, units: UnitTable, wt: np.ndarray, *,
+                  offsets: BoxOffsets | None = None) -> Fused:
     """The fusion of geometry ``kind`` by its declared built-in fusion.
 
     Args:
@@ -295,7 +296,7 @@ def fuse_geometry(kind: str, data: Any, units: UnitTable, wt: np.ndarray, offset
         The fused geometry (:class:`Fused`), with the weights ``wt`` it was fused with.
     """
     fuse = _FUSIONS.get(geometry_fusion(kind))
-    fused: Fused = fuse(data, units, wt) if fuse is not None else fuse_boxes(data.boxes, units, wt, offsets)
+    fused: Fused = fuse(data, units, wt) if fuse is not None else fuse_boxes(data.boxes, units, wt, offsets=offsets)
     return replace(fused, weights=wt)
 
 

@@ -108,7 +108,7 @@ def _consensus_of(cls: str, prob: np.ndarray, cons: np.ndarray, W: int, H: int) 
                          float(prob[cons].mean()))
 
 
-def mask_consensus(data: MultiRaterAnnotations, threshold: float = 0.5, max_iter: int = 10_000,
+def mask_consensus(data: MultiRaterAnnotations, *, threshold: float = 0.5, max_iter: int = 10_000,
                    progress: Callable[[float, str], None] | None = None) -> MaskConsensusResult:
     """STAPLE consensus of every sample and class of ``data`` (see the module docstring).
 

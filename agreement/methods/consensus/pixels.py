@@ -131,7 +131,7 @@ def _unit_patterns(members: list[PlacedMask]) -> tuple[tuple[int, int, int, int]
 
 
 def pattern_staple(entry_count: np.ndarray, pair_entry: np.ndarray, pair_rater: np.ndarray, pair_bit: np.ndarray,
-                   n_raters: int, max_iter: int = 10_000, tol: float = 1e-7
+                   n_raters: int, *, max_iter: int = 10_000, tol: float = 1e-7
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
     """STAPLE over grouped pixels: ``entry_count[e]`` pixels share the member decisions ``pair_bit`` of the
     pairs ``(pair_entry, pair_rater)``; the EM is :func:`agreement.methods.consensus.staple.staple_em`
@@ -185,7 +185,7 @@ def _contour_rings(fg: np.ndarray, x0: int, y0: int, W: int, H: int) -> list[np.
     return rings
 
 
-def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, max_iter: int = 10_000,
+def fuse_pixels(data: MultiRaterAnnotations, units: UnitTable, kind: str, *, max_iter: int = 10_000,
                 tol: float = 1e-7) -> PixelFusion:
     """Fuses the masks (``kind="masks"``) or polygons (``"polygons"``) of every unit (module docstring).
 

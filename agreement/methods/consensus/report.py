@@ -77,7 +77,7 @@ def _cuboid_similarity(data: Any, units: UnitTable, boxes: np.ndarray, fused: np
 _MEMBER_SIMILARITY = {"keypoints": _keypoint_similarity, "cuboids": _cuboid_similarity}
 
 
-def member_similarity(data: Any, kind: str, units: UnitTable, boxes: np.ndarray, fused: Any = None,
+def member_similarity(data: Any, kind: str, units: UnitTable, boxes: np.ndarray, *, fused: Any = None,
                       pixel_iou: np.ndarray | None = None) -> np.ndarray:
     """``(M,)`` similarity of every member (unit order) to its unit's consensus geometry, in ``[0, 1]``.
 
@@ -114,7 +114,7 @@ def review_flags(confidence: np.ndarray, class_probability: np.ndarray, band: tu
 def row_and_sample_summaries(data: Any, units: UnitTable, kept: np.ndarray, confidence: np.ndarray,
                              label_code: np.ndarray, codes: np.ndarray, review: np.ndarray,
                              similarity: np.ndarray,
-                             class_probability: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                             *, class_probability: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per row: consensus index, agreement, similarity; per sample: counts and the lowest label confidence.
 
     A consensus label's confidence is its existence posterior times its class posterior
@@ -154,7 +154,7 @@ def _empirical_confusion(mr: np.ndarray, mc: np.ndarray, top: np.ndarray, R: int
 
 def rater_report(data: Any, units: UnitTable, codes: np.ndarray, classes: tuple, kept: np.ndarray,
                  label_code: np.ndarray, row_agrees: np.ndarray, similarity: np.ndarray,
-                 existence: Any = None, model: Any = None, pixel: Any = None) -> RaterReport:
+                 *, existence: Any = None, model: Any = None, pixel: Any = None) -> RaterReport:
     """The per-rater report: model estimates with ``model`` (EM), empirical against the consensus otherwise."""
     R, C = data.num_raters, len(classes)
     mr, mu = data.rater_index[units.order], units.member_unit

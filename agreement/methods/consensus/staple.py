@@ -208,6 +208,7 @@ def _patterns(D: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 def staple(
     masks: ArrayLike | Sequence[ArrayLike | None],
+    *,
     max_iter: int = 10_000,
     tol: float = 1e-7,
     prior: float | None = None,
@@ -334,7 +335,7 @@ def _one_class_result(empty: bool, with_data: np.ndarray, shape: tuple, prior: f
 
 def staple_em(m_step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
               e_step: Callable[[np.ndarray, np.ndarray], np.ndarray], W: np.ndarray, g: float, n_raters: int,
-              max_iter: int = 10_000, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+              *, max_iter: int = 10_000, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
     r"""The binary STAPLE EM loop: the one loop behind :func:`staple` and the corpus-level pixel fusion.
 
     Alternates the M-step ``p_r = sum_x W_x D_rx / sum_x W_x``, ``q_r = sum_x (1 - W_x)(1 - D_rx) /
@@ -416,7 +417,7 @@ def _em(ones: np.ndarray, seen: np.ndarray, counts: np.ndarray, g: float, R: int
 # --------------------------------------------------------------------------
 
 
-def union_of_instances(masks_by_instance: Sequence[ArrayLike], shape: tuple[int, ...] | None = None) -> np.ndarray:
+def union_of_instances(masks_by_instance: Sequence[ArrayLike], *, shape: tuple[int, ...] | None = None) -> np.ndarray:
     r"""One annotator's mask for a class: the union of their instance masks.
 
     .. math:: M = \bigcup_k M_k
@@ -487,7 +488,7 @@ def mask_majority_vote(masks: ArrayLike | Sequence[ArrayLike | None]) -> np.ndar
     return majority
 
 
-def dice(a: ArrayLike, b: ArrayLike, empty: float = np.nan) -> float:
+def dice(a: ArrayLike, b: ArrayLike, *, empty: float = np.nan) -> float:
     r"""Dice coefficient (F1) of two binary masks.
 
     .. math:: \mathrm{Dice}(A, B) = \frac{2 |A \cap B|}{|A| + |B|}

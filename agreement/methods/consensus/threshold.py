@@ -110,7 +110,7 @@ def _compared_samples(data: MultiRaterAnnotations, max_samples: int, max_pairs: 
         candidates = np.sort(candidates[order[:max(1, min(fits, max_samples))]])
     group_of_sample = np.full(data.num_samples, -1, dtype=np.int64)
     group_of_sample[candidates] = np.arange(len(candidates))
-    return units_from_labels(group_of_sample[data.sample_index], data.sample_index, len(candidates))
+    return units_from_labels(group_of_sample[data.sample_index], data.sample_index, n_units=len(candidates))
 
 
 def _pair_similarities(data: MultiRaterAnnotations, similarity: str | Callable, groups: UnitTable,
@@ -158,6 +158,7 @@ def _histograms(data: MultiRaterAnnotations, similarity: str | Callable,
 
 def select_tau(
     data: MultiRaterAnnotations,
+    *,
     similarity: str | Callable = "iou",
     lo: float = AUTO_TAU_RANGE[0],
     hi: float = AUTO_TAU_RANGE[1],
@@ -232,7 +233,7 @@ def check_tau_or_auto(tau: float | str) -> float | str:
 
 
 def resolve_tau(tau: float | str, data: MultiRaterAnnotations, similarity: str | Callable,
-                model_tau: float | None = None) -> tuple[float, TauChoice | None]:
+                *, model_tau: float | None = None) -> tuple[float, TauChoice | None]:
     """``(τ, choice)`` of a ``tau`` checked by :func:`check_tau_or_auto`.
 
     Args:
@@ -249,5 +250,5 @@ def resolve_tau(tau: float | str, data: MultiRaterAnnotations, similarity: str |
         return cast(float, tau), None  # a number: check_tau_or_auto accepts no other string
     if model_tau is not None and np.isfinite(model_tau):
         return float(model_tau), None
-    choice = select_tau(data, similarity)
+    choice = select_tau(data, similarity=similarity)
     return choice.tau, choice

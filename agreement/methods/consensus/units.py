@@ -135,7 +135,7 @@ def _whole_corpus_kind(data: MultiRaterAnnotations, geometry: str) -> str | None
     return None
 
 
-def label_type(data: MultiRaterAnnotations, geometry: str = "auto") -> str:
+def label_type(data: MultiRaterAnnotations, *, geometry: str = "auto") -> str:
     """The geometry a consensus of ``data`` fuses: one of :data:`GEOMETRIES` (or a declared column).
 
     ``"auto"``: cuboids if the corpus holds 3D cuboids, keypoints if it holds
@@ -228,7 +228,7 @@ class UnitTable:
         return first
 
 
-def units_from_labels(row_unit: np.ndarray, sample_index: np.ndarray, n_units: int | None = None) -> UnitTable:
+def units_from_labels(row_unit: np.ndarray, sample_index: np.ndarray, *, n_units: int | None = None) -> UnitTable:
     """A :class:`UnitTable` from a global unit per row (``-1`` for none) and each row's sample."""
     row_unit = np.asarray(row_unit, dtype=np.int64)
     U = int(row_unit.max()) + 1 if n_units is None and len(row_unit) and row_unit.max() >= 0 else int(n_units or 0)
@@ -247,6 +247,7 @@ def build_units(
     codes: np.ndarray,
     similarity: str | Callable,
     tau: float,
+    *,
     solver: str = "greedy",
     cost: str = "soft",
     keys: np.ndarray | None = None,
@@ -270,7 +271,7 @@ def build_units(
         np.maximum.at(n_local, data.sample_index, local + 1)
     offset = np.cumsum(n_local) - n_local
     row_unit = offset[data.sample_index] + local if len(local) else np.zeros(0, np.int64)
-    return units_from_labels(row_unit, data.sample_index, int(n_local.sum()))
+    return units_from_labels(row_unit, data.sample_index, n_units=int(n_local.sum()))
 
 
 def unit_keys(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
@@ -301,7 +302,7 @@ def _canonical_rows(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
     return np.lexsort(keys + [r_rank[data.rater_index], s_rank[data.sample_index]])
 
 
-def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, n: int = 1000, seed: int = 0) -> float:
+def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, *, n: int = 1000, seed: int = 0) -> float:
     """``ρ``: the chance that two unrelated labels match, i.e. reach similarity ``tau``.
 
     Estimated from up to ``n × n`` pairs of annotations of *different*

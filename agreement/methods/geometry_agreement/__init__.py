@@ -436,15 +436,15 @@ def geometry_agreement(
     params = GeometryParams(distance=distance, threshold=threshold, bootstrap=bootstrap, max_pairs=max_pairs,
                             seed=seed, confidence=confidence, sigma_p=sigma_p, sigmas=sigmas, stack=stack).checked()
     shard = geometry_shard(data, params)
-    return merge_geometry_shards([shard], lambda idx: (data, idx), params, checked=True,
-                                 strata=chance_strata_of(data, strata))
+    return merge_geometry_shards([shard], lambda idx: (data, idx), params=params, checked=True,
+                                 strata=chance_strata_of(data, strata=strata))
 
 
 def merge_geometry_shards(
     shards: Sequence[GeometryShard],
     read_samples: Callable[[np.ndarray], tuple[MultiRaterAnnotations, Any]],
-    params: GeometryParams | None = None,
     *,
+    params: GeometryParams | None = None,
     checked: bool = False,
     groups: np.ndarray | None = None,
     strata: np.ndarray | None = None,

@@ -49,7 +49,7 @@ def _stacked_box_similarity(name: str, data: MultiRaterAnnotations, rows_a: np.n
         return clipped
     wh = image_sizes_of(data)[0]  # centroid: every sample has this size (or none is known)
     size = tuple(wh.tolist()) if np.all(np.isfinite(wh)) and np.all(wh > 0) else None
-    return pairwise_centroid_closeness(a, b, size)
+    return pairwise_centroid_closeness(a, b, image_size=size)
 
 
 def image_sizes_of(data: MultiRaterAnnotations) -> np.ndarray:

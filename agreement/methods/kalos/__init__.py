@@ -254,12 +254,12 @@ def _undefined_reasons(alpha: np.ndarray, n_assigned: np.ndarray, n_units: np.nd
 
 def kalos_alpha(
     data: MultiRaterAnnotations,
+    *,
     similarity: str | SimilarityFn = "iou",
     tau: float = 0.5,
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
-    *,
     options: SimilarityOptions | None = None,
 ) -> KalosResult:
     r"""KαLOS agreement: units by correspondence, then nominal Krippendorff's α.
@@ -321,12 +321,12 @@ def kalos_alpha(
 
 def sensitivity_curve(
     data: MultiRaterAnnotations,
+    *,
     taus: Sequence[float] = DEFAULT_TAUS,
     similarity: str | SimilarityFn = "iou",
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
-    *,
     options: SimilarityOptions | None = None,
 ) -> SensitivityCurve:
     """Localisation sensitivity: KαLOS α as a function of the threshold τ.
@@ -423,13 +423,13 @@ class KalosShard:
 
 def kalos_shard(
     data: MultiRaterAnnotations,
+    *,
     tau: float = 0.5,
     taus: Sequence[float] = DEFAULT_TAUS,
     similarity: str | SimilarityFn = "iou",
     solver: str = "greedy",
     cost: str = "soft",
     no_object: str = NO_OBJECT,
-    *,
     options: SimilarityOptions | None = None,
 ) -> KalosShard:
     """KαLOS at ``tau`` and at every τ of the sensitivity curve, on one shard of a corpus.

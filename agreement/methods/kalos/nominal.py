@@ -111,7 +111,7 @@ class CoincidenceCounts:
 
     def alpha(self) -> AlphaResult:
         """Nominal α of the counted units (:func:`agreement.core.krippendorff.alpha_from_coincidence`)."""
-        return alpha_from_coincidence(self.coincidence(), self.n_units)
+        return alpha_from_coincidence(self.coincidence(), n_units=self.n_units)
 
 
 def reliability_alpha(reliability: np.ndarray) -> AlphaResult:

@@ -224,7 +224,7 @@ def alpha_ot(
     R = data.num_raters
     cs, cr = np.nonzero(data.assigned)
     plan = plan_chance(data.sample_ids, cs, cr, data.raters, max_pairs=max_pairs, seed=seed,
-                       strata=chance_strata_of(data, strata))
+                       strata=chance_strata_of(data, strata=strata))
     s, a, b, pid, a0, na, b0, nb = assigned_pair_cells(data)
     if observed_costs is None:
         pc = PairCosts(data.boxes, data.labels, lam)

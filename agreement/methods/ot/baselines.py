@@ -493,7 +493,7 @@ class UnitCounts:
 
     def alpha(self) -> AlphaResult:
         """Nominal α of all units pooled (:func:`agreement.core.krippendorff.alpha_from_coincidence`)."""
-        return alpha_from_coincidence((self.pooled + self.pooled.T).astype(np.float64), int(self.units.sum()))
+        return alpha_from_coincidence((self.pooled + self.pooled.T).astype(np.float64), n_units=int(self.units.sum()))
 
 
 class _ThresholdMatcher:

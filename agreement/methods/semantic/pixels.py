@@ -389,8 +389,8 @@ def _mean_over(values: np.ndarray, keep: np.ndarray) -> float:
 
 def sample_statistics(
     masks: Sequence[np.ndarray | None],
-    class_values: Sequence[int] | None = None,
     *,
+    class_values: Sequence[int] | None = None,
     n_pixels: int | None = None,
     seed: int = 0,
     sample_key: str = "",

@@ -172,7 +172,7 @@ class PixelAlphaStats:
     def finish(self) -> PixelAlphaResult:
         """Corpus alpha and per-class presence alpha (formulas in the module docstring)."""
         o = self.coincidence
-        res = alpha_from_coincidence(o, self.n_samples)
+        res = alpha_from_coincidence(o, n_units=self.n_samples)
         n_c = o.sum(axis=1)
         n = float(n_c.sum())
         diag = np.diag(o)

@@ -160,7 +160,7 @@ def track_agreement(tracks_by_rater: Mapping[str, Tracks], *, video: str | None 
     check_loca_unmatched(loca_unmatched)
     vt = VideoTracks.build(tracks_by_rater, video)
     units = units_of_video(vt, tau)
-    reliability = track_reliability(vt, units, frame_count)
+    reliability = track_reliability(vt, units, frame_count=frame_count)
     pairs = []
     R = len(vt.raters)
     for a in range(R):

@@ -165,7 +165,7 @@ class TrackAlphas:
         return out
 
 
-def track_reliability(video: VideoTracks, units: TrackUnits, frame_count: float | None = None) -> TrackReliability:
+def track_reliability(video: VideoTracks, units: TrackUnits, *, frame_count: float | None = None) -> TrackReliability:
     """One video's values for the three α from its indexed tracks and its track units.
 
     ``present``/``classes`` per unit and rater; presence ``Σ u`` and ``Σ (|A| + |B|)`` over the video's rater
@@ -226,7 +226,7 @@ def _localisation(parts: Sequence[TrackReliability], chance: ChanceSums, n_units
     return AlphaResult(1.0 - d_o / d_e, d_o, d_e, n, n_units, "")
 
 
-def track_alpha(reliabilities: Sequence[TrackReliability], max_chance_pairs: int | None = None) -> TrackAlphas:
+def track_alpha(reliabilities: Sequence[TrackReliability], *, max_chance_pairs: int | None = None) -> TrackAlphas:
     r"""α of track presence, class and localisation, pooled over every video (see the module).
 
     ``alpha_presence = 1 - U_o / U_e`` (shares of unmatched tracks within videos and in chance set pairs),

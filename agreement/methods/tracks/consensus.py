@@ -153,7 +153,7 @@ def mean_confidence(consensi: Sequence[ConsensusTracks]) -> tuple[float | None, 
     return None, "no consensus box: no track unit reaches the quorum"
 
 
-def consensus_tracks(tracks_by_rater: Mapping[str, Tracks], units: TrackUnits | None = None, *,
+def consensus_tracks(tracks_by_rater: Mapping[str, Tracks], *, units: TrackUnits | None = None,
                      quorum: float = 0.5, min_raters: int = 1, weights: Mapping[str, float] | None = None,
                      tau: float = 0.5, video: str | None = None) -> ConsensusTracks:
     r"""Consensus tracks of one video: per track unit and frame, the weighted mean box and the majority class.

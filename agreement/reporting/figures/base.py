@@ -36,7 +36,7 @@ TITLE_CHARS = 46
 SUBTITLE_CHARS = 72
 
 
-def sig3(x, signed: bool = False) -> str:
+def sig3(x, *, signed: bool = False) -> str:
     """``x`` to three significant figures, trailing zeros kept (``0.560``, ``1.00``, ``−0.235``);
     ``"undefined"`` for None/NaN; numbers of 1,000 and more as integers with thousands separators,
     below 0.0001 in scientific notation."""
@@ -53,7 +53,7 @@ def sig3(x, signed: bool = False) -> str:
     return ("+" + text) if signed and x > 0 else text
 
 
-def count_text(n: int, what: str = "sample") -> str:
+def count_text(n: int, *, what: str = "sample") -> str:
     """``"1 sample"``, ``"1,234 samples"``."""
     return f"{int(n):,} {plural(n, what)}"
 
@@ -91,7 +91,7 @@ def wrap_lines(text: str, width: int) -> list[str]:
     return lines
 
 
-def figure_layout(title: str, xtitle: str, ytitle: str, legend: bool = False, height: int = 320,
+def figure_layout(title: str, xtitle: str, ytitle: str, *, legend: bool = False, height: int = 320,
                   subtitle: str | None = None, **extra) -> dict:
     """A plotly layout with a title (wrapped to the panel's column) and a smaller subtitle below it,
     both axis titles, room for the tick labels, no zooming; ``height`` is the plot area's height plus
@@ -125,7 +125,7 @@ def figure_layout(title: str, xtitle: str, ytitle: str, legend: bool = False, he
     return layout
 
 
-def figure(name: str, title: str, traces: list, layout: dict, clickable: str | None = None) -> dict:
+def figure(name: str, title: str, traces: list, layout: dict, *, clickable: str | None = None) -> dict:
     """A figure as the panel and the typed results pass it around: ``{"name", "title", "traces",
     "layout", "config", "click"}``."""
     return {"name": name, "title": title, "traces": traces, "layout": layout, "config": dict(FIGURE_CONFIG),

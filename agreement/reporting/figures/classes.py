@@ -64,7 +64,7 @@ def class_vitality_bars(detail: dict) -> list[dict]:
     return [fig]
 
 
-def class_difficulty_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
+def class_difficulty_bars(detail: dict, *, top: int = MAX_CLASSES) -> list[dict]:
     """Class difficulty: each class's match rate (the share of its pairable values whose partner is the
     same class, 1 = always agreed on), hardest first, at most ``top`` classes; clickable."""
     cm = detail.get("class_match") or {}
@@ -79,7 +79,7 @@ def class_difficulty_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
     ys = [rates[i] for i in shown]
     ns = [counts[i] for i in shown]
     hover = [f"{c}: {sig3(r)} of its values matched by the other raters"
-             + (f" ({count_text(int(n), 'value')})" if is_finite(n) else "")
+             + (f" ({count_text(int(n), what='value')})" if is_finite(n) else "")
              + f"<br>click: the samples where a rater said {c} and the raters disagree" for c, r, n in zip(xs, ys, ns, strict=False)]
     what = (f"the {len(shown)} hardest of {len(order)} classes" if len(order) > len(shown)
             else f"{len(shown)} {plural(len(shown), 'class')}, hardest first")
@@ -92,7 +92,7 @@ def class_difficulty_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
     return [figure("classes", f"Class difficulty: {what} (whole run)", [trace], layout, clickable="class")]
 
 
-def tag_alpha_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
+def tag_alpha_bars(detail: dict, *, top: int = MAX_CLASSES) -> list[dict]:
     """Per-tag α (presence against absence of the tag), lowest first, at most ``top`` tags; tags whose α
     is undefined are named in the subtitle."""
     ta = detail.get("tag_alpha") or {}
@@ -103,7 +103,7 @@ def tag_alpha_bars(detail: dict, top: int = MAX_CLASSES) -> list[dict]:
         return []
     shown = order[:top]
     undefined = [t for t, a in zip(tags, alphas, strict=False) if a is None]
-    sub = f"{len(shown)} of {count_text(len(tags), 'tag')}, lowest α first"
+    sub = f"{len(shown)} of {count_text(len(tags), what='tag')}, lowest α first"
     if undefined:
         sub += f" · undefined (no variation): {', '.join(undefined[:5])}{'…' if len(undefined) > 5 else ''}"
     trace = {"type": "bar", "x": [tags[i] for i in shown], "y": [alphas[i] for i in shown], "name": "α",
@@ -123,7 +123,7 @@ def _confused_classes(classes: list[str], matrix: list, top: int) -> list[int]:
     return [i for i in range(len(classes)) if i in keep]
 
 
-def rater_confusion_figure(detail: dict, top: int = MAX_CLASSES) -> dict | None:
+def rater_confusion_figure(detail: dict, *, top: int = MAX_CLASSES) -> dict | None:
     """The confusion between raters as a classes × classes heatmap: row ``i``, column ``j`` is the share of
     the pairable values of class ``i`` whose partner value (another rater on the same sample) is class ``j``
     (the coincidence matrix normalised by rows; each row sums to 1; the diagonal is the class's match
@@ -156,7 +156,7 @@ def rater_confusion_figure(detail: dict, top: int = MAX_CLASSES) -> dict | None:
     return figure("class_confusion", f"{title} ({subtitle})", [trace], layout)
 
 
-def class_bars(detail: dict, info: dict | None = None) -> list[dict]:
+def class_bars(detail: dict, *, info: dict | None = None) -> list[dict]:
     """The bar charts of a class agreement run: rater vitality and class difficulty (classes), or per-tag
     α (tag sets)."""
     if detail.get("tag_alpha"):
@@ -164,7 +164,7 @@ def class_bars(detail: dict, info: dict | None = None) -> list[dict]:
     return class_vitality_bars(detail) + class_difficulty_bars(detail)
 
 
-def class_curves(detail: dict, info: dict | None = None) -> list[dict]:
+def class_curves(detail: dict, *, info: dict | None = None) -> list[dict]:
     """The other figures of a class agreement run: the confusion between raters (classes only)."""
     fig = rater_confusion_figure(detail)
     return [fig] if fig is not None else []

@@ -22,7 +22,7 @@ from agreement.reporting.figures.base import (
 __all__ = ["kalos_bars", "kalos_curves"]
 
 
-def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
+def kalos_bars(detail: dict, *, top: int = 20) -> list[dict]:
     """Rater vitality, and the hardest classes by α (whole run); both clickable."""
     bars = []
     vit = detail.get("rater_vitality") or {}
@@ -52,7 +52,7 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
             classes = [cd["classes"][i] for i in order]
             ys = [float(cd["alpha"][i]) for i in order]
             units = [int(cd["n_units"][i]) if cd.get("n_units") else None for i in order]
-            hover = [f"{c}: α {sig3(a)} over {count_text(n, 'unit') if n is not None else 'its units'}"
+            hover = [f"{c}: α {sig3(a)} over {count_text(n, what='unit') if n is not None else 'its units'}"
                      f"<br>click: {c} units where the raters disagree" for c, a, n in zip(classes, ys, units, strict=True)]
             what = (f"the {len(order)} {plural(len(order), 'class')} with the lowest α" if len(order) > 1
                     else "its one class" if len(cd["classes"]) == 1 else "the class with the lowest α")
@@ -67,7 +67,7 @@ def kalos_bars(detail: dict, top: int = 20) -> list[dict]:
     return bars
 
 
-def kalos_curves(detail: dict, info: dict | None = None) -> list[dict]:
+def kalos_curves(detail: dict, *, info: dict | None = None) -> list[dict]:
     """α as τ varies (localisation sensitivity), with the run's τ marked."""
     c = detail.get("sensitivity_curve") or {}
     if not c.get("taus"):

@@ -41,7 +41,7 @@ MAX_TEXT_CELLS = 150
 ALPHA_COLOUR, DICE_COLOUR, SELECTED_COLOUR = "#3f7fbf", "#ff9f40", "#ff6d04"
 
 
-def mask_class_names(info: dict, values: Iterable[int] = ()) -> dict[int, str]:
+def mask_class_names(info: dict, *, values: Iterable[int] = ()) -> dict[int, str]:
     """``{class value: name}`` from the run's recorded ``mask_targets`` (and ``values`` the run found
     without a name, named by their number); a name given to two values gets the value in brackets."""
     targets = (info.get("input") or {}).get("mask_targets") or {}
@@ -88,7 +88,7 @@ def class_rows(detail: dict, info: dict) -> list[dict]:
     alpha, reason = floats(ca.get("alpha")), list(ca.get("reason") or [""] * len(a_vals))
     overlap = {k: dict(zip(o_vals, floats(co.get(k)), strict=False)) for k in ("dice", "iou", "boundary_f1")}
     values = sorted(set(a_vals) | set(o_vals))
-    names = mask_class_names(info, values)
+    names = mask_class_names(info, values=values)
     by_alpha = {v: (a, str(r or "")) for v, a, r in zip(a_vals, alpha, reason, strict=False)}
     return [{"value": v, "name": names[v], "alpha": by_alpha.get(v, (None, ""))[0],
              "reason": by_alpha.get(v, (None, ""))[1] or ("" if v in by_alpha else "not measured"),
@@ -103,7 +103,7 @@ def _alpha_first(rows: list[dict]) -> list[dict]:
     return with_alpha + dice_only
 
 
-def mask_class_bars(detail: dict, info: dict, selected: str | None = None, top: int = MAX_CLASSES) -> dict | None:
+def mask_class_bars(detail: dict, info: dict, *, selected: str | None = None, top: int = MAX_CLASSES) -> dict | None:
     """Pixel α and pooled Dice per class (whole run), lowest α first, at most ``top`` classes; a class
     whose α is undefined has a note instead of its α bar (the reason in its hover); ``selected`` (a class
     name) outlined. Clickable: ``click="mask_class"``, the class name as ``x``. ``None`` without classes."""
@@ -128,7 +128,7 @@ def mask_class_bars(detail: dict, info: dict, selected: str | None = None, top: 
     undefined = [r for r in shown if r["alpha"] is None]
     absent = [r["name"] for r in rows if r["alpha"] is None and r["dice"] is None]
     what = (f"the {len(shown)} of {len(order)} classes with the lowest α" if len(order) > len(shown)
-            else f"{count_text(len(shown), 'class')}, lowest α first")
+            else f"{count_text(len(shown), what='class')}, lowest α first")
     sub = f"{what} · click a bar: the samples where that class's Dice is lowest"
     if absent:
         sub += f" · in no mask: {', '.join(absent[:5])}{'…' if len(absent) > 5 else ''}"
@@ -151,7 +151,7 @@ def mask_class_bars(detail: dict, info: dict, selected: str | None = None, top: 
     return figure("mask_classes", title, traces, layout, clickable="mask_class")
 
 
-def pair_class_means(detail: dict, ids: Iterable[str] | None = None) -> dict:
+def pair_class_means(detail: dict, *, ids: Iterable[str] | None = None) -> dict:
     """The mean over samples of each rater pair's Dice on each class (``pair_class_dice``), on the samples
     ``ids`` (default: every sample of the run).
 
@@ -195,17 +195,17 @@ def _lowest(mean: np.ndarray, axis: int, top: int) -> list[int]:
     return sorted(np.argsort(score, kind="stable")[:top].tolist())
 
 
-def pair_class_heatmap(detail: dict, info: dict, ids: Iterable[str] | None = None, scope: str = "whole run",
+def pair_class_heatmap(detail: dict, info: dict, *, ids: Iterable[str] | None = None, scope: str = "whole run",
                        selected: tuple[str, str] | None = None, top_pairs: int = MAX_PAIRS,
                        top_classes: int = MAX_CLASSES) -> dict | None:
     """Mean Dice per rater pair (rows) and class (columns) over the samples ``ids`` (``scope`` names them);
     empty cells ("no data") where a pair never met on a class; ``selected`` (pair label, class name)
     outlined. Clickable: ``click="mask_cell"``, the class name as ``x``, the pair as ``y``. ``None`` when
     no pair met on any class."""
-    m = pair_class_means(detail, ids)
+    m = pair_class_means(detail, ids=ids)
     if not m["pairs"] or not m["classes"]:
         return None
-    names = mask_class_names(info, m["classes"])
+    names = mask_class_names(info, values=m["classes"])
     rows, cols = _lowest(m["mean"], 0, top_pairs), _lowest(m["mean"], 1, top_classes)
     pairs, classes = [m["pairs"][i] for i in rows], [names[m["classes"][j]] for j in cols]
     z = [[float(m["mean"][i, j]) if m["n"][i, j] else None for j in cols] for i in rows]
@@ -239,16 +239,16 @@ def pair_class_heatmap(detail: dict, info: dict, ids: Iterable[str] | None = Non
         i, j = pairs.index(selected[0]), classes.index(selected[1])
         layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "y", "x0": j - 0.5, "x1": j + 0.5,
                              "y0": i - 0.5, "y1": i + 0.5, "line": {"color": SELECTED_COLOUR, "width": 3}}]
-    full = f"{title} ({count_text(len(pairs), 'pair')} × {count_text(len(classes), 'class')}, {scope})"
+    full = f"{title} ({count_text(len(pairs), what='pair')} × {count_text(len(classes), what='class')}, {scope})"
     return figure("mask_pairs", full, [trace], layout, clickable="mask_cell")
 
 
-def mask_figures(detail: dict, info: dict, ids: Iterable[str] | None = None, scope: str = "whole run",
+def mask_figures(detail: dict, info: dict, *, ids: Iterable[str] | None = None, scope: str = "whole run",
                  selected_class: str | None = None, selected_cell: tuple[str, str] | None = None) -> list[dict]:
     """The figures of a mask agreement run: agreement per class (whole run), then mean Dice per rater pair
     and class on the samples ``ids`` (``scope``: how the panel names them); those that have data."""
     figs = [mask_class_bars(detail, info, selected=selected_class),
-            pair_class_heatmap(detail, info, ids, scope, selected=selected_cell)]
+            pair_class_heatmap(detail, info, ids=ids, scope=scope, selected=selected_cell)]
     return [f for f in figs if f is not None]
 
 
@@ -259,7 +259,7 @@ def pair_class_dice_rows(detail: dict, info: dict) -> list[dict]:
     from agreement.reporting.tables import round_value
 
     means = pair_class_means(detail)
-    names = mask_class_names(info, means["classes"])
+    names = mask_class_names(info, values=means["classes"])
     rows = []
     for i, pair in enumerate(means["pairs"]):
         a, _, b = str(pair).partition(" | ")

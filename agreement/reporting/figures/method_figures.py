@@ -70,7 +70,7 @@ def rater_bars(detail: dict, series: list[tuple[str, str]], title: str, ytitle: 
     return [fig]
 
 
-def distance_curves(detail: dict, info: dict | None = None) -> list[dict]:
+def distance_curves(detail: dict, *, info: dict | None = None) -> list[dict]:
     """Within-item vs between-item (chance) distance densities."""
     d = detail.get("distributions") or {}
     edges = floats(d.get("edges"))
@@ -125,7 +125,7 @@ def _bin_text(edges: list, i: int) -> str:
     return f"[{sig3(edges[i])}, {sig3(edges[i + 1])}{close}"
 
 
-def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_suffix: str = "samples in view",
+def histogram_figure(hist: dict, view: dict, *, selected: int | None = None, title_suffix: str = "samples in view",
                      name: str = "histogram", clickable: bool = True) -> dict:
     """The score histogram as a figure; bar ``selected`` (the panel's drill-down) highlighted; its items are
     ``view["item"]`` (default ``"sample"``; a frame run's are videos)."""
@@ -134,7 +134,7 @@ def histogram_figure(hist: dict, view: dict, selected: int | None = None, title_
     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
     width = edges[1] - edges[0]
     score = view.get("score_name", "score")
-    hover = [f"{count_text(c, item)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
+    hover = [f"{count_text(c, what=item)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
              for i, c in enumerate(hist["counts"])]
     colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
     trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
@@ -169,7 +169,7 @@ def _confusion_classes(conf: dict, classes: list[str], max_classes: int) -> tupl
     return [c for c in order if c in top], len(order)
 
 
-def confusion_matrix(results: dict, rater: str, max_classes: int = MAX_CONFUSION_CLASSES) -> dict:
+def confusion_matrix(results: dict, rater: str, *, max_classes: int = MAX_CONFUSION_CLASSES) -> dict:
     """Rater ``rater``'s class confusion from a consensus run's results.
 
     ``z[i][j]`` is the probability that the rater says ``classes[j]`` for an

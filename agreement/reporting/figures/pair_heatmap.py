@@ -76,7 +76,7 @@ def _greedy_shared(records: list[dict], k: int) -> list[str]:
     return chosen
 
 
-def select_pair_raters(records: Sequence[dict], value: str, raters: Sequence[str], rule: str = "shared",
+def select_pair_raters(records: Sequence[dict], value: str, raters: Sequence[str], *, rule: str = "shared",
                        k: int = DEFAULT_HEATMAP_RATERS, rater: str | None = None, min_support: int = 1) -> list[str]:
     """The raters the heatmap shows, by ``rule`` (see the module docstring), at most ``k``.
 
@@ -136,7 +136,7 @@ def _value_key(v) -> float:
     return float(v) if is_finite(v) else float("inf")
 
 
-def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEATMAP_RATERS,
+def pair_matrix(detail: dict, value: str, title: str, *, max_raters: int = MAX_HEATMAP_RATERS,
                 override: dict | None = None, raters: Sequence[str] | None = None, counts: dict | None = None,
                 min_support: int = 1, rule_text: str | None = None) -> dict | None:
     """The rater-pair heatmap's matrices, from the sparse ``detail["rater_pairs"]`` records.
@@ -172,7 +172,7 @@ def pair_matrix(detail: dict, value: str, title: str, max_raters: int = MAX_HEAT
     order = detail.get("rater_order") or list(range(len(names)))
     ordered = [names[i] for i in order]
     if raters is None:
-        raters = select_pair_raters(records, value, ordered, "shared", min(max_raters, MAX_HEATMAP_RATERS),
+        raters = select_pair_raters(records, value, ordered, rule="shared", k=min(max_raters, MAX_HEATMAP_RATERS),
                                     min_support=min_support) if len(ordered) > max_raters else ordered
         if len(ordered) > max_raters:
             rule_text = rule_text or f"the {len(raters)} of {len(ordered)} raters who share the most samples"
@@ -222,9 +222,9 @@ def _cell_hover(pm: dict, i: int, j: int, value_name: str, where: str, clickable
     s = pm["shared"][i][j]
     if not s:
         return f"{a} × {b}: never given the same sample (no data)"
-    support = count_text(s, "shared sample") + where
+    support = count_text(s, what="shared sample") + where
     if pm["units"] is not None and pm["units"][i][j] is not None:
-        support += f", {count_text(pm['units'][i][j], 'object')} either drew"
+        support += f", {count_text(pm['units'][i][j], what='object')} either drew"
     if pm["hidden"][i][j]:
         return f"{a} × {b}: hidden, {support} (below the minimum of {pm['min_support']})"
     v = pm["z"][i][j]
@@ -254,7 +254,7 @@ def _cell_texts(pm: dict, z: list, show_support: bool) -> list[list[str]]:
     return out
 
 
-def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, where: str = "",
+def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, *, where: str = "",
                        selected: list | None = None, statistic: str = "value", show_support: bool = False) -> dict:
     """The heatmap figure, sized to the panel's column.
 
@@ -281,7 +281,7 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, w
         trace.update(colorscale="Viridis", zmin=0.0, zmax=1.0)
     else:
         trace.update(colorscale="RdBu", reversescale=True, zmid=0.0, zmin=min([-0.2] + vals), zmax=1.0)
-    lines = [pm.get("rule_text") or f"{count_text(n, 'rater')}", scope]
+    lines = [pm.get("rule_text") or f"{count_text(n, what='rater')}", scope]
     if pm.get("n_hidden"):
         lines.append(f"{pm['n_hidden']:,} {plural(pm['n_hidden'], 'pair')} below {pm['min_support']} shared "
                      f"{plural(pm['min_support'], 'sample')} hidden")

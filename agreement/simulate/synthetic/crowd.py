@@ -71,8 +71,8 @@ def _draws(rng, boxes, classes, C, jitter, confusion):
 def crowd_corpus(
     num_samples: int,
     num_raters: int,
-    raters_per_sample: int = 10,
     *,
+    raters_per_sample: int = 10,
     min_objects: int = 0,
     max_objects: int = 8,
     num_classes: int = 3,

@@ -213,6 +213,7 @@ def _kde(values: np.ndarray, grid: np.ndarray) -> np.ndarray | None:
 def select_tau(
     d_observed: Sequence[float] | np.ndarray,
     d_expected: Sequence[float] | np.ndarray,
+    *,
     grid_size: int = 1000,
 ) -> TauSelection:
     r"""The distance threshold τ* between observed and expected disagreement.
@@ -300,7 +301,7 @@ def select_tau(
     return done(x, "ks_max", reason)
 
 
-def beta_from_tau(tau_giou: float, lam: float = 1.0, normalization: str = "paper") -> float:
+def beta_from_tau(tau_giou: float, *, lam: float = 1.0, normalization: str = "paper") -> float:
     r"""OT dummy cost β equivalent to a calibrated GIoU-distance threshold.
 
     In :mod:`agreement.methods.ot` a same-label pair is matched iff its cost
@@ -351,7 +352,7 @@ def _histogram(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, grid_size: int,
                    bins: int, repaired_polygons: int = 0) -> DistanceCalibration:
     edges = np.linspace(0.0, 1.0, bins + 1)
-    sel = select_tau(d_o, d_e, grid_size)
+    sel = select_tau(d_o, d_e, grid_size=grid_size)
     reason = ""
     if len(d_o) == 0:
         reason = ("no observed disagreement: no sample has two assigned raters with at least one annotation "
@@ -381,9 +382,9 @@ def _calibrate_one(name: str, d_o: np.ndarray, d_e: np.ndarray, n_samples: int, 
 
 def calibrate(
     data: MultiRaterAnnotations,
+    *,
     distances: Sequence[str] = DEFAULT_DISTANCES,
     seed: int = 0,
-    *,
     grid_size: int = 1000,
     bins: int = 50,
     sigmas: ArrayLike | None = None,
@@ -442,7 +443,7 @@ def calibrate(
     if grid_size < 3:
         raise ValueError(f"grid_size must be at least 3, got {grid_size}")
     reports = {name: check_similarity(name, data, sigmas=sigmas) for name in distances}
-    plan = plan_draws(data, seed, chance_strata_of(data, strata))
+    plan = plan_draws(data, seed, chance_strata_of(data, strata=strata))
     per = {}
     for name in distances:
         d_o, d_e = observed_distances(data, name, plan, sigmas), expected_distances(data, name, plan, sigmas)
@@ -461,8 +462,8 @@ def calibrate(
                        "the 'giou' distance; add it to distances")
     else:
         g = per["giou"]
-        beta = beta_from_tau(g.tau, 1.0, "paper")
-        beta_oc = beta_from_tau(g.tau, 1.0, "oc_cost")
+        beta = beta_from_tau(g.tau, lam=1.0, normalization="paper")
+        beta_oc = beta_from_tau(g.tau, lam=1.0, normalization="oc_cost")
         if math.isnan(beta):
             beta_reason = (g.reason or g.tau_fallback) if math.isnan(g.tau) else \
                 "τ* of 'giou' is 0, and β must be positive"

@@ -323,6 +323,6 @@ def disagreement_samples(
         configuration, empirical disagreement distributions).
     """
     check_distance(distance)
-    plan = plan_draws(data, check_seed(seed), chance_strata_of(data, strata))
+    plan = plan_draws(data, check_seed(seed), chance_strata_of(data, strata=strata))
     check_similarity(distance, data, sigmas=sigmas)
     return observed_distances(data, distance, plan, sigmas), expected_distances(data, distance, plan, sigmas)

@@ -167,7 +167,7 @@ def rater_vitality(result: KalosResult) -> RaterVitality:
     total, per_sample = None, []
     for s0, part in _sample_chunks(result):
         pv = part.values
-        sums = leave_one_rater_out_sums(pv, np.zeros(pv.n_columns, dtype=np.int64), 1, C)
+        sums = leave_one_rater_out_sums(pv, np.zeros(pv.n_columns, dtype=np.int64), 1, n_codes=C)
         total = sums if total is None else total.add(sums)
         s_idx, s_rater, s_res = leave_one_rater_out(pv, part.unit_sample, len(part.alpha))
         per_sample.append((s_idx + s0, s_rater, part.alpha[s_idx] - s_res.alpha))
@@ -237,7 +237,7 @@ def class_difficulty(result: KalosResult) -> ClassDifficulty:
         lo, hi = bounds[cols], bounds[cols + 1]
         reps = hi - lo
         member = concat_ranges(lo, reps)
-        sums = group_sums(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K, C)
+        sums = group_sums(np.repeat(np.arange(len(cols)), reps), values.code[member], len(cols), grp, K, n_codes=C)
         total = sums if total is None else total.add(sums)
         n_units += np.bincount(grp, minlength=K).astype(np.int64)
     assert total is not None  # a result has at least one chunk of samples
@@ -333,7 +333,7 @@ def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
         lo, hi = np.searchsorted(sample, [s0, s0 + len(part.alpha)])
         t, ca, cb = _pair_units(part, sample[lo:hi] - s0, a[lo:hi], b[lo:hi])
         return group_sums(np.repeat(np.arange(len(t)), 2), np.stack([ca, cb], axis=1).reshape(-1), len(t),
-                          pair_id[lo:hi][t], len(table), C)
+                          pair_id[lo:hi][t], len(table), n_codes=C)
 
     res = reduce(GroupSums.add, (run_sums(s0, part) for s0, part in _sample_chunks(result))).finish()
     table.values["alpha"] = res.alpha
@@ -342,7 +342,7 @@ def _pairwise_alpha(result: KalosResult) -> RaterPairTable:
     return table
 
 
-def collaboration_clusters(result: KalosResult, method: str = "average") -> CollaborationClusters:
+def collaboration_clusters(result: KalosResult, *, method: str = "average") -> CollaborationClusters:
     r"""Pairwise rater agreement and a hierarchical clustering of raters.
 
     For every two raters ``a, b`` that share a sample: :math:`\alpha_{ab}` is
