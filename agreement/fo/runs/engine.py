@@ -284,9 +284,8 @@ def run_method(
     extra = spec.extra(samples, read, params)
     run.prepare(read.label_fields, check_only=True)
     report(0.1, "computing")
-    with spec.context(params):
-        out = _declared(spec.compute, spec, "compute")(read, params, lambda f, label: report(0.1 + 0.75 * f, label),
-                                                       extra)
+    out = _declared(spec.compute, spec, "compute")(read, params, lambda f, label: report(0.1 + 0.75 * f, label),
+                                                   extra)
     report(0.85, "writing results")
     plan = _prepare_keeping_stamps(samples, key, overwrite, read,
                                    lambda: run.prepare(read.label_fields, scan_documents=False))
@@ -445,8 +444,7 @@ def process_shard(samples, job: ShardJob, spec: MethodSpec, *, report: Progress 
     spec.check(read, job.params)
     extra = {**spec.extra(view, read, job.params), "state": job.state, "sample_offset": job.offset}
     report(lo + 0.3 / n, f"{where}computing" if where else "computing")
-    with spec.context(job.params):
-        out = _declared(spec.kernel, spec, "kernel")(read, job.params, extra)
+    out = _declared(spec.kernel, spec, "kernel")(read, job.params, extra)
     report(lo + 0.6 / n, f"{where}writing" if where else "writing results")
     if job.run_plan is not None:
         _write(samples, job.run_plan, read, spec, out, writer)
@@ -553,8 +551,7 @@ def _run_streamed(run: _Run, execution: Execution, report: Progress) -> dict:
                 return read_planned(samples, wanted, layout, spec.read_options(params), plan)[1].annotations
 
             context.read_samples = read_samples
-            with spec.context(params):
-                summary, detail = _declared(spec.finish, spec, "finish")(stats, params, context)
+            summary, detail = _declared(spec.finish, spec, "finish")(stats, params, context)
     except BaseException:
         if registered:
             runs.discard_incomplete_run(samples, key)

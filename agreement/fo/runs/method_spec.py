@@ -23,9 +23,8 @@ code shows nothing for it (no rater table, no drill-down mode, no conflicts).
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -79,7 +78,6 @@ class MethodSpec:
             the whole corpus at once; ``None`` for a method that always streams.
         read_options: extra :func:`agreement.fo.storage.reading.read_annotations` options from the parameters
             (``image_sizes``, ``masks``, ...).
-        context: a context manager around the computation (e.g. similarity options).
         check: validates the corpus before anything is written (raises with a message).
         extra: ``(samples, read, params) -> dict`` of further inputs read from the dataset
             (e.g. a session attribute), passed to ``compute`` as ``extra``.
@@ -114,7 +112,6 @@ class MethodSpec:
     label_suffixes: tuple[str, ...]
     compute: Callable[[ReadResult, dict, Progress, dict], MethodOutput] | None
     read_options: Callable[[dict], dict] = lambda params: {}
-    context: Callable[[dict], ContextManager] = lambda params: nullcontext()
     check: Callable[[ReadResult, dict], None] = lambda read, params: None
     extra: Callable[[Any, ReadResult, dict], dict] = lambda samples, read, params: {}
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
