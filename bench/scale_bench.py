@@ -111,7 +111,7 @@ import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 import fiftyone as fo, fiftyone.operators as foo
 import agreement.fo.runs.engine as engine
-import agreement.fo.runs as runs
+import agreement.fo.runs.store as runs
 import agreement.fo.storage.writing as writing
 written, blocked = [0.0], [0.0]
 def timed(module, name, into):
