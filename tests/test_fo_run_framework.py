@@ -175,7 +175,7 @@ def test_typed_results_draw_the_panel_figures(fo, make_dataset):
     ds, rater_params, _, _ = kind_dataset(fo, make_dataset, "boxes", "fields")
     _run(ds, "compute_kalos", key="ka", **rater_params)
     results = ds.load_run_results("ka", cache=False)
-    names = [f["name"] for f in results.figures()]
+    names = results.figures()
     assert "pair_matrix" in names and "alpha_tau" in names, names
     assert results.global_alpha == results.summary["global_alpha"]
     fig = results.plot("alpha_tau")

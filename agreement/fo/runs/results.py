@@ -9,11 +9,12 @@ the figures the App panel draws::
 
     results = dataset.load_run_results("kalos")
     results.print_report()
-    results.global_alpha                 # a headline number
+    results.global_alpha                 # a headline number (tab completion lists them: headline_names())
     results.warnings                     # degenerate design, undefined numbers: what to do
-    for fig in results.figures():        # plotly figures as dicts
-        ...
+    results.figures()                    # the names of its figures: ['pair_matrix', 'vitality', ...]
     results.plot("vitality").show()      # one of them as a plotly Figure
+    results.figure("vitality")           # the same as a plain dict (traces, layout)
+    results.to_pandas("raters")          # a table as a pandas DataFrame: "raters", "pairs" or "samples"
 
 Large tables of ``detail`` (``COMPACT_DETAIL``) are stored as one packed
 string each (:func:`agreement.fo.storage.compact.pack`: FiftyOne's serialisation
@@ -24,6 +25,7 @@ load; rater-pair tables are given back as one record per pair.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
@@ -31,8 +33,10 @@ import numpy as np
 import fiftyone.core.runs as fors
 
 from agreement.core.rater_pairs import columns_to_records, records_to_columns
+from agreement.fo.runs.results_tables import TABLES, table_rows
 from agreement.fo.storage.compact import columns_to_nested, is_nested_columns, nested_to_columns, pack, unpack
-from agreement.reporting.figures.method_figures import METHOD_VIEWS, pair_matrix, pair_matrix_figure, sig3
+from agreement.reporting.figures.method_figures import METHOD_VIEWS, pair_matrix, pair_matrix_figure
+from agreement.reporting.run_text import report_text
 
 __all__ = [
     "AgreementResults",
@@ -109,8 +113,26 @@ def decode_detail(detail: Mapping[str, Any] | None) -> dict:
     return out
 
 
+def _declaration(method: str | None) -> Any:
+    """The declaration of method marker ``method`` (``None``: no declared method has it), looked up in the
+    registry package, not imported (the registry imports this module; loading a marker loads the package)."""
+    import agreement.fo.methods.markers  # noqa: F401 - loads the registry package
+
+    registry = sys.modules.get("agreement.fo.methods")
+    return registry.declaration_of(method) if registry is not None and method else None
+
+
 class AgreementResults(fors.RunResults):
     """The results of an agreement run.
+
+    Its headline numbers are attributes, read-only, listed by ``dir()`` (so tab completion offers them):
+    ``results.alpha_ot`` is ``results.summary["alpha_ot"]``. Which they are is the method's: the numbers its
+    operator returns and its panel shows (:meth:`headline_names`: e.g. ``alpha_ot``, ``mean_ot``, ``f1``,
+    ``threshold_alpha``, ``n_scored``, ``n_undefined`` of an OT run; ``global_alpha``, ``mean_alpha``,
+    ``n_undefined``, ``tau`` of a KαLOS run; ``alpha``, ``alpha_low``, ``alpha_high``, ``mean_agreement`` of a
+    class run; ``sigma``, ``distance_alpha``, ``ks``, ``detection_alpha``, ``classification_alpha`` of a
+    geometry run). Any other key of ``summary`` reads the same way; a name that is already an attribute
+    (``method``, ``params``, ``key``, ...) stays the attribute (read the number from ``summary``).
 
     Args:
         samples: the collection the run was computed on.
@@ -126,6 +148,8 @@ class AgreementResults(fors.RunResults):
 
     #: the panel's view of the method's runs (cards, figures); a declared method's results class sets it
     view: ClassVar[dict | None] = None
+    #: the title of its report when the method has no view
+    title: ClassVar[str | None] = None
 
     def __init__(self, samples, config, key, backend=None, summary: dict | None = None,
                  detail: dict | None = None, warnings: list | None = None, **kwargs):
@@ -140,6 +164,32 @@ class AgreementResults(fors.RunResults):
         if name in summary:
             return summary[name]
         raise AttributeError(f"{type(self).__name__!s} has no attribute or summary number {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Sets an attribute; a headline number is read-only (it would be stored beside ``summary``)."""
+        summary = self.__dict__.get("summary") or {}
+        if name in summary and name not in self.__dict__ and not hasattr(type(self), name):
+            raise AttributeError(f"{name!r} is a headline number of run {self.key!r}, read-only: "
+                                 f"results.summary[{name!r}] holds it")
+        super().__setattr__(name, value)
+
+    def __dir__(self) -> list[str]:
+        """The attributes, with the headline numbers (:meth:`headline_names`)."""
+        return sorted(set(super().__dir__()) | set(self.headline_names()))
+
+    def headline_names(self) -> list[str]:
+        """The run's headline numbers readable as attributes: the numbers the method's operator returns and its
+        panel cards show (:attr:`view`), those the summary has, but none that is already an attribute.
+
+        Returns:
+            The names, in the method's order.
+        """
+        decl = _declaration(self.method)
+        view = self._view()
+        names = [k for k, _, _ in getattr(decl, "outputs", ())]
+        names += [c["key"] for part in ("cards", "report_cards") for c in view.get(part) or []]
+        taken = set(dir(type(self))) | set(self.__dict__)
+        return [n for n in dict.fromkeys(names) if n in self.summary and n.isidentifier() and n not in taken]
 
     @classmethod
     def _from_dict(cls, d: dict, samples, config, key):
@@ -169,47 +219,27 @@ class AgreementResults(fors.RunResults):
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def _view(self) -> dict:
+        if type(self).view is None and self.method is not None and self.method not in METHOD_VIEWS:
+            _declaration(self.method)  # registers the declared methods' views
         return type(self).view or (METHOD_VIEWS.get(self.method) if self.method is not None else None) or {}
 
     def report(self) -> str:
-        """The headline numbers as text: one line each, an interval or standard error where the run has one,
-        ``undefined`` with the reason where a number is NaN; then the run's warnings, one line each."""
+        """The headline numbers as text (:func:`agreement.reporting.run_text.report_text`): one line each, counts
+        as integers (``1,234``), flags as ``yes``/``no``, an interval or standard error where the run has one,
+        ``(exact chance baseline)`` where the baseline is exact, ``undefined`` with the reason where a number is
+        NaN, each count of undefined samples with its reasons; the samples and raters; then the run's warnings,
+        one line each."""
         view = self._view()
-        lines = [f"{view.get('title', self.method)} run {self.key!r}"]
-        cards = view.get("cards") or [{"key": k, "label": k} for k, v in self.summary.items()
-                                      if isinstance(v, (int, float)) and not k.endswith("_reason")]
-        width = max([len(c["label"]) for c in cards] or [0])
-        for card in cards:
-            if card["key"] not in self.summary:
-                continue
-            lines.append(f"  {card['label']:<{width}}  {self._card_text(card)}")
-        if self.warnings:
-            lines.append("Warnings:")
-            lines.extend(f"  - {w}" for w in self.warnings)
-        return "\n".join(lines)
-
-    def _card_text(self, card: dict) -> str:
-        value = self.summary.get(card["key"])
-        if isinstance(value, str):
-            return value
-        if value is None or (isinstance(value, float) and not math.isfinite(value)):
-            reason = self.summary.get(card.get("reason") or "")
-            return "undefined" + (f" ({reason})" if reason else "")
-        text = str(int(value)) if card.get("integer") else sig3(value)
-        if card.get("se") and self.summary.get(card["se"]) is not None:
-            text += f" ± {sig3(self.summary[card['se']])} (s.e.)"
-        lo, hi = self.summary.get(card.get("lo") or ""), self.summary.get(card.get("hi") or "")
-        if lo is not None and hi is not None:
-            text += f" [{sig3(lo)}, {sig3(hi)}]"
-        return text
+        return report_text(title=str(view.get("title") or type(self).title or self.method), key=self.key,
+                           view=view, summary=self.summary, detail=self.detail, warnings=self.warnings)
 
     def print_report(self) -> None:
         """Prints :meth:`report`."""
         print(self.report())
 
-    def figures(self) -> list[dict]:
-        """The whole-run figures the App panel draws for this run (plotly figures as dicts: ``name``,
-        ``title``, ``traces``, ``layout``): the rater-pair matrix, per-rater bars and curves the method has."""
+    def figure_dicts(self) -> list[dict]:
+        """The whole-run figures the App panel draws for this run, as plain dicts (``name``, ``title``,
+        ``traces``, ``layout``): the rater-pair matrix, per-rater bars and curves the method has."""
         view = self._view()
         info = {"params": self.params, "method": self.method}
         out = []
@@ -223,23 +253,76 @@ class AgreementResults(fors.RunResults):
                 out.extend(view[part](self.detail, info))
         return out
 
-    def plot(self, name: str | None = None):
-        """One of :meth:`figures` (by its ``name``; the first when omitted) as a ``plotly.graph_objects.Figure``.
+    def figures(self) -> list[str]:
+        """The names of the run's figures (:meth:`figure_dicts`), each one :meth:`plot` and :meth:`figure`
+        accept."""
+        return [f["name"] for f in self.figure_dicts()]
+
+    def figure(self, name: str | None = None) -> dict:
+        """One of the run's figures as a plain dict (``name``, ``title``, ``traces``, ``layout``).
+
+        Args:
+            name: one of :meth:`figures` (the first when omitted).
+
+        Returns:
+            The figure.
+
+        Raises:
+            ValueError: when the run has no figure of that name (the message lists those it has).
+        """
+        figs = self.figure_dicts()
+        chosen = [f for f in figs if name is None or f["name"] == name]
+        if not chosen:
+            have = ", ".join(f["name"] for f in figs) or "none"
+            raise ValueError(f"run {self.key!r} has no figure {name!r}; its figures: {have}")
+        return chosen[0]
+
+    def plot(self, name: str | dict | None = None):
+        """One of the run's figures as a ``plotly.graph_objects.Figure``.
+
+        Args:
+            name: one of :meth:`figures` (the first when omitted), or a figure of :meth:`figure_dicts`.
+
+        Returns:
+            The figure (``.show()`` draws it).
 
         Raises:
             ValueError: when the run has no figure of that name (the message lists those it has).
         """
         import plotly.graph_objects as go
 
-        figs = self.figures()
-        chosen = [f for f in figs if name is None or f["name"] == name]
-        if not chosen:
-            raise ValueError(f"run {self.key!r} has no figure {name!r}; its figures are {[f['name'] for f in figs]}")
-        return go.Figure(chosen[0]["traces"], chosen[0]["layout"])
+        fig = self.figure(name.get("name") if isinstance(name, dict) else name)
+        return go.Figure(fig["traces"], fig["layout"])
+
+    def to_pandas(self, table: str = "raters"):
+        """One of the run's tables as a ``pandas.DataFrame`` (the report's CSV files, with the same columns).
+
+        Args:
+            table: ``"raters"`` (the panel's rater table, then every other per-rater number), ``"pairs"`` (one row
+                per rater pair: ``rater_a``, ``rater_b`` and every value the run stores per pair) or ``"samples"``
+                (``sample_id``, ``filepath``, each per-sample field the run wrote, by its field name, and
+                ``reason`` where the run lists why a sample has no value); see
+                :mod:`agreement.fo.runs.results_tables`.
+
+        Returns:
+            The table (no row when the run has none of that kind, e.g. pairs of a calibration run).
+
+        Raises:
+            ValueError: ``table`` is none of the three.
+        """
+        import pandas as pd
+
+        if table not in TABLES:
+            raise ValueError(f"run {self.key!r}: no table {table!r}; to_pandas() gives "
+                             f"{', '.join(map(repr, TABLES))}")
+        decl = _declaration(self.method)
+        return pd.DataFrame(table_rows(self, table, hooks=getattr(decl, "hooks", None)))
 
 
 class SimulationResults(AgreementResults):
     """Simulated raters: what was simulated from which reference field (``summary``/``detail``)."""
+
+    title = "Simulated raters"
 
 
 #: method marker -> results class: the declared methods' own (registered by :func:`agreement.fo.methods.declarations`)
