@@ -418,8 +418,16 @@ class ImportJudgements(AgreementOperator):
                           ("repeated_judgements_set_aside", "Repeated judgements set aside", "int"),
                           ("conflicting_pairs", "Repeated pairs with different labels", "int"),
                           ("unknown_counts", "Labels outside the categories (label: judgements)", "json"),
-                          ("dropped", "Judgements dropped", "int"), ("summary", "What was read and repaired", "str")
-                          ) + WARNINGS
+                          ("dropped", "Judgements dropped", "int"),
+                          ("header", "Header line skipped", "str"),
+                          ("header_lines", "Header lines skipped (repeats included)", "int"),
+                          ("whitespace_stripped", "Fields with surrounding whitespace, stripped", "int"),
+                          ("whitespace_examples", "Whitespace stripped: first fields", "lines"),
+                          ("comments", "Comment lines (#) skipped", "int"),
+                          ("bom", "UTF-8 byte order mark ignored", "bool"),
+                          ("columns", "Columns (in file order)", "list"),
+                          ("categories_file", "Categories file: what was repaired", "json"),
+                          ("summary", "What was read and repaired", "str")) + WARNINGS
 
     @property
     def config(self):
@@ -436,8 +444,17 @@ class ImportJudgements(AgreementOperator):
         from agreement.io.judgements import REPEATED_POLICIES, UNKNOWN_POLICIES
 
         inputs = types.Object()
-        inputs.str("path", required=True, label="Judgement file (TSV)",
-                   description="One judgement per line: worker, item, label, tab-separated, no header")
+        inputs.str("path", required=True, label="Judgement file (TSV or CSV)",
+                   description="One judgement per line: worker, item, label (a header line of column names is "
+                               "recognised and skipped; UTF-8 text)")
+        separator = types.DropdownView()
+        for char, name in _DELIMITERS.items():
+            separator.add_choice(char, label=name)
+        inputs.enum("delimiter", list(_DELIMITERS), default="\t", label="Separator", view=separator,
+                    description="tab: worker<TAB>item<TAB>label; comma: a CSV file")
+        inputs.enum("header", list(_HEADER), default="auto", label="Header line",
+                    description="auto: a first line of column names (worker, item, label, ...) is skipped and "
+                                "reported; yes: the first line is a header; no: it is a judgement")
         inputs.str("dataset_name", required=True, label="Dataset name")
         inputs.str("categories", required=False, label="Categories",
                    description="A file of one class per line, or the classes separated by commas; lowest first for "
@@ -468,18 +485,33 @@ class ImportJudgements(AgreementOperator):
         kwargs = dict(categories=_categories(p.get("categories")), repeated=p.get("repeated") or "mode",
                       unknown_labels=p.get("unknown_labels") or "error", field=p.get("field") or "judgements",
                       rater_attr=p.get("rater_attr") or "annotator", overwrite=bool(p.get("overwrite", False)),
-                      persistent=bool(p.get("persistent", True)), image_dir=p.get("image_dir") or None)
+                      persistent=bool(p.get("persistent", True)), image_dir=p.get("image_dir") or None,
+                      delimiter=p.get("delimiter") or "\t", header=_header(p.get("header")))
 
         def summarise(out) -> dict:
             dataset, record = out
             keep = ("judgements", "classes", "repeated_pairs", "repeated_judgements_set_aside", "conflicting_pairs",
-                    "unknown_counts", "dropped", "summary")
-            out = _import_result(dataset, {k: record[k] for k in keep})
-            note = (record.get("media") or {}).get("note")
-            return {**out, "warnings": rater_warnings(out["raters"]) + ([note] if note else [])}
+                    "unknown_counts", "dropped", "header", "header_lines", "whitespace_stripped",
+                    "whitespace_examples", "comments", "bom", "columns", "categories_file", "summary", "warnings")
+            return _import_result(dataset, {k: record[k] for k in keep})
 
         return _run_import(self, ctx, lambda progress: _import(
             progress, lambda: import_judgements(path, name, **kwargs), summarise))
+
+
+#: the separators a judgement file may use (the form shows their names)
+_DELIMITERS = {"\t": "tab", ",": "comma", ";": "semicolon"}
+#: the form's header choices: detect, the first line is a header, there is none
+_HEADER = {"auto": None, "yes": True, "no": False}
+
+
+def _header(value: Any) -> bool | None:
+    """The form's header choice as ``read_judgements`` takes it (``None``: detect)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if value not in _HEADER:
+        raise ValueError(f"header must be one of {list(_HEADER)}, got {value!r}")
+    return _HEADER[value]
 
 
 def _categories(value: Any) -> Any:

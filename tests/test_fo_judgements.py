@@ -105,3 +105,94 @@ def test_items_become_files_under_the_file_folder_or_image_dir_and_stay_as_writt
     with pytest.raises(Exception, match="items 'http://a.com/x' and 'https://a.com/x' name the same file"):
         _op("import_judgements", path=clash, dataset_name="jclash", persistent=False)
     assert not fo.dataset_exists("jclash")
+
+
+# ------------------------------------------------------------------------------- files as people export them
+URI = "@iaa/agreement/import_judgements"
+
+
+def _import_op(**params):
+    import fiftyone.operators as foo
+
+    return foo.get_operator(URI)(**params)
+
+
+BAD_FILES = {  # name: (bytes, what the message must say, beyond the file's name)
+    "empty.tsv": (b"\n# nothing\n\n", r"empty\.tsv: no judgements: its 3 line\(s\) are blank or comments"),
+    "part.tsv": (b"worker_id\turl\tlabel\nw1\ti1\tA\nw2\ti1\tB\n", r"part\.tsv, line 1: .*looks partly like a header"),
+    "latin.tsv": ("w1\ti1\tA\nw2\ti1\tcaf\xe9\n".encode("latin-1"),
+                  r"latin\.tsv, line 2 \(byte offset 17\): not UTF-8 text.*iconv -f latin1 -t utf-8"),
+    "bin.tsv": (b"\x00\x01\x02", r"bin\.tsv, line 1 \(byte offset 0\): not a text file"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_files_are_refused_by_type_naming_file_and_line(fo, tmp_path, name):
+    """Through the Python function and the operator's Python call: the plugin's TextFileError (a ValueError),
+    its message naming the file and the line, and no dataset made."""
+    from agreement.fo.importers.judgements import import_judgements
+    from agreement.io.text_files import TextFileError
+
+    data, message = BAD_FILES[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(TextFileError, match=message):
+        import_judgements(str(path), "jbad", persistent=False)
+    with pytest.raises(ValueError, match=message):
+        _import_op(path=str(path), dataset_name="jbad", persistent=False)
+    assert not fo.dataset_exists("jbad")
+
+
+def test_exported_file_header_whitespace_bom_are_repaired_and_reported(fo, tmp_path):
+    """A spreadsheet's export: a byte order mark, a header in crowd-kit's column order, stray spaces. Nothing
+    of the header becomes a worker, an item or a class, and 'A ' is 'A'; the operator's result, the summary
+    and dataset.info say what was repaired."""
+    path = tmp_path / "export.tsv"
+    path.write_bytes("\ufeffTask\tWorker\tLabel\ni1\tw1\tA \ni1\t w2\tA\ni2\tw1\tB\ni2\tw2\tB\n".encode())
+    out = _import_op(path=str(path), dataset_name="jexp", persistent=False)
+    try:
+        ds = fo.load_dataset("jexp")
+        assert sorted(out["raters"]) == ["w1", "w2"] and out["classes"] == ["A", "B"] and out["judgements"] == 4
+        assert sorted(ds.values("item")) == ["i1", "i2"] and ds.classes["judgements"] == ["A", "B"]
+        assert out["header"] == "line 1: Task | Worker | Label" and out["columns"] == ["item", "worker", "label"]
+        assert out["whitespace_stripped"] == 2 and out["bom"] is True
+        assert "header line 1: Task | Worker | Label skipped" in out["summary"]
+        assert "2 fields had surrounding whitespace, stripped" in out["summary"]
+        info = ds.info["iaa_import"]
+        assert info["header"] == out["header"] and info["whitespace_examples"] == ["line 2: 'A '", "line 3: ' w2'"]
+        res = _op("compute_class_agreement", ds, key="c", field="judgements")
+        assert res["alpha"] == pytest.approx(1.0)  # 'A ' and 'A' are one class: the workers agree
+    finally:
+        fo.delete_dataset("jexp")
+
+
+def test_one_worker_is_warned_in_the_result_and_the_dataset(fo, tmp_path):
+    from agreement.fo.importers.judgements import import_judgements
+
+    path = _write(tmp_path / "solo.tsv", [("w1", "i1", "A"), ("w1", "i2", "B")])
+    out = _import_op(path=path, dataset_name="jsolo", persistent=False)
+    try:
+        warned = [w for w in out["warnings"] if "one worker ('w1')" in w]
+        assert len(warned) == 1 and "solo.tsv" in warned[0] and "alpha is undefined" in warned[0]
+        assert warned[0] in fo.load_dataset("jsolo").info["iaa_import"]["warnings"]
+    finally:
+        fo.delete_dataset("jsolo")
+    _, record = import_judgements(path, "jsolo2", persistent=False)
+    assert any("one worker ('w1')" in w for w in record["warnings"])
+    fo.delete_dataset("jsolo2")
+
+
+def test_csv_with_the_delimiter_and_a_categories_file_with_a_header(fo, tmp_path):
+    path = tmp_path / "j.csv"
+    path.write_text("worker,item,label\nw1,i1,low\nw2,i1,high\nw1,i2,mid\nw2,i2,mid\n")
+    cats = tmp_path / "cats.txt"
+    cats.write_text("category\nlow\n mid\nhigh\n")
+    with pytest.raises(ValueError, match=r"j\.csv, line 1: .*comma-separated: pass delimiter=','"):
+        _import_op(path=str(path), dataset_name="jcsv", persistent=False, header="no")
+    out = _import_op(path=str(path), dataset_name="jcsv", persistent=False, delimiter=",", categories=str(cats))
+    try:
+        assert out["classes"] == ["low", "mid", "high"] and out["header"] == "line 1: worker | item | label"
+        assert out["categories_file"]["header"] == "line 1: category" and out["categories_file"]["whitespace_stripped"] == 1
+        assert "categories file: header line 1: category skipped" in out["summary"]
+    finally:
+        fo.delete_dataset("jcsv")

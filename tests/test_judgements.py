@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agreement.io.judgements import read_categories, read_judgements
+from agreement.io.judgements import TextFileError, read_categories, read_categories_file, read_judgements
 from agreement.methods.classes import LEVELS, bootstrap_alpha, class_alpha
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -129,6 +129,140 @@ def test_line_order_changes_nothing_with_mode(tmp_path):
     np.testing.assert_array_equal(read_judgements(fwd)[0].codes, read_judgements(rev)[0].codes)
     np.testing.assert_array_equal(read_judgements(fwd, repeated="first")[0].codes,
                                   read_judgements(rev, repeated="last")[0].codes)
+
+
+# ------------------------------------------------------------------------------- files as people export them
+def _bytes(tmp_path, data: bytes, name="j.tsv"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n", "# exported 2024-01-01\n\n# nothing yet\n", "\ufeff"])
+def test_empty_file_is_refused_naming_it(tmp_path, text):
+    p = _bytes(tmp_path, text.encode(), "empty.tsv")
+    with pytest.raises(TextFileError, match=r"empty\.tsv: no judgements: (the file is empty|its \d line)"):
+        read_judgements(p)
+    with pytest.raises(ValueError, match=r"cats\.txt: no categories"):  # the categories file alike
+        read_categories(_bytes(tmp_path, text.encode(), "cats.txt"))
+
+
+@pytest.mark.parametrize("header", ["worker\titem\tlabel", "Annotator\tImage\tClass", "worker_id\ttask_id\tanswer",
+                                    "RATER \t SAMPLE\tcategory"])
+def test_header_line_is_skipped_and_reported(tmp_path, header):
+    body = "w1\ti1\tA\nw2\ti1\tB\nw1\ti2\tB\n"
+    r, rep = read_judgements(_write(tmp_path, header + "\n" + body))
+    plain, _ = read_judgements(_write(tmp_path, body, "plain.tsv"))
+    assert r.raters == ("w1", "w2") and r.classes == ("A", "B") and list(r.sample_ids) == ["i1", "i2"]
+    np.testing.assert_array_equal(r.codes, plain.codes)  # nothing of the header became a worker, item or class
+    assert rep.n_judgements == 3 and rep.text.n_header_lines == 1 and rep.text.header.startswith("line 1: ")
+    assert "header line 1: " in rep.summary() and "skipped" in rep.summary()
+
+
+def test_header_orders_the_columns_and_repeats_of_it_are_skipped(tmp_path):
+    """crowd-kit's order (task, worker, label), and two files concatenated with their headers."""
+    r, rep = read_judgements(_write(tmp_path, "task\tworker\tlabel\ni1\tw1\tA\ni1\tw2\tB\ntask\tworker\tlabel\n"
+                                              "i2\tw1\tB\n"))
+    assert r.raters == ("w1", "w2") and list(r.sample_ids) == ["i1", "i2"] and r.codes.tolist() == [[0, 1], [1, -1]]
+    assert rep.columns == ("item", "worker", "label") and rep.text.n_header_lines == 2
+    assert "columns taken in the header's order" in rep.summary() and "1 repeat(s)" in rep.summary()
+    with pytest.raises(TextFileError, match=r"line 1: the header 'worker \| user \| label' does not name each"):
+        read_judgements(_write(tmp_path, "worker\tuser\tlabel\nw1\ti1\tA\n", "twice.tsv"))
+    with pytest.raises(TextFileError, match=r"two\.tsv, line 1: the header 'worker \| item' names 2 column\(s\)"):
+        read_judgements(_write(tmp_path, "worker\titem\nw1\ti1\tA\n", "two.tsv"))
+
+
+def test_partial_header_is_refused_unless_said(tmp_path):
+    p = _write(tmp_path, "\n# crowd\nworker_id\turl\tlabel\nw1\ti1\tA\nw2\ti1\tB\n", "part.tsv")
+    with pytest.raises(TextFileError, match=r"part\.tsv, line 3: 'worker_id \| url \| label' looks partly like a "
+                                            r"header .*'url' does not.*remove the line.*header=True"):
+        read_judgements(p)
+    r, rep = read_judgements(p, header=True)
+    assert r.raters == ("w1", "w2") and rep.text.header == "line 3: worker_id | url | label"
+    r, rep = read_judgements(p, header=False)  # said to be data: a worker 'worker_id', as asked
+    assert "worker_id" in r.raters and rep.text.header == ""
+    # a worker called 'user' who judged again further down is data, not a header
+    r, rep = read_judgements(_write(tmp_path, "user\ti1\tA\nuser\ti2\tB\nw2\ti1\tA\n", "user.tsv"))
+    assert r.raters == ("user", "w2") and rep.n_judgements == 3 and rep.text.header == ""
+
+
+def test_categories_header_is_skipped_and_reported(tmp_path):
+    cats, rep = read_categories_file(_write(tmp_path, "Category\tmeaning\nlow\t1\nmid\nhigh\n", "cats.txt"))
+    assert cats == ("low", "mid", "high") and rep.header == "line 1: Category" and rep.n_header_lines == 1
+    assert read_categories(_write(tmp_path, "class\nlow\n", "c2.txt"), header=False) == ("class", "low")
+    _, jrep = read_judgements(_write(tmp_path, "w\ti\thigh\nv\ti\tlow\n"), categories=tmp_path / "cats.txt")
+    assert jrep.classes == ("low", "mid", "high") and "categories file: header line 1: Category skipped" in jrep.summary()
+    with pytest.raises(TextFileError, match=r"only.txt: no categories: only the header line 1"):
+        read_categories(_write(tmp_path, "labels\n", "only.txt"))
+
+
+def test_whitespace_around_fields_is_stripped_and_counted(tmp_path):
+    p = _write(tmp_path, "w1\ti1\tA\nw2\ti1\tA \n w3 \ti1\tvery good\nw1\t i2\tA\nw2\ti2\t A\n")
+    r, rep = read_judgements(p)
+    assert r.classes == ("A", "very good") and r.raters == ("w1", "w2", "w3") and list(r.sample_ids) == ["i1", "i2"]
+    assert rep.text.n_stripped == 4 and rep.text.stripped_examples[0] == "line 2: 'A '"
+    assert "4 fields had surrounding whitespace, stripped (first: line 2: 'A '" in rep.summary()
+    with pytest.raises(TextFileError, match="line 2: expected worker<TAB>item<TAB>label"):  # a blank field stays bad
+        read_judgements(_write(tmp_path, "w1\ti1\tA\nw2\t  \tA\n", "blank.tsv"))
+    cats, crep = read_categories_file(_write(tmp_path, "low \n mid\nhigh\n", "cats.txt"))
+    assert cats == ("low", "mid", "high") and crep.n_stripped == 2 and crep.stripped_examples == ("line 1: 'low '",
+                                                                                                 "line 2: ' mid'")
+
+
+def test_text_that_is_not_utf8_is_refused_naming_line_and_byte(tmp_path):
+    latin = "w1\ti1\tcafe\nw2\ti1\tcaf\xe9\n".encode("latin-1")
+    with pytest.raises(TextFileError, match=r"latin\.tsv, line 2 \(byte offset 20\): not UTF-8 text \(byte 0xe9.*"
+                                            r"iconv -f latin1 -t utf-8") as e:
+        read_judgements(_bytes(tmp_path, latin, "latin.tsv"))
+    assert isinstance(e.value, ValueError) and isinstance(e.value.__cause__, UnicodeDecodeError)
+    with pytest.raises(TextFileError, match=r"bin\.tsv, line 2 \(byte offset 12\): not a text file"):
+        read_judgements(_bytes(tmp_path, b"w1\ti1\tA\n\x89PNG\x00\x00\x01", "bin.tsv"))
+    with pytest.raises(TextFileError, match=r"u16\.tsv: the judgement file is UTF-16 text.*iconv -f utf-16"):
+        read_judgements(_bytes(tmp_path, "w1\ti1\tA\n".encode("utf-16"), "u16.tsv"))
+    with pytest.raises(TextFileError, match=r"cats\.txt, line 1 \(byte offset 3\): not UTF-8"):
+        read_judgements(_write(tmp_path, "w\ti\tA\n"), categories=_bytes(tmp_path, b"caf\xe9\n", "cats.txt"))
+
+
+def test_utf8_byte_order_mark_is_accepted_and_reported(tmp_path):
+    r, rep = read_judgements(_bytes(tmp_path, "\ufeffworker\titem\tlabel\nw1\ti1\tA\nw2\ti1\tB\n".encode()))
+    assert r.raters == ("w1", "w2") and rep.text.bom and rep.text.header  # the header is found behind the mark
+    assert "byte order mark" in rep.summary()
+    assert read_categories(_bytes(tmp_path, "\ufeffG\nP\n".encode(), "c.txt")) == ("G", "P")
+
+
+def test_one_worker_is_a_warning(tmp_path):
+    r, rep = read_judgements(_write(tmp_path, "w1\ti1\tA\nw1\ti2\tB\n", "solo.tsv"))
+    assert r.raters == ("w1",) and len(rep.warnings) == 1
+    assert "solo.tsv: one worker ('w1')" in rep.warnings[0] and "alpha is undefined" in rep.warnings[0]
+    assert "WARNING: solo.tsv: one worker" in rep.summary()
+    _, rep = read_judgements(_write(tmp_path, "w1\ti1\tA\nw2\ti2\tB\n", "apart.tsv"))
+    assert "no item was judged by two workers" in rep.warnings[0]
+    assert read_judgements(_write(tmp_path, "w1\ti1\tA\nw2\ti1\tB\n", "ok.tsv"))[1].warnings == ()
+
+
+def test_comma_separated_file_needs_delimiter(tmp_path):
+    text = "worker,item,label\nw1,i1,A\nw2,i1,B\nw2,\"i2, left\",A\n"
+    with pytest.raises(TextFileError, match=r"c\.csv, line 1: expected worker<TAB>item<TAB>label .*"
+                                            r"comma-separated: pass delimiter=','"):
+        read_judgements(_write(tmp_path, text.replace("worker,item,label\n", ""), "c.csv"))
+    r, rep = read_judgements(_write(tmp_path, text, "h.csv"), delimiter=",")
+    assert list(r.sample_ids) == ["i1", "i2, left"] and rep.delimiter == "," and rep.text.n_header_lines == 1
+    with pytest.raises(TextFileError, match=r"t\.csv, line 1: expected worker,item,label.*tab-separated: pass "
+                                            r"delimiter='\\t'"):
+        read_judgements(_write(tmp_path, "w1\ti1\tA\n", "t.csv"), delimiter=",")
+    with pytest.raises(ValueError, match="delimiter must be one character"):
+        read_judgements(_write(tmp_path, text, "h.csv"), delimiter=", ")
+
+
+def test_name_map_file_follows_the_same_text_rules(tmp_path):
+    """The other plain-text list the importers read (name_map, agreement.io.image_names): UTF-8 with a byte
+    order mark is read (the header is still found), Latin-1 is refused naming the line and byte offset."""
+    from agreement.io.image_names import load_name_map
+
+    bom = _bytes(tmp_path, "\ufeffexport_name,image_name\nframe_1.jpg, a.jpg\n".encode(), "names.csv")
+    assert load_name_map(bom)[0] == {"frame_1.jpg": "a.jpg"}
+    with pytest.raises(TextFileError, match=r"latin\.csv, line 2 \(byte offset 30\): not UTF-8 text.*iconv"):
+        load_name_map(_bytes(tmp_path, "frame_1.jpg,a.jpg\nframe_2.jpg,\xe9.jpg\n".encode("latin-1"), "latin.csv"))
 
 
 # ---------------------------------------------------------------------------------------------------- shared data

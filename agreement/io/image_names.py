@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from agreement.core.validation import AnnotationError
+from agreement.io.text_files import read_text
 
 __all__ = ["UPLOAD_ID", "NameRule", "NameMatchError", "HOW_TO_MAP", "name_rule", "load_name_map", "keys_of", "match_report", "RULES"]
 
@@ -137,8 +138,7 @@ def load_name_map(value: str | os.PathLike | Mapping[str, str]) -> tuple[dict[st
         if not os.path.isfile(source):
             raise NameMatchError(f"name_map: {source!r} is not a file (expected a CSV or JSON file: export name -> "
                                  "image name)")
-        with open(source, encoding="utf-8", newline="") as f:
-            text = f.read()
+        text, _ = read_text(source, what="the name map")  # UTF-8 (a byte order mark dropped), else a clear error
         if source.lower().endswith(".json") or text.lstrip().startswith("{"):
             try:
                 data = json.loads(text)

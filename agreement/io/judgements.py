@@ -1,8 +1,13 @@
 r"""Crowd judgements as a reliability matrix: ``worker<TAB>item<TAB>label`` files, with reported repairs.
 
 The format is the one of the Get-Another-Label project (Ipeirotis, Provost &
-Wang, HCOMP 2010): a tab-separated file without header, one judgement per
-line. Items become samples, workers raters, labels classes
+Wang, HCOMP 2010): a tab-separated file, one judgement per line
+(``delimiter=","`` reads a CSV file). Files as people export them (a header
+line, whitespace around fields, a byte order mark, comment lines) are read by
+the rules of :mod:`agreement.io.text_files` and what they repaired is
+reported; an empty file, a file that is not UTF-8 text and a first line that
+is only partly a header are refused, naming the file and the line; one
+worker is a warning in the report (alpha needs two raters). Items become samples, workers raters, labels classes
 (:class:`agreement.core.ratings.ClassRatings`, workers and items sorted by
 name, so the result does not depend on the order of the lines).
 
@@ -39,18 +44,23 @@ the pure library). This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Sequence
 
 import numpy as np
 
 from agreement.core.ratings import MISSING, ClassRatings
+from agreement.io.text_files import TextFileError, TextRepairs, find_header, no_content, read_text_lines, strip_fields
 
-__all__ = ["JudgementReport", "read_categories", "read_judgements", "REPEATED_POLICIES", "UNKNOWN_POLICIES"]
+__all__ = ["JudgementReport", "TextFileError", "read_categories", "read_categories_file", "read_judgements",
+           "REPEATED_POLICIES", "UNKNOWN_POLICIES"]
 
 REPEATED_POLICIES = ("mode", "last", "first", "error")
 UNKNOWN_POLICIES = ("error", "drop", "keep")
+#: The columns of a judgement file without a header, in order.
+COLUMNS = ("worker", "item", "label")
 #: How many example lines a report and an error message show.
 N_EXAMPLES = 5
 
@@ -74,6 +84,12 @@ class JudgementReport:
         n_unknown: judgements with such labels.
         n_dropped: judgements left out because of their label.
         unknown_examples: up to five lines with such labels.
+        delimiter: the field separator read.
+        columns: the column roles in file order (a header may order them: ``("item", "worker", "label")``).
+        text: what reading the file repaired (:class:`agreement.io.text_files.TextRepairs`: a header line
+            skipped, whitespace stripped, comment lines, a byte order mark).
+        categories_text: the same for the categories file, when one was read.
+        warnings: what the ratings cannot support (one worker, no item judged by two workers: α undefined).
     """
 
     path: str
@@ -91,6 +107,11 @@ class JudgementReport:
     n_unknown: int
     n_dropped: int
     unknown_examples: tuple
+    delimiter: str = "\t"
+    columns: tuple[str, ...] = COLUMNS
+    text: TextRepairs = TextRepairs("")
+    categories_text: TextRepairs | None = None
+    warnings: tuple[str, ...] = field(default=())
 
     def summary(self) -> str:
         """One paragraph saying what was read and repaired."""
@@ -104,36 +125,113 @@ class JudgementReport:
             parts.append(f"{self.n_unknown:,} judgements with labels outside the categories {self.unknown_counts}: "
                          f"unknown_labels={self.unknown_labels!r}" + (f", {self.n_dropped:,} dropped"
                                                                       if self.n_dropped else ""))
+        if self.columns != COLUMNS:
+            parts.append(f"columns taken in the header's order {list(self.columns)}")
+        parts += self.text.notes()
+        parts += [f"categories file: {n}" for n in (self.categories_text.notes() if self.categories_text else [])]
+        parts += [f"WARNING: {w}" for w in self.warnings]
         return "; ".join(parts) + "."
 
 
-def read_categories(path: str | Path) -> tuple[str, ...]:
-    """The categories of a categories file: one per non-blank line (a last line without a newline too; only
-    its first tab-separated field), in file order (an ordinal scale's order)."""
-    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
-    cats = tuple(ln.split("\t")[0] for ln in lines if ln)
-    if len(set(cats)) != len(cats):
-        raise ValueError(f"{path}: a category is listed twice: {list(cats)}")
-    return cats
+
+def read_categories_file(path: str | Path, *, header: bool | None = None) -> tuple[tuple[str, ...], TextRepairs]:
+    """The categories of a categories file and what reading it repaired.
+
+    One category per line, in file order (an ordinal scale's order); only a line's first tab-separated
+    field counts (the rest may describe it); a last line without a newline counts. The rules of
+    :mod:`agreement.io.text_files` apply: UTF-8 (a byte order mark accepted), blank and ``#`` lines
+    skipped, a header line (``category``, ``label``, ``class``, ``answer`` and their plurals, see
+    :data:`agreement.io.text_files.HEADER_NAMES`) skipped and reported, whitespace around a name stripped
+    and counted.
+
+    Args:
+        path: the file.
+        header: ``None`` detect a header line; ``True`` the first line is one; ``False`` it is a category.
+
+    Raises:
+        TextFileError: not UTF-8 text, no category, an empty name, or a category listed twice (naming lines).
+    """
+    text = read_text_lines(path, what="the categories file")
+    rows, n_stripped, examples = strip_fields([(no, [line.split("\t")[0]]) for no, line in text.lines])
+    if not rows:
+        raise TextFileError(f"{path}: no categories: {no_content(text)}; expected one category per line")
+    no0, first = rows[0]
+    later = [{f[0] for _, f in rows[1:]}]
+    shown, n_header = "", 0
+    if find_header(first, no0, later, path=str(path), expected=("label",), header=header) is not None:
+        shown = f"line {no0}: {first[0]}"
+        kept = [r for r in rows[1:] if r[1][0].lower() != first[0].lower()]
+        n_header, rows = len(rows) - len(kept), kept
+        if not rows:
+            raise TextFileError(f"{path}: no categories: only the header line {no0} ({first[0]!r})")
+    seen: dict[str, int] = {}
+    for no, (cat,) in rows:
+        if not cat:
+            raise TextFileError(f"{path}, line {no}: an empty category name (the line starts with a tab)")
+        if cat in seen:
+            raise TextFileError(f"{path}, line {no}: category {cat!r} is listed twice (first on line {seen[cat]}): "
+                                f"{[f[0] for _, f in rows]}")
+        seen[cat] = no
+    repairs = TextRepairs(str(path), bom=text.bom, header=shown, n_header_lines=n_header, n_comments=text.n_comments,
+                          n_stripped=n_stripped, stripped_examples=examples)
+    return tuple(seen), repairs
 
 
-def _parse(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    workers, items, labels, lines = [], [], [], []
-    with path.open(encoding="utf-8", newline="") as f:
-        for no, raw in enumerate(f, 1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 3 or not all(fields):
-                raise ValueError(f"{path}, line {no}: expected worker<TAB>item<TAB>label with three non-empty "
-                                 f"fields, got {line!r}")
-            workers.append(fields[0])
-            items.append(fields[1])
-            labels.append(fields[2])
-            lines.append(no)
-    return (np.array(workers, dtype=object), np.array(items, dtype=object), np.array(labels, dtype=object),
-            np.array(lines, dtype=np.int64))
+def read_categories(path: str | Path, *, header: bool | None = None) -> tuple[str, ...]:
+    """The categories of a categories file, in file order (:func:`read_categories_file` without its report)."""
+    return read_categories_file(path, header=header)[0]
+
+
+def _split(line: str, delimiter: str) -> list[str]:
+    if delimiter == "\t":
+        return line.split("\t")
+    return next(csv.reader([line], delimiter=delimiter))
+
+
+def _bad_line(path: Path, no: int, line: str, delimiter: str) -> TextFileError:
+    sep = "<TAB>" if delimiter == "\t" else delimiter
+    hint = ""
+    for d, name in (("\t", "tab"), (",", "comma"), (";", "semicolon")):
+        if d != delimiter and len(_split(line, d)) == 3:
+            hint = f"; the line is {name}-separated: pass delimiter={d!r}"
+            break
+    return TextFileError(f"{path}, line {no}: expected worker{sep}item{sep}label with three non-empty fields, "
+                         f"got {line!r}{hint}")
+
+
+def _parse(path: Path, delimiter: str, header: bool | None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, TextRepairs, tuple[str, ...]]:
+    """The judgements of a file as (workers, items, labels, line numbers), its repairs and its column roles."""
+    text = read_text_lines(path, what="the judgement file")
+    rows, n_stripped, examples = strip_fields([(no, _split(line, delimiter)) for no, line in text.lines])
+    if not rows:
+        raise TextFileError(f"{path}: no judgements: {no_content(text)}; expected one worker<TAB>item<TAB>label "
+                            "per line")
+    no0, first = rows[0]
+    later = [{f[k] for _, f in rows[1:] if len(f) == 3} for k in range(3)]
+    roles = find_header(first, no0, later, path=str(path), expected=COLUMNS, header=header)
+    shown, n_header = "", 0
+    if roles is not None:
+        shown = f"line {no0}: {' | '.join(first)}"
+        key = [f.lower() for f in first]
+        kept = [r for r in rows[1:] if [f.lower() for f in r[1]] != key]
+        n_header, rows = len(rows) - len(kept), kept
+        if not rows:
+            raise TextFileError(f"{path}: no judgements: only the header line {no0} ({' | '.join(first)!r})")
+    order = [roles.index(c) for c in COLUMNS] if roles is not None and len(roles) == 3 else [0, 1, 2]
+    cols: tuple[list[str], list[str], list[str]] = ([], [], [])
+    lines = []
+    for no, fields in rows:
+        if len(fields) != 3 or not all(fields):
+            raise _bad_line(path, no, dict(text.lines)[no], delimiter)
+        for k, c in enumerate(order):
+            cols[k].append(fields[c])
+        lines.append(no)
+    repairs = TextRepairs(str(path), bom=text.bom, header=shown, n_header_lines=n_header, n_comments=text.n_comments,
+                          n_stripped=n_stripped, stripped_examples=examples)
+    arrays = [np.array(c, dtype=object) for c in cols]
+    return (arrays[0], arrays[1], arrays[2], np.array(lines, dtype=np.int64), repairs,
+            tuple(COLUMNS[order.index(k)] for k in range(3)))
 
 
 def _examples(idx: np.ndarray, w: np.ndarray, i: np.ndarray, lab: np.ndarray, ln: np.ndarray) -> tuple:
@@ -158,18 +256,27 @@ def _resolve_repeats(key: np.ndarray, code: np.ndarray, n_codes: int, policy: st
 
 def read_judgements(path: str | Path, *, categories: Sequence[str] | str | Path | None = None,
                     repeated: Literal["mode", "last", "first", "error"] = "mode",
-                    unknown_labels: Literal["error", "drop", "keep"] = "error",
-                    ) -> tuple[ClassRatings, JudgementReport]:
+                    unknown_labels: Literal["error", "drop", "keep"] = "error", delimiter: str = "\t",
+                    header: bool | None = None) -> tuple[ClassRatings, JudgementReport]:
     """Reads a ``worker<TAB>item<TAB>label`` judgement file into one class per worker and item.
 
+    The file is read by the rules of :mod:`agreement.io.text_files`: UTF-8 (a byte order mark accepted
+    and reported; anything else refused naming the line and byte offset), blank and ``#`` comment lines
+    skipped, a header line of column names recognised, skipped and reported (its names may order the
+    columns: ``task<TAB>worker<TAB>label``), whitespace around fields stripped and counted.
+
     Args:
-        path: the TSV file (no header, one judgement per line, blank lines ignored).
+        path: the file (one judgement per line).
         categories: the classes in order (an ordinal scale's order), or the path of a categories file
-            (:func:`read_categories`); default: every label found, sorted.
+            (:func:`read_categories_file`); default: every label found, sorted.
         repeated: one judgement per (worker, item) from several: ``"mode"`` (the most frequent label,
             ties to the one judged last), ``"last"``, ``"first"``, or ``"error"``.
         unknown_labels: labels outside ``categories``: ``"error"``, ``"drop"`` (the judgements; the
             worker stays assigned to the item) or ``"keep"`` (as further classes, sorted, after the categories).
+        delimiter: the field separator: a tab (default) or one character such as ``","`` (read as CSV:
+            double quotes may enclose a field holding the separator).
+        header: ``None`` (default) detect a header line; ``True`` the first line is a header; ``False``
+            it is a judgement.
 
     Returns:
         ``(ratings, report)``: :class:`agreement.core.ratings.ClassRatings` with items as samples and
@@ -177,17 +284,23 @@ def read_judgements(path: str | Path, *, categories: Sequence[str] | str | Path 
         also a dropped one), and the :class:`JudgementReport` of what was repaired.
 
     Raises:
-        ValueError: a malformed line (naming it); unknown labels with ``unknown_labels="error"`` or
+        TextFileError: (a ``ValueError``) a file that is empty, not UTF-8 text or binary, whose first line
+            is partly a header, or a malformed line (naming the file and the line; a line separated by
+            another delimiter says which ``delimiter=`` reads it).
+        ValueError: unknown labels with ``unknown_labels="error"`` or
             repeated judgements with ``repeated="error"`` (naming counts and first lines, and how to proceed).
     """
     if repeated not in REPEATED_POLICIES:
         raise ValueError(f"repeated must be one of {REPEATED_POLICIES}, got {repeated!r}")
     if unknown_labels not in UNKNOWN_POLICIES:
         raise ValueError(f"unknown_labels must be one of {UNKNOWN_POLICIES}, got {unknown_labels!r}")
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\r\n\"":
+        raise ValueError(f"delimiter must be one character such as '\\t' or ',', got {delimiter!r}")
     path = Path(path)
-    w, it, lab, ln = _parse(path)
+    w, it, lab, ln, text, columns = _parse(path, delimiter, header)
+    cat_text = None
     if isinstance(categories, (str, Path)):
-        categories = read_categories(categories)
+        categories, cat_text = read_categories_file(categories)
     found = sorted(set(lab.tolist()))
     cats = tuple(found) if categories is None else tuple(categories)
     unknown_mask = ~np.isin(lab, np.array(cats, dtype=object))
@@ -233,5 +346,17 @@ def read_judgements(path: str | Path, *, categories: Sequence[str] | str | Path 
                              n_repeated_judgements=int((n_per - 1).sum()), n_conflicting_pairs=n_conflicting,
                              repeated_examples=rep_ex, unknown_labels=unknown_labels, unknown_counts=unknown_counts,
                              n_unknown=int(unknown_mask.sum()), n_dropped=int((~keep).sum()),
-                             unknown_examples=unknown_ex)
+                             unknown_examples=unknown_ex, delimiter=delimiter, columns=columns, text=text,
+                             categories_text=cat_text, warnings=_design_warnings(path, ratings))
     return ratings, report
+
+
+def _design_warnings(path: Path, ratings: ClassRatings) -> tuple[str, ...]:
+    """What the ratings cannot support: agreement needs two workers on one item."""
+    if len(ratings.raters) == 1:
+        return (f"{path.name}: one worker ({ratings.raters[0]!r}) made every judgement: agreement needs at least "
+                "two raters on an item, so alpha is undefined; add the other workers' judgements to the file",)
+    if len(ratings.raters) > 1 and not (ratings.assigned.sum(axis=1) >= 2).any():
+        return (f"{path.name}: no item was judged by two workers: agreement needs at least two raters on an "
+                "item, so alpha is undefined",)
+    return ()

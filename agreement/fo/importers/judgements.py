@@ -7,7 +7,11 @@ reported) and makes one sample per item, in the attribute layout: one ``Classifi
 the worker in ``annotator``, the workers who judged each item in the sample
 list ``raters`` (declared as the field's assignment, so every compute
 operator uses it by default). What was read and repaired is in
-``dataset.info["iaa_import"]`` and in the result.
+``dataset.info["iaa_import"]`` and in the result: the repairs of
+:func:`~agreement.io.judgements.read_judgements`, those of reading the file as
+text (a header line skipped, whitespace around fields stripped, comment
+lines, a byte order mark: :mod:`agreement.io.text_files`), and ``warnings``
+(one worker: agreement undefined; files that cannot be read as images).
 
 Items and files. Each sample keeps the item exactly as written in the string
 field ``item``; its ``filepath`` is the file the item names
@@ -23,6 +27,7 @@ cannot be read).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Literal, Sequence
@@ -34,11 +39,12 @@ import fiftyone as fo
 from agreement.fo.importers.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
 from agreement.fo.importers.media_types import decide_media_type, media_sample
 from agreement.fo.storage.assignment import declare_raters_field
-from agreement.io.judgements import read_judgements
+from agreement.io.judgements import JudgementReport, read_judgements
 
 __all__ = ["import_judgements", "item_filepath", "IMPORT_INFO_KEY"]
 
 IMPORT_INFO_KEY = "iaa_import"
+logger = logging.getLogger(__name__)
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -82,15 +88,32 @@ def _samples(ratings, field: str, rater_attr: str, paths: list[str], media_type:
     return out
 
 
+def _record(report: JudgementReport, path: str, base: str, media) -> dict:
+    """What the import says it read and repaired (the result, and ``dataset.info["iaa_import"]``)."""
+    return {
+        "format": "judgements", "path": str(path), "judgements": report.n_judgements, "workers": report.n_workers,
+        "items": report.n_items, "classes": list(report.classes), "repeated": report.repeated,
+        "repeated_pairs": report.n_repeated_pairs, "repeated_judgements_set_aside": report.n_repeated_judgements,
+        "conflicting_pairs": report.n_conflicting_pairs, "unknown_labels": report.unknown_labels,
+        "unknown_counts": dict(report.unknown_counts), "dropped": report.n_dropped, **report.text.to_dict(),
+        "delimiter": report.delimiter, "columns": list(report.columns),
+        "categories_file": report.categories_text.to_dict() if report.categories_text else None,
+        "summary": report.summary(), "image_dir": base, "media": media.to_dict(),
+        "warnings": list(report.warnings) + ([media.note] if media.note else []),
+    }
+
+
 def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | str | None = None,
                       repeated: Literal["mode", "last", "first", "error"] = "mode",
                       unknown_labels: Literal["error", "drop", "keep"] = "error", field: str = "judgements",
                       rater_attr: str = "annotator", overwrite: bool = False,
-                      persistent: bool = True, image_dir: str | None = None) -> tuple[fo.Dataset, dict]:
+                      persistent: bool = True, image_dir: str | None = None, delimiter: str = "\t",
+                      header: bool | None = None) -> tuple[fo.Dataset, dict]:
     """Imports a judgement file as dataset ``dataset_name`` (see the module docstring).
 
     Args:
-        path: the tab-separated ``worker, item, label`` file (no header).
+        path: the ``worker<TAB>item<TAB>label`` file (a header line of column names is recognised, skipped and
+            reported; see :func:`agreement.io.judgements.read_judgements`).
         dataset_name: the new dataset.
         categories: the classes, in order (a list, or a file of one class per line); default: the labels found.
         repeated: a worker's repeated judgements of an item: ``"mode"`` (their most frequent label, ties to the
@@ -102,29 +125,30 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         overwrite: replace an existing dataset of that name.
         persistent: keep the dataset after the session.
         image_dir: where the items' files are (default: the judgement file's folder): see :func:`item_filepath`.
+        delimiter: the field separator (default a tab; ``","`` reads a CSV file).
+        header: ``None`` detect a header line; ``True`` the first line is a header; ``False`` it is data.
 
     Returns:
-        ``(dataset, report)``: the report's counts of what was read and repaired, and its summary sentence.
+        ``(dataset, report)``: the report's counts of what was read and repaired, its summary sentence, and
+        ``warnings`` (one worker: every agreement number undefined; items whose files cannot be read).
 
     Raises:
+        TextFileError: (a ``ValueError``) an empty file, one that is not UTF-8 text, a first line that is
+            partly a header, a malformed line (naming the file and the line).
         ValueError: an unknown label or a repeated judgement under the ``"error"`` policies (naming the lines),
             or a dataset of that name without ``overwrite``; nothing is created then.
     """
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} exists; pass overwrite=True or choose another name")
-    ratings, report = read_judgements(path, categories=categories, repeated=repeated, unknown_labels=unknown_labels)
+    ratings, report = read_judgements(path, categories=categories, repeated=repeated, unknown_labels=unknown_labels,
+                                      delimiter=delimiter, header=header)
     base = os.path.abspath(os.fspath(image_dir) if image_dir else os.path.dirname(os.path.abspath(path)))
     paths = [item_filepath(item, base) for item in ratings.sample_ids]
     _check_distinct(path, ratings.sample_ids, paths)
     media = decide_media_type(paths, reason="crowd judgements describe images")
-    record = {
-        "format": "judgements", "path": str(path), "judgements": report.n_judgements, "workers": report.n_workers,
-        "items": report.n_items, "classes": list(report.classes), "repeated": repeated,
-        "repeated_pairs": report.n_repeated_pairs, "repeated_judgements_set_aside": report.n_repeated_judgements,
-        "conflicting_pairs": report.n_conflicting_pairs, "unknown_labels": unknown_labels,
-        "unknown_counts": dict(report.unknown_counts), "dropped": report.n_dropped, "summary": report.summary(),
-        "image_dir": base, "media": media.to_dict(),
-    }
+    record = _record(report, path, base, media)
+    for warning in report.warnings:
+        logger.warning(warning)
     dataset = fo.Dataset(temporary_name(dataset_name, "judgements"))
     try:
         dataset.add_samples(_samples(ratings, field, rater_attr, paths, media.media_type), progress=False)
