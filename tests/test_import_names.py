@@ -54,6 +54,10 @@ def test_name_map_files_csv_with_or_without_header_and_json(tmp_path):
         load_name_map(tmp_path / "list.json")
     with pytest.raises(NameMatchError, match="is not a file"):
         load_name_map(tmp_path / "missing.csv")
+    for empty in ("", "export_name,image_name\n", "\n\n"):
+        (tmp_path / "empty.csv").write_text(empty)
+        with pytest.raises(NameMatchError, match="empty.csv' holds no entries"):
+            load_name_map(tmp_path / "empty.csv")
 
 
 def test_two_names_with_one_key_are_refused_and_the_report_counts(tmp_path):

@@ -128,7 +128,7 @@ def load_name_map(value: str | os.PathLike | Mapping[str, str]) -> tuple[dict[st
     """``(mapping, source)`` from a dict, a JSON object file or a two-column CSV file (export name, image name).
 
     Raises:
-        NameMatchError: a missing or unreadable file, an entry that is not two
+        NameMatchError: a missing or unreadable file, a file without entries, an entry that is not two
             non-empty names, or one export name mapped to two image names.
     """
     if isinstance(value, Mapping):
@@ -157,6 +157,8 @@ def load_name_map(value: str | os.PathLike | Mapping[str, str]) -> tuple[dict[st
                     raise NameMatchError(f"name_map: {source!r} line {i + 1}: expected two columns (export name, "
                                          f"image name), got {row!r}")
                 pairs.append((row[0].strip(), row[1].strip()))
+        if not pairs:
+            raise NameMatchError(f"name_map: {source!r} holds no entries (expected export name -> image name pairs)")
     out: dict[str, str] = {}
     for k, v in pairs:
         if not isinstance(k, str) or not isinstance(v, str) or not k or not v:
