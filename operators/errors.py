@@ -5,13 +5,20 @@ take (a parameter out of range, a file that is not there, a run that does
 not exist, a dataset busy with another run): its message says what is wrong
 and what to do. The App shows a refusal's message in full in the operator's
 dialog (:func:`operators.python_call.refusal_response`); every other caller
-(Python, ``execute_operator``, a delegated run) gets the exception itself.
-Any other error is a fault of the code and goes through FiftyOne's own
-error path, with its traceback in the server log.
+(Python, ``execute_operator``, a delegated run) gets the exception itself:
+a Python call (``foo.get_operator(uri)(dataset, ...)``) the very exception,
+of its own type, where ``execute_operator`` gets FiftyOne's ``ExecutionError``
+with its text. Any other error is a fault of the code and goes through
+FiftyOne's own error path, with its traceback in the server log.
+
+:class:`OperatorInputError` is defined in :mod:`agreement.fo.runs.errors`
+(one importable type, whichever copy of this package FiftyOne loaded) and
+re-exported here.
 """
 
 from __future__ import annotations
 
+from agreement.fo.runs.errors import OperatorInputError
 from agreement.fo.runs.locking import LockTimeout
 
 __all__ = ["REFUSALS", "REFUSED", "OperatorInputError", "is_refusal", "refusal_text"]
@@ -24,10 +31,6 @@ REFUSALS: tuple[type[BaseException], ...] = (ValueError, OSError, LockTimeout)
 #: The key of an operator's result that carries a refusal's message to the App (shown by
 #: :func:`operators.outputs.refusal_property`).
 REFUSED = "refused"
-
-
-class OperatorInputError(ValueError):
-    """A parameter is missing or invalid; the message says which and why."""
 
 
 def is_refusal(error: BaseException) -> bool:

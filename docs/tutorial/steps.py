@@ -109,14 +109,12 @@ def operator(name: str):
 def import_crowd(tsv: Path, name: str = DATASET) -> tuple[str, dict]:
     """Step 1: imports the judgements, first as the file is (refused: a label outside the classes), then with
     those judgements dropped; returns the refusal's message and the import's result."""
-    from fiftyone.operators.executor import ExecutionError
-
     import_judgements = operator("import_judgements")
     try:
         import_judgements(path=str(tsv), dataset_name=name, categories=CLASSES)
         refused = ""
-    except ExecutionError as e:
-        refused = str(e).strip().splitlines()[-1]
+    except ValueError as e:  # the plugin's own refusal, of its own type, with its message
+        refused = str(e)
     result = import_judgements(path=str(tsv), dataset_name=name, categories=CLASSES, unknown_labels="drop")
     return refused, result
 
