@@ -1,4 +1,5 @@
-"""Reports out: per run, one self-contained HTML page, its results as JSON and tidy CSV tables."""
+"""Reports out: per run, one HTML page (plotly.js shared by the export, or inlined), its results as JSON and tidy
+CSV tables."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ class ExportAgreementReport(AgreementOperator):
         return compute_config(
             "export_agreement_report",
             "Annotator Agreement: export report files",
-            "Writes, per run, a self-contained HTML report with the panel's figures, the results as JSON and tidy "
-            "CSV tables (raters, rater pairs, classes, samples, typed label conflicts)",
+            "Writes, per run, an HTML report with the panel's figures (opens offline; plotly.js is one shared "
+            "file beside the run folders, or inlined on request), the results as JSON and tidy CSV tables "
+            "(raters, rater pairs, classes, samples, typed label conflicts)",
         )
 
     def resolve_input(self, ctx):
@@ -66,6 +68,10 @@ class ExportAgreementReport(AgreementOperator):
         inputs.bool("samples_csv", default=True, label="Also write the per-sample table",
                     description="samples.csv: one row per sample of the chosen target (the figures and other "
                                 "tables are the whole run's)")
+        inputs.bool("self_contained", default=False, label="One self-contained file per report",
+                    description="Inline plotly.js in each report.html (about 5 MB a page, e.g. to send one by "
+                                "e-mail) instead of one shared plotly.min.js beside the run folders (about 0.1 MB "
+                                "a page)")
         return types.Property(inputs, view=types.View(label="Export agreement report"))
 
     def execute(self, ctx):
@@ -80,8 +86,10 @@ class ExportAgreementReport(AgreementOperator):
 
         def compute(progress) -> dict:
             progress(0.0, "writing the report files")
-            written = export_agreement_report(samples, out, keys=keys, samples_csv=bool(p.get("samples_csv", True)))
+            written = export_agreement_report(samples, out, keys=keys, samples_csv=bool(p.get("samples_csv", True)),
+                                              self_contained=bool(p.get("self_contained", False)))
             files = [path for per in written["runs"].values() for name, path in per.items() if name != "folder"]
+            files += [written["plotly_js"]] if written["plotly_js"] else []
             return {"output_dir": written["output_dir"], "target": describe_target(record),
                     "runs": sorted(written["runs"]),
                     "reports": [written["runs"][k]["html"] for k in sorted(written["runs"])],

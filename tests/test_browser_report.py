@@ -1,9 +1,11 @@
 """A real-browser test of the HTML report: each run's ``report.html`` opened from a ``file://`` URL in headless
 Chromium (Debian's, driven by Playwright, as the App's browser tests do), offline.
 
-For an OT, a KαLOS and a consensus run of a small crowd, and a semantic mask run: every plotly figure of the page
-rendered (its ``div`` holds an SVG with one drawn group per trace), nothing was written to the console as an error,
-no script failed and no request left the file (every request that is not ``file://`` is recorded and aborted).
+For an OT, a KαLOS and a consensus run of a small crowd, and a semantic mask run: plotly.js loaded from the export's
+one ``plotly.min.js`` beside the run folders (a ``file://`` request, ``window.Plotly`` defined), every plotly figure
+of the page rendered (its ``div`` holds an SVG with one drawn group per trace), nothing was written to the console as
+an error, no script failed and no request left the file (every request that is not ``file://`` is recorded and
+aborted). A page moved away from its ``plotly.min.js`` says so on the page.
 The KαLOS page is saved as ``report.png`` (1440 px wide, the whole page) into ``$IAA_SCREENSHOTS_DIR`` (the docs'
 ``docs/images/report.png`` comes from here) or a temporary folder.
 
@@ -59,14 +61,17 @@ def reports(fo, make_dataset, mask_ds, tmp_path):  # noqa: F811
     return pages
 
 
-def _open(page, path: Path) -> tuple[list[str], list[str]]:
-    """Opens ``path``; returns the console and page errors, and the requests that left the file (aborted)."""
+def _open(page, path: Path, loaded: list | None = None) -> tuple[list[str], list[str]]:
+    """Opens ``path``; returns the console and page errors, and the requests that left the file (aborted);
+    the ``file://`` requests go to ``loaded``."""
     errors, outside = [], []
+    loaded = [] if loaded is None else loaded
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
 
     def route(r):
         if r.request.url.startswith("file://"):
+            loaded.append(r.request.url)
             r.continue_()
         else:
             outside.append(r.request.url)
@@ -90,7 +95,11 @@ def test_every_plot_of_every_report_renders_offline(browser_tools, reports, tmp_
         try:
             for key, path in reports.items():
                 page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-                errors, outside = _open(page, path)
+                loaded: list[str] = []
+                errors, outside = _open(page, path, loaded)
+                # plotly loaded, from the export's one shared file (not inlined, not from a CDN)
+                assert page.evaluate("() => typeof window.Plotly === 'object' && !!window.Plotly.version"), key
+                assert [u for u in loaded if u.endswith(".js")] == [(path.parent.parent / "plotly.min.js").as_uri()]
                 plots = page.evaluate(_RENDERED)
                 assert len(plots) >= expected[key], (key, plots)
                 for plot in plots:
@@ -105,3 +114,25 @@ def test_every_plot_of_every_report_renders_offline(browser_tools, reports, tmp_
         finally:
             browser.close()
     assert (shots / "report.png").stat().st_size > 10_000
+
+
+def test_a_report_moved_away_from_its_plotly_js_says_what_is_missing(browser_tools, reports, tmp_path):  # noqa: F811
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    alone = tmp_path / "moved" / "ot"
+    shutil.copytree(reports["ot"].parent, alone)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=browser_tools, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+            page.goto((alone / "report.html").as_uri())
+            note = page.locator(".missing-plotly")
+            note.wait_for(timeout=10_000)
+            assert "plotly.min.js" in note.inner_text() and "self_contained=True" in note.inner_text()
+            assert page.evaluate("() => window.Plotly === undefined")
+            page.close()
+        finally:
+            browser.close()

@@ -1,4 +1,4 @@
-"""export_agreement_report: per run, a self-contained HTML page with the panel's figures, the results as JSON and
+"""export_agreement_report: per run, an HTML page with the panel's figures (plotly.js one shared file), the results as JSON and
 tidy CSV tables (plain column names, rounded numbers, reasons in their own column, typed label conflicts)."""
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def _check_tidy(path) -> list[dict]:
 
 
 def _plots(html: str) -> int:
-    assert html.count("window.PlotlyConfig") <= 1  # plotly.js inlined once
-    assert not re.search(r"<script[^>]+src=", html)  # nothing fetched from the network
+    assert html.count("window.PlotlyConfig") <= 1  # plotly.js loaded once
+    # plotly.js from the export's one shared file beside the run folders, nothing from the network
+    assert re.findall(r"<script[^>]+src=['\"]([^'\"]+)", html) == ["../plotly.min.js"]
     return html.count('class="plotly-graph-div"')
 
 
@@ -91,7 +92,7 @@ def test_every_run_gets_a_folder_with_its_page_json_and_tidy_tables(fo, scored, 
         "geo/report.html", "geo/run.json", "geo/samples.csv",
         "cal/report.html", "cal/run.json",
         "cons/report.html", "cons/run.json", "cons/raters.csv", "cons/samples.csv", "cons/conflicts.csv",
-        "cons/confusion.csv",
+        "cons/confusion.csv", "plotly.min.js",
     }
     assert result["num_files"] == len(files) and sorted(result["files"]) == sorted(str(report / f) for f in files)
     for key, head in headline.items():
@@ -472,7 +473,8 @@ def _export_one(ds, key, tmp_path) -> tuple[str, dict]:
     r = foo.execute_operator(OP.format("export_agreement_report"),
                              ctx=dict(view=ds.view(), params=dict(output_dir=str(tmp_path), keys=[key])))
     assert r.error is None, r.error
-    files = {p.rsplit("/", 1)[-1]: p for p in r.result["files"]}
+    assert str(tmp_path / "plotly.min.js") in r.result["files"]  # the export's one plotly.js, beside the run folder
+    files = {p.rsplit("/", 1)[-1]: p for p in r.result["files"] if p.startswith(str(tmp_path / key))}
     for name, path in files.items():
         if name.endswith(".csv"):
             _check_tidy(path)

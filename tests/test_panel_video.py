@@ -115,7 +115,9 @@ def test_timeline_figure_draws_tracks_score_strip_and_bad_stretches():
     assert {y for y in b["y"] if y is not None} == {1.0} and "b · track 5 (car): frames 1–4" in b["hovertext"]
     # the strip: every frame's score (None where undefined), the bad frames red, clickable with video:frame ids
     assert score["yaxis"] == "y2" and score["y"][5] is None and score["ids"][2] == "v1:3"
-    assert [c == "#d62728" for c in score["marker"]["color"]] == [f in (3, 4, 8) for f in range(1, 11)]
+    from agreement.reporting.figures.palette import LOW
+
+    assert [c == LOW for c in score["marker"]["color"]] == [f in (3, 4, 8) for f in range(1, 11)]
     assert threshold["y"] == [0.0, 0.0] and fig["click"] == "video_strip"
     shaded = [(s["x0"], s["x1"]) for s in fig["layout"]["shapes"] if s.get("fillcolor")]
     assert shaded == [(2.5, 4.5), (7.5, 8.5)]

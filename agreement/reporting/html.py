@@ -1,23 +1,31 @@
-"""One self-contained HTML page per agreement run: the App panel's figures and cards, for people who never
-open the App.
+"""One HTML page per agreement run: the App panel's figures and cards, for people who never open the App.
 
 The figures are those of :func:`agreement.fo.panel.data.run_panel_data` on the whole run (the same numbers
 the panel shows), with the semantic mask figures of :func:`agreement.reporting.figures.masks.mask_figures`, every
 rater's class confusion of a consensus run (:func:`agreement.reporting.figures.method_figures.confusion_figure`) and the timeline
 of the video with the lowest agreement (:func:`agreement.fo.panel.video_figures.timeline_figure`). Each is drawn
-by plotly (:func:`plotly.io.to_html`); plotly.js is inlined once, in the first figure, so the page opens
-without a network. The panel's "click: ..." hints are taken out: nothing here loads samples.
+by plotly (:func:`plotly.io.to_html`, without plotly.js). plotly.js (about 4.6 MB) is loaded once per page, in
+its ``<head>``: either from a file beside the report (``plotly_src``, a relative URL such as
+``../plotly.min.js``, written once per export by :func:`write_plotly_js`: a page of about 0.1 MB that opens
+offline as long as the file stays beside its folder), or inlined in the page (``plotly_src=None``: one
+self-contained file, e.g. to send by e-mail). The panel's "click: ..." hints are taken out: nothing here loads
+samples.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import os
 import re
 from typing import Any, Sequence
 
 from agreement.reporting.figures.base import SUBTITLE_CHARS, sig3, wrap_lines
 
-__all__ = ["render_report", "static_figure", "figure_html", "html_table"]
+__all__ = ["render_report", "static_figure", "figure_html", "html_table", "write_plotly_js", "PLOTLY_JS"]
+
+#: The file name of plotly.js beside the reports of an export (one file shared by every run's page).
+PLOTLY_JS = "plotly.min.js"
 
 _CLICK_HOVER = re.compile(r"<br>click[^<]*")
 _CLICK_CLAUSE = re.compile(r"\s*(?:·|;)?\s*\(?click (?:a|on|one)\b[^·)]*\)?")
@@ -89,7 +97,8 @@ def static_figure(fig: dict) -> dict:
 
 
 def figure_html(fig: dict, include_plotlyjs: bool, div_id: str) -> str:
-    """One figure as an HTML ``div`` drawn by plotly (plotly.js inlined when ``include_plotlyjs``)."""
+    """One figure as an HTML ``div`` drawn by plotly (plotly.js inlined when ``include_plotlyjs``; the report
+    loads it once in its ``<head>`` instead, see :func:`render_report`)."""
     import plotly.graph_objects as go
     import plotly.io as pio
 
@@ -98,6 +107,50 @@ def figure_html(fig: dict, include_plotlyjs: bool, div_id: str) -> str:
     figure = go.Figure(data=fig["traces"], layout=fig["layout"])
     return pio.to_html(figure, include_plotlyjs=include_plotlyjs, full_html=False, config=config, div_id=div_id,
                        include_mathjax=False)
+
+
+def _plotly_js_text() -> str:
+    """The installed plotly package's plotly.js (minified), as its offline mode ships it."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def write_plotly_js(folder: str | os.PathLike) -> str:
+    """Writes the installed plotly's plotly.js as ``folder/plotly.min.js`` (:data:`PLOTLY_JS`), the one copy
+    the reports of an export load with ``<script src="../plotly.min.js">``; an identical file already there is
+    left alone. Returns its path."""
+    path = os.path.join(os.fspath(folder), PLOTLY_JS)
+    text = _plotly_js_text().encode("utf-8")
+    if os.path.isfile(path) and os.path.getsize(path) == len(text):
+        with open(path, "rb") as f:
+            if f.read() == text:
+                return path
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text)
+    return path
+
+
+def _plotly_head(plotly_src: str | None) -> str:
+    """The ``<head>`` scripts that load plotly.js once: from ``plotly_src`` (a relative URL), or inlined."""
+    config = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
+    if plotly_src is None:
+        return config + f"<script>{_plotly_js_text()}</script>"
+    return config + f"<script src='{html.escape(plotly_src, quote=True)}' charset='utf-8'></script>"
+
+
+def _missing_plotly_note(plotly_src: str | None) -> str:
+    """A script that says, on the page, where plotly.js was expected when it did not load (a report folder
+    moved away from its export's ``plotly.min.js``)."""
+    if plotly_src is None:
+        return ""
+    where = html.escape(plotly_src)
+    note = (f"<p class='note missing-plotly'><b>The figures need plotly.js</b>, expected at <code>{where}</code> "
+            "relative to this page: keep the report folder inside the exported folder beside its plotly.min.js, "
+            "or export again with <code>self_contained=True</code> for one file that needs nothing beside it.</p>")
+    return ("<script>if (window.Plotly === undefined) { document.querySelector('main').insertAdjacentHTML("
+            f"'afterbegin', {json.dumps(note)}); }}</script>")
 
 
 def _cards(cards: Sequence[dict]) -> str:
@@ -128,15 +181,14 @@ def html_table(rows: Sequence[dict], *, limit: int = 25, columns: Sequence[str] 
 
 def _section(title: str, figures: Sequence[dict], absent: str, extra: str = "", counter: list | None = None) -> str:
     parts = [f"<section><h2>{html.escape(title)}</h2>"]
-    if counter is None:  # the figures drawn before, shared across sections (their plotly.js is loaded once)
+    if counter is None:  # the figures drawn before, shared across sections (their ids stay unique)
         counter = []
     if figures:
         divs = []
         for fig in figures:
-            first = not counter
             counter.append(fig["name"])
             div_id = f"fig-{len(counter)}-{fig['name']}"
-            divs.append(f"<div class='plot'>{figure_html(fig, first, div_id)}</div>")
+            divs.append(f"<div class='plot'>{figure_html(fig, False, div_id)}</div>")
         parts.append(f"<div class='grid'>{''.join(divs)}</div>")
     elif absent:
         parts.append(f"<p class='note'>{html.escape(absent)}</p>")
@@ -145,10 +197,13 @@ def _section(title: str, figures: Sequence[dict], absent: str, extra: str = "", 
     return "".join(parts)
 
 
-def render_report(head: dict, sections: Sequence[dict]) -> str:
+def render_report(head: dict, sections: Sequence[dict], *, plotly_src: str | None = None) -> str:
     """The page: ``head`` (``title``, ``lines`` under it, ``cards``, ``params``) and ``sections``, each
-    ``{"title", "figures", "absent" (the sentence shown when there is no figure), "extra" (HTML)}``; plotly.js
-    is inlined in the first figure only."""
+    ``{"title", "figures", "absent" (the sentence shown when there is no figure), "extra" (HTML)}``.
+
+    plotly.js is loaded once, in the page's ``<head>``: from ``plotly_src``, a URL relative to the page (e.g.
+    ``"../plotly.min.js"`` written by :func:`write_plotly_js`), or, with ``plotly_src=None``, inlined (one
+    self-contained page of about 5 MB)."""
     drawn: list = []
     body = "".join(_section(s["title"], s.get("figures") or [], s.get("absent", ""), s.get("extra", ""), drawn)
                    for s in sections)
@@ -156,8 +211,8 @@ def render_report(head: dict, sections: Sequence[dict]) -> str:
     params = head.get("params") or {}
     param_text = ", ".join(f"{k} = {v}" for k, v in params.items())
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{html.escape(head['title'])}</title><style>{_CSS}</style></head><body>"
+            f"<title>{html.escape(head['title'])}</title><style>{_CSS}</style>{_plotly_head(plotly_src)}</head><body>"
             f"<header><h1>{html.escape(head['title'])}</h1>{lines}"
             + (f"<p>Parameters: {html.escape(param_text)}</p>" if param_text else "")
             + f"</header><main><section><h2>At a glance</h2>{_cards(head.get('cards') or [])}</section>"
-            f"{body}</main></body></html>")
+            f"{body}</main>{_missing_plotly_note(plotly_src)}</body></html>")

@@ -137,16 +137,16 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
     classes, values = scale_values(tuple(found), params["level"], params["classes"])
     ratings = class_ratings(read.annotations, classes=classes)
     codes, level, K = ratings.codes, params["level"], len(classes)
-    kw = dict(level=level, values=values, n_classes=K)
+    kw = dict(level=level, values=values, n_classes=K, orientation="units_by_raters")  # read (samples, raters)
     res = class_alpha(codes, **kw)
     report(0.3, "bootstrap interval")
     low, high = (bootstrap_alpha(codes, n_boot=params["bootstrap"], seed=params["seed"], **kw)
                  if params["bootstrap"] and math.isfinite(res.alpha) else (None, None))
     report(0.6, "raters, pairs and classes")
-    agreement = sample_observed_agreement(codes, n_classes=K)
+    agreement = sample_observed_agreement(codes, n_classes=K, orientation="units_by_raters")
     vitality = rater_vitality(codes, **kw)
-    difficulty = class_difficulty(codes, n_classes=K)
-    majority, n_majority = agreement_with_others_majority(codes, n_classes=K)
+    difficulty = class_difficulty(codes, n_classes=K, orientation="units_by_raters")
+    majority, n_majority = agreement_with_others_majority(codes, n_classes=K, orientation="units_by_raters")
     summary = {
         "alpha": res.alpha, "alpha_low": low, "alpha_high": high, "reason": res.reason,
         "observed_disagreement": res.observed, "expected_disagreement": res.expected,
@@ -162,7 +162,8 @@ def _classes_output(read, params: dict, report) -> MethodOutput:
                                       for v in vitality]},
         "class_match": {"classes": list(classes), "match_rate": difficulty.match_rate,
                         "n_values": difficulty.n_values},
-        "confusion": {"classes": list(classes), "matrix": confusion_between_raters(codes, n_classes=K)},
+        "confusion": {"classes": list(classes), "matrix": confusion_between_raters(codes, n_classes=K,
+                                                                                   orientation="units_by_raters")},
         "rater_pairs": pairwise(codes, raters=ratings.raters, **kw).to_columns(arrays=True),
         "rater_majority": {"raters": list(ratings.raters), "agreement": majority, "n_samples": n_majority},
     }

@@ -57,7 +57,8 @@ def class_consensus_output(read, params: dict, report) -> MethodOutput:
     ratings = class_ratings(read.annotations)
     codes, key = ratings.codes, params["key"]
     report(0.0, f"{CLASS_METHODS[method]} on {codes.shape[0]:,} samples")
-    res = class_consensus(codes, len(ratings.classes), method=CLASS_METHODS[method], seed=params.get("seed", 0))
+    res = class_consensus(codes, len(ratings.classes), method=CLASS_METHODS[method], seed=params.get("seed", 0),
+                          orientation="units_by_raters")
     head = class_consensus_headline(codes, res.labels, res.confidence)
     rated, has, n_rated, meets = codes >= 0, head.has, head.n_rated, head.meets
     votes, rated_met, confidence = head.votes, head.rated_met, head.confidence

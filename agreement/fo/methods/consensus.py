@@ -291,6 +291,25 @@ VIEW = {
     "score_name": "lowest confidence",
     "score_range": lambda params: (0.0, 1.0),
     "cards": [],
+    # the text report's lines (AgreementResults.report); the panel shows consensus_cards
+    "report_cards": [
+        {"key": "method", "label": "method"},
+        {"key": "n_consensus", "label": "consensus labels", "integer": True},
+        {"key": "n_review", "label": "labels to review", "integer": True},
+        {"key": "n_review_samples", "label": "samples with labels to review", "integer": True},
+        {"key": "n_single_rater", "label": "consensus labels of one rater", "integer": True},
+        {"key": "mean_confidence", "label": "mean confidence", "reason": "mean_confidence_reason"},
+        {"key": "agreement", "label": "agreement with the consensus", "reason": "agreement_reason"},
+        {"key": "n_units", "label": "objects (clusters of labels)", "integer": True},
+        {"key": "n_raters", "label": "raters", "integer": True},
+        {"key": "n_classes", "label": "classes", "integer": True},
+        {"key": "tau", "label": "τ"},
+        {"key": "n_iter", "label": "iterations", "integer": True},
+        {"key": "iterations", "label": "iterations", "integer": True},
+        {"key": "converged", "label": "converged"},
+        {"key": "convergence_warning", "label": "convergence"},
+        {"key": "warning", "label": "note"},
+    ],
     "view_labels": ("mean lowest confidence", "samples without consensus labels"),
 }
 

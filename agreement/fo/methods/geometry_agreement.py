@@ -127,6 +127,14 @@ VIEW = {
         {"key": "classification_alpha", "label": "classification α", "lo": "classification_alpha_ci_low",
          "hi": "classification_alpha_ci_high", "reason": "classification_alpha_reason"},
     ],
+    # the text report's lines beside the cards (AgreementResults.report)
+    "report_cards": [
+        {"key": "n_samples_measured", "label": "samples measured", "integer": True},
+        {"key": "n_samples_skipped", "label": "samples skipped", "integer": True, "reasons": "skipped_samples",
+         "why": "their own comparisons exceed the pair budget max_pairs"},
+        {"key": "n_within", "label": "within-sample distances", "integer": True},
+        {"key": "n_between", "label": "chance (between-sample) distances", "integer": True},
+    ],
     "curves": lambda detail, info: distance_curves(detail, info=info),
 }
 

@@ -191,8 +191,13 @@ VIEW = {
     "cards": [
         {"key": "global_alpha", "label": "global α (pooled)", "reason": "global_reason"},
         {"key": "mean_alpha", "label": "mean α (defined samples)", "reason": "mean_reason"},
-        {"key": "n_undefined", "label": "samples with α undefined", "integer": True},
+        {"key": "n_undefined", "label": "samples with α undefined", "integer": True, "reasons": "undefined_samples"},
         {"key": "tau", "label": "τ"},
+    ],
+    # the text report's lines beside the cards (AgreementResults.report)
+    "report_cards": [
+        {"key": "n_defined", "label": "samples with α defined", "integer": True},
+        {"key": "n_units", "label": "objects (clusters of labels)", "integer": True},
     ],
     "pair_matrix": ("alpha", "α per rater pair"),
     "pair_value": "α",

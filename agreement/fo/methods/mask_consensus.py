@@ -116,7 +116,12 @@ VIEW = {
         {"key": "mean_sensitivity", "label": "mean sensitivity"},
         {"key": "mean_specificity", "label": "mean specificity"},
         {"key": "staple_vs_majority_dice", "label": "Dice STAPLE vs majority vote"},
-        {"key": "n_skipped", "label": "samples skipped", "integer": True},
+        {"key": "n_skipped", "label": "samples skipped", "integer": True, "reasons": "skipped_samples"},
+    ],
+    # the text report's lines beside the cards (AgreementResults.report)
+    "report_cards": [
+        {"key": "n_consensus", "label": "samples with a consensus", "integer": True},
+        {"key": "n_undecided_pixels", "label": "undecided pixels", "integer": True},
     ],
     "bars": lambda detail, info: rater_bars(detail, [("rater_sensitivity", "sensitivity"),
                                                       ("rater_specificity", "specificity")],

@@ -272,7 +272,7 @@ VIEW = {
         {"key": "mean_ot", "label": "mean OT score"},
         {"key": "f1", "label": "F1@IoU (baseline)"},
         {"key": "threshold_alpha", "label": "threshold α (baseline)", "reason": "threshold_alpha_reason"},
-        {"key": "n_undefined", "label": "samples without a score", "integer": True},
+        {"key": "n_undefined", "label": "samples without a score", "integer": True, "reasons": "undefined_samples"},
     ],
     "pair_matrix": ("alpha_ot", "αOT per rater pair"),
     "pair_value": "αOT",

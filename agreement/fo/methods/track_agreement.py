@@ -242,6 +242,12 @@ VIEW = {
         {"key": "idf1", "label": "IDF1 (mean over rater pairs)"},
         {"key": "id_switches", "label": "identity switches", "integer": True},
     ],
+    # the text report's lines beside the cards (AgreementResults.report)
+    "report_cards": [
+        {"key": "loc_a", "label": "LocA (mean over rater pairs)"},
+        {"key": "fragmentations", "label": "fragmentations", "integer": True},
+        {"key": "n_track_videos", "label": "videos with tracks", "integer": True},
+    ],
     "pair_matrix": ("hota", "HOTA per rater pair"),
     "pair_value": "HOTA",
 }

@@ -66,6 +66,7 @@ from agreement.reporting.figures.method_figures import (
     pair_matrix_figure,
     sig3,
 )
+from agreement.reporting.figures.palette import REFERENCE, SERIES_COLOURS
 
 __all__ = [
     "METHOD_VIEWS", "run_panel_data", "score_histogram", "histogram_figure", "pair_matrix", "pair_matrix_figure",
@@ -316,7 +317,7 @@ def compare_data(samples, info_a: dict, info_b: dict, max_points: int = 2000, wh
                  "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
                  "marker": {"size": 7, "opacity": 0.7}},
                 {"type": "scatter", "mode": "lines", "x": [lo, hi], "y": [lo, hi], "name": "equal scores",
-                 "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"},
+                 "line": {"dash": "dot", "color": REFERENCE}, "hoverinfo": "skip"},
             ]
             layout = figure_layout(f"Per-sample {va['score_name']}: run {info_a['key']!r} against run {info_b['key']!r}",
                              f"{va['score_name']}, run {info_a['key']!r}", f"{vb['score_name']}, run {info_b['key']!r}",
@@ -338,7 +339,7 @@ def _compare_histograms(run_data: list[dict], info_a: dict, info_b: dict, n: int
     for k, (fig, info) in enumerate(zip(figs, (info_a, info_b), strict=False)):
         t = dict(fig["traces"][0])
         t["name"] = f"run {info['key']!r}"
-        t["marker"] = {"color": "#3f7fbf" if k == 0 else "#ff6d04"}
+        t["marker"] = {"color": SERIES_COLOURS[k]}  # two runs told apart: neither the agreement red nor blue
         if k:
             t["xaxis"], t["yaxis"] = "x2", "y2"
         traces.append(t)

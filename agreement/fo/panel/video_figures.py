@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from agreement.reporting.figures.base import count_text, figure, figure_layout, is_finite, plural, sig3
+from agreement.reporting.figures.palette import HIGH, LOW, LOW_SHADE, RATER_COLOURS, REFERENCE, SELECTED
 
 __all__ = ["MAX_TIMELINE_RATERS", "MAX_VIDEO_CHOICES", "frame_score_spec", "is_frame_run", "frame_field",
            "is_temporal_run", "video_run_info", "frame_run_view", "frames_wording", "frames_note", "video_choices", "choose_video", "runs_of",
@@ -44,9 +45,9 @@ __all__ = ["MAX_TIMELINE_RATERS", "MAX_VIDEO_CHOICES", "frame_score_spec", "is_f
 MAX_TIMELINE_RATERS = 12
 #: The video chooser lists at most this many videos of the view (the worst first).
 MAX_VIDEO_CHOICES = 30
-RATER_COLOURS = ["#3f7fbf", "#ff9f40", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-                 "#17becf", "#1f3f6f", "#b05a00", "#196619"]
-BAD_COLOUR, GOOD_COLOUR, SHADE = "#d62728", "#3f7fbf", "rgba(214, 39, 40, 0.13)"
+#: The plugin's colours (:mod:`agreement.reporting.figures.palette`): a frame worse than the threshold red, the
+#: others blue, a stretch of disagreement shaded red; raters told apart by colours that are neither.
+BAD_COLOUR, GOOD_COLOUR, SHADE = LOW, HIGH, LOW_SHADE
 
 
 # --------------------------------------------------------------------------- which run
@@ -424,7 +425,7 @@ def _score_traces(tl: dict, clickable: bool) -> list[dict]:
              for f, s in zip(frames, scores, strict=False)]
     traces = [{"type": "scatter", "mode": "lines+markers", "x": frames, "y": scores, "name": f"{name} per frame",
                "ids": [f"{tl['video']}:{f}" for f in frames], "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
-               "line": {"color": "#888", "width": 1}, "connectgaps": False, "showlegend": False,
+               "line": {"color": REFERENCE, "width": 1}, "connectgaps": False, "showlegend": False,
                "marker": {"size": 6, "color": [BAD_COLOUR if f in bad else GOOD_COLOUR for f in frames]},
                "xaxis": "x", "yaxis": "y2"}]
     if tl["threshold"] is not None and frames:
@@ -494,7 +495,7 @@ def timeline_figure(tl: dict, clickable: bool = True, top: int = MAX_TIMELINE_RA
                "fillcolor": SHADE, "line": {"width": 0}, "layer": "below"} for a, b in tl["stretches"]]
     if selected:
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": selected[0] - 0.5,
-                       "x1": selected[1] + 0.5, "y0": 0, "y1": 1, "line": {"color": "#ff6d04", "width": 2}})
+                       "x1": selected[1] + 0.5, "y0": 0, "y1": 1, "line": {"color": SELECTED, "width": 2}})
     layout["shapes"] = shapes
     full = f"{title} ({count_text(n, what='rater')}, {count_text(tl['num_frames'], what='frame')})"
     return figure("video_timeline", full, traces, layout, clickable="video_strip" if clickable and strip else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 from collections import Counter
@@ -220,9 +221,12 @@ _FILES = {"raters": "one row per rater", "rater_pairs": "one row per rater pair"
           "json": "the run and its full results"}
 
 
-def _files_section(files: dict[str, str]) -> dict:
+def _files_section(files: dict[str, str], plotly_src: str | None = None) -> dict:
     items = "".join(f"<li><code>{os.path.basename(p)}</code>: {_FILES.get(n, 'one row per record')}</li>"
                     for n, p in files.items())
+    if plotly_src:
+        items += (f"<li><code>{html.escape(plotly_src)}</code>: plotly.js, which draws the figures, one copy "
+                  "shared by every report of the export (keep it beside the report folders)</li>")
     return {"title": "Files beside this page", "figures": [], "absent": "", "extra": f"<ul class='note'>{items}</ul>"}
 
 
@@ -243,10 +247,13 @@ def _head(samples, info: dict, results: dict, data: dict | None, tables: dict) -
             "params": params, "cards": (data or {}).get("cards") or []}
 
 
-def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -> dict[str, str]:
+def write_run_report(samples, key: str, folder: str, samples_csv: bool = True,
+                     plotly_src: str | None = None) -> dict[str, str]:
     """Writes run ``key``'s report into ``folder`` (created): ``report.html``, ``run.json`` and the CSV tables it
     has (``raters``, ``rater_pairs``, ``classes``, ``samples``, ``conflicts``, ``confusion``, ``alpha_by_tau``,
-    other record tables). Returns ``{name: path}`` of the files written."""
+    other record tables). ``report.html`` loads plotly.js from ``plotly_src`` (a URL relative to it, the file
+    written by the caller) or, with ``None``, has it inlined (self-contained). Returns ``{name: path}`` of the
+    files written."""
     info = get_agreement_run_info(samples, key)
     results = load_agreement_results(samples, key)
     detail = results.get("detail") or {}
@@ -283,7 +290,7 @@ def write_run_report(samples, key: str, folder: str, samples_csv: bool = True) -
     page = render_report(_head(samples, info, results, data, tables),
                          _sections(data=data, extra=extra, tables=tables, conflicts_note=conflicts_note,
                                    panel_note=panel_note, method_title=title, item=_item(samples))
-                         + [_files_section(files)])
+                         + [_files_section(files, plotly_src)], plotly_src=plotly_src)
     files["html"] = os.path.join(folder, "report.html")
     with open(files["html"], "w", encoding="utf-8") as f:
         f.write(page)

@@ -14,6 +14,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from agreement.reporting.figures.palette import SERIES_COLOURS
+
 __all__ = [
     "FIGURE_CONFIG",
     "SUBTITLE_CHARS",
@@ -112,6 +114,7 @@ def figure_layout(title: str, xtitle: str, ytitle: str, *, legend: bool = False,
         "margin": {"t": top, "l": 64, "r": 24, "b": 56, "pad": 2},
         "hoverlabel": {"namelength": -1},
         "dragmode": False,
+        "colorway": list(SERIES_COLOURS),  # series told apart by colour: no agreement red or blue
     }
     if legend:
         layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top"}

@@ -31,6 +31,7 @@ from agreement.reporting.figures.base import (
     sig3,
     tick_room,
 )
+from agreement.reporting.figures.palette import SHARE_SCALE, agreement_colours, effect_colours
 
 __all__ = ["class_bars", "class_curves", "class_vitality_bars", "class_difficulty_bars", "tag_alpha_bars",
            "rater_confusion_figure", "MAX_CLASSES"]
@@ -40,7 +41,8 @@ MAX_CLASSES = 25
 
 
 def class_vitality_bars(detail: dict) -> list[dict]:
-    """Rater vitality, α − α without the rater (whole run), one bar per rater, red below 0; clickable."""
+    """Rater vitality, α − α without the rater (whole run), one bar per rater, red below 0 (the rater lowers
+    agreement), blue above (:func:`agreement.reporting.figures.palette.effect_colours`); clickable."""
     vit = detail.get("rater_vitality") or {}
     raters = [str(r) for r in vit.get("raters") or []]
     ys = floats(vit.get("vitality"))
@@ -53,7 +55,7 @@ def class_vitality_bars(detail: dict) -> list[dict]:
              for r, v, w in zip(raters, ys, without, strict=False)]
     trace = {"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>",
-             "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}
+             "marker": {"color": effect_colours(ys)}}  # lowers agreement: red; raises it: blue
     layout = figure_layout("Rater vitality (whole run)", "rater", "vitality",
                            subtitle="α − α without the rater (< 0: the rater lowers agreement) · click a bar: "
                                     "the samples where that rater differs from another", xaxis={"type": "category"},
@@ -84,7 +86,7 @@ def class_difficulty_bars(detail: dict, *, top: int = MAX_CLASSES) -> list[dict]
     what = (f"the {len(shown)} hardest of {len(order)} classes" if len(order) > len(shown)
             else f"{len(shown)} {plural(len(shown), 'class')}, hardest first")
     trace = {"type": "bar", "x": xs, "y": ys, "name": "match rate", "hovertext": hover,
-             "hovertemplate": "%{hovertext}<extra></extra>", "marker": {"color": "#3f7fbf"}}
+             "hovertemplate": "%{hovertext}<extra></extra>", "marker": {"color": agreement_colours(ys)}}
     layout = figure_layout("Class difficulty (whole run)", "class", "match rate (1 = always agreed on)",
                            subtitle=f"{what} · click a bar: the samples where that class is disputed",
                            xaxis={"type": "category", "tickangle": -45 if len(xs) > 8 else 0},
@@ -108,7 +110,7 @@ def tag_alpha_bars(detail: dict, *, top: int = MAX_CLASSES) -> list[dict]:
         sub += f" · undefined (no variation): {', '.join(undefined[:5])}{'…' if len(undefined) > 5 else ''}"
     trace = {"type": "bar", "x": [tags[i] for i in shown], "y": [alphas[i] for i in shown], "name": "α",
              "hovertext": [f"{tags[i]}: α {sig3(alphas[i])} (whether the raters agree it applies)" for i in shown],
-             "hovertemplate": "%{hovertext}<extra></extra>"}
+             "hovertemplate": "%{hovertext}<extra></extra>", "marker": {"color": agreement_colours(alphas[i] for i in shown)}}
     layout = figure_layout("α per tag (whole run)", "tag", "α of the tag (1 perfect, 0 chance)", subtitle=sub,
                            xaxis={"type": "category", "tickangle": -45 if len(shown) > 8 else 0})
     return [figure("tags", f"α per tag ({sub}; whole run)", [trace], layout)]
@@ -145,7 +147,7 @@ def rater_confusion_figure(detail: dict, *, top: int = MAX_CLASSES) -> dict | No
     subtitle = f"P(another rater's class | one rater's class), each row sums to 1 · {shown}"
     trace = {"type": "heatmap", "x": names, "y": names, "z": z, "text": text if n <= 15 else None,
              "texttemplate": "%{text}", "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
-             "colorscale": "Viridis", "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,
+             "colorscale": SHARE_SCALE, "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,  # a share: grey
              "colorbar": {"title": {"text": "share", "side": "right"}, "thickness": 12}}
     if trace["text"] is None:
         del trace["text"], trace["texttemplate"]

@@ -18,6 +18,7 @@ from agreement.reporting.figures.base import (
     sig3,
     tick_room,
 )
+from agreement.reporting.figures.palette import REFERENCE, agreement_colours, effect_colours
 
 __all__ = ["kalos_bars", "kalos_curves"]
 
@@ -38,7 +39,7 @@ def kalos_bars(detail: dict, *, top: int = 20) -> list[dict]:
             "vitality", title,
             [{"type": "bar", "x": raters, "y": ys, "name": "vitality", "hovertext": hover,
               "hovertemplate": "%{hovertext}<extra></extra>",
-              "marker": {"color": ["#d62728" if (v or 0) < 0 else "#2ca02c" for v in ys]}}],
+              "marker": {"color": effect_colours(ys)}}],  # lowers agreement: red; raises it: blue
             figure_layout("Rater vitality (whole run)", "rater", "vitality",
                     subtitle="α − α without the rater (< 0: the rater lowers agreement) · click a bar: that rater's "
                              "labels that match nobody",
@@ -60,7 +61,7 @@ def kalos_bars(detail: dict, *, top: int = 20) -> list[dict]:
             bars.append(figure(
                 "classes", title,
                 [{"type": "bar", "x": classes, "y": ys, "name": "α", "hovertext": hover,
-                  "hovertemplate": "%{hovertext}<extra></extra>"}],
+                  "hovertemplate": "%{hovertext}<extra></extra>", "marker": {"color": agreement_colours(ys)}}],
                 figure_layout("Class difficulty (whole run)", "class", "α of the class (1 perfect, 0 chance)",
                         subtitle=f"{what} · click a bar: that class's units with disagreement"),
                 clickable="class"))
@@ -84,7 +85,7 @@ def kalos_curves(detail: dict, *, info: dict | None = None) -> list[dict]:
     ys = [v for t in traces for v in t["y"] if v is not None]
     if is_finite(tau) and ys:
         traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [min(ys), max(ys)],
-                       "name": f"this run's τ = {sig3(tau)}", "line": {"dash": "dash", "color": "#888"},
+                       "name": f"this run's τ = {sig3(tau)}", "line": {"dash": "dash", "color": REFERENCE},
                        "hoverinfo": "skip"})
     title = "α versus τ (localisation sensitivity)"
     return [figure("alpha_tau", title, traces,

@@ -29,6 +29,7 @@ import numpy as np
 
 from agreement.reporting.figures.base import count_text, figure, figure_layout, floats, sig3
 from agreement.reporting.figures.classes import MAX_CLASSES
+from agreement.reporting.figures.palette import REFERENCE, SELECTED, SERIES_COLOURS, agreement_colour_axis
 
 __all__ = ["MAX_CLASSES", "MAX_PAIRS", "MAX_TEXT_CELLS", "mask_class_names", "class_value", "pair_label",
            "class_rows", "pair_class_means", "mask_class_bars", "pair_class_heatmap", "mask_figures",
@@ -38,7 +39,8 @@ __all__ = ["MAX_CLASSES", "MAX_PAIRS", "MAX_TEXT_CELLS", "mask_class_names", "cl
 MAX_PAIRS = 30
 #: Up to this many cells the heatmap writes its values in the cells (beyond: in the hover only).
 MAX_TEXT_CELLS = 150
-ALPHA_COLOUR, DICE_COLOUR, SELECTED_COLOUR = "#3f7fbf", "#ff9f40", "#ff6d04"
+#: The two series of the per-class bars and the drilled bar or cell (:mod:`agreement.reporting.figures.palette`).
+ALPHA_COLOUR, DICE_COLOUR, SELECTED_COLOUR = SERIES_COLOURS[0], SERIES_COLOURS[1], SELECTED
 
 
 def mask_class_names(info: dict, *, values: Iterable[int] = ()) -> dict[int, str]:
@@ -140,7 +142,7 @@ def mask_class_bars(detail: dict, info: dict, *, selected: str | None = None, to
     if undefined:  # where α is undefined: a note over the class, the reason in its hover
         layout["annotations"] = [{"x": r["name"], "y": 0, "xref": "x", "yref": "y", "yanchor": "bottom",
                                   "xshift": -8, "text": "α undefined", "textangle": -90, "showarrow": False,
-                                  "font": {"size": 10, "color": "#666"},
+                                  "font": {"size": 10, "color": REFERENCE},
                                   "hovertext": f"α undefined: {r['reason'] or 'no reason recorded'}"}
                                  for r in undefined]
     if selected in xs:  # the drilled class: its two bars outlined together
@@ -216,9 +218,8 @@ def pair_class_heatmap(detail: dict, info: dict, *, ids: Iterable[str] | None = 
               for c, v, k in zip(classes, zr, nr, strict=False)] for p, zr, nr in zip(pairs, z, n, strict=False)]
     cells = len(pairs) * len(classes)
     trace = {"type": "heatmap", "x": classes, "y": pairs, "z": z, "hovertext": hover,
-             "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis", "zmin": 0.0, "zmax": 1.0,
-             "xgap": 1, "ygap": 1, "hoverongaps": True,
-             "colorbar": {"title": {"text": "mean Dice", "side": "right"}, "thickness": 12, "len": 0.9}}
+             "hovertemplate": "%{hovertext}<extra></extra>", "xgap": 1, "ygap": 1, "hoverongaps": True,
+             **agreement_colour_axis("mean Dice")}  # blue high, red low
     if cells <= MAX_TEXT_CELLS:
         trace.update(text=[["" if v is None else sig3(v) for v in zr] for zr in z], texttemplate="%{text}",
                      textfont={"size": 11 if cells <= 40 else 9})

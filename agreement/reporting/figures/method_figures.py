@@ -25,6 +25,7 @@ from agreement.reporting.figures.base import (
     sig3,
     wrap_lines,
 )
+from agreement.reporting.figures.palette import NEUTRAL, REFERENCE, SELECTED, SHARE_SCALE
 
 __all__ = [
     "PanelDataError", "METHOD_VIEWS", "FIGURE_CONFIG", "sig3", "count_text", "is_finite",
@@ -111,7 +112,8 @@ def calibration_curves(detail: dict) -> list[dict]:
         if tau is not None:
             top = max([v for v in obs + exp if v is not None] or [1.0])
             traces.append({"type": "scatter", "mode": "lines", "x": [tau, tau], "y": [0, top],
-                           "name": f"τ* = {sig3(tau)}", "line": {"dash": "dash"}, "hoverinfo": "skip"})
+                           "name": f"τ* = {sig3(tau)}", "line": {"dash": "dash", "color": REFERENCE},
+                           "hoverinfo": "skip"})
         ks = d.get("ks_one_sided")
         title = f"{name}: KS {sig3(ks)}" if ks is not None else f"{name}: {d.get('reason') or 'undefined'}"
         curves.append(figure(f"calibration_{name}", title, traces,
@@ -136,7 +138,7 @@ def histogram_figure(hist: dict, view: dict, *, selected: int | None = None, tit
     score = view.get("score_name", "score")
     hover = [f"{count_text(c, what=item)} with {score} in {_bin_text(edges, i)}" + ("<br>click: load them" if clickable else "")
              for i, c in enumerate(hist["counts"])]
-    colors = ["#ff6d04" if selected == i else "#3f7fbf" for i in range(len(centers))]
+    colors = [SELECTED if selected == i else NEUTRAL for i in range(len(centers))]  # counts: no red, no blue
     trace = {"type": "bar", "x": centers, "y": hist["counts"], "name": view.get("score_label", score),
              "width": width * 0.92, "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
              "marker": {"color": colors}}
@@ -216,7 +218,7 @@ def confusion_figure(cm: dict) -> dict:
     shown = f"the {n} of {cm['n_classes']} classes with the most confusion" if cm["n_classes"] > n else "whole run"
     subtitle = f"P(rater's class | consensus class), each row sums to 1 · {shown}"
     trace = {"type": "heatmap", "x": classes, "y": classes, "z": z, "text": text, "texttemplate": "%{text}",
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": "Viridis",
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "colorscale": SHARE_SCALE,
              "zmin": 0.0, "zmax": 1.0, "xgap": 1, "ygap": 1,
              "colorbar": {"title": {"text": "probability", "side": "right"}, "thickness": 14}}
     title = f"Class confusion of rater {rater}"

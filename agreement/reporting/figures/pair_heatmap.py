@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from agreement.reporting.figures.base import count_text, figure, figure_layout, is_finite, plural, sig3
+from agreement.reporting.figures.palette import SELECTED, agreement_colour_axis
 from agreement.reporting.pair_statistics import observed_agreement
 
 __all__ = ["MAX_HEATMAP_RATERS", "DEFAULT_HEATMAP_RATERS", "MAX_TEXT_RATERS", "PAIR_RULES", "PAIR_STATISTICS", "pair_key",
@@ -258,8 +259,9 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, *
                        selected: list | None = None, statistic: str = "value", show_support: bool = False) -> dict:
     """The heatmap figure, sized to the panel's column.
 
-    Cells coloured by the run's value (``statistic="value"``, a diverging scale centred at 0, red below)
-    or by the observed agreement (``"observed"``, 0 to 1); values to three significant figures in the
+    Cells coloured by the run's value (``statistic="value"``) or by the observed agreement (``"observed"``),
+    both on the plugin's agreement scale (:mod:`agreement.reporting.figures.palette`: red at 0 or below, white
+    at 0.5, blue at 1); values to three significant figures in the
     cells up to ``MAX_TEXT_RATERS`` raters (and, with ``show_support``, each pair's shared samples ``n=``); every rater's name on
     both axes; a hover naming both raters with the value, its support and the observed agreement; the
     drilled pair (``selected``) outlined. Height from the number of raters (22–30 px a row).
@@ -272,15 +274,10 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, *
     shown_name = "observed agreement" if observed else value_name
     hover = [[_cell_hover(pm, i, j, value_name, where, clickable) for j in range(n)] for i in range(n)]
     text = _cell_texts(pm, z, show_support) if n <= MAX_TEXT_RATERS else [[""] * n for _ in range(n)]
-    vals = [v for row in z for v in row if v is not None]
     trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
              "textfont": {"size": 11 if n <= 8 else 9}, "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>", "xgap": 1, "ygap": 1, "hoverongaps": True,
-             "colorbar": {"title": {"text": shown_name, "side": "right"}, "thickness": 12, "len": 0.9}}
-    if observed:
-        trace.update(colorscale="Viridis", zmin=0.0, zmax=1.0)
-    else:
-        trace.update(colorscale="RdBu", reversescale=True, zmid=0.0, zmin=min([-0.2] + vals), zmax=1.0)
+             **agreement_colour_axis(shown_name)}  # blue high, red low (at or below chance)
     lines = [pm.get("rule_text") or f"{count_text(n, what='rater')}", scope]
     if pm.get("n_hidden"):
         lines.append(f"{pm['n_hidden']:,} {plural(pm['n_hidden'], 'pair')} below {pm['min_support']} shared "
@@ -300,6 +297,6 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, *
     if selected and all(r in raters for r in selected):  # the drilled pair: outline both of its cells
         i, j = raters.index(selected[0]), raters.index(selected[1])
         layout["shapes"] = [{"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.5, "x1": c + 0.5, "y0": r - 0.5,
-                             "y1": r + 0.5, "line": {"color": "#ff6d04", "width": 3}} for r, c in ((i, j), (j, i))]
+                             "y1": r + 0.5, "line": {"color": SELECTED, "width": 3}} for r, c in ((i, j), (j, i))]
     full = f"{title} ({scope}{'; click a cell to see where the two disagree' if clickable else ''})"
     return figure("pair_matrix", full, [trace], layout, clickable="pair" if clickable else None)
