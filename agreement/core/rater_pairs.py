@@ -148,6 +148,12 @@ class RaterPairTable:
         """
         return _table_to_columns(self, arrays)
 
+    def to_pandas(self) -> Any:
+        """One row per pair (the columns of :meth:`to_columns`) as a pandas DataFrame (pandas imported here)."""
+        import pandas as pd  # not a dependency of the library: only this method needs it
+
+        return pd.DataFrame(self.to_columns(arrays=True))
+
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per pair: ``rater_a``, ``rater_b``, ``n_shared_samples``, values (NaN as ``None``), reasons."""
         out = []

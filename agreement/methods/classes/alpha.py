@@ -11,6 +11,13 @@ calls: the counts, the coincidence matrix, the result type (:class:`ClassAlpha` 
 :class:`agreement.core.krippendorff.AlphaResult`), the distances and the formula
 are the core's; this module adds the ``(S, R)`` checks and the unit bootstrap.
 
+Besides ``codes``, every function here and in :mod:`agreement.methods.classes.diagnostics` takes a long
+pandas DataFrame in place of ``codes`` (crowd-kit's ``task``, ``worker``, ``label`` columns; other names
+through ``columns=``) or krippendorff's ``(raters × units)`` matrix as ``reliability_data=`` (``NaN`` or
+``None`` missing); numeric labels keep their values for the interval and ratio levels. A bare wide matrix
+without missing values is refused as ambiguous unless ``orientation="units_by_raters"`` confirms it
+(:mod:`agreement.core.tables`, the orientation rule).
+
 Following Krippendorff (2011):
 
 * ``n_uc`` is the number of values ``c`` in unit ``u`` and ``m_u = sum_c n_uc``;
@@ -48,7 +55,7 @@ This module does not import FiftyOne.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,6 +74,7 @@ from agreement.core.krippendorff import (
     check_level,
     distance_matrix,
 )
+from agreement.core.tables import ClassTable, check_orientation, class_table
 
 __all__ = [
     "LEVELS",
@@ -74,6 +82,7 @@ __all__ = [
     "Distance",
     "ClassAlpha",
     "check_codes",
+    "resolve_codes",
     "unit_counts",
     "coincidence_matrix",
     "coincidence_sparse",
@@ -125,6 +134,50 @@ def check_codes(codes: np.ndarray, *, n_classes: int | None = None) -> tuple[np.
     return arr, max(K, 0)
 
 
+def resolve_codes(codes: Any = None, /, *, reliability_data: Any = None, columns: Mapping[str, str] | None = None,
+                  orientation: str | None = None, n_classes: int | None = None, level: Distance = "nominal",
+                  values: np.ndarray | Sequence | None = None
+                  ) -> tuple[ClassTable, np.ndarray, int, np.ndarray | Sequence | None]:
+    """Codes, a long DataFrame or krippendorff's ``reliability_data`` as checked ``(S, R)`` codes.
+
+    :func:`agreement.core.tables.class_table` (one input), :func:`check_codes`, the level
+    (:func:`agreement.core.krippendorff.check_level`), then the orientation rule
+    (:func:`agreement.core.tables.check_orientation`), so that a wrong code or level is reported first.
+    A DataFrame's or reliability data's classes give ``K`` (unless ``n_classes``) and, when numeric, the
+    ``values`` of the interval and ratio levels (unless ``values``).
+
+    Args:
+        codes: ``(S, R)`` class codes (``-1`` missing) or a long DataFrame.
+        reliability_data: krippendorff's ``(R, S)`` matrix, ``NaN``/``None`` missing.
+        columns: a DataFrame's column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix.
+        n_classes: ``K`` (default: the number of classes of the input).
+        level: the level of measurement (to refuse interval or ratio on labels that are not numbers).
+        values: ``(K,)`` numeric value of each code.
+
+    Returns:
+        ``(table, codes, K, values)``.
+
+    Raises:
+        ValueError: any refusal of :func:`agreement.core.tables.class_table` or :func:`check_codes`; the
+            interval or ratio level on labels that are not numbers without ``values``.
+    """
+    table = class_table(codes, reliability_data=reliability_data, columns=columns, orientation=orientation)
+    if table.source == "codes":
+        arr, K = check_codes(table.codes, n_classes=n_classes)
+        check_level(level, values, K)
+        check_orientation(arr, orientation)
+        return table, arr, K, values
+    K = table.n_classes if n_classes is None else int(n_classes)
+    arr, K = check_codes(table.codes, n_classes=K)
+    if values is None and table.values is not None:
+        values = table.values
+    if values is None and isinstance(level, str) and level in ("interval", "ratio"):
+        raise ValueError(f"level {level!r} needs numeric labels, got {table.classes[:5]}...; pass values= (one "
+                         f"number per class, in the order {table.classes[:5]}...) or use 'nominal' or 'ordinal'")
+    return table, arr, K, values
+
+
 def unit_counts(codes: np.ndarray, *, n_classes: int | None = None) -> sp.csr_matrix:
     """``n_uc``: the number of values of each class in each unit, as a sparse ``(S, K)`` matrix.
 
@@ -158,8 +211,9 @@ def coincidence_matrix(codes: np.ndarray, *, n_classes: int | None = None) -> np
     return np.asarray(coincidence_sparse(unit_counts(codes, n_classes=n_classes)).todense(), dtype=np.float64)
 
 
-def class_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                n_classes: int | None = None) -> ClassAlpha:
+def class_alpha(codes: Any = None, /, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+                n_classes: int | None = None, reliability_data: Any = None, columns: Mapping[str, str] | None = None,
+                orientation: str | None = None) -> ClassAlpha:
     """Krippendorff's alpha of a ``(samples, raters)`` matrix of class codes.
 
     ``alpha = 1 - D_o / D_e`` with ``D_o = sum_ck o_ck delta2_ck / n`` and
@@ -179,10 +233,21 @@ def class_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.nd
         values: ``(K,)`` numeric value of each code, for ``"interval"``, ``"ratio"`` and callables
             (default: the codes themselves).
         n_classes: ``K`` (default: the largest code + 1); classes nobody used change nothing.
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN`` or
+            ``None`` missing, numbers or strings (numbers keep their values for interval and ratio).
+        columns: when ``codes`` is a long DataFrame, its column names by role (default
+            ``{"task": "task", "worker": "worker", "label": "label"}``, crowd-kit's).
+        orientation: ``"units_by_raters"`` confirms a ``codes`` matrix with more columns than rows and no
+            ``-1`` (refused as ambiguous otherwise: :mod:`agreement.core.tables`).
 
     Returns:
         :class:`ClassAlpha` ``(alpha, observed, expected, n_pairable, n_units, reason)``;
         NaN with a reason when fewer than two pairable values exist or they show no variation.
+
+    Raises:
+        ValueError: codes out of range, both ``codes`` and ``reliability_data``, NaN in ``codes``, a
+            DataFrame without the columns or with two labels of one worker on one task, an ambiguous
+            orientation, an unknown level.
 
     Reference:
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
@@ -190,8 +255,11 @@ def class_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.nd
     Examples:
         >>> class_alpha(np.array([[0, 0], [1, 1], [0, 1]])).alpha  # doctest: +ELLIPSIS
         0.444...
+        >>> class_alpha(reliability_data=[[0, 1, 0], [0, 1, 1]]).alpha  # doctest: +ELLIPSIS
+        0.444...
     """
-    codes, K = check_codes(codes, n_classes=n_classes)
+    _, codes, K, values = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                        orientation=orientation, n_classes=n_classes, level=level, values=values)
     check_level(level, values, K)
     counts = unit_counts(codes, n_classes=K)
     n_units = int((np.asarray(counts.sum(axis=1)).reshape(-1) >= 2).sum())
@@ -199,9 +267,10 @@ def class_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.nd
     return alpha_from_coincidence(o, n_units=n_units, level=level, values=values)
 
 
-def bootstrap_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95,
-                    n_classes: int | None = None) -> tuple[float, float]:
+def bootstrap_alpha(codes: Any = None, /, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+                    n_boot: int = 1000, seed: int = 0, ci: float = 0.95, n_classes: int | None = None,
+                    reliability_data: Any = None, columns: Mapping[str, str] | None = None,
+                    orientation: str | None = None) -> tuple[float, float]:
     """A percentile bootstrap confidence interval of :func:`class_alpha` that resamples units.
 
     Each replicate draws ``S_p`` pairable units with replacement (``S_p`` the
@@ -221,6 +290,9 @@ def bootstrap_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: n
         seed: seed of ``numpy.random.default_rng``: the same seed gives the same interval.
         ci: the coverage, in ``(0, 1)``.
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix (:func:`class_alpha`).
+        columns: a long DataFrame's column names by role (:func:`class_alpha`).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:func:`class_alpha`).
 
     Returns:
         ``(low, high)``; ``(nan, nan)`` when no replicate has a defined alpha.
@@ -233,7 +305,8 @@ def bootstrap_alpha(codes: np.ndarray, *, level: Distance = "nominal", values: n
         raise ValueError(f"ci must be in (0, 1), got {ci}")
     if n_boot < 1:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
-    codes, K = check_codes(codes, n_classes=n_classes)
+    _, codes, K, values = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                        orientation=orientation, n_classes=n_classes, level=level, values=values)
     check_level(level, values, K)
     U, freq = _unit_patterns(unit_counts(codes, n_classes=K))
     S_p = int(freq.sum())

@@ -16,12 +16,17 @@ a loop over raters or pairs.
 References: K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011;
 J. Cohen, "A Coefficient of Agreement for Nominal Scales", Educational and
 Psychological Measurement 20(1), 1960. This module does not import FiftyOne.
+
+Every function also takes a long pandas DataFrame in place of ``codes`` (crowd-kit's ``task``, ``worker``,
+``label``; names through ``columns=``) or krippendorff's ``(raters × units)`` ``reliability_data=``
+(:mod:`agreement.core.tables`). Given a DataFrame, per-sample and per-rater arrays come back as pandas
+Series indexed by task or worker, per-class ones as pandas objects indexed by class; otherwise as arrays.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,7 +34,8 @@ import scipy.sparse as sp
 from agreement.core.coincidence import unit_products
 from agreement.core.krippendorff import Distance, alpha_of_coincidences, check_level, distance_matrix, takes_marginals
 from agreement.core.rater_pairs import RaterPairTable, shared_pairs_of_cells
-from agreement.methods.classes.alpha import check_codes, coincidence_matrix, unit_counts
+from agreement.core.tables import ClassTable, codes_of_labels, labelled, to_frame
+from agreement.methods.classes.alpha import coincidence_matrix, resolve_codes, unit_counts
 
 __all__ = [
     "agreement_with_others_majority",
@@ -44,7 +50,8 @@ __all__ = [
 ]
 
 
-def sample_observed_agreement(codes: np.ndarray, *, n_classes: int | None = None) -> np.ndarray:
+def sample_observed_agreement(codes: Any = None, /, *, n_classes: int | None = None, reliability_data: Any = None,
+                              columns: Mapping[str, str] | None = None, orientation: str | None = None) -> Any:
     """The share of agreeing ordered pairs of ratings on each sample.
 
     ``a_u = sum_c n_uc (n_uc - 1) / (m_u (m_u - 1))``: of the ordered pairs of
@@ -55,15 +62,22 @@ def sample_observed_agreement(codes: np.ndarray, *, n_classes: int | None = None
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
-        ``(S,)`` float; NaN where fewer than two raters rated the sample.
+        ``(S,)`` float; NaN where fewer than two raters rated the sample (a Series by task for a DataFrame).
     """
-    counts = unit_counts(codes, n_classes=n_classes)
+    table, codes, K, _ = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                       orientation=orientation, n_classes=n_classes)
+    counts = unit_counts(codes, n_classes=K)
     m = np.asarray(counts.sum(axis=1)).reshape(-1)
     same = np.asarray(counts.multiply(counts).sum(axis=1)).reshape(-1) - m
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(m >= 2, same / (m * (m - 1.0)), np.nan)
+        out = np.where(m >= 2, same / (m * (m - 1.0)), np.nan)
+    return labelled(out, table, axis="items", name="observed_agreement")
 
 
 def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
@@ -101,8 +115,10 @@ def _without_rater_coincidences(codes: np.ndarray, K: int) -> np.ndarray:
     return out
 
 
-def alpha_without_rater(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                        n_classes: int | None = None) -> np.ndarray:
+def alpha_without_rater(codes: Any = None, /, *, level: Distance = "nominal",
+                        values: np.ndarray | Sequence | None = None, n_classes: int | None = None,
+                        reliability_data: Any = None, columns: Mapping[str, str] | None = None,
+                        orientation: str | None = None) -> Any:
     """``alpha_{-r}``: Krippendorff's alpha of the reliability matrix without rater ``r``'s column, for each ``r``.
 
     Computed from the full coincidence matrix by subtracting each rater's
@@ -115,19 +131,26 @@ def alpha_without_rater(codes: np.ndarray, *, level: Distance = "nominal", value
             ``(K, K)`` matrix of squared distances (:func:`agreement.core.krippendorff.distance_matrix`).
         values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
-        ``(R,)`` float; NaN where alpha without the rater is undefined.
+        ``(R,)`` float; NaN where alpha without the rater is undefined (a Series by worker for a DataFrame).
     """
-    codes, K = check_codes(codes, n_classes=n_classes)
+    table, codes, K, values = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                            orientation=orientation, n_classes=n_classes, level=level, values=values)
     check_level(level, values, K)
     if codes.shape[1] == 0:
-        return np.zeros(0)
-    return alpha_of_coincidences(_without_rater_coincidences(codes, K), level=level, values=values)[0]
+        return labelled(np.zeros(0), table, axis="workers", name="alpha_without")
+    out = alpha_of_coincidences(_without_rater_coincidences(codes, K), level=level, values=values)[0]
+    return labelled(out, table, axis="workers", name="alpha_without")
 
 
-def rater_vitality(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-                   n_classes: int | None = None) -> np.ndarray:
+def rater_vitality(codes: Any = None, /, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+                   n_classes: int | None = None, reliability_data: Any = None,
+                   columns: Mapping[str, str] | None = None, orientation: str | None = None) -> Any:
     """Rater vitality ``v_r = alpha - alpha_{-r}``: how much alpha drops when rater ``r`` is left out.
 
     ``v_r > 0``: the rater helps (alpha is higher with them); ``v_r < 0``: the
@@ -141,23 +164,30 @@ def rater_vitality(codes: np.ndarray, *, level: Distance = "nominal", values: np
             ``(K, K)`` matrix of squared distances (:func:`agreement.core.krippendorff.distance_matrix`).
         values: ``(K,)`` numeric value of each code (interval, ratio, callable).
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
         ``(R,)`` float; NaN where alpha or alpha without the rater is undefined
-        (for instance with two raters: without one, no pair is left).
+        (for instance with two raters: without one, no pair is left). A Series by worker for a DataFrame.
 
     Reference:
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011
         (alpha); vitality is the leave-one-rater-out jackknife difference.
     """
-    codes, K = check_codes(codes, n_classes=n_classes)
+    table, codes, K, values = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                            orientation=orientation, n_classes=n_classes, level=level, values=values)
     check_level(level, values, K)
     o = coincidence_matrix(codes, n_classes=K)
     alpha = float(alpha_of_coincidences(o, level=level, values=values)[0])
-    return alpha - alpha_without_rater(codes, level=level, values=values, n_classes=K)
+    without = alpha_without_rater(codes, level=level, values=values, n_classes=K, orientation="units_by_raters")
+    return labelled(alpha - without, table, axis="workers", name="vitality")
 
 
-def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> np.ndarray:
+def agreement_with_consensus(codes: Any, consensus_codes: Any, *, reliability_data: Any = None,
+                             columns: Mapping[str, str] | None = None, orientation: str | None = None) -> Any:
     """Each rater's share of ratings equal to the consensus class of the sample.
 
     ``a_r = #{u : x_ur = y_u} / #{u : x_ur and y_u given}`` with ``x`` the
@@ -166,23 +196,34 @@ def agreement_with_consensus(codes: np.ndarray, consensus_codes: np.ndarray) -> 
 
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
-        consensus_codes: ``(S,)`` consensus class of each sample, ``-1`` where there is none.
+        consensus_codes: ``(S,)`` consensus class code of each sample, ``-1`` where there is none; for a
+            DataFrame, also a pandas Series of class labels indexed by task (e.g.
+            ``ClassConsensus.to_pandas()["label"]``).
+        reliability_data: with ``codes=None``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
-        ``(R,)`` float; NaN for a rater with no rating on a sample with a consensus.
+        ``(R,)`` float; NaN for a rater with no rating on a sample with a consensus (a Series by worker for a
+        DataFrame).
     """
-    codes, _ = check_codes(codes)
-    y = np.asarray(consensus_codes, dtype=np.int64).reshape(-1)
+    table, codes, _, _ = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                       orientation=orientation)
+    y = codes_of_labels(consensus_codes, table)
     if len(y) != codes.shape[0]:
         raise ValueError(f"consensus_codes must have {codes.shape[0]} entries, got {len(y)}")
     both = (codes >= 0) & (y[:, None] >= 0)
     n = both.sum(axis=0)
     hit = (both & (codes == y[:, None])).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > 0, hit / n, np.nan)
+        out = np.where(n > 0, hit / n, np.nan)
+    return labelled(out, table, axis="workers", name="agreement_with_consensus")
 
 
-def agreement_with_others_majority(codes: np.ndarray, *, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def agreement_with_others_majority(codes: Any = None, /, *, n_classes: int | None = None, reliability_data: Any = None,
+                                   columns: Mapping[str, str] | None = None,
+                                   orientation: str | None = None) -> tuple[Any, Any]:
     r"""Each rater's agreement with the majority vote of the other raters of the same samples.
 
     For a rating ``x_ur = c`` and the other raters' class counts ``m_uk = n_uk - [k = c]``
@@ -198,12 +239,24 @@ def agreement_with_others_majority(codes: np.ndarray, *, n_classes: int | None =
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
         ``(agreement, n)``: ``(R,)`` float (NaN for a rater who never met another) and ``(R,)`` int, the
-        number of scored samples.
+        number of scored samples (two Series by worker for a DataFrame).
     """
-    codes, K = check_codes(codes, n_classes=n_classes)
+    table, codes, K, _ = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                       orientation=orientation, n_classes=n_classes)
+    agreement, n = _others_majority(codes, K)
+    return (labelled(agreement, table, axis="workers", name="agreement_with_others_majority"),
+            labelled(n, table, axis="workers", name="n_samples"))
+
+
+def _others_majority(codes: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`agreement_with_others_majority` of checked codes."""
     S, R = codes.shape
     agreement, n = np.full(R, np.nan), np.zeros(R, dtype=np.int64)
     s, r = np.nonzero(codes >= 0)
@@ -228,8 +281,9 @@ def agreement_with_others_majority(codes: np.ndarray, *, n_classes: int | None =
     return agreement, n
 
 
-def pairwise(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
-             raters: Sequence[str] | None = None, n_classes: int | None = None) -> RaterPairTable:
+def pairwise(codes: Any = None, /, *, level: Distance = "nominal", values: np.ndarray | Sequence | None = None,
+             raters: Sequence[str] | None = None, n_classes: int | None = None, reliability_data: Any = None,
+             columns: Mapping[str, str] | None = None, orientation: str | None = None) -> RaterPairTable:
     """Agreement of every pair of raters that met (both rated at least one sample).
 
     For raters ``a < b`` and their ``N`` shared samples, with the contingency
@@ -253,21 +307,26 @@ def pairwise(codes: np.ndarray, *, level: Distance = "nominal", values: np.ndarr
         level: ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"``, a callable distance or a
             ``(K, K)`` matrix of squared distances (for ``alpha``).
         values: ``(K,)`` numeric value of each code (interval, ratio, callable).
-        raters: the rater names (default ``"0"``, ``"1"``, ...).
+        raters: the rater names (default: a DataFrame's workers, else ``"0"``, ``"1"``, ...).
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
         :class:`agreement.core.rater_pairs.RaterPairTable` with ``n_shared`` the
         number of samples both rated and values ``kappa``, ``alpha`` and
-        ``observed_agreement`` (reasons for NaN in ``reasons``).
+        ``observed_agreement`` (reasons for NaN in ``reasons``); ``to_pandas()`` gives one row per pair.
 
     Reference:
         J. Cohen, 1960; K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     """
-    codes, K = check_codes(codes, n_classes=n_classes)
+    given, codes, K, values = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                            orientation=orientation, n_classes=n_classes, level=level, values=values)
     v = check_level(level, values, K)
     S, R = codes.shape
-    names = tuple(str(i) for i in range(R)) if raters is None else tuple(raters)
+    names = tuple(str(i) for i in (given.workers if given.named else range(R))) if raters is None else tuple(raters)
     if len(names) != R:
         raise ValueError(f"raters must name the {R} columns, got {len(names)}")
     ss, rr = np.nonzero(codes >= 0)
@@ -340,13 +399,21 @@ class ClassDifficulty:
     Attributes:
         match_rate: ``(K,)`` ``o_cc / n_c`` in ``[0, 1]``; NaN for a class without pairable values.
         n_values: ``(K,)`` ``n_c``, the pairable values of each class.
+        classes: the ``K`` class values when the input named them (a DataFrame or reliability data), else None.
     """
 
     match_rate: np.ndarray
     n_values: np.ndarray
+    classes: tuple[Any, ...] | None = None
+
+    def to_pandas(self) -> Any:
+        """One row per class (indexed by class, or by code): ``match_rate`` and ``n_values`` (pandas imported here)."""
+        index = self.classes if self.classes is not None else range(len(self.match_rate))
+        return to_frame({"match_rate": self.match_rate, "n_values": self.n_values}, index=index, index_name="class")
 
 
-def class_difficulty(codes: np.ndarray, *, n_classes: int | None = None) -> ClassDifficulty:
+def class_difficulty(codes: Any = None, /, *, n_classes: int | None = None, reliability_data: Any = None,
+                     columns: Mapping[str, str] | None = None, orientation: str | None = None) -> ClassDifficulty:
     """Per class, the share of its pairable values matched by the same class from another rater.
 
     ``match_c = o_cc / n_c`` from the coincidence matrix ``o`` (Krippendorff
@@ -358,15 +425,32 @@ def class_difficulty(codes: np.ndarray, *, n_classes: int | None = None) -> Clas
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
+
+    Returns:
+        :class:`ClassDifficulty` (with the class values when the input named them).
     """
-    o = coincidence_matrix(codes, n_classes=n_classes)
+    table, codes, K, _ = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                       orientation=orientation, n_classes=n_classes)
+    o = coincidence_matrix(codes, n_classes=K)
     n_c = o.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(n_c > 0, np.diag(o) / n_c, np.nan)
-    return ClassDifficulty(rate, n_c)
+    return ClassDifficulty(rate, n_c, _class_names(table, K))
 
 
-def confusion_between_raters(codes: np.ndarray, *, n_classes: int | None = None) -> np.ndarray:
+def _class_names(table: ClassTable, K: int) -> tuple[Any, ...] | None:
+    """The ``K`` class values of a named input (padded with codes for ``n_classes`` beyond them), else None."""
+    if table.source == "codes":
+        return None
+    return tuple(table.classes) + tuple(range(len(table.classes), K))
+
+
+def confusion_between_raters(codes: Any = None, /, *, n_classes: int | None = None, reliability_data: Any = None,
+                             columns: Mapping[str, str] | None = None, orientation: str | None = None) -> Any:
     """The coincidence matrix normalised by rows: ``o_ck / n_c``.
 
     Row ``c`` is the distribution of the other rating in pairs of ratings on
@@ -377,14 +461,25 @@ def confusion_between_raters(codes: np.ndarray, *, n_classes: int | None = None)
     Args:
         codes: ``(S, R)`` class codes, ``-1`` missing.
         n_classes: ``K`` (default: the largest code + 1).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, ``NaN``/``None``
+            missing (:func:`agreement.methods.classes.alpha.class_alpha`).
+        columns: when ``codes`` is a long DataFrame, its column names by role (``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (:mod:`agreement.core.tables`).
 
     Returns:
-        ``(K, K)`` float; NaN rows for classes without pairable values.
+        ``(K, K)`` float; NaN rows for classes without pairable values (a DataFrame indexed by class, columns
+        the other rating's class, for a DataFrame input).
 
     Reference:
         K. Krippendorff, "Computing Krippendorff's Alpha-Reliability", 2011.
     """
-    o = coincidence_matrix(codes, n_classes=n_classes)
+    table, codes, K, _ = resolve_codes(codes, reliability_data=reliability_data, columns=columns,
+                                       orientation=orientation, n_classes=n_classes)
+    o = coincidence_matrix(codes, n_classes=K)
     n_c = o.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n_c > 0, o / n_c, np.nan)
+        out = np.where(n_c > 0, o / n_c, np.nan)
+    if not table.named:
+        return out
+    names = _class_names(table, K) or ()
+    return to_frame({c: out[:, k] for k, c in enumerate(names)}, index=names, index_name="class")

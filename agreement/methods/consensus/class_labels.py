@@ -35,11 +35,13 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
 
 import numpy as np
 from scipy.special import digamma
 
+from agreement.core.tables import check_orientation, class_table, consensus_frame
 from agreement.methods.consensus.em import DS_MAX_ITER, DS_TOL, dawid_skene
 
 __all__ = ["ClassConsensus", "CLASS_CONSENSUS_METHODS", "class_consensus", "majority_vote",
@@ -87,6 +89,8 @@ class ClassConsensus:
         log_likelihood: MACE's log marginal likelihood of the returned restart (NaN otherwise).
         warning: None, or what went wrong and what to do (an EM stopped at its iteration limit
             before meeting its tolerance: ``converged`` is False and ``n_iter`` is the limit).
+        items, raters, classes: the task ids, worker ids and class values of a DataFrame or
+            ``reliability_data`` input (None for bare codes: positions and codes then name them).
     """
 
     method: str
@@ -101,16 +105,22 @@ class ClassConsensus:
     spamming: np.ndarray | None = None
     log_likelihood: float = float("nan")
     warning: str | None = None
+    items: tuple[Any, ...] | None = None
+    raters: tuple[Any, ...] | None = None
+    classes: tuple[Any, ...] | None = None
 
     @property
     def iterations(self) -> int:
         """``n_iter``: the EM iterations of the returned fit (0 for majority vote)."""
         return self.n_iter
 
+    def to_pandas(self, per: str = "sample") -> Any:
+        """A pandas DataFrame per task (``per="sample"``: label, confidence; ``"posterior"``: one column per
+        class) or per worker (``"rater"``: competence): :func:`agreement.core.tables.consensus_frame`."""
+        return consensus_frame(self, per=per)
 
-# --------------------------------------------------------------------------
-# Shared helpers
-# --------------------------------------------------------------------------
+
+# -------------------- Shared helpers -------------------------------------
 
 
 def _check_codes(codes: np.ndarray, n_classes: int) -> np.ndarray:
@@ -160,9 +170,7 @@ def _empty(method: str, S: int, R: int, K: int) -> ClassConsensus:
                           spamming=np.full((R, K), np.nan) if method == "mace" else None)
 
 
-# --------------------------------------------------------------------------
-# Majority vote
-# --------------------------------------------------------------------------
+# -------------------- Majority vote --------------------------------------
 
 
 def _vote_counts(codes: np.ndarray, K: int) -> np.ndarray:
@@ -285,9 +293,7 @@ def majority_vote(codes: np.ndarray, n_classes: int, *, seed: int = 0) -> ClassC
                           rater_competence=agree, n_iter=0, converged=True, class_prior=total / total.sum())
 
 
-# --------------------------------------------------------------------------
-# Dawid–Skene
-# --------------------------------------------------------------------------
+# -------------------- Dawid–Skene ----------------------------------------
 
 
 def dawid_skene_consensus(codes: np.ndarray, n_classes: int, *, max_iter: int = DS_MAX_ITER, tol: float = DS_TOL,
@@ -337,9 +343,7 @@ def dawid_skene_consensus(codes: np.ndarray, n_classes: int, *, max_iter: int = 
                           converged=bool(fit.converged), class_prior=fit.prior, warning=warning)
 
 
-# --------------------------------------------------------------------------
-# MACE
-# --------------------------------------------------------------------------
+# -------------------- MACE -----------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -540,18 +544,19 @@ def mace(codes: np.ndarray, n_classes: int, *, seed: int = 0, n_restarts: int = 
                           spamming=xi, log_likelihood=ll, warning=warning)
 
 
-# --------------------------------------------------------------------------
-# One entry
-# --------------------------------------------------------------------------
+# -------------------- One entry ------------------------------------------
 
 
-def class_consensus(codes: np.ndarray, n_classes: int, *, method: str = "mace", seed: int = 0,
-                    max_iter: int | None = None, tol: float | None = None) -> ClassConsensus:
+def class_consensus(codes: Any = None, n_classes: int | None = None, /, *, method: str = "mace", seed: int = 0,
+                    max_iter: int | None = None, tol: float | None = None, reliability_data: Any = None,
+                    columns: Mapping[str, str] | None = None, orientation: str | None = None) -> ClassConsensus:
     """The consensus class of every sample by ``method`` (module docstring).
 
     Args:
-        codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class.
-        n_classes: ``K``.
+        codes: ``(S, R)`` integer class codes, ``-1`` where the rater gave no class; or a long pandas
+            DataFrame (crowd-kit's ``task``, ``worker``, ``label`` columns: :mod:`agreement.core.tables`).
+        n_classes: ``K`` (default: the number of classes of a DataFrame or ``reliability_data``, else the
+            largest code + 1).
         method: ``"mace"`` (default: :func:`mace`), ``"dawid_skene"`` (:func:`dawid_skene_consensus`) or
             ``"majority"`` (:func:`majority_vote`). MACE is the default from evidence (docs/method-consensus.md,
             "Choosing the default class consensus"): the most accurate on simulated crowds with spammers, as
@@ -561,19 +566,31 @@ def class_consensus(codes: np.ndarray, n_classes: int, *, method: str = "mace", 
             from the vote shares).
         max_iter: EM iteration limit (None: the method's default; ignored by majority vote).
         tol: EM stopping tolerance (None: the method's default; ignored by majority vote).
+        reliability_data: instead of ``codes``, krippendorff's ``(raters × units)`` matrix, NaN/None missing.
+        columns: a DataFrame's column names by role (default ``task``, ``worker``, ``label``).
+        orientation: ``"units_by_raters"`` confirms a wide complete ``codes`` matrix (the orientation rule).
 
     Returns:
-        :class:`ClassConsensus`.
+        :class:`ClassConsensus`, naming the tasks, workers and classes of a DataFrame (``to_pandas()``).
 
     Raises:
-        ValueError: an unknown method, or codes that are not ``(S, R)`` integers in ``[-1, K - 1]``.
+        ValueError: an unknown method, codes that are not ``(S, R)`` integers in ``[-1, K - 1]``, or any
+            refusal of :func:`agreement.core.tables.class_table` and its orientation rule.
     """
+    given = class_table(codes, reliability_data=reliability_data, columns=columns, orientation=orientation)
+    if n_classes is None:
+        n_classes = given.n_classes or int(np.max(given.codes, initial=0)) + 1
+    codes = _check_codes(given.codes, n_classes)
+    check_orientation(codes, "units_by_raters" if given.source != "codes" else orientation)
     if method == "dawid_skene":
-        return dawid_skene_consensus(codes, n_classes, max_iter=DS_MAX_ITER if max_iter is None else max_iter,
-                                     tol=DS_TOL if tol is None else tol)
-    if method == "mace":
-        return mace(codes, n_classes, seed=seed, max_iter=MACE_MAX_ITER if max_iter is None else max_iter,
-                    tol=MACE_TOL if tol is None else tol)
-    if method == "majority":
-        return majority_vote(codes, n_classes, seed=seed)
-    raise ValueError(f"method must be one of {CLASS_CONSENSUS_METHODS}, got {method!r}")
+        res = dawid_skene_consensus(codes, n_classes, max_iter=DS_MAX_ITER if max_iter is None else max_iter,
+                                    tol=DS_TOL if tol is None else tol)
+    elif method == "mace":
+        res = mace(codes, n_classes, seed=seed, max_iter=MACE_MAX_ITER if max_iter is None else max_iter,
+                   tol=MACE_TOL if tol is None else tol)
+    elif method == "majority":
+        res = majority_vote(codes, n_classes, seed=seed)
+    else:
+        raise ValueError(f"method must be one of {CLASS_CONSENSUS_METHODS}, got {method!r}")
+    named = given.source != "codes"
+    return replace(res, items=given.items, raters=given.workers, classes=given.classes) if named else res
