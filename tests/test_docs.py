@@ -81,3 +81,39 @@ def test_a_recorded_table_appears_on_the_page_with_its_machine(tmp_path, monkeyp
         write_page.record("kalos", ["a", "b"], [["only one cell"]], about="x")
     with pytest.raises(ValueError, match="unknown benchmark"):
         write_page.record("nope", ["a"], [["1"]], about="x")
+
+
+def _roles_hook():
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        import sphinx_roles
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
+    return sphinx_roles
+
+
+def test_the_site_builds_with_the_sphinx_roles_hook():
+    config = (REPO / "mkdocs.yml").read_text()
+    assert "docs/hooks/sphinx_roles.py" in config
+
+
+def test_sphinx_roles_become_optional_cross_references_or_code():
+    """``:func:`~a.b.f``` shows ``f`` and links ``a.b.f``; a short or re-exported target finds its one
+    documented object; an undocumented or ambiguous one stays code, without the role, and never fails the
+    strict build (autorefs' ``optional``)."""
+    hook = _roles_hook()
+    known = {"agreement.core.data", "agreement.core.data.AnnotationSet", "agreement.AnnotationSet",
+             "agreement.geometry.similarity_matrix", "agreement.methods.ot.alpha_ot",
+             "agreement.methods.ot.alpha_ot.alpha_ot", "a.Box.merge", "a.Mask.merge"}
+    html = (":mod:<code>agreement.core.data</code>, :class:<code>~agreement.core.data.AnnotationSet</code>, "
+            ":class:<code>AnnotationSet</code>, :func:<code>agreement.geometry.similarity.similarity_matrix</code>, "
+            ":func:<code>alpha_ot</code>, :meth:<code>merge</code>, :data:<code>agreement.nowhere.THING</code>")
+    out, linked, as_code = hook.rewrite_roles(html, known)
+    assert (linked, as_code) == (5, 2)
+    assert ":mod:" not in out and ":class:" not in out and ":func:" not in out and ":data:" not in out
+    assert '<autoref identifier="agreement.core.data" optional><code>agreement.core.data</code></autoref>' in out
+    assert '<autoref identifier="agreement.core.data.AnnotationSet" optional><code>AnnotationSet</code>' in out
+    assert out.count('identifier="agreement.core.data.AnnotationSet"') == 2  # the defining module, not the re-export
+    assert 'identifier="agreement.geometry.similarity_matrix"' in out
+    assert 'identifier="agreement.methods.ot.alpha_ot.alpha_ot" optional><code>alpha_ot</code>' in out
+    assert "<code>merge</code>" in out and "<code>agreement.nowhere.THING</code>" in out
