@@ -42,7 +42,7 @@ def _chosen_labels(ctx, key: str) -> tuple[list[str], int]:
 
     field = f"{key}_consensus"
     given = ctx.params.get("label_ids")
-    if given:
+    if given is not None:  # given from Python, an empty list too (refused by execute: nothing to review)
         ids = [given] if isinstance(given, str) else [str(i) for i in given]
         others = 0
     elif ctx.selected_labels:
@@ -119,7 +119,7 @@ class ReviewConsensusLabels(AgreementOperator):
                              ("undo", "undo (remove both tags)")):
             choice.add_choice(value, label=label)
         inputs.enum("decision", list(_DECISIONS), default="accept", required=True, label="Decision", view=choice)
-        if ctx.params.get("label_ids"):  # from Python: the labels by id (the App uses its selection)
+        if ctx.params.get("label_ids") is not None:  # from Python: the labels by id (the App uses its selection)
             inputs.list("label_ids", types.String(), label="Label ids",
                         description="ids of the run's flagged consensus labels")
         # ``keys`` is not empty here, so ``preferred_run`` gave one of them: the key is a str

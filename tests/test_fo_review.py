@@ -189,6 +189,8 @@ def test_review_operator_from_python_tags_given_ids_and_refuses_others(crowd):
     assert crowd.select_labels(ids=[lid]).values("cons_consensus.detections.tags")[0] == [["rejected"]]
     out = op(q, key="cons", decision="undo", label_ids=[lid])
     assert out["rejected"] == 0 and _all_tags(crowd) == before
+    with pytest.raises(ValueError, match="no flagged consensus label of run 'cons' is selected or given"):
+        op(q, key="cons", decision="accept", label_ids=[])  # an empty list is taken, and refused: nothing to do
 
 
 def test_python_call_with_the_forms_defaults_uses_the_layout_the_import_recorded(crowd):
