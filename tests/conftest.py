@@ -26,9 +26,6 @@ if "FIFTYONE_DATABASE_DIR" not in os.environ:
     os.environ.setdefault("FIFTYONE_DEFAULT_DATASET_DIR", os.path.join(_tmp, "datasets"))
     atexit.register(shutil.rmtree, _tmp, True)
 os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
-# the plugin records its directory in site-packages when FiftyOne loads it (see the root __init__.py);
-# the test processes do not (tests/test_install.py checks it in an environment of its own)
-os.environ.setdefault("IAA_AGREEMENT_NO_PTH", "1")
 os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
 os.environ["FIFTYONE_PLUGINS_DIR"] = str(REPO)
 

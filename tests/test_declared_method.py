@@ -201,7 +201,7 @@ def test_a_method_declared_in_one_file_gets_operator_python_call_panel_and_run_c
     plugin = _plugin_copy(tmp_path / "plugin")
     (plugin / "agreement" / "fo" / "methods" / "mean_iou.py").write_text(TOY_METHOD)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    env.update(PYTHONPATH=str(plugin), FIFTYONE_PLUGINS_DIR=str(plugin), IAA_AGREEMENT_NO_PTH="1")
+    env.update(PYTHONPATH=str(plugin), FIFTYONE_PLUGINS_DIR=str(plugin))
     before = (plugin / "fiftyone.yml").read_text()
     check = subprocess.run([sys.executable, "-m", "agreement.fo.runs.manifest", "--check"], cwd=plugin, env=env,
                            capture_output=True, text=True)

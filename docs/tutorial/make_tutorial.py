@@ -30,7 +30,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(REPO / "tests")]
 os.environ["FIFTYONE_PLUGINS_DIR"] = str(REPO)
-os.environ.setdefault("IAA_AGREEMENT_NO_PTH", "1")
 os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 
 import steps  # noqa: E402

@@ -23,10 +23,12 @@ upgraded in place the first time the plugin touches them
 (:func:`upgrade_legacy_run`).
 
 FiftyOne imports this module by name when it loads a run's config
-(``agreement.fo.runs.classes.AgreementRunConfig``). In a process where the
-plugin's ``agreement`` package is not importable, FiftyOne falls back to its
-base classes (with a warning) and its commands cannot clean up: see the
-README's "Python" section for making ``agreement`` importable everywhere.
+(``agreement.fo.runs.classes.AgreementRunConfig``). In a process that has
+not loaded the plugin, that needs the core library installed: the install's
+third step, ``python -m pip install <plugin folder>`` (the ``iaa-agreement``
+package; see the README's "Install" section). Without it FiftyOne falls back
+to its base classes (with a warning) and its commands cannot clean up; the
+plugin warns about that when it loads.
 """
 
 from __future__ import annotations

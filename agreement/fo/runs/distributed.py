@@ -16,13 +16,19 @@ Two ways to get a cluster:
 * ``dask_address="tcp://scheduler:8786"``: an existing scheduler, whose
   workers the user started (``dask scheduler`` and ``dask worker ...``, or
   ``dask-kubernetes``, ``dask-jobqueue`` on SLURM/PBS, ``dask-yarn``). Every
-  worker needs this plugin importable (its directory on ``PYTHONPATH``, or
-  the ``iaa-agreement`` package plus the plugin directory) and FiftyOne
-  installed, and must reach the database: FiftyOne must then use a MongoDB
+  worker needs the core library installed (``pip install <plugin folder>``,
+  the install's third step, gives the ``iaa-agreement`` package) and FiftyOne,
+  and must reach the database: FiftyOne must then use a MongoDB
   that every machine reaches (``FIFTYONE_DATABASE_URI`` on the driver), not
   the database FiftyOne starts on localhost.
 * ``workers=N`` (default 2): a ``LocalCluster`` of N single-threaded worker
-  processes on this machine, started for the run and closed after it.
+  processes on this machine, started for the run and closed after it. They
+  import the same ``agreement`` as this process: spawned processes inherit
+  ``sys.path`` but not ``sys.modules``, so when this process's ``agreement``
+  is not the one ``sys.path`` leads to (the plugin loaded its own copy, see
+  the plugin's root ``__init__.py``), a temporary directory holding only a
+  symbolic link ``agreement`` to it is put on the workers' path for the run
+  (:func:`library_on_workers_path`).
 
 Why Dask: it is Python-native (the kernels are plain numpy/scipy functions,
 shipped as they are), it moves numpy arrays cheaply, it runs the same code on
@@ -40,12 +46,19 @@ an optional dependency (``pip install "dask[distributed]"``).
 from __future__ import annotations
 
 import dataclasses
+import importlib.machinery
 import importlib.util
 import os
+import shlex
+import sys
+import tempfile
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["dask_available", "database_env", "run_shards", "dask_client", "BACKENDS", "check_backend"]
+from agreement.fo.runs.errors import RunError
+
+__all__ = ["dask_available", "database_env", "run_shards", "dask_client", "library_on_workers_path", "BACKENDS",
+           "check_backend"]
 
 BACKENDS = ("serial", "dask")
 
@@ -108,13 +121,57 @@ def dask_client(dask_address: str | None = None, workers: int | None = None) -> 
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    client = Client(cluster)
+    with library_on_workers_path():
+        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        client = Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()
+
+
+@contextmanager
+def library_on_workers_path() -> Iterator[str | None]:
+    """Makes this process's ``agreement`` package, and no other name, importable by the processes it spawns.
+
+    When ``sys.path`` already leads to the package this process imported,
+    nothing changes. Otherwise (the plugin loaded its folder's copy by file,
+    see the plugin's root ``__init__.py``) a temporary directory holding one
+    symbolic link, ``agreement`` -> the package, is put first on ``sys.path``
+    (which spawned processes inherit) and removed on exit.
+
+    Yields:
+        The temporary directory, or ``None`` when none was needed.
+
+    Raises:
+        RunError: the link cannot be made (the message names the command that installs the library instead).
+    """
+    import agreement
+
+    package_dir = os.path.dirname(os.path.abspath(agreement.__file__ or ""))
+    found = importlib.machinery.PathFinder.find_spec("agreement")
+    if found is not None and found.origin and os.path.exists(found.origin) \
+            and os.path.samefile(os.path.dirname(found.origin), package_dir):
+        yield None
+        return
+    directory = tempfile.mkdtemp(prefix="iaa-agreement-workers-")
+    link = os.path.join(directory, "agreement")
     try:
-        yield client
+        os.symlink(package_dir, link, target_is_directory=True)
+    except OSError as e:
+        os.rmdir(directory)
+        install = f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(os.path.dirname(package_dir))}"
+        raise RunError(f"the Dask workers cannot import `agreement` from {package_dir} (a symbolic link to it in "
+                       f"{directory} failed: {e}); install the library into this environment: {install}") from e
+    sys.path.insert(0, directory)
+    try:
+        yield directory
     finally:
-        client.close()
-        cluster.close()
+        if directory in sys.path:
+            sys.path.remove(directory)
+        os.unlink(link)
+        os.rmdir(directory)
 
 
 @dataclasses.dataclass(frozen=True)
