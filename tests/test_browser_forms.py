@@ -184,7 +184,7 @@ def test_a_refusal_is_shown_in_full_in_the_dialog(fo, browser_tools, forms_app, 
 
             # a streamed operator: the judgements import, unknown labels left at "error"
             _run_operator(page, "crowd judgements", "Annotator Agreement: import crowd judgements")
-            _field(page, "Judgement file (TSV)").fill(judgements)
+            _field(page, "Judgement file (TSV or CSV)").fill(judgements)
             _field(page, "Dataset name").fill("iaa-forms-judgements")
             _field(page, "Categories").fill("low,mid")
             page.wait_for_timeout(1500)
