@@ -63,6 +63,8 @@ def test_real_crowd_alpha_equals_krippendorff_and_consensus_runs(fo):
     try:
         ds = fo.load_dataset("adult")
         assert out["num_samples"] == 496 and len(out["raters"]) == 338 and out["dropped"] == 737
+        ids = ds.values("judgements.classifications.id", unwind=True)  # written in bulk: one fresh id per label
+        assert len(ids) == len(set(ids)) == ds.count("judgements.classifications") == 34768
         ratings, _ = read_judgements(TSV, categories=["G", "P", "R", "X"], unknown_labels="drop")
         data = np.where(ratings.codes.T >= 0, ratings.codes.T, np.nan).astype(float)
         res = _op("compute_class_agreement", ds, key="c", field="judgements", bootstrap=100)

@@ -23,6 +23,12 @@ address without its scheme (``a.com_x``). The items are images (their media
 type is decided by :func:`agreement.fo.importers.media_types.decide_media_type`: items
 named without an extension are images too, with a warning when the files
 cannot be read).
+
+Writing. The samples and their labels are inserted as documents in one bulk
+write (:mod:`agreement.fo.storage.bulk_insert`), with the schema
+``add_samples`` would infer declared first: the same dataset as adding FiftyOne
+samples one by one, about eight times faster (44,373 judgements: 2 s instead of 16 s;
+``bench/import_bench.py``).
 """
 
 from __future__ import annotations
@@ -37,8 +43,9 @@ import numpy as np
 import fiftyone as fo
 
 from agreement.fo.importers.coco import INFO_KEY, discard_dataset, swap_in, temporary_name
-from agreement.fo.importers.media_types import decide_media_type, media_sample
+from agreement.fo.importers.media_types import decide_media_type, set_empty_dataset_media_type
 from agreement.fo.storage.assignment import declare_raters_field
+from agreement.fo.storage.bulk_insert import insert_sample_docs, label_doc_builder
 from agreement.io.judgements import JudgementReport, read_judgements
 
 __all__ = ["import_judgements", "item_filepath", "IMPORT_INFO_KEY"]
@@ -74,17 +81,45 @@ def _check_distinct(source: str, items, paths: list[str]) -> None:
                              "addresses become file names under image_dir): rename one of them in the file")
 
 
-def _samples(ratings, field: str, rater_attr: str, paths: list[str], media_type: str) -> list:
-    raters = np.asarray(ratings.raters, dtype=object)
+#: The sample fields an import writes besides the label field (which may not take one of their names).
+_SAMPLE_FIELDS = ("item", "raters")
+
+
+def _check_names(field: str, rater_attr: str) -> None:
+    """The label field and the rater attribute may not take a name the import or FiftyOne already uses."""
+    taken = {*_SAMPLE_FIELDS, "filepath", "tags", "metadata", "id", "media_type", "created_at", "last_modified_at"}
+    if not field or field in taken or field.startswith("_"):
+        raise ValueError(f"field={field!r}: the label field needs a name other than {sorted(taken)} (and no "
+                         "leading underscore)")
+    own = set(dict(fo.Classification().to_mongo())) | {"id", "label", "confidence", "logits", "tags"}
+    if not rater_attr or rater_attr in own or rater_attr.startswith("_"):
+        raise ValueError(f"rater_attr={rater_attr!r}: a Classification's own attributes {sorted(own)} cannot "
+                         "name the worker; choose another attribute name")
+
+
+def _declare_fields(dataset: fo.Dataset, field: str, media_type: str) -> None:
+    """The schema ``add_samples`` would infer from the samples (media type first, then the fields in order)."""
+    set_empty_dataset_media_type(dataset, media_type)
+    dataset.add_sample_field("item", fo.StringField)
+    dataset.add_sample_field(field, fo.EmbeddedDocumentField, embedded_doc_type=fo.Classifications)
+    dataset.add_sample_field("raters", fo.ListField, subfield=fo.StringField)
+
+
+def _sample_docs(ratings, field: str, rater_attr: str, paths: list[str]) -> list[dict]:
+    """One sample document per item: its ``Classifications`` of the workers' labels and its assigned workers
+    (stored documents for :func:`~agreement.fo.storage.bulk_insert.insert_sample_docs`)."""
+    make_label = label_doc_builder(fo.Classification)
+    make_labels = label_doc_builder(fo.Classifications)
+    raters = [str(r) for r in ratings.raters]
+    classes = [str(c) for c in ratings.classes]
+    codes = np.asarray(ratings.codes).tolist()
     out = []
     for s, item in enumerate(ratings.sample_ids):
-        row = ratings.codes[s]
-        judged = np.flatnonzero(ratings.assigned[s])
-        labels = [fo.Classification(label=str(ratings.classes[row[r]]), **{rater_attr: str(raters[r])})
-                  for r in judged if row[r] >= 0]
-        out.append(media_sample(paths[s], media_type, item=str(item),
-                                **{field: fo.Classifications(classifications=labels),
-                                   "raters": [str(raters[r]) for r in judged]}))
+        row = codes[s]
+        judged = np.flatnonzero(ratings.assigned[s]).tolist()
+        labels = [make_label(label=classes[row[r]], **{rater_attr: raters[r]}) for r in judged if row[r] >= 0]
+        out.append({"filepath": paths[s], "item": str(item), field: make_labels(classifications=labels),
+                    "raters": [raters[r] for r in judged]})
     return out
 
 
@@ -136,8 +171,10 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         TextFileError: (a ``ValueError``) an empty file, one that is not UTF-8 text, a first line that is
             partly a header, a malformed line (naming the file and the line).
         ValueError: an unknown label or a repeated judgement under the ``"error"`` policies (naming the lines),
-            or a dataset of that name without ``overwrite``; nothing is created then.
+            a dataset of that name without ``overwrite``, or a ``field``/``rater_attr`` that would take a name
+            the import or FiftyOne already uses; nothing is created then.
     """
+    _check_names(field, rater_attr)
     if fo.dataset_exists(dataset_name) and not overwrite:
         raise ValueError(f"dataset {dataset_name!r} exists; pass overwrite=True or choose another name")
     ratings, report = read_judgements(path, categories=categories, repeated=repeated, unknown_labels=unknown_labels,
@@ -151,7 +188,8 @@ def import_judgements(path: str, dataset_name: str, categories: Sequence[str] | 
         logger.warning(warning)
     dataset = fo.Dataset(temporary_name(dataset_name, "judgements"))
     try:
-        dataset.add_samples(_samples(ratings, field, rater_attr, paths, media.media_type), progress=False)
+        _declare_fields(dataset, field, media.media_type)
+        insert_sample_docs(dataset, _sample_docs(ratings, field, rater_attr, paths), media_type=media.media_type)
         dataset.classes = {field: [str(c) for c in report.classes]}
         dataset.info[INFO_KEY] = {"source": "judgements", "layout": "attribute", "field": field,
                                   "rater_attr": rater_attr, "rater_fields": {str(r): field for r in ratings.raters}}
