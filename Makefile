@@ -65,6 +65,7 @@ bench: $(VENV)/.test
 	$(PY) bench/geometry_bench.py $(QUICK)
 	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat $(CROWD_REPEAT) $(QUICK)
 	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py $(SCALE_SIZE) $(SCALE_ARGS)
+	scripts/with-temp-fiftyone.sh $(PY) bench/import_bench.py $(QUICK)
 	$(PY) bench/write_page.py
 
 # The class, mask and video benchmarks: each builds its own large dataset (the video one about an hour),

@@ -34,6 +34,7 @@ BENCHMARKS = [
     ("geometry", "Geometry agreement", "bench/geometry_bench.py"),
     ("crowd", "Crowds: a few raters in all against a crowd", "bench/crowd_bench.py"),
     ("scale", "End to end at scale", "bench/scale_bench.py"),
+    ("import", "Import of a crowd's judgements", "bench/import_bench.py"),
     ("class", "Image-level classes", "bench/class_bench.py"),
     ("mask", "Semantic masks", "bench/mask_bench.py"),
     ("video", "Video: frames, tracks and segments", "bench/video_bench.py"),
