@@ -20,6 +20,12 @@ images named ``img0000``... without an extension, 200 workers ``w0``...``w199``,
 
 Screenshots (``$IAA_SCREENSHOTS_DIR`` or a temporary folder): the consensus form with its target choice,
 the review queue, the review operator's form, at 1440 × 900.
+
+With ``$IAA_SCREENSHOTS_DIR`` set (``docs/images``), a second test takes the panel's column on the crowd that
+docs/pairwise-agreement.md measures (its snippet: 200 images, 196 workers, 9 per image, seed 38) at
+1280 × 720 and 1440 × 900: the consensus run's rater report, the KαLOS raters and vitality chart, the pair
+heatmap by α and by observed agreement, the note above it and a cell's hover (the docs' images
+``rater-table-*``, ``kalos-raters-*``, ``vitality-*``, ``pair-heatmap*``; the README's hero image).
 """
 
 from __future__ import annotations
@@ -33,13 +39,19 @@ import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
     CHROMIUM_ARGS,
+    SCREENSHOTS,
+    _cell_center,
+    _choose_run,
     _count,
     _eventually,
     _open_panel,
+    _pick,
     _wait_count,
     _wait_entries,
+    _wait_plots,
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
+    chromium_page,
     open_dataset_page,
     running_app,
 )
@@ -267,3 +279,137 @@ def test_crowd_journey_review_touches_only_the_flagged_consensus_labels(fo, brow
     print(f"the review queue opened in {queue_seconds:.1f} s for {n_flagged} flagged labels")  # a figure, not a test
     server_log = log.read_text(errors="replace")
     assert "agreement_panel" not in server_log, server_log[-3000:]
+
+
+# ---------------------------------------------------------------------------- the docs' crowd screenshots
+DOCS_CROWD = "iaa-crowd-docs"
+PAIR_STATS = re.compile(r"^(the run's pairwise value|observed agreement)$")
+
+
+def _docs_crowd(fo):
+    """The crowd docs/pairwise-agreement.md measures, built as its snippet builds it (200 images, 196 workers
+    ``w0`` … ``w195``, 9 per image, one class, seed 38; attribute layout with the assignment recorded), with a
+    consensus run ``consensus`` and a KαLOS run ``kalos`` (the defaults; the panel opens on the latest)."""
+    import dataclasses
+
+    from agreement.fo.importers.build import samples_from_corpus
+    from agreement.fo.methods.consensus import compute_consensus
+    from agreement.fo.methods.kalos import compute_kalos
+    from agreement.fo.storage.assignment import declare_raters_field
+    from agreement.simulate.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(200, 196, raters_per_sample=9, min_objects=0, max_objects=8, num_classes=1, seed=38)
+    corpus = dataclasses.replace(corpus, raters=tuple(f"w{i}" for i in range(196)))
+    if fo.dataset_exists(DOCS_CROWD):
+        fo.delete_dataset(DOCS_CROWD)
+    dataset = fo.Dataset(DOCS_CROWD, persistent=True)
+    dataset.add_samples(samples_from_corpus(corpus, [f"/images/img{s:03d}.jpg" for s in range(200)],
+                                            layout="attribute", field="ground_truth", raters_field="raters"))
+    declare_raters_field(dataset, "ground_truth", "raters")
+    compute_consensus(dataset, "consensus", field="ground_truth", rater_attr="annotator")
+    compute_kalos(dataset, "kalos", field="ground_truth", rater_attr="annotator")
+    return dataset
+
+
+def _select_run(page, key: str) -> None:
+    """Opens run ``key`` in the panel unless it is open already."""
+    current = page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first.inner_text()
+    current_key = current.split(" — ")[0].strip()
+    if current_key != key:
+        _choose_run(page, current_key, key)
+
+
+def _colour_cells_by(page, stat: str) -> None:
+    """Colours the pair heatmap by ``stat`` (the *Colour cells by* dropdown's entry) and waits for it."""
+    title = {"observed agreement": "Observed agreement per rater pair",
+             "the run's pairwise value": "α per rater pair"}[stat]
+    if not page.locator('div[role="combobox"]', has_text=re.compile(f"^{re.escape(stat)}$")).count():
+        _pick(page, PAIR_STATS, re.compile(f"^{re.escape(stat)}$"))
+    _assert_drawn(page, [title])
+
+
+def _assert_drawn(page, titles: list[str]) -> None:
+    plots = _wait_plots(page, titles, timeout=60)
+    assert all(any(p[0].startswith(t) for p in plots) for t in titles), (titles, plots)
+
+
+def _panel_shot(page, path: Path, top, offset: int = 8, hover=None) -> None:
+    """A screenshot of the panel's column (as wide as the App lays it out at this window size), scrolled so
+    that ``top`` (a locator) is ``offset`` pixels below the column's top, down to the window's bottom; with
+    ``hover`` (called after the scroll), what it hovers."""
+    # the panel's own scroller only (scrollIntoView would also shift the App's unscrollable frames)
+    top.first.evaluate("(e, offset) => { let s = e.parentElement; "
+                       "while (s && !(s.scrollHeight > s.clientHeight && getComputedStyle(s).overflowY === 'auto')) "
+                       "s = s.parentElement; "
+                       "s.scrollTop += e.getBoundingClientRect().top - s.getBoundingClientRect().top - offset; }",
+                       offset)
+    page.wait_for_timeout(1500)
+    if hover is not None:
+        hover()
+        page.wait_for_timeout(500)
+    box = page.locator('[data-cy="panel-content-annotator_agreement"]').bounding_box()
+    assert box is not None
+    viewport = page.viewport_size
+    assert viewport is not None
+    page.screenshot(path=str(path), clip={"x": box["x"], "y": box["y"], "width": box["width"],
+                                          "height": min(box["height"], viewport["height"] - box["y"])})
+    page.mouse.move(1, 1)
+
+
+def _hover_cell(page, title: str, row: str, column: str) -> str:
+    """Hovers the pair heatmap's cell of raters ``row`` × ``column``; returns the hover's text."""
+    plot = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text=title)).first
+    rows, columns = plot.evaluate("p => [p.data[0].y, p.data[0].x]")
+    assert row in rows and column in columns, (row, column, rows)
+    x, y = _cell_center(page, title, rows.index(row), columns.index(column), len(rows))
+    page.mouse.move(x, y)
+    hover = page.locator(".hoverlayer .hovertext")
+    assert _eventually(lambda: hover.count() > 0, timeout=10), "no hover on the cell"
+    return hover.first.text_content() or ""
+
+
+def _rater_table(page, path: Path, heading: str) -> None:
+    assert not _wait_texts(page, [heading, "Sort raters by"], timeout=60)
+    _panel_shot(page, path, page.get_by_text("Sort raters by", exact=True))
+
+
+@pytest.mark.skipif(not SCREENSHOTS, reason="the docs' crowd screenshots are taken only with IAA_SCREENSHOTS_DIR")
+def test_crowd_panel_screenshots_of_the_docs(fo, browser_tools, crowd_app, tmp_path):
+    url, _, log = crowd_app
+    shots = Path(os.environ["IAA_SCREENSHOTS_DIR"])
+    shots.mkdir(parents=True, exist_ok=True)
+    dataset = _docs_crowd(fo)
+    heatmap = "Heatmap shows"
+    try:
+        with chromium_page(browser_tools, tmp_path / "failure_crowd_docs_1440.png", log, 1440, 900) as page:
+            _open_panel(page, url, dataset)
+            _select_run(page, "kalos")
+            _rater_table(page, shots / "kalos-raters-1440x900.png", "by vitality, worst first")
+            _colour_cells_by(page, "the run's pairwise value")
+            # the numbers docs/pairwise-agreement.md quotes beside these screenshots
+            assert not _wait_texts(page, ["Why the cells look worse than the headline:",
+                                          "53% of the 4,277 defined pairwise α are"])
+            _panel_shot(page, shots / "pair-heatmap-note-1440x900.png",
+                        page.get_by_text("Why the cells look worse than the headline:"))
+            _colour_cells_by(page, "observed agreement")
+            hover: list[str] = []
+            _panel_shot(page, shots / "pair-heatmap-1440x900.png", page.get_by_text(heatmap, exact=True),
+                        hover=lambda: hover.append(_hover_cell(page, "Observed agreement per rater pair",
+                                                               "w181", "w98")))
+            assert "w181 × w98" in hover[0] and "observed agreement 0.714, 95% [0.500, 0.862]" in hover[0], hover
+            _select_run(page, "consensus")
+            _rater_table(page, shots / "rater-table-1440x900.png", "against the consensus")
+        with chromium_page(browser_tools, tmp_path / "failure_crowd_docs_1280.png", log, 1280, 720) as page:
+            _open_panel(page, url, dataset)
+            _select_run(page, "consensus")
+            _rater_table(page, shots / "rater-table-1280x720.png", "against the consensus")
+            _select_run(page, "kalos")
+            _colour_cells_by(page, "observed agreement")
+            _panel_shot(page, shots / "pair-heatmap-observed-1280x720.png", page.get_by_text(heatmap, exact=True))
+            _colour_cells_by(page, "the run's pairwise value")
+            _panel_shot(page, shots / "pair-heatmap-1280x720.png", page.get_by_text(heatmap, exact=True))
+            _assert_drawn(page, ["Rater vitality"])
+            _panel_shot(page, shots / "vitality-1280x720.png", page.locator(".js-plotly-plot").filter(
+                has=page.locator(".gtitle", has_text="Rater vitality")), offset=14)
+    finally:
+        fo.delete_dataset(DOCS_CROWD)

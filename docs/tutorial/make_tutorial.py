@@ -77,7 +77,7 @@ def scroll_to_chart(page, title: str) -> None:
 def import_form(page, folder: Path) -> None:
     """The import form filled in as the tutorial says (not executed: the dataset exists)."""
     run_operator(page, "import crowd judgements", "Annotator Agreement: import crowd judgements")
-    _field(page, "Judgement file (TSV)").fill(str(folder / "judgements.tsv"))
+    _field(page, "Judgement file (TSV or CSV)").fill(str(folder / "judgements.tsv"))
     _field(page, "Dataset name").fill(steps.DATASET)
     _field(page, "Categories").fill(steps.CLASSES)
     choice = page.get_by_text("Labels not in the categories", exact=True).first
