@@ -219,7 +219,7 @@ def pair_class_heatmap(detail: dict, info: dict, *, ids: Iterable[str] | None = 
     cells = len(pairs) * len(classes)
     trace = {"type": "heatmap", "x": classes, "y": pairs, "z": z, "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>", "xgap": 1, "ygap": 1, "hoverongaps": True,
-             **agreement_colour_axis("mean Dice")}  # blue high, red low
+             **agreement_colour_axis("mean Dice", below_zero=False)}  # blue high, red low
     if cells <= MAX_TEXT_CELLS:
         trace.update(text=[["" if v is None else sig3(v) for v in zr] for zr in z], texttemplate="%{text}",
                      textfont={"size": 11 if cells <= 40 else 9})

@@ -277,7 +277,7 @@ def pair_matrix_figure(pm: dict, value_name: str, scope: str, clickable: bool, *
     trace = {"type": "heatmap", "x": raters, "y": raters, "z": z, "text": text, "texttemplate": "%{text}",
              "textfont": {"size": 11 if n <= 8 else 9}, "hovertext": hover,
              "hovertemplate": "%{hovertext}<extra></extra>", "xgap": 1, "ygap": 1, "hoverongaps": True,
-             **agreement_colour_axis(shown_name)}  # blue high, red low (at or below chance)
+             **agreement_colour_axis(shown_name, below_zero=not observed)}  # blue high, red low (at or below chance)
     lines = [pm.get("rule_text") or f"{count_text(n, what='rater')}", scope]
     if pm.get("n_hidden"):
         lines.append(f"{pm['n_hidden']:,} {plural(pm['n_hidden'], 'pair')} below {pm['min_support']} shared "

@@ -84,10 +84,16 @@ def effect_colours(values: Iterable[float | None]) -> list[str]:
     return [REFERENCE if v is None else LOW if float(v) < 0 else HIGH for v in values]
 
 
-def agreement_colour_axis(title: str) -> dict:
+def agreement_colour_axis(title: str, *, below_zero: bool = True) -> dict:
     """A heatmap trace's colour settings for agreement values: :data:`AGREEMENT_SCALE` over
-    :data:`AGREEMENT_RANGE` and a colour bar titled ``title`` (its lowest tick reads ``≤ 0``)."""
+    :data:`AGREEMENT_RANGE` and a colour bar titled ``title``.
+
+    Args:
+        title: the colour bar's title (the value shown).
+        below_zero: whether the value can fall below 0 (a chance-corrected α): the lowest tick then reads
+            ``≤ 0``; ``False`` for values in ``[0, 1]`` (observed agreement, Dice), whose lowest tick reads ``0``.
+    """
     lo, hi = AGREEMENT_RANGE
     return {"colorscale": AGREEMENT_SCALE, "zmin": lo, "zmax": hi,
             "colorbar": {"title": {"text": title, "side": "right"}, "thickness": 12, "len": 0.9,
-                         "tickvals": [lo, 0.5, hi], "ticktext": ["≤ 0", "0.5", "1"]}}
+                         "tickvals": [lo, 0.5, hi], "ticktext": ["≤ 0" if below_zero else "0", "0.5", "1"]}}
