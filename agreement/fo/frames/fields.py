@@ -11,10 +11,10 @@ on the labels of a rater's frame field). FiftyOne's ``delete_run`` and
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
-__all__ = ["declare_frame_fields", "write_video_aggregates", "write_video_values", "frame_label_attrs", "remove_frame_run_fields",
-           "check_frame_rename", "rename_frame_run_fields"]
+__all__ = ["declare_frame_fields", "frame_label_attrs", "remove_frame_run_fields", "check_frame_rename",
+           "rename_frame_run_fields"]
 
 
 def frame_label_attrs(config) -> list[tuple[str, str]]:
@@ -69,62 +69,6 @@ def _field_kwargs(field) -> dict:
             return {"subfield": fof.EmbeddedDocumentField, "embedded_doc_type": inner.document_type}
         return {"subfield": type(inner)}
     return {}
-
-
-def write_video_aggregates(units, dataset, key: str, score: Mapping) -> dict:
-    """Per video, from the per-frame score ``frames.{key}_<score>``: its mean, worst frame, share of frames
-    worse than the threshold and the number of frames scored, written as ``{key}_frames_mean``,
-    ``{key}_frames_worst``, ``{key}_frames_low``, ``{key}_frames_n``.
-
-    Undefined frame scores (``None``) are not scored; a video without a scored frame gets ``None`` (and
-    ``0`` frames). Returns ``{"n_videos": ..., "n_frames": ...}`` (videos and frames of the run).
-    """
-    import fiftyone.core.fields as fof
-
-    f = f"${key}_{score['suffix']}"
-    higher, threshold = score["higher_is_better"], score["threshold"]
-    number = {"$isNumber": f}
-    worse = ({"$lt": [f, threshold]} if higher else {"$gt": [f, threshold]}) if threshold is not None else False
-    group = {"_id": "$_sample_id", "mean": {"$avg": f}, "worst": {"$min" if higher else "$max": f},
-             "n": {"$sum": {"$cond": [number, 1, 0]}}, "low": {"$sum": {"$cond": [{"$and": [number, worse]}, 1, 0]}},
-             "frames": {"$sum": 1}}
-    rows = list(units._aggregate(post_pipeline=[{"$group": group}]))
-    ids = [str(r["_id"]) for r in rows]
-    columns: dict[str, tuple[list[Any], Any]] = {
-        "frames_mean": ([r["mean"] if r["n"] else None for r in rows], fof.FloatField),
-        "frames_worst": ([r["worst"] if r["n"] else None for r in rows], fof.FloatField),
-        "frames_low": ([r["low"] / r["n"] if r["n"] and threshold is not None else None for r in rows],
-                       fof.FloatField),
-        "frames_n": ([int(r["n"]) for r in rows], fof.IntField),
-    }
-    from agreement.fo.runs.locking import schema_lock
-
-    with schema_lock(dataset):
-        for suffix, (_, ftype) in columns.items():
-            if f"{key}_{suffix}" not in dataset.get_field_schema():
-                dataset.add_sample_field(f"{key}_{suffix}", ftype)
-    for suffix, (values, _) in columns.items():
-        dataset.set_values(f"{key}_{suffix}", dict(zip(ids, values, strict=True)), key_field="id")
-    return {"n_videos": len(rows), "n_frames": int(sum(r["frames"] for r in rows))}
-
-
-def write_video_values(dataset, key: str, values: Mapping[str, Mapping[str, object]]) -> None:
-    """Writes a method's own per-video values ``{suffix: {video id: value}}`` as sample fields
-    ``{key}_<suffix>`` (NaN as ``None``; numeric fields)."""
-    import math
-
-    import fiftyone.core.fields as fof
-
-    from agreement.fo.runs.locking import schema_lock
-
-    for suffix, by_video in values.items():
-        clean = {v: (None if isinstance(x, float) and not math.isfinite(x) else x) for v, x in by_video.items()}
-        kind = fof.IntField if all(isinstance(x, int) for x in clean.values() if x is not None) and any(
-            x is not None for x in clean.values()) else fof.FloatField
-        with schema_lock(dataset):
-            if f"{key}_{suffix}" not in dataset.get_field_schema():
-                dataset.add_sample_field(f"{key}_{suffix}", kind)
-        dataset.set_values(f"{key}_{suffix}", clean, key_field="id")
 
 
 def remove_frame_run_fields(dataset, config) -> list[str]:

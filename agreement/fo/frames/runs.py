@@ -6,7 +6,9 @@ calls when the rater fields are frame fields. The lifecycle:
 
 1. check the key on the video dataset (a run of that key, frame fields
    ``{key}_x``, label attributes and per-video fields it would write) before
-   reading anything;
+   reading anything; free an overwritten run and register the new one
+   ``incomplete`` on the video dataset with everything it may own (from
+   here a failure deletes the run and every value it wrote);
 2. copy the frames of the view's videos into a temporary image dataset of
    frame units (:func:`agreement.fo.frames.units.build_frame_units`: the unit
    keeps the frame's id; a rater who labelled some frame of a video was
@@ -15,20 +17,23 @@ calls when the rater fields are frame fields. The lifecycle:
    exactly as on images). Its chance baselines draw pairs of frames from
    *different videos* (:func:`agreement.fo.frames.units.chance_groups`):
    frames of one video are not independent, so pairing two frames of a video
-   would make chance look like agreement;
-3. only then free an overwritten run, register the new one ``incomplete`` on
-   the video dataset with everything it will own, move the per-frame values
-   and per-label attributes to the frames (one server-side merge), declare
-   them in the frame schema;
-4. per video: the mean, the worst frame and the share of frames worse than
-   the method's frame threshold of its per-frame score (the panel's score:
-   KαLOS α, OT score, matched distance, ...), and the number of frames scored,
-   as sample fields ``{key}_frames_mean``, ``{key}_frames_worst``,
-   ``{key}_frames_low``, ``{key}_frames_n`` (sort and filter videos; filter
-   frames on ``frames.{key}_<score>``);
-   a method may add per-video values of its own (``detail["video_values"]``:
-   ``{suffix: {video id: value}}``, e.g. the HOTA of a video's tracks),
-   written as ``{key}_<suffix>``;
+   would make chance look like agreement. The engine's bulk write-back goes
+   straight to the frames (:mod:`agreement.fo.frames.targets`): one
+   ``UpdateOne`` per frame document with its per-frame values and label
+   attributes, declared in the frame schema first; nothing is written on the
+   units and nothing is copied afterwards;
+3. record in the run what it wrote (``frame_fields``, ``label_attrs``);
+4. per video, from the per-frame scores kept in memory while they were
+   written (:mod:`agreement.fo.frames.aggregates`): the mean, the worst frame
+   and the share of frames worse than the method's frame threshold of its
+   per-frame score (the panel's score: KαLOS α, OT score, matched distance,
+   ...), and the number of frames scored, as sample fields
+   ``{key}_frames_mean``, ``{key}_frames_worst``, ``{key}_frames_low``,
+   ``{key}_frames_n`` (sort and filter videos; filter frames on
+   ``frames.{key}_<score>``); a method may add per-video values of its own
+   (``detail["video_values"]``: ``{suffix: {video id: value}}``, e.g. the
+   HOTA of a video's tracks), written as ``{key}_<suffix>``; all of them in
+   one bulk pass, one update per video;
 5. complete the run with the method's results (corpus statistics pool every
    frame of every video) and delete the units.
 
@@ -42,6 +47,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
+from agreement.fo.frames.targets import captured_values
 from agreement.fo.frames.units import (
     UNIT_RATERS_FIELD,
     build_frame_units,
@@ -138,37 +144,93 @@ def run_on_frames(decl, samples, key: str, layout: RaterLayout, params: dict, *,
     field = strip_frames_prefix(layout.field) if layout.field else None
     names: list[str] = fields if fields is not None else [field] if field is not None else []
     _check_key(dataset, key, decl.spec, names, overwrite)
-    report(0.0, "copying frames")
-    units = build_frame_units(samples, fields, field, layout.rater_attr or "annotator", layout.raters_field)
+    score = frame_score(decl, params)
+    # the units' write-back goes straight to the frames: the run owns them on the videos from now on (an
+    # overwritten run is freed first, so that the units copy none of its values)
+    config = _register(samples, key, decl.spec, names, score)
+    units = None
     try:
+        report(0.0, "copying frames")
+        units = build_frame_units(samples, fields, field, layout.rater_attr or "annotator", layout.raters_field)
         if len(units) == 0:
             raise ValueError(f"the {len(samples)} videos of the view have no frames holding "
                              f"{', '.join('frames.' + n for n in names)}: nothing to compute on")
         unit_layout = replace(layout, fields=fields, field=field,
                               raters_field=UNIT_RATERS_FIELD if field is not None else None)
-        summary = runs_on_units(decl, units, key, unit_layout, params, execution=execution,
-                                progress=lambda f, s: report(0.05 + 0.8 * f, s))
-        report(0.85, "writing frame results")
-        score = frame_score(decl, params)
-        summary.update(_transfer(units, samples, key, decl.spec.method, score, layout.raters_field))
+        wanted = [f"{key}_{score['suffix']}"] if score else []
+        with captured_values(dataset._frame_collection_name, wanted) as written:
+            summary = runs_on_units(decl, units, key, unit_layout, params, execution=execution,
+                                    progress=lambda f, s: report(0.05 + 0.8 * f, s))
+        report(0.85, "writing per-video values")
+        summary.update(_transfer(units, samples, key, config, score=score, raters_field=layout.raters_field,
+                                  written=written))
+    except BaseException:
+        runs.discard_incomplete_run(dataset, key)
+        raise
     finally:
-        delete_frame_units(units)
+        if units is not None:
+            delete_frame_units(units)
     report(1.0, "done")
     return summary
 
 
 def runs_on_units(decl, units, key: str, layout: RaterLayout, params: dict, *, execution: Execution | None,
                   progress: Callable[[float, str], None]) -> dict:
-    """The engine's run of the method on the units (registered there, moved to the videos afterwards)."""
+    """The engine's run of the method on the units (registered there; its values written to the frames)."""
     from agreement.fo.runs.engine import run_method
 
     return run_method(units, key, decl.spec, layout, params, execution=execution, overwrite=False, progress=progress)
 
 
-def _transfer(units, samples, key: str, method: str, score: dict, raters_field: str | None = None) -> dict:
-    """Registers the run on the video dataset and moves its values there (module docstring, steps 3-5);
-    returns ``n_videos`` and ``n_frames`` (frames scored)."""
-    from agreement.fo.frames.fields import declare_frame_fields, write_video_aggregates, write_video_values
+def _register(samples, key: str, spec, names: list[str], score: dict) -> AgreementRunConfig:
+    """Frees an overwritten run and registers run ``key`` ``incomplete`` on the video dataset, owning every
+    frame field, label attribute and per-video field it may write (a failure deletes them with it)."""
+    dataset = samples._root_dataset
+    aggregates = [f"{key}_{s}" for s in AGGREGATE_SUFFIXES] if score else []
+    config = AgreementRunConfig(
+        method=spec.method, plugin=runs.PLUGIN_NAME, format_version=runs.RUN_FORMAT_VERSION, status="incomplete",
+        params={}, input={}, sample_fields=aggregates,
+        frame_fields=[f"{key}_{s}" for s in spec.sample_suffixes],
+        label_attrs=[[f"frames.{lf}", f"{key}_{s}"] for lf in names for s in spec.label_suffixes])
+    owned = set(dataset.get_run_info(key).config.sample_fields or []) if key in dataset.list_runs() else set()
+    _refuse_taken(dataset, key, [f for f in aggregates if f not in owned])
+    if key in dataset.list_runs():
+        runs.delete_agreement_run(dataset, key)
+    with schema_lock(dataset):
+        if key in dataset.list_runs():
+            raise RunError(f"run key {key!r} was taken by another process while this run was computing")
+        samples.register_run(key, config, overwrite=False)
+    return config
+
+
+def _refuse_taken(dataset, key: str, names: list[str]) -> None:
+    """Refuses per-video fields that exist on the dataset (a run never overwrites fields it does not own)."""
+    taken = [f for f in names if f in dataset.get_field_schema()]
+    if taken:
+        raise RunError(f"field(s) {taken} already exist on dataset {dataset.name!r} and do not belong to an "
+                       f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)")
+
+
+def _frame_scores(units, dataset, field: str, written: dict) -> tuple[list, list]:
+    """The video and the per-frame score ``field`` of every unit: the score as written (kept in memory while
+    it was written, :func:`agreement.fo.frames.targets.captured_values`), read from the frames only for
+    units written by another process (Dask workers)."""
+    docs = list(units._sample_collection.find({}, {"_id": 1, "_sample_id": 1}))
+    ids = [str(d["_id"]) for d in docs]
+    kept = written.get(field, {})
+    missing = [d["_id"] for d in docs if str(d["_id"]) not in kept]
+    for lo in range(0, len(missing), 50_000):
+        for d in dataset._frame_collection.find({"_id": {"$in": missing[lo:lo + 50_000]}}, {field: 1}):
+            kept[str(d["_id"])] = d.get(field)
+    return [d.get("_sample_id") for d in docs], [kept.get(i) for i in ids]
+
+
+def _transfer(units, samples, key: str, config: AgreementRunConfig, *, score: dict, raters_field: str | None,
+              written: dict) -> dict:
+    """Completes the run on the video dataset (module docstring, steps 3-5): records what it wrote, declares
+    it on the frames, writes the per-video values; returns ``n_videos`` and ``n_frames`` (frames scored)."""
+    from agreement.fo.frames.aggregates import video_aggregates, write_video_fields
+    from agreement.fo.frames.fields import declare_frame_fields
 
     dataset = samples._root_dataset
     unit_config = units.get_run_info(key).config
@@ -176,8 +238,6 @@ def _transfer(units, samples, key: str, method: str, score: dict, raters_field: 
     frame_fields = list(unit_config.sample_fields or [])
     unit_attrs = [list(x) for x in (unit_config.label_attrs or [])]
     video_values = (results.get("detail") or {}).pop("video_values", None) or {}
-    aggregates = [f"{key}_{s}" for s in AGGREGATE_SUFFIXES] if score else []
-    aggregates += [f"{key}_{s}" for s in video_values]
     inputs = dict(getattr(unit_config, "input", {}) or {})
     for name in ("fields",):
         if inputs.get(name):
@@ -186,37 +246,29 @@ def _transfer(units, samples, key: str, method: str, score: dict, raters_field: 
         inputs["field"] = f"frames.{inputs['field']}"
     if "raters_field" in inputs:  # the user's (a sample-level list on the videos), not the units' own
         inputs["raters_field"] = raters_field
-    params = dict(getattr(unit_config, "params", {}) or {}, frames=score)
+    owned = set(config.sample_fields or [])
+    _refuse_taken(dataset, key, [f"{key}_{s}" for s in video_values if f"{key}_{s}" not in owned])
     config = AgreementRunConfig(
-        method=method, plugin=unit_config.plugin, format_version=unit_config.format_version, status="incomplete",
-        params=params, input=inputs, sample_fields=aggregates,
+        method=config.method, plugin=unit_config.plugin, format_version=unit_config.format_version,
+        status="incomplete", params=dict(getattr(unit_config, "params", {}) or {}, frames=score), input=inputs,
+        sample_fields=list(config.sample_fields or []) + [f"{key}_{s}" for s in video_values],
         label_attrs=[[f"frames.{lf}", a] for lf, a in unit_attrs], frame_fields=frame_fields)
-    owned = set(dataset.get_run_info(key).config.sample_fields or []) if key in dataset.list_runs() else set()
-    taken = [f for f in aggregates if f in dataset.get_field_schema() and f not in owned]
-    if taken:
-        raise RunError(f"field(s) {taken} already exist on dataset {dataset.name!r} and do not belong to an "
-                       f"agreement run {key!r}; choose another key (a run never overwrites fields it does not own)")
-    if key in dataset.list_runs():
-        runs.delete_agreement_run(dataset, key)
     with schema_lock(dataset):
-        if key in dataset.list_runs():
-            raise RunError(f"run key {key!r} was taken by another process while this run was computing")
-        samples.register_run(key, config, overwrite=False)
-    try:
-        # declared first: FiftyOne refuses to load a frame holding an undeclared field
-        declare_frame_fields(units, dataset, frame_fields, sorted({lf for lf, _ in unit_attrs}))
-        merge_back(units, dataset, frame_fields, unit_attrs)
-        counts = write_video_aggregates(units, dataset, key, score) if score else {}
-        write_video_values(dataset, key, video_values)
-    except BaseException:
-        runs.discard_incomplete_run(dataset, key)
-        raise
+        dataset.update_run_config(key, config)
+    declare_frame_fields(units, dataset, frame_fields, sorted({lf for lf, _ in unit_attrs}))
+    # values that reached the units another way than the bulk write-back (a method's own set_values)
+    left = [f for f in frame_fields if units._sample_collection.find_one({f: {"$exists": True}}, {"_id": 1})]
+    if left:
+        merge_back(units, dataset, left, [])
+    aggregates, counts = video_aggregates(*_frame_scores(units, dataset, f"{key}_{score['suffix']}", written),
+                                          score) if score else ({}, {})
+    write_video_fields(dataset, key, aggregates, video_values)
     config.status = "complete"
     with schema_lock(dataset):
         dataset.update_run_config(key, config)
     from agreement.fo.runs.results import results_class
 
     results = dict(results, summary={**(results.get("summary") or {}), **counts})
-    run_results = results_class(method)(samples, config, key, **results)
+    run_results = results_class(config.method)(samples, config, key, **results)
     dataset.save_run_results(key, run_results, overwrite=True, cache=False)
     return clean_summary(counts)

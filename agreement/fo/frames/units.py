@@ -13,7 +13,8 @@ through Python):
   of frames from different videos: :func:`chance_groups`), ``frame_number``
   the frame's number, ``filepath`` ``"<video path> frame <n>"`` (what messages
   name);
-* ``metadata`` is the video's frame size as image metadata;
+* ``metadata`` is the video's frame size as image metadata, ``last_modified_at``
+  the frame's (a write by position on the frame is guarded by it);
 * the raters' label fields are copied; a rater who labelled some frame of a
   video was assigned the whole video, so on its other frames their field is an
   empty label list (explicit absence: "nothing here"), not ``None`` (implicit
@@ -26,10 +27,13 @@ Frames are the frames the video dataset holds documents for (FiftyOne keeps a
 frame when some field of it is set): a frame nobody labelled and the dataset
 does not hold is not a unit.
 
-:func:`merge_back` writes a finished run's values from the units to the
-frames (one server-side ``$merge``): whole frame fields (``{key}_x``), and
-label attributes into the labels of the rater fields, matched by label id,
-nothing else of a label changed.
+The units are never written: their ``info`` sends the run's bulk write-back
+straight to the frames (:mod:`agreement.fo.frames.targets`), one update per
+frame document. :func:`merge_back` moves values that reached the units by
+another way (a method's ``set_values``) to the frames (one server-side
+``$merge``): whole frame fields (``{key}_x``), and label attributes into the
+labels of the rater fields, matched by label id, nothing else of a label
+changed.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ import uuid
 from typing import Any, Sequence
 
 import numpy as np
+
+from agreement.fo.frames.targets import WRITE_TARGET_KEY
 
 __all__ = ["UNITS_INFO_KEY", "UNIT_RATERS_FIELD", "build_frame_units", "merge_back", "chance_groups",
            "is_frame_units", "delete_frame_units", "strip_frames_prefix"]
@@ -97,9 +103,14 @@ def build_frame_units(samples, fields: Sequence[str] | None, field: str | None, 
         names = [field]
     else:
         raise ValueError("give the raters' frame fields (fields) or one frame field with rater_attr (field)")
+    from agreement.fo.storage.reading import positions_as_stored
+
     units = fo.Dataset(f"iaa-frames-{uuid.uuid4().hex[:12]}", persistent=True)
     units.media_type = "image"
-    units.info = {UNITS_INFO_KEY: {"dataset": samples._dataset.name, "fields": names}}
+    root = samples._root_dataset
+    positions = positions_as_stored(samples) and "last_modified_at" in (root.get_frame_field_schema() or {})
+    units.info = {UNITS_INFO_KEY: {"dataset": samples._dataset.name, "fields": names},
+                  WRITE_TARGET_KEY: {"dataset": root.name, "collection": root._frame_collection_name, "positions": bool(positions)}}
     units.save()
     units.add_sample_field("sample_id", fof.ObjectIdField)
     units.add_sample_field("frame_number", fof.FrameNumberField)
@@ -117,7 +128,7 @@ def build_frame_units(samples, fields: Sequence[str] | None, field: str | None, 
 def _unit_pipeline(samples, names: list[str], attribute: bool, rater_attr: str, raters_field: str | None,
                    units) -> list[dict]:
     """The aggregation that turns the view's videos (frames attached) into unit documents."""
-    frame = {"_id": "$$f._id", "frame_number": "$$f.frame_number"}
+    frame = {"_id": "$$f._id", "frame_number": "$$f.frame_number", "last_modified_at": "$$f.last_modified_at"}
     assigned: dict = {}
     for n in names:
         frame[n] = f"$$f.{n}"
@@ -137,7 +148,8 @@ def _unit_pipeline(samples, names: list[str], attribute: bool, rater_attr: str, 
     root = {
         "_id": "$frames._id", "frame_number": "$frames.frame_number", "_sample_id": "$_id",
         "filepath": {"$concat": ["$filepath", " frame ", {"$toString": "$frames.frame_number"}]},
-        "tags": [], "created_at": "$$NOW", "last_modified_at": "$$NOW", "_dataset_id": units._doc.id,
+        "tags": [], "created_at": "$$NOW",
+        "last_modified_at": {"$ifNull": ["$frames.last_modified_at", "$$NOW"]}, "_dataset_id": units._doc.id,
         "metadata": {"$cond": [{"$gt": ["$metadata.frame_width", 0]},
                                {"_cls": "ImageMetadata", "width": "$metadata.frame_width",
                                 "height": "$metadata.frame_height"}, None]},

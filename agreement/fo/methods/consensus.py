@@ -516,14 +516,20 @@ def finalize_consensus(samples, key: str) -> dict:
     dataset = samples._root_dataset
     src, dst = f"{key}_consensus", f"{key}_final"
     counts = {"kept": 0, "rejected": 0, "accepted": 0, "still_flagged": 0}
-    if info.get("frame_fields"):
-        values = [[_reviewed(v, key, counts) for v in per_video or []]
-                  for per_video in dataset.values(f"frames.{src}")]
+    if info.get("frame_fields"):  # one bulk update per frame document (agreement.fo.storage.frame_labels)
+        from agreement.fo.storage.frame_labels import write_frame_values
+
+        reviewed = {}
+        for ids, per_video in zip(*dataset.values(["frames._id", f"frames.{src}"]), strict=True):
+            for fid, labels in zip(ids or [], per_video or [], strict=True):
+                value = _reviewed(labels, key, counts)
+                reviewed[fid] = None if value is None else value.to_mongo()
         _add_run_frame_field(dataset, key, dst)
         doc_type = dataset.get_field(f"frames.{src}").document_type
         if f"frames.{dst}" not in dataset.get_frame_field_schema() and dst not in dataset.get_frame_field_schema():
             dataset.add_frame_field(dst, fo.EmbeddedDocumentField, embedded_doc_type=doc_type)
-        dataset.set_values(f"frames.{dst}", values)
+        write_frame_values(dataset, dst, reviewed)
+        dataset.reload()
         return counts
     out = {sid: _reviewed(labels, key, counts) for sid, labels in zip(*dataset.values(["id", src]), strict=True)
            if labels is not None}

@@ -37,7 +37,8 @@ from bson import ObjectId
 
 import fiftyone as fo
 
-__all__ = ["object_ids", "detection_docs", "detections_doc", "declare_frame_field", "insert_frames"]
+__all__ = ["object_ids", "detection_docs", "detections_doc", "declare_frame_field", "insert_frames",
+           "write_frame_values"]
 
 _COUNTER = 1 << 24
 _LOCK = threading.Lock()
@@ -172,3 +173,19 @@ def insert_frames(dataset: fo.Dataset, frames: Iterable[dict], batch_size: int =
             flush(batch)
             total += len(batch)
     return total
+
+
+def write_frame_values(dataset: fo.Dataset, field: str, values: Mapping[ObjectId, Any], batch_size: int = 500) -> int:
+    """Sets frame field ``field`` of the frames of ``dataset`` named in ``values`` (frame ``_id`` -> the
+    value as stored: a label's ``to_mongo()``, a number, ``None``) in one bulk pass: one ``UpdateOne`` per
+    frame document (``last_modified_at`` stamped), sent unordered in batches of ``batch_size``. What
+    ``set_values("frames.<field>", ...)`` stores, without building its per-frame pipeline; the field is
+    declared by the caller. Returns the number of frames matched.
+    """
+    from pymongo import UpdateOne
+
+    coll = dataset._frame_collection
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    ops = [UpdateOne({"_id": fid}, {"$set": {field: value, "last_modified_at": now}}) for fid, value in values.items()]
+    return sum(coll.bulk_write(ops[i:i + batch_size], ordered=False).matched_count
+               for i in range(0, len(ops), batch_size))

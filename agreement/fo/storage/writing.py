@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from itertools import chain, islice
 from typing import Any, Iterable, Mapping, Sequence
@@ -34,6 +34,7 @@ from pymongo import UpdateOne
 import fiftyone.core.fields as fof
 
 from agreement.core.gc_pause import gc_paused
+from agreement.fo.frames.targets import capture, declare_on_frames, write_target
 from agreement.fo.storage.stored_values import (
     STORED_AS_IS,
     db_value,
@@ -148,14 +149,14 @@ def declare_columns(dataset, sample_columns: Mapping[str, Sequence[Any]],
             if kind is not None:
                 attrs[f"{list_path}.{attr}"] = kind
     schema = dataset.get_field_schema()
-    if all(n in schema for n in wanted) and all(dataset.get_field(p) is not None for p in attrs):
-        return
-    with schema_lock(dataset):
-        schema = dataset.get_field_schema()
-        fields = {n: _sample_field_for(v) for n, v in wanted.items() if n not in schema}
-        fields.update({p: k() for p, k in attrs.items() if dataset.get_field(p) is None})
-        if fields:
-            dataset._merge_sample_field_schema(fields)
+    if not (all(n in schema for n in wanted) and all(dataset.get_field(p) is not None for p in attrs)):
+        with schema_lock(dataset):
+            schema = dataset.get_field_schema()
+            fields = {n: _sample_field_for(v) for n, v in wanted.items() if n not in schema}
+            fields.update({p: k() for p, k in attrs.items() if dataset.get_field(p) is None})
+            if fields:
+                dataset._merge_sample_field_schema(fields)
+    declare_on_frames(dataset, list(wanted), [p.split(".")[0] for p in label_columns])  # frame units only
 
 
 def _sample_field_for(values: Sequence[Any]):
@@ -306,11 +307,17 @@ def write_columns(
     if stamped is None:
         stamped = "last_modified_at" in dataset.get_field_schema()
     stamp = {"last_modified_at": datetime.now(timezone.utc).replace(tzinfo=None)} if stamped else {}
+    target = write_target(dataset)  # a frame-units dataset: its frames (agreement.fo.frames.targets)
+    if target is not None:  # a None value is left unset there; labels by id unless positions are the frames'
+        capture(target, sample_columns or {}, db_value)
+        if not target.get("positions"):
+            label_columns, read_stamps = [replace(b, stored_ids=None) for b in label_columns], None
     with gc_paused():
         sample_sets: dict[str, dict[str, Any]] = {}
         for name, values in (sample_columns or {}).items():
             for sid, v in values.items():
-                sample_sets.setdefault(str(sid), {})[name] = db_value(v)
+                if (v := db_value(v)) is not None or target is None:
+                    sample_sets.setdefault(str(sid), {})[name] = v
         blocks = [_LabelPaths.of(block, f"f{j}") for j, block in enumerate(label_columns)]
         written = sum(b.written for b in blocks)
         order = list(dict.fromkeys(chain(sample_sets, *(b.sample_ids for b in blocks))))
@@ -543,6 +550,8 @@ def _bulk(dataset, ops: Iterable[UpdateOne], reload: bool = True) -> list[int]:
         document (the caller may retry them; a batch reports only its count).
     """
     coll = dataset._sample_collection
+    if (target := write_target(dataset)) is not None:
+        coll = coll.database[target["collection"]]
 
     def send(start: int, batch: list) -> list[int]:
         matched = coll.bulk_write(batch, ordered=False).matched_count
