@@ -31,13 +31,15 @@ LOWEST_PY       := $(LOWEST_VENV)/bin/python
 demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
 
-# PYTEST_XDIST: the tests in two worker processes (pytest-xdist) sharing the run's MongoDB, each with a
-# database of its own (tests/conftest.py); a test module, or each of the two groups of browser tests, stays on one worker.
-# `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options either way.
-PYTEST_XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
+# PYTEST_XDIST: the tests in three worker processes (pytest-xdist) sharing the run's MongoDB, each with a
+# database of its own (tests/conftest.py); a test module, or each of the two groups of browser tests, stays on one worker,
+# the slowest first (tests/conftest.py). Three on two cores: the browser tests mostly wait on the App (two workers
+# left ~40% of the CPU idle). `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options;
+# the 30 slowest tests are listed at the end (what the suite's time goes to).
+PYTEST_XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 test: $(VENV)/.test lint
-	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) --durations=30 $(PYTEST_ARGS)
 
 # The static checks (settings in pyproject.toml: [tool.ruff], [tool.mypy]); the same commands as the
 # hooks of .pre-commit-config.yaml. Ruff checks the whole repository, mypy the plugin (agreement,

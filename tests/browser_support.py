@@ -3,6 +3,7 @@ that read the grid's counts, the panel's charts and texts, and pick from its dro
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -34,7 +35,7 @@ def browser_tools():
     try:
         from playwright.sync_api import sync_playwright  # noqa: F401
     except ImportError:
-        sync_playwright = None
+        sync_playwright = None  # type: ignore[assignment]
     missing = [n for n, ok in (("chromium", chromium), ("playwright", sync_playwright)) if not ok]
     if missing:
         msg = f"browser test needs {' and '.join(missing)} (apt-get install chromium; pip install playwright)"
@@ -50,18 +51,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class ServerLog(type(Path())):  # type: ignore[misc]
+    """The shared App server's log as one test module sees it: :meth:`read_text` returns only what the server
+    wrote after the module asked for it (:func:`running_app`), so a module's log checks read its own requests."""
+
+    offset = 0
+
+    def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
+        with open(self, "rb") as f:
+            f.seek(self.offset)
+            return f.read().decode(encoding or "utf-8", errors or "strict")
+
+
+#: The App server of this test process: started by the first browser module that asks (:func:`running_app`),
+#: shared by the next ones (each module opens its own datasets by name), stopped when the process exits.
+_SERVER: dict = {}
+
+
+def _stop_shared_app() -> None:
+    proc = _SERVER.pop("proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        proc.wait(timeout=30)
+
 
 @contextlib.contextmanager
 def running_app(tmp_path_factory, name: str):
-    """The App's server for one test module (:func:`start_app`), its log in a temporary folder ``name``;
-    yields ``(url, log)`` and stops the server after the tests."""
-    log = tmp_path_factory.mktemp(name) / "server.log"
-    proc, url = start_app(log)
-    try:
-        yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    """The App's server for a test module: one per test process (:func:`start_app`; a start took ~15 s of each
+    browser module), started by the first module that asks, its log in a temporary folder ``name``; yields
+    ``(url, log)``, the log (:class:`ServerLog`) holding what the server wrote from now on."""
+    proc = _SERVER.get("proc")
+    if proc is None or proc.poll() is not None:
+        log = tmp_path_factory.mktemp(name) / "server.log"
+        proc, url = start_app(log)
+        if not _SERVER:
+            atexit.register(_stop_shared_app)
+        _SERVER.update(proc=proc, url=url, log=log)
+    log = ServerLog(_SERVER["log"])
+    log.offset = _SERVER["log"].stat().st_size
+    yield _SERVER["url"], log
 
 
 def start_app(log: Path) -> tuple[subprocess.Popen, str]:
@@ -199,7 +227,7 @@ def _wait_texts(page, texts: list[str], timeout: float = 30.0) -> list[str]:
 #: images are made with ``IAA_SCREENSHOTS_DIR=docs/images``; the suite's checks do not need them.
 SCREENSHOTS = bool(os.environ.get("IAA_SCREENSHOTS_DIR"))
 
-VIEWPORT = {"width": 1600, "height": 2000}  # tall, so that the panel shows its charts without scrolling
+VIEWPORT = {"width": 1600, "height": 2600}  # tall, so that the panel shows its charts without scrolling
 
 
 def _shot(page, path: Path, top_text: str | None = None, panel_only: bool = False, height: int | None = None) -> None:
@@ -217,7 +245,7 @@ def _shot(page, path: Path, top_text: str | None = None, panel_only: bool = Fals
     height = height or (min(VIEWPORT["height"], int(bottom) + 24) if bottom > 400 else VIEWPORT["height"])
     left = 0
     if panel_only:  # crop to the panel: from its run selector (laid out late on a loaded machine)
-        selector = page.locator('div[role="combobox"]').last
+        selector = page.locator('div[role="combobox"]', has_text=re.compile(r"^\S+ — ")).first  # "key — method"
         selector.wait_for(state="visible", timeout=20_000)
         box = selector.bounding_box()
         left = max(0, int(box["x"]) - 12) if box is not None else 0

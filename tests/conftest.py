@@ -29,7 +29,7 @@ os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 os.environ.setdefault("FIFTYONE_DATABASE_VALIDATION", "false")
 os.environ["FIFTYONE_PLUGINS_DIR"] = str(REPO)
 
-# Parallel runs (pytest-xdist, ``make test`` runs ``-n 2``): the workers share the run's MongoDB but each has a
+# Parallel runs (pytest-xdist, ``make test`` runs ``-n 3``): the workers share the run's MongoDB but each has a
 # database of its own (FiftyOne's ``database_name``) and its own default dataset folder, so a test that lists
 # every dataset, or a fixed dataset name used by two modules, sees only its worker's datasets. Set here, before
 # any test imports FiftyOne; the processes a test starts (the App's server, scripts) inherit them.
@@ -39,7 +39,7 @@ if _WORKER:
     if "FIFTYONE_DEFAULT_DATASET_DIR" in os.environ:
         os.environ["FIFTYONE_DEFAULT_DATASET_DIR"] = os.path.join(os.environ["FIFTYONE_DEFAULT_DATASET_DIR"], _WORKER)
 
-try:  # a time limit per example is no property of the code: a loaded machine (two workers) must not fail it
+try:  # a time limit per example is no property of the code: a loaded machine (three workers) must not fail it
     from hypothesis import settings as _hypothesis_settings  # (CI's own profile, chosen by CI=true, is kept)
 
     _hypothesis_settings.register_profile("iaa", parent=_hypothesis_settings.default, deadline=None)
@@ -68,6 +68,36 @@ def pytest_xdist_make_scheduler(config, log):
             return f"browser tests {_browser_half(path)}"
 
     return _BrowserTogether(config, log)
+
+
+#: The slowest work units, slowest first (a worker's seconds in a full run on 2 cores, December 2026: the two
+#: browser groups, then validation matrix ~180 s, install ~145, panel ~120, doc snippets ~120, ...). Under
+#: xdist they are collected, and so handed out, first (longest processing time first): with ``--dist loadfile``
+#: a worker takes the next unit in collection order, and a long module taken last kept one worker busy for
+#: minutes after the other had finished. The other modules follow in their usual order, the short ones last.
+_SLOWEST_FIRST = (
+    "browser tests 1", "browser tests 2", "test_validation_matrix.py", "test_install.py", "test_panel.py",
+    "test_doc_snippets.py", "test_fo_consensus_labels.py", "test_fo_streaming.py", "test_fo_coco.py",
+    "test_class_consensus.py", "test_fo_video_frames.py", "test_geometry_agreement.py", "test_fo_lifecycle.py",
+    "test_operators_forms.py", "test_report_assets.py", "test_fo_ot.py", "test_demo.py", "test_fo_reports.py",
+    "test_temporal_operators.py", "test_tracks_alpha.py", "test_panel_video.py", "test_operators_python.py",
+    "test_fo_assignment.py", "test_review_video_queues.py", "test_fo_kalos.py", "test_consensus_sparse.py",
+    "test_panel_classes.py", "test_architecture.py", "test_tutorial.py",
+)
+
+
+def _work_unit(path: Path) -> str:
+    """The unit a worker takes whole: the browser group of a browser module, else the module's file name."""
+    return f"browser tests {_browser_half(str(path))}" if _is_browser_module(path) else path.name
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Under xdist (each worker collects, all in the same order): the units of :data:`_SLOWEST_FIRST` first,
+    in that order; a stable sort, so each module's tests keep their order and stay together."""
+    if not _WORKER:
+        return
+    rank = {unit: i for i, unit in enumerate(_SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_work_unit(Path(item.path)), len(rank)))
 
 
 #: The browser modules of the second group (about half of the browser tests' time): two groups let both
@@ -118,6 +148,49 @@ def make_dataset(fo):
         return ds
 
     yield _make
+    for ds in made:
+        if not ds.deleted:
+            ds.delete()
+
+
+@pytest.fixture(scope="module")
+def module_dataset(fo):
+    """Creates datasets that the tests of one module share (built once, with their runs: hand each test a
+    :func:`clone_dataset` of them) and deletes them after the module."""
+    made = []
+
+    def _make(samples=(), name=None):
+        ds = fo.Dataset(name)
+        if samples:
+            ds.add_samples(list(samples), dynamic=True, progress=False)
+        made.append(ds)
+        return ds
+
+    yield _make
+    for ds in made:
+        if not ds.deleted:
+            ds.delete()
+
+
+@pytest.fixture
+def clone_dataset(fo):
+    """A test's own copy of a shared dataset (:func:`module_dataset`): ``dataset.clone()`` keeps the sample and
+    label ids, fields, info and runs (with their times), at a fraction of building it and computing its runs
+    again; deleted after the test."""
+    made = []
+
+    def _clone(ds):
+        copy = ds.clone()
+        made.append(copy)
+        # clone() stamps every run with the time of the copy; the panel lists the newest run first: keep the times
+        for kind in ("runs", "evaluations", "brain_methods", "annotation_runs"):
+            originals = getattr(ds._doc, kind)
+            for key, run_doc in getattr(copy._doc, kind).items():
+                run_doc.timestamp = originals[key].timestamp
+                run_doc.save()
+        return copy
+
+    yield _clone
     for ds in made:
         if not ds.deleted:
             ds.delete()

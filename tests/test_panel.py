@@ -53,8 +53,8 @@ def _clear_memory():
     yield
 
 
-@pytest.fixture
-def scored(fo, make_dataset):
+@pytest.fixture(scope="module")
+def _scored_once(fo, module_dataset):
     D = fo.Detections
     rng = np.random.default_rng(1)
     samples = []
@@ -68,13 +68,19 @@ def scored(fo, make_dataset):
                             for b in base]),
             c=D(detections=[fo.Detection(label="c", bounding_box=b) for b in base[:2]]),
         ))
-    ds = make_dataset(samples)
+    ds = module_dataset(samples)
     import fiftyone.operators as foo
 
     for key, fields in (("ot", ["a", "b", "c"]), ("ot_ab", ["a", "b"])):
         foo.execute_operator("@iaa/agreement/compute_ot_agreement",
                              ctx=dict(view=ds.view(), params=dict(fields=fields, key=key)))
     return ds
+
+
+@pytest.fixture
+def scored(_scored_once, clone_dataset):
+    """30 samples, raters a/b/c, OT runs ``ot`` (a, b, c) and ``ot_ab``: each test's own clone."""
+    return clone_dataset(_scored_once)
 
 
 def _set_views(requests):
@@ -383,7 +389,7 @@ def test_kalos_bar_clicks(fo, scored):
     rater = vit["x"][0]
     state, data, requests = _panel(scored, "on_vitality_click", state, x=rater)
     view = _built(scored, requests)[0]
-    units = {}
+    units: dict = {}
     for f in ("a", "b", "c"):
         for sid, us in zip(*scored.values(["id", f"{f}.detections.kal_unit"])):
             for u in us or []:
@@ -470,8 +476,8 @@ def test_load_agreement_view_modes_and_run_listing(fo, scored):
 
 
 # ---------------------------------------------------------------------------- consensus runs
-@pytest.fixture
-def consensus_ds(fo, make_dataset):
+@pytest.fixture(scope="module")
+def _consensus_once(fo, module_dataset):
     """60 samples, 5 crowd raters, a consensus run ``cons`` with a wide review band (some labels flagged)."""
     from agreement.fo.importers.build import samples_from_corpus
     from agreement.fo.methods.consensus import compute_consensus
@@ -479,10 +485,17 @@ def consensus_ds(fo, make_dataset):
 
     corpus, _ = crowd_corpus(60, 5, raters_per_sample=5, min_objects=1, max_objects=5, seed=11,
                              noise=CrowdNoise(miss=0.1, false_positive=0.1))
-    ds = make_dataset(samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields",
+    ds = module_dataset(samples_from_corpus(corpus, [f"/c/{i}.jpg" for i in range(60)], layout="fields",
                                           raters_field=None))
     compute_consensus(ds, "cons", fields=list(corpus.raters), review_band=[0.5, 0.999])
     return ds, list(corpus.raters)
+
+
+@pytest.fixture
+def consensus_ds(_consensus_once, clone_dataset):
+    """:func:`_consensus_once`, each test's own clone."""
+    ds, raters = _consensus_once
+    return clone_dataset(ds), raters
 
 
 def _consensus_labels(samples):
