@@ -165,7 +165,7 @@ def test_mask_run_in_the_panel_and_its_drill_downs(fo, browser_tools, masks_app,
             assert not _wait_texts(page, ["on car lowest, lowest first"])
             timings["class drill-down"] = time.time() - started
             page.locator('[data-cy="fo-grid"] [data-cy="looker"]').first.wait_for(timeout=30_000)
-            _panel_shot(page, shots / "mask-drill-down-1440.png")
+            _panel_shot(page, shots / "mask-class-drill-down-1440.png")
 
             # 3. a heatmap cell: where r1 and r3 met on car
             started = time.time()
@@ -177,7 +177,7 @@ def test_mask_run_in_the_panel_and_its_drill_downs(fo, browser_tools, masks_app,
             assert _count(page) == n_cell
             _show_masks(page, "r2")  # r2 hidden, r3 shown: r3's masks are cut short at the right
             _show_masks(page, "r3")
-            _panel_shot(page, shots / "mask-cell-drill-down-1440.png")
+            _panel_shot(page, shots / "mask-drill-down-1440.png")  # the docs' caption: the cell clicked
         except Exception:
             page.screenshot(path=str(shots / "failure_masks.png"))
             raise
