@@ -37,33 +37,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from write_page import BENCHMARKS, record  # noqa: E402  (bench/ is this script's folder)
 
+# the import before the bulk insert, one FiftyOne object per label: the reference the tests compare with
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from test_bulk_insert import reference_insert, reference_samples  # noqa: E402
+
 TSV = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir, "shared", "data",
                    "adultcontent3_hcomp2010_labels.tsv")
 VOLATILE = {"_id", "id", "created_at", "last_modified_at", "_dataset_id", "_rand"}
-
-
-def _objects(ratings, field, rater_attr, paths):
-    """The samples as FiftyOne objects, one label object per judgement (the import before the bulk insert)."""
-    import numpy as np
-
-    import fiftyone as fo
-
-    raters = np.asarray(ratings.raters, dtype=object)
-    out = []
-    for s, item in enumerate(ratings.sample_ids):
-        row = ratings.codes[s]
-        judged = np.flatnonzero(ratings.assigned[s])
-        labels = [fo.Classification(label=str(ratings.classes[row[r]]), **{rater_attr: str(raters[r])})
-                  for r in judged if row[r] >= 0]
-        out.append((paths[s], {"item": str(item), field: fo.Classifications(classifications=labels),
-                               "raters": [str(raters[r]) for r in judged]}))
-    return out
-
-
-def _add_samples(dataset, samples, *, media_type):
-    from agreement.fo.importers.media_types import media_sample
-
-    dataset.add_samples([media_sample(path, media_type, **kw) for path, kw in samples], progress=False)
 
 
 def import_bulk(name: str):
@@ -78,7 +58,8 @@ def import_objects(name: str):
     """The same import through FiftyOne objects and ``add_samples``."""
     import agreement.fo.importers.judgements as J
 
-    with mock.patch.object(J, "_sample_docs", _objects), mock.patch.object(J, "insert_sample_docs", _add_samples), \
+    with mock.patch.object(J, "_sample_docs", reference_samples), \
+            mock.patch.object(J, "insert_sample_docs", reference_insert), \
             mock.patch.object(J, "_declare_fields", lambda dataset, field, media_type: None):
         return import_bulk(name)
 

@@ -135,9 +135,8 @@ def lvis_path() -> Path:
     return LVIS_PATH
 
 
-@pytest.fixture
-def make_dataset(fo):
-    """Creates throw-away datasets and deletes them after the test."""
+def _dataset_maker(fo):
+    """Yields a function making datasets (optionally with samples), then deletes every dataset it made."""
     made = []
 
     def _make(samples=(), name=None):
@@ -151,25 +150,19 @@ def make_dataset(fo):
     for ds in made:
         if not ds.deleted:
             ds.delete()
+
+
+@pytest.fixture
+def make_dataset(fo):
+    """Creates throw-away datasets and deletes them after the test."""
+    yield from _dataset_maker(fo)
 
 
 @pytest.fixture(scope="module")
 def module_dataset(fo):
     """Creates datasets that the tests of one module share (built once, with their runs: hand each test a
     :func:`clone_dataset` of them) and deletes them after the module."""
-    made = []
-
-    def _make(samples=(), name=None):
-        ds = fo.Dataset(name)
-        if samples:
-            ds.add_samples(list(samples), dynamic=True, progress=False)
-        made.append(ds)
-        return ds
-
-    yield _make
-    for ds in made:
-        if not ds.deleted:
-            ds.delete()
+    yield from _dataset_maker(fo)
 
 
 @pytest.fixture

@@ -36,8 +36,9 @@ def _shape(value):
 
 
 # ------------------------------------------------------------------ the reference: FiftyOne objects, one by one
-def _reference_samples(ratings, field, rater_attr, paths):
-    """The import's samples as FiftyOne objects, as import_judgements built them before the bulk insert."""
+def reference_samples(ratings, field, rater_attr, paths):
+    """The import's samples as FiftyOne objects, as import_judgements built them before the bulk insert (also the
+    baseline of bench/import_bench.py)."""
     import numpy as np
 
     import fiftyone as fo
@@ -54,7 +55,7 @@ def _reference_samples(ratings, field, rater_attr, paths):
     return out
 
 
-def _reference_insert(dataset, samples, *, media_type):
+def reference_insert(dataset, samples, *, media_type):
     from agreement.fo.importers.media_types import media_sample
 
     dataset.add_samples([media_sample(path, media_type, **kw) for path, kw in samples], progress=False)
@@ -70,8 +71,8 @@ def _import_both(tmp_path, monkeypatch, lines, **kwargs):
         warnings.simplefilter("ignore")
         bulk, bulk_record = J.import_judgements(str(path), "bulk", persistent=False, **kwargs)
         with monkeypatch.context() as m:
-            m.setattr(J, "_sample_docs", _reference_samples)
-            m.setattr(J, "insert_sample_docs", _reference_insert)
+            m.setattr(J, "_sample_docs", reference_samples)
+            m.setattr(J, "insert_sample_docs", reference_insert)
             m.setattr(J, "_declare_fields", lambda dataset, field, media_type: None)
             ref, ref_record = J.import_judgements(str(path), "ref", persistent=False, **kwargs)
     return bulk, bulk_record, ref, ref_record
