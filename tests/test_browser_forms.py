@@ -28,6 +28,7 @@ import pytest
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
     CHROMIUM_ARGS,
     _eventually,
+    _pick,
     browser_tools,  # noqa: F401 - a fixture
     open_dataset_page,
     running_app,
@@ -199,6 +200,24 @@ def test_a_refusal_is_shown_in_full_in_the_dialog(fo, browser_tools, forms_app, 
                 assert blank not in shown, (blank, shown)
             assert not fo.dataset_exists("iaa-forms-judgements")
             _close_dialogs(page)
+
+            # the same judgements as a CSV file that starts with a header line: Separator "comma" picked in the
+            # form, the header recognised and skipped (never a worker "worker" or a class "label")
+            csv_path = Path(judgements).with_suffix(".csv")
+            csv_path.write_text("worker,item,label\n" + Path(judgements).read_text().replace("\t", ","))
+            _run_operator(page, "crowd judgements", "Annotator Agreement: import crowd judgements")
+            _field(page, "Judgement file (TSV or CSV)").fill(str(csv_path))
+            _field(page, "Dataset name").fill("iaa-forms-judgements")
+            _pick(page, re.compile(r"^tab$"), re.compile(r"^comma$"))
+            page.wait_for_timeout(1500)
+            _execute(page)
+            assert _eventually(lambda: fo.dataset_exists("iaa-forms-judgements"), timeout=60)
+            imported = fo.load_dataset("iaa-forms-judgements")
+            assert _eventually(lambda: len(imported.reload() or imported) == 6, timeout=60)
+            assert sorted(imported.distinct("raters")) == ["w0", "w1", "w2"]
+            assert imported.info["iaa_import"]["header_lines"], imported.info["iaa_import"]
+            _close_dialogs(page)
+            open_dataset_page(page, url, DATASET)  # the import opened the new dataset: back to the runs' one
 
             # an operator that does not stream: renaming a run to a key in use
             _run_operator(page, "rename", "Annotator Agreement: rename run")
