@@ -236,6 +236,20 @@ def test_a_refusal_is_shown_in_full_in_the_dialog(fo, browser_tools, forms_app, 
             for blank in ("No value provided", "undefined", "Error occurred during operator execution"):
                 assert blank not in shown, (blank, shown)
             _close_dialogs(page)
+
+            # the report export with its "self-contained" box ticked: plotly.js inlined in each page, no shared file
+            out = tmp_path / "reports"
+            _run_operator(page, "export report", "Annotator Agreement: export report files")
+            _field(page, "Output folder").fill(str(out))
+            page.get_by_text("One self-contained file per report", exact=True).first.click()
+            page.wait_for_timeout(1000)
+            _execute(page)
+            pages = lambda: sorted(out.glob("*/report.html"))  # noqa: E731
+            assert _eventually(lambda: len(pages()) == 2, timeout=90), sorted(out.rglob("*"))
+            assert _eventually(lambda: all(p.stat().st_size > 1_000_000 for p in pages()), timeout=60), \
+                [p.stat().st_size for p in pages()]  # each page holds plotly.js (about 5 MB)
+            _close_dialogs(page)
+            assert not list(out.rglob("*.js")), "a self-contained export writes no shared plotly.min.js"
         except Exception:
             page.screenshot(path=str(shots / "failure_forms_refusal.png"))
             raise
