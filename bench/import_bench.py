@@ -39,11 +39,10 @@ from write_page import BENCHMARKS, record  # noqa: E402  (bench/ is this script'
 
 # the import before the bulk insert, one FiftyOne object per label: the reference the tests compare with
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from test_bulk_insert import reference_insert, reference_samples  # noqa: E402
+from test_bulk_insert import reference_insert, reference_samples, strip_volatile  # noqa: E402
 
 TSV = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir, "shared", "data",
                    "adultcontent3_hcomp2010_labels.tsv")
-VOLATILE = {"_id", "id", "created_at", "last_modified_at", "_dataset_id", "_rand"}
 
 
 def import_bulk(name: str):
@@ -64,20 +63,12 @@ def import_objects(name: str):
         return import_bulk(name)
 
 
-def _strip(value):
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
 def identical(a, b) -> bool:
     """Same samples in the same order (``to_dict()`` without ids and timestamps), schema and info."""
     schema = [(k, str(v)) for k, v in a.get_field_schema(flat=True, include_private=True).items()]
     other = [(k, str(v)) for k, v in b.get_field_schema(flat=True, include_private=True).items()]
     return (schema == other and a.info == b.info and a.media_type == b.media_type
-            and [_strip(s.to_dict()) for s in a] == [_strip(s.to_dict()) for s in b])
+            and [strip_volatile(s.to_dict()) for s in a] == [strip_volatile(s.to_dict()) for s in b])
 
 
 def _timed(fn, name: str):

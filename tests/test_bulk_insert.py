@@ -17,12 +17,12 @@ pytestmark = pytest.mark.fiftyone
 VOLATILE = {"_id", "id", "created_at", "last_modified_at", "_dataset_id", "_rand"}
 
 
-def _strip(value):
-    """A document without its volatile keys, recursively."""
+def strip_volatile(value):
+    """A document without its volatile keys, recursively (also used by bench/import_bench.py)."""
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
+        return {k: strip_volatile(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [strip_volatile(v) for v in value]
     return value
 
 
@@ -99,7 +99,7 @@ def test_documents_equal_those_add_samples_writes(both):
     new = list(bulk._sample_collection.find())
     old = list(ref._sample_collection.find())
     assert [d["item"] for d in new] == [d["item"] for d in old] == ["a.jpg", "c.png", "d", "http://site.com/b"]
-    assert [_strip(d) for d in new] == [_strip(d) for d in old]
+    assert [strip_volatile(d) for d in new] == [strip_volatile(d) for d in old]
     assert [_shape(d) for d in new] == [_shape(d) for d in old]  # same keys in the same order, same types
     for d in new:
         assert d["_dataset_id"] == bulk._doc.id and isinstance(d["_id"], ObjectId)
@@ -108,7 +108,7 @@ def test_documents_equal_those_add_samples_writes(both):
         assert all(isinstance(c["_id"], ObjectId) for c in d["judgements"]["classifications"])
     label_ids = [c["_id"] for d in new for c in d["judgements"]["classifications"]]
     assert len(set(label_ids)) == len(label_ids) == 7  # the unknown 'odd' dropped, its worker still assigned
-    assert [_strip(s.to_dict()) for s in bulk] == [_strip(s.to_dict()) for s in ref]
+    assert [strip_volatile(s.to_dict()) for s in bulk] == [strip_volatile(s.to_dict()) for s in ref]
 
 
 def test_schema_equals_the_inferred_one(fo, both):
