@@ -152,6 +152,28 @@ def _dataset_maker(fo):
             ds.delete()
 
 
+def crowd_with_runs(make, *, n: int, raters: int, seed: int, folder: str, runs) -> tuple:
+    """A simulated crowd of boxes (``n`` samples, ``raters`` raters, 3 a sample) as a dataset made by ``make``
+    (:func:`make_dataset`), with ``runs`` (``(operator, key, extra params)``) computed through
+    ``execute_operator`` on the rater fields. Returns ``(dataset, corpus, {key: result dict})``."""
+    import fiftyone.operators as foo
+
+    from agreement.fo.importers.build import samples_from_corpus
+    from agreement.simulate.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(n, raters, raters_per_sample=3, seed=seed)
+    ds = make()
+    ds.add_samples(samples_from_corpus(corpus, [f"{folder}/{i:03d}.jpg" for i in range(n)]), progress=False)
+    out = {}
+    for op, key, extra in runs:
+        r = foo.execute_operator(f"@iaa/agreement/{op}", ctx=dict(view=ds.view(),
+                                                                  params=dict(fields=list(corpus.raters), key=key,
+                                                                              **extra)))
+        assert r.error is None, r.error
+        out[key] = r.result
+    return ds, corpus, out
+
+
 @pytest.fixture
 def make_dataset(fo):
     """Creates throw-away datasets and deletes them after the test."""

@@ -24,23 +24,11 @@ FIELDS_CARD = ("rater assignment", "a rater is assigned where its field is set (
 
 @pytest.fixture
 def scored(fo, make_dataset):
-    import fiftyone.operators as foo
+    from conftest import crowd_with_runs
 
-    from agreement.fo.importers.build import samples_from_corpus
-    from agreement.simulate.synthetic.crowd import crowd_corpus
-
-    corpus, _ = crowd_corpus(12, 3, raters_per_sample=3, seed=2)
-    ds = make_dataset()
-    ds.add_samples(samples_from_corpus(corpus, [f"/data/{i:03d}.jpg" for i in range(12)]), progress=False)
-    fields = list(corpus.raters)
-    out = {}
-    for op, key, extra in (("compute_ot_agreement", "ot", {}), ("compute_kalos", "kal", {}),
-                           ("compute_geometry_agreement", "geo", {}), ("calibrate_agreement", "cal", {}),
-                           ("compute_consensus", "cons", {"method": "majority"})):
-        r = foo.execute_operator(OP.format(op), ctx=dict(view=ds.view(), params=dict(fields=fields, key=key, **extra)))
-        assert r.error is None, r.error
-        out[key] = r.result
-    return ds, corpus, out
+    runs = (("compute_ot_agreement", "ot", {}), ("compute_kalos", "kal", {}), ("compute_geometry_agreement", "geo", {}),
+            ("calibrate_agreement", "cal", {}), ("compute_consensus", "cons", {"method": "majority"}))
+    return crowd_with_runs(make_dataset, n=12, raters=3, seed=2, folder="/data", runs=runs)
 
 
 def _rows(path) -> list[dict]:

@@ -27,23 +27,12 @@ MB = 1_000_000
 @pytest.fixture
 def crowd(fo, make_dataset):
     """A crowd of boxes with an OT, a KαLOS, a geometry, a calibration and two consensus runs."""
-    import fiftyone.operators as foo
+    from conftest import crowd_with_runs
 
-    from agreement.fo.importers.build import samples_from_corpus
-    from agreement.simulate.synthetic.crowd import crowd_corpus
-
-    corpus, _ = crowd_corpus(40, 5, raters_per_sample=3, seed=4)
-    ds = make_dataset()
-    ds.add_samples(samples_from_corpus(corpus, [f"/crowd/img_{i:03d}.jpg" for i in range(40)]), progress=False)
-    fields = list(corpus.raters)
-    for op, key, extra in (("compute_ot_agreement", "ot", {}), ("compute_kalos", "kalos", {}),
-                           ("compute_geometry_agreement", "geo", {}), ("calibrate_agreement", "cal", {}),
-                           ("compute_consensus", "cons", {"method": "majority"}),
-                           ("compute_consensus", "em", {"method": "em"})):
-        r = foo.execute_operator(OP.format(op), ctx=dict(view=ds.view(), params=dict(fields=fields, key=key, **extra)))
-        assert r.error is None, r.error
-    return ds
-
+    runs = (("compute_ot_agreement", "ot", {}), ("compute_kalos", "kalos", {}), ("compute_geometry_agreement", "geo", {}),
+            ("calibrate_agreement", "cal", {}), ("compute_consensus", "cons", {"method": "majority"}),
+            ("compute_consensus", "em", {"method": "em"}))
+    return crowd_with_runs(make_dataset, n=40, raters=5, seed=4, folder="/crowd/img", runs=runs)[0]
 
 # ------------------------------------------------------------------------------------------- plotly.js
 def _scripts(html: str) -> list[str]:
