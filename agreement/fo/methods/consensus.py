@@ -3,7 +3,9 @@
 Wraps :func:`agreement.methods.consensus.consensus` (EM over rater sensitivity,
 false positives, class confusion and localisation noise; or a quorum vote;
 or weighted boxes fusion) on the one run lifecycle of
-:mod:`agreement.fo.runs.engine`.
+:mod:`agreement.fo.runs.engine`. A view of more than ``fit_samples`` samples
+(default 100,000) is fitted on its first ``fit_samples`` and the rest streamed
+in shards with that fit fixed (:mod:`agreement.fo.methods.consensus_parts`).
 
 Written to the dataset (``key`` is the run key):
 
@@ -39,15 +41,18 @@ false.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import numpy as np
-from bson import ObjectId
-
 import fiftyone as fo
 
-from agreement.core.gc_pause import gc_paused
-from agreement.fo.kinds import LABEL_TYPES, declared_type, instance_lists, label_boxes, label_documents, label_type
+from agreement.fo.kinds import LABEL_TYPES, instance_lists
+from agreement.fo.methods.consensus_parts import (
+    FIT_SAMPLES,
+    consensus_finish,
+    consensus_kernel,
+    consensus_kwargs,
+    consensus_output,
+    window_output,
+    window_refusal,
+)
 from agreement.fo.panel.consensus import (
     CLASS_CONSENSUS_RATER_COLUMNS,
     CONSENSUS_RATER_COLUMNS,
@@ -60,8 +65,6 @@ from agreement.fo.runs import store as runs
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
 from agreement.fo.runs.results import AgreementResults
-from agreement.fo.storage.stored_values import label_document, new_object_id_bytes, object_id_strings
-from agreement.fo.storage.temporal import support_documents
 from agreement.fo.storage.writing import declare_sample_field
 from agreement.geometry.similarity import SIMILARITIES
 from agreement.methods.consensus import METHODS, consensus
@@ -81,102 +84,22 @@ def _check(read, params: dict) -> None:
         )
 
 
-class _ConsensusDocuments:
-    """The consensus label documents of the kept units, made for a part of the corpus at a time
-    (:attr:`agreement.fo.runs.engine.MethodOutput.label_fields`: the engine writes one part while the next
-    is made), and the id of every unit's label (``unit_id``; ``None``: not kept), known up front for the
-    rater labels' ``{key}_consensus_id``."""
-
-    def __init__(self, res, ltype: str, key: str, label_ids: np.ndarray, sample_ids,
-                 frame_counts: np.ndarray | None = None) -> None:
-        self.res, self.ltype, self.key, self.sample_ids = res, ltype, key, sample_ids
-        self.frame_counts = frame_counts  # temporal segments: per sample, its video's frames
-        # the fused geometry columns, written back as the label type declares them (agreement.fo.kinds)
-        self.columns = res.columns if frame_counts is None else {}
-        self.per_point = label_type(declared_type(ltype)).per_point  # a keypoint's confidence: one per point
-        self.doc_type = declared_type(ltype) if self.columns else None
-        self.boxes = label_boxes(self.doc_type, res.boxes, self.columns) if self.doc_type else res.boxes
-        self.kept = np.flatnonzero(res.is_consensus)
-        self.id_bytes = new_object_id_bytes(len(self.kept))
-        self.unit_id = np.full(res.n_units, None, dtype=object)
-        self.unit_id[self.kept] = object_id_strings(self.id_bytes)
-        self.member_labels = np.asarray(label_ids, dtype=object)[res.member_rows]
-        self.member_offsets = np.asarray(res.member_offsets)
-
-    def __call__(self, part: slice) -> dict[str, list[dict]]:
-        """``{sample_id: [label documents]}`` of every corpus sample in ``part`` (an empty list: none kept)."""
-        res, key, raw = self.res, self.key, self.id_bytes
-        here = res.unit_sample[self.kept]
-        j = np.flatnonzero((here >= part.start) & (here < part.stop))  # positions among the kept units: ids
-        at = self.kept[j]
-        ids = [ObjectId(raw[12 * i: 12 * i + 12]) for i in j.tolist()]
-        confidence = _stored((res.confidence * res.class_probability)[at])
-        support = _stored((res.support / np.maximum(res.n_assigned, 1))[at])
-        class_confidence = _stored(res.class_probability[at])
-        review = res.review[at].astype(bool).tolist()
-        members = _member_ids(self.member_labels, self.member_offsets, at)
-        docs: dict[str, list[dict]] = {sid: [] for sid in self.sample_ids[part].tolist()}
-        unit_sample = res.unit_sample
-        with gc_paused():  # ~10^5 small dicts, no cycles: no collector passes over the whole heap
-            for k, (u, geo) in enumerate(zip(at.tolist(), self._geometry(at), strict=False)):
-                doc = label_document(
-                    self.ltype, ids[k], **geo,
-                    confidence=_label_confidence(self.per_point, geo, confidence[k]),
-                    **{f"{key}_support": support[k], f"{key}_class_confidence": class_confidence[k],
-                       f"{key}_members": members[k], f"{key}_review": review[k]},
-                )
-                docs[self.sample_ids[unit_sample[u]]].append(doc)
-        return docs
-
-    def declared_attrs(self) -> dict[str, list]:
-        """The label attributes that a column fused by its declared hook writes (``ConsensusResult.fused``),
-        each with an example value, to declare them on the consensus field (so that it reads back as its kind)."""
-        if self.doc_type is None or not self.res.fused or not len(self.kept):
-            return {}
-        (doc,) = label_documents(self.doc_type, self.boxes, self.res.label, self.res.fused, rows=[int(self.kept[0])])
-        return {k: [v] for k, v in doc.items() if k not in ("label", label_type(self.doc_type).box_attr)}
-
-    def _geometry(self, at: np.ndarray) -> Iterator[dict]:
-        """The class and geometry attributes of the labels of units ``at``: a segment's support in frames, a
-        plain box, or the label type's declared write-back of the fused columns
-        (:func:`agreement.fo.kinds.label_documents`)."""
-        names = self.res.label
-        if self.frame_counts is not None:  # a segment in relative time, back to the frames of its video
-            supports = support_documents(self.res.boxes[at], self.frame_counts[self.res.unit_sample[at]])
-            return ({"label": names[u], **geo} for u, geo in zip(at.tolist(), supports, strict=False))
-        if self.doc_type is None:  # plain boxes
-            return ({"label": names[u], "bounding_box": b} for u, b in zip(at.tolist(), self.boxes[at].tolist(),
-                                                                            strict=True))
-        return iter(label_documents(self.doc_type, self.boxes, names, self.columns, rows=at.tolist()))
-
-
-def _label_confidence(per_point: bool, geometry: dict, confidence: float | None) -> float | list | None:
-    """``confidence`` as the label type stores it (:attr:`agreement.fo.kinds.LabelType.per_point`): a number on a
-    box, mask, cuboid or polygon; on a keypoint FiftyOne's per-point list, the label's confidence at every point
-    (NaN at a point no rater placed, whose coordinates are NaN too)."""
-    if not per_point:
-        return confidence
-    value = float("nan") if confidence is None else confidence
-    return [float("nan") if any(c != c for c in p) else value for p in geometry["points"]]
-
-
-def _stored(values: np.ndarray) -> list:
-    """Floats as stored: Python floats, NaN as ``None``."""
-    return [None if v != v else v for v in np.asarray(values, dtype=np.float64).tolist()]
-
-
-def _member_ids(member_labels: np.ndarray, offsets: np.ndarray, units: np.ndarray) -> list[list[str]]:
-    """The ids of the rater labels fused into each of ``units`` (labels without an id left out);
-    ``member_labels`` are the label ids of every member in unit order, ``offsets`` each unit's first."""
-    return [[str(i) for i in member_labels[offsets[u]:offsets[u + 1]].tolist() if i is not None]
-            for u in units.tolist()]
-
-
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
-    """The consensus (pure :func:`agreement.methods.consensus.consensus`), as a label field of the raters' type."""
+    """The consensus (pure :func:`agreement.methods.consensus.consensus`), as a label field of the raters' type;
+    on the window of a larger view (``extra["window"]``), the fit the rest is streamed with
+    (:func:`agreement.fo.methods.consensus_parts.window_output`)."""
+    out = _compute_output(read, params, report, extra)
+    if extra.get("window") is None and read.annotations.num_samples > params.get("fit_samples", FIT_SAMPLES):
+        out.detail["fitted_whole"] = {"n_samples": read.annotations.num_samples,
+                                      "fit_samples": params.get("fit_samples", FIT_SAMPLES),
+                                      "why": window_refusal(read, params)}
+    return out
+
+
+def _compute_output(read, params: dict, report, extra: dict) -> MethodOutput:
+    """:func:`_compute`'s output, by label type."""
     classes = read.layout.get("label_type") in ("Classification", "Classifications")
-    if params["method"] == "auto":  # the evidence-based default of each label type (docs/method-consensus.md)
-        params = {**params, "method": "mace" if classes else "em"}
+    params = _resolved_method(params, classes)
     if classes:
         from agreement.fo.methods.class_consensus_labels import class_consensus_output
 
@@ -184,32 +107,22 @@ def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     if params["method"] == "mace":
         raise ValueError("method='mace' (MACE) fuses image-level classes (Classification fields); for "
                          f"{read.layout.get('label_type')} use 'em', 'majority' or 'wbf'")
-    data = read.annotations
     report(0.0, "units, EM and fused geometry")
-    res = consensus(data, method=params["method"], tau=params["tau"], min_confidence=params["min_confidence"],
-                    quorum=params["quorum"], review_band=tuple(params["review_band"]),
-                    similarity=params["similarity"])
+    if extra.get("window") is not None:
+        return window_output(read, params, extra["window"])
+    res = consensus(read.annotations, **consensus_kwargs(params))
     report(0.7, "consensus labels")
-    key, ltype = params["key"], read.layout["label_type"]
-    docs = _ConsensusDocuments(res, ltype, key, data.label_ids, data.sample_ids, read.frame_counts)
-    row_id = np.where(res.row_consensus >= 0, docs.unit_id[np.maximum(res.row_unit, 0)], None)
-    kept = res.is_consensus
-    attrs = {"confidence": [[0.5]] if docs.per_point else [0.5],  # a keypoint's: one per point
-             f"{key}_support": [0.5], f"{key}_class_confidence": [0.5], f"{key}_members": [["x"]],
-             f"{key}_review": [True], **docs.declared_attrs()}
-    detail = {
-        "rater_report": res.report.as_dict(),
-        "classes": [str(c) for c in res.classes],
-        "n_iter": int(res.n_iter),
-        "converged": bool(res.converged),
-        "n_kept": int(kept.sum()),
-        "tau": float(res.params["tau"]),  # also in the summary, with tau_selection
-        "tau_auto": res.params.get("tau_auto"),
-    }
-    samples = {"n_review": res.sample_n_review.astype(int), "min_confidence": res.sample_min_confidence}
-    return MethodOutput(dict(res.summary()), detail, sample_values=samples,
-                        label_fields={"consensus": (ltype, docs, attrs)},
-                        label_values={"consensus_id": row_id, "agrees": res.row_agrees.astype(bool)})
+    return consensus_output(read, params, res)
+
+
+def _resolved_method(params: dict, classes: bool) -> dict:
+    """``method="auto"`` as the evidence-based default of the label type (docs/method-consensus.md)."""
+    return {**params, "method": "mace" if classes else "em"} if params["method"] == "auto" else params
+
+
+def _kernel(read, params: dict, extra: dict) -> MethodOutput:
+    """A shard after the fit window (:func:`agreement.fo.methods.consensus_parts.consensus_kernel`)."""
+    return consensus_kernel(read, _resolved_method(params, False), extra)
 
 
 def _warnings(summary: dict, detail: dict, params: dict) -> list[str]:
@@ -217,6 +130,18 @@ def _warnings(summary: dict, detail: dict, params: dict) -> list[str]:
     ``warning``), and consensus labels that are one rater's (engine hook
     :attr:`agreement.fo.runs.method_spec.MethodSpec.warnings`)."""
     out = [str(summary["warning"])] if summary.get("warning") else []
+    fit = detail.get("fit_window") or {}
+    out += [f"in the samples after the {fit['n_fitted']:,} fitted: {w}" for w in fit.get("shard_warnings", ())]
+    if fit.get("pooled_raters"):
+        out.append(f"rater(s) {', '.join(map(repr, fit['pooled_raters']))} have no sample among the first "
+                   f"{fit['n_fitted']:,} samples the consensus was fitted on (fit_samples): their sensitivity, "
+                   "false-positive rate and localisation noise are the fitted raters' medians and their class "
+                   "confusion the pooled one; raise fit_samples to fit them")
+    whole = detail.get("fitted_whole")
+    if whole:
+        out.append(f"fit_samples={whole['fit_samples']:,} was not used: {whole['why'] or 'the view was read whole'}, "
+                   f"so the consensus was fitted on all {whole['n_samples']:,} samples at once (memory grows with "
+                   "the view)")
     n = int(summary.get("n_single_rater") or 0)
     if not n:
         return out
@@ -233,6 +158,10 @@ SPEC = MethodSpec(
     read_options=lambda p: {"image_sizes": True, "masks": True},
     check=_check,
     warnings=_warnings,
+    kernel=_kernel,
+    finish=consensus_finish,
+    fit_window=lambda p: p.get("fit_samples", FIT_SAMPLES),
+    window_refusal=window_refusal,
 )
 
 
@@ -393,6 +322,11 @@ DECLARATION = MethodDeclaration(
               "... and below this; a class consensus flags every class posterior below it (review_band[1]). A "
               "large crowd's posteriors are near 1: raise it (e.g. 0.999) to review the least certain",
               low=0.0, high=1.0, python=False),
+        Param("fit_samples", int, FIT_SAMPLES, "Samples fitted",
+              "A view of more samples is fitted (EM rater model, τ) on this many, the first in sample-id order, "
+              "and the rest streamed in shards with that fit fixed (memory bounded by a shard); a view of at "
+              "most this many is fitted whole (class consensus, masks and polygons are always fitted whole: the "
+              "run says so)", low=1),
         Param("similarity", str, None, "Similarity",
               "Similarity of the correspondence (default: by label type)", choices=tuple(SIMILARITIES),
               label_types=_INSTANCES),

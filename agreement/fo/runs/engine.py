@@ -21,7 +21,9 @@ all of them:
    method's own ``warnings`` hook).
 
 Adding a method means writing its pure computation and its declaration: see
-the ``SPEC`` of :mod:`agreement.fo.methods.kalos` for an example.
+the ``SPEC`` of :mod:`agreement.fo.methods.kalos` for an example. A method whose
+global model is fitted on a window (``MethodSpec.fit_window``: consensus) streams
+the rest of a larger view with that fit fixed (:func:`_run_windowed`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,15 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from agreement.core.design_warnings import DesignStats, design_stats, merge_design, run_warnings
+from agreement.core.design_warnings import design_stats, merge_design
 from agreement.core.gc_pause import gc_paused
 from agreement.core.validation import AnnotationError, RepairReport
 from agreement.fo.frames.units import chance_groups
 from agreement.fo.runs import store as runs
 from agreement.fo.runs.distributed import run_shards
+from agreement.fo.runs.lifecycle import Outcome, ShardJob, ShardResult, complete_run
 from agreement.fo.runs.locking import schema_lock
-from agreement.fo.runs.method_spec import MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
+from agreement.fo.runs.method_spec import FitWindow, MethodOutput, MethodSpec, Progress, StreamContext, clean_summary
 from agreement.fo.runs.options import Execution, RaterLayout
 from agreement.fo.storage.assignment import plan_corpus
 from agreement.fo.storage.reading import ReadResult, current_stamps, join_reads, read_annotations
@@ -269,7 +272,15 @@ def run_method(
     runs.validate_key(key)
     execution.check()
     run = _Run(samples, key, spec, layout, params, overwrite=overwrite)
-    why = spec.whole_corpus(params) if spec.kernel is not None else "it does not stream"
+    window = spec.fit_window(params) if spec.fit_window is not None else None
+    if window is not None and len(samples) > window:
+        if shard_size is not None:
+            check_shard_size(shard_size)
+        return _run_windowed(run, execution, report, window)
+    if window is not None:  # a view of at most the window: fitted whole, as a method without one
+        why: str | None = f"it fits views of up to fit_samples={window} samples at once"
+    else:
+        why = spec.whole_corpus(params) if spec.kernel is not None else "it does not stream"
     if why is None:
         if shard_size is not None:
             check_shard_size(shard_size)
@@ -281,6 +292,13 @@ def run_method(
     report(0.0, "reading annotations")
     read = read_whole_corpus(samples, layout, spec.read_options(params), report)
     spec.check(read, params)
+    return _run_whole(run, read, report)
+
+
+def _run_whole(run: "_Run", read: ReadResult, report: Progress) -> dict:
+    """The rest of a whole-corpus run, from its corpus ``read`` (checked): compute, register, write in parts,
+    complete."""
+    samples, key, spec, params, overwrite = run.samples, run.key, run.spec, run.params, run.overwrite
     extra = spec.extra(samples, read, params)
     run.prepare(read.label_fields, check_only=True)
     report(0.1, "computing")
@@ -297,33 +315,7 @@ def run_method(
     summary = {**out.summary, **read.repairs.counts()}
     detail = {"raters": list(read.annotations.raters), **out.detail, "repairs": read.repairs.as_dict()}
     design = design_stats(read.annotations) if spec.rater_design else None
-    return _complete(samples, plan, spec, params, _Outcome(read.layout, summary, detail, design), report)
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What a computed run records on completion: its input layout record, summary, detail and rater design."""
-
-    inputs: dict
-    summary: dict
-    detail: dict
-    design: DesignStats | None
-
-
-def _complete(samples, plan: runs.RunPlan, spec: MethodSpec, params: dict, outcome: _Outcome,
-              report: Progress) -> dict:
-    """Completes the run with its warnings (:func:`agreement.core.design_warnings.run_warnings`: the design's, the
-    method's own, the undefined headline numbers'); returns the summary (NaN as ``None``) with ``warnings``."""
-    from agreement.fo.runs.results import results_class
-    from agreement.reporting.figures.method_figures import METHOD_VIEWS
-
-    summary, detail = outcome.summary, outcome.detail
-    view = results_class(spec.method).view or METHOD_VIEWS.get(spec.method) or {}
-    warnings = run_warnings(outcome.design, summary, detail, params, spec=spec, cards=view.get("cards") or ())
-    runs.register_run(samples, plan, params, outcome.inputs,
-                      {"summary": summary, "detail": detail, "warnings": warnings})
-    report(1.0, "done")
-    return {**clean_summary(summary), "warnings": warnings}
+    return complete_run(samples, plan, spec, params, Outcome(read.layout, summary, detail, design), report)
 
 
 def _prepare_keeping_stamps(samples, key: str, overwrite: bool, read: ReadResult | None,
@@ -359,6 +351,19 @@ def read_planned(samples, ids: Sequence[str], layout: RaterLayout, options: Mapp
 WHOLE_READ_PART = 100_000
 
 
+def _read_parts(samples, ids: Sequence[str], layout: RaterLayout, options: Mapping[str, Any], plan,
+                report: Progress = lambda f, s: None, part_size: int | None = None) -> list[ReadResult]:
+    """The samples ``ids`` (canonical order) read with ``plan`` in parts of ``part_size`` samples (default
+    :data:`WHOLE_READ_PART`), to be joined (:func:`agreement.fo.storage.reading.join_reads`)."""
+    part_size = WHOLE_READ_PART if part_size is None else part_size
+    parts = []
+    with gc_paused():  # the parts read so far hold millions of strings that a collection between parts would rescan
+        for lo in range(0, len(ids), part_size):
+            report(lo / max(len(ids), 1), f"reading annotations ({lo:,} of {len(ids):,} samples)")
+            parts.append(read_planned(samples, ids[lo: lo + part_size], layout, options, plan)[1])
+    return parts
+
+
 def read_whole_corpus(samples, layout: RaterLayout, options: Mapping[str, Any],
                       report: Progress = lambda f, s: None, part_size: int | None = None) -> ReadResult:
     """The whole view's corpus for a method that needs it at once, read in parts of ``part_size``
@@ -379,55 +384,10 @@ def read_whole_corpus(samples, layout: RaterLayout, options: Mapping[str, Any],
         return read_annotations(samples, **layout.as_dict(), **options)
     ids = canonical_ids(samples)
     plan = plan_corpus(samples, **layout.as_dict())
-    parts = []
-    with gc_paused():  # the parts read so far hold millions of strings that a collection between parts would rescan
-        for lo in range(0, len(ids), part_size):
-            report(0.1 * lo / len(ids), f"reading annotations ({lo:,} of {len(ids):,} samples)")
-            parts.append(read_planned(samples, ids[lo: lo + part_size], layout, options, plan)[1])
+    parts = _read_parts(samples, ids, layout, options, plan, report=lambda f, s: report(0.1 * f, s),
+                        part_size=part_size)
+    with gc_paused():
         return join_reads(parts)
-
-
-@dataclass
-class ShardJob:
-    """Everything one shard needs, whoever runs it (this process, or a Dask worker).
-
-    Attributes:
-        method: the method marker (``spec.method``), to find the spec on a worker.
-        ids: the shard's sample ids, in canonical order.
-        index, n_shards, offset: its number, the number of shards, its first corpus position.
-        layout, params: the run's rater layout (:class:`agreement.fo.runs.options.RaterLayout`) and method
-            parameters.
-        plan: the :class:`agreement.fo.storage.reading.CorpusPlan` of the view.
-        state: what the method's ``prepare`` returned.
-        run_plan: the registered run's :class:`agreement.fo.runs.store.RunPlan` (``None``: register it
-            before this shard's write, serial runs).
-        keep_annotations: send the shard's annotations back with its result (a run's only shard).
-    """
-
-    method: str
-    ids: list
-    index: int
-    n_shards: int
-    offset: int
-    layout: RaterLayout
-    params: dict
-    plan: Any
-    state: Any = None
-    run_plan: Any = None
-    keep_annotations: bool = False
-
-
-@dataclass
-class ShardResult:
-    """What a shard sends back to the run: the method's statistics, the repairs, the input layout record,
-    and the shard's annotations when asked to keep them (the only shard of a run in this process: what
-    the finish needs again is then taken from memory, not read again)."""
-
-    stats: Any
-    repairs: RepairReport
-    layout: dict
-    annotations: Any = None
-    design: DesignStats | None = None
 
 
 def process_shard(samples, job: ShardJob, spec: MethodSpec, *, report: Progress = lambda f, s: None,
@@ -561,4 +521,79 @@ def _run_streamed(run: _Run, execution: Execution, report: Progress) -> dict:
               "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": backend}}
     # register_run reloads the dataset and its samples under the schema lock: the writer thread wrote
     # without reloading, so no other reload is needed
-    return _complete(samples, registered[0], spec, params, _Outcome(record, summary, detail, design), report)
+    return complete_run(samples, registered[0], spec, params, Outcome(record, summary, detail, design), report)
+
+
+def _run_windowed(run: _Run, execution: Execution, report: Progress, window: int) -> dict:
+    """The lifecycle of a method fitted on a window (:attr:`MethodSpec.fit_window`) of a view larger than it.
+
+    1. plan the corpus; read the first ``window`` samples of :func:`canonical_ids` with the plan (in parts of
+       :data:`WHOLE_READ_PART`, joined); if the method refuses to fit this corpus on a window
+       (``window_refusal``), read the rest too and run it on the whole view (:func:`_run_whole`);
+    2. ``compute`` fits on the window (``extra["window"]``: :class:`FitWindow`) and gives the window's values
+       and its ``stats``; register the run and write the window in parts (a writer thread);
+    3. release the window and stream the rest in shards of ``execution.shard_size`` (default
+       :data:`DEFAULT_SHARD_SIZE`; serially or on Dask), each shard's ``kernel`` given the window's ``stats`` as
+       ``extra["state"]`` (:func:`process_shard`: read, compute, write, release);
+    4. ``finish`` the window's and the shards' statistics, in corpus order; complete.
+
+    Every sample is read once; memory is the window's, then a shard's. A Python error after the run is
+    registered deletes the incomplete run.
+    """
+    samples, key, spec, layout, params = run.samples, run.key, run.spec, run.layout, run.params
+    ids = canonical_ids(samples)
+    shard_size = check_shard_size(execution.shard_size if execution.shard_size is not None else DEFAULT_SHARD_SIZE)
+    plan = plan_corpus(samples, **layout.as_dict())
+    check = run.prepare(plan.label_fields, check_only=True, scan_documents="background")
+    options = spec.read_options(params)
+    parts = _read_parts(samples, ids[:window], layout, options, plan, report=lambda f, s: report(0.1 * f, s))
+    with gc_paused():
+        read = join_reads(parts)
+    del parts
+    spec.check(read, params)
+    why = spec.window_refusal(read, params)
+    if why is not None:  # one fit over every sample: the rest is read too (in parts, as a whole-corpus read)
+        rest = _read_parts(samples, ids[window:], layout, options, plan, report=lambda f, s: report(0.1 * f, s))
+        with gc_paused():
+            read = join_reads([read, *rest])
+        del rest
+        check.check_documents()
+        return _run_whole(run, read, report)
+    extra = {**spec.extra(samples, read, params), "window": FitWindow(samples, ids, window, plan)}
+    report(0.1, f"fitting on the first {window:,} samples")
+    out = _declared(spec.compute, spec, "compute")(read, params, lambda f, label: report(0.1 + 0.3 * f, label),
+                                                   extra)
+    check.check_documents()
+    registered = _prepare_keeping_stamps(samples, key, run.overwrite, read, lambda: run.prepare(
+        plan.label_fields, scan_documents=False))
+    try:
+        with ShardWriter() as writer:
+            report(0.4, "writing the fitted samples")
+            for lo in range(0, window, DEFAULT_SHARD_SIZE):
+                _write(samples, registered, read, spec, out, writer=writer, part=slice(lo, min(window, lo + DEFAULT_SHARD_SIZE)))
+            state, record, repairs = out.stats, read.layout, read.repairs
+            designs = [design_stats(read.annotations) if spec.rater_design else None]
+            del read, out
+            jobs = _shard_jobs(run, ids[window:], shard_size, plan, state)
+            for job in jobs:
+                job.offset, job.run_plan = job.offset + window, registered
+            stream = lambda f, label: report(0.45 + 0.5 * f, label)  # noqa: E731
+            if execution.backend == "dask":
+                results = run_shards(samples, jobs, stream, spec, process_shard,
+                                     dask_address=execution.dask_address, workers=execution.workers)
+            else:
+                results = [process_shard(samples, job, spec, report=stream, writer=writer) for job in jobs]
+            for r in results:
+                repairs.merge(r.repairs)
+            stats, design = [state] + [r.stats for r in results], merge_design(designs + [r.design for r in results])
+            del results
+            report(0.95, "merging shards")
+            summary, detail = _declared(spec.finish, spec, "finish")(stats, params, StreamContext(ids, state=state))
+    except BaseException:
+        runs.discard_incomplete_run(samples, key)
+        raise
+    summary = {**summary, **repairs.counts()}
+    detail = {"raters": list(plan.raters), **detail, "repairs": repairs.as_dict(),
+              "shards": {"n_shards": len(jobs), "shard_size": shard_size, "backend": execution.backend,
+                         "fit_samples": window}}
+    return complete_run(samples, registered, spec, params, Outcome(record, summary, detail, design), report)

@@ -30,7 +30,7 @@ import numpy as np
 
 from agreement.fo.storage.reading import ReadResult
 
-__all__ = ["MethodSpec", "MethodOutput", "StreamContext", "clean_summary", "Progress", "DRILL_MODES", "MethodHooks", "RaterTable"]
+__all__ = ["MethodSpec", "MethodOutput", "StreamContext", "FitWindow", "clean_summary", "Progress", "DRILL_MODES", "MethodHooks", "RaterTable"]
 
 Progress = Callable[[float, str], None]
 
@@ -105,6 +105,15 @@ class MethodSpec:
         whole_corpus: ``params -> reason or None``: why these parameters need the whole
             corpus at once (``compute`` then runs, and a shard size smaller than the
             view or the Dask backend is refused with this reason); ``None``: it streams.
+        fit_window: ``params -> W or None``: a method with a global model (a consensus's EM) fitted by
+            ``compute`` on the first ``W`` samples of the canonical corpus order; a larger view streams
+            the rest in shards with that fit fixed (:func:`agreement.fo.runs.engine.run_method`):
+            ``compute`` gets ``extra["window"]`` (:class:`FitWindow`) and returns the window's values and,
+            as ``stats``, what ``kernel`` gets as ``extra["state"]`` and ``finish`` first. A view of at
+            most ``W`` samples is computed whole, as without it. ``None``: no window.
+        window_refusal: ``(read of the window, params) -> reason or None``: why this corpus cannot be
+            fitted on a window (e.g. one STAPLE over every mask): the rest is then read too and
+            ``compute`` runs on the whole view.
     """
 
     method: str
@@ -117,6 +126,8 @@ class MethodSpec:
     kernel: Callable[[ReadResult, dict, dict], MethodOutput] | None = None
     finish: Callable[[list, dict, "StreamContext"], tuple[dict, dict]] | None = None
     whole_corpus: Callable[[dict], str | None] = lambda params: None
+    fit_window: Callable[[dict], int | None] | None = None
+    window_refusal: Callable[[ReadResult, dict], str | None] = lambda read, params: None
     prepare: Callable[[Any, Any, list, Any, dict], Any] | None = None
     finish_rereads: bool = False
     shard_cap: int | None = None
@@ -142,6 +153,26 @@ class StreamContext:
     state: Any = None
     read_samples: Callable[[Sequence[str]], Any] | None = None
     groups: Any = None
+
+
+@dataclass
+class FitWindow:
+    """What ``compute`` gets as ``extra["window"]`` when it fits on the window of a larger view
+    (:attr:`MethodSpec.fit_window`).
+
+    Attributes:
+        samples: the view of the run.
+        sample_ids: every sample id of the view, in the canonical corpus order; the window is the first
+            ``size``.
+        size: the samples of the window.
+        plan: the view's :class:`agreement.fo.storage.assignment.CorpusPlan` (the window is read with it:
+            the view's raters and class vocabulary).
+    """
+
+    samples: Any
+    sample_ids: list
+    size: int
+    plan: Any
 
 
 def clean_summary(summary: Mapping[str, Any]) -> dict:

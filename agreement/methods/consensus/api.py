@@ -194,6 +194,7 @@ def consensus(
     model: ConsensusModel | None = None,
     tail: float | None = None,
     rate_prior: float = RATE_PRIOR,
+    rater_meets: np.ndarray | None = None,
 ) -> ConsensusResult:
     r"""Consensus labels of a multi-rater corpus, with confidences, review flags and a rater report.
 
@@ -256,6 +257,10 @@ def consensus(
             rates by a prior worth ``κ`` of its samples, so that a crowd worker seen on one or two samples
             gets no rate of 0 or 1 (:mod:`agreement.methods.consensus.em`, "Sparse crowds"); 0: maximum
             likelihood.
+        rater_meets ((R,) bool, optional):
+            Whether each rater shares a sample with another rater anywhere in the corpus ``data`` is a part of
+            (a shard of a larger corpus, with its ``model``); default: in ``data`` (:func:`rater_meets`). A
+            sample whose raters meet nobody gets no confidence, and such a rater no estimates.
 
     Returns:
         ConsensusResult:
@@ -291,7 +296,11 @@ def consensus(
                   requested_method=method, warning=out.get("warning", ""))
     if choice is not None:
         params["tau_auto"] = choice.as_dict()
-    return _assemble(data, out.get("method", method), kind, units, codes, classes, out=out, params=params)
+    meets = None if rater_meets is None else np.asarray(rater_meets, dtype=bool)
+    if meets is not None and meets.shape != (data.num_raters,):
+        raise ValueError(f"rater_meets must hold one flag per rater ({data.num_raters}), got shape {meets.shape}")
+    return _assemble(data, out.get("method", method), kind, units, codes, classes, out=out, params=params,
+                     meets=meets)
 
 
 def _kind_and_codes(data: MultiRaterAnnotations, method: str, geometry: str,
@@ -356,12 +365,12 @@ ISOLATED_REASON = ("the raters of these samples never share a sample with anothe
 
 
 def _assemble(data: MultiRaterAnnotations, method: str, kind: str, units: UnitTable, codes: np.ndarray,
-              classes: tuple, out: dict, params: dict) -> ConsensusResult:
+              classes: tuple, out: dict, params: dict, meets: np.ndarray | None = None) -> ConsensusResult:
     fitted, top = out["confidence"], np.asarray(out["top_class"], np.int64)
     kept = fitted >= (params["quorum"] if method == "majority" else params["min_confidence"])
     # raters who never meet: their labels are kept as consensus labels, but nothing about them is agreed
     A = np.asarray(data.assigned, dtype=bool)
-    n_rated, meets = A.sum(axis=1), rater_meets(A)
+    n_rated, meets = A.sum(axis=1), rater_meets(A) if meets is None else meets
     isolated = (n_rated < 2) & ~(A & meets[None, :]).any(axis=1)  # per sample: its raters meet nobody
     conf = np.where(isolated[units.unit_sample], np.nan, fitted)
     # only consensus labels are reviewed: a candidate below the keep threshold is no label, so no flag

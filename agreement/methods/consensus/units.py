@@ -302,6 +302,28 @@ def _canonical_rows(data: MultiRaterAnnotations, kind: str) -> np.ndarray:
     return np.lexsort(keys + [r_rank[data.rater_index], s_rank[data.sample_index]])
 
 
+def _canonical_rows_at(data: MultiRaterAnnotations, kind: str, positions: np.ndarray) -> np.ndarray:
+    """``_canonical_rows(data, kind)[positions]`` without sorting every row: the canonical order sorts by sample
+    id first, so a position falls in the block of one sample's rows, and only the blocks of ``positions`` are
+    sorted (by rater name and geometry, ties in row order, as the stable full sort leaves them)."""
+    s_rank = np.unique(np.asarray(data.sample_ids).astype(str), return_inverse=True)[1].ravel()
+    r_rank = np.unique(np.asarray(data.raters).astype(str), return_inverse=True)[1].ravel()
+    row_rank = s_rank[data.sample_index]
+    by_rank = np.argsort(row_rank, kind="stable")  # the rows of each sample rank together, in row order
+    ends = np.cumsum(np.bincount(row_rank, minlength=len(s_rank)))
+    geo = unit_keys(data, kind)
+    out = np.empty(len(positions), dtype=np.intp)
+    block = np.searchsorted(ends, positions, side="right")
+    for k in np.unique(block).tolist():
+        lo = int(ends[k - 1]) if k else 0
+        rows = by_rank[lo:int(ends[k])]
+        keys = [geo[rows, c] for c in reversed(range(geo.shape[1]))]
+        ordered = rows[np.lexsort(keys + [r_rank[data.rater_index[rows]]])]
+        here = block == k
+        out[here] = ordered[positions[here] - lo]
+    return out
+
+
 def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, *, n: int = 1000, seed: int = 0) -> float:
     """``ρ``: the chance that two unrelated labels match, i.e. reach similarity ``tau``.
 
@@ -320,9 +342,12 @@ def estimate_coincidence(data: MultiRaterAnnotations, kind: str, tau: float, *, 
     spec = consensus_spec(kind)
     if spec.coincidence_rows is not None:
         n = min(n, spec.coincidence_rows)
-    rows = _canonical_rows(data, kind) if N > n else np.arange(N)  # every row: any order gives the same count
-    a = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
-    b = rows[np.sort(rng.choice(N, size=min(n, N), replace=False))]
+    pa = np.sort(rng.choice(N, size=min(n, N), replace=False))
+    pb = np.sort(rng.choice(N, size=min(n, N), replace=False))
+    if N > n:  # the rows at those positions of the canonical order (every row: any order gives the same count)
+        a, b = np.split(_canonical_rows_at(data, kind, np.concatenate([pa, pb])), [len(pa)])
+    else:
+        a, b = pa, pb
     keys = unit_keys(data, kind)
     sim = _pairwise(spec.similarity if spec.keys else "iou")(keys[a], keys[b])
     other = data.sample_index[a][:, None] != data.sample_index[b][None, :]
