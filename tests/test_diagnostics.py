@@ -283,6 +283,22 @@ def test_session_assignment_explicit_and_validated():
         intra_annotator_consistency(data, sessions, raters=["bob"])
 
 
+def test_vitality_without_the_per_sample_part_has_the_same_global_numbers():
+    """``per_sample=False`` (what a KαLOS run records) skips the per-sample jackknife: the global numbers
+    are the same bits, the per-sample fields empty."""
+    from agreement.simulate.synthetic.crowd import crowd_corpus
+
+    corpus, _ = crowd_corpus(40, 6, raters_per_sample=4, min_objects=0, max_objects=5, num_classes=3, seed=5)
+    result = kalos_alpha(corpus)
+    full, lean = rater_vitality(result), rater_vitality(result, per_sample=False)
+    assert np.isfinite(full.vitality).any()
+    np.testing.assert_array_equal(lean.alpha_without, full.alpha_without)
+    np.testing.assert_array_equal(lean.vitality, full.vitality)
+    assert lean.alpha == full.alpha and list(lean.reason) == list(full.reason)
+    assert len(lean.sample_vitality.value) == 0 and np.isnan(np.asarray(lean.sample_vitality)).all()
+    assert np.isnan(lean.mean_vitality).all() and not lean.n_samples.any()
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 60])
 def test_diagnostics_walked_in_runs_of_samples_equal_the_whole_corpus(monkeypatch, chunk):
     """Vitality, class difficulty and pairwise α add the exact statistics of runs of whole samples

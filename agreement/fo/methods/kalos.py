@@ -78,7 +78,8 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     shard = kalos_shard(read.annotations, tau=params["tau"], taus=params["taus"], similarity=params["similarity"],
                         solver=params["solver"], cost=params["cost"], options=_similarity_options(params))
     result = shard.result
-    units = np.array([int(u) if u >= 0 else None for u in result.unit] + [None], dtype=object)[:-1]
+    units = result.unit.astype(object)  # Python ints; None where a label has no unit
+    units[result.unit < 0] = None
     return MethodOutput({}, {}, sample_values={"alpha": result.alpha, "n_units": result.n_units.astype(int)},
                         label_values={"unit": units}, stats=shard.without_labels())
 
@@ -86,7 +87,7 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
 def _finish(stats: list, params: dict, context=None, intra: dict | None = None) -> tuple[dict, dict]:
     """The corpus numbers of the merged shards: global and mean α, the τ curve, the diagnostics."""
     result, curve = merge_kalos_shards(stats)
-    vitality = rater_vitality(result)
+    vitality = rater_vitality(result, per_sample=False)  # the run records the global numbers only
     difficulty = class_difficulty(result)
     clusters = collaboration_clusters(result)
     undefined = {str(s): str(r) for s, r in zip(result.sample_ids, result.reason, strict=False) if r}

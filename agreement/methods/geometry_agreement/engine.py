@@ -98,8 +98,13 @@ class Engine:
         # bins is nondecreasing, as dw is sorted: H is built row by row, without a COO copy.
         indptr = np.searchsorted(bins, np.arange(2 * L + 2), side="left")
         del bins
-        self.H = sparse.csr_matrix((np.ones(len(self.dw)), self.sw, indptr), shape=(2 * L + 1, S_m))
-        self.sw = self.H.indices  # the same samples, in sorted-distance order (one array, not two)
+        H = sparse.csr_matrix((np.ones(len(self.dw)), self.sw, indptr), shape=(2 * L + 1, S_m))
+        self.sw = H.indices  # the same samples, in sorted-distance order (one array, not two)
+        # H @ Wt column by column of H (sample by sample): each sample's row of weights is read once, in
+        # order, instead of once per bin in random order (about 3x faster at 100,000 samples). Its sums
+        # are of integer counts (ones times resample counts), so exact in any order: the same bits.
+        self.H = H.tocsc()
+        del H
         self.dsum_s = np.bincount(self.sw, weights=self.dw, minlength=S_m)
         self.dcnt_s = np.bincount(self.sw, minlength=S_m).astype(np.float64)
         self.U_s, self.A_s = det.unmatched, det.annotations
