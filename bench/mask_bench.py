@@ -7,10 +7,14 @@ operators end to end through ``execute_operator`` against a bare
 ``values()`` read of the three mask fields measured in the same run
 (target: within 3x).
 
-Part 2 (memory): ``--memory-samples`` samples (default 10,000) with the
+Part 2 (on disk): ``--memory-samples`` samples (default 10,000) with the
 masks on disk (``mask_path``, PNG), each operator run in a fresh process
-that prints its peak resident memory (``ru_maxrss``; target: under 3 GiB).
-``--memory-samples 0`` skips it.
+that prints its seconds and its peak resident memory (``ru_maxrss``; target:
+under 3 GiB), against the floor measured in the same run before and after
+them (the mean of the two): ``values()`` of the three ``mask_path`` fields
+and ``cv2.imread`` of every file, in one thread and in a pool of one thread
+per core (OpenCV's decoder releases the GIL); target: each operator within
+2x the floor. ``--memory-samples 0`` skips it.
 
 Run with ``scripts/with-temp-fiftyone.sh .venv/bin/python bench/mask_bench.py``.
 """
@@ -89,6 +93,24 @@ def bare_read(ds, on_disk: bool) -> float:
     return time.perf_counter() - t
 
 
+def read_decode(ds, threads: int) -> float:
+    """The floor of the on-disk runs: ``values()`` of the mask paths and ``cv2.imread`` of every file, in
+    ``threads`` threads (1: this thread), in seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cv2
+
+    t = time.perf_counter()
+    paths = [p for col in ds.values([f"{r}.mask_path" for r in RATERS]) for p in col if p]
+    if threads == 1:
+        for p in paths:
+            cv2.imread(p, cv2.IMREAD_UNCHANGED)
+    else:
+        with ThreadPoolExecutor(threads) as pool:  # each mask dropped once decoded, as in the loop above
+            list(pool.map(lambda p: cv2.imread(p, cv2.IMREAD_UNCHANGED) is None, paths))
+    return time.perf_counter() - t
+
+
 def run(ds, name: str, key: str) -> float:
     import fiftyone.operators as foo
 
@@ -110,22 +132,36 @@ def child(dataset: str, name: str) -> None:
 
 
 def memory_part(n: int, rows: list[list[str]]) -> None:
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as folder:
         t = time.perf_counter()
         ds = build(n, folder)
         ds.persistent = True
         print(f"\nbuilt {n:,} samples x 3 masks on disk (PNG) in {time.perf_counter() - t:.0f} s")
-        base = bare_read(ds, on_disk=True)
-        print(f"bare read (values() + decoding every mask): {base:.1f} s")
-        rows.append([f"{n:,} samples × 3 masks on disk (PNG): `values()` + decoding every mask", f"{base:.1f}",
-                     "1.00", ""])
-        print(f"{'operator':<28} {'seconds':>8} {'x read':>7} {'peak GiB':>9}")
+        floors: dict[int, list[float]] = {1: [], threads: []}
+
+        def measure_floor() -> None:
+            for k in floors:
+                floors[k].append(read_decode(ds, k))
+
+        measure_floor()
+        results = []
         for name in OPERATORS:
             out = subprocess.run([sys.executable, __file__, "--child", ds.name, name], capture_output=True,
                                  text=True, env={**os.environ, "FIFTYONE_PLUGINS_DIR": ROOT}, check=True)
-            seconds, peak = map(float, out.stdout.split()[-2:])
-            print(f"{name:<28} {seconds:8.1f} {seconds / base:7.2f} {peak:9.2f}", flush=True)
-            rows.append([f"`{name}`, each in a fresh process", f"{seconds:.1f}", f"{seconds / base:.2f}", f"{peak:.2f}"])
+            results.append((name, *map(float, out.stdout.split()[-2:])))
+        measure_floor()
+        one, many = statistics.mean(floors[1]), statistics.mean(floors[threads])
+        print(f"floor: values() of the mask paths + cv2.imread of every file: {one:.1f} s in 1 thread "
+              f"({floors[1]}), {many:.1f} s in {threads} ({floors[threads]})")
+        rows.append([f"{n:,} samples × 3 masks on disk (PNG): `values()` of the mask paths + `cv2.imread` of "
+                     "every file, 1 thread", f"{one:.1f}", "1.00", f"{one / many:.2f}", ""])
+        rows.append([f"the same, {threads} threads", f"{many:.1f}", f"{many / one:.2f}", "1.00", ""])
+        print(f"{'operator':<28} {'seconds':>8} {'x 1 thr':>8} {'x ' + str(threads) + ' thr':>8} {'peak GiB':>9}")
+        for name, seconds, peak in results:
+            print(f"{name:<28} {seconds:8.1f} {seconds / one:8.2f} {seconds / many:8.2f} {peak:9.2f}", flush=True)
+            rows.append([f"`{name}`, each in a fresh process", f"{seconds:.1f}", f"{seconds / one:.2f}",
+                         f"{seconds / many:.2f}", f"{peak:.2f}"])
         ds.delete()
 
 
@@ -150,20 +186,24 @@ def main(argv=None) -> None:
         base = statistics.median(bare_read(ds, on_disk=False) for _ in range(3))
         print(f"bare values() read of the 3 mask fields: {base:.2f} s (median of 3)")
         rows.append([f"{args.samples:,} samples × 3 stored 512 × 512 masks: bare `values()` read", f"{base:.2f}",
-                     "1.00", ""])
+                     "1.00", "", ""])
         print(f"{'operator':<28} {'seconds':>8} {'x read':>7}")
         for k, name in enumerate(OPERATORS):
             med = statistics.median(run(ds, name, f"b{k}{j}") for j in range(args.repeat))
             print(f"{name:<28} {med:8.2f} {med / base:7.2f}", flush=True)
-            rows.append([f"`{name}`", f"{med:.2f}", f"{med / base:.2f}", ""])
+            rows.append([f"`{name}`", f"{med:.2f}", f"{med / base:.2f}", "", ""])
         ds.delete()
     if args.memory_samples:
         memory_part(args.memory_samples, rows)
-    record("mask", ["what", "seconds", "× bare read", "peak RSS (GiB)"], rows,
+    record("mask", ["what", "seconds", "× read (+ decode, 1 thread)", "× read + decode (threads)", "peak RSS (GiB)"],
+           rows,
            about="The semantic mask operators end to end through `execute_operator` with their defaults, "
                  "against a bare read of the rater fields in the same run: masks stored in the samples "
                  "(medians of {r}), then masks on disk with each operator in a fresh process, so that its peak "
-                 "memory is its own.".format(r=args.repeat),
+                 "memory is its own, against `values()` of the mask paths and `cv2.imread` of every file "
+                 "(in one thread, and in a pool of one thread per core; the mean of a measure before and one "
+                 "after the operators). The operators decode every file once, in such a pool."
+                 .format(r=args.repeat),
            quick=args.quick)
 
 

@@ -240,10 +240,10 @@ def test_cracks_and_the_image_edge():
     assert np.isnan(r.boundary_f1) and "boundary" in r.reason
 
 
-@pytest.fixture(params=["distance transform", "KD-tree"])
+@pytest.fixture(params=["summed-area table", "KD-tree"])
 def lookup(request, monkeypatch):
     """Both ways of finding boundary points within the tolerance (they must agree exactly)."""
-    monkeypatch.setattr(pixels, "_DT_CELLS_PER_POINT", 10**9 if request.param == "distance transform" else 0)
+    monkeypatch.setattr(pixels, "_TABLE_MAX_CELLS", 10**12 if request.param == "summed-area table" else 0)
     return request.param
 
 

@@ -6,7 +6,6 @@ row, stored (``mask``) or read from ``mask_path``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ import fiftyone.core.labels as fol
 
 from agreement.core.validation import AnnotationError
 from agreement.fo.kinds.base import GeometryVariant, LabelType, register_label_type, register_variant
+from agreement.fo.storage.mask_reading import decode_masks
 
 __all__ = ["semantic_masks"]
 
@@ -28,11 +28,11 @@ def semantic_masks(masks: list, paths: list, where: Any) -> list:
             values, naming the sample and the rater.
     """
     out = []
+    # every file decoded once, in a thread pool (agreement.fo.storage.mask_reading)
+    files = decode_masks([p if m is None else None for m, p in zip(masks, paths, strict=True)], where)
     for i, (m, p) in enumerate(zip(masks, paths, strict=True)):
         if m is None and p:
-            if not os.path.isfile(p):
-                raise AnnotationError(f"{where[i]}: the mask file {p!r} does not exist")
-            m = fol.Segmentation(mask_path=p).get_mask()
+            m = files[i]
         if m is None:
             raise AnnotationError(f"{where[i]}: the Segmentation has neither a mask nor a mask_path")
         m = np.asarray(m)

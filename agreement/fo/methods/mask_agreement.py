@@ -38,6 +38,7 @@ from agreement.fo.panel.label_explanations import mask_explanations
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec
 from agreement.fo.runs.results import AgreementResults
+from agreement.fo.storage.mask_reading import ordered_map
 from agreement.methods.semantic.pixels import sample_statistics
 from agreement.methods.semantic.stats import SemanticStats
 from agreement.reporting.figures.masks import class_rows, mask_figures, pair_class_dice_rows
@@ -62,13 +63,17 @@ def _kernel(read, params: dict, extra: dict) -> MethodOutput:
     per_sample = {name: np.full(data.num_samples, np.nan) for name in SAMPLE_VALUES}
     stats = None
     rows: dict[str, list[Any]] = {"sample": [], "pair": [], "class_value": [], "dice": []}
-    for s in range(data.num_samples):
+
+    def one(s: int):
         masks = [data.masks[data.offsets[s * R + r]] if data.offsets[s * R + r + 1] > data.offsets[s * R + r]
                  else None for r in range(R)]
-        res = sample_statistics(masks, class_values=values, n_pixels=n_pixels, seed=params["seed"],
-                                sample_key=str(data.sample_names[s]), tolerance=params["tolerance"],
-                                boundary_tolerance=params["boundary_tolerance"], raters=list(data.raters),
-                                exclude=exclude)
+        return sample_statistics(masks, class_values=values, n_pixels=n_pixels, seed=params["seed"],
+                                 sample_key=str(data.sample_names[s]), tolerance=params["tolerance"],
+                                 boundary_tolerance=params["boundary_tolerance"], raters=list(data.raters),
+                                 exclude=exclude)
+
+    # samples measured in threads, merged here in sample order: the serial numbers, bit for bit
+    for s, res in enumerate(ordered_map(one, range(data.num_samples))):
         for name in SAMPLE_VALUES:
             per_sample[name][s] = getattr(res, name)
         stats = res.stats if stats is None else stats.merge(res.stats)

@@ -25,14 +25,16 @@ import fiftyone as fo
 
 from agreement.core.validation import AnnotationError
 from agreement.fo.runs.method_spec import MethodOutput
-from agreement.methods.semantic.staple import multilabel_staple
+from agreement.fo.storage.mask_reading import ordered_map
+from agreement.methods.semantic.staple import multilabel_staple, value_histogram
 
 __all__ = ["check_sample_masks", "semantic_kernel", "semantic_finish"]
 
 
-def check_sample_masks(name: str, raters: list[str], masks: list[np.ndarray], targets: set[int] | None) -> None:
+def check_sample_masks(name: str, raters: list[str], masks: list[np.ndarray], targets: set[int] | None,
+                       histograms: list[np.ndarray] | None = None) -> None:
     """Refuses masks of different shapes on one sample, or values outside the dataset's ``mask_targets``,
-    naming the sample, the raters and the values.
+    naming the sample, the raters and the values (``histograms``: the masks' value counts, when known).
 
     Raises:
         AnnotationError: before anything of the run is written.
@@ -44,8 +46,8 @@ def check_sample_masks(name: str, raters: list[str], masks: list[np.ndarray], ta
                               + "; every rater's mask of a sample must have the same height and width")
     if targets is None:
         return
-    for r, m in zip(raters, masks, strict=False):
-        counts = np.bincount(m.ravel())
+    for k, (r, m) in enumerate(zip(raters, masks, strict=False)):
+        counts = value_histogram(m) if histograms is None else histograms[k]
         values = np.flatnonzero(counts)
         bad = [(int(v), int(counts[v])) for v in values if int(v) not in targets and int(v) != 0]
         if bad:
@@ -70,11 +72,12 @@ def _sample_masks(data, s: int) -> tuple[list[str], list[np.ndarray]]:
     return raters, masks
 
 
-def _fuse(masks: list[np.ndarray], max_iter: int):
-    """STAPLE on the values present, coded compactly; the consensus in values, undecided pixels by vote."""
-    present = np.zeros(int(max(m.max() for m in masks)) + 1, dtype=bool)
-    for m in masks:
-        present[np.bincount(m.ravel(), minlength=len(present)) > 0] = True
+def _fuse(masks: list[np.ndarray], max_iter: int, histograms: list[np.ndarray]):
+    """STAPLE on the values present (``histograms``: each mask's value counts), coded compactly; the consensus
+    in values, undecided pixels by vote."""
+    present = np.zeros(max(len(h) for h in histograms), dtype=bool)
+    for h in histograms:
+        present[:len(h)] |= h > 0
     values = np.flatnonzero(present)
     if len(values) == len(present):  # the values are 0 .. k-1 already (the usual case): no recoding
         coded = masks
@@ -84,14 +87,14 @@ def _fuse(masks: list[np.ndarray], max_iter: int):
         coded = [lut[m] for m in masks]
     res = multilabel_staple(coded, max_iter=max_iter)
     cons = res.consensus
-    undecided = np.flatnonzero(cons.ravel() == res.label_undecided)
+    undecided = np.flatnonzero(cons.ravel() == res.label_undecided) if res.n_undecided else ()
     if len(undecided):  # the raters' vote there (ties: the lowest value)
         said = np.stack([c.ravel()[undecided] for c in coded])
         votes = np.stack([(said == k).sum(axis=0) for k in range(len(values))])
         cons = cons.copy().ravel()
         cons[undecided] = votes.argmax(axis=0)
         cons = cons.reshape(res.consensus.shape)
-    return values, values[cons], res
+    return values, cons if len(values) == len(present) else values[cons], res  # values[k] = k: no look-up
 
 
 def semantic_kernel(read, params: dict, extra: dict) -> MethodOutput:
@@ -101,14 +104,22 @@ def semantic_kernel(read, params: dict, extra: dict) -> MethodOutput:
     targets = _targets(read)
     sums: dict = defaultdict(lambda: defaultdict(lambda: np.zeros(4)))
     consensus, sensitivity, skipped, undecided = {}, {}, {}, 0
-    for s in range(data.num_samples):
+
+    def one(s: int):
         raters, masks = _sample_masks(data, s)
-        name = str(data.sample_names[s])
         if len(masks) < 2:
-            skipped[str(data.sample_ids[s])] = f"{len(masks)} rater(s) with a mask; STAPLE needs two"
+            return raters, None
+        histograms = [value_histogram(m) for m in masks]  # once per mask: the checks and the coding share them
+        check_sample_masks(str(data.sample_names[s]), raters, masks, targets, histograms)
+        values, cons, res = _fuse(masks, params["max_iter"], histograms)
+        return raters, (values, cons.astype(np.uint8 if values.max() < 256 else np.uint16), res)
+
+    # samples fused in threads, summed here in sample order: the serial numbers, bit for bit
+    for s, (raters, fused) in enumerate(ordered_map(one, range(data.num_samples))):
+        if fused is None:
+            skipped[str(data.sample_ids[s])] = f"{len(raters)} rater(s) with a mask; STAPLE needs two"
             continue
-        check_sample_masks(name, raters, masks, targets)
-        values, cons, res = _fuse(masks, params["max_iter"])
+        values, cons, res = fused
         undecided += int(res.n_undecided)
         mass = res.truth_mass
         for i, r in enumerate(raters):
@@ -121,8 +132,7 @@ def semantic_kernel(read, params: dict, extra: dict) -> MethodOutput:
                 if np.isfinite(res.specificity[i, k]):
                     cell[2] += other * res.specificity[i, k]
                     cell[3] += other
-        dtype = np.uint8 if values.max() < 256 else np.uint16
-        consensus[data.sample_ids[s]] = fo.Segmentation(mask=cons.astype(dtype))
+        consensus[data.sample_ids[s]] = fo.Segmentation(mask=cons)
         sens = res.sensitivity[np.isfinite(res.sensitivity)]
         sensitivity[data.sample_ids[s]] = float(sens.mean()) if sens.size else None
     stats = {"sums": {r: {v: c.tolist() for v, c in per.items()} for r, per in sums.items()},

@@ -72,6 +72,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -255,8 +256,9 @@ def class_cracks(label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         ``(mid, ends, cls)``: the cracks' midpoints ``(n, 2)`` and end corners ``(n, 2, 2)`` as
         half-pixel ``(row, column)`` coordinates, and the class on the listed side ``(n,)``.
     """
-    vy, vx = np.nonzero(label[:, :-1] != label[:, 1:])
-    hy, hx = np.nonzero(label[:-1, :] != label[1:, :])
+    # flatnonzero and divmod: the same (C-order) indices as np.nonzero of the 2-D array, ten times faster
+    vy, vx = np.divmod(np.flatnonzero(label[:, :-1] != label[:, 1:]), max(label.shape[1] - 1, 1))
+    hy, hx = np.divmod(np.flatnonzero(label[:-1, :] != label[1:, :]), label.shape[1])
     v_mid = np.stack([2 * vy + 1, 2 * vx + 2], axis=1)
     h_mid = np.stack([2 * hy + 2, 2 * hx + 1], axis=1)
     v_ends = v_mid[:, None, :] + np.array([[-1, 0], [1, 0]])
@@ -276,31 +278,65 @@ def pixel_tolerance(shape: tuple[int, ...], tolerance: float | None, boundary_to
     return float(boundary_tolerance) * float(np.hypot(shape[0], shape[1]))
 
 
-#: Grid cells a distance transform may take per boundary point before a KD-tree is cheaper (measured:
-#: ~45 ns per cell against ~550 ns per point).
-_DT_CELLS_PER_POINT = 16
+#: Cells of a summed-area table (4 bytes each) above which :func:`_within` falls back to a KD-tree: 2^24
+#: cells are a 64 MiB table, the half-pixel grid of a 2,048 x 2,048 mask.
+_TABLE_MAX_CELLS = 1 << 24
+
+
+@functools.lru_cache(maxsize=64)
+def _disk_rectangles(limit: float) -> tuple[tuple[int, int], ...]:
+    """The lattice disk ``{(dy, dx) integer: sqrt(dy^2 + dx^2) <= limit}`` as a union of centred rectangles
+    ``(D, w)`` (``|dy| <= D`` and ``|dx| <= w``), one per distinct half-width ``w``, widest first."""
+    r = int(np.floor(limit))
+    d = np.arange(r + 1, dtype=np.float64)
+    inside = np.sqrt(d[:, None] ** 2 + d[None, :] ** 2) <= limit  # (dy, dx) >= 0; the same test as the KD-tree's
+    half = inside.sum(axis=1) - 1  # half-width w(dy) of row dy, non-increasing in dy
+    half = half[half >= 0]
+    return tuple((int(np.flatnonzero(half >= w)[-1]), int(w)) for w in np.unique(half)[::-1])
 
 
 def _within(targets: np.ndarray, queries: np.ndarray, limit: float) -> np.ndarray:
     """Per query point, whether a target point lies within ``limit`` (Euclidean; half-pixel integer
-    coordinates ``(n, 2)``). An exact distance transform (``cv2.DIST_MASK_PRECISE``, Felzenszwalb and
-    Huttenlocher) over the targets' bounding box grown by ``limit`` when that box is small, else a
-    KD-tree of the targets: the same answer, at a cost of the box's area or of the number of points."""
-    r = int(np.ceil(limit))
-    lo = targets.min(axis=0) - r
-    hi = targets.max(axis=0) + r + 1
-    if np.prod(hi - lo) > _DT_CELLS_PER_POINT * (len(targets) + len(queries)):
-        key = np.unique((targets[:, 0] - lo[0]) * (hi[1] - lo[1]) + targets[:, 1] - lo[1])  # shared corners
-        tree = cKDTree(np.stack(np.divmod(key, hi[1] - lo[1]), axis=1) + lo)
-        return np.asarray(tree.query(queries, distance_upper_bound=2.0 * limit + 1.0)[0] <= limit)
-    img = np.full(tuple(hi - lo), 255, np.uint8)
-    img[targets[:, 0] - lo[0], targets[:, 1] - lo[1]] = 0
-    dist = cv2.distanceTransform(img, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-    q = queries - lo
-    inside = ((q >= 0) & (q < hi - lo)).all(axis=1)
-    out = np.zeros(len(queries), bool)
-    out[inside] = dist[q[inside, 0], q[inside, 1]] <= limit
+    coordinates ``(n, 2)``).
+
+    Exact: the lattice disk of radius ``limit`` is a union of a few centred rectangles
+    (:func:`_disk_rectangles`), and a summed-area table of the targets over their bounding box grown by
+    twice ``limit`` counts the targets in each rectangle around every query inside the box grown once, in four
+    look-ups (a query outside it is farther than ``limit`` from every target). The cost is one pass over the
+    box and a few look-ups per query, whatever the number of targets. Above :data:`_TABLE_MAX_CELLS` cells, a
+    KD-tree of the targets gives the same answer.
+    """
+    r = int(np.floor(limit))
+    ty, tx = targets[:, 0], targets[:, 1]
+    y0, x0 = int(ty.min()) - 2 * r, int(tx.min()) - 2 * r
+    H, W = int(ty.max()) + 2 * r + 1 - y0, int(tx.max()) + 2 * r + 1 - x0
+    if H * W > _TABLE_MAX_CELLS:
+        return _within_kdtree(targets, queries, limit)
+    img = np.zeros((H, W), np.uint8)
+    img[ty - y0, tx - x0] = 1
+    table = cv2.integral(img, sdepth=cv2.CV_32S).ravel()  # (H + 1) x (W + 1): sums over [0, y) x [0, x)
+    stride = W + 1
+    qy = np.subtract(queries[:, 0], y0 + r, dtype=np.int64)
+    qx = np.subtract(queries[:, 1], x0 + r, dtype=np.int64)
+    # inside the box grown once: 0 <= qy < H - 2r (a negative value is huge as unsigned), and so for qx
+    out: np.ndarray = (qy.view(np.uint64) < H - 2 * r) & (qx.view(np.uint64) < W - 2 * r)
+    at = np.flatnonzero(out)
+    base = (qy + r) * stride + qx + r if len(at) == len(out) else (qy[at] + r) * stride + qx[at] + r
+    out[:] = False
+    for D, w in _disk_rectangles(float(limit)):  # widest first; each next rectangle for the queries still missed
+        top, bottom = base - D * stride, base + (D + 1) * stride
+        near = (table[bottom + w + 1] - table[top + w + 1] - table[bottom - w] + table[top - w]) > 0
+        out[at[near]] = True
+        at, base = at[~near], base[~near]
+        if not len(at):
+            break
     return out
+
+
+def _within_kdtree(targets: np.ndarray, queries: np.ndarray, limit: float) -> np.ndarray:
+    """:func:`_within` by a KD-tree of the targets (for bounding boxes too large for a summed-area table)."""
+    tree = cKDTree(np.unique(targets, axis=0))  # crack ends are shared by neighbouring cracks
+    return np.asarray(tree.query(queries, distance_upper_bound=2.0 * limit + 1.0)[0] <= limit)
 
 
 def _boundary_hits(labels: list[np.ndarray], C: int, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
@@ -311,7 +347,7 @@ def _boundary_hits(labels: list[np.ndarray], C: int, tolerance: float) -> tuple[
     ``1/4 [end_0 near] + 1/2 [midpoint near] + 1/4 [end_1 near]``. The distance is to ``s``'s boundary
     *lines* (every crack sampled at its midpoint and ends): exact for points of the half-pixel grid, since
     the foot of the perpendicular on an axis-parallel crack is again a grid point. "Within" allows a
-    relative slack of 1e-6 (float32 distances; below the gap between lattice distances up to ~350 px).
+    relative slack of 1e-6 (below the gap between lattice distances up to ~350 px).
     """
     R = len(labels)
     parts, nb = [], np.zeros((R, C))

@@ -86,11 +86,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import cv2
 import numpy as np
 
 from agreement.methods.consensus.staple import InsufficientRatersError
 
-__all__ = ["MultiLabelStapleResult", "multilabel_staple", "label_patterns", "InsufficientRatersError"]
+__all__ = ["MultiLabelStapleResult", "multilabel_staple", "label_patterns", "value_histogram",
+           "InsufficientRatersError"]
 
 #: Largest ``L ** R`` counted with ``np.bincount``; beyond it patterns are found with ``np.unique``.
 _MAX_DENSE_PATTERNS = 1 << 22
@@ -169,6 +171,24 @@ def _stack_labels(masks: Sequence[np.ndarray | None]) -> tuple[list[np.ndarray],
     return rows, present, tuple(shape)
 
 
+#: Pixels below which OpenCV's histogram of a uint8 array is exact (it counts in float32).
+_EXACT_HISTOGRAM_PIXELS = 1 << 24
+
+
+def value_histogram(a: np.ndarray, *, minlength: int = 0) -> np.ndarray:
+    """``np.bincount(a.ravel(), minlength=minlength)`` of a non-negative integer array: the pixels of each
+    value ``0 .. max(a)`` (int64), by OpenCV's ``calcHist`` (about three times faster) for a uint8 array of
+    fewer than 2^24 pixels, where its float32 counts are exact."""
+    if a.dtype != np.uint8 or a.size >= _EXACT_HISTOGRAM_PIXELS or a.size == 0:
+        return np.bincount(a.reshape(-1), minlength=minlength)
+    hist = cv2.calcHist([np.ascontiguousarray(a).reshape(-1, 1)], [0], None, [256], [0, 256]).reshape(-1)
+    n = max(int(np.flatnonzero(hist)[-1]) + 1, minlength)
+    out: np.ndarray = np.zeros(n, np.int64)
+    k = min(n, 256)
+    out[:k] = hist[:k]
+    return out
+
+
 def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
                    *,
                    inverse: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -186,12 +206,13 @@ def label_patterns(D: np.ndarray | Sequence[np.ndarray], L: int,
     if R * np.log2(max(L, 2)) >= 62:  # codes would overflow int64
         rows, inv_u, counts = np.unique(np.stack(D, axis=1), axis=0, return_inverse=True, return_counts=True)
         return rows.astype(np.int64), counts.astype(np.float64), inv_u.reshape(-1) if inverse else None
-    code = D[R - 1].astype(np.int32 if L**R < 2**31 else np.int64)
+    small = L**R <= 256 and all(d.dtype == np.uint8 for d in D)  # codes fit in uint8: OpenCV's histogram
+    code = D[R - 1].astype(np.uint8 if small else np.int32 if L**R < 2**31 else np.int64)
     for r in range(R - 2, -1, -1):
         code *= L
         code += D[r]
     if L**R <= _MAX_DENSE_PATTERNS:
-        dense = np.bincount(code, minlength=L**R)
+        dense = value_histogram(code, minlength=L**R)
         used = np.flatnonzero(dense)
         counts = dense[used]
         inv: np.ndarray | None = None

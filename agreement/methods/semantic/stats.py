@@ -93,6 +93,8 @@ def _embed(arr: np.ndarray, values: tuple, union: np.ndarray, axes: tuple[int, .
 
 
 def _union(a: tuple, b: tuple) -> np.ndarray:
+    if a == b:  # the usual merge (shards of one dataset's classes): sorted and distinct already
+        return np.asarray(a, dtype=np.int64)
     return np.union1d(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
 
 
