@@ -32,7 +32,8 @@ demo: $(VENV)/.runtime
 	FIFTYONE_PLUGINS_DIR=$(CURDIR) FIFTYONE_DO_NOT_TRACK=true $(PY) -m agreement.fo.demo $(DEMO_ARGS)
 
 # PYTEST_XDIST: the tests in three worker processes (pytest-xdist) sharing the run's MongoDB, each with a
-# database of its own (tests/conftest.py); a test module, or each of the two groups of browser tests, stays on one worker,
+# database of its own (tests/conftest.py); a test module, each of the two groups of browser tests, or each of the
+# validation matrix's units (tests/test_validation_matrix.py), stays on one worker,
 # the slowest first (tests/conftest.py). Three on two cores: the browser tests mostly wait on the App (two workers
 # left ~40% of the CPU idle). `make test PYTEST_XDIST=` runs them in one process; PYTEST_ARGS adds pytest's own options;
 # the 30 slowest tests are listed at the end (what the suite's time goes to).
@@ -51,15 +52,20 @@ lint: $(VENV)/.test
 # SCALE_SAMPLES: size of the end-to-end scale benchmark (100000 by default; 1000000 for the
 # million-sample figures, about an hour with the Dask rows)
 SCALE_SAMPLES ?= 100000
-# SCALE_ARGS: e.g. --writes-alone (each operator again with its write-back not overlapped: the writes' own time)
+# SCALE_ARGS: e.g. --writes-alone (each operator again with its write-back not overlapped: the writes' own time),
+# --dask-workers 1 2 (a Dask row per worker count; 0: none)
 SCALE_ARGS ?=
 # BENCH_QUICK=1: every benchmark at small sizes (a few minutes), to check that they run and write the
-# page; their tables say "quick run". Each benchmark writes its table to bench/results/<name>.json and
-# bench/write_page.py assembles docs/benchmarks.md from them.
+# page; their tables say "quick run" and go to a temporary folder ($TMPDIR/iaa-bench-quick, or
+# IAA_BENCH_QUICK_DIR), with the page assembled there: they never replace recorded figures. Each benchmark
+# writes its table to bench/results/<name>.json and bench/write_page.py assembles docs/benchmarks.md from them.
+# PROFILE_SAMPLES: size of the operators' cProfile run (bench/profile_ops.py: the page's "Profiles").
 BENCH_QUICK ?=
 QUICK := $(if $(BENCH_QUICK),--quick,)
 SCALE_SIZE := $(if $(BENCH_QUICK),--quick,--samples $(SCALE_SAMPLES))
 CROWD_REPEAT := $(if $(BENCH_QUICK),1,3)
+PROFILE_SAMPLES ?= 100000
+PROFILE_SIZE := $(if $(BENCH_QUICK),--quick,--samples $(PROFILE_SAMPLES))
 
 bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/run.py $(QUICK) $(BENCH_ARGS)
@@ -68,7 +74,8 @@ bench: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/crowd_bench.py --repeat $(CROWD_REPEAT) $(QUICK)
 	scripts/with-temp-fiftyone.sh $(PY) bench/scale_bench.py $(SCALE_SIZE) $(SCALE_ARGS)
 	scripts/with-temp-fiftyone.sh $(PY) bench/import_bench.py $(QUICK)
-	$(PY) bench/write_page.py
+	scripts/with-temp-fiftyone.sh $(PY) bench/profile_ops.py $(PROFILE_SIZE)
+	$(PY) bench/write_page.py $(QUICK)
 
 # The class, mask and video benchmarks: each builds its own large dataset (the video one about an hour),
 # so they are not part of `make bench`; their tables go to the same page.
@@ -76,7 +83,7 @@ bench-extra: $(VENV)/.test
 	scripts/with-temp-fiftyone.sh $(PY) bench/class_bench.py $(QUICK)
 	scripts/with-temp-fiftyone.sh $(PY) bench/mask_bench.py $(QUICK)
 	scripts/with-temp-fiftyone.sh $(PY) bench/video_bench.py $(QUICK)
-	$(PY) bench/write_page.py
+	$(PY) bench/write_page.py $(QUICK)
 
 # docs/benchmarks.md again from the recorded tables (bench/results/), without running anything
 bench-page: $(VENV)/.test

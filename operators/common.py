@@ -15,7 +15,7 @@ import math
 import queue
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import fiftyone.operators.types as types
 from fiftyone.operators.executor import ExecutionResult
@@ -434,3 +434,136 @@ def run_inputs(inputs: types.Object, ctx, default_prefix: str | None = None) -> 
     key = ctx.params.get("key")
     if key and ctx.dataset is not None and key in list_agreement_runs(ctx.dataset):
         inputs.bool("overwrite", default=False, label=f"Replace the existing run {key!r}")
+
+
+# ------------------------------------------------------------------ long runs: the estimate, the notice, delegation
+
+#: Seconds per rater label of each compute operator end to end, measured by ``bench/scale_bench.py`` on a
+#: shared 2-core machine (100,000 samples × 3 raters × ~7 boxes: OT 39 s, KαLOS 43 s, geometry 58 s,
+#: consensus 73 s for 2.1 M labels; 1,000,000 samples: consensus about 760 s), rounded up: the estimate
+#: errs long. Operators not listed use :data:`DEFAULT_SECONDS_PER_LABEL`.
+SECONDS_PER_LABEL = {
+    "compute_ot_agreement": 25e-6,
+    "compute_kalos": 25e-6,
+    "compute_geometry_agreement": 35e-6,
+    "compute_consensus": 45e-6,
+    # a semantic mask is one label per rater and sample, decoded from its file: not measured by the scale
+    # benchmark; a few milliseconds per 512 x 512 PNG, rounded up
+    "compute_mask_agreement": 5e-3,
+    "compute_mask_consensus": 5e-3,
+}
+DEFAULT_SECONDS_PER_LABEL = 45e-6
+#: Seconds per sample on top of its labels (reading the document, writing its fields).
+SECONDS_PER_SAMPLE = 1e-4
+#: Samples whose labels are counted to estimate the labels per sample of the view.
+LABELS_PROBE = 500
+
+
+def immediate_limit() -> float:
+    """FiftyOne's bound on an immediately executed operator, in seconds (``fo.config.operator_timeout``,
+    600 by default, ``FIFTYONE_OPERATOR_TIMEOUT``)."""
+    import fiftyone as fo
+
+    return float(getattr(fo.config, "operator_timeout", 600) or 600)
+
+
+class RunEstimate(NamedTuple):
+    """How long a compute operator's run on a view should take (see :func:`estimate_run`)."""
+
+    seconds: float
+    n_samples: int
+    n_labels: int
+
+    @property
+    def over_limit(self) -> bool:
+        """Whether it exceeds FiftyOne's bound on an immediate run (:func:`immediate_limit`)."""
+        return self.seconds > immediate_limit()
+
+    @property
+    def minutes(self) -> int:
+        """The estimate in whole minutes (at least 1)."""
+        return max(1, round(self.seconds / 60))
+
+
+def estimate_run(samples, operator: str, fields: list[str]) -> RunEstimate | None:
+    """The estimated time of ``operator`` on ``samples`` reading the label ``fields`` (``frames.<name>`` too).
+
+    ``seconds = n_samples · SECONDS_PER_SAMPLE + n_labels · SECONDS_PER_LABEL[operator]``; the labels
+    per sample are counted on the first :data:`LABELS_PROBE` samples (one aggregation, whatever the
+    view's size). ``None`` when it cannot be told (no view, no fields, a field that is not a label list).
+    """
+    if samples is None or not fields:
+        return None
+    try:
+        n = samples.count()
+        if not n:
+            return RunEstimate(0.0, 0, 0)
+        probe = samples.limit(LABELS_PROBE)
+        probed = min(n, LABELS_PROBE)
+        per_sample = 0.0
+        for field in fields:
+            per_sample += _labels_in(probe, field) / probed
+    except Exception:  # noqa: BLE001 - a form fragment: the run names any problem with the fields
+        return None
+    labels = int(round(per_sample * n))
+    rate = SECONDS_PER_LABEL.get(operator, DEFAULT_SECONDS_PER_LABEL)
+    return RunEstimate(n * SECONDS_PER_SAMPLE + labels * rate, n, labels)
+
+
+def _labels_in(samples, field: str) -> int:
+    """The labels of ``field`` in ``samples``: the items of its list (Detections, ...) or one per label."""
+    from agreement.fo.storage.label_schema import field_label_type
+
+    kind = field_label_type(samples, field)
+    list_name = getattr(kind, "_LABEL_LIST_FIELD", None)
+    return int(samples.count(f"{field}.{list_name}" if list_name else field))
+
+
+def form_estimate(ctx, operator: str) -> RunEstimate | None:
+    """:func:`estimate_run` for the run a form describes: its target and its rater fields (``fields``, or
+    ``field``) from ``ctx.params``."""
+    from .target import form_target_view
+
+    params = ctx.params
+    fields = params.get("fields") or ([params["field"]] if params.get("field") else [])
+    if isinstance(fields, str):
+        fields = [f.strip() for f in fields.split(",") if f.strip()]
+    try:
+        samples = form_target_view(ctx)
+    except Exception:  # noqa: BLE001 - a form fragment
+        return None
+    return estimate_run(samples, operator, list(fields))
+
+
+def long_run_notice(inputs: types.Object, ctx, operator: str) -> RunEstimate | None:
+    """Form fragment: when the run should take longer than FiftyOne allows an immediate run, a warning that
+    says so (its estimate, the limit) and to delegate it; half of it or more, a notice of the estimate."""
+    estimate = form_estimate(ctx, operator)
+    if estimate is None or estimate.seconds < immediate_limit() / 2:
+        return estimate
+    limit = immediate_limit()
+    size = f"{estimate.n_samples:,} samples, about {estimate.n_labels:,} labels"
+    how = ("Schedule it as a delegated operation (the execution choice of this form, chosen by default): "
+           "`fiftyone delegated launch` runs the queue, `fiftyone delegated list` shows its progress; or run "
+           "it from Python, where no limit applies (see the Scale page, \"Runs longer than ten minutes\")")
+    if estimate.over_limit:
+        inputs.view("long_run", types.Warning(
+            label=f"About {estimate.minutes} minutes: over FiftyOne's {limit / 60:g}-minute limit for immediate "
+                  f"runs; delegate it",
+            description=f"{size}. {how}."))
+    else:
+        inputs.view("long_run", types.Notice(
+            label=f"About {estimate.minutes} minutes ({size}): close to FiftyOne's {limit / 60:g}-minute limit "
+                  f"for immediate runs",
+            description=f"On a busy machine it may take longer. {how}."))
+    return estimate
+
+
+def long_run_execution_options(ctx, operator: str):
+    """The execution options of a compute operator: immediate or delegated, delegated by default when the run
+    should take longer than FiftyOne allows an immediate run (:func:`form_estimate`)."""
+    from fiftyone.operators.executor import ExecutionOptions
+
+    estimate = form_estimate(ctx, operator)
+    return ExecutionOptions(allow_immediate_execution=True, allow_delegated_execution=True,
+                            default_choice_to_delegated=bool(estimate is not None and estimate.over_limit))

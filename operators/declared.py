@@ -23,7 +23,14 @@ import fiftyone.operators.types as types
 from agreement.fo.methods import declarations
 from agreement.fo.runs.declaration import MethodDeclaration, Param, run_declared
 
-from .common import compute_config, execute_with_progress, require, run_inputs
+from .common import (
+    compute_config,
+    execute_with_progress,
+    long_run_execution_options,
+    long_run_notice,
+    require,
+    run_inputs,
+)
 from .errors import OperatorInputError
 from .outputs import result_property, run_fields, shown_result
 from .python_call import AgreementOperator
@@ -378,6 +385,7 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
                 _param_input(inputs, p, ctx, chosen)
             if decl.streams:
                 execution_inputs(inputs, ctx)
+            long_run_notice(inputs, ctx, decl.operator)
             run_inputs(inputs, ctx, default_prefix=decl.key_prefix)
             title = decl.label.split(": ", 1)[-1]
             return types.Property(inputs, view=types.View(label=title[:1].upper() + title[1:]))
@@ -395,6 +403,9 @@ def operator_class(decl: MethodDeclaration) -> type[AgreementOperator]:
 
         def resolve_delegation(self, ctx):
             return ctx.params.get("delegate", None)
+
+        def resolve_execution_options(self, ctx):
+            return long_run_execution_options(ctx, decl.operator)
 
     name = "".join(part.title() for part in decl.operator.split("_"))
     DeclaredOperator.__name__ = DeclaredOperator.__qualname__ = name

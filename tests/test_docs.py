@@ -70,6 +70,7 @@ def test_a_recorded_table_appears_on_the_page_with_its_machine(tmp_path, monkeyp
     finally:
         sys.path.remove(str(REPO / "bench"))
     monkeypatch.setattr(write_page, "RESULTS", tmp_path)
+    monkeypatch.setattr(write_page, "QUICK_RESULTS", tmp_path)  # a quick run's fragments go there
     write_page.record("kalos", ["corpus", "speed-up"], [["LVIS", "22.0"]], about="KαLOS against the reference.",
                       options="kalos_bench.py --quick", quick=True)
     frag = json.loads((tmp_path / "kalos.json").read_text())

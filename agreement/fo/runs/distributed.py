@@ -41,6 +41,12 @@ must merge exactly.
 
 Only this module imports Dask, and only when the backend is used: Dask stays
 an optional dependency (``pip install "dask[distributed]"``).
+
+What a run on the cluster cost, per shard (the seconds of its task on the
+worker, the pickled bytes of the job sent to it and of the statistics it sent
+back), is kept for the last run of this process in :data:`SHARD_TIMINGS` and
+logged at debug level: what the benchmarks report as the work that more
+machines would share and the bytes each shard moves.
 """
 
 from __future__ import annotations
@@ -48,19 +54,54 @@ from __future__ import annotations
 import dataclasses
 import importlib.machinery
 import importlib.util
+import logging
 import os
+import pickle
 import shlex
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from agreement.fo.runs.errors import RunError
 
 __all__ = ["dask_available", "database_env", "run_shards", "dask_client", "library_on_workers_path", "BACKENDS",
-           "check_backend"]
+           "check_backend", "ShardTiming", "SHARD_TIMINGS"]
 
 BACKENDS = ("serial", "dask")
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardTiming:
+    """What one shard of a run on the cluster cost.
+
+    Attributes:
+        index: the shard's position in the run.
+        seconds: its task's time on the worker (connect, rebuild the view, read, compute, write).
+        sent_bytes: the pickled size of its job (the method's shared state is sent once, not counted here).
+        returned_bytes: the pickled size of what it sent back (the method's mergeable statistics).
+    """
+
+    index: int
+    seconds: float
+    sent_bytes: int
+    returned_bytes: int
+
+
+#: The shards of this process's last run on a cluster (:func:`run_shards`), in shard order.
+SHARD_TIMINGS: list[ShardTiming] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class _Timed:
+    """A shard task's result with its time on the worker and its pickled size."""
+
+    result: Any
+    seconds: float
+    nbytes: int
 
 
 def dask_available() -> bool:
@@ -194,9 +235,12 @@ def _shard_task(where: _ViewOnCluster, job, state: Any, spec, process: Callable)
     import fiftyone as fo
     import fiftyone.core.view as fov
 
+    started = time.perf_counter()
     dataset = fo.load_dataset(dataset_name)
     view = fov.DatasetView._build(dataset, stages) if stages else dataset
-    return process(view, job, spec)
+    result = process(view, job, spec)
+    seconds = time.perf_counter() - started
+    return _Timed(result, seconds, len(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
 
 
 def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], spec, process: Callable,
@@ -224,4 +268,18 @@ def run_shards(samples, jobs: Sequence, report: Callable[[float, str], None], sp
         for _ in as_completed(futures):
             done += 1
             report(0.05 + 0.9 * done / len(jobs), f"shard {done} of {len(jobs)} done on the cluster")
-        return client.gather(futures)
+        timed = client.gather(futures)
+    SHARD_TIMINGS[:] = [ShardTiming(job.index, t.seconds, _pickled_size(dataclasses.replace(job, state=None)),
+                                    t.nbytes) for job, t in zip(jobs, timed, strict=True)]
+    for t in SHARD_TIMINGS:
+        logger.debug("shard %d on the cluster: %.2f s, %d bytes sent, %d bytes back", t.index, t.seconds,
+                     t.sent_bytes, t.returned_bytes)
+    return [t.result for t in timed]
+
+
+def _pickled_size(obj: Any) -> int:
+    """The pickled size of ``obj`` in bytes (0 when it does not pickle: the cluster would have refused it)."""
+    try:
+        return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - a measure only
+        return 0
