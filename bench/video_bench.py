@@ -7,10 +7,16 @@ frame, one frame field per rater (``frames.<rater>``, ``Detections`` with the tr
 the frames into frame units, read, compute, chance baseline, write-back to the frames, per-video aggregates,
 run registration) in a child process that prints its seconds and peak resident memory (``ru_maxrss``).
 
-Printed per operator: seconds, the ratio to a bare ``values()`` read of the raters' frame labels (their
-boxes, classes and track ids: ``frames.<rater>.detections.bounding_box`` etc.; a read of whole frame label
-fields builds millions of Label objects, over 17 GB here) or of the segment fields, measured in the same run
-(target: within 3x), and the peak memory (target: under 3 GiB).
+Printed per operator: seconds, the ratio to a bare ``values()`` read of what the frame operators need (the
+frames' ids and the raters' frame labels' ids, boxes, classes and track ids:
+``frames.<rater>.detections.bounding_box`` etc.; a read of whole frame label fields builds millions of Label
+objects, over 17 GB here) or of the segment fields, measured in the same run (target: within 2x), and the
+peak memory (target: under 3 GiB). With ``--read raw`` the frame read is one raw find of the same fields on
+the frames collection (for sizes where ``values()`` does not finish).
+
+Options for iterating: ``--which frames``, ``--operators ...``, ``--profile DIR`` (a cProfile of each
+operator's run, its worker threads included, as ``DIR/<operator>_<fields>.prof``), ``--no-record`` (print
+only; ``bench/results`` untouched).
 
 Run with ``scripts/with-temp-fiftyone.sh .venv/bin/python bench/video_bench.py [--videos 100]``.
 """
@@ -32,7 +38,7 @@ sys.path.insert(0, ROOT)
 from write_page import record  # noqa: E402  (bench/ is this script's folder)
 
 #: (operator, parameters, which fields: "frames" or "segments")
-OPERATORS = [
+OPERATORS: list[tuple[str, dict, str]] = [
     ("compute_kalos", {}, "frames"),
     ("compute_ot_agreement", {}, "frames"),
     ("compute_geometry_agreement", {}, "frames"),
@@ -45,20 +51,47 @@ OPERATORS = [
 ]
 
 
-def child(dataset: str, name: str, fields: list[str], params: dict) -> None:
-    """Runs operator ``name`` on ``dataset`` and prints its seconds and this process's peak memory in GiB."""
+def child(dataset: str, name: str, fields: list[str], params: dict, profile: str | None = None) -> None:
+    """Runs operator ``name`` on ``dataset`` and prints its seconds and this process's peak memory in GiB
+    (with ``profile``, a cProfile of the run is saved there)."""
     import fiftyone as fo
     import fiftyone.operators as foo
 
     ds = fo.load_dataset(dataset)
+    profiles = _profile_threads() if profile else []
     t = time.perf_counter()
     res = foo.execute_operator(f"@iaa/agreement/{name}",
                                ctx=dict(view=ds.view(), params=dict(fields=fields, key="bench", **params)))
     elapsed = time.perf_counter() - t
+    if profile and profiles:
+        import pstats
+
+        stats = pstats.Stats(profiles[0])
+        for p in profiles[1:]:
+            stats.add(p)
+        stats.dump_stats(profile)
     if res.error:
         raise SystemExit(f"{name} failed: {res.error_message or res.error}")
     ds.delete_run("bench")
     print(f"{elapsed:.2f} {_peak_gib():.2f}")
+
+
+def _profile_threads() -> list:
+    """cProfiles every task that a thread pool runs from now on (``execute_operator`` runs the operator in one):
+    the list fills with one profile per task, to be merged."""
+    import cProfile
+    from concurrent.futures import thread
+
+    profiles: list = []
+    run = thread._WorkItem.run
+
+    def profiled(self):
+        prof = cProfile.Profile()
+        profiles.append(prof)
+        prof.runcall(run, self)
+
+    thread._WorkItem.run = profiled  # type: ignore[method-assign]
+    return profiles
 
 
 def _peak_gib() -> float:
@@ -74,9 +107,16 @@ def _peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
 
 
-def bare_read(ds, paths: list[str]) -> float:
+def bare_read(ds, paths: list[str], raw: bool = False) -> float:
+    """Seconds of ``ds.values(paths)``; with ``raw``, of one find of the same frame paths on the frames
+    collection (documents kept, as ``values()`` keeps its lists)."""
     t = time.perf_counter()
-    ds.values(paths)
+    if raw:
+        stored = {p[len("frames."):].replace(".id", "._id") for p in paths if p.startswith("frames.")}
+        stored = {"_id" if p == "id" else p for p in stored}
+        list(ds._frame_collection.find({}, {"_sample_id": 1, **dict.fromkeys(stored, 1)}, batch_size=10_000))
+    else:
+        ds.values(paths)
     return time.perf_counter() - t
 
 
@@ -87,7 +127,12 @@ def main(argv=None) -> None:
     parser.add_argument("--raters", type=int, default=3)
     parser.add_argument("--objects", type=int, default=5)
     parser.add_argument("--operators", nargs="*", help="only these operators (default: all)")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--which", choices=("frames", "segments"), help="only the operators on these fields")
+    parser.add_argument("--profile", metavar="DIR", help="save a cProfile of each operator run in DIR")
+    parser.add_argument("--read", choices=("values", "raw"), default="values",
+                        help="the frame read measured: FiftyOne's values() (default) or a raw find of the same fields")
+    parser.add_argument("--no-record", action="store_true", help="print only: leave bench/results untouched")
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="5 videos x 20 frames: to check that it works")
     args = parser.parse_args(argv)
     if args.quick and not args.child:
@@ -95,8 +140,8 @@ def main(argv=None) -> None:
     if args.child:
         import json
 
-        dataset, name, fields, params = args.child
-        return child(dataset, name, fields.split(","), json.loads(params))
+        dataset, name, fields, params, profile = args.child
+        return child(dataset, name, fields.split(","), json.loads(params), profile or None)
     os.environ.setdefault("FIFTYONE_PLUGINS_DIR", ROOT)
     from agreement.fo.simulate.video import simulate_video_dataset, video_field_names
 
@@ -115,23 +160,26 @@ def main(argv=None) -> None:
     # The frame labels' own values (box, class, track id of every box), not Label objects: FiftyOne's
     # values() of whole frame label fields builds 4.4 M Detection objects (over 17 GB resident and more than
     # 35 minutes here before it was stopped), which no user waits for and which would flatter every ratio.
-    paths = [f"{f}.detections.{leaf}" for f in frames for leaf in ("bounding_box", "label", "index")]
-    base = {"frames": bare_read(ds, paths),
+    paths = ["frames.id"] + [f"{f}.detections.{leaf}" for f in frames for leaf in ("id", "bounding_box", "label", "index")]
+    base = {"frames": bare_read(ds, paths, raw=args.read == "raw"),
             "segments": statistics.median(bare_read(ds, segments) for _ in range(3))}
-    print(f"bare values() read: frame boxes, classes and track ids {base['frames']:.2f} s, "
+    print(f"bare {args.read} read: frame and label ids, boxes, classes, track ids {base['frames']:.2f} s, "
           f"segment fields {base['segments']:.2f} s")
     print(f"{'operator':<28} {'fields':<9} {'seconds':>8} {'x read':>7} {'peak GiB':>9}")
-    rows = [["bare `values()` of the frame labels' boxes, classes and track ids", "frames", f"{base['frames']:.2f}",
+    read_name = "`values()`" if args.read == "values" else "raw find"
+    rows = [[f"bare {read_name} of the frame ids and the frame labels' ids, boxes, classes and track ids", "frames",
+             f"{base['frames']:.2f}",
              "1.00", ""],
             ["bare `values()` of the segment fields (median of 3)", "segments", f"{base['segments']:.2f}", "1.00", ""]]
     import json
 
     for name, params, which in OPERATORS:
-        if args.operators and name not in args.operators:
+        if (args.operators and name not in args.operators) or (args.which and which != args.which):
             continue
+        profile = os.path.join(args.profile, f"{name}_{which}.prof") if args.profile else ""
         fields = frames if which == "frames" else segments
         out = subprocess.run([sys.executable, __file__, "--child", ds.name, name, ",".join(fields),
-                              json.dumps(params)], capture_output=True, text=True,
+                              json.dumps(params), profile], capture_output=True, text=True,
                              env={**os.environ, "FIFTYONE_PLUGINS_DIR": ROOT})
         if out.returncode:
             tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["?"]
@@ -142,11 +190,14 @@ def main(argv=None) -> None:
         print(f"{name:<28} {which:<9} {seconds:8.1f} {seconds / base[which]:7.2f} {peak:9.2f}", flush=True)
         rows.append([f"`{name}`", which, f"{seconds:.1f}", f"{seconds / base[which]:.2f}", f"{peak:.2f}"])
     ds.delete()
+    if args.no_record:
+        return
     record("video", ["operator", "fields", "seconds", "× that read", "peak (GiB)"], rows,
            about=f"{args.videos:,} simulated videos × {args.frames} frames × {args.raters} raters × "
                  f"{args.objects} boxes ({n_labels:,} frame labels), each operator end to end through "
-                 f"`execute_operator` in a fresh process, against a bare `values()` read of what the operators "
-                 f"read (the frame labels' boxes, classes and track ids; FiftyOne's `values()` of the whole frame "
+                 f"`execute_operator` in a fresh process, against a bare {read_name} read of what the operators "
+                 f"read (the frames' ids and the frame labels' ids, boxes, classes and track ids; FiftyOne's "
+                 f"`values()` of the whole frame "
                  f"label fields builds a `Detection` per box and is far slower at this size).",
            quick=args.quick)
 

@@ -92,9 +92,10 @@ def write_video_fields(dataset, key: str, aggregates: Mapping[str, Mapping[str, 
         kinds[f"{key}_{suffix}"] = fof.IntField if all(isinstance(x, int) for x in clean.values() if x is not None) \
             and any(x is not None for x in clean.values()) else fof.FloatField
         columns[f"{key}_{suffix}"] = clean
-    with schema_lock(dataset):
-        schema = dataset.get_field_schema()
-        for name, kind in kinds.items():
-            if name not in schema:
-                dataset.add_sample_field(name, kind)
+    if any(name not in dataset.get_field_schema() for name in kinds):
+        with schema_lock(dataset):  # one merge of the new declarations (one reload), not one per field
+            schema = dataset.get_field_schema()
+            new = {name: kind() for name, kind in kinds.items() if name not in schema}
+            if new:
+                dataset._merge_sample_field_schema(new)
     write_columns(dataset, {n: c for n, c in columns.items() if c})

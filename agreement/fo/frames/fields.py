@@ -40,6 +40,10 @@ def declare_frame_fields(units, dataset, frame_fields: Sequence[str], label_fiel
 
     flat = units.get_field_schema(flat=True)
     schema = units.get_field_schema()
+    tops = set(frame_fields) | set(label_fields)
+    have = dataset.get_frame_field_schema(flat=True) or {}
+    if all(p in have for p in flat if p.split(".")[0] in tops):
+        return  # declared already (by the write-back): no lock, no reload of the video dataset
     with schema_lock(dataset):
         # one merge of the units' declarations (nested attributes included), one reload; then whatever it
         # did not declare (nothing, in FiftyOne 1.x), path by path

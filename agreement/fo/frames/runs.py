@@ -257,7 +257,12 @@ def _transfer(units, samples, key: str, config: AgreementRunConfig, *, score: di
         dataset.update_run_config(key, config)
     declare_frame_fields(units, dataset, frame_fields, sorted({lf for lf, _ in unit_attrs}))
     # values that reached the units another way than the bulk write-back (a method's own set_values)
-    left = [f for f in frame_fields if units._sample_collection.find_one({f: {"$exists": True}}, {"_id": 1})]
+    # (one scan of the units for all fields, none of which the bulk write-back leaves there; per field only
+    # if some value did reach them)
+    coll = units._sample_collection
+    anywhere = bool(frame_fields) and coll.find_one({"$or": [{f: {"$exists": True}} for f in frame_fields]},
+                                                    {"_id": 1}) is not None
+    left = [f for f in frame_fields if anywhere and coll.find_one({f: {"$exists": True}}, {"_id": 1})]
     if left:
         merge_back(units, dataset, left, [])
     aggregates, counts = video_aggregates(*_frame_scores(units, dataset, f"{key}_{score['suffix']}", written),

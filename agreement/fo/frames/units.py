@@ -55,6 +55,11 @@ UNITS_INFO_KEY = "iaa_frame_units"
 UNIT_RATERS_FIELD = "iaa_video_raters"
 
 
+#: The units' index of their videos: ``(_sample_id, _id)``, so that a read of both touches no document.
+_VIDEO_INDEX = [("_sample_id", 1), ("_id", 1)]
+_VIDEO_INDEX_NAME = "iaa_video_unit"
+
+
 def strip_frames_prefix(name: str) -> str:
     """``"frames.r1"`` -> ``"r1"``."""
     return name[len("frames."):] if name.startswith("frames.") else name
@@ -120,7 +125,8 @@ def build_frame_units(samples, fields: Sequence[str] | None, field: str | None, 
         units.add_sample_field(UNIT_RATERS_FIELD, fof.ListField, subfield=fof.StringField)
     pipeline = _unit_pipeline(samples, names, fields is None, rater_attr, raters_field, units)
     list(samples._aggregate(attach_frames=True, post_pipeline=pipeline))
-    units.create_index("sample_id")
+    # (video, unit) pairs in one index: the units' videos are read from it alone (chance_groups)
+    units._sample_collection.create_index(_VIDEO_INDEX, name=_VIDEO_INDEX_NAME)
     units.reload()
     return units
 
@@ -231,10 +237,16 @@ def chance_groups(samples, sample_ids: Sequence[str]) -> np.ndarray | None:
     other collection (every sample is its own group)."""
     if not is_frame_units(samples):
         return None
-    ids, videos = samples._dataset.values(["id", "sample_id"])
-    of = dict(zip(ids, videos, strict=True))
-    _, codes = np.unique(np.asarray([str(of[s]) for s in sample_ids], dtype=object), return_inverse=True)
-    return codes.reshape(-1).astype(np.int64)
+    # one raw read of the units' video ids (no per-value conversion); the codes are those of np.unique over
+    # the videos' ids as strings (sorted), computed over the few distinct videos only
+    coll = samples._dataset._sample_collection
+    cursor = coll.find({}, {"_id": 1, "_sample_id": 1})
+    if _VIDEO_INDEX_NAME in coll.index_information():
+        cursor = cursor.hint(_VIDEO_INDEX_NAME)  # covered by the index: no unit document is read
+    of = {str(d["_id"]): str(d.get("_sample_id")) for d in cursor}
+    videos = [of[str(s)] for s in sample_ids]
+    code = {v: k for k, v in enumerate(sorted(set(videos)))}
+    return np.fromiter((code[v] for v in videos), dtype=np.int64, count=len(videos))
 
 
 def is_frame_units(samples) -> bool:

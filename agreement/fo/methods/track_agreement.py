@@ -49,7 +49,6 @@ import fiftyone.core.labels as fol
 from agreement.fo.frames.units import UNITS_INFO_KEY, is_frame_units
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
-from agreement.fo.storage.projection import read_values
 from agreement.methods.tracks import TrackAgreementResult, Tracks, pool_track_agreement, track_agreement
 from agreement.methods.tracks.hota import LOCA_UNMATCHED
 
@@ -64,22 +63,57 @@ def _extra(samples, read, params: dict) -> dict:
         raise ValueError("compute_track_agreement reads tracks on video frames: give frame fields "
                          "(fields=['frames.r1', 'frames.r2', ...] or field='frames.<field>' with rater_attr) "
                          "of a video dataset, the track id in each box's index")
-    ids, videos, numbers, paths = samples.values(["id", "sample_id", "frame_number", "filepath"])
-    where = {i: (str(v), int(n), os.path.basename(p).rsplit(" frame ", 1)[0])
-             for i, v, n, p in zip(ids, videos, numbers, paths, strict=True)}
-    index: dict = {}
+    # one raw read of the units (their video, frame number and path) and of every box's track id, as stored
+    fields = list(read.label_fields)
+    project: dict = {"_sample_id": 1, "frame_number": 1, "filepath": 1}
+    project.update({f"t{k}": {"$map": {"input": {"$ifNull": [f"${lf}.detections", []]}, "as": "x",
+                                       "in": ["$$x._id", "$$x.index"]}} for k, lf in enumerate(fields)})
+    where: dict = {}
+    label_ids = bytearray()
+    tracks: list = []
+    for doc in samples._aggregate(pipeline=[{"$project": project}]):
+        where[str(doc["_id"])] = (str(doc.get("_sample_id")), int(doc["frame_number"]),
+                                  os.path.basename(doc["filepath"]).rsplit(" frame ", 1)[0])
+        for k in range(len(fields)):
+            for lid, track in doc.get(f"t{k}") or ():
+                label_ids += lid.binary
+                tracks.append(track)
     frame_count: dict = {}
     source = (samples._dataset.info or {}).get(UNITS_INFO_KEY, {}).get("dataset")
     if source and fo.dataset_exists(source):
-        vids, counts = fo.load_dataset(source).select(sorted(set(map(str, videos)))).values(
+        vids, counts = fo.load_dataset(source).select(sorted({v for v, _, _ in where.values()})).values(
             ["id", "metadata.total_frame_count"])
         frame_count = {str(v): c for v, c in zip(vids, counts, strict=True) if c}
-    for lf in read.label_fields:
-        label_ids, tracks = read_values(samples, [f"{lf}.detections.id", f"{lf}.detections.index"])
-        for a, b in zip(label_ids, tracks, strict=False):
-            if a:
-                index.update(zip(a, b, strict=False))
-    return {"where": where, "index": index, "frame_count": frame_count}
+    return {"where": where, "index": _TrackIds(bytes(label_ids), tracks), "frame_count": frame_count}
+
+
+class _TrackIds:
+    """Each box's track id (``Detection.index`` as stored, ``None`` where unset), by label id: the ids as
+    sorted 12-byte keys, looked up in bulk (no dict of millions of strings)."""
+
+    def __init__(self, label_ids: bytes, tracks: list) -> None:
+        keys = np.frombuffer(label_ids, dtype="S12")
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+        self.tracks = np.asarray(tracks + [None], dtype=object)[:-1]
+
+    def of(self, label_ids: np.ndarray) -> np.ndarray:
+        """The track id of each of ``label_ids`` (24-hex-digit strings), ``None`` where unknown or unset."""
+        out = np.full(len(label_ids), None, dtype=object)
+        if not len(label_ids) or not len(self.keys):
+            return out
+        # the ids' 24 lowercase hex digits (as str(ObjectId) gives them) to their 12 bytes; any other string
+        # is unknown, as it was no key of the dict this replaces
+        digits = np.asarray(label_ids, dtype="S24").view(np.uint8).reshape(-1, 24).astype(np.int16)
+        decimal, letter = (digits >= 48) & (digits <= 57), (digits >= 97) & (digits <= 102)
+        ok = (decimal | letter).all(axis=1)
+        nibble = np.where(letter, digits - 87, np.where(decimal, digits - 48, 0))
+        wanted = ((nibble[:, 0::2] << 4) | nibble[:, 1::2]).astype(np.uint8).view("S12").reshape(-1)
+        # the last of equal keys (stable order): the value a dict keeps for a repeated id
+        at = np.maximum(np.searchsorted(self.keys, wanted, side="right") - 1, 0)
+        found = ok & (self.keys[at] == wanted)
+        out[found] = self.tracks[self.order[at[found]]]
+        return out
 
 
 def _video_rows(data, where: dict) -> dict:
@@ -94,14 +128,14 @@ def _video_rows(data, where: dict) -> dict:
     return {v: (units[u_cut[k]:u_cut[k + 1]], rows[r_cut[k]:r_cut[k + 1]]) for k, v in enumerate(names.tolist())}
 
 
-def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: dict, frame: np.ndarray) -> dict:
+def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: np.ndarray, frame: np.ndarray) -> dict:
     """``{rater: Tracks}`` of one video (every rater assigned to some frame of it); ``frame``: the frame number
     of every corpus unit."""
     name = where[data.sample_ids[units[0]]][2]
     out = {}
     for r in np.flatnonzero(data.assigned[units].any(axis=0)):
         mine = rows[data.rater_index[rows] == r]
-        track = [index.get(i) for i in data.label_ids[mine]]
+        track = index[mine].tolist()
         missing = [k for k, t in enumerate(track) if t is None]
         if missing:
             k = mine[missing[0]]
@@ -113,7 +147,7 @@ def _tracks_of(data, units: np.ndarray, rows: np.ndarray, where: dict, index: di
     return out
 
 
-def _per_label(data, rows: np.ndarray, res, index: dict, stiou_out: np.ndarray, unit_out: np.ndarray) -> None:
+def _per_label(data, rows: np.ndarray, res, index: np.ndarray, stiou_out: np.ndarray, unit_out: np.ndarray) -> None:
     """Each box's track unit and the unit's least STIoU."""
     u = res.units
     lookup = {}
@@ -122,7 +156,7 @@ def _per_label(data, rows: np.ndarray, res, index: dict, stiou_out: np.ndarray, 
             if u.present[k, c]:
                 lookup[(r, int(u.track_ids[k, c]))] = k
     for row in rows:
-        unit = lookup.get((data.raters[data.rater_index[row]], int(index[data.label_ids[row]])))
+        unit = lookup.get((data.raters[data.rater_index[row]], int(index[row])))
         if unit is not None:
             unit_out[row] = unit
             stiou_out[row] = u.min_stiou[unit]
@@ -142,7 +176,8 @@ def _frame_agreement(data, units: np.ndarray, rows: np.ndarray, res, unit_of_row
 
 def _compute(read, params: dict, report, extra: dict) -> MethodOutput:
     data = read.annotations
-    where, index = extra["where"], extra["index"]
+    where = extra["where"]
+    index = extra["index"].of(data.label_ids)  # each corpus row's track id (None: unset)
     videos = _video_rows(data, where)
     frame = np.asarray([where[s][1] for s in data.sample_ids], dtype=np.int64)
     N = len(data.boxes)

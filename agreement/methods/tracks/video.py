@@ -7,7 +7,7 @@ per video by :class:`VideoTracks`:
   order), then track (canonical order, :mod:`agreement.methods.tracks.data`);
   a *global track* number ``t`` runs over the raters' tracks in that order;
 * the IoU of every two detections on the same frame that overlap
-  (``IoU > 0``; :func:`agreement.geometry.boxes.pairwise_iou`), as pairs
+  (``IoU > 0``; :func:`agreement.geometry.boxes.paired_iou`), as pairs
   ``(i, j)`` with ``i < j``, ordered by frame, ``i``, ``j``;
 * for every two tracks ``s < t`` that share a frame, the sum of the IoU of
   their boxes over the frames they share, ``S_st``, and the number of those
@@ -25,9 +25,10 @@ of track ``t`` and ``|F(t)| = n_t``:
 ``[0, 1]``: 1 for two tracks with identical boxes on identical frames, 0 for
 tracks that never overlap (on disjoint frames in particular). Symmetric.
 
-Box IoU is computed per block of consecutive frames of about 256 boxes by one
-``pairwise_iou`` call (the same-frame entries kept), so the Python work is one
-call per block, not per frame or per pair of tracks.
+Box IoU is computed for every same-frame pair of a video at once, by one
+``paired_iou`` call (no Python work per frame or per pair of tracks); the sums
+``S_st`` are accumulated per block of consecutive frames of about 256 boxes,
+then over the blocks (a fixed order of additions, whatever the video's size).
 
 This module does not import FiftyOne.
 """
@@ -40,12 +41,12 @@ from typing import Mapping, cast
 
 import numpy as np
 
-from agreement.geometry.boxes import pairwise_iou
+from agreement.geometry.boxes import paired_iou
 from agreement.methods.tracks.data import Tracks
 
 __all__ = ["VideoTracks", "RaterPair", "spatio_temporal_iou"]
 
-#: Boxes per block of frames whose IoU is computed by one ``pairwise_iou`` call.
+#: Boxes per block of frames whose IoU sums are accumulated together before the sum over blocks.
 _BLOCK = 256
 
 
@@ -85,6 +86,20 @@ def _same_frame_blocks(frame: np.ndarray) -> list[tuple[int, int]]:
     cut = starts[np.r_[True, block[1:] != block[:-1]]]
     bounds = np.r_[cut, n]
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+
+def _same_frame_pairs(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every two rows ``i < j`` of the same frame (``frame`` sorted), ordered by ``i`` then ``j``."""
+    n = len(frame)
+    if n < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, frame[1:] != frame[:-1]])
+    stop = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))  # the end of each row's frame
+    count = stop - np.arange(n) - 1  # partners after each row in its frame
+    ii = np.repeat(np.arange(n, dtype=np.int64), count)
+    first = np.cumsum(count) - count  # each row's first pair
+    jj = ii + 1 + (np.arange(len(ii), dtype=np.int64) - np.repeat(first, count))
+    return ii, jj
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,33 +210,31 @@ class VideoTracks:
     # ------------------------------------------------------------------ overlaps
     @cached_property
     def _overlaps(self) -> tuple[np.ndarray, ...]:
-        """Same-frame detection pairs with IoU > 0, and per track pair the IoU sum and the shared frames."""
+        """Same-frame detection pairs with IoU > 0, and per track pair the IoU sum and the shared frames.
+
+        Every same-frame pair ``i < j`` is listed at once (ordered by ``i``, then ``j``) and its IoU computed
+        by one :func:`agreement.geometry.boxes.paired_iou` (bit for bit ``pairwise_iou``'s); the IoU sums of a
+        track pair are summed per block of frames (:func:`_same_frame_blocks`), then over the blocks in order."""
         frame, track, boxes = self.det_frame, self.det_track, self.det_box
         T = max(self.n_tracks, 1)
-        pi, pj, pv, keys, sums, counts = [], [], [], [], [], []
-        for start, stop in _same_frame_blocks(frame):
-            f = frame[start:stop]
-            ii, jj = np.nonzero(np.triu(f[:, None] == f[None, :], 1))
-            if not len(ii):
-                continue
-            iou = pairwise_iou(boxes[start:stop], boxes[start:stop])[ii, jj]
-            key = track[start + ii] * T + track[start + jj]
-            uk, inv = np.unique(key, return_inverse=True)
-            keys.append(uk)
-            sums.append(np.bincount(inv, weights=iou, minlength=len(uk)))
-            counts.append(np.bincount(inv, minlength=len(uk)))
-            hit = iou > 0
-            pi.append(ii[hit] + start)
-            pj.append(jj[hit] + start)
-            pv.append(iou[hit])
         empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
-        if not keys:
+        ii, jj = _same_frame_pairs(frame)
+        if not len(ii):
             return empty_i, empty_i, empty_f, empty_i, empty_i, empty_f, empty_i
-        key = np.concatenate(keys)
-        uk, inv = np.unique(key, return_inverse=True)
-        s = np.bincount(inv, weights=np.concatenate(sums), minlength=len(uk))
-        c = np.bincount(inv, weights=np.concatenate(counts), minlength=len(uk)).astype(np.int64)
-        return (np.concatenate(pi), np.concatenate(pj), np.concatenate(pv), uk // T, uk % T, s, c)
+        iou = paired_iou(boxes[ii], boxes[jj])
+        bounds = np.asarray([b for b, _ in _same_frame_blocks(frame)], dtype=np.int64)
+        block = np.searchsorted(bounds, ii, side="right") - 1
+        key = track[ii] * T + track[jj]
+        # per (block, track pair) in pair order, then per track pair over the blocks in block order: the sums
+        # of a per-block bincount followed by one over the blocks' partial sums
+        bk, inv = np.unique(block * (T * T) + key, return_inverse=True)
+        part_sum = np.bincount(inv, weights=iou, minlength=len(bk))
+        part_count = np.bincount(inv, minlength=len(bk))
+        uk, inv = np.unique(bk % (T * T), return_inverse=True)
+        s = np.bincount(inv, weights=part_sum, minlength=len(uk))
+        c = np.bincount(inv, weights=part_count, minlength=len(uk)).astype(np.int64)
+        hit = iou > 0
+        return (ii[hit], jj[hit], iou[hit], uk // T, uk % T, s, c)
 
     @property
     def pair_i(self) -> np.ndarray:
