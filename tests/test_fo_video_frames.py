@@ -324,3 +324,28 @@ def test_frame_consensus_review_queue_is_clips_of_flagged_frames(fo, video_ds):
     shown = [x for x in queue.values("frames.rq_consensus.detections.rq_review", unwind=True)]
     assert len(shown) == n_flagged and all(shown)  # every flagged consensus label, and only those
     assert review_labels(video_ds, "rq", [], "accepted")["flagged"] == n_flagged  # reviewable (issue 48)
+
+
+def test_frame_consensus_beyond_its_fit_window_streams_and_writes_every_frame(fo, video_ds):
+    """A frame view of more frames than ``fit_samples`` (a frame is a sample of the consensus) is fitted on the
+    first frames and streams the rest: every frame gets its consensus, the per-video aggregates are written, and
+    the run records the window; the window's frames equal a whole fit of those frames."""
+    import fiftyone.operators as foo
+
+    from agreement.fo.runs import load_agreement_results
+
+    fields = [f"frames.{r}" for r in RATERS]
+    window = (N_VIDEOS * N_FRAMES) // 2
+    whole = foo.execute_operator("@iaa/agreement/compute_consensus",
+                                 ctx=dict(view=video_ds.view(), params=dict(key="cwhole", fields=fields)))
+    res = foo.execute_operator("@iaa/agreement/compute_consensus",
+                               ctx=dict(view=video_ds.view(), params=dict(key="cwin", fields=fields,
+                                                                          fit_samples=window, shard_size=3)))
+    detail = load_agreement_results(video_ds, "cwin")["detail"]
+    assert detail["fit_window"]["n_fitted"] == window
+    assert detail["fit_window"]["n_samples"] == N_VIDEOS * N_FRAMES
+    assert res.result["n_consensus"] > 0
+    assert video_ds.count("frames.cwin_consensus.detections") == res.result["n_consensus"]
+    assert video_ds.count("frames.cwin_consensus") == video_ds.count("frames.cwhole_consensus")
+    assert abs(res.result["n_consensus"] - whole.result["n_consensus"]) <= 0.2 * whole.result["n_consensus"]
+    _no_units_left(fo)
