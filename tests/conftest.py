@@ -64,20 +64,39 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)
             if not _is_browser_module(config.rootpath / path):
-                return path
+                return _param_unit(path, nodeid) or path
             return f"browser tests {_browser_half(path)}"
 
     return _BrowserTogether(config, log)
 
 
+#: Modules whose tests are split into work units by their (single) parameter's id: the validation matrix's
+#: units (``tests/test_validation_matrix.py``: ``UNITS``, one module-scoped fixture per unit) compute on
+#: different workers; as one module, one worker computed the whole matrix (4.6 min, the suite's critical path).
+_SPLIT_BY_PARAM = ("test_validation_matrix.py",)
+
+
+def _param_unit(path: str, nodeid: str) -> str | None:
+    """``"<module>[<parameter id>]"`` for a parametrized test of a :data:`_SPLIT_BY_PARAM` module, else None."""
+    name = Path(path).name
+    if name not in _SPLIT_BY_PARAM or not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    return f"{name}[{nodeid[nodeid.index('[') + 1:-1]}]"
+
+
 #: The slowest work units, slowest first (a worker's seconds in a full run on 2 cores, December 2026: the two
-#: browser groups, then validation matrix ~180 s, install ~145, panel ~120, doc snippets ~120, ...). Under
-#: xdist they are collected, and so handed out, first (longest processing time first): with ``--dist loadfile``
-#: a worker takes the next unit in collection order, and a long module taken last kept one worker busy for
-#: minutes after the other had finished. The other modules follow in their usual order, the short ones last.
+#: browser groups, then install ~145 s, panel ~120, doc snippets ~120, ...; the validation matrix, 4.6 min as
+#: one module, is now eight units of about 25–60 s, :data:`_SPLIT_BY_PARAM`). Under xdist they are collected,
+#: and so handed out, first (longest processing time first): with ``--dist loadfile`` a worker takes the next
+#: unit in collection order, and a long module taken last kept one worker busy for minutes after the other had
+#: finished. The other modules follow in their usual order, the short ones last.
 _SLOWEST_FIRST = (
-    "browser tests 1", "browser tests 2", "test_validation_matrix.py", "test_install.py", "test_panel.py",
-    "test_doc_snippets.py", "test_fo_consensus_labels.py", "test_fo_streaming.py", "test_fo_coco.py",
+    "browser tests 1", "browser tests 2", "test_install.py", "test_panel.py", "test_doc_snippets.py",
+    "test_validation_matrix.py[tracks]", "test_validation_matrix.py[classes_segments_frames]",
+    "test_fo_consensus_labels.py", "test_fo_streaming.py", "test_fo_coco.py",
+    "test_validation_matrix.py[polygons]", "test_validation_matrix.py[boxes_keypoints]",
+    "test_validation_matrix.py[semantic_masks]", "test_validation_matrix.py[cuboids]",
+    "test_validation_matrix.py[instance_masks]", "test_validation_matrix.py[polylines_points]",
     "test_class_consensus.py", "test_fo_video_frames.py", "test_geometry_agreement.py", "test_fo_lifecycle.py",
     "test_operators_forms.py", "test_report_assets.py", "test_fo_ot.py", "test_demo.py", "test_fo_reports.py",
     "test_temporal_operators.py", "test_tracks_alpha.py", "test_panel_video.py", "test_operators_python.py",
@@ -86,9 +105,12 @@ _SLOWEST_FIRST = (
 )
 
 
-def _work_unit(path: Path) -> str:
-    """The unit a worker takes whole: the browser group of a browser module, else the module's file name."""
-    return f"browser tests {_browser_half(str(path))}" if _is_browser_module(path) else path.name
+def _work_unit(path: Path, nodeid: str) -> str:
+    """The unit a worker takes whole: the browser group of a browser module, a parameter's tests of a
+    :data:`_SPLIT_BY_PARAM` module, else the module's file name."""
+    if _is_browser_module(path):
+        return f"browser tests {_browser_half(str(path))}"
+    return _param_unit(str(path), nodeid) or path.name
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
@@ -97,7 +119,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     if not _WORKER:
         return
     rank = {unit: i for i, unit in enumerate(_SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_work_unit(Path(item.path)), len(rank)))
+    items.sort(key=lambda item: rank.get(_work_unit(Path(item.path), item.nodeid), len(rank)))
 
 
 #: The browser modules of the second group (about half of the browser tests' time): two groups let both

@@ -90,15 +90,15 @@ def render(cells: list[Cell], header: str) -> str:
         for kind in kinds:
             row = []
             for p in props:
-                c = at.get((kind, p))
-                if c is None:
+                got = at.get((kind, p))
+                if got is None:
                     row.append("")
                     continue
-                mark = "n/a" if c.ok is None else ("✓" if c.ok else "✗")
-                if c.note:
-                    notes.append(f"{len(notes) + 1}. *{kind}, {PROPERTIES[p][0]}*: {c.note}")
+                mark = "n/a" if got.ok is None else ("✓" if got.ok else "✗")
+                if got.note:
+                    notes.append(f"{len(notes) + 1}. *{kind}, {PROPERTIES[p][0]}*: {got.note}")
                     mark += f" [{len(notes)}]"
-                row.append(f"{_escape(c.value)} {mark}".strip())
+                row.append(f"{_escape(got.value)} {mark}".strip())
             out.append(f"| {kind} | " + " | ".join(row) + " |")
         if notes:
             out += ["", *[_escape(n) for n in notes]]

@@ -101,7 +101,8 @@ def _measure_kind(kind: str) -> dict:
     }
 
 
-def _kind_cells(kind: str) -> list[Cell]:
+def kind_cells(kind: str) -> list[Cell]:
+    """The cells of one label type (in :data:`STATS` order); :func:`cells` is :func:`order` of every kind's."""
     got = _measure_kind(kind)
     out: list[Cell] = []
     for key, st in STATS.items():
@@ -123,11 +124,17 @@ def _kind_cells(kind: str) -> list[Cell]:
     return out
 
 
+def order(by_kind: dict[str, list[Cell]]) -> list[Cell]:
+    """The part's cells from :func:`kind_cells` of every kind (computed anywhere, e.g. on several pytest-xdist
+    workers): statistics in :data:`STATS` order, label types in :data:`KINDS` order within each."""
+    out = [c for kind in KINDS for c in by_kind[kind]]
+    rank = {st.method: i for i, st in enumerate(STATS.values())}
+    return sorted(out, key=lambda c: rank[c.method])  # stable: label types keep their order
+
+
 def cells() -> list[Cell]:
     """Every cell of the part (label types in :data:`KINDS` order, statistics in :data:`STATS` order)."""
-    out = [c for kind in KINDS for c in _kind_cells(kind)]
-    order = {st.method: i for i, st in enumerate(STATS.values())}
-    return sorted(out, key=lambda c: order[c.method])  # stable: label types keep their order
+    return order({kind: kind_cells(kind) for kind in KINDS})
 
 
-__all__ = ["cells"]
+__all__ = ["cells", "kind_cells", "order"]

@@ -284,7 +284,8 @@ def degenerate_designs(careful: Masks, single: Masks) -> dict[str, Masks]:
 def cells() -> list[Cell]:
     """Every cell of semantic masks (module docstring)."""
     truth = truths(0)
-    stages = {name: [scores(noisy(truth, L, stages=(stage,))) for L in LEVELS]
+    zero = scores(noisy(truth, 0))  # level 0 is the same corpus (the truth, R copies) for every stage
+    stages = {name: [scores(noisy(truth, L, stages=(stage,))) if L else zero for L in LEVELS]
               for name, stage in (("erosion/dilation", "boundary"), ("pixel noise", "pixels"))}
     chance = {"chance_homogeneous": [scores(random_masks(s, False)) for s in range(5)],
               "chance_heterogeneous": [scores(random_masks(s, True)) for s in range(3)]}
