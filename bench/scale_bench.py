@@ -434,7 +434,8 @@ def _record(args, table: list, dask_table: list, deletes: list, counts: list[int
     if deletes:
         tables.append({"title": "Deleting a run (rewrites each sample document once)",
                        "columns": ["what", "seconds", "× read"], "rows": deletes})
-    record("scale", SERIAL_COLUMNS, table,
+    # a million-sample run is its own table on the page, beside the 100,000-sample one
+    record("scale" if args.samples < 1_000_000 else "scale_1m", SERIAL_COLUMNS, table,
            about=f"Every compute operator end to end through `execute_operator`, each in its own process, on "
                  f"{args.samples:,} generated samples × {len(RATERS)} raters × about 7 boxes, beside its floor "
                  f"measured in the same run: its **bare read** (a `values()` read of what it needs, with ids: the "

@@ -44,6 +44,7 @@ BENCHMARKS = [
     ("geometry", "Geometry agreement", "bench/geometry_bench.py"),
     ("crowd", "Crowds: a few raters in all against a crowd", "bench/crowd_bench.py"),
     ("scale", "End to end at scale, against the floor", "bench/scale_bench.py"),
+    ("scale_1m", "End to end at 1,000,000 samples, against the floor", "bench/scale_bench.py"),
     ("profiles", "Profiles", "bench/profile_ops.py"),
     ("import", "Import of a crowd's judgements", "bench/import_bench.py"),
     ("class", "Image-level classes", "bench/class_bench.py"),
