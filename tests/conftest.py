@@ -254,3 +254,20 @@ def three_rater_samples(fo):
             kw["c"] = None
         samples.append(fo.Sample(filepath=f"/data/{i}.jpg", **kw))
     return samples
+
+
+@pytest.fixture
+def delegated_progress(monkeypatch) -> list[tuple[float, str]]:
+    """Records the progress (fraction, label) that FiftyOne's delegated-operation service stores on its
+    operations (``DelegatedOperationService.set_progress``, spied, still called)."""
+    from fiftyone.operators.delegated import DelegatedOperationService
+
+    calls: list[tuple[float, str]] = []
+    original = DelegatedOperationService.set_progress
+
+    def spy(self, doc_id, progress):
+        calls.append((progress.progress, progress.label))
+        return original(self, doc_id, progress)
+
+    monkeypatch.setattr(DelegatedOperationService, "set_progress", spy)
+    return calls

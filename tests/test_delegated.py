@@ -26,22 +26,6 @@ def ds(three_rater_samples, make_dataset):
     return make_dataset(three_rater_samples)
 
 
-@pytest.fixture
-def recorded_progress(monkeypatch) -> list[tuple[float, str]]:
-    """The progress FiftyOne's delegated-operation service stores on its operations."""
-    from fiftyone.operators.delegated import DelegatedOperationService
-
-    calls: list[tuple[float, str]] = []
-    original = DelegatedOperationService.set_progress
-
-    def spy(self, doc_id, progress):
-        calls.append((progress.progress, progress.label))
-        return original(self, doc_id, progress)
-
-    monkeypatch.setattr(DelegatedOperationService, "set_progress", spy)
-    return calls
-
-
 def _written(ds, key: str) -> dict:
     """Every per-sample field and per-label attribute a run wrote, by its name without the key."""
     from agreement.fo.runs.store import get_agreement_run_info
@@ -82,7 +66,7 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("name", COMPUTE)
-def test_a_queued_run_completes_through_the_service_with_its_values_and_progress(ds, name, recorded_progress):
+def test_a_queued_run_completes_through_the_service_with_its_values_and_progress(ds, name, delegated_progress):
     import fiftyone.operators as foo
     from fiftyone.operators.delegated import DelegatedOperationService
     from fiftyone.operators.executor import ExecutionRunState
@@ -116,9 +100,9 @@ def test_a_queued_run_completes_through_the_service_with_its_values_and_progress
                 a, b = _shape(a), _shape(b)
             assert _same(a, b), k
         # its progress: every stage recorded on the operation, the last one kept on it
-        assert len(recorded_progress) >= 3 and recorded_progress[-1][1]
-        assert all(0 <= p <= 1 for p, _ in recorded_progress)
-        assert doc.status is not None and doc.status.label == recorded_progress[-1][1]
+        assert len(delegated_progress) >= 3 and delegated_progress[-1][1]
+        assert all(0 <= p <= 1 for p, _ in delegated_progress)
+        assert doc.status is not None and doc.status.label == delegated_progress[-1][1]
     finally:
         service.delete_operation(doc.id)
 

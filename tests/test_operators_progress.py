@@ -213,24 +213,8 @@ def test_finalize_and_the_coco_export_report_their_stage(ds, progress_spy, tmp_p
     assert lines[-2]["body"]["params"]["results"]["images"] == 4 and path.exists()
 
 
-@pytest.fixture
-def service_progress(monkeypatch) -> list[tuple[float, str]]:
-    """Records the progress that FiftyOne's delegated-operation service stores on its operations."""
-    from fiftyone.operators.delegated import DelegatedOperationService
-
-    calls: list[tuple[float, str]] = []
-    original = DelegatedOperationService.set_progress
-
-    def spy(self, doc_id, progress):
-        calls.append((progress.progress, progress.label))
-        return original(self, doc_id, progress)
-
-    monkeypatch.setattr(DelegatedOperationService, "set_progress", spy)
-    return calls
-
-
 @pytest.mark.parametrize("name", list(METHODS))
-def test_queued_delegated_run_completes_through_the_service_and_reports_progress(ds, name, service_progress):
+def test_queued_delegated_run_completes_through_the_service_and_reports_progress(ds, name, delegated_progress):
     import fiftyone.operators as foo
     from fiftyone.operators.delegated import DelegatedOperationService
     from fiftyone.operators.executor import ExecutionRunState
@@ -242,7 +226,7 @@ def test_queued_delegated_run_completes_through_the_service_and_reports_progress
     assert "later" not in ds.list_runs()  # queued, not run
     service = DelegatedOperationService()
     service.execute_queued_operations(operator=URI + name, dataset_name=ds.name)  # returns None on FiftyOne 1.0
-    assert [label for _, label in service_progress] == labels
+    assert [label for _, label in delegated_progress] == labels
     doc = service.get(queued.result["id"])
     assert doc.run_state == ExecutionRunState.COMPLETED, doc.result.error if doc.result else None
     assert doc.status.label == labels[-1]
