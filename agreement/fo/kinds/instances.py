@@ -31,6 +31,13 @@ __all__ = ["boxes_from_polylines", "boxes_from_keypoints", "detection_boxes", "c
 
 def detection_boxes(flat_geo: list, where: Any) -> tuple[np.ndarray, dict]:
     """The ``(N, 4)`` boxes of detections (NaN for a detection without a 2D box: 3D labels); no column."""
+    if flat_geo:  # every label a 2D box (the usual case): one conversion, no per-label check in Python
+        try:
+            boxes = np.array(flat_geo, dtype=np.float64)
+        except (TypeError, ValueError):  # None or boxes of other lengths among them
+            boxes = None
+        if boxes is not None and boxes.ndim == 2 and boxes.shape[1] == 4:
+            return boxes, {}
     if any(b is None or len(b) != 4 for b in flat_geo):  # 3D detections carry no 2D box
         flat_geo = [[np.nan] * 4 if b is None or len(b) != 4 else b for b in flat_geo]
     boxes = np.array(flat_geo, dtype=np.float64).reshape(-1, 4) if flat_geo else np.zeros((0, 4))
