@@ -10,8 +10,9 @@ progress recorded on the operation. FiftyOne's bound on an immediate run (``fo.c
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+
+from run_values import plain, same, shape, written
 
 pytestmark = pytest.mark.fiftyone
 
@@ -26,46 +27,8 @@ def ds(three_rater_samples, make_dataset):
     return make_dataset(three_rater_samples)
 
 
-def _written(ds, key: str) -> dict:
-    """Every per-sample field and per-label attribute a run wrote, by its name without the key."""
-    from agreement.fo.runs.store import get_agreement_run_info
-
-    info = get_agreement_run_info(ds, key)
-    out = {f[len(key):]: ds.values(f) for f in info["sample_fields"]}
-    for field, attr in info["label_attrs"]:
-        out[f"{field}.{attr[len(key):]}"] = ds.values(f"{field}.detections.{attr}")
-    return out
-
-
-def _plain(value, key: str):
-    """``value`` with labels as dicts without their ids, and names starting with the run ``key`` renamed (a
-    consensus label carries ``<key>_review``), so that two runs' values compare."""
-    if hasattr(value, "to_dict"):
-        value = {k: v for k, v in value.to_dict().items() if k not in ("_id", "id")}
-    if isinstance(value, dict):
-        return {(("KEY" + k[len(key):]) if k.startswith(key + "_") else k): _plain(v, key) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v, key) for v in value]
-    return value
-
-
-def _shape(value):
-    """Nested lists with each value replaced by whether it is ``None``."""
-    return [_shape(v) for v in value] if isinstance(value, list) else value is None
-
-
-def _same(a, b) -> bool:
-    """Equal values, NaN equal to NaN, nested lists and dicts compared item by item."""
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (np.isnan(a) and np.isnan(b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
-@pytest.mark.parametrize("name", COMPUTE)
+# OT and KaLOS: tests/test_operators_progress.py's delegated test (which also checks every stage's label)
+@pytest.mark.parametrize("name", ["compute_geometry_agreement", "compute_consensus"])
 def test_a_queued_run_completes_through_the_service_with_its_values_and_progress(ds, name, delegated_progress):
     import fiftyone.operators as foo
     from fiftyone.operators.delegated import DelegatedOperationService
@@ -91,14 +54,14 @@ def test_a_queued_run_completes_through_the_service_with_its_values_and_progress
             {k: v for k, v in now.result.items() if k != "key"}.keys()
         for k, v in now.result.items():
             if k != "key":
-                assert _same(later[k], v), (k, later[k], v)
-        written_now, written_later = _written(ds, "now"), _written(ds, "later")
+                assert same(later[k], v), (k, later[k], v)
+        written_now, written_later = written(ds, "now"), written(ds, "later")
         assert written_now and written_now.keys() == written_later.keys()
         for k in written_now:
-            a, b = _plain(written_later[k], "later"), _plain(written_now[k], "now")
+            a, b = plain(written_later[k], "later"), plain(written_now[k], "now")
             if k.endswith("_id"):  # ids of the labels each run made (a consensus): present on the same labels
-                a, b = _shape(a), _shape(b)
-            assert _same(a, b), k
+                a, b = shape(a), shape(b)
+            assert same(a, b), k
         # its progress: every stage recorded on the operation, the last one kept on it
         assert len(delegated_progress) >= 3 and delegated_progress[-1][1]
         assert all(0 <= p <= 1 for p, _ in delegated_progress)

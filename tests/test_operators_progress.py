@@ -28,6 +28,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from run_values import plain, same, written
+
 pytestmark = pytest.mark.fiftyone
 
 URI = "@iaa/agreement/"
@@ -233,6 +235,11 @@ def test_queued_delegated_run_completes_through_the_service_and_reports_progress
     _same_summary(doc.result.result, "later", summary)
     ds.reload()
     assert "later" in ds.list_runs()
+    # the values written are the bridge's own (the same per-sample fields and per-label attributes)
+    direct, later = written(ds, "direct"), written(ds, "later")
+    assert direct and direct.keys() == later.keys()
+    for k in direct:
+        assert same(plain(later[k], "later"), plain(direct[k], "direct")), k
     service.delete_operation(doc.id)
 
 
