@@ -170,19 +170,34 @@ def bare_write(ds, key: str) -> dict:
     :data:`WRITE_BATCH` documents (not timed); each batch is written by one
     ``UpdateOne`` per document (``$set`` of ``bw_<field>`` and of
     ``<list>.<position>.bw_<attr>``) in one unordered ``bulk_write`` (timed).
-    The fresh names are removed afterwards (not timed).
+    A video run's frame-level fields and frame label attributes are written the
+    same way to the frames collection, one update per frame document. The fresh
+    names are removed afterwards (not timed).
     """
-    from pymongo import UpdateOne
-
     from agreement.fo.runs.store import get_agreement_run_info
 
     info = get_agreement_run_info(ds, key)
-    fields = list(info["sample_fields"])
-    lists = {}  # the label list path of each rater field -> the run's attributes on its labels
+    lists: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}  # on frames? -> label list path -> attributes
     for field, attr in info["label_attrs"]:
         doc_type = ds.get_field(field).document_type
-        lists.setdefault(f"{field}.{doc_type._LABEL_LIST_FIELD}", []).append(attr)
-    coll = ds._sample_collection
+        frame = field.startswith("frames.")
+        path = f"{field[len('frames.'):] if frame else field}.{doc_type._LABEL_LIST_FIELD}"
+        lists[frame].setdefault(path, []).append(attr)
+    total = {"seconds": 0.0, "updates": 0, "values": 0}
+    for coll, fields, on in ((ds._sample_collection, list(info["sample_fields"]), lists[False]),
+                             (getattr(ds, "_frame_collection", None), list(info.get("frame_fields") or []),
+                              lists[True])):
+        if coll is not None and (fields or on):
+            for k, v in _rewrite(coll, fields, on).items():
+                total[k] += v
+    return total
+
+
+def _rewrite(coll, fields: list[str], lists: dict[str, list[str]]) -> dict:
+    """:func:`bare_write` on one collection: ``fields`` of its documents and the attributes ``lists[path]`` of
+    the labels of each list ``path``."""
+    from pymongo import UpdateOne
+
     projection = {f: 1 for f in fields} | {f"{path}.{a}": 1 for path, attrs in lists.items() for a in attrs}
     seconds, updates, values = 0.0, 0, 0
     batch: list = []
@@ -197,8 +212,9 @@ def bare_write(ds, key: str) -> dict:
                 head, name = path.split(".")
                 for i, label in enumerate((doc.get(head) or {}).get(name) or []):
                     sets.update({f"{path}.{i}.bw_{a}": label[a] for a in attrs if a in label})
-            values += len(sets)
-            ops.append(UpdateOne({"_id": doc["_id"]}, {"$set": sets}))
+            if sets:
+                values += len(sets)
+                ops.append(UpdateOne({"_id": doc["_id"]}, {"$set": sets}))
         if ops:
             coll.bulk_write(ops, ordered=False)
         updates += len(ops)
@@ -215,7 +231,8 @@ def bare_write(ds, key: str) -> dict:
         for path in lists:  # samples with no labels in a list have no array to unset in
             coll.update_many({path: {"$type": "array"}}, {"$unset": {k: v for k, v in unset.items()
                                                                      if k.startswith(path + ".$[]")}})
-        coll.update_many({}, {"$unset": {f"bw_{f}": "" for f in fields}})
+        if fields:
+            coll.update_many({}, {"$unset": {f"bw_{f}": "" for f in fields}})
     return {"seconds": seconds, "updates": updates, "values": values}
 
 

@@ -480,9 +480,18 @@ class RunEstimate(NamedTuple):
         return self.seconds > immediate_limit()
 
     @property
-    def minutes(self) -> int:
-        """The estimate in whole minutes (at least 1)."""
-        return max(1, round(self.seconds / 60))
+    def text(self) -> str:
+        """The estimate as a reader says it: ``"17 minutes"``, ``"40 seconds"`` (:func:`duration_text`)."""
+        return duration_text(self.seconds)
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` in whole minutes from 90 s on (``"10-minute"`` style is left to the caller), else in whole
+    seconds: ``duration_text(600) == "10 minutes"``, ``duration_text(1) == "1 second"``."""
+    if seconds >= 90:
+        return f"{round(seconds / 60)} minutes"
+    n = max(1, round(seconds))
+    return f"{n} second" if n == 1 else f"{n} seconds"
 
 
 def estimate_run(samples, operator: str, fields: list[str]) -> RunEstimate | None:
@@ -543,25 +552,37 @@ def long_run_notice(inputs: types.Object, ctx, operator: str) -> RunEstimate | N
         return estimate
     limit = immediate_limit()
     size = f"{estimate.n_samples:,} samples, about {estimate.n_labels:,} labels"
-    how = ("Schedule it as a delegated operation (the execution choice of this form, chosen by default): "
-           "`fiftyone delegated launch` runs the queue, `fiftyone delegated list` shows its progress; or run "
-           "it from Python, where no limit applies (see the Scale page, \"Runs longer than ten minutes\")")
+    how = f"{schedule_how()}; or run it from Python (see the Scale page, \"Runs longer than ten minutes\")"
     if estimate.over_limit:
         inputs.view("long_run", types.Warning(
-            label=f"About {estimate.minutes} minutes: over FiftyOne's {limit / 60:g}-minute limit for immediate "
-                  f"runs; delegate it",
+            label=f"About {estimate.text}: over FiftyOne's limit of {duration_text(limit)} for immediate runs; "
+                  f"delegate it",
             description=f"{size}. {how}."))
     else:
         inputs.view("long_run", types.Notice(
-            label=f"About {estimate.minutes} minutes ({size}): close to FiftyOne's {limit / 60:g}-minute limit "
-                  f"for immediate runs",
+            label=f"About {estimate.text} ({size}): close to FiftyOne's limit of {duration_text(limit)} for "
+                  f"immediate runs",
             description=f"On a busy machine it may take longer. {how}."))
     return estimate
 
 
+def schedule_how() -> str:
+    """How to schedule a run from the App, as this App server allows it: FiftyOne (open source) offers "Schedule"
+    in the menu beside Execute only when ``fo.config.allow_legacy_orchestrators`` is set (otherwise it is shown
+    "not available"), and the App keeps Execute as the button's choice until the user picks another."""
+    import fiftyone as fo
+
+    run = "`fiftyone delegated launch` runs the queue and `fiftyone delegated list` shows its progress"
+    if getattr(fo.config, "allow_legacy_orchestrators", False):
+        return f"Schedule it: choose Schedule in the menu beside Execute (listed first); {run}"
+    return ("To schedule it, start the App with `FIFTYONE_ALLOW_LEGACY_ORCHESTRATORS=true` (FiftyOne's setting for "
+            f"delegated operations without an orchestrator) and choose Schedule in the menu beside Execute; {run}")
+
+
 def long_run_execution_options(ctx, operator: str):
-    """The execution options of a compute operator: immediate or delegated, delegated by default when the run
-    should take longer than FiftyOne allows an immediate run (:func:`form_estimate`)."""
+    """The execution options of a compute operator: immediate or delegated, delegation listed first when the
+    run should take longer than FiftyOne allows an immediate run (:func:`form_estimate`; FiftyOne 1.22's App
+    lists the default choice first in the menu beside Execute but keeps the button on Execute)."""
     from fiftyone.operators.executor import ExecutionOptions
 
     estimate = form_estimate(ctx, operator)

@@ -92,13 +92,14 @@ def running_app(tmp_path_factory, name: str):
     yield _SERVER["url"], log
 
 
-def start_app(log: Path) -> tuple[subprocess.Popen, str]:
-    """Starts ``python -m fiftyone.server.main`` on a free loopback port against this run's database; returns the
-    process and the App's URL once it accepts connections (fails the test if the server exits)."""
+def start_app(log: Path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    """Starts ``python -m fiftyone.server.main`` on a free loopback port against this run's database (with
+    ``env`` added to this process's environment); returns the process and the App's URL once it accepts
+    connections (fails the test if the server exits)."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fiftyone.server.main", "--port", str(port), "--address", "127.0.0.1"],
-        stdout=open(log, "w"), stderr=subprocess.STDOUT, env=dict(os.environ),
+        stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
     )
     deadline = time.time() + 90
     while time.time() < deadline:

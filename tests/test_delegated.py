@@ -93,13 +93,22 @@ def test_the_form_says_a_long_run_is_over_the_limit_and_defaults_to_delegation(d
     assert warning.__class__.__name__ == "Warning"
     assert "over FiftyOne's" in warning.label and "delegate it" in warning.label
     assert "fiftyone delegated launch" in warning.description and "4 samples" in warning.description
+    # how to schedule it from this App: FiftyOne's setting named when the App cannot (its default)
+    assert "FIFTYONE_ALLOW_LEGACY_ORCHESTRATORS=true" in warning.description
+    monkeypatch.setattr(fo.config, "allow_legacy_orchestrators", True)
+    warning = op.resolve_input(_ctx(ds, name)).type.properties["long_run"].view
+    assert "choose Schedule in the menu beside Execute" in warning.description
+    assert "FIFTYONE_ALLOW_LEGACY_ORCHESTRATORS" not in warning.description
     options = op.resolve_execution_options(_ctx(ds, name))
     assert options.allow_immediate_execution and options.allow_delegated_execution
     assert options.default_choice_to_delegated
 
 
 def test_the_estimate_counts_the_views_samples_and_labels(ds):
-    from operators.common import SECONDS_PER_LABEL, SECONDS_PER_SAMPLE, estimate_run
+    from operators.common import SECONDS_PER_LABEL, SECONDS_PER_SAMPLE, duration_text, estimate_run
+
+    assert [duration_text(s) for s in (0.2, 1, 40, 89, 90, 600, 1000)] == \
+        ["1 second", "1 second", "40 seconds", "89 seconds", "2 minutes", "10 minutes", "17 minutes"]
 
     labels = sum(ds.count(f"{f}.detections") for f in FIELDS)
     est = estimate_run(ds, "compute_consensus", FIELDS)
