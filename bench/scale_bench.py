@@ -410,6 +410,9 @@ def main(argv=None) -> None:
                    help="only the Dask rows (their floor is then measured with one serial OT run)")
     p.add_argument("--keep", action="store_true",
                    help="keep the dataset afterwards, and reuse one of this size left by an earlier --keep run")
+    p.add_argument("--append", action="store_true",
+                   help="keep the recorded rows of the operators not measured now (each row against the floor "
+                        "measured with it; the page says which run each came from)")
     p.add_argument("--quick", action="store_true",
                    help="2,000 samples, no Dask rows unless --dask-workers is given: to check that it works "
                         "(its table does not replace the recorded one)")
@@ -452,7 +455,11 @@ def _record(args, table: list, dask_table: list, deletes: list, counts: list[int
         tables.append({"title": "Deleting a run (rewrites each sample document once)",
                        "columns": ["what", "seconds", "× read"], "rows": deletes})
     # a million-sample run is its own table on the page, beside the 100,000-sample one
-    record("scale" if args.samples < 1_000_000 else "scale_1m", SERIAL_COLUMNS, table,
+    fragment = "scale" if args.samples < 1_000_000 else "scale_1m"
+    options = " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])
+    if args.append and not args.quick:
+        table, options = _appended(fragment, table, options)
+    record(fragment, SERIAL_COLUMNS, table, options=options,
            about=f"Every compute operator end to end through `execute_operator`, each in its own process, on "
                  f"{args.samples:,} generated samples × {len(RATERS)} raters × about 7 boxes, beside its floor "
                  f"measured in the same run: its **bare read** (a `values()` read of what it needs, with ids: the "
@@ -472,6 +479,24 @@ def _record(args, table: list, dask_table: list, deletes: list, counts: list[int
            notes="Targets (issue 51): every operator within 2× its bare read, 1.5× for OT and KαLOS; peak RSS "
                  "under 3 GiB; at 1,000,000 samples (`make bench SCALE_SAMPLES=1000000`) the same.",
            quick=args.quick, tables=tables)
+
+
+def _appended(fragment: str, table: list, options: str) -> tuple[list, str]:
+    """``table`` followed by the recorded rows of ``fragment`` for the operators it does not hold (``--append``),
+    and the options of both runs with the earlier run's date."""
+    from write_page import RESULTS
+
+    path = RESULTS / f"{fragment}.json"
+    if not path.exists():
+        return table, options
+    old = json.loads(path.read_text())
+    if old.get("columns") != SERIAL_COLUMNS:
+        raise SystemExit(f"--append: {path} has other columns; run every operator instead")
+    measured = {row[0] for row in table}
+    kept = [row for row in old["rows"] if row[0] not in measured]
+    if not kept:
+        return table, options
+    return table + kept, f"{options}; rows of {', '.join(r[0] for r in kept)}: {old['options']} ({old['date']})"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ frames' ids and the raters' frame labels' ids, boxes, classes and track ids:
 ``frames.<rater>.detections.bounding_box`` etc.; a read of whole frame label fields builds millions of Label
 objects, over 17 GB here) or of the segment fields, measured in the same run (target: within 2x), and the
 peak memory (target: under 3 GiB). With ``--read raw`` the frame read is one raw find of the same fields on
-the frames collection (for sizes where ``values()`` does not finish).
+the frames collection (for sizes where ``values()`` does not finish). Then, in the operator's process after its
+run, a bare write of the run's own values (``scale_bench.bare_write``: one bulk ``UpdateOne`` per frame and per
+video, to fresh names) and the ratio to read + write.
 
 Options for iterating: ``--which frames``, ``--operators ...``, ``--profile DIR`` (a cProfile of each
 operator's run, its worker threads included, as ``DIR/<operator>_<fields>.prof``), ``--no-record`` (print
@@ -209,6 +211,10 @@ def main(argv=None) -> None:
                  f"label fields builds a `Detection` per box and is far slower at this size); and against that read "
                  f"plus a bare write of the run's own values (one bulk `UpdateOne` per frame and per video, to fresh "
                  f"names, timed in the operator's process after its run).",
+           notes="Targets (issue 51): every frame operator within 2× the read of the frame fields it needs, peak "
+                 "under 3 GiB (consensus included). A frame run copies the view's frames into temporary frame "
+                 "units inside MongoDB (one aggregation), reads the units, computes, and writes each frame's "
+                 "values once, straight to the frame documents.",
            quick=args.quick)
 
 
