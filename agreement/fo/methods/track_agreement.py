@@ -63,28 +63,32 @@ def _extra(samples, read, params: dict) -> dict:
         raise ValueError("compute_track_agreement reads tracks on video frames: give frame fields "
                          "(fields=['frames.r1', 'frames.r2', ...] or field='frames.<field>' with rater_attr) "
                          "of a video dataset, the track id in each box's index")
-    # one raw read of the units (their video, frame number and path) and of every box's track id, as stored
+    # one raw read of the units (their video, frame number and path) and of every box's track id, as stored:
+    # per field, the boxes' ids as strings (made by the database) and their track ids, two flat lists
     fields = list(read.label_fields)
     project: dict = {"_sample_id": 1, "frame_number": 1, "filepath": 1}
-    project.update({f"t{k}": {"$map": {"input": {"$ifNull": [f"${lf}.detections", []]}, "as": "x",
-                                       "in": ["$$x._id", "$$x.index"]}} for k, lf in enumerate(fields)})
+    for k, lf in enumerate(fields):
+        boxes = {"$ifNull": [f"${lf}.detections", []]}
+        project[f"i{k}"] = {"$map": {"input": boxes, "as": "x", "in": {"$toString": "$$x._id"}}}
+        project[f"t{k}"] = {"$map": {"input": boxes, "as": "x", "in": "$$x.index"}}
     where: dict = {}
-    label_ids = bytearray()
+    label_ids: list[str] = []
     tracks: list = []
     for doc in samples._aggregate(pipeline=[{"$project": project}]):
         where[str(doc["_id"])] = (str(doc.get("_sample_id")), int(doc["frame_number"]),
                                   os.path.basename(doc["filepath"]).rsplit(" frame ", 1)[0])
         for k in range(len(fields)):
-            for lid, track in doc.get(f"t{k}") or ():
-                label_ids += lid.binary
-                tracks.append(track)
+            ids = doc.get(f"i{k}")
+            if ids:
+                label_ids.extend(ids)
+                tracks.extend(doc[f"t{k}"])
     frame_count: dict = {}
     source = (samples._dataset.info or {}).get(UNITS_INFO_KEY, {}).get("dataset")
     if source and fo.dataset_exists(source):
         vids, counts = fo.load_dataset(source).select(sorted({v for v, _, _ in where.values()})).values(
             ["id", "metadata.total_frame_count"])
         frame_count = {str(v): c for v, c in zip(vids, counts, strict=True) if c}
-    return {"where": where, "index": _TrackIds(bytes(label_ids), tracks), "frame_count": frame_count}
+    return {"where": where, "index": _TrackIds.of_hex(label_ids, tracks), "frame_count": frame_count}
 
 
 class _TrackIds:
@@ -97,23 +101,36 @@ class _TrackIds:
         self.keys = keys[self.order]
         self.tracks = np.asarray(tracks + [None], dtype=object)[:-1]
 
+    @classmethod
+    def of_hex(cls, label_ids: list[str], tracks: list) -> "_TrackIds":
+        """From the label ids as 24-hex-digit strings (what ``$toString`` of an ObjectId gives) and their track
+        ids; a string that is no such id is left out."""
+        keys, ok = _id_bytes(label_ids)
+        return cls(keys[ok].tobytes(), [t for t, good in zip(tracks, ok.tolist(), strict=True) if good]
+                   if not ok.all() else tracks)
+
     def of(self, label_ids: np.ndarray) -> np.ndarray:
         """The track id of each of ``label_ids`` (24-hex-digit strings), ``None`` where unknown or unset."""
         out = np.full(len(label_ids), None, dtype=object)
         if not len(label_ids) or not len(self.keys):
             return out
-        # the ids' 24 lowercase hex digits (as str(ObjectId) gives them) to their 12 bytes; any other string
-        # is unknown, as it was no key of the dict this replaces
-        digits = np.asarray(label_ids, dtype="S24").view(np.uint8).reshape(-1, 24).astype(np.int16)
-        decimal, letter = (digits >= 48) & (digits <= 57), (digits >= 97) & (digits <= 102)
-        ok = (decimal | letter).all(axis=1)
-        nibble = np.where(letter, digits - 87, np.where(decimal, digits - 48, 0))
-        wanted = ((nibble[:, 0::2] << 4) | nibble[:, 1::2]).astype(np.uint8).view("S12").reshape(-1)
+        # any string that is no id (24 lowercase hex digits) is unknown, as it was no key of the dict this replaces
+        wanted, ok = _id_bytes(label_ids)
         # the last of equal keys (stable order): the value a dict keeps for a repeated id
         at = np.maximum(np.searchsorted(self.keys, wanted, side="right") - 1, 0)
         found = ok & (self.keys[at] == wanted)
         out[found] = self.tracks[self.order[at[found]]]
         return out
+
+
+def _id_bytes(label_ids) -> tuple[np.ndarray, np.ndarray]:
+    """The 12 bytes (``S12``) of each ObjectId given as 24 lowercase hex digits (``str(ObjectId)``), and whether
+    each string is one (the bytes of any other string are meaningless)."""
+    digits = np.asarray(label_ids, dtype="S24").view(np.uint8).reshape(-1, 24).astype(np.int16)
+    decimal, letter = (digits >= 48) & (digits <= 57), (digits >= 97) & (digits <= 102)
+    ok = (decimal | letter).all(axis=1)
+    nibble = np.where(letter, digits - 87, np.where(decimal, digits - 48, 0))
+    return ((nibble[:, 0::2] << 4) | nibble[:, 1::2]).astype(np.uint8).view("S12").reshape(-1), ok
 
 
 def _video_rows(data, where: dict) -> dict:
