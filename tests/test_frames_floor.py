@@ -173,3 +173,14 @@ def test_track_ids_are_looked_up_in_bulk_as_a_dict_of_the_label_ids_would(fo):
     odd = _TrackIds.of_hex(["not an id", str(ids[1]), "ZZ" * 12], [7, 8, 9])
     assert odd.of(np.asarray([str(ids[1]), "not an id"], dtype=object)).tolist() == [8, None]
     assert _TrackIds.of_hex([], []).of(np.asarray(asked, dtype=object)).tolist() == [None] * len(asked)
+    # read in many small lists and converted in chunks (a chunk boundary inside a list, a bad id in a later chunk)
+    from agreement.fo.methods.track_agreement import _TrackIdsBuilder
+
+    builder = _TrackIdsBuilder()
+    builder.CHUNK = 7
+    hexes = [str(i) for i in ids]
+    for lo in range(0, len(ids), 5):
+        builder.add(hexes[lo:lo + 5] + (["bad"] if lo == 250 else []), tracks[lo:lo + 5] + ([3] if lo == 250 else []))
+    assert builder.build().of(np.asarray(asked, dtype=object)).tolist() == [as_dict.get(a) for a in asked]
+    with pytest.raises(ValueError, match="2 label ids but 1 track ids"):
+        _TrackIdsBuilder().add(hexes[:2], [1])

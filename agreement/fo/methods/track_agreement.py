@@ -72,23 +72,21 @@ def _extra(samples, read, params: dict) -> dict:
         project[f"i{k}"] = {"$map": {"input": boxes, "as": "x", "in": {"$toString": "$$x._id"}}}
         project[f"t{k}"] = {"$map": {"input": boxes, "as": "x", "in": "$$x.index"}}
     where: dict = {}
-    label_ids: list[str] = []
-    tracks: list = []
+    index = _TrackIdsBuilder()
     for doc in samples._aggregate(pipeline=[{"$project": project}]):
         where[str(doc["_id"])] = (str(doc.get("_sample_id")), int(doc["frame_number"]),
                                   os.path.basename(doc["filepath"]).rsplit(" frame ", 1)[0])
         for k in range(len(fields)):
             ids = doc.get(f"i{k}")
             if ids:
-                label_ids.extend(ids)
-                tracks.extend(doc[f"t{k}"])
+                index.add(ids, doc[f"t{k}"])
     frame_count: dict = {}
     source = (samples._dataset.info or {}).get(UNITS_INFO_KEY, {}).get("dataset")
     if source and fo.dataset_exists(source):
         vids, counts = fo.load_dataset(source).select(sorted({v for v, _, _ in where.values()})).values(
             ["id", "metadata.total_frame_count"])
         frame_count = {str(v): c for v, c in zip(vids, counts, strict=True) if c}
-    return {"where": where, "index": _TrackIds.of_hex(label_ids, tracks), "frame_count": frame_count}
+    return {"where": where, "index": index.build(), "frame_count": frame_count}
 
 
 class _TrackIds:
@@ -105,9 +103,9 @@ class _TrackIds:
     def of_hex(cls, label_ids: list[str], tracks: list) -> "_TrackIds":
         """From the label ids as 24-hex-digit strings (what ``$toString`` of an ObjectId gives) and their track
         ids; a string that is no such id is left out."""
-        keys, ok = _id_bytes(label_ids)
-        return cls(keys[ok].tobytes(), [t for t, good in zip(tracks, ok.tolist(), strict=True) if good]
-                   if not ok.all() else tracks)
+        builder = _TrackIdsBuilder()
+        builder.add(label_ids, tracks)
+        return builder.build()
 
     def of(self, label_ids: np.ndarray) -> np.ndarray:
         """The track id of each of ``label_ids`` (24-hex-digit strings), ``None`` where unknown or unset."""
@@ -123,12 +121,52 @@ class _TrackIds:
         return out
 
 
+class _TrackIdsBuilder:
+    """Collects label ids (24-hex-digit strings) and their track ids as they are read, keeping the ids as 12 bytes
+    each: the strings are converted every :attr:`CHUNK` ids, so that millions of them never stay in memory."""
+
+    CHUNK = 200_000
+
+    def __init__(self) -> None:
+        self._keys = bytearray()
+        self._tracks: list = []
+        self._ids: list[str] = []
+        self._pending: list = []
+
+    def add(self, label_ids: list[str], tracks: list) -> None:
+        """Adds one list of label ids and their track ids (as many of each)."""
+        if len(label_ids) != len(tracks):
+            raise ValueError(f"{len(label_ids)} label ids but {len(tracks)} track ids")
+        self._ids.extend(label_ids)
+        self._pending.extend(tracks)
+        if len(self._ids) >= self.CHUNK:
+            self._flush()
+
+    def build(self) -> _TrackIds:
+        """The lookup of every id added; a string that is no id is left out, with its track id."""
+        self._flush()
+        return _TrackIds(bytes(self._keys), self._tracks)
+
+    def _flush(self) -> None:
+        if not self._ids:
+            return
+        keys, ok = _id_bytes(self._ids)
+        if ok.all():
+            self._keys += keys.tobytes()
+            self._tracks.extend(self._pending)
+        else:
+            self._keys += keys[ok].tobytes()
+            self._tracks.extend(t for t, good in zip(self._pending, ok.tolist(), strict=True) if good)
+        self._ids.clear()
+        self._pending.clear()
+
+
 def _id_bytes(label_ids) -> tuple[np.ndarray, np.ndarray]:
     """The 12 bytes (``S12``) of each ObjectId given as 24 lowercase hex digits (``str(ObjectId)``), and whether
     each string is one (the bytes of any other string are meaningless)."""
     digits = np.asarray(label_ids, dtype="S24").view(np.uint8).reshape(-1, 24).astype(np.int16)
     decimal, letter = (digits >= 48) & (digits <= 57), (digits >= 97) & (digits <= 102)
-    ok = (decimal | letter).all(axis=1)
+    ok = np.asarray((decimal | letter).all(axis=1), dtype=bool)
     nibble = np.where(letter, digits - 87, np.where(decimal, digits - 48, 0))
     return ((nibble[:, 0::2] << 4) | nibble[:, 1::2]).astype(np.uint8).view("S12").reshape(-1), ok
 
