@@ -138,6 +138,9 @@ def main(argv=None) -> None:
     parser.add_argument("--read", choices=("values", "raw"), default="values",
                         help="the frame read measured: FiftyOne's values() (default) or a raw find of the same fields")
     parser.add_argument("--no-record", action="store_true", help="print only: leave bench/results untouched")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the recorded rows of the operators not measured now (each against the read of "
+                             "its own run; the bare-read rows are this run's; the page says which run each came from)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="5 videos x 20 frames: to check that it works")
     args = parser.parse_args(argv)
@@ -201,8 +204,10 @@ def main(argv=None) -> None:
     ds.delete()
     if args.no_record:
         return
-    record("video", ["operator", "fields", "seconds", "× that read", "bare write (s)", "× read + write",
-                     "peak (GiB)"], rows,
+    options = " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])
+    if args.append and not args.quick:
+        rows, options = _appended(rows, options)
+    record("video", COLUMNS, rows, options=options,
            about=f"{args.videos:,} simulated videos × {args.frames} frames × {args.raters} raters × "
                  f"{args.objects} boxes ({n_labels:,} frame labels), each operator end to end through "
                  f"`execute_operator` in a fresh process, against a bare {read_name} read of what the operators "
@@ -212,6 +217,33 @@ def main(argv=None) -> None:
                  f"plus a bare write of the run's own values (one bulk `UpdateOne` per frame and per video, to fresh "
                  f"names, timed in the operator's process after its run).",
            notes=notes(rows), quick=args.quick)
+
+
+COLUMNS = ["operator", "fields", "seconds", "× that read", "bare write (s)", "× read + write", "peak (GiB)"]
+
+
+def _appended(rows: list[list[str]], options: str) -> tuple[list[list[str]], str]:
+    """``rows`` with the recorded operator rows this run did not measure (``--append``), in the operators' order,
+    and the options of both runs with the earlier run's date."""
+    import json
+
+    from write_page import RESULTS
+
+    path = RESULTS / "video.json"
+    if not path.exists():
+        return rows, options
+    old = json.loads(path.read_text())
+    if old.get("columns") != COLUMNS:
+        raise SystemExit(f"--append: {path} has other columns; run every operator instead")
+    measured = {(r[0], r[1]) for r in rows}
+    kept = [r for r in old["rows"] if (r[0], r[1]) not in measured and not r[0].startswith("bare")]
+    if not kept:
+        return rows, options
+    order = {(f"`{name}`", which): i for i, (name, _, which) in enumerate(OPERATORS)}
+    reads = [r for r in rows if r[0].startswith("bare")]
+    ops = sorted([r for r in rows if not r[0].startswith("bare")] + kept, key=lambda r: order.get((r[0], r[1]), 99))
+    return reads + ops, (f"{options}; rows of {', '.join(f'{r[0]} ({r[1]})' for r in kept)}: "
+                         f"{old['options']} ({old['date']})")
 
 
 def notes(rows: list[list[str]]) -> str:
