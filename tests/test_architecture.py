@@ -159,7 +159,8 @@ def test_the_library_is_laid_out_by_role():
     entries = {p.name for p in root.iterdir() if p.name != "__pycache__"}
     assert entries == {"__init__.py", "core", "geometry", "methods", "io", "simulate", "reporting", "fo"}, entries
     methods = {p.name for p in (root / "methods").iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert methods == {"ot", "kalos", "geometry_agreement", "consensus", "classes", "semantic", "tracks"}, methods
+    assert methods == {"ot", "kalos", "geometry_agreement", "consensus", "classes", "semantic", "tracks",
+                       "planning"}, methods
 
 
 # ---------------------------------------------------------------------------- method knowledge in one place

@@ -1,0 +1,232 @@
+"""How many raters a task needs (:mod:`agreement.methods.planning.raters`): the rater curve against the
+``krippendorff`` package, its seeding, the Spearman–Brown projection and the raters it recommends."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from agreement.methods.planning import (
+    RaterCurve,
+    alpha_statistic,
+    consensus_reliability,
+    rater_curve,
+    raters_needed,
+)
+
+
+def _crowd(n_items: int = 60, accuracy: np.ndarray | None = None, *, n_classes: int = 3, missing: float = 0.0,
+           seed: int = 1) -> np.ndarray:
+    """``(items, raters)`` labels of simulated raters: rater ``j`` gives the true class with probability
+    ``accuracy[j]``, else a class drawn uniformly; a share ``missing`` of the cells is NaN."""
+    rng = np.random.default_rng(seed)
+    acc = np.linspace(0.55, 0.9, 12) if accuracy is None else np.asarray(accuracy)
+    truth = rng.integers(0, n_classes, n_items)
+    noise = rng.integers(0, n_classes, (n_items, acc.size))
+    data = np.where(rng.random((n_items, acc.size)) < acc, truth[:, None], noise).astype(np.float64)
+    data[rng.random(data.shape) < missing] = np.nan
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- the curve
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_the_curve_at_every_rater_equals_alpha_on_all_the_data(level):
+    """On complete data with one draw, the curve at k = every rater is α of the data (oracle: krippendorff)."""
+    data = _crowd(accuracy=np.linspace(0.5, 0.9, 5), n_classes=4)
+    curve = rater_curve(data, statistic=alpha_statistic(level=level), repeats=1)
+    expected = krippendorff.alpha(reliability_data=data.T, level_of_measurement=level)
+    assert curve.ks == (2, 3, 4, 5) and curve.n_items == (60,) * 4
+    assert curve.mean[-1] == pytest.approx(expected, abs=1e-12)
+    assert curve.low[-1] == pytest.approx(expected, abs=1e-12) and curve.high[-1] == pytest.approx(expected, abs=1e-12)
+    assert curve.labels == (120, 180, 240, 300) and curve.statistic == f"alpha_{level}"
+
+
+def test_alpha_statistic_with_missing_values_matches_krippendorff():
+    """α of data with NaN cells and non-integer interval values equals the package's."""
+    data = _crowd(missing=0.3) * 0.5 + 0.25
+    for level in ("nominal", "interval", "ratio"):
+        expected = krippendorff.alpha(reliability_data=data.T, level_of_measurement=level)
+        assert alpha_statistic(level=level)(data) == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_same_seed_gives_the_same_curve_and_another_seed_other_draws():
+    data = _crowd(missing=0.1)
+    stat = alpha_statistic(level="nominal")
+    a = rater_curve(data, statistic=stat, repeats=20, seed=3)
+    b = rater_curve(data, statistic=stat, repeats=20, seed=3)
+    c = rater_curve(data, statistic=stat, repeats=20, seed=4)
+    assert a.as_dict() == b.as_dict()
+    assert a.mean[:5] != c.mean[:5]
+    # the draws of one k do not depend on the other ks asked for
+    only = rater_curve(data, statistic=stat, ks=[5], repeats=20, seed=3)
+    assert only.ks == (5,) and only.mean[0] == a.mean[a.ks.index(5)] and only.low[0] == a.low[a.ks.index(5)]
+
+
+def test_items_are_kept_by_their_number_of_ratings_and_raters_keep_their_columns():
+    """An item counts at k only with >= k ratings; a draw keeps k of the item's own rated raters."""
+    data = _crowd(n_items=8, accuracy=np.full(4, 0.8))
+    data[0, 1:] = np.nan        # one rating: never kept
+    data[1, 2:] = np.nan        # two ratings
+    data[2, 3] = np.nan         # three ratings
+    seen: list[np.ndarray] = []
+
+    def stat(draw: np.ndarray) -> float:
+        seen.append(draw.copy())
+        return float(np.nanmean(draw))
+
+    curve = rater_curve(data, statistic=stat, repeats=5)
+    assert curve.ks == (2, 3, 4) and curve.n_items == (7, 6, 5)
+    assert curve.labels == (14, 18, 20) and curve.n_items_total == 8 and curve.n_raters == 4
+    for draw in seen:
+        k = int((~np.isnan(draw)).sum(axis=1)[0])
+        assert ((~np.isnan(draw)).sum(axis=1) == k).all()
+        rows = [i for i in range(8) if (~np.isnan(data[i])).sum() >= k]
+        kept = data[rows]
+        assert np.array_equal(np.isnan(draw) | ~np.isnan(kept), np.ones_like(kept, dtype=bool))
+        assert np.array_equal(draw[~np.isnan(draw)], kept[~np.isnan(draw)])
+
+
+def test_undefined_draws_are_counted_and_never_averaged():
+    data = _crowd(n_items=10, accuracy=np.full(3, 0.8))
+    curve = rater_curve(data, statistic=lambda d: float("nan"), repeats=4)
+    assert curve.n_undefined == (4, 4) and all(math.isnan(x) for x in curve.mean + curve.low + curve.high)
+    needed = raters_needed(curve, target=0.8)
+    assert needed.k is None and "undefined" in needed.reason
+
+
+def test_resampling_items_widens_the_interval_where_every_rater_is_kept():
+    data = _crowd(accuracy=np.linspace(0.5, 0.9, 4))
+    stat = alpha_statistic(level="nominal")
+    fixed = rater_curve(data, statistic=stat, repeats=30)
+    boot = rater_curve(data, statistic=stat, repeats=30, resample_items=True)
+    assert fixed.high[-1] - fixed.low[-1] == 0.0
+    assert boot.high[-1] - boot.low[-1] > 0.02 and boot.resample_items
+
+
+def test_results_are_plain_for_json():
+    curve = rater_curve(_crowd(n_items=20, accuracy=np.full(4, 0.8)), statistic=alpha_statistic(), repeats=3)
+    out = json.loads(json.dumps(curve.as_dict()))
+    assert out["ks"] == [2, 3, 4] and out["max_k"] == 4 and out["statistic"] == "alpha_nominal"
+    assert set(curve.consensus()) == {"mean", "low", "high"}
+    assert json.loads(json.dumps(raters_needed(curve, target=0.9).as_dict()))["target"] == 0.9
+
+
+# ------------------------------------------------------------------------------------------ Spearman–Brown
+@settings(max_examples=200, deadline=None)
+@given(r=st.floats(min_value=1e-6, max_value=1 - 1e-6), k=st.integers(min_value=1, max_value=10_000))
+def test_spearman_brown_is_a_reliability_rising_with_k(r, k):
+    rho, nxt = consensus_reliability(r, k), consensus_reliability(r, k + 1)
+    assert 0.0 < rho <= 1.0 and rho <= nxt + 1e-15 and rho >= r * (1 - 1e-12)
+    assert consensus_reliability(r, 1) == r
+
+
+def test_spearman_brown_is_vectorised_and_keeps_undefined():
+    out = consensus_reliability(np.array([0.2, 0.5, np.nan]), np.array([[1], [4]]))
+    assert out.shape == (2, 3) and np.isnan(out[:, 2]).all()
+    assert out[1, :2] == pytest.approx([0.5, 0.8])
+    assert consensus_reliability(0.0, 5) == 0.0 and consensus_reliability(1.0, 5) == 1.0
+    assert math.isnan(consensus_reliability(-1.0, 2))  # 1 + (k - 1) r = 0: no reliability
+
+
+# -------------------------------------------------------------------------------------- raters needed
+def _bound(curve: RaterCurve, k: int) -> float:
+    """The projected lower bound at ``k`` as documented: the curve's low at the largest measured k' <= k."""
+    at = max([i for i, kk in enumerate(curve.ks) if kk <= k], default=0)
+    return float(consensus_reliability(curve.low[at], k))
+
+
+@pytest.fixture(scope="module")
+def task_curve() -> RaterCurve:
+    """60 items, 12 raters of accuracy 0.55 .. 0.9, every item rated by all, 200 draws per k."""
+    return rater_curve(_crowd(), statistic=alpha_statistic(level="nominal"), repeats=200, seed=0)
+
+
+@pytest.mark.parametrize("target", [0.6, 0.8, 0.9, 0.97])
+def test_a_simulated_task_narrows_with_k_and_gets_the_smallest_k(task_curve, target):
+    """60 items, 12 raters of known accuracy, every item rated by all: the items stay fixed, the interval
+    narrows with k, and the recommended k reaches the target while k - 1 does not."""
+    curve = task_curve
+    assert curve.n_items == (60,) * 11
+    width = np.subtract(curve.high, curve.low)
+    assert width[0] > width[4] > width[9] > width[10] == 0.0
+    needed = raters_needed(curve, target=target)
+    assert needed.k is not None and needed.labels_per_item == needed.k and needed.labels == needed.k * 60
+    assert needed.reliability >= target and _bound(curve, needed.k) >= target
+    assert needed.k == 1 or _bound(curve, needed.k - 1) < target
+    assert needed.measured == (needed.k <= curve.max_k) and needed.confidence == 0.9
+
+
+def test_beyond_the_curve_the_projection_continues_from_its_last_lower_bound():
+    curve = rater_curve(_crowd(accuracy=np.full(4, 0.6)), statistic=alpha_statistic(), repeats=50)
+    needed = raters_needed(curve, target=0.95, confidence=0.9)
+    r = curve.low[-1]
+    assert needed.k is not None and needed.k > curve.max_k and not needed.measured and needed.single_rater == r
+    assert consensus_reliability(r, needed.k) >= 0.95 > consensus_reliability(r, needed.k - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(r=st.floats(min_value=1e-3, max_value=1.0), target=st.floats(min_value=1e-3, max_value=0.999))
+def test_from_one_alpha_the_k_is_the_smallest(r, target):
+    needed = raters_needed(r, target=target)
+    assert needed.k is not None and needed.confidence is None and needed.labels is None
+    assert consensus_reliability(r, needed.k) >= target
+    assert needed.k == 1 or consensus_reliability(r, needed.k - 1) < target
+
+
+def test_spearman_brown_exact_boundary():
+    assert raters_needed(0.5, target=0.9).k == 9  # 9 * 0.5 / (1 + 8 * 0.5) = 0.9 exactly
+
+
+def test_no_k_when_alpha_is_at_or_below_chance():
+    assert raters_needed(-0.1, target=0.5).k is None and "<= 0" in raters_needed(0.0, target=0.5).reason
+    apart = np.array([np.roll([0.0, 1.0, 2.0], i) for i in range(12)])  # the three raters never agree: α < 0
+    needed = raters_needed(rater_curve(apart, statistic=alpha_statistic(), repeats=30), target=0.5)
+    assert needed.k is None and "<= 0" in needed.reason and math.isnan(needed.reliability)
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+_STAT = alpha_statistic()
+_OK = _crowd(n_items=10, accuracy=np.full(3, 0.8))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: rater_curve(np.empty((0, 3)), statistic=_STAT), "empty"),
+    (lambda: rater_curve(np.ones(5), statistic=_STAT), "2-D"),
+    (lambda: rater_curve(np.ones((5, 1)), statistic=_STAT), "at least 2"),
+    (lambda: rater_curve(np.where(np.eye(3) == 1, 1.0, np.nan), statistic=_STAT), "no item has ratings from 2"),
+    (lambda: rater_curve(np.array([[1.0, np.inf]]), statistic=_STAT), "infinite value at item 0, rater 1"),
+    (lambda: rater_curve([["a", "b"]], statistic=_STAT), "numeric"),
+    (lambda: rater_curve(_OK, statistic=_STAT, repeats=0), "repeats"),
+    (lambda: rater_curve(_OK, statistic=_STAT, confidence=1.0), "confidence"),
+    (lambda: rater_curve(_OK, statistic=_STAT, confidence=0.0), "confidence"),
+    (lambda: rater_curve(_OK, statistic=_STAT, ks=[4]), "outside 2 .. 3"),
+    (lambda: rater_curve(_OK, statistic=_STAT, ks=[]), "ks is empty"),
+    (lambda: rater_curve(_OK, statistic="alpha"), "callable"),
+    (lambda: alpha_statistic(level="cardinal"), "level"),
+    (lambda: consensus_reliability(1.5, 2), "alpha_1"),
+    (lambda: consensus_reliability(0.5, 0.5), "k must be"),
+    (lambda: consensus_reliability(0.5, np.inf), "k must be"),
+    (lambda: raters_needed(0.5, target=1.0), "target"),
+    (lambda: raters_needed(0.5, target=0.0), "target"),
+    (lambda: raters_needed(1.5, target=0.5), "alpha"),
+    (lambda: raters_needed("x", target=0.5), "RaterCurve or a number"),
+    (lambda: raters_needed(0.5, target=0.5, confidence=0.9), "needs an interval"),
+    (lambda: raters_needed(rater_curve(_OK, statistic=_STAT, repeats=2), target=0.5, confidence=0.95),
+     "confidence 0.9, not 0.95"),
+])
+def test_bad_input_is_refused_by_name(call, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        call()
+
+
+def test_the_examples_in_the_docstrings_run():
+    import doctest
+
+    from agreement.methods.planning import raters as module
+
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
