@@ -82,11 +82,14 @@ STALE_EVENT_SECONDS = 10.0
 
 
 def _stale_event(drill: dict, stages: list) -> bool:
-    """Whether an event's view ``stages`` are the view a drill-down started from, sent within
-    :data:`STALE_EVENT_SECONDS` of it: the App has not applied the drill-down yet."""
-    base = drill.get("base")
-    return (base is not None and time.time() - drill.get("at", 0.0) < STALE_EVENT_SECONDS
-            and len(stages) == len(base) and same_stages(stages, base))
+    """Whether an event's view ``stages`` are a view the App showed before a drill-down, sent within
+    :data:`STALE_EVENT_SECONDS` of it: the App has not applied the drill-down yet. The view before is the one
+    the drill-down started from (``base``), or the view the App showed when the user clicked (``from``: an
+    earlier drill-down that this one replaces, e.g. a histogram bar clicked after a heatmap cell)."""
+    if time.time() - drill.get("at", 0.0) >= STALE_EVENT_SECONDS:
+        return False
+    return any(before is not None and len(stages) == len(before) and same_stages(stages, before)
+               for before in (drill.get("base"), drill.get("from")))
 
 
 class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
@@ -302,8 +305,10 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         mem = panel_memory_of(ctx)
         added = [s._serialize() for s in view._stages[len(base._stages):]]
         count = len(view)
+        shown = ctx.request_params.get("view")  # the App's view when the user clicked (a stale event may repeat it)
         mem.drill = {"stages": added, "what": what, "bin": bin_, "count": count, "run": mem.run_key,
-                     "base": None if base_stages is None else list(base_stages), "at": time.time(), **extra}
+                     "base": None if base_stages is None else list(base_stages), "at": time.time(),
+                     "from": list(shown) if isinstance(shown, list) else None, **extra}
         mem.sig = None
         self._expect_reset(ctx, mem)
         if base_stages is None:  # a saved view: load the whole new view
