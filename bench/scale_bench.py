@@ -70,7 +70,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from write_page import record  # noqa: E402  (bench/ is this script's folder)
+from write_page import appended, record  # noqa: E402  (bench/ is this script's folder)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 RATERS = ("r1", "r2", "r3")
@@ -458,7 +458,7 @@ def _record(args, table: list, dask_table: list, deletes: list, counts: list[int
     fragment = "scale" if args.samples < 1_000_000 else "scale_1m"
     options = " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])
     if args.append and not args.quick:
-        table, options = _appended(fragment, table, options)
+        table, options = appended(fragment, SERIAL_COLUMNS, table, options)
     record(fragment, SERIAL_COLUMNS, table, options=options,
            about=f"Every compute operator end to end through `execute_operator`, each in its own process, on "
                  f"{args.samples:,} generated samples × {len(RATERS)} raters × about 7 boxes, beside its floor "
@@ -479,24 +479,6 @@ def _record(args, table: list, dask_table: list, deletes: list, counts: list[int
            notes="Targets (issue 51): every operator within 2× its bare read, 1.5× for OT and KαLOS; peak RSS "
                  "under 3 GiB; at 1,000,000 samples (`make bench SCALE_SAMPLES=1000000`) the same.",
            quick=args.quick, tables=tables)
-
-
-def _appended(fragment: str, table: list, options: str) -> tuple[list, str]:
-    """``table`` followed by the recorded rows of ``fragment`` for the operators it does not hold (``--append``),
-    and the options of both runs with the earlier run's date."""
-    from write_page import RESULTS
-
-    path = RESULTS / f"{fragment}.json"
-    if not path.exists():
-        return table, options
-    old = json.loads(path.read_text())
-    if old.get("columns") != SERIAL_COLUMNS:
-        raise SystemExit(f"--append: {path} has other columns; run every operator instead")
-    measured = {row[0] for row in table}
-    kept = [row for row in old["rows"] if row[0] not in measured]
-    if not kept:
-        return table, options
-    return table + kept, f"{options}; rows of {', '.join(r[0] for r in kept)}: {old['options']} ({old['date']})"
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from write_page import record  # noqa: E402  (bench/ is this script's folder)
+from write_page import appended, record  # noqa: E402  (bench/ is this script's folder)
 
 #: (operator, parameters, which fields: "frames" or "segments")
 OPERATORS: list[tuple[str, dict, str]] = [
@@ -223,27 +223,14 @@ COLUMNS = ["operator", "fields", "seconds", "Ã— that read", "bare write (s)", "Ã
 
 
 def _appended(rows: list[list[str]], options: str) -> tuple[list[list[str]], str]:
-    """``rows`` with the recorded operator rows this run did not measure (``--append``), in the operators' order,
-    and the options of both runs with the earlier run's date."""
-    import json
-
-    from write_page import RESULTS
-
-    path = RESULTS / "video.json"
-    if not path.exists():
-        return rows, options
-    old = json.loads(path.read_text())
-    if old.get("columns") != COLUMNS:
-        raise SystemExit(f"--append: {path} has other columns; run every operator instead")
-    measured = {(r[0], r[1]) for r in rows}
-    kept = [r for r in old["rows"] if (r[0], r[1]) not in measured and not r[0].startswith("bare")]
-    if not kept:
-        return rows, options
+    """``rows`` with the recorded operator rows this run did not measure (``--append``, :func:`write_page.appended`),
+    this run's bare reads first, then the operators in :data:`OPERATORS` order."""
+    rows, options = appended("video", COLUMNS, rows, options, key=lambda r: (r[0], r[1]),
+                             keep=lambda r: not r[0].startswith("bare"))
     order = {(f"`{name}`", which): i for i, (name, _, which) in enumerate(OPERATORS)}
     reads = [r for r in rows if r[0].startswith("bare")]
-    ops = sorted([r for r in rows if not r[0].startswith("bare")] + kept, key=lambda r: order.get((r[0], r[1]), 99))
-    return reads + ops, (f"{options}; rows of {', '.join(f'{r[0]} ({r[1]})' for r in kept)}: "
-                         f"{old['options']} ({old['date']})")
+    return reads + sorted((r for r in rows if not r[0].startswith("bare")),
+                          key=lambda r: order.get((r[0], r[1]), 99)), options
 
 
 def notes(rows: list[list[str]]) -> str:

@@ -140,6 +140,28 @@ def record(name: str, columns: list[str], rows: list[list], *, about: str, notes
     return out
 
 
+def appended(name: str, columns: list[str], rows: list[list], options: str, *, key=lambda row: row[0],
+             keep=lambda row: True) -> tuple[list[list], str]:
+    """A benchmark's ``--append``: ``rows`` followed by the recorded rows of fragment ``name`` whose ``key`` this
+    run did not measure (and that ``keep`` accepts), with the options of both runs and the earlier run's date.
+
+    Raises:
+        SystemExit: the recorded fragment has other columns (every row must be measured again).
+    """
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return rows, options
+    old = json.loads(path.read_text())
+    if old.get("columns") != columns:
+        raise SystemExit(f"--append: {path} has other columns; run every operator instead")
+    measured = {key(row) for row in rows}
+    kept = [row for row in old["rows"] if key(row) not in measured and keep(row)]
+    if not kept:
+        return rows, options
+    named = ", ".join(" ".join(map(str, key(r))) if isinstance(key(r), tuple) else str(key(r)) for r in kept)
+    return list(rows) + kept, f"{options}; rows of {named}: {old['options']} ({old['date']})"
+
+
 def _table(columns: list[str], rows: list[list[str]]) -> str:
     def cell(s: str) -> str:
         return str(s).replace("|", "\\|")

@@ -17,9 +17,6 @@ missing (failed with ``IAA_REQUIRE_BROWSER=1``).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -86,12 +83,6 @@ def _boxes(fo, name: str, n: int):
     return dataset
 
 
-def _shots(tmp_path) -> Path:
-    shots = Path(os.environ.get("IAA_SCREENSHOTS_DIR") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
-    return shots
-
-
 def test_a_long_run_is_delegated_from_the_form_and_completes_through_the_queue(fo, browser_tools, long_run_app,
                                                                                 tmp_path):
     from fiftyone.operators.delegated import DelegatedOperationService
@@ -99,7 +90,7 @@ def test_a_long_run_is_delegated_from_the_form_and_completes_through_the_queue(f
 
     from agreement.fo.runs import get_agreement_run_info
     from test_browser_crowd import _run_operator
-    from test_browser_forms import _pick_values, _prompt
+    from test_browser_forms import _pick_values, _prompt, _shots
 
     url, dataset, log = long_run_app
     shots = _shots(tmp_path)

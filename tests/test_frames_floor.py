@@ -168,14 +168,19 @@ def test_track_ids_are_looked_up_in_bulk_as_a_dict_of_the_label_ids_would(fo):
     assert _TrackIds(b"", []).of(np.asarray(asked, dtype=object)).tolist() == [None] * len(asked)
     # built from the ids as the database's $toString gives them: the same lookups; a string that is no id is
     # left out (with its track id), the others keep theirs
-    from_hex = _TrackIds.of_hex([str(i) for i in ids], tracks)
-    assert from_hex.of(np.asarray(asked, dtype=object)).tolist() == [as_dict.get(a) for a in asked]
-    odd = _TrackIds.of_hex(["not an id", str(ids[1]), "ZZ" * 12], [7, 8, 9])
-    assert odd.of(np.asarray([str(ids[1]), "not an id"], dtype=object)).tolist() == [8, None]
-    assert _TrackIds.of_hex([], []).of(np.asarray(asked, dtype=object)).tolist() == [None] * len(asked)
-    # read in many small lists and converted in chunks (a chunk boundary inside a list, a bad id in a later chunk)
     from agreement.fo.methods.track_agreement import _TrackIdsBuilder
 
+    def of_hex(label_ids, track_ids):
+        builder = _TrackIdsBuilder()
+        builder.add(label_ids, track_ids)
+        return builder.build()
+
+    from_hex = of_hex([str(i) for i in ids], tracks)
+    assert from_hex.of(np.asarray(asked, dtype=object)).tolist() == [as_dict.get(a) for a in asked]
+    odd = of_hex(["not an id", str(ids[1]), "ZZ" * 12], [7, 8, 9])
+    assert odd.of(np.asarray([str(ids[1]), "not an id"], dtype=object)).tolist() == [8, None]
+    assert of_hex([], []).of(np.asarray(asked, dtype=object)).tolist() == [None] * len(asked)
+    # read in many small lists and converted in chunks (a chunk boundary inside a list, a bad id in a later chunk)
     builder = _TrackIdsBuilder()
     builder.CHUNK = 7
     hexes = [str(i) for i in ids]

@@ -99,14 +99,6 @@ class _TrackIds:
         self.keys = keys[self.order]
         self.tracks = np.asarray(tracks + [None], dtype=object)[:-1]
 
-    @classmethod
-    def of_hex(cls, label_ids: list[str], tracks: list) -> "_TrackIds":
-        """From the label ids as 24-hex-digit strings (what ``$toString`` of an ObjectId gives) and their track
-        ids; a string that is no such id is left out."""
-        builder = _TrackIdsBuilder()
-        builder.add(label_ids, tracks)
-        return builder.build()
-
     def of(self, label_ids: np.ndarray) -> np.ndarray:
         """The track id of each of ``label_ids`` (24-hex-digit strings), ``None`` where unknown or unset."""
         out = np.full(len(label_ids), None, dtype=object)
