@@ -265,6 +265,11 @@ class MethodHooks:
         conflicts_none: why a run for which ``conflicts`` returns ``None`` has none, one sentence.
         report_classes: ``(detail, info) -> (class rows, pair × class rows)``: its own per-class table (given to
             :func:`agreement.reporting.tables.class_rows`) and the ``pair_class_dice`` table of reports.
+        planning: ``(samples, info, options) -> agreement.fo.planning.PlanningInput``: its run replayed with
+            fewer raters per item for ``plan_raters`` (the reliability data and the statistics it offers);
+            ``None``: ``plan_raters`` refuses its runs, saying so.
+        relabel: ``(samples, info, options) -> (sample ids, agreement.methods.planning.priority.RelabelPriority)``:
+            the expected value of one more label per sample for ``suggest_relabel``; ``None``: refused.
     """
 
     view_cards: Callable[[Any, dict, dict, set | None], list[dict]] | None = None
@@ -289,6 +294,8 @@ class MethodHooks:
     conflicts_how: str = ""
     conflicts_none: str = ""
     report_classes: Callable[[dict, dict], tuple[list[dict] | None, list[dict]]] | None = None
+    planning: Callable[[Any, dict, dict], Any] | None = None
+    relabel: Callable[[Any, dict, dict], Any] | None = None
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.drill_modes if m not in DRILL_MODES]

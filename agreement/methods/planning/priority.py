@@ -1,0 +1,64 @@
+"""The priority of one more label per item, as every relabel rule returns it, and the ranking it implies.
+
+A rule (:mod:`agreement.methods.planning.relabel` for classes, :mod:`agreement.methods.planning.relabel_boxes`
+for instance labels) scores every item by the expected value of one more rater's label; this module holds the
+result type and the one ranking all rules share: highest priority first, then fewer ratings first (coverage
+before quality), then the item's position (deterministic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def rank_items(priority: np.ndarray, n_ratings: np.ndarray) -> np.ndarray:
+    """Item indices by descending ``priority``, ties broken by fewer ``n_ratings`` then by position.
+
+    Args:
+        priority: ``(S,)`` finite priorities.
+        n_ratings: ``(S,)`` ratings each item has.
+
+    Returns:
+        ``(S,)`` int64 permutation of ``0 .. S - 1``.
+
+    Raises:
+        ValueError: shapes differ or a priority is not finite.
+    """
+    p = np.asarray(priority, dtype=np.float64)
+    n = np.asarray(n_ratings, dtype=np.int64)
+    if p.shape != n.shape or p.ndim != 1:
+        raise ValueError(f"priority {p.shape} and n_ratings {n.shape} must be the same 1-D shape")
+    if not np.isfinite(p).all():
+        raise ValueError("every priority must be finite (a rule returns 0, never NaN, for an item it cannot help)")
+    return np.lexsort((np.arange(p.size), n, -p)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class RelabelPriority:
+    """The expected value of one more label for every item.
+
+    Attributes:
+        rule: the rule's name (e.g. ``"expected_error_reduction"``).
+        priority: ``(S,)`` the expected value of one more label (the rule's units, documented by the rule), ``>= 0``.
+        error_now: ``(S,)`` the rule's estimate that the item's consensus is wrong now, in ``[0, 1]``.
+        error_after: ``(S,)`` the expected value of that estimate after one more label, in ``[0, 1]``.
+        n_ratings: ``(S,)`` ratings each item has now.
+        order: ``(S,)`` item indices, highest priority first (:func:`rank_items`).
+        notes: what the rule assumed (the typical rater it used, repairs), one sentence each.
+    """
+
+    rule: str
+    priority: np.ndarray
+    error_now: np.ndarray
+    error_after: np.ndarray
+    n_ratings: np.ndarray
+    order: np.ndarray
+    notes: tuple[str, ...] = field(default=())
+
+    def top(self, n: int) -> np.ndarray:
+        """The ``n`` items to label next (indices, highest priority first); ``n`` larger than the items: refused."""
+        if n < 0 or n > self.order.size:
+            raise ValueError(f"a budget of {n} items is outside 0 .. {self.order.size} (the items there are)")
+        return self.order[:n]
