@@ -39,8 +39,10 @@ demo: $(VENV)/.runtime
 # the 30 slowest tests are listed at the end (what the suite's time goes to).
 PYTEST_XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
 
-test: $(VENV)/.test lint
-	scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) --durations=30 $(PYTEST_ARGS)
+# IAA_REQUIRE_LABELSTUDIO=1: the Label Studio round trip (tests/test_fo_labelstudio_roundtrip.py) fails, rather
+# than skips, when its server ($(VENV)/.labelstudio) cannot start.
+test: $(VENV)/.test $(VENV)/.labelstudio lint
+	IAA_REQUIRE_LABELSTUDIO=1 scripts/with-temp-fiftyone.sh $(PY) -m pytest $(PYTEST_XDIST) --durations=30 $(PYTEST_ARGS)
 
 # The static checks (settings in pyproject.toml: [tool.ruff], [tool.mypy]); the same commands as the
 # hooks of .pre-commit-config.yaml. Ruff checks the whole repository, mypy the plugin (agreement,
@@ -113,6 +115,18 @@ $(VENV)/bin/python:
 
 $(VENV)/.runtime: requirements.txt requirements-db.txt requirements-dev.txt | $(VENV)/bin/python
 	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+# The Label Studio server of the round-trip tests, in an environment of its own (its pins fight FiftyOne's):
+# installed from requirements-labelstudio.txt, then a template data folder migrated once (a first start takes
+# 40-85 s; the tests copy the template and start in seconds). tests/labelstudio_server.py starts and stops it.
+LABELSTUDIO_VENV := $(VENV)/labelstudio
+
+$(VENV)/.labelstudio: requirements-labelstudio.txt | $(VENV)/bin/python
+	$(PYTHON) -m venv $(LABELSTUDIO_VENV)
+	$(LABELSTUDIO_VENV)/bin/python -m pip --disable-pip-version-check install -q --upgrade pip
+	$(LABELSTUDIO_VENV)/bin/python -m pip --disable-pip-version-check install -q -r requirements-labelstudio.txt
+	$(PY) tests/labelstudio_server.py --make-template $(LABELSTUDIO_VENV)/template
 	touch $@
 
 $(VENV)/.test: requirements.txt requirements-db.txt requirements-dev.txt requirements-test.txt requirements-test-nodeps.txt | $(VENV)/bin/python

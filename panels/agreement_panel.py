@@ -55,6 +55,7 @@ from .panel_markdown import drill_md, run_labels, undefined_md, view_note
 from .panel_masks import MaskEvents, refresh_masks, render_masks
 from .panel_memory import PANEL_MEMORY, PanelMemory, panel_memory_of
 from .panel_raters import RaterEvents, refresh_raters
+from .panel_relabel import RelabelEvents, refresh_relabel
 from .panel_review import ReviewActions, refresh_review
 from .panel_sections import refresh_compare, refresh_consensus, refresh_modal
 from .panel_video import VideoEvents, refresh_video
@@ -92,7 +93,7 @@ def _stale_event(drill: dict, stages: list) -> bool:
                for before in (drill.get("base"), drill.get("from")))
 
 
-class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, foo.Panel):
+class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoEvents, RelabelEvents, foo.Panel):
     """The Annotator Agreement panel: the dataset's agreement runs as cards, figures and drill-downs.
 
     Its events come from the mixins (drill-downs, rater tables, the review queue, mask and video figures);
@@ -424,6 +425,7 @@ class AgreementPanel(DrillEvents, RaterEvents, ReviewActions, MaskEvents, VideoE
         refresh_video(ctx.panel.data, mem, base, data, ctx.view, ctx.current_sample)  # a run on videos: a timeline
         refresh_consensus(ctx.panel.data, mem, data["consensus"])
         refresh_raters(ctx.panel.data, mem, data)
+        refresh_relabel(ctx.panel.data, mem, dataset, key, info)  # the "Another opinion" section
         refresh_compare(ctx=ctx, mem=mem, base=base, key=key, info=info, compare=compare, compare_key=compare_key)
         if not refresh_review(ctx, mem):  # the review queue explains its open patch itself
             refresh_modal(ctx, mem, base, key, info)

@@ -14,6 +14,7 @@ from agreement.fo.panel.rater_tables import natural_key
 from .panel_markdown import EMPTY_HELP
 from .panel_memory import panel_memory_of
 from .panel_raters import render_pair_controls, render_rater_table
+from .panel_relabel import render_relabel
 from .panel_review import render_review
 from .panel_video import render_video
 
@@ -65,6 +66,7 @@ def render_panel(handlers, ctx):
     if not shown.get("has_cards"):
         return types.Property(panel, view=types.GridView(orientation="vertical", align_x="left", gap=2))
     panel.str("summary_md", view=types.MarkdownView())
+    render_relabel(handlers, panel, mem)  # plan raters, suggest, send, load (issue 52)
     panel.btn("toggle_compare", label="Stop comparing" if mem.compare_on else
               "Compare with another run of this method", on_click=handlers.on_toggle_compare, variant="outlined")
     if mem.compare_on and mem.compare:

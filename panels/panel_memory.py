@@ -44,6 +44,7 @@ class PanelMemory:
     remembered: str | None = None  # the run last recorded as open (agreement.fo.panel.app_state)
     video: dict | None = None  # a run on videos: the timeline's video and choices (.panel_video)
     video_choice: str | None = None  # the video the user chose for the timeline
+    relabel: dict | None = None  # the "Another opinion" section: target, budget, last steps (.panel_relabel)
 
 
 PANEL_MEMORY: dict[str, PanelMemory] = {}

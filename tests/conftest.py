@@ -271,3 +271,18 @@ def delegated_progress(monkeypatch) -> list[tuple[float, str]]:
 
     monkeypatch.setattr(DelegatedOperationService, "set_progress", spy)
     return calls
+
+
+@pytest.fixture(scope="session")
+def labelstudio_server(tmp_path_factory):
+    """A real Label Studio server (:mod:`labelstudio_server`), one per test run, shared by the xdist workers;
+    skipped when ``.venv/labelstudio`` is absent, unless ``IAA_REQUIRE_LABELSTUDIO=1`` (``make test``)."""
+    import labelstudio_server as ls
+
+    why = ls.missing()
+    if why:
+        if os.environ.get("IAA_REQUIRE_LABELSTUDIO") == "1":
+            pytest.fail(f"IAA_REQUIRE_LABELSTUDIO=1 and {why}")
+        pytest.skip(why)
+    base = tmp_path_factory.getbasetemp()
+    yield from ls.shared_server(base.parent if _WORKER else base)  # the workers' shared folder under xdist

@@ -136,6 +136,8 @@ def _every_operator_run(fo, ds, params, tmp_path) -> dict[str, tuple[dict, objec
         "compute_kalos": (dict(key="kalos", **params), ds),
         "compute_geometry_agreement": (dict(key="geo", **params), ds),
         "calibrate_agreement": (dict(key="cal", **params), ds),
+        "plan_raters": (dict(key="kalos", repeats=5), ds),
+        "suggest_relabel": (dict(key="cons", budget=2), ds),
         "review_consensus_labels": (lambda: dict(key="cons", decision="reject", label_ids=ds.filter_labels(
             "cons_consensus", F("cons_review") == True).values("cons_consensus.detections.id",  # noqa: E712
                                                                 unwind=True)[:1]), ds),

@@ -11,12 +11,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from agreement.methods.consensus.class_labels import class_consensus
 from agreement.methods.planning import (
     RaterCurve,
     alpha_statistic,
     consensus_reliability,
     rater_curve,
     raters_needed,
+)
+from agreement.methods.planning.consensus_accuracy import (
+    consensus_accuracy_statistic,
+    consensus_confidence_statistic,
+    crowd_reference,
 )
 
 
@@ -228,5 +234,159 @@ def test_the_examples_in_the_docstrings_run():
     import doctest
 
     from agreement.methods.planning import raters as module
+
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+# ------------------------------------------------------------------ statistics of one rater: consensus accuracy
+def _truth_crowd(n_items: int = 80, n_raters: int = 7, accuracy: float = 0.7, missing: float = 0.0, seed: int = 2):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, n_items)
+    data = np.where(rng.random((n_items, n_raters)) < accuracy, truth[:, None],
+                    rng.integers(0, 3, (n_items, n_raters))).astype(np.float64)
+    data[rng.random(data.shape) < missing] = np.nan
+    return data, truth
+
+
+def _vote_oracle(row: np.ndarray, ref: int) -> float:
+    """Brute force: the share of the tied top classes that is the reference."""
+    votes = {c: int((row == c).sum()) for c in set(row[~np.isnan(row)].astype(int).tolist())}
+    top = max(votes.values())
+    tied = [c for c, v in votes.items() if v == top]
+    return (ref in tied) / len(tied)
+
+
+def test_majority_accuracy_counts_ties_by_their_share_and_matches_brute_force():
+    data, truth = _truth_crowd(n_items=40, n_raters=4, missing=0.3)
+    data[np.isnan(data).all(axis=1), 0] = 1.0
+    stat = consensus_accuracy_statistic(truth, n_classes=3)
+    want = np.mean([_vote_oracle(row, t) for row, t in zip(data, truth, strict=True)])
+    assert stat(data) == pytest.approx(want, abs=1e-12)
+    assert stat.min_k == 1 and stat.needs_items and stat.__name__ == "consensus_accuracy_majority"
+
+
+def test_a_statistic_of_one_rater_starts_the_curve_at_k_1_and_alpha_still_cannot():
+    data, truth = _truth_crowd(accuracy=0.7)
+    curve = rater_curve(data, statistic=consensus_accuracy_statistic(truth, n_classes=3), repeats=30)
+    assert curve.ks == tuple(range(1, 8))
+    # one rater right with probability .7 + .3/3 = .8: the k = 1 accuracy is about .8, and it grows with k
+    assert curve.mean[0] == pytest.approx(0.8, abs=0.04)
+    assert curve.mean[-1] > curve.mean[2] > curve.mean[0]
+    with pytest.raises(ValueError, match=r"outside 2 \.\. 7"):
+        rater_curve(data, statistic=alpha_statistic(), ks=[1])
+
+
+def test_items_reach_the_statistic_aligned_with_their_reference_also_when_resampled():
+    data, truth = _truth_crowd(n_items=12, n_raters=4)
+    data[0, 1:] = np.nan
+    data[1, 2:] = np.nan
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+
+    class Recorder:
+        min_k = 1
+        needs_items = True
+        __name__ = "recorder"
+
+        def __call__(self, values, items=None):
+            calls.append((values.copy(), np.asarray(items).copy()))
+            return 0.5
+
+    for resample in (False, True):
+        calls.clear()
+        rater_curve(data, statistic=Recorder(), repeats=3, resample_items=resample)
+        for draw, items in calls:
+            assert draw.shape[0] == items.size
+            rated = ~np.isnan(draw)
+            assert np.array_equal(draw[rated], data[items][rated])
+            k = int(rated.sum(axis=1).max())
+            assert ((~np.isnan(data[items])).sum(axis=1) >= k).all()
+
+
+def test_the_items_left_out_at_a_k_do_not_shift_the_reference():
+    """At k = 2 the item with one rating is left out: each kept item is still scored against its own class."""
+    data = np.array([[2.0, np.nan], [0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+    stat = consensus_accuracy_statistic([2, 0, 1, 2], n_classes=3)
+    curve = rater_curve(data, statistic=stat, repeats=3)
+    assert curve.ks == (1, 2) and curve.n_items == (4, 3) and curve.mean == (1.0, 1.0)
+    boot = rater_curve(data, statistic=stat, repeats=5, resample_items=True)
+    assert boot.mean == (1.0, 1.0)
+
+
+def test_the_consensus_of_every_rater_is_the_crowd_reference():
+    data, _ = _truth_crowd(n_items=60, n_raters=5, accuracy=0.6)
+    for method in ("mace", "dawid_skene", "majority"):
+        ref = crowd_reference(data, method=method, n_classes=3)
+        want = class_consensus(data.astype(int), 3, method=method, orientation="units_by_raters").labels
+        assert np.array_equal(ref, want)
+        if method != "majority":  # the same rule on all the raters gives the reference back
+            stat = consensus_accuracy_statistic(ref, method=method, n_classes=3)
+            assert rater_curve(data, statistic=stat, ks=[5], repeats=2).mean == (1.0,)
+
+
+def test_gold_classes_no_rater_gave_and_items_without_a_reference():
+    data = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    assert consensus_accuracy_statistic([0, 5, np.nan], n_classes=2)(data) == 0.5  # item 2: no reference
+    assert math.isnan(consensus_accuracy_statistic([np.nan, np.nan, 0], n_classes=2)(data[:2], items=np.array([0, 1])))
+
+
+def test_consensus_confidence_is_the_mean_posterior_of_the_chosen_class():
+    data, _ = _truth_crowd(n_items=50, n_raters=5, missing=0.2)
+    for method in ("majority", "mace"):
+        stat = consensus_confidence_statistic(method=method, n_classes=3)
+        res = class_consensus(np.where(np.isnan(data), -1, data).astype(int), 3, method=method,
+                              orientation="units_by_raters")
+        assert stat(data) == pytest.approx(float(np.mean(res.confidence)), abs=1e-12)
+        assert stat.min_k == 1 and 1 / 3 <= stat(data) <= 1
+    vote = rater_curve(data, statistic=consensus_confidence_statistic(method="majority", n_classes=3), repeats=5)
+    assert vote.ks[0] == 1 and vote.mean[0] == 1.0
+    with pytest.raises(ValueError, match="method must be one of"):
+        consensus_confidence_statistic(method="vote", n_classes=3)
+
+
+def test_an_accuracy_is_read_at_the_measured_k_only():
+    data, truth = _truth_crowd(accuracy=0.7)
+    curve = rater_curve(data, statistic=consensus_accuracy_statistic(truth, n_classes=3), repeats=40)
+    needed = raters_needed(curve, target=0.85, projection="none")
+    first = next(k for k, lo in zip(curve.ks, curve.low) if lo >= 0.85)
+    assert needed.k == first and needed.measured and needed.projection == "none"
+    assert needed.reliability == curve.low[curve.ks.index(first)] and needed.labels == first * 80
+    out = raters_needed(curve, target=0.999, projection="none")
+    assert out.k is None and "no projection" in out.reason and not out.measured
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), perm=st.permutations([0, 1, 2]))
+def test_accuracy_is_in_0_1_and_ignores_rater_order_and_class_names(seed, perm):
+    data, truth = _truth_crowd(n_items=25, n_raters=5, missing=0.3, seed=seed)
+    stat = consensus_accuracy_statistic(truth, n_classes=3)
+    value = stat(data)
+    assert 0.0 <= value <= 1.0 or math.isnan(value)
+    cols = np.random.default_rng(seed).permutation(5)
+    assert stat(data[:, cols]) == pytest.approx(value, nan_ok=True)
+    p = np.asarray(perm, dtype=float)
+    renamed = np.where(np.isnan(data), np.nan, p[np.nan_to_num(data).astype(int)])
+    assert consensus_accuracy_statistic(p[truth], n_classes=3)(renamed) == pytest.approx(value, nan_ok=True)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: consensus_accuracy_statistic([0, 1], method="vote", n_classes=2), "method must be one of"),
+    (lambda: consensus_accuracy_statistic([0, 1], n_classes=1), "n_classes"),
+    (lambda: consensus_accuracy_statistic([np.nan, -1], n_classes=2), "no item with a class"),
+    (lambda: consensus_accuracy_statistic([[0, 1]], n_classes=2), "one class code per item"),
+    (lambda: consensus_accuracy_statistic([0.5, 1], n_classes=2), "integer class codes"),
+    (lambda: consensus_accuracy_statistic([0, 1], n_classes=2)(np.array([[0.0, 2.0], [1.0, 1.0]])), "class codes 0 .. 1"),
+    (lambda: consensus_accuracy_statistic([0, 1], n_classes=2)(np.zeros((3, 2))), "pass items="),
+    (lambda: raters_needed(0.5, target=0.5, projection="none"), "pass a RaterCurve"),
+    (lambda: raters_needed(0.5, target=0.5, projection="linear"), "projection must be one of"),
+])
+def test_bad_input_to_the_accuracy_is_refused_by_name(call, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        call()
+
+
+def test_the_examples_of_the_accuracy_run():
+    import doctest
+
+    from agreement.methods.planning import consensus_accuracy as module
 
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0

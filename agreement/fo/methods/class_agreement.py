@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ from agreement.core.data import class_order
 from agreement.core.ratings import class_ratings, tag_ratings
 from agreement.fo.panel.label_explanations import class_explanations
 from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
+from agreement.fo.planning.class_relabel import class_relabel
+from agreement.fo.planning.plan_classes import class_agreement_planning
 from agreement.fo.runs.declaration import FormValues, MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
 from agreement.fo.runs.results import AgreementResults
@@ -371,6 +374,8 @@ HOOKS = MethodHooks(
     unmatched_view=_contradicted,
     class_view=_disputed,
     drills_samples=True,
+    relabel=class_relabel,
+    planning=partial(class_agreement_planning, scale_values=scale_values),
 )
 
 

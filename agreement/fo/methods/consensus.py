@@ -61,6 +61,8 @@ from agreement.fo.panel.consensus import (
     consensus_rater_rows,
 )
 from agreement.fo.panel.label_explanations import consensus_explanations
+from agreement.fo.planning.class_relabel import consensus_relabel
+from agreement.fo.planning.plan_classes import class_consensus_planning
 from agreement.fo.runs import store as runs
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
@@ -271,6 +273,8 @@ HOOKS = MethodHooks(
     conflicts=_conflicts,
     conflicts_how="against the consensus (the reference rater), from the labels fused into each consensus label",
     conflicts_none="A class consensus fuses one class per sample: its disagreements are the samples' classes.",
+    relabel=consensus_relabel,
+    planning=class_consensus_planning,
 )
 
 

@@ -26,6 +26,8 @@ import numpy as np
 from agreement.fo.methods.similarity_params import scene_unit_params
 from agreement.fo.panel.label_explanations import unit_explanations
 from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, row_texts
+from agreement.fo.planning.box_relabel import box_relabel
+from agreement.fo.planning.plan_kalos import kalos_planning
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
 from agreement.fo.runs.results import AgreementResults
@@ -296,6 +298,8 @@ HOOKS = MethodHooks(
     disagreeing_view=_disagreeing,
     conflicts=_conflicts,
     conflicts_how="from the KαLOS units (the labels of a unit are one object)",
+    relabel=box_relabel,
+    planning=kalos_planning,
 )
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "rater_curve",
     "consensus_reliability",
     "raters_needed",
+    "PROJECTIONS",
 ]
 
 #: A corpus statistic of reliability data: a ``(items, raters)`` float matrix (``NaN`` missing) -> a number
@@ -55,6 +56,8 @@ __all__ = [
 Statistic = Callable[[np.ndarray], float]
 
 _NUMERIC_LEVELS = ("interval", "ratio")
+#: How :func:`raters_needed` reads beyond a curve: Spearman–Brown (reliabilities), or not at all.
+PROJECTIONS = ("spearman_brown", "none")
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class RaterCurve:
 
     Attributes:
         statistic: the statistic's name (e.g. ``"alpha_nominal"``).
-        ks: the raters per item measured, increasing, each ``>= 2``.
+        ks: the raters per item measured, increasing, each ``>= 2`` (``>= 1`` for a statistic of one rater,
+            whose ``min_k`` is 1).
         mean: the mean of the defined draws at each ``k`` (NaN when none is defined).
         low: the ``(1 - confidence)/2`` percentile of the defined draws.
         high: the ``(1 + confidence)/2`` percentile of the defined draws.
@@ -138,6 +142,9 @@ class RatersNeeded:
         labels_per_item: the labels ``k`` raters cost per item (``k``); ``None`` with ``k``.
         labels: ``k × items`` of the curve's data; ``None`` for a single value or when ``k`` is ``None``.
         reason: why ``k`` is ``None``; ``""`` otherwise.
+        projection: ``"spearman_brown"`` (``reliability`` is the consensus reliability ``rho_k``) or ``"none"``
+            (the statistic itself is read at measured ``k`` only: ``reliability`` and ``single_rater`` are the
+            lower bound of the statistic at ``k``).
     """
 
     k: int | None
@@ -149,6 +156,7 @@ class RatersNeeded:
     labels_per_item: int | None
     labels: int | None
     reason: str = ""
+    projection: str = "spearman_brown"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values for JSON (NaN kept)."""
@@ -218,16 +226,16 @@ def _check_data(values: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return data, counts
 
 
-def _check_ks(ks: Sequence[int] | None, top: int) -> tuple[int, ...]:
-    """The raters per item to measure: ``2 .. top`` by default, else the given ones, checked and sorted."""
+def _check_ks(ks: Sequence[int] | None, top: int, low: int = 2) -> tuple[int, ...]:
+    """The raters per item to measure: ``low .. top`` by default, else the given ones, checked and sorted."""
     if ks is None:
-        return tuple(range(2, top + 1))
+        return tuple(range(low, top + 1))
     out = []
     for k in ks:
         if isinstance(k, bool) or not float(k).is_integer():
             raise ValueError(f"ks must be integers, got {k!r}")
-        if not 2 <= int(k) <= top:
-            raise ValueError(f"ks: k = {int(k)} is outside 2 .. {top} (the most ratings any item has)")
+        if not low <= int(k) <= top:
+            raise ValueError(f"ks: k = {int(k)} is outside {low} .. {top} (the most ratings any item has)")
         out.append(int(k))
     if not out:
         raise ValueError("ks is empty: give at least one number of raters per item, or None for all")
@@ -241,14 +249,30 @@ def _check_confidence(confidence: float) -> float:
     return float(confidence)
 
 
+def _min_k(statistic: Statistic) -> int:
+    """The fewest raters per item ``statistic`` is defined with: its ``min_k`` attribute (1 or 2), else 2."""
+    low = getattr(statistic, "min_k", 2)
+    if isinstance(low, bool) or low not in (1, 2):
+        raise ValueError(f"statistic.min_k must be 1 or 2, got {low!r}")
+    return int(low)
+
+
+def _evaluate(statistic: Statistic, draw: np.ndarray, items: np.ndarray) -> float:
+    """``statistic`` of one draw; a statistic with ``needs_items`` also gets the draw's rows of the data."""
+    if getattr(statistic, "needs_items", False):
+        return float(statistic(draw, items=items))  # type: ignore[call-arg]
+    return float(statistic(draw))
+
+
 def _draws(data: np.ndarray, k: int, *, statistic: Statistic, repeats: int, rng: np.random.Generator,
-           resample_items: bool) -> np.ndarray:
-    """``repeats`` values of ``statistic`` on ``data`` (items with at least ``k`` ratings) with ``k`` raters
-    per item drawn without replacement (and the items drawn with replacement when ``resample_items``)."""
+           resample_items: bool, items: np.ndarray) -> np.ndarray:
+    """``repeats`` values of ``statistic`` on ``data`` (items with at least ``k`` ratings, rows ``items`` of
+    the whole data) with ``k`` raters per item drawn without replacement (and the items drawn with
+    replacement when ``resample_items``)."""
     rated = ~np.isnan(data)
     rows = np.arange(data.shape[0])[:, None]
     if not resample_items and bool((rated.sum(axis=1) == k).all()):
-        return np.full(repeats, float(statistic(data)))  # every draw keeps every rating: one value
+        return np.full(repeats, _evaluate(statistic, data, items))  # every draw keeps every rating: one value
     out = np.empty(repeats, dtype=np.float64)
     for r in range(repeats):
         keys = rng.random(data.shape)
@@ -256,10 +280,11 @@ def _draws(data: np.ndarray, k: int, *, statistic: Statistic, repeats: int, rng:
         chosen = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < data.shape[1] else np.argsort(keys, axis=1)
         keep = np.zeros(data.shape, dtype=bool)
         keep[rows, chosen[:, :k]] = True
-        draw = np.where(keep, data, np.nan)
+        draw, at = np.where(keep, data, np.nan), items
         if resample_items:
-            draw = draw[rng.integers(0, data.shape[0], size=data.shape[0])]
-        out[r] = float(statistic(draw))
+            pick = rng.integers(0, data.shape[0], size=data.shape[0])
+            draw, at = draw[pick], items[pick]
+        out[r] = _evaluate(statistic, draw, at)
     return out
 
 
@@ -267,7 +292,9 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
                 confidence: float = 0.9, seed: int = 0, resample_items: bool = False) -> RaterCurve:
     """A corpus statistic against the number of raters per item, by subsampling raters within items.
 
-    For each ``k`` (default ``2 .. K``, ``K`` the most ratings any item has), the items with at least
+    For each ``k`` (default ``m .. K``, ``K`` the most ratings any item has, ``m`` the statistic's
+    ``min_k`` attribute: 2 by default, 1 for a statistic defined with one rater per item such as the accuracy
+    of a consensus, :mod:`agreement.methods.planning.consensus_accuracy`), the items with at least
     ``k`` ratings are kept; each of ``repeats`` draws keeps, per item, ``k`` of its raters drawn uniformly
     without replacement (rater columns keep their identity; the others become ``NaN``) and evaluates
     ``statistic`` on the kept items. Per ``k``: the mean of the defined draws and the percentile interval
@@ -283,8 +310,10 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
 
     Args:
         values: ``(items, raters)`` reliability data, ``NaN`` where the rater did not label the item.
-        statistic: reliability data -> float (NaN when undefined), e.g. :func:`alpha_statistic`.
-        ks: the raters per item to measure, each in ``2 .. K`` (default all of them).
+        statistic: reliability data -> float (NaN when undefined), e.g. :func:`alpha_statistic`. A statistic
+            with a true ``needs_items`` attribute is called ``statistic(draw, items=rows)``, ``rows`` the
+            indices of the draw's rows in ``values`` (to align a per-item reference, e.g. gold labels).
+        ks: the raters per item to measure, each in ``m .. K`` (default all of them).
         repeats: draws per ``k``, at least 1.
         confidence: the coverage of the interval, in ``(0, 1)``.
         seed: the seed of the draws.
@@ -295,7 +324,7 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
 
     Raises:
         ValueError: values not a non-empty 2-D numeric matrix, infinite values, fewer than 2 raters, no
-            item with 2 ratings, ``ks`` outside ``2 .. K``, ``repeats < 1``, ``confidence`` outside
+            item with 2 ratings, ``ks`` outside ``m .. K``, ``repeats < 1``, ``confidence`` outside
             ``(0, 1)``, ``statistic`` not callable.
 
     Reference:
@@ -308,13 +337,14 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
     if isinstance(repeats, bool) or not float(repeats).is_integer() or int(repeats) < 1:
         raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
     conf = _check_confidence(confidence)
-    k_list = _check_ks(ks, int(counts.max()))
+    k_list = _check_ks(ks, int(counts.max()), _min_k(statistic))
     q = [50.0 * (1.0 - conf), 50.0 * (1.0 + conf)]
     mean, low, high, n_items, n_undefined = [], [], [], [], []
     for k in k_list:
-        kept = data[counts >= k]
+        items = np.flatnonzero(counts >= k)
+        kept = data[items]
         a = _draws(kept, k, statistic=statistic, repeats=int(repeats), rng=np.random.default_rng([int(seed), k]),
-                   resample_items=resample_items)
+                   resample_items=resample_items, items=items)
         defined = a[np.isfinite(a)]
         n_undefined.append(int(a.size - defined.size))
         n_items.append(int(kept.shape[0]))
@@ -427,8 +457,25 @@ def _needed_from_value(r: float, target: float) -> RatersNeeded:
     return _needed(_k_beyond(r, target), target=target, confidence=None, r=r, measured=False, items=None)
 
 
+def _needed_measured(curve: RaterCurve, target: float) -> RatersNeeded:
+    """:func:`raters_needed` without a projection: the smallest measured ``k`` whose lower bound reaches
+    ``target``."""
+    for k, low in zip(curve.ks, curve.low, strict=True):
+        if np.isfinite(low) and low >= target:
+            return RatersNeeded(k=k, target=target, confidence=curve.confidence, reliability=float(low),
+                                single_rater=float(low), measured=True, labels_per_item=k,
+                                labels=k * curve.n_items_total, projection="none")
+    top = max((x for x in curve.low if np.isfinite(x)), default=np.nan)
+    return RatersNeeded(k=None, target=target, confidence=curve.confidence, reliability=np.nan,
+                        single_rater=float(top), measured=False, labels_per_item=None, labels=None,
+                        projection="none",
+                        reason=f"the lower bound of {curve.statistic} stays below target {target:g} at every measured "
+                               f"k up to {curve.max_k} (highest {top:.4g}), and {curve.statistic} has no projection "
+                               "beyond the raters the data has")
+
+
 def raters_needed(curve_or_alpha: RaterCurve | float, *, target: float,
-                  confidence: float | None = None) -> RatersNeeded:
+                  confidence: float | None = None, projection: str = "spearman_brown") -> RatersNeeded:
     """The smallest number of raters per item whose consensus reliability reaches ``target``.
 
     From a :class:`RaterCurve`: ``r_k`` is the curve's lower bound (the ``(1 - c)/2`` percentile) at the
@@ -448,6 +495,10 @@ def raters_needed(curve_or_alpha: RaterCurve | float, *, target: float,
         target: the consensus reliability to reach, in ``(0, 1)``.
         confidence: the curve's interval coverage to use (default: the curve's own); it must match the
             curve's (recompute the curve at another coverage). Not allowed with a single value.
+        projection: ``"spearman_brown"`` (default: the curve is an α/ICC-type reliability) or ``"none"`` for
+            a statistic that is not a reliability (the accuracy of a consensus): then the answer is the
+            smallest *measured* ``k`` whose lower bound itself reaches ``target``, and no ``k`` beyond the
+            curve is claimed. ``"none"`` needs a :class:`RaterCurve`.
 
     Returns:
         :class:`RatersNeeded`; ``k`` is ``None`` with a reason when no ``k`` reaches ``target`` (the lower
@@ -455,13 +506,18 @@ def raters_needed(curve_or_alpha: RaterCurve | float, *, target: float,
 
     Raises:
         ValueError: ``target`` outside ``(0, 1)``, ``confidence`` outside ``(0, 1)`` or different from the
-            curve's, ``confidence`` with a single value, a value outside ``[-1, 1]``.
+            curve's, ``confidence`` with a single value, a value outside ``[-1, 1]``, an unknown
+            ``projection`` or ``"none"`` with a single value.
 
     References:
         C. Spearman 1910; W. Brown 1910 (:func:`consensus_reliability`).
     """
     tgt = _check_target(target)
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
     if not isinstance(curve_or_alpha, RaterCurve):
+        if projection == "none":
+            raise ValueError("projection='none' reads a measured curve: pass a RaterCurve, not a single value")
         if confidence is not None:
             raise ValueError("confidence needs an interval: pass a RaterCurve (rater_curve(..., confidence=...)) "
                              "instead of a single alpha")
@@ -475,6 +531,8 @@ def raters_needed(curve_or_alpha: RaterCurve | float, *, target: float,
     if confidence is not None and _check_confidence(confidence) != curve.confidence:
         raise ValueError(f"the curve's interval has confidence {curve.confidence:g}, not {confidence:g}: "
                          f"recompute it with rater_curve(..., confidence={confidence:g})")
+    if projection == "none":
+        return _needed_measured(curve, tgt)
     items = curve.n_items_total
     for k in range(1, curve.max_k + 1):
         at = max([i for i, kk in enumerate(curve.ks) if kk <= k], default=0)
