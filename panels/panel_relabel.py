@@ -165,8 +165,10 @@ class RelabelEvents(PanelHost):
         from agreement.fo.labelling.request import request_labels
 
         def send(key: str, info: dict, base: Any, stages: list | None, opts: dict) -> str:
-            budget = len((opts.get("suggestion") or {}).get("sample_ids") or []) or int(opts["budget"])
-            result = _as_dict(request_labels(ctx.dataset, key, source="suggested", budget=budget))
+            ids = list((opts.get("suggestion") or {}).get("sample_ids") or [])
+            # exactly the samples suggested (and shown), even when the view they were chosen in was filtered
+            samples = ctx.dataset.select(ids) if ids else ctx.dataset
+            result = _as_dict(request_labels(samples, key, source="suggested", budget=len(ids) or int(opts["budget"])))
             if opts.get("suggestion"):
                 opts["suggestion"]["sent"] = True  # sent once: the button goes
             backend = BACKEND_NAMES.get(str(result.get("backend")), result.get("backend"))

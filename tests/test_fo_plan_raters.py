@@ -14,6 +14,28 @@ CLASSES = ("a", "b", "c")
 REPEATS = 8
 
 
+MASK_RATERS = ("m1", "m2", "m3", "m4")
+
+
+def _mask_dataset(fo, make_dataset, n: int = 8):
+    """Four raters' masks of classes {0, 1, 2} (a shifted square, a few flipped pixels); rater m4 skips sample 0."""
+    rng = np.random.default_rng(2)
+    samples = []
+    for s in range(n):
+        sample = fo.Sample(filepath=f"/nonexistent/pm{s}")
+        for r in MASK_RATERS[: 3 if s == 0 else 4]:
+            m = np.zeros((16, 18), np.uint8)
+            y, x = rng.integers(2, 5, 2)
+            m[y: y + 8, x: x + 9] = 1 + (s % 2)
+            m[rng.random(m.shape) < 0.08] = rng.integers(0, 3)
+            sample[r] = fo.Segmentation(mask=m)
+        samples.append(sample)
+    ds = make_dataset(samples)
+    ds.mask_targets = {r: {0: "background", 1: "road", 2: "car"} for r in MASK_RATERS}
+    ds.save()
+    return ds
+
+
 def _codes(S: int = 40, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """A noisy crowd of 4 raters (right with probability .75), a few not assigned; and the truth."""
     rng = np.random.default_rng(seed)
@@ -165,20 +187,17 @@ def test_refusals_name_the_run_and_what_to_do(plan_ds, fo, make_dataset):
         plan_raters(alone, "one")
 
 
-def test_a_method_without_the_hook_is_refused_naming_those_with_it(plan_ds, fo, make_dataset):
-    from agreement.fo.methods.ot_agreement import compute_ot_agreement
+def test_a_method_without_the_hook_is_refused_naming_those_with_it(fo, make_dataset):
+    from agreement.fo.methods.mask_consensus import compute_mask_consensus
     from agreement.fo.planning.raters import plan_raters
     from agreement.fo.runs.store import RunError
 
-    boxes = [fo.Sample(filepath=f"/nonexistent/box{s}",
-                       a=fo.Detections(detections=[fo.Detection(label="x", bounding_box=[0.1, 0.1, 0.3, 0.3])]),
-                       b=fo.Detections(detections=[fo.Detection(label="x", bounding_box=[0.12, 0.1, 0.3, 0.3])]))
-             for s in range(4)]
-    ds = make_dataset(boxes)
-    compute_ot_agreement(ds, "ot", fields=["a", "b"])
-    with pytest.raises(RunError, match="'ot' is a compute_ot_agreement run .* it plans runs of: .*compute_class_agreement"
-                                       ".*compute_consensus"):
-        plan_raters(ds, "ot")
+    ds = _mask_dataset(fo, make_dataset, n=3)
+    compute_mask_consensus(ds, "mc", fields=list(MASK_RATERS))
+    with pytest.raises(RunError, match="'mc' is a compute_mask_consensus run .* it plans runs of: .*compute_class_agreement"
+                                       ".*compute_consensus.*compute_kalos.*compute_mask_agreement"
+                                       ".*compute_ot_agreement"):
+        plan_raters(ds, "mc")
 
 
 def test_the_plan_figure_draws_the_band_the_projection_the_target_and_k(plan_ds):
@@ -258,3 +277,89 @@ def test_kalos_draws_leave_out_the_units_only_dropped_raters_drew():
     # a resampled draw repeats a sample's units
     twice = alpha_statistic()(np.array([[0, 0], [1, 1], [0, 0], [1, 1]], dtype=float))
     assert stat(keep_01, items=np.array([0, 0])) == pytest.approx(twice, abs=1e-12)
+
+
+def _statistic_of_every_rating(ds, key: str, name: str) -> float:
+    """The run's planning statistic on its whole data (every rater of every sample: what k = all raters keeps; the
+    curve's last k keeps only the samples with that many raters)."""
+    from agreement.fo.planning.raters import _planning_input
+    from agreement.fo.runs.store import get_agreement_run_info
+
+    data = _planning_input(ds, get_agreement_run_info(ds, key), None, 0)
+    return float(data.statistics[name](data.values, items=np.arange(len(data.values))))
+
+
+def test_ot_alpha_with_every_rater_is_the_runs_alpha_ot(fo, make_dataset):
+    from agreement.fo.methods.ot_agreement import compute_ot_agreement
+    from agreement.fo.planning.raters import plan_raters
+
+    rng = np.random.default_rng(4)
+    samples = []
+    for s in range(20):
+        objects = [(rng.uniform(0, 0.6), rng.uniform(0, 0.6)) for _ in range(int(rng.integers(1, 4)))]
+        sample = fo.Sample(filepath=f"/nonexistent/ot{s:02d}")
+        for r in RATERS[: 2 if s < 3 else 4]:  # two raters only on the first samples
+            sample[r] = fo.Detections(detections=[
+                fo.Detection(label="a", bounding_box=[x + rng.normal(0, 0.03), y + rng.normal(0, 0.03), 0.2, 0.2])
+                for x, y in objects if rng.random() < 0.85])
+        samples.append(sample)
+    ds = make_dataset(samples)
+    run = compute_ot_agreement(ds, "ot", fields=list(RATERS))
+    out = _plan(ds, key="ot", repeats=REPEATS)
+    assert out["statistic"] == "alpha_ot" and out["statistics"] == ["alpha_ot"] and out["projection"] == "spearman_brown"
+    assert out["curve"]["k"] == [2, 3, 4] and out["n_items"] == 20 and out["curve"]["n_items"] == [20, 17, 17]
+    assert _statistic_of_every_rating(ds, "ot", "alpha_ot") == pytest.approx(run["alpha_ot"], abs=1e-9)
+    assert all(lo <= m <= hi <= 1.0 for lo, m, hi in zip(out["curve"]["low"], out["curve"]["mean"],
+                                                          out["curve"]["high"], strict=True))
+    assert "chance cost D_e" in out["note"] and "fixed, not recomputed per draw" in out["note"]
+    with pytest.raises(ValueError, match="OT agreement run: it offers αOT only"):
+        plan_raters(ds, "ot", gold_field="x")
+
+
+def test_ot_statistic_keeps_the_pairs_of_kept_raters():
+    from agreement.fo.planning.plan_ot import OTPairCosts
+
+    # sample 0: pairs (0,1) cost .1, (0,2) .3, (1,2) .5; sample 1: pair (0,1) cost .2; chance cost .8
+    stat = OTPairCosts(np.array([0, 3, 4]), np.array([0, 0, 1, 0]), np.array([1, 2, 2, 1]),
+                       np.array([0.1, 0.3, 0.5, 0.2]), 0.8)
+    assert stat(np.ones((2, 3))) == pytest.approx(1 - np.mean([0.1, 0.3, 0.5, 0.2]) / 0.8, abs=1e-12)
+    keep = np.array([[1.0, np.nan, 1.0], [1.0, 1.0, np.nan]])
+    assert stat(keep, items=np.array([0, 1])) == pytest.approx(1 - 0.25 / 0.8, abs=1e-12)
+    assert stat(keep[1:], items=np.array([1])) == pytest.approx(1 - 0.2 / 0.8, abs=1e-12)  # row 0 of the draw: sample 1
+    assert np.isnan(stat(keep[:1], items=np.array([1])))  # raters 0 and 2 kept: sample 1 has no pair of them
+    assert np.isnan(stat(np.array([[1.0, np.nan, np.nan]]), items=np.array([0])))
+
+
+@pytest.mark.parametrize("n_pixels", [0, 60])
+def test_mask_pixel_alpha_with_every_rater_is_the_runs_pixel_alpha(fo, make_dataset, n_pixels):
+    from agreement.fo.methods.mask_agreement import compute_mask_agreement
+    from agreement.fo.planning.raters import plan_raters
+
+    ds = _mask_dataset(fo, make_dataset)
+    run = compute_mask_agreement(ds, "mk", fields=list(MASK_RATERS), n_pixels=n_pixels)
+    out = _plan(ds, key="mk", repeats=REPEATS)
+    assert out["statistic"] == "alpha" and out["curve"]["k"] == [2, 3, 4] and out["curve"]["n_items"] == [8, 8, 7]
+    assert _statistic_of_every_rating(ds, "mk", "alpha") == pytest.approx(run["alpha"], abs=1e-9)
+    assert all(lo <= m <= hi <= 1.0 for lo, m, hi in zip(out["curve"]["low"], out["curve"]["mean"],
+                                                          out["curve"]["high"], strict=True))
+    assert ("every pixel" if not n_pixels else f"{n_pixels} sampled pixels") in out["note"]
+    with pytest.raises(ValueError, match="mask agreement run: it offers pixel α only"):
+        plan_raters(ds, "mk", gold_field="x")
+
+
+def test_pixel_alpha_of_kept_raters_is_alpha_of_the_pixels_as_units():
+    """The pair coincidences of a draw give Krippendorff's α of the kept raters' pixels, every pixel a unit."""
+    from agreement.fo.planning.plan_mask import PixelPairCoincidences, pair_coincidences
+    from agreement.methods.planning.raters import alpha_statistic
+
+    rng = np.random.default_rng(0)
+    codes = [rng.integers(0, 3, (3, 30)), rng.integers(0, 3, (3, 25))]
+    codes[1][2] = -1  # rater 2 drew no mask on sample 1
+    first, second = np.triu_indices(3, 1)
+    stat = PixelPairCoincidences(np.stack([pair_coincidences(c, 3) for c in codes]), first, second)
+    keep = np.array([[1.0, np.nan, 1.0], [1.0, 1.0, np.nan]])
+    units = np.concatenate([np.where(keep[0][:, None] == 1, codes[0], np.nan).T,
+                            np.where(keep[1][:, None] == 1, codes[1], np.nan).T]).astype(float)
+    assert stat(keep, items=np.array([0, 1])) == pytest.approx(alpha_statistic()(units), abs=1e-12)
+    every = np.concatenate([codes[0].T, np.where(codes[1] >= 0, codes[1], np.nan).T]).astype(float)
+    assert stat(np.array([[1.0] * 3, [1.0, 1.0, np.nan]])) == pytest.approx(alpha_statistic()(every), abs=1e-12)

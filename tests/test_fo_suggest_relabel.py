@@ -99,6 +99,10 @@ def test_consensus_ranking_is_the_pure_rules_and_the_field_is_the_runs(class_ds,
     assert len(ds.match(F("cc_relabel_priority") >= cut)) == sum(v >= cut for v in stored.values())
     view = suggested_view(ds, "cc", 7)
     assert view.values("cc_relabel_priority") == sorted(stored.values(), reverse=True)[:7]
+    assert view.values("id") == out["sample_ids"]  # the stored rank gives the suggestion's own order
+    ranks = dict(zip(*ds.values(["id", "cc_relabel_rank"])))
+    assert sorted(ranks.values()) == list(range(1, len(ranks) + 1))
+    assert [ranks[i] for i in out["sample_ids"]] == list(range(1, 8))
 
 
 def test_agreement_run_fits_mace_and_ranks_lowest_agreement_by_the_runs_field(class_ds):

@@ -1,6 +1,6 @@
 """Send a run's samples to a labelling tool for one more rater: :func:`request_labels`.
 
-The samples (the top ``budget`` by the run's ``{key}_relabel_priority``, which ``suggest_relabel`` writes; the
+The samples (the top ``budget`` by the run's ``{key}_relabel_rank``, which ``suggest_relabel`` writes; the
 view given; or the run's review queue), the label schema (the run's label type and classes) and the new rater
 (the next free name of the run's layout, or one given) come from the run; FiftyOne's annotation API does the
 rest (``samples.annotate(anno_key, backend=..., label_field=<rater>, label_type=..., classes=...)``), so any
@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 import fiftyone as fo  # noqa: F401 - the bridge reaches FiftyOne (samples.annotate)
+from fiftyone import ViewField as F
 
 from agreement.fo.labelling.backend import check_backend, forget_url
 from agreement.fo.labelling.history import now, pending_raters, run_rounds, save_rounds
@@ -58,17 +59,20 @@ def _top(ids: list[str], budget: int | None, what: str) -> list[str]:
 
 
 def _suggested(samples, key: str, budget: int | None) -> list[str]:
-    """The top ``budget`` samples by ``{key}_relabel_priority``, highest first (ties by sample id)."""
-    field = f"{key}{PRIORITY_SUFFIX}"
+    """The top ``budget`` samples of run ``key``'s last suggest_relabel, in its order
+    (:func:`agreement.fo.planning.relabel.suggested_view`: by ``{key}_relabel_rank``)."""
+    from agreement.fo.planning.relabel import rank_field, suggested_view
+
+    field = rank_field(key)
     if field not in samples._root_dataset.get_field_schema():
         raise RunError(f"run {key!r} has no relabel priorities (field {field!r}): run suggest_relabel first, or "
                        "send source='view' (the samples given) or source='review' (the run's review queue)")
     if budget is None:
         raise RunError("source='suggested' needs a budget: the number of top-priority samples to send")
-    ids, values = samples.values(["id", field])
-    ranked = sorted(((float(v), str(i)) for i, v in zip(ids, values, strict=True) if v is not None),
-                    key=lambda t: (-t[0], t[1]))
-    return _top([i for _, i in ranked], budget, f"the samples with a {field!r}")
+    ranked = samples.match(F(field) != None)  # noqa: E711
+    if budget > len(ranked):
+        raise RunError(f"budget {budget} is larger than the {len(ranked)} samples with a {field!r}")
+    return [str(i) for i in suggested_view(samples, key, budget).values("id")]
 
 
 def chosen_samples(samples, key: str, info: dict, source: str, budget: int | None) -> list[str]:
@@ -78,7 +82,7 @@ def chosen_samples(samples, key: str, info: dict, source: str, budget: int | Non
         samples: the dataset or view given.
         key: the run.
         info: its info.
-        source: ``"suggested"`` (top ``budget`` by ``{key}_relabel_priority``), ``"view"`` (the samples
+        source: ``"suggested"`` (top ``budget`` by ``{key}_relabel_rank``), ``"view"`` (the samples
             given, the first ``budget`` of them) or ``"review"`` (the run's review queue, its first
             ``budget``: the method's ``review_view`` hook).
         budget: at most this many samples (``None``: all; required for ``"suggested"``).

@@ -35,6 +35,7 @@ import numpy as np
 import fiftyone.core.labels as fol
 
 from agreement.fo.panel.label_explanations import mask_explanations
+from agreement.fo.planning.plan_mask import mask_planning
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec
 from agreement.fo.runs.results import AgreementResults
@@ -165,6 +166,7 @@ HOOKS = MethodHooks(
     class_view=_class_view,
     class_scores=_class_scores,
     report_classes=lambda detail, info: (class_rows(detail, info), pair_class_dice_rows(detail, info)),
+    planning=mask_planning,
 )
 
 

@@ -72,6 +72,7 @@ from agreement.core.rater_pairs import RaterPairTable
 from agreement.fo.frames.units import chance_groups
 from agreement.fo.panel.label_explanations import reason_explanations
 from agreement.fo.panel.rater_tables import PARTNERS, Column, count_columns, partner_means, row_texts
+from agreement.fo.planning.plan_ot import ot_planning
 from agreement.fo.runs.chance_strata import chance_strata
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
 from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec, RaterTable
@@ -349,6 +350,7 @@ HOOKS = MethodHooks(
     pair_sample_scores=True,
     conflicts=_conflicts,
     conflicts_how="from each label's OT match, or its reason and nearest counterpart when unmatched",
+    planning=ot_planning,
 )
 
 

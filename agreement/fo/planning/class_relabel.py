@@ -30,7 +30,8 @@ import numpy as np
 
 from agreement.core.ratings import class_ratings
 from agreement.fo.runs import store as runs
-from agreement.fo.storage.reading import read_annotations
+from agreement.fo.runs.engine import read_whole_corpus
+from agreement.fo.runs.options import RaterLayout
 from agreement.methods.classes.diagnostics import sample_observed_agreement
 from agreement.methods.consensus.class_headline import class_consensus_headline
 from agreement.methods.consensus.class_labels import class_consensus
@@ -68,15 +69,16 @@ def read_run_ratings(samples, info: dict, classes: Any = None):
     if expected is not None and len(view) != int(expected):
         raise runs.RunError(f"run {info['key']!r} was computed on {expected} samples, its view now has {len(view)}: "
                             "the data changed since the run; rerun it (overwrite=True) before suggest_relabel")
-    kw: dict[str, Any] = {"box_policy": layout.get("box_policy") or "clip"}
+    box_policy = layout.get("box_policy") or "clip"
     if layout.get("layout") == "fields":
-        read = read_annotations(view, fields=list(layout["fields"]), **kw)
+        rater_layout = RaterLayout(fields=list(layout["fields"]), box_policy=box_policy)
     elif layout.get("field"):
-        read = read_annotations(view, field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                raters_field=layout.get("raters_field"),
-                                assume_crossed=bool(layout.get("assumed_crossed")), **kw)
+        rater_layout = RaterLayout(field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
+                                   raters_field=layout.get("raters_field"),
+                                   assume_crossed=bool(layout.get("assumed_crossed")), box_policy=box_policy)
     else:
         raise runs.RunError(f"run {info['key']!r} records no rater layout (its input): rerun it")
+    read = read_whole_corpus(view, rater_layout, {})  # in the order the run read it (a large view: by sample id)
     return view, read, class_ratings(read.annotations, classes=classes)
 
 

@@ -4,15 +4,16 @@
 run (its :attr:`agreement.fo.runs.method_spec.MethodHooks.relabel` hook: classes,
 :mod:`agreement.fo.planning.class_relabel`; instance labels, :mod:`agreement.fo.planning.box_relabel`), writes
 it to the float field ``{key}_relabel_priority`` on every sample of the run (owned by the run: deleting or
-renaming the run takes it along; a rerun overwrites it) and returns the ``budget`` samples of the collection
-given with the highest priority, ranked (ties: fewer ratings first, then sample id). The rules are those of
+renaming the run takes it along; a rerun overwrites it), the rank that implies in ``{key}_relabel_rank`` (int,
+1 = the first to label; ties of priority: fewer ratings first, then the run's sample order) and returns the
+``budget`` samples of the collection given with the best ranks. The rules are those of
 :data:`agreement.methods.planning.relabel.RELABEL_RULES`: ``expected_error_reduction`` (the default: the
 expected drop in the probability that the sample's consensus is wrong if one more rater of the crowd's typical
 reliability labelled it), and the simple ``lowest_agreement``, ``fewest_raters`` and ``random``
 (docs/relabel.md).
 
-:func:`suggested_view` is the stored ranking as a view: the samples by ``{key}_relabel_priority``, highest first
-(ties by sample id), at most ``budget``.
+:func:`suggested_view` is the stored ranking as a view: the samples by ``{key}_relabel_rank``, at most
+``budget`` (the same samples, in the same order, as the suggestion of the same view).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from agreement.fo.runs.store import RunError
 from agreement.methods.planning.priority import RelabelPriority
 from agreement.methods.planning.relabel import RELABEL_RULES
 
-__all__ = ["RelabelSuggestion", "suggest_relabel", "suggested_view", "priority_field", "RELABEL_RULES"]
+__all__ = ["RelabelSuggestion", "suggest_relabel", "suggested_view", "priority_field", "rank_field", "RELABEL_RULES"]
 
 #: The suffix of the run's field of priorities: ``{key}_relabel_priority``.
 PRIORITY_SUFFIX = "relabel_priority"
+#: The suffix of the run's field of ranks (1 = the first sample to label): ``{key}_relabel_rank``.
+RANK_SUFFIX = "relabel_rank"
 
 
 def priority_field(key: str) -> str:
@@ -103,10 +106,12 @@ def _check_request(samples, key: str, budget: Any, rule: str) -> dict:
     if hooks_of(info["method"]).relabel is None:
         raise RunError(f"run {key!r} is a {info['method']} run, which cannot say which samples need one more "
                        f"rater; suggest_relabel takes the runs of {', '.join(_relabel_methods()) or 'no method'}")
-    name = priority_field(key)
-    if name in samples._root_dataset.get_field_schema() and name not in info["sample_fields"]:
-        raise RunError(f"field {name!r} already exists on dataset {samples._root_dataset.name!r} and does not "
-                       f"belong to run {key!r}: rename or delete it (a run never overwrites fields it does not own)")
+    schema = samples._root_dataset.get_field_schema()
+    for name in (priority_field(key), rank_field(key)):
+        if name in schema and name not in info["sample_fields"]:
+            raise RunError(f"field {name!r} already exists on dataset {samples._root_dataset.name!r} and does not "
+                           f"belong to run {key!r}: rename or delete it (a run never overwrites fields it does "
+                           "not own)")
     return info
 
 
@@ -120,13 +125,23 @@ def _checked(key: str, ids: list, priority: RelabelPriority) -> None:
         raise RunError(f"the relabel hook of run {key!r} gave a priority that is not finite")
 
 
-def _write(samples, info: dict, ids: list[str], priority: np.ndarray) -> str:
-    """Writes ``{key}_relabel_priority`` (owned by the run) on every sample ``ids`` in one bulk call."""
+def rank_field(key: str) -> str:
+    """The name of run ``key``'s rank field, ``{key}_relabel_rank`` (1 = the first sample to label)."""
+    return f"{key}_{RANK_SUFFIX}"
+
+
+def _write(samples, info: dict, ids: list[str], priority: RelabelPriority) -> str:
+    """Writes ``{key}_relabel_priority`` and ``{key}_relabel_rank`` (owned by the run) on every sample ``ids``,
+    one bulk call each."""
     key, name = info["key"], priority_field(info["key"])
     dataset = samples._root_dataset
-    runs.add_run_sample_field(dataset, key, name)
-    plan = runs.RunPlan(key=key, method=info["method"], sample_fields=[name])
-    runs.write_sample_values(dataset, plan, PRIORITY_SUFFIX, dict(zip(ids, map(float, priority), strict=True)))
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[priority.order] = np.arange(1, len(ids) + 1)
+    for field, suffix, values in ((name, PRIORITY_SUFFIX, map(float, priority.priority)),
+                                  (rank_field(key), RANK_SUFFIX, map(int, rank))):
+        runs.add_run_sample_field(dataset, key, field)
+        plan = runs.RunPlan(key=key, method=info["method"], sample_fields=[field])
+        runs.write_sample_values(dataset, plan, suffix, dict(zip(ids, values, strict=True)))
     return name
 
 
@@ -163,7 +178,7 @@ def suggest_relabel(samples, key: str, *, budget: int, rule: str = "expected_err
     if budget > len(ranked):
         raise ValueError(f"budget {budget} is larger than the {len(ranked)} samples of run {key!r} in the view: "
                          f"suggest at most {len(ranked)}")
-    name = _write(samples, info, ids, priority.priority)
+    name = _write(samples, info, ids, priority)
     top = ranked[:budget]
     now = float(np.sum(priority.error_now))
     after = now - float(np.sum(priority.error_now[top] - priority.error_after[top]))
@@ -180,8 +195,8 @@ def hooks_of_run(info: dict) -> Any:
 
 
 def suggested_view(samples, key: str, budget: int):
-    """The samples of ``samples`` by run ``key``'s stored priority, highest first (ties by sample id), at most
-    ``budget``: the last :func:`suggest_relabel` of the run as a view.
+    """The samples of ``samples`` by run ``key``'s stored rank (``{key}_relabel_rank``), at most ``budget``: the
+    last :func:`suggest_relabel` of the run as a view (its suggestion on the same view, in its order).
 
     Raises:
         ValueError: a budget below 1.
@@ -190,7 +205,7 @@ def suggested_view(samples, key: str, budget: int):
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise ValueError(f"budget must be a positive whole number of samples, got {budget!r}")
     info = runs.get_agreement_run_info(samples, key)
-    name = priority_field(key)
+    name = rank_field(key)
     if name not in info["sample_fields"]:
         raise RunError(f"run {key!r} has no relabel priorities ({name!r}): run suggest_relabel on it first")
-    return samples.match(F(name) != None).sort_by([(name, -1), ("_id", 1)]).limit(int(budget))  # noqa: E711
+    return samples.match(F(name) != None).sort_by(name).limit(int(budget))  # noqa: E711

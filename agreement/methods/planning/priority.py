@@ -42,8 +42,10 @@ class RelabelPriority:
     Attributes:
         rule: the rule's name (e.g. ``"expected_error_reduction"``).
         priority: ``(S,)`` the expected value of one more label (the rule's units, documented by the rule), ``>= 0``.
-        error_now: ``(S,)`` the rule's estimate that the item's consensus is wrong now, in ``[0, 1]``.
-        error_after: ``(S,)`` the expected value of that estimate after one more label, in ``[0, 1]``.
+        error_now: ``(S,)`` the rule's expected number of wrong consensus decisions on the item now, ``>= 0``
+            (classes: the probability that the item's one consensus class is wrong, in ``[0, 1]``; instance
+            labels: an expected count of spurious, missed and misclassified objects, which can exceed 1).
+        error_after: ``(S,)`` the expected value of that number after one more label, ``>= 0``.
         n_ratings: ``(S,)`` ratings each item has now.
         order: ``(S,)`` item indices, highest priority first (:func:`rank_items`).
         notes: what the rule assumed (the typical rater it used, repairs), one sentence each.
