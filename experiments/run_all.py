@@ -101,6 +101,14 @@ def readme(res: dict, times: dict, total: float, quick: bool) -> str:
             ["Video tracks: α of presence, class and localisation, HOTA, IDF1 and identity switches against "
              "drift, identity switches and missed frames (issue 40; simulated raters)", "`video_tracks.py`",
              _link(R / "video_tracks.md")],
+            ["How many raters per item (plan_raters' core on AdultContent3): α and consensus accuracy against "
+             "raters per site, with intervals, and the k they recommend (issue 52; run on its own, not by this "
+             "script: about 2 min)", "`plan_raters.py`", _link(R / "plan_raters.md")],
+            ["Which samples get another rater (suggest_relabel's class rule) replayed on AdultContent3 against "
+             "random, lowest agreement and fewest raters first, 10 seeds (issue 52; run on its own: about 10 min)",
+             "`relabel_replay.py`", _link(R / "relabel_replay.md")],
+            ["The same replay for boxes on a generated crowd with known truth, F1 at IoU 0.5 (issue 52; run on "
+             "its own: about 3 min)", "`relabel_replay_boxes.py`", _link(R / "relabel_replay_boxes.md")],
             ["Monotonicity of every score (the suite test)", "`tests/test_monotonicity.py`", "below"],
         ], align="lll"))
     L.append("")

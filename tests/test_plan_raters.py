@@ -390,3 +390,30 @@ def test_the_examples_of_the_accuracy_run():
     from agreement.methods.planning import consensus_accuracy as module
 
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_the_fitted_model_consensus_is_bayes_rule_and_matches_a_refit_at_every_rater():
+    """method="fitted": P(y | c) ∝ prior[y] Π_r π_r[y, c_r] by hand; at every rater of an item the fitted
+    model's consensus is the fit's own (accuracy 1 against it); no EM per draw."""
+    from agreement.methods.consensus.class_labels import class_consensus
+    from agreement.methods.planning.consensus_accuracy import FittedModel, consensus_accuracy_statistic
+
+    prior = np.array([0.7, 0.3])
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.6, 0.4], [0.4, 0.6]]])
+    model = FittedModel(prior, conf)
+    post = model.posterior(np.array([[0, 1], [-1, -1], [1, -1]]))
+    a = prior * conf[0][:, 0] * conf[1][:, 1]
+    b = prior * conf[0][:, 1]
+    np.testing.assert_allclose(post, [a / a.sum(), prior, b / b.sum()])
+
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 3, 60)
+    codes = np.where(rng.random((60, 6)) < 0.8, truth[:, None], rng.integers(0, 3, (60, 6)))
+    fit = class_consensus(codes, 3, method="dawid_skene", orientation="units_by_raters")
+    stat = consensus_accuracy_statistic(fit.labels, method="fitted", n_classes=3,
+                                        model=FittedModel(fit.class_prior, fit.rater_confusion))
+    assert stat(codes.astype(float)) == 1.0
+    one = stat(np.where(np.arange(6) == 0, codes, np.nan))  # one rater per item: below the crowd
+    assert 0.5 < one < 1.0
+    with pytest.raises(ValueError, match="needs model="):
+        consensus_accuracy_statistic(fit.labels, method="fitted", n_classes=3)

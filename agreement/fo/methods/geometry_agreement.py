@@ -23,12 +23,15 @@ label ``{key}_distance``         per label: mean distance to its matched partner
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from agreement.fo.methods.similarity_params import scene_unit_params
+from agreement.fo.planning.plan_geometry import geometry_planning
 from agreement.fo.runs.chance_strata import chance_strata
 from agreement.fo.runs.declaration import MethodDeclaration, Param, python_function
-from agreement.fo.runs.method_spec import MethodOutput, MethodSpec
+from agreement.fo.runs.method_spec import MethodHooks, MethodOutput, MethodSpec
 from agreement.fo.runs.results import AgreementResults
 from agreement.geometry.similarity_3d import SimilarityOptions
 from agreement.methods.geometry_agreement import DISTANCES, GeometryParams, geometry_shard, merge_geometry_shards
@@ -182,6 +185,7 @@ DECLARATION = MethodDeclaration(
              ("n_samples_measured", "Samples measured", "int"),
              ("n_samples_skipped", "Samples skipped: their own comparisons exceed the pair budget", "int")),
     key_prefix="geometry",
+    hooks=MethodHooks(planning=partial(geometry_planning, geometry_params=_geometry_params)),
     from_form=_from_form,
 )
 

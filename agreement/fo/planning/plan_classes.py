@@ -26,10 +26,11 @@ from agreement.core.ratings import class_ratings
 from agreement.fo.methods.class_consensus_labels import CLASS_METHODS
 from agreement.fo.planning.plan_input import PlanningInput, gold_codes, read_run_classes
 from agreement.fo.runs import store as runs
+from agreement.methods.consensus.class_labels import class_consensus
 from agreement.methods.planning.consensus_accuracy import (
+    FittedModel,
     consensus_accuracy_statistic,
     consensus_confidence_statistic,
-    crowd_reference,
 )
 from agreement.methods.planning.raters import Statistic, alpha_statistic
 
@@ -46,13 +47,28 @@ def _values(codes: np.ndarray, numbers: np.ndarray | None) -> np.ndarray:
     return np.where(codes >= 0, out, np.nan)
 
 
-def _gold_statistic(view, options: Mapping[str, Any], ratings, method: str, seed: int) -> Statistic | None:
+def _gold_statistic(view, options: Mapping[str, Any], ratings, method: str, seed: int,
+                    model: FittedModel | None = None) -> Statistic | None:
     """The accuracy of the ``k``-rater consensus against ``options["gold_field"]`` (``None`` without one)."""
     gold = options.get("gold_field")
     if not gold:
         return None
     ref = gold_codes(view, str(gold), [str(s) for s in ratings.sample_ids], [str(c) for c in ratings.classes])
-    return consensus_accuracy_statistic(ref, method=method, n_classes=max(2, len(ratings.classes)), seed=seed)
+    return consensus_accuracy_statistic(ref, method="fitted" if model is not None else method,
+                                        n_classes=max(2, len(ratings.classes)), seed=seed, model=model)
+
+
+def _fitted(values: np.ndarray, method: str, K: int, seed: int) -> tuple[np.ndarray, FittedModel | None]:
+    """The consensus of every rater by the run's method (the reference without gold) and, for the EM methods,
+    the model it fitted, which forms every ``k``-rater consensus of the curve (:class:`FittedModel`: no EM per
+    draw; majority vote needs none)."""
+    codes = np.where(np.isnan(values), -1, values).astype(np.int64)
+    res = class_consensus(codes, K, method=method, seed=seed, orientation="units_by_raters")
+    reference = np.where((codes >= 0).any(axis=1), res.labels.astype(np.float64), np.nan)
+    if method == "majority":
+        return reference, None
+    prior = res.class_prior if res.class_prior is not None else np.full(K, 1.0 / K)
+    return reference, FittedModel(prior, res.rater_confusion)
 
 
 def class_agreement_planning(samples, info: dict, options: dict, *,
@@ -128,22 +144,25 @@ def class_consensus_planning(samples, info: dict, options: dict) -> PlanningInpu
     view, _, ratings = read_run_classes(samples, info)
     values = _values(ratings.codes, None)
     K = max(2, len(ratings.classes))
-    stat = _gold_statistic(view, options, ratings, method, seed)
+    reference, model = _fitted(values, method, K, seed)
+    formed = "fitted" if model is not None else method
+    stat = _gold_statistic(view, options, ratings, method, seed, model)
     if stat is None:
-        reference = crowd_reference(values, method=method, n_classes=K, seed=seed)
-        stat = consensus_accuracy_statistic(reference, method=method, n_classes=K, seed=seed)
+        stat = consensus_accuracy_statistic(reference, method=formed, n_classes=K, seed=seed, model=model)
         against = (f"the consensus of all {len(ratings.raters)} raters by the run's method ({name}), which is "
                    "the run's own consensus: no gold field given (it equals the k-rater consensus where k is every "
                    "rater of a sample, so the accuracy is optimistic as k nears that)")
     else:
         against = f"gold field {options['gold_field']!r}"
-    notes = {"consensus_accuracy": f"accuracy of the {name} consensus of k raters against {against}",
+    how = (f"under the {name} model fitted once on all the raters (Bayes' rule on the k ratings: no refit per draw)"
+           if model is not None else "")
+    notes = {"consensus_accuracy": f"accuracy of the {name} consensus of k raters {how} against {against}",
              "alpha": "nominal Krippendorff's α of k raters per sample",
-             "consensus_confidence": f"mean confidence of the {name} consensus of k raters (its posterior of the "
-                                     "class it chose; its own estimate, not measured against a reference)"}
+             "consensus_confidence": f"mean confidence of the {name} consensus of k raters {how} (its posterior of "
+                                     "the class it chose; its own estimate, not measured against a reference)"}
     stats: dict[str, Statistic] = {
         "consensus_accuracy": stat, "alpha": alpha_statistic(),
-        "consensus_confidence": consensus_confidence_statistic(method=method, n_classes=K, seed=seed)}
+        "consensus_confidence": consensus_confidence_statistic(method=formed, n_classes=K, seed=seed, model=model)}
     return PlanningInput(values=values, statistics=stats,
                          projections={"consensus_accuracy": "none", "alpha": "spearman_brown",
                                       "consensus_confidence": "none"},

@@ -34,7 +34,30 @@ import numpy as np
 from agreement.fo.planning.plan_input import PlanningInput
 from agreement.fo.runs import store as runs
 
-__all__ = ["OTPairCosts", "ot_planning"]
+__all__ = ["OTPairCosts", "kept_pairs", "ot_planning"]
+
+
+def kept_pairs(start: np.ndarray, first: np.ndarray, second: np.ndarray, values: np.ndarray,
+               items: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The rater pairs of the samples of a draw, and which of them kept both raters.
+
+    Args:
+        start: per sample row, its first pair (pairs sorted by sample; ``start[s] .. start[s + 1]``).
+        first: the first rater (column) of each pair.
+        second: its second rater.
+        values: the draw, ``(rows, raters)``, NaN where the rater was left out.
+        items: the sample row of each row of ``values`` (default ``0 .. rows - 1``; repeats allowed).
+
+    Returns:
+        ``(which, both)``: the pair index of every pair of the draw's samples (in draw order), and whether
+        both its raters are rated in the draw.
+    """
+    rows = np.arange(values.shape[0]) if items is None else np.asarray(items, dtype=np.int64)
+    kept = ~np.isnan(np.asarray(values, dtype=np.float64))
+    lengths = start[rows + 1] - start[rows]
+    which = np.repeat(start[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    at = np.repeat(np.arange(rows.size), lengths)
+    return which, kept[at, first[which]] & kept[at, second[which]]
 
 
 class OTPairCosts:
@@ -59,12 +82,7 @@ class OTPairCosts:
 
     def __call__(self, values: np.ndarray, items: np.ndarray | None = None) -> float:
         """``1 - D_o / D_e`` of the pairs of samples ``items`` (rows of ``values``) whose raters are both rated."""
-        rows = np.arange(values.shape[0]) if items is None else np.asarray(items, dtype=np.int64)
-        kept = ~np.isnan(np.asarray(values, dtype=np.float64))
-        lengths = self.start[rows + 1] - self.start[rows]
-        which = np.repeat(self.start[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-        at = np.repeat(np.arange(rows.size), lengths)
-        both = kept[at, self.first[which]] & kept[at, self.second[which]]
+        which, both = kept_pairs(self.start, self.first, self.second, values, items)
         if not both.any():
             return math.nan
         return 1.0 - float(self.cost[which][both].mean()) / self.expected

@@ -37,11 +37,58 @@ from numpy.typing import ArrayLike
 
 from agreement.methods.consensus.class_labels import class_consensus
 
-__all__ = ["CONSENSUS_METHODS", "ConsensusAccuracy", "ConsensusConfidence", "consensus_accuracy_statistic",
+__all__ = ["CONSENSUS_METHODS", "ConsensusAccuracy", "ConsensusConfidence", "FittedModel", "consensus_accuracy_statistic",
            "consensus_confidence_statistic", "crowd_reference"]
 
-#: The consensus rules a k-rater consensus can be formed by.
-CONSENSUS_METHODS = ("majority", "mace", "dawid_skene")
+#: The consensus rules a k-rater consensus can be formed by (``"fitted"``: Bayes' rule under a model fitted once,
+#: :class:`FittedModel`).
+CONSENSUS_METHODS = ("majority", "mace", "dawid_skene", "fitted")
+
+
+class FittedModel:
+    """A crowd model fitted once on every rater (Dawid–Skene or MACE), used to form the ``k``-rater consensus.
+
+    The consensus of the ratings ``c_r`` of an item under the model is the posterior
+    ``P(y | c) ∝ prior[y] · prod_r π_r[y, c_r]`` (Dawid & Skene 1979, the E-step with the parameters held):
+    what the fitted crowd would conclude from ``k`` of its raters, without refitting on every draw (which
+    costs an EM per draw and, on few raters per item, estimates the raters from too little). Rater rows that
+    are NaN (a rater the model could not identify) carry no information (uniform).
+
+    Attributes:
+        prior: ``(K,)`` class prior.
+        log_confusion: ``(R, K, K)`` ``log π_r[y, c]`` (floored at ``1e-12``).
+    """
+
+    def __init__(self, prior: ArrayLike, confusion: ArrayLike) -> None:
+        p = np.asarray(prior, dtype=np.float64)
+        conf = np.asarray(confusion, dtype=np.float64)
+        if conf.ndim != 3 or conf.shape[1:] != (p.size, p.size):
+            raise ValueError(f"confusion must be (raters, K, K) with K = {p.size} classes, got {conf.shape}")
+        conf = np.where(np.isfinite(conf), conf, 1.0 / p.size)
+        self.log_prior = np.log(np.clip(np.where(np.isfinite(p), p, 1.0 / p.size), 1e-12, None))
+        self.log_confusion = np.log(np.clip(conf, 1e-12, None))
+
+    def posterior(self, codes: np.ndarray, raters: np.ndarray | None = None) -> np.ndarray:
+        """``(items, K)`` posteriors of ``codes`` (``(items, raters)``, ``-1`` missing; columns are the model's
+        raters, or ``raters`` their indices)."""
+        n, R = codes.shape
+        cols = np.arange(R) if raters is None else np.asarray(raters, dtype=np.int64)
+        item, col = np.nonzero(codes >= 0)
+        logp = np.tile(self.log_prior, (n, 1))
+        np.add.at(logp, item, self.log_confusion[cols[col], :, codes[item, col]])
+        logp -= logp.max(axis=1, keepdims=True)
+        post = np.exp(logp)
+        return np.asarray(post / post.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def _posterior_credit(post: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Per item: ``1 / t`` when the reference is among the ``t`` classes of highest posterior, else 0."""
+    top = post.max(axis=1, keepdims=True)
+    best = np.isclose(post, top, rtol=1e-12, atol=1e-15)
+    K = post.shape[1]
+    ref = np.clip(reference, 0, K - 1)
+    hit = (reference < K) & best[np.arange(post.shape[0]), ref]
+    return np.asarray(hit / best.sum(axis=1), dtype=np.float64)
 
 
 def _codes(values: np.ndarray, n_classes: int) -> np.ndarray:
@@ -86,11 +133,13 @@ class ConsensusAccuracy:
     min_k = 1
     needs_items = True
 
-    def __init__(self, reference: np.ndarray, *, method: str, n_classes: int, seed: int = 0) -> None:
+    def __init__(self, reference: np.ndarray, *, method: str, n_classes: int, seed: int = 0,
+                 model: FittedModel | None = None) -> None:
         self.reference = reference
         self.method = method
         self.n_classes = n_classes
         self.seed = seed
+        self.model = model
         self.__name__ = f"consensus_accuracy_{method}"
 
     def __call__(self, values: np.ndarray, items: np.ndarray | None = None) -> float:
@@ -115,6 +164,8 @@ class ConsensusAccuracy:
             return float("nan")
         if self.method == "majority":
             return float(np.nanmean(_majority_credit(codes[keep], ref[keep], self.n_classes)))
+        if self.model is not None:
+            return float(np.mean(_posterior_credit(self.model.posterior(codes[keep]), ref[keep])))
         labels = class_consensus(codes[keep], self.n_classes, method=self.method, seed=self.seed,
                                  orientation="units_by_raters").labels
         return float(np.mean(labels == ref[keep]))
@@ -135,7 +186,7 @@ def _reference_codes(reference: ArrayLike) -> np.ndarray:
 
 
 def consensus_accuracy_statistic(reference: ArrayLike, *, method: str = "majority", n_classes: int,
-                                 seed: int = 0) -> ConsensusAccuracy:
+                                 seed: int = 0, model: FittedModel | None = None) -> ConsensusAccuracy:
     """The accuracy of the ``k``-rater consensus against ``reference``, as a statistic of the rater curve.
 
     ``acc = |{i in I : consensus_k(i) = ref(i)}| / |I|`` over the items ``I`` of a draw with a reference
@@ -147,9 +198,11 @@ def consensus_accuracy_statistic(reference: ArrayLike, *, method: str = "majorit
             code ``>= n_classes`` (a gold class no rater used) is a reference no consensus matches.
         method: the ``k``-rater consensus: ``"majority"`` (plurality vote, fast), ``"mace"`` or
             ``"dawid_skene"`` (:func:`agreement.methods.consensus.class_labels.class_consensus`, refitted on
-            every draw).
+            every draw), or ``"fitted"``: the posterior under ``model`` (fitted once; fast; ties count
+            ``1 / t``).
         n_classes: ``K``, the raters' classes being codes ``0 .. K - 1``.
         seed: the EM methods' seed.
+        model: the :class:`FittedModel` of ``method="fitted"`` (its raters are the columns of the data).
 
     Returns:
         :class:`ConsensusAccuracy` (``__name__`` ``"consensus_accuracy_<method>"``).
@@ -167,10 +220,19 @@ def consensus_accuracy_statistic(reference: ArrayLike, *, method: str = "majorit
         raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
     if isinstance(n_classes, bool) or int(n_classes) != n_classes or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    _check_model(method, model, int(n_classes))
     ref = _reference_codes(reference)
     if not (ref >= 0).any():
         raise ValueError("reference has no item with a class: nothing to measure the consensus against")
-    return ConsensusAccuracy(ref, method=method, n_classes=int(n_classes), seed=int(seed))
+    return ConsensusAccuracy(ref, method=method, n_classes=int(n_classes), seed=int(seed), model=model)
+
+
+def _check_model(method: str, model: FittedModel | None, n_classes: int) -> None:
+    """``method="fitted"`` needs a model of ``n_classes`` classes; the other methods take none."""
+    if (method == "fitted") != (model is not None):
+        raise ValueError("method='fitted' needs model= (a FittedModel), and only it takes one")
+    if model is not None and model.log_prior.size != n_classes:
+        raise ValueError(f"the model has {model.log_prior.size} classes, n_classes is {n_classes}")
 
 
 class ConsensusConfidence:
@@ -185,8 +247,8 @@ class ConsensusConfidence:
 
     min_k = 1
 
-    def __init__(self, *, method: str, n_classes: int, seed: int = 0) -> None:
-        self.method, self.n_classes, self.seed = method, n_classes, seed
+    def __init__(self, *, method: str, n_classes: int, seed: int = 0, model: FittedModel | None = None) -> None:
+        self.method, self.n_classes, self.seed, self.model = method, n_classes, seed, model
         self.__name__ = f"consensus_confidence_{method}"
 
     def __call__(self, values: np.ndarray) -> float:
@@ -195,12 +257,15 @@ class ConsensusConfidence:
         rated = (codes >= 0).any(axis=1)
         if not rated.any():
             return float("nan")
+        if self.model is not None:
+            return float(np.mean(self.model.posterior(codes[rated]).max(axis=1)))
         res = class_consensus(codes[rated], self.n_classes, method=self.method, seed=self.seed,
                               orientation="units_by_raters")
         return float(np.mean(res.confidence))
 
 
-def consensus_confidence_statistic(*, method: str = "mace", n_classes: int, seed: int = 0) -> ConsensusConfidence:
+def consensus_confidence_statistic(*, method: str = "mace", n_classes: int, seed: int = 0,
+                                   model: FittedModel | None = None) -> ConsensusConfidence:
     """The mean confidence of the consensus of ``k`` raters, as a statistic of the rater curve.
 
     ``conf_k = (1 / |I|) sum_i max_c P_k(c | i)``, the posterior of the class the consensus chose (majority
@@ -210,9 +275,10 @@ def consensus_confidence_statistic(*, method: str = "mace", n_classes: int, seed
     at measured ``k`` only.
 
     Args:
-        method: ``"mace"`` (default), ``"dawid_skene"`` or ``"majority"``.
+        method: ``"mace"`` (default), ``"dawid_skene"``, ``"majority"`` or ``"fitted"`` (with ``model``).
         n_classes: ``K``.
         seed: the consensus' seed.
+        model: the :class:`FittedModel` of ``method="fitted"``.
 
     Returns:
         :class:`ConsensusConfidence` (``__name__`` ``"consensus_confidence_<method>"``, ``min_k`` 1).
@@ -224,7 +290,8 @@ def consensus_confidence_statistic(*, method: str = "mace", n_classes: int, seed
         raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
     if isinstance(n_classes, bool) or int(n_classes) != n_classes or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
-    return ConsensusConfidence(method=method, n_classes=int(n_classes), seed=int(seed))
+    _check_model(method, model, int(n_classes))
+    return ConsensusConfidence(method=method, n_classes=int(n_classes), seed=int(seed), model=model)
 
 
 def crowd_reference(values: ArrayLike, *, method: str = "mace", n_classes: int, seed: int = 0) -> np.ndarray:
@@ -243,8 +310,8 @@ def crowd_reference(values: ArrayLike, *, method: str = "mace", n_classes: int, 
     Raises:
         ValueError: an unknown method or values that are not class codes.
     """
-    if method not in CONSENSUS_METHODS:
-        raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
+    if method not in CONSENSUS_METHODS or method == "fitted":
+        raise ValueError(f"method must be one of {CONSENSUS_METHODS[:3]}, got {method!r}")
     data = np.asarray(values, dtype=np.float64)
     if data.ndim != 2:
         raise ValueError(f"values must be a 2-D (items, raters) matrix, got shape {data.shape}")

@@ -227,9 +227,16 @@ def _check_data(values: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_ks(ks: Sequence[int] | None, top: int, low: int = 2) -> tuple[int, ...]:
-    """The raters per item to measure: ``low .. top`` by default, else the given ones, checked and sorted."""
+    """The raters per item to measure, checked and sorted: the given ones, or by default every ``k`` from ``low``
+    to 12 and, beyond, about 25 % apart up to ``top`` (``top`` included: a crowd of 90 raters per item costs 26
+    points, not 89)."""
     if ks is None:
-        return tuple(range(low, top + 1))
+        dense = list(range(low, min(top, 12) + 1))
+        k = 12
+        while k < top:
+            k = min(top, max(k + 1, int(round(k * 1.25))))
+            dense.append(k)
+        return tuple(dense)
     out = []
     for k in ks:
         if isinstance(k, bool) or not float(k).is_integer():
@@ -292,9 +299,10 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
                 confidence: float = 0.9, seed: int = 0, resample_items: bool = False) -> RaterCurve:
     """A corpus statistic against the number of raters per item, by subsampling raters within items.
 
-    For each ``k`` (default ``m .. K``, ``K`` the most ratings any item has, ``m`` the statistic's
-    ``min_k`` attribute: 2 by default, 1 for a statistic defined with one rater per item such as the accuracy
-    of a consensus, :mod:`agreement.methods.planning.consensus_accuracy`), the items with at least
+    For each ``k`` (default every ``k`` from ``m`` to 12, then about 25 % apart up to ``K`` included; ``K``
+    the most ratings any item has, ``m`` the statistic's ``min_k`` attribute: 2 by default, 1 for a statistic
+    defined with one rater per item such as the accuracy of a consensus,
+    :mod:`agreement.methods.planning.consensus_accuracy`), the items with at least
     ``k`` ratings are kept; each of ``repeats`` draws keeps, per item, ``k`` of its raters drawn uniformly
     without replacement (rater columns keep their identity; the others become ``NaN``) and evaluates
     ``statistic`` on the kept items. Per ``k``: the mean of the defined draws and the percentile interval
@@ -313,7 +321,7 @@ def rater_curve(values: ArrayLike, *, statistic: Statistic, ks: Sequence[int] | 
         statistic: reliability data -> float (NaN when undefined), e.g. :func:`alpha_statistic`. A statistic
             with a true ``needs_items`` attribute is called ``statistic(draw, items=rows)``, ``rows`` the
             indices of the draw's rows in ``values`` (to align a per-item reference, e.g. gold labels).
-        ks: the raters per item to measure, each in ``m .. K`` (default all of them).
+        ks: the raters per item to measure, each in ``m .. K`` (default every k up to 12, then about 25 % apart, and K).
         repeats: draws per ``k``, at least 1.
         confidence: the coverage of the interval, in ``(0, 1)``.
         seed: the seed of the draws.
