@@ -14,7 +14,8 @@ from .outputs import result_property
 from .python_call import AgreementOperator
 
 _STATISTIC_HELP = ("the run's statistic to plan for (default: its method's first): 'alpha' (class agreement, class "
-                   "consensus, KαLOS, pixel α of mask agreement), 'alpha_ot' (OT agreement), 'consensus_accuracy' "
+                   "consensus, KαLOS, pixel α of mask agreement), 'alpha_ot' (OT agreement), 'sigma' and "
+                   "'distance_alpha' (geometry agreement), 'consensus_accuracy' "
                    "(class consensus; class agreement with a gold field), 'consensus_confidence' (class consensus)")
 
 

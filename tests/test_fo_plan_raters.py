@@ -17,8 +17,9 @@ REPEATS = 8
 MASK_RATERS = ("m1", "m2", "m3", "m4")
 
 
-def _mask_dataset(fo, make_dataset, n: int = 8):
-    """Four raters' masks of classes {0, 1, 2} (a shifted square, a few flipped pixels); rater m4 skips sample 0."""
+def _mask_dataset(fo, make_dataset, n: int = 8, targets: bool = True):
+    """Four raters' masks of classes {0, 1, 2} (a shifted square, a few flipped pixels); rater m4 skips sample 0.
+    ``targets=False``: no mask_targets, and from sample 3 on the classes are {0, 4, 5}."""
     rng = np.random.default_rng(2)
     samples = []
     for s in range(n):
@@ -28,11 +29,14 @@ def _mask_dataset(fo, make_dataset, n: int = 8):
             y, x = rng.integers(2, 5, 2)
             m[y: y + 8, x: x + 9] = 1 + (s % 2)
             m[rng.random(m.shape) < 0.08] = rng.integers(0, 3)
+            if not targets and s >= 3:
+                m[m > 0] += 3
             sample[r] = fo.Segmentation(mask=m)
         samples.append(sample)
     ds = make_dataset(samples)
-    ds.mask_targets = {r: {0: "background", 1: "road", 2: "car"} for r in MASK_RATERS}
-    ds.save()
+    if targets:
+        ds.mask_targets = {r: {0: "background", 1: "road", 2: "car"} for r in MASK_RATERS}
+        ds.save()
     return ds
 
 
@@ -195,7 +199,8 @@ def test_a_method_without_the_hook_is_refused_naming_those_with_it(fo, make_data
     ds = _mask_dataset(fo, make_dataset, n=3)
     compute_mask_consensus(ds, "mc", fields=list(MASK_RATERS))
     with pytest.raises(RunError, match="'mc' is a compute_mask_consensus run .* it plans runs of: .*compute_class_agreement"
-                                       ".*compute_consensus.*compute_kalos.*compute_mask_agreement"
+                                       ".*compute_consensus.*compute_geometry_agreement.*compute_kalos"
+                                       ".*compute_mask_agreement"
                                        ".*compute_ot_agreement"):
         plan_raters(ds, "mc")
 
@@ -279,31 +284,40 @@ def test_kalos_draws_leave_out_the_units_only_dropped_raters_drew():
     assert stat(keep_01, items=np.array([0, 0])) == pytest.approx(twice, abs=1e-12)
 
 
-def _statistic_of_every_rating(ds, key: str, name: str) -> float:
+def _statistic_of_every_rating(ds, key: str, name: str, raters: tuple[str, ...] | None = None) -> float:
     """The run's planning statistic on its whole data (every rater of every sample: what k = all raters keeps; the
-    curve's last k keeps only the samples with that many raters)."""
+    curve's last k keeps only the samples with that many raters), or on the ratings of ``raters`` only."""
     from agreement.fo.planning.raters import _planning_input
     from agreement.fo.runs.store import get_agreement_run_info
 
     data = _planning_input(ds, get_agreement_run_info(ds, key), None, 0)
-    return float(data.statistics[name](data.values, items=np.arange(len(data.values))))
+    values = data.values.copy()
+    if raters is not None:
+        values[:, [r not in raters for r in data.raters]] = np.nan
+    return float(data.statistics[name](values, items=np.arange(len(values))))
+
+
+def _box_dataset(fo, make_dataset):
+    """20 samples of 1 to 3 objects, four raters' noisy boxes (each missed 15 % of the time); two raters only on
+    the first three samples."""
+    rng = np.random.default_rng(4)
+    samples = []
+    for s in range(20):
+        objects = [(rng.uniform(0, 0.6), rng.uniform(0, 0.6)) for _ in range(int(rng.integers(1, 4)))]
+        sample = fo.Sample(filepath=f"/nonexistent/ot{s:02d}")
+        for r in RATERS[: 2 if s < 3 else 4]:
+            sample[r] = fo.Detections(detections=[
+                fo.Detection(label="a", bounding_box=[x + rng.normal(0, 0.03), y + rng.normal(0, 0.03), 0.2, 0.2])
+                for x, y in objects if rng.random() < 0.85])
+        samples.append(sample)
+    return make_dataset(samples)
 
 
 def test_ot_alpha_with_every_rater_is_the_runs_alpha_ot(fo, make_dataset):
     from agreement.fo.methods.ot_agreement import compute_ot_agreement
     from agreement.fo.planning.raters import plan_raters
 
-    rng = np.random.default_rng(4)
-    samples = []
-    for s in range(20):
-        objects = [(rng.uniform(0, 0.6), rng.uniform(0, 0.6)) for _ in range(int(rng.integers(1, 4)))]
-        sample = fo.Sample(filepath=f"/nonexistent/ot{s:02d}")
-        for r in RATERS[: 2 if s < 3 else 4]:  # two raters only on the first samples
-            sample[r] = fo.Detections(detections=[
-                fo.Detection(label="a", bounding_box=[x + rng.normal(0, 0.03), y + rng.normal(0, 0.03), 0.2, 0.2])
-                for x, y in objects if rng.random() < 0.85])
-        samples.append(sample)
-    ds = make_dataset(samples)
+    ds = _box_dataset(fo, make_dataset)
     run = compute_ot_agreement(ds, "ot", fields=list(RATERS))
     out = _plan(ds, key="ot", repeats=REPEATS)
     assert out["statistic"] == "alpha_ot" and out["statistics"] == ["alpha_ot"] and out["projection"] == "spearman_brown"
@@ -312,6 +326,10 @@ def test_ot_alpha_with_every_rater_is_the_runs_alpha_ot(fo, make_dataset):
     assert all(lo <= m <= hi <= 1.0 for lo, m, hi in zip(out["curve"]["low"], out["curve"]["mean"],
                                                           out["curve"]["high"], strict=True))
     assert "chance cost D_e" in out["note"] and "fixed, not recomputed per draw" in out["note"]
+    # raters r1 and r3 only: the mean cost of their pairs (a run of those two), over the first run's chance cost
+    two = compute_ot_agreement(ds, "ot13", fields=["r1", "r3"])
+    kept = _statistic_of_every_rating(ds, "ot", "alpha_ot", ("r1", "r3"))
+    assert (1 - kept) * run["expected_cost"] == pytest.approx(two["observed_cost"], abs=1e-9)
     with pytest.raises(ValueError, match="OT agreement run: it offers αOT only"):
         plan_raters(ds, "ot", gold_field="x")
 
@@ -330,12 +348,17 @@ def test_ot_statistic_keeps_the_pairs_of_kept_raters():
     assert np.isnan(stat(np.array([[1.0, np.nan, np.nan]]), items=np.array([0])))
 
 
-@pytest.mark.parametrize("n_pixels", [0, 60])
-def test_mask_pixel_alpha_with_every_rater_is_the_runs_pixel_alpha(fo, make_dataset, n_pixels):
+@pytest.mark.parametrize("n_pixels, targets, chunk", [(0, True, 200), (60, True, 3), (60, False, 3)])
+def test_mask_pixel_alpha_with_every_rater_is_the_runs_pixel_alpha(fo, make_dataset, monkeypatch, n_pixels, targets,
+                                                                    chunk):
+    """Every pixel or the run's sampled pixels; read in one part or in parts of 3 samples (without mask_targets,
+    the parts find different classes: {0, 1, 2}, then {0, 4, 5}; aligned when joined)."""
     from agreement.fo.methods.mask_agreement import compute_mask_agreement
+    from agreement.fo.planning import plan_mask
     from agreement.fo.planning.raters import plan_raters
 
-    ds = _mask_dataset(fo, make_dataset)
+    monkeypatch.setattr(plan_mask, "CHUNK", chunk)
+    ds = _mask_dataset(fo, make_dataset, targets=targets)
     run = compute_mask_agreement(ds, "mk", fields=list(MASK_RATERS), n_pixels=n_pixels)
     out = _plan(ds, key="mk", repeats=REPEATS)
     assert out["statistic"] == "alpha" and out["curve"]["k"] == [2, 3, 4] and out["curve"]["n_items"] == [8, 8, 7]
@@ -363,3 +386,26 @@ def test_pixel_alpha_of_kept_raters_is_alpha_of_the_pixels_as_units():
     assert stat(keep, items=np.array([0, 1])) == pytest.approx(alpha_statistic()(units), abs=1e-12)
     every = np.concatenate([codes[0].T, np.where(codes[1] >= 0, codes[1], np.nan).T]).astype(float)
     assert stat(np.array([[1.0] * 3, [1.0, 1.0, np.nan]])) == pytest.approx(alpha_statistic()(every), abs=1e-12)
+
+
+def test_geometry_sigma_and_distance_alpha_with_every_rater_are_the_runs(fo, make_dataset):
+    from agreement.fo.methods.geometry_agreement import compute_geometry_agreement
+    from agreement.fo.planning.raters import plan_raters
+
+    ds = _box_dataset(fo, make_dataset)
+    run = compute_geometry_agreement(ds, "geo", fields=list(RATERS), bootstrap=None)
+    out = _plan(ds, key="geo", repeats=REPEATS, target=0.5)
+    assert out["statistic"] == "sigma" and out["statistics"] == ["sigma", "distance_alpha"]
+    assert out["projection"] == "none" and out["curve"]["k"] == [2, 3, 4] and out["n_items"] == 20
+    assert all(0.0 <= lo <= m <= hi <= 1.0 for lo, m, hi in zip(out["curve"]["low"], out["curve"]["mean"],
+                                                                 out["curve"]["high"], strict=True))
+    assert _statistic_of_every_rating(ds, "geo", "sigma") == pytest.approx(run["sigma"], abs=1e-12)
+    assert _statistic_of_every_rating(ds, "geo", "distance_alpha") == pytest.approx(run["distance_alpha"], abs=1e-9)
+    # raters r2 and r4 only: their matched distances (a run of those two), against the first run's chance mean
+    two = compute_geometry_agreement(ds, "geo24", fields=["r2", "r4"], bootstrap=None)
+    kept = _statistic_of_every_rating(ds, "geo", "distance_alpha", ("r2", "r4"))
+    assert (1 - kept) * run["mean_between"] == pytest.approx(two["mean_within"], abs=1e-9)
+    alpha = plan_raters(ds, "geo", statistic="distance_alpha", repeats=REPEATS)
+    assert alpha.projection == "spearman_brown" and "chance mean" in alpha.note
+    with pytest.raises(ValueError, match="geometry agreement run: it offers σ and distance α"):
+        plan_raters(ds, "geo", gold_field="x")

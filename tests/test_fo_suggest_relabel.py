@@ -69,7 +69,8 @@ def _reference(ds, codes: np.ndarray, method: str, rule: str, agreement=None, se
     rated = codes >= 0
     pr = class_relabel_priority(fit.posterior[order], fit.rater_confusion, rated.sum(axis=1)[order],
                                 class_prior=fit.class_prior, rater_weights=rated.sum(axis=0).astype(float),
-                                rule=rule, agreement=np.asarray(agreement, dtype=float)[order], seed=seed)
+                                rule=rule, agreement=np.asarray(agreement, dtype=float)[order], seed=seed,
+                                codes=codes[order])
     return [ids[i] for i in order], pr
 
 

@@ -7,6 +7,8 @@ Import the submodules directly (this package imports nothing, so that each part 
   :mod:`agreement.fo.planning.plan_input` holds ``PlanningInput``, what a method's ``planning`` hook
   (:attr:`agreement.fo.runs.method_spec.MethodHooks.planning`) returns, and
   :mod:`agreement.fo.planning.plan_classes` the hooks of class agreement and class consensus runs,
-  :mod:`agreement.fo.planning.plan_kalos` that of KαLOS runs;
+  :mod:`agreement.fo.planning.plan_kalos` that of KαLOS runs, :mod:`agreement.fo.planning.plan_ot` of OT
+  agreement runs (αOT), :mod:`agreement.fo.planning.plan_mask` of mask agreement runs (pixel α) and
+  :mod:`agreement.fo.planning.plan_geometry` of geometry agreement runs (σ, distance α);
 * :mod:`agreement.fo.planning.relabel` and its hooks: ``suggest_relabel``, which samples need one more rater.
 """

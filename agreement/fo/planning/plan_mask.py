@@ -29,6 +29,7 @@ import numpy as np
 from agreement.core.krippendorff import alpha_from_coincidence
 from agreement.fo.planning.plan_input import PlanningInput, run_view
 from agreement.fo.runs import store as runs
+from agreement.fo.storage.assignment import plan_corpus
 from agreement.fo.storage.reading import read_annotations
 from agreement.methods.semantic.pixels import sample_seed
 
@@ -96,14 +97,18 @@ def pair_coincidences(codes: np.ndarray, n_classes: int, *, weight: float = 1.0)
     return out
 
 
-def _read(view, info: dict):
+#: Samples read at once (the run's own shard cap: full-image masks of several raters are large).
+CHUNK = 200
+
+
+def _layout(info: dict) -> dict:
+    """The run's rater layout as :func:`agreement.fo.storage.reading.read_annotations` keywords."""
     layout = dict(info.get("input") or {})
     if layout.get("layout") == "fields":
-        return read_annotations(view, fields=list(layout["fields"]))
+        return {"fields": list(layout["fields"])}
     if layout.get("field"):
-        return read_annotations(view, field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                raters_field=layout.get("raters_field"),
-                                assume_crossed=bool(layout.get("assumed_crossed")))
+        return {"field": layout["field"], "rater_attr": layout.get("rater_attr") or "annotator",
+                "raters_field": layout.get("raters_field"), "assume_crossed": bool(layout.get("assumed_crossed"))}
     raise runs.RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
 
 
@@ -122,12 +127,12 @@ def _class_values(read, data) -> np.ndarray:
     return np.unique(np.concatenate(found)).astype(np.int64) if found else np.zeros(1, np.int64)
 
 
-def _pair_coincidences(read, params: dict, key: str) -> tuple[list[str], np.ndarray, PixelPairCoincidences]:
-    """Per sample with two or more masks: its pair coincidences on the run's pixels (module docstring)."""
+def _chunk(read, params: dict, key: str) -> tuple[np.ndarray, list[str], list[np.ndarray], list[np.ndarray]]:
+    """``(class values, sample ids, rated rows, pair coincidences)`` of the samples of one read with two or
+    more masks, on the run's pixels, in the read's class values."""
     data = read.annotations
     R, values = data.num_raters, _class_values(read, data)
     C, n_pixels, seed = values.size, int(params.get("n_pixels") or 0) or None, int(params.get("seed") or 0)
-    first, second = np.triu_indices(R, 1)
     ids, rated, blocks = [], [], []
     for s in range(data.num_samples):
         masks = _sample_masks(data, s)
@@ -149,10 +154,34 @@ def _pair_coincidences(read, params: dict, key: str) -> tuple[list[str], np.ndar
         ids.append(str(data.sample_ids[s]))
         rated.append(np.where(present, 1.0, np.nan))
         blocks.append(pair_coincidences(codes, C, weight=weight))
-    if not blocks:
+    return values, ids, rated, blocks
+
+
+def _pair_coincidences(view, info: dict,
+                       params: dict) -> tuple[list[str], np.ndarray, PixelPairCoincidences, list[str]]:
+    """Per sample with two or more masks: its pair coincidences on the run's pixels (module docstring), read
+    :data:`CHUNK` samples at a time with one corpus plan (the same raters in every read), the classes aligned."""
+    key, layout = info["key"], _layout(info)
+    plan = plan_corpus(view, **layout)
+    all_ids = [str(i) for i in view.values("id")]
+    parts = [_chunk(read_annotations(view.select(all_ids[lo: lo + CHUNK], ordered=True), **layout, plan=plan),
+                    params, key) for lo in range(0, len(all_ids), CHUNK)]
+    ids = [i for part in parts for i in part[1]]
+    if not ids:
         raise runs.RunError(f"run {key!r}: no sample has masks of two raters")
-    stat = PixelPairCoincidences(np.stack(blocks), first.astype(np.int64), second.astype(np.int64))
-    return ids, np.stack(rated), stat
+    union = np.unique(np.concatenate([part[0] for part in parts]))
+    R = len(plan.raters)
+    first, second = np.triu_indices(R, 1)
+    out = np.zeros((len(ids), first.size, union.size, union.size))
+    row = 0
+    for values, _, _, blocks in parts:
+        if blocks:
+            at = np.searchsorted(union, values)
+            out[row: row + len(blocks)][:, :, at[:, None], at[None, :]] = np.stack(blocks)
+            row += len(blocks)
+    rated = np.stack([r for part in parts for r in part[2]])
+    stat = PixelPairCoincidences(out, first.astype(np.int64), second.astype(np.int64))
+    return ids, rated, stat, [str(r) for r in plan.raters]
 
 
 def mask_planning(samples, info: dict, options: dict) -> PlanningInput:
@@ -181,10 +210,9 @@ def mask_planning(samples, info: dict, options: dict) -> PlanningInput:
     if expected is not None and len(view) != int(expected):
         raise runs.RunError(f"run {key!r} was computed on {expected} samples; its view now has {len(view)}: rerun it "
                             "(overwrite=True) before plan_raters")
-    read = _read(view, info)
-    ids, values, stat = _pair_coincidences(read, params, key)
+    ids, values, stat, raters = _pair_coincidences(view, info, params)
     sampled = f"{params['n_pixels']} sampled pixels per sample (the run's)" if params.get("n_pixels") else "every pixel"
     note = (f"pixel α (nominal, pooled over samples) of k raters per sample, on {sampled}; exact: from each sample's "
             "coincidence matrices of rater pairs")
     return PlanningInput(values=values, statistics={"alpha": stat}, projections={"alpha": "spearman_brown"},
-                         sample_ids=ids, raters=[str(r) for r in read.annotations.raters], notes={"alpha": note})
+                         sample_ids=ids, raters=raters, notes={"alpha": note})
