@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Iterable
 
 __all__ = ["HIGH", "LOW", "MIDDLE", "AGREEMENT_SCALE", "AGREEMENT_RANGE", "SHARE_SCALE", "NEUTRAL", "SELECTED",
-           "REFERENCE", "LOW_SHADE", "SERIES_COLOURS", "RATER_COLOURS", "agreement_colours", "effect_colours",
+           "REFERENCE", "LOW_SHADE", "HIGH_BAND", "SERIES_COLOURS", "RATER_COLOURS", "agreement_colours", "effect_colours",
            "agreement_colour_axis"]
 
 #: High agreement, or a rise in agreement: blue (ColorBrewer RdBu's darkest blue).
@@ -48,6 +48,8 @@ SELECTED = "#ff6d04"
 REFERENCE = "#888888"
 #: The shade behind a stretch of low agreement (:data:`LOW` at 13 % opacity).
 LOW_SHADE = "rgba(178, 24, 43, 0.13)"
+#: The band of an interval around a :data:`HIGH` curve (:data:`HIGH` at 18 % opacity).
+HIGH_BAND = "rgba(33, 102, 172, 0.18)"
 #: Series told apart by colour (curves, grouped bars): no red, no blue (plotly's ``layout.colorway``).
 SERIES_COLOURS = ["#1b9e77", "#7570b3", "#d95f02", "#66a61e", "#e7298a", "#a6761d", "#666666", "#17becf"]
 #: Raters told apart by colour (a video's tracks): no red, no blue.

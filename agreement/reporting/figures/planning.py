@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from agreement.reporting.figures.base import figure, figure_layout, floats, is_finite, sig3
-from agreement.reporting.figures.palette import HIGH, REFERENCE, SELECTED
+from agreement.reporting.figures.palette import HIGH, HIGH_BAND, REFERENCE, SELECTED
 
 __all__ = ["plan_figure"]
 
-_BAND = "rgba(33, 102, 172, 0.18)"  # HIGH at 18 % opacity
+_BAND = HIGH_BAND
 
 
 def _band(ks: list, low: list, high: list, name: str, *, legend: bool) -> dict:
