@@ -36,7 +36,7 @@ import numpy as np
 
 from agreement.io.judgements import read_judgements
 from agreement.methods.consensus.class_labels import class_consensus
-from agreement.methods.planning.consensus_accuracy import consensus_accuracy_statistic
+from agreement.methods.planning.consensus_accuracy import FittedModel, consensus_accuracy_statistic
 from agreement.methods.planning.raters import (
     RaterCurve,
     alpha_statistic,
@@ -97,23 +97,28 @@ def reference_part(values: np.ndarray, seeds) -> dict:
         halves.append(float((la == lb).mean()))
         with_full.append(float(((la == full.labels).mean() + (lb == full.labels).mean()) / 2))
     return {"labels": full.labels.astype(np.float64), "confidence": float(np.mean(full.confidence)),
+            "model": FittedModel(full.class_prior, full.rater_confusion),
             "low_confidence": int((full.confidence < 0.9).sum()),
             "agree": {m: float((lab == full.labels).mean()) for m, lab in other.items()},
             "halves": np.array(halves), "half_vs_full": np.array(with_full),
             "prior": np.bincount(full.labels, minlength=K) / len(full.labels)}
 
 
-def accuracy_part(values: np.ndarray, reference: np.ndarray, repeats: int, mace_repeats: int) -> dict:
+def accuracy_part(values: np.ndarray, reference: np.ndarray, model: FittedModel, repeats: int,
+                  mace_repeats: int) -> dict:
     vote = rater_curve(values, statistic=consensus_accuracy_statistic(reference, n_classes=K), ks=VOTE_KS,
                        repeats=repeats, confidence=CONFIDENCE)
     mace = rater_curve(values, statistic=consensus_accuracy_statistic(reference, method="mace", n_classes=K),
                        ks=MACE_KS, repeats=mace_repeats, confidence=CONFIDENCE)
-    return {"vote": vote, "mace": mace,
-            "needed": {name: raters_needed(c, target=ACCURACY, projection="none")
-                       for name, c in (("vote", vote), ("mace", mace))},
+    fitted = rater_curve(values, statistic=consensus_accuracy_statistic(reference, method="fitted", n_classes=K,
+                                                                        model=model),
+                         ks=VOTE_KS, repeats=repeats, confidence=CONFIDENCE)
+    curves = (("vote", vote), ("mace", mace), ("fitted", fitted))
+    return {"vote": vote, "mace": mace, "fitted": fitted,
+            "needed": {name: raters_needed(c, target=ACCURACY, projection="none") for name, c in curves},
             "targets": {(name, t): (raters_needed(c, target=t, projection="none").k,
                                     first_k(c, lambda i, c=c, t=t: c.mean[i] >= t))
-                        for name, c in (("vote", vote), ("mace", mace)) for t in (0.85, 0.9, ACCURACY)}}
+                        for name, c in curves for t in (0.85, 0.9, ACCURACY)}}
 
 
 def _k_text(needed) -> str:
@@ -155,23 +160,28 @@ def alpha_lines(a: dict) -> list[str]:
 
 
 def accuracy_lines(acc: dict, ref: dict) -> list[str]:
-    v, m = acc["vote"], acc["mace"]
+    v, m, f = acc["vote"], acc["mace"], acc["fitted"]
     rows = [[k, v.n_items[i], C.fmt(v.mean[i]), f"[{C.fmt(v.low[i])}, {C.fmt(v.high[i])}]",
+             f"{C.fmt(f.mean[i])} [{C.fmt(f.low[i])}, {C.fmt(f.high[i])}]",
              (lambda j: f"{C.fmt(m.mean[j])} [{C.fmt(m.low[j])}, {C.fmt(m.high[j])}]")(m.ks.index(k))
              if k in m.ks else ""] for i, k in enumerate(v.ks)]
-    head = ["k", "sites", "majority vote: accuracy", "90 % interval", "MACE of k: accuracy [90 %]"]
+    head = ["k", "sites", "majority vote: accuracy", "90 % interval",
+            "full crowd's MACE model on k ratings: accuracy [90 %]", "MACE of k: accuracy [90 %]"]
     L = ["## (b) Consensus accuracy against raters per site\n",
          "Reference: the MACE consensus of the full crowd (every worker of the site). "
-         f"Majority vote: {v.repeats} draws per k; MACE refitted on each draw: {m.repeats} draws per k.\n",
+         f"Majority vote: {v.repeats} draws per k; the full crowd's MACE model on k ratings (Bayes' rule with the "
+         "workers' fitted confusions: what `plan_raters` shows on a MACE consensus run, no refit per draw; optimistic: the model knows every worker from all their labels and the reference is its own consensus): "
+         f"{f.repeats} draws per k; MACE refitted on each draw: {m.repeats} draws per k.\n",
          C.markdown_table(head, rows), "",
          f"- k for {ACCURACY:.0%} accuracy (90 % lower bound, measured k only; an accuracy has no documented "
-         f"projection): majority vote {_k_text(acc['needed']['vote'])}; MACE of k "
-         f"{_k_text(acc['needed']['mace'])}.",
+         f"projection): majority vote {_k_text(acc['needed']['vote'])}; the full crowd's MACE model on k ratings "
+         f"{_k_text(acc['needed']['fitted'])}; MACE of k {_k_text(acc['needed']['mace'])}.",
          "",
          C.markdown_table(["target accuracy", "majority vote: k (lower bound)", "majority vote: k (mean)",
+                           "MACE model: k (lower bound)", "MACE model: k (mean)",
                            "MACE of k: k (lower bound)", "MACE of k: k (mean)"],
                           [[f"{t:.0%}"] + [C.fmt(x) if x is not None else f"> {c.max_k}"
-                                           for name, c in (("vote", v), ("mace", m))
+                                           for name, c in (("vote", v), ("fitted", f), ("mace", m))
                                            for x in acc["targets"][(name, t)]] for t in (0.85, 0.9, ACCURACY)]),
          "",
          "(MACE is measured at k = " + ", ".join(str(k) for k in m.ks) + " only: its k is the first of those.) "
@@ -220,7 +230,7 @@ def main() -> None:
     a = alpha_part(values, repeats)
     print("alpha done", round(time.time() - start), "s", a["half"], flush=True)
     ref = reference_part(values, seeds)
-    acc = accuracy_part(values, ref["labels"], repeats, mace_repeats)
+    acc = accuracy_part(values, ref["labels"], ref["model"], repeats, mace_repeats)
     print("accuracy done", round(time.time() - start), "s", flush=True)
     seconds = time.time() - start
     L = ["# How many raters per site? `plan_raters` on AdultContent3\n",
