@@ -19,7 +19,10 @@ rounds of :data:`ROUND` % of the start (one label per chosen site per round, sit
 skipped); between rounds MACE is refitted and the rule re-ranks. Rules: ``expected_error_reduction``
 (:func:`agreement.methods.planning.relabel.class_relabel_priority`, typical rater = the label-weighted mean
 MACE confusion), its plain one-step form (``lookahead=1``), lowest agreement first (pairwise percent agreement),
-fewest raters first, random. Accuracy of the final MACE consensus against the reference; mean ± sd over seeds.
+fewest raters first, random. The main rule also takes the consensus label MACE wrote (``labels=``: the error
+now is that of the decision made) and fits the class prior of its shrunk posterior to the ratings
+(``fit_prior=True``; MACE's own prior is uniform). Accuracy of the final MACE consensus against the reference;
+mean ± sd over seeds.
 
 Writes ``experiments/results/relabel_replay.md``. Run from the repository root:
 ``.venv/bin/python experiments/relabel_replay.py`` (``--quick``: 3 seeds, budgets 5 and 10 %). No FiftyOne.
@@ -48,18 +51,24 @@ ROUND = 5  # % of the start's labels spent per round
 SEEDS = tuple(range(10))
 METHOD = "mace"
 WORKERS = 2  # processes (seeds run in parallel)
-MAIN = "expected error reduction (look-ahead 3, raters shrunk)"
+MAIN = "expected error reduction (look-ahead 3, raters shrunk, MACE label, fitted prior)"
+SHRUNK = "expected error reduction (look-ahead 3, raters shrunk)"
 PLAIN = "expected error reduction (one step, MACE posterior)"
 SIMPLE = ("lowest agreement first", "fewest raters first", "random")
 RULES = {  # row name -> (rule, keyword arguments; "codes": the current ratings are passed)
-    MAIN: ("expected_error_reduction", {"codes": True}),
+    MAIN: ("expected_error_reduction", {"codes": True, "labels": True, "fit_prior": True}),
     PLAIN: ("expected_error_reduction", {"lookahead": 1}),
     "lowest agreement first": ("lowest_agreement", {}),
     "fewest raters first": ("fewest_raters", {}),
     "random": ("random", {}),
 }
-#: What else was tried: each change of the plain rule alone.
+#: What else was tried: each change of the plain rule alone, and each change of the main rule left out.
 VARIANTS = {
+    SHRUNK: ("expected_error_reduction", {"codes": True}),
+    "expected error reduction (look-ahead 3, raters shrunk, MACE label)": ("expected_error_reduction",
+                                                                          {"codes": True, "labels": True}),
+    "expected error reduction (look-ahead 3, raters shrunk, fitted prior)": ("expected_error_reduction",
+                                                                            {"codes": True, "fit_prior": True}),
     "expected error reduction (one step, raters shrunk)": ("expected_error_reduction", {"codes": True, "lookahead": 1}),
     "expected error reduction (look-ahead 3, MACE posterior)": ("expected_error_reduction", {}),
 }
@@ -84,7 +93,9 @@ def pair_agreement(codes: np.ndarray) -> np.ndarray:
 def priority_order(cons: ClassConsensus, codes: np.ndarray, rule: str, kwargs: dict, seed: int) -> np.ndarray:
     """The sites in the rule's order, from the current consensus (and ratings)."""
     weights = (codes >= 0).sum(axis=0).astype(np.float64)
-    kw = {**kwargs, "codes": codes} if kwargs.get("codes") else kwargs
+    kw = {**kwargs, "codes": codes} if kwargs.get("codes") else dict(kwargs)
+    if kw.get("labels"):
+        kw["labels"] = cons.labels
     res = class_relabel_priority(cons.posterior, cons.rater_confusion, (codes >= 0).sum(axis=1),
                                  class_prior=cons.class_prior, rater_weights=weights, rule=rule,
                                  agreement=pair_agreement(codes), seed=seed, **kw)
@@ -235,7 +246,9 @@ def write_markdown(res: dict, unc: dict, summary: str, budgets: tuple[int, ...],
          "Rules: *expected error reduction* is "
          "`agreement.methods.planning.relabel.class_relabel_priority` (docs/relabel.md); *raters shrunk*: the "
          "posterior recomputed from the ratings with each worker's MACE confusion shrunk toward the crowd's by "
-         "16 pseudo-labels (`codes=`), *MACE posterior*: MACE's own posterior; *look-ahead 3*: best error "
+         "16 pseudo-labels (`codes=`), *MACE posterior*: MACE's own posterior; *MACE label*: the error now is "
+         "1 − p(MACE's label), the decision made (`labels=`); *fitted prior*: the class prior of the shrunk "
+         "posterior fitted to the ratings by EM (`fit_prior=True`; MACE's is uniform); *look-ahead 3*: best error "
          "reduction per label over 1-3 more labels, *one step*: the plain rule. *Lowest agreement*: the share of "
          "agreeing pairs of the site's judgements. Ties: fewer judgements, then site order.\n"]
     C.write_text(path, "\n".join(L))

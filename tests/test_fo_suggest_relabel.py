@@ -70,7 +70,7 @@ def _reference(ds, codes: np.ndarray, method: str, rule: str, agreement=None, se
     pr = class_relabel_priority(fit.posterior[order], fit.rater_confusion, rated.sum(axis=1)[order],
                                 class_prior=fit.class_prior, rater_weights=rated.sum(axis=0).astype(float),
                                 rule=rule, agreement=np.asarray(agreement, dtype=float)[order], seed=seed,
-                                codes=codes[order])
+                                codes=codes[order], labels=fit.labels[order], fit_prior=True)
     return [ids[i] for i in order], pr
 
 

@@ -13,6 +13,7 @@ from agreement.methods.planning.relabel import (
     RELABEL_RULES,
     class_relabel_priority,
     expected_errors,
+    fit_class_prior,
     rater_posterior,
     typical_confusion,
 )
@@ -110,6 +111,44 @@ def test_codes_replace_the_posterior_of_rated_items_only():
     assert plain.error_now[0] == 0 and shrunk.error_now[0] == pytest.approx(0.0036 / 0.0522)
     assert shrunk.error_now[1] == plain.error_now[1] == pytest.approx(0.4)
     assert any("shrunk toward the typical rater" in n for n in shrunk.notes)
+
+
+def test_the_error_now_is_that_of_the_consensus_label_written():
+    """labels=: e0 = 1 − p(label) (0.7 for a consensus that chose the 0.3 class), -1 keeps the posterior's."""
+    r = _rule([[0.7, 0.3], [0.7, 0.3], [np.nan, np.nan]], [3, 3, 0], labels=np.array([1, 0, -1]))
+    assert np.allclose(r.error_now, [0.7, 0.3, 0.4]) and np.allclose(r.error_after, [0.2, 0.2, 0.2])
+    assert np.allclose(r.priority, [0.5, 0.1, 0.2]) and r.order.tolist() == [0, 2, 1]
+
+
+def _crowd(prior, acc, S, R, seed):
+    rng = np.random.default_rng(seed)
+    K = len(prior)
+    truth = rng.choice(K, S, p=prior)
+    wrong = (truth[:, None] + rng.integers(1, K, (S, R))) % K
+    codes = np.where(rng.random((S, R)) < acc, truth[:, None], wrong)
+    conf = np.full((K, K), (1 - acc) / (K - 1)) + (acc - (1 - acc) / (K - 1)) * np.eye(K)
+    return codes, np.repeat(conf[None], R, axis=0)
+
+
+def test_fit_class_prior_recovers_a_skewed_prior_and_is_a_fixed_point():
+    codes, conf = _crowd([0.8, 0.15, 0.05], 0.85, 3000, 3, seed=1)
+    q = fit_class_prior(codes, conf, shrinkage=0.0)
+    assert np.allclose(q, [0.8, 0.15, 0.05], atol=0.03)
+    post = rater_posterior(codes, conf, q, shrinkage=0.0)
+    assert np.allclose((post.sum(axis=0) + 1) / (3000 + 3), q, atol=1e-6)  # the add-one EM's fixed point
+    assert np.allclose(fit_class_prior(np.full((2, 3), -1), conf), 1 / 3)  # nothing rated: uniform
+    assert fit_class_prior(np.array([[0, 0, 0]]), conf).min() >= 1 / 4  # an unseen class stays possible
+
+
+def test_fit_prior_replaces_the_given_prior_for_rated_and_unrated_items():
+    codes, conf = _crowd([0.9, 0.1], 0.8, 400, 3, seed=2)
+    codes[0] = -1
+    post = np.full((400, 2), 0.5)
+    post[0] = np.nan
+    q = fit_class_prior(codes, conf)
+    r = _rule(post, (codes >= 0).sum(axis=1), conf=conf, prior=np.array([0.5, 0.5]), codes=codes, fit_prior=True)
+    assert r.error_now[0] == pytest.approx(q.min()) and q[0] > 0.8
+    assert any("class prior fitted" in n for n in r.notes)
 
 
 def test_on_a_real_consensus_result():
@@ -235,6 +274,9 @@ def test_every_rule_shares_the_result_type():
     (dict(codes=np.array([[0, 1]])), "raters of rater_confusion"),
     (dict(codes=np.array([[5]])), "item 0, rater 0 has 5"),
     (dict(codes=np.array([[0]]), shrinkage=-1.0), "shrinkage must be"),
+    (dict(labels=np.array([0, 1])), "one consensus class per item"),
+    (dict(labels=np.array([2])), "class codes in \\[-1, 1\\]; item 0 has 2"),
+    (dict(fit_prior=True), "fit_prior=True needs codes"),
 ])
 def test_bad_input_is_refused_saying_what(kwargs, match):
     kw = dict(kwargs)

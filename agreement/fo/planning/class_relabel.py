@@ -190,7 +190,8 @@ def class_relabel(samples, info: dict, options: dict) -> tuple[list[str], Relabe
         np.asarray(fit.posterior, dtype=np.float64)[order], np.asarray(fit.rater_confusion, dtype=np.float64),
         rated.sum(axis=1)[order], class_prior=_class_prior(fit, codes, K),
         rater_weights=rated.sum(axis=0).astype(np.float64), rule=rule, agreement=agreement[order], seed=seed,
-        codes=codes[order])  # the ratings: the posterior with each rater shrunk toward the typical one
+        codes=codes[order],  # the ratings: the posterior with each rater shrunk toward the typical one
+        labels=np.asarray(fit.labels)[order], fit_prior=True)  # the label written; the model's own class prior
     ids = [str(ratings.sample_ids[i]) for i in order]
     return ids, replace(priority, notes=(note, *priority.notes))
 

@@ -6,7 +6,8 @@ consensus class is wrong? The typical rater is the weighted mean confusion matri
 (:func:`typical_confusion`, ``π̄[y, c] = Σ_r w_r π_r[y, c] / Σ_r w_r``, ``w_r`` e.g. the labels rater ``r`` gave).
 With ``p`` the item's consensus posterior (the class prior for an item nobody labelled):
 
-* the consensus is wrong now with probability ``e_0 = 1 − max_y p(y)``;
+* the consensus is wrong now with probability ``e_0 = 1 − max_y p(y)``, or, given the consensus label ``ŷ``
+  actually written (``labels=``), ``e_0 = 1 − p(ŷ)``: the error of the decision made, not of the posterior's;
 * the next label says ``c`` with probability ``P(c) = Σ_y p(y) π̄[y, c]``, after which the posterior is
   ``p'(y | c) = p(y) π̄[y, c] / P(c)``;
 * the expected error after it is ``e_1 = Σ_c P(c) (1 − max_y p'(y | c)) = 1 − Σ_c max_y p(y) π̄[y, c]``;
@@ -19,7 +20,7 @@ the best value *per label* over a short look-ahead of ``m = 1 .. M`` more labels
 knowledge gradient, Frazier & Powell 2010)::
 
     e_m = 1 − Σ_{n ∈ N_m} max_y p(y) Mult(n; m, π̄[y])          (N_m: the count vectors of m labels over K classes)
-    priority = max_{m ≤ M} (e_0 − e_m) / m                    (≥ 0, ≤ e_0 ≤ 1 − 1/K)
+    priority = max_{m ≤ M} (e_0 − e_m) / m                    (≥ 0, ≤ e_0; e_0 ≤ 1 − 1/K without labels=)
 
 ``M`` is :data:`LOOKAHEAD` (lowered for many classes so that ``|N_M| ≤`` :data:`MAX_OUTCOMES`); ``lookahead=1``
 gives the plain one-step rule. An unlabelled item gets the same formula on the class prior, so coverage and
@@ -30,7 +31,9 @@ Which posterior: a consensus fitted on a few labels per rater over-trusts raters
 the ratings (``codes=``), the rule recomputes each rated item's posterior with every rater's confusion shrunk
 toward the typical rater by :data:`SHRINKAGE` pseudo-labels (:func:`rater_posterior`); on the AdultContent3 replay
 (``experiments/relabel_replay.py``, docs/relabel.md) this and the look-ahead each raised the accuracy reached for
-a budget, and ``κ = 16`` predicted held-out judgements best.
+a budget, and ``κ = 16`` predicted held-out judgements best. With ``fit_prior=True`` the class prior of that
+posterior is fitted to the ratings under the same model (:func:`fit_class_prior`: the class-prior step of
+Dawid & Skene's EM with the shrunk raters held fixed, add-one) instead of the consensus's (MACE's is uniform).
 
 Baselines on the same code path (their ``error_now`` / ``error_after`` are the one-step estimates above, so a
 caller can show the expected errors whatever the rule): ``"lowest_agreement"`` (``priority = max(a) − a`` of the
@@ -58,7 +61,7 @@ import numpy as np
 from agreement.methods.planning.priority import RelabelPriority, rank_items
 
 __all__ = ["RELABEL_RULES", "LOOKAHEAD", "MAX_OUTCOMES", "SHRINKAGE", "class_relabel_priority", "expected_errors",
-           "rater_posterior", "typical_confusion"]
+           "fit_class_prior", "rater_posterior", "typical_confusion"]
 
 #: The rule names :func:`class_relabel_priority` accepts; the first is the default.
 RELABEL_RULES = ("expected_error_reduction", "lowest_agreement", "fewest_raters", "random")
@@ -215,6 +218,44 @@ def rater_posterior(codes: np.ndarray, rater_confusion: np.ndarray, class_prior:
     return np.asarray(p / p.sum(axis=1, keepdims=True))
 
 
+def fit_class_prior(codes: np.ndarray, rater_confusion: np.ndarray, *, rater_weights: np.ndarray | None = None,
+                    shrinkage: float = SHRINKAGE, max_iter: int = 200, tol: float = 1e-9) -> np.ndarray:
+    r"""The class prior of :func:`rater_posterior`'s model fitted to the ratings (add-one MAP).
+
+    EM on the prior alone, the shrunk rater confusions held fixed (the class-prior step of Dawid & Skene 1979)
+    with one pseudo-item per class (a Dirichlet(2, …, 2) prior, so that no class becomes impossible on a few
+    items): ``q ← (Σ_{rated s} p(y | ratings_s; q) + 1) / (S_rated + K)``, from the uniform prior until no
+    entry moves by more than ``tol``. The log-posterior is concave in ``q``, so the fixed point is its maximum.
+
+    Args:
+        codes: ``(S, R)`` class codes ``0 .. K - 1``, ``-1`` missing.
+        rater_confusion: ``(R, K, K)`` (NaN rows allowed).
+        rater_weights: the typical rater's weights (None: labels per rater in ``codes``).
+        shrinkage: ``κ`` of :func:`rater_posterior`.
+        max_iter: EM steps at most.
+        tol: convergence tolerance on the prior's entries.
+
+    Returns:
+        ``(K,)`` probabilities, each ``>= 1 / (S_rated + K)``; uniform when no item is rated.
+
+    Raises:
+        ValueError: as :func:`rater_posterior`.
+    """
+    K = np.asarray(rater_confusion).shape[-1]
+    q = np.full(K, 1.0 / K)
+    rated = (np.asarray(codes) >= 0).any(axis=1)
+    if not rated.any():
+        return q
+    for _ in range(max_iter):
+        new = rater_posterior(codes, rater_confusion, q, rater_weights=rater_weights, shrinkage=shrinkage)[rated]
+        new = (new.sum(axis=0) + 1.0) / (new.shape[0] + K)
+        done = np.abs(new - q).max() <= tol
+        q = new / new.sum()
+        if done:
+            break
+    return np.asarray(q)
+
+
 def _check_prior(class_prior: np.ndarray | None, K: int) -> tuple[np.ndarray, tuple[str, ...]]:
     """``class_prior`` as ``(K,)`` probabilities; None or all NaN (nothing labelled) becomes uniform, noted."""
     if class_prior is None:
@@ -285,11 +326,24 @@ def _baseline(rule: str, n: np.ndarray, agreement: np.ndarray | None, seed: int)
                 "ratings first")
 
 
+def _decision_error(p: np.ndarray, e0: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``1 − p(ŷ)`` of the consensus label ``ŷ`` actually chosen (``-1``: none, the posterior's ``e0`` kept)."""
+    lab = np.asarray(labels)
+    S, K = p.shape
+    if lab.shape != (S,):
+        raise ValueError(f"labels must have one consensus class per item ({S}), got shape {lab.shape}")
+    if S and (not np.issubdtype(lab.dtype, np.integer) or lab.min() < -1 or lab.max() >= K):
+        bad = int(np.flatnonzero((lab < -1) | (lab >= K))[0]) if np.issubdtype(lab.dtype, np.integer) else 0
+        raise ValueError(f"labels must be class codes in [-1, {K - 1}]; item {bad} has {lab[bad].item()!r}")
+    return np.asarray(np.where(lab >= 0, 1.0 - p[np.arange(S), np.clip(lab, 0, None)], e0))
+
+
 def class_relabel_priority(posterior: np.ndarray, rater_confusion: np.ndarray, n_ratings: np.ndarray, *,
                            class_prior: np.ndarray | None, rater_weights: np.ndarray | None = None,
                            rule: str = "expected_error_reduction", agreement: np.ndarray | None = None,
                            seed: int = 0, lookahead: int = LOOKAHEAD, codes: np.ndarray | None = None,
-                           shrinkage: float = SHRINKAGE) -> RelabelPriority:
+                           shrinkage: float = SHRINKAGE, labels: np.ndarray | None = None,
+                           fit_prior: bool = False) -> RelabelPriority:
     r"""The value of one more class label for every item, by ``rule`` (module docstring: formulas, references).
 
     Args:
@@ -308,14 +362,19 @@ def class_relabel_priority(posterior: np.ndarray, rater_confusion: np.ndarray, n
             item with ratings is :func:`rater_posterior` (raters shrunk toward the typical one by ``shrinkage``
             pseudo-labels) instead of ``posterior`` (still checked), which over-trusts raters seen a few times.
         shrinkage: ``κ`` of :func:`rater_posterior`.
+        labels: ``(S,)`` the consensus class actually written per item (``-1``: none), optional: ``e_0`` is then
+            ``1 − p(label)``, the error of the decision made (it can differ from the posterior's argmax).
+        fit_prior: with ``codes``, use :func:`fit_class_prior` (the model's class prior fitted to the ratings)
+            instead of ``class_prior`` for the rule's posterior and for unrated items.
 
     Returns:
         A :class:`~agreement.methods.planning.priority.RelabelPriority`: ``priority >= 0`` (expected error
-        reduction per label, in ``[0, 1 − 1/K]``, for the main rule), ``error_now`` ``e_0`` and ``error_after``
+        reduction per label, in ``[0, e_0]``, for the main rule), ``error_now`` ``e_0`` and ``error_after``
         ``e_1`` (one more typical label) whatever the rule, ``order`` by :func:`rank_items`.
 
     Raises:
-        ValueError: an unknown rule, shapes that do not fit, probabilities that are not, a missing ``agreement``.
+        ValueError: an unknown rule, shapes that do not fit, probabilities that are not, a missing ``agreement``,
+            labels outside the classes, ``fit_prior`` without ``codes``.
     """
     if rule not in RELABEL_RULES:
         raise ValueError(f"rule must be one of {RELABEL_RULES}, got {rule!r}")
@@ -328,16 +387,24 @@ def class_relabel_priority(posterior: np.ndarray, rater_confusion: np.ndarray, n
     prior, prior_notes = _check_prior(class_prior, K)
     p, n, post_notes = _check_posterior(posterior, n_ratings, prior)
     bar, bar_notes = typical_confusion(conf, rater_weights=rater_weights)
+    if fit_prior and codes is None:
+        raise ValueError("fit_prior=True needs codes: the prior is fitted to the ratings")
     if codes is not None:
         c = np.asarray(codes)
         if c.shape[:1] != (p.shape[0],):
             raise ValueError(f"codes must have one row per item ({p.shape[0]}), got shape {c.shape}")
         rated = (c >= 0).any(axis=1)
         w = np.ones(conf.shape[0]) if rater_weights is None else rater_weights
+        if fit_prior:
+            prior = fit_class_prior(c, conf, rater_weights=w, shrinkage=shrinkage)
+            p[np.isnan(np.asarray(posterior, dtype=np.float64)).all(axis=1)] = prior  # the prior's stand-ins
+            bar_notes += (f"class prior fitted to the ratings: {np.round(prior, 3).tolist()}",)
         p[rated] = rater_posterior(c, conf, prior, rater_weights=w, shrinkage=shrinkage)[rated]
         bar_notes += (f"posterior of the {int(rated.sum())} rated item(s) recomputed from the ratings, each rater "
                       f"shrunk toward the typical rater by {shrinkage:g} pseudo-labels",)
     e0 = expected_errors(p, bar, 0)
+    if labels is not None:
+        e0 = _decision_error(p, e0, labels)
     e1 = expected_errors(p, bar, 1)
     acc = float(np.trace(bar)) / K
     notes = [f"typical rater: mean accuracy {acc:.3f} over the classes (weighted mean confusion of "
