@@ -126,7 +126,8 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 #: workers run browser tests, one Chromium and App server each; the suite waited on one worker's browser tests
 #: (10.5 min) while the other sat idle.
 _SECOND_HALF = ("test_browser_review.py", "test_browser_crowd.py", "test_browser_filters.py",
-                "test_browser_masks.py", "test_browser_report.py", "test_browser_delegation.py")
+                "test_browser_masks.py", "test_browser_report.py", "test_browser_delegation.py",
+                "test_browser_video.py")  # with test_browser_relabel.py in the first: about 445 s each, loaded
 
 
 def _browser_half(path: str) -> int:

@@ -13,6 +13,49 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def simple_priority(rule: str, n_ratings: np.ndarray, agreement: np.ndarray | None, *, seed: int = 0,
+                    unit: str = "item") -> tuple[np.ndarray, str]:
+    """The priority of one of the simple rules every relabel rule is compared with, and its note.
+
+    * ``"fewest_raters"``: ``1 / (1 + n)``, fewest ratings first;
+    * ``"random"``: uniform random numbers (``seed``);
+    * ``"lowest_agreement"``: ``max(a) − a`` over the items whose agreement ``a`` is known, and ``max(a) −
+      min(a) + 1`` (first of all) for those with fewer than two ratings (NaN agreement).
+
+    Args:
+        rule: ``"fewest_raters"``, ``"random"`` or ``"lowest_agreement"``.
+        n_ratings: ``(S,)`` ratings per item.
+        agreement: ``(S,)`` per-item agreement, NaN below two ratings (``"lowest_agreement"`` only).
+        seed: the seed of ``"random"``.
+        unit: what an item is called in the note (``"item"``, ``"sample"``).
+
+    Returns:
+        ``(priority, note)``: ``(S,)`` finite priorities ``>= 0`` and one sentence.
+
+    Raises:
+        ValueError: ``"lowest_agreement"`` without an agreement of the items' shape, or an infinite one.
+    """
+    n = np.asarray(n_ratings)
+    if rule == "fewest_raters":
+        return 1.0 / (1.0 + n), "priority = 1 / (1 + ratings): fewest ratings first"
+    if rule == "random":
+        return np.random.default_rng(seed).random(n.size), f"priority: uniform random numbers (seed {seed})"
+    if agreement is None:
+        raise ValueError(f"rule 'lowest_agreement' needs agreement: the per-{unit} agreement (NaN for fewer than "
+                         "two ratings)")
+    a = np.asarray(agreement, dtype=np.float64)
+    if a.shape != n.shape:
+        raise ValueError(f"agreement must have one value per {unit} ({n.size}), got shape {a.shape}")
+    if np.isinf(a).any():
+        raise ValueError(f"agreement must be finite or NaN; {unit} {int(np.flatnonzero(np.isinf(a))[0])} is infinite")
+    known = np.isfinite(a)
+    if not known.any():
+        return np.ones(n.size), f"no {unit} has two ratings: every agreement unknown, all tie"
+    hi, lo = a[known].max(), a[known].min()
+    return (np.where(known, hi - np.nan_to_num(a), hi - lo + 1.0),
+            f"priority = max agreement − agreement; {int((~known).sum())} {unit}(s) with fewer than two ratings first")
+
+
 def rank_items(priority: np.ndarray, n_ratings: np.ndarray) -> np.ndarray:
     """Item indices by descending ``priority``, ties broken by fewer ``n_ratings`` then by position.
 

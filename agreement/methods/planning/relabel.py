@@ -58,7 +58,7 @@ from math import comb, factorial
 
 import numpy as np
 
-from agreement.methods.planning.priority import RelabelPriority, rank_items
+from agreement.methods.planning.priority import RelabelPriority, rank_items, simple_priority
 
 __all__ = ["RELABEL_RULES", "LOOKAHEAD", "MAX_OUTCOMES", "SHRINKAGE", "class_relabel_priority", "expected_errors",
            "fit_class_prior", "rater_posterior", "typical_confusion"]
@@ -303,29 +303,6 @@ def _check_posterior(posterior: np.ndarray, n_ratings: np.ndarray, prior: np.nda
     return p, n, notes
 
 
-def _baseline(rule: str, n: np.ndarray, agreement: np.ndarray | None, seed: int) -> tuple[np.ndarray, str]:
-    """The priority of a simple rule and its note."""
-    if rule == "fewest_raters":
-        return 1.0 / (1.0 + n), "priority = 1 / (1 + ratings): fewest ratings first"
-    if rule == "random":
-        return np.random.default_rng(seed).random(n.size), f"priority: uniform random numbers (seed {seed})"
-    if agreement is None:
-        raise ValueError("rule 'lowest_agreement' needs agreement: the per-item agreement (NaN for fewer than "
-                         "two ratings)")
-    a = np.asarray(agreement, dtype=np.float64)
-    if a.shape != n.shape:
-        raise ValueError(f"agreement must have one value per item ({n.size}), got shape {a.shape}")
-    if np.isinf(a).any():
-        raise ValueError(f"agreement must be finite or NaN; item {int(np.flatnonzero(np.isinf(a))[0])} is infinite")
-    known = np.isfinite(a)
-    if not known.any():
-        return np.ones(n.size), "no item has two ratings: every agreement unknown, all tie"
-    hi, lo = a[known].max(), a[known].min()
-    pr = np.where(known, hi - np.nan_to_num(a), hi - lo + 1.0)
-    return pr, (f"priority = max agreement − agreement; {int((~known).sum())} item(s) with fewer than two "
-                "ratings first")
-
-
 def _decision_error(p: np.ndarray, e0: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``1 − p(ŷ)`` of the consensus label ``ŷ`` actually chosen (``-1``: none, the posterior's ``e0`` kept)."""
     lab = np.asarray(labels)
@@ -416,7 +393,7 @@ def class_relabel_priority(posterior: np.ndarray, rater_confusion: np.ndarray, n
             prio = np.maximum(prio, (e0 - expected_errors(p, bar, m)) / m)
         notes.append(f"priority = best expected error reduction per label over 1 .. {M} more label(s)")
     else:
-        prio, note = _baseline(rule, n, agreement, seed)
+        prio, note = simple_priority(rule, n, agreement, seed=seed, unit="item")
         notes.append(note)
     prio = np.asarray(prio, dtype=np.float64)
     prio = np.where(prio > 1e-12, prio, 0.0)  # rounding noise of an item no label can help

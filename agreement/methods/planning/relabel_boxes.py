@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement.methods.planning.priority import RelabelPriority, rank_items
+from agreement.methods.planning.priority import RelabelPriority, rank_items, simple_priority
 
 __all__ = ["BOX_RELABEL_RULES", "LOOKAHEAD", "TypicalRater", "BoxUnits", "box_relabel_priority",
            "vote_posterior", "typical_rater", "consensus_box_units", "sample_agreement", "consensus_box_relabel"]
@@ -229,26 +229,6 @@ def vote_posterior(support: np.ndarray, n_assigned: np.ndarray, rater: TypicalRa
     return out
 
 
-def _baseline(rule: str, n: np.ndarray, agreement: np.ndarray | None, seed: int) -> tuple[np.ndarray, str]:
-    """The priority of a simple rule and its note (the class rule's baselines)."""
-    if rule == "fewest_raters":
-        return 1.0 / (1.0 + n), "priority = 1 / (1 + raters): fewest raters first"
-    if rule == "random":
-        return np.random.default_rng(seed).random(n.size), f"priority: uniform random numbers (seed {seed})"
-    if agreement is None:
-        raise ValueError("rule 'lowest_agreement' needs agreement: the per-sample agreement (NaN for fewer than "
-                         "two raters)")
-    a = np.asarray(agreement, dtype=np.float64)
-    if a.shape != n.shape or np.isinf(a).any():
-        raise ValueError(f"agreement must hold one finite value or NaN per sample ({n.size}), got shape {a.shape}")
-    known = np.isfinite(a)
-    if not known.any():
-        return np.ones(n.size), "no sample has two raters: every agreement unknown, all tie"
-    hi, lo = a[known].max(), a[known].min()
-    return (np.where(known, hi - np.nan_to_num(a), hi - lo + 1.0),
-            f"priority = max agreement − agreement; {int((~known).sum())} sample(s) with fewer than two raters first")
-
-
 def box_relabel_priority(units: BoxUnits, rater: TypicalRater, *, threshold: float = 0.5,
                          rule: str = "expected_error_reduction", agreement: np.ndarray | None = None, seed: int = 0,
                          lookahead: int = LOOKAHEAD) -> RelabelPriority:
@@ -303,7 +283,7 @@ def box_relabel_priority(units: BoxUnits, rater: TypicalRater, *, threshold: flo
         notes.append(f"priority = best expected reduction of consensus errors per extra rater over 1 .. "
                      f"{int(lookahead)} more rater(s)")
     else:
-        prio, note = _baseline(rule, n, agreement, seed)
+        prio, note = simple_priority(rule, n, agreement, seed=seed, unit="sample")
         notes.append(note)
     prio = np.asarray(prio, dtype=np.float64)
     prio = np.where(prio > 1e-12, prio, 0.0)
