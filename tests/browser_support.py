@@ -20,6 +20,23 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
+#: The classes of the browser tests' class crowds and the flat colour of each one's images.
+CLASS_COLOURS = {"bird": (70, 130, 180), "cat": (230, 160, 60), "dog": (90, 170, 90)}
+
+
+def class_images(folder: Path, n: int) -> list[str]:
+    """``n`` small PNGs, each a flat colour of its true class (cycling over :data:`CLASS_COLOURS`)."""
+    from PIL import Image
+
+    classes = list(CLASS_COLOURS)
+    paths = []
+    for i in range(n):
+        path = folder / f"img{i:02d}.png"
+        Image.new("RGB", (96, 72), CLASS_COLOURS[classes[i % len(classes)]]).save(path)
+        paths.append(str(path))
+    return paths
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser"):
         path = shutil.which(name)

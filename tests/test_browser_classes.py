@@ -30,6 +30,7 @@ import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
     CHROMIUM_ARGS,
+    CLASS_COLOURS,
     SCREENSHOTS,
     _assert_titled,
     _choose_run,
@@ -40,6 +41,7 @@ from browser_support import (  # noqa: E402 - the shared helpers of the browser 
     _wait_plots,
     _wait_texts,
     browser_tools,  # noqa: F401 - a fixture
+    class_images,
     running_app,
 )
 
@@ -47,22 +49,9 @@ pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
 
 DATASET = "iaa-browser-classes"
 RATERS = ["r1", "r2", "r3", "r4"]
-CLASSES = ["bird", "cat", "dog"]
-COLOURS = {"bird": (70, 130, 180), "cat": (230, 160, 60), "dog": (90, 170, 90)}
+CLASSES = list(CLASS_COLOURS)  # bird, cat, dog
 CLASS_TITLES = ["Per-sample agreement", "Cohen's κ per rater pair", "Rater vitality", "Class difficulty",
                 "Confusion between raters"]
-
-
-def _images(folder: Path, n: int) -> list[str]:
-    """``n`` small PNGs, each a flat colour of its true class (cycling over CLASSES)."""
-    from PIL import Image
-
-    paths = []
-    for i in range(n):
-        path = folder / f"img{i:02d}.png"
-        Image.new("RGB", (96, 72), COLOURS[CLASSES[i % 3]]).save(path)
-        paths.append(str(path))
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +64,7 @@ def classes_app(fo, tmp_path_factory):
         fo.delete_dataset(DATASET)
     rng = np.random.default_rng(5)
     samples = []
-    for i, path in enumerate(_images(tmp_path_factory.mktemp("class-images"), 30)):
+    for i, path in enumerate(class_images(tmp_path_factory.mktemp("class-images"), 30)):
         truth = CLASSES[i % 3]
         kw = {r: fo.Classification(label=CLASSES[(i + 1) % 3] if rng.random() < err else truth)
               for r, err in zip(RATERS, (0.0, 0.1, 0.25, 0.55))}

@@ -36,12 +36,14 @@ import numpy as np
 import pytest
 
 from browser_support import (  # noqa: E402 - the shared helpers of the browser tests
+    CLASS_COLOURS,
     _open_panel,
     _wait_count,
     _wait_texts,
     assert_clean_server_log,
     browser_tools,  # noqa: F401 - a fixture
     chromium_page,
+    class_images,
     start_app,
 )
 
@@ -49,21 +51,8 @@ pytestmark = [pytest.mark.fiftyone, pytest.mark.browser]
 
 DATASET = "iaa-browser-relabel"
 RATERS = ["r1", "r2", "r3"]
-CLASSES = ["bird", "cat", "dog"]
-COLOURS = {"bird": (70, 130, 180), "cat": (230, 160, 60), "dog": (90, 170, 90)}
+CLASSES = list(CLASS_COLOURS)  # bird, cat, dog
 TARGET, BUDGET = 0.7, 6
-
-
-def _images(folder: Path, n: int) -> list[str]:
-    """``n`` small PNGs, each a flat colour of its true class (cycling over CLASSES)."""
-    from PIL import Image
-
-    paths = []
-    for i in range(n):
-        path = folder / f"img{i:02d}.png"
-        Image.new("RGB", (96, 72), COLOURS[CLASSES[i % 3]]).save(path)
-        paths.append(str(path))
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +63,7 @@ def relabel_app(fo, labelstudio_server, tmp_path_factory):
         fo.delete_dataset(DATASET)
     rng = np.random.default_rng(11)
     samples = []
-    for i, path in enumerate(_images(tmp_path_factory.mktemp("relabel-images"), 30)):
+    for i, path in enumerate(class_images(tmp_path_factory.mktemp("relabel-images"), 30)):
         truth = CLASSES[i % 3]
         kw = {r: fo.Classification(label=CLASSES[(i + 1 + int(rng.integers(2))) % 3] if rng.random() < err else truth)
               for r, err in zip(RATERS, (0.1, 0.3, 0.5))}
@@ -241,7 +230,7 @@ def test_send_without_annotation_config_says_so_and_sends_nothing(fo, make_datas
 
     rng = np.random.default_rng(3)
     dataset = make_dataset([fo.Sample(filepath=p, **{r: fo.Classification(label=CLASSES[int(rng.integers(3))])
-                                                     for r in RATERS}) for p in _images(tmp_path, 9)])
+                                                     for r in RATERS}) for p in class_images(tmp_path, 9)])
     r = foo.execute_operator("@iaa/agreement/compute_consensus", ctx=dict(view=dataset.view(), params=dict(
         key="cons", fields=RATERS, method="majority")))
     assert r.error is None, r.error
