@@ -54,3 +54,21 @@ def kind_dataset(fo, make_dataset, kind: str, layout: str):
         samples.append(sample)
     params = dict(fields=list(RATERS)) if layout == "fields" else dict(field="ann", rater_attr="annotator")
     return make_dataset(samples), params, container, items
+
+
+def class_crowd_samples(fo, codes, raters, classes, path: str) -> list:
+    """Samples of a class crowd in both rater layouts: ``codes[s, r]`` (-1: rater ``r`` did not label sample
+    ``s``) as field ``raters[r]`` and as ``crowd`` (``annotator``), the raters who labelled it in ``assigned``;
+    file paths ``path.format(s)``."""
+    samples = []
+    for s, row in enumerate(codes):
+        sample = fo.Sample(filepath=path.format(s))
+        labels = []
+        for r, c in zip(raters, row):
+            if c >= 0:
+                sample[r] = fo.Classification(label=classes[c])
+                labels.append(fo.Classification(label=classes[c], annotator=r))
+        sample["crowd"] = fo.Classifications(classifications=labels)
+        sample["assigned"] = [r for r, c in zip(raters, row) if c >= 0]
+        samples.append(sample)
+    return samples

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from label_kinds import class_crowd_samples
+
 pytestmark = pytest.mark.fiftyone
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -28,18 +30,7 @@ def _codes(S: int = 60, seed: int = 3) -> np.ndarray:
 @pytest.fixture
 def class_ds(fo, make_dataset):
     codes = _codes()
-    samples = []
-    for s, row in enumerate(codes):
-        sample = fo.Sample(filepath=f"/nonexistent/item{s:03d}")
-        labels = []
-        for r, c in zip(RATERS, row):
-            if c >= 0:
-                sample[r] = fo.Classification(label=CLASSES[c])
-                labels.append(fo.Classification(label=CLASSES[c], annotator=r))
-        sample["crowd"] = fo.Classifications(classifications=labels)
-        sample["assigned"] = [r for r, c in zip(RATERS, row) if c >= 0]
-        samples.append(sample)
-    ds = make_dataset(samples)
+    ds = make_dataset(class_crowd_samples(fo, codes, RATERS, CLASSES, "/nonexistent/item{:03d}"))
     return ds, codes
 
 

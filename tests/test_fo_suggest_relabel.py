@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from label_kinds import class_crowd_samples
+
 pytestmark = pytest.mark.fiftyone
 
 RATERS = ("r1", "r2", "r3", "r4")
@@ -30,18 +32,7 @@ def _codes(S: int = 48, seed: int = 5) -> np.ndarray:
 @pytest.fixture
 def class_ds(fo, make_dataset):
     codes = _codes()
-    samples = []
-    for s, row in enumerate(codes):
-        sample = fo.Sample(filepath=f"/nonexistent/relabel{s:03d}.jpg")
-        labels = []
-        for r, c in zip(RATERS, row):
-            if c >= 0:
-                sample[r] = fo.Classification(label=CLASSES[c])
-                labels.append(fo.Classification(label=CLASSES[c], annotator=r))
-        sample["crowd"] = fo.Classifications(classifications=labels)
-        sample["assigned"] = [r for r, c in zip(RATERS, row) if c >= 0]
-        samples.append(sample)
-    ds = make_dataset(samples)
+    ds = make_dataset(class_crowd_samples(fo, codes, RATERS, CLASSES, "/nonexistent/relabel{:03d}.jpg"))
     for r in RATERS:  # every rater field declared, also where a rater labelled nothing
         if r not in ds.get_field_schema():
             ds.add_sample_field(r, fo.EmbeddedDocumentField, embedded_doc_type=fo.Classification)
@@ -239,3 +230,27 @@ def test_a_box_consensus_goes_to_the_instance_hook(make_dataset):
     assert out["sample_ids"] == [ids[i] for i in pr.order[:4]]
     stored = dict(zip(*ds.values(["id", "bc_relabel_priority"])))
     assert [stored[i] for i in ids] == pytest.approx(pr.priority.tolist(), abs=1e-12)
+
+
+def test_a_rater_who_labels_nothing_and_raters_who_never_meet(fo, make_dataset):
+    """Two pairs of raters on disjoint halves (they never meet) and a fifth declared rater with no label: both
+    layouts replay the run's raters (the recorded ``raters_field`` too) and give the pure rule's ranking."""
+    from agreement.fo.methods.consensus import compute_consensus
+
+    rng = np.random.default_rng(11)
+    truth = rng.integers(0, 4, 40)
+    codes = np.where(rng.random((40, 5)) < 0.75, truth[:, None], rng.integers(0, 4, (40, 5)))
+    codes[:20, 2:] = -1  # r1, r2 on the first half
+    codes[20:, :2] = -1  # r3, r4 on the second
+    codes[:, 4] = -1  # r5 labels nothing
+    raters = (*RATERS, "r5")
+    ds = make_dataset(class_crowd_samples(fo, codes, raters, CLASSES, "/nonexistent/apart{:03d}.jpg"))
+    ds.add_sample_field("r5", fo.EmbeddedDocumentField, embedded_doc_type=fo.Classification)
+    compute_consensus(ds, "cf", fields=list(raters))
+    compute_consensus(ds, "ca", field="crowd", raters_field="assigned")
+    for key in ("cf", "ca"):
+        out = _suggest(ds, key=key, budget=6)
+        kept = codes if key == "cf" else codes[:, :4]  # the attribute layout knows only the raters who labelled
+        ids, pr = _reference(ds, kept, "mace", "expected_error_reduction")
+        assert out["sample_ids"] == [ids[i] for i in pr.order[:6]]
+        assert np.isfinite(ds.values(f"{key}_relabel_priority")).all()

@@ -269,3 +269,29 @@ def test_hook_refuses_class_runs(fo, make_dataset):
     compute_consensus(ds, "cc", fields=["a", "b"])
     with pytest.raises(ValueError, match="instance labels"):
         box_relabel(ds, get_agreement_run_info(ds, "cc"), {})
+
+
+@pytest.mark.fiftyone
+def test_hook_replays_the_runs_raters_field(fo, make_dataset):
+    """One label field with the raters assigned to each sample recorded: a rater assigned who drew nothing found
+    no object there (not "did not look"); the hook reads the run's raters_field as the run did."""
+    from agreement.fo.importers.build import samples_from_corpus
+    from agreement.fo.methods.consensus import compute_consensus
+    from agreement.fo.planning.box_relabel import box_relabel
+    from agreement.fo.runs.store import get_agreement_run_info
+    from agreement.fo.storage.reading import read_annotations
+    from agreement.methods.consensus import consensus
+    from agreement.simulate.synthetic.crowd import CrowdNoise, crowd_corpus
+
+    corpus, _ = crowd_corpus(20, 4, raters_per_sample=2, min_objects=1, max_objects=2, seed=4,
+                             noise=CrowdNoise(miss=0.5, false_positive=0.0))
+    ds = make_dataset(samples_from_corpus(corpus, [f"/rf/{i}.jpg" for i in range(20)], layout="attribute",
+                                          field="crowd", raters_field="assigned"))
+    data = read_annotations(ds, field="crowd", raters_field="assigned", image_sizes=True, masks=True).annotations
+    assert (data.assigned & (np.bincount(data.sample_index * data.num_raters + data.rater_index,
+                                         minlength=data.assigned.size).reshape(data.assigned.shape) == 0)).any()
+    compute_consensus(ds, "ra", field="crowd", raters_field="assigned")
+    ids, pr = box_relabel(ds, get_agreement_run_info(ds, "ra"), {})
+    pure = consensus_box_relabel(consensus(data, method="em", tau="auto", min_confidence=0.5), data)
+    by_id = dict(zip(map(str, data.sample_ids), pure.priority, strict=True))
+    assert np.allclose(pr.priority, [by_id[i] for i in ids])

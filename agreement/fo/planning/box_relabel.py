@@ -16,16 +16,18 @@ consensus of its units (the run's τ, similarity, solver and cost) stands in, an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from agreement.fo.kinds import LABEL_TYPES
+from agreement.fo.planning.plan_input import run_view
 from agreement.fo.runs import store as runs
 from agreement.fo.storage.reading import read_annotations
 from agreement.methods.consensus import consensus
 from agreement.methods.planning.priority import RelabelPriority
 from agreement.methods.planning.relabel_boxes import BOX_RELABEL_RULES, LOOKAHEAD, consensus_box_relabel
 
-__all__ = ["box_relabel", "run_corpus_and_consensus"]
+__all__ = ["box_relabel", "run_corpus_and_consensus", "run_samples"]
 
 
 def _rater_field(layout: Mapping[str, Any]) -> str:
@@ -35,13 +37,14 @@ def _rater_field(layout: Mapping[str, Any]) -> str:
     return str(names[0])
 
 
-def _run_samples(samples, info: dict):
-    """The samples run ``info`` was computed on (FiftyOne keeps a run's view), as a view of its dataset.
+def run_samples(samples, info: dict):
+    """The samples run ``info`` was computed on (:func:`agreement.fo.planning.plan_input.run_view`), refused if
+    their number changed since the run.
 
     Raises:
         agreement.fo.runs.store.RunError: the run's samples changed in number since it was computed.
     """
-    view = samples._root_dataset.load_run_view(info["key"])
+    view = run_view(samples, info)
     expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
     if expected is not None and len(view) != int(expected):
         raise runs.RunError(f"run {info['key']!r} was computed on {expected} samples, its view now has {len(view)}: "
@@ -88,7 +91,7 @@ def run_corpus_and_consensus(samples, info: dict) -> tuple[Any, Any, tuple[str, 
         raise ValueError(f"run {key!r} holds {getattr(doc_type, '__name__', doc_type)} labels (field {field!r}): the "
                          "box relabel rule scores instance labels (boxes, masks, polygons, keypoints, cuboids, segments)")
     kwargs, note = _consensus_kwargs(info)
-    view = _run_samples(samples, info)
+    view = run_samples(samples, info)
     read_opts = {k: layout[k] for k in ("fields", "field", "rater_attr", "raters_field", "box_policy") if k in layout}
     masks = not note or kwargs.get("similarity") == "mask_iou"  # as the run read: a consensus always reads masks
     read = read_annotations(view, **read_opts, assume_crossed=bool(layout.get("assumed_crossed", False)),
@@ -134,6 +137,5 @@ def box_relabel(samples, info: dict, options: Mapping[str, Any] | None = None) -
     pr = consensus_box_relabel(res, data, rule=rule, seed=int(options.get("seed", 0) or 0),
                                lookahead=int(options.get("lookahead", LOOKAHEAD)))
     if notes:
-        pr = RelabelPriority(rule=pr.rule, priority=pr.priority, error_now=pr.error_now, error_after=pr.error_after,
-                             n_ratings=pr.n_ratings, order=pr.order, notes=pr.notes + notes)
+        pr = replace(pr, notes=pr.notes + notes)
     return [str(s) for s in data.sample_ids.tolist()], pr

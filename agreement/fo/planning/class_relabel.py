@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from agreement.core.ratings import class_ratings
+from agreement.fo.planning.box_relabel import run_samples
 from agreement.fo.runs import store as runs
 from agreement.fo.runs.engine import read_whole_corpus
 from agreement.fo.runs.options import RaterLayout
@@ -37,15 +38,10 @@ from agreement.methods.consensus.class_headline import class_consensus_headline
 from agreement.methods.consensus.class_labels import class_consensus
 from agreement.methods.planning.priority import RelabelPriority
 
-__all__ = ["class_relabel", "consensus_relabel", "run_view", "read_run_ratings"]
+__all__ = ["class_relabel", "consensus_relabel", "read_run_ratings"]
 
 #: Relative tolerance of the refitted consensus confidence against the stored one.
 CONFIDENCE_RTOL = 1e-9
-
-
-def run_view(samples, info: dict):
-    """The samples run ``info`` was computed on (FiftyOne keeps the run's view), as a view of the dataset."""
-    return samples._root_dataset.load_run_view(info["key"])
 
 
 def read_run_ratings(samples, info: dict, classes: Any = None):
@@ -64,11 +60,7 @@ def read_run_ratings(samples, info: dict, classes: Any = None):
         agreement.fo.runs.store.RunError: the run's layout is not recorded, or its samples are no longer there.
     """
     layout = info.get("input") or {}
-    view = run_view(samples, info)
-    expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
-    if expected is not None and len(view) != int(expected):
-        raise runs.RunError(f"run {info['key']!r} was computed on {expected} samples, its view now has {len(view)}: "
-                            "the data changed since the run; rerun it (overwrite=True) before suggest_relabel")
+    view = run_samples(samples, info)
     box_policy = layout.get("box_policy") or "clip"
     if layout.get("layout") == "fields":
         rater_layout = RaterLayout(fields=list(layout["fields"]), box_policy=box_policy)
