@@ -44,9 +44,10 @@ class PlanRaters(AgreementOperator):
 
     def resolve_input(self, ctx):
         """The App's form of the operator's parameters, built from ``ctx.params`` so far."""
+        from agreement.fo.planning.raters import planning_methods
+
         inputs = types.Object()
-        if existing_run_choice(inputs, ctx, needs="run compute_class_agreement, compute_consensus on classes or "
-                                                  "compute_kalos first"):
+        if existing_run_choice(inputs, ctx, needs=f"run one of {', '.join(planning_methods())} first"):
             inputs.str("statistic", required=False, label="Statistic", description=_STATISTIC_HELP)
             inputs.float("target", default=0.8, label="Target",
                          description="the consensus reliability (α) or accuracy to reach, in (0, 1)")

@@ -391,6 +391,7 @@ def test_pixel_alpha_of_kept_raters_is_alpha_of_the_pixels_as_units():
 def test_geometry_sigma_and_distance_alpha_with_every_rater_are_the_runs(fo, make_dataset):
     from agreement.fo.methods.geometry_agreement import compute_geometry_agreement
     from agreement.fo.planning.raters import plan_raters
+    from agreement.fo.runs.store import RunError
 
     ds = _box_dataset(fo, make_dataset)
     run = compute_geometry_agreement(ds, "geo", fields=list(RATERS), bootstrap=None)
@@ -409,3 +410,6 @@ def test_geometry_sigma_and_distance_alpha_with_every_rater_are_the_runs(fo, mak
     assert alpha.projection == "spearman_brown" and "chance mean" in alpha.note
     with pytest.raises(ValueError, match="geometry agreement run: it offers σ and distance α"):
         plan_raters(ds, "geo", gold_field="x")
+    ds.delete_samples(ds.first())  # the run's samples changed: refused, not planned on the rest
+    with pytest.raises(RunError, match="computed on 20 samples; its view now has 19"):
+        plan_raters(ds, "geo")

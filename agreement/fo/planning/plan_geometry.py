@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from agreement.fo.planning.plan_input import PlanningInput, run_view
+from agreement.fo.planning.plan_input import PlanningInput, check_run_size, refuse_gold_and_frames, run_layout, run_view
 from agreement.fo.planning.plan_ot import kept_pairs
 from agreement.fo.runs import store as runs
 from agreement.fo.storage.reading import read_annotations
@@ -77,20 +77,6 @@ class MatchedDistances:
         return float(np.mean(d < self.chance)) if self.kind == "sigma" else 1.0 - float(d.mean()) / self.chance
 
 
-def _read(samples, info: dict, params: dict):
-    layout = dict(info.get("input") or {})
-    kw: dict[str, Any] = {"box_policy": layout.get("box_policy") or "clip", "image_sizes": True,
-                          "masks": params.get("distance") == "mask_iou"}
-    view = run_view(samples, info)
-    if layout.get("layout") == "fields":
-        return read_annotations(view, fields=list(layout["fields"]), **kw)
-    if layout.get("field"):
-        return read_annotations(view, field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                raters_field=layout.get("raters_field"),
-                                assume_crossed=bool(layout.get("assumed_crossed")), **kw)
-    raise runs.RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
-
-
 def geometry_planning(samples, info: dict, options: dict, *, geometry_params: Callable[[dict], Any]) -> PlanningInput:
     """The ``planning`` hook of geometry agreement runs (module docstring).
 
@@ -109,22 +95,15 @@ def geometry_planning(samples, info: dict, options: dict, *, geometry_params: Ca
         ValueError: a gold field.
     """
     key, params = info["key"], dict(info.get("params") or {})
-    if options.get("gold_field"):
-        raise ValueError(f"run {key!r} is a geometry agreement run: it offers σ and distance α, no consensus to "
-                         f"score against gold_field {options['gold_field']!r}; leave gold_field out")
-    if info.get("frame_fields"):
-        raise runs.RunError(f"run {key!r} was computed per video frame: plan_raters replays geometry runs on images")
+    refuse_gold_and_frames(info, options, kind="geometry agreement", offers="σ and distance α")
     summary = runs.load_agreement_results(samples, key).get("summary") or {}
     q, mb = summary.get("between_quantile"), summary.get("mean_between")
     if q is None or mb is None or not float(mb) > 0 or summary.get("sigma") is None:
         raise runs.RunError(f"run {key!r}: its σ is undefined ({summary.get('sigma_reason') or 'no chance distances'})"
                             ": there is no chance baseline to plan against")
-    expected = (params.get("target") or {}).get("n_samples")
-    read = _read(samples, info, params)
-    data = read.annotations
-    if expected is not None and data.num_samples != int(expected):
-        raise runs.RunError(f"run {key!r} was computed on {expected} samples; its view now has {data.num_samples}: "
-                            "rerun it (overwrite=True) before plan_raters")
+    data = read_annotations(run_view(samples, info), **run_layout(info), image_sizes=True,
+                            masks=params.get("distance") == "mask_iou").annotations
+    check_run_size(info, data.num_samples)
     shard = geometry_shard(data, geometry_params(params))
     w = shard.within
     rows = np.asarray(w.rows, dtype=np.int64).reshape(-1, 2)

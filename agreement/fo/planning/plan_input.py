@@ -24,7 +24,7 @@ from agreement.fo.runs.errors import RunError
 from agreement.fo.storage.reading import ReadResult, read_annotations
 from agreement.methods.planning.raters import PROJECTIONS, Statistic
 
-__all__ = ["PlanningInput", "read_run_classes", "gold_codes"]
+__all__ = ["PlanningInput", "read_run_classes", "run_layout", "check_run_size", "refuse_gold_and_frames", "gold_codes"]
 
 
 @dataclass(frozen=True)
@@ -79,22 +79,61 @@ def read_run_classes(samples, info: Mapping[str, Any], *, classes: Any = None) -
         RunError: the run records no rater layout, or its samples changed since it was computed.
         ValueError: a rater with two classes on one sample (:func:`agreement.core.ratings.class_ratings`).
     """
-    layout = dict(info.get("input") or {})
     view = run_view(samples, info)
-    expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
-    if expected is not None and len(view) != int(expected):
-        raise RunError(f"run {info['key']!r} was computed on {expected} samples; its view now has {len(view)}: the "
-                       "data changed since the run; rerun it (overwrite=True) before plan_raters")
+    check_run_size(info, len(view))
+    read = read_annotations(view, **run_layout(info))
+    return view, read, class_ratings(read.annotations, classes=classes)
+
+
+def run_layout(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's recorded rater layout (and box policy) as :func:`agreement.fo.storage.reading.read_annotations`
+    keywords, as the run read its raters.
+
+    Raises:
+        RunError: the run records no rater layout.
+    """
+    layout = dict(info.get("input") or {})
     kw: dict[str, Any] = {"box_policy": layout.get("box_policy") or "clip"}
     if layout.get("layout") == "fields":
-        read = read_annotations(view, fields=list(layout["fields"]), **kw)
-    elif layout.get("field"):
-        read = read_annotations(view, field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                raters_field=layout.get("raters_field"),
-                                assume_crossed=bool(layout.get("assumed_crossed")), **kw)
-    else:
-        raise RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
-    return view, read, class_ratings(read.annotations, classes=classes)
+        return {"fields": list(layout["fields"]), **kw}
+    if layout.get("field"):
+        return {"field": layout["field"], "rater_attr": layout.get("rater_attr") or "annotator",
+                "raters_field": layout.get("raters_field"), "assume_crossed": bool(layout.get("assumed_crossed")),
+                **kw}
+    raise RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
+
+
+def refuse_gold_and_frames(info: Mapping[str, Any], options: Mapping[str, Any], *, kind: str, offers: str) -> None:
+    """Refuse, for a hook that has no consensus, a ``gold_field`` option and a run computed per video frame.
+
+    Args:
+        info: the run's info.
+        options: the ``plan_raters`` options.
+        kind: the run's kind in the messages (``"OT agreement"``).
+        offers: what the run offers instead (``"αOT only"``).
+
+    Raises:
+        ValueError: a gold field.
+        RunError: a run on video frames.
+    """
+    key, article = info["key"], "an" if kind[:1] in "AEIOU" else "a"
+    if options.get("gold_field"):
+        raise ValueError(f"run {key!r} is {article} {kind} run: it offers {offers}, no consensus to score against "
+                         f"gold_field {options['gold_field']!r}; leave gold_field out")
+    if info.get("frame_fields"):
+        raise RunError(f"run {key!r} was computed per video frame: plan_raters replays {kind} runs on images")
+
+
+def check_run_size(info: Mapping[str, Any], n_samples: int) -> None:
+    """Refuse a run whose view no longer has the ``n_samples`` it was computed on (its recorded target).
+
+    Raises:
+        RunError: the view's size differs from the run's.
+    """
+    expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
+    if expected is not None and n_samples != int(expected):
+        raise RunError(f"run {info['key']!r} was computed on {expected} samples; its view now has {n_samples}: the "
+                       "data changed since the run; rerun it (overwrite=True) before plan_raters")
 
 
 def gold_codes(view, gold_field: str, sample_ids: list[str], classes: list[str]) -> np.ndarray:

@@ -21,11 +21,9 @@ agglomerative solvers may.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from agreement.fo.planning.plan_input import PlanningInput, run_view
+from agreement.fo.planning.plan_input import PlanningInput, refuse_gold_and_frames, run_layout, run_view
 from agreement.fo.runs import store as runs
 from agreement.fo.storage.label_schema import label_list_path
 from agreement.fo.storage.reading import read_annotations
@@ -112,20 +110,10 @@ def kalos_planning(samples, info: dict, options: dict) -> PlanningInput:
         agreement.fo.runs.store.RunError: a run on video frames, or labels without the run's unit.
         ValueError: a gold field (KαLOS offers α only).
     """
-    key, layout = info["key"], dict(info.get("input") or {})
-    if options.get("gold_field"):
-        raise ValueError(f"run {key!r} is a KαLOS run: it offers α of its units only, no consensus to score against "
-                         f"gold_field {options['gold_field']!r}; leave gold_field out")
-    if info.get("frame_fields"):
-        raise runs.RunError(f"run {key!r} was computed per video frame: plan_raters replays KαLOS runs on images")
+    key = info["key"]
+    refuse_gold_and_frames(info, options, kind="KαLOS", offers="α of its units only")
     view = run_view(samples, info)
-    kw: dict[str, Any] = {"box_policy": layout.get("box_policy") or "clip"}
-    if layout.get("layout") == "fields":
-        read = read_annotations(view, fields=list(layout["fields"]), **kw)
-    else:
-        read = read_annotations(view, field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                raters_field=layout.get("raters_field"),
-                                assume_crossed=bool(layout.get("assumed_crossed")), **kw)
+    read = read_annotations(view, **run_layout(info))
     data = read.annotations
     unit = _unit_of_labels(view, read, key)
     if (unit < 0).any():

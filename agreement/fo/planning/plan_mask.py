@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from agreement.core.krippendorff import alpha_from_coincidence
-from agreement.fo.planning.plan_input import PlanningInput, run_view
+from agreement.fo.planning.plan_input import PlanningInput, check_run_size, refuse_gold_and_frames, run_layout, run_view
 from agreement.fo.runs import store as runs
 from agreement.fo.storage.assignment import plan_corpus
 from agreement.fo.storage.reading import read_annotations
@@ -101,17 +101,6 @@ def pair_coincidences(codes: np.ndarray, n_classes: int, *, weight: float = 1.0)
 CHUNK = 200
 
 
-def _layout(info: dict) -> dict:
-    """The run's rater layout as :func:`agreement.fo.storage.reading.read_annotations` keywords."""
-    layout = dict(info.get("input") or {})
-    if layout.get("layout") == "fields":
-        return {"fields": list(layout["fields"])}
-    if layout.get("field"):
-        return {"field": layout["field"], "rater_attr": layout.get("rater_attr") or "annotator",
-                "raters_field": layout.get("raters_field"), "assume_crossed": bool(layout.get("assumed_crossed"))}
-    raise runs.RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
-
-
 def _sample_masks(data, s: int) -> list[np.ndarray | None]:
     R = data.num_raters
     return [data.masks[data.offsets[s * R + r]] if data.offsets[s * R + r + 1] > data.offsets[s * R + r] else None
@@ -161,7 +150,7 @@ def _pair_coincidences(view, info: dict,
                        params: dict) -> tuple[list[str], np.ndarray, PixelPairCoincidences, list[str]]:
     """Per sample with two or more masks: its pair coincidences on the run's pixels (module docstring), read
     :data:`CHUNK` samples at a time with one corpus plan (the same raters in every read), the classes aligned."""
-    key, layout = info["key"], _layout(info)
+    key, layout = info["key"], run_layout(info)
     plan = plan_corpus(view, **layout)
     all_ids = [str(i) for i in view.values("id")]
     parts = [_chunk(read_annotations(view.select(all_ids[lo: lo + CHUNK], ordered=True), **layout, plan=plan),
@@ -199,17 +188,10 @@ def mask_planning(samples, info: dict, options: dict) -> PlanningInput:
         agreement.fo.runs.store.RunError: a run on video frames, or whose samples changed since it ran.
         ValueError: a gold field.
     """
-    key, params = info["key"], dict(info.get("params") or {})
-    if options.get("gold_field"):
-        raise ValueError(f"run {key!r} is a mask agreement run: it offers pixel α only, no consensus to score "
-                         f"against gold_field {options['gold_field']!r}; leave gold_field out")
-    if info.get("frame_fields"):
-        raise runs.RunError(f"run {key!r} was computed per video frame: plan_raters replays mask runs on images")
+    params = dict(info.get("params") or {})
+    refuse_gold_and_frames(info, options, kind="mask agreement", offers="pixel α only")
     view = run_view(samples, info)
-    expected = (params.get("target") or {}).get("n_samples")
-    if expected is not None and len(view) != int(expected):
-        raise runs.RunError(f"run {key!r} was computed on {expected} samples; its view now has {len(view)}: rerun it "
-                            "(overwrite=True) before plan_raters")
+    check_run_size(info, len(view))
     ids, values, stat, raters = _pair_coincidences(view, info, params)
     sampled = f"{params['n_pixels']} sampled pixels per sample (the run's)" if params.get("n_pixels") else "every pixel"
     note = (f"pixel α (nominal, pooled over samples) of k raters per sample, on {sampled}; exact: from each sample's "

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from agreement.fo.planning.plan_input import PlanningInput
+from agreement.fo.planning.plan_input import PlanningInput, refuse_gold_and_frames
 from agreement.fo.runs import store as runs
 
 __all__ = ["OTPairCosts", "kept_pairs", "ot_planning"]
@@ -133,11 +133,7 @@ def ot_planning(samples, info: dict, options: dict) -> PlanningInput:
         ValueError: a gold field.
     """
     key = info["key"]
-    if options.get("gold_field"):
-        raise ValueError(f"run {key!r} is an OT agreement run: it offers αOT only, no consensus to score against "
-                         f"gold_field {options['gold_field']!r}; leave gold_field out")
-    if info.get("frame_fields"):
-        raise runs.RunError(f"run {key!r} was computed per video frame: plan_raters replays OT runs on images")
+    refuse_gold_and_frames(info, options, kind="OT agreement", offers="αOT only")
     results = runs.load_agreement_results(samples, key)
     summary, detail = results.get("summary") or {}, results.get("detail") or {}
     scores = detail.get("pair_sample_scores")
