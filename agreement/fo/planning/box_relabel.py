@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from agreement.fo.kinds import LABEL_TYPES
-from agreement.fo.planning.plan_input import run_view
+from agreement.fo.planning.plan_input import check_run_size, run_view
 from agreement.fo.runs import store as runs
 from agreement.fo.storage.reading import read_annotations
 from agreement.methods.consensus import consensus
@@ -45,10 +45,7 @@ def run_samples(samples, info: dict):
         agreement.fo.runs.store.RunError: the run's samples changed in number since it was computed.
     """
     view = run_view(samples, info)
-    expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
-    if expected is not None and len(view) != int(expected):
-        raise runs.RunError(f"run {info['key']!r} was computed on {expected} samples, its view now has {len(view)}: "
-                            "the data changed since the run; rerun it (overwrite=True) before suggest_relabel")
+    check_run_size(info, len(view), what="suggest_relabel")
     return view
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from agreement.core.ratings import class_ratings
 from agreement.fo.planning.box_relabel import run_samples
+from agreement.fo.planning.plan_input import run_layout
 from agreement.fo.runs import store as runs
 from agreement.fo.runs.engine import read_whole_corpus
 from agreement.fo.runs.options import RaterLayout
@@ -59,17 +60,8 @@ def read_run_ratings(samples, info: dict, classes: Any = None):
     Raises:
         agreement.fo.runs.store.RunError: the run's layout is not recorded, or its samples are no longer there.
     """
-    layout = info.get("input") or {}
     view = run_samples(samples, info)
-    box_policy = layout.get("box_policy") or "clip"
-    if layout.get("layout") == "fields":
-        rater_layout = RaterLayout(fields=list(layout["fields"]), box_policy=box_policy)
-    elif layout.get("field"):
-        rater_layout = RaterLayout(field=layout["field"], rater_attr=layout.get("rater_attr") or "annotator",
-                                   raters_field=layout.get("raters_field"),
-                                   assume_crossed=bool(layout.get("assumed_crossed")), box_policy=box_policy)
-    else:
-        raise runs.RunError(f"run {info['key']!r} records no rater layout (its input): rerun it")
+    rater_layout = RaterLayout(**run_layout(info, what="suggest_relabel"))
     read = read_whole_corpus(view, rater_layout, {})  # in the order the run read it (a large view: by sample id)
     return view, read, class_ratings(read.annotations, classes=classes)
 

@@ -85,7 +85,7 @@ def read_run_classes(samples, info: Mapping[str, Any], *, classes: Any = None) -
     return view, read, class_ratings(read.annotations, classes=classes)
 
 
-def run_layout(info: Mapping[str, Any]) -> dict[str, Any]:
+def run_layout(info: Mapping[str, Any], *, what: str = "plan_raters") -> dict[str, Any]:
     """The run's recorded rater layout (and box policy) as :func:`agreement.fo.storage.reading.read_annotations`
     keywords, as the run read its raters.
 
@@ -100,7 +100,7 @@ def run_layout(info: Mapping[str, Any]) -> dict[str, Any]:
         return {"field": layout["field"], "rater_attr": layout.get("rater_attr") or "annotator",
                 "raters_field": layout.get("raters_field"), "assume_crossed": bool(layout.get("assumed_crossed")),
                 **kw}
-    raise RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before plan_raters")
+    raise RunError(f"run {info['key']!r} records no rater layout (its input): rerun it before {what}")
 
 
 def refuse_gold_and_frames(info: Mapping[str, Any], options: Mapping[str, Any], *, kind: str, offers: str) -> None:
@@ -124,7 +124,7 @@ def refuse_gold_and_frames(info: Mapping[str, Any], options: Mapping[str, Any], 
         raise RunError(f"run {key!r} was computed per video frame: plan_raters replays {kind} runs on images")
 
 
-def check_run_size(info: Mapping[str, Any], n_samples: int) -> None:
+def check_run_size(info: Mapping[str, Any], n_samples: int, *, what: str = "plan_raters") -> None:
     """Refuse a run whose view no longer has the ``n_samples`` it was computed on (its recorded target).
 
     Raises:
@@ -133,7 +133,7 @@ def check_run_size(info: Mapping[str, Any], n_samples: int) -> None:
     expected = ((info.get("params") or {}).get("target") or {}).get("n_samples")
     if expected is not None and n_samples != int(expected):
         raise RunError(f"run {info['key']!r} was computed on {expected} samples; its view now has {n_samples}: the "
-                       "data changed since the run; rerun it (overwrite=True) before plan_raters")
+                       f"data changed since the run; rerun it (overwrite=True) before {what}")
 
 
 def gold_codes(view, gold_field: str, sample_ids: list[str], classes: list[str]) -> np.ndarray:
