@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,7 +76,7 @@ def _annotate(server, ds, anno_key: str, rater: str, label_of) -> int:
     results = ds.load_annotation_results(anno_key, cache=False)
     headers = {"Authorization": f"Token {server.token}"}
     for task_id, sample_id in results.uploaded_tasks.items():
-        body = {"result": [{"from_name": rater, "to_name": "image", "type": "choices",
+        body: dict[str, Any] = {"result": [{"from_name": rater, "to_name": "image", "type": "choices",
                             "value": {"choices": [label_of(ds[sample_id])]}}]}
         r = requests.post(f"{server.url}/api/tasks/{task_id}/annotations/", headers=headers, json=body, timeout=30)
         assert r.status_code == 201, r.text
@@ -116,7 +117,7 @@ def _state(ds, key: str) -> tuple:
 
 
 def test_round_trip_equals_a_full_recomputation(ls, crowd, clone_dataset):
-    from agreement.fo.labelling.history import run_rounds
+    from agreement.fo.labelling.history import headline, run_rounds
     from agreement.fo.runs.store import get_agreement_run_info, load_agreement_results
 
     base, truth = crowd
@@ -152,6 +153,7 @@ def test_round_trip_equals_a_full_recomputation(ls, crowd, clone_dataset):
 
     rounds = run_rounds(ds, "cons")  # the history survives the recomputation, follows a rename, goes with the run
     assert rounds[0]["status"] == "loaded" and rounds[0]["after"] == got["after"]
+    assert got["after"] == headline(ds, "cons")  # the computed summary's headline is the stored one's
     ds.rename_run("cons", "renamed")
     assert run_rounds(ds, "renamed") == rounds
     ds.delete_run("renamed")
@@ -323,7 +325,9 @@ def test_make_test_builds_the_server_and_requires_it():
     from conftest import REPO
 
     text = (REPO / "Makefile").read_text()
-    deps, recipe = re.search(r"^test:([^\n]*)\n((?:\t[^\n]*\n)*)", text, flags=re.M).groups()
+    found = re.search(r"^test:([^\n]*)\n((?:\t[^\n]*\n)*)", text, flags=re.M)
+    assert found is not None, "the Makefile has no test rule"
+    deps, recipe = found.groups()
     assert "$(VENV)/.labelstudio" in deps.split()
     assert "IAA_REQUIRE_LABELSTUDIO=1" in recipe
     rule = re.search(r"^\$\(VENV\)/\.labelstudio:([^\n]*)\n((?:\t[^\n]*\n)*)", text, flags=re.M)
@@ -354,7 +358,8 @@ def test_boxes_round_trip_equals_a_full_recomputation(ls, fo, make_dataset, tmp_
     results = ds.load_annotation_results(sent["anno_key"], cache=False)
     for task_id in results.uploaded_tasks:
         box = {"x": 10.0, "y": 20.0, "width": 30.0, "height": 25.0, "rotation": 0, "rectanglelabels": [cls]}
-        body = {"result": [{"from_name": "w003", "to_name": "image", "type": "rectanglelabels", "value": box}]}
+        body: dict[str, Any] = {"result": [{"from_name": "w003", "to_name": "image", "type": "rectanglelabels",
+                                            "value": box}]}
         r = requests.post(f"{ls.url}/api/tasks/{task_id}/annotations/", json=body, timeout=30,
                           headers={"Authorization": f"Token {ls.token}"})
         assert r.status_code == 201, r.text

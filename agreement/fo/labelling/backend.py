@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import Counter
 from typing import Any, Mapping
 from urllib.parse import parse_qs, urlparse
 
@@ -142,11 +143,15 @@ def check_label_studio_tasks(results, filepaths: Mapping[str, str], round_ids: l
                                 f"({extra[:5]}), {len(missing)} sent and not mapped ({missing[:5]}); "
                                 "nothing was loaded")
     client = results.connect_to_api()._client
-    names = [_valid_name(os.path.basename(filepaths[s])) for s in mapped]
-    repeated = {n for n in names if names.count(n) > 1}
+    # one paged request for the round's tasks (as FiftyOne's backend reads them), not one per task
+    fetched = {int(t["id"]): t for t in client.get_project(results.project_id).get_tasks(selected_ids=sorted(tasks))}
+    gone = sorted(set(tasks) - set(fetched))
+    if gone:
+        raise TaskMismatchError(f"Label Studio project {results.project_id} lacks {len(gone)} of the round's tasks "
+                                f"(e.g. {gone[:5]}): deleted there? nothing was loaded")
+    repeated = {n for n, c in Counter(_valid_name(os.path.basename(filepaths[s])) for s in mapped).items() if c > 1}
     for task_id, sample_id in sorted(tasks.items()):
-        task = client.make_request("GET", f"/api/tasks/{task_id}").json()
-        ref, name = _task_file(task, "image")
+        ref, name = _task_file(fetched[task_id], "image")
         path = filepaths[sample_id]
         expected = _valid_name(os.path.basename(path))
         if name == expected and expected not in repeated:

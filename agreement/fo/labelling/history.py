@@ -93,20 +93,23 @@ def pending_raters(rounds: list[dict]) -> dict[str, str]:
     return {str(r["rater"]): str(r["anno_key"]) for r in rounds if r.get("status") != "loaded"}
 
 
-def headline(samples, key: str) -> dict:
+def headline(samples, key: str, summary: Mapping[str, Any] | None = None) -> dict:
     """The run's headline numbers: the numeric summary values of its method's panel and report cards (and
     ``n_raters``), NaN as ``None``.
 
     Args:
         samples: the dataset or view holding the run.
         key: the run key.
+        summary: the run's summary when the caller has it (what a computation returns): its results are then
+            not read again.
     """
     from agreement.fo.methods import declaration_of
     from agreement.fo.runs.results import results_class
     from agreement.reporting.figures.method_figures import METHOD_VIEWS
 
     info = runs.get_agreement_run_info(samples, key)
-    summary = runs.load_agreement_results(samples, key).get("summary", {}) or {}
+    if summary is None:
+        summary = runs.load_agreement_results(samples, key).get("summary", {}) or {}
     declaration_of(info["method"])  # the declared methods' views registered
     view = results_class(info["method"]).view or METHOD_VIEWS.get(info["method"]) or {}
     cards = [*(view.get("cards") or []), *(view.get("report_cards") or [])]
@@ -114,8 +117,9 @@ def headline(samples, key: str) -> dict:
     out: dict[str, Any] = {}
     for name in dict.fromkeys(names):
         value = summary.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        out[name] = None if isinstance(value, float) and not math.isfinite(value) else value
+        if name in summary and (value is None or isinstance(value, float) and not math.isfinite(value)):
+            out[name] = None  # NaN, stored or (a computation's summary) already as None
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
     return out
 

@@ -37,10 +37,10 @@ __all__ = ["load_requested_labels", "recompute_with_rater", "backup_key"]
 def backup_key(dataset, key: str) -> str:
     """A free run key to keep run ``key`` under while it is recomputed (``{key}_before_round``, numbered if
     taken)."""
-    schema = dataset.get_field_schema()
+    schema, taken = dataset.get_field_schema(), set(dataset.list_runs())
     base, n = f"{key}_before_round", 1
     candidate = base
-    while candidate in dataset.list_runs() or any(f.startswith(candidate + "_") for f in schema):
+    while candidate in taken or any(f.startswith(candidate + "_") for f in schema):
         n += 1
         candidate = f"{base}{n}"
     return candidate
@@ -84,9 +84,11 @@ def recompute_with_rater(samples, key: str, rater: str) -> dict:
     try:
         out = run_declared(decl, view, key, target=target, **own, **layout)
     except BaseException:
-        if key in dataset.list_runs():
-            runs.delete_agreement_run(dataset, key)
-        runs.rename_agreement_run(dataset, backup, key)
+        try:  # the user's run goes back under its key even if discarding the half-made one fails
+            if key in dataset.list_runs():
+                runs.delete_agreement_run(dataset, key)
+        finally:
+            runs.rename_agreement_run(dataset, backup, key)
         raise
     runs.delete_agreement_run(dataset, backup)
     return out
@@ -181,14 +183,14 @@ def load_requested_labels(samples, key: str, *, anno_key: str | None = None) -> 
         if layout["layout"] == "attribute":
             merged = _merge_into_run_field(dataset, layout, field, rater, ids)
             dataset.delete_sample_field(field)
-        recompute_with_rater(dataset, key, rater)
+        summary = recompute_with_rater(dataset, key, rater)
     except BaseException:
         if merged:
             _restore(dataset, merged)
         if field in dataset.get_field_schema():
             dataset.delete_sample_field(field)
         raise
-    after = headline(dataset, key)
+    after = headline(dataset, key, summary=summary)  # the new run's summary as computed, not read back
     done = dict(record, status="loaded", n_loaded=int(loaded), loaded_at=now(), before=before, after=after)
     save_rounds(dataset, key, [done if r.get("anno_key") == anno_key else r for r in rounds])
     return {"key": key, "anno_key": anno_key, "rater": rater, "n_loaded": int(loaded), "n_samples": len(ids),

@@ -107,10 +107,6 @@ def chosen_samples(samples, key: str, info: dict, source: str, budget: int | Non
     raise RunError(f"unknown source {source!r}; choose from {list(SOURCES)}")
 
 
-def _run_sample_ids(dataset, key: str) -> set[str]:
-    return {str(i) for i in dataset.load_run_view(key).values("id")}
-
-
 def request_labels(samples, key: str, *, source: str = "suggested", budget: int | None = None,
                    rater: str | None = None, backend: str = "labelstudio", anno_key: str | None = None,
                    launch_editor: bool = False) -> dict:
@@ -162,9 +158,10 @@ def request_labels(samples, key: str, *, source: str = "suggested", budget: int 
              else next_rater_name(raters, taken))
     # the field FiftyOne loads into: the rater's own (fields layout), else the round's, merged into the run's
     label_field = rater if by_field else check_free_field(dataset, f"{anno_key}_labels", "the round's labels")
-    classes = run_classes(dataset.load_run_view(key), info, results.get("detail", {}))
+    run_view = dataset.load_run_view(key)
+    classes = run_classes(run_view, info, results.get("detail", {}))
     ids = chosen_samples(samples, key, info, source, budget)
-    in_run = _run_sample_ids(dataset, key)
+    in_run = {str(i) for i in run_view.values("id")}
     outside = [i for i in ids if i not in in_run]
     if outside:
         raise RunError(f"{len(outside)} of the {len(ids)} samples to send are not samples of run {key!r} "
