@@ -131,17 +131,18 @@ def rank_field(key: str) -> str:
 
 
 def _write(samples, info: dict, ids: list[str], priority: RelabelPriority) -> str:
-    """Writes ``{key}_relabel_priority`` and ``{key}_relabel_rank`` (owned by the run) on every sample ``ids``,
-    one bulk call each."""
+    """Writes ``{key}_relabel_priority`` and ``{key}_relabel_rank`` (owned by the run) on every sample ``ids``:
+    each sample document updated once (:func:`agreement.fo.runs.store.write_run_columns`, the bulk path of the
+    runs' own write-back)."""
     key, name = info["key"], priority_field(info["key"])
     dataset = samples._root_dataset
     rank = np.empty(len(ids), dtype=np.int64)
     rank[priority.order] = np.arange(1, len(ids) + 1)
-    for field, suffix, values in ((name, PRIORITY_SUFFIX, map(float, priority.priority)),
-                                  (rank_field(key), RANK_SUFFIX, map(int, rank))):
+    for field in (name, rank_field(key)):
         runs.add_run_sample_field(dataset, key, field)
-        plan = runs.RunPlan(key=key, method=info["method"], sample_fields=[field])
-        runs.write_sample_values(dataset, plan, suffix, dict(zip(ids, values, strict=True)))
+    plan = runs.RunPlan(key=key, method=info["method"], sample_fields=[name, rank_field(key)])
+    runs.write_run_columns(dataset, plan, {PRIORITY_SUFFIX: dict(zip(ids, map(float, priority.priority), strict=True)),
+                                           RANK_SUFFIX: dict(zip(ids, map(int, rank), strict=True))})
     return name
 
 
